@@ -1,0 +1,230 @@
+"""Start, watch and stop one local server process, by PID.
+
+Processes run in their own session so a sandbox outlives the CLI that started it; every
+stop is by the PID we recorded, after checking that PID still runs our executable (a
+recycled PID must never be killed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import httpx
+
+from nsqctl.errors import ServerSetupError
+
+LOOPBACK = "127.0.0.1"
+
+
+@dataclass
+class NodeRecord:
+    """What we started: enough to reach it, read its log and stop it later."""
+
+    role: str  # "nsqd" | "nsqlookupd" | "etcd"
+    name: str
+    exe: str
+    pid: int = 0
+    tcp_port: int = 0
+    http_port: int = 0
+    rpc_port: int = 0
+    log: str = ""
+    data_dir: str = ""
+    argv: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def tcp_address(self) -> str:
+        return f"{LOOPBACK}:{self.tcp_port}"
+
+    @property
+    def http_address(self) -> str:
+        return f"{LOOPBACK}:{self.http_port}"
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, object]) -> NodeRecord:
+        return cls(**data)  # type: ignore[arg-type]
+
+
+def port_in_use(port: int) -> bool:
+    """True when something already listens on (or holds) 127.0.0.1:port."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((LOOPBACK, port))
+        except OSError:
+            return True
+    return False
+
+
+def free_ports(count: int, base: int | None = None) -> list[int]:
+    """``count`` ports that are free on loopback: sequential from ``base`` or OS-chosen."""
+    if base is not None:
+        ports = list(range(base, base + count))
+        for port in ports:
+            if not 0 < port < 65536:
+                raise ServerSetupError(f"port {port} is out of range: choose a lower --port-base")
+            if port_in_use(port):
+                raise ServerSetupError(
+                    f"port {LOOPBACK}:{port} is already in use: stop what holds it or choose "
+                    "another --port-base"
+                )
+        return ports
+    held: list[socket.socket] = []
+    try:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.bind((LOOPBACK, 0))
+            held.append(sock)
+        return [s.getsockname()[1] for s in held]
+    finally:
+        for sock in held:
+            sock.close()
+
+
+def pid_runs(pid: int, exe: str) -> bool:
+    """True when ``pid`` is alive and is running ``exe`` (guards against PID reuse)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return False
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
+    except OSError:
+        return True  # no /proc: trust the PID
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        if ") Z" in stat:  # zombie: already dead, not yet reaped
+            return False
+    except OSError:
+        pass
+    return cmdline == exe or os.path.basename(cmdline) == os.path.basename(exe)
+
+
+def start(record: NodeRecord) -> None:
+    """Start ``record.argv`` detached, output to ``record.log``; fill in ``record.pid``."""
+    argv = record.argv
+    if not os.access(argv[0], os.X_OK):
+        raise ServerSetupError(
+            f"{record.role} binary not found or not executable at {argv[0]}: run "
+            "`nsqctl sandbox build` (or check NSQCTL_SERVER_CACHE)"
+        )
+    log = Path(record.log)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    full_env = dict(os.environ)
+    full_env.update(record.env)
+    with log.open("ab") as fh:
+        proc = subprocess.Popen(
+            argv,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=record.data_dir or None,
+            env=full_env,
+            start_new_session=True,
+        )
+    record.pid = proc.pid
+    _CHILDREN[proc.pid] = proc
+
+
+# Popen objects of processes this Python process started, so they are reaped on stop.
+_CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
+
+
+def last_log_line(log: str) -> str:
+    """The last non-empty line of a log file, for one-line error messages."""
+    try:
+        with open(log, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - 8192))
+            lines = [ln.strip() for ln in fh.read().decode(errors="replace").splitlines()]
+    except OSError:
+        return "no log"
+    lines = [ln for ln in lines if ln]
+    return lines[-1][:300] if lines else "no output"
+
+
+def exited(record: NodeRecord) -> int | None:
+    """The exit code if the process has ended, else None."""
+    proc = _CHILDREN.get(record.pid)
+    if proc is not None:
+        return proc.poll()
+    return None if pid_runs(record.pid, record.exe) else -1
+
+
+def http_ok(url: str, timeout: float = 1.0) -> bool:
+    """True when ``url`` answers 200."""
+    try:
+        return httpx.get(url, timeout=timeout).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def wait_until(
+    record: NodeRecord,
+    check: Callable[[], bool],
+    what: str,
+    timeout: float = 30.0,
+    interval: float = 0.1,
+) -> None:
+    """Poll ``check`` until true; fail fast (naming the log) if the process dies."""
+    deadline = time.monotonic() + timeout
+    while True:
+        code = exited(record)
+        if code is not None:
+            raise ServerSetupError(
+                f"{record.name} exited at start (code {code}): {last_log_line(record.log)}; "
+                f"see {record.log}"
+            )
+        if check():
+            return
+        if time.monotonic() > deadline:
+            raise ServerSetupError(
+                f"{record.name} did not become {what} within {timeout:.0f}s: "
+                f"{last_log_line(record.log)}; see {record.log}"
+            )
+        time.sleep(interval)
+
+
+def stop(record: NodeRecord, timeout: float = 10.0) -> bool:
+    """Stop our process by PID (TERM, then KILL). True if it was running."""
+    proc = _CHILDREN.pop(record.pid, None)
+    if not pid_runs(record.pid, record.exe) and (proc is None or proc.poll() is not None):
+        return False
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(record.pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            return True
+        if proc is None and not pid_runs(record.pid, record.exe):
+            return True
+        time.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(record.pid, signal.SIGKILL)
+    if proc is not None:
+        proc.wait(timeout=5)
+    return True
+
+
+def kill_hard(record: NodeRecord) -> None:
+    """SIGKILL our process (fault-injection tests); it stays recorded for a restart."""
+    if pid_runs(record.pid, record.exe):
+        os.kill(record.pid, signal.SIGKILL)
+        proc = _CHILDREN.pop(record.pid, None)
+        if proc is not None:
+            proc.wait(timeout=5)

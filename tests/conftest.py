@@ -1,0 +1,94 @@
+"""Session-wide real clusters, started through the same code as ``nsqctl sandbox``.
+
+One original cluster and one redesign cluster (2 nsqd each) serve the whole test run;
+tests that need to kill or reconfigure servers start their own with ``start_cluster``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from nsqctl.errors import ServerSetupError
+from nsqctl.servers import build, cluster
+from nsqctl.servers.catalog import Flavor
+
+_UNAVAILABLE: dict[str, str] = {}
+
+
+def _bins(flavor: Flavor) -> Path:
+    """Build once per session; a module the proxy refuses becomes a named skip reason."""
+    if flavor in _UNAVAILABLE:
+        pytest.skip(_UNAVAILABLE[flavor])
+    try:
+        return build.build(flavor)
+    except ServerSetupError as err:
+        if "cannot download" in str(err) or "downloading" in str(err):
+            _UNAVAILABLE[flavor] = f"{flavor} NSQ servers cannot be built here: {err}"
+            pytest.skip(_UNAVAILABLE[flavor])
+        raise
+
+
+@pytest.fixture(scope="session")
+def original_bins() -> Path:
+    return _bins("original")
+
+
+@pytest.fixture(scope="session")
+def redesign_bins() -> Path:
+    return _bins("redesign")
+
+
+StartCluster = Callable[..., cluster.Cluster]
+
+
+@pytest.fixture
+def start_cluster(tmp_path: Path) -> Iterator[StartCluster]:
+    """Start private clusters for one test; every one is stopped by PID afterwards."""
+    started: list[cluster.Cluster] = []
+
+    def _start(flavor: Flavor, **kwargs: object) -> cluster.Cluster:
+        bins = _bins(flavor)
+        directory = tmp_path / f"{flavor}-{len(started)}"
+        c = cluster.start(flavor, directory, bin_dir=bins, **kwargs)  # type: ignore[arg-type]
+        started.append(c)
+        return c
+
+    yield _start
+    for c in started:
+        c.stop()
+
+
+def _session_cluster(
+    flavor: Flavor, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[cluster.Cluster]:
+    bins = _bins(flavor)
+    directory = tmp_path_factory.mktemp(f"{flavor}-cluster")
+    c = cluster.start(flavor, directory, nsqd=2, lookupd=1, bin_dir=bins)
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+@pytest.fixture(scope="session")
+def original_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[cluster.Cluster]:
+    yield from _session_cluster("original", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def redesign_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[cluster.Cluster]:
+    yield from _session_cluster("redesign", tmp_path_factory)
+
+
+@pytest.fixture(params=["original", "redesign"])
+def any_cluster(request: pytest.FixtureRequest) -> cluster.Cluster:
+    """Runs a test once against each family's session cluster."""
+    return request.getfixturevalue(f"{request.param}_cluster")
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"nsqctl server cache: {os.environ.get('NSQCTL_SERVER_CACHE') or build.cache_root()}"
