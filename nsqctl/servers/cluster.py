@@ -162,7 +162,9 @@ def _node(cluster: Cluster, role: str, index: int, exe: Path) -> NodeRecord:
     )
 
 
-def _original(cluster: Cluster, bins: Path, nsqd: int, lookupd: int, ports: _Ports) -> None:
+def _original(
+    cluster: Cluster, bins: Path, nsqd: int, lookupd: int, ports: _Ports, nsqd_args: list[str]
+) -> None:
     lookupds = []
     for i in range(lookupd):
         node = _node(cluster, "nsqlookupd", i, bins / "nsqlookupd")
@@ -184,12 +186,15 @@ def _original(cluster: Cluster, bins: Path, nsqd: int, lookupd: int, ports: _Por
             f"--broadcast-address={LOOPBACK}",
             f"--data-path={node.data_dir}",
             *[f"--lookupd-tcp-address={lk.tcp_address}" for lk in lookupds],
+            *nsqd_args,
         ]
         cluster.nodes.append(node)
     cluster.nodes[0:0] = lookupds
 
 
-def _redesign(cluster: Cluster, bins: Path, nsqd: int, lookupd: int, ports: _Ports) -> None:
+def _redesign(
+    cluster: Cluster, bins: Path, nsqd: int, lookupd: int, ports: _Ports, nsqd_args: list[str]
+) -> None:
     etcd_exe = shutil.which("etcd")
     if not etcd_exe:
         raise ServerSetupError(
@@ -261,7 +266,7 @@ def _redesign(cluster: Cluster, bins: Path, nsqd: int, lookupd: int, ports: _Por
                 }
             )
         )
-        node.argv = [node.exe, f"--config={config}"]
+        node.argv = [node.exe, f"--config={config}", *nsqd_args]
         node.env = {TESTMODE_ENV: "1"}
         cluster.nodes.append(node)
 
@@ -299,8 +304,12 @@ def start(
     port_base: int | None = None,
     timeout: float = 60.0,
     progress: Callable[[str], None] | None = None,
+    nsqd_args: list[str] | None = None,
 ) -> Cluster:
-    """Build if needed, start and wait for a healthy cluster; on failure stop everything."""
+    """Build if needed, start and wait for a healthy cluster; on failure stop everything.
+
+    ``nsqd_args`` are extra command-line flags for every nsqd (TLS, auth, limits).
+    """
     if nsqd < 1 or lookupd < 1:
         raise ServerSetupError("a cluster needs at least one nsqd and one nsqlookupd")
     say = progress or (lambda _msg: None)
@@ -320,9 +329,9 @@ def start(
     cluster = Cluster(flavor=flavor, directory=directory)
     ports = _Ports(_port_count(flavor, nsqd, lookupd), port_base)
     if flavor == "original":
-        _original(cluster, bin_dir, nsqd, lookupd, ports)
+        _original(cluster, bin_dir, nsqd, lookupd, ports, list(nsqd_args or ()))
     else:
-        _redesign(cluster, bin_dir, nsqd, lookupd, ports)
+        _redesign(cluster, bin_dir, nsqd, lookupd, ports, list(nsqd_args or ()))
     try:
         for node in cluster.nodes:
             say(f"starting {node.name}")

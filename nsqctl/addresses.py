@@ -1,0 +1,128 @@
+"""``HOST:PORT`` parsing shared by every layer (nsqd TCP/HTTP, nsqlookupd HTTP).
+
+Users type addresses on the command line and in config files, so a bad one must fail early
+with one line that says what is wrong and what a good one looks like. IPv6 hosts must be
+bracketed (``[::1]:4150``): an unbracketed ``::1:4150`` is ambiguous.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from nsqctl.errors import ConfigError
+
+__all__ = [
+    "HostPort",
+    "NsqdAddress",
+    "parse_address",
+    "parse_addresses",
+]
+
+# RFC 1123 labels; underscores are tolerated because container/compose names use them.
+_LABEL = re.compile(r"^[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?$")
+
+
+@dataclass(frozen=True, order=True)
+class HostPort:
+    """An immutable ``host:port`` pair; ``str()`` gives the canonical form (v6 in brackets)."""
+
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        if ":" in self.host:
+            return f"[{self.host}]:{self.port}"
+        return f"{self.host}:{self.port}"
+
+    @property
+    def http_url(self) -> str:
+        """Base URL for the HTTP API served on this address."""
+        return f"http://{self}"
+
+    @classmethod
+    def parse(cls, text: str, *, example: str = "127.0.0.1:4161") -> HostPort:
+        """Parse ``text``; see :func:`parse_address`."""
+        return parse_address(text, example=example)
+
+
+# The same value type names an nsqd endpoint; the alias keeps call sites self-describing.
+NsqdAddress = HostPort
+
+
+def _bad(text: str, why: str, example: str) -> ConfigError:
+    return ConfigError(f"bad address {text!r}: {why}; expected HOST:PORT, e.g. {example}")
+
+
+def _check_host(text: str, host: str, example: str) -> str:
+    if not host:
+        raise _bad(text, "missing host", example)
+    try:
+        return str(ipaddress.ip_address(host))
+    except ValueError:
+        pass
+    if len(host) > 253 or not all(_LABEL.match(label) for label in host.rstrip(".").split(".")):
+        raise _bad(text, f"{host!r} is not a valid hostname or IP address", example)
+    return host
+
+
+def _check_port(text: str, port: str, example: str) -> int:
+    if not port:
+        raise _bad(text, "missing port", example)
+    if not port.isdigit():
+        raise _bad(text, f"port {port!r} is not a number", example)
+    value = int(port)
+    if not 1 <= value <= 65535:
+        raise _bad(text, f"port {value} is out of range 1-65535", example)
+    return value
+
+
+def parse_address(text: str, *, example: str = "127.0.0.1:4161") -> HostPort:
+    """Parse ``HOST:PORT`` (IPv4, hostname or ``[v6]:port``) or raise :class:`ConfigError`.
+
+    ``example`` is shown in the error so nsqd (4150) and lookupd (4161) callers can each
+    suggest the right port.
+    """
+    if not isinstance(text, str):
+        raise ConfigError(f"bad address {text!r}: expected a HOST:PORT string, e.g. {example}")
+    raw = text.strip()
+    if not raw:
+        raise _bad(text, "empty", example)
+    if "://" in raw:
+        raise _bad(text, "drop the URL scheme", example)
+    if raw.startswith("["):
+        end = raw.find("]")
+        if end < 0:
+            raise _bad(text, "missing ']' after IPv6 host", example)
+        host, rest = raw[1:end], raw[end + 1 :]
+        if not rest.startswith(":"):
+            raise _bad(text, "missing ':PORT' after ']'", example)
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            raise _bad(text, f"{host!r} is not an IPv6 address", example) from None
+        return HostPort(str(ipaddress.IPv6Address(host)), _check_port(text, rest[1:], example))
+    if raw.count(":") > 1:
+        raise _bad(text, "IPv6 hosts need brackets, like [::1]:4150", example)
+    host, sep, port = raw.rpartition(":")
+    if not sep:
+        raise _bad(text, "missing ':PORT'", example)
+    return HostPort(_check_host(text, host, example), _check_port(text, port, example))
+
+
+def parse_addresses(
+    values: str | Iterable[str | HostPort], *, example: str = "127.0.0.1:4161"
+) -> list[HostPort]:
+    """Parse a list (or one comma-separated string) of addresses, dropping duplicates in order."""
+    items: Iterable[str | HostPort] = values.split(",") if isinstance(values, str) else values
+    seen: dict[HostPort, None] = {}
+    for item in items:
+        if isinstance(item, HostPort):
+            seen.setdefault(item, None)
+            continue
+        if isinstance(item, str) and not item.strip() and isinstance(values, str):
+            continue  # tolerate "a,b," from shells and env vars
+        seen.setdefault(parse_address(item, example=example), None)
+    return list(seen)

@@ -1,0 +1,458 @@
+"""Async nsqlookupd client: discovery, concurrent lookups, merging, failure priority, polling.
+
+One round of :meth:`LookupClient.lookup`:
+
+1. ``/listlookup`` on a known lookupd (redesign) to learn every lookupd in the cluster. A
+   404 marks that address as an original lookupd and it is not asked again; an empty or
+   ``null`` answer (standalone redesign) or a failure just means "use what we know".
+2. ``/lookup?topic=T&access=r|w[&metainfo=true]`` on every lookupd concurrently, with
+   ``Accept: application/vnd.nsq; version=1.0`` (youzan compares the header exactly).
+3. Merge with :func:`nsqctl.lookup.model.merge_answers`.
+
+Failure priority (the seed article's "priority of accessing that lookup address may
+decrease"): after ``failure_threshold`` consecutive failures a lookupd is skipped for
+``min(2 ** (failures - failure_threshold), max_skip_rounds)`` rounds, then retried. A
+configured lookupd is never forgotten; a discovered one is dropped after
+``forget_after`` consecutive failures (``/listlookup`` re-adds it when it returns). If
+every lookupd is in its skip window, all are asked anyway: a round never asks nobody.
+
+When no lookupd answers, the last known topology for that topic/access comes back with
+``stale=True`` and one warning is logged per outage. Only when nothing was ever known does
+:class:`LookupUnavailableError` escape.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import json
+import logging
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import httpx
+
+from nsqctl.addresses import HostPort, parse_addresses
+from nsqctl.errors import ConfigError, NsqctlError
+from nsqctl.lookup.model import (
+    LookupAnswer,
+    LookupdList,
+    LookupProtocolError,
+    SourceStatus,
+    Topology,
+    merge_answers,
+    parse_listlookup,
+    parse_lookup_response,
+)
+
+__all__ = [
+    "ACCEPT_V1",
+    "Access",
+    "LookupClient",
+    "LookupUnavailableError",
+    "TopologyCallback",
+]
+
+log = logging.getLogger("nsqctl.lookup")
+
+ACCEPT_V1 = "application/vnd.nsq; version=1.0"
+
+Access = Literal["r", "w"]
+TopologyCallback = Callable[[Topology], Awaitable[None] | None]
+
+
+class LookupUnavailableError(NsqctlError):
+    """No lookupd answered and no earlier answer exists to fall back on."""
+
+
+@dataclass
+class _Health:
+    configured: bool
+    failures: int = 0
+    skip_rounds: int = 0
+    last_error: str = ""
+    is_original: bool = False  # /listlookup said 404
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, httpx.ConnectError):
+        return "connection refused or host unreachable"
+    if isinstance(exc, httpx.TimeoutException):
+        return "timed out"
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class LookupClient:
+    """Talks to a set of nsqlookupd HTTP addresses; see the module doc for the policy."""
+
+    def __init__(
+        self,
+        lookupd_http_addresses: Sequence[str | HostPort] | str,
+        *,
+        timeout: float = 5.0,
+        poll_interval: float = 60.0,
+        jitter: float = 0.3,
+        failure_threshold: int = 2,
+        max_skip_rounds: int = 16,
+        forget_after: int = 5,
+        discover: bool = True,
+        transport: httpx.AsyncBaseTransport | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        addresses = parse_addresses(lookupd_http_addresses, example="127.0.0.1:4161")
+        if not addresses:
+            raise ConfigError("no nsqlookupd address given: pass at least one, e.g. 127.0.0.1:4161")
+        if poll_interval <= 0:
+            raise ConfigError(f"bad poll interval {poll_interval!r}: must be > 0 seconds")
+        if not 0 <= jitter <= 1:
+            raise ConfigError(f"bad poll jitter {jitter!r}: must be between 0 and 1")
+        if timeout <= 0:
+            raise ConfigError(f"bad lookup timeout {timeout!r}: must be > 0 seconds")
+        self.timeout = timeout
+        self.poll_interval = poll_interval
+        self.jitter = jitter
+        self.failure_threshold = max(1, failure_threshold)
+        self.max_skip_rounds = max(0, max_skip_rounds)
+        self.forget_after = max(1, forget_after)
+        self.discover = discover
+        self._rng = rng or random.Random()
+        self._health: dict[str, _Health] = {str(a): _Health(configured=True) for a in addresses}
+        self._last: dict[tuple[str, str, bool], Topology] = {}
+        self._warned: set[tuple[str, str, bool]] = set()
+        self._refresh = asyncio.Event()
+        self._http = httpx.AsyncClient(
+            transport=transport,
+            timeout=timeout,
+            headers={"Accept": ACCEPT_V1},
+            follow_redirects=False,
+        )
+
+    # ----------------------------------------------------------------- lifecycle
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> LookupClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # ----------------------------------------------------------------- state
+
+    @property
+    def addresses(self) -> list[str]:
+        """Every lookupd currently known (configured first, then discovered)."""
+        return list(self._health)
+
+    def health(self) -> dict[str, dict[str, Any]]:
+        """A snapshot of per-lookupd failure counters, for status displays and tests."""
+        return {
+            a: {
+                "configured": h.configured,
+                "failures": h.failures,
+                "skip_rounds": h.skip_rounds,
+                "last_error": h.last_error,
+                "is_original": h.is_original,
+            }
+            for a, h in self._health.items()
+        }
+
+    def last_known(
+        self, topic: str, access: Access = "r", metainfo: bool = True
+    ) -> Topology | None:
+        return self._last.get((topic, access, metainfo))
+
+    def request_refresh(self) -> None:
+        """Wake pollers now (e.g. a producer saw E_FAILED_ON_NOT_LEADER)."""
+        self._refresh.set()
+
+    def _record_success(self, address: str) -> None:
+        h = self._health.get(address)
+        if h is not None:
+            h.failures, h.skip_rounds, h.last_error = 0, 0, ""
+
+    def _record_failure(self, address: str, error: str) -> None:
+        h = self._health.get(address)
+        if h is None:
+            return
+        h.failures += 1
+        h.last_error = error
+        if not h.configured and h.failures >= self.forget_after:
+            log.info("forgetting discovered nsqlookupd %s after %d failures", address, h.failures)
+            del self._health[address]
+            return
+        if h.failures >= self.failure_threshold:
+            h.skip_rounds = min(2 ** (h.failures - self.failure_threshold), self.max_skip_rounds)
+
+    def _round_targets(self) -> list[str]:
+        """Addresses to ask this round; consumes one skip round from each skipped lookupd."""
+        due: list[str] = []
+        for address, h in self._health.items():
+            if h.skip_rounds > 0:
+                h.skip_rounds -= 1
+            else:
+                due.append(address)
+        return due or list(self._health)
+
+    # ----------------------------------------------------------------- HTTP
+
+    async def _get(
+        self, address: str, path: str, params: dict[str, str] | None = None
+    ) -> httpx.Response:
+        return await self._http.get(f"http://{address}{path}", params=params)
+
+    @staticmethod
+    def _json(resp: httpx.Response) -> Any:
+        body = resp.content.strip()
+        if not body:
+            return None
+        try:
+            return json.loads(body)
+        except ValueError as exc:
+            raise LookupProtocolError(
+                f"{resp.request.url} answered non-JSON (HTTP {resp.status_code}): {body[:80]!r}"
+            ) from exc
+
+    async def _discover(self, candidates: list[str], failed: dict[str, str]) -> None:
+        """Ask ``/listlookup`` until one lookupd answers; add the lookupds it lists."""
+        for address in candidates:
+            h = self._health.get(address)
+            if h is None or h.is_original:
+                continue
+            try:
+                resp = await self._get(address, "/listlookup")
+            except httpx.HTTPError as exc:
+                failed[address] = _describe(exc)
+                continue
+            if resp.status_code == 404:
+                h.is_original = True
+                return
+            try:
+                listing: LookupdList | None = (
+                    parse_listlookup(self._json(resp)) if resp.status_code == 200 else None
+                )
+            except LookupProtocolError as exc:
+                log.debug("ignoring bad /listlookup from %s: %s", address, exc)
+                continue
+            if listing is None:
+                if resp.status_code == 200:
+                    return  # standalone redesign lookupd: nothing to discover
+                continue
+            for node in listing.nodes:
+                key = str(node.http_address)
+                if key not in self._health:
+                    log.info("discovered nsqlookupd %s via %s", key, address)
+                    self._health[key] = _Health(configured=False)
+            return
+
+    async def _lookup_one(
+        self, address: str, topic: str, access: Access, metainfo: bool
+    ) -> LookupAnswer:
+        params = {"topic": topic, "access": access}
+        if metainfo:
+            params["metainfo"] = "true"
+        resp = await self._get(address, "/lookup", params)
+        if resp.status_code >= 500 or resp.status_code not in (200, 404):
+            payload: Any = None
+            with contextlib.suppress(LookupProtocolError):
+                payload = self._json(resp)
+            # A legacy-mode redesign reports "not found" as 500 + status_txt; let the parser judge.
+            if isinstance(payload, dict) and ("status_txt" in payload or "message" in payload):
+                return parse_lookup_response(payload, source=address, http_status=200)
+            raise LookupProtocolError(f"{address} answered HTTP {resp.status_code}")
+        payload = self._json(resp) if resp.status_code == 200 else None
+        return parse_lookup_response(payload, source=address, http_status=resp.status_code)
+
+    # ----------------------------------------------------------------- lookup
+
+    async def lookup(self, topic: str, access: Access = "r", metainfo: bool = True) -> Topology:
+        """One discovery round for ``topic``; see the module doc for failure handling."""
+        if access not in ("r", "w"):
+            raise ConfigError(f"bad lookup access {access!r}: use 'r' (consume) or 'w' (publish)")
+        if not topic:
+            raise ConfigError("empty topic name: pass the topic to look up")
+        failed: dict[str, str] = {}
+        targets = self._round_targets()
+        if self.discover:
+            before = set(self._health)
+            await self._discover(targets, failed)
+            targets += [a for a in self._health if a not in before]
+        targets = [a for a in targets if a not in failed]
+        results = await asyncio.gather(
+            *(self._lookup_one(a, topic, access, metainfo) for a in targets), return_exceptions=True
+        )
+        answers: list[LookupAnswer] = []
+        sources: list[SourceStatus] = []
+        for address, result in zip(targets, results, strict=True):
+            if isinstance(result, LookupAnswer):
+                answers.append(result)
+                self._record_success(address)
+                sources.append(
+                    SourceStatus(address, ok=True, topic_not_found=result.topic_not_found)
+                )
+            elif isinstance(result, httpx.HTTPError | LookupProtocolError):
+                failed[address] = _describe(result)
+            else:
+                raise result  # a bug, not a lookupd failure: don't hide it
+        for address, error in failed.items():
+            self._record_failure(address, error)
+            sources.append(SourceStatus(address, ok=False, error=error))
+        key = (topic, access, metainfo)
+        if answers:
+            topo = merge_answers(answers, topic=topic, sources=sources)
+            self._last[key] = topo
+            if key in self._warned:
+                self._warned.discard(key)
+                log.info("nsqlookupd reachable again for topic %r", topic)
+            return topo
+        tried = ", ".join(f"{a} ({e})" for a, e in failed.items()) or ", ".join(self._health)
+        last = self._last.get(key)
+        if last is not None:
+            if key not in self._warned:
+                self._warned.add(key)
+                log.warning(
+                    "no nsqlookupd answered for topic %r (tried %s); using the last known topology",
+                    topic,
+                    tried,
+                )
+            return last.as_stale(sources)
+        raise LookupUnavailableError(
+            f"no nsqlookupd answered for topic {topic!r} (tried {tried}): check that nsqlookupd is "
+            "running and that the address is its HTTP port (default 4161, not the TCP port 4160)"
+        )
+
+    def next_delay(self) -> float:
+        """Poll interval with random jitter: ``interval * (1 ± jitter)``."""
+        return self.poll_interval * (1.0 + self.jitter * self._rng.uniform(-1.0, 1.0))
+
+    async def poll(
+        self, topic: str, access: Access = "r", metainfo: bool = True
+    ) -> AsyncIterator[Topology]:
+        """Yield a topology now, then every ``next_delay()`` seconds or on ``request_refresh()``.
+
+        :class:`LookupUnavailableError` propagates (nothing was ever known): the caller
+        decides whether to retry or give up.
+        """
+        while True:
+            self._refresh.clear()
+            yield await self.lookup(topic, access, metainfo)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._refresh.wait(), timeout=self.next_delay())
+
+    def start_polling(
+        self,
+        topic: str,
+        callback: TopologyCallback,
+        *,
+        access: Access = "r",
+        metainfo: bool = True,
+    ) -> asyncio.Task[None]:
+        """Run :meth:`poll` in a task, calling ``callback`` (sync or async) with each topology.
+
+        Unlike :meth:`poll`, an unreachable cluster is logged and retried after the next
+        delay, so a background poller never dies; cancel the task to stop it.
+        """
+
+        async def run() -> None:
+            while True:
+                self._refresh.clear()
+                try:
+                    topo = await self.lookup(topic, access, metainfo)
+                except LookupUnavailableError as exc:
+                    log.warning("%s", exc)
+                else:
+                    try:
+                        result = callback(topo)
+                        if inspect.isawaitable(result):
+                            await result
+                    except Exception:
+                        log.exception("lookup callback failed for topic %r", topic)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._refresh.wait(), timeout=self.next_delay())
+
+        return asyncio.create_task(run(), name=f"nsqctl-lookup-poll:{topic}")
+
+    # ----------------------------------------------------------------- other endpoints
+
+    async def _first_json(
+        self, path: str, params: dict[str, str] | None = None, address: str | None = None
+    ) -> tuple[str, Any]:
+        """GET ``path`` from ``address`` or from the first lookupd that answers 200."""
+        candidates = (
+            [address] if address else sorted(self._health, key=lambda a: self._health[a].failures)
+        )
+        errors: list[str] = []
+        for addr in candidates:
+            try:
+                resp = await self._get(addr, path, params)
+            except httpx.HTTPError as exc:
+                self._record_failure(addr, _describe(exc))
+                errors.append(f"{addr} ({_describe(exc)})")
+                continue
+            if resp.status_code != 200:
+                payload: Any = None
+                with contextlib.suppress(LookupProtocolError):
+                    payload = self._json(resp)
+                msg = payload.get("message") if isinstance(payload, dict) else None
+                errors.append(f"{addr} (HTTP {resp.status_code}{': ' + str(msg) if msg else ''})")
+                continue
+            self._record_success(addr)
+            payload = self._json(resp) if path != "/ping" else resp.text
+            if isinstance(payload, dict) and "status_code" in payload and "data" in payload:
+                payload = payload["data"]
+            return addr, payload
+        raise LookupUnavailableError(
+            f"no nsqlookupd answered {path} (tried {', '.join(errors)}): check that nsqlookupd "
+            "is running and that the address is its HTTP port (default 4161)"
+        )
+
+    async def ping(self, address: str | None = None) -> bool:
+        """True when a lookupd (``address`` or any) answers ``/ping`` with ``OK``."""
+        try:
+            _, text = await self._first_json("/ping", address=address)
+        except LookupUnavailableError:
+            return False
+        return isinstance(text, str) and text.strip() == "OK"
+
+    async def info(self, address: str | None = None) -> dict[str, Any]:
+        """``/info``: ``version`` (and ``ha_support`` on the redesign)."""
+        _, data = await self._first_json("/info", address=address)
+        return data if isinstance(data, dict) else {}
+
+    async def topics(self, address: str | None = None) -> list[str]:
+        _, data = await self._first_json("/topics", address=address)
+        return list((data or {}).get("topics") or [])
+
+    async def channels(self, topic: str, address: str | None = None) -> list[str]:
+        _, data = await self._first_json("/channels", {"topic": topic}, address=address)
+        return list((data or {}).get("channels") or [])
+
+    async def nodes(self, address: str | None = None) -> list[dict[str, Any]]:
+        """``/nodes`` producers as raw dicts (fields differ between the families)."""
+        _, data = await self._first_json("/nodes", address=address)
+        return list((data or {}).get("producers") or [])
+
+    async def listlookup(self, address: str | None = None) -> LookupdList | None:
+        """Redesign ``/listlookup``; ``None`` from an original (404) or standalone lookupd."""
+        candidates = [address] if address else list(self._health)
+        errors: list[str] = []
+        for addr in candidates:
+            try:
+                resp = await self._get(addr, "/listlookup")
+            except httpx.HTTPError as exc:
+                errors.append(f"{addr} ({_describe(exc)})")
+                continue
+            if resp.status_code == 404:
+                return None
+            if resp.status_code == 200:
+                return parse_listlookup(self._json(resp))
+            errors.append(f"{addr} (HTTP {resp.status_code})")
+        raise LookupUnavailableError(
+            f"no nsqlookupd answered /listlookup (tried {', '.join(errors)}): check that "
+            "nsqlookupd is running and that the address is its HTTP port (default 4161)"
+        )

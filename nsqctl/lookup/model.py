@@ -1,0 +1,454 @@
+"""Pure data model of nsqlookupd answers for both server families, and how to merge them.
+
+Shapes accepted by :func:`parse_lookup_response` (as read from nsqio/nsq v1.3.0 and
+youzan/nsq ``nsqlookupd/http.go`` + ``internal/http_api/api_response.go``):
+
+* unwrapped v1 (sent when the request carries exactly ``Accept: application/vnd.nsq;
+  version=1.0``): ``{"channels": [...], "producers": [...]}``; the redesign adds
+  ``"partitions": {"0": peer, ...}`` and, with ``metainfo`` on a cluster, ``"meta"``.
+  Either may be JSON ``null`` (the redesign nulls them when cluster writes are disabled).
+* wrapped legacy: ``{"status_code": 200, "status_txt": "OK", "data": {...}}``.
+* errors: v1 ``{"message": "TOPIC_NOT_FOUND"}`` (HTTP 404) or wrapped with a non-200
+  ``status_code`` (the redesign's legacy mode reports every error as 500 + ``status_txt``).
+
+Merge rule (:func:`merge_answers`): producers are a union keyed by
+``broadcast_address:tcp_port`` (the original client-library guideline). For a redesign
+partition the leader reported by the *newest* answer wins: answers are ordered by
+``(epoch, fetched_at)`` where ``epoch`` is ``None`` for plain HTTP lookups (the lookup
+response carries no leadership epoch, see ``PeerInfo`` in youzan ``registration_db.go``),
+so in practice "newest" means "received last". Callers that do know a leadership epoch may
+set it on the answer; a known epoch beats an unknown one.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from nsqctl.addresses import HostPort, parse_address
+from nsqctl.errors import NsqctlError
+
+__all__ = [
+    "MAX_PARTITION_ID",
+    "LookupAnswer",
+    "LookupProtocolError",
+    "LookupdList",
+    "LookupdNode",
+    "PartitionInfo",
+    "Peer",
+    "SourceStatus",
+    "TopicMeta",
+    "Topology",
+    "is_topic_not_found_text",
+    "merge_answers",
+    "parse_listlookup",
+    "parse_lookup_response",
+]
+
+# go-nsq ignores partition ids outside [0, 1024]; the server caps partition_num at 255.
+MAX_PARTITION_ID = 1024
+
+_NOT_FOUND_TEXTS = ("TOPIC_NOT_FOUND", "KEY NOT FOUND", "TOPIC HAS NO CHANNEL")
+
+
+class LookupProtocolError(NsqctlError):
+    """An nsqlookupd answered with something that is not a lookup response."""
+
+
+def is_topic_not_found_text(text: str) -> bool:
+    """True for the texts lookupds use when a topic is unknown (or not yet writable).
+
+    Original: ``TOPIC_NOT_FOUND``. Redesign, ``access=w``: ``Key not found`` (topic absent
+    from the cluster) or ``Topic has no channel, should init at least one...``.
+    """
+    upper = text.upper()
+    return any(t in upper for t in _NOT_FOUND_TEXTS)
+
+
+def _as_int(value: Any, default: int = 0) -> int:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value.strip())
+    return default
+
+
+def _as_str(value: Any) -> str:
+    return value if isinstance(value, str) else ("" if value is None else str(value))
+
+
+@dataclass(frozen=True)
+class Peer:
+    """One nsqd as a lookupd describes it. ``key`` (``broadcast_address:tcp_port``) is identity."""
+
+    broadcast_address: str
+    tcp_port: int
+    http_port: int = 0
+    hostname: str = ""
+    version: str = ""
+    id: str = ""
+    distributed_id: str = ""
+    remote_address: str = ""
+
+    @property
+    def key(self) -> str:
+        return str(HostPort(self.broadcast_address, self.tcp_port))
+
+    @property
+    def tcp_address(self) -> HostPort:
+        return HostPort(self.broadcast_address, self.tcp_port)
+
+    @property
+    def http_address(self) -> HostPort:
+        return HostPort(self.broadcast_address, self.http_port)
+
+    @property
+    def http_key(self) -> str:
+        return str(self.http_address)
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> Peer:
+        if not isinstance(obj, Mapping):
+            raise LookupProtocolError(f"lookup peer is not an object: {obj!r}")
+        address = _as_str(obj.get("broadcast_address")) or _as_str(obj.get("hostname"))
+        tcp_port = _as_int(obj.get("tcp_port"))
+        if not address or tcp_port <= 0:
+            raise LookupProtocolError(f"lookup peer lacks broadcast_address/tcp_port: {obj!r}")
+        return cls(
+            broadcast_address=address,
+            tcp_port=tcp_port,
+            http_port=_as_int(obj.get("http_port")),
+            hostname=_as_str(obj.get("hostname")),
+            version=_as_str(obj.get("version")),
+            id=_as_str(obj.get("id")),
+            distributed_id=_as_str(obj.get("distributed_id")),
+            remote_address=_as_str(obj.get("remote_address")),
+        )
+
+    @classmethod
+    def from_address(cls, address: HostPort | str, *, http_port: int = 0) -> Peer:
+        """A peer known only by its TCP address (direct nsqd configuration)."""
+        hp = (
+            address
+            if isinstance(address, HostPort)
+            else parse_address(address, example="127.0.0.1:4150")
+        )
+        return cls(broadcast_address=hp.host, tcp_port=hp.port, http_port=http_port)
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    """A redesign partition and the nsqd that leads it."""
+
+    partition: int
+    leader: Peer
+
+
+@dataclass(frozen=True)
+class TopicMeta:
+    """Topic metadata from a redesign cluster lookup (``metainfo=true``)."""
+
+    partition_num: int = 0
+    replica: int = 0
+    extend_support: bool = False
+    ordered: bool = False
+    multi_part: bool = False
+    disable_channel_auto_create: bool = False
+
+    @property
+    def valid(self) -> bool:
+        """go-nsq treats ``partition_num <= 0`` as "no usable meta" (e.g. standalone nsqd)."""
+        return self.partition_num > 0
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> TopicMeta:
+        return cls(
+            partition_num=_as_int(obj.get("partition_num")),
+            replica=_as_int(obj.get("replica")),
+            extend_support=bool(obj.get("extend_support", False)),
+            ordered=bool(obj.get("ordered", False)),
+            multi_part=bool(obj.get("multi_part", False)),
+            disable_channel_auto_create=bool(obj.get("disable_channel_auto_create", False)),
+        )
+
+
+@dataclass(frozen=True)
+class LookupAnswer:
+    """One lookupd's parsed answer for one topic."""
+
+    source: str = ""
+    producers: tuple[Peer, ...] = ()
+    partitions: Mapping[int, Peer] = field(default_factory=dict)
+    channels: tuple[str, ...] = ()
+    meta: TopicMeta | None = None
+    has_partitions: bool = False  # the "partitions" key was present: a redesign lookupd
+    topic_not_found: bool = False
+    fetched_at: float = 0.0
+    epoch: int | None = None
+
+
+@dataclass(frozen=True)
+class SourceStatus:
+    """How one lookupd fared in the round that produced a topology."""
+
+    address: str
+    ok: bool
+    error: str = ""
+    topic_not_found: bool = False
+
+
+@dataclass(frozen=True)
+class LookupdNode:
+    """One entry of a redesign ``/listlookup`` answer."""
+
+    id: str
+    host: str
+    http_port: int
+    tcp_port: int = 0
+    rpc_port: int = 0
+    epoch: int = 0
+    is_leader: bool = False
+
+    @property
+    def http_address(self) -> HostPort:
+        return HostPort(self.host, self.http_port)
+
+
+@dataclass(frozen=True)
+class LookupdList:
+    nodes: tuple[LookupdNode, ...]
+    leader: LookupdNode | None
+
+
+@dataclass(frozen=True)
+class Topology:
+    """What a consumer/producer needs to know about where a topic lives.
+
+    ``partitions`` maps partition id → leader (redesign only). ``stale`` means no lookupd
+    answered this round and this is the last known topology. ``topic_not_found`` means every
+    lookupd that answered said the topic does not exist (yet): not an error, callers wait.
+    """
+
+    topic: str
+    producers: tuple[Peer, ...] = ()
+    partitions: Mapping[int, Peer] = field(default_factory=dict)
+    meta: TopicMeta | None = None
+    channels: tuple[str, ...] = ()
+    is_redesign: bool = False
+    fetched_at: float = 0.0
+    sources: tuple[SourceStatus, ...] = ()
+    stale: bool = False
+    topic_not_found: bool = False
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.producers and not self.partitions
+
+    @property
+    def partition_num(self) -> int:
+        """Partition count for sharding: meta when valid, else the partitions seen."""
+        if self.meta is not None and self.meta.valid:
+            return self.meta.partition_num
+        return len(self.partitions)
+
+    @property
+    def partition_infos(self) -> tuple[PartitionInfo, ...]:
+        return tuple(PartitionInfo(p, self.partitions[p]) for p in sorted(self.partitions))
+
+    def targets(self) -> list[tuple[Peer, int | None]]:
+        """Connections to make: one per partition on the redesign, one per producer otherwise.
+
+        A redesign answer without partition ids (old nsqd inside a redesign cluster) falls
+        back to the producers with partition ``None``.
+        """
+        if self.partitions:
+            return [(self.partitions[p], p) for p in sorted(self.partitions)]
+        return [(peer, None) for peer in self.producers]
+
+    def as_stale(self, sources: Sequence[SourceStatus] | None = None) -> Topology:
+        return replace(
+            self, stale=True, sources=tuple(sources) if sources is not None else self.sources
+        )
+
+    @classmethod
+    def from_nsqd_addresses(
+        cls, addresses: Iterable[HostPort | str], *, topic: str = ""
+    ) -> Topology:
+        """Topology for direct nsqd configuration (no lookupd): producers only, never stale."""
+        peers: dict[str, Peer] = {}
+        for addr in addresses:
+            peer = Peer.from_address(addr)
+            peers.setdefault(peer.key, peer)
+        return cls(topic=topic, producers=tuple(peers.values()), fetched_at=time.time())
+
+
+def _unwrap(payload: Any) -> tuple[Any, int, str]:
+    """Return ``(data, status_code, status_txt)`` for wrapped, v1-error and plain payloads."""
+    if isinstance(payload, Mapping):
+        if "status_code" in payload and ("data" in payload or "status_txt" in payload):
+            return (
+                payload.get("data"),
+                _as_int(payload.get("status_code"), 500),
+                _as_str(payload.get("status_txt")),
+            )
+        if set(payload.keys()) == {"message"}:
+            return None, 0, _as_str(payload.get("message"))
+    return payload, 200, "OK"
+
+
+def parse_lookup_response(
+    payload: Any,
+    *,
+    source: str = "",
+    fetched_at: float | None = None,
+    epoch: int | None = None,
+    http_status: int = 200,
+) -> LookupAnswer:
+    """Parse one ``/lookup`` body (already JSON-decoded) from either server family.
+
+    A not-found error becomes an answer with ``topic_not_found=True``; any other error or
+    a malformed body raises :class:`LookupProtocolError`.
+    """
+    when = time.time() if fetched_at is None else fetched_at
+    data, status, text = _unwrap(payload)
+    if http_status == 404 or status == 404 or (status != 200 and is_topic_not_found_text(text)):
+        return LookupAnswer(source=source, topic_not_found=True, fetched_at=when, epoch=epoch)
+    if status != 200 or http_status >= 400:
+        raise LookupProtocolError(
+            f"nsqlookupd {source or '?'} answered an error: {text or status or http_status}"
+        )
+    if not isinstance(data, Mapping):
+        raise LookupProtocolError(f"nsqlookupd {source or '?'} sent a non-object lookup body")
+    raw_producers = data.get("producers") or []
+    if not isinstance(raw_producers, list):
+        raise LookupProtocolError(f"nsqlookupd {source or '?'}: 'producers' is not a list")
+    producers = tuple(Peer.from_json(p) for p in raw_producers)
+    has_partitions = "partitions" in data
+    raw_partitions = data.get("partitions") or {}
+    if not isinstance(raw_partitions, Mapping):
+        raise LookupProtocolError(f"nsqlookupd {source or '?'}: 'partitions' is not an object")
+    partitions: dict[int, Peer] = {}
+    for pid_text, peer_obj in raw_partitions.items():
+        pid = _as_int(pid_text, -1)
+        if not 0 <= pid <= MAX_PARTITION_ID or peer_obj is None:
+            continue  # go-nsq skips these too
+        partitions[pid] = Peer.from_json(peer_obj)
+    raw_meta = data.get("meta")
+    meta = TopicMeta.from_json(raw_meta) if isinstance(raw_meta, Mapping) else None
+    channels = tuple(_as_str(c) for c in (data.get("channels") or []))
+    return LookupAnswer(
+        source=source,
+        producers=producers,
+        partitions=partitions,
+        channels=channels,
+        meta=meta,
+        has_partitions=has_partitions,
+        fetched_at=when,
+        epoch=epoch,
+    )
+
+
+def _ci(obj: Mapping[str, Any], name: str) -> Any:
+    """Case-insensitive key lookup: Go's decoder accepts ``NodeIP`` for a ``NodeIp`` field."""
+    lname = name.lower()
+    for k, v in obj.items():
+        if isinstance(k, str) and k.lower() == lname:
+            return v
+    return None
+
+
+def _parse_lookupd_node(obj: Any, leader_id: str) -> LookupdNode | None:
+    if not isinstance(obj, Mapping):
+        return None
+    host = _as_str(_ci(obj, "NodeIP"))
+    http_port = _as_int(_ci(obj, "HttpPort"))
+    if not host or http_port <= 0:
+        return None
+    node_id = _as_str(_ci(obj, "ID"))
+    return LookupdNode(
+        id=node_id,
+        host=host,
+        http_port=http_port,
+        tcp_port=_as_int(_ci(obj, "TcpPort")),
+        rpc_port=_as_int(_ci(obj, "RpcPort")),
+        epoch=_as_int(_ci(obj, "Epoch")),
+        is_leader=bool(node_id) and node_id == leader_id,
+    )
+
+
+def parse_listlookup(payload: Any) -> LookupdList | None:
+    """Parse a redesign ``/listlookup`` body; ``None`` when it lists nothing usable.
+
+    A redesign lookupd without a coordinator answers ``null`` (or an empty v1 body); an
+    original lookupd answers 404, which the client handles before calling this.
+    """
+    data, status, text = _unwrap(payload)
+    if status != 200:
+        raise LookupProtocolError(f"/listlookup answered an error: {text or status}")
+    if not isinstance(data, Mapping):
+        return None
+    raw_leader = data.get("lookupdleader")
+    leader_id = _as_str(_ci(raw_leader, "ID")) if isinstance(raw_leader, Mapping) else ""
+    nodes = tuple(
+        n
+        for n in (_parse_lookupd_node(o, leader_id) for o in (data.get("lookupdnodes") or []))
+        if n
+    )
+    if not nodes:
+        return None
+    leader = next((n for n in nodes if n.is_leader), None)
+    if leader is None and isinstance(raw_leader, Mapping):
+        leader = _parse_lookupd_node(raw_leader, leader_id)
+    return LookupdList(nodes=nodes, leader=leader)
+
+
+def _age_key(answer: LookupAnswer) -> tuple[bool, int, float]:
+    return (answer.epoch is not None, answer.epoch or 0, answer.fetched_at)
+
+
+def merge_answers(
+    answers: Iterable[LookupAnswer],
+    *,
+    topic: str = "",
+    sources: Sequence[SourceStatus] = (),
+) -> Topology:
+    """Union several lookupds' answers into one :class:`Topology` (rule in the module doc).
+
+    Partition leaders are also added to ``producers`` so the producer set is always a
+    superset of the nodes one must connect to.
+    """
+    ordered = sorted(answers, key=_age_key)  # stable: equal keys keep caller order
+    producers: dict[str, Peer] = {}
+    partitions: dict[int, Peer] = {}
+    channels: dict[str, None] = {}
+    meta: TopicMeta | None = None
+    is_redesign = False
+    found = [a for a in ordered if not a.topic_not_found]
+    for ans in found:
+        is_redesign = is_redesign or ans.has_partitions or ans.meta is not None
+        for peer in ans.producers:
+            producers[peer.key] = peer  # newer answers overwrite details of the same node
+        for pid, peer in ans.partitions.items():
+            partitions[pid] = peer
+        for ch in ans.channels:
+            channels.setdefault(ch, None)
+        if ans.meta is not None and (ans.meta.valid or meta is None or not meta.valid):
+            meta = ans.meta
+    for peer in partitions.values():
+        producers.setdefault(peer.key, peer)
+    return Topology(
+        topic=topic,
+        producers=tuple(producers[k] for k in sorted(producers)),
+        partitions=dict(sorted(partitions.items())),
+        meta=meta,
+        channels=tuple(sorted(channels)),
+        is_redesign=is_redesign,
+        fetched_at=max((a.fetched_at for a in ordered), default=time.time()),
+        sources=tuple(sources),
+        stale=False,
+        topic_not_found=bool(ordered) and not found,
+    )

@@ -1,0 +1,474 @@
+"""Partition-aware producer for both NSQ families.
+
+Routing: explicit ``partition=``; ``shard_key=`` → ``hash(key) mod partition_num`` on the
+redesign (partition_num from lookup ``meta``) or one nsqd chosen consistently over the
+sorted node list on the original; otherwise round-robin over writable partitions/nodes.
+
+Reliability: a publish call returns only after the server's OK and raises on failure.
+"This partition moved" errors (NOT_LEADER, NOT_WRITABLE, TOPIC_NOT_EXIST) and lost
+connections drop that connection, refresh the lookup and retry within a bounded budget;
+bad messages are raised at once. A sharded publish never falls back to another partition
+(that would break per-key order).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from nsqctl import protocol as p
+from nsqctl.addresses import HostPort, parse_addresses
+from nsqctl.connection import (
+    ConnectError,
+    Connection,
+    ConnectionClosedError,
+    ConnectionConfig,
+)
+from nsqctl.errors import ConfigError, NsqctlError
+from nsqctl.lookup import LookupClient, Peer, Topology
+from nsqctl.protocol.names import validate_topic
+from nsqctl.protocol.replies import parse_traced_reply
+from nsqctl.sharding import DEFAULT_HASH, partition_for_key, pick_node_for_key
+
+log = logging.getLogger("nsqctl.producer")
+
+T = TypeVar("T")
+
+#: nsqd's default --max-body-size (MPUB bodies are split to stay under it).
+DEFAULT_MAX_BODY_SIZE = 5 * 1024 * 1024
+
+
+class PublishError(NsqctlError):
+    """A publish did not get an OK within the retry budget; nothing was acknowledged."""
+
+
+class PartitionUnavailableError(PublishError):
+    """The partition a publish must go to (explicit or by shard key) has no writable leader."""
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How hard a publish tries before it reports failure."""
+
+    attempts: int = 6
+    timeout: float = 30.0
+    backoff: float = 0.1
+    max_backoff: float = 2.0
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """Where a traced publish landed (for MPUB_TRACE the fields describe the batch)."""
+
+    topic: str
+    partition: int | None
+    nsqd: str
+    internal_id: int
+    trace_id: int
+    offset: int
+    size: int
+    count: int = 1
+
+
+@dataclass(frozen=True)
+class _Target:
+    peer: Peer
+    partition: int | None
+
+    @property
+    def key(self) -> tuple[str, int | None]:
+        return (self.peer.tcp_address, self.partition)
+
+
+PublishHook = Callable[[Receipt], None]
+
+
+class Producer:
+    """Publish to a topic through lookupd discovery or to direct nsqd addresses.
+
+    Use as ``async with Producer(lookupd_http=[...]) as producer: await producer.publish(...)``.
+    Many publish calls may run concurrently; they pipeline on the pooled connections.
+    """
+
+    def __init__(
+        self,
+        *,
+        lookupd_http: Sequence[str | HostPort] | str | None = None,
+        nsqd_tcp: Sequence[str | HostPort] | str | None = None,
+        config: ConnectionConfig | None = None,
+        hash: str = DEFAULT_HASH,
+        retry: RetryPolicy | None = None,
+        max_body_size: int = DEFAULT_MAX_BODY_SIZE,
+        lookup_interval: float = 60.0,
+        on_receipt: PublishHook | None = None,
+    ) -> None:
+        if not lookupd_http and not nsqd_tcp:
+            raise ConfigError("no cluster given: pass --lookupd HOST:PORT or --nsqd HOST:PORT")
+        self._nsqd = parse_addresses(nsqd_tcp, example="127.0.0.1:4150") if nsqd_tcp else []
+        self._lookup = (
+            LookupClient(lookupd_http, poll_interval=lookup_interval) if lookupd_http else None
+        )
+        self.config = config or ConnectionConfig()
+        self.hash = hash
+        self.retry = retry or RetryPolicy()
+        self.max_body_size = max_body_size
+        self.lookup_interval = lookup_interval
+        self.on_receipt = on_receipt
+        self._topologies: dict[str, Topology] = {}
+        self._stale_topics: set[str] = set()
+        self._lookup_locks: dict[str, asyncio.Lock] = {}
+        self._pool: dict[tuple[str, str, int | None], Connection] = {}
+        self._opening: dict[tuple[str, str, int | None], asyncio.Future[Connection]] = {}
+        self._rr: dict[str, itertools.count[int]] = {}
+        self._closed = False
+
+    async def __aenter__(self) -> Producer:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # ------------------------------------------------------------------ public API
+
+    async def publish(
+        self,
+        topic: str,
+        body: bytes,
+        *,
+        partition: int | None = None,
+        shard_key: Any = None,
+    ) -> None:
+        """PUB one message; returns after OK."""
+        validate_topic(topic)
+
+        async def send(conn: Connection, part: int | None) -> None:
+            await conn.request(p.pub(topic, body, part), "pub")
+
+        await self._with_retry(topic, partition, shard_key, send)
+
+    async def publish_many(
+        self,
+        topic: str,
+        bodies: Sequence[bytes],
+        *,
+        partition: int | None = None,
+        shard_key: Any = None,
+    ) -> None:
+        """MPUB, split into batches under the server's max body size; all or an error."""
+        validate_topic(topic)
+        if not bodies:
+            return
+        batches = p.split_mpub(bodies, self.max_body_size)
+        if len(batches) == 1:
+            await self._mpub(topic, batches[0], partition, shard_key)
+            return
+        await asyncio.gather(*(self._mpub(topic, b, partition, shard_key) for b in batches))
+
+    async def _mpub(
+        self, topic: str, bodies: Sequence[bytes], partition: int | None, shard_key: Any
+    ) -> None:
+        async def send(conn: Connection, part: int | None) -> None:
+            await conn.request(p.mpub(topic, bodies, part), "mpub")
+
+        await self._with_retry(topic, partition, shard_key, send)
+
+    async def publish_deferred(self, topic: str, body: bytes, defer_ms: int) -> None:
+        """DPUB (original family only): delivered after ``defer_ms``."""
+        validate_topic(topic)
+
+        async def send(conn: Connection, part: int | None) -> None:
+            if conn.is_redesign:
+                raise ConfigError(
+                    f"nsqd {conn.address} is a redesign server, which has no deferred publish"
+                    " (DPUB): publish without --defer"
+                )
+            await conn.request(p.dpub(topic, defer_ms, body), "dpub")
+
+        await self._with_retry(topic, None, None, send)
+
+    async def publish_traced(
+        self,
+        topic: str,
+        body: bytes,
+        trace_id: int,
+        *,
+        partition: int | None = None,
+        shard_key: Any = None,
+    ) -> Receipt:
+        """PUB_TRACE (redesign): returns where the message landed."""
+        validate_topic(topic)
+
+        async def send(conn: Connection, part: int | None) -> Receipt:
+            _require_redesign(conn, "traced publish")
+            reply = parse_traced_reply(
+                await conn.request(p.pub_trace(topic, trace_id, body, part), "pub_trace")
+            )
+            return Receipt(topic, part, str(conn.address), *reply)
+
+        receipt = await self._with_retry(topic, partition, shard_key, send)
+        if self.on_receipt is not None:
+            self.on_receipt(receipt)
+        return receipt
+
+    async def publish_traced_many(
+        self,
+        topic: str,
+        items: Sequence[tuple[int, bytes]],
+        *,
+        partition: int | None = None,
+        shard_key: Any = None,
+    ) -> Receipt:
+        """MPUB_TRACE (redesign): one receipt describing the batch."""
+        validate_topic(topic)
+
+        async def send(conn: Connection, part: int | None) -> Receipt:
+            _require_redesign(conn, "traced publish")
+            reply = parse_traced_reply(
+                await conn.request(p.mpub_trace(topic, items, part), "mpub_trace")
+            )
+            return Receipt(topic, part, str(conn.address), *reply, count=len(items))
+
+        receipt = await self._with_retry(topic, partition, shard_key, send)
+        if self.on_receipt is not None:
+            self.on_receipt(receipt)
+        return receipt
+
+    async def publish_ext(
+        self,
+        topic: str,
+        body: bytes,
+        ext: dict[str, Any],
+        *,
+        partition: int | None = None,
+        shard_key: Any = None,
+    ) -> Receipt | None:
+        """PUB_EXT (redesign ext topics): a JSON header beside the body."""
+        validate_topic(topic)
+
+        async def send(conn: Connection, part: int | None) -> Receipt | None:
+            _require_redesign(conn, "ext publish")
+            reply = p.parse_pub_reply(
+                await conn.request(p.pub_ext(topic, ext, body, part), "pub_ext")
+            )
+            if reply is None:
+                return None
+            return Receipt(topic, part, str(conn.address), *reply)
+
+        return await self._with_retry(topic, partition, shard_key, send)
+
+    async def topology(self, topic: str, refresh: bool = False) -> Topology:
+        """The producer's current view of where ``topic`` can be written."""
+        return await self._topology(topic, refresh)
+
+    async def close(self) -> None:
+        """Close every pooled connection."""
+        self._closed = True
+        conns = list(self._pool.values())
+        self._pool.clear()
+        await asyncio.gather(*(c.close() for c in conns), return_exceptions=True)
+        if self._lookup is not None:
+            await self._lookup.aclose()
+
+    # ------------------------------------------------------------------ routing
+
+    async def _topology(self, topic: str, refresh: bool = False) -> Topology:
+        topo = self._topologies.get(topic)
+        fresh = topo is not None and time.time() - topo.fetched_at < self.lookup_interval
+        if topo is not None and fresh and not refresh and topic not in self._stale_topics:
+            return topo
+        lock = self._lookup_locks.setdefault(topic, asyncio.Lock())
+        async with lock:
+            newer = self._topologies.get(topic)
+            if newer is not None and newer is not topo and topic not in self._stale_topics:
+                return newer  # another task refreshed while we waited
+            if self._lookup is None:
+                topo = Topology.from_nsqd_addresses(self._nsqd, topic=topic)
+            else:
+                topo = await self._lookup.lookup(topic, access="w", metainfo=True)
+                if topo.is_empty and not topo.is_redesign:
+                    topo = await self._original_new_topic(topic, topo)
+            self._topologies[topic] = topo
+            self._stale_topics.discard(topic)
+            return topo
+
+    async def _original_new_topic(self, topic: str, topo: Topology) -> Topology:
+        """An original nsqd creates a topic on first PUB: any registered nsqd will do."""
+        if self._nsqd:
+            return Topology.from_nsqd_addresses(self._nsqd, topic=topic)
+        assert self._lookup is not None
+        nodes = await self._lookup.nodes()
+        addresses = [f"{n['broadcast_address']}:{n['tcp_port']}" for n in nodes]
+        if not addresses:
+            return topo
+        return Topology.from_nsqd_addresses(addresses, topic=topic)
+
+    def _choose(self, topic: str, topo: Topology, partition: int | None, shard_key: Any) -> _Target:
+        if partition is not None:
+            if not topo.is_redesign and not topo.partitions:
+                raise ConfigError(
+                    f"topic {topic!r} is on original NSQ servers, which have no partitions:"
+                    f" drop --partition {partition}"
+                )
+            peer = topo.partitions.get(partition)
+            if peer is None:
+                raise PartitionUnavailableError(
+                    f"partition {partition} of topic {topic!r} has no writable leader right now"
+                    f" (known: {sorted(topo.partitions) or 'none'}); check `nsqctl lookup {topic}`"
+                )
+            return _Target(peer, partition)
+        if shard_key is not None:
+            if topo.partitions or topo.is_redesign:
+                num = topo.partition_num
+                if num <= 0:
+                    raise PartitionUnavailableError(
+                        f"topic {topic!r} has no partition count in its lookup meta yet: cannot "
+                        "shard; check that it exists (`nsqctl lookup`)"
+                    )
+                part = partition_for_key(shard_key, num, self.hash)
+                peer = topo.partitions.get(part)
+                if peer is None:
+                    raise PartitionUnavailableError(
+                        f"shard key maps to partition {part} of topic {topic!r}, which has no "
+                        "writable leader right now; not rerouting (that would break order)"
+                    )
+                return _Target(peer, part)
+            nodes = {peer.tcp_address: peer for peer in topo.producers}
+            if not nodes:
+                raise self._no_nodes(topic, topo)
+            chosen = pick_node_for_key(shard_key, list(nodes), self.hash)
+            return _Target(nodes[chosen], None)
+        targets = topo.targets()
+        if not targets:
+            raise self._no_nodes(topic, topo)
+        counter = self._rr.setdefault(topic, itertools.count())
+        peer, part = targets[next(counter) % len(targets)]
+        return _Target(peer, part)
+
+    def _no_nodes(self, topic: str, topo: Topology) -> PublishError:
+        if topo.topic_not_found:
+            return PublishError(
+                f"topic {topic!r} does not exist on any lookupd: create it first "
+                f"(`nsqctl topic create {topic}`)"
+            )
+        return PublishError(f"no writable nsqd for topic {topic!r}: check `nsqctl lookup {topic}`")
+
+    async def _connection(self, topic: str, target: _Target) -> Connection:
+        key = (target.peer.tcp_address, topic, target.partition)
+        conn = self._pool.get(key)
+        if conn is not None and conn.is_open:
+            return conn
+        pending = self._opening.get(key)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        fut: asyncio.Future[Connection] = asyncio.get_running_loop().create_future()
+        self._opening[key] = fut
+        try:
+            conn = await Connection.open(
+                target.peer.tcp_address,
+                self.config,
+                on_close=lambda c, _err: self._forget(key, c),
+            )
+            self._pool[key] = conn
+            fut.set_result(conn)
+            return conn
+        except BaseException as err:
+            fut.set_exception(err)
+            fut.exception()  # mark retrieved
+            raise
+        finally:
+            self._opening.pop(key, None)
+
+    def _forget(self, key: tuple[str, str, int | None], conn: Connection) -> None:
+        if self._pool.get(key) is conn:
+            del self._pool[key]
+
+    async def _with_retry(
+        self,
+        topic: str,
+        partition: int | None,
+        shard_key: Any,
+        send: Callable[[Connection, int | None], Awaitable[T]],
+    ) -> T:
+        if self._closed:
+            raise PublishError("the producer is closed")
+        policy = self.retry
+        deadline = time.monotonic() + policy.timeout
+        delay = policy.backoff
+        last: BaseException | None = None
+        refresh = False
+        for attempt in range(1, policy.attempts + 1):
+            try:
+                topo = await self._topology(topic, refresh)
+                target = self._choose(topic, topo, partition, shard_key)
+                conn = await self._connection(topic, target)
+                part = conn.partition_arg(target.partition)
+                return await send(conn, part)
+            except p.ServerError as err:
+                if not (err.retryable_on_publish or err.needs_lookup_refresh):
+                    err.topic = err.topic or topic
+                    raise
+                last = err
+                if err.needs_lookup_refresh or err.fatal:
+                    await self._drop(topic, err)
+            except (ConnectionClosedError, ConnectError) as err:
+                last = err
+                await self._drop(topic, err)
+            except PartitionUnavailableError as err:
+                last = err
+            except PublishError as err:  # no nodes / topic missing: maybe not yet registered
+                last = err
+            refresh = True
+            self._stale_topics.add(topic)
+            if attempt == policy.attempts or time.monotonic() + delay > deadline:
+                break
+            log.info("publish to %s failed (%s); retry %d in %.2fs", topic, last, attempt, delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, policy.max_backoff)
+        if isinstance(last, PublishError):
+            raise last
+        raise PublishError(
+            f"publish to topic {topic!r} failed after {attempt} attempt(s): {last}"
+        ) from last
+
+    async def _drop(self, topic: str, err: BaseException) -> None:
+        """Close this topic's connections that failed, and ask lookup for a refresh."""
+        for key, conn in list(self._pool.items()):
+            if key[1] == topic and not conn.is_open:
+                self._pool.pop(key, None)
+        if isinstance(err, p.ServerError) and err.needs_lookup_refresh:
+            for key, conn in list(self._pool.items()):
+                if key[1] == topic:
+                    self._pool.pop(key, None)
+                    await conn.close()
+        if self._lookup is not None:
+            self._lookup.request_refresh()
+
+
+def _require_redesign(conn: Connection, what: str) -> None:
+    if not conn.is_redesign:
+        raise ConfigError(
+            f"nsqd {conn.address} is an original NSQ server: {what} needs the redesign"
+        )
+
+
+async def publish_all(
+    producer: Producer, topic: str, bodies: Iterable[bytes], batch: int = 200
+) -> int:
+    """Publish an iterable in MPUB batches; returns the count published."""
+    sent = 0
+    chunk: list[bytes] = []
+    for body in bodies:
+        chunk.append(body)
+        if len(chunk) >= batch:
+            await producer.publish_many(topic, chunk)
+            sent += len(chunk)
+            chunk = []
+    if chunk:
+        await producer.publish_many(topic, chunk)
+        sent += len(chunk)
+    return sent

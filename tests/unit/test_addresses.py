@@ -1,0 +1,84 @@
+"""HOST:PORT parsing: accepted forms, canonical output, and one-line actionable errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from nsqctl.addresses import HostPort, NsqdAddress, parse_address, parse_addresses
+from nsqctl.errors import ConfigError
+
+
+@pytest.mark.parametrize(
+    ("text", "host", "port", "canonical"),
+    [
+        ("127.0.0.1:4161", "127.0.0.1", 4161, "127.0.0.1:4161"),
+        ("  localhost:4150 ", "localhost", 4150, "localhost:4150"),
+        ("nsqd-0.nsqd.svc.cluster.local:4150", "nsqd-0.nsqd.svc.cluster.local", 4150, None),
+        ("my_nsqd:1", "my_nsqd", 1, None),
+        ("[::1]:4150", "::1", 4150, "[::1]:4150"),
+        ("[2001:DB8::0001]:65535", "2001:db8::1", 65535, "[2001:db8::1]:65535"),
+    ],
+)
+def test_parse_ok(text: str, host: str, port: int, canonical: str | None) -> None:
+    hp = parse_address(text)
+    assert (hp.host, hp.port) == (host, port)
+    assert str(hp) == (canonical or text.strip())
+    assert parse_address(str(hp)) == hp  # round trip
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("", "empty"),
+        ("127.0.0.1", "missing ':PORT'"),
+        ("127.0.0.1:", "missing port"),
+        (":4150", "missing host"),
+        ("host:abc", "not a number"),
+        ("host:0", "out of range"),
+        ("host:70000", "out of range"),
+        ("::1:4150", "need brackets"),
+        ("[::1]4150", "missing ':PORT'"),
+        ("[::1:4150", "missing ']'"),
+        ("[nothex]:4150", "not an IPv6"),
+        ("http://127.0.0.1:4161", "scheme"),
+        ("bad host:4150", "not a valid hostname"),
+        ("-lead.example:4150", "not a valid hostname"),
+    ],
+)
+def test_parse_errors_are_one_actionable_line(text: str, reason: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_address(text)
+    msg = str(info.value)
+    assert msg.startswith(f"bad address {text!r}: ")
+    assert reason in msg
+    assert msg.endswith("expected HOST:PORT, e.g. 127.0.0.1:4161")
+    assert "\n" not in msg
+
+
+def test_error_example_is_configurable() -> None:
+    with pytest.raises(ConfigError, match=r"e\.g\. 127\.0\.0\.1:4150$"):
+        parse_address("nope", example="127.0.0.1:4150")
+
+
+def test_non_string_rejected() -> None:
+    with pytest.raises(ConfigError, match="expected a HOST:PORT string"):
+        parse_address(4150)  # type: ignore[arg-type]
+
+
+def test_parse_addresses_comma_list_dedup_and_order() -> None:
+    got = parse_addresses("b:2, a:1,b:2,")
+    assert got == [HostPort("b", 2), HostPort("a", 1)]
+    assert parse_addresses(["a:1", HostPort("a", 1), "[::1]:3"]) == [
+        HostPort("a", 1),
+        HostPort("::1", 3),
+    ]
+    with pytest.raises(ConfigError):
+        parse_addresses(["a:1", ""])
+
+
+def test_value_type_properties() -> None:
+    hp = NsqdAddress("::1", 4151)
+    assert hp.http_url == "http://[::1]:4151"
+    assert HostPort.parse("x:1") == HostPort("x", 1)
+    assert sorted([HostPort("b", 1), HostPort("a", 2)])[0].host == "a"
+    assert len({HostPort("a", 1), HostPort("a", 1)}) == 1
