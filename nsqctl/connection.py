@@ -421,7 +421,7 @@ class Connection:
                 "--from-start/--from-time need the redesign"
             )
         if start is not None:
-            cmd = p.sub_advanced(topic, channel, part if part is not None else 0, start)
+            cmd = p.sub_advanced(topic, channel, part, start)
             context = "sub_advanced"
         elif ordered:
             cmd, context = p.sub_ordered(topic, channel, part), "sub_ordered"

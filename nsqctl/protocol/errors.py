@@ -1,0 +1,433 @@
+"""Errors of the protocol layer.
+
+Two families, kept apart on purpose:
+
+* :class:`ProtocolError` — bytes we could not decode (a broken stream, a truncated
+  message, a reply of the wrong shape). Decoders and parsers raise only these, whatever
+  the input, so a caller can treat any of them as "this connection is unusable".
+* :class:`ServerError` — a well-formed error frame (``E_CODE description``) the server
+  sent on purpose. It knows whether the server closes the connection after it
+  (:attr:`ServerError.fatal`) and whether a publish that hit it may be retried
+  (:attr:`ServerError.retryable_on_publish`).
+
+Retry policy (decided from the servers' code, see docs/nsq-protocol.md):
+
+* ``E_FAILED_ON_NOT_LEADER``, ``E_FAILED_ON_NOT_WRITABLE``, ``E_TOPIC_NOT_EXIST``: the
+  partition moved or is being re-elected. Retry after refreshing the lookup
+  (:attr:`ServerError.needs_lookup_refresh`); the message was not stored.
+* ``E_PUB_FAILED``, ``E_MPUB_FAILED``, ``E_DPUB_FAILED``: the server failed to store the
+  message (put-queue timeout, nsqd exiting, local write error). Nothing was committed, so a
+  retry with backoff is safe; another nsqd may be a better target.
+* ``E_PUB_TOO_MUCH_WAITING``: the server shed load and closed the connection; retry after
+  backoff on a new connection.
+* Everything else (bad body/message/topic, ext/json/trace-id problems, auth): retrying
+  the same bytes fails the same way, so never retry.
+"""
+
+from __future__ import annotations
+
+import re
+
+from nsqctl.errors import ConfigError, NsqctlError
+
+__all__ = [
+    "PUBLISH_CONTEXTS",
+    "AuthFailedError",
+    "BadBodyError",
+    "BadChannelError",
+    "BadExtError",
+    "BadMessageError",
+    "BadPartitionError",
+    "BadTopicError",
+    "CompressionError",
+    "CreateTopicFailedError",
+    "DPubFailedError",
+    "ExtNotSupportError",
+    "FinFailedError",
+    "FrameDecodeError",
+    "IdentifyFailedError",
+    "InvalidCommandError",
+    "InvalidError",
+    "InvalidJsonHeaderError",
+    "InvalidTraceIdError",
+    "MPubFailedError",
+    "MessageDecodeError",
+    "NotLeaderError",
+    "NotWritableError",
+    "ProtocolError",
+    "PubFailedError",
+    "PubTooMuchWaitingError",
+    "ReplyDecodeError",
+    "ReqFailedError",
+    "ServerError",
+    "SubChannelNotRegisteredError",
+    "SubExtendForbiddenError",
+    "SubExtendNeedError",
+    "SubOrderIsMustError",
+    "TopicNotExistError",
+    "TouchFailedError",
+    "UnauthorizedError",
+    "error_from_frame",
+]
+
+
+# --------------------------------------------------------------------------- decoding
+
+
+class ProtocolError(NsqctlError):
+    """Bytes from the server could not be decoded; the stream cannot be trusted."""
+
+
+class FrameDecodeError(ProtocolError):
+    """A frame header was impossible (bad size or unknown frame type)."""
+
+
+class MessageDecodeError(ProtocolError):
+    """A message frame was truncated or did not match the expected layout."""
+
+
+class ReplyDecodeError(ProtocolError):
+    """A response payload (IDENTIFY/AUTH/traced publish reply) had the wrong shape."""
+
+
+class CompressionError(ProtocolError):
+    """The compressed stream (snappy/deflate) was corrupt."""
+
+
+class InvalidCommandError(ConfigError):
+    """A command could not be built from the given arguments (empty body, bad id, ...)."""
+
+
+# --------------------------------------------------------------------------- server errors
+
+#: Commands after which NOT_LEADER / NOT_WRITABLE are non-fatal (the server keeps the
+#: connection open and only this publish failed).
+PUBLISH_CONTEXTS = frozenset(
+    {"pub", "mpub", "dpub", "pub_trace", "mpub_trace", "pub_ext", "mpub_ext"}
+)
+
+
+class ServerError(NsqctlError):
+    """An error frame sent by nsqd: ``E_CODE description``.
+
+    ``context`` is the lower-case command the error answers ("pub", "sub", "fin", ...),
+    when the caller knows it; it decides fatality for the mixed codes. ``topic`` only
+    makes the message more helpful.
+    """
+
+    #: Codes handled by this class (the registry maps each one here).
+    codes: tuple[str, ...] = ()
+    #: Whether the server closes the connection after this error.
+    default_fatal: bool = True
+    #: Whether a publish that got this error may be sent again.
+    default_retryable_on_publish: bool = False
+    #: Whether the error means "this partition moved": refresh the lookup first.
+    needs_lookup_refresh: bool = False
+    #: What the user should do; ``{topic}`` is filled in when known.
+    hint: str = ""
+
+    def __init__(
+        self,
+        code: str,
+        description: str = "",
+        *,
+        context: str | None = None,
+        topic: str | None = None,
+    ) -> None:
+        self.code = code
+        self.description = description
+        self.context = context
+        self.topic = topic
+        super().__init__(self._format())
+
+    @property
+    def fatal(self) -> bool:
+        """True when nsqd closes the connection after sending this error."""
+        return self.default_fatal
+
+    @property
+    def retryable_on_publish(self) -> bool:
+        """True when publishing the same message again can succeed."""
+        return self.default_retryable_on_publish
+
+    def _format(self) -> str:
+        server = f"{self.code}: {self.description}" if self.description else self.code
+        if not server:
+            server = "(empty error frame)"
+        if not self.hint:
+            return f"server error {server}"
+        topic = repr(self.topic) if self.topic else "the topic"
+        return f"{self.hint.format(topic=topic)} [server said {server}]"
+
+
+_REGISTRY: dict[str, type[ServerError]] = {}
+
+
+def _register(cls: type[ServerError]) -> type[ServerError]:
+    for code in cls.codes:
+        _REGISTRY[code] = cls
+    return cls
+
+
+class _MixedFatalityError(ServerError):
+    """Non-fatal on publish commands, fatal otherwise (SUB, FIN, unknown context)."""
+
+    default_retryable_on_publish = True
+    needs_lookup_refresh = True
+
+    @property
+    def fatal(self) -> bool:
+        return self.context not in PUBLISH_CONTEXTS
+
+
+@_register
+class NotLeaderError(_MixedFatalityError):
+    codes = ("E_FAILED_ON_NOT_LEADER",)
+    hint = (
+        "this nsqd is not the leader of the partition of {topic}: refresh the lookup "
+        "and use the current leader"
+    )
+
+
+@_register
+class NotWritableError(_MixedFatalityError):
+    codes = ("E_FAILED_ON_NOT_WRITABLE",)
+    hint = (
+        "the partition of {topic} is not writable right now (leader change or "
+        "replicas catching up): refresh the lookup and retry"
+    )
+
+
+@_register
+class TopicNotExistError(ServerError):
+    codes = ("E_TOPIC_NOT_EXIST",)
+    default_retryable_on_publish = True
+    needs_lookup_refresh = True
+    hint = (
+        "topic {topic} (or that partition) does not exist on this nsqd: refresh the "
+        "lookup, or create it on the lookupd leader (/topic/create)"
+    )
+
+
+@_register
+class InvalidError(ServerError):
+    codes = ("E_INVALID",)
+    hint = "the server rejected the command as invalid in the connection's current state"
+
+
+@_register
+class BadBodyError(ServerError):
+    codes = ("E_BAD_BODY",)
+    hint = (
+        "the request body was rejected (empty, larger than --max-body-size, or a "
+        "malformed trace/ext header): split the batch or fix the body; do not retry it"
+    )
+
+
+@_register
+class BadMessageError(ServerError):
+    codes = ("E_BAD_MESSAGE",)
+    hint = (
+        "the message was rejected (empty or larger than the server's --max-msg-size): "
+        "do not retry it"
+    )
+
+
+@_register
+class BadTopicError(ServerError):
+    codes = ("E_BAD_TOPIC",)
+    hint = (
+        "the server rejected topic {topic}: names are 1-64 characters of "
+        "[.a-zA-Z0-9_-], optionally ending in #ephemeral"
+    )
+
+
+@_register
+class BadChannelError(ServerError):
+    codes = ("E_BAD_CHANNEL",)
+    hint = (
+        "the server rejected the channel name: names are 1-64 characters of "
+        "[.a-zA-Z0-9_-], optionally ending in #ephemeral"
+    )
+
+
+@_register
+class BadPartitionError(ServerError):
+    codes = ("E_BAD_PARTITION",)
+    hint = (
+        "invalid partition for {topic}: ordered topics need an explicit partition "
+        "when publishing (--partition or a shard key)"
+    )
+
+
+@_register
+class BadExtError(ServerError):
+    codes = ("E_BAD_EXT",)
+    hint = "the server rejected the ext flag of the request"
+
+
+@_register
+class IdentifyFailedError(ServerError):
+    codes = ("E_IDENTIFY_FAILED",)
+    hint = (
+        "IDENTIFY was rejected: check heartbeat interval, msg timeout, output buffer, "
+        "sample rate and compression settings against the server's limits"
+    )
+
+
+@_register
+class AuthFailedError(ServerError):
+    codes = ("E_AUTH_FAILED", "E_AUTH_FIRST", "E_AUTH_ERROR", "E_AUTH_DISABLED")
+    hint = (
+        "authentication failed: check the auth secret (and that the server has auth "
+        "enabled when you send one)"
+    )
+
+
+@_register
+class UnauthorizedError(ServerError):
+    codes = ("E_UNAUTHORIZED",)
+    hint = "the auth secret has no permission for {topic} or this channel"
+
+
+@_register
+class SubOrderIsMustError(ServerError):
+    codes = ("E_SUB_ORDER_IS_MUST",)
+    hint = "topic {topic} is ordered: subscribe in ordered mode (--ordered / SUB_ORDERED)"
+
+
+@_register
+class SubExtendNeedError(ServerError):
+    codes = ("E_SUB_EXTEND_NEED",)
+    hint = "topic {topic} is an ext topic: connect with extend_support (--ext)"
+
+
+@_register
+class SubExtendForbiddenError(ServerError):
+    codes = ("E_SUB_EXTEND_FORBIDDON",)  # sic: the server's spelling
+    hint = "topic {topic} is not an ext topic: connect without extend_support (drop --ext)"
+
+
+@_register
+class SubChannelNotRegisteredError(ServerError):
+    codes = ("E_SUB_CHANNEL_NOT_REGISTERED",)
+    hint = (
+        "channel auto-creation is disabled for {topic}: create the channel first "
+        "(/channel/create on the lookupd leader)"
+    )
+
+
+@_register
+class PubTooMuchWaitingError(ServerError):
+    codes = ("E_PUB_TOO_MUCH_WAITING",)
+    default_retryable_on_publish = True
+    hint = (
+        "nsqd is overloaded (too many bytes waiting to be written for {topic}) and "
+        "closed the connection: back off and retry"
+    )
+
+
+@_register
+class FinFailedError(ServerError):
+    codes = ("E_FIN_FAILED",)
+    default_fatal = False
+    hint = (
+        "FIN failed: the message is no longer in flight for this client (it timed out "
+        "and was requeued, or was already answered)"
+    )
+
+
+@_register
+class ReqFailedError(ServerError):
+    codes = ("E_REQ_FAILED",)
+    default_fatal = False
+    hint = (
+        "REQ failed: the message is no longer in flight for this client (it timed out "
+        "and was requeued, or was already answered)"
+    )
+
+
+@_register
+class TouchFailedError(ServerError):
+    codes = ("E_TOUCH_FAILED",)
+    default_fatal = False
+    hint = (
+        "TOUCH failed: the message is no longer in flight for this client (it timed "
+        "out, or max_msg_timeout was reached)"
+    )
+
+
+@_register
+class PubFailedError(ServerError):
+    codes = ("E_PUB_FAILED",)
+    default_fatal = False
+    default_retryable_on_publish = True
+    hint = "nsqd failed to store the message for {topic}: retry (possibly on another nsqd)"
+
+
+@_register
+class MPubFailedError(PubFailedError):
+    codes = ("E_MPUB_FAILED",)
+    hint = "nsqd failed to store the batch for {topic}: retry (possibly on another nsqd)"
+
+
+@_register
+class DPubFailedError(PubFailedError):
+    codes = ("E_DPUB_FAILED",)
+    hint = "nsqd failed to store the deferred message for {topic}: retry"
+
+
+@_register
+class ExtNotSupportError(ServerError):
+    codes = ("E_EXT_NOT_SUPPORT",)
+    default_fatal = False
+    hint = "topic {topic} is not an ext topic: publish without an ext header (PUB, not PUB_EXT)"
+
+
+@_register
+class InvalidJsonHeaderError(ServerError):
+    codes = ("E_INVALID_JSON_HEADER",)
+    default_fatal = False
+    hint = "the ext header is not a valid JSON object"
+
+
+@_register
+class InvalidTraceIdError(ServerError):
+    codes = ("INVALID_TRACE_ID",)
+    default_fatal = False
+    hint = '"##trace_id" in the ext header must be a string of decimal digits'
+
+
+@_register
+class CreateTopicFailedError(ServerError):
+    codes = ("E_CREATE_TOPIC_FAILED",)
+    default_fatal = False
+    hint = "nsqd could not create {topic} (not allowed over TCP in cluster mode)"
+
+
+_CODE_RE = re.compile(r"[A-Z][A-Z0-9_]*\Z")
+# Longest first, so "E_INVALID_JSON_HEADER" wins over "E_INVALID".
+_KNOWN_CODES = sorted(_REGISTRY, key=len, reverse=True)
+
+
+def error_from_frame(
+    data: bytes, context: str | None = None, *, topic: str | None = None
+) -> ServerError:
+    """Build the typed error for an error frame's payload.
+
+    The code is the first space-separated word. Known codes also match as a prefix
+    (longest wins, so ``E_INVALID_JSON_HEADER`` is not ``E_INVALID``). An unknown
+    upper-case word becomes a generic fatal :class:`ServerError` with that code; free
+    text (an old server, or "too much client connections") gets an empty code.
+    """
+    text = data.decode("utf-8", errors="replace").strip()
+    word, _, rest = text.partition(" ")
+    cls = _REGISTRY.get(word)
+    if cls is not None:
+        return cls(word, rest.strip(), context=context, topic=topic)
+    for known in _KNOWN_CODES:
+        if word.startswith(known):
+            return _REGISTRY[known](known, text[len(known) :].strip(), context=context, topic=topic)
+    if _CODE_RE.match(word):
+        return ServerError(word, rest.strip(), context=context, topic=topic)
+    return ServerError("", text, context=context, topic=topic)
