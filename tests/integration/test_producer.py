@@ -1,0 +1,202 @@
+"""The producer against real servers of both families."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+
+import httpx
+import pytest
+
+from nsqctl import admin
+from nsqctl.connection import Connection
+from nsqctl.producer import PartitionUnavailableError, Producer, PublishError, RetryPolicy
+from nsqctl.protocol import BadMessageError
+from nsqctl.protocol.message import RawMessage
+from nsqctl.servers import cluster, process
+from nsqctl.sharding import murmur3_32, pick_node_for_key
+
+
+def _topic(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:10]}"
+
+
+async def read_back(
+    address: str,
+    topic: str,
+    count: int,
+    *,
+    partition: int | None = None,
+    timeout: float = 20.0,
+) -> list[RawMessage]:
+    """SUB on one nsqd (partition) and FIN until ``count`` messages arrived."""
+    got: list[RawMessage] = []
+    done = asyncio.Event()
+
+    def on_message(conn: Connection, msg: RawMessage) -> None:
+        got.append(msg)
+        conn.fin(msg.id)
+        if len(got) >= count:
+            done.set()
+
+    conn = await Connection.open(address, on_message=on_message)
+    try:
+        await conn.subscribe(topic, "readback", partition)
+        conn.rdy(min(count, 2000) or 1)
+        if count:
+            await asyncio.wait_for(done.wait(), timeout)
+        else:
+            await asyncio.sleep(0.5)
+    finally:
+        await conn.close()
+    return got
+
+
+async def test_publish_mpub_dpub_round_trip(original_cluster: cluster.Cluster) -> None:
+    topic = _topic("rt")
+    nsqd = original_cluster.nsqd_tcp[0]
+    bodies = [b"single", *[f"m{i}".encode() for i in range(50)], b"\x00\xffbinary\n\r"]
+    async with Producer(nsqd_tcp=[nsqd]) as producer:
+        await producer.publish(topic, bodies[0])
+        await producer.publish_many(topic, bodies[1:])
+        await producer.publish_deferred(topic, b"deferred", 300)
+    got = await read_back(nsqd, topic, len(bodies) + 1)
+    assert sorted(m.body for m in got) == sorted([*bodies, b"deferred"])
+    assert all(len(m.id) == 16 and m.internal_id is None for m in got)
+
+
+async def test_mpub_splits_under_max_body_size(start_cluster) -> None:
+    c = start_cluster("original", nsqd_args=["--max-body-size=10000"])
+    topic = _topic("split")
+    bodies = [bytes([i % 256]) * 900 for i in range(40)]  # 36 KB in total
+    async with Producer(nsqd_tcp=c.nsqd_tcp, max_body_size=10000) as producer:
+        await producer.publish_many(topic, bodies)
+    got = await read_back(c.nsqd_tcp[0], topic, 40)
+    assert sorted(m.body for m in got) == sorted(bodies)
+
+
+async def test_bad_message_raised_not_retried(original_cluster: cluster.Cluster) -> None:
+    async with Producer(nsqd_tcp=original_cluster.nsqd_tcp[:1]) as producer:
+        t0 = time.monotonic()
+        with pytest.raises(BadMessageError, match="do not retry"):
+            await producer.publish(_topic("big"), b"x" * (2 * 1024 * 1024))
+        assert time.monotonic() - t0 < 5  # raised at once, not after the retry budget
+
+
+async def test_partition_on_original_is_a_clear_error(original_cluster: cluster.Cluster) -> None:
+    async with Producer(lookupd_http=original_cluster.lookupd_http) as producer:
+        with pytest.raises(Exception, match="no partitions"):
+            await producer.publish(_topic("np"), b"x", partition=1)
+
+
+async def test_lookup_publish_creates_topic_on_original(original_cluster: cluster.Cluster) -> None:
+    topic = _topic("newtopic")
+    async with Producer(lookupd_http=original_cluster.lookupd_http) as producer:
+        await producer.publish(topic, b"first")
+    counts = []
+    for http in original_cluster.nsqd_http:
+        stats = httpx.get(f"http://{http}/stats?format=json&topic={topic}").json()
+        counts += [
+            t["message_count"] for t in stats.get("topics") or [] if t["topic_name"] == topic
+        ]
+    assert counts == [1]
+
+
+async def test_shard_key_picks_one_nsqd_consistently(original_cluster: cluster.Cluster) -> None:
+    topic = _topic("shard")
+    keys = [f"user-{i}" for i in range(20)]
+    async with Producer(lookupd_http=original_cluster.lookupd_http) as producer:
+        for round_ in range(3):
+            for key in keys:
+                await producer.publish(topic, f"{key}|{round_}".encode(), shard_key=key)
+    by_node: dict[str, list[str]] = {}
+    nodes = sorted(original_cluster.nsqd_tcp)
+    for nsqd in nodes:
+        stats = httpx.get(
+            f"http://{original_cluster.nsqds[original_cluster.nsqd_tcp.index(nsqd)].http_address}"
+            f"/stats?format=json&topic={topic}"
+        ).json()
+        count = sum(
+            t["message_count"] for t in stats.get("topics") or [] if t["topic_name"] == topic
+        )
+        msgs = await read_back(nsqd, topic, count) if count else []
+        by_node[nsqd] = [m.body.decode().split("|")[0] for m in msgs]
+    for key in keys:
+        holders = [n for n, ks in by_node.items() if key in ks]
+        assert holders == [pick_node_for_key(key, nodes)], key
+        assert by_node[holders[0]].count(key) == 3
+
+
+async def test_nsqd_killed_and_restarted_mid_publish(start_cluster) -> None:
+    """Every publish that returned OK is on the server afterwards; every failure raised."""
+    c = start_cluster("original", nsqd_args=["--mem-queue-size=0", "--sync-every=1"])
+    node = c.nsqds[0]
+    topic = _topic("fault")
+    acked: list[int] = []
+    failed: list[int] = []
+    policy = RetryPolicy(attempts=40, timeout=20.0, backoff=0.05, max_backoff=0.5)
+
+    async def publisher(producer: Producer) -> None:
+        for i in range(600):
+            try:
+                await producer.publish(topic, str(i).encode())
+                acked.append(i)
+            except PublishError:
+                failed.append(i)
+            await asyncio.sleep(0.002)
+
+    async with Producer(nsqd_tcp=c.nsqd_tcp, retry=policy) as producer:
+        task = asyncio.create_task(publisher(producer))
+        while len(acked) < 150:
+            await asyncio.sleep(0.01)
+        process.kill_hard(node)
+        await asyncio.sleep(0.7)
+        await asyncio.to_thread(c.restart, node)
+        await task
+    assert acked and len(acked) + len(failed) == 600
+    stored = await read_back(c.nsqd_tcp[0], topic, len(acked), timeout=30)
+    stored_ids = {int(m.body) for m in stored}
+    assert set(acked) <= stored_ids
+    assert len(acked) > 300, f"too few publishes survived the restart: {len(acked)}"
+
+
+# ---------------------------------------------------------------- redesign
+
+
+async def test_traced_publish_and_sharding_on_partitions(
+    redesign_cluster: cluster.Cluster,
+) -> None:
+    topic = _topic("traced")
+    admin.create_topic(redesign_cluster.lookupd_http, topic, partitions=2, replicas=1)
+    async with Producer(lookupd_http=redesign_cluster.lookupd_http) as producer:
+        receipt = await producer.publish_traced(topic, b"traced-body", 424242, partition=1)
+        assert receipt.trace_id == 424242 and receipt.partition == 1
+        assert receipt.internal_id >> 50 == 1  # partition p ids start at p << 50
+        keys = [f"k{i}" for i in range(20)]
+        for key in keys:
+            await producer.publish(topic, key.encode(), shard_key=key)
+        topo = await producer.topology(topic)
+    expected: dict[int, list[bytes]] = {0: [], 1: []}
+    for key in keys:
+        expected[murmur3_32(key) % 2].append(key.encode())
+    for part in (0, 1):
+        leader = topo.partitions[part]
+        extra = 1 if part == 1 else 0
+        got = await read_back(
+            leader.tcp_address, topic, len(expected[part]) + extra, partition=part
+        )
+        bodies = [m.body for m in got if m.body != b"traced-body"]
+        assert sorted(bodies) == sorted(expected[part])
+        assert all(m.internal_id is not None and m.internal_id >> 50 == part for m in got)
+
+
+async def test_sharded_publish_to_missing_partition_fails(
+    redesign_cluster: cluster.Cluster,
+) -> None:
+    topic = _topic("nopart")
+    admin.create_topic(redesign_cluster.lookupd_http, topic, partitions=2, replicas=1)
+    policy = RetryPolicy(attempts=2, timeout=2.0)
+    async with Producer(lookupd_http=redesign_cluster.lookupd_http, retry=policy) as producer:
+        with pytest.raises(PartitionUnavailableError):
+            await producer.publish(topic, b"x", partition=7)
