@@ -18,6 +18,10 @@ from nsqctl.servers import cluster, process
 from nsqctl.sharding import murmur3_32, pick_node_for_key
 
 
+def _count(stats: dict, topic: str) -> int:
+    return sum(t["message_count"] for t in stats.get("topics") or [] if t["topic_name"] == topic)
+
+
 def _topic(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex[:10]}"
 
