@@ -1,0 +1,677 @@
+"""Consumer: subscribe a topic/channel on every nsqd (every partition on the redesign),
+hand messages to a handler, and keep RDY, backoff and rate limits right.
+
+The decisions live in the sans-IO machines of :mod:`nsqctl.flow`; this module feeds them
+events (message, FIN/REQ, timers, connections coming and going) and sends the RDY
+commands they return. Nothing is acknowledged before the handler finished: FIN is sent
+after the handler returns (or when the handler calls ``finish()`` itself).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import json
+import logging
+import os
+import random
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from nsqctl import protocol as p
+from nsqctl.addresses import HostPort, parse_addresses
+from nsqctl.connection import ConnectError, Connection, ConnectionConfig
+from nsqctl.errors import ConfigError, NsqctlError
+from nsqctl.flow import BackoffController, RateLimiter, RdyController
+from nsqctl.lookup import LookupClient, Topology
+from nsqctl.message import Message
+from nsqctl.protocol.message import RawMessage
+from nsqctl.protocol.names import validate_channel, validate_topic
+from nsqctl.tracelog import TraceLog
+
+log = logging.getLogger("nsqctl.consumer")
+
+Handler = Callable[[Message], Awaitable[Any] | Any]
+GiveUpHook = Callable[[Message], Awaitable[Any] | Any]
+OrderEventHook = Callable[["OrderViolation"], Any]
+
+_Target = tuple[str, int | None]  # (nsqd tcp address, partition)
+
+
+@dataclass(frozen=True)
+class OrderViolation:
+    """A regression or gap seen on an ordered partition."""
+
+    kind: str  # "regression" | "gap"
+    topic: str
+    partition: int | None
+    nsqd: str
+    previous_offset: int
+    previous_internal_id: int
+    offset: int
+    internal_id: int
+    expected_offset: int | None = None
+
+
+@dataclass
+class ConsumerStats:
+    received: int = 0
+    finished: int = 0
+    requeued: int = 0
+    given_up: int = 0
+    connections: int = 0
+    order_regressions: int = 0
+    order_gaps: int = 0
+    reconnects: int = 0
+    backoff_level: int = 0
+
+
+@dataclass
+class _PartitionOrder:
+    offset: int
+    internal_id: int
+    size: int
+
+
+class OrderChecker:
+    """Per-partition order check with disk-queue offsets and internal ids.
+
+    A redelivery of the same message (same offset and id) is normal after a requeue or
+    timeout. A smaller offset/id is a regression. With ``strict_gaps`` an offset beyond
+    ``previous offset + previous size`` is a gap; channels that skip or reset offsets on
+    purpose (skip/setoffset) produce gaps by design, so gaps are events, not errors.
+    """
+
+    def __init__(self, topic: str) -> None:
+        self.topic = topic
+        self._last: dict[tuple[str, int | None], _PartitionOrder] = {}
+
+    def check(self, nsqd: str, partition: int | None, raw: RawMessage) -> OrderViolation | None:
+        if raw.offset is None or raw.internal_id is None:
+            return None
+        key = (nsqd, partition)
+        last = self._last.get(key)
+        size = raw.size or 0
+        self._last[key] = _PartitionOrder(raw.offset, raw.internal_id, size)
+        if last is None:
+            return None
+        if raw.offset == last.offset and raw.internal_id == last.internal_id:
+            return None  # redelivery
+        if raw.offset < last.offset or raw.internal_id < last.internal_id:
+            self._last[key] = last  # keep the high-water mark
+            return OrderViolation(
+                "regression",
+                self.topic,
+                partition,
+                nsqd,
+                last.offset,
+                last.internal_id,
+                raw.offset,
+                raw.internal_id,
+            )
+        expected = last.offset + last.size if last.size else None
+        if expected is not None and raw.offset > expected:
+            return OrderViolation(
+                "gap",
+                self.topic,
+                partition,
+                nsqd,
+                last.offset,
+                last.internal_id,
+                raw.offset,
+                raw.internal_id,
+                expected,
+            )
+        return None
+
+
+def dead_letter_path(topic: str, channel: str) -> Path:
+    """Where the default giving-up hook writes (user state dir, one file per channel)."""
+    base = Path(platformdirs.user_state_dir("nsqctl")) / "dead-letter"
+    return base / f"{topic}.{channel.replace('#', '_')}.jsonl"
+
+
+class DeadLetterFile:
+    """Default giving-up hook: append the message as a JSON line, fsync, log one line."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __call__(self, msg: Message) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        record = {
+            "topic": msg.topic,
+            "channel": msg.channel,
+            "partition": msg.partition,
+            "nsqd": msg.nsqd_address,
+            "id": msg.id_text,
+            "internal_id": msg.internal_id,
+            "trace_id": msg.trace_id,
+            "attempts": msg.attempts,
+            "timestamp": msg.timestamp,
+            "body": msg.body.decode("utf-8", "backslashreplace"),
+        }
+        with self.path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(record) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        log.warning(
+            "giving up on message %s of %s/%s after %d attempts; written to %s",
+            msg.id_text,
+            msg.topic,
+            msg.channel,
+            msg.attempts,
+            self.path,
+        )
+
+
+@dataclass
+class ConsumerOptions:
+    max_in_flight: int = 1
+    max_attempts: int = 0  # 0: unlimited
+    partitions: Sequence[int] | None = None
+    ordered: bool = False
+    start: str | None = None  # SUB_ADVANCED start (redesign)
+    backoff_multiplier: float = 1.0
+    max_backoff: float = 128.0
+    default_requeue_delay: float = 90.0
+    max_requeue_delay: float = 900.0
+    max_rate: float | None = None
+    lookup_interval: float = 60.0
+    lookup_jitter: float = 0.3
+    reconnect_initial: float = 0.5
+    reconnect_max: float = 60.0
+    stop_timeout: float = 30.0
+    seed: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Consumer:
+    """Consume ``topic``/``channel`` with a handler, or iterate: ``async for msg in c``.
+
+    A handler that returns normally gets its message FINed; one that raises gets it
+    requeued with backoff; one that called ``finish()``/``requeue()`` (or
+    ``disable_auto_response()``) answers itself. In the iterator form the caller must answer.
+    """
+
+    def __init__(
+        self,
+        topic: str,
+        channel: str,
+        handler: Handler | None = None,
+        *,
+        lookupd_http: Sequence[str | HostPort] | str | None = None,
+        nsqd_tcp: Sequence[str | HostPort] | str | None = None,
+        config: ConnectionConfig | None = None,
+        options: ConsumerOptions | None = None,
+        giving_up: GiveUpHook | None = None,
+        on_order_violation: OrderEventHook | None = None,
+        trace_log: TraceLog | None = None,
+        **option_overrides: Any,
+    ) -> None:
+        self.topic = validate_topic(topic)
+        self.channel = validate_channel(channel)
+        if not lookupd_http and not nsqd_tcp:
+            raise ConfigError("no cluster given: pass --lookupd HOST:PORT or --nsqd HOST:PORT")
+        opts = options or ConsumerOptions()
+        for key, value in option_overrides.items():
+            if not hasattr(opts, key):
+                raise TypeError(f"unknown consumer option {key!r}")
+            setattr(opts, key, value)
+        self.options = opts
+        self.config = config or ConnectionConfig()
+        self._handler = handler
+        self._queue: asyncio.Queue[Message] | None = None if handler else asyncio.Queue()
+        self._nsqd = parse_addresses(nsqd_tcp, example="127.0.0.1:4150") if nsqd_tcp else []
+        self._lookup = (
+            LookupClient(
+                lookupd_http, poll_interval=opts.lookup_interval, jitter=opts.lookup_jitter
+            )
+            if lookupd_http
+            else None
+        )
+        self._rng = random.Random(opts.seed)
+        self._rdy = RdyController(opts.max_in_flight, rng=self._rng, fixed_rdy_one=opts.ordered)
+        self._backoff = BackoffController(
+            backoff_multiplier=opts.backoff_multiplier, max_backoff_duration=opts.max_backoff
+        )
+        self._limiter = (
+            RateLimiter(opts.max_rate, time.monotonic(), max_burst=max(1, opts.max_in_flight))
+            if opts.max_rate
+            else None
+        )
+        self._giving_up = giving_up or DeadLetterFile(dead_letter_path(self.topic, self.channel))
+        self._on_order = on_order_violation
+        self._order = OrderChecker(self.topic)
+        self._trace = trace_log
+        self.stats = ConsumerStats()
+        self._conns: dict[_Target, Connection] = {}
+        self._partition_of: dict[int, int | None] = {}
+        self._targets: set[_Target] = set()
+        self._connecting: dict[_Target, asyncio.Task[None]] = {}
+        self._reconnect_delay: dict[_Target, float] = {}
+        self._handler_tasks: set[asyncio.Task[None]] = set()
+        self._in_flight = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._wake = asyncio.Event()
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._started = False
+        self._stopping = False
+        self._fatal: BaseException | None = None
+        self._handler_is_async = handler is not None and inspect.iscoroutinefunction(handler)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def __aenter__(self) -> Consumer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def start(self) -> None:
+        """Connect everywhere the topic lives and start receiving."""
+        if self._started:
+            return
+        self._started = True
+        now = time.monotonic()
+        if self._limiter is not None:
+            self._apply(self._rdy.set_rate_cap(self._limiter.allowance(now), now))
+        self._tasks.append(asyncio.create_task(self._flow_loop(), name="nsq-flow"))
+        if self._lookup is not None:
+            topo = await self._lookup.lookup(self.topic, access="r", metainfo=True)
+            await self._sync_targets(topo)
+            self._tasks.append(
+                self._lookup.start_polling(
+                    self.topic, self._sync_targets, access="r", metainfo=True
+                )
+            )
+        else:
+            topo = Topology.from_nsqd_addresses(self._nsqd, topic=self.topic)
+            await self._sync_targets(topo)
+        if self._fatal is not None:
+            await self.stop()
+            raise self._fatal
+
+    async def stop(self, timeout: float | None = None) -> None:
+        """Stop RDY, wait for in-flight handlers (bounded), CLS and close everything."""
+        if self._stopping:
+            return
+        self._stopping = True
+        timeout = self.options.stop_timeout if timeout is None else timeout
+        for conn in list(self._conns.values()):
+            with contextlib.suppress(NsqctlError):
+                conn.rdy(0)
+        for task in list(self._connecting.values()):
+            task.cancel()
+        if self._in_flight:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._idle.wait(), timeout)
+        if self._in_flight:
+            log.warning(
+                "stopping with %d message(s) still in a handler: nsqd will requeue them",
+                self._in_flight,
+            )
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(
+            *(c.close() for c in list(self._conns.values())), return_exceptions=True
+        )
+        self._conns.clear()
+        if self._lookup is not None:
+            await self._lookup.aclose()
+        if self._queue is not None:
+            self._queue.put_nowait(_STOP)  # type: ignore[arg-type]
+
+    async def run_forever(self) -> None:
+        await self.start()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await self.stop()
+
+    def __aiter__(self) -> AsyncIterator[Message]:
+        if self._queue is None:
+            raise ConfigError("this consumer has a handler; iterate only a handler-less one")
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[Message]:
+        assert self._queue is not None
+        if not self._started:
+            await self.start()
+        while True:
+            msg = await self._queue.get()
+            if msg is _STOP:
+                return
+            yield msg
+
+    # ------------------------------------------------------------------ introspection
+
+    def is_starved(self) -> bool:
+        """True when some connection's window is (nearly) full of in-flight messages."""
+        return self._rdy.is_starved()
+
+    def set_max_in_flight(self, value: int) -> None:
+        self._apply(self._rdy.set_max_in_flight(value, time.monotonic()))
+
+    @property
+    def connections(self) -> dict[_Target, Connection]:
+        return dict(self._conns)
+
+    def rdy_of(self, target: _Target) -> int:
+        conn = self._conns[target]
+        return self._rdy.rdy(id(conn))
+
+    @property
+    def total_rdy(self) -> int:
+        return self._rdy.total_rdy
+
+    # ------------------------------------------------------------------ connections
+
+    async def _sync_targets(self, topo: Topology) -> None:
+        wanted = set()
+        for peer, part in topo.targets():
+            if self.options.partitions is not None and part not in self.options.partitions:
+                continue
+            wanted.add((peer.tcp_address, part))
+        if topo.stale and not wanted:
+            return
+        if not topo.stale:
+            for target in set(self._conns) - wanted:
+                if self._lookup is not None:
+                    log.info("nsqd %s partition %s left topic %s", *target, self.topic)
+                    conn = self._conns.pop(target)
+                    self._drop_conn(conn)
+                    await conn.close()
+        self._targets = wanted | (self._targets if topo.stale else set())
+        await asyncio.gather(*(self._ensure(t) for t in wanted if t not in self._conns))
+
+    async def _ensure(self, target: _Target) -> None:
+        if target in self._conns or target in self._connecting or self._stopping:
+            return
+        task = asyncio.current_task()
+        assert task is not None
+        self._connecting[target] = task
+        try:
+            await self._connect(target)
+        finally:
+            self._connecting.pop(target, None)
+
+    async def _connect(self, target: _Target) -> None:
+        address, partition = target
+        try:
+            conn = await Connection.open(
+                address,
+                self.config,
+                on_message=self._on_message,
+                on_error=self._on_conn_error,
+                on_close=lambda c, err: self._on_close(target, c, err),
+            )
+        except (ConnectError, OSError) as err:
+            log.warning("cannot connect to %s: %s", address, err)
+            self._schedule_reconnect(target)
+            return
+        try:
+            await conn.subscribe(
+                self.topic,
+                self.channel,
+                partition,
+                ordered=self.options.ordered,
+                start=self.options.start,
+            )
+        except p.SubOrderIsMustError as err:
+            self._fatal = err
+            await conn.close()
+            return
+        except (p.BadTopicError, p.BadChannelError, ConfigError) as err:
+            self._fatal = err
+            await conn.close()
+            return
+        except NsqctlError as err:
+            log.warning("subscribe on %s failed: %s", address, err)
+            await conn.close()
+            self._schedule_reconnect(target)
+            return
+        self._conns[target] = conn
+        self._partition_of[id(conn)] = partition
+        self._reconnect_delay.pop(target, None)
+        self.stats.connections = len(self._conns)
+        self._apply(self._rdy.add_connection(id(conn), conn.max_rdy_count, time.monotonic()))
+
+    def _on_close(self, target: _Target, conn: Connection, err: BaseException | None) -> None:
+        if self._conns.get(target) is conn:
+            del self._conns[target]
+            self._drop_conn(conn)
+        if err is not None and not self._stopping:
+            log.warning("lost %s: %s", target[0], err)
+            self.stats.reconnects += 1
+            self._schedule_reconnect(target)
+            if self._lookup is not None:
+                self._lookup.request_refresh()
+
+    def _drop_conn(self, conn: Connection) -> None:
+        with contextlib.suppress(KeyError):
+            self._apply(self._rdy.remove_connection(id(conn), time.monotonic()))
+        self._partition_of.pop(id(conn), None)
+        self.stats.connections = len(self._conns)
+
+    def _schedule_reconnect(self, target: _Target) -> None:
+        if self._stopping or target in self._connecting:
+            return
+        if self._lookup is not None and target not in self._targets:
+            return
+        delay = self._reconnect_delay.get(target, self.options.reconnect_initial)
+        self._reconnect_delay[target] = min(delay * 2, self.options.reconnect_max)
+        jittered = delay * (0.8 + 0.4 * self._rng.random())
+
+        async def later() -> None:
+            await asyncio.sleep(jittered)
+            self._connecting.pop(target, None)
+            await self._ensure(target)
+
+        task = asyncio.create_task(later(), name=f"nsq-reconnect-{target[0]}")
+        self._connecting[target] = task
+
+    def _on_conn_error(self, conn: Connection, err: p.ServerError) -> None:
+        log.warning("nsqd %s: %s", conn.address, err)
+
+    # ------------------------------------------------------------------ messages
+
+    def _on_message(self, conn: Connection, raw: RawMessage) -> None:
+        now = time.monotonic()
+        cid = id(conn)
+        self.stats.received += 1
+        self._in_flight += 1
+        self._idle.clear()
+        updates = self._rdy.on_message(cid, now)
+        if updates:
+            self._apply(updates)
+        if self._limiter is not None:
+            self._limiter.on_message(now)
+        partition = self._partition_of.get(cid)
+        msg = Message(
+            raw, conn, self, self.topic, self.channel, partition, now, self._backoff.epoch
+        )
+        if raw.offset is not None:
+            violation = self._order.check(str(conn.address), partition, raw)
+            if violation is not None:
+                self._report_order(violation)
+        max_attempts = self.options.max_attempts
+        if max_attempts and raw.attempts > max_attempts:
+            self._spawn(self._give_up(msg))
+            return
+        if self._queue is not None:
+            self._queue.put_nowait(msg)
+            return
+        if self._handler_is_async:
+            self._spawn(self._run_async(msg))
+            return
+        try:
+            self._handler(msg)  # type: ignore[misc]
+        except Exception as err:
+            self._handler_failed(msg, err)
+            return
+        if msg.auto_response and msg.outcome is None:
+            msg.finish()
+
+    def _spawn(self, coro: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._handler_tasks.add(task)
+        task.add_done_callback(self._handler_tasks.discard)
+
+    async def _run_async(self, msg: Message) -> None:
+        try:
+            await self._handler(msg)  # type: ignore[misc]
+        except Exception as err:
+            self._handler_failed(msg, err)
+            return
+        if msg.auto_response and msg.outcome is None:
+            msg.finish()
+
+    def _handler_failed(self, msg: Message, err: Exception) -> None:
+        log.warning("handler failed on message %s (attempt %d): %s", msg.id_text, msg.attempts, err)
+        if msg.auto_response and msg.outcome is None:
+            msg.requeue(backoff=True)
+
+    async def _give_up(self, msg: Message) -> None:
+        try:
+            result = self._giving_up(msg)
+            if inspect.isawaitable(result):
+                await result
+        except Exception as err:
+            log.error("giving-up hook failed on %s (%s): requeueing it", msg.id_text, err)
+            msg.requeue(backoff=False)
+            return
+        self.stats.given_up += 1
+        msg._respond("giving-up")
+        self._finish(msg, msg._conn)
+
+    def _report_order(self, violation: OrderViolation) -> None:
+        if violation.kind == "regression":
+            self.stats.order_regressions += 1
+        else:
+            self.stats.order_gaps += 1
+        log.warning(
+            "order %s on %s partition %s: offset %d (id %d) after offset %d (id %d)",
+            violation.kind,
+            violation.topic,
+            violation.partition,
+            violation.offset,
+            violation.internal_id,
+            violation.previous_offset,
+            violation.previous_internal_id,
+        )
+        if self._on_order is not None:
+            self._on_order(violation)
+
+    # called by Message.finish / Message.requeue
+    def _finish(self, msg: Message, conn: Connection) -> None:
+        if conn.is_open:
+            conn.fin(msg.id)
+        self.stats.finished += 1
+        self._done(msg, conn, msg.outcome or "FIN")
+        action = self._backoff.on_success(time.monotonic(), msg._epoch)
+        if action is not None:
+            self._apply(self._rdy.apply_backoff(action, time.monotonic()))
+            self._wake.set()
+
+    def _requeue(self, msg: Message, conn: Connection, delay: float | None, backoff: bool) -> None:
+        if delay is None:
+            delay = self.options.default_requeue_delay * msg.attempts
+        cap = self.options.max_requeue_delay
+        if conn.identify and conn.identify.max_msg_timeout:
+            cap = min(cap, conn.identify.max_msg_timeout / 1000.0)
+        delay_ms = int(max(0.0, min(delay, cap)) * 1000)
+        if conn.is_open:
+            conn.req(msg.id, delay_ms)
+        self.stats.requeued += 1
+        self._done(msg, conn, "REQ")
+        now = time.monotonic()
+        action = (
+            self._backoff.on_failure(now, msg._epoch)
+            if backoff
+            else self._backoff.on_neutral(now, msg._epoch)
+        )
+        if action is not None:
+            self._apply(self._rdy.apply_backoff(action, now))
+            self._wake.set()
+
+    def _done(self, msg: Message, conn: Connection, outcome: str) -> None:
+        self._in_flight -= 1
+        if self._in_flight <= 0:
+            self._in_flight = 0
+            self._idle.set()
+        cid = id(conn)
+        if cid in self._partition_of:
+            updates = self._rdy.on_message_done(cid, time.monotonic())
+            if updates:
+                self._apply(updates)
+        self.stats.backoff_level = self._backoff.level
+        if self._trace is not None:
+            self._trace.write(
+                {
+                    "kind": "consume",
+                    "topic": msg.topic,
+                    "channel": msg.channel,
+                    "partition": msg.partition,
+                    "nsqd": conn.remote_address or str(conn.address),
+                    "local_address": conn.local_address,
+                    "id": msg.id_text,
+                    "internal_id": msg.internal_id,
+                    "trace_id": msg.trace_id,
+                    "attempts": msg.attempts,
+                    "timestamp": msg.timestamp,
+                    "offset": msg.offset,
+                    "size": msg.size,
+                    "outcome": outcome,
+                    "handler_ms": round((time.monotonic() - msg.received_at) * 1000, 3),
+                }
+            )
+
+    # ------------------------------------------------------------------ RDY
+
+    def _apply(self, updates: Sequence[Any]) -> None:
+        by_id = {id(c): c for c in self._conns.values()}
+        for update in updates:
+            conn = by_id.get(update.conn_id)
+            if conn is not None and conn.is_open:
+                conn.rdy(update.count)
+        if updates:
+            self._wake.set()
+
+    async def _flow_loop(self) -> None:
+        """Timers of the flow machines: RDY rotation, backoff windows, rate refills."""
+        while True:
+            now = time.monotonic()
+            deadlines = [
+                d
+                for d in (
+                    self._rdy.next_deadline(),
+                    self._backoff.next_deadline(),
+                    self._limiter.next_deadline() if self._limiter else None,
+                )
+                if d is not None
+            ]
+            delay = min(deadlines) - now if deadlines else 1.0
+            self._wake.clear()
+            if delay > 0:
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), min(delay, 1.0))
+            now = time.monotonic()
+            action = self._backoff.tick(now)
+            if action is not None:
+                self._apply(self._rdy.apply_backoff(action, now))
+            if self._limiter is not None:
+                self._apply(self._rdy.set_rate_cap(self._limiter.allowance(now), now))
+            self._apply(self._rdy.tick(now))
+
+
+_STOP: Any = object()

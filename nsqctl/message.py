@@ -1,0 +1,157 @@
+"""The message object handlers receive: the decoded frame plus where it came from and
+the three responses (FIN, REQ, TOUCH) a handler may give."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from nsqctl.errors import NsqctlError
+from nsqctl.protocol.message import RawMessage
+
+if TYPE_CHECKING:
+    from nsqctl.connection import Connection
+    from nsqctl.consumer import Consumer
+
+
+class AlreadyRespondedError(NsqctlError):
+    """finish()/requeue() called twice on one message."""
+
+
+class Message:
+    """One delivered message. ``finish()`` acknowledges it; ``requeue()`` gives it back."""
+
+    __slots__ = (
+        "_conn",
+        "_consumer",
+        "_epoch",
+        "_raw",
+        "auto_response",
+        "channel",
+        "outcome",
+        "partition",
+        "received_at",
+        "topic",
+    )
+
+    def __init__(
+        self,
+        raw: RawMessage,
+        conn: Connection,
+        consumer: Consumer,
+        topic: str,
+        channel: str,
+        partition: int | None,
+        received_at: float,
+        epoch: int,
+    ) -> None:
+        self._raw = raw
+        self._conn = conn
+        self._consumer = consumer
+        self._epoch = epoch
+        self.topic = topic
+        self.channel = channel
+        self.partition = partition
+        self.received_at = received_at
+        self.auto_response = True
+        self.outcome: str | None = None
+
+    # -- data -------------------------------------------------------------------------------
+    @property
+    def body(self) -> bytes:
+        return self._raw.body
+
+    @property
+    def attempts(self) -> int:
+        return self._raw.attempts
+
+    @property
+    def timestamp(self) -> int:
+        """Publish time in nanoseconds since the epoch."""
+        return self._raw.timestamp
+
+    @property
+    def id(self) -> bytes:
+        """The 16-byte id exactly as received (hex ASCII on the original)."""
+        return self._raw.id
+
+    @property
+    def id_text(self) -> str:
+        """The id for humans and logs: as-is on the original (hex ASCII), hex on the redesign."""
+        if self._raw.internal_id is None:
+            return self._raw.id.decode("ascii", "replace")
+        return self._raw.id.hex()
+
+    @property
+    def internal_id(self) -> int | None:
+        return self._raw.internal_id
+
+    @property
+    def trace_id(self) -> int | None:
+        return self._raw.trace_id
+
+    @property
+    def offset(self) -> int | None:
+        """Disk-queue offset (ordered / advanced subscriptions on the redesign)."""
+        return self._raw.offset
+
+    @property
+    def size(self) -> int | None:
+        return self._raw.size
+
+    @property
+    def ext_header(self) -> dict[str, Any] | None:
+        raw = self._raw.ext_header
+        if not raw:
+            return None
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            return {"_raw": raw.decode("utf-8", "replace")}
+        return value if isinstance(value, dict) else {"_value": value}
+
+    @property
+    def nsqd_address(self) -> str:
+        return str(self._conn.address)
+
+    @property
+    def has_responded(self) -> bool:
+        return self.outcome is not None
+
+    @property
+    def raw(self) -> RawMessage:
+        return self._raw
+
+    def __repr__(self) -> str:
+        return (
+            f"<Message {self.topic}/{self.channel} p={self.partition} id={self.id!r} "
+            f"attempts={self.attempts} outcome={self.outcome}>"
+        )
+
+    # -- responses --------------------------------------------------------------------------
+    def disable_auto_response(self) -> None:
+        """The handler will respond itself (e.g. after handing the message elsewhere)."""
+        self.auto_response = False
+
+    def finish(self) -> None:
+        """FIN: the message was handled (or durably stored)."""
+        self._respond("FIN")
+        self._consumer._finish(self, self._conn)
+
+    def requeue(self, delay: float | None = None, backoff: bool = True) -> None:
+        """REQ: give it back; ``delay`` seconds (default: attempts × the default delay)."""
+        self._respond("REQ")
+        self._consumer._requeue(self, self._conn, delay, backoff)
+
+    def touch(self) -> None:
+        """TOUCH: reset the server's timeout for this message (the library never does)."""
+        if self.outcome is not None:
+            raise AlreadyRespondedError(f"message {self.id!r} was already answered")
+        self._conn.touch(self.id)
+
+    def _respond(self, outcome: str) -> None:
+        if self.outcome is not None:
+            raise AlreadyRespondedError(
+                f"message {self.id!r} was already answered ({self.outcome})"
+            )
+        self.outcome = outcome
