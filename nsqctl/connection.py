@@ -238,8 +238,14 @@ class Connection:
             await asyncio.wait_for(self._handshake(body), cfg.connect_timeout * 2)
         except BaseException as err:
             self._abort()
+            self.closed = ConnectionClosedError(str(self.address), "the handshake failed")
             if isinstance(err, asyncio.TimeoutError):
                 raise ConnectError(f"nsqd {self.address} did not finish the handshake") from None
+            if isinstance(err, ssl.SSLError) and "ALERT" in (err.reason or ""):
+                raise ConnectError(
+                    f"nsqd {self.address} rejected our TLS client certificate ({err.reason}): "
+                    "pass --tls-cert/--tls-key signed by the CA in nsqd's --tls-root-ca-file"
+                ) from None
             if isinstance(err, ssl.SSLError):
                 raise ConnectError(
                     f"TLS handshake with nsqd {self.address} failed ({err.reason or err}); "
@@ -330,10 +336,15 @@ class Connection:
 
     # ------------------------------------------------------------------ writing
 
+    def _closed_error(self) -> ConnectionClosedError:
+        """A fresh exception each time (re-raising one object grows its traceback)."""
+        assert self.closed is not None
+        return ConnectionClosedError(self.closed.address, self.closed.reason)
+
     def send(self, command: bytes) -> None:
         """Queue a command that has no reply (RDY, FIN, REQ, TOUCH, NOP)."""
         if self.closed is not None:
-            raise self.closed
+            raise self._closed_error()
         self._out.append(command)
         if not self._flush_scheduled:
             self._flush_scheduled = True
@@ -372,7 +383,7 @@ class Connection:
         Replies come back in order, so many requests may be in flight (pipelining).
         """
         if self.closed is not None:
-            raise self.closed
+            raise self._closed_error()
         assert self._loop is not None
         fut: asyncio.Future[bytes] = self._loop.create_future()
         self._pending.append((fut, context))
@@ -384,12 +395,13 @@ class Connection:
         try:
             return await asyncio.wait_for(asyncio.shield(fut), self.config.request_timeout)
         except TimeoutError:
-            self._shutdown(
-                ConnectionClosedError(
-                    str(self.address), f"no reply to {context} in {self.config.request_timeout}s"
-                )
-            )
-            raise self.closed from None  # type: ignore[misc]
+            fut.cancel()
+            reason = f"no reply to {context} in {self.config.request_timeout}s"
+            self._shutdown(ConnectionClosedError(str(self.address), reason))
+            raise ConnectionClosedError(str(self.address), reason) from None
+        except asyncio.CancelledError:
+            fut.cancel()
+            raise
 
     # ------------------------------------------------------------------ commands
 
@@ -481,11 +493,16 @@ class Connection:
                     return
         except p.ProtocolError as err:
             reason = ConnectionClosedError(str(self.address), f"protocol error: {err}")
+        except NsqctlError as err:
+            reason = ConnectionClosedError(str(self.address), str(err))
         except (OSError, ssl.SSLError) as err:
             reason = ConnectionClosedError(str(self.address), f"read failed: {err}")
         except asyncio.CancelledError:
             reason = ConnectionClosedError(str(self.address), "closed by the client")
             raise
+        except Exception as err:
+            log.exception("message handler failed on %s", self.address)
+            reason = ConnectionClosedError(str(self.address), f"message handler failed: {err!r}")
         finally:
             self._shutdown(reason or ConnectionClosedError(str(self.address), "closed"))
 
@@ -534,9 +551,11 @@ class Connection:
         if self.closed is None and self._writer is not None:
             if self.subscribed is not None and self._loop is not None:
                 self._close_wait = self._loop.create_future()
+                fut: asyncio.Future[bytes] | None = None
                 with contextlib.suppress(NsqctlError, asyncio.TimeoutError):
                     fut = self.request_nowait(p.cls(), "cls")
                     await asyncio.wait_for(asyncio.shield(self._close_wait), timeout)
+                if fut is not None:
                     fut.cancel()
             self._flush()
             with contextlib.suppress(OSError, ConnectionError, asyncio.TimeoutError):

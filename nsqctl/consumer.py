@@ -574,10 +574,10 @@ class Consumer:
 
     # called by Message.finish / Message.requeue
     def _finish(self, msg: Message, conn: Connection) -> None:
+        self._done(msg, conn, msg.outcome or "FIN")  # RDY changes go out before the FIN
         if conn.is_open:
             conn.fin(msg.id)
         self.stats.finished += 1
-        self._done(msg, conn, msg.outcome or "FIN")
         action = self._backoff.on_success(time.monotonic(), msg._epoch)
         if action is not None:
             self._apply(self._rdy.apply_backoff(action, time.monotonic()))
@@ -590,10 +590,10 @@ class Consumer:
         if conn.identify and conn.identify.max_msg_timeout:
             cap = min(cap, conn.identify.max_msg_timeout / 1000.0)
         delay_ms = int(max(0.0, min(delay, cap)) * 1000)
+        self._done(msg, conn, "REQ")  # RDY changes go out before the REQ
         if conn.is_open:
             conn.req(msg.id, delay_ms)
         self.stats.requeued += 1
-        self._done(msg, conn, "REQ")
         now = time.monotonic()
         action = (
             self._backoff.on_failure(now, msg._epoch)

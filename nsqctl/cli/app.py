@@ -13,7 +13,7 @@ import click
 import typer
 
 from nsqctl import __version__
-from nsqctl.cli import sandbox
+from nsqctl.cli import pub, sandbox, tail
 from nsqctl.errors import ConfigError, NsqctlError
 
 app = typer.Typer(
@@ -24,6 +24,8 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(sandbox.app, name="sandbox")
+app.command("pub")(pub.pub)
+app.command("tail")(tail.tail)
 
 _DEBUG = {"on": False}
 

@@ -161,8 +161,6 @@ class RdyController:
 
     def next_deadline(self) -> float | None:
         """When to call :meth:`tick`; None while nothing rotates (budget covers everyone)."""
-        if not self._conns or not (self._rotating() or self._credit is not None):
-            return None
         return self._next_tick
 
     # -- events ----------------------------------------------------------------------------
@@ -175,8 +173,6 @@ class RdyController:
             raise ConfigError(f"max_rdy_count must be >= 1, got {max_rdy_count}")
         cap = 1 if self._fixed_one else max_rdy_count
         self._conns[conn_id] = _Conn(conn_id, cap, last_msg_at=now)
-        if self._next_tick is None:
-            self._next_tick = now + self._interval
         self._reshare(now, prefer=conn_id)
         return self._sync(now)
 
@@ -236,7 +232,7 @@ class RdyController:
         """Cap the messages that may still arrive (``RateLimiter.allowance(now)``); None lifts it.
 
         Each :meth:`on_message` counts against the credit, so the IO layer only needs to call
-        this at start and at the limiter's deadlines.
+        this once before adding connections and then at the limiter's deadlines.
         """
         if total is not None:
             _check_count("rate cap", total)
@@ -292,6 +288,7 @@ class RdyController:
     def _reshare(
         self, now: float, *, prefer: ConnId | None = None, avoid: Iterable[ConnId] = ()
     ) -> None:
+        """Split the budget into shares; ``prefer`` gets a spare share first, ``avoid`` last."""
         conns = list(self._conns.values())
         budget = self.budget
         if budget >= len(conns):
@@ -315,9 +312,7 @@ class RdyController:
 
     def _sample(self, conns: list[_Conn], k: int, avoid: Iterable[ConnId]) -> list[_Conn]:
         """``k`` random connections, those in ``avoid`` only as a last resort."""
-        avoided = set(avoid)
-        fresh = [c for c in conns if c.conn_id not in avoided]
-        spent = [c for c in conns if c.conn_id in avoided]
+        fresh, spent = _split(conns, avoid)
         picks = self._rng.sample(fresh, max(0, min(k, len(fresh))))
         return picks + self._rng.sample(spent, max(0, min(k - len(picks), len(spent))))
 
@@ -350,6 +345,7 @@ class RdyController:
         reclaim: Iterable[ConnId] = (),
         avoid: Iterable[ConnId] = (),
     ) -> list[RdyUpdate]:
+        self._schedule(now)
         conns = list(self._conns.values())
         if self._credit is None:
             return self._commit([(c, c.base) for c in conns], now)
@@ -360,6 +356,14 @@ class RdyController:
             value = conn.in_flight + extra if extra else min(conn.rdy, conn.in_flight)
             plan.append((conn, min(value, conn.base)))
         return self._commit(plan, now)
+
+    def _schedule(self, now: float) -> None:
+        # the redistribution timer runs only while something rotates; it starts afresh when
+        # rotation begins so a holder is not judged on time spent before it
+        if not self._conns or not (self._rotating() or self._credit is not None):
+            self._next_tick = None
+        elif self._next_tick is None:
+            self._next_tick = now + self._interval
 
     def _commit(self, plan: list[tuple[_Conn, int]], now: float) -> list[RdyUpdate]:
         changes = [(conn, count) for conn, count in plan if count != conn.rdy]
@@ -397,10 +401,7 @@ class _CreditPlan:
             level = self._trim_level()
             self.opens = {key: min(value, level) for key, value in self.opens.items()}
         spare = self._credit - sum(self.opens.values())
-        avoided = set(avoid)
-        fresh = [c for c in self._conns if c.conn_id not in avoided]
-        spent = [c for c in self._conns if c.conn_id in avoided]
-        for group in (fresh, spent):
+        for group in _split(self._conns, avoid):
             spare = self._hand_out(group, spare, rng)
         return self.opens
 
@@ -429,6 +430,15 @@ class _CreditPlan:
                 spare -= give
             eligible = [c for c in eligible if self._room(c) > 0]
         return spare
+
+
+def _split(conns: list[_Conn], avoid: Iterable[ConnId]) -> tuple[list[_Conn], list[_Conn]]:
+    """Connections not in ``avoid`` (first choice) and those in it (last resort)."""
+    avoided = set(avoid)
+    return (
+        [c for c in conns if c.conn_id not in avoided],
+        [c for c in conns if c.conn_id in avoided],
+    )
 
 
 def _check_count(name: str, value: int) -> None:

@@ -150,6 +150,9 @@ class ServerError(NsqctlError):
         """True when publishing the same message again can succeed."""
         return self.default_retryable_on_publish
 
+    def __str__(self) -> str:
+        return self._format()  # recomputed: callers may set ``topic`` after construction
+
     def _format(self) -> str:
         server = f"{self.code}: {self.description}" if self.description else self.code
         if not server:

@@ -1,0 +1,1 @@
+"""Test-only helpers: throw-away TLS material and a tiny nsqd auth server."""

@@ -1,0 +1,542 @@
+"""Connection features against REAL original nsqd v1.3.0 servers on 127.0.0.1.
+
+TLS (server verification, ``insecure``, client certificates, ``--tls-required``),
+snappy and deflate (including combined with TLS), and AUTH through a real
+``--auth-http-address`` server (tests/helpers/auth_server.py). Every round trip
+publishes over one connection and reads the messages back over another with
+SUB/RDY/FIN, comparing body bytes exactly; nsqd's own ``/stats`` confirms which
+features the server thinks the client negotiated.
+
+Each kind of nsqd is started once per module (same launcher as ``start_cluster``, via
+``cluster.start``) and stopped by PID at the end of the module.
+
+Note on ``--tls-required``: with ``true`` (and with a ``--tls-client-auth-policy``,
+which implies ``true``) nsqd also refuses plain HTTP, including the ``/ping`` the
+launcher waits on. ``tcp-https`` requires TLS on the TCP protocol exactly the same way
+(``enforceTLSPolicy`` only checks "not TLSNotRequired"), so these servers use it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import dataclasses
+import logging
+import os
+import traceback
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from nsqctl import protocol as p
+from nsqctl.connection import (
+    ConnectError,
+    Connection,
+    ConnectionClosedError,
+    ConnectionConfig,
+    TLSSettings,
+)
+from nsqctl.errors import ConfigError, NsqctlError
+from nsqctl.protocol.message import RawMessage
+from nsqctl.secrets import Secret
+from nsqctl.servers import cluster
+from tests.helpers.auth_server import AuthServer
+from tests.helpers.certs import TLSFiles, make_tls_files
+
+pytestmark = pytest.mark.original
+
+BIG = 500 * 1024
+GOOD_SECRET = f"good-s3cret-{uuid.uuid4().hex}"
+BAD_SECRET = f"bad-s3cret-{uuid.uuid4().hex}"
+
+
+# --------------------------------------------------------------------------- servers
+
+
+def _start(
+    bins: Path, factory: pytest.TempPathFactory, name: str, args: list[str]
+) -> Iterator[cluster.Cluster]:
+    c = cluster.start(
+        "original", factory.mktemp(name), nsqd=1, lookupd=1, bin_dir=bins, nsqd_args=args
+    )
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+@pytest.fixture(scope="module")
+def tls_files(tmp_path_factory: pytest.TempPathFactory) -> TLSFiles:
+    return make_tls_files(tmp_path_factory.mktemp("tls"))
+
+
+def _tls_args(files: TLSFiles) -> list[str]:
+    # An empty --https-address: no HTTPS listener (its default is 0.0.0.0:4152, shared
+    # by every TLS nsqd and not on loopback only).
+    return [
+        "--https-address=",
+        f"--tls-cert={files.server_cert}",
+        f"--tls-key={files.server_key}",
+        f"--tls-root-ca-file={files.ca_cert}",
+    ]
+
+
+@pytest.fixture(scope="module")
+def plain_nsqd(
+    original_bins: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[cluster.Cluster]:
+    """Defaults: no TLS, no auth, snappy and deflate enabled."""
+    yield from _start(original_bins, tmp_path_factory, "plain", [])
+
+
+@pytest.fixture(scope="module")
+def tls_nsqd(
+    original_bins: Path, tmp_path_factory: pytest.TempPathFactory, tls_files: TLSFiles
+) -> Iterator[cluster.Cluster]:
+    """TLS offered (not required), no client certificate policy."""
+    yield from _start(original_bins, tmp_path_factory, "tls", _tls_args(tls_files))
+
+
+@pytest.fixture(scope="module")
+def verify_nsqd(
+    original_bins: Path, tmp_path_factory: pytest.TempPathFactory, tls_files: TLSFiles
+) -> Iterator[cluster.Cluster]:
+    """Client certificates signed by the test CA are required (require-verify)."""
+    args = [
+        *_tls_args(tls_files),
+        "--tls-client-auth-policy=require-verify",
+        "--tls-required=tcp-https",
+    ]
+    yield from _start(original_bins, tmp_path_factory, "verify", args)
+
+
+@pytest.fixture(scope="module")
+def tls_required_nsqd(
+    original_bins: Path, tmp_path_factory: pytest.TempPathFactory, tls_files: TLSFiles
+) -> Iterator[cluster.Cluster]:
+    args = [*_tls_args(tls_files), "--tls-required=tcp-https"]
+    yield from _start(original_bins, tmp_path_factory, "tlsreq", args)
+
+
+@pytest.fixture(scope="module")
+def auth_server() -> Iterator[AuthServer]:
+    with AuthServer(GOOD_SECRET) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def auth_nsqd(
+    original_bins: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    tls_files: TLSFiles,
+    auth_server: AuthServer,
+) -> Iterator[cluster.Cluster]:
+    """AUTH required; TLS offered too, so the auth query's ``tls`` flag can be checked."""
+    args = [*_tls_args(tls_files), f"--auth-http-address={auth_server.address}"]
+    yield from _start(original_bins, tmp_path_factory, "auth", args)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _topic(tag: str) -> str:
+    return f"{tag}_{uuid.uuid4().hex[:12]}"
+
+
+def _config(client_id: str, **kwargs: Any) -> ConnectionConfig:
+    return ConnectionConfig(
+        client_id=client_id, connect_timeout=5.0, request_timeout=30.0, **kwargs
+    )
+
+
+def _channel_client(nsqd: cluster.Cluster, topic: str, client_id: str) -> dict[str, Any]:
+    """nsqd's own view (``/stats``) of the subscribed client ``client_id``."""
+    stats = httpx.get(
+        f"http://{nsqd.nsqd_http[0]}/stats",
+        params={"format": "json", "topic": topic},
+        timeout=5,
+    ).json()
+    stats = stats.get("data", stats)
+    for t in stats["topics"]:
+        if t["topic_name"] != topic:
+            continue
+        for ch in t["channels"]:
+            for client in ch["clients"]:
+                if client["client_id"] == client_id:
+                    return client
+    raise AssertionError(f"client {client_id} not subscribed to {topic} in /stats: {stats}")
+
+
+def _bodies(count: int) -> list[bytes]:
+    """``count`` unique bodies: one 500 KB random, one 500 KB compressible, small ones."""
+    big_random = b"R" + os.urandom(BIG - 1)
+    big_text = b"C" + (b"nsqctl compressible body " * (BIG // 25 + 1))[: BIG - 1]
+    small = [
+        f"m{i:05d}:".encode() + os.urandom(i % 97) + b"\x00\n\r\xff" * (i % 5)
+        for i in range(count - 2)
+    ]
+    return [big_random, *small[: len(small) // 2], big_text, *small[len(small) // 2 :]]
+
+
+async def _round_trip(
+    address: str,
+    config: ConnectionConfig,
+    bodies: list[bytes],
+    *,
+    nsqd: cluster.Cluster | None = None,
+) -> dict[str, Any] | None:
+    """Publish ``bodies`` (pipelined PUBs plus one MPUB), read them back, compare bytes.
+
+    Returns nsqd's ``/stats`` entry for the subscriber when ``nsqd`` is given.
+    """
+    topic = _topic("rt")
+    received: list[bytes] = []
+    done = asyncio.Event()
+
+    def on_message(conn: Connection, msg: RawMessage) -> None:
+        received.append(msg.body)
+        conn.fin(msg.id)
+        if len(received) >= len(bodies):
+            done.set()
+
+    sub_cfg = dataclasses.replace(config, client_id=f"{config.client_id}-sub")
+    pub_cfg = dataclasses.replace(config, client_id=f"{config.client_id}-pub")
+    sub = await Connection.open(address, sub_cfg, on_message=on_message)
+    pub = await Connection.open(address, pub_cfg)
+    try:
+        await sub.subscribe(topic, "ch")
+        sub.rdy(min(len(bodies), 200))
+        big = [b for b in bodies if len(b) >= BIG]
+        small = [b for b in bodies if len(b) < BIG]
+        singles, batch = big + small[: len(small) // 2], small[len(small) // 2 :]
+        replies = await asyncio.gather(*(pub.request(p.pub(topic, b), "pub") for b in singles))
+        assert replies == [p.OK] * len(singles)
+        if batch:
+            assert await pub.request(p.mpub(topic, batch), "mpub") == p.OK
+        await asyncio.wait_for(done.wait(), 60)
+        assert len(received) == len(bodies)
+        assert collections.Counter(received) == collections.Counter(bodies)
+        stats = _channel_client(nsqd, topic, sub_cfg.client_id or "") if nsqd else None
+        assert sub.is_open and pub.is_open
+        return stats
+    finally:
+        await pub.close()
+        await sub.close()
+
+
+def _texts_of(exc: BaseException) -> list[str]:
+    """Every text an exception can show: str, repr, formatted traceback, chained causes."""
+    out = [str(exc), repr(exc), "".join(traceback.format_exception(exc))]
+    for linked in (exc.__cause__, exc.__context__):
+        if linked is not None:
+            out += [str(linked), repr(linked)]
+    return out
+
+
+# --------------------------------------------------------------------------- TLS
+
+
+async def test_tls_with_ca_round_trip(tls_nsqd: cluster.Cluster, tls_files: TLSFiles) -> None:
+    cfg = _config("tls-ca", tls=TLSSettings(ca_file=str(tls_files.ca_cert)))
+    conn = await Connection.open(tls_nsqd.nsqd_tcp[0], cfg)
+    try:
+        assert conn.identify is not None and conn.identify.tls_v1
+        assert conn.identify.version == "1.3.0"
+    finally:
+        await conn.close()
+    stats = await _round_trip(tls_nsqd.nsqd_tcp[0], cfg, _bodies(50), nsqd=tls_nsqd)
+    assert stats is not None
+    assert stats["tls"] is True and stats["tls_version"].startswith("TLS")
+    assert stats["snappy"] is False and stats["deflate"] is False
+
+
+async def test_tls_without_ca_fails_verification(tls_nsqd: cluster.Cluster) -> None:
+    """Verification is on by default: a self-signed test CA is not trusted."""
+    cfg = _config("tls-noca", tls=TLSSettings())
+    with pytest.raises(ConnectError) as info:
+        await Connection.open(tls_nsqd.nsqd_tcp[0], cfg)
+    msg = str(info.value)
+    assert "TLS" in msg and tls_nsqd.nsqd_tcp[0] in msg
+    assert "CERTIFICATE_VERIFY_FAILED" in msg or "certificate" in msg.lower()
+
+
+async def test_tls_wrong_server_hostname_fails(
+    tls_nsqd: cluster.Cluster, tls_files: TLSFiles
+) -> None:
+    """The CA is trusted but the certificate is for 127.0.0.1, not this name."""
+    tls = TLSSettings(ca_file=str(tls_files.ca_cert), server_hostname="nsqd.invalid")
+    with pytest.raises(ConnectError, match="TLS"):
+        await Connection.open(tls_nsqd.nsqd_tcp[0], _config("tls-host", tls=tls))
+
+
+async def test_tls_insecure_skips_verification(tls_nsqd: cluster.Cluster) -> None:
+    cfg = _config("tls-insecure", tls=TLSSettings(insecure=True))
+    stats = await _round_trip(tls_nsqd.nsqd_tcp[0], cfg, _bodies(20), nsqd=tls_nsqd)
+    assert stats is not None and stats["tls"] is True
+
+
+async def test_tls_missing_ca_file_is_a_config_error(tls_nsqd: cluster.Cluster) -> None:
+    tls = TLSSettings(ca_file="/nonexistent/nsqctl-ca.pem")
+    with pytest.raises(ConfigError, match="--tls-ca"):
+        await Connection.open(tls_nsqd.nsqd_tcp[0], _config("tls-nofile", tls=tls))
+
+
+async def test_tls_requested_from_server_without_tls(
+    plain_nsqd: cluster.Cluster, tls_files: TLSFiles
+) -> None:
+    cfg = _config("tls-plain", tls=TLSSettings(ca_file=str(tls_files.ca_cert)))
+    with pytest.raises(ConnectError, match="does not offer TLS"):
+        await Connection.open(plain_nsqd.nsqd_tcp[0], cfg)
+
+
+async def test_tls_client_certificate_require_verify(
+    verify_nsqd: cluster.Cluster, tls_files: TLSFiles
+) -> None:
+    tls = TLSSettings(
+        ca_file=str(tls_files.ca_cert),
+        cert_file=str(tls_files.client_cert),
+        key_file=str(tls_files.client_key),
+    )
+    stats = await _round_trip(
+        verify_nsqd.nsqd_tcp[0], _config("tls-cert", tls=tls), _bodies(30), nsqd=verify_nsqd
+    )
+    assert stats is not None and stats["tls"] is True
+
+
+@pytest.mark.parametrize("which", ["none", "rogue"])
+async def test_tls_require_verify_rejects_missing_or_untrusted_client_cert(
+    verify_nsqd: cluster.Cluster, tls_files: TLSFiles, which: str
+) -> None:
+    if which == "none":
+        tls = TLSSettings(ca_file=str(tls_files.ca_cert))
+    else:
+        tls = TLSSettings(
+            ca_file=str(tls_files.ca_cert),
+            cert_file=str(tls_files.rogue_client_cert),
+            key_file=str(tls_files.rogue_client_key),
+        )
+    with pytest.raises(ConnectError) as info:
+        conn = await Connection.open(verify_nsqd.nsqd_tcp[0], _config(f"tls-{which}", tls=tls))
+        await conn.close()  # pragma: no cover - only reached if the server let us in
+    msg = str(info.value)
+    assert verify_nsqd.nsqd_tcp[0] in msg and "TLS" in msg
+
+
+async def test_tls_client_cert_rejection_hint_names_client_cert(
+    verify_nsqd: cluster.Cluster, tls_files: TLSFiles
+) -> None:
+    tls = TLSSettings(ca_file=str(tls_files.ca_cert))
+    with pytest.raises(ConnectError) as info:
+        await Connection.open(verify_nsqd.nsqd_tcp[0], _config("tls-hint", tls=tls))
+    assert "--tls-cert" in str(info.value)
+
+
+async def test_tls_required_server_rejects_plain_client(
+    tls_required_nsqd: cluster.Cluster, tls_files: TLSFiles
+) -> None:
+    """nsqd does not say "TLS required" in its IDENTIFY reply, so the first command after
+    the handshake is where the client learns it: a fatal E_INVALID naming TLS."""
+    address = tls_required_nsqd.nsqd_tcp[0]
+    closed: list[BaseException | None] = []
+    conn = await Connection.open(
+        address, _config("tls-req-plain"), on_close=lambda _c, cause: closed.append(cause)
+    )
+    try:
+        with pytest.raises(p.InvalidError) as info:
+            await conn.request(p.pub(_topic("req"), b"x"), "pub")
+        assert "TLS required" in str(info.value)
+        assert info.value.fatal
+        assert conn.closed is not None and not conn.is_open
+        assert len(closed) == 1 and isinstance(closed[0], ConnectionClosedError)
+        with pytest.raises(ConnectionClosedError):
+            await conn.request(p.pub(_topic("req"), b"x"), "pub")
+    finally:
+        await conn.close()
+    # The same server accepts a TLS client.
+    cfg = _config("tls-req-tls", tls=TLSSettings(ca_file=str(tls_files.ca_cert)))
+    stats = await _round_trip(address, cfg, _bodies(10), nsqd=tls_required_nsqd)
+    assert stats is not None and stats["tls"] is True
+
+
+# --------------------------------------------------------------------------- compression
+
+
+@pytest.mark.parametrize("compression", ["snappy", "deflate"])
+async def test_compression_round_trip_1000_messages(
+    plain_nsqd: cluster.Cluster, compression: str
+) -> None:
+    cfg = _config(f"c-{compression}", compression=compression)
+    bodies = _bodies(1000)
+    assert len(bodies) == 1000 and max(map(len, bodies)) == BIG
+    stats = await _round_trip(plain_nsqd.nsqd_tcp[0], cfg, bodies, nsqd=plain_nsqd)
+    assert stats is not None
+    assert stats["snappy"] is (compression == "snappy")
+    assert stats["deflate"] is (compression == "deflate")
+    assert stats["tls"] is False
+
+
+async def test_deflate_level_is_negotiated(plain_nsqd: cluster.Cluster) -> None:
+    cfg = _config("c-level", compression="deflate", deflate_level=3)
+    conn = await Connection.open(plain_nsqd.nsqd_tcp[0], cfg)
+    try:
+        assert conn.identify is not None
+        assert conn.identify.deflate and not conn.identify.snappy
+        assert conn.identify.deflate_level == 3
+        assert await conn.request(p.pub(_topic("lvl"), b"x" * 10_000), "pub") == p.OK
+    finally:
+        await conn.close()
+
+
+@pytest.mark.parametrize("compression", ["snappy", "deflate"])
+async def test_tls_with_compression_round_trip(
+    tls_nsqd: cluster.Cluster, tls_files: TLSFiles, compression: str
+) -> None:
+    cfg = _config(
+        f"tc-{compression}",
+        tls=TLSSettings(ca_file=str(tls_files.ca_cert)),
+        compression=compression,
+    )
+    stats = await _round_trip(tls_nsqd.nsqd_tcp[0], cfg, _bodies(300), nsqd=tls_nsqd)
+    assert stats is not None
+    assert stats["tls"] is True
+    assert stats["snappy"] is (compression == "snappy")
+    assert stats["deflate"] is (compression == "deflate")
+
+
+async def test_compression_refused_by_server(
+    original_bins: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    gen = _start(original_bins, tmp_path_factory, "nocomp", ["--snappy=false", "--deflate=false"])
+    nsqd = next(gen)
+    try:
+        for compression in ("snappy", "deflate"):
+            cfg = _config(f"nocomp-{compression}", compression=compression)
+            with pytest.raises(ConnectError, match=f"refused {compression}"):
+                await Connection.open(nsqd.nsqd_tcp[0], cfg)
+    finally:
+        gen.close()
+    assert not any(nsqd.running().values())
+
+
+# --------------------------------------------------------------------------- AUTH
+
+
+async def test_auth_required_without_secret(
+    auth_nsqd: cluster.Cluster, auth_server: AuthServer
+) -> None:
+    before = len(auth_server.queries)
+    with pytest.raises(ConnectError) as info:
+        await Connection.open(auth_nsqd.nsqd_tcp[0], _config("auth-none"))
+    assert "requires AUTH" in str(info.value)
+    assert len(auth_server.queries) == before  # nothing was sent to the auth server
+
+
+async def test_auth_good_secret(auth_nsqd: cluster.Cluster, auth_server: AuthServer) -> None:
+    cfg = _config("auth-good", auth_secret=Secret(GOOD_SECRET))
+    conn = await Connection.open(auth_nsqd.nsqd_tcp[0], cfg)
+    try:
+        assert conn.identify is not None and conn.identify.auth_required
+        assert conn.auth is not None
+        assert conn.auth.identity == auth_server.identity
+        assert conn.auth.identity_url == auth_server.identity_url
+        assert conn.auth.permission_count == 1
+        assert await conn.request(p.pub(_topic("auth"), b"hello"), "pub") == p.OK
+    finally:
+        await conn.close()
+    query = auth_server.queries[-1]
+    assert query["secret"] == GOOD_SECRET
+    assert query["tls"] == "false"
+    assert query["remote_ip"] == "127.0.0.1"
+    stats = await _round_trip(auth_nsqd.nsqd_tcp[0], cfg, _bodies(20), nsqd=auth_nsqd)
+    assert stats is not None
+    assert stats["authed"] is True and stats["auth_identity"] == auth_server.identity
+
+
+@pytest.mark.parametrize("compression", ["none", "snappy", "deflate"])
+async def test_auth_over_tls_and_compression(
+    auth_nsqd: cluster.Cluster, auth_server: AuthServer, tls_files: TLSFiles, compression: str
+) -> None:
+    """AUTH goes out after the upgrades, so it travels encrypted and compressed."""
+    cfg = _config(
+        f"auth-tls-{compression}",
+        tls=TLSSettings(ca_file=str(tls_files.ca_cert)),
+        compression=compression,
+        auth_secret=Secret(GOOD_SECRET),
+    )
+    stats = await _round_trip(auth_nsqd.nsqd_tcp[0], cfg, _bodies(40), nsqd=auth_nsqd)
+    assert stats is not None
+    assert stats["authed"] is True and stats["tls"] is True
+    query = auth_server.queries[-1]
+    assert query["tls"] == "true" and query["secret"] == GOOD_SECRET
+
+
+async def test_auth_bad_secret(auth_nsqd: cluster.Cluster, auth_server: AuthServer) -> None:
+    cfg = _config("auth-bad", auth_secret=Secret(BAD_SECRET))
+    with pytest.raises((p.AuthFailedError, ConnectError)) as info:
+        await Connection.open(auth_nsqd.nsqd_tcp[0], cfg)
+    err = info.value
+    assert isinstance(err, NsqctlError)
+    if isinstance(err, p.AuthFailedError):
+        assert err.code == "E_AUTH_FAILED" and err.fatal
+    assert "auth" in str(err).lower()
+    assert auth_server.queries[-1]["secret"] == BAD_SECRET  # it did reach the auth server
+    for text in _texts_of(err):
+        assert BAD_SECRET not in text
+
+
+async def test_auth_secret_never_leaks(
+    auth_nsqd: cluster.Cluster,
+    plain_nsqd: cluster.Cluster,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Good, bad and unneeded secrets: none shows in errors, reprs or log records."""
+    caplog.set_level(logging.DEBUG, logger="nsqctl")
+    texts: list[str] = []
+
+    good_cfg = _config("leak-good", auth_secret=Secret(GOOD_SECRET, "file /x"))
+    conn = await Connection.open(auth_nsqd.nsqd_tcp[0], good_cfg)
+    texts += [repr(conn), str(conn), repr(conn.config), repr(conn.auth), repr(conn.identify)]
+    texts += [repr(good_cfg.auth_secret), str(good_cfg.auth_secret), repr(good_cfg)]
+    await conn.close()
+    assert conn.closed is not None
+    texts += _texts_of(conn.closed)
+    with pytest.raises(ConnectionClosedError) as closed_info:
+        await conn.request(p.pub("t", b"x"), "pub")
+    texts += _texts_of(closed_info.value)
+
+    bad_cfg = _config("leak-bad", auth_secret=Secret(BAD_SECRET))
+    with pytest.raises(NsqctlError) as bad_info:
+        await Connection.open(auth_nsqd.nsqd_tcp[0], bad_cfg)
+    texts += [*_texts_of(bad_info.value), repr(bad_cfg)]
+
+    # A secret for a server without AUTH is not sent, and the notice does not show it.
+    extra_cfg = _config("leak-extra", auth_secret=Secret(GOOD_SECRET))
+    conn = await Connection.open(plain_nsqd.nsqd_tcp[0], extra_cfg)
+    try:
+        assert conn.auth is None
+        assert await conn.request(p.pub(_topic("leak"), b"x"), "pub") == p.OK
+    finally:
+        await conn.close()
+    assert any("does not require AUTH" in r.getMessage() for r in caplog.records)
+
+    for record in caplog.records:
+        texts += [record.getMessage(), repr(record.args), str(record.msg)]
+        if record.exc_info and record.exc_info[1] is not None:
+            texts += _texts_of(record.exc_info[1])
+    texts.append(caplog.text)
+    assert texts
+    for text in texts:
+        assert GOOD_SECRET not in text and BAD_SECRET not in text, text
+
+
+async def test_failed_connect_leaves_connection_closed(auth_nsqd: cluster.Cluster) -> None:
+    conn = Connection(auth_nsqd.nsqd_tcp[0], _config("auth-state"))
+    with pytest.raises(ConnectError, match="requires AUTH"):
+        await conn.connect()
+    assert not conn.is_open
+    with pytest.raises(ConnectionClosedError):
+        conn.request_nowait(p.pub("t", b"x"), "pub")
