@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import httpx
 
 from nsqctl.errors import NsqctlError
+from nsqctl.lookup.model import unwrap_payload
 from nsqctl.protocol.names import validate_topic
 
 NSQ_V1 = {"Accept": "application/vnd.nsq; version=1.0"}
@@ -23,11 +24,9 @@ class AdminError(NsqctlError):
 
 
 def unwrap_response(body: object) -> dict:
-    """Both response shapes: ``{"status_code", "data"}``-wrapped or bare."""
-    if isinstance(body, dict) and "status_code" in body and "data" in body:
-        data = body["data"]
-        return data if isinstance(data, dict) else {}
-    return body if isinstance(body, dict) else {}
+    """Both response shapes (``{"status_code", "data"}``-wrapped or bare) as a dict."""
+    data = unwrap_payload(body)[0]
+    return data if isinstance(data, dict) else {}
 
 
 def _get(client: httpx.Client, url: str) -> httpx.Response:

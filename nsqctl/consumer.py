@@ -145,18 +145,8 @@ class DeadLetterFile:
 
     def __call__(self, msg: Message) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        record = {
-            "topic": msg.topic,
-            "channel": msg.channel,
-            "partition": msg.partition,
-            "nsqd": msg.nsqd_address,
-            "id": msg.id_text,
-            "internal_id": msg.internal_id,
-            "trace_id": msg.trace_id,
-            "attempts": msg.attempts,
-            "timestamp": msg.timestamp,
-            "body": msg.body.decode("utf-8", "backslashreplace"),
-        }
+        record = msg.describe()
+        record["body"] = msg.body.decode("utf-8", "backslashreplace")
         with self.path.open("a", encoding="utf-8") as fh:
             fh.write(json.dumps(record) + "\n")
             fh.flush()
@@ -616,25 +606,15 @@ class Consumer:
                 self._apply(updates)
         self.stats.backoff_level = self._backoff.level
         if self._trace is not None:
-            self._trace.write(
-                {
-                    "kind": "consume",
-                    "topic": msg.topic,
-                    "channel": msg.channel,
-                    "partition": msg.partition,
-                    "nsqd": conn.remote_address or str(conn.address),
-                    "local_address": conn.local_address,
-                    "id": msg.id_text,
-                    "internal_id": msg.internal_id,
-                    "trace_id": msg.trace_id,
-                    "attempts": msg.attempts,
-                    "timestamp": msg.timestamp,
-                    "offset": msg.offset,
-                    "size": msg.size,
-                    "outcome": outcome,
-                    "handler_ms": round((time.monotonic() - msg.received_at) * 1000, 3),
-                }
+            record = msg.describe()
+            record.update(
+                kind="consume",
+                nsqd=conn.remote_address or str(conn.address),
+                local_address=conn.local_address,
+                outcome=outcome,
+                handler_ms=round((time.monotonic() - msg.received_at) * 1000, 3),
             )
+            self._trace.write(record)
 
     # ------------------------------------------------------------------ RDY
 

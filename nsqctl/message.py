@@ -122,6 +122,22 @@ class Message:
     def raw(self) -> RawMessage:
         return self._raw
 
+    def describe(self) -> dict[str, Any]:
+        """Metadata as a JSON-ready dict (trace log, ``tail --format json``, dead letters)."""
+        return {
+            "topic": self.topic,
+            "channel": self.channel,
+            "partition": self.partition,
+            "nsqd": self.nsqd_address,
+            "id": self.id_text,
+            "internal_id": self.internal_id,
+            "trace_id": self.trace_id,
+            "attempts": self.attempts,
+            "timestamp": self.timestamp,
+            "offset": self.offset,
+            "size": self.size,
+        }
+
     def __repr__(self) -> str:
         return (
             f"<Message {self.topic}/{self.channel} p={self.partition} id={self.id!r} "

@@ -201,19 +201,13 @@ class Producer:
         shard_key: Any = None,
     ) -> Receipt:
         """PUB_TRACE (redesign): returns where the message landed."""
-        validate_topic(topic)
-
-        async def send(conn: Connection, part: int | None) -> Receipt:
-            _require_redesign(conn, "traced publish")
-            reply = parse_traced_reply(
-                await conn.request(p.pub_trace(topic, trace_id, body, part), "pub_trace")
-            )
-            return Receipt(topic, part, str(conn.address), *reply)
-
-        receipt = await self._with_retry(topic, partition, shard_key, send)
-        if self.on_receipt is not None:
-            self.on_receipt(receipt)
-        return receipt
+        return await self._traced(
+            topic,
+            lambda part: (p.pub_trace(topic, trace_id, body, part), "pub_trace"),
+            1,
+            partition,
+            shard_key,
+        )
 
     async def publish_traced_many(
         self,
@@ -224,14 +218,28 @@ class Producer:
         shard_key: Any = None,
     ) -> Receipt:
         """MPUB_TRACE (redesign): one receipt describing the batch."""
+        return await self._traced(
+            topic,
+            lambda part: (p.mpub_trace(topic, items, part), "mpub_trace"),
+            len(items),
+            partition,
+            shard_key,
+        )
+
+    async def _traced(
+        self,
+        topic: str,
+        command: Callable[[int | None], tuple[bytes, str]],
+        count: int,
+        partition: int | None,
+        shard_key: Any,
+    ) -> Receipt:
         validate_topic(topic)
 
         async def send(conn: Connection, part: int | None) -> Receipt:
             _require_redesign(conn, "traced publish")
-            reply = parse_traced_reply(
-                await conn.request(p.mpub_trace(topic, items, part), "mpub_trace")
-            )
-            return Receipt(topic, part, str(conn.address), *reply, count=len(items))
+            reply = parse_traced_reply(await conn.request(*command(part)))
+            return Receipt(topic, part, str(conn.address), *reply, count=count)
 
         receipt = await self._with_retry(topic, partition, shard_key, send)
         if self.on_receipt is not None:

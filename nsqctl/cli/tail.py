@@ -32,18 +32,8 @@ def _format(msg: Message, fmt: str, print_topic: bool) -> bytes:
         encoding = "text"
     except UnicodeDecodeError:
         body, encoding = base64.b64encode(msg.body).decode(), "base64"
-    record = {
-        "topic": msg.topic,
-        "partition": msg.partition,
-        "id": msg.id_text,
-        "internal_id": msg.internal_id,
-        "trace_id": msg.trace_id,
-        "attempts": msg.attempts,
-        "timestamp": msg.timestamp,
-        "offset": msg.offset,
-        "body_encoding": encoding,
-        "body": body,
-    }
+    record = msg.describe()
+    record.update(body_encoding=encoding, body=body)
     return (json.dumps(record, ensure_ascii=False) + "\n").encode()
 
 

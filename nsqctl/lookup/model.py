@@ -286,7 +286,7 @@ class Topology:
         return cls(topic=topic, producers=tuple(peers.values()), fetched_at=time.time())
 
 
-def _unwrap(payload: Any) -> tuple[Any, int, str]:
+def unwrap_payload(payload: Any) -> tuple[Any, int, str]:
     """Return ``(data, status_code, status_txt)`` for wrapped, v1-error and plain payloads."""
     if isinstance(payload, Mapping):
         if "status_code" in payload and ("data" in payload or "status_txt" in payload):
@@ -314,7 +314,7 @@ def parse_lookup_response(
     a malformed body raises :class:`LookupProtocolError`.
     """
     when = time.time() if fetched_at is None else fetched_at
-    data, status, text = _unwrap(payload)
+    data, status, text = unwrap_payload(payload)
     if http_status == 404 or status == 404 or (status != 200 and is_topic_not_found_text(text)):
         return LookupAnswer(source=source, topic_not_found=True, fetched_at=when, epoch=epoch)
     if status != 200 or http_status >= 400:
@@ -386,7 +386,7 @@ def parse_listlookup(payload: Any) -> LookupdList | None:
     A redesign lookupd without a coordinator answers ``null`` (or an empty v1 body); an
     original lookupd answers 404, which the client handles before calling this.
     """
-    data, status, text = _unwrap(payload)
+    data, status, text = unwrap_payload(payload)
     if status != 200:
         raise LookupProtocolError(f"/listlookup answered an error: {text or status}")
     if not isinstance(data, Mapping):
