@@ -176,6 +176,12 @@ class Connection:
         self._codec: p.Codec = p.IdentityCodec()
         self._decoder = FrameDecoder()
         self._pending: collections.deque[tuple[asyncio.Future[bytes], str]] = collections.deque()
+        # (deadline, future, context) of request() calls, oldest first; one timer watches
+        # the oldest instead of a wait_for timer per request.
+        self._deadlines: collections.deque[tuple[float, asyncio.Future[bytes], str]] = (
+            collections.deque()
+        )
+        self._deadline_timer: asyncio.TimerHandle | None = None
         self._out: list[bytes] = []
         self._flush_scheduled = False
         self._reader_task: asyncio.Task[None] | None = None
@@ -391,17 +397,40 @@ class Connection:
         return fut
 
     async def request(self, command: bytes, context: str) -> bytes:
+        """Send and wait for the reply; no reply in ``request_timeout`` closes the connection.
+
+        Cancelling the caller cancels only its future; the reply, when it comes, is still
+        matched to it (in order) and dropped.
+        """
         fut = self.request_nowait(command, context)
+        loop = self._loop
+        assert loop is not None
+        deadlines = self._deadlines
+        deadlines.append((loop.time() + self.config.request_timeout, fut, context))
+        if self._deadline_timer is None:
+            self._deadline_timer = loop.call_at(deadlines[0][0], self._check_deadlines)
         try:
-            return await asyncio.wait_for(asyncio.shield(fut), self.config.request_timeout)
-        except TimeoutError:
-            fut.cancel()
+            return await fut
+        except ConnectionClosedError:
+            raise self._closed_error() from None  # a fresh one per caller
+        finally:
+            while deadlines and deadlines[0][1].done():  # replies come in order
+                deadlines.popleft()
+
+    def _check_deadlines(self) -> None:
+        self._deadline_timer = None
+        deadlines = self._deadlines
+        while deadlines and deadlines[0][1].done():
+            deadlines.popleft()
+        if not deadlines or self.closed is not None:
+            return
+        deadline, _fut, context = deadlines[0]
+        assert self._loop is not None
+        if self._loop.time() >= deadline:
             reason = f"no reply to {context} in {self.config.request_timeout}s"
             self._shutdown(ConnectionClosedError(str(self.address), reason))
-            raise ConnectionClosedError(str(self.address), reason) from None
-        except asyncio.CancelledError:
-            fut.cancel()
-            raise
+            return
+        self._deadline_timer = self._loop.call_at(deadline, self._check_deadlines)
 
     # ------------------------------------------------------------------ commands
 
@@ -578,6 +607,10 @@ class Connection:
         if self.closed is not None:
             return
         self.closed = reason
+        if self._deadline_timer is not None:
+            self._deadline_timer.cancel()
+            self._deadline_timer = None
+        self._deadlines.clear()
         while self._pending:
             fut, _ctx = self._pending.popleft()
             if not fut.done():

@@ -393,7 +393,8 @@ class Consumer:
         try:
             await self._connect(target)
         finally:
-            self._connecting.pop(target, None)
+            if self._connecting.get(target) is task:  # a scheduled retry may have replaced us
+                del self._connecting[target]
 
     async def _connect(self, target: _Target) -> None:
         address, partition = target
@@ -454,8 +455,9 @@ class Consumer:
         self.stats.connections = len(self._conns)
 
     def _schedule_reconnect(self, target: _Target) -> None:
-        if self._stopping or target in self._connecting:
-            return
+        pending = self._connecting.get(target)
+        if self._stopping or (pending is not None and pending is not asyncio.current_task()):
+            return  # another attempt is already under way
         if self._lookup is not None and target not in self._targets:
             return
         delay = self._reconnect_delay.get(target, self.options.reconnect_initial)

@@ -207,8 +207,12 @@ def mpub_body(bodies: Sequence[bytes]) -> bytes:
     n = len(bodies)
     if n == 0:
         raise InvalidCommandError("MPUB needs at least one message")
-    if not all(bodies):
+    lengths = set(map(len, bodies))
+    if 0 in lengths:
         raise InvalidCommandError("MPUB batch contains an empty message: nsqd rejects those")
+    if len(lengths) == 1:  # one size (the usual batch): the length prefix is a join separator
+        sep = _U32(lengths.pop())
+        return b"".join((_U32(n), sep, sep.join(bodies)))
     parts: list[bytes] = [b""] * (2 * n + 1)
     parts[0] = _U32(n)
     parts[1::2] = map(_U32, map(len, bodies))
@@ -229,6 +233,8 @@ def split_mpub(
     Order is kept. A single message that cannot fit even alone raises
     :class:`InvalidCommandError` (nsqd would reject it with a fatal E_BAD_BODY).
     """
+    if bodies and mpub_body_size(bodies, entry_overhead) <= max_body_size:
+        return [bodies[0:]]  # it all fits (the usual case): no per-message loop
     limit = max_body_size - MPUB_HEADER_SIZE
     batches: list[Sequence[bytes]] = []
     start = 0

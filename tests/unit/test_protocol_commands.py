@@ -215,3 +215,19 @@ def test_split_mpub_respects_limit(bodies: list[bytes], limit: int) -> None:
 def test_split_mpub_rejects_oversized_message() -> None:
     with pytest.raises(InvalidCommandError, match="max-body-size"):
         c.split_mpub([b"a", b"x" * 100], 50)
+
+
+def test_mpub_body_same_and_mixed_lengths_encode_alike() -> None:
+    """The equal-length fast path must give the bytes the general path gives."""
+    same = [b"aa", b"bb", b"cc"]
+    expected = b"\x00\x00\x00\x03" + b"".join(b"\x00\x00\x00\x02" + m for m in same)
+    assert c.mpub_body(same) == expected
+    mixed = [b"a", b"bbb"]
+    assert c.mpub_body(mixed) == b"\x00\x00\x00\x02\x00\x00\x00\x01a\x00\x00\x00\x03bbb"
+    assert c.mpub_body([b"x"]) == b"\x00\x00\x00\x01\x00\x00\x00\x01x"
+
+
+def test_split_mpub_fast_path_keeps_everything_in_order() -> None:
+    bodies = [bytes([i]) * 10 for i in range(50)]
+    batches = c.split_mpub(bodies, 1 << 20)
+    assert [list(b) for b in batches] == [bodies]

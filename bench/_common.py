@@ -1,0 +1,413 @@
+"""Shared helpers for nsqctl's benchmarks.
+
+* start real servers on 127.0.0.1 through nsqctl's own launcher (and stop them by PID);
+* run a peer command (nsq's own Go tools) and time it, with its CPU time and peak RSS;
+* read a topic's counters from nsqd ``/stats`` so every benchmark verifies delivery;
+* measure the peak RSS of this Python process per measurement;
+* print a plain-text result table and write the results as JSON to ``bench/results/``.
+
+Speed is measured here, never in unit tests. The machine these run on is shared and
+noisy, so results are reported as ratios against peers measured in the same run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import platform
+import resource
+import secrets
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO = BENCH_DIR.parent
+RESULTS_DIR = BENCH_DIR / "results"
+
+if str(REPO) not in sys.path:  # `python bench/x.py` from a checkout without an install
+    sys.path.insert(0, str(REPO))
+
+import httpx  # noqa: E402
+
+from nsqctl.servers import build as _build  # noqa: E402
+from nsqctl.servers import cluster as _cluster  # noqa: E402
+from nsqctl.servers.cluster import Cluster  # noqa: E402
+
+__all__ = [
+    "RESULTS_DIR",
+    "Cluster",
+    "Measurement",
+    "PeakRss",
+    "PeerResult",
+    "TopicStats",
+    "delete_topic",
+    "fmt_int",
+    "machine_info",
+    "median",
+    "nsq_bin",
+    "nsqd_cluster",
+    "print_table",
+    "process_cpu_seconds",
+    "run_peer",
+    "say",
+    "topic_stats",
+    "unique_topic",
+    "write_json",
+]
+
+
+def say(msg: str) -> None:
+    """Progress output (stderr, so the result table on stdout stays clean)."""
+    print(msg, file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------- servers
+
+
+def nsq_bin(tool: str, flavor: str = "original") -> Path:
+    """Path of one of nsq's own binaries (built once and cached by nsqctl's launcher)."""
+    path = _build.build(flavor) / tool  # type: ignore[arg-type]
+    if not os.access(path, os.X_OK):
+        raise SystemExit(f"{tool} not found at {path}: run `nsqctl sandbox build`")
+    return path
+
+
+@contextlib.contextmanager
+def nsqd_cluster(
+    flavor: str = "original", nsqd_args: Sequence[str] = (), keep: bool = False
+) -> Iterator[Cluster]:
+    """One nsqd (extra flags ``nsqd_args``) + one nsqlookupd on 127.0.0.1, in a temp dir.
+
+    Started by ``nsqctl.servers.cluster.start`` and stopped by PID (``Cluster.stop``) on
+    the way out, whatever happens; the directory (message data, logs) is removed unless
+    ``keep``.
+    """
+    directory = Path(tempfile.mkdtemp(prefix="nsqctl-bench-"))
+    extra = f" with {' '.join(nsqd_args)}" if nsqd_args else ""
+    say(f"starting nsqd{extra} + nsqlookupd ({flavor}) in {directory}")
+    try:  # start() stops whatever it started when it fails
+        cluster = _cluster.start(
+            flavor,  # type: ignore[arg-type]
+            directory,
+            nsqd=1,
+            lookupd=1,
+            nsqd_args=list(nsqd_args),
+        )
+    except BaseException:
+        if not keep:
+            shutil.rmtree(directory, ignore_errors=True)
+        raise
+    try:
+        yield cluster
+    finally:
+        stopped = cluster.stop()
+        say(f"stopped {', '.join(stopped) or 'nothing'}")
+        if not keep:
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+_topic_seq = itertools.count(1)
+
+
+def unique_topic(prefix: str) -> str:
+    """A fresh, valid topic name (``[.a-zA-Z0-9_-]``, at most 64 characters)."""
+    name = f"{prefix}_{next(_topic_seq)}_{secrets.token_hex(3)}"
+    return name[-64:]
+
+
+@dataclass(frozen=True)
+class TopicStats:
+    message_count: int
+    message_bytes: int | None
+    depth: int
+
+
+def topic_stats(nsqd_http: str, topic: str) -> TopicStats | None:
+    """The topic's counters from nsqd ``/stats?format=json``; None if it does not exist."""
+    resp = httpx.get(
+        f"http://{nsqd_http}/stats",
+        params={"format": "json", "topic": topic},
+        timeout=10.0,
+    )
+    resp.raise_for_status()
+    data = resp.json()
+    data = data.get("data", data)  # nsqd < 1.0 wrapped responses in {"data": ...}
+    for entry in data.get("topics") or []:
+        if entry.get("topic_name") == topic:
+            return TopicStats(
+                message_count=int(entry.get("message_count", 0)),
+                message_bytes=(int(entry["message_bytes"]) if "message_bytes" in entry else None),
+                depth=int(entry.get("depth", 0)),
+            )
+    return None
+
+
+def delete_topic(nsqd_http: str, topic: str) -> None:
+    """Delete a benchmark topic (frees the messages it spilled to disk)."""
+    with contextlib.suppress(httpx.HTTPError):
+        httpx.post(f"http://{nsqd_http}/topic/delete", params={"topic": topic}, timeout=30.0)
+
+
+def process_cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds a process has used so far (Linux /proc), else None."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+
+
+# --------------------------------------------------------------------------- peers
+
+
+@dataclass
+class PeerResult:
+    """One finished peer command."""
+
+    argv: list[str]
+    returncode: int
+    wall: float  # seconds from spawn to exit
+    cpu: float  # user + system seconds of the child
+    peak_rss_kb: int  # sampled VmHWM (0 if the child ended before the first sample)
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+
+
+def run_peer(
+    argv: Sequence[str],
+    *,
+    stdin: bytes | None = None,
+    timeout: float = 300.0,
+    env: dict[str, str] | None = None,
+) -> PeerResult:
+    """Run a command to completion; time it, with its CPU time and peak RSS.
+
+    ``wall`` runs from just before the spawn to the exit, so it includes process start
+    (a few milliseconds). CPU is the child's rusage (``os.wait4``). Peak RSS is sampled
+    from ``/proc/<pid>/status`` VmHWM every 10 ms: the rusage ``ru_maxrss`` is useless
+    here, since Linux carries the pre-exec high-water mark - the forking Python process's
+    RSS - over the exec. stdin is fed from a thread; output goes to temporary files (no
+    pipe can fill up and stall the child). A child that outlives ``timeout`` is killed,
+    by its PID, while it is still our unreaped child (so the PID cannot be recycled).
+    """
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            env=full_env,
+        )
+        feeder = None
+        if stdin is not None:
+            assert proc.stdin is not None
+            pipe = proc.stdin
+
+            def feed() -> None:
+                with contextlib.suppress(BrokenPipeError, OSError):
+                    pipe.write(stdin)
+                with contextlib.suppress(BrokenPipeError, OSError):
+                    pipe.close()
+
+            feeder = threading.Thread(target=feed, daemon=True)
+            feeder.start()
+        peak = [0]
+        exited = threading.Event()
+
+        def sample() -> None:
+            status = f"/proc/{proc.pid}/status"
+            while not exited.wait(0.01):  # the PID stays ours until we reap it
+                kb = _status_kb("VmHWM", status)
+                if kb is not None:
+                    peak[0] = max(peak[0], kb)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        lock = threading.Lock()
+        state = {"reaped": False, "killed": False}
+
+        def kill() -> None:
+            with lock:
+                if not state["reaped"]:
+                    state["killed"] = True
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(proc.pid, signal.SIGKILL)
+
+        timer = threading.Timer(timeout, kill)
+        timer.daemon = True
+        timer.start()
+        try:
+            # Wait for the exit without reaping, take the time, then reap with rusage.
+            os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
+            wall = time.perf_counter() - start
+            exited.set()
+            sampler.join()
+            with lock:
+                state["reaped"] = True
+            timer.cancel()
+            _pid, status, usage = os.wait4(proc.pid, 0)
+        except BaseException:
+            exited.set()
+            kill()
+            proc.wait()
+            raise
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if feeder is not None:
+            feeder.join(timeout=5)
+        out.seek(0)
+        err.seek(0)
+        return PeerResult(
+            argv=list(argv),
+            returncode=proc.returncode,
+            wall=wall,
+            cpu=usage.ru_utime + usage.ru_stime,
+            peak_rss_kb=peak[0],
+            stdout=out.read().decode(errors="replace"),
+            stderr=err.read().decode(errors="replace"),
+            timed_out=state["killed"],
+        )
+
+
+# --------------------------------------------------------------------------- this process
+
+
+class PeakRss:
+    """Peak resident set size of this process, resettable per measurement (Linux).
+
+    ``reset()`` writes 5 to ``/proc/self/clear_refs`` (resets VmHWM); ``peak_kb()`` reads
+    VmHWM. Where that is unavailable it falls back to ``ru_maxrss`` (peak since start).
+    """
+
+    def __init__(self) -> None:
+        self.resettable = False
+
+    def reset(self) -> None:
+        try:
+            Path("/proc/self/clear_refs").write_text("5")
+            self.resettable = True
+        except OSError:
+            self.resettable = False
+
+    @staticmethod
+    def current_kb() -> int | None:
+        return _status_kb("VmRSS")
+
+    def peak_kb(self) -> int:
+        peak = _status_kb("VmHWM")
+        if peak is not None:
+            return peak
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def _status_kb(key: str, path: str = "/proc/self/status") -> int | None:
+    try:
+        for line in Path(path).read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass
+class Measurement:
+    """One timed run of one variant, with its delivery check."""
+
+    variant: str
+    messages: int  # messages acknowledged by the publisher
+    seconds: float
+    verified: bool  # nsqd's topic counters match what the publisher claims
+    client_cpu: float | None = None  # CPU seconds of the publishing process
+    server_cpu: float | None = None  # CPU seconds nsqd used during the run
+    peak_rss_kb: int | None = None  # of the publishing process
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def rate(self) -> float:
+        return self.messages / self.seconds if self.seconds > 0 else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["msgs_per_s"] = self.rate
+        return data
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values) if values else 0.0
+
+
+def fmt_int(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
+
+
+def print_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    """A plain aligned text table on stdout (first column left, the rest right)."""
+    widths = [len(h) for h in headers]
+    for row in rows:
+        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
+
+    def line(cells: Sequence[str]) -> str:
+        parts = [
+            c.ljust(w) if i == 0 else c.rjust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ]
+        return "  ".join(parts).rstrip()
+
+    print()
+    print(title)
+    print(line(headers))
+    print("  ".join("-" * w for w in widths))
+    for row in rows:
+        print(line(row))
+    sys.stdout.flush()
+
+
+def machine_info() -> dict[str, Any]:
+    """What the numbers were measured on (so a reader can tell two runs apart)."""
+    model = ""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    load = None
+    with contextlib.suppress(OSError):
+        load = os.getloadavg()
+    return {
+        "cpus": os.cpu_count(),
+        "cpu_model": model,
+        "loadavg_at_start": load,
+        "python": sys.version.split()[0],
+        "implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+    }
+
+
+def write_json(name: str, payload: dict[str, Any], results_dir: Path | None = None) -> Path:
+    """Write ``payload`` as ``<results_dir>/<name>-<UTC timestamp>.json``; return the path."""
+    directory = results_dir or RESULTS_DIR
+    directory.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    path = directory / f"{name}-{stamp}.json"
+    path.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n")
+    return path

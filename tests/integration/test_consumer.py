@@ -1,0 +1,559 @@
+"""The consumer against real original-NSQ servers: RDY on the wire, backoff, giving up,
+requeue delays, a hard nsqd crash, rate limiting, the trace log and ephemeral channels.
+
+What the server sees is read from nsqd's ``/stats`` (per-client ``ready_count`` and
+``in_flight_count``, per-channel depth), not from the consumer's own bookkeeping.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import contextlib
+import json
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from nsqctl.connection import Connection, ConnectionConfig
+from nsqctl.consumer import Consumer, DeadLetterFile
+from nsqctl.message import Message
+from nsqctl.producer import Producer
+from nsqctl.protocol.message import RawMessage
+from nsqctl.servers import cluster, process
+from nsqctl.tracelog import TraceLog
+
+
+def _topic(prefix: str) -> str:
+    return f"c{prefix}_{uuid.uuid4().hex[:10]}"
+
+
+async def channel_stats(
+    client: httpx.AsyncClient, http: str, topic: str, channel: str
+) -> dict[str, Any] | None:
+    """The channel's entry in one nsqd's /stats (None while it does not exist)."""
+    resp = await client.get(
+        f"http://{http}/stats", params={"format": "json", "topic": topic, "channel": channel}
+    )
+    resp.raise_for_status()
+    for t in resp.json().get("topics") or []:
+        if t["topic_name"] != topic:
+            continue
+        for ch in t.get("channels") or []:
+            if ch["channel_name"] == channel:
+                return ch
+    return None
+
+
+async def wait_for(predicate: Any, timeout: float, what: str, step: float = 0.02) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        result = predicate()
+        if asyncio.iscoroutine(result):
+            result = await result
+        if result:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        await asyncio.sleep(step)
+
+
+async def wait_channel_settled(
+    http: str, topic: str, channel: str, timeout: float = 10.0
+) -> dict[str, Any]:
+    """Poll until depth, in-flight and deferred are all 0; return the last stats."""
+    last: dict[str, Any] = {}
+    async with httpx.AsyncClient() as client:
+
+        async def settled() -> bool:
+            nonlocal last
+            last = await channel_stats(client, http, topic, channel) or {}
+            return bool(last) and (
+                last["depth"] == 0 and last["in_flight_count"] == 0 and last["deferred_count"] == 0
+            )
+
+        # on a timeout the caller asserts on the returned stats, with a useful message
+        with contextlib.suppress(AssertionError):
+            await wait_for(settled, timeout, "the channel to settle", step=0.05)
+    return last
+
+
+async def wait_lookupd_producers(lookupd_http: str, topic: str, count: int) -> None:
+    async with httpx.AsyncClient() as client:
+
+        async def registered() -> bool:
+            resp = await client.get(f"http://{lookupd_http}/lookup", params={"topic": topic})
+            if resp.status_code != 200:
+                return False
+            return len(resp.json().get("producers") or []) >= count
+
+        await wait_for(registered, 10.0, f"{count} producers of {topic} in nsqlookupd", 0.05)
+
+
+# ---------------------------------------------------------------- RDY across nsqds
+
+
+async def test_lookupd_consumer_drains_every_nsqd_within_max_in_flight(start_cluster) -> None:
+    """Four nsqd, max_in_flight 2: RDY rotates so every nsqd is drained, and the RDY the
+    servers hold for the channel never adds up to more than 2."""
+    c = start_cluster("original", nsqd=4)
+    topic = _topic("rot")
+    expected: set[bytes] = set()
+    for n, nsqd in enumerate(c.nsqd_tcp):
+        bodies = [f"{n}:{i}".encode() for i in range(50)]
+        expected.update(bodies)
+        async with Producer(nsqd_tcp=[nsqd]) as producer:
+            await producer.publish_many(topic, bodies)
+    await wait_lookupd_producers(c.lookupd_http[0], topic, 4)
+
+    seen: set[bytes] = set()
+
+    async def handler(msg: Message) -> None:
+        await asyncio.sleep(0.005)
+        seen.add(msg.body)
+
+    server_max = 0
+    client_max = 0
+    samples = 0
+    stop_sampling = asyncio.Event()
+
+    async def snapshot(client: httpx.AsyncClient) -> dict[tuple[str, str], int]:
+        stats = await asyncio.gather(*(channel_stats(client, h, topic, "rot") for h in c.nsqd_http))
+        ready: dict[tuple[str, str], int] = {}
+        for http, ch in zip(c.nsqd_http, stats, strict=True):
+            for cl in (ch or {}).get("clients") or []:
+                ready[(http, cl["remote_address"])] = cl["ready_count"]
+        return ready
+
+    async def sampler(consumer: Consumer) -> None:
+        # Two back-to-back snapshots, per-client minimum: a value every server held during
+        # the whole sampling window, so a RDY moving from one nsqd to another while the
+        # four servers are read one by one cannot add up to a false excess.
+        nonlocal server_max, client_max, samples
+        async with httpx.AsyncClient() as client:
+            while not stop_sampling.is_set():
+                client_max = max(client_max, consumer.total_rdy)
+                first = await snapshot(client)
+                second = await snapshot(client)
+                held = sum(min(v, second.get(k, 0)) for k, v in first.items())
+                server_max = max(server_max, held)
+                samples += 1
+                client_max = max(client_max, consumer.total_rdy)
+                await asyncio.sleep(0.05)
+
+    consumer = Consumer(topic, "rot", handler, lookupd_http=c.lookupd_http, max_in_flight=2)
+    await consumer.start()
+    task = asyncio.create_task(sampler(consumer))
+    try:
+        await wait_for(lambda: seen >= expected, 45.0, "every nsqd's messages", 0.05)
+    finally:
+        stop_sampling.set()
+        await task
+        await consumer.stop()
+    assert seen == expected
+    assert consumer.stats.connections == 0 and len(consumer.connections) == 0
+    assert samples > 10
+    assert 1 <= server_max <= 2, f"nsqds held RDY {server_max} in total for max_in_flight 2"
+    assert client_max <= 2
+
+
+# ---------------------------------------------------------------- backoff
+
+
+async def test_backoff_visible_in_server_ready_count(original_cluster: cluster.Cluster) -> None:
+    """Failures drop the server-side RDY to 0, the window ends with RDY 1 (the test
+    message), and a successful test restores the full max_in_flight."""
+    topic = _topic("bo")
+    nsqd, http = original_cluster.nsqd_tcp[0], original_cluster.nsqd_http[0]
+    bodies = {f"b{i}".encode() for i in range(30)}
+    async with Producer(nsqd_tcp=[nsqd]) as producer:
+        await producer.publish_many(topic, sorted(bodies))
+
+    calls = 0
+    done: set[bytes] = set()
+
+    async def handler(msg: Message) -> None:
+        nonlocal calls
+        calls += 1
+        mine = calls
+        await asyncio.sleep(0.1)
+        if mine <= 3:
+            raise RuntimeError(f"failure #{mine}")
+        done.add(msg.body)
+
+    series: list[tuple[float, int]] = []
+    stop_sampling = asyncio.Event()
+
+    async def sampler() -> None:
+        async with httpx.AsyncClient() as client:
+            while not stop_sampling.is_set():
+                ch = await channel_stats(client, http, topic, "bo")
+                clients = (ch or {}).get("clients") or []
+                if len(clients) == 1:
+                    series.append((time.monotonic(), clients[0]["ready_count"]))
+                await asyncio.sleep(0.02)
+
+    consumer = Consumer(
+        topic,
+        "bo",
+        handler,
+        nsqd_tcp=[nsqd],
+        max_in_flight=4,
+        backoff_multiplier=0.3,
+        default_requeue_delay=0,
+    )
+    await consumer.start()
+    task = asyncio.create_task(sampler())
+    try:
+        await wait_for(lambda: done >= bodies, 20.0, "all messages after the backoff", 0.05)
+        await asyncio.sleep(0.1)
+    finally:
+        stop_sampling.set()
+        await task
+        await consumer.stop()
+
+    changes: list[tuple[float, int]] = []
+    for t, value in series:
+        if not changes or changes[-1][1] != value:
+            changes.append((t, value))
+    values = [v for _, v in changes]
+    assert 0 in values, f"RDY never dropped to 0 on the server: {values}"
+    first_zero = values.index(0)
+    assert 4 in values[:first_zero], f"RDY was not at max_in_flight before backoff: {values}"
+    after = values[first_zero:]
+    assert 1 in after, f"no test RDY 1 after the backoff window: {values}"
+    first_one = first_zero + after.index(1)
+    assert 4 in values[first_one:], f"RDY not restored after successes: {values}"
+    assert max(values) <= 4
+    window = changes[first_one][0] - changes[first_zero][0]
+    assert window >= 0.2, f"backoff window on the wire lasted only {window:.3f}s (want ~0.3s)"
+    assert consumer.stats.backoff_level == 0
+    assert consumer.stats.requeued >= 3
+
+
+# ---------------------------------------------------------------- giving up
+
+
+async def test_giving_up_after_max_attempts(
+    original_cluster: cluster.Cluster, tmp_path: Path
+) -> None:
+    topic = _topic("gu")
+    nsqd, http = original_cluster.nsqd_tcp[0], original_cluster.nsqd_http[0]
+    async with Producer(nsqd_tcp=[nsqd]) as producer:
+        await producer.publish(topic, b"poison")
+
+    handled_attempts: list[int] = []
+    given_up: list[tuple[bytes, int]] = []
+    dead_letters = tmp_path / "dead" / "letters.jsonl"
+    default_hook = DeadLetterFile(dead_letters)
+
+    async def handler(msg: Message) -> None:
+        handled_attempts.append(msg.attempts)
+        raise RuntimeError("poison")
+
+    def hook(msg: Message) -> None:
+        given_up.append((msg.body, msg.attempts))
+        default_hook(msg)
+
+    async with Consumer(
+        topic,
+        "gu",
+        handler,
+        nsqd_tcp=[nsqd],
+        max_attempts=2,
+        default_requeue_delay=0,
+        backoff_multiplier=0.05,
+        giving_up=hook,
+    ) as consumer:
+        await wait_for(lambda: given_up, 15.0, "the giving-up hook")
+        await asyncio.sleep(0.5)  # a second call or a redelivery would show up here
+        stats = await wait_channel_settled(http, topic, "gu")
+        assert consumer.stats.given_up == 1
+    assert given_up == [(b"poison", 3)]
+    assert handled_attempts == [1, 2]
+    assert stats and stats["depth"] == 0, stats
+    assert stats["in_flight_count"] == 0 and stats["deferred_count"] == 0, stats
+    assert stats["message_count"] == 1 and stats["requeue_count"] == 2, stats
+    lines = dead_letters.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 1
+    record = json.loads(lines[0])
+    assert record["topic"] == topic and record["channel"] == "gu"
+    assert record["body"] == "poison" and record["attempts"] == 3
+    assert record["nsqd"] == nsqd and len(record["id"]) == 16
+
+
+# ---------------------------------------------------------------- requeue delays
+
+
+async def test_requeue_delay_is_respected(original_cluster: cluster.Cluster) -> None:
+    topic = _topic("rq")
+    nsqd = original_cluster.nsqd_tcp[1]
+    async with Producer(nsqd_tcp=[nsqd]) as producer:
+        await producer.publish(topic, b"later")
+
+    deliveries: list[tuple[float, int]] = []
+
+    async def handler(msg: Message) -> None:
+        deliveries.append((time.monotonic(), msg.attempts))
+        if msg.attempts == 1:
+            msg.requeue(delay=1.0, backoff=False)
+
+    async with Consumer(topic, "rq", handler, nsqd_tcp=[nsqd]) as consumer:
+        await wait_for(lambda: len(deliveries) >= 2, 10.0, "the redelivery")
+        await asyncio.sleep(0.2)
+    assert [a for _, a in deliveries] == [1, 2]
+    gap = deliveries[1][0] - deliveries[0][0]
+    # upper bound: nsqd scans a channel's deferred queue only after it refreshed its
+    # channel list (every 5 s), so on a brand-new channel the redelivery can take ~5 s
+    assert 0.8 <= gap < 7.0, f"requeued with delay 1.0s, redelivered after {gap:.3f}s"
+    assert consumer.stats.requeued == 1 and consumer.stats.finished == 1
+    assert consumer.stats.backoff_level == 0
+
+
+# ---------------------------------------------------------------- fault
+
+
+class _CheckedTrace(TraceLog):
+    """A file trace log that also checks, when each record is written, that a FIN never
+    outnumbers the handler completions of that message id so far."""
+
+    def __init__(self, path: Path, ended: Counter[str]) -> None:
+        super().__init__(path)
+        self.ended = ended
+        self.fins: Counter[str] = Counter()
+        self.early: list[str] = []
+
+    def write(self, record: dict[str, Any]) -> None:
+        if record.get("outcome") == "FIN":
+            self.fins[record["id"]] += 1
+            if self.fins[record["id"]] > self.ended[record["id"]]:
+                self.early.append(record["id"])
+        super().write(record)
+
+
+async def test_consumer_survives_nsqd_kill_and_restart(start_cluster, tmp_path: Path) -> None:
+    c = start_cluster("original", nsqd_args=["--mem-queue-size=0", "--sync-every=1"])
+    node = c.nsqds[0]
+    topic = _topic("fault")
+    total = 3000
+    http = c.nsqd_http[0]
+    # The channel exists before the publish and every message is in its disk queue before
+    # the kill: nsqd's own topic-to-channel copy is not crash-safe (a message taken from
+    # the topic queue but not yet written to the channel queue is lost on SIGKILL), and
+    # that is not what this test is about.
+    async with httpx.AsyncClient() as client:
+        for what, params in (
+            ("topic", {"topic": topic}),
+            ("channel", {"topic": topic, "channel": "fault"}),
+        ):
+            resp = await client.post(f"http://{http}/{what}/create", params=params)
+            resp.raise_for_status()
+    async with Producer(nsqd_tcp=c.nsqd_tcp) as producer:
+        for start in range(0, total, 500):
+            await producer.publish_many(
+                topic, [str(i).encode() for i in range(start, min(total, start + 500))]
+            )
+    async with httpx.AsyncClient() as client:
+
+        async def copied() -> bool:
+            ch = await channel_stats(client, http, topic, "fault")
+            return bool(ch) and ch["depth"] == total
+
+        await wait_for(copied, 20.0, "every message in the channel queue", 0.05)
+
+    started: Counter[str] = Counter()
+    ended: Counter[str] = Counter()
+    handled: set[int] = set()
+    trace = _CheckedTrace(tmp_path / "trace.jsonl", ended)
+
+    async def handler(msg: Message) -> None:
+        started[msg.id_text] += 1
+        await asyncio.sleep(0.002)
+        handled.add(int(msg.body))
+        ended[msg.id_text] += 1
+
+    consumer = Consumer(
+        topic,
+        "fault",
+        handler,
+        nsqd_tcp=c.nsqd_tcp,
+        # Unbuffered delivery: nsqd keeps up to 250 ms of messages in its output buffer
+        # (already taken off its disk queue), and SIGKILL loses them; nsqctl cannot help that.
+        config=ConnectionConfig(output_buffer_size=-1),
+        max_in_flight=20,
+        reconnect_initial=0.2,
+        reconnect_max=1.0,
+        trace_log=trace,
+    )
+    await consumer.start()
+    try:
+        await wait_for(lambda: len(handled) >= 500, 20.0, "500 handled messages", 0.002)
+        process.kill_hard(node)
+        killed_at = len(handled)
+        await asyncio.sleep(1.0)
+        await asyncio.to_thread(c.restart, node)
+        restarted = time.monotonic()
+        await wait_for(lambda: consumer.stats.connections, 8.0, "the reconnection", 0.05)
+        reconnected_after = time.monotonic() - restarted
+        await wait_for(lambda: len(handled) >= total, 30.0, "every message after the restart", 0.05)
+    finally:
+        await consumer.stop()
+        trace.close()
+    assert killed_at < total, "the kill came after everything was consumed"
+    assert consumer.stats.reconnects >= 1
+    assert reconnected_after < 3.0  # reconnect_max is 1 s
+    assert handled == set(range(total)), sorted(set(range(total)) - handled)[:20]
+    assert trace.early == [], f"FIN before the handler finished: {trace.early[:10]}"
+    fin_ids = Counter()
+    for line in (tmp_path / "trace.jsonl").read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if record["outcome"] == "FIN":
+            fin_ids[record["id"]] += 1
+    assert sum(fin_ids.values()) >= total
+    assert all(fin_ids[i] <= ended[i] for i in fin_ids), "a FIN without a finished handler"
+    assert started == ended  # stop() waited for every handler
+
+
+# ---------------------------------------------------------------- rate limit
+
+
+async def test_max_rate_bounds_every_second(original_cluster: cluster.Cluster) -> None:
+    topic = _topic("rate")
+    nsqd = original_cluster.nsqd_tcp[1]
+    async with Producer(nsqd_tcp=[nsqd]) as producer:
+        for start in range(0, 25_000, 2_500):
+            await producer.publish_many(topic, [b"r%d" % i for i in range(start, start + 2_500)])
+
+    times: list[float] = []
+
+    def handler(msg: Message) -> None:
+        times.append(time.monotonic())
+
+    consumer = Consumer(topic, "rate", handler, nsqd_tcp=[nsqd], max_rate=2000, max_in_flight=200)
+    await consumer.start()
+    try:
+        await asyncio.sleep(10.0)
+    finally:
+        await consumer.stop()
+    assert len(times) > 1000
+    first, last = times[0], times[-1]
+    worst = 0
+    for i, t in enumerate(times):
+        if t + 1.0 > last:
+            break
+        worst = max(worst, bisect.bisect_left(times, t + 1.0) - i)
+    assert worst <= 2200, f"{worst} messages in one second with max_rate=2000"
+    rate = len(times) / (last - first)
+    assert rate >= 1600, f"average {rate:.0f}/s with max_rate=2000"
+    assert len(times) < 25_000  # the limit, not the supply, ended the run
+
+
+# ---------------------------------------------------------------- trace log
+
+_CONSUME_FIELDS = {
+    "kind",
+    "time",
+    "topic",
+    "channel",
+    "partition",
+    "nsqd",
+    "local_address",
+    "id",
+    "internal_id",
+    "trace_id",
+    "attempts",
+    "timestamp",
+    "offset",
+    "size",
+    "outcome",
+    "handler_ms",
+}
+
+
+async def test_trace_log_consume_records(original_cluster: cluster.Cluster, tmp_path: Path) -> None:
+    topic = _topic("trace")
+    nsqd = original_cluster.nsqd_tcp[0]
+    bodies = [b"t0", b"t1", b"t2"]
+    before_ns = time.time_ns()
+    async with Producer(nsqd_tcp=[nsqd]) as producer:
+        await producer.publish_many(topic, bodies)
+
+    finished: set[bytes] = set()
+
+    async def handler(msg: Message) -> None:
+        await asyncio.sleep(0.01)
+        if msg.body == b"t1" and msg.attempts == 1:
+            msg.requeue(delay=0, backoff=False)
+            return
+        finished.add(msg.body)
+
+    path = tmp_path / "trace" / "consume.jsonl"
+    trace = TraceLog(path)
+    async with Consumer(topic, "tr", handler, nsqd_tcp=[nsqd], trace_log=trace):
+        await wait_for(lambda: finished == set(bodies), 10.0, "all three messages")
+    trace.close()
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert len(records) == 4
+    for rec in records:
+        assert set(rec) >= _CONSUME_FIELDS, _CONSUME_FIELDS - set(rec)
+        assert rec["kind"] == "consume" and rec["topic"] == topic and rec["channel"] == "tr"
+        assert rec["nsqd"] == nsqd and rec["local_address"].startswith("127.0.0.1:")
+        assert rec["partition"] is None and rec["internal_id"] is None
+        assert len(rec["id"]) == 16 and int(rec["id"], 16) >= 0
+        assert rec["timestamp"] >= before_ns - 1_000_000_000
+        assert abs(rec["time"] - time.time()) < 60
+        assert rec["handler_ms"] >= 10.0 * 0.9
+    outcomes = Counter((r["outcome"], r["attempts"]) for r in records)
+    assert outcomes == Counter({("FIN", 1): 2, ("REQ", 1): 1, ("FIN", 2): 1})
+    requeued = next(r for r in records if r["outcome"] == "REQ")
+    refinished = next(r for r in records if r["attempts"] == 2)
+    assert requeued["id"] == refinished["id"]
+
+
+# ---------------------------------------------------------------- ephemeral + clean stop
+
+
+async def test_ephemeral_channel_and_clean_stop(original_cluster: cluster.Cluster) -> None:
+    """stop() in the middle of slow handlers: they finish, are FINed, and the server
+    keeps nothing in flight (a second, idle subscriber keeps the ephemeral channel)."""
+    topic = _topic("eph")
+    channel = f"ch{uuid.uuid4().hex[:6]}#ephemeral"
+    nsqd, http = original_cluster.nsqd_tcp[1], original_cluster.nsqd_http[1]
+    bodies = [f"e{i}".encode() for i in range(30)]
+    async with Producer(nsqd_tcp=[nsqd]) as producer:
+        await producer.publish_many(topic, bodies)
+
+    def unexpected(conn: Connection, raw: RawMessage) -> None:
+        raise AssertionError("the RDY 0 watcher got a message")
+
+    watcher = await Connection.open(nsqd, on_message=unexpected)
+    await watcher.subscribe(topic, channel)
+    started: list[bytes] = []
+    ended: list[bytes] = []
+
+    async def handler(msg: Message) -> None:
+        started.append(msg.body)
+        await asyncio.sleep(0.3)
+        ended.append(msg.body)
+
+    try:
+        consumer = Consumer(topic, channel, handler, nsqd_tcp=[nsqd], max_in_flight=5)
+        await consumer.start()
+        await wait_for(lambda: len(ended) >= 5 and len(started) > len(ended), 10.0, "busy")
+        await consumer.stop()
+        async with httpx.AsyncClient() as client:
+            stats = await channel_stats(client, http, topic, channel)
+    finally:
+        await watcher.close()
+    assert stats is not None, "ephemeral channel missing while a subscriber is connected"
+    assert started == ended  # every handler ran to its end before stop() returned
+    assert set(ended) <= set(bodies) and len(set(ended)) == len(ended)
+    assert consumer.stats.finished == len(ended)
+    assert stats["in_flight_count"] == 0, stats
+    assert stats["requeue_count"] == 0 and stats["timeout_count"] == 0, stats
+    assert stats["depth"] == len(bodies) - len(ended), stats
+    assert len(stats["clients"]) == 1  # only the watcher is left
