@@ -103,31 +103,19 @@ class OrderChecker:
             return None
         if raw.offset == last.offset and raw.internal_id == last.internal_id:
             return None  # redelivery
+
+        def violation(kind: str, expected: int | None = None) -> OrderViolation:
+            return OrderViolation(
+                kind, self.topic, partition, nsqd, last.offset, last.internal_id,
+                raw.offset, raw.internal_id, expected,
+            )  # fmt: skip
+
         if raw.offset < last.offset or raw.internal_id < last.internal_id:
             self._last[key] = last  # keep the high-water mark
-            return OrderViolation(
-                "regression",
-                self.topic,
-                partition,
-                nsqd,
-                last.offset,
-                last.internal_id,
-                raw.offset,
-                raw.internal_id,
-            )
+            return violation("regression")
         expected = last.offset + last.size if last.size else None
         if expected is not None and raw.offset > expected:
-            return OrderViolation(
-                "gap",
-                self.topic,
-                partition,
-                nsqd,
-                last.offset,
-                last.internal_id,
-                raw.offset,
-                raw.internal_id,
-                expected,
-            )
+            return violation("gap", expected)
         return None
 
 

@@ -34,13 +34,12 @@ Rules (client guide, go-nsq):
 
 from __future__ import annotations
 
-import enum
 import random
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 
 from nsqctl.errors import ConfigError
-from nsqctl.flow.backoff import BackoffAction
+from nsqctl.flow.backoff import BackoffAction, BackoffPhase
 
 ConnId = Hashable
 STARVED_RATIO = 0.85
@@ -55,10 +54,8 @@ class RdyUpdate:
     count: int
 
 
-class RdyMode(enum.Enum):
-    NORMAL = "normal"
-    BACKOFF = "backoff"
-    TESTING = "testing"
+# The controller's modes are exactly the backoff phases it mirrors.
+RdyMode = BackoffPhase
 
 
 @dataclass(eq=False, slots=True)

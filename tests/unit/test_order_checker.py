@@ -1,0 +1,54 @@
+"""The ordered-subscription checker: redelivery is fine, regressions and gaps are reported."""
+
+from __future__ import annotations
+
+from nsqctl.consumer import OrderChecker
+from nsqctl.protocol.message import RawMessage
+
+
+def _msg(offset: int, internal_id: int, size: int = 50) -> RawMessage:
+    return RawMessage(
+        timestamp=0, attempts=1, id=bytes(16), body=b"x",
+        internal_id=internal_id, trace_id=0, offset=offset, size=size,
+    )  # fmt: skip
+
+
+def test_in_order_stream_reports_nothing() -> None:
+    checker = OrderChecker("t")
+    results = [checker.check("n:1", 0, _msg(i * 50, i)) for i in range(10)]
+    assert results == [None] * 10
+
+
+def test_redelivery_of_same_message_is_not_a_violation() -> None:
+    checker = OrderChecker("t")
+    assert checker.check("n:1", 0, _msg(0, 1)) is None
+    assert checker.check("n:1", 0, _msg(0, 1)) is None
+
+
+def test_regression_reported_and_high_water_mark_kept() -> None:
+    checker = OrderChecker("t")
+    checker.check("n:1", 0, _msg(100, 3))
+    v = checker.check("n:1", 0, _msg(50, 2))
+    assert v is not None and v.kind == "regression"
+    assert (v.previous_offset, v.offset, v.partition) == (100, 50, 0)
+    # the next in-order message continues from 100, not from the regressed one
+    assert checker.check("n:1", 0, _msg(150, 4)) is None
+
+
+def test_gap_reported_with_expected_offset() -> None:
+    checker = OrderChecker("t")
+    checker.check("n:1", 1, _msg(0, 10, size=40))
+    v = checker.check("n:1", 1, _msg(120, 12))
+    assert v is not None and v.kind == "gap" and v.expected_offset == 40
+
+
+def test_partitions_are_checked_independently() -> None:
+    checker = OrderChecker("t")
+    checker.check("n:1", 0, _msg(500, 9))
+    assert checker.check("n:1", 1, _msg(0, 1)) is None
+
+
+def test_messages_without_offsets_are_not_checked() -> None:
+    checker = OrderChecker("t")
+    plain = RawMessage(timestamp=0, attempts=1, id=b"0" * 16, body=b"x")
+    assert checker.check("n:1", None, plain) is None
