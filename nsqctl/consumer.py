@@ -161,6 +161,9 @@ class ConsumerOptions:
     default_requeue_delay: float = 90.0
     max_requeue_delay: float = 900.0
     max_rate: float | None = None
+    rdy_redistribute_interval: float = 5.0
+    low_rdy_idle_timeout: float = 10.0
+    low_rdy_timeout: float = 30.0
     lookup_interval: float = 60.0
     lookup_jitter: float = 0.3
     reconnect_initial: float = 0.5
@@ -215,7 +218,15 @@ class Consumer:
             else None
         )
         self._rng = random.Random(opts.seed)
-        self._rdy = RdyController(opts.max_in_flight, rng=self._rng, fixed_rdy_one=opts.ordered)
+        self._rdy = RdyController(
+            opts.max_in_flight,
+            rng=self._rng,
+            fixed_rdy_one=opts.ordered,
+            redistribute_interval=opts.rdy_redistribute_interval,
+            low_rdy_idle_timeout=opts.low_rdy_idle_timeout,
+            low_rdy_timeout=opts.low_rdy_timeout,
+        )
+
         self._backoff = BackoffController(
             backoff_multiplier=opts.backoff_multiplier, max_backoff_duration=opts.max_backoff
         )
@@ -284,9 +295,8 @@ class Consumer:
             return
         self._stopping = True
         timeout = self.options.stop_timeout if timeout is None else timeout
-        for conn in list(self._conns.values()):
-            with contextlib.suppress(NsqctlError):
-                conn.rdy(0)
+        # Through the controller, so the flow loop (rate refills) cannot reopen RDY.
+        self._apply(self._rdy.set_max_in_flight(0, time.monotonic()))
         for task in list(self._connecting.values()):
             task.cancel()
         if self._in_flight:
@@ -294,7 +304,8 @@ class Consumer:
                 await asyncio.wait_for(self._idle.wait(), timeout)
         if self._in_flight:
             log.warning(
-                "stopping with %d message(s) still in a handler: nsqd will requeue them",
+                "stopping with %d message(s) still in a handler: nsqd redelivers them "
+                "after msg_timeout",
                 self._in_flight,
             )
         for task in self._tasks:
@@ -619,7 +630,7 @@ class Consumer:
 
     async def _flow_loop(self) -> None:
         """Timers of the flow machines: RDY rotation, backoff windows, rate refills."""
-        while True:
+        while not self._stopping:
             now = time.monotonic()
             deadlines = [
                 d
@@ -633,8 +644,11 @@ class Consumer:
             delay = min(deadlines) - now if deadlines else 1.0
             self._wake.clear()
             if delay > 0:
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), min(delay, 1.0))
+                # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel that
+                # lands just after the event is set (CPython gh-86296), hanging stop().
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(min(delay, 1.0)):
+                        await self._wake.wait()
             now = time.monotonic()
             action = self._backoff.tick(now)
             if action is not None:
