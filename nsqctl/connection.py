@@ -13,12 +13,10 @@ import asyncio
 import collections
 import contextlib
 import logging
-import os
 import socket
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from nsqctl import __version__
@@ -627,12 +625,3 @@ def _fmt_peer(peer: Any) -> str:
     if isinstance(peer, tuple) and len(peer) >= 2:
         return f"{peer[0]}:{peer[1]}"
     return str(peer or "")
-
-
-def read_secret_file(path: str | os.PathLike[str]) -> Secret:
-    """Convenience for library users: a Secret from a file."""
-    from nsqctl.secrets import resolve_auth_secret
-
-    secret = resolve_auth_secret(file=Path(path))
-    assert secret is not None
-    return secret

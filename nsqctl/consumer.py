@@ -18,7 +18,7 @@ import os
 import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -170,7 +170,6 @@ class ConsumerOptions:
     reconnect_max: float = 60.0
     stop_timeout: float = 30.0
     seed: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class Consumer:

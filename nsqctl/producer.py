@@ -17,7 +17,7 @@ import asyncio
 import itertools
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -444,17 +444,14 @@ class Producer:
         ) from last
 
     async def _drop(self, topic: str, err: BaseException) -> None:
-        """Close this topic's connections that failed, and ask lookup for a refresh."""
-        for key, conn in list(self._pool.items()):
-            if key[1] == topic and not conn.is_open:
-                self._pool.pop(key, None)
+        """After "this partition moved", close the topic's connections: the next attempt
+        reconnects from a fresh lookup. Closed connections already left the pool
+        through ``_forget``."""
         if isinstance(err, p.ServerError) and err.needs_lookup_refresh:
             for key, conn in list(self._pool.items()):
                 if key[1] == topic:
                     self._pool.pop(key, None)
                     await conn.close()
-        if self._lookup is not None:
-            self._lookup.request_refresh()
 
 
 def _require_redesign(conn: Connection, what: str) -> None:
@@ -462,21 +459,3 @@ def _require_redesign(conn: Connection, what: str) -> None:
         raise ConfigError(
             f"nsqd {conn.address} is an original NSQ server: {what} needs the redesign"
         )
-
-
-async def publish_all(
-    producer: Producer, topic: str, bodies: Iterable[bytes], batch: int = 200
-) -> int:
-    """Publish an iterable in MPUB batches; returns the count published."""
-    sent = 0
-    chunk: list[bytes] = []
-    for body in bodies:
-        chunk.append(body)
-        if len(chunk) >= batch:
-            await producer.publish_many(topic, chunk)
-            sent += len(chunk)
-            chunk = []
-    if chunk:
-        await producer.publish_many(topic, chunk)
-        sent += len(chunk)
-    return sent
