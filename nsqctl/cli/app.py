@@ -6,6 +6,7 @@ and exit code 1 (``ConfigError``: 2, a usage error); ``--debug`` shows the trace
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 
@@ -13,7 +14,7 @@ import click
 import typer
 
 from nsqctl import __version__
-from nsqctl.cli import pub, sandbox, tail
+from nsqctl.cli import common, config_cmd, pub, sandbox, tail
 from nsqctl.errors import ConfigError, NsqctlError
 
 app = typer.Typer(
@@ -24,8 +25,30 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(sandbox.app, name="sandbox")
+app.add_typer(config_cmd.app, name="config")
 app.command("pub")(pub.pub)
 app.command("tail")(tail.tail)
+
+# Commands being built in parallel this session; wired explicitly once they land.
+_PENDING = [
+    ("command", "lookup", "nsqctl.cli.lookup_cmd", "lookup"),
+    ("typer", "topic", "nsqctl.cli.admin_cmd", "topic_app"),
+    ("typer", "channel", "nsqctl.cli.admin_cmd", "channel_app"),
+    ("command", "stat", "nsqctl.cli.stat", "stat"),
+    ("command", "dash", "nsqctl.cli.dash", "dash"),
+    ("command", "archive", "nsqctl.cli.archive", "archive"),
+    ("command", "replay", "nsqctl.cli.replay", "replay"),
+    ("command", "trace", "nsqctl.cli.trace", "trace"),
+]
+for _kind, _name, _module, _attr in _PENDING:
+    try:
+        _obj = getattr(importlib.import_module(_module), _attr)
+    except ModuleNotFoundError:
+        continue
+    if _kind == "typer":
+        app.add_typer(_obj, name=_name)
+    else:
+        app.command(_name)(_obj)
 
 _DEBUG = {"on": False}
 
@@ -35,8 +58,33 @@ def _root(
     debug: bool = typer.Option(
         False, "--debug", envvar="NSQCTL_DEBUG", help="Show tracebacks on errors."
     ),
+    profile: str | None = typer.Option(
+        None, "--profile", help="Cluster profile from the config file (env NSQCTL_PROFILE)."
+    ),
+    tls: bool | None = typer.Option(None, "--tls/--no-tls", help="TLS to nsqd (verified)."),
+    tls_ca: str | None = typer.Option(None, "--tls-ca", help="CA file (env NSQCTL_TLS_CA)."),
+    tls_cert: str | None = typer.Option(None, "--tls-cert", help="Client certificate file."),
+    tls_key: str | None = typer.Option(None, "--tls-key", help="Client key file."),
+    tls_insecure: bool | None = typer.Option(
+        None, "--tls-insecure", help="TLS without certificate verification (testing only)."
+    ),
+    auth_secret_file: str | None = typer.Option(
+        None,
+        "--auth-secret-file",
+        help="File holding the AUTH secret (env NSQCTL_AUTH_SECRET_FILE or NSQCTL_AUTH_SECRET).",
+    ),
+    compression: str | None = typer.Option(
+        None, "--compression", help="none | snappy | deflate (env NSQCTL_COMPRESSION)."
+    ),
 ) -> None:
     _DEBUG["on"] = debug
+    flags = common.GLOBAL_FLAGS
+    flags.profile, flags.tls, flags.tls_ca, flags.tls_cert, flags.tls_key = (
+        profile, tls, tls_ca, tls_cert, tls_key
+    )
+    flags.tls_insecure, flags.auth_secret_file, flags.compression = (
+        tls_insecure, auth_secret_file, compression
+    )
 
 
 @app.command()

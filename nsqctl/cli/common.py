@@ -1,13 +1,22 @@
-"""Options every cluster command shares, and how they resolve (flags beat environment)."""
+"""Options every cluster command shares, and how they resolve.
+
+Order: flags beat environment beat profile. Addresses come per command (``--lookupd``,
+``--nsqd``, ``--nsqd-http``, ``--profile``); connection security (TLS, AUTH, compression)
+comes from the root options (``nsqctl --tls-ca ca.pem tail ...``), env, or the profile.
+"""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import typer
 
+from nsqctl.config import PROFILE_ENV, Profile, load_config
+from nsqctl.connection import ConnectionConfig, TLSSettings
 from nsqctl.errors import ConfigError
+from nsqctl.secrets import Secret, resolve_auth_secret
 
 LookupdOption = typer.Option(
     None, "--lookupd", help="nsqlookupd HTTP address HOST:PORT (repeatable; env NSQCTL_LOOKUPD)."
@@ -15,33 +24,195 @@ LookupdOption = typer.Option(
 NsqdOption = typer.Option(
     None, "--nsqd", help="nsqd TCP address HOST:PORT (repeatable; env NSQCTL_NSQD)."
 )
+NsqdHttpOption = typer.Option(
+    None,
+    "--nsqd-http",
+    help="nsqd HTTP address HOST:PORT (repeatable; env NSQCTL_NSQD_HTTP).",
+)
+ProfileOption = typer.Option(
+    None, "--profile", help="Cluster profile from the config file (env NSQCTL_PROFILE)."
+)
+
+
+@dataclass
+class SecurityFlags:
+    """Root-level flags (``nsqctl --tls-ca X cmd``); None means "not given"."""
+
+    profile: str | None = None
+    tls: bool | None = None
+    tls_ca: str | None = None
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    tls_insecure: bool | None = None
+    auth_secret_file: str | None = None
+    compression: str | None = None
+
+
+GLOBAL_FLAGS = SecurityFlags()
 
 
 @dataclass(frozen=True)
 class ClusterSelection:
+    """Where the cluster is and how to connect, with where each setting came from."""
+
     lookupd: list[str]
     nsqd: list[str]
+    nsqd_http: list[str] = field(default_factory=list)
+    profile: str | None = None
+    tls: TLSSettings | None = None
+    auth_secret: Secret | None = None
+    compression: str = "none"
+    sources: dict[str, str] = field(default_factory=dict)
 
     def require(self) -> ClusterSelection:
         if not self.lookupd and not self.nsqd:
             raise ConfigError(
-                "no cluster given: pass --lookupd HOST:PORT or --nsqd HOST:PORT, or run "
-                '`eval "$(nsqctl sandbox env)"`'
+                "no cluster given: pass --lookupd HOST:PORT or --nsqd HOST:PORT, use "
+                '--profile NAME, or run `eval "$(nsqctl sandbox env)"`'
             )
         return self
 
+    def require_http(self) -> ClusterSelection:
+        """For commands that read HTTP APIs: lookupd or nsqd HTTP addresses are needed."""
+        if not self.lookupd and not self.nsqd_http:
+            raise ConfigError(
+                "this command reads the HTTP APIs: pass --lookupd HOST:PORT or --nsqd-http "
+                'HOST:PORT (nsqd\'s HTTP port, usually 4151), or run `eval "$(nsqctl sandbox env)"`'
+            )
+        return self
 
-def _split(values: list[str] | None) -> list[str]:
+    def connection_config(self, **overrides: Any) -> ConnectionConfig:
+        """A ConnectionConfig carrying the selected TLS, AUTH and compression."""
+        base = ConnectionConfig(
+            tls=self.tls, auth_secret=self.auth_secret, compression=self.compression
+        )
+        return replace(base, **overrides) if overrides else base
+
+    def describe(self) -> dict[str, Any]:
+        """Resolved settings for display; the secret shows only where it came from."""
+        tls = None
+        if self.tls is not None:
+            tls = {
+                "ca_file": self.tls.ca_file,
+                "cert_file": self.tls.cert_file,
+                "key_file": self.tls.key_file,
+                "insecure": self.tls.insecure,
+            }
+        return {
+            "profile": self.profile,
+            "lookupd": self.lookupd,
+            "nsqd": self.nsqd,
+            "nsqd_http": self.nsqd_http,
+            "tls": tls,
+            "auth_secret": None if self.auth_secret is None else "<hidden>",
+            "auth_secret_source": None if self.auth_secret is None else self.auth_secret.source,
+            "compression": self.compression,
+            "sources": self.sources,
+        }
+
+
+def split_addresses(values: list[str] | tuple[str, ...] | None) -> list[str]:
+    """Flatten repeated and comma-separated address values."""
     out: list[str] = []
     for value in values or []:
         out.extend(v.strip() for v in value.split(",") if v.strip())
     return out
 
 
-def resolve_cluster(lookupd: list[str] | None, nsqd: list[str] | None) -> ClusterSelection:
-    """Flags win; otherwise NSQCTL_LOOKUPD / NSQCTL_NSQD (comma-separated)."""
-    lk, nd = _split(lookupd), _split(nsqd)
-    if not lk and not nd:
-        lk = _split([os.environ.get("NSQCTL_LOOKUPD", "")])
-        nd = _split([os.environ.get("NSQCTL_NSQD", "")])
-    return ClusterSelection(lk, nd).require()
+def _pick_list(
+    name: str, flag: list[str] | None, env: str, profile: Profile | None, sources: dict[str, str]
+) -> list[str]:
+    values = split_addresses(flag)
+    if values:
+        sources[name] = "flag"
+        return values
+    values = split_addresses([os.environ.get(env, "")])
+    if values:
+        sources[name] = f"${env}"
+        return values
+    if profile is not None and getattr(profile, name):
+        sources[name] = f"profile {profile.name}"
+        return list(getattr(profile, name))
+    return []
+
+
+def _pick(flag: Any, env: str | None, profile_value: Any) -> Any:
+    if flag is not None:
+        return flag
+    if env and os.environ.get(env):
+        return os.environ[env]
+    return profile_value
+
+
+def _active_profile(flag: str | None) -> Profile | None:
+    name = flag or GLOBAL_FLAGS.profile or os.environ.get(PROFILE_ENV)
+    cfg = load_config()
+    if name:
+        return cfg.profile(name)
+    if cfg.default_profile:
+        return cfg.profile(cfg.default_profile)
+    return None
+
+
+def resolve_cluster(
+    lookupd: list[str] | None,
+    nsqd: list[str] | None,
+    profile: str | None = None,
+    nsqd_http: list[str] | None = None,
+    *,
+    require: str | None = "tcp",
+) -> ClusterSelection:
+    """Resolve flags, env and profile into one selection.
+
+    Addresses are taken as a group: when any address is given by flags, the environment
+    and profile addresses are ignored (mixing a flag's nsqd with a profile's lookupd
+    would silently talk to two clusters). ``require`` is "tcp", "http" or None.
+    """
+    prof = _active_profile(profile)
+    sources: dict[str, str] = {}
+    flags_given = bool(split_addresses(lookupd) or split_addresses(nsqd) or split_addresses(
+        nsqd_http
+    ))
+    if flags_given:
+        lk, nd, nh = split_addresses(lookupd), split_addresses(nsqd), split_addresses(nsqd_http)
+        for name, vals in (("lookupd", lk), ("nsqd", nd), ("nsqd_http", nh)):
+            if vals:
+                sources[name] = "flag"
+    else:
+        env_given = any(
+            os.environ.get(v) for v in ("NSQCTL_LOOKUPD", "NSQCTL_NSQD", "NSQCTL_NSQD_HTTP")
+        )
+        use = None if env_given else prof
+        lk = _pick_list("lookupd", None, "NSQCTL_LOOKUPD", use, sources)
+        nd = _pick_list("nsqd", None, "NSQCTL_NSQD", use, sources)
+        nh = _pick_list("nsqd_http", None, "NSQCTL_NSQD_HTTP", use, sources)
+
+    g = GLOBAL_FLAGS
+    ca = _pick(g.tls_ca, "NSQCTL_TLS_CA", prof.tls_ca if prof else None)
+    cert = _pick(g.tls_cert, "NSQCTL_TLS_CERT", prof.tls_cert if prof else None)
+    key = _pick(g.tls_key, "NSQCTL_TLS_KEY", prof.tls_key if prof else None)
+    insecure = bool(_pick(g.tls_insecure, None, prof.tls_insecure if prof else False))
+    want_tls = bool(_pick(g.tls, None, prof.tls if prof else False)) or bool(ca or cert or insecure)
+    tls = TLSSettings(ca_file=ca, cert_file=cert, key_file=key, insecure=insecure) if want_tls else None
+    secret_file = _pick(
+        g.auth_secret_file, "NSQCTL_AUTH_SECRET_FILE", prof.auth_secret_file if prof else None
+    )
+    secret = resolve_auth_secret(None, secret_file) if secret_file else resolve_auth_secret()
+    compression = _pick(g.compression, "NSQCTL_COMPRESSION", prof.compression if prof else "none")
+    if compression not in ("none", "snappy", "deflate"):
+        raise ConfigError(f"unknown compression {compression!r}: use none, snappy or deflate")
+    selection = ClusterSelection(
+        lookupd=lk,
+        nsqd=nd,
+        nsqd_http=nh,
+        profile=prof.name if prof else None,
+        tls=tls,
+        auth_secret=secret,
+        compression=compression,
+        sources=sources,
+    )
+    if require == "tcp":
+        selection.require()
+    elif require == "http":
+        selection.require_http()
+    return selection

@@ -1,0 +1,124 @@
+"""``nsqctl config``: show the resolved settings (secrets masked) and manage profiles."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from nsqctl.cli.common import (
+    LookupdOption,
+    NsqdHttpOption,
+    NsqdOption,
+    ProfileOption,
+    resolve_cluster,
+    split_addresses,
+)
+from nsqctl.config import Profile, config_path, load_config, save_profile
+from nsqctl.errors import ConfigError
+
+app = typer.Typer(
+    help="Show resolved settings and manage cluster profiles.",
+    invoke_without_command=True,
+)
+
+
+@app.callback()
+def show(
+    ctx: typer.Context,
+    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+    lookupd: list[str] = LookupdOption,
+    nsqd: list[str] = NsqdOption,
+    nsqd_http: list[str] = NsqdHttpOption,
+    profile: str | None = ProfileOption,
+) -> None:
+    """Show the settings commands would use (flags > env > profile); secrets masked."""
+    if ctx.invoked_subcommand is not None:
+        return
+    sel = resolve_cluster(lookupd, nsqd, profile, nsqd_http, require=None)
+    data = sel.describe()
+    data["config_file"] = str(config_path())
+    if as_json:
+        typer.echo(json.dumps(data, indent=2))
+        return
+    table = Table(title="nsqctl settings", show_header=True)
+    table.add_column("setting")
+    table.add_column("value")
+    table.add_column("from")
+    sources = data.pop("sources")
+    for key, value in data.items():
+        shown = ", ".join(value) if isinstance(value, list) else ("-" if value is None else value)
+        table.add_row(key, str(shown), sources.get(key, ""))
+    Console().print(table)
+
+
+@app.command("path")
+def path_cmd() -> None:
+    """Print where the config file is (NSQCTL_CONFIG overrides)."""
+    typer.echo(str(config_path()))
+
+
+@app.command("profiles")
+def profiles_cmd(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
+    """List the profiles in the config file."""
+    cfg = load_config()
+    if as_json:
+        typer.echo(
+            json.dumps(
+                {
+                    "default_profile": cfg.default_profile,
+                    "profiles": {n: p.to_toml_table() for n, p in cfg.profiles.items()},
+                },
+                indent=2,
+            )
+        )
+        return
+    if not cfg.profiles:
+        typer.echo(f"no profiles in {cfg.path}; add one with `nsqctl config set-profile NAME ...`")
+        return
+    for name, prof in sorted(cfg.profiles.items()):
+        mark = "*" if name == cfg.default_profile else " "
+        where = ", ".join(prof.lookupd or prof.nsqd) or "-"
+        typer.echo(f"{mark} {name}\t{where}")
+
+
+@app.command("set-profile")
+def set_profile(
+    name: str = typer.Argument(..., help="Profile name."),
+    lookupd: list[str] = LookupdOption,
+    nsqd: list[str] = NsqdOption,
+    nsqd_http: list[str] = NsqdHttpOption,
+    tls: bool = typer.Option(False, "--tls", help="Use TLS."),
+    tls_ca: str | None = typer.Option(None, "--tls-ca"),
+    tls_cert: str | None = typer.Option(None, "--tls-cert"),
+    tls_key: str | None = typer.Option(None, "--tls-key"),
+    tls_insecure: bool = typer.Option(False, "--tls-insecure"),
+    auth_secret_file: str | None = typer.Option(
+        None, "--auth-secret-file", help="Path of a file holding the AUTH secret."
+    ),
+    compression: str = typer.Option("none", "--compression", help="none | snappy | deflate"),
+    default: bool = typer.Option(False, "--default", help="Make it the default profile."),
+) -> None:
+    """Add or replace a profile in the config file."""
+    if compression not in ("none", "snappy", "deflate"):
+        raise ConfigError(f"unknown compression {compression!r}: use none, snappy or deflate")
+    lk, nd, nh = split_addresses(lookupd), split_addresses(nsqd), split_addresses(nsqd_http)
+    if not (lk or nd):
+        raise ConfigError("a profile needs --lookupd HOST:PORT or --nsqd HOST:PORT")
+    prof = Profile(
+        name=name,
+        lookupd=tuple(lk),
+        nsqd=tuple(nd),
+        nsqd_http=tuple(nh),
+        tls=tls,
+        tls_ca=tls_ca,
+        tls_cert=tls_cert,
+        tls_key=tls_key,
+        tls_insecure=tls_insecure,
+        auth_secret_file=auth_secret_file,
+        compression=compression,
+    )
+    path = save_profile(prof, make_default=default)
+    typer.echo(f"saved profile {name} in {path}", err=True)

@@ -1,0 +1,155 @@
+"""The user's config file: named cluster profiles in TOML under the platform config dir.
+
+Example (``nsqctl config path`` prints where it lives)::
+
+    default_profile = "prod"
+
+    [profiles.prod]
+    lookupd = ["10.0.0.1:4161", "10.0.0.2:4161"]
+    tls_ca = "/etc/nsq/ca.pem"
+    auth_secret_file = "~/.config/nsqctl/prod.secret"
+
+Keys of a profile: lookupd, nsqd, nsqd_http (lists of HOST:PORT), tls (bool), tls_ca,
+tls_cert, tls_key, tls_insecure, auth_secret_file, compression (none|snappy|deflate).
+The secret itself never lives in this file, only the path of a file holding it.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from nsqctl.errors import ConfigError
+
+CONFIG_ENV = "NSQCTL_CONFIG"
+PROFILE_ENV = "NSQCTL_PROFILE"
+_LIST_KEYS = ("lookupd", "nsqd", "nsqd_http")
+_STR_KEYS = ("tls_ca", "tls_cert", "tls_key", "auth_secret_file", "compression")
+_BOOL_KEYS = ("tls", "tls_insecure")
+
+
+def config_path() -> Path:
+    """``$NSQCTL_CONFIG`` if set, else ``<user config dir>/nsqctl/config.toml``."""
+    override = os.environ.get(CONFIG_ENV)
+    if override:
+        return Path(override).expanduser()
+    return Path(platformdirs.user_config_dir("nsqctl")) / "config.toml"
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One named cluster: where it is and how to talk to it."""
+
+    name: str
+    lookupd: tuple[str, ...] = ()
+    nsqd: tuple[str, ...] = ()
+    nsqd_http: tuple[str, ...] = ()
+    tls: bool = False
+    tls_ca: str | None = None
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    tls_insecure: bool = False
+    auth_secret_file: str | None = None
+    compression: str = "none"
+
+    def to_toml_table(self) -> dict[str, Any]:
+        """The non-default keys, as written back to the file."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            if f.name == "name":
+                continue
+            value = getattr(self, f.name)
+            if value in ((), None, False) or (f.name == "compression" and value == "none"):
+                continue
+            out[f.name] = list(value) if isinstance(value, tuple) else value
+        return out
+
+
+@dataclass(frozen=True)
+class ConfigFile:
+    path: Path
+    profiles: dict[str, Profile] = field(default_factory=dict)
+    default_profile: str | None = None
+
+    def profile(self, name: str) -> Profile:
+        try:
+            return self.profiles[name]
+        except KeyError:
+            known = ", ".join(sorted(self.profiles)) or "none defined"
+            raise ConfigError(
+                f"no profile {name!r} in {self.path} (profiles: {known}); add one with "
+                f"`nsqctl config set-profile {name} --lookupd HOST:PORT`"
+            ) from None
+
+
+def _profile_from_table(name: str, table: object, path: Path) -> Profile:
+    where = f"{path}: [profiles.{name}]"
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where} must be a table of settings")
+    values: dict[str, Any] = {}
+    for key, value in table.items():
+        if key in _LIST_KEYS:
+            if isinstance(value, str):
+                value = [value]
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ConfigError(f"{where}: {key} must be a list of \"HOST:PORT\" strings")
+            values[key] = tuple(value)
+        elif key in _STR_KEYS:
+            if not isinstance(value, str):
+                raise ConfigError(f"{where}: {key} must be a string")
+            values[key] = str(Path(value).expanduser()) if key != "compression" else value
+        elif key in _BOOL_KEYS:
+            if not isinstance(value, bool):
+                raise ConfigError(f"{where}: {key} must be true or false")
+            values[key] = value
+        else:
+            allowed = ", ".join((*_LIST_KEYS, *_STR_KEYS, *_BOOL_KEYS))
+            raise ConfigError(f"{where}: unknown key {key!r} (known keys: {allowed})")
+    return Profile(name=name, **values)
+
+
+def load_config(path: Path | None = None) -> ConfigFile:
+    """Read the config file; a missing file is an empty config, a broken one an error."""
+    path = path or config_path()
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return ConfigFile(path)
+    except OSError as err:
+        raise ConfigError(f"cannot read the config file {path}: {err.strerror}") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+        raise ConfigError(f"the config file {path} is not valid TOML: {err}") from None
+    tables = data.get("profiles", {})
+    if not isinstance(tables, dict):
+        raise ConfigError(f"{path}: `profiles` must be a table of [profiles.NAME] tables")
+    profiles = {name: _profile_from_table(name, t, path) for name, t in tables.items()}
+    default = data.get("default_profile")
+    if default is not None and not isinstance(default, str):
+        raise ConfigError(f"{path}: default_profile must be a profile name")
+    return ConfigFile(path, profiles, default)
+
+
+def save_profile(profile: Profile, path: Path | None = None, make_default: bool = False) -> Path:
+    """Add or replace one profile, keeping the others; written atomically."""
+    import tomli_w
+
+    cfg = load_config(path)
+    data: dict[str, Any] = {}
+    default = profile.name if make_default else cfg.default_profile
+    if default:
+        data["default_profile"] = default
+    profiles = dict(cfg.profiles)
+    profiles[profile.name] = profile
+    data["profiles"] = {name: p.to_toml_table() for name, p in sorted(profiles.items())}
+    cfg.path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cfg.path.with_suffix(".toml.tmp")
+    tmp.write_text(tomli_w.dumps(data))
+    os.replace(tmp, cfg.path)
+    return cfg.path
