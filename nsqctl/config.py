@@ -97,7 +97,7 @@ def _profile_from_table(name: str, table: object, path: Path) -> Profile:
             if isinstance(value, str):
                 value = [value]
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise ConfigError(f"{where}: {key} must be a list of \"HOST:PORT\" strings")
+                raise ConfigError(f'{where}: {key} must be a list of "HOST:PORT" strings')
             values[key] = tuple(value)
         elif key in _STR_KEYS:
             if not isinstance(value, str):

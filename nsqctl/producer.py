@@ -269,6 +269,12 @@ class Producer:
 
         return await self._with_retry(topic, partition, shard_key, send)
 
+    async def route(self, topic: str, shard_key: Any) -> tuple[str, int | None]:
+        """Where ``shard_key`` lands now: (nsqd address, partition). Callers group keys by
+        it to batch many keys into one MPUB without changing where each key goes."""
+        target = self._choose(topic, await self._topology(topic), None, shard_key)
+        return target.key
+
     async def topology(self, topic: str, refresh: bool = False) -> Topology:
         """The producer's current view of where ``topic`` can be written."""
         return await self._topology(topic, refresh)

@@ -170,9 +170,9 @@ def resolve_cluster(
     """
     prof = _active_profile(profile)
     sources: dict[str, str] = {}
-    flags_given = bool(split_addresses(lookupd) or split_addresses(nsqd) or split_addresses(
-        nsqd_http
-    ))
+    flags_given = bool(
+        split_addresses(lookupd) or split_addresses(nsqd) or split_addresses(nsqd_http)
+    )
     if flags_given:
         lk, nd, nh = split_addresses(lookupd), split_addresses(nsqd), split_addresses(nsqd_http)
         for name, vals in (("lookupd", lk), ("nsqd", nd), ("nsqd_http", nh)):
@@ -193,7 +193,11 @@ def resolve_cluster(
     key = _pick(g.tls_key, "NSQCTL_TLS_KEY", prof.tls_key if prof else None)
     insecure = bool(_pick(g.tls_insecure, None, prof.tls_insecure if prof else False))
     want_tls = bool(_pick(g.tls, None, prof.tls if prof else False)) or bool(ca or cert or insecure)
-    tls = TLSSettings(ca_file=ca, cert_file=cert, key_file=key, insecure=insecure) if want_tls else None
+    tls = (
+        TLSSettings(ca_file=ca, cert_file=cert, key_file=key, insecure=insecure)
+        if want_tls
+        else None
+    )
     secret_file = _pick(
         g.auth_secret_file, "NSQCTL_AUTH_SECRET_FILE", prof.auth_secret_file if prof else None
     )

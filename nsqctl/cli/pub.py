@@ -1,164 +1,335 @@
-"""``nsqctl pub``: publish messages from arguments, a file or stdin, streamed in batches."""
+"""``nsqctl pub``: publish messages from arguments, a file or stdin, streamed in batches.
+
+Batches go out as pipelined MPUBs (a bounded window, so memory stays flat on any input
+size). The exit code is 0 only when every message got OK; otherwise the count of
+messages not confirmed is reported.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import sys
-from collections.abc import Iterator
+import random
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any
 
 import typer
 
-from nsqctl.cli.common import LookupdOption, NsqdOption, resolve_cluster
+from nsqctl.cli.common import (
+    LookupdOption,
+    NsqdOption,
+    ProfileOption,
+    resolve_cluster,
+)
+from nsqctl.cli.progress import LazyProgress
+from nsqctl.cli.pub_input import Record, open_source, parse_delimiter, shard_key_from_json
 from nsqctl.errors import ConfigError, NsqctlError
-from nsqctl.producer import Producer
+from nsqctl.producer import Producer, Receipt
 from nsqctl.protocol.names import validate_topic
+from nsqctl.tracelog import TraceLog
+
+WINDOW = 8  # MPUB batches in flight at once
 
 
-def iter_records(stream: BinaryIO, delimiter: bytes, chunk_size: int = 1 << 20) -> Iterator[bytes]:
-    """Split a stream on ``delimiter`` without reading it all into memory."""
-    buf = b""
-    while True:
-        chunk = stream.read(chunk_size)
-        if not chunk:
-            break
-        buf += chunk
-        parts = buf.split(delimiter)
-        buf = parts.pop()
-        yield from (part for part in parts if part)
-    if buf:
-        yield buf
+@dataclass
+class PubPlan:
+    """What to publish and how; built from the flags, checked before connecting."""
+
+    topic: str
+    batch: int
+    partition: int | None = None
+    shard: str | None = None
+    shard_field: str | None = None
+    trace: str | None = None  # a trace id, "auto", or None
+    defer_ms: int | None = None
+    rate: float | None = None
+
+    def check(self) -> None:
+        routing = [
+            name
+            for name, on in (
+                ("--partition", self.partition is not None),
+                ("--shard", self.shard is not None),
+                ("--shard-field", self.shard_field is not None),
+            )
+            if on
+        ]
+        if len(routing) > 1:
+            raise ConfigError(f"use only one of {', '.join(routing)}")
+        if self.defer_ms is not None and self.trace is not None:
+            raise ConfigError("--defer and --trace cannot be combined (DPUB has no trace)")
+        if self.defer_ms is not None and self.defer_ms < 0:
+            raise ConfigError("--defer must be >= 0 milliseconds")
+        if self.rate is not None and self.rate <= 0:
+            raise ConfigError("--rate must be a positive number of messages per second")
+        if self.trace not in (None, "auto"):
+            parse_trace_id(self.trace)
+        if self.rate is not None:
+            # Small batches keep a low rate smooth (about ten sends per second).
+            self.batch = max(1, min(self.batch, int(self.rate // 10) or 1))
 
 
-def _parse_delimiter(text: str) -> bytes:
+def parse_trace_id(text: str) -> int:
     try:
-        value = text.encode().decode("unicode_escape").encode("latin-1")
-    except (UnicodeDecodeError, UnicodeEncodeError):
+        value = int(text, 0)
+    except ValueError:
         raise ConfigError(
-            f"bad --delimiter {text!r}: use a character or an escape like \\n"
+            f"bad --trace {text!r}: give a number (decimal or 0x hex) or `auto`"
         ) from None
-    if not value:
-        raise ConfigError("--delimiter must not be empty")
+    if not 0 <= value < 1 << 64:
+        raise ConfigError(f"bad --trace {text!r}: a trace id is an unsigned 64-bit number")
     return value
+
+
+@dataclass
+class PubResult:
+    published: int = 0
+    unpublished: int = 0
+    error: BaseException | None = None
+    receipts: list[dict[str, Any]] = field(default_factory=list)
+
+
+class Pacer:
+    """Holds sends back to ``rate`` messages per second overall (no bursts after stalls
+    beyond one batch)."""
+
+    def __init__(self, rate: float | None) -> None:
+        self.rate = rate
+        self.start = time.monotonic()
+        self.sent = 0
+
+    async def wait(self, count: int) -> None:
+        if self.rate is None:
+            return
+        due = self.start + self.sent / self.rate
+        now = time.monotonic()
+        if due > now:
+            await asyncio.sleep(due - now)
+        elif now - due > 1.0:
+            self.start, self.sent = now, 0  # fell behind (slow server): don't burst to catch up
+        self.sent += count
 
 
 def pub(
     topic: str = typer.Argument(..., help="Topic to publish to."),
-    messages: list[str] = typer.Argument(None, help="Messages (else read --file or stdin)."),
+    messages: list[str] = typer.Argument(
+        None, help="Messages (or files with --binary); else --file or stdin."
+    ),
     file: Path | None = typer.Option(None, "--file", "-f", help="Read messages from a file."),
-    delimiter: str = typer.Option("\\n", "--delimiter", help="Message separator in input."),
+    delimiter: str = typer.Option("\\n", "--delimiter", "-d", help="Message separator in input."),
     binary: bool = typer.Option(
-        False, "--binary", help="Each argument is a file: one message each."
+        False, "--binary", help="One message per file argument (or all of --file / stdin)."
     ),
     batch: int = typer.Option(200, "--batch", min=1, max=100_000, help="Messages per MPUB."),
+    rate: float | None = typer.Option(None, "--rate", help="Publish at most N messages/s."),
     partition: int | None = typer.Option(None, "--partition", help="Partition (redesign)."),
     shard: str | None = typer.Option(None, "--shard", help="Shard key for every message."),
+    shard_field: str | None = typer.Option(
+        None, "--shard-field", help="Take each message's shard key from this JSON field."
+    ),
+    trace: str | None = typer.Option(
+        None, "--trace", help="Traced publish with this trace id, or `auto` (redesign)."
+    ),
+    trace_log: Path | None = typer.Option(
+        None, "--trace-log", help="Append publish receipts to this JSONL trace log."
+    ),
     defer_ms: int | None = typer.Option(None, "--defer", help="Deferred publish in ms (original)."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing on success."),
-    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress, nothing on success."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result (and receipts) as JSON."),
     lookupd: list[str] = LookupdOption,
     nsqd: list[str] = NsqdOption,
+    profile: str | None = ProfileOption,
 ) -> None:
     """Publish messages; exit 0 only when every message got OK."""
     validate_topic(topic)
-    cluster = resolve_cluster(lookupd, nsqd)
-    sep = _parse_delimiter(delimiter)
-    if binary:
-        if not messages:
-            raise ConfigError("--binary needs file arguments: nsqctl pub TOPIC --binary FILE...")
-        source: Iterator[bytes] = (Path(m).read_bytes() for m in messages)
-    elif messages:
-        source = (m.encode() for m in messages)
-    elif file is not None:
-        try:
-            fh = file.open("rb")
-        except OSError as err:
-            raise ConfigError(f"cannot read {file}: {err.strerror}") from None
-        source = iter_records(fh, sep)
-    else:
-        source = iter_records(sys.stdin.buffer, sep)
-    sent, failed, error = asyncio.run(
-        _publish(cluster.lookupd, cluster.nsqd, topic, source, batch, partition, shard, defer_ms)
+    plan = PubPlan(topic, batch, partition, shard, shard_field, trace, defer_ms, rate)
+    plan.check()
+    if trace_log is not None and trace is None:
+        raise ConfigError("--trace-log records traced publishes: add --trace ID or --trace auto")
+    cluster = resolve_cluster(lookupd, nsqd, profile)
+    source, total_bytes = open_source(messages, file, parse_delimiter(delimiter), binary)
+    progress = LazyProgress(f"pub {topic}", total_bytes, enabled=not quiet)
+    log = TraceLog(trace_log) if trace_log is not None else None
+    producer = Producer(
+        lookupd_http=cluster.lookupd or None,
+        nsqd_tcp=cluster.nsqd or None,
+        config=cluster.connection_config(),
+        on_receipt=log.publish if log is not None else None,
     )
+    try:
+        result = asyncio.run(_publish(producer, plan, source, progress))
+    finally:
+        progress.stop()
+        if log is not None:
+            log.close()
+    _report(plan, result, quiet, as_json)
+
+
+def _report(plan: PubPlan, result: PubResult, quiet: bool, as_json: bool) -> None:
     if as_json:
+        for receipt in result.receipts:
+            typer.echo(json.dumps(receipt))
         typer.echo(
             json.dumps(
                 {
-                    "topic": topic,
-                    "published": sent,
-                    "unpublished": failed,
-                    "error": str(error) if error else None,
+                    "topic": plan.topic,
+                    "published": result.published,
+                    "unpublished": result.unpublished,
+                    "error": str(result.error) if result.error else None,
                 }
             )
         )
-    elif not quiet or error:
-        typer.echo(f"published {sent} message(s) to {topic}", err=True)
-    if error is not None:
-        raise NsqctlError(f"{failed} message(s) not published: {error}")
+    elif not quiet and result.error is None:
+        typer.echo(f"published {result.published} message(s) to {plan.topic}", err=True)
+    if result.error is not None:
+        raise NsqctlError(
+            f"{result.unpublished} message(s) not published ({result.published} were): "
+            f"{result.error}"
+        )
+
+
+class _Window:
+    """Pipelined batches in flight; settles in any order, counts what got OK."""
+
+    def __init__(self, result: PubResult) -> None:
+        self.result = result
+        self.tasks: dict[asyncio.Task[None], int] = {}
+
+    def launch(self, coro: Awaitable[None], count: int) -> None:
+        self.tasks[asyncio.ensure_future(coro)] = count
+
+    async def settle(self, wait_all: bool) -> None:
+        if not self.tasks:
+            return
+        done, _ = await asyncio.wait(
+            self.tasks, return_when=asyncio.ALL_COMPLETED if wait_all else asyncio.FIRST_COMPLETED
+        )
+        failure: BaseException | None = None
+        for task in done:
+            count = self.tasks.pop(task)
+            if task.exception() is None:
+                self.result.published += count
+            elif failure is None:
+                failure = task.exception()
+        if failure is not None:
+            raise failure
+
+    async def abandon(self) -> int:
+        """Cancel what is in flight; returns how many messages that leaves unconfirmed."""
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        count = sum(self.tasks.values())
+        self.tasks.clear()
+        return count
 
 
 async def _publish(
-    lookupd: list[str],
-    nsqd: list[str],
-    topic: str,
-    source: Iterator[bytes],
-    batch: int,
-    partition: int | None,
-    shard: str | None,
-    defer_ms: int | None,
-) -> tuple[int, int, BaseException | None]:
-    sent = 0
-    chunk: list[bytes] = []
-    window: set[asyncio.Task[None]] = set()
-    inflight_counts: dict[asyncio.Task[None], int] = {}
-    async with Producer(lookupd_http=lookupd or None, nsqd_tcp=nsqd or None) as producer:
-
-        def launch(bodies: list[bytes]) -> None:
-            if defer_ms is not None:
-                coro = _deferred(producer, topic, bodies, defer_ms)
-            else:
-                coro = producer.publish_many(topic, bodies, partition=partition, shard_key=shard)
-            task = asyncio.ensure_future(coro)
-            window.add(task)
-            inflight_counts[task] = len(bodies)
-
-        async def settle(wait_all: bool) -> None:
-            nonlocal sent
-            done, _ = await asyncio.wait(
-                window, return_when=asyncio.ALL_COMPLETED if wait_all else asyncio.FIRST_COMPLETED
-            )
-            for task in done:
-                window.discard(task)
-                count = inflight_counts.pop(task)
-                task.result()  # raises the first failure
-                sent += count
-
+    producer: Producer, plan: PubPlan, source: Iterator[Record], progress: LazyProgress
+) -> PubResult:
+    result = PubResult()
+    window = _Window(result)
+    pacer = Pacer(plan.rate)
+    chunk: list[Record] = []
+    send = _sender(producer, plan, result)
+    read = 0
+    async with producer:
         try:
-            for body in source:
-                chunk.append(body)
-                if len(chunk) >= batch:
-                    launch(chunk)
+            for record in source:
+                chunk.append(record)
+                read += 1
+                progress.advance(len(record.body) + 1)
+                if len(chunk) >= plan.batch:
+                    await pacer.wait(len(chunk))
+                    await send(chunk, window)
                     chunk = []
-                    if len(window) >= 8:  # pipelined batches in flight; keeps memory bounded
-                        await settle(False)
+                    if len(window.tasks) >= WINDOW:
+                        await window.settle(False)
             if chunk:
-                launch(chunk)
+                await pacer.wait(len(chunk))
+                await send(chunk, window)
                 chunk = []
-            while window:
-                await settle(True)
-        except ConfigError:
-            raise
+            await window.settle(True)
+        except ConfigError as err:
+            # Bad input mid-stream: let the valid batches already sent finish, then say
+            # exactly how far the publish got.
+            try:
+                await window.settle(True)
+            except (NsqctlError, OSError):
+                await window.abandon()
+            raise ConfigError(
+                f"{err} ({result.published} message(s) before it were published)"
+            ) from None
         except (NsqctlError, OSError) as err:
-            for task in window:
-                task.cancel()
-            await asyncio.gather(*window, return_exceptions=True)
-            unknown = sum(inflight_counts.values()) + len(chunk)
-            return sent, unknown, err
-    return sent, 0, None
+            await window.abandon()
+            result.error = err
+            # Everything read but not confirmed, plus what was never read (unknown: 0).
+            result.unpublished = read - result.published
+    return result
 
 
-async def _deferred(producer: Producer, topic: str, bodies: list[bytes], defer_ms: int) -> None:
-    for body in bodies:
-        await producer.publish_deferred(topic, body, defer_ms)
+Sender = Callable[[list[Record], _Window], Awaitable[None]]
+
+
+def _sender(producer: Producer, plan: PubPlan, result: PubResult) -> Sender:
+    """The function that turns one chunk of records into launched publish tasks."""
+    topic = plan.topic
+
+    if plan.defer_ms is not None:
+        defer_ms = plan.defer_ms
+
+        async def deferred(records: list[Record]) -> None:
+            for r in records:  # DPUB has no batch form
+                await producer.publish_deferred(topic, r.body, defer_ms)
+
+        async def send_deferred(chunk: list[Record], window: _Window) -> None:
+            window.launch(deferred(chunk), len(chunk))
+
+        return send_deferred
+
+    async def traced(items: list[tuple[int, bytes]], part: int | None, key: Any) -> None:
+        receipt = await producer.publish_traced_many(topic, items, partition=part, shard_key=key)
+        result.receipts.append(_receipt_json(receipt, [tid for tid, _ in items]))
+
+    def launch(window: _Window, records: list[Record], part: int | None, key: Any) -> None:
+        if plan.trace is None:
+            bodies = [r.body for r in records]
+            window.launch(
+                producer.publish_many(topic, bodies, partition=part, shard_key=key), len(records)
+            )
+            return
+        fixed = None if plan.trace == "auto" else parse_trace_id(plan.trace)
+        items = [(fixed if fixed is not None else random.getrandbits(63), r.body) for r in records]
+        window.launch(traced(items, part, key), len(records))
+
+    async def send(chunk: list[Record], window: _Window) -> None:
+        if plan.shard_field is None:
+            launch(window, chunk, plan.partition, plan.shard)
+            return
+        # Group the chunk by where each key lands, keeping input order within a group.
+        groups: dict[tuple[str, int | None], tuple[Any, list[Record]]] = {}
+        for record in chunk:
+            key = shard_key_from_json(record, plan.shard_field)
+            route = await producer.route(topic, key)
+            groups.setdefault(route, (key, []))[1].append(record)
+        for key, records in groups.values():
+            launch(window, records, None, key)
+
+    return send
+
+
+def _receipt_json(receipt: Receipt, trace_ids: list[int]) -> dict[str, Any]:
+    return {
+        "topic": receipt.topic,
+        "partition": receipt.partition,
+        "nsqd": receipt.nsqd,
+        "internal_id": receipt.internal_id,
+        "trace_id": receipt.trace_id,
+        "trace_ids": trace_ids,
+        "offset": receipt.offset,
+        "size": receipt.size,
+        "count": receipt.count,
+    }

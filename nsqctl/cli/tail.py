@@ -7,18 +7,31 @@ import base64
 import contextlib
 import json
 import random
+import re
 import signal
 import string
 import sys
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import BinaryIO
 
 import typer
 
-from nsqctl.cli.common import LookupdOption, NsqdOption, resolve_cluster
+from nsqctl import protocol as p
+from nsqctl.cli.common import (
+    ClusterSelection,
+    LookupdOption,
+    NsqdOption,
+    ProfileOption,
+    resolve_cluster,
+)
 from nsqctl.consumer import Consumer, OrderViolation
 from nsqctl.errors import ConfigError
+from nsqctl.jsonfield import get_field, scalar_text
 from nsqctl.message import Message
 from nsqctl.protocol.names import validate_channel, validate_topic
+from nsqctl.tracelog import TraceLog
 
 FLUSH_INTERVAL = 0.1  # output reaches a terminal at least this often
 
@@ -33,15 +46,110 @@ def _format(msg: Message, fmt: str, print_topic: bool) -> bytes:
     except UnicodeDecodeError:
         body, encoding = base64.b64encode(msg.body).decode(), "base64"
     record = msg.describe()
+    if fmt == "pretty":
+        when = datetime.fromtimestamp(msg.timestamp / 1e9, UTC).isoformat(timespec="milliseconds")
+        where = msg.topic if msg.partition is None else f"{msg.topic}[{msg.partition}]"
+        head = f"--- {where} id={msg.id_text} attempts={msg.attempts} at {when}"
+        if msg.offset is not None:
+            head += f" offset={msg.offset}"
+        if msg.trace_id:
+            head += f" trace_id={msg.trace_id}"
+        text = body if encoding == "text" else f"<{len(msg.body)} bytes, base64> {body}"
+        return f"{head}\n{text}\n".encode()
     record.update(body_encoding=encoding, body=body)
     return (json.dumps(record, ensure_ascii=False) + "\n").encode()
+
+
+@dataclass(frozen=True)
+class MessageFilter:
+    """``--grep`` (a regex on the body bytes) and ``--jq-field FIELD=VALUE`` (all must hold)."""
+
+    pattern: re.Pattern[bytes] | None = None
+    fields: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def parse(cls, grep: str | None, jq_fields: list[str] | None) -> MessageFilter:
+        pattern = None
+        if grep is not None:
+            try:
+                pattern = re.compile(grep.encode())
+            except re.error as err:
+                raise ConfigError(f"bad --grep regex {grep!r}: {err}") from None
+        pairs = []
+        for item in jq_fields or []:
+            name, sep, value = item.partition("=")
+            if not sep or not name:
+                raise ConfigError(f"bad --jq-field {item!r}: write FIELD=VALUE (e.g. user.id=42)")
+            pairs.append((name, value))
+        return cls(pattern, tuple(pairs))
+
+    @property
+    def active(self) -> bool:
+        return self.pattern is not None or bool(self.fields)
+
+    def matches(self, body: bytes) -> bool:
+        if self.pattern is not None and self.pattern.search(body) is None:
+            return False
+        if not self.fields:
+            return True
+        try:
+            obj = json.loads(body)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return False
+        return all(scalar_text(get_field(obj, name)) == want for name, want in self.fields)
+
+
+def parse_start(from_start: bool, from_time: str | None, from_offset: int | None) -> str | None:
+    """The SUB_ADVANCED start argument for the --from-* flags (redesign only)."""
+    given = [
+        f
+        for f, on in (
+            ("--from-start", from_start),
+            ("--from-time", from_time is not None),
+            ("--from-offset", from_offset is not None),
+        )
+        if on
+    ]
+    if len(given) > 1:
+        raise ConfigError(f"use only one of {', '.join(given)}")
+    if from_start:
+        return p.start_msgcount(0)
+    if from_offset is not None:
+        return p.start_virtual_queue(from_offset)
+    if from_time is not None:
+        return p.start_timestamp(parse_time(from_time))
+    return None
+
+
+def parse_time(text: str) -> int:
+    """Unix seconds, or an ISO 8601 date/time (UTC unless it has an offset)."""
+    if text.isdigit():
+        return int(text)
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise ConfigError(
+            f"bad time {text!r}: use Unix seconds or ISO 8601 like 2026-11-21T10:00:00"
+        ) from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return int(when.timestamp())
 
 
 class _Output:
     """Buffers formatted messages; flush writes them, then FINs exactly those messages."""
 
-    def __init__(self, out: BinaryIO, fmt: str, print_topic: bool, limit: int, window: int) -> None:
+    def __init__(
+        self,
+        out: BinaryIO,
+        fmt: str,
+        print_topic: bool,
+        limit: int,
+        window: int,
+        keep: MessageFilter | None = None,
+    ) -> None:
         self.out = out
+        self.keep = keep if keep is not None and keep.active else None
         # Flush (and FIN) before the RDY window is full, or nsqd stops sending until the
         # timer flush: throughput would be capped at one window per FLUSH_INTERVAL.
         self.flush_at = max(1, min(512, window // 2))
@@ -57,6 +165,9 @@ class _Output:
         msg.disable_auto_response()
         if self.limit and self.written + len(self.pending) >= self.limit:
             msg.requeue(delay=0, backoff=False)  # beyond -n: give it back untouched
+            return
+        if self.keep is not None and not self.keep.matches(msg.body):
+            msg.finish()  # filtered out: looked at and handled, nothing to print
             return
         self.pending.append(msg)
         self.chunks.append(_format(msg, self.fmt, self.print_topic))
@@ -78,6 +189,21 @@ class _Output:
             self.done.set()
 
 
+@dataclass(frozen=True)
+class TailPlan:
+    topic: str
+    channel: str
+    count: int
+    partitions: list[int] | None
+    ordered: bool
+    start: str | None
+    max_in_flight: int
+    fmt: str
+    print_topic: bool
+    keep: MessageFilter
+    trace_log: Path | None
+
+
 def tail(
     topic: str = typer.Argument(..., help="Topic to read."),
     channel: str | None = typer.Option(
@@ -87,74 +213,94 @@ def tail(
     partitions: list[int] = typer.Option(None, "--partition", help="Partition(s) to read."),
     ordered: bool = typer.Option(False, "--ordered", help="Ordered subscription (redesign)."),
     max_in_flight: int = typer.Option(200, "--max-in-flight", min=1),
-    fmt: str = typer.Option("raw", "--format", help="raw | json"),
+    fmt: str = typer.Option("raw", "--format", help="raw | json | pretty"),
+    grep: str | None = typer.Option(None, "--grep", help="Only bodies matching this regex."),
+    jq_field: list[str] = typer.Option(
+        None, "--jq-field", help="Only JSON bodies with FIELD=VALUE (repeatable, dotted paths)."
+    ),
+    from_start: bool = typer.Option(
+        False, "--from-start", help="Start at the oldest retained message (redesign)."
+    ),
+    from_time: str | None = typer.Option(
+        None, "--from-time", help="Start at this time: Unix seconds or ISO 8601 (redesign)."
+    ),
+    from_offset: int | None = typer.Option(
+        None, "--from-offset", help="Start at this disk-queue offset (redesign)."
+    ),
     print_topic: bool = typer.Option(False, "--print-topic", help="Prefix lines with the topic."),
+    trace_log: Path | None = typer.Option(
+        None, "--trace-log", help="Append a consume record per message to this JSONL file."
+    ),
     lookupd: list[str] = LookupdOption,
     nsqd: list[str] = NsqdOption,
+    profile: str | None = ProfileOption,
 ) -> None:
-    """Print messages as they arrive (raw: the body and a newline, like nsq_tail)."""
-    if fmt not in ("raw", "json"):
-        raise ConfigError(f"unknown --format {fmt!r}: use raw or json")
+    """Print messages as they arrive (raw: the body and a newline, like nsq_tail).
+
+    Each message is FINed only after its line was written and flushed; Ctrl-C stops
+    cleanly, giving back anything not yet printed.
+    """
+    if fmt not in ("raw", "json", "pretty"):
+        raise ConfigError(f"unknown --format {fmt!r}: use raw, json or pretty")
     validate_topic(topic)
     if channel is not None:
         validate_channel(channel)
-    cluster = resolve_cluster(lookupd, nsqd)
-    chan = channel or "nsqctl_tail_" + "".join(random.choices(string.digits, k=6)) + "#ephemeral"
-    asyncio.run(
-        _tail(
-            cluster.lookupd,
-            cluster.nsqd,
-            topic,
-            chan,
-            count,
-            partitions or None,
-            ordered,
-            max_in_flight,
-            fmt,
-            print_topic,
-        )
+    start = parse_start(from_start, from_time, from_offset)
+    keep = MessageFilter.parse(grep, jq_field)
+    cluster = resolve_cluster(lookupd, nsqd, profile)
+    if channel is None:
+        suffix = "".join(random.choices(string.digits, k=6))
+        channel = f"nsqctl_tail_{suffix}#ephemeral"
+    plan = TailPlan(
+        topic,
+        channel,
+        count,
+        partitions or None,
+        ordered,
+        start,
+        max_in_flight,
+        fmt,
+        print_topic,
+        keep,
+        trace_log,
+    )
+    asyncio.run(_tail(cluster, plan))
+
+
+def _on_order(v: OrderViolation) -> None:
+    print(
+        f"nsqctl: order {v.kind} on partition {v.partition}: offset {v.offset} after "
+        f"{v.previous_offset}",
+        file=sys.stderr,
     )
 
 
-async def _tail(
-    lookupd: list[str],
-    nsqd: list[str],
-    topic: str,
-    channel: str,
-    count: int,
-    partitions: list[int] | None,
-    ordered: bool,
-    max_in_flight: int,
-    fmt: str,
-    print_topic: bool,
-) -> None:
-    output = _Output(sys.stdout.buffer, fmt, print_topic, count, max_in_flight)
-
-    def on_order(v: OrderViolation) -> None:
-        print(
-            f"nsqctl: order {v.kind} on partition {v.partition}: offset {v.offset} after "
-            f"{v.previous_offset}",
-            file=sys.stderr,
-        )
-
+async def _tail(cluster: ClusterSelection, plan: TailPlan) -> None:
+    output = _Output(
+        sys.stdout.buffer, plan.fmt, plan.print_topic, plan.count, plan.max_in_flight, plan.keep
+    )
+    log = TraceLog(plan.trace_log) if plan.trace_log is not None else None
     consumer = Consumer(
-        topic,
-        channel,
+        plan.topic,
+        plan.channel,
         output.add,
-        lookupd_http=lookupd or None,
-        nsqd_tcp=nsqd or None,
-        max_in_flight=max_in_flight,
-        partitions=partitions,
-        ordered=ordered,
-        on_order_violation=on_order,
+        lookupd_http=cluster.lookupd or None,
+        nsqd_tcp=cluster.nsqd or None,
+        config=cluster.connection_config(),
+        max_in_flight=plan.max_in_flight,
+        partitions=plan.partitions,
+        ordered=plan.ordered,
+        start=plan.start,
+        on_order_violation=_on_order,
+        trace_log=log,
     )
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
-    await consumer.start()
     try:
+        await consumer.start()
         while not stop.is_set() and not output.done.is_set():
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(stop.wait(), FLUSH_INTERVAL)
@@ -169,3 +315,5 @@ async def _tail(
         with contextlib.suppress(BrokenPipeError):
             output.flush()  # FIN what was printed before the connections close
         await consumer.stop(timeout=5)
+        if log is not None:
+            log.close()
