@@ -49,7 +49,10 @@ def show(
     table.add_column("from")
     sources = data.pop("sources")
     for key, value in data.items():
-        shown = ", ".join(value) if isinstance(value, list) else ("-" if value is None else value)
+        if isinstance(value, list):
+            shown = ", ".join(value) or "-"
+        else:
+            shown = "-" if value is None else value
         table.add_row(key, str(shown), sources.get(key, ""))
     Console().print(table)
 

@@ -1,0 +1,50 @@
+"""Running the real ``nsqctl`` console script in a subprocess with a clean environment."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+NSQCTL = shutil.which("nsqctl") or "nsqctl"
+
+
+def clean_env(extra: Mapping[str, str] | None = None, config: Path | None = None) -> dict[str, str]:
+    """The test's environment minus every NSQCTL_* setting, with a private config path
+    (so a developer's own profiles never leak into a test)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NSQCTL_")}
+    env["NSQCTL_CONFIG"] = str(config or "/nonexistent/nsqctl-test-config.toml")
+    env.pop("NO_COLOR", None)
+    env["TERM"] = "dumb"
+    env.update(extra or {})
+    return env
+
+
+def run_cli(
+    args: Sequence[str],
+    *,
+    input: bytes | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 60,
+) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [NSQCTL, *args],
+        input=input,
+        capture_output=True,
+        env=dict(env) if env is not None else clean_env(),
+        timeout=timeout,
+        check=False,
+    )
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess[bytes], code: int) -> str:
+    """Exit ``code``, stderr exactly one ``nsqctl: error:`` line, no traceback."""
+    err = proc.stderr.decode()
+    assert proc.returncode == code, (proc.returncode, err)
+    assert "Traceback" not in err, err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("nsqctl: error: "), lines
+    return lines[0]

@@ -1,0 +1,264 @@
+"""``nsqctl pub`` and ``nsqctl tail`` as a user runs them: real subprocesses (and typer's
+runner) against the real original-NSQ session cluster.
+
+Bodies are compared byte for byte; placement and admin effects are read from nsqd's
+``/stats``; errors must be one line on stderr with the right exit code.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import signal
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from nsqctl.cli.app import app
+from nsqctl.servers import cluster, process
+from nsqctl.sharding import pick_node_for_key
+from tests.helpers.cli import NSQCTL, assert_one_line_error, clean_env, run_cli
+
+pytestmark = pytest.mark.original
+
+
+def _topic(prefix: str) -> str:
+    return f"cli_{prefix}_{uuid.uuid4().hex[:8]}"
+
+
+def _nsqd(c: cluster.Cluster, index: int = 0) -> list[str]:
+    return ["--nsqd", c.nsqd_tcp[index]]
+
+
+def _topic_depth(http: str, topic: str) -> int:
+    data = httpx.get(f"http://{http}/stats", params={"format": "json", "topic": topic}).json()
+    for t in data.get("topics") or []:
+        if t["topic_name"] == topic:
+            return int(t["depth"]) + sum(int(ch["depth"]) for ch in t.get("channels") or [])
+    return 0
+
+
+def _channel(http: str, topic: str, channel: str) -> dict:
+    data = httpx.get(f"http://{http}/stats", params={"format": "json", "topic": topic}).json()
+    for t in data.get("topics") or []:
+        for ch in t.get("channels") or [] if t["topic_name"] == topic else []:
+            if ch["channel_name"] == channel:
+                return ch
+    raise AssertionError(f"no channel {channel} on {http}")
+
+
+def test_pub_arguments_then_tail_gives_exact_bytes(original_cluster: cluster.Cluster) -> None:
+    topic = _topic("args")
+    bodies = ["hello", "wörld ✓", "tabs\tand  spaces"]
+    pub = run_cli(["pub", topic, *bodies, *_nsqd(original_cluster)])
+    assert pub.returncode == 0, pub.stderr
+    assert pub.stderr.decode().strip() == f"published 3 message(s) to {topic}"
+    tail = run_cli(["tail", topic, "-n", "3", "-c", "c", *_nsqd(original_cluster)])
+    assert tail.returncode == 0, tail.stderr
+    assert sorted(tail.stdout.split(b"\n")[:-1]) == sorted(b.encode() for b in bodies)
+    assert tail.stdout.endswith(b"\n")
+
+
+def test_binary_files_and_multiline_bodies_round_trip(
+    original_cluster: cluster.Cluster, tmp_path: Path
+) -> None:
+    topic = _topic("bin")
+    bodies = [b"line one\nline two\n", bytes(range(256)), b"\x00\xff\r\n end"]
+    files = []
+    for i, body in enumerate(bodies):
+        f = tmp_path / f"m{i}"
+        f.write_bytes(body)
+        files.append(str(f))
+    pub = run_cli(["pub", topic, "--binary", *files, *_nsqd(original_cluster)])
+    assert pub.returncode == 0, pub.stderr
+    tail = run_cli(
+        ["tail", topic, "-n", "3", "-c", "c", "--format", "json", *_nsqd(original_cluster)]
+    )
+    assert tail.returncode == 0, tail.stderr
+    got = []
+    for line in tail.stdout.decode().splitlines():
+        rec = json.loads(line)
+        assert rec["topic"] == topic and rec["attempts"] == 1 and len(rec["id"]) == 16
+        body = rec["body"]
+        got.append(base64.b64decode(body) if rec["body_encoding"] == "base64" else body.encode())
+    assert sorted(got) == sorted(bodies)
+
+
+def test_stdin_with_a_custom_delimiter(original_cluster: cluster.Cluster) -> None:
+    topic = _topic("delim")
+    pub = run_cli(
+        ["pub", topic, "-d", "\\x00", *_nsqd(original_cluster)],
+        input=b"first\nstill first\x00second\x00",
+    )
+    assert pub.returncode == 0, pub.stderr
+    tail = run_cli(
+        ["tail", topic, "-n", "2", "-c", "c", "--format", "json", *_nsqd(original_cluster)]
+    )
+    got = sorted(json.loads(line)["body"] for line in tail.stdout.decode().splitlines())
+    assert got == ["first\nstill first", "second"]
+
+
+def test_shard_field_puts_each_key_on_one_consistent_nsqd(
+    original_cluster: cluster.Cluster,
+) -> None:
+    topic = _topic("shard")
+    keys = [f"user-{i}" for i in range(12)]
+    lines = [json.dumps({"user": k, "seq": n}) for n in range(5) for k in keys]
+    pub = run_cli(
+        ["pub", topic, "--shard-field", "user", "--lookupd", original_cluster.lookupd_http[0]],
+        input="\n".join(lines).encode(),
+    )
+    assert pub.returncode == 0, pub.stderr
+    nodes = original_cluster.nsqd_tcp
+    seen: dict[str, str] = {}
+    total = 0
+    for tcp, http in zip(nodes, original_cluster.nsqd_http, strict=True):
+        depth = _topic_depth(http, topic)
+        total += depth
+        if not depth:
+            continue
+        out = run_cli(["tail", topic, "-n", str(depth), "-c", "c", "--nsqd", tcp])
+        seqs: dict[str, list[int]] = {}
+        for line in out.stdout.decode().splitlines():
+            rec = json.loads(line)
+            assert seen.setdefault(rec["user"], tcp) == tcp, "a key landed on two nsqd"
+            seqs.setdefault(rec["user"], []).append(rec["seq"])
+        assert all(s == sorted(s) for s in seqs.values()), "per-key order was not kept"
+    assert total == len(lines)
+    assert set(seen) == set(keys)
+    for key, tcp in seen.items():
+        assert pick_node_for_key(key, nodes) == tcp
+    assert len(set(seen.values())) == 2, "12 keys over 2 nodes should use both"
+
+
+def test_tail_filters_and_count(original_cluster: cluster.Cluster) -> None:
+    topic = _topic("filter")
+    lines = [json.dumps({"user": {"id": i % 3}, "msg": f"m{i}"}) for i in range(30)]
+    run_cli(["pub", topic, *_nsqd(original_cluster)], input="\n".join(lines).encode())
+    out = run_cli(
+        ["tail", topic, "-n", "10", "-c", "c", "--jq-field", "user.id=1", *_nsqd(original_cluster)]
+    )
+    assert out.returncode == 0, out.stderr
+    got = [json.loads(line) for line in out.stdout.decode().splitlines()]
+    assert len(got) == 10 and all(r["user"]["id"] == 1 for r in got)
+    topic = _topic("grep")  # a new channel on the old topic would not see old messages
+    run_cli(["pub", topic, *_nsqd(original_cluster)], input="\n".join(lines).encode())
+    out = run_cli(
+        ["tail", topic, "-n", "2", "-c", "c", "--grep", r'"m1[0-9]"', *_nsqd(original_cluster)]
+    )
+    msgs = sorted(json.loads(line)["msg"] for line in out.stdout.decode().splitlines())
+    assert len(msgs) == 2 and all(m.startswith("m1") and len(m) == 3 for m in msgs)
+
+
+def test_pretty_format_and_print_topic_through_the_runner(
+    original_cluster: cluster.Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NSQCTL_CONFIG", "/nonexistent/config.toml")
+    topic = _topic("pretty")
+    runner = CliRunner()
+    res = runner.invoke(app, ["pub", topic, "one", *_nsqd(original_cluster)])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(
+        app, ["tail", topic, "-n", "1", "-c", "c", "--format", "pretty", *_nsqd(original_cluster)]
+    )
+    assert res.exit_code == 0, res.output
+    head, body = res.stdout.splitlines()
+    assert head.startswith(f"--- {topic} id=") and "attempts=1" in head
+    assert body == "one"
+    runner.invoke(app, ["pub", topic, "two", *_nsqd(original_cluster)])
+    res = runner.invoke(
+        app, ["tail", topic, "-n", "1", "-c", "c", "--print-topic", *_nsqd(original_cluster)]
+    )
+    assert res.stdout == f"{topic} | two\n"
+
+
+def test_json_result_and_exit_code(original_cluster: cluster.Cluster) -> None:
+    topic = _topic("json")
+    pub = run_cli(["pub", topic, "a", "b", "--json", *_nsqd(original_cluster)])
+    assert pub.returncode == 0
+    assert json.loads(pub.stdout) == {
+        "topic": topic,
+        "published": 2,
+        "unpublished": 0,
+        "error": None,
+    }
+
+
+def test_ctrl_c_loses_nothing(original_cluster: cluster.Cluster) -> None:
+    """SIGINT while messages are in flight: every message is either printed (and FINed)
+    or back in the channel; none is lost or printed twice."""
+    topic, channel = _topic("sigint"), "durable"
+    total = 3000
+    http = original_cluster.nsqd_http[0]
+    run_cli(
+        ["pub", topic, *_nsqd(original_cluster)], input=b"\n".join(b"m%d" % i for i in range(total))
+    )
+    proc = subprocess.Popen(
+        [NSQCTL, "tail", topic, "-c", channel, "--max-in-flight", "50", *_nsqd(original_cluster)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=clean_env(),
+        bufsize=0,  # unbuffered: readline must not swallow lines communicate() then misses
+    )
+    try:
+        first = proc.stdout.readline()  # type: ignore[union-attr]
+        assert first.startswith(b"m")
+        proc.send_signal(signal.SIGINT)
+        rest, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    printed = [first.strip(), *rest.split(b"\n")[:-1]]
+    assert len(printed) == len(set(printed))
+    deadline = time.monotonic() + 10
+    while True:  # the server settles the closed connection's in-flight messages
+        ch = _channel(http, topic, channel)
+        if ch["in_flight_count"] == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert ch["in_flight_count"] == 0
+    assert ch["depth"] + len(printed) == total
+    assert ch["message_count"] - ch["requeue_count"] >= len(printed)
+
+
+# ----------------------------------------------------------------------- errors
+
+
+def test_usage_errors_exit_2_with_one_line(original_cluster: cluster.Cluster) -> None:
+    nsqd = _nsqd(original_cluster)
+    line = assert_one_line_error(run_cli(["pub", "bad topic!", "x", *nsqd]), 2)
+    assert "topic" in line
+    line = assert_one_line_error(run_cli(["pub", "t", "x"]), 2)
+    assert "no cluster given" in line
+    line = assert_one_line_error(run_cli(["pub", "t", "x", "--nsqd", "nohostport"]), 2)
+    assert "nohostport" in line
+    line = assert_one_line_error(run_cli(["tail", "t", "--format", "xml", *nsqd]), 2)
+    assert "unknown --format" in line
+    proc = run_cli(
+        ["pub", _topic("notjson"), "--shard-field", "k", *nsqd], input=b'{"k": 1}\nplain text\n'
+    )
+    assert "line 2 is not JSON" in assert_one_line_error(proc, 2)
+    proc = run_cli(["--profile", "nope", "pub", "t", "x"])
+    assert "no profile 'nope'" in assert_one_line_error(proc, 2)
+
+
+def test_runtime_errors_exit_1_with_one_line(
+    original_cluster: cluster.Cluster, tmp_path: Path
+) -> None:
+    dead = f"127.0.0.1:{process.free_ports(1)[0]}"
+    line = assert_one_line_error(run_cli(["pub", "t", "a", "b", "--nsqd", dead]), 1)
+    assert "2 message(s) not published" in line
+    line = assert_one_line_error(run_cli(["pub", "t", "a", "--lookupd", dead]), 1)
+    assert dead in line
+    big = tmp_path / "big"
+    big.write_bytes(b"x" * (2 << 20))  # nsqd's default --max-msg-size is 1 MiB
+    proc = run_cli(["pub", _topic("big"), "--binary", str(big), *_nsqd(original_cluster)])
+    line = assert_one_line_error(proc, 1)
+    assert "1 message(s) not published" in line

@@ -1,0 +1,119 @@
+"""Pure parts of the CLI: input splitting, shard keys from JSON, tail filters, time and
+start arguments, and the pub flag checks."""
+
+from __future__ import annotations
+
+import io
+from datetime import UTC, datetime
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nsqctl.cli.pub import PubPlan, parse_trace_id
+from nsqctl.cli.pub_input import Record, parse_delimiter, shard_key_from_json, split_stream
+from nsqctl.cli.tail import MessageFilter, parse_start, parse_time
+from nsqctl.errors import ConfigError
+
+
+def test_split_stream_numbers_lines_and_skips_blank_ones() -> None:
+    data = b"a\n\nb\nc"
+    records = list(split_stream(io.BytesIO(data), b"\n", chunk_size=2))
+    assert records == [Record(1, b"a"), Record(3, b"b"), Record(4, b"c")]
+
+
+@given(
+    st.lists(st.binary(min_size=1, max_size=20).filter(lambda b: b"\x00" not in b), max_size=30),
+    st.integers(min_value=1, max_value=17),
+)
+def test_split_stream_any_chunking_gives_the_records(bodies: list[bytes], chunk: int) -> None:
+    data = b"\x00".join(bodies)
+    got = [r.body for r in split_stream(io.BytesIO(data), b"\x00", chunk_size=chunk)]
+    assert got == bodies
+
+
+def test_multi_byte_delimiter_across_chunks() -> None:
+    got = [r.body for r in split_stream(io.BytesIO(b"one||two||three"), b"||", chunk_size=3)]
+    assert got == [b"one", b"two", b"three"]
+
+
+def test_parse_delimiter_escapes_and_errors() -> None:
+    assert parse_delimiter("\\n") == b"\n"
+    assert parse_delimiter("\\x00") == b"\x00"
+    assert parse_delimiter(",") == b","
+    with pytest.raises(ConfigError, match="must not be empty"):
+        parse_delimiter("")
+
+
+def test_shard_key_from_json_field_and_nested_path() -> None:
+    assert shard_key_from_json(Record(1, b'{"k": "abc"}'), "k") == "abc"
+    assert shard_key_from_json(Record(1, b'{"u": {"id": 42}}'), "u.id") == "42"
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b"not json", "line 7 is not JSON"),
+        (b'{"other": 1}', "line 7 has no field 'k'"),
+        (b'{"k": {"x": 1}}', "line 7: field 'k' must be a string or a number"),
+        (b'{"k": null}', "line 7: field 'k' must be a string or a number"),
+    ],
+)
+def test_shard_key_errors_name_the_line(body: bytes, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        shard_key_from_json(Record(7, body), "k")
+
+
+def test_message_filter_grep_and_fields() -> None:
+    keep = MessageFilter.parse("err", ["user.id=42", "level=warn"])
+    assert keep.matches(b'{"user": {"id": 42}, "level": "warn", "m": "err!"}')
+    assert not keep.matches(b'{"user": {"id": 41}, "level": "warn", "m": "err!"}')
+    assert not keep.matches(b'{"user": {"id": 42}, "level": "warn", "m": "fine"}')
+    assert not keep.matches(b"err but not json")
+    assert MessageFilter.parse(None, None).active is False
+
+
+def test_message_filter_bad_input() -> None:
+    with pytest.raises(ConfigError, match="bad --grep regex"):
+        MessageFilter.parse("(", None)
+    with pytest.raises(ConfigError, match="FIELD=VALUE"):
+        MessageFilter.parse(None, ["novalue"])
+
+
+def test_parse_time_forms() -> None:
+    assert parse_time("1700000000") == 1700000000
+    expected = int(datetime(2026, 11, 21, 10, 0, tzinfo=UTC).timestamp())
+    assert parse_time("2026-11-21T10:00:00") == expected
+    assert parse_time("2026-11-21T11:00:00+01:00") == expected
+    with pytest.raises(ConfigError, match="bad time"):
+        parse_time("yesterday")
+
+
+def test_parse_start_maps_flags_to_sub_advanced() -> None:
+    assert parse_start(False, None, None) is None
+    assert parse_start(True, None, None) == "msgcount:0"
+    assert parse_start(False, "1700000000", None) == "timestamp:1700000000"
+    assert parse_start(False, None, 4096) == "virtual_queue:4096"
+    with pytest.raises(ConfigError, match="only one of"):
+        parse_start(True, "1", None)
+
+
+def test_pub_plan_rejects_conflicting_routing_and_tunes_batch_to_rate() -> None:
+    with pytest.raises(ConfigError, match="only one of --partition, --shard"):
+        PubPlan("t", 200, partition=1, shard="k").check()
+    with pytest.raises(ConfigError, match="--defer and --trace"):
+        PubPlan("t", 200, trace="auto", defer_ms=10).check()
+    with pytest.raises(ConfigError, match="--rate must be a positive"):
+        PubPlan("t", 200, rate=0).check()
+    plan = PubPlan("t", 200, rate=50)
+    plan.check()
+    assert plan.batch == 5  # about ten sends a second
+
+
+def test_parse_trace_id() -> None:
+    assert parse_trace_id("0x10") == 16
+    assert parse_trace_id("123") == 123
+    with pytest.raises(ConfigError, match="unsigned 64-bit"):
+        parse_trace_id(str(1 << 64))
+    with pytest.raises(ConfigError, match="give a number"):
+        parse_trace_id("abc")

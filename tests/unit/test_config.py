@@ -1,0 +1,133 @@
+"""Profiles in the TOML config file and how flags, environment and profile combine."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from nsqctl.cli import common
+from nsqctl.cli.app import app
+from nsqctl.cli.common import resolve_cluster
+from nsqctl.config import Profile, load_config, save_profile
+from nsqctl.errors import ConfigError
+
+SECRET = "s3cr3t-value-never-printed"
+
+
+@pytest.fixture
+def cfg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for var in (
+        "NSQCTL_LOOKUPD",
+        "NSQCTL_NSQD",
+        "NSQCTL_NSQD_HTTP",
+        "NSQCTL_PROFILE",
+        "NSQCTL_AUTH_SECRET",
+        "NSQCTL_AUTH_SECRET_FILE",
+        "NSQCTL_TLS_CA",
+        "NSQCTL_COMPRESSION",
+    ):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(common, "GLOBAL_FLAGS", common.SecurityFlags())
+    secret = tmp_path / "prod.secret"
+    secret.write_text(SECRET + "\n")
+    path = tmp_path / "config.toml"
+    path.write_text(
+        f"""
+default_profile = "prod"
+
+[profiles.prod]
+lookupd = ["10.0.0.1:4161", "10.0.0.2:4161"]
+auth_secret_file = "{secret}"
+tls_ca = "/etc/ca.pem"
+compression = "snappy"
+
+[profiles.stage]
+nsqd = "10.1.0.1:4150"
+"""
+    )
+    monkeypatch.setenv("NSQCTL_CONFIG", str(path))
+    return path
+
+
+def test_default_profile_applies(cfg: Path) -> None:
+    sel = resolve_cluster(None, None)
+    assert sel.profile == "prod"
+    assert sel.lookupd == ["10.0.0.1:4161", "10.0.0.2:4161"]
+    assert sel.sources["lookupd"] == "profile prod"
+    assert sel.compression == "snappy"
+    assert sel.tls is not None and sel.tls.ca_file == "/etc/ca.pem"
+    assert sel.auth_secret is not None and sel.auth_secret.reveal() == SECRET.encode()
+
+
+def test_flags_beat_env_beat_profile(cfg: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NSQCTL_LOOKUPD", "127.0.0.1:1111")
+    sel = resolve_cluster(None, None)
+    assert sel.lookupd == ["127.0.0.1:1111"] and sel.sources["lookupd"] == "$NSQCTL_LOOKUPD"
+    sel = resolve_cluster(["127.0.0.1:2222,127.0.0.1:3333"], None)
+    assert sel.lookupd == ["127.0.0.1:2222", "127.0.0.1:3333"] and sel.sources["lookupd"] == "flag"
+    # Addresses are a group: a flag's nsqd does not get mixed with the env's lookupd.
+    sel = resolve_cluster(None, ["127.0.0.1:4150"])
+    assert sel.nsqd == ["127.0.0.1:4150"] and sel.lookupd == []
+
+
+def test_profile_chosen_by_flag_or_env(cfg: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert resolve_cluster(None, None, "stage").nsqd == ["10.1.0.1:4150"]
+    monkeypatch.setenv("NSQCTL_PROFILE", "stage")
+    sel = resolve_cluster(None, None)
+    assert sel.profile == "stage" and sel.nsqd == ["10.1.0.1:4150"] and sel.auth_secret is None
+
+
+def test_unknown_profile_names_the_known_ones(cfg: Path) -> None:
+    with pytest.raises(ConfigError, match=r"no profile 'nope' .*profiles: prod, stage"):
+        resolve_cluster(None, None, "nope")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[profiles.a]\nlookupd = 5\n", "lookupd must be a list"),
+        ("[profiles.a]\ncolour = 'red'\n", "unknown key 'colour'"),
+        ("[profiles.a\n", "not valid TOML"),
+        ("[profiles.a]\ntls = 'yes'\n", "tls must be true or false"),
+    ],
+)
+def test_broken_config_is_one_clear_error(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        load_config(path)
+
+
+def test_no_cluster_at_all_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NSQCTL_CONFIG", str(tmp_path / "missing.toml"))
+    for var in ("NSQCTL_LOOKUPD", "NSQCTL_NSQD", "NSQCTL_NSQD_HTTP", "NSQCTL_PROFILE"):
+        monkeypatch.delenv(var, raising=False)
+    with pytest.raises(ConfigError, match="no cluster given"):
+        resolve_cluster(None, None)
+    with pytest.raises(ConfigError, match="reads the HTTP APIs"):
+        resolve_cluster(None, ["127.0.0.1:4150"], require="http")
+
+
+def test_save_profile_round_trips_and_keeps_others(cfg: Path) -> None:
+    save_profile(Profile("dev", nsqd=("127.0.0.1:4150",), compression="deflate"), make_default=True)
+    loaded = load_config(cfg)
+    assert loaded.default_profile == "dev"
+    assert loaded.profiles["dev"].compression == "deflate"
+    assert loaded.profiles["prod"].lookupd == ("10.0.0.1:4161", "10.0.0.2:4161")
+
+
+def test_config_show_masks_the_secret(cfg: Path) -> None:
+    result = CliRunner().invoke(app, ["config", "--json"])
+    assert result.exit_code == 0, result.output
+    assert SECRET not in result.output
+    data = json.loads(result.output)
+    assert data["auth_secret"] == "<hidden>"
+    assert data["auth_secret_source"].startswith("file ")
+    assert data["profile"] == "prod"
+    table = CliRunner().invoke(app, ["config"])
+    assert table.exit_code == 0 and SECRET not in table.output and "prod" in table.output
