@@ -13,10 +13,13 @@ from pathlib import Path
 import pytest
 
 from nsqctl.errors import ServerSetupError
-from nsqctl.servers import build, cluster
+from nsqctl.servers import build, cluster, process
 from nsqctl.servers.catalog import Flavor
 
 _UNAVAILABLE: dict[str, str] = {}
+
+# Servers started by this test run die with it, even when pytest is killed with -9.
+process.DIE_WITH_PARENT = True
 
 
 def _bins(flavor: Flavor) -> Path:

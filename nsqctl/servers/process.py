@@ -135,9 +135,25 @@ def start(record: NodeRecord) -> None:
             cwd=record.data_dir or None,
             env=full_env,
             start_new_session=True,
+            preexec_fn=_die_with_parent if DIE_WITH_PARENT else None,
         )
     record.pid = proc.pid
     _CHILDREN[proc.pid] = proc
+
+
+# Test fixtures set this: their servers get SIGTERM when the test process dies (even by
+# kill -9), so an interrupted run leaves nothing behind. The sandbox leaves it off: its
+# servers must outlive the `nsqctl sandbox up` command. Linux only (prctl); the signal
+# follows the thread that started the server, so start servers from a long-lived thread.
+DIE_WITH_PARENT = False
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
 # Popen objects of processes this Python process started, so they are reaped on stop.
