@@ -13,8 +13,7 @@ import sys
 import click
 import typer
 
-from nsqctl import __version__
-from nsqctl.cli import common, config_cmd, pub, sandbox, tail
+from nsqctl.cli import admin_cmd, common, config_cmd, lookup_cmd, pub, sandbox, tail, version_cmd
 from nsqctl.errors import ConfigError, NsqctlError
 
 app = typer.Typer(
@@ -28,12 +27,13 @@ app.add_typer(sandbox.app, name="sandbox")
 app.add_typer(config_cmd.app, name="config")
 app.command("pub")(pub.pub)
 app.command("tail")(tail.tail)
+app.command("lookup")(lookup_cmd.lookup)
+app.add_typer(admin_cmd.topic_app, name="topic")
+app.add_typer(admin_cmd.channel_app, name="channel")
+app.command("version")(version_cmd.version)
 
 # Commands being built in parallel this session; wired explicitly once they land.
 _PENDING = [
-    ("command", "lookup", "nsqctl.cli.lookup_cmd", "lookup"),
-    ("typer", "topic", "nsqctl.cli.admin_cmd", "topic_app"),
-    ("typer", "channel", "nsqctl.cli.admin_cmd", "channel_app"),
     ("command", "stat", "nsqctl.cli.stat", "stat"),
     ("command", "dash", "nsqctl.cli.dash", "dash"),
     ("command", "archive", "nsqctl.cli.archive", "archive"),
@@ -80,17 +80,17 @@ def _root(
     _DEBUG["on"] = debug
     flags = common.GLOBAL_FLAGS
     flags.profile, flags.tls, flags.tls_ca, flags.tls_cert, flags.tls_key = (
-        profile, tls, tls_ca, tls_cert, tls_key
+        profile,
+        tls,
+        tls_ca,
+        tls_cert,
+        tls_key,
     )
     flags.tls_insecure, flags.auth_secret_file, flags.compression = (
-        tls_insecure, auth_secret_file, compression
+        tls_insecure,
+        auth_secret_file,
+        compression,
     )
-
-
-@app.command()
-def version() -> None:
-    """Show the nsqctl version."""
-    typer.echo(f"nsqctl {__version__}")
 
 
 def main() -> None:

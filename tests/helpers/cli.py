@@ -29,9 +29,10 @@ def run_cli(
     env: Mapping[str, str] | None = None,
     timeout: float = 60,
 ) -> subprocess.CompletedProcess[bytes]:
+    """``nsqctl ARGS`` with bytes output; stdin is empty unless ``input`` is given."""
     return subprocess.run(
         [NSQCTL, *args],
-        input=input,
+        input=input if input is not None else b"",
         capture_output=True,
         env=dict(env) if env is not None else clean_env(),
         timeout=timeout,
@@ -39,9 +40,24 @@ def run_cli(
     )
 
 
-def assert_one_line_error(proc: subprocess.CompletedProcess[bytes], code: int) -> str:
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """``nsqctl ARGS`` with text output and no stdin (not a TTY: no prompts)."""
+    return subprocess.run(
+        [NSQCTL, *args],
+        capture_output=True,
+        text=True,
+        env=clean_env(),
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+        check=False,
+    )
+
+
+def assert_one_line_error(
+    proc: subprocess.CompletedProcess[bytes] | subprocess.CompletedProcess[str], code: int
+) -> str:
     """Exit ``code``, stderr exactly one ``nsqctl: error:`` line, no traceback."""
-    err = proc.stderr.decode()
+    err = proc.stderr if isinstance(proc.stderr, str) else proc.stderr.decode()
     assert proc.returncode == code, (proc.returncode, err)
     assert "Traceback" not in err, err
     lines = [line for line in err.splitlines() if line.strip()]

@@ -1,0 +1,343 @@
+"""``nsqctl topic ...`` and ``nsqctl channel ...``: thin over :mod:`nsqctl.admin`.
+
+Each command prints one line per request it sent (``--json`` for machine output) and exits
+non-zero naming the nodes that failed. Destructive commands show what they will do and ask
+first; without a terminal they refuse unless ``--yes`` is given, so a script never hangs on
+a prompt nobody sees.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Callable
+
+import typer
+
+from nsqctl import admin
+from nsqctl.addresses import parse_address
+from nsqctl.cli.common import (
+    LookupdOption,
+    NsqdHttpOption,
+    NsqdOption,
+    ProfileOption,
+    resolve_cluster,
+)
+from nsqctl.errors import ConfigError, NsqctlError
+from nsqctl.protocol.names import validate_channel, validate_topic
+
+topic_app = typer.Typer(help="Create, delete, list, pause and empty topics.", no_args_is_help=True)
+channel_app = typer.Typer(
+    help="Create, delete, list, pause, empty (and on the redesign skip/setoffset) channels.",
+    no_args_is_help=True,
+)
+
+JsonOption = typer.Option(False, "--json", help="Machine-readable output.")
+YesOption = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation.")
+PartitionOption = typer.Option(None, "--partition", min=0, help="Only this partition (redesign).")
+
+
+def _stdin_is_tty() -> bool:
+    """A seam for tests: CliRunner's stdin is never a terminal."""
+    return sys.stdin.isatty()
+
+
+def cluster_addresses(
+    lookupd: list[str] | None,
+    nsqd: list[str] | None,
+    nsqd_http: list[str] | None,
+    profile: str | None,
+) -> tuple[list[str], list[str]]:
+    """Validated lookupd and nsqd HTTP addresses (flags, env or profile); bad → exit 2."""
+    sel = resolve_cluster(lookupd, nsqd, profile, nsqd_http, require="http")
+    lookupds = [str(parse_address(a, example="127.0.0.1:4161")) for a in sel.lookupd]
+    nsqds = [str(parse_address(a, example="127.0.0.1:4151")) for a in sel.nsqd_http]
+    return lookupds, nsqds
+
+
+def _refuse_without_tty(what: str, yes: bool) -> None:
+    if not yes and not _stdin_is_tty():
+        raise ConfigError(
+            f"refusing to {what} without confirmation (stdin is not a terminal): pass --yes"
+        )
+
+
+def _confirm(what: str, stages: list[list[admin.AdminRequest]], yes: bool) -> None:
+    if yes:
+        return
+    typer.echo(f"about to {what}:", err=True)
+    for req in (r for stage in stages for r in stage):
+        typer.echo(f"  {req.node}: {req.describe()}", err=True)
+    if not typer.confirm("proceed?", default=False, err=True):
+        raise NsqctlError("aborted: nothing was changed")
+
+
+def emit_report(report: admin.AdminReport, as_json: bool) -> None:
+    """Print per-request results, then fail (exit 1) naming every failed node."""
+    for warning in report.warnings:
+        typer.echo(f"warning: {warning}", err=True)
+    if as_json:
+        typer.echo(json.dumps(report.to_json(), indent=2))
+    else:
+        subject = report.topic if report.channel is None else f"{report.topic}/{report.channel}"
+        typer.echo(f"{report.action} {subject} ({report.family or '?'})")
+        for r in report.results:
+            tail = f": {r.error}" if r.error else ""
+            typer.echo(f"  {r.outcome:<7}  {r.request.node}  {r.request.describe()}{tail}")
+        if not report.results:
+            typer.echo("  (nothing to do)")
+        for note in report.notes:
+            typer.echo(f"note: {note}")
+    report.raise_for_failures()
+
+
+def _act(
+    kind: str,
+    action: str,
+    topic: str,
+    cluster: tuple[list[str], list[str]],
+    *,
+    channel: str | None = None,
+    destructive: bool = False,
+    yes: bool = False,
+    as_json: bool = False,
+    partition: int | None = None,
+    offset: str | None = None,
+) -> None:
+    validate_topic(topic)
+    if channel is not None:
+        validate_channel(channel)
+    subject = f"{kind} {topic}" if channel is None else f"channel {topic}/{channel}"
+    what = f"{action} {subject}"
+    if destructive:
+        _refuse_without_tty(what, yes)
+    lookupds, nsqds = cluster
+    placement, stages = asyncio.run(
+        admin.prepare(
+            kind,
+            topic,
+            lookupds,
+            nsqds,
+            action=action,
+            channel=channel,
+            partition=partition,
+            offset=offset,
+        )
+    )
+    if destructive:
+        _confirm(what, stages, yes)
+    report = asyncio.run(admin.run_plan(f"{kind} {action}", placement, stages, channel=channel))
+    emit_report(report, as_json)
+
+
+def _emit_listing(listing: admin.Listing, key: str, as_json: bool, extra: dict) -> None:
+    for address, error in listing.errors.items():
+        typer.echo(f"warning: {address} did not answer: {error}", err=True)
+    if as_json:
+        payload = {**extra, key: listing.names, "errors": listing.errors}
+        typer.echo(json.dumps(payload, indent=2))
+        return
+    for name in listing.names:
+        typer.echo(name)
+    if not listing.names:
+        typer.echo(f"(no {key})", err=True)
+
+
+# ----------------------------------------------------------------- topic
+
+
+@topic_app.command("create")
+def topic_create(
+    topic: str = typer.Argument(..., help="Topic to create."),
+    partitions: int = typer.Option(1, "--partitions", help="Partitions (redesign; 1-255)."),
+    replicas: int = typer.Option(1, "--replicas", help="Replicas per partition (redesign; 1-5)."),
+    ordered: bool = typer.Option(False, "--ordered", help="Ordered topic (redesign)."),
+    ext: bool = typer.Option(False, "--ext", help="Ext-header topic (redesign)."),
+    wait: float = typer.Option(
+        30.0, "--wait", min=0, help="Redesign: seconds to wait for writable partitions (0: don't)."
+    ),
+    as_json: bool = JsonOption,
+    lookupd: list[str] = LookupdOption,
+    nsqd: list[str] = NsqdOption,
+    nsqd_http: list[str] = NsqdHttpOption,
+    profile: str | None = ProfileOption,
+) -> None:
+    """Create a topic (original: every lookupd and nsqd; redesign: the lookupd leader)."""
+    validate_topic(topic)
+    lookupds, nsqds = cluster_addresses(lookupd, nsqd, nsqd_http, profile)
+    if not lookupds:
+        admin.check_create_options("original", partitions, replicas, ordered, ext)
+    report = asyncio.run(
+        admin.create_topic_async(
+            lookupds,
+            topic,
+            nsqd_http=nsqds,
+            partitions=partitions,
+            replicas=replicas,
+            ordered=ordered,
+            ext=ext,
+            wait=wait,
+        )
+    )
+    emit_report(report, as_json)
+
+
+@topic_app.command("delete")
+def topic_delete(
+    topic: str = typer.Argument(..., help="Topic to delete, with all its messages."),
+    yes: bool = YesOption,
+    as_json: bool = JsonOption,
+    lookupd: list[str] = LookupdOption,
+    nsqd: list[str] = NsqdOption,
+    nsqd_http: list[str] = NsqdHttpOption,
+    profile: str | None = ProfileOption,
+) -> None:
+    """Delete a topic everywhere (asks first; --yes to skip)."""
+    cluster = cluster_addresses(lookupd, nsqd, nsqd_http, profile)
+    _act("topic", "delete", topic, cluster, destructive=True, yes=yes, as_json=as_json)
+
+
+@topic_app.command("list")
+def topic_list(
+    as_json: bool = JsonOption,
+    lookupd: list[str] = LookupdOption,
+    nsqd: list[str] = NsqdOption,
+    nsqd_http: list[str] = NsqdHttpOption,
+    profile: str | None = ProfileOption,
+) -> None:
+    """List topics (every lookupd's /topics, or the nsqds' /stats)."""
+    lookupds, nsqds = cluster_addresses(lookupd, nsqd, nsqd_http, profile)
+    listing = asyncio.run(admin.list_topics(lookupds, nsqds))
+    _emit_listing(listing, "topics", as_json, {})
+
+
+def _topic_action(action: str, destructive: bool = False) -> Callable[..., None]:
+    def command(
+        topic: str = typer.Argument(..., help="Topic."),
+        yes: bool = YesOption,
+        as_json: bool = JsonOption,
+        lookupd: list[str] = LookupdOption,
+        nsqd: list[str] = NsqdOption,
+        nsqd_http: list[str] = NsqdHttpOption,
+        profile: str | None = ProfileOption,
+    ) -> None:
+        cluster = cluster_addresses(lookupd, nsqd, nsqd_http, profile)
+        _act("topic", action, topic, cluster, destructive=destructive, yes=yes, as_json=as_json)
+
+    return command
+
+
+topic_app.command("pause", help="Pause a topic on every nsqd that has it (original NSQ).")(
+    _topic_action("pause")
+)
+topic_app.command("unpause", help="Unpause a topic on every nsqd that has it (original NSQ).")(
+    _topic_action("unpause")
+)
+topic_app.command("empty", help="Drop every queued message of a topic (original NSQ; asks first).")(
+    _topic_action("empty", destructive=True)
+)
+
+
+# ----------------------------------------------------------------- channel
+
+
+@channel_app.command("list")
+def channel_list(
+    topic: str = typer.Argument(..., help="Topic whose channels to list."),
+    as_json: bool = JsonOption,
+    lookupd: list[str] = LookupdOption,
+    nsqd: list[str] = NsqdOption,
+    nsqd_http: list[str] = NsqdHttpOption,
+    profile: str | None = ProfileOption,
+) -> None:
+    """List a topic's channels (every lookupd's /channels, or the nsqds' /stats)."""
+    validate_topic(topic)
+    lookupds, nsqds = cluster_addresses(lookupd, nsqd, nsqd_http, profile)
+    listing = asyncio.run(admin.list_channels(topic, lookupds, nsqds))
+    _emit_listing(listing, "channels", as_json, {"topic": topic})
+
+
+_CHANNEL_HELP = {
+    "create": "Create a channel on every nsqd / partition leader of the topic.",
+    "delete": "Delete a channel with its queued messages (asks first).",
+    "pause": "Pause a channel everywhere (messages queue up, nothing is delivered).",
+    "unpause": "Unpause a channel everywhere.",
+    "empty": "Drop every queued message of a channel (asks first).",
+    "skip": "Redesign: skip to the end of the queue and keep skipping new messages (asks first).",
+    "unskip": "Redesign: stop skipping; new messages are delivered again.",
+}
+_DESTRUCTIVE = ("delete", "empty", "skip", "setoffset")
+
+
+def _channel_action(action: str) -> Callable[..., None]:
+    def command(
+        topic: str = typer.Argument(..., help="Topic."),
+        channel: str = typer.Argument(..., help="Channel."),
+        partition: int | None = PartitionOption,
+        yes: bool = YesOption,
+        as_json: bool = JsonOption,
+        lookupd: list[str] = LookupdOption,
+        nsqd: list[str] = NsqdOption,
+        nsqd_http: list[str] = NsqdHttpOption,
+        profile: str | None = ProfileOption,
+    ) -> None:
+        cluster = cluster_addresses(lookupd, nsqd, nsqd_http, profile)
+        _act(
+            "channel",
+            action,
+            topic,
+            cluster,
+            channel=channel,
+            destructive=action in _DESTRUCTIVE,
+            yes=yes,
+            as_json=as_json,
+            partition=partition,
+        )
+
+    return command
+
+
+for _action, _help in _CHANNEL_HELP.items():
+    channel_app.command(_action, help=_help)(_channel_action(_action))
+
+
+@channel_app.command("setoffset")
+def channel_setoffset(
+    topic: str = typer.Argument(..., help="Topic."),
+    channel: str = typer.Argument(..., help="Channel."),
+    timestamp: int | None = typer.Option(
+        None, "--timestamp", help="Resume from messages published at/after this Unix time."
+    ),
+    virtual_offset: int | None = typer.Option(
+        None, "--virtual-offset", help="Resume at this byte offset of the partition queue."
+    ),
+    msgcount: int | None = typer.Option(
+        None, "--msgcount", help="Resume at this message count of the partition queue."
+    ),
+    end: bool = typer.Option(False, "--end", help="Jump to the end (like empty)."),
+    partition: int | None = PartitionOption,
+    yes: bool = YesOption,
+    as_json: bool = JsonOption,
+    lookupd: list[str] = LookupdOption,
+    nsqd: list[str] = NsqdOption,
+    nsqd_http: list[str] = NsqdHttpOption,
+    profile: str | None = ProfileOption,
+) -> None:
+    """Redesign: move a channel's consume position (asks first)."""
+    offset = admin.parse_offset(
+        timestamp=timestamp, virtual_offset=virtual_offset, msgcount=msgcount, end=end
+    )
+    cluster = cluster_addresses(lookupd, nsqd, nsqd_http, profile)
+    _act(
+        "channel",
+        "setoffset",
+        topic,
+        cluster,
+        channel=channel,
+        destructive=True,
+        yes=yes,
+        as_json=as_json,
+        partition=partition,
+        offset=offset,
+    )

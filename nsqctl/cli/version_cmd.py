@@ -1,0 +1,55 @@
+"""``nsqctl version``: the client's version and those of every server it can reach.
+
+Works with no cluster configured; unreachable servers are listed, never fatal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import typer
+
+from nsqctl import __version__, admin
+from nsqctl.addresses import parse_address
+from nsqctl.cli.common import (
+    LookupdOption,
+    NsqdHttpOption,
+    NsqdOption,
+    ProfileOption,
+    resolve_cluster,
+)
+
+HINT = (
+    "pass --lookupd HOST:PORT or --nsqd-http HOST:PORT (or --profile NAME) "
+    "to see the servers' versions"
+)
+
+
+def version(
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    lookupd: list[str] = LookupdOption,
+    nsqd: list[str] = NsqdOption,
+    nsqd_http: list[str] = NsqdHttpOption,
+    profile: str | None = ProfileOption,
+) -> None:
+    """Show the nsqctl version and the versions of the servers it can reach."""
+    sel = resolve_cluster(lookupd, nsqd, profile, nsqd_http, require=None)
+    lookupds = [str(parse_address(a, example="127.0.0.1:4161")) for a in sel.lookupd]
+    nsqds = [str(parse_address(a, example="127.0.0.1:4151")) for a in sel.nsqd_http]
+    servers = asyncio.run(admin.server_versions(lookupds, nsqds)) if lookupds or nsqds else []
+    if as_json:
+        payload = {
+            "client": {"name": "nsqctl", "version": __version__},
+            "servers": [s.to_json() for s in servers],
+        }
+        if not servers:
+            payload["hint"] = HINT
+        typer.echo(json.dumps(payload, indent=2))
+        return
+    typer.echo(f"nsqctl {__version__}")
+    for s in servers:
+        state = f"{s.version} ({s.family})" if s.error is None else s.error
+        typer.echo(f"{s.role:<10}  {s.address:<21}  {state}")
+    if not servers:
+        typer.echo(f"hint: {HINT}", err=True)

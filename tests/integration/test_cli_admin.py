@@ -1,0 +1,308 @@
+"""``nsqctl topic|channel ...`` against real clusters; effects checked in nsqd ``/stats``.
+
+Every test uses its own topic names (the session clusters are shared). Tests taking
+``any_cluster`` run on both families; the redesign ones skip while its servers cannot be
+built. Real subprocesses check exit codes and that errors are one stderr line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import uuid
+from typing import Any
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from nsqctl.admin import NSQ_V1, unwrap_response
+from nsqctl.cli import admin_cmd
+from nsqctl.cli.app import app
+from nsqctl.errors import ConfigError
+from nsqctl.producer import Producer
+from nsqctl.servers.cluster import Cluster
+from tests.helpers.cli import assert_one_line_error, cli
+
+ENV = {
+    "NSQCTL_CONFIG": "/nonexistent/nsqctl-test.toml",
+    "NSQCTL_LOOKUPD": None,
+    "NSQCTL_NSQD": None,
+    "NSQCTL_NSQD_HTTP": None,
+    "NSQCTL_PROFILE": None,
+}
+
+
+def name(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def lk(c: Cluster) -> list[str]:
+    return ["--lookupd", c.lookupd_http[0]]
+
+
+def invoke(*args: str, input: str | None = None) -> Any:
+    return CliRunner().invoke(app, list(args), env=ENV, input=input)
+
+
+def ok(*args: str) -> Any:
+    result = invoke(*args)
+    assert result.exit_code == 0, (result.output, result.exception)
+    return result
+
+
+def topics_on(address: str, topic: str) -> list[dict]:
+    """This nsqd's /stats entries for ``topic`` (one per partition on the redesign)."""
+    resp = httpx.get(
+        f"http://{address}/stats",
+        params={"format": "json", "topic": topic},
+        headers=NSQ_V1,
+        timeout=10,
+    )
+    resp.raise_for_status()
+    entries = unwrap_response(resp.json()).get("topics") or []
+    return [t for t in entries if t["topic_name"] == topic and t.get("is_leader", True)]
+
+
+def all_entries(c: Cluster, topic: str) -> list[dict]:
+    return [t for a in c.nsqd_http for t in topics_on(a, topic)]
+
+
+def channel_entries(c: Cluster, topic: str, channel: str) -> list[dict]:
+    return [
+        ch
+        for t in all_entries(c, topic)
+        for ch in t.get("channels") or []
+        if ch["channel_name"] == channel
+    ]
+
+
+def create(c: Cluster, topic: str) -> None:
+    extra = ["--partitions", "2", "--replicas", "1"] if c.flavor == "redesign" else []
+    ok("topic", "create", topic, *extra, *lk(c))
+
+
+async def publish(c: Cluster, topic: str, count: int) -> None:
+    """``count`` messages to every nsqd (original) or spread over the partitions."""
+    if c.flavor == "redesign":
+        async with Producer(lookupd_http=c.lookupd_http) as p:
+            for _ in range(count):
+                await p.publish(topic, b"x")
+        return
+    for address in c.nsqd_tcp:
+        async with Producer(nsqd_tcp=[address]) as p:
+            for _ in range(count):
+                await p.publish(topic, b"x")
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# ----------------------------------------------------------------- topics
+
+
+def test_topic_create_list_delete(any_cluster: Cluster) -> None:
+    topic = name("adm-life")
+    create(any_cluster, topic)
+    assert all_entries(any_cluster, topic), "created topic missing from every nsqd"
+    if any_cluster.flavor == "original":
+        assert all(topics_on(a, topic) for a in any_cluster.nsqd_http)
+    listed = ok("topic", "list", "--json", *lk(any_cluster))
+    assert topic in json.loads(listed.stdout)["topics"]
+
+    ok("topic", "delete", topic, "--yes", *lk(any_cluster))
+    if any_cluster.flavor == "original":
+        assert all_entries(any_cluster, topic) == []
+        listed = ok("topic", "list", *lk(any_cluster))
+        assert topic not in listed.stdout.split()
+
+
+def test_topic_create_prints_what_it_did_per_node(original_cluster: Cluster) -> None:
+    topic = name("adm-create")
+    result = ok("topic", "create", topic, *lk(original_cluster))
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"topic create {topic} (original)"
+    assert (
+        f"  ok       lookupd {original_cluster.lookupd_http[0]}  POST /topic/create?topic={topic}"
+        in lines
+    )
+    for address in original_cluster.nsqd_http:
+        assert f"  ok       nsqd {address}  POST /topic/create?topic={topic}" in lines
+
+
+def test_topic_pause_and_unpause_on_every_nsqd(original_cluster: Cluster) -> None:
+    topic = name("adm-pause")
+    create(original_cluster, topic)
+    result = ok("topic", "pause", topic, "--json", *lk(original_cluster))
+    report = json.loads(result.stdout)
+    assert report["ok"] is True
+    assert {r["node"] for r in report["results"]} == set(original_cluster.nsqd_http)
+    assert [t["paused"] for t in all_entries(original_cluster, topic)] == [True, True]
+    ok("topic", "unpause", topic, *lk(original_cluster))
+    assert [t["paused"] for t in all_entries(original_cluster, topic)] == [False, False]
+
+
+def test_topic_empty_drops_queued_messages(original_cluster: Cluster) -> None:
+    topic = name("adm-tempty")
+    create(original_cluster, topic)
+    asyncio.run(publish(original_cluster, topic, 3))
+    assert [t["depth"] for t in all_entries(original_cluster, topic)] == [3, 3]
+    ok("topic", "empty", topic, "--yes", *lk(original_cluster))
+    assert [t["depth"] for t in all_entries(original_cluster, topic)] == [0, 0]
+
+
+# ----------------------------------------------------------------- channels
+
+
+def test_channel_create_list_delete(any_cluster: Cluster) -> None:
+    topic, channel = name("adm-ch"), "c1"
+    create(any_cluster, topic)
+    ok("channel", "create", topic, channel, *lk(any_cluster))
+    entries = all_entries(any_cluster, topic)
+    assert entries and all(
+        channel in [ch["channel_name"] for ch in t.get("channels") or []] for t in entries
+    )
+    listed = ok("channel", "list", topic, "--json", *lk(any_cluster))
+    assert json.loads(listed.stdout)["channels"] == [channel]
+
+    ok("channel", "delete", topic, channel, "--yes", *lk(any_cluster))
+    assert channel_entries(any_cluster, topic, channel) == []
+
+
+def test_channel_pause_and_unpause(any_cluster: Cluster) -> None:
+    topic, channel = name("adm-chp"), "c1"
+    create(any_cluster, topic)
+    ok("channel", "create", topic, channel, *lk(any_cluster))
+    ok("channel", "pause", topic, channel, *lk(any_cluster))
+    paused = [ch["paused"] for ch in channel_entries(any_cluster, topic, channel)]
+    assert paused and all(paused)
+    ok("channel", "unpause", topic, channel, *lk(any_cluster))
+    assert not any(ch["paused"] for ch in channel_entries(any_cluster, topic, channel))
+
+
+def test_channel_empty_drops_queued_messages(any_cluster: Cluster) -> None:
+    topic, channel = name("adm-che"), "c1"
+    create(any_cluster, topic)
+    ok("channel", "create", topic, channel, *lk(any_cluster))
+    asyncio.run(publish(any_cluster, topic, 4))
+    assert sum(ch["depth"] for ch in channel_entries(any_cluster, topic, channel)) > 0
+    ok("channel", "empty", topic, channel, "--yes", *lk(any_cluster))
+    depths = [ch["depth"] for ch in channel_entries(any_cluster, topic, channel)]
+    assert depths and all(d == 0 for d in depths)
+
+
+def test_skip_on_the_original_is_a_usage_error(original_cluster: Cluster) -> None:
+    topic = name("adm-skip")
+    create(original_cluster, topic)
+    proc = cli("channel", "skip", topic, "c", "--yes", *lk(original_cluster))
+    assert "only on the redesign" in assert_one_line_error(proc, 2)
+
+
+# ----------------------------------------------------------------- confirmation
+
+
+def test_destructive_without_a_terminal_refuses(original_cluster: Cluster) -> None:
+    topic = name("adm-notty")
+    create(original_cluster, topic)
+    for args in (
+        ["topic", "delete", topic],
+        ["topic", "empty", topic],
+        ["channel", "empty", topic, "c"],
+        ["channel", "delete", topic, "c"],
+    ):
+        line = assert_one_line_error(cli(*args, *lk(original_cluster)), 2)
+        assert "pass --yes" in line
+    assert len(all_entries(original_cluster, topic)) == 2
+
+
+def test_prompt_declined_changes_nothing_and_accepted_deletes(
+    original_cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(admin_cmd, "_stdin_is_tty", lambda: True)
+    topic = name("adm-prompt")
+    create(original_cluster, topic)
+    declined = invoke("topic", "delete", topic, *lk(original_cluster), input="n\n")
+    assert declined.exit_code == 1
+    assert "aborted" in str(declined.exception)
+    assert f"POST /topic/delete?topic={topic}" in declined.stderr
+    assert len(all_entries(original_cluster, topic)) == 2
+
+    accepted = invoke("topic", "delete", topic, *lk(original_cluster), input="y\n")
+    assert accepted.exit_code == 0, accepted.output
+    assert all_entries(original_cluster, topic) == []
+
+
+# ----------------------------------------------------------------- errors
+
+
+def test_unknown_topic_is_one_line_with_a_hint(original_cluster: Cluster) -> None:
+    line = assert_one_line_error(cli("topic", "pause", name("adm-nope"), *lk(original_cluster)), 1)
+    assert "not found" in line and "nsqctl topic list" in line
+    line = assert_one_line_error(cli("channel", "list", name("adm-nope"), *lk(original_cluster)), 1)
+    assert "nsqctl topic create" in line
+
+
+def test_a_failed_node_is_named_and_fails_the_command(original_cluster: Cluster) -> None:
+    topic = name("adm-partial")
+    create(original_cluster, topic)
+    dead = f"127.0.0.1:{closed_port()}"
+    nodes = [x for a in [*original_cluster.nsqd_http, dead] for x in ("--nsqd-http", a)]
+    proc = cli("topic", "pause", topic, *nodes)
+    line = assert_one_line_error(proc, 1)
+    assert dead in line and "1 of 3" in line
+    for address in original_cluster.nsqd_http:
+        assert f"ok       nsqd {address}" in proc.stdout
+    assert [t["paused"] for t in all_entries(original_cluster, topic)] == [True, True]
+
+
+def test_original_refuses_partition_options(original_cluster: Cluster) -> None:
+    topic = name("adm-parts")
+    line = assert_one_line_error(
+        cli("topic", "create", topic, "--partitions", "3", *lk(original_cluster)), 2
+    )
+    assert "--partitions" in line
+    assert all_entries(original_cluster, topic) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "words"),
+    [
+        (["topic", "list", "--lookupd", "nope:nope"], 2, "bad address"),
+        (["topic", "pause", "bad name!", "--lookupd", "127.0.0.1:4161"], 2, "topic name"),
+        (["channel", "pause", "t", "bad/ch", "--lookupd", "127.0.0.1:4161"], 2, "channel name"),
+        (["topic", "list"], 2, "--lookupd"),
+    ],
+)
+def test_usage_errors_exit_2_with_one_line(args: list[str], code: int, words: str) -> None:
+    assert words in assert_one_line_error(cli(*args), code)
+
+
+def test_unreachable_lookupd_is_a_runtime_error() -> None:
+    dead = f"127.0.0.1:{closed_port()}"
+    for args in (["topic", "list"], ["topic", "pause", "t"], ["channel", "list", "t"]):
+        line = assert_one_line_error(cli(*args, "--lookupd", dead), 1)
+        assert dead in line and "4161" in line
+
+
+def test_invalid_name_via_cli_runner_is_a_config_error() -> None:
+    result = invoke("topic", "delete", "a b", "--yes", "--lookupd", "127.0.0.1:4161")
+    assert isinstance(result.exception, ConfigError)
+
+
+# ----------------------------------------------------------------- nsqd-only mode
+
+
+def test_nsqd_http_only_lists_and_acts(original_cluster: Cluster) -> None:
+    topic = name("adm-direct")
+    nodes = [x for a in original_cluster.nsqd_http for x in ("--nsqd-http", a)]
+    ok("topic", "create", topic, *nodes)
+    assert len(all_entries(original_cluster, topic)) == 2
+    ok("channel", "create", topic, "c", *nodes)
+    assert topic in ok("topic", "list", *nodes).stdout.split()
+    assert ok("channel", "list", topic, *nodes).stdout.split() == ["c"]
+    ok("channel", "pause", topic, "c", *nodes)
+    assert all(ch["paused"] for ch in channel_entries(original_cluster, topic, "c"))

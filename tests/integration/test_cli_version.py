@@ -1,0 +1,84 @@
+"""``nsqctl version``: the client version and every reachable server's, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import socket
+from typing import Any
+
+from typer.testing import CliRunner
+
+from nsqctl import __version__
+from nsqctl.cli.app import app
+from nsqctl.errors import ConfigError
+from nsqctl.servers.cluster import Cluster
+from tests.helpers.cli import cli
+
+ENV = {
+    "NSQCTL_CONFIG": "/nonexistent/nsqctl-test.toml",
+    "NSQCTL_LOOKUPD": None,
+    "NSQCTL_NSQD": None,
+    "NSQCTL_NSQD_HTTP": None,
+    "NSQCTL_PROFILE": None,
+}
+
+
+def run(*args: str) -> Any:
+    return CliRunner().invoke(app, ["version", *args], env=ENV)
+
+
+def dead_address() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{s.getsockname()[1]}"
+
+
+def test_no_cluster_prints_the_client_version_and_a_hint() -> None:
+    result = run()
+    assert result.exit_code == 0
+    assert result.stdout == f"nsqctl {__version__}\n"
+    assert "--lookupd" in result.stderr
+    payload = json.loads(run("--json").stdout)
+    assert payload["client"] == {"name": "nsqctl", "version": __version__}
+    assert payload["servers"] == [] and "--lookupd" in payload["hint"]
+
+
+def test_lists_lookupd_and_every_registered_nsqd(original_cluster: Cluster) -> None:
+    result = run("--json", "--lookupd", original_cluster.lookupd_http[0])
+    assert result.exit_code == 0, result.output
+    servers = json.loads(result.stdout)["servers"]
+    assert [(s["role"], s["address"]) for s in servers if s["role"] == "nsqlookupd"] == [
+        ("nsqlookupd", original_cluster.lookupd_http[0])
+    ]
+    assert {s["address"] for s in servers if s["role"] == "nsqd"} == set(original_cluster.nsqd_http)
+    assert all(s["reachable"] and s["family"] == "original" for s in servers)
+    assert all(s["version"].startswith("1.") for s in servers)
+
+
+def test_unreachable_servers_are_listed_not_fatal(original_cluster: Cluster) -> None:
+    dead_lookupd, dead_nsqd = dead_address(), dead_address()
+    result = run(
+        "--lookupd",
+        dead_lookupd,
+        "--nsqd-http",
+        original_cluster.nsqd_http[0],
+        "--nsqd-http",
+        dead_nsqd,
+    )
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"nsqctl {__version__}"
+    assert any(dead_lookupd in line and "unreachable" in line for line in lines)
+    assert any(dead_nsqd in line and "unreachable" in line for line in lines)
+    assert any(original_cluster.nsqd_http[0] in line and "(original)" in line for line in lines)
+
+
+def test_bad_address_is_a_usage_error() -> None:
+    assert isinstance(run("--lookupd", "no-port").exception, ConfigError)
+
+
+def test_real_process_never_prints_a_traceback() -> None:
+    proc = cli("version", "--lookupd", dead_address())
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "unreachable" in proc.stdout
