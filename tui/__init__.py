@@ -1,1 +1,1 @@
-"""The Textual dashboard behind ``nsqctl dash``."""
+"""The ``nsqctl dash`` terminal dashboard (Textual); it renders ``nsqctl.stats`` views."""

@@ -13,7 +13,18 @@ import sys
 import click
 import typer
 
-from nsqctl.cli import admin_cmd, common, config_cmd, lookup_cmd, pub, sandbox, tail, version_cmd
+from nsqctl.cli import (
+    admin_cmd,
+    common,
+    config_cmd,
+    dash,
+    lookup_cmd,
+    pub,
+    sandbox,
+    stat,
+    tail,
+    version_cmd,
+)
 from nsqctl.errors import ConfigError, NsqctlError
 
 app = typer.Typer(
@@ -31,11 +42,11 @@ app.command("lookup")(lookup_cmd.lookup)
 app.add_typer(admin_cmd.topic_app, name="topic")
 app.add_typer(admin_cmd.channel_app, name="channel")
 app.command("version")(version_cmd.version)
+app.command("stat")(stat.stat)
+app.command("dash")(dash.dash)
 
 # Commands being built in parallel this session; wired explicitly once they land.
 _PENDING = [
-    ("command", "stat", "nsqctl.cli.stat", "stat"),
-    ("command", "dash", "nsqctl.cli.dash", "dash"),
     ("command", "archive", "nsqctl.cli.archive", "archive"),
     ("command", "replay", "nsqctl.cli.replay", "replay"),
     ("command", "trace", "nsqctl.cli.trace", "trace"),

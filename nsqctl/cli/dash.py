@@ -1,0 +1,38 @@
+"""``nsqctl dash``: open the terminal dashboard on a cluster."""
+
+from __future__ import annotations
+
+import typer
+
+from nsqctl.cli.common import (
+    LookupdOption,
+    NsqdHttpOption,
+    NsqdOption,
+    ProfileOption,
+    resolve_cluster,
+)
+from nsqctl.errors import ConfigError
+from nsqctl.stats.poller import DEFAULT_TIMEOUT, StatsPoller
+from nsqctl.stats.session import StatsSession
+
+
+def dash(
+    lookupd: list[str] = LookupdOption,
+    nsqd: list[str] = NsqdOption,
+    nsqd_http: list[str] = NsqdHttpOption,
+    profile: str | None = ProfileOption,
+    interval: float = typer.Option(2.0, "--interval", "-i", help="Seconds between polls."),
+    timeout: float = typer.Option(
+        DEFAULT_TIMEOUT, "--timeout", help="Seconds before an nsqd counts as down for a poll."
+    ),
+) -> None:
+    """Live dashboard: nodes, topics, partitions, channels and consumers (? for keys)."""
+    if interval <= 0:
+        raise ConfigError(f"bad --interval {interval!r}: must be > 0 seconds")
+    if timeout <= 0:
+        raise ConfigError(f"bad --timeout {timeout!r}: must be > 0 seconds")
+    sel = resolve_cluster(lookupd, nsqd, profile, nsqd_http, require="http")
+    from tui.app import DashApp  # Textual loads only for this command
+
+    poller = StatsPoller(sel.lookupd, sel.nsqd_http, timeout=timeout)
+    DashApp(StatsSession(poller), interval=interval).run()

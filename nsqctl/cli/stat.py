@@ -1,0 +1,268 @@
+"""``nsqctl stat [TOPIC [CHANNEL]]``: an nsq_stat-like rolling table, or NDJSON with --json.
+
+Rows come from the same model as the dashboard (:mod:`nsqctl.stats`): without TOPIC one
+row per topic; with TOPIC the topic and each channel; with CHANNEL that channel. On the
+redesign each is followed by one row per partition.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from typing import Any
+
+import typer
+
+from nsqctl.cli.common import (
+    LookupdOption,
+    NsqdHttpOption,
+    NsqdOption,
+    ProfileOption,
+    resolve_cluster,
+)
+from nsqctl.errors import ConfigError, NsqctlError
+from nsqctl.protocol.names import validate_channel, validate_topic
+from nsqctl.stats.poller import DEFAULT_TIMEOUT, StatsPoller
+from nsqctl.stats.session import StatsSession, ViewSource
+from nsqctl.stats.view import ChannelView, ClusterView, TopicView
+
+HEADER_EVERY = 20
+COLUMNS = (
+    ("time", 8), ("what", 32), ("depth", 9), ("inflt", 7), ("def", 6), ("req", 7), ("t-o", 6),
+    ("msgs", 10), ("clients", 7), ("msg/s", 9),
+)  # fmt: skip
+
+
+def _row(what: str, scope: str, **fields: Any) -> dict[str, Any]:
+    return {"scope": scope, "what": what, **fields}
+
+
+def _channel_rows(topic: TopicView, ch: ChannelView) -> list[dict[str, Any]]:
+    rows = [
+        _row(
+            f"{topic.name}/{ch.name}",
+            "channel",
+            topic=topic.name,
+            channel=ch.name,
+            partition=None,
+            depth=ch.depth,
+            in_flight=ch.in_flight,
+            deferred=ch.deferred,
+            requeued=ch.requeued,
+            requeued_delta=ch.requeue_delta,
+            timed_out=ch.timed_out,
+            timed_out_delta=ch.timeout_delta,
+            messages=ch.messages,
+            clients=ch.client_count,
+            msg_rate=ch.msg_rate,
+            paused=ch.paused,
+            starved=ch.starved,
+            stalled=ch.stalled,
+        )
+    ]
+    if topic.is_redesign:
+        for part in ch.parts:
+            s = part.stats
+            rows.append(
+                _row(
+                    f"  {topic.name}/{ch.name}#{part.partition}",
+                    "channel_partition",
+                    topic=topic.name,
+                    channel=ch.name,
+                    partition=part.partition,
+                    node=part.node,
+                    depth=s.depth,
+                    in_flight=s.in_flight_count,
+                    deferred=s.deferred_count,
+                    requeued=s.requeue_count,
+                    requeued_delta=part.requeue_delta,
+                    timed_out=s.timeout_count,
+                    timed_out_delta=part.timeout_delta,
+                    messages=s.message_count,
+                    clients=s.client_count,
+                    msg_rate=part.msg_rate,
+                    paused=s.paused,
+                )
+            )
+    return rows
+
+
+def _topic_rows(topic: TopicView) -> list[dict[str, Any]]:
+    rows = [
+        _row(
+            topic.name,
+            "topic",
+            topic=topic.name,
+            channel=None,
+            partition=None,
+            depth=topic.depth,
+            in_flight=sum(c.in_flight for c in topic.channels),
+            deferred=sum(c.deferred for c in topic.channels),
+            requeued=sum(c.requeued for c in topic.channels),
+            timed_out=sum(c.timed_out for c in topic.channels),
+            messages=topic.messages,
+            clients=sum(c.client_count for c in topic.channels),
+            msg_rate=topic.rate,
+            partitions=len(topic.partitions),
+            leaderless=topic.leaderless,
+            paused=topic.paused,
+        )
+    ]
+    if topic.is_redesign:
+        for p in topic.partitions:
+            rows.append(
+                _row(
+                    f"  {topic.name}#{p.label}",
+                    "partition",
+                    topic=topic.name,
+                    channel=None,
+                    partition=p.partition,
+                    leader=p.leader,
+                    depth=p.depth,
+                    in_flight=sum(c.in_flight_count for c in p.channels),
+                    deferred=sum(c.deferred_count for c in p.channels),
+                    requeued=sum(c.requeue_count for c in p.channels),
+                    timed_out=sum(c.timeout_count for c in p.channels),
+                    messages=p.messages,
+                    clients=sum(c.client_count for c in p.channels),
+                    msg_rate=p.rate,
+                )
+            )
+    return rows
+
+
+def stat_rows(view: ClusterView, topic: str | None, channel: str | None) -> list[dict[str, Any]]:
+    """The rows one interval prints, as plain dicts (the --json form)."""
+    if topic is None:
+        return [r for t in view.topics for r in _topic_rows(t)]
+    tv = view.topic(topic)
+    if tv is None:
+        return []
+    if channel is not None:
+        ch = tv.channel(channel)
+        return _channel_rows(tv, ch) if ch else []
+    rows = _topic_rows(tv)
+    for ch in tv.channels:
+        rows.extend(_channel_rows(tv, ch))
+    return rows
+
+
+def _fmt_delta(total: int, change: int | None) -> str:
+    return str(total) if change is None else f"+{change}"
+
+
+def format_row(when: str, row: dict[str, Any]) -> str:
+    rate = row.get("msg_rate")
+    values = (
+        when,
+        row["what"][:32],
+        str(row["depth"]),
+        str(row["in_flight"]),
+        str(row["deferred"]),
+        _fmt_delta(row["requeued"], row.get("requeued_delta")),
+        _fmt_delta(row["timed_out"], row.get("timed_out_delta")),
+        str(row["messages"]),
+        str(row["clients"]),
+        "-" if rate is None else f"{rate:.1f}",
+    )
+    return " ".join(
+        v.ljust(w) if i < 2 else v.rjust(w)
+        for i, (v, (_, w)) in enumerate(zip(values, COLUMNS, strict=True))
+    )
+
+
+def header() -> str:
+    return " ".join(
+        n.ljust(w) if i < 2 else n.rjust(w) for i, (n, w) in enumerate(COLUMNS)
+    )
+
+
+def interval_record(view: ClusterView, topic: str | None, channel: str | None) -> dict[str, Any]:
+    """One --json line: time, the rows, and nodes that are not up."""
+    return {
+        "time": view.taken_at,
+        "rows": stat_rows(view, topic, channel),
+        "nodes": [
+            {"address": n.address, "state": n.stats.state, "error": n.stats.error}
+            for n in view.nodes
+        ],
+    }
+
+
+async def run_stat(
+    source: ViewSource,
+    topic: str | None,
+    channel: str | None,
+    *,
+    interval: float,
+    count: int,
+    as_json: bool,
+) -> None:
+    printed = 0
+    n = 0
+    try:
+        while True:
+            started = time.monotonic()
+            view = await source.refresh()
+            if not view.nodes and view.errors:
+                raise NsqctlError(view.errors[0])
+            n += 1
+            if as_json:
+                sys.stdout.write(json.dumps(interval_record(view, topic, channel)) + "\n")
+            else:
+                when = time.strftime("%H:%M:%S", time.localtime(view.taken_at))
+                for node in view.nodes:
+                    if node.stats.state != "up":
+                        typer.echo(f"{when} nsqd {node.address} {node.stats.state}: "
+                                   f"{node.stats.error or node.stats.health}", err=True)
+                rows = stat_rows(view, topic, channel)
+                if not rows:
+                    missing = f"{topic}/{channel}" if channel else topic
+                    typer.echo(f"{when} (no {missing or 'topics'} on any nsqd)")
+                for row in rows:
+                    if printed % HEADER_EVERY == 0:
+                        typer.echo(header())
+                    typer.echo(format_row(when, row))
+                    printed += 1
+            sys.stdout.flush()
+            if count and n >= count:
+                return
+            await asyncio.sleep(max(0.0, interval - (time.monotonic() - started)))
+    finally:
+        await source.aclose()
+
+
+def stat(
+    topic: str | None = typer.Argument(None, help="Only this topic (and its channels)."),
+    channel: str | None = typer.Argument(None, help="Only this channel of TOPIC."),
+    lookupd: list[str] = LookupdOption,
+    nsqd: list[str] = NsqdOption,
+    nsqd_http: list[str] = NsqdHttpOption,
+    profile: str | None = ProfileOption,
+    interval: float = typer.Option(2.0, "--interval", "-i", help="Seconds between samples."),
+    count: int = typer.Option(0, "--count", "-n", help="Stop after N samples (0: run forever)."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per interval (NDJSON)."),
+    timeout: float = typer.Option(
+        DEFAULT_TIMEOUT, "--timeout", help="Seconds before an nsqd counts as down for a sample."
+    ),
+) -> None:
+    """Rolling per-interval stats (depth, in-flight, deferred, requeued, timeouts, rates)."""
+    if interval <= 0:
+        raise ConfigError(f"bad --interval {interval!r}: must be > 0 seconds")
+    if count < 0:
+        raise ConfigError(f"bad --count {count!r}: must be >= 0")
+    if topic is not None:
+        validate_topic(topic)
+    if channel is not None:
+        validate_channel(channel)
+    sel = resolve_cluster(lookupd, nsqd, profile, nsqd_http, require="http")
+    poller = StatsPoller(
+        sel.lookupd, sel.nsqd_http, topic=topic, channel=channel, timeout=timeout
+    )
+    asyncio.run(
+        run_stat(
+            StatsSession(poller), topic, channel, interval=interval, count=count, as_json=as_json
+        )
+    )

@@ -1,0 +1,37 @@
+"""The cluster statistics model shared by ``nsqctl stat`` and ``nsqctl dash``.
+
+``parse`` (payloads → typed records) and ``view``/``rules`` (rates, starvation, severity)
+are pure; ``poller`` does the HTTP; ``session`` ties polls together over time.
+"""
+
+from nsqctl.stats.history import History, sparkline
+from nsqctl.stats.model import ClusterSnapshot, NodeStats
+from nsqctl.stats.poller import StatsPoller
+from nsqctl.stats.session import StaticSource, StatsSession, ViewSource
+from nsqctl.stats.view import (
+    ChannelView,
+    ClientView,
+    ClusterView,
+    NodeView,
+    PartitionView,
+    TopicView,
+    build_view,
+)
+
+__all__ = [
+    "ChannelView",
+    "ClientView",
+    "ClusterSnapshot",
+    "ClusterView",
+    "History",
+    "NodeStats",
+    "NodeView",
+    "PartitionView",
+    "StaticSource",
+    "StatsPoller",
+    "StatsSession",
+    "TopicView",
+    "ViewSource",
+    "build_view",
+    "sparkline",
+]

@@ -1,0 +1,149 @@
+"""Typed records of what nsqd and nsqlookupd report, for both server families.
+
+These are plain values parsed from one poll (``parse``); derived views with rates and
+flags live in ``view``. Per-client/channel/partition records use slots and are not frozen:
+a big cluster has tens of thousands of them and construction cost counts. Keeping raw and
+derived apart lets a test build either from a recorded payload without any IO.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+NodeState = Literal["up", "slow", "unhealthy", "down"]
+
+
+@dataclass(slots=True)
+class ClientStats:
+    """One consumer connection on one channel of one nsqd (one partition on the redesign)."""
+
+    client_id: str
+    hostname: str
+    remote_address: str
+    user_agent: str
+    ready_count: int
+    in_flight_count: int
+    message_count: int
+    finish_count: int
+    requeue_count: int
+    timeout_count: int | None  # the original family does not report it per client
+    connect_ts: int
+    tls: bool = False
+    snappy: bool = False
+    deflate: bool = False
+    desired_tag: str = ""
+
+
+@dataclass(slots=True)
+class ChannelStats:
+    """One channel of one topic partition on one nsqd."""
+
+    name: str
+    depth: int
+    backend_depth: int
+    in_flight_count: int
+    deferred_count: int
+    message_count: int
+    requeue_count: int
+    timeout_count: int
+    client_count: int
+    paused: bool
+    skipped: bool = False
+    clients: tuple[ClientStats, ...] = ()
+
+
+@dataclass(slots=True)
+class TopicPartitionStats:
+    """A topic as one nsqd holds it: the whole topic (original) or one partition (redesign).
+
+    ``depth`` is a message count on the original but a byte offset on the redesign (see the
+    protocol notes); ``depth_is_bytes`` says which.
+    """
+
+    topic: str
+    partition: int | None
+    node: str
+    depth: int
+    backend_depth: int
+    message_count: int
+    paused: bool
+    is_leader: bool
+    ordered: bool = False
+    ext: bool = False
+    depth_is_bytes: bool = False
+    channels: tuple[ChannelStats, ...] = ()
+
+
+@dataclass(frozen=True)
+class NodeStats:
+    """One nsqd as seen in one poll; ``state`` is ``down`` when it did not answer."""
+
+    address: str
+    fetched_at: float
+    state: NodeState
+    version: str = ""
+    health: str = ""
+    start_time: int = 0
+    is_redesign: bool = False
+    error: str = ""
+    elapsed: float = 0.0
+    topics: tuple[TopicPartitionStats, ...] = ()
+
+
+@dataclass(frozen=True)
+class CatchupInfo:
+    node_id: str
+    hostname: str
+    progress: int
+
+
+@dataclass(frozen=True)
+class CoordInfo:
+    """Redesign ``/coordinator/stats`` for one partition: in-sync replicas and catch-up."""
+
+    topic: str
+    partition: int
+    reported_by: str
+    isr: tuple[str, ...] = ()
+    catchup: tuple[CatchupInfo, ...] = ()
+
+
+@dataclass(frozen=True)
+class ClusterNodeLoad:
+    """One entry of redesign ``/cluster/stats`` ``node_stat_list``."""
+
+    address: str
+    hostname: str
+    leader_load_factor: float
+    node_load_factor: float
+
+
+@dataclass(frozen=True)
+class ClusterStability:
+    """Redesign lookupd leader ``/cluster/stats``."""
+
+    stable: bool
+    nodes: tuple[ClusterNodeLoad, ...] = ()
+
+
+@dataclass(frozen=True)
+class LookupdStatus:
+    """One nsqlookupd: reachable or not, and whether it leads (redesign)."""
+
+    address: str
+    ok: bool
+    is_leader: bool = False
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class ClusterSnapshot:
+    """Everything one poll learned; input to :func:`nsqctl.stats.view.build_view`."""
+
+    taken_at: float
+    nodes: tuple[NodeStats, ...]
+    lookupds: tuple[LookupdStatus, ...] = ()
+    coordinator: tuple[CoordInfo, ...] = ()
+    cluster: ClusterStability | None = None
+    errors: tuple[str, ...] = field(default_factory=tuple)

@@ -1,0 +1,198 @@
+"""Parse nsqd ``/stats``, ``/coordinator/stats`` and lookupd ``/cluster/stats`` (both families).
+
+Pure functions over already-decoded JSON. Bodies may arrive wrapped in the v1
+``{status_code, status_txt, data}`` envelope; :func:`unwrap_payload` from the lookup
+package removes it, so every endpoint is handled the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from nsqctl.errors import NsqctlError
+from nsqctl.lookup.model import Peer, _as_int, _as_str, unwrap_payload
+from nsqctl.stats.model import (
+    CatchupInfo,
+    ChannelStats,
+    ClientStats,
+    ClusterNodeLoad,
+    ClusterStability,
+    CoordInfo,
+    NodeStats,
+    TopicPartitionStats,
+)
+
+
+class StatsProtocolError(NsqctlError):
+    """An nsqd or lookupd answered with something that is not the expected stats body."""
+
+
+def _data(payload: Any, what: str) -> Mapping[str, Any]:
+    data, status, text = unwrap_payload(payload)
+    if status != 200:
+        raise StatsProtocolError(f"{what} answered an error: {text or status}")
+    if not isinstance(data, Mapping):
+        raise StatsProtocolError(f"{what} sent a non-object body")
+    return data
+
+
+def _list(obj: Mapping[str, Any], key: str) -> list[Any]:
+    value = obj.get(key)
+    return value if isinstance(value, list) else []
+
+
+def is_redesign_payload(data: Mapping[str, Any]) -> bool:
+    """Redesign nsqd versions carry ``-HA.``; its topics carry ``topic_partition``."""
+    if "HA" in _as_str(data.get("version")):
+        return True
+    return any(isinstance(t, Mapping) and "topic_partition" in t for t in _list(data, "topics"))
+
+
+def parse_client(obj: Mapping[str, Any]) -> ClientStats:
+    timeout = obj.get("timeout_count")
+    return ClientStats(
+        client_id=_as_str(obj.get("client_id")) or _as_str(obj.get("name")),
+        hostname=_as_str(obj.get("hostname")),
+        remote_address=_as_str(obj.get("remote_address")),
+        user_agent=_as_str(obj.get("user_agent")),
+        ready_count=_as_int(obj.get("ready_count")),
+        in_flight_count=_as_int(obj.get("in_flight_count")),
+        message_count=_as_int(obj.get("message_count")),
+        finish_count=_as_int(obj.get("finish_count")),
+        requeue_count=_as_int(obj.get("requeue_count")),
+        timeout_count=None if timeout is None else _as_int(timeout),
+        connect_ts=_as_int(obj.get("connect_ts")),
+        tls=bool(obj.get("tls", False)),
+        snappy=bool(obj.get("snappy", False)),
+        deflate=bool(obj.get("deflate", False)),
+        desired_tag=_as_str(obj.get("desired_tag")),
+    )
+
+
+def parse_channel(obj: Mapping[str, Any]) -> ChannelStats:
+    clients = tuple(parse_client(c) for c in _list(obj, "clients") if isinstance(c, Mapping))
+    return ChannelStats(
+        name=_as_str(obj.get("channel_name")),
+        depth=_as_int(obj.get("depth")),
+        backend_depth=_as_int(obj.get("backend_depth")),
+        in_flight_count=_as_int(obj.get("in_flight_count")),
+        deferred_count=_as_int(obj.get("deferred_count")),
+        message_count=_as_int(obj.get("message_count")),
+        requeue_count=_as_int(obj.get("requeue_count")),
+        timeout_count=_as_int(obj.get("timeout_count")),
+        # the redesign has no client_count: count the listed clients instead
+        client_count=_as_int(obj.get("client_count"), len(clients)),
+        paused=bool(obj.get("paused", False)),
+        skipped=bool(obj.get("skipped", False)),
+        clients=clients,
+    )
+
+
+def parse_topic(obj: Mapping[str, Any], node: str, redesign: bool) -> TopicPartitionStats:
+    partition: int | None = None
+    if redesign:
+        partition = _as_int(obj.get("topic_partition"), 0)
+    return TopicPartitionStats(
+        topic=_as_str(obj.get("topic_name")),
+        partition=partition,
+        node=node,
+        depth=_as_int(obj.get("depth")),
+        backend_depth=_as_int(obj.get("backend_depth")),
+        message_count=_as_int(obj.get("message_count")),
+        paused=bool(obj.get("paused", False)),
+        is_leader=bool(obj.get("is_leader", True)) if redesign else True,
+        ordered=bool(obj.get("is_multi_ordered", False)),
+        ext=bool(obj.get("is_ext", False)),
+        depth_is_bytes=redesign,
+        channels=tuple(parse_channel(c) for c in _list(obj, "channels") if isinstance(c, Mapping)),
+    )
+
+
+def parse_nsqd_stats(
+    payload: Any, address: str, *, fetched_at: float, elapsed: float = 0.0
+) -> NodeStats:
+    """One nsqd's ``/stats?format=json`` into a :class:`NodeStats` (state ``up`` or
+    ``unhealthy`` when nsqd itself reports a health other than OK)."""
+    data = _data(payload, f"nsqd {address} /stats")
+    redesign = is_redesign_payload(data)
+    health = _as_str(data.get("health")) or "OK"
+    topics = tuple(
+        parse_topic(t, address, redesign) for t in _list(data, "topics") if isinstance(t, Mapping)
+    )
+    return NodeStats(
+        address=address,
+        fetched_at=fetched_at,
+        state="up" if health == "OK" else "unhealthy",
+        version=_as_str(data.get("version")),
+        health=health,
+        start_time=_as_int(data.get("start_time")),
+        is_redesign=redesign,
+        elapsed=elapsed,
+        topics=topics,
+    )
+
+
+def parse_coordinator_stats(payload: Any, reported_by: str) -> tuple[CoordInfo, ...]:
+    """Redesign nsqd ``/coordinator/stats``: ``topic_coord_stats`` with ISR and catch-up."""
+    data = _data(payload, f"nsqd {reported_by} /coordinator/stats")
+    out: list[CoordInfo] = []
+    for item in _list(data, "topic_coord_stats"):
+        if not isinstance(item, Mapping):
+            continue
+        isr = tuple(
+            _as_str(i.get("node_id")) or _as_str(i.get("hostname"))
+            for i in _list(item, "isr_stats")
+            if isinstance(i, Mapping)
+        )
+        catchup = tuple(
+            CatchupInfo(
+                node_id=_as_str(c.get("node_id")),
+                hostname=_as_str(c.get("hostname")),
+                progress=_as_int(c.get("progress")),
+            )
+            for c in _list(item, "catchup_stats")
+            if isinstance(c, Mapping)
+        )
+        out.append(
+            CoordInfo(
+                topic=_as_str(item.get("name")),
+                partition=_as_int(item.get("partition")),
+                reported_by=_as_str(item.get("node")) or reported_by,
+                isr=isr,
+                catchup=catchup,
+            )
+        )
+    return tuple(out)
+
+
+def parse_cluster_stats(payload: Any) -> ClusterStability:
+    """Redesign lookupd leader ``/cluster/stats``: ``stable`` and per-node load factors."""
+    data = _data(payload, "nsqlookupd /cluster/stats")
+    nodes = []
+    for item in _list(data, "node_stat_list"):
+        if not isinstance(item, Mapping):
+            continue
+        host = _as_str(item.get("broadcast_address")) or _as_str(item.get("hostname"))
+        nodes.append(
+            ClusterNodeLoad(
+                address=f"{host}:{_as_int(item.get('http_port'))}",
+                hostname=_as_str(item.get("hostname")),
+                leader_load_factor=float(item.get("leader_load_factor") or 0.0),
+                node_load_factor=float(item.get("node_load_factor") or 0.0),
+            )
+        )
+    return ClusterStability(stable=bool(data.get("stable", False)), nodes=tuple(nodes))
+
+
+def nsqd_http_addresses(producers: list[dict[str, Any]]) -> list[str]:
+    """nsqd HTTP addresses (``broadcast_address:http_port``) from lookupd ``/nodes``."""
+    out: list[str] = []
+    for obj in producers:
+        try:
+            peer = Peer.from_json(obj)
+        except NsqctlError:
+            continue
+        if peer.http_port > 0 and peer.http_key not in out:
+            out.append(peer.http_key)
+    return out

@@ -1,0 +1,188 @@
+"""One poll of a cluster over HTTP: lookupds, then every nsqd's ``/stats`` concurrently.
+
+A node that is slow or dead costs at most ``timeout`` and is reported as such; it never
+holds up the others. nsqds found once (configured or via lookupd ``/nodes``) stay known
+for the session, so one that dies and drops out of lookupd is still shown as ``down``.
+Decoding and parsing run in a worker thread so a large payload does not stall a UI loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+import httpx
+
+from nsqctl.addresses import parse_addresses
+from nsqctl.errors import NsqctlError
+from nsqctl.lookup.client import ACCEPT_V1, LookupClient, _describe
+from nsqctl.stats.model import (
+    ClusterSnapshot,
+    ClusterStability,
+    CoordInfo,
+    LookupdStatus,
+    NodeStats,
+)
+from nsqctl.stats.parse import (
+    nsqd_http_addresses,
+    parse_cluster_stats,
+    parse_coordinator_stats,
+    parse_nsqd_stats,
+)
+
+DEFAULT_TIMEOUT = 2.0
+SLOW_AFTER = 1.0
+
+
+class StatsPoller:
+    """Fetches a :class:`ClusterSnapshot`; ``topic``/``channel`` narrow the ``/stats`` asked."""
+
+    def __init__(
+        self,
+        lookupd_http: Sequence[str] = (),
+        nsqd_http: Sequence[str] = (),
+        *,
+        topic: str | None = None,
+        channel: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        slow_after: float = SLOW_AFTER,
+    ) -> None:
+        if not lookupd_http and not nsqd_http:
+            raise NsqctlError("no cluster to poll: give lookupd or nsqd HTTP addresses")
+        self.topic = topic
+        self.channel = channel
+        self.timeout = timeout
+        self.slow_after = slow_after
+        self._lookupd = [str(a) for a in parse_addresses(list(lookupd_http))]
+        self._known: dict[str, None] = {
+            str(a): None for a in parse_addresses(list(nsqd_http), example="127.0.0.1:4151")
+        }
+        self._lookup = LookupClient(self._lookupd, timeout=timeout) if self._lookupd else None
+        self._http = httpx.AsyncClient(timeout=timeout, headers={"Accept": ACCEPT_V1})
+
+    @property
+    def known_nsqd(self) -> list[str]:
+        return list(self._known)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+        if self._lookup is not None:
+            await self._lookup.aclose()
+
+    async def __aenter__(self) -> StatsPoller:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # ------------------------------------------------------------- lookupd
+
+    async def _lookupds(self, errors: list[str]) -> tuple[list[LookupdStatus], str | None]:
+        """Ping every lookupd, learn nsqds from ``/nodes`` and the leader from ``/listlookup``."""
+        lookup = self._lookup
+        if lookup is None:
+            return [], None
+        leader: str | None = None
+        with contextlib.suppress(NsqctlError, httpx.HTTPError):
+            listing = await lookup.listlookup()
+            if listing is not None:
+                for node in listing.nodes:
+                    self._lookupd.append(str(node.http_address))
+                if listing.leader is not None:
+                    leader = str(listing.leader.http_address)
+        addresses = list(dict.fromkeys(self._lookupd))
+        pings = await asyncio.gather(*(lookup.ping(a) for a in addresses))
+        try:
+            producers = await lookup.nodes()
+        except NsqctlError as exc:
+            errors.append(str(exc))
+        else:
+            for address in nsqd_http_addresses(producers):
+                self._known.setdefault(address, None)
+        statuses = [
+            LookupdStatus(
+                address=a, ok=ok, is_leader=a == leader, error="" if ok else "no answer to /ping"
+            )
+            for a, ok in zip(addresses, pings, strict=True)
+        ]
+        return statuses, leader
+
+    async def _cluster_stats(self, leader: str | None) -> ClusterStability | None:
+        if leader is None:
+            return None
+        try:
+            resp = await self._http.get(f"http://{leader}/cluster/stats")
+            if resp.status_code != 200:
+                return None
+            return parse_cluster_stats(resp.json())
+        except (httpx.HTTPError, ValueError, NsqctlError):
+            return None
+
+    # ------------------------------------------------------------- nsqd
+
+    def _stats_params(self) -> dict[str, str]:
+        params = {"format": "json", "needClients": "true"}
+        if self.topic:
+            params["topic"] = self.topic
+            if self.channel:
+                params["channel"] = self.channel
+        return params
+
+    async def _fetch(self, address: str, path: str, params: dict[str, str]) -> tuple[bytes, float]:
+        start = time.monotonic()
+        resp = await self._http.get(f"http://{address}{path}", params=params)
+        if resp.status_code != 200:
+            raise NsqctlError(f"HTTP {resp.status_code}")
+        return resp.content, time.monotonic() - start
+
+    async def _node(self, address: str) -> NodeStats:
+        fetched_at = time.monotonic()
+        try:
+            body, elapsed = await asyncio.wait_for(
+                self._fetch(address, "/stats", self._stats_params()), self.timeout
+            )
+            node = await asyncio.to_thread(_parse_node, body, address, fetched_at, elapsed)
+        except (httpx.HTTPError, TimeoutError, NsqctlError, ValueError) as exc:
+            error = "timed out" if isinstance(exc, TimeoutError) else _describe(exc)
+            return NodeStats(address=address, fetched_at=fetched_at, state="down", error=error)
+        if node.state == "up" and elapsed > self.slow_after:
+            node = replace(node, state="slow")
+        return node
+
+    async def _coordinator(self, address: str) -> tuple[CoordInfo, ...]:
+        params = {"topic": self.topic} if self.topic else {}
+        try:
+            body, _ = await asyncio.wait_for(
+                self._fetch(address, "/coordinator/stats", params), self.timeout
+            )
+            return parse_coordinator_stats(json.loads(body), address)
+        except (httpx.HTTPError, TimeoutError, NsqctlError, ValueError):
+            return ()  # standalone redesign nsqd: coordinator disabled
+
+    async def snapshot(self) -> ClusterSnapshot:
+        errors: list[str] = []
+        lookupds, leader = await self._lookupds(errors)
+        nodes = await asyncio.gather(*(self._node(a) for a in self._known))
+        redesign = [n.address for n in nodes if n.is_redesign and n.state != "down"]
+        coord_lists, cluster = await asyncio.gather(
+            asyncio.gather(*(self._coordinator(a) for a in redesign)),
+            self._cluster_stats(leader),
+        )
+        return ClusterSnapshot(
+            taken_at=time.time(),
+            nodes=tuple(nodes),
+            lookupds=tuple(lookupds),
+            coordinator=tuple(c for lst in coord_lists for c in lst),
+            cluster=cluster,
+            errors=tuple(errors),
+        )
+
+
+def _parse_node(body: bytes, address: str, fetched_at: float, elapsed: float) -> NodeStats:
+    payload: Any = json.loads(body)
+    return parse_nsqd_stats(payload, address, fetched_at=fetched_at, elapsed=elapsed)

@@ -1,0 +1,61 @@
+"""A polling session: snapshots in, views (with rates and history) out.
+
+``nsqctl stat`` and ``nsqctl dash`` both read a :class:`ViewSource`; the live one is a
+:class:`StatsSession`, tests and benchmarks use :class:`StaticSource`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Protocol
+
+from nsqctl.stats.history import History
+from nsqctl.stats.model import ClusterSnapshot
+from nsqctl.stats.poller import StatsPoller
+from nsqctl.stats.view import ClusterView, build_view
+
+
+class ViewSource(Protocol):
+    async def refresh(self) -> ClusterView: ...
+
+    async def aclose(self) -> None: ...
+
+
+class StatsSession:
+    """Keeps the previous snapshot (for rates) and the session history (for sparklines)."""
+
+    def __init__(self, poller: StatsPoller, history_length: int = 120) -> None:
+        self.poller = poller
+        self.history = History(history_length)
+        self._previous: ClusterSnapshot | None = None
+
+    async def refresh(self) -> ClusterView:
+        snap = await self.poller.snapshot()
+        view = await asyncio.to_thread(build_view, snap, self._previous, self.history)
+        self._previous = snap
+        return view
+
+    async def aclose(self) -> None:
+        await self.poller.aclose()
+
+
+class StaticSource:
+    """A fixed view built from prepared snapshots (recorded payloads) as if polled in order;
+    every refresh returns the final view, so what is shown is deterministic."""
+
+    def __init__(self, snapshots: Sequence[ClusterSnapshot], history_length: int = 120) -> None:
+        if not snapshots:
+            raise ValueError("StaticSource needs at least one snapshot")
+        self.history = History(history_length)
+        self._views: list[ClusterView] = []
+        previous: ClusterSnapshot | None = None
+        for snap in snapshots:
+            self._views.append(build_view(snap, previous, self.history))
+            previous = snap
+
+    async def refresh(self) -> ClusterView:
+        return self._views[-1]
+
+    async def aclose(self) -> None:
+        return None

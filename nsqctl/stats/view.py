@@ -1,0 +1,475 @@
+"""From one (or two consecutive) :class:`ClusterSnapshot` to what an operator reads.
+
+A topic is shown as partitions: one per redesign partition (leader's numbers, replicas
+listed) or one per nsqd on the original family. Channel and client numbers are summed over
+the partitions' leaders only, since redesign replicas repeat the leader's counters.
+
+Depth here is always a message count: the channel depths plus, on the original family,
+messages still held at topic level. A redesign topic's own ``depth`` is a byte offset and
+is kept apart as ``topic_bytes``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass
+
+from nsqctl.stats.history import History
+from nsqctl.stats.model import (
+    CatchupInfo,
+    ChannelStats,
+    ClientStats,
+    ClusterSnapshot,
+    ClusterStability,
+    CoordInfo,
+    LookupdStatus,
+    NodeStats,
+    TopicPartitionStats,
+)
+from nsqctl.stats.rules import (
+    Severity,
+    delta,
+    is_growing,
+    is_stalled,
+    is_starved,
+    rate,
+    worst,
+)
+
+
+@dataclass(slots=True)
+class ClientView:
+    stats: ClientStats
+    node: str
+    partition: int | None
+    starved: bool
+    stalled: bool
+    finish_rate: float | None
+
+
+@dataclass(slots=True)
+class ChannelPartView:
+    """The channel on one partition (one nsqd on the original family)."""
+
+    node: str
+    partition: int | None
+    stats: ChannelStats
+    msg_rate: float | None
+    timeout_delta: int | None
+    requeue_delta: int | None
+
+
+@dataclass(frozen=True)
+class ChannelView:
+    topic: str
+    name: str
+    depth: int
+    in_flight: int
+    deferred: int
+    requeued: int
+    timed_out: int
+    messages: int
+    client_count: int
+    ready: int
+    paused: bool
+    skipped: bool
+    msg_rate: float | None
+    requeue_delta: int | None
+    timeout_delta: int | None
+    clients: tuple[ClientView, ...]
+    starved: bool
+    stalled: bool
+    no_consumers: bool
+    depth_growing: bool
+    severity: Severity
+    parts: tuple[ChannelPartView, ...] = ()
+    depth_history: tuple[float, ...] = ()
+    rate_history: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class PartitionView:
+    topic: str
+    partition: int | None
+    leader: str | None
+    replicas: tuple[str, ...]
+    isr: tuple[str, ...]
+    catchup: tuple[CatchupInfo, ...]
+    write_enabled: bool
+    depth: int
+    topic_bytes: int | None
+    messages: int
+    rate: float | None
+    paused: bool
+    channels: tuple[ChannelStats, ...]
+
+    @property
+    def no_leader(self) -> bool:
+        return self.leader is None
+
+    @property
+    def label(self) -> str:
+        return "-" if self.partition is None else str(self.partition)
+
+
+@dataclass(frozen=True)
+class TopicView:
+    name: str
+    partitions: tuple[PartitionView, ...]
+    channels: tuple[ChannelView, ...]
+    depth: int
+    messages: int
+    rate: float | None
+    ordered: bool
+    ext: bool
+    paused: bool
+    is_redesign: bool
+    depth_growing: bool
+    severity: Severity
+    depth_history: tuple[float, ...] = ()
+    rate_history: tuple[float, ...] = ()
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        """Every nsqd holding the topic (leaders and replicas): where admin calls go."""
+        seen: dict[str, None] = {}
+        for p in self.partitions:
+            for n in (p.leader, *p.replicas):
+                if n:
+                    seen.setdefault(n, None)
+        return tuple(seen)
+
+    @property
+    def leaderless(self) -> int:
+        return sum(1 for p in self.partitions if p.no_leader)
+
+    def channel(self, name: str) -> ChannelView | None:
+        return next((c for c in self.channels if c.name == name), None)
+
+
+@dataclass(frozen=True)
+class NodeView:
+    stats: NodeStats
+    topic_count: int
+    partition_count: int
+    leader_count: int
+    severity: Severity
+
+    @property
+    def address(self) -> str:
+        return self.stats.address
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    taken_at: float
+    nodes: tuple[NodeView, ...]
+    lookupds: tuple[LookupdStatus, ...]
+    topics: tuple[TopicView, ...]
+    cluster: ClusterStability | None
+    is_redesign: bool
+    errors: tuple[str, ...] = ()
+
+    def topic(self, name: str) -> TopicView | None:
+        return next((t for t in self.topics if t.name == name), None)
+
+    @property
+    def nodes_down(self) -> int:
+        return sum(1 for n in self.nodes if n.stats.state == "down")
+
+
+# ------------------------------------------------------------------ previous-sample index
+
+_Key = tuple[str, str, int | None]  # node, topic, partition
+
+
+@dataclass
+class _Prev:
+    """Counters of the previous snapshot keyed for O(1) lookup."""
+
+    fetched: dict[str, float]
+    topic: dict[_Key, int]
+    channel: dict[tuple[_Key, str], tuple[int, int, int]]
+    client: dict[tuple[_Key, str, str], int]
+
+    @classmethod
+    def index(cls, snap: ClusterSnapshot | None) -> _Prev:
+        prev = cls({}, {}, {}, {})
+        if snap is None:
+            return prev
+        for node in snap.nodes:
+            if node.state == "down":
+                continue
+            prev.fetched[node.address] = node.fetched_at
+            for t in node.topics:
+                key = (node.address, t.topic, t.partition)
+                prev.topic[key] = t.message_count
+                for ch in t.channels:
+                    prev.channel[(key, ch.name)] = (
+                        ch.message_count,
+                        ch.requeue_count,
+                        ch.timeout_count,
+                    )
+                    for cl in ch.clients:
+                        prev.client[(key, ch.name, cl.remote_address)] = cl.finish_count
+        return prev
+
+
+def _sum_opt(values: Iterable[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
+def _int_sum_opt(values: Iterable[int | None]) -> int | None:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
+# ------------------------------------------------------------------ building
+
+
+def _group_partitions(
+    nodes: Iterable[NodeStats],
+) -> dict[str, dict[tuple[int | None, str], list[TopicPartitionStats]]]:
+    """topic → (partition, group key) → rows. Original: one group per nsqd (partition None)."""
+    topics: dict[str, dict[tuple[int | None, str], list[TopicPartitionStats]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
+    for node in nodes:
+        if node.state == "down":
+            continue
+        for t in node.topics:
+            group = "" if t.partition is not None else node.address
+            topics[t.topic][(t.partition, group)].append(t)
+    return topics
+
+
+def _partition_view(
+    rows: list[TopicPartitionStats],
+    coord: dict[tuple[str, int], CoordInfo],
+    prev: _Prev,
+    now: dict[str, float],
+) -> tuple[PartitionView, TopicPartitionStats]:
+    leader_row = next((r for r in rows if r.is_leader), None)
+    main = leader_row or rows[0]
+    info = coord.get((main.topic, main.partition)) if main.partition is not None else None
+    key = (main.node, main.topic, main.partition)
+    dt = now.get(main.node, 0.0) - prev.fetched.get(main.node, 0.0)
+    depth = sum(ch.depth for ch in main.channels)
+    if not main.depth_is_bytes:
+        depth += main.depth
+    view = PartitionView(
+        topic=main.topic,
+        partition=main.partition,
+        leader=leader_row.node if leader_row else None,
+        replicas=tuple(r.node for r in rows if r is not leader_row),
+        isr=info.isr if info else (),
+        catchup=info.catchup if info else (),
+        write_enabled=leader_row is not None,
+        depth=depth,
+        topic_bytes=main.depth if main.depth_is_bytes else None,
+        messages=main.message_count,
+        rate=rate(main.message_count, prev.topic.get(key), dt) if key in prev.topic else None,
+        paused=main.paused,
+        channels=main.channels,
+    )
+    return view, main
+
+
+def _channel_view(
+    topic: str,
+    name: str,
+    parts: list[tuple[TopicPartitionStats, ChannelStats]],
+    prev: _Prev,
+    now: dict[str, float],
+    history: History | None,
+) -> ChannelView:
+    clients: list[ClientView] = []
+    part_views: list[ChannelPartView] = []
+    rates: list[float | None] = []
+    req_deltas: list[int | None] = []
+    to_deltas: list[int | None] = []
+    for tp, ch in parts:
+        key = (tp.node, tp.topic, tp.partition)
+        dt = now.get(tp.node, 0.0) - prev.fetched.get(tp.node, 0.0)
+        before = prev.channel.get((key, ch.name))
+        rates.append(rate(ch.message_count, before[0] if before else None, dt))
+        req_deltas.append(delta(ch.requeue_count, before[1] if before else None))
+        to_deltas.append(delta(ch.timeout_count, before[2] if before else None))
+        part_views.append(
+            ChannelPartView(tp.node, tp.partition, ch, rates[-1], to_deltas[-1], req_deltas[-1])
+        )
+        for cl in ch.clients:
+            fin_before = prev.client.get((key, ch.name, cl.remote_address))
+            clients.append(
+                ClientView(
+                    stats=cl,
+                    node=tp.node,
+                    partition=tp.partition,
+                    starved=is_starved(cl.ready_count, cl.in_flight_count),
+                    stalled=is_stalled(cl.ready_count, ch.depth),
+                    finish_rate=rate(cl.finish_count, fin_before, dt),
+                )
+            )
+    chans = [ch for _, ch in parts]
+    depth = sum(c.depth for c in chans)
+    ready = sum(c.stats.ready_count for c in clients)
+    client_count = max(sum(c.client_count for c in chans), len(clients))
+    msg_rate = _sum_opt(rates)
+    timeout_delta = _int_sum_opt(to_deltas)
+    depth_hist: tuple[float, ...] = ()
+    rate_hist: tuple[float, ...] = ()
+    if history is not None:
+        depth_hist = history.push(("channel", topic, name, "depth"), depth)
+        rate_hist = history.push(("channel", topic, name, "rate"), msg_rate or 0.0)
+    growing = is_growing(depth_hist)
+    starved = any(c.starved for c in clients)
+    stalled = bool(clients) and is_stalled(ready, depth)
+    no_consumers = client_count == 0 and depth > 0
+    severity = worst(
+        "crit" if stalled else "ok",
+        "warn" if starved or growing or no_consumers or (timeout_delta or 0) > 0 else "ok",
+    )
+    return ChannelView(
+        topic=topic,
+        name=name,
+        depth=depth,
+        in_flight=sum(c.in_flight_count for c in chans),
+        deferred=sum(c.deferred_count for c in chans),
+        requeued=sum(c.requeue_count for c in chans),
+        timed_out=sum(c.timeout_count for c in chans),
+        messages=sum(c.message_count for c in chans),
+        client_count=client_count,
+        ready=ready,
+        paused=any(c.paused for c in chans),
+        skipped=any(c.skipped for c in chans),
+        msg_rate=msg_rate,
+        requeue_delta=_int_sum_opt(req_deltas),
+        timeout_delta=timeout_delta,
+        clients=tuple(
+            sorted(clients, key=lambda c: (c.partition or 0, c.node, c.stats.remote_address))
+        ),
+        starved=starved,
+        stalled=stalled,
+        no_consumers=no_consumers,
+        depth_growing=growing,
+        severity=severity,
+        parts=tuple(part_views),
+        depth_history=depth_hist,
+        rate_history=rate_hist,
+    )
+
+
+def _topic_view(
+    name: str,
+    groups: dict[tuple[int | None, str], list[TopicPartitionStats]],
+    coord: dict[tuple[str, int], CoordInfo],
+    prev: _Prev,
+    now: dict[str, float],
+    history: History | None,
+) -> TopicView:
+    partitions: list[PartitionView] = []
+    mains: list[TopicPartitionStats] = []
+    for gkey in sorted(groups, key=lambda k: (k[0] if k[0] is not None else -1, k[1])):
+        pv, main = _partition_view(groups[gkey], coord, prev, now)
+        partitions.append(pv)
+        mains.append(main)
+    by_channel: dict[str, list[tuple[TopicPartitionStats, ChannelStats]]] = defaultdict(list)
+    for main in mains:
+        for ch in main.channels:
+            by_channel[ch.name].append((main, ch))
+    channels = tuple(
+        _channel_view(name, ch_name, by_channel[ch_name], prev, now, history)
+        for ch_name in sorted(by_channel)
+    )
+    depth = sum(p.depth for p in partitions)
+    topic_rate = _sum_opt(p.rate for p in partitions)
+    depth_hist: tuple[float, ...] = ()
+    rate_hist: tuple[float, ...] = ()
+    if history is not None:
+        depth_hist = history.push(("topic", name, "depth"), depth)
+        rate_hist = history.push(("topic", name, "rate"), topic_rate or 0.0)
+    growing = is_growing(depth_hist)
+    redesign = any(m.partition is not None for m in mains)
+    severity = worst(
+        "crit" if any(p.no_leader for p in partitions) else "ok",
+        *(c.severity for c in channels),
+        "warn" if growing else "ok",
+    )
+    return TopicView(
+        name=name,
+        partitions=tuple(partitions),
+        channels=channels,
+        depth=depth,
+        messages=sum(p.messages for p in partitions),
+        rate=topic_rate,
+        ordered=any(m.ordered for m in mains),
+        ext=any(m.ext for m in mains),
+        paused=any(m.paused for m in mains),
+        is_redesign=redesign,
+        depth_growing=growing,
+        severity=severity,
+        depth_history=depth_hist,
+        rate_history=rate_hist,
+    )
+
+
+def _node_view(node: NodeStats) -> NodeView:
+    severity: Severity = {"up": "ok", "slow": "warn", "unhealthy": "warn", "down": "crit"}[
+        node.state
+    ]
+    return NodeView(
+        stats=node,
+        topic_count=len({t.topic for t in node.topics}),
+        partition_count=len(node.topics),
+        leader_count=sum(1 for t in node.topics if t.is_leader),
+        severity=severity,
+    )
+
+
+def _coord_index(infos: Iterable[CoordInfo]) -> dict[tuple[str, int], CoordInfo]:
+    """One entry per partition; the report with the most ISR members wins (the leader's)."""
+    out: dict[tuple[str, int], CoordInfo] = {}
+    for info in infos:
+        key = (info.topic, info.partition)
+        if key not in out or len(info.isr) > len(out[key].isr):
+            out[key] = info
+    return out
+
+
+def build_view(
+    snapshot: ClusterSnapshot,
+    previous: ClusterSnapshot | None = None,
+    history: History | None = None,
+) -> ClusterView:
+    """Derive topics, channels, clients, rates and flags.
+
+    Rates need ``previous`` (the snapshot one interval earlier). ``history``, when given, is
+    appended to (one sample per topic/channel) and the series are attached for sparklines.
+    """
+    prev = _Prev.index(previous)
+    now = {n.address: n.fetched_at for n in snapshot.nodes if n.state != "down"}
+    coord = _coord_index(snapshot.coordinator)
+    grouped = _group_partitions(snapshot.nodes)
+    topics = tuple(
+        _topic_view(name, grouped[name], coord, prev, now, history) for name in sorted(grouped)
+    )
+    if history is not None:
+        keep: set[Hashable] = set()
+        for t in topics:
+            keep.update({("topic", t.name, "depth"), ("topic", t.name, "rate")})
+            for c in t.channels:
+                keep.update(
+                    {("channel", t.name, c.name, "depth"), ("channel", t.name, c.name, "rate")}
+                )
+        history.retain(keep)
+    return ClusterView(
+        taken_at=snapshot.taken_at,
+        nodes=tuple(_node_view(n) for n in sorted(snapshot.nodes, key=lambda n: n.address)),
+        lookupds=snapshot.lookupds,
+        topics=topics,
+        cluster=snapshot.cluster,
+        is_redesign=any(n.is_redesign for n in snapshot.nodes),
+        errors=snapshot.errors,
+    )

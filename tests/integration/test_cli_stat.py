@@ -1,0 +1,95 @@
+"""``nsqctl stat`` as a user runs it (the installed entry point) against a real cluster."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import uuid
+from pathlib import Path
+
+from nsqctl.consumer import Consumer
+from nsqctl.message import Message
+from nsqctl.producer import Producer
+
+
+async def nsqctl(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", "from nsqctl.cli.app import main; main()", *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    return proc.returncode or 0, out.decode(), err.decode()
+
+
+def _clean_env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NSQCTL_")}
+    env["NSQCTL_CONFIG"] = str(tmp_path / "none.toml")
+    return env
+
+
+async def test_stat_json_channel_with_known_consumer(original_cluster, tmp_path: Path) -> None:
+    c = original_cluster
+    topic = f"st_{uuid.uuid4().hex[:10]}"
+    async with Producer(nsqd_tcp=[c.nsqd_tcp[0]]) as producer:
+        await producer.publish_many(topic, [b"m"] * 12)
+    release = asyncio.Event()
+
+    async def hold(msg: Message) -> None:
+        await release.wait()
+
+    consumer = Consumer(topic, "st", hold, nsqd_tcp=[c.nsqd_tcp[0]], max_in_flight=3)
+    await consumer.start()
+    try:
+        for _ in range(100):  # the consumer fills its RDY
+            code, out, err = await nsqctl(
+                "stat", topic, "st", "--lookupd", c.lookupd_http[0], "--json", "--count", "2",
+                "--interval", "0.3", env=_clean_env(tmp_path),
+            )  # fmt: skip
+            assert code == 0, err
+            lines = [json.loads(line) for line in out.splitlines()]
+            if lines[-1]["rows"] and lines[-1]["rows"][0]["in_flight"] == 3:
+                break
+        assert len(lines) == 2
+        row = lines[-1]["rows"][0]
+        assert (row["scope"], row["topic"], row["channel"]) == ("channel", topic, "st")
+        assert (row["depth"], row["in_flight"], row["clients"]) == (9, 3, 1)
+        assert row["starved"] is True and row["stalled"] is False
+        assert lines[0]["rows"][0]["msg_rate"] is None  # no previous sample yet
+        assert lines[1]["rows"][0]["msg_rate"] == 0.0
+        assert {n["state"] for n in lines[1]["nodes"]} == {"up"}
+    finally:
+        release.set()
+        await consumer.stop(timeout=5)
+
+
+async def test_stat_text_table_for_a_topic(original_cluster, tmp_path: Path) -> None:
+    c = original_cluster
+    topic = f"st_{uuid.uuid4().hex[:10]}"
+    async with Producer(nsqd_tcp=[c.nsqd_tcp[1]]) as producer:
+        await producer.publish_many(topic, [b"m"] * 4)
+    code, out, err = await nsqctl(
+        "stat", topic, "--nsqd-http", c.nsqd_http[1], "--count", "1", env=_clean_env(tmp_path)
+    )
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].split()[:4] == ["time", "what", "depth", "inflt"]
+    fields = lines[1].split()
+    assert fields[1] == topic and fields[2] == "4"  # 4 messages held at topic level
+
+
+async def test_stat_dead_node_reported_and_no_cluster_is_a_usage_error(
+    original_cluster, tmp_path: Path
+) -> None:
+    c = original_cluster
+    code, out, err = await nsqctl(
+        "stat", "--nsqd-http", c.nsqd_http[0], "--nsqd-http", "127.0.0.1:1", "--json",
+        "--count", "1", "--timeout", "1", env=_clean_env(tmp_path),
+    )  # fmt: skip
+    assert code == 0, err
+    nodes = {n["address"]: n for n in json.loads(out)["nodes"]}
+    assert nodes["127.0.0.1:1"]["state"] == "down" and nodes[c.nsqd_http[0]]["state"] == "up"
+    code, out, err = await nsqctl("stat", "--count", "1", env=_clean_env(tmp_path))
+    assert code == 2
+    assert err.startswith("nsqctl: error:") and "--lookupd" in err and "Traceback" not in err

@@ -1,0 +1,126 @@
+"""``nsqctl dash``: the Textual app. It polls a :class:`ViewSource` in a worker and hands
+each view to the visible screen; a slow cluster delays data, never key handling."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import ClassVar
+
+from textual.app import App
+from textual.binding import Binding, BindingType
+
+from nsqctl.errors import NsqctlError
+from nsqctl.stats.actions import Action, describe, run_action
+from nsqctl.stats.session import ViewSource
+from nsqctl.stats.view import ClusterView, TopicView
+from tui.modals import ConfirmScreen, HelpScreen
+from tui.screens import ChannelScreen, MainScreen, TopicScreen, ViewScreen
+
+
+class DashApp(App[None]):
+    TITLE = "nsqctl dash"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "quit"),
+        Binding("question_mark", "help", "help"),
+        Binding("r", "refresh", "refresh"),
+        Binding("p", "toggle_channel_pause", "pause/unpause ch"),
+        Binding("e", "empty_channel", "empty ch"),
+        Binding("t", "toggle_topic_pause", "pause/unpause topic"),
+    ]
+
+    def __init__(self, source: ViewSource, interval: float = 2.0) -> None:
+        super().__init__()
+        self.source = source
+        self.interval = interval
+        self.view: ClusterView | None = None
+        self.polls = 0
+        self._wake = asyncio.Event()
+
+    def on_mount(self) -> None:
+        self.push_screen(MainScreen())
+        self.run_worker(self._poll_loop(), name="poll", exclusive=True)
+
+    async def on_unmount(self) -> None:
+        await self.source.aclose()
+
+    async def _poll_loop(self) -> None:
+        while True:
+            self._wake.clear()
+            try:
+                view = await self.source.refresh()
+            except NsqctlError as exc:
+                self.notify(str(exc), severity="error", timeout=self.interval * 2)
+            else:
+                self.apply_view(view)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.interval)
+
+    def apply_view(self, view: ClusterView) -> None:
+        self.view = view
+        self.polls += 1
+        if isinstance(self.screen, ViewScreen):
+            self.screen.refresh_view(view)
+
+    # ------------------------------------------------------------- actions
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def action_refresh(self) -> None:
+        self._wake.set()
+
+    def _target(self) -> tuple[TopicView | None, str | None]:
+        """The topic and channel the current screen points at."""
+        screen = self.screen
+        if self.view is None:
+            return None, None
+        if isinstance(screen, ChannelScreen):
+            return self.view.topic(screen.topic), screen.channel
+        if isinstance(screen, TopicScreen):
+            return self.view.topic(screen.topic), screen.selected_channel()
+        if isinstance(screen, MainScreen):
+            name = screen.selected_topic()
+            return (self.view.topic(name) if name else None), None
+        return None, None
+
+    def _confirm_and_run(self, action: Action, topic: TopicView, channel: str | None) -> None:
+        question = f"Really {describe(action, topic.name, channel)} on {len(topic.nodes)} nsqd?"
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.run_worker(self._run(action, topic, channel), name=f"action-{action}")
+
+        self.push_screen(ConfirmScreen(question), answered)
+
+    async def _run(self, action: Action, topic: TopicView, channel: str | None) -> None:
+        try:
+            count = await run_action(action, topic, channel)
+        except NsqctlError as exc:
+            self.notify(str(exc), severity="error", timeout=8)
+        else:
+            self.notify(f"{describe(action, topic.name, channel)}: done on {count} nsqd")
+        self._wake.set()
+
+    def action_toggle_channel_pause(self) -> None:
+        topic, channel = self._target()
+        ch = topic.channel(channel) if topic and channel else None
+        if topic is None or ch is None:
+            self.notify("select a channel first (open a topic)", severity="warning")
+            return
+        self._confirm_and_run("unpause" if ch.paused else "pause", topic, ch.name)
+
+    def action_empty_channel(self) -> None:
+        topic, channel = self._target()
+        if topic is None or channel is None:
+            self.notify("select a channel first (open a topic)", severity="warning")
+            return
+        self._confirm_and_run("empty", topic, channel)
+
+    def action_toggle_topic_pause(self) -> None:
+        topic, _ = self._target()
+        if topic is None:
+            self.notify("select a topic first", severity="warning")
+            return
+        self._confirm_and_run("unpause" if topic.paused else "pause", topic, None)

@@ -1,0 +1,53 @@
+"""Cell formatting for the dashboard: numbers, rates, ages, severity colours."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from nsqctl.stats.rules import Severity
+
+SEVERITY_STYLE: dict[str, str] = {"ok": "", "warn": "bold yellow", "crit": "bold red"}
+STATE_STYLE: dict[str, str] = {
+    "up": "green",
+    "slow": "yellow",
+    "unhealthy": "bold yellow",
+    "down": "bold red",
+}
+
+
+def num(value: int | None) -> str:
+    """Compact counts: 950, 12.3k, 4.1M."""
+    if value is None:
+        return "-"
+    for limit, suffix in ((1_000_000_000, "G"), (1_000_000, "M"), (10_000, "k")):
+        if abs(value) >= limit:
+            return f"{value / limit:.1f}{suffix}"
+    return str(value)
+
+
+def per_sec(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if value >= 10_000:
+        return f"{value / 1000:.1f}k"
+    return f"{value:.1f}"
+
+
+def age(seconds: float) -> str:
+    """How long ago, coarse: 42s, 7m03s, 5h12m, 3d04h."""
+    s = max(0, int(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 86400}d{s % 86400 // 3600:02d}h"
+
+
+def severity_text(text: str, severity: Severity) -> Text:
+    return Text(text, style=SEVERITY_STYLE[severity])
+
+
+def styled(text: str, style: str) -> Text:
+    return Text(text, style=style)

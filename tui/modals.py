@@ -1,0 +1,79 @@
+"""Modal screens: confirmation before a change, and the key help."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Grid, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Label, Static
+
+HELP_TEXT = """\
+[b]nsqctl dash[/b] — keys
+
+  [b]enter[/b]     open the selected topic / channel
+  [b]escape[/b]    back (or close the filter)
+  [b]/[/b]         filter topics by name (type; enter to keep, escape to clear)
+  [b]s[/b]         cycle the topics sort: name, depth, rate, channels
+  [b]r[/b]         refresh now
+  [b]tab[/b]       move between tables
+  [b]p[/b]         pause / unpause the selected channel (asks first)
+  [b]e[/b]         empty the selected channel (asks first)
+  [b]t[/b]         pause / unpause the topic (asks first)
+  [b]?[/b]         this help
+  [b]q[/b]         quit
+
+Flags: [b]starved[/b] in-flight ≥ 85% of RDY · [b]stalled[/b] RDY 0 while the channel has depth
+· [b]no leader[/b] a partition nobody leads · colours: yellow warn, red critical.
+"""
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,question_mark,q", "dismiss", "close")]
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > Vertical { width: 84; height: auto; border: round $accent; padding: 1 2;
+                            background: $surface; }
+    """
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(HELP_TEXT, id="help-text")
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """Asks "really <action>?"; dismisses with True only on an explicit yes."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "answer(True)", "yes"),
+        Binding("n,escape", "answer(False)", "no"),
+    ]
+    DEFAULT_CSS = """
+    ConfirmScreen { align: center middle; }
+    ConfirmScreen > Grid { grid-size: 2; grid-gutter: 1 2; grid-rows: auto 3; width: 64;
+                           height: auto; border: thick $warning; padding: 1 2;
+                           background: $surface; }
+    ConfirmScreen #question { column-span: 2; width: 100%; }
+    ConfirmScreen Button { width: 100%; }
+    """
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Grid():
+            yield Label(self.question, id="question")
+            yield Button("Yes (y)", variant="error", id="yes")
+            yield Button("No (n)", variant="primary", id="no")
+
+    def on_mount(self) -> None:
+        self.query_one("#no", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)

@@ -1,0 +1,225 @@
+"""Model → table rows. Pure, so what a screen shows is decided here and nowhere else."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from rich.text import Text
+
+from nsqctl.stats.history import sparkline
+from nsqctl.stats.view import ChannelView, ClusterView, NodeView, TopicView
+from tui.format import SEVERITY_STYLE, STATE_STYLE, age, num, per_sec, severity_text, styled
+from tui.tables import Row
+
+NODE_COLUMNS = ("nsqd", "version", "state", "health", "topics", "partitions", "leaders", "ms", "")
+TOPIC_COLUMNS = (
+    "topic", "parts", "depth", "depth trend", "msgs", "msg/s", "rate trend", "channels", "flags",
+)
+PARTITION_COLUMNS = (
+    "part", "leader", "replicas", "isr", "catch-up", "write", "depth", "bytes", "msgs", "msg/s",
+)
+CHANNEL_COLUMNS = (
+    "channel", "depth", "trend", "in-flight", "deferred", "requeued", "timed out", "msgs",
+    "msg/s", "clients", "rdy", "state",
+)
+CLIENT_COLUMNS = (
+    "client", "host", "remote", "part", "nsqd", "rdy", "in-flight", "finished", "fin/s",
+    "requeued", "timed out", "connected", "user agent", "flags", "state",
+)
+
+SORTS: dict[str, Callable[[TopicView], object]] = {
+    "name": lambda t: t.name,
+    "depth": lambda t: -t.depth,
+    "rate": lambda t: -(t.rate or 0.0),
+    "channels": lambda t: -len(t.channels),
+}
+
+
+def node_rows(view: ClusterView) -> list[Row]:
+    def row(n: NodeView) -> Row:
+        s = n.stats
+        down = s.state == "down"
+        return (
+            s.address,
+            [
+                Text(s.address, style=SEVERITY_STYLE[n.severity]),
+                s.version or "-",
+                styled(s.state, STATE_STYLE[s.state]),
+                "-" if down else s.health,
+                "-" if down else str(n.topic_count),
+                "-" if down else str(n.partition_count),
+                "-" if down else str(n.leader_count),
+                "-" if down else f"{s.elapsed * 1000:.0f}",
+                styled(s.error, "red") if s.error else "",
+            ],
+        )
+
+    return [row(n) for n in view.nodes]
+
+
+def lookupd_line(view: ClusterView) -> Text:
+    """One line: every lookupd with its state, the leader marked, and cluster stability."""
+    line = Text("lookupd ")
+    if not view.lookupds:
+        line.append("none (nsqd addresses given directly)", style="dim")
+    for lk in view.lookupds:
+        style = "green" if lk.ok else "bold red"
+        line.append(lk.address + (" (leader)" if lk.is_leader else ""), style=style)
+        line.append(" up  " if lk.ok else " DOWN  ", style=style)
+    if view.cluster is not None:
+        stable = view.cluster.stable
+        line.append("cluster ", style="")
+        line.append("stable" if stable else "UNSTABLE", style="green" if stable else "bold red")
+    return line
+
+
+def summary_line(view: ClusterView) -> Text:
+    family = "redesign (partitioned)" if view.is_redesign else "original"
+    up = sum(1 for n in view.nodes if n.stats.state != "down")
+    text = Text(f"{family} · {up}/{len(view.nodes)} nsqd up · {len(view.topics)} topics")
+    leaderless = sum(t.leaderless for t in view.topics)
+    if leaderless:
+        text.append(f" · {leaderless} partitions without leader", style="bold red")
+    if view.nodes_down:
+        text.append(f" · {view.nodes_down} nsqd down", style="bold red")
+    for err in view.errors:
+        text.append(f" · {err}", style="red")
+    return text
+
+
+def topic_flags(t: TopicView) -> str:
+    flags = []
+    if t.ordered:
+        flags.append("ordered")
+    if t.ext:
+        flags.append("ext")
+    if t.paused:
+        flags.append("PAUSED")
+    if t.leaderless:
+        flags.append(f"NO LEADER×{t.leaderless}")
+    if t.depth_growing:
+        flags.append("growing")
+    return " ".join(flags)
+
+
+def topic_rows(view: ClusterView, filter_text: str = "", sort: str = "name") -> list[Row]:
+    needle = filter_text.lower()
+    topics = [t for t in view.topics if needle in t.name.lower()]
+    topics.sort(key=SORTS[sort])  # type: ignore[arg-type]
+    return [
+        (
+            t.name,
+            [
+                severity_text(t.name, t.severity),
+                str(len(t.partitions)),
+                severity_text(num(t.depth), "warn" if t.depth_growing else "ok"),
+                sparkline(t.depth_history),
+                num(t.messages),
+                per_sec(t.rate),
+                sparkline(t.rate_history),
+                str(len(t.channels)),
+                severity_text(topic_flags(t), t.severity),
+            ],
+        )
+        for t in topics
+    ]
+
+
+def partition_rows(topic: TopicView) -> list[Row]:
+    rows: list[Row] = []
+    for p in topic.partitions:
+        catchup = " ".join(f"{c.node_id or c.hostname}:{c.progress}%" for c in p.catchup)
+        rows.append(
+            (
+                f"{p.label}@{p.leader or ','.join(p.replicas)}",
+                [
+                    p.label,
+                    p.leader or styled("NO LEADER", "bold red"),
+                    ", ".join(p.replicas) or "-",
+                    ", ".join(p.isr) or "-",
+                    catchup or "-",
+                    "yes" if p.write_enabled else styled("no", "bold red"),
+                    num(p.depth),
+                    "-" if p.topic_bytes is None else num(p.topic_bytes),
+                    num(p.messages),
+                    per_sec(p.rate),
+                ],
+            )
+        )
+    return rows
+
+
+def channel_state(c: ChannelView) -> str:
+    parts = []
+    if c.paused:
+        parts.append("PAUSED")
+    if c.skipped:
+        parts.append("SKIPPED")
+    if c.stalled:
+        parts.append("STALLED")
+    if c.starved:
+        parts.append("starved")
+    if c.no_consumers:
+        parts.append("no consumers")
+    if c.depth_growing:
+        parts.append("growing")
+    if c.timeout_delta:
+        parts.append(f"+{c.timeout_delta} timeouts")
+    return " ".join(parts) or "ok"
+
+
+def channel_rows(topic: TopicView) -> list[Row]:
+    return [
+        (
+            c.name,
+            [
+                severity_text(c.name, c.severity),
+                num(c.depth),
+                sparkline(c.depth_history),
+                num(c.in_flight),
+                num(c.deferred),
+                num(c.requeued),
+                severity_text(num(c.timed_out), "warn" if c.timeout_delta else "ok"),
+                num(c.messages),
+                per_sec(c.msg_rate),
+                str(c.client_count),
+                str(c.ready),
+                severity_text(channel_state(c), c.severity),
+            ],
+        )
+        for c in topic.channels
+    ]
+
+
+def client_rows(channel: ChannelView, now: float) -> list[Row]:
+    rows: list[Row] = []
+    for cv in channel.clients:
+        s = cv.stats
+        flags = " ".join(
+            f for f, on in (("tls", s.tls), ("snappy", s.snappy), ("deflate", s.deflate)) if on
+        )
+        state = "STALLED" if cv.stalled else "starved" if cv.starved else "ok"
+        sev = "crit" if cv.stalled else "warn" if cv.starved else "ok"
+        rows.append(
+            (
+                f"{cv.node}/{cv.partition}/{s.remote_address}",
+                [
+                    s.client_id,
+                    s.hostname,
+                    s.remote_address,
+                    "-" if cv.partition is None else str(cv.partition),
+                    cv.node,
+                    str(s.ready_count),
+                    str(s.in_flight_count),
+                    num(s.finish_count),
+                    per_sec(cv.finish_rate),
+                    num(s.requeue_count),
+                    "-" if s.timeout_count is None else num(s.timeout_count),
+                    age(now - s.connect_ts) if s.connect_ts else "-",
+                    s.user_agent,
+                    flags or "-",
+                    severity_text(state, sev),
+                ],
+            )
+        )
+    return rows

@@ -1,0 +1,225 @@
+"""The three levels an operator drills through: cluster → topic → channel.
+
+Screens only render the latest :class:`ClusterView` handed to :meth:`refresh_view`; they
+never fetch. Actions go back to the app, which asks for confirmation and runs them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar, cast
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Input, Static
+
+from nsqctl.stats.history import sparkline
+from nsqctl.stats.view import ClusterView
+from tui import rows
+from tui.format import num, per_sec
+from tui.tables import Cell, fill, selected_key
+
+if TYPE_CHECKING:
+    from tui.app import DashApp
+
+
+def _table(table_id: str, columns: tuple[str, ...]) -> DataTable[Cell]:
+    table: DataTable[Cell] = DataTable(id=table_id, cursor_type="row", zebra_stripes=True)
+    table.add_columns(*columns)
+    return table
+
+
+class ViewScreen(Screen[None]):
+    """Base: re-render from the app's current view when shown and after every poll."""
+
+    @property
+    def dash(self) -> DashApp:
+        return cast("DashApp", self.app)
+
+    def on_screen_resume(self) -> None:
+        if self.dash.view is not None:
+            self.refresh_view(self.dash.view)
+
+    def refresh_view(self, view: ClusterView) -> None:
+        raise NotImplementedError
+
+
+class MainScreen(ViewScreen):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("slash", "filter", "filter"),
+        Binding("s", "sort", "sort"),
+        Binding("escape", "clear_filter", "clear filter", show=False),
+    ]
+    DEFAULT_CSS = """
+    #summary, #lookupds { height: 1; padding: 0 1; }
+    #nodes { height: auto; max-height: 12; }
+    #filter { display: none; height: 3; }
+    #filter.visible { display: block; }
+    #topics { height: 1fr; }
+    .section { height: 1; padding: 0 1; background: $boost; text-style: bold; }
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.filter_text = ""
+        self.sort = "name"
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="summary")
+        yield Static(id="lookupds")
+        yield Static("nsqd nodes", classes="section")
+        yield _table("nodes", rows.NODE_COLUMNS)
+        yield Static(id="topics-title", classes="section")
+        yield Input(placeholder="filter topics…", id="filter")
+        yield _table("topics", rows.TOPIC_COLUMNS)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#topics", DataTable).focus()
+        self._title()
+
+    def _title(self) -> None:
+        shown = f" · filter: {self.filter_text!r}" if self.filter_text else ""
+        self.query_one("#topics-title", Static).update(f"topics (sort: {self.sort}){shown}")
+
+    def refresh_view(self, view: ClusterView) -> None:
+        self.query_one("#summary", Static).update(rows.summary_line(view))
+        self.query_one("#lookupds", Static).update(rows.lookupd_line(view))
+        fill(self.query_one("#nodes", DataTable), rows.node_rows(view))
+        fill(
+            self.query_one("#topics", DataTable),
+            rows.topic_rows(view, self.filter_text, self.sort),
+        )
+        self._title()
+
+    def action_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.add_class("visible")
+        box.focus()
+
+    def action_clear_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.value = ""
+        box.remove_class("visible")
+        self.query_one("#topics", DataTable).focus()
+
+    def action_sort(self) -> None:
+        order = list(rows.SORTS)
+        self.sort = order[(order.index(self.sort) + 1) % len(order)]
+        self.on_screen_resume()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.filter_text = event.value
+        self.on_screen_resume()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if not event.value:
+            event.input.remove_class("visible")
+        self.query_one("#topics", DataTable).focus()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.data_table.id == "topics" and event.row_key.value:
+            self.app.push_screen(TopicScreen(event.row_key.value))
+
+    def selected_topic(self) -> str | None:
+        return selected_key(self.query_one("#topics", DataTable))
+
+
+class TopicScreen(ViewScreen):
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,backspace", "app.pop_screen", "back")]
+    DEFAULT_CSS = """
+    #topic-summary { height: auto; padding: 0 1; }
+    #partitions { height: auto; max-height: 50%; }
+    #channels { height: 1fr; }
+    .section { height: 1; padding: 0 1; background: $boost; text-style: bold; }
+    """
+
+    def __init__(self, topic: str) -> None:
+        super().__init__()
+        self.topic = topic
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(id="topic-summary")
+            yield Static("partitions", classes="section")
+            yield _table("partitions", rows.PARTITION_COLUMNS)
+            yield Static("channels", classes="section")
+            yield _table("channels", rows.CHANNEL_COLUMNS)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#channels", DataTable).focus()
+
+    def refresh_view(self, view: ClusterView) -> None:
+        summary = self.query_one("#topic-summary", Static)
+        topic = view.topic(self.topic)
+        if topic is None:
+            summary.update(Text(f"topic {self.topic}: not reported by any nsqd now", "bold red"))
+            fill(self.query_one("#partitions", DataTable), [])
+            fill(self.query_one("#channels", DataTable), [])
+            return
+        text = Text(f"topic {topic.name}", style="bold")
+        text.append(
+            f" · {len(topic.partitions)} partition(s) · depth {num(topic.depth)} "
+            f"{sparkline(topic.depth_history, 30)} · {per_sec(topic.rate)} msg/s "
+            f"{sparkline(topic.rate_history, 30)}"
+        )
+        flags = rows.topic_flags(topic)
+        if flags:
+            text.append(f" · {flags}", style="bold yellow")
+        summary.update(text)
+        fill(self.query_one("#partitions", DataTable), rows.partition_rows(topic))
+        fill(self.query_one("#channels", DataTable), rows.channel_rows(topic))
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.data_table.id == "channels" and event.row_key.value:
+            self.app.push_screen(ChannelScreen(self.topic, event.row_key.value))
+
+    def selected_channel(self) -> str | None:
+        return selected_key(self.query_one("#channels", DataTable))
+
+
+class ChannelScreen(ViewScreen):
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,backspace", "app.pop_screen", "back")]
+    DEFAULT_CSS = """
+    #channel-summary { height: auto; padding: 0 1; }
+    #clients { height: 1fr; }
+    .section { height: 1; padding: 0 1; background: $boost; text-style: bold; }
+    """
+
+    def __init__(self, topic: str, channel: str) -> None:
+        super().__init__()
+        self.topic = topic
+        self.channel = channel
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="channel-summary")
+        yield Static("client connections", classes="section")
+        yield _table("clients", rows.CLIENT_COLUMNS)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#clients", DataTable).focus()
+
+    def refresh_view(self, view: ClusterView) -> None:
+        summary = self.query_one("#channel-summary", Static)
+        topic = view.topic(self.topic)
+        channel = topic.channel(self.channel) if topic else None
+        if channel is None:
+            summary.update(
+                Text(f"channel {self.topic}/{self.channel}: not reported now", "bold red")
+            )
+            fill(self.query_one("#clients", DataTable), [])
+            return
+        text = Text(f"channel {self.topic}/{channel.name}", style="bold")
+        text.append(
+            f" · depth {num(channel.depth)} {sparkline(channel.depth_history, 30)}"
+            f" · in-flight {channel.in_flight} · rdy {channel.ready}"
+            f" · {per_sec(channel.msg_rate)} msg/s {sparkline(channel.rate_history, 30)}"
+            f" · requeued {num(channel.requeued)} · timed out {num(channel.timed_out)}"
+        )
+        text.append(f" · {rows.channel_state(channel)}", style="bold yellow")
+        summary.update(text)
+        fill(self.query_one("#clients", DataTable), rows.client_rows(channel, view.taken_at))
