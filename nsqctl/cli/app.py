@@ -6,7 +6,6 @@ and exit code 1 (``ConfigError``: 2, a usage error); ``--debug`` shows the trace
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 
@@ -15,14 +14,17 @@ import typer
 
 from nsqctl.cli import (
     admin_cmd,
+    archive,
     common,
     config_cmd,
     dash,
     lookup_cmd,
     pub,
+    replay,
     sandbox,
     stat,
     tail,
+    trace,
     version_cmd,
 )
 from nsqctl.errors import ConfigError, NsqctlError
@@ -44,22 +46,9 @@ app.add_typer(admin_cmd.channel_app, name="channel")
 app.command("version")(version_cmd.version)
 app.command("stat")(stat.stat)
 app.command("dash")(dash.dash)
-
-# Commands being built in parallel this session; wired explicitly once they land.
-_PENDING = [
-    ("command", "archive", "nsqctl.cli.archive", "archive"),
-    ("command", "replay", "nsqctl.cli.replay", "replay"),
-    ("command", "trace", "nsqctl.cli.trace", "trace"),
-]
-for _kind, _name, _module, _attr in _PENDING:
-    try:
-        _obj = getattr(importlib.import_module(_module), _attr)
-    except ModuleNotFoundError:
-        continue
-    if _kind == "typer":
-        app.add_typer(_obj, name=_name)
-    else:
-        app.command(_name)(_obj)
+app.command("archive")(archive.archive)
+app.command("replay")(replay.replay)
+app.command("trace")(trace.trace)
 
 _DEBUG = {"on": False}
 

@@ -1,0 +1,88 @@
+"""``nsqctl archive``: keep a topic's messages as Parquet; FIN only after fsync."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+from pathlib import Path
+
+import typer
+
+from nsqctl.cli.common import LookupdOption, NsqdOption, ProfileOption, resolve_cluster
+from nsqctl.errors import ConfigError
+from nsqctl.pipeline.archiver import ArchiveOptions, Archiver, ArchiveStats
+from nsqctl.pipeline.writer import RotationPolicy
+from nsqctl.protocol.names import validate_channel, validate_topic
+
+
+def archive(
+    topic: str = typer.Argument(..., help="Topic to archive (all partitions)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Archive directory (Hive layout)."),
+    channel: str = typer.Option(
+        "nsqctl_archive", "--channel", "-c", help="Channel (durable: a restart resumes)."
+    ),
+    partitions: list[int] = typer.Option(None, "--partition", help="Only these partition(s)."),
+    ordered: bool | None = typer.Option(
+        None, "--ordered/--no-ordered", help="SUB_ORDERED (default: when the topic needs it)."
+    ),
+    max_in_flight: int = typer.Option(5000, "--max-in-flight", min=1),
+    rotate_rows: int = typer.Option(0, "--rotate-rows", min=0, help="0: the max-in-flight."),
+    rotate_mb: float = typer.Option(64.0, "--rotate-mb", min=0.001),
+    rotate_seconds: float = typer.Option(5.0, "--rotate-seconds", min=0.01, max=50.0),
+    exit_when_idle: float | None = typer.Option(
+        None, "--exit-when-idle", min=0.1, help="Stop after this many seconds without messages."
+    ),
+    trace_log: Path | None = typer.Option(
+        None, "--trace-log", help="Append a consume record per archived message (JSONL)."
+    ),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines."),
+    lookupd: list[str] = LookupdOption,
+    nsqd: list[str] = NsqdOption,
+    profile: str | None = ProfileOption,
+) -> None:
+    """Consume TOPIC into Parquet files under OUT; a message is FINed only once on disk."""
+    validate_topic(topic)
+    validate_channel(channel)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} exists and is not a directory")
+    sel = resolve_cluster(lookupd, nsqd, profile)
+    opts = ArchiveOptions(
+        topic=topic,
+        channel=channel,
+        out_dir=out,
+        lookupd=sel.lookupd,
+        nsqd=sel.nsqd,
+        config=sel.connection_config(),
+        max_in_flight=max_in_flight,
+        ordered=ordered,
+        partitions=partitions or None,
+        policy=RotationPolicy(
+            max_rows=rotate_rows or max_in_flight,
+            max_bytes=int(rotate_mb * 1024 * 1024),
+            max_age=rotate_seconds,
+        ),
+        exit_when_idle=exit_when_idle,
+        trace_log=trace_log,
+    )
+    stats = asyncio.run(_run(opts, quiet))
+    if not quiet:
+        typer.echo(
+            f"archived {stats.written} message(s) of {topic} into {stats.files} file(s) "
+            f"under {out}",
+            err=True,
+        )
+
+
+async def _run(opts: ArchiveOptions, quiet: bool) -> ArchiveStats:
+    def progress(stats: ArchiveStats) -> None:
+        if not quiet and sys.stderr.isatty():
+            print(f"\rarchived {stats.written} in {stats.files} file(s)", end="", file=sys.stderr)
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    return await Archiver(opts, progress).run(stop)

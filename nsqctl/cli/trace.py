@@ -1,0 +1,102 @@
+"""``nsqctl trace ID``: what happened to this message?"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import typer
+
+from nsqctl.cli.common import (
+    LookupdOption,
+    NsqdHttpOption,
+    NsqdOption,
+    ProfileOption,
+    resolve_cluster,
+)
+from nsqctl.errors import ConfigError, NsqctlError
+
+
+class NotFoundError(NsqctlError):
+    """The id appears in none of the sources searched."""
+
+
+def trace(
+    ident: str = typer.Argument(..., metavar="ID", help="Trace id (or message id, or see -i)."),
+    topic: str | None = typer.Option(None, "--topic", "-t", help="Only this topic."),
+    internal_id: bool = typer.Option(False, "--internal-id", "-i", help="ID is an internal id."),
+    archives: list[str] = typer.Option(
+        None, "--archive", "-a", envvar="NSQCTL_ARCHIVE", help="Archive dir/URI (repeatable)."
+    ),
+    trace_logs: list[str] = typer.Option(
+        None, "--trace-log", "-l", envvar="NSQCTL_TRACE_LOG", help="Trace log JSONL (repeatable)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="JSON instead of a table."),
+    spark_master: str | None = typer.Option(
+        None, "--spark-master", help="Spark master URL (env SPARK_MASTER; default local[*])."
+    ),
+    lookupd: list[str] = LookupdOption,
+    nsqd: list[str] = NsqdOption,
+    nsqd_http: list[str] = NsqdHttpOption,
+    profile: str | None = ProfileOption,
+) -> None:
+    """Show a message's timeline: published, delivered (FIN/REQ/timeout), archived."""
+    from nsqctl.pipeline import trace as tr
+
+    query = tr.parse_query(ident, internal=internal_id, topic=topic)
+    sel = resolve_cluster(lookupd, nsqd, profile, nsqd_http, require=None)
+    http = list(sel.nsqd_http) or _nsqd_http_from_lookupd(sel.lookupd, topic)
+    archives, trace_logs = list(archives or []), list(trace_logs or [])
+    if not archives and not trace_logs and not (http and topic):
+        raise ConfigError(
+            "nothing to search: pass --archive DIR and/or --trace-log FILE, or a live "
+            "redesign cluster with --topic"
+        )
+    spark = None
+    if archives or trace_logs:
+        from nsqctl.pipeline.spark import spark_session
+
+        spark = spark_session(spark_master, "nsqctl-trace")
+    events = tr.gather(spark, query, archives, trace_logs, http)
+    if not events:
+        raise NotFoundError(
+            f"{query.label} not found in {len(trace_logs)} trace log(s), {len(archives)} "
+            f"archive(s){' or the live cluster' if http and topic else ''}"
+        )
+    if as_json:
+        typer.echo(json.dumps({"query": query.label, "events": events}, indent=1, default=str))
+    else:
+        _table(query.label, events)
+
+
+def _nsqd_http_from_lookupd(lookupd: list[str], topic: str | None) -> list[str]:
+    """The topic's nsqd HTTP addresses (live lookups need them); none on any error."""
+    if not lookupd or not topic:
+        return []
+    import asyncio
+
+    from nsqctl.lookup import LookupClient
+
+    async def find() -> list[str]:
+        async with LookupClient(lookupd) as client:
+            topo = await client.lookup(topic, access="r", metainfo=True)
+        peers = list(topo.producers) + list(topo.partitions.values())
+        return sorted({f"{p.broadcast_address}:{p.http_port}" for p in peers})
+
+    try:
+        return asyncio.run(find())
+    except (NsqctlError, OSError):
+        return []
+
+
+def _table(label: str, events: list[dict[str, Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"timeline of {label}")
+    for name in ("time (UTC)", "event", "where", "detail"):
+        table.add_column(name, overflow="fold")
+    for e in events:
+        detail = " ".join(f"{k}={v}" for k, v in e["detail"].items())
+        table.add_row(e["at"], e["event"], e["where"], detail)
+    Console().print(table)

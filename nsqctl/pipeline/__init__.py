@@ -1,0 +1,1 @@
+"""Data pipeline: archive topics to Parquet, replay archives, trace messages (Spark)."""

@@ -1,0 +1,339 @@
+"""The replay job: read an archive (or nsq_to_file text) with Spark, filter, de-duplicate,
+and publish from the executors in order.
+
+Order: rows are hash-partitioned by an ordering key (source topic/partition — plus nsqd on
+the original family — or the ``--shard-field`` value) and sorted within each Spark
+partition by their original position, so each key's messages go out in order, one MPUB
+batch after another, with the key as the producer's shard key (same target partition or
+node for the whole key). Acknowledged batches advance a per-key checkpoint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import functools
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from nsqctl.connection import ConnectionConfig
+from nsqctl.errors import ConfigError, NsqctlError
+from nsqctl.pipeline.checkpoint import KeyCheckpoint
+from nsqctl.pipeline.schema import to_signed64
+from nsqctl.pipeline.textinput import read_bodies, text_files
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+ORDER_COLUMNS = ["_key", "_o1", "_o2", "_o3"]
+MAX_BATCH_BYTES = 1024 * 1024
+
+
+@dataclass
+class ReplayFilters:
+    since_ns: int | None = None
+    until_ns: int | None = None
+    topics: list[str] = field(default_factory=list)
+    partitions: list[int] = field(default_factory=list)
+    trace_id: int | None = None
+    grep: str | None = None
+    where: str | None = None
+
+
+@dataclass
+class ReplayTarget:
+    """Everything an executor needs to publish (picklable)."""
+
+    topic: str
+    lookupd: list[str] = field(default_factory=list)
+    nsqd: list[str] = field(default_factory=list)
+    config: ConnectionConfig | None = None
+    batch_size: int = 200
+    rate: float | None = None  # total msgs/s over all tasks
+
+
+@dataclass
+class ReplayResult:
+    published: int = 0
+    skipped: int = 0  # already acknowledged according to the checkpoint
+    batches: int = 0
+    tasks: int = 0
+
+
+def parse_time(text: str | None) -> int | None:
+    """ISO 8601 (UTC unless it says otherwise) or unix seconds → nanoseconds."""
+    if text is None:
+        return None
+    try:
+        return int(float(text) * 1e9)
+    except ValueError:
+        pass
+    try:
+        when = dt.datetime.fromisoformat(text)
+    except ValueError as err:
+        raise ConfigError(
+            f"cannot read time {text!r}: use ISO 8601 (2024-05-01T12:00:00) or unix seconds"
+        ) from err
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    return int(when.timestamp() * 1e9)
+
+
+def _analysis_error(err: Exception, what: str) -> ConfigError:
+    first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    return ConfigError(f"{what}: {first}")
+
+
+def archive_frame(
+    spark: SparkSession, source: str, filters: ReplayFilters, shard_field: str | None
+) -> tuple[DataFrame, DataFrame]:
+    """(filtered rows, filtered and de-duplicated rows with ordering columns)."""
+    from pyspark.errors import AnalysisException
+    from pyspark.sql import functions as F
+
+    try:
+        df = spark.read.parquet(source)
+    except AnalysisException as err:
+        raise _analysis_error(err, f"cannot read the archive at {source}") from err
+    f = filters
+    if f.since_ns is not None:
+        df = df.where(F.col("timestamp") >= F.lit(f.since_ns))
+        day = dt.datetime.fromtimestamp(f.since_ns / 1e9, dt.UTC).date()
+        df = df.where(F.col("date") >= F.lit(day))  # prunes directories
+    if f.until_ns is not None:
+        df = df.where(F.col("timestamp") < F.lit(f.until_ns))
+        day = dt.datetime.fromtimestamp(f.until_ns / 1e9, dt.UTC).date()
+        df = df.where(F.col("date") <= F.lit(day))
+    if f.topics:
+        df = df.where(F.col("topic").isin(f.topics))
+    if f.partitions:
+        df = df.where(F.col("partition").isin(f.partitions))
+    if f.trace_id is not None:
+        df = df.where(F.col("trace_id") == F.lit(to_signed64(f.trace_id)))
+    df = _common_filters(df, f)
+    node = F.when(F.col("partition") < 0, F.col("nsqd")).otherwise(F.lit(""))
+    df = df.withColumn("_node", node)
+    deduped = df.dropDuplicates(["topic", "partition", "_node", "internal_id"])
+    original = F.col("partition") < 0
+    if shard_field:
+        path = f"$.{shard_field}"
+        key = F.coalesce(
+            F.get_json_object(F.col("ext"), path),
+            F.get_json_object(F.col("body").cast("string"), path),
+            F.lit(""),
+        )
+        o1, o2, o3 = F.col("timestamp"), F.col("internal_id"), F.col("partition").cast("long")
+    else:
+        key = F.concat_ws("/", F.col("topic"), F.col("partition").cast("string"), F.col("_node"))
+        o1 = F.when(original, F.col("timestamp")).otherwise(F.col("internal_id"))
+        o2 = F.when(original, F.col("internal_id")).otherwise(F.coalesce(F.col("offset"), F.lit(0)))
+        o3 = F.when(original, F.lit(0)).otherwise(F.col("timestamp"))
+    ordered = deduped.select(
+        key.alias("_key"),
+        F.coalesce(o1, F.lit(0)).cast("long").alias("_o1"),
+        F.coalesce(o2, F.lit(0)).cast("long").alias("_o2"),
+        F.coalesce(o3, F.lit(0)).cast("long").alias("_o3"),
+        F.col("body"),
+    )
+    return df, ordered
+
+
+def _common_filters(df: DataFrame, f: ReplayFilters) -> DataFrame:
+    from pyspark.errors import AnalysisException, ParseException
+    from pyspark.sql import functions as F
+
+    if f.grep:
+        try:
+            re.compile(f.grep)
+        except re.error as err:
+            raise ConfigError(f"--grep {f.grep!r} is not a valid regex: {err}") from err
+        df = df.where(F.col("body").cast("string").rlike(f.grep))
+    if f.where:
+        try:
+            df = df.where(F.expr(f.where))
+            df.schema  # noqa: B018 - analyse now, so a bad predicate is a usage error
+        except (AnalysisException, ParseException) as err:
+            raise _analysis_error(err, f"--where {f.where!r}") from err
+    return df
+
+
+def text_frame(
+    spark: SparkSession, source: str, filters: ReplayFilters
+) -> tuple[DataFrame, DataFrame]:
+    """nsq_to_file output: one ordering key per file, in line order."""
+    from pyspark.sql import functions as F
+
+    if filters.since_ns or filters.until_ns or filters.partitions or filters.trace_id:
+        raise ConfigError(
+            "--since/--until/--partition/--trace-id need an archive source: "
+            "nsq_to_file text has bodies only"
+        )
+    files = text_files(source)
+    rdd = spark.sparkContext.parallelize(files, len(files)).flatMap(_file_rows)
+    df = spark.createDataFrame(rdd, "file string, line long, body binary")
+    df = _common_filters(df, filters)
+    ordered = df.select(
+        F.col("file").alias("_key"),
+        F.col("line").alias("_o1"),
+        F.lit(0).cast("long").alias("_o2"),
+        F.lit(0).cast("long").alias("_o3"),
+        F.col("body"),
+    )
+    return df, ordered
+
+
+def _file_rows(path: str) -> Iterator[tuple[str, int, bytes]]:
+    for number, body in read_bodies(path):
+        yield path, number, body
+
+
+def is_text_source(source: str) -> bool:
+    """An archive has Parquet files; anything else local is read as nsq_to_file text."""
+    from pathlib import Path
+
+    path = Path(source)
+    if "://" in source and not source.startswith("file://"):
+        return False  # remote URIs are archives
+    if path.is_file():
+        return not path.name.endswith(".parquet")
+    if path.is_dir():
+        return not any(path.rglob("*.parquet"))
+    raise ConfigError(f"replay source {source} does not exist")
+
+
+def plan(ordered: DataFrame, tasks: int) -> DataFrame:
+    """Hash-partition by key and sort each Spark partition by (key, position)."""
+    return ordered.repartition(tasks, "_key").sortWithinPartitions(*ORDER_COLUMNS)
+
+
+def dry_run(raw: DataFrame, ordered: DataFrame) -> dict[str, int]:
+    """Counts without publishing: matching rows, after de-duplication, ordering keys."""
+    from pyspark.sql import functions as F
+
+    after = ordered.agg(F.count("*").alias("n"), F.countDistinct("_key").alias("k")).first()
+    before = raw.count()
+    return {
+        "matching": before,
+        "to_publish": int(after["n"]),
+        "duplicates": before - int(after["n"]),
+        "keys": int(after["k"]),
+    }
+
+
+def run_replay(
+    planned: DataFrame,
+    target: ReplayTarget,
+    checkpoint_dir: str | None,
+    progress: Callable[[int, int], None] | None = None,
+) -> ReplayResult:
+    """Publish every row from the executors; raises NsqctlError if any publish failed."""
+    tasks = planned.rdd.getNumPartitions()
+    per_task_rate = target.rate / tasks if target.rate else None
+    fn = functools.partial(_publish_partition, target, checkpoint_dir, per_task_rate)
+    sc = planned.sparkSession.sparkContext
+    done = threading.Event()
+    watcher = None
+    if progress is not None:
+        watcher = threading.Thread(target=_watch, args=(sc, done, progress), daemon=True)
+        watcher.start()
+    try:
+        stats = planned.rdd.mapPartitions(fn).collect()
+    except Exception as err:  # py4j / PythonException: find the task's own error line
+        raise NsqctlError(f"replay stopped: {_task_error(err)}") from err
+    finally:
+        done.set()
+        if watcher is not None:
+            watcher.join(timeout=2)
+    result = ReplayResult(tasks=tasks)
+    for s in stats:
+        result.published += s["published"]
+        result.skipped += s["skipped"]
+        result.batches += s["batches"]
+    return result
+
+
+def _task_error(err: Exception) -> str:
+    text = str(err)
+    for line in reversed(text.splitlines()):
+        if re.match(r"^\s*(nsqctl\.[\w.]+\.)?\w*(Error|Exception): ", line):
+            return line.strip()
+    return text.strip().splitlines()[0] if text.strip() else type(err).__name__
+
+
+def _watch(sc: Any, done: threading.Event, progress: Callable[[int, int], None]) -> None:
+    tracker = sc.statusTracker()
+    while not done.wait(1.0):
+        finished = total = 0
+        for stage_id in tracker.getActiveStageIds():
+            info = tracker.getStageInfo(stage_id)
+            if info is not None:
+                finished += info.numCompletedTasks
+                total += info.numTasks
+        if total:
+            progress(finished, total)
+
+
+def _publish_partition(
+    target: ReplayTarget,
+    checkpoint_dir: str | None,
+    rate: float | None,
+    rows: Iterator[Any],
+) -> Iterator[dict[str, int]]:
+    """Executor side: publish one Spark partition's rows in order, batch by batch."""
+    yield asyncio.run(_publish_rows(target, KeyCheckpoint(checkpoint_dir), rate, rows))
+
+
+async def _publish_rows(
+    target: ReplayTarget, ckpt: KeyCheckpoint, rate: float | None, rows: Iterator[Any]
+) -> dict[str, int]:
+    from nsqctl.producer import Producer
+
+    stats = {"published": 0, "skipped": 0, "batches": 0}
+    batch: list[bytes] = []
+    batch_bytes = 0
+    batch_key: str | None = None
+    last_pos: tuple[int, int, int] | None = None
+    limit = target.batch_size
+    if rate:
+        limit = max(1, min(limit, int(rate / 10) or 1))  # ≥ 10 batches a second
+    next_at = time.monotonic()
+
+    async with Producer(
+        lookupd_http=target.lookupd or None, nsqd_tcp=target.nsqd or None, config=target.config
+    ) as producer:
+
+        async def flush() -> None:
+            nonlocal batch, batch_bytes, next_at
+            if not batch:
+                return
+            if rate:
+                delay = next_at - time.monotonic()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                next_at = max(next_at, time.monotonic() - 1.0) + len(batch) / rate
+            await producer.publish_many(target.topic, batch, shard_key=batch_key)
+            assert batch_key is not None and last_pos is not None
+            ckpt.advance(batch_key, last_pos, len(batch))
+            stats["published"] += len(batch)
+            stats["batches"] += 1
+            batch, batch_bytes = [], 0
+
+        for row in rows:
+            key = row["_key"]
+            pos = (row["_o1"], row["_o2"], row["_o3"])
+            done_up_to = ckpt.position(key)
+            if done_up_to is not None and pos <= done_up_to:
+                stats["skipped"] += 1
+                continue
+            body = bytes(row["body"])
+            if key != batch_key or len(batch) >= limit or batch_bytes + len(body) > MAX_BATCH_BYTES:
+                await flush()
+            batch.append(body)
+            batch_bytes += len(body)
+            batch_key, last_pos = key, pos
+        await flush()
+    return stats

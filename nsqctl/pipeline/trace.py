@@ -1,0 +1,244 @@
+"""Gather everything known about one message into a time-ordered timeline.
+
+Sources: nsqctl trace logs (JSONL from :mod:`nsqctl.tracelog`: publish receipts, consume
+records), archives (Parquet rows), both read with Spark so they can be any size; and on a
+live redesign cluster, nsqd's ``/message/get`` and each channel's ``/stats``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from nsqctl.errors import ConfigError
+from nsqctl.pipeline.schema import internal_id_from_hex, to_signed64
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, SparkSession
+
+TRACE_LOG_SCHEMA = (
+    "kind string, time double, topic string, channel string, partition long, nsqd string, "
+    "local_address string, id string, internal_id decimal(20,0), trace_id decimal(20,0), "
+    "attempts long, timestamp long, offset long, size long, count long, outcome string, "
+    "handler_ms double"
+)
+
+
+@dataclass(frozen=True)
+class TraceQuery:
+    """What to look for; ids are kept unsigned (as on the wire and in trace logs)."""
+
+    label: str
+    trace_id: int | None = None
+    internal_id: int | None = None
+    message_id: str | None = None  # original family: 16 hex characters
+    topic: str | None = None
+
+
+def parse_query(text: str, *, internal: bool = False, topic: str | None = None) -> TraceQuery:
+    """A decimal trace id, a decimal internal id (``internal``), a 16-hex original message
+    id, or a 32-hex redesign message id (internal id + trace id)."""
+    text = text.strip()
+    if internal:
+        if not text.isdigit():
+            raise ConfigError(f"--internal-id needs a decimal id, not {text!r}")
+        return TraceQuery(f"internal id {text}", internal_id=int(text), topic=topic)
+    if re.fullmatch(r"[0-9a-fA-F]{32}", text):
+        raw = bytes.fromhex(text)
+        return TraceQuery(
+            f"message id {text}",
+            internal_id=int.from_bytes(raw[:8], "big"),
+            trace_id=int.from_bytes(raw[8:], "big") or None,
+            topic=topic,
+        )
+    if text.isdigit() and len(text) <= 20:
+        return TraceQuery(f"trace id {text}", trace_id=int(text), topic=topic)
+    if re.fullmatch(r"[0-9a-fA-F]{16}", text):
+        iid = internal_id_from_hex(text) % (1 << 64)
+        return TraceQuery(
+            f"message id {text}", internal_id=iid, message_id=text.lower(), topic=topic
+        )
+    raise ConfigError(
+        f"cannot read {text!r} as an id: give a decimal trace id, --internal-id N, "
+        "or a message id (16 or 32 hex characters)"
+    )
+
+
+def _log_match(q: TraceQuery) -> Column:
+    from pyspark.sql import functions as F
+
+    cond = F.lit(False)
+    if q.trace_id is not None:
+        cond = cond | (F.col("trace_id") == F.lit(q.trace_id).cast("decimal(20,0)"))
+    if q.internal_id is not None and q.message_id is None:
+        cond = cond | (F.col("internal_id") == F.lit(q.internal_id).cast("decimal(20,0)"))
+    if q.message_id is not None:
+        cond = cond | (F.lower(F.col("id")) == F.lit(q.message_id))
+    if q.topic:
+        cond = cond & (F.col("topic") == F.lit(q.topic))
+    return cond
+
+
+def _archive_match(q: TraceQuery) -> Column:
+    from pyspark.sql import functions as F
+
+    cond = F.lit(False)
+    if q.trace_id is not None:
+        cond = cond | (F.col("trace_id") == F.lit(to_signed64(q.trace_id)))
+    if q.internal_id is not None and q.message_id is None:
+        cond = cond | (F.col("internal_id") == F.lit(to_signed64(q.internal_id)))
+    if q.message_id is not None:
+        cond = cond | (
+            (F.col("internal_id") == F.lit(to_signed64(q.internal_id)))
+            & (F.lower(F.col("id").cast("string")) == F.lit(q.message_id))
+        )
+    if q.topic:
+        cond = cond & (F.col("topic") == F.lit(q.topic))
+    return cond
+
+
+def _event(time: float, event: str, where: str, **detail: Any) -> dict[str, Any]:
+    return {
+        "time": time,
+        "at": dt.datetime.fromtimestamp(time, dt.UTC).isoformat(timespec="milliseconds"),
+        "event": event,
+        "where": where,
+        "detail": {k: v for k, v in detail.items() if v is not None},
+    }
+
+
+def from_trace_logs(spark: SparkSession, paths: list[str], q: TraceQuery) -> list[dict[str, Any]]:
+    rows = spark.read.schema(TRACE_LOG_SCHEMA).json(paths).where(_log_match(q)).collect()
+    events = []
+    for r in rows:
+        ids = {
+            "internal_id": None if r["internal_id"] is None else int(r["internal_id"]),
+            "trace_id": None if r["trace_id"] is None else int(r["trace_id"]),
+        }
+        if r["kind"] == "publish":
+            events.append(_event(
+                r["time"], "published", f"{r['nsqd']} {r['topic']} partition {r['partition']}",
+                offset=r["offset"], size=r["size"], count=r["count"], **ids,
+            ))  # fmt: skip
+        elif r["kind"] == "consume":
+            events.extend(_accepted(r["timestamp"], r["nsqd"], r["topic"], r["partition"]))
+            events.append(_event(
+                r["time"], f"delivered, {r['outcome']}",
+                f"{r['topic']}/{r['channel']} from {r['nsqd']} to {r['local_address']}",
+                attempts=r["attempts"], partition=r["partition"], offset=r["offset"],
+                handler_ms=r["handler_ms"], id=r["id"], **ids,
+            ))  # fmt: skip
+    return events
+
+
+def _accepted(ts_ns: int | None, nsqd: str | None, topic: str, partition: Any) -> list[dict]:
+    """The message's own timestamp: when nsqd accepted the publish."""
+    if not ts_ns:
+        return []
+    part = "" if partition in (None, -1) else f" partition {partition}"
+    return [_event(ts_ns / 1e9, "accepted by nsqd", f"{nsqd} {topic}{part}")]
+
+
+def from_archives(spark: SparkSession, paths: list[str], q: TraceQuery) -> list[dict[str, Any]]:
+    from pyspark.sql import functions as F
+
+    df = spark.read.parquet(*paths).where(_archive_match(q))
+    rows = df.withColumn("_file", F.input_file_name()).drop("body").collect()
+    events = []
+    for r in rows:
+        events.extend(_accepted(r["timestamp"], r["nsqd"], r["topic"], r["partition"]))
+        archived = r["archived_at"].replace(tzinfo=dt.UTC).timestamp()
+        events.append(_event(
+            archived, "archived", r["_file"], topic=r["topic"], partition=r["partition"],
+            channel=r["channel"], nsqd=r["nsqd"], attempts=r["attempts"], offset=r["offset"],
+            internal_id=r["internal_id"], trace_id=r["trace_id"],
+            id=bytes(r["id"]).decode("ascii", "replace") if r["partition"] < 0 else None,
+        ))  # fmt: skip
+    return events
+
+
+def from_live(
+    nsqd_http: list[str], q: TraceQuery, internal_ids: set[int], timeout: float = 5.0
+) -> list[dict[str, Any]]:
+    """Redesign cluster mode: the message on its partition leader, and channel progress."""
+    if not q.topic or not nsqd_http:
+        return []
+    ids = set(internal_ids) | ({q.internal_id} if q.internal_id is not None else set())
+    now = dt.datetime.now(dt.UTC).timestamp()
+    events = []
+    with httpx.Client(timeout=timeout) as client:
+        for http in nsqd_http:
+            for iid in sorted(ids):
+                partition = iid >> 50  # cluster mode: partition p's ids start at p << 50
+                try:
+                    resp = client.get(
+                        f"http://{http}/message/get",
+                        params={"topic": q.topic, "partition": partition,
+                                "search_mode": "id", "search_pos": iid},
+                    )  # fmt: skip
+                except httpx.HTTPError:
+                    continue
+                if resp.status_code == 200:
+                    events.append(_event(
+                        now, "on server", f"{http} {q.topic} partition {partition}",
+                        message=_json_or_text(resp),
+                    ))  # fmt: skip
+            events.extend(_channel_progress(client, http, q.topic, now))
+    return events
+
+
+def _channel_progress(
+    client: httpx.Client, http: str, topic: str, now: float
+) -> list[dict[str, Any]]:
+    try:
+        resp = client.get(f"http://{http}/stats", params={"format": "json", "topic": topic})
+        data = resp.json()
+    except (httpx.HTTPError, ValueError):
+        return []
+    data = data.get("data", data) if isinstance(data, dict) else {}
+    events = []
+    for t in data.get("topics") or []:
+        redesign = "topic_partition" in t or "is_multi_ordered" in t
+        if t.get("topic_name") != topic or not redesign:
+            continue  # original nsqd: nothing per message to say
+        for ch in t.get("channels") or []:
+            progress = {k: v for k, v in ch.items() if "offset" in k or "confirmed" in k}
+            events.append(_event(
+                now, "channel progress", f"{http} {topic}/{ch.get('channel_name')} "
+                f"partition {t.get('topic_partition')}",
+                depth=ch.get("depth"), in_flight=ch.get("in_flight_count"), **progress,
+            ))  # fmt: skip
+    return events
+
+
+def _json_or_text(resp: httpx.Response) -> Any:
+    try:
+        return resp.json()
+    except ValueError:
+        return resp.text[:500]
+
+
+def gather(
+    spark: SparkSession | None,
+    q: TraceQuery,
+    archives: list[str],
+    trace_logs: list[str],
+    nsqd_http: list[str],
+) -> list[dict[str, Any]]:
+    """Every event about the message, oldest first (duplicates of one fact merged)."""
+    events: list[dict[str, Any]] = []
+    if spark is not None and trace_logs:
+        events += from_trace_logs(spark, trace_logs, q)
+    if spark is not None and archives:
+        events += from_archives(spark, archives, q)
+    ids = {e["detail"]["internal_id"] % (1 << 64) for e in events if "internal_id" in e["detail"]}
+    if events or q.internal_id is not None:
+        events += from_live(nsqd_http, q, ids)
+    unique: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for e in events:
+        unique.setdefault((e["time"], e["event"], e["where"]), e)
+    return sorted(unique.values(), key=lambda e: (e["time"], e["event"]))

@@ -1,0 +1,168 @@
+"""Buffer archive rows in memory and write them as Parquet files, atomically and durably.
+
+A file is written under a temporary name, fsynced, renamed into place and its directory
+fsynced; only then does :meth:`ArchiveWriter.write` return. The archiver acknowledges
+(FINs) the messages of a batch after that, so a crash at any moment loses nothing that
+was acknowledged: at worst a batch is written and redelivered (a duplicate).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from nsqctl.errors import NsqctlError
+from nsqctl.pipeline.schema import ARCHIVE_SCHEMA, ROW_COLUMNS
+
+TMP_PREFIX = ".tmp-"
+
+
+class ArchiveWriteError(NsqctlError):
+    """A batch could not be written durably; its messages were not acknowledged."""
+
+
+@dataclass
+class RotationPolicy:
+    """When the buffer becomes a file: whichever limit is reached first.
+
+    Buffered messages are in flight on nsqd, so ``max_age`` must stay well under the
+    server's msg_timeout (60 s by default) and ``max_rows`` at or under max-in-flight.
+    """
+
+    max_rows: int = 100_000
+    max_bytes: int = 64 * 1024 * 1024
+    max_age: float = 5.0
+
+
+@dataclass
+class _Group:
+    columns: list[list[Any]] = field(default_factory=lambda: [[] for _ in ROW_COLUMNS])
+
+
+class ArchiveBuffer:
+    """Rows waiting for the next rotation, grouped by (partition, date), plus the tokens
+    (messages) to acknowledge once they are on disk."""
+
+    def __init__(self) -> None:
+        self.groups: dict[tuple[int, str], _Group] = {}
+        self.tokens: list[Any] = []
+        self.rows = 0
+        self.bytes = 0
+        self.started: float | None = None
+
+    def add(self, partition: int, date: str, values: list[Any], token: Any = None) -> None:
+        group = self.groups.get((partition, date))
+        if group is None:
+            group = self.groups[(partition, date)] = _Group()
+        for column, value in zip(group.columns, values, strict=True):
+            column.append(value)
+        if token is not None:
+            self.tokens.append(token)
+        if self.started is None:
+            self.started = time.monotonic()
+        self.rows += 1
+        body = values[-1]
+        self.bytes += 64 + (len(body) if body else 0)
+
+    def due(self, policy: RotationPolicy, now: float | None = None) -> bool:
+        if not self.rows:
+            return False
+        if self.rows >= policy.max_rows or self.bytes >= policy.max_bytes:
+            return True
+        now = time.monotonic() if now is None else now
+        return self.started is not None and now - self.started >= policy.max_age
+
+    def age(self, now: float | None = None) -> float:
+        if self.started is None:
+            return 0.0
+        return (time.monotonic() if now is None else now) - self.started
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class ArchiveWriter:
+    """Writes buffered groups under ``out/topic=T/partition=P/date=D/``."""
+
+    def __init__(self, out_dir: str | Path, *, compression: str = "zstd", fsync: bool = True):
+        self.out_dir = Path(out_dir)
+        self.compression = compression
+        self.fsync = fsync
+        self.files_written = 0
+        self.rows_written = 0
+        self._run = uuid.uuid4().hex[:8]
+        self._seq = 0
+
+    def write(self, buffer: ArchiveBuffer) -> list[Path]:
+        """Write every group of ``buffer`` durably; returns the final paths."""
+        now = dt.datetime.now(dt.UTC)
+        paths = []
+        try:
+            for (partition, date), group in sorted(buffer.groups.items()):
+                topic = group.columns[0][0]
+                paths.append(self._write_group(topic, partition, date, group, now))
+        except OSError as err:
+            raise ArchiveWriteError(
+                f"cannot write the archive under {self.out_dir}: {err}; "
+                "the buffered messages were not acknowledged"
+            ) from err
+        self.rows_written += buffer.rows
+        return paths
+
+    def _write_group(
+        self, topic: str, partition: int, date: str, group: _Group, now: dt.datetime
+    ) -> Path:
+        directory = self.out_dir / f"topic={topic}" / f"partition={partition}" / f"date={date}"
+        created = not directory.exists()
+        directory.mkdir(parents=True, exist_ok=True)
+        self._seq += 1
+        name = f"part-{now:%Y%m%dT%H%M%S}-{self._run}-{self._seq:06d}.parquet"
+        arrays = [
+            pa.array(col, type=ARCHIVE_SCHEMA.field(n).type)
+            for n, col in zip(ROW_COLUMNS, group.columns, strict=True)
+        ]
+        arrays.append(pa.array([now] * len(group.columns[0]), type=ARCHIVE_SCHEMA.field(-1).type))
+        table = pa.Table.from_arrays(arrays, schema=ARCHIVE_SCHEMA)
+        tmp = directory / f"{TMP_PREFIX}{name}"
+        final = directory / name
+        with open(tmp, "wb") as fh:
+            pq.write_table(table, fh, compression=self.compression)
+            fh.flush()
+            if self.fsync:
+                os.fsync(fh.fileno())
+        os.replace(tmp, final)
+        if self.fsync:
+            _fsync_dir(directory)
+            if created:  # the new directories' entries must be durable too
+                for parent in list(directory.parents)[:3]:
+                    _fsync_dir(parent)
+        self.files_written += 1
+        return final
+
+
+def remove_stale_tmp(out_dir: str | Path) -> int:
+    """Delete temporary files a killed archiver left behind (never acknowledged)."""
+    removed = 0
+    for path in Path(out_dir).rglob(f"{TMP_PREFIX}*"):
+        path.unlink(missing_ok=True)
+        removed += 1
+    return removed
+
+
+def archive_files(out_dir: str | Path) -> Iterable[Path]:
+    """Final Parquet files of an archive (temporary files excluded)."""
+    return sorted(p for p in Path(out_dir).rglob("*.parquet") if not p.name.startswith(TMP_PREFIX))

@@ -1,0 +1,130 @@
+"""Pipeline pieces without servers or Spark: id mapping, writer, text input, parsing."""
+
+from __future__ import annotations
+
+import gzip
+import os
+from pathlib import Path
+
+import pyarrow.dataset as ds
+import pytest
+
+from nsqctl.errors import ConfigError
+from nsqctl.pipeline import checkpoint
+from nsqctl.pipeline.replay import parse_time
+from nsqctl.pipeline.schema import NO_PARTITION, date_of, internal_id_from_hex, to_signed64
+from nsqctl.pipeline.spark import java_major, resolve_master
+from nsqctl.pipeline.textinput import read_bodies, text_files
+from nsqctl.pipeline.trace import parse_query
+from nsqctl.pipeline.writer import (
+    ArchiveBuffer,
+    ArchiveWriter,
+    RotationPolicy,
+    archive_files,
+    remove_stale_tmp,
+)
+
+
+def test_original_id_maps_to_signed_int64() -> None:
+    assert internal_id_from_hex("18a381c98ba69000") == 0x18A381C98BA69000
+    assert internal_id_from_hex(b"ffffffffffffffff") == -1
+    assert to_signed64(2**64 - 2) == -2
+    assert to_signed64(None) is None
+
+
+def test_date_of_is_utc() -> None:
+    assert date_of(0) == "1970-01-01"
+    assert date_of(86_400 * 10**9 - 1) == "1970-01-01"
+    assert date_of(1_700_000_000 * 10**9) == "2023-11-14"
+
+
+def _row(topic: str, partition: int, i: int, ts: int) -> list[object]:
+    return [topic, partition, "ch", "127.0.0.1:1", i, None, b"%016x" % i, ts, 1, None, None,
+            None, b"body-%d" % i]  # fmt: skip
+
+
+def test_writer_groups_by_partition_and_date_atomically(tmp_path: Path) -> None:
+    buf = ArchiveBuffer()
+    day = 86_400 * 10**9
+    for i in range(10):
+        buf.add(i % 2, date_of(i // 5 * day), _row("t", i % 2, i, i // 5 * day), token=i)
+    (tmp_path / "topic=t").mkdir()
+    (tmp_path / "topic=t" / ".tmp-part-x.parquet").write_bytes(b"half")
+    assert remove_stale_tmp(tmp_path) == 1
+    paths = ArchiveWriter(tmp_path).write(buf)
+    assert len(paths) == 4
+    assert buf.tokens == list(range(10))
+    rels = sorted(str(p.parent.relative_to(tmp_path)) for p in paths)
+    assert rels[0] == "topic=t/partition=0/date=1970-01-01"
+    assert not [p for p in tmp_path.rglob(".tmp-*")]
+    table = ds.dataset(tmp_path, format="parquet", partitioning="hive").to_table()
+    assert sorted(table.column("body").to_pylist()) == sorted(b"body-%d" % i for i in range(10))
+    assert len(list(archive_files(tmp_path))) == 4
+
+
+def test_rotation_due_by_rows_bytes_and_age() -> None:
+    buf = ArchiveBuffer()
+    policy = RotationPolicy(max_rows=3, max_bytes=10**9, max_age=100.0)
+    assert not buf.due(policy)
+    for i in range(2):
+        buf.add(NO_PARTITION, "1970-01-01", _row("t", -1, i, 0))
+    assert not buf.due(policy, now=buf.started)
+    assert buf.due(RotationPolicy(max_rows=99, max_bytes=10, max_age=100.0))
+    assert buf.due(RotationPolicy(max_rows=99, max_bytes=10**9, max_age=1.0), now=buf.started + 2)
+    buf.add(NO_PARTITION, "1970-01-01", _row("t", -1, 2, 0))
+    assert buf.due(policy, now=buf.started)
+
+
+def test_text_input_plain_and_gzip_by_magic(tmp_path: Path) -> None:
+    (tmp_path / "a.log").write_bytes(b"one\ntwo\nthree")
+    with gzip.open(tmp_path / "b.renamed", "wb") as fh:
+        fh.write(b"x\ny\n")
+    assert list(read_bodies(tmp_path / "a.log")) == [(0, b"one"), (1, b"two"), (2, b"three")]
+    assert list(read_bodies(tmp_path / "b.renamed")) == [(0, b"x"), (1, b"y")]
+    assert len(text_files(tmp_path)) == 2
+    with pytest.raises(ConfigError):
+        text_files(tmp_path / "missing")
+
+
+def test_parse_query_forms() -> None:
+    assert parse_query("42").trace_id == 42
+    assert parse_query("42", internal=True).internal_id == 42
+    q = parse_query("18A381C98BA69000")
+    assert q.message_id == "18a381c98ba69000" and q.internal_id == 0x18A381C98BA69000
+    q = parse_query("00000000000000070000000000000009")
+    assert (q.internal_id, q.trace_id) == (7, 9)
+    with pytest.raises(ConfigError):
+        parse_query("not-an-id")
+
+
+def test_parse_time_and_java_version() -> None:
+    assert parse_time("10") == 10 * 10**9
+    assert parse_time("1970-01-02T00:00:00") == 86_400 * 10**9
+    with pytest.raises(ConfigError):
+        parse_time("yesterday-ish")
+    assert java_major('openjdk version "17.0.15" 2025-04-15') == 17
+    assert java_major('java version "1.8.0_292"') == 8
+    assert java_major("garbage") is None
+
+
+def test_master_precedence(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPARK_MASTER", "local[3]")
+    assert resolve_master(None) == "local[3]"
+    assert resolve_master("local[1]") == "local[1]"
+    monkeypatch.delenv("SPARK_MASTER")
+    assert resolve_master(None) == "local[*]"
+
+
+def test_checkpoint_resume_and_mismatch(tmp_path: Path) -> None:
+    spec = {"source": "a", "to_topic": "b"}
+    assert checkpoint.prepare(tmp_path, spec, restart=False) == 0
+    ck = checkpoint.KeyCheckpoint(str(tmp_path))
+    ck.advance("k", (1, 2, 3), 5)
+    ck.advance("k", (4, 5, 6), 2)
+    assert checkpoint.KeyCheckpoint(str(tmp_path)).position("k") == (4, 5, 6)
+    assert checkpoint.acknowledged(tmp_path) == 7
+    assert checkpoint.prepare(tmp_path, spec, restart=False) == 1
+    with pytest.raises(ConfigError):
+        checkpoint.prepare(tmp_path, {"source": "other"}, restart=False)
+    assert checkpoint.prepare(tmp_path, spec, restart=True) == 0
+    assert not os.listdir(tmp_path / "keys")
