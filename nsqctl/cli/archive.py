@@ -7,14 +7,16 @@ import contextlib
 import signal
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from nsqctl.cli.common import LookupdOption, NsqdOption, ProfileOption, resolve_cluster
 from nsqctl.errors import ConfigError
-from nsqctl.pipeline.archiver import ArchiveOptions, Archiver, ArchiveStats
-from nsqctl.pipeline.writer import RotationPolicy
 from nsqctl.protocol.names import validate_channel, validate_topic
+
+if TYPE_CHECKING:  # pyarrow loads only when archiving, not on every nsqctl start
+    from nsqctl.pipeline.archiver import ArchiveOptions, ArchiveStats
 
 
 def archive(
@@ -48,6 +50,9 @@ def archive(
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out} exists and is not a directory")
     sel = resolve_cluster(lookupd, nsqd, profile)
+    from nsqctl.pipeline.archiver import ArchiveOptions
+    from nsqctl.pipeline.writer import RotationPolicy
+
     opts = ArchiveOptions(
         topic=topic,
         channel=channel,
@@ -85,4 +90,6 @@ async def _run(opts: ArchiveOptions, quiet: bool) -> ArchiveStats:
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
+    from nsqctl.pipeline.archiver import Archiver
+
     return await Archiver(opts, progress).run(stop)
