@@ -59,7 +59,8 @@ class DashApp(App[None]):
     def apply_view(self, view: ClusterView) -> None:
         self.view = view
         self.polls += 1
-        if isinstance(self.screen, ViewScreen):
+        # a poll can land before the first screen is composed; it renders on resume then
+        if isinstance(self.screen, ViewScreen) and self.screen.is_mounted:
             self.screen.refresh_view(view)
 
     # ------------------------------------------------------------- actions

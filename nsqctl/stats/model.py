@@ -8,6 +8,7 @@ derived apart lets a test build either from a recorded payload without any IO.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -50,7 +51,7 @@ class ChannelStats:
     client_count: int
     paused: bool
     skipped: bool = False
-    clients: tuple[ClientStats, ...] = ()
+    clients: Sequence[ClientStats] = ()  # lazily parsed: see parse.LazyClients
 
 
 @dataclass(slots=True)

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
 import httpx
 
@@ -29,10 +27,11 @@ from nsqctl.stats.model import (
     NodeStats,
 )
 from nsqctl.stats.parse import (
+    decode,
     nsqd_http_addresses,
     parse_cluster_stats,
     parse_coordinator_stats,
-    parse_nsqd_stats,
+    parse_nsqd_body,
 )
 
 DEFAULT_TIMEOUT = 2.0
@@ -119,7 +118,7 @@ class StatsPoller:
             resp = await self._http.get(f"http://{leader}/cluster/stats")
             if resp.status_code != 200:
                 return None
-            return parse_cluster_stats(resp.json())
+            return parse_cluster_stats(decode(resp.content))
         except (httpx.HTTPError, ValueError, NsqctlError):
             return None
 
@@ -146,7 +145,9 @@ class StatsPoller:
             body, elapsed = await asyncio.wait_for(
                 self._fetch(address, "/stats", self._stats_params()), self.timeout
             )
-            node = await asyncio.to_thread(_parse_node, body, address, fetched_at, elapsed)
+            node = await asyncio.to_thread(
+                parse_nsqd_body, body, address, fetched_at=fetched_at, elapsed=elapsed
+            )
         except (httpx.HTTPError, TimeoutError, NsqctlError, ValueError) as exc:
             error = "timed out" if isinstance(exc, TimeoutError) else _describe(exc)
             return NodeStats(address=address, fetched_at=fetched_at, state="down", error=error)
@@ -160,7 +161,7 @@ class StatsPoller:
             body, _ = await asyncio.wait_for(
                 self._fetch(address, "/coordinator/stats", params), self.timeout
             )
-            return parse_coordinator_stats(json.loads(body), address)
+            return parse_coordinator_stats(decode(body), address)
         except (httpx.HTTPError, TimeoutError, NsqctlError, ValueError):
             return ()  # standalone redesign nsqd: coordinator disabled
 
@@ -181,8 +182,3 @@ class StatsPoller:
             cluster=cluster,
             errors=tuple(errors),
         )
-
-
-def _parse_node(body: bytes, address: str, fetched_at: float, elapsed: float) -> NodeStats:
-    payload: Any = json.loads(body)
-    return parse_nsqd_stats(payload, address, fetched_at=fetched_at, elapsed=elapsed)

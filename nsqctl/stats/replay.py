@@ -3,16 +3,20 @@ use the very parser the live poller uses."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 
 from nsqctl.stats.model import ClusterSnapshot, LookupdStatus
-from nsqctl.stats.parse import parse_cluster_stats, parse_coordinator_stats, parse_nsqd_stats
+from nsqctl.stats.parse import (
+    decode,
+    parse_cluster_stats,
+    parse_coordinator_stats,
+    parse_nsqd_stats,
+)
 
 
 def load_json(path: Path | str) -> object:
-    return json.loads(Path(path).read_text())
+    return decode(Path(path).read_bytes())
 
 
 def snapshot_from_files(

@@ -12,7 +12,6 @@ from typing import Protocol
 
 from nsqctl.stats.history import History
 from nsqctl.stats.model import ClusterSnapshot
-from nsqctl.stats.poller import StatsPoller
 from nsqctl.stats.view import ClusterView, build_view
 
 
@@ -22,10 +21,18 @@ class ViewSource(Protocol):
     async def aclose(self) -> None: ...
 
 
+class SnapshotSource(Protocol):
+    """What a session polls: :class:`StatsPoller`, or a stand-in in benchmarks."""
+
+    async def snapshot(self) -> ClusterSnapshot: ...
+
+    async def aclose(self) -> None: ...
+
+
 class StatsSession:
     """Keeps the previous snapshot (for rates) and the session history (for sparklines)."""
 
-    def __init__(self, poller: StatsPoller, history_length: int = 120) -> None:
+    def __init__(self, poller: SnapshotSource, history_length: int = 120) -> None:
         self.poller = poller
         self.history = History(history_length)
         self._previous: ClusterSnapshot | None = None

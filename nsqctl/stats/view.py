@@ -7,6 +7,9 @@ the partitions' leaders only, since redesign replicas repeat the leader's counte
 Depth here is always a message count: the channel depths plus, on the original family,
 messages still held at topic level. A redesign topic's own ``depth`` is a byte offset and
 is kept apart as ``topic_bytes``.
+
+Per-client views are built only when read (:attr:`ChannelView.clients`): a poll of a big
+cluster carries tens of thousands of connections, the dashboard shows one channel's.
 """
 
 from __future__ import annotations
@@ -14,7 +17,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
+from functools import cached_property
 
+from nsqctl.stats.gcpause import gc_paused
 from nsqctl.stats.history import History
 from nsqctl.stats.model import (
     CatchupInfo,
@@ -27,6 +32,7 @@ from nsqctl.stats.model import (
     NodeStats,
     TopicPartitionStats,
 )
+from nsqctl.stats.parse import client_loads
 from nsqctl.stats.rules import (
     Severity,
     delta,
@@ -50,7 +56,11 @@ class ClientView:
 
 @dataclass(slots=True)
 class ChannelPartView:
-    """The channel on one partition (one nsqd on the original family)."""
+    """The channel on one partition (one nsqd on the original family).
+
+    ``previous`` (the same channel one poll earlier) and ``dt`` are kept for the clients'
+    finish rates, computed only if someone reads :attr:`ChannelView.clients`.
+    """
 
     node: str
     partition: int | None
@@ -58,6 +68,27 @@ class ChannelPartView:
     msg_rate: float | None
     timeout_delta: int | None
     requeue_delta: int | None
+    previous: ChannelStats | None = None
+    dt: float = 0.0
+
+    def client_views(self) -> list[ClientView]:
+        ch = self.stats
+        before: dict[str, int] = (
+            {c.remote_address: c.finish_count for c in self.previous.clients}
+            if self.previous is not None
+            else {}
+        )
+        return [
+            ClientView(
+                stats=cl,
+                node=self.node,
+                partition=self.partition,
+                starved=is_starved(cl.ready_count, cl.in_flight_count),
+                stalled=is_stalled(cl.ready_count, ch.depth),
+                finish_rate=rate(cl.finish_count, before.get(cl.remote_address), self.dt),
+            )
+            for cl in ch.clients
+        ]
 
 
 @dataclass(frozen=True)
@@ -77,7 +108,6 @@ class ChannelView:
     msg_rate: float | None
     requeue_delta: int | None
     timeout_delta: int | None
-    clients: tuple[ClientView, ...]
     starved: bool
     stalled: bool
     no_consumers: bool
@@ -86,6 +116,13 @@ class ChannelView:
     parts: tuple[ChannelPartView, ...] = ()
     depth_history: tuple[float, ...] = ()
     rate_history: tuple[float, ...] = ()
+
+    @cached_property
+    def clients(self) -> tuple[ClientView, ...]:
+        """Every connection on every partition, built on first read."""
+        views = [cv for part in self.parts for cv in part.client_views()]
+        views.sort(key=lambda c: (c.partition or 0, c.node, c.stats.remote_address))
+        return tuple(views)
 
 
 @dataclass(frozen=True)
@@ -190,12 +227,11 @@ class _Prev:
 
     fetched: dict[str, float]
     topic: dict[_Key, int]
-    channel: dict[tuple[_Key, str], tuple[int, int, int]]
-    client: dict[tuple[_Key, str, str], int]
+    channel: dict[tuple[_Key, str], ChannelStats]
 
     @classmethod
     def index(cls, snap: ClusterSnapshot | None) -> _Prev:
-        prev = cls({}, {}, {}, {})
+        prev = cls({}, {}, {})
         if snap is None:
             return prev
         for node in snap.nodes:
@@ -206,13 +242,7 @@ class _Prev:
                 key = (node.address, t.topic, t.partition)
                 prev.topic[key] = t.message_count
                 for ch in t.channels:
-                    prev.channel[(key, ch.name)] = (
-                        ch.message_count,
-                        ch.requeue_count,
-                        ch.timeout_count,
-                    )
-                    for cl in ch.clients:
-                        prev.client[(key, ch.name, cl.remote_address)] = cl.finish_count
+                    prev.channel[(key, ch.name)] = ch
         return prev
 
 
@@ -285,37 +315,30 @@ def _channel_view(
     now: dict[str, float],
     history: History | None,
 ) -> ChannelView:
-    clients: list[ClientView] = []
     part_views: list[ChannelPartView] = []
     rates: list[float | None] = []
     req_deltas: list[int | None] = []
     to_deltas: list[int | None] = []
+    ready = listed = 0
+    starved = False
     for tp, ch in parts:
-        key = (tp.node, tp.topic, tp.partition)
         dt = now.get(tp.node, 0.0) - prev.fetched.get(tp.node, 0.0)
-        before = prev.channel.get((key, ch.name))
-        rates.append(rate(ch.message_count, before[0] if before else None, dt))
-        req_deltas.append(delta(ch.requeue_count, before[1] if before else None))
-        to_deltas.append(delta(ch.timeout_count, before[2] if before else None))
+        before = prev.channel.get(((tp.node, tp.topic, tp.partition), ch.name))
+        rates.append(rate(ch.message_count, before.message_count if before else None, dt))
+        req_deltas.append(delta(ch.requeue_count, before.requeue_count if before else None))
+        to_deltas.append(delta(ch.timeout_count, before.timeout_count if before else None))
         part_views.append(
-            ChannelPartView(tp.node, tp.partition, ch, rates[-1], to_deltas[-1], req_deltas[-1])
-        )
-        for cl in ch.clients:
-            fin_before = prev.client.get((key, ch.name, cl.remote_address))
-            clients.append(
-                ClientView(
-                    stats=cl,
-                    node=tp.node,
-                    partition=tp.partition,
-                    starved=is_starved(cl.ready_count, cl.in_flight_count),
-                    stalled=is_stalled(cl.ready_count, ch.depth),
-                    finish_rate=rate(cl.finish_count, fin_before, dt),
-                )
+            ChannelPartView(
+                tp.node, tp.partition, ch, rates[-1], to_deltas[-1], req_deltas[-1], before, dt
             )
+        )
+        loads = client_loads(ch.clients)
+        listed += len(loads)
+        ready += sum(r for r, _ in loads)
+        starved = starved or any(is_starved(r, f) for r, f in loads)
     chans = [ch for _, ch in parts]
     depth = sum(c.depth for c in chans)
-    ready = sum(c.stats.ready_count for c in clients)
-    client_count = max(sum(c.client_count for c in chans), len(clients))
+    client_count = max(sum(c.client_count for c in chans), listed)
     msg_rate = _sum_opt(rates)
     timeout_delta = _int_sum_opt(to_deltas)
     depth_hist: tuple[float, ...] = ()
@@ -324,8 +347,7 @@ def _channel_view(
         depth_hist = history.push(("channel", topic, name, "depth"), depth)
         rate_hist = history.push(("channel", topic, name, "rate"), msg_rate or 0.0)
     growing = is_growing(depth_hist)
-    starved = any(c.starved for c in clients)
-    stalled = bool(clients) and is_stalled(ready, depth)
+    stalled = listed > 0 and is_stalled(ready, depth)
     no_consumers = client_count == 0 and depth > 0
     severity = worst(
         "crit" if stalled else "ok",
@@ -347,9 +369,6 @@ def _channel_view(
         msg_rate=msg_rate,
         requeue_delta=_int_sum_opt(req_deltas),
         timeout_delta=timeout_delta,
-        clients=tuple(
-            sorted(clients, key=lambda c: (c.partition or 0, c.node, c.stats.remote_address))
-        ),
         starved=starved,
         stalled=stalled,
         no_consumers=no_consumers,
@@ -448,6 +467,13 @@ def build_view(
     Rates need ``previous`` (the snapshot one interval earlier). ``history``, when given, is
     appended to (one sample per topic/channel) and the series are attached for sparklines.
     """
+    with gc_paused():
+        return _build_view(snapshot, previous, history)
+
+
+def _build_view(
+    snapshot: ClusterSnapshot, previous: ClusterSnapshot | None, history: History | None
+) -> ClusterView:
     prev = _Prev.index(previous)
     now = {n.address: n.fetched_at for n in snapshot.nodes if n.state != "down"}
     coord = _coord_index(snapshot.coordinator)

@@ -3,15 +3,20 @@ parsing, rates between polls, starved/stalled rules, leaders, history and severi
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
 
+from nsqctl.stats.gcpause import gc_paused
 from nsqctl.stats.history import History, sparkline
 from nsqctl.stats.model import ClusterSnapshot, NodeStats
 from nsqctl.stats.parse import (
+    LazyClients,
     StatsProtocolError,
     nsqd_http_addresses,
+    parse_client,
+    parse_nsqd_body,
     parse_nsqd_stats,
 )
 from nsqctl.stats.replay import load_json, snapshot_from_files
@@ -267,3 +272,44 @@ def test_redesign_channel_parts_have_partition_rates() -> None:
     assert ch1 is not None
     parts = {p.partition: p.msg_rate for p in ch1.parts}
     assert parts == {0: pytest.approx(20.0), 1: pytest.approx(10.0), 2: pytest.approx(0.0)}
+
+
+# ------------------------------------------------------------------ laziness and GC
+
+
+def test_clients_are_parsed_only_when_a_channel_view_reads_them() -> None:
+    body = (DATA / "original_nsqd_a_t1.json").read_bytes()
+    raw = load_json(DATA / "original_nsqd_a_t1.json")
+    node = parse_nsqd_body(body, A, fetched_at=1.0)
+    orders = next(t for t in node.topics if t.topic == "orders")
+    billing = next(c for c in orders.channels if c.name == "billing")
+    assert isinstance(billing.clients, LazyClients)
+    view = build_view(ClusterSnapshot(taken_at=1.0, nodes=(node,)))
+    assert billing.clients._parsed is None  # the view's rules used RDY/in-flight only
+    assert view.topic("orders").channel("billing").ready == 2  # type: ignore[union-attr]
+    raw_billing = next(
+        c
+        for t in raw["topics"]  # type: ignore[index]
+        if t["topic_name"] == "orders"
+        for c in t["channels"]
+        if c["channel_name"] == "billing"
+    )
+    expected = tuple(parse_client(c) for c in raw_billing["clients"])
+    assert view.topic("orders").channel("billing").clients[0].stats == expected[0]  # type: ignore[union-attr]
+    assert billing.clients == expected and len(billing.clients) == len(expected)
+
+
+def test_gc_pause_nests_and_restores_the_previous_state() -> None:
+    assert gc.isenabled()
+    with gc_paused():
+        with gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()  # was off before: left off
+    finally:
+        gc.enable()
