@@ -47,19 +47,26 @@ from nsqctl.servers.cluster import Cluster  # noqa: E402
 
 __all__ = [
     "RESULTS_DIR",
+    "ChannelStats",
     "Cluster",
     "Measurement",
     "PeakRss",
     "PeerResult",
     "TopicStats",
+    "channel_stats",
+    "create_channel",
     "delete_topic",
     "fmt_int",
     "machine_info",
     "median",
     "nsq_bin",
     "nsqd_cluster",
+    "paired_ratios",
+    "prefill",
     "print_table",
     "process_cpu_seconds",
+    "ratio_text",
+    "run_interleaved",
     "run_peer",
     "say",
     "topic_stats",
@@ -160,6 +167,100 @@ def delete_topic(nsqd_http: str, topic: str) -> None:
         httpx.post(f"http://{nsqd_http}/topic/delete", params={"topic": topic}, timeout=30.0)
 
 
+@dataclass(frozen=True)
+class ChannelStats:
+    """A channel's counters from nsqd ``/stats`` (what a consumer benchmark verifies)."""
+
+    depth: int
+    in_flight: int
+    deferred: int
+    message_count: int  # messages the channel received from its topic
+    requeue_count: int
+    timeout_count: int
+    clients: int
+
+    @property
+    def delivered(self) -> int:
+        """Messages that left the queue for a client (finished or still in flight)."""
+        return self.message_count - self.depth - self.deferred
+
+
+def channel_stats(nsqd_http: str, topic: str, channel: str) -> ChannelStats | None:
+    """The channel's counters from nsqd ``/stats?format=json``; None if it does not exist."""
+    resp = httpx.get(
+        f"http://{nsqd_http}/stats",
+        params={"format": "json", "topic": topic, "channel": channel},
+        timeout=10.0,
+    )
+    resp.raise_for_status()
+    data = resp.json()
+    data = data.get("data", data)
+    for entry in data.get("topics") or []:
+        if entry.get("topic_name") != topic:
+            continue
+        for ch in entry.get("channels") or []:
+            if ch.get("channel_name") == channel:
+                return ChannelStats(
+                    depth=int(ch.get("depth", 0)),
+                    in_flight=int(ch.get("in_flight_count", 0)),
+                    deferred=int(ch.get("deferred_count", 0)),
+                    message_count=int(ch.get("message_count", 0)),
+                    requeue_count=int(ch.get("requeue_count", 0)),
+                    timeout_count=int(ch.get("timeout_count", 0)),
+                    clients=len(ch.get("clients") or []),
+                )
+    return None
+
+
+def create_channel(nsqd_http: str, topic: str, channel: str) -> None:
+    """Create a topic and a (durable) channel, so everything published later reaches it."""
+    for path, params in (
+        ("topic/create", {"topic": topic}),
+        ("channel/create", {"topic": topic, "channel": channel}),
+    ):
+        httpx.post(f"http://{nsqd_http}/{path}", params=params, timeout=10.0).raise_for_status()
+
+
+def prefill(
+    nsqd_tcp: str,
+    nsqd_http: str,
+    topic: str,
+    messages: int,
+    size: int,
+    *,
+    batch: int = 200,
+    window: int = 8,
+) -> float:
+    """Publish ``messages`` bodies of ``size`` bytes with nsqctl's Producer; return seconds.
+
+    The bodies are ``size`` printable bytes without a newline (so line-oriented tools print
+    exactly one line per message). Checked against the topic's ``message_count``.
+    """
+    import asyncio
+
+    from nsqctl.producer import Producer
+
+    body = (b"0123456789abcdefghijklmnopqrstuvwxyz" * (size // 36 + 1))[:size]
+
+    async def run() -> None:
+        todo = iter(range(0, messages, batch))
+        async with Producer(nsqd_tcp=[nsqd_tcp]) as prod:
+
+            async def worker() -> None:
+                for first in todo:
+                    await prod.publish_many(topic, [body] * min(batch, messages - first))
+
+            await asyncio.gather(*(worker() for _ in range(window)))
+
+    start = time.perf_counter()
+    asyncio.run(run())
+    seconds = time.perf_counter() - start
+    stats = topic_stats(nsqd_http, topic)
+    if stats is None or stats.message_count != messages:
+        raise SystemExit(f"prefill of {topic} failed: nsqd counts {stats}, expected {messages}")
+    return seconds
+
+
 def process_cpu_seconds(pid: int) -> float | None:
     """User + system CPU seconds a process has used so far (Linux /proc), else None."""
     try:
@@ -193,6 +294,8 @@ def run_peer(
     stdin: bytes | None = None,
     timeout: float = 300.0,
     env: dict[str, str] | None = None,
+    stdout_to: str | None = None,
+    stdin_from: str | None = None,
 ) -> PeerResult:
     """Run a command to completion; time it, with its CPU time and peak RSS.
 
@@ -201,16 +304,26 @@ def run_peer(
     from ``/proc/<pid>/status`` VmHWM every 10 ms: the rusage ``ru_maxrss`` is useless
     here, since Linux carries the pre-exec high-water mark - the forking Python process's
     RSS - over the exec. stdin is fed from a thread; output goes to temporary files (no
-    pipe can fill up and stall the child). A child that outlives ``timeout`` is killed,
-    by its PID, while it is still our unreaped child (so the PID cannot be recycled).
+    pipe can fill up and stall the child). ``stdout_to`` sends stdout to that file
+    instead (``/dev/null`` for a tool whose output is the workload; ``stdout`` is then "");
+    ``stdin_from`` feeds a file as stdin (a shell ``< FILE``, for inputs too big for memory).
+    A child that outlives ``timeout`` is killed, by its PID, while it is still our unreaped
+    child (so the PID cannot be recycled).
     """
     full_env = dict(os.environ)
     full_env.update(env or {})
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    with contextlib.ExitStack() as stack:
+        out = stack.enter_context(
+            open(stdout_to, "wb") if stdout_to else tempfile.TemporaryFile()  # noqa: SIM115
+        )
+        err = stack.enter_context(tempfile.TemporaryFile())
+        stdin_arg: Any = subprocess.PIPE if stdin is not None else subprocess.DEVNULL
+        if stdin_from is not None:
+            stdin_arg = stack.enter_context(open(stdin_from, "rb"))
         start = time.perf_counter()
         proc = subprocess.Popen(
             list(argv),
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdin=stdin_arg,
             stdout=out,
             stderr=err,
             env=full_env,
@@ -271,15 +384,18 @@ def run_peer(
         proc.returncode = os.waitstatus_to_exitcode(status)
         if feeder is not None:
             feeder.join(timeout=5)
-        out.seek(0)
         err.seek(0)
+        stdout = ""
+        if not stdout_to:
+            out.seek(0)
+            stdout = out.read().decode(errors="replace")
         return PeerResult(
             argv=list(argv),
             returncode=proc.returncode,
             wall=wall,
             cpu=usage.ru_utime + usage.ru_stime,
             peak_rss_kb=peak[0],
-            stdout=out.read().decode(errors="replace"),
+            stdout=stdout,
             stderr=err.read().decode(errors="replace"),
             timed_out=state["killed"],
         )
@@ -350,6 +466,36 @@ class Measurement:
         data = asdict(self)
         data["msgs_per_s"] = self.rate
         return data
+
+
+def run_interleaved(
+    variants: Sequence[tuple[str, Any]], repeats: int
+) -> dict[str, list[Measurement]]:
+    """Run every variant ``repeats`` times, interleaved (A B C A B C ...), their order
+    rotated each repeat so no variant always runs first or right after a given peer."""
+    results: dict[str, list[Measurement]] = {name: [] for name, _ in variants}
+    variants = list(variants)
+    for rep in range(repeats):
+        shift = rep % len(variants)
+        for name, fn in variants[shift:] + variants[:shift]:
+            m = fn()
+            results[name].append(m)
+            flag = "ok" if m.verified else "DELIVERY CHECK FAILED"
+            rss = f"{m.peak_rss_kb / 1024:6.1f} MiB" if m.peak_rss_kb else ""
+            say(
+                f"  [{rep + 1}/{repeats}] {name:<24} {m.messages:>9,} msgs "
+                f"{m.seconds:7.3f}s {m.rate:>11,.0f} msgs/s {rss}  {flag}"
+            )
+    return results
+
+
+def paired_ratios(ms: Sequence[Measurement], refs: Sequence[Measurement]) -> list[float]:
+    """Same-repeat ratios: run i of ``ms`` over run i of ``refs`` (close in time and load)."""
+    return [m.rate / r.rate for m, r in zip(ms, refs, strict=False) if r.rate]
+
+
+def ratio_text(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
 
 
 def median(values: Sequence[float]) -> float:

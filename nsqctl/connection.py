@@ -15,6 +15,7 @@ import contextlib
 import logging
 import socket
 import ssl
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,10 @@ from nsqctl.protocol.replies import (
 from nsqctl.secrets import Secret
 
 log = logging.getLogger("nsqctl.connection")
+
+_MESSAGE = int(FrameType.MESSAGE)
+_RESPONSE = int(FrameType.RESPONSE)
+_ORIG_HEAD_UNPACK = struct.Struct(">QH").unpack_from  # original layout: timestamp, attempts
 
 # Error codes that answer a command with no success reply (FIN/REQ/TOUCH): they never
 # belong to a pending request.
@@ -482,6 +487,14 @@ class Connection:
         self.send(p.rdy(count))
 
     def fin(self, msg_id: bytes) -> None:
+        # One per consumed message: p.fin + send without the calls (same bytes, same errors).
+        if self.closed is None and len(msg_id) == p.MSG_ID_LENGTH:
+            self._out.append(b"FIN " + msg_id + b"\n")
+            if not self._flush_scheduled:
+                self._flush_scheduled = True
+                assert self._loop is not None
+                self._loop.call_soon(self._flush)
+            return
         self.send(p.fin(msg_id))
 
     def req(self, msg_id: bytes, delay_ms: int) -> None:
@@ -509,10 +522,23 @@ class Connection:
                 if not chunk:
                     reason = ConnectionClosedError(str(self.address), "server closed the socket")
                     break
-                for ftype, data in self._decoder.feed(self._codec.decompress(chunk)):
-                    if ftype == FrameType.MESSAGE:
-                        self._on_message(data)
-                    elif ftype == FrameType.RESPONSE:
+                frames = self._decoder.feed_pairs(self._codec.decompress(chunk))
+                # The layout is fixed at SUB; _on_message is inlined for the original one
+                # (the hot path: one iteration per consumed message).
+                original = self.layout.family == "original"
+                for ftype, data in frames:
+                    if ftype == _MESSAGE:
+                        if original and len(data) >= 26:
+                            ts, attempts = _ORIG_HEAD_UNPACK(data)
+                            raw = RawMessage(ts, attempts, data[10:26], data[26:])
+                            on_message = self.on_message
+                            if on_message is not None:
+                                on_message(self, raw)
+                            else:
+                                self._unhandled(raw)
+                        else:
+                            self._on_message(data)
+                    elif ftype == _RESPONSE:
                         self._on_response(data)
                     else:
                         self._on_error_frame(data)
@@ -537,8 +563,12 @@ class Connection:
         msg = decode_message(data, self.layout)
         if self.on_message is not None:
             self.on_message(self, msg)
-        else:  # nobody to handle it: let it time out on the server rather than lose it
-            log.warning("message %s on %s with no handler; left to time out", msg.id, self)
+        else:
+            self._unhandled(msg)
+
+    def _unhandled(self, msg: RawMessage) -> None:
+        # nobody to handle it: let it time out on the server rather than lose it
+        log.warning("message %s on %s with no handler; left to time out", msg.id, self)
 
     def _on_response(self, data: bytes) -> None:
         if data == HEARTBEAT:

@@ -36,6 +36,7 @@ from nsqctl.protocol.names import validate_channel, validate_topic
 from nsqctl.tracelog import TraceLog
 
 log = logging.getLogger("nsqctl.consumer")
+_monotonic = time.monotonic
 
 Handler = Callable[[Message], Awaitable[Any] | Any]
 GiveUpHook = Callable[[Message], Awaitable[Any] | Any]
@@ -246,8 +247,9 @@ class Consumer:
         self._reconnect_delay: dict[_Target, float] = {}
         self._handler_tasks: set[asyncio.Task[None]] = set()
         self._in_flight = 0
-        self._idle = asyncio.Event()
-        self._idle.set()
+        # Resolved when _in_flight drops to 0 while stop() waits for it (created there, so
+        # the per-message path does not toggle an Event twice per message).
+        self._idle: asyncio.Future[None] | None = None
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[Any]] = []
         self._started = False
@@ -299,8 +301,9 @@ class Consumer:
         for task in list(self._connecting.values()):
             task.cancel()
         if self._in_flight:
+            self._idle = asyncio.get_running_loop().create_future()
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._idle.wait(), timeout)
+                await asyncio.wait_for(asyncio.shield(self._idle), timeout)
         if self._in_flight:
             log.warning(
                 "stopping with %d message(s) still in a handler: nsqd redelivers them "
@@ -476,20 +479,22 @@ class Consumer:
     # ------------------------------------------------------------------ messages
 
     def _on_message(self, conn: Connection, raw: RawMessage) -> None:
-        now = time.monotonic()
+        # The hot path: one call per delivered message. Kept flat on purpose (fewer calls
+        # and lookups); a synchronous handler's FIN is _finish inlined at the end.
+        now = _monotonic()
         cid = id(conn)
-        self.stats.received += 1
+        stats = self.stats
+        stats.received += 1
         self._in_flight += 1
-        self._idle.clear()
-        updates = self._rdy.on_message(cid, now)
+        rdy = self._rdy
+        updates = rdy.on_message(cid, now)
         if updates:
             self._apply(updates)
         if self._limiter is not None:
             self._limiter.on_message(now)
         partition = self._partition_of.get(cid)
-        msg = Message(
-            raw, conn, self, self.topic, self.channel, partition, now, self._backoff.epoch
-        )
+        backoff = self._backoff
+        msg = Message(raw, conn, self, self.topic, self.channel, partition, now, backoff.epoch)
         if raw.offset is not None:
             violation = self._order.check(str(conn.address), partition, raw)
             if violation is not None:
@@ -509,8 +514,31 @@ class Consumer:
         except Exception as err:
             self._handler_failed(msg, err)
             return
-        if msg.auto_response and msg.outcome is None:
-            msg.finish()
+        if msg.outcome is not None or not msg.auto_response:
+            return
+        msg.outcome = "FIN"  # msg.finish(): the handler returned normally
+        if self._trace is not None or cid not in self._partition_of:
+            self._finish(msg, conn)
+            return
+        # _finish inlined for the common case (no trace log, connection still registered)
+        self._in_flight -= 1
+        if self._in_flight <= 0:
+            self._in_flight = 0
+            if self._idle is not None and not self._idle.done():
+                self._idle.set_result(None)
+        updates = rdy.on_message_done(cid, _monotonic())
+        if updates:
+            self._apply(updates)  # RDY changes go out before the FIN
+        level = backoff.level
+        stats.backoff_level = level
+        if conn.is_open:
+            conn.fin(raw.id)
+        stats.finished += 1
+        if level:  # on_success does nothing at level 0
+            action = backoff.on_success(_monotonic(), msg._epoch)
+            if action is not None:
+                self._apply(rdy.apply_backoff(action, _monotonic()))
+                self._wake.set()
 
     def _spawn(self, coro: Awaitable[None]) -> None:
         task = asyncio.ensure_future(coro)
@@ -564,14 +592,30 @@ class Consumer:
 
     # called by Message.finish / Message.requeue
     def _finish(self, msg: Message, conn: Connection) -> None:
-        self._done(msg, conn, msg.outcome or "FIN")  # RDY changes go out before the FIN
+        # _done inlined (this runs once per message): RDY changes go out before the FIN.
+        self._in_flight -= 1
+        if self._in_flight <= 0:
+            self._in_flight = 0
+            if self._idle is not None and not self._idle.done():
+                self._idle.set_result(None)
+        cid = id(conn)
+        if cid in self._partition_of:
+            updates = self._rdy.on_message_done(cid, _monotonic())
+            if updates:
+                self._apply(updates)
+        backoff = self._backoff
+        level = backoff.level
+        self.stats.backoff_level = level
+        if self._trace is not None:
+            self._trace_outcome(msg, conn, msg.outcome or "FIN")
         if conn.is_open:
-            conn.fin(msg.id)
+            conn.fin(msg._raw.id)
         self.stats.finished += 1
-        action = self._backoff.on_success(time.monotonic(), msg._epoch)
-        if action is not None:
-            self._apply(self._rdy.apply_backoff(action, time.monotonic()))
-            self._wake.set()
+        if level:  # on_success does nothing at level 0
+            action = backoff.on_success(_monotonic(), msg._epoch)
+            if action is not None:
+                self._apply(self._rdy.apply_backoff(action, _monotonic()))
+                self._wake.set()
 
     def _requeue(self, msg: Message, conn: Connection, delay: float | None, backoff: bool) -> None:
         if delay is None:
@@ -598,7 +642,8 @@ class Consumer:
         self._in_flight -= 1
         if self._in_flight <= 0:
             self._in_flight = 0
-            self._idle.set()
+            if self._idle is not None and not self._idle.done():
+                self._idle.set_result(None)
         cid = id(conn)
         if cid in self._partition_of:
             updates = self._rdy.on_message_done(cid, time.monotonic())
@@ -606,15 +651,19 @@ class Consumer:
                 self._apply(updates)
         self.stats.backoff_level = self._backoff.level
         if self._trace is not None:
-            record = msg.describe()
-            record.update(
-                kind="consume",
-                nsqd=conn.remote_address or str(conn.address),
-                local_address=conn.local_address,
-                outcome=outcome,
-                handler_ms=round((time.monotonic() - msg.received_at) * 1000, 3),
-            )
-            self._trace.write(record)
+            self._trace_outcome(msg, conn, outcome)
+
+    def _trace_outcome(self, msg: Message, conn: Connection, outcome: str) -> None:
+        assert self._trace is not None
+        record = msg.describe()
+        record.update(
+            kind="consume",
+            nsqd=conn.remote_address or str(conn.address),
+            local_address=conn.local_address,
+            outcome=outcome,
+            handler_ms=round((time.monotonic() - msg.received_at) * 1000, 3),
+        )
+        self._trace.write(record)
 
     # ------------------------------------------------------------------ RDY
 

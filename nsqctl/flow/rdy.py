@@ -190,15 +190,30 @@ class RdyController:
         conn.primed = True
         if self._credit is not None:
             self._credit = max(0, self._credit - 1)
-        return self._refresh(conn, now)
+            return self._refresh(conn, now)
+        # _refresh without a rate cap, inlined (once per message): primed, so base == share
+        rdy = conn.rdy
+        remaining = rdy - conn.in_flight
+        if remaining <= 1 or remaining * REFRESH_DIVISOR < rdy or conn.share < rdy:
+            return self._commit([(conn, conn.share)], now)
+        return []
 
     def on_message_done(self, conn_id: ConnId, now: float) -> list[RdyUpdate]:
         """A FIN or REQ is about to be sent for a message of ``conn_id``."""
         conn = self._conns.get(conn_id)
         if conn is None:
             return []
-        conn.in_flight = max(0, conn.in_flight - 1)
-        return self._refresh(conn, now)
+        if conn.in_flight > 0:  # max(0, in_flight - 1) without the builtin call
+            conn.in_flight -= 1
+        if self._credit is not None:
+            return self._refresh(conn, now)
+        # _refresh without a rate cap, inlined (once per message)
+        rdy = conn.rdy
+        remaining = rdy - conn.in_flight
+        desired = conn.share if conn.primed else min(conn.share, 1)
+        if remaining <= 1 or remaining * REFRESH_DIVISOR < rdy or desired < rdy:
+            return self._commit([(conn, desired)], now)
+        return []
 
     def tick(self, now: float) -> list[RdyUpdate]:
         """Periodic redistribution (go-nsq ``rdyLoop``); early calls do nothing."""

@@ -84,6 +84,13 @@ class FrameDecoder:
 
     def feed(self, data: bytes) -> list[Frame]:
         """Add ``data`` and return every frame it completes (possibly none)."""
+        new = tuple.__new__
+        types = _TYPES
+        return [new(Frame, (types[t], d)) for t, d in self.feed_pairs(data)]
+
+    def feed_pairs(self, data: bytes) -> list[tuple[int, bytes]]:
+        """Like :meth:`feed`, with plain ``(type as int, data)`` tuples (the hot path of
+        a connection: one fewer object per frame)."""
         if self._error is not None:
             raise self._error
         buf = self._buf
@@ -95,11 +102,9 @@ class FrameDecoder:
         # slice; the `_need` guard above keeps this linear overall.
         view = bytes(buf)
         pos = 0
-        out: list[Frame] = []
+        out: list[tuple[int, bytes]] = []
         append = out.append
         unpack = _HEADER.unpack_from
-        new = tuple.__new__
-        types = _TYPES
         max_size = self.max_frame_size
         need = _HEADER_SIZE
         while end - pos >= _HEADER_SIZE:
@@ -112,7 +117,7 @@ class FrameDecoder:
             if stop > end:
                 need = stop - pos
                 break
-            append(new(Frame, (types[frame_type], view[pos + _HEADER_SIZE : stop])))
+            append((frame_type, view[pos + _HEADER_SIZE : stop]))
             pos = stop
         if pos:
             del buf[:pos]

@@ -1,0 +1,472 @@
+"""CLI benchmark: ``nsqctl pub`` against ``to_nsq``, ``nsqctl tail`` against ``nsq_tail``,
+and ``nsqctl pub`` of a 1 GB input with its peak RSS.
+
+Every row is a real process started the way a user starts it (the ``nsqctl`` console
+script next to this interpreter, nsq's Go binaries), timed from spawn to exit - so
+interpreter start-up and imports count against nsqctl - with its CPU time (``os.wait4``)
+and peak RSS (``/proc/<pid>/status`` VmHWM sampled every 10 ms). One nsqd (memory mode:
+``--mem-queue-size`` holds every message, as nsq's bench.sh runs it) on 127.0.0.1, a fresh
+topic per run (deleted afterwards). Variants are interleaved, their order rotated each
+repeat (``--repeats``, 3); medians and same-run ratios are reported.
+
+Rows:
+
+* ``nsqctl pub`` - ``nsqctl pub TOPIC --nsqd ADDR -q < FILE`` of ``--messages`` (1M) lines
+  of ``--size`` (100) bytes; stock options (batch 200).
+* ``to_nsq`` - ``to_nsq --topic TOPIC --nsqd-tcp-address ADDR < FILE`` (reference, target
+  >= 20x), ``--to-nsq-messages`` lines (messages/20, at most 50k: it does one synchronous
+  PUB per line, ~15k/s).
+* ``nsqctl tail`` - ``nsqctl tail TOPIC --nsqd ADDR --channel bench -n N > /dev/null`` of
+  N = ``--messages`` prefilled messages; stock options (max-in-flight 200).
+* ``nsq_tail`` - ``nsq_tail --topic ... --channel bench -n N > /dev/null`` (reference,
+  target >= 1.5x); stock options (max-in-flight 200).
+* ``nsqctl pub 1 GB`` - ``nsqctl pub TOPIC --nsqd ADDR -q --file FILE`` of a ``--big-mib``
+  (1024) MiB file of ``--big-size`` (1000) byte lines; target: peak RSS < 200 MB. The file
+  is generated in a temp dir (free space is checked first) and deleted afterwards.
+
+Delivery is verified through nsqd ``/stats`` every time: publishers by the topic's
+``message_count`` and ``message_bytes``; tails by the channel (everything delivered, none
+requeued or timed out; nsqctl tail also FINs everything before it exits - nsq_tail exits
+at the N-th message without FINing it, so up to its max-in-flight stay in flight).
+
+Run: ``python bench/bench_cli.py`` (``--quick`` for a smoke run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _common, also when imported
+
+import _common as c
+
+PUB = "nsqctl pub"
+TO_NSQ = "to_nsq"
+TAIL = "nsqctl tail"
+NSQ_TAIL = "nsq_tail"
+BIG = "nsqctl pub 1 GB"
+
+TARGET_PUB_VS_TO_NSQ = 20.0
+TARGET_TAIL_VS_NSQ_TAIL = 1.5
+BIG_RSS_LIMIT_MB = 200  # MB = 10^6 bytes, as the issue states it
+CHANNEL = "bench"
+
+
+def nsqctl_exe() -> str:
+    """The ``nsqctl`` console script of this interpreter (not a pyenv shim)."""
+    local = Path(sys.executable).parent / "nsqctl"
+    if local.exists():
+        return str(local)
+    found = shutil.which("nsqctl")
+    if not found:
+        raise SystemExit("the nsqctl console script is not installed: pip install -e .")
+    return found
+
+
+def write_lines(path: Path, count: int, size: int) -> int:
+    """``count`` lines of ``size`` printable bytes + newline; returns the file size."""
+    alphabet = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    line = (alphabet * (size // len(alphabet) + 1))[:size] + b"\n"
+    block_lines = max(1, min(count, (1 << 20) // len(line)))
+    block = line * block_lines
+    with path.open("wb") as fh:
+        left = count
+        while left >= block_lines:
+            fh.write(block)
+            left -= block_lines
+        fh.write(line * left)
+    return count * len(line)
+
+
+# --------------------------------------------------------------------------- measurements
+
+
+def _pub_check(cluster: c.Cluster, topic: str, count: int, size: int) -> tuple[bool, dict]:
+    stats = c.topic_stats(cluster.nsqd_http[0], topic)
+    ok = (
+        stats is not None
+        and stats.message_count == count
+        and (stats.message_bytes is None or stats.message_bytes == count * size)
+    )
+    return ok, {"topic_stats": None if stats is None else stats.__dict__}
+
+
+def measure_publisher(
+    cluster: c.Cluster,
+    variant: str,
+    argv_for: Callable[[str], list[str]],
+    count: int,
+    size: int,
+    *,
+    stdin_from: Path | None,
+) -> c.Measurement:
+    topic = c.unique_topic("bcli_" + variant.split()[0].replace("-", "_"))
+    nsqd_pid = cluster.nsqds[0].pid
+    srv0 = c.process_cpu_seconds(nsqd_pid)
+    peer = c.run_peer(
+        argv_for(topic),
+        stdin_from=None if stdin_from is None else str(stdin_from),
+        timeout=max(300.0, count / 5000),
+    )
+    srv1 = c.process_cpu_seconds(nsqd_pid)
+    ok, detail = _pub_check(cluster, topic, count, size)
+    c.delete_topic(cluster.nsqd_http[0], topic)
+    ok = ok and peer.returncode == 0 and not peer.timed_out
+    return c.Measurement(
+        variant=variant,
+        messages=count,
+        seconds=peer.wall,
+        verified=ok,
+        client_cpu=peer.cpu,
+        server_cpu=None if srv0 is None or srv1 is None else srv1 - srv0,
+        peak_rss_kb=peer.peak_rss_kb,
+        detail={
+            "topic": topic,
+            "returncode": peer.returncode,
+            "bytes": count * size,
+            **detail,
+            "stderr": peer.stderr.strip()[-800:] if not ok else "",
+        },
+    )
+
+
+def measure_tail(
+    cluster: c.Cluster, variant: str, argv_for: Callable[[str], list[str]], s: Settings
+) -> c.Measurement:
+    count = s.messages
+    topic = c.unique_topic("bcli_tail")
+    c.create_channel(cluster.nsqd_http[0], topic, CHANNEL)
+    c.prefill(cluster.nsqd_tcp[0], cluster.nsqd_http[0], topic, count, s.size)
+    nsqd_pid = cluster.nsqds[0].pid
+    srv0 = c.process_cpu_seconds(nsqd_pid)
+    peer = c.run_peer(argv_for(topic), timeout=max(300.0, count / 2000), stdout_to=os.devnull)
+    srv1 = c.process_cpu_seconds(nsqd_pid)
+    deadline = time.monotonic() + 2.0
+    while True:  # a clean close lands its last FINs a moment after the exit
+        stats = c.channel_stats(cluster.nsqd_http[0], topic, CHANNEL)
+        if stats is None or stats.in_flight == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    c.delete_topic(cluster.nsqd_http[0], topic)
+    # nsq_tail exits at the N-th message before FINing it: its last messages stay in flight
+    max_in_flight_left = 0 if variant == TAIL else 200
+    ok = (
+        peer.returncode == 0
+        and not peer.timed_out
+        and stats is not None
+        and stats.message_count == count
+        and stats.depth == 0
+        and stats.deferred == 0
+        and stats.requeue_count == 0
+        and stats.timeout_count == 0
+        and stats.in_flight <= max_in_flight_left
+    )
+    return c.Measurement(
+        variant=variant,
+        messages=count,
+        seconds=peer.wall,
+        verified=ok,
+        client_cpu=peer.cpu,
+        server_cpu=None if srv0 is None or srv1 is None else srv1 - srv0,
+        peak_rss_kb=peer.peak_rss_kb,
+        detail={
+            "topic": topic,
+            "returncode": peer.returncode,
+            "channel": None if stats is None else stats.__dict__,
+            "stderr": peer.stderr.strip()[-800:] if not ok else "",
+        },
+    )
+
+
+# --------------------------------------------------------------------------- plan
+
+
+@dataclass
+class Settings:
+    messages: int
+    to_nsq_messages: int
+    size: int
+    big_mib: int
+    big_size: int
+    repeats: int
+
+
+def plan(
+    cluster: c.Cluster, s: Settings, files: dict[str, Path], skip: set[str]
+) -> list[tuple[str, Callable[[], Any]]]:
+    exe = nsqctl_exe()
+    addr = cluster.nsqd_tcp[0]
+    to_nsq = str(c.nsq_bin("to_nsq"))
+    nsq_tail = str(c.nsq_bin("nsq_tail"))
+    big_lines = files["big_lines"]
+    variants: list[tuple[str, Callable[[], Any]]] = [
+        (
+            PUB,
+            lambda: measure_publisher(
+                cluster,
+                PUB,
+                lambda t: [exe, "pub", t, "--nsqd", addr, "-q"],
+                s.messages,
+                s.size,
+                stdin_from=files["lines"],
+            ),
+        ),
+        (
+            TO_NSQ,
+            lambda: measure_publisher(
+                cluster,
+                TO_NSQ,
+                lambda t: [to_nsq, f"--topic={t}", f"--nsqd-tcp-address={addr}"],
+                s.to_nsq_messages,
+                s.size,
+                stdin_from=files["to_nsq_lines"],
+            ),
+        ),
+        (
+            TAIL,
+            lambda: measure_tail(
+                cluster,
+                TAIL,
+                lambda t: [
+                    exe,
+                    "tail",
+                    t,
+                    "--nsqd",
+                    addr,
+                    "--channel",
+                    CHANNEL,
+                    "-n",
+                    str(s.messages),
+                ],
+                s,
+            ),
+        ),
+        (
+            NSQ_TAIL,
+            lambda: measure_tail(
+                cluster,
+                NSQ_TAIL,
+                lambda t: [
+                    nsq_tail,
+                    f"--topic={t}",
+                    f"--channel={CHANNEL}",
+                    f"--nsqd-tcp-address={addr}",
+                    f"-n={s.messages}",
+                ],
+                s,
+            ),
+        ),
+        (
+            BIG,
+            lambda: measure_publisher(
+                cluster,
+                BIG,
+                lambda t: [exe, "pub", t, "--nsqd", addr, "-q", "--file", str(files["big"])],
+                big_lines,  # type: ignore[arg-type]
+                s.big_size,
+                stdin_from=None,
+            ),
+        ),
+    ]
+    return [(name, fn) for name, fn in variants if name not in skip]
+
+
+def summarize(results: dict[str, list[c.Measurement]]) -> list[dict[str, Any]]:
+    rate = {name: c.median([m.rate for m in ms]) for name, ms in results.items()}
+    refs = {PUB: TO_NSQ, TAIL: NSQ_TAIL}
+    rows = []
+    for name, ms in results.items():
+        ref = refs.get(name)
+        row = {
+            "variant": name,
+            "messages": ms[0].messages if ms else 0,
+            "msgs_per_s": rate[name],
+            "mb_per_s": c.median([m.detail.get("bytes", 0) / m.seconds / 1e6 for m in ms])
+            if ms and ms[0].detail.get("bytes")
+            else None,
+            "runs_msgs_per_s": [m.rate for m in ms],
+            "reference": ref,
+            "vs_reference": rate[name] / rate[ref] if ref and rate.get(ref) else None,
+            "paired_vs_reference": c.paired_ratios(ms, results[ref]) if ref in results else [],
+            "client_cpu_us_per_msg": c.median([m.client_cpu / m.messages * 1e6 for m in ms])
+            if ms
+            else None,
+            "peak_rss_mb": max((m.peak_rss_kb or 0) for m in ms) * 1024 / 1e6,
+            "verified": all(m.verified for m in ms),
+        }
+        rows.append(row)
+    return rows
+
+
+def print_summary(rows: list[dict[str, Any]], s: Settings, big_bytes: int) -> None:
+    c.print_table(
+        f"CLI: {s.messages:,} x {s.size}-byte messages (to_nsq: {s.to_nsq_messages:,}); "
+        f"big input {big_bytes / 2**20:,.0f} MiB of {s.big_size}-byte lines; "
+        f"median of {s.repeats}; wall time from spawn to exit",
+        [
+            "variant",
+            "messages",
+            "msgs/s",
+            "MB/s",
+            "vs reference",
+            "client CPU us/msg",
+            "peak RSS MB",
+            "delivery",
+        ],
+        [
+            [
+                r["variant"],
+                c.fmt_int(r["messages"]),
+                c.fmt_int(r["msgs_per_s"]),
+                "-" if r["mb_per_s"] is None else f"{r['mb_per_s']:.1f}",
+                f"{c.ratio_text(r['vs_reference'])} {r['reference']}" if r["reference"] else "-",
+                f"{r['client_cpu_us_per_msg']:.2f}",
+                f"{r['peak_rss_mb']:.0f}",
+                "verified" if r["verified"] else "FAILED",
+            ]
+            for r in rows
+        ],
+    )
+
+
+def check_targets(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    by = {r["variant"]: r for r in rows}
+    verdict: dict[str, Any] = {}
+    for variant, target in ((PUB, TARGET_PUB_VS_TO_NSQ), (TAIL, TARGET_TAIL_VS_NSQ_TAIL)):
+        row = by.get(variant)
+        if row is None or row["vs_reference"] is None:
+            continue
+        met = row["vs_reference"] >= target
+        verdict[variant] = {
+            "value": row["vs_reference"],
+            "target": target,
+            "met": met,
+            "same_repeat": row["paired_vs_reference"],
+        }
+        same = ", ".join(c.ratio_text(x) for x in row["paired_vs_reference"])
+        print(
+            f"target {variant} >= {target:g}x {row['reference']}: "
+            f"{c.ratio_text(row['vs_reference'])} {'met' if met else 'MISSED'}"
+            f"  (same-repeat: {same or '-'})"
+        )
+    row = by.get(BIG)
+    if row is not None:
+        met = row["peak_rss_mb"] < BIG_RSS_LIMIT_MB
+        verdict[BIG] = {"value": row["peak_rss_mb"], "target": BIG_RSS_LIMIT_MB, "met": met}
+        print(
+            f"target {BIG} peak RSS < {BIG_RSS_LIMIT_MB} MB: {row['peak_rss_mb']:.0f} MB "
+            f"{'met' if met else 'MISSED'}"
+        )
+    return verdict
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description="Benchmark nsqctl pub/tail against to_nsq/nsq_tail.")
+    ap.add_argument("--messages", type=int, default=1_000_000)
+    ap.add_argument("--to-nsq-messages", type=int, help="for to_nsq (messages/20, max 50k)")
+    ap.add_argument("--size", type=int, default=100)
+    ap.add_argument("--big-mib", type=int, default=1024, help="size of the big input (MiB)")
+    ap.add_argument("--big-size", type=int, default=1000, help="line size of the big input")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--skip", action="append", default=[], help="leave a row out (repeatable)")
+    ap.add_argument("--quick", action="store_true", help="100k messages, 100 MiB, 1 repeat")
+    ap.add_argument("--tmp-dir", type=Path, help="where the input files go (default: $TMPDIR)")
+    ap.add_argument("--results-dir", type=Path, default=c.RESULTS_DIR)
+    ap.add_argument("--no-json", action="store_true")
+    ap.add_argument("--require-targets", action="store_true", help="exit 2 on a missed target")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.messages = min(args.messages, 100_000)
+        args.big_mib = min(args.big_mib, 100)
+        args.repeats = 1
+    if args.to_nsq_messages is None:
+        args.to_nsq_messages = max(1, min(50_000, args.messages // 20))
+    for name in ("messages", "to_nsq_messages", "size", "big_mib", "big_size", "repeats"):
+        if getattr(args, name) < 1:
+            ap.error(f"--{name.replace('_', '-')} must be at least 1")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    s = Settings(
+        messages=args.messages,
+        to_nsq_messages=args.to_nsq_messages,
+        size=args.size,
+        big_mib=args.big_mib,
+        big_size=args.big_size,
+        repeats=args.repeats,
+    )
+    skip = set(args.skip)
+    big_lines = (s.big_mib << 20) // (s.big_size + 1)
+    need = (s.messages + s.to_nsq_messages) * (s.size + 1) + (
+        0 if BIG in skip else big_lines * (s.big_size + 1)
+    )
+    tmp_parent = args.tmp_dir or Path(tempfile.gettempdir())
+    free = shutil.disk_usage(tmp_parent).free
+    if free < need + (512 << 20):
+        raise SystemExit(
+            f"not enough free space in {tmp_parent}: {free / 2**30:.1f} GiB free, the inputs "
+            f"need {need / 2**30:.1f} GiB (+0.5 GiB margin); use --tmp-dir or --big-mib"
+        )
+    payload: dict[str, Any] = {
+        "benchmark": "cli",
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "machine": c.machine_info(),
+        "settings": s.__dict__,
+        "command": [sys.executable, *sys.argv],
+        "nsqctl": nsqctl_exe(),
+    }
+    started = time.perf_counter()
+    # memory mode: the biggest topic (the 1 GB input) stays in nsqd's memory; each topic is
+    # deleted after its run.
+    nsqd_args = [f"--mem-queue-size={max(2 * s.messages, 2 * big_lines, 10_000)}"]
+    payload["nsqd_args"] = nsqd_args
+    payload["nsq_bin_dir"] = str(c.nsq_bin("to_nsq").parent)
+    with tempfile.TemporaryDirectory(prefix="nsqctl-bench-cli-", dir=tmp_parent) as tmp:
+        files: dict[str, Any] = {"lines": Path(tmp) / "lines.txt"}
+        files["to_nsq_lines"] = Path(tmp) / "to_nsq_lines.txt"
+        files["big"] = Path(tmp) / "big.txt"
+        c.say(f"writing inputs to {tmp} ({free / 2**30:.1f} GiB free)")
+        write_lines(files["lines"], s.messages, s.size)
+        write_lines(files["to_nsq_lines"], s.to_nsq_messages, s.size)
+        files["big_lines"] = big_lines
+        big_bytes = 0
+        if BIG not in skip:
+            big_bytes = write_lines(files["big"], big_lines, s.big_size)
+            c.say(f"big input: {big_bytes / 2**20:,.0f} MiB, {big_lines:,} lines")
+        with c.nsqd_cluster(nsqd_args=nsqd_args) as cluster:
+            results = c.run_interleaved(plan(cluster, s, files, skip), s.repeats)
+    rows = summarize(results)
+    print_summary(rows, s, big_bytes)
+    verdict = check_targets(rows)
+    verified = all(r["verified"] for r in rows)
+    payload.update(
+        summary=rows,
+        targets=verdict,
+        runs={k: [m.to_json() for m in v] for k, v in results.items()},
+        elapsed_s=time.perf_counter() - started,
+        all_verified=verified,
+        big_input_bytes=big_bytes,
+    )
+    if not args.no_json:
+        print(f"results: {c.write_json('cli', payload, args.results_dir)}")
+    if not verified:
+        print("DELIVERY CHECK FAILED: nsqd's counters do not match")
+        return 1
+    if args.require_targets and not all(v["met"] for v in verdict.values()):
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
