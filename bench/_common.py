@@ -12,11 +12,13 @@ noisy, so results are reported as ratios against peers measured in the same run.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import itertools
 import json
 import os
 import platform
+import re
 import resource
 import secrets
 import shutil
@@ -27,7 +29,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,6 +48,7 @@ from nsqctl.servers import cluster as _cluster  # noqa: E402
 from nsqctl.servers.cluster import Cluster  # noqa: E402
 
 __all__ = [
+    "GO_BENCH_LINE",
     "RESULTS_DIR",
     "ChannelStats",
     "Cluster",
@@ -53,24 +56,37 @@ __all__ = [
     "PeakRss",
     "PeerResult",
     "TopicStats",
+    "add_output_args",
+    "channel_drained",
     "channel_stats",
+    "conclude",
     "create_channel",
     "delete_topic",
+    "fixed_text",
     "fmt_int",
+    "fresh_topic",
     "machine_info",
     "median",
     "nsq_bin",
     "nsqd_cluster",
     "paired_ratios",
+    "parse_go_duration",
+    "per_msg_us",
     "prefill",
     "print_table",
     "process_cpu_seconds",
     "ratio_text",
+    "require_positive",
+    "results_json",
+    "run_header",
     "run_interleaved",
     "run_peer",
+    "run_peer_on",
     "say",
+    "summary_rows",
     "topic_stats",
     "unique_topic",
+    "wait_channel",
     "write_json",
 ]
 
@@ -219,6 +235,45 @@ def create_channel(nsqd_http: str, topic: str, channel: str) -> None:
         ("channel/create", {"topic": topic, "channel": channel}),
     ):
         httpx.post(f"http://{nsqd_http}/{path}", params=params, timeout=10.0).raise_for_status()
+
+
+def fresh_topic(cluster: Cluster, prefix: str, channel: str, count: int, size: int) -> str:
+    """A new topic with ``channel`` on the cluster's first nsqd, prefilled with ``count``
+    messages of ``size`` bytes."""
+    topic = unique_topic(prefix)
+    create_channel(cluster.nsqd_http[0], topic, channel)
+    prefill(cluster.nsqd_tcp[0], cluster.nsqd_http[0], topic, count, size)
+    return topic
+
+
+def wait_channel(
+    nsqd_http: str,
+    topic: str,
+    channel: str,
+    done: Callable[[ChannelStats | None], bool],
+    seconds: float = 2.0,
+) -> ChannelStats | None:
+    """The channel's counters once ``done(stats)`` holds, or the last read after ``seconds``
+    (a consumer's last FINs land a moment after it exits)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        stats = channel_stats(nsqd_http, topic, channel)
+        if done(stats) or time.monotonic() > deadline:
+            return stats
+        time.sleep(0.05)
+
+
+def channel_drained(stats: ChannelStats | None, count: int) -> bool:
+    """The channel got exactly ``count`` messages and every one was consumed once: nothing
+    left queued or deferred, nothing requeued or timed out."""
+    return (
+        stats is not None
+        and stats.message_count == count
+        and stats.depth == 0
+        and stats.deferred == 0
+        and stats.requeue_count == 0
+        and stats.timeout_count == 0
+    )
 
 
 def prefill(
@@ -442,6 +497,31 @@ def _status_kb(key: str, path: str = "/proc/self/status") -> int | None:
     return None
 
 
+def run_peer_on(
+    cluster: Cluster, argv: Sequence[str], **kwargs: Any
+) -> tuple[PeerResult, float | None]:
+    """:func:`run_peer` (same keywords), with the CPU seconds the cluster's first nsqd used
+    meanwhile (None where /proc cannot tell)."""
+    nsqd_pid = cluster.nsqds[0].pid
+    srv0 = process_cpu_seconds(nsqd_pid)
+    peer = run_peer(argv, **kwargs)
+    srv1 = process_cpu_seconds(nsqd_pid)
+    return peer, None if srv0 is None or srv1 is None else srv1 - srv0
+
+
+#: The summary line of nsq's bench_writer and bench_reader: duration and ops/s.
+GO_BENCH_LINE = re.compile(r"duration: (\S+) - [\d.]+mb/s - ([\d.]+)ops/s")
+_GO_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+
+
+def parse_go_duration(text: str) -> float:
+    """Seconds in a Go ``time.Duration`` string such as ``1m2.5s`` or ``950.1ms``."""
+    parts = re.findall(r"([\d.]+)(h|ms|us|µs|ns|m|s)", text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        raise ValueError(f"not a Go duration: {text!r}")
+    return sum(float(n) * _GO_UNITS[u] for n, u in parts)
+
+
 # --------------------------------------------------------------------------- results
 
 
@@ -461,6 +541,30 @@ class Measurement:
     @property
     def rate(self) -> float:
         return self.messages / self.seconds if self.seconds > 0 else 0.0
+
+    @classmethod
+    def of_peer(
+        cls,
+        variant: str,
+        peer: PeerResult,
+        *,
+        messages: int,
+        verified: bool,
+        server_cpu: float | None,
+        detail: dict[str, Any],
+        seconds: float | None = None,
+    ) -> Measurement:
+        """A peer command's run: its CPU and peak RSS; ``seconds`` defaults to its wall time."""
+        return cls(
+            variant=variant,
+            messages=messages,
+            seconds=peer.wall if seconds is None else seconds,
+            verified=verified,
+            client_cpu=peer.cpu,
+            server_cpu=server_cpu,
+            peak_rss_kb=peer.peak_rss_kb,
+            detail=detail,
+        )
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -494,8 +598,51 @@ def paired_ratios(ms: Sequence[Measurement], refs: Sequence[Measurement]) -> lis
     return [m.rate / r.rate for m, r in zip(ms, refs, strict=False) if r.rate]
 
 
+def summary_rows(
+    results: dict[str, list[Measurement]], refs: Sequence[str]
+) -> list[dict[str, Any]]:
+    """One row a variant: median rate, CPU per message, peak RSS, delivery, and for each
+    reference variant ``r`` its ratio to ``r`` (``vs_r``: of the medians; ``paired_vs_r``:
+    same-repeat ratios, as runs of one repeat are close in time and machine load)."""
+    ref_runs = {ref: results.get(ref, []) for ref in refs}
+    ref_rate = {ref: median([m.rate for m in ms]) or None for ref, ms in ref_runs.items()}
+    rows = []
+    for name, ms in results.items():
+        rate = median([m.rate for m in ms])
+        row: dict[str, Any] = {
+            "variant": name,
+            "messages": median([m.messages for m in ms]),
+            "msgs_per_s": rate,
+            "runs_msgs_per_s": [m.rate for m in ms],
+            "client_cpu_us_per_msg": per_msg_us(ms, "client_cpu"),
+            "nsqd_cpu_us_per_msg": per_msg_us(ms, "server_cpu"),
+            "peak_rss_mib": max((m.peak_rss_kb or 0) for m in ms) / 1024,
+            "verified": all(m.verified for m in ms),
+        }
+        for ref, rr in ref_rate.items():
+            row[f"vs_{ref}"] = rate / rr if rr else None
+            row[f"paired_vs_{ref}"] = paired_ratios(ms, ref_runs[ref])
+        rows.append(row)
+    return rows
+
+
 def ratio_text(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}x"
+
+
+def fixed_text(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def per_msg_us(ms: Sequence[Measurement], attr: str) -> float | None:
+    """Median microseconds per message of a CPU attribute (``client_cpu``, ``server_cpu``)
+    over the runs that measured it; None when none did."""
+    values = [
+        getattr(m, attr) / m.messages * 1e6
+        for m in ms
+        if getattr(m, attr) is not None and m.messages
+    ]
+    return median(values) if values else None
 
 
 def median(values: Sequence[float]) -> float:
@@ -557,3 +704,66 @@ def write_json(name: str, payload: dict[str, Any], results_dir: Path | None = No
     path = directory / f"{name}-{stamp}.json"
     path.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n")
     return path
+
+
+# --------------------------------------------------------------------------- main
+
+
+def add_output_args(ap: argparse.ArgumentParser) -> None:
+    """``--results-dir``, ``--no-json`` and ``--require-targets``."""
+    ap.add_argument("--results-dir", type=Path, default=RESULTS_DIR)
+    ap.add_argument("--no-json", action="store_true")
+    ap.add_argument("--require-targets", action="store_true", help="exit 2 on a missed target")
+
+
+def require_positive(ap: argparse.ArgumentParser, args: argparse.Namespace, *names: str) -> None:
+    """Exit with a usage error unless every named option is at least 1."""
+    for name in names:
+        if getattr(args, name) < 1:
+            ap.error(f"--{name.replace('_', '-')} must be at least 1")
+
+
+def run_header(benchmark: str, settings: Any) -> dict[str, Any]:
+    """The start of a results payload: what ran, when, where and with which settings."""
+    return {
+        "benchmark": benchmark,
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "machine": machine_info(),
+        "settings": settings.__dict__,
+        "command": [sys.executable, *sys.argv],
+    }
+
+
+def results_json(
+    results: dict[str, list[Measurement]], rows: list[dict[str, Any]], verdict: Any
+) -> dict[str, Any]:
+    """The summary rows, the target verdict and every run, for the results payload."""
+    return {
+        "summary": rows,
+        "targets": verdict,
+        "runs": {k: [m.to_json() for m in v] for k, v in results.items()},
+    }
+
+
+def conclude(
+    name: str,
+    payload: dict[str, Any],
+    args: argparse.Namespace,
+    *,
+    started: float,
+    verified: bool,
+    targets_met: bool,
+    mismatch: str = "",
+) -> int:
+    """Finish a run: write the payload (unless ``--no-json``); exit code 1 if a delivery
+    check failed, 2 if a target was missed under ``--require-targets``, else 0."""
+    payload["elapsed_s"] = time.perf_counter() - started
+    payload["all_verified"] = verified
+    if not args.no_json:
+        print(f"results: {write_json(name, payload, args.results_dir)}")
+    if not verified:
+        print(f"DELIVERY CHECK FAILED: nsqd's counters do not match{mismatch}")
+        return 1
+    if args.require_targets and not targets_met:
+        return 2
+    return 0

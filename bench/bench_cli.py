@@ -110,25 +110,21 @@ def measure_publisher(
     stdin_from: Path | None,
 ) -> c.Measurement:
     topic = c.unique_topic("bcli_" + variant.split()[0].replace("-", "_"))
-    nsqd_pid = cluster.nsqds[0].pid
-    srv0 = c.process_cpu_seconds(nsqd_pid)
-    peer = c.run_peer(
+    peer, server_cpu = c.run_peer_on(
+        cluster,
         argv_for(topic),
         stdin_from=None if stdin_from is None else str(stdin_from),
         timeout=max(300.0, count / 5000),
     )
-    srv1 = c.process_cpu_seconds(nsqd_pid)
     ok, detail = _pub_check(cluster, topic, count, size)
     c.delete_topic(cluster.nsqd_http[0], topic)
     ok = ok and peer.returncode == 0 and not peer.timed_out
-    return c.Measurement(
-        variant=variant,
+    return c.Measurement.of_peer(
+        variant,
+        peer,
         messages=count,
-        seconds=peer.wall,
         verified=ok,
-        client_cpu=peer.cpu,
-        server_cpu=None if srv0 is None or srv1 is None else srv1 - srv0,
-        peak_rss_kb=peer.peak_rss_kb,
+        server_cpu=server_cpu,
         detail={
             "topic": topic,
             "returncode": peer.returncode,
@@ -143,41 +139,30 @@ def measure_tail(
     cluster: c.Cluster, variant: str, argv_for: Callable[[str], list[str]], s: Settings
 ) -> c.Measurement:
     count = s.messages
-    topic = c.unique_topic("bcli_tail")
-    c.create_channel(cluster.nsqd_http[0], topic, CHANNEL)
-    c.prefill(cluster.nsqd_tcp[0], cluster.nsqd_http[0], topic, count, s.size)
-    nsqd_pid = cluster.nsqds[0].pid
-    srv0 = c.process_cpu_seconds(nsqd_pid)
-    peer = c.run_peer(argv_for(topic), timeout=max(300.0, count / 2000), stdout_to=os.devnull)
-    srv1 = c.process_cpu_seconds(nsqd_pid)
-    deadline = time.monotonic() + 2.0
-    while True:  # a clean close lands its last FINs a moment after the exit
-        stats = c.channel_stats(cluster.nsqd_http[0], topic, CHANNEL)
-        if stats is None or stats.in_flight == 0 or time.monotonic() > deadline:
-            break
-        time.sleep(0.05)
+    topic = c.fresh_topic(cluster, "bcli_tail", CHANNEL, count, s.size)
+    peer, server_cpu = c.run_peer_on(
+        cluster, argv_for(topic), timeout=max(300.0, count / 2000), stdout_to=os.devnull
+    )
+    # a clean close lands its last FINs a moment after the exit
+    stats = c.wait_channel(
+        cluster.nsqd_http[0], topic, CHANNEL, lambda st: st is None or st.in_flight == 0
+    )
     c.delete_topic(cluster.nsqd_http[0], topic)
     # nsq_tail exits at the N-th message before FINing it: its last messages stay in flight
     max_in_flight_left = 0 if variant == TAIL else 200
     ok = (
         peer.returncode == 0
         and not peer.timed_out
+        and c.channel_drained(stats, count)
         and stats is not None
-        and stats.message_count == count
-        and stats.depth == 0
-        and stats.deferred == 0
-        and stats.requeue_count == 0
-        and stats.timeout_count == 0
         and stats.in_flight <= max_in_flight_left
     )
-    return c.Measurement(
-        variant=variant,
+    return c.Measurement.of_peer(
+        variant,
+        peer,
         messages=count,
-        seconds=peer.wall,
         verified=ok,
-        client_cpu=peer.cpu,
-        server_cpu=None if srv0 is None or srv1 is None else srv1 - srv0,
-        peak_rss_kb=peer.peak_rss_kb,
+        server_cpu=server_cpu,
         detail={
             "topic": topic,
             "returncode": peer.returncode,
@@ -380,9 +365,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--skip", action="append", default=[], help="leave a row out (repeatable)")
     ap.add_argument("--quick", action="store_true", help="100k messages, 100 MiB, 1 repeat")
     ap.add_argument("--tmp-dir", type=Path, help="where the input files go (default: $TMPDIR)")
-    ap.add_argument("--results-dir", type=Path, default=c.RESULTS_DIR)
-    ap.add_argument("--no-json", action="store_true")
-    ap.add_argument("--require-targets", action="store_true", help="exit 2 on a missed target")
+    c.add_output_args(ap)
     args = ap.parse_args(argv)
     if args.quick:
         args.messages = min(args.messages, 100_000)
@@ -390,9 +373,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         args.repeats = 1
     if args.to_nsq_messages is None:
         args.to_nsq_messages = max(1, min(50_000, args.messages // 20))
-    for name in ("messages", "to_nsq_messages", "size", "big_mib", "big_size", "repeats"):
-        if getattr(args, name) < 1:
-            ap.error(f"--{name.replace('_', '-')} must be at least 1")
+    c.require_positive(
+        ap, args, "messages", "to_nsq_messages", "size", "big_mib", "big_size", "repeats"
+    )
     return args
 
 
@@ -418,14 +401,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"not enough free space in {tmp_parent}: {free / 2**30:.1f} GiB free, the inputs "
             f"need {need / 2**30:.1f} GiB (+0.5 GiB margin); use --tmp-dir or --big-mib"
         )
-    payload: dict[str, Any] = {
-        "benchmark": "cli",
-        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "machine": c.machine_info(),
-        "settings": s.__dict__,
-        "command": [sys.executable, *sys.argv],
-        "nsqctl": nsqctl_exe(),
-    }
+    payload = c.run_header("cli", s)
+    payload["nsqctl"] = nsqctl_exe()
     started = time.perf_counter()
     # memory mode: the biggest topic (the 1 GB input) stays in nsqd's memory; each topic is
     # deleted after its run.
@@ -449,23 +426,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = summarize(results)
     print_summary(rows, s, big_bytes)
     verdict = check_targets(rows)
-    verified = all(r["verified"] for r in rows)
-    payload.update(
-        summary=rows,
-        targets=verdict,
-        runs={k: [m.to_json() for m in v] for k, v in results.items()},
-        elapsed_s=time.perf_counter() - started,
-        all_verified=verified,
-        big_input_bytes=big_bytes,
+    payload.update(c.results_json(results, rows, verdict), big_input_bytes=big_bytes)
+    return c.conclude(
+        "cli",
+        payload,
+        args,
+        started=started,
+        verified=all(r["verified"] for r in rows),
+        targets_met=all(v["met"] for v in verdict.values()),
     )
-    if not args.no_json:
-        print(f"results: {c.write_json('cli', payload, args.results_dir)}")
-    if not verified:
-        print("DELIVERY CHECK FAILED: nsqd's counters do not match")
-        return 1
-    if args.require_targets and not all(v["met"] for v in verdict.values()):
-        return 2
-    return 0
 
 
 if __name__ == "__main__":

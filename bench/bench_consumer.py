@@ -40,7 +40,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -268,39 +267,25 @@ class Settings:
 
 
 def _fresh_topic(cluster: c.Cluster, prefix: str, count: int, size: int) -> str:
-    topic = c.unique_topic(prefix)
-    c.create_channel(cluster.nsqd_http[0], topic, CHANNEL)
-    c.prefill(cluster.nsqd_tcp[0], cluster.nsqd_http[0], topic, count, size)
-    return topic
+    return c.fresh_topic(cluster, prefix, CHANNEL, count, size)
 
 
 def _settle(cluster: c.Cluster, topic: str, want_in_flight_zero: bool) -> c.ChannelStats | None:
     """Channel counters once the consumer's last FINs have landed (up to 2 s)."""
-    deadline = time.monotonic() + 2.0
-    while True:
-        stats = c.channel_stats(cluster.nsqd_http[0], topic, CHANNEL)
-        done = stats is not None and stats.depth == 0 and stats.clients == 0
-        if want_in_flight_zero:
-            done = done and stats is not None and stats.in_flight == 0
-        if done or time.monotonic() > deadline:
-            return stats
-        time.sleep(0.05)
 
+    def done(stats: c.ChannelStats | None) -> bool:
+        return (
+            stats is not None
+            and stats.depth == 0
+            and stats.clients == 0
+            and (not want_in_flight_zero or stats.in_flight == 0)
+        )
 
-def _clean(stats: c.ChannelStats | None, count: int) -> bool:
-    return (
-        stats is not None
-        and stats.message_count == count
-        and stats.depth == 0
-        and stats.deferred == 0
-        and stats.requeue_count == 0
-        and stats.timeout_count == 0
-    )
+    return c.wait_channel(cluster.nsqd_http[0], topic, CHANNEL, done)
 
 
 def measure_python(cluster: c.Cluster, variant: str, kind: str, count: int, s: Settings):
     topic = _fresh_topic(cluster, f"bc_{kind.replace('-', '_')}", count, s.size)
-    nsqd_pid = cluster.nsqds[0].pid
     argv = [
         sys.executable,
         str(Path(__file__).resolve()),
@@ -315,9 +300,7 @@ def measure_python(cluster: c.Cluster, variant: str, kind: str, count: int, s: S
         "--max-in-flight",
         str(s.max_in_flight),
     ]
-    srv0 = c.process_cpu_seconds(nsqd_pid)
-    peer = c.run_peer(argv, timeout=max(120.0, count / 2000))
-    srv1 = c.process_cpu_seconds(nsqd_pid)
+    peer, server_cpu = c.run_peer_on(cluster, argv, timeout=max(120.0, count / 2000))
     stats = _settle(cluster, topic, want_in_flight_zero=True)
     c.delete_topic(cluster.nsqd_http[0], topic)
     report: dict[str, Any] = {}
@@ -328,18 +311,17 @@ def measure_python(cluster: c.Cluster, variant: str, kind: str, count: int, s: S
     ok = (
         peer.returncode == 0
         and report.get("received") == count
-        and _clean(stats, count)
+        and c.channel_drained(stats, count)
         and stats is not None
         and stats.in_flight == 0
     )
-    return c.Measurement(
-        variant=variant,
+    return c.Measurement.of_peer(
+        variant,
+        peer,
         messages=count,
         seconds=seconds,
         verified=ok,
-        client_cpu=peer.cpu,
-        server_cpu=None if srv0 is None or srv1 is None else srv1 - srv0,
-        peak_rss_kb=peer.peak_rss_kb,
+        server_cpu=server_cpu,
         detail={
             "topic": topic,
             "wall_with_startup": peer.wall,
@@ -354,7 +336,6 @@ def measure_python(cluster: c.Cluster, variant: str, kind: str, count: int, s: S
 def measure_nsq_tail(cluster: c.Cluster, s: Settings) -> c.Measurement:
     count = s.messages
     topic = _fresh_topic(cluster, "bc_nsq_tail", count, s.size)
-    nsqd_pid = cluster.nsqds[0].pid
     argv = [
         str(c.nsq_bin("nsq_tail")),
         f"--topic={topic}",
@@ -363,9 +344,9 @@ def measure_nsq_tail(cluster: c.Cluster, s: Settings) -> c.Measurement:
         f"--max-in-flight={s.max_in_flight}",
         f"-n={count}",
     ]
-    srv0 = c.process_cpu_seconds(nsqd_pid)
-    peer = c.run_peer(argv, timeout=max(120.0, count / 2000), stdout_to=os.devnull)
-    srv1 = c.process_cpu_seconds(nsqd_pid)
+    peer, server_cpu = c.run_peer_on(
+        cluster, argv, timeout=max(120.0, count / 2000), stdout_to=os.devnull
+    )
     stats = _settle(cluster, topic, want_in_flight_zero=False)
     c.delete_topic(cluster.nsqd_http[0], topic)
     # It exits (os.Exit) on the N-th message: every message was delivered to it, and what
@@ -373,18 +354,16 @@ def measure_nsq_tail(cluster: c.Cluster, s: Settings) -> c.Measurement:
     ok = (
         peer.returncode == 0
         and not peer.timed_out
-        and _clean(stats, count)
+        and c.channel_drained(stats, count)
         and stats is not None
         and stats.in_flight <= s.max_in_flight
     )
-    return c.Measurement(
-        variant=NSQ_TAIL,
+    return c.Measurement.of_peer(
+        NSQ_TAIL,
+        peer,
         messages=count,
-        seconds=peer.wall,
         verified=ok,
-        client_cpu=peer.cpu,
-        server_cpu=None if srv0 is None or srv1 is None else srv1 - srv0,
-        peak_rss_kb=peer.peak_rss_kb,
+        server_cpu=server_cpu,
         detail={
             "topic": topic,
             "returncode": peer.returncode,
@@ -394,22 +373,10 @@ def measure_nsq_tail(cluster: c.Cluster, s: Settings) -> c.Measurement:
     )
 
 
-_BR_LINE = re.compile(r"duration: (\S+) - [\d.]+mb/s - ([\d.]+)ops/s")
-
-
-def _go_seconds(text: str) -> float:
-    units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
-    parts = re.findall(r"([\d.]+)(h|ms|us|µs|ns|m|s)", text)
-    if not parts or "".join(n + u for n, u in parts) != text:
-        raise ValueError(f"not a Go duration: {text!r}")
-    return sum(float(n) * units[u] for n, u in parts)
-
-
 def measure_bench_reader(
     cluster: c.Cluster, prefilled: int, runfor: float, s: Settings, variant: str = BENCH_READER
 ) -> c.Measurement:
     topic = _fresh_topic(cluster, "bc_bench_reader", prefilled, s.size)
-    nsqd_pid = cluster.nsqds[0].pid
     argv = [
         str(c.nsq_bin("bench_reader")),
         f"--runfor={runfor:.3f}s",
@@ -419,15 +386,13 @@ def measure_bench_reader(
         f"--nsqd-tcp-address={cluster.nsqd_tcp[0]}",
         f"--rdy={BENCH_READER_RDY}",
     ]
-    srv0 = c.process_cpu_seconds(nsqd_pid)
-    peer = c.run_peer(argv, timeout=runfor + 120)
-    srv1 = c.process_cpu_seconds(nsqd_pid)
+    peer, server_cpu = c.run_peer_on(cluster, argv, timeout=runfor + 120)
     stats = c.channel_stats(cluster.nsqd_http[0], topic, CHANNEL)
     c.delete_topic(cluster.nsqd_http[0], topic)
-    found = _BR_LINE.search(peer.stderr + peer.stdout)
+    found = c.GO_BENCH_LINE.search(peer.stderr + peer.stdout)
     count, seconds = 0, peer.wall
     if found is not None:
-        seconds = _go_seconds(found.group(1))
+        seconds = c.parse_go_duration(found.group(1))
         count = round(float(found.group(2)) * seconds)
     workers = os.cpu_count() or 1
     delivered = stats.delivered if stats is not None else -1
@@ -443,14 +408,13 @@ def measure_bench_reader(
         and count <= delivered + 1
         and delivered - count <= BENCH_READER_RDY * workers
     )
-    return c.Measurement(
-        variant=variant,
+    return c.Measurement.of_peer(
+        variant,
+        peer,
         messages=count,
         seconds=seconds,
         verified=ok,
-        client_cpu=peer.cpu,
-        server_cpu=None if srv0 is None or srv1 is None else srv1 - srv0,
-        peak_rss_kb=peer.peak_rss_kb,
+        server_cpu=server_cpu,
         detail={
             "topic": topic,
             "runfor": runfor,
@@ -513,35 +477,7 @@ def plan(cluster: c.Cluster, s: Settings, skip: set[str]) -> list[tuple[str, Cal
 
 
 def summarize(results: dict[str, list[c.Measurement]]) -> list[dict[str, Any]]:
-    refs = {name: results.get(name, []) for name in (NSQ_TAIL, BENCH_READER, PYNSQ)}
-    ref_rate = {name: c.median([m.rate for m in ms]) or None for name, ms in refs.items()}
-    rows = []
-    for name, ms in results.items():
-        rate = c.median([m.rate for m in ms])
-        row: dict[str, Any] = {
-            "variant": name,
-            "messages": c.median([m.messages for m in ms]),
-            "msgs_per_s": rate,
-            "runs_msgs_per_s": [m.rate for m in ms],
-            "client_cpu_us_per_msg": _per_msg_us(ms, "client_cpu"),
-            "nsqd_cpu_us_per_msg": _per_msg_us(ms, "server_cpu"),
-            "peak_rss_mib": max((m.peak_rss_kb or 0) for m in ms) / 1024,
-            "verified": all(m.verified for m in ms),
-        }
-        for ref, rr in ref_rate.items():
-            row[f"vs_{ref}"] = rate / rr if rr else None
-            row[f"paired_vs_{ref}"] = c.paired_ratios(ms, refs[ref])
-        rows.append(row)
-    return rows
-
-
-def _per_msg_us(ms: Sequence[c.Measurement], attr: str) -> float | None:
-    values = [
-        getattr(m, attr) / m.messages * 1e6
-        for m in ms
-        if getattr(m, attr) is not None and m.messages
-    ]
-    return c.median(values) if values else None
+    return c.summary_rows(results, (NSQ_TAIL, BENCH_READER, PYNSQ))
 
 
 def print_summary(rows: list[dict[str, Any]], s: Settings, repeats: int) -> None:
@@ -567,8 +503,8 @@ def print_summary(rows: list[dict[str, Any]], s: Settings, repeats: int) -> None
                 c.ratio_text(r["vs_nsq_tail"]),
                 c.ratio_text(r["vs_bench_reader"]),
                 c.ratio_text(r["vs_pynsq"]),
-                "-" if r["client_cpu_us_per_msg"] is None else f"{r['client_cpu_us_per_msg']:.2f}",
-                "-" if r["nsqd_cpu_us_per_msg"] is None else f"{r['nsqd_cpu_us_per_msg']:.2f}",
+                c.fixed_text(r["client_cpu_us_per_msg"]),
+                c.fixed_text(r["nsqd_cpu_us_per_msg"]),
                 f"{r['peak_rss_mib']:.0f}",
                 "verified" if r["verified"] else "FAILED",
             ]
@@ -630,9 +566,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         action="store_true",
         help="only the CPU cost per message of nsqctl's consume path (no nsqd, no socket)",
     )
-    ap.add_argument("--results-dir", type=Path, default=c.RESULTS_DIR)
-    ap.add_argument("--no-json", action="store_true")
-    ap.add_argument("--require-targets", action="store_true", help="exit 2 on a missed target")
+    c.add_output_args(ap)
     # child mode (internal): one consumer in its own process
     ap.add_argument("--child", choices=CHILD_KINDS, help=argparse.SUPPRESS)
     ap.add_argument("--nsqd", help=argparse.SUPPRESS)
@@ -644,9 +578,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         args.repeats = 1
     if args.peer_messages is None:
         args.peer_messages = max(1, args.messages // 5)
-    for name in ("messages", "peer_messages", "size", "max_in_flight", "repeats"):
-        if getattr(args, name) < 1:
-            ap.error(f"--{name.replace('_', '-')} must be at least 1")
+    c.require_positive(ap, args, "messages", "peer_messages", "size", "max_in_flight", "repeats")
     return args
 
 
@@ -670,13 +602,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         repeats=args.repeats,
         runfor=args.runfor,
     )
-    payload: dict[str, Any] = {
-        "benchmark": "consumer",
-        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "machine": c.machine_info(),
-        "settings": s.__dict__,
-        "command": [sys.executable, *sys.argv],
-    }
+    payload = c.run_header("consumer", s)
     started = time.perf_counter()
     # Every prefilled message stays in nsqd's memory (as nsq's bench.sh runs it).
     nsqd_args = [f"--mem-queue-size={max(2 * s.messages, 10_000)}"]
@@ -688,22 +614,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = summarize(results)
     print_summary(rows, s, s.repeats)
     verdict = check_targets(rows)
-    verified = all(r["verified"] for r in rows)
-    payload.update(
-        summary=rows,
-        targets=verdict,
-        runs={k: [m.to_json() for m in v] for k, v in results.items()},
-        elapsed_s=time.perf_counter() - started,
-        all_verified=verified,
+    payload.update(c.results_json(results, rows, verdict))
+    return c.conclude(
+        "consumer",
+        payload,
+        args,
+        started=started,
+        verified=all(r["verified"] for r in rows),
+        targets_met=all(v["met"] for v in verdict.values()),
+        mismatch=" what was consumed",
     )
-    if not args.no_json:
-        print(f"results: {c.write_json('consumer', payload, args.results_dir)}")
-    if not verified:
-        print("DELIVERY CHECK FAILED: nsqd's counters do not match what was consumed")
-        return 1
-    if args.require_targets and not all(v["met"] for v in verdict.values()):
-        return 2
-    return 0
 
 
 if __name__ == "__main__":

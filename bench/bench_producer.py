@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import re
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -162,17 +161,6 @@ def measure_nsqctl(
 
 # --------------------------------------------------------------------------- peers
 
-_BW_LINE = re.compile(r"duration: (\S+) - [\d.]+mb/s - ([\d.]+)ops/s")
-_GO_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
-
-
-def parse_go_duration(text: str) -> float:
-    """Seconds in a Go ``time.Duration`` string such as ``1m2.5s`` or ``950.1ms``."""
-    parts = re.findall(r"([\d.]+)(h|ms|us|µs|ns|m|s)", text)
-    if not parts or "".join(n + u for n, u in parts) != text:
-        raise ValueError(f"not a Go duration: {text!r}")
-    return sum(float(n) * _GO_UNITS[u] for n, u in parts)
-
 
 def measure_bench_writer(
     cluster: c.Cluster,
@@ -183,7 +171,6 @@ def measure_bench_writer(
     gomaxprocs: int | None = None,
 ) -> c.Measurement:
     topic = c.unique_topic("bench_bw")
-    nsqd_pid = cluster.nsqds[0].pid
     argv = [
         str(c.nsq_bin("bench_writer")),
         f"--runfor={runfor:.3f}s",
@@ -193,10 +180,8 @@ def measure_bench_writer(
         f"--nsqd-tcp-address={cluster.nsqd_tcp[0]}",
     ]
     env = {"GOMAXPROCS": str(gomaxprocs)} if gomaxprocs else None
-    srv0 = c.process_cpu_seconds(nsqd_pid)
-    peer = c.run_peer(argv, env=env, timeout=runfor + 120)
-    srv1 = c.process_cpu_seconds(nsqd_pid)
-    found = _BW_LINE.search(peer.stderr + peer.stdout)
+    peer, server_cpu = c.run_peer_on(cluster, argv, env=env, timeout=runfor + 120)
+    found = c.GO_BENCH_LINE.search(peer.stderr + peer.stdout)
     stats = c.topic_stats(cluster.nsqd_http[0], topic)
     c.delete_topic(cluster.nsqd_http[0], topic)
     count = stats.message_count if stats else 0
@@ -213,28 +198,26 @@ def measure_bench_writer(
     ok = peer.returncode == 0 and found is not None and count > 0
     seconds = peer.wall
     if found is not None:
-        seconds = parse_go_duration(found.group(1))
+        seconds = c.parse_go_duration(found.group(1))
         reported = float(found.group(2))
         detail["reported_msgs_per_s"] = reported
         # Its own count (ops/s x duration) must be what nsqd stored, to rounding.
         ok = ok and abs(reported * seconds - count) <= 1 + 1e-6 * count
     if stats is not None and stats.message_bytes is not None:
         ok = ok and stats.message_bytes == count * size
-    return c.Measurement(
-        variant=variant,
+    return c.Measurement.of_peer(
+        variant,
+        peer,
         messages=count,
         seconds=seconds,
         verified=ok,
-        client_cpu=peer.cpu,
-        server_cpu=None if srv0 is None or srv1 is None else srv1 - srv0,
-        peak_rss_kb=peer.peak_rss_kb,
+        server_cpu=server_cpu,
         detail=detail,
     )
 
 
 def measure_to_nsq(cluster: c.Cluster, messages: int, size: int) -> c.Measurement:
     topic = c.unique_topic("bench_to_nsq")
-    nsqd_pid = cluster.nsqds[0].pid
     # to_nsq strips the delimiter: size characters + newline make a size-byte message.
     data = (b"y" * size + b"\n") * messages
     argv = [
@@ -242,19 +225,15 @@ def measure_to_nsq(cluster: c.Cluster, messages: int, size: int) -> c.Measuremen
         f"--topic={topic}",
         f"--nsqd-tcp-address={cluster.nsqd_tcp[0]}",
     ]
-    srv0 = c.process_cpu_seconds(nsqd_pid)
-    peer = c.run_peer(argv, stdin=data, timeout=600)
-    srv1 = c.process_cpu_seconds(nsqd_pid)
+    peer, server_cpu = c.run_peer_on(cluster, argv, stdin=data, timeout=600)
     ok, counts = _check_topic(cluster, topic, messages, size)
     c.delete_topic(cluster.nsqd_http[0], topic)
-    return c.Measurement(
-        variant=TO_NSQ,
+    return c.Measurement.of_peer(
+        TO_NSQ,
+        peer,
         messages=messages,
-        seconds=peer.wall,
         verified=ok and peer.returncode == 0,
-        client_cpu=peer.cpu,
-        server_cpu=None if srv0 is None or srv1 is None else srv1 - srv0,
-        peak_rss_kb=peer.peak_rss_kb,
+        server_cpu=server_cpu,
         detail={"topic": topic, "returncode": peer.returncode, **counts},
     )
 
@@ -372,67 +351,11 @@ def plan(cluster: c.Cluster, s: Settings, rss: c.PeakRss) -> list[tuple[str, Cal
     return variants
 
 
-def run_all(
-    variants: list[tuple[str, Callable[[], Any]]], repeats: int
-) -> dict[str, list[c.Measurement]]:
-    """Interleave the variants, rotating their order each repeat (no position bias)."""
-    results: dict[str, list[c.Measurement]] = {name: [] for name, _ in variants}
-    for rep in range(repeats):
-        shift = rep % len(variants)
-        for name, fn in variants[shift:] + variants[:shift]:
-            m = fn()
-            results[name].append(m)
-            flag = "ok" if m.verified else "DELIVERY CHECK FAILED"
-            c.say(
-                f"  [{rep + 1}/{repeats}] {name:<26} {m.messages:>9,} msgs "
-                f"{m.seconds:7.3f}s {m.rate:>11,.0f} msgs/s  {flag}"
-            )
-    return results
-
-
-def _per_msg_us(ms: Sequence[c.Measurement], attr: str) -> float | None:
-    values = [getattr(m, attr) / m.messages * 1e6 for m in ms if getattr(m, attr) is not None]
-    return c.median(values) if values else None
-
-
-def _paired(ms: Sequence[c.Measurement], refs: Sequence[c.Measurement]) -> list[float]:
-    return [m.rate / r.rate for m, r in zip(ms, refs, strict=False) if r.rate]
-
-
 def summarize(results: dict[str, list[c.Measurement]]) -> list[dict[str, Any]]:
-    bw = c.median([m.rate for m in results.get(BW, [])]) or None
-    tn = c.median([m.rate for m in results.get(TO_NSQ, [])]) or None
-    rows = []
-    for name, ms in results.items():
-        rate = c.median([m.rate for m in ms])
-        # Same-repeat ratios: runs of one repeat are close in time (and machine load).
-        paired_bw = _paired(ms, results.get(BW, []))
-        paired_tn = _paired(ms, results.get(TO_NSQ, []))
-        rows.append(
-            {
-                "variant": name,
-                "messages": int(c.median([m.messages for m in ms])),
-                "msgs_per_s": rate,
-                "runs_msgs_per_s": [m.rate for m in ms],
-                "vs_bench_writer": rate / bw if bw else None,
-                "vs_to_nsq": rate / tn if tn else None,
-                "paired_vs_bench_writer": paired_bw,
-                "paired_vs_to_nsq": paired_tn,
-                "client_cpu_us_per_msg": _per_msg_us(ms, "client_cpu"),
-                "nsqd_cpu_us_per_msg": _per_msg_us(ms, "server_cpu"),
-                "peak_rss_mib": max((m.peak_rss_kb or 0) for m in ms) / 1024,
-                "verified": all(m.verified for m in ms),
-            }
-        )
+    rows = c.summary_rows(results, (BW, TO_NSQ))
+    for row in rows:
+        row["messages"] = int(row["messages"])
     return rows
-
-
-def _ratio(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}x"
-
-
-def _us(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
 
 
 def print_summary(rows: list[dict[str, Any]], s: Settings) -> None:
@@ -455,10 +378,10 @@ def print_summary(rows: list[dict[str, Any]], s: Settings) -> None:
                 r["variant"],
                 c.fmt_int(r["messages"]),
                 c.fmt_int(r["msgs_per_s"]),
-                _ratio(r["vs_bench_writer"]),
-                _ratio(r["vs_to_nsq"]),
-                _us(r["client_cpu_us_per_msg"]),
-                _us(r["nsqd_cpu_us_per_msg"]),
+                c.ratio_text(r["vs_bench_writer"]),
+                c.ratio_text(r["vs_to_nsq"]),
+                c.fixed_text(r["client_cpu_us_per_msg"]),
+                c.fixed_text(r["nsqd_cpu_us_per_msg"]),
                 f"{r['peak_rss_mib']:.0f}",
                 "verified" if r["verified"] else "FAILED",
             ]
@@ -483,16 +406,16 @@ def check_targets(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "met_vs_to_nsq": vs_tn is not None and vs_tn >= TARGET_VS_TO_NSQ,
     }
     print(
-        f"target ({MANY}): >= {TARGET_VS_BENCH_WRITER:.1f}x bench_writer -> {_ratio(vs_bw)} "
+        f"target ({MANY}): >= {TARGET_VS_BENCH_WRITER:.1f}x bench_writer -> {c.ratio_text(vs_bw)} "
         f"{'met' if verdict['met_vs_bench_writer'] else 'MISSED'}; "
-        f">= {TARGET_VS_TO_NSQ:.0f}x to_nsq -> {_ratio(vs_tn)} "
+        f">= {TARGET_VS_TO_NSQ:.0f}x to_nsq -> {c.ratio_text(vs_tn)} "
         f"{'met' if verdict['met_vs_to_nsq'] else 'MISSED'}"
     )
     print(
         "  same-repeat ratios vs bench_writer: "
-        + ", ".join(_ratio(x) for x in head["paired_vs_bench_writer"])
+        + ", ".join(c.ratio_text(x) for x in head["paired_vs_bench_writer"])
         + "; vs to_nsq: "
-        + ", ".join(_ratio(x) for x in head["paired_vs_to_nsq"])
+        + ", ".join(c.ratio_text(x) for x in head["paired_vs_to_nsq"])
     )
     return verdict
 
@@ -522,7 +445,7 @@ def sweep(cluster: c.Cluster, s: Settings, rss: c.PeakRss) -> list[dict[str, Any
             variants.append(
                 (f"publish_many b={batch} w={window}", _many_thunk(cluster, s, rss, batch, window))
             )
-        results = run_all(variants, s.repeats)
+        results = c.run_interleaved(variants, s.repeats)
         bw = c.median([m.rate for m in results[variants[0][0]]])
         for name, ms in results.items():
             rate = c.median([m.rate for m in ms])
@@ -532,7 +455,7 @@ def sweep(cluster: c.Cluster, s: Settings, rss: c.PeakRss) -> list[dict[str, Any
                     "batch": batch,
                     "msgs_per_s": rate,
                     "vs_bench_writer_same_batch": rate / bw if bw else None,
-                    "client_cpu_us_per_msg": _per_msg_us(ms, "client_cpu"),
+                    "client_cpu_us_per_msg": c.per_msg_us(ms, "client_cpu"),
                     "verified": all(m.verified for m in ms),
                 }
             )
@@ -543,8 +466,8 @@ def sweep(cluster: c.Cluster, s: Settings, rss: c.PeakRss) -> list[dict[str, Any
             [
                 r["variant"],
                 c.fmt_int(r["msgs_per_s"]),
-                _ratio(r["vs_bench_writer_same_batch"]),
-                _us(r["client_cpu_us_per_msg"]),
+                c.ratio_text(r["vs_bench_writer_same_batch"]),
+                c.fixed_text(r["client_cpu_us_per_msg"]),
                 "verified" if r["verified"] else "FAILED",
             ]
             for r in rows
@@ -614,9 +537,7 @@ def parse_args(argv: Sequence[str] | None) -> tuple[argparse.Namespace, Settings
             args.runfor = 0.1
     publish_messages = args.publish_messages or max(1, args.messages // 5)
     to_nsq_messages = args.to_nsq_messages or max(1, min(50_000, args.messages // 20))
-    for name in ("messages", "size", "batch", "window", "producers", "repeats"):
-        if getattr(args, name) < 1:
-            ap.error(f"--{name} must be at least 1")
+    c.require_positive(ap, args, "messages", "size", "batch", "window", "producers", "repeats")
     s = Settings(
         messages=args.messages,
         size=args.size,
@@ -636,13 +557,7 @@ def parse_args(argv: Sequence[str] | None) -> tuple[argparse.Namespace, Settings
 def main(argv: Sequence[str] | None = None) -> int:
     args, s = parse_args(argv)
     rss = c.PeakRss()
-    payload: dict[str, Any] = {
-        "benchmark": "producer",
-        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "machine": c.machine_info(),
-        "settings": s.__dict__,
-        "command": [sys.executable, *sys.argv],
-    }
+    payload = c.run_header("producer", s)
     started = time.perf_counter()
     nsqd_args = []
     if args.nsqd == "memory":
@@ -657,27 +572,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             verified = all(r["verified"] for r in rows)
             verdict = None
         else:
-            results = run_all(plan(cluster, s, rss), s.repeats)
+            results = c.run_interleaved(plan(cluster, s, rss), s.repeats)
             rows = summarize(results)
             print_summary(rows, s)
             verdict = check_targets(rows)
             verified = all(r["verified"] for r in rows)
-            payload["summary"] = rows
-            payload["targets"] = verdict
-            payload["runs"] = {k: [m.to_json() for m in v] for k, v in results.items()}
-    payload["elapsed_s"] = time.perf_counter() - started
-    payload["all_verified"] = verified
-    if not args.no_json:
-        name = "producer-sweep" if args.sweep else "producer"
-        path = c.write_json(name, payload, args.results_dir)
-        print(f"results: {path}")
-    if not verified:
-        print("DELIVERY CHECK FAILED: nsqd's counters do not match what was published")
-        return 1
-    met = verdict is None or (verdict["met_vs_bench_writer"] and verdict["met_vs_to_nsq"])
-    if args.require_targets and not met:
-        return 2
-    return 0
+            payload.update(c.results_json(results, rows, verdict))
+    return c.conclude(
+        "producer-sweep" if args.sweep else "producer",
+        payload,
+        args,
+        started=started,
+        verified=verified,
+        targets_met=verdict is None
+        or (verdict["met_vs_bench_writer"] and verdict["met_vs_to_nsq"]),
+        mismatch=" what was published",
+    )
 
 
 if __name__ == "__main__":

@@ -48,9 +48,13 @@ def cluster_addresses(
     nsqd: list[str] | None,
     nsqd_http: list[str] | None,
     profile: str | None,
+    *,
+    require: str | None = "http",
 ) -> tuple[list[str], list[str]]:
-    """Validated lookupd and nsqd HTTP addresses (flags, env or profile); bad → exit 2."""
-    sel = resolve_cluster(lookupd, nsqd, profile, nsqd_http, require="http")
+    """Validated lookupd and nsqd HTTP addresses (flags, env or profile); bad → exit 2.
+
+    ``require="http"`` (the default) insists on at least one; None accepts none at all."""
+    sel = resolve_cluster(lookupd, nsqd, profile, nsqd_http, require=require)
     lookupds = [str(parse_address(a, example="127.0.0.1:4161")) for a in sel.lookupd]
     nsqds = [str(parse_address(a, example="127.0.0.1:4151")) for a in sel.nsqd_http]
     return lookupds, nsqds
@@ -131,6 +135,18 @@ def _act(
     emit_report(report, as_json)
 
 
+def _list(
+    key: str, cluster: tuple[list[str], list[str]], as_json: bool, topic: str | None = None
+) -> None:
+    """List topics (``topic`` None) or a topic's channels, from ``cluster``."""
+    lookupds, nsqds = cluster
+    if topic is None:
+        listing = asyncio.run(admin.list_topics(lookupds, nsqds))
+    else:
+        listing = asyncio.run(admin.list_channels(topic, lookupds, nsqds))
+    _emit_listing(listing, key, as_json, {} if topic is None else {"topic": topic})
+
+
 def _emit_listing(listing: admin.Listing, key: str, as_json: bool, extra: dict) -> None:
     for address, error in listing.errors.items():
         typer.echo(f"warning: {address} did not answer: {error}", err=True)
@@ -183,38 +199,11 @@ def topic_create(
     emit_report(report, as_json)
 
 
-@topic_app.command("delete")
-def topic_delete(
-    topic: str = typer.Argument(..., help="Topic to delete, with all its messages."),
-    yes: bool = YesOption,
-    as_json: bool = JsonOption,
-    lookupd: list[str] = LookupdOption,
-    nsqd: list[str] = NsqdOption,
-    nsqd_http: list[str] = NsqdHttpOption,
-    profile: str | None = ProfileOption,
-) -> None:
-    """Delete a topic everywhere (asks first; --yes to skip)."""
-    cluster = cluster_addresses(lookupd, nsqd, nsqd_http, profile)
-    _act("topic", "delete", topic, cluster, destructive=True, yes=yes, as_json=as_json)
-
-
-@topic_app.command("list")
-def topic_list(
-    as_json: bool = JsonOption,
-    lookupd: list[str] = LookupdOption,
-    nsqd: list[str] = NsqdOption,
-    nsqd_http: list[str] = NsqdHttpOption,
-    profile: str | None = ProfileOption,
-) -> None:
-    """List topics (every lookupd's /topics, or the nsqds' /stats)."""
-    lookupds, nsqds = cluster_addresses(lookupd, nsqd, nsqd_http, profile)
-    listing = asyncio.run(admin.list_topics(lookupds, nsqds))
-    _emit_listing(listing, "topics", as_json, {})
-
-
-def _topic_action(action: str, destructive: bool = False) -> Callable[..., None]:
+def _topic_action(
+    action: str, destructive: bool = False, topic_help: str = "Topic."
+) -> Callable[..., None]:
     def command(
-        topic: str = typer.Argument(..., help="Topic."),
+        topic: str = typer.Argument(..., help=topic_help),
         yes: bool = YesOption,
         as_json: bool = JsonOption,
         lookupd: list[str] = LookupdOption,
@@ -226,6 +215,23 @@ def _topic_action(action: str, destructive: bool = False) -> Callable[..., None]
         _act("topic", action, topic, cluster, destructive=destructive, yes=yes, as_json=as_json)
 
     return command
+
+
+topic_app.command("delete", help="Delete a topic everywhere (asks first; --yes to skip).")(
+    _topic_action("delete", destructive=True, topic_help="Topic to delete, with all its messages.")
+)
+
+
+@topic_app.command("list")
+def topic_list(
+    as_json: bool = JsonOption,
+    lookupd: list[str] = LookupdOption,
+    nsqd: list[str] = NsqdOption,
+    nsqd_http: list[str] = NsqdHttpOption,
+    profile: str | None = ProfileOption,
+) -> None:
+    """List topics (every lookupd's /topics, or the nsqds' /stats)."""
+    _list("topics", cluster_addresses(lookupd, nsqd, nsqd_http, profile), as_json)
 
 
 topic_app.command("pause", help="Pause a topic on every nsqd that has it (original NSQ).")(
@@ -253,9 +259,7 @@ def channel_list(
 ) -> None:
     """List a topic's channels (every lookupd's /channels, or the nsqds' /stats)."""
     validate_topic(topic)
-    lookupds, nsqds = cluster_addresses(lookupd, nsqd, nsqd_http, profile)
-    listing = asyncio.run(admin.list_channels(topic, lookupds, nsqds))
-    _emit_listing(listing, "channels", as_json, {"topic": topic})
+    _list("channels", cluster_addresses(lookupd, nsqd, nsqd_http, profile), as_json, topic)
 
 
 _CHANNEL_HELP = {
@@ -283,19 +287,34 @@ def _channel_action(action: str) -> Callable[..., None]:
         profile: str | None = ProfileOption,
     ) -> None:
         cluster = cluster_addresses(lookupd, nsqd, nsqd_http, profile)
-        _act(
-            "channel",
-            action,
-            topic,
-            cluster,
-            channel=channel,
-            destructive=action in _DESTRUCTIVE,
-            yes=yes,
-            as_json=as_json,
-            partition=partition,
-        )
+        _channel_act(action, topic, channel, cluster, partition=partition, yes=yes, as_json=as_json)
 
     return command
+
+
+def _channel_act(
+    action: str,
+    topic: str,
+    channel: str,
+    cluster: tuple[list[str], list[str]],
+    *,
+    partition: int | None,
+    yes: bool,
+    as_json: bool,
+    offset: str | None = None,
+) -> None:
+    _act(
+        "channel",
+        action,
+        topic,
+        cluster,
+        channel=channel,
+        destructive=action in _DESTRUCTIVE,
+        yes=yes,
+        as_json=as_json,
+        partition=partition,
+        offset=offset,
+    )
 
 
 for _action, _help in _CHANNEL_HELP.items():
@@ -329,15 +348,13 @@ def channel_setoffset(
         timestamp=timestamp, virtual_offset=virtual_offset, msgcount=msgcount, end=end
     )
     cluster = cluster_addresses(lookupd, nsqd, nsqd_http, profile)
-    _act(
-        "channel",
+    _channel_act(
         "setoffset",
         topic,
+        channel,
         cluster,
-        channel=channel,
-        destructive=True,
+        partition=partition,
         yes=yes,
         as_json=as_json,
-        partition=partition,
         offset=offset,
     )

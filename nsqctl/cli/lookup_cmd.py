@@ -9,7 +9,7 @@ from typing import Any
 import typer
 
 from nsqctl import admin
-from nsqctl.cli.admin_cmd import cluster_addresses
+from nsqctl.cli.admin_cmd import JsonOption, cluster_addresses
 from nsqctl.cli.common import LookupdOption, NsqdHttpOption, NsqdOption, ProfileOption
 from nsqctl.errors import ConfigError
 from nsqctl.protocol.names import validate_topic
@@ -49,7 +49,7 @@ def render(info: dict[str, Any]) -> list[str]:
 
 def lookup(
     topic: str = typer.Argument(..., help="Topic to look up."),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    as_json: bool = JsonOption,
     lookupd: list[str] = LookupdOption,
     nsqd: list[str] = NsqdOption,
     nsqd_http: list[str] = NsqdHttpOption,

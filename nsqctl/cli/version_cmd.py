@@ -11,14 +11,8 @@ import json
 import typer
 
 from nsqctl import __version__, admin
-from nsqctl.addresses import parse_address
-from nsqctl.cli.common import (
-    LookupdOption,
-    NsqdHttpOption,
-    NsqdOption,
-    ProfileOption,
-    resolve_cluster,
-)
+from nsqctl.cli.admin_cmd import JsonOption, cluster_addresses
+from nsqctl.cli.common import LookupdOption, NsqdHttpOption, NsqdOption, ProfileOption
 
 HINT = (
     "pass --lookupd HOST:PORT or --nsqd-http HOST:PORT (or --profile NAME) "
@@ -27,16 +21,14 @@ HINT = (
 
 
 def version(
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    as_json: bool = JsonOption,
     lookupd: list[str] = LookupdOption,
     nsqd: list[str] = NsqdOption,
     nsqd_http: list[str] = NsqdHttpOption,
     profile: str | None = ProfileOption,
 ) -> None:
     """Show the nsqctl version and the versions of the servers it can reach."""
-    sel = resolve_cluster(lookupd, nsqd, profile, nsqd_http, require=None)
-    lookupds = [str(parse_address(a, example="127.0.0.1:4161")) for a in sel.lookupd]
-    nsqds = [str(parse_address(a, example="127.0.0.1:4151")) for a in sel.nsqd_http]
+    lookupds, nsqds = cluster_addresses(lookupd, nsqd, nsqd_http, profile, require=None)
     servers = asyncio.run(admin.server_versions(lookupds, nsqds)) if lookupds or nsqds else []
     if as_json:
         payload = {

@@ -7,8 +7,21 @@ import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner
 
 NSQCTL = shutil.which("nsqctl") or "nsqctl"
+
+#: The environment for in-process ``CliRunner`` runs: every NSQCTL_* setting unset (None) and
+#: a config path that does not exist, so a developer's own profiles never leak into a test.
+RUNNER_ENV: dict[str, str | None] = {
+    "NSQCTL_CONFIG": "/nonexistent/nsqctl-test.toml",
+    "NSQCTL_LOOKUPD": None,
+    "NSQCTL_NSQD": None,
+    "NSQCTL_NSQD_HTTP": None,
+    "NSQCTL_PROFILE": None,
+}
 
 
 def clean_env(extra: Mapping[str, str] | None = None, config: Path | None = None) -> dict[str, str]:
@@ -51,6 +64,13 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
         timeout=60,
         check=False,
     )
+
+
+def invoke(*args: str, input: str | None = None) -> Any:
+    """``nsqctl ARGS`` in-process (Typer's ``CliRunner``) with :data:`RUNNER_ENV`."""
+    from nsqctl.cli.app import app
+
+    return CliRunner().invoke(app, list(args), env=RUNNER_ENV, input=input)
 
 
 def assert_one_line_error(

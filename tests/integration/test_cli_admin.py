@@ -15,23 +15,13 @@ from typing import Any
 
 import httpx
 import pytest
-from typer.testing import CliRunner
 
 from nsqctl.admin import NSQ_V1, unwrap_response
 from nsqctl.cli import admin_cmd
-from nsqctl.cli.app import app
 from nsqctl.errors import ConfigError
 from nsqctl.producer import Producer
 from nsqctl.servers.cluster import Cluster
-from tests.helpers.cli import assert_one_line_error, cli
-
-ENV = {
-    "NSQCTL_CONFIG": "/nonexistent/nsqctl-test.toml",
-    "NSQCTL_LOOKUPD": None,
-    "NSQCTL_NSQD": None,
-    "NSQCTL_NSQD_HTTP": None,
-    "NSQCTL_PROFILE": None,
-}
+from tests.helpers.cli import assert_one_line_error, cli, invoke
 
 
 def name(prefix: str) -> str:
@@ -40,10 +30,6 @@ def name(prefix: str) -> str:
 
 def lk(c: Cluster) -> list[str]:
     return ["--lookupd", c.lookupd_http[0]]
-
-
-def invoke(*args: str, input: str | None = None) -> Any:
-    return CliRunner().invoke(app, list(args), env=ENV, input=input)
 
 
 def ok(*args: str) -> Any:

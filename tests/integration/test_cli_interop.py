@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-import shutil
 import subprocess
 import uuid
 from collections import Counter
@@ -27,19 +26,11 @@ import httpx
 import pytest
 
 from nsqctl.servers import cluster
+from tests.helpers.cli import NSQCTL, clean_env
 
 pytestmark = pytest.mark.original
 
 TIMEOUT = 60.0
-NSQCTL = shutil.which("nsqctl") or "nsqctl"
-
-
-def clean_env() -> dict[str, str]:
-    """This environment minus every NSQCTL_* setting, with a config path that does not
-    exist (a developer's own profiles must not leak into the test)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NSQCTL_")}
-    env["NSQCTL_CONFIG"] = "/nonexistent/nsqctl-interop-test-config.toml"
-    return env
 
 
 def _topic(prefix: str) -> str:

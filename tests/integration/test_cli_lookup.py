@@ -8,23 +8,13 @@ import uuid
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from nsqctl.cli.app import app
 from nsqctl.servers.cluster import Cluster
-from tests.helpers.cli import assert_one_line_error, cli
-
-ENV = {
-    "NSQCTL_CONFIG": "/nonexistent/nsqctl-test.toml",
-    "NSQCTL_LOOKUPD": None,
-    "NSQCTL_NSQD": None,
-    "NSQCTL_NSQD_HTTP": None,
-    "NSQCTL_PROFILE": None,
-}
+from tests.helpers.cli import assert_one_line_error, cli, invoke
 
 
 def ok(*args: str) -> Any:
-    result = CliRunner().invoke(app, list(args), env=ENV)
+    result = invoke(*args)
     assert result.exit_code == 0, (result.output, result.exception)
     return result
 

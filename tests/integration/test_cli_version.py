@@ -6,25 +6,14 @@ import json
 import socket
 from typing import Any
 
-from typer.testing import CliRunner
-
 from nsqctl import __version__
-from nsqctl.cli.app import app
 from nsqctl.errors import ConfigError
 from nsqctl.servers.cluster import Cluster
-from tests.helpers.cli import cli
-
-ENV = {
-    "NSQCTL_CONFIG": "/nonexistent/nsqctl-test.toml",
-    "NSQCTL_LOOKUPD": None,
-    "NSQCTL_NSQD": None,
-    "NSQCTL_NSQD_HTTP": None,
-    "NSQCTL_PROFILE": None,
-}
+from tests.helpers.cli import cli, invoke
 
 
 def run(*args: str) -> Any:
-    return CliRunner().invoke(app, ["version", *args], env=ENV)
+    return invoke("version", *args)
 
 
 def dead_address() -> str:
