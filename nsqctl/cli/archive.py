@@ -30,7 +30,9 @@ def archive(
         None, "--ordered/--no-ordered", help="SUB_ORDERED (default: when the topic needs it)."
     ),
     max_in_flight: int = typer.Option(5000, "--max-in-flight", min=1),
-    rotate_rows: int = typer.Option(0, "--rotate-rows", min=0, help="0: the max-in-flight."),
+    rotate_rows: int = typer.Option(
+        0, "--rotate-rows", min=0, help="0: half the max-in-flight (the RDY window)."
+    ),
     rotate_mb: float = typer.Option(64.0, "--rotate-mb", min=0.001),
     rotate_seconds: float = typer.Option(5.0, "--rotate-seconds", min=0.01, max=50.0),
     exit_when_idle: float | None = typer.Option(
@@ -64,7 +66,7 @@ def archive(
         ordered=ordered,
         partitions=partitions or None,
         policy=RotationPolicy(
-            max_rows=rotate_rows or max_in_flight,
+            max_rows=rotate_rows or max(1, max_in_flight // 2),
             max_bytes=int(rotate_mb * 1024 * 1024),
             max_age=rotate_seconds,
         ),

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,6 @@ from nsqctl import protocol as p
 from nsqctl.connection import ConnectionConfig
 from nsqctl.consumer import Consumer
 from nsqctl.message import Message
-from nsqctl.pipeline.schema import row_from_message
 from nsqctl.pipeline.writer import ArchiveBuffer, ArchiveWriter, RotationPolicy, remove_stale_tmp
 from nsqctl.tracelog import TraceLog
 
@@ -57,24 +57,40 @@ class ArchiveStats:
 
 
 class Archiver:
-    """Runs one archive: ``await Archiver(opts).run(stop_event)``."""
+    """Runs one archive: ``await Archiver(opts).run(stop_event)``.
+
+    Pipelined: while a batch is written and fsynced in a worker thread (pyarrow and
+    fsync release the GIL), the next one fills; a batch's messages are FINed when its
+    write returns. Batches are half the RDY window, so the server keeps sending meanwhile.
+    """
 
     def __init__(
         self, opts: ArchiveOptions, progress: Callable[[ArchiveStats], None] | None = None
     ) -> None:
         self.opts = opts
         self.writer = ArchiveWriter(opts.out_dir, fsync=opts.fsync)
-        self.buffer = ArchiveBuffer()
+        self.buffer: ArchiveBuffer[Message] = ArchiveBuffer()
         self.stats = ArchiveStats()
         self.progress = progress
-        self._last_message = time.monotonic()
+        self._writes: deque[asyncio.Task[None]] = deque()  # oldest first
+        self._writer_lock = asyncio.Lock()
+        self._wake = asyncio.Event()  # a write ended, or stop
+        self._max_rows = opts.policy.max_rows  # lowered to half the window by _size_batches
 
     def _on_message(self, msg: Message) -> None:
-        msg.disable_auto_response()
-        partition, date, values = row_from_message(msg)
-        self.buffer.add(partition, date, values, msg)
-        self.stats.received += 1
-        self._last_message = time.monotonic()
+        msg.auto_response = False  # FINed by _write, once on disk
+        buffer = self.buffer
+        buffer.add(msg)
+        if buffer.rows >= self._max_rows or buffer.bytes >= self.opts.policy.max_bytes:
+            self._start_rotation()
+
+    def _size_batches(self, consumer: Consumer) -> None:
+        """Rotate at half the RDY window actually granted, so the server keeps sending
+        while the previous batch is written. The window can be far below max-in-flight:
+        nsqd caps each connection's RDY at its max-rdy-count (2500 by default)."""
+        window = consumer.total_rdy
+        limit = self.opts.policy.max_rows
+        self._max_rows = min(limit, window // 2) if window >= 2 else limit
 
     def _consumer(self, ordered: bool, trace: TraceLog | None) -> Consumer:
         o = self.opts
@@ -106,19 +122,17 @@ class Archiver:
         self.stats.ordered = ordered
         return consumer
 
-    async def rotate(self) -> None:
-        """Write the current buffer durably, then FIN its messages (never before)."""
-        if not self.buffer.rows:
-            return
-        batch, self.buffer = self.buffer, ArchiveBuffer()
+    async def _write(self, batch: ArchiveBuffer[Message]) -> None:
+        """Write ``batch`` durably, then FIN its messages (never before)."""
         try:
-            paths = await asyncio.to_thread(self.writer.write, batch)
+            async with self._writer_lock:  # one file at a time, batches in order
+                paths = await asyncio.to_thread(self.writer.write, batch)
         except Exception:
-            for msg in batch.tokens:  # give them back now rather than after msg_timeout
+            for msg in batch.messages:  # give them back now rather than after msg_timeout
                 with contextlib.suppress(Exception):
                     msg.requeue(delay=0, backoff=False)
             raise
-        for msg in batch.tokens:
+        for msg in batch.messages:
             if msg.outcome is None:
                 msg.finish()
         self.stats.written += batch.rows
@@ -126,14 +140,49 @@ class Archiver:
         if self.progress is not None:
             self.progress(self.stats)
 
+    async def _reap(self, wait_all: bool = False) -> None:
+        """Forget finished writes (re-raising a failure); with ``wait_all``, wait for all."""
+        while self._writes and (wait_all or self._writes[0].done()):
+            await self._writes.popleft()
+
+    def _start_rotation(self) -> None:
+        """Hand the current buffer to the writer and start filling a new one at once.
+
+        Called from the message handler as soon as a batch is full: nsqd refills the
+        window in bursts, and cutting later would grow one batch to the whole window. Earlier
+        writes are not waited for; the RDY window bounds what is held.
+        """
+        if not self.buffer.rows:
+            return
+        batch, self.buffer = self.buffer, ArchiveBuffer[Message]()
+        task = asyncio.create_task(self._write(batch))
+        task.add_done_callback(lambda _: self._wake.set())
+        self._writes.append(task)
+
+    async def rotate(self) -> None:
+        """Write everything held durably and FIN it; returns when done."""
+        self._start_rotation()
+        await self._reap(wait_all=True)
+
     def _should_rotate(self, consumer: Consumer) -> bool:
-        if self.buffer.due(self.opts.policy):
+        if self.buffer.due(self.opts.policy) or self.buffer.rows >= self._max_rows:
             return True
+        # Starved: the window is full of held messages, so nothing more arrives until a
+        # batch is FINed. With a write under way its FINs reopen the window; wait for it.
         return bool(
             self.buffer.rows
+            and not self._writes
             and consumer.is_starved()
             and self.buffer.age() >= STARVED_MIN_AGE
         )
+
+    async def _tick(self, stop: asyncio.Event) -> None:
+        if stop.is_set():
+            return
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(TICK):
+                await self._wake.wait()
+        self._wake.clear()
 
     async def run(self, stop: asyncio.Event) -> ArchiveStats:
         self.opts.out_dir.mkdir(parents=True, exist_ok=True)
@@ -142,18 +191,26 @@ class Archiver:
             log.info("removed %d unfinished temporary file(s) of an earlier run", stale)
         trace = TraceLog(self.opts.trace_log) if self.opts.trace_log else None
         consumer = await self._start(trace)
+        stop_waiter = asyncio.create_task(stop.wait())
+        stop_waiter.add_done_callback(lambda _: self._wake.set())
         idle = self.opts.exit_when_idle
+        last_message, seen = time.monotonic(), consumer.stats.received
         try:
             while not stop.is_set():
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(TICK):
-                        await stop.wait()
+                await self._tick(stop)
+                self._size_batches(consumer)
+                await self._reap()  # raises if a write failed
                 if self._should_rotate(consumer):
-                    await self.rotate()
-                if (
+                    self._start_rotation()
+                now = time.monotonic()
+                self.stats.received = consumer.stats.received
+                if consumer.stats.received != seen:
+                    last_message, seen = now, consumer.stats.received
+                elif (
                     idle is not None
                     and not self.buffer.rows
-                    and time.monotonic() - self._last_message >= idle
+                    and not self._writes
+                    and now - last_message >= idle
                 ):
                     break
             # Stop deliveries, write what is held, then close (held messages count as
@@ -162,6 +219,7 @@ class Archiver:
             await asyncio.sleep(0.2)
             await self.rotate()
         finally:
+            stop_waiter.cancel()
             stopper = asyncio.create_task(consumer.stop(timeout=5))
             while not stopper.done():
                 await asyncio.sleep(TICK)

@@ -231,6 +231,8 @@ def run_replay(
     progress: Callable[[int, int], None] | None = None,
 ) -> ReplayResult:
     """Publish every row from the executors; raises NsqctlError if any publish failed."""
+    if planned.columns != [*ORDER_COLUMNS, "body"]:  # the executors unpack rows by position
+        raise ValueError(f"unexpected replay columns {planned.columns}")
     tasks = planned.rdd.getNumPartitions()
     per_task_rate = target.rate / tasks if target.rate else None
     fn = functools.partial(_publish_partition, target, checkpoint_dir, per_task_rate)
@@ -281,14 +283,17 @@ def _publish_partition(
     target: ReplayTarget,
     checkpoint_dir: str | None,
     rate: float | None,
-    rows: Iterator[Any],
+    rows: Iterator[tuple[Any, ...]],
 ) -> Iterator[dict[str, int]]:
     """Executor side: publish one Spark partition's rows in order, batch by batch."""
     yield asyncio.run(_publish_rows(target, KeyCheckpoint(checkpoint_dir), rate, rows))
 
 
 async def _publish_rows(
-    target: ReplayTarget, ckpt: KeyCheckpoint, rate: float | None, rows: Iterator[Any]
+    target: ReplayTarget,
+    ckpt: KeyCheckpoint,
+    rate: float | None,
+    rows: Iterator[tuple[Any, ...]],
 ) -> dict[str, int]:
     from nsqctl.producer import Producer
 
@@ -322,14 +327,13 @@ async def _publish_rows(
             stats["batches"] += 1
             batch, batch_bytes = [], 0
 
-        for row in rows:
-            key = row["_key"]
-            pos = (row["_o1"], row["_o2"], row["_o3"])
+        for key, o1, o2, o3, data in rows:  # Rows are tuples: unpacking beats row["name"]
+            pos = (o1, o2, o3)
             done_up_to = ckpt.position(key)
             if done_up_to is not None and pos <= done_up_to:
                 stats["skipped"] += 1
                 continue
-            body = bytes(row["body"])
+            body = bytes(data)
             if key != batch_key or len(batch) >= limit or batch_bytes + len(body) > MAX_BATCH_BYTES:
                 await flush()
             batch.append(body)

@@ -18,9 +18,14 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from typing import Any
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import pyarrow as pa
+
+from nsqctl.protocol.message import RawMessage
 
 NO_PARTITION = -1  # original family: topics have no partitions
 
@@ -42,9 +47,6 @@ ARCHIVE_SCHEMA = pa.schema(
         pa.field("archived_at", pa.timestamp("us", tz="UTC")),
     ]
 )
-
-#: Columns a row carries before the write stamps ``archived_at``.
-ROW_COLUMNS = [f.name for f in ARCHIVE_SCHEMA if f.name != "archived_at"]
 
 
 def internal_id_from_hex(id_text: str | bytes) -> int:
@@ -74,31 +76,77 @@ def date_of(timestamp_ns: int) -> str:
     return text
 
 
-def row_from_message(msg: Any) -> tuple[int, str, list[Any]]:
-    """(partition, date, values in ROW_COLUMNS order) for a :class:`nsqctl.message.Message`."""
-    raw = msg.raw
-    partition = NO_PARTITION if msg.partition is None else int(msg.partition)
-    if raw.internal_id is None:
-        internal_id = internal_id_from_hex(raw.id)
-    else:
-        internal_id = to_signed64(raw.internal_id)
-    ext = raw.ext_header
-    ext_text = None
-    if ext:
-        ext_text = ext.decode("utf-8", "replace") if isinstance(ext, bytes) else json.dumps(ext)
-    values = [
-        msg.topic,
-        partition,
-        msg.channel,
-        msg.nsqd_address,
-        internal_id,
-        to_signed64(raw.trace_id),
-        bytes(raw.id),
-        raw.timestamp,
-        raw.attempts,
-        raw.offset,
-        raw.size,
-        ext_text,
-        raw.body,
+class ArchivableMessage(Protocol):
+    """What the archive reads from a message (:class:`nsqctl.message.Message` has it all)."""
+
+    topic: str
+    channel: str
+    partition: int | None
+
+    @property
+    def raw(self) -> RawMessage: ...
+
+    @property
+    def nsqd_address(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class OfflineMessage:
+    """A message that did not come from a consumer (benchmarks, tests, imports)."""
+
+    raw: RawMessage
+    topic: str
+    channel: str | None
+    partition: int | None
+    nsqd_address: str | None
+
+
+def _internal_ids(raws: Sequence[RawMessage]) -> list[int | None]:
+    """Every row's internal id; the original family's hex ids are parsed in one go."""
+    if all(r.internal_id is None for r in raws):
+        try:
+            packed = bytes.fromhex(b"".join([r.id for r in raws]).decode("ascii"))
+        except ValueError:
+            packed = b""
+        if len(packed) == 8 * len(raws):  # every id was 16 hex digits
+            return list(struct.unpack(f">{len(raws)}q", packed))
+    return [
+        internal_id_from_hex(r.id) if r.internal_id is None else to_signed64(r.internal_id)
+        for r in raws
     ]
-    return partition, date_of(raw.timestamp), values
+
+
+def _ext_text(ext: bytes | dict[str, Any] | None) -> str | None:
+    if not ext:
+        return None
+    return ext.decode("utf-8", "replace") if isinstance(ext, bytes) else json.dumps(ext)
+
+
+def message_table(msgs: Sequence[ArchivableMessage], archived_at: dt.datetime) -> pa.Table:
+    """One Arrow table for a batch of messages, built column by column.
+
+    Runs once per file in the writer thread, so the consume loop only keeps references:
+    a list comprehension per column is far cheaper than a Python row per message.
+    """
+    raws = [m.raw for m in msgs]
+    n = len(raws)
+    traces = [r.trace_id for r in raws]
+    exts = [r.ext_header for r in raws]
+    columns: dict[str, Any] = {
+        "topic": [m.topic for m in msgs],
+        "partition": [NO_PARTITION if m.partition is None else m.partition for m in msgs],
+        "channel": [m.channel for m in msgs],
+        "nsqd": [m.nsqd_address for m in msgs],
+        "internal_id": _internal_ids(raws),
+        "trace_id": [to_signed64(t) for t in traces] if any(traces) else [None] * n,
+        "id": [r.id for r in raws],
+        "timestamp": [r.timestamp for r in raws],
+        "attempts": [r.attempts for r in raws],
+        "offset": [r.offset for r in raws],
+        "size": [r.size for r in raws],
+        "ext": [_ext_text(e) for e in exts] if any(exts) else [None] * n,
+        "body": [r.body for r in raws],
+    }
+    arrays = [pa.array(columns[f.name], type=f.type) for f in ARCHIVE_SCHEMA if f.name in columns]
+    arrays.append(pa.repeat(pa.scalar(archived_at, ARCHIVE_SCHEMA.field("archived_at").type), n))
+    return pa.Table.from_arrays(arrays, schema=ARCHIVE_SCHEMA)

@@ -13,15 +13,16 @@ import os
 import time
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Generic, TypeVar
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from nsqctl.errors import NsqctlError
-from nsqctl.pipeline.schema import ARCHIVE_SCHEMA, ROW_COLUMNS
+from nsqctl.pipeline.schema import ArchivableMessage, date_of, message_table
 
 TMP_PREFIX = ".tmp-"
 
@@ -35,7 +36,8 @@ class RotationPolicy:
     """When the buffer becomes a file: whichever limit is reached first.
 
     Buffered messages are in flight on nsqd, so ``max_age`` must stay well under the
-    server's msg_timeout (60 s by default) and ``max_rows`` at or under max-in-flight.
+    server's msg_timeout (60 s by default) and ``max_rows`` at most half of max-in-flight:
+    the other half keeps arriving while the previous file is written and fsynced.
     """
 
     max_rows: int = 100_000
@@ -43,40 +45,33 @@ class RotationPolicy:
     max_age: float = 5.0
 
 
-@dataclass
-class _Group:
-    columns: list[list[Any]] = field(default_factory=lambda: [[] for _ in ROW_COLUMNS])
+M = TypeVar("M", bound=ArchivableMessage)
 
 
-class ArchiveBuffer:
-    """Rows waiting for the next rotation, grouped by (partition, date), plus the tokens
-    (messages) to acknowledge once they are on disk."""
+class ArchiveBuffer(Generic[M]):
+    """Messages waiting for the next rotation; they are also the tokens to acknowledge
+    once on disk. Adding one is an append (the consume loop's hot path): the columns are
+    built once per file, by :meth:`ArchiveWriter.write` in the writer thread."""
 
     def __init__(self) -> None:
-        self.groups: dict[tuple[int, str], _Group] = {}
-        self.tokens: list[Any] = []
-        self.rows = 0
+        self.messages: list[M] = []
         self.bytes = 0
         self.started: float | None = None
 
-    def add(self, partition: int, date: str, values: list[Any], token: Any = None) -> None:
-        group = self.groups.get((partition, date))
-        if group is None:
-            group = self.groups[(partition, date)] = _Group()
-        for column, value in zip(group.columns, values, strict=True):
-            column.append(value)
-        if token is not None:
-            self.tokens.append(token)
-        if self.started is None:
+    @property
+    def rows(self) -> int:
+        return len(self.messages)
+
+    def add(self, msg: M) -> None:
+        if not self.messages:
             self.started = time.monotonic()
-        self.rows += 1
-        body = values[-1]
-        self.bytes += 64 + (len(body) if body else 0)
+        self.messages.append(msg)
+        self.bytes += 64 + len(msg.raw.body)
 
     def due(self, policy: RotationPolicy, now: float | None = None) -> bool:
-        if not self.rows:
+        if not self.messages:
             return False
-        if self.rows >= policy.max_rows or self.bytes >= policy.max_bytes:
+        if len(self.messages) >= policy.max_rows or self.bytes >= policy.max_bytes:
             return True
         now = time.monotonic() if now is None else now
         return self.started is not None and now - self.started >= policy.max_age
@@ -85,6 +80,22 @@ class ArchiveBuffer:
         if self.started is None:
             return 0.0
         return (time.monotonic() if now is None else now) - self.started
+
+
+def _groups(table: pa.Table) -> list[tuple[tuple[int, str], pa.Table]]:
+    """Split a batch by (partition, date); nearly always one group, found without a scan
+    in Python."""
+    partitions = pc.min_max(table.column("partition")).as_py()
+    stamps = pc.min_max(table.column("timestamp")).as_py()
+    first, last = date_of(stamps["min"]), date_of(stamps["max"])
+    if partitions["min"] == partitions["max"] and first == last:
+        return [((partitions["min"], first), table)]
+    rows: dict[tuple[int, str], list[int]] = {}
+    keys = zip(table.column("partition").to_pylist(), table.column("timestamp").to_pylist(),
+               strict=True)  # fmt: skip
+    for i, (partition, stamp) in enumerate(keys):
+        rows.setdefault((partition, date_of(stamp)), []).append(i)
+    return [(key, table.take(rows[key])) for key in sorted(rows)]
 
 
 def _fsync_dir(path: Path) -> None:
@@ -107,13 +118,16 @@ class ArchiveWriter:
         self._run = uuid.uuid4().hex[:8]
         self._seq = 0
 
-    def write(self, buffer: ArchiveBuffer) -> list[Path]:
+    def write(self, buffer: ArchiveBuffer[ArchivableMessage]) -> list[Path]:
         """Write every group of ``buffer`` durably; returns the final paths."""
         now = dt.datetime.now(dt.UTC)
         paths = []
+        if not buffer.rows:
+            return paths
+        table = message_table(buffer.messages, now)
         try:
-            for (partition, date), group in sorted(buffer.groups.items()):
-                topic = group.columns[0][0]
+            for (partition, date), group in _groups(table):
+                topic = group.column("topic")[0].as_py()
                 paths.append(self._write_group(topic, partition, date, group, now))
         except OSError as err:
             raise ArchiveWriteError(
@@ -124,19 +138,13 @@ class ArchiveWriter:
         return paths
 
     def _write_group(
-        self, topic: str, partition: int, date: str, group: _Group, now: dt.datetime
+        self, topic: str, partition: int, date: str, table: pa.Table, now: dt.datetime
     ) -> Path:
         directory = self.out_dir / f"topic={topic}" / f"partition={partition}" / f"date={date}"
         created = not directory.exists()
         directory.mkdir(parents=True, exist_ok=True)
         self._seq += 1
         name = f"part-{now:%Y%m%dT%H%M%S}-{self._run}-{self._seq:06d}.parquet"
-        arrays = [
-            pa.array(col, type=ARCHIVE_SCHEMA.field(n).type)
-            for n, col in zip(ROW_COLUMNS, group.columns, strict=True)
-        ]
-        arrays.append(pa.array([now] * len(group.columns[0]), type=ARCHIVE_SCHEMA.field(-1).type))
-        table = pa.Table.from_arrays(arrays, schema=ARCHIVE_SCHEMA)
         tmp = directory / f"{TMP_PREFIX}{name}"
         final = directory / name
         with open(tmp, "wb") as fh:

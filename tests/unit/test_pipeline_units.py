@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import gzip
 import os
 from pathlib import Path
@@ -12,7 +13,14 @@ import pytest
 from nsqctl.errors import ConfigError
 from nsqctl.pipeline import checkpoint
 from nsqctl.pipeline.replay import parse_time
-from nsqctl.pipeline.schema import NO_PARTITION, date_of, internal_id_from_hex, to_signed64
+from nsqctl.pipeline.schema import (
+    NO_PARTITION,
+    OfflineMessage,
+    date_of,
+    internal_id_from_hex,
+    message_table,
+    to_signed64,
+)
 from nsqctl.pipeline.spark import java_major, resolve_master
 from nsqctl.pipeline.textinput import read_bodies, text_files
 from nsqctl.pipeline.trace import parse_query
@@ -23,6 +31,7 @@ from nsqctl.pipeline.writer import (
     archive_files,
     remove_stale_tmp,
 )
+from nsqctl.protocol.message import RawMessage
 
 
 def test_original_id_maps_to_signed_int64() -> None:
@@ -38,40 +47,63 @@ def test_date_of_is_utc() -> None:
     assert date_of(1_700_000_000 * 10**9) == "2023-11-14"
 
 
-def _row(topic: str, partition: int, i: int, ts: int) -> list[object]:
-    return [topic, partition, "ch", "127.0.0.1:1", i, None, b"%016x" % i, ts, 1, None, None,
-            None, b"body-%d" % i]  # fmt: skip
+def _msg(partition: int | None, i: int, ts: int, **raw: object) -> OfflineMessage:
+    fields = {"id": b"%016x" % i, "body": b"body-%d" % i, **raw}
+    return OfflineMessage(RawMessage(ts, 1, **fields), "t", "ch", partition,  # type: ignore[arg-type]
+                          "127.0.0.1:1")  # fmt: skip
 
 
 def test_writer_groups_by_partition_and_date_atomically(tmp_path: Path) -> None:
-    buf = ArchiveBuffer()
+    buf: ArchiveBuffer[OfflineMessage] = ArchiveBuffer()
     day = 86_400 * 10**9
-    for i in range(10):
-        buf.add(i % 2, date_of(i // 5 * day), _row("t", i % 2, i, i // 5 * day), token=i)
+    msgs = [_msg(i % 2, i, i // 5 * day) for i in range(10)]
+    for msg in msgs:
+        buf.add(msg)
     (tmp_path / "topic=t").mkdir()
     (tmp_path / "topic=t" / ".tmp-part-x.parquet").write_bytes(b"half")
     assert remove_stale_tmp(tmp_path) == 1
     paths = ArchiveWriter(tmp_path).write(buf)
     assert len(paths) == 4
-    assert buf.tokens == list(range(10))
+    assert buf.messages == msgs
     rels = sorted(str(p.parent.relative_to(tmp_path)) for p in paths)
     assert rels[0] == "topic=t/partition=0/date=1970-01-01"
+    assert rels[-1] == "topic=t/partition=1/date=1970-01-02"
     assert not [p for p in tmp_path.rglob(".tmp-*")]
     table = ds.dataset(tmp_path, format="parquet", partitioning="hive").to_table()
     assert sorted(table.column("body").to_pylist()) == sorted(b"body-%d" % i for i in range(10))
     assert len(list(archive_files(tmp_path))) == 4
+    for row in table.to_pylist():  # every row landed in the directory its values name
+        assert row["partition"] == row["internal_id"] % 2
+        assert row["date"] == date_of(row["timestamp"])
+
+
+def test_message_table_columns_both_families() -> None:
+    now = dt.datetime(2024, 1, 2, tzinfo=dt.UTC)
+    original = message_table([_msg(None, 7, 5), _msg(None, 2**64 - 1, 6)], now)
+    assert original.column("internal_id").to_pylist() == [7, -1]
+    assert original.column("partition").to_pylist() == [NO_PARTITION, NO_PARTITION]
+    assert original.column("trace_id").to_pylist() == [None, None]
+    assert original.column("archived_at").to_pylist() == [now, now]
+    redesign = message_table(
+        [_msg(3, 0, 5, id=b"\x00" * 16, internal_id=2**64 - 2, trace_id=9, offset=10, size=20,
+              ext_header=b'{"a":1}')], now,
+    )  # fmt: skip
+    row = redesign.to_pylist()[0]
+    assert (row["internal_id"], row["trace_id"], row["offset"], row["size"]) == (-2, 9, 10, 20)
+    assert (row["partition"], row["ext"], row["nsqd"]) == (3, '{"a":1}', "127.0.0.1:1")
 
 
 def test_rotation_due_by_rows_bytes_and_age() -> None:
-    buf = ArchiveBuffer()
+    buf: ArchiveBuffer[OfflineMessage] = ArchiveBuffer()
     policy = RotationPolicy(max_rows=3, max_bytes=10**9, max_age=100.0)
     assert not buf.due(policy)
     for i in range(2):
-        buf.add(NO_PARTITION, "1970-01-01", _row("t", -1, i, 0))
+        buf.add(_msg(None, i, 0))
+    assert buf.started is not None
     assert not buf.due(policy, now=buf.started)
     assert buf.due(RotationPolicy(max_rows=99, max_bytes=10, max_age=100.0))
     assert buf.due(RotationPolicy(max_rows=99, max_bytes=10**9, max_age=1.0), now=buf.started + 2)
-    buf.add(NO_PARTITION, "1970-01-01", _row("t", -1, 2, 0))
+    buf.add(_msg(None, 2, 0))
     assert buf.due(policy, now=buf.started)
 
 
