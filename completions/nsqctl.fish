@@ -1,0 +1,1 @@
+complete --command nsqctl --no-files --arguments "(env _NSQCTL_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=get-args _TYPER_COMPLETE_ARGS=(commandline -cp) nsqctl)" --condition "env _NSQCTL_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=is-args _TYPER_COMPLETE_ARGS=(commandline -cp) nsqctl"
