@@ -160,9 +160,13 @@ class _Output:
         self.chunks: list[bytes] = []
         self.written = 0
         self.done = asyncio.Event()
+        self.closing = False
 
     def add(self, msg: Message) -> None:
         msg.disable_auto_response()
+        if self.closing:
+            msg.requeue(delay=0, backoff=False)  # arrived during shutdown: give it back now
+            return
         if self.limit and self.written + len(self.pending) >= self.limit:
             msg.requeue(delay=0, backoff=False)  # beyond -n: give it back untouched
             return
@@ -314,6 +318,9 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan) -> None:
     finally:
         with contextlib.suppress(BrokenPipeError):
             output.flush()  # FIN what was printed before the connections close
+        # Anything still arriving (sent before nsqd saw RDY 0) goes straight back rather
+        # than sitting in flight until nsqd's msg_timeout.
+        output.closing = True
         await consumer.stop(timeout=5)
         if log is not None:
             log.close()
