@@ -6,6 +6,7 @@ import asyncio
 import base64
 import contextlib
 import json
+import os
 import random
 import re
 import signal
@@ -162,6 +163,19 @@ class _Output:
         self.done = asyncio.Event()
         self.closing = False
 
+    def _reader_gone(self) -> None:
+        for msg in self.pending:
+            msg.requeue(delay=0, backoff=False)
+        self.pending.clear()
+        self.chunks.clear()
+        self.closing = True
+        # Python would report the broken pipe again when it flushes stdout at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(devnull, self.out.fileno())
+        os.close(devnull)
+        self.done.set()
+
     def add(self, msg: Message) -> None:
         msg.disable_auto_response()
         if self.closing:
@@ -180,10 +194,16 @@ class _Output:
             self.flush()
 
     def flush(self) -> None:
-        if not self.pending:
+        """Write and FIN the pending messages; a closed reader (``| head``) ends the tail
+        quietly and gives the unwritten messages back."""
+        if not self.pending or self.closing:
             return
-        self.out.write(b"".join(self.chunks))
-        self.out.flush()
+        try:
+            self.out.write(b"".join(self.chunks))
+            self.out.flush()
+        except BrokenPipeError:
+            self._reader_gone()
+            return
         for msg in self.pending:
             msg.finish()
         self.written += len(self.pending)
@@ -308,16 +328,9 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan) -> None:
         while not stop.is_set() and not output.done.is_set():
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(stop.wait(), FLUSH_INTERVAL)
-            try:
-                output.flush()
-            except BrokenPipeError:
-                for msg in output.pending:
-                    msg.requeue(delay=0, backoff=False)
-                output.pending.clear()
-                break
+            output.flush()
     finally:
-        with contextlib.suppress(BrokenPipeError):
-            output.flush()  # FIN what was printed before the connections close
+        output.flush()  # FIN what was printed before the connections close
         # Anything still arriving (sent before nsqd saw RDY 0) goes straight back rather
         # than sitting in flight until nsqd's msg_timeout.
         output.closing = True

@@ -262,3 +262,25 @@ def test_runtime_errors_exit_1_with_one_line(
     proc = run_cli(["pub", _topic("big"), "--binary", str(big), *_nsqd(original_cluster)])
     line = assert_one_line_error(proc, 1)
     assert "1 message(s) not published" in line
+
+
+def test_tail_into_head_ends_quietly_and_gives_back_the_rest(
+    original_cluster: cluster.Cluster,
+) -> None:
+    """`nsqctl tail T | head -n 3`: exit 0, nothing on stderr, nothing left in flight."""
+    topic, channel = _topic("pipe"), "durable"
+    total = 2000
+    http = original_cluster.nsqd_http[0]
+    run_cli(
+        ["pub", topic, *_nsqd(original_cluster)], input=b"\n".join(b"m%d" % i for i in range(total))
+    )
+    cmd = f"{NSQCTL} tail {topic} -c {channel} --nsqd {original_cluster.nsqd_tcp[0]} | head -n 3"
+    proc = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", cmd], capture_output=True, env=clean_env(), timeout=60
+    )
+    assert proc.stdout.count(b"\n") == 3
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == b""
+    ch = _channel(http, topic, channel)
+    assert ch["in_flight_count"] == 0
+    assert 3 <= total - ch["depth"] < total  # what was written to the pipe was FINed
