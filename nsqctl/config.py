@@ -148,8 +148,13 @@ def save_profile(profile: Profile, path: Path | None = None, make_default: bool 
     profiles = dict(cfg.profiles)
     profiles[profile.name] = profile
     data["profiles"] = {name: p.to_toml_table() for name, p in sorted(profiles.items())}
-    cfg.path.parent.mkdir(parents=True, exist_ok=True)
     tmp = cfg.path.with_suffix(".toml.tmp")
-    tmp.write_text(tomli_w.dumps(data))
-    os.replace(tmp, cfg.path)
+    try:
+        cfg.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(tomli_w.dumps(data))
+        os.replace(tmp, cfg.path)
+    except OSError as err:
+        raise ConfigError(
+            f"cannot write the config file {cfg.path}: {err.strerror or err}"
+        ) from None
     return cfg.path

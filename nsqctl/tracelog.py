@@ -24,6 +24,8 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
+from nsqctl.errors import ConfigError
+
 
 class TraceLog:
     """Writes trace records to a file (appended, line-buffered) or to a logger."""
@@ -38,8 +40,13 @@ class TraceLog:
         self._lock = threading.Lock()
         self._fh: IO[str] | None = None
         if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = self.path.open("a", buffering=1, encoding="utf-8")
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._fh = self.path.open("a", buffering=1, encoding="utf-8")
+            except OSError as err:
+                raise ConfigError(
+                    f"cannot open the trace log {self.path}: {err.strerror or err}"
+                ) from None
 
     def write(self, record: dict[str, Any]) -> None:
         record.setdefault("time", time.time())

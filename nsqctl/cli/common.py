@@ -119,13 +119,8 @@ def split_addresses(values: list[str] | tuple[str, ...] | None) -> list[str]:
     return out
 
 
-def _pick_list(
-    name: str, flag: list[str] | None, env: str, profile: Profile | None, sources: dict[str, str]
-) -> list[str]:
-    values = split_addresses(flag)
-    if values:
-        sources[name] = "flag"
-        return values
+def _pick_list(name: str, env: str, profile: Profile | None, sources: dict[str, str]) -> list[str]:
+    """Addresses from ``env``, else the profile (flags are handled as a group by the caller)."""
     values = split_addresses([os.environ.get(env, "")])
     if values:
         sources[name] = f"${env}"
@@ -183,9 +178,9 @@ def resolve_cluster(
             os.environ.get(v) for v in ("NSQCTL_LOOKUPD", "NSQCTL_NSQD", "NSQCTL_NSQD_HTTP")
         )
         use = None if env_given else prof
-        lk = _pick_list("lookupd", None, "NSQCTL_LOOKUPD", use, sources)
-        nd = _pick_list("nsqd", None, "NSQCTL_NSQD", use, sources)
-        nh = _pick_list("nsqd_http", None, "NSQCTL_NSQD_HTTP", use, sources)
+        lk = _pick_list("lookupd", "NSQCTL_LOOKUPD", use, sources)
+        nd = _pick_list("nsqd", "NSQCTL_NSQD", use, sources)
+        nh = _pick_list("nsqd_http", "NSQCTL_NSQD_HTTP", use, sources)
 
     g = GLOBAL_FLAGS
     ca = _pick(g.tls_ca, "NSQCTL_TLS_CA", prof.tls_ca if prof else None)

@@ -22,7 +22,13 @@ from nsqctl import protocol as p
 from nsqctl.connection import ConnectionConfig
 from nsqctl.consumer import Consumer
 from nsqctl.message import Message
-from nsqctl.pipeline.writer import ArchiveBuffer, ArchiveWriter, RotationPolicy, remove_stale_tmp
+from nsqctl.pipeline.writer import (
+    ArchiveBuffer,
+    ArchiveWriteError,
+    ArchiveWriter,
+    RotationPolicy,
+    remove_stale_tmp,
+)
 from nsqctl.tracelog import TraceLog
 
 log = logging.getLogger("nsqctl.pipeline.archiver")
@@ -185,8 +191,13 @@ class Archiver:
         self._wake.clear()
 
     async def run(self, stop: asyncio.Event) -> ArchiveStats:
-        self.opts.out_dir.mkdir(parents=True, exist_ok=True)
-        stale = remove_stale_tmp(self.opts.out_dir)
+        try:
+            self.opts.out_dir.mkdir(parents=True, exist_ok=True)
+            stale = remove_stale_tmp(self.opts.out_dir)
+        except OSError as err:
+            raise ArchiveWriteError(
+                f"cannot use the archive directory {self.opts.out_dir}: {err}"
+            ) from err
         if stale:
             log.info("removed %d unfinished temporary file(s) of an earlier run", stale)
         trace = TraceLog(self.opts.trace_log) if self.opts.trace_log else None

@@ -90,8 +90,9 @@ class StatsPoller:
         with contextlib.suppress(NsqctlError, httpx.HTTPError):
             listing = await lookup.listlookup()
             if listing is not None:
-                for node in listing.nodes:
-                    self._lookupd.append(str(node.http_address))
+                for node in listing.nodes:  # learned once; the list must not grow per poll
+                    if str(node.http_address) not in self._lookupd:
+                        self._lookupd.append(str(node.http_address))
                 if listing.leader is not None:
                     leader = str(listing.leader.http_address)
         addresses = list(dict.fromkeys(self._lookupd))
