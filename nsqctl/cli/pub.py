@@ -256,12 +256,14 @@ async def _publish(
         except ConfigError as err:
             # Bad input mid-stream: let the valid batches already sent finish, then say
             # exactly how far the publish got.
+            also = ""
             try:
                 await window.settle(True)
-            except (NsqctlError, OSError):
+            except (NsqctlError, OSError) as publish_err:
                 await window.abandon()
+                also = f"; publishing had also failed: {publish_err}"
             raise ConfigError(
-                f"{err} ({result.published} message(s) before it were published)"
+                f"{err} ({result.published} message(s) before it were published{also})"
             ) from None
         except (NsqctlError, OSError) as err:
             await window.abandon()
@@ -282,11 +284,14 @@ def _sender(producer: Producer, plan: PubPlan, result: PubResult) -> Sender:
         defer_ms = plan.defer_ms
 
         async def deferred(records: list[Record]) -> None:
-            for r in records:  # DPUB has no batch form
+            # DPUB has no batch form. Each OK is counted on its own, so after a failure
+            # the report names exactly what was not confirmed.
+            for r in records:
                 await producer.publish_deferred(topic, r.body, defer_ms)
+                result.published += 1
 
         async def send_deferred(chunk: list[Record], window: _Window) -> None:
-            window.launch(deferred(chunk), len(chunk))
+            window.launch(deferred(chunk), 0)
 
         return send_deferred
 

@@ -300,9 +300,10 @@ def _on_order(v: OrderViolation) -> None:
 
 
 async def _tail(cluster: ClusterSelection, plan: TailPlan) -> None:
-    output = _Output(
-        sys.stdout.buffer, plan.fmt, plan.print_topic, plan.count, plan.max_in_flight, plan.keep
-    )
+    # Ordered: one message in flight per partition, so each must be flushed (and FINed)
+    # at once or the next never comes until the timer flush.
+    window = 1 if plan.ordered else plan.max_in_flight
+    output = _Output(sys.stdout.buffer, plan.fmt, plan.print_topic, plan.count, window, plan.keep)
     log = TraceLog(plan.trace_log) if plan.trace_log is not None else None
     consumer = Consumer(
         plan.topic,

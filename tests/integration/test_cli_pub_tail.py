@@ -284,3 +284,19 @@ def test_tail_into_head_ends_quietly_and_gives_back_the_rest(
     ch = _channel(http, topic, channel)
     assert ch["in_flight_count"] == 0
     assert 3 <= total - ch["depth"] < total  # what was written to the pipe was FINed
+
+
+def test_deferred_publish_counts_each_message(original_cluster: cluster.Cluster) -> None:
+    topic = _topic("defer")
+    pub = run_cli(
+        ["pub", topic, "--defer", "50", "--json", "a", "b", "c", *_nsqd(original_cluster)]
+    )
+    assert pub.returncode == 0, pub.stderr
+    assert json.loads(pub.stdout)["published"] == 3
+    tail = run_cli(["tail", topic, "-n", "3", "-c", "c", *_nsqd(original_cluster)])
+    assert sorted(tail.stdout.split()) == [b"a", b"b", b"c"]
+    dead = f"127.0.0.1:{process.free_ports(1)[0]}"
+    line = assert_one_line_error(
+        run_cli(["pub", topic, "--defer", "50", "x", "y", "--nsqd", dead]), 1
+    )
+    assert "2 message(s) not published (0 were)" in line
