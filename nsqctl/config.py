@@ -25,6 +25,7 @@ from typing import Any
 import platformdirs
 
 from nsqctl.errors import ConfigError
+from nsqctl.protocol.compression import validate_compression
 
 CONFIG_ENV = "NSQCTL_CONFIG"
 PROFILE_ENV = "NSQCTL_PROFILE"
@@ -102,7 +103,13 @@ def _profile_from_table(name: str, table: object, path: Path) -> Profile:
         elif key in _STR_KEYS:
             if not isinstance(value, str):
                 raise ConfigError(f"{where}: {key} must be a string")
-            values[key] = str(Path(value).expanduser()) if key != "compression" else value
+            if key == "compression":
+                try:
+                    values[key] = validate_compression(value)
+                except ConfigError as err:
+                    raise ConfigError(f"{where}: {err}") from None
+            else:
+                values[key] = str(Path(value).expanduser())
         elif key in _BOOL_KEYS:
             if not isinstance(value, bool):
                 raise ConfigError(f"{where}: {key} must be true or false")

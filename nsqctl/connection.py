@@ -24,6 +24,7 @@ from nsqctl import __version__
 from nsqctl import protocol as p
 from nsqctl.addresses import HostPort, parse_address
 from nsqctl.errors import ConfigError, NsqctlError
+from nsqctl.protocol.compression import validate_compression
 from nsqctl.protocol.frames import CLOSE_WAIT, HEARTBEAT, FrameDecoder, FrameType
 from nsqctl.protocol.message import MessageLayout, RawMessage, decode_message
 from nsqctl.protocol.replies import (
@@ -112,10 +113,7 @@ class ConnectionConfig:
 
     def identify_body(self) -> dict[str, Any]:
         """The IDENTIFY JSON (feature negotiation on)."""
-        if self.compression not in ("none", "snappy", "deflate"):
-            raise ConfigError(
-                f"unknown compression {self.compression!r}: use none, snappy or deflate"
-            )
+        validate_compression(self.compression)
         host = self.hostname or socket.gethostname()
         body: dict[str, Any] = {
             "client_id": self.client_id or host.split(".")[0],

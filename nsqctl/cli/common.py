@@ -16,6 +16,7 @@ import typer
 from nsqctl.config import PROFILE_ENV, Profile, load_config
 from nsqctl.connection import ConnectionConfig, TLSSettings
 from nsqctl.errors import ConfigError
+from nsqctl.protocol.compression import validate_compression
 from nsqctl.secrets import Secret, resolve_auth_secret
 
 LookupdOption = typer.Option(
@@ -198,8 +199,7 @@ def resolve_cluster(
     )
     secret = resolve_auth_secret(None, secret_file) if secret_file else resolve_auth_secret()
     compression = _pick(g.compression, "NSQCTL_COMPRESSION", prof.compression if prof else "none")
-    if compression not in ("none", "snappy", "deflate"):
-        raise ConfigError(f"unknown compression {compression!r}: use none, snappy or deflate")
+    validate_compression(compression)
     selection = ClusterSelection(
         lookupd=lk,
         nsqd=nd,

@@ -18,6 +18,7 @@ from nsqctl.cli.common import (
 )
 from nsqctl.config import Profile, config_path, load_config, save_profile
 from nsqctl.errors import ConfigError
+from nsqctl.protocol.compression import validate_compression
 
 app = typer.Typer(
     help="Show resolved settings and manage cluster profiles.",
@@ -105,8 +106,7 @@ def set_profile(
     default: bool = typer.Option(False, "--default", help="Make it the default profile."),
 ) -> None:
     """Add or replace a profile in the config file."""
-    if compression not in ("none", "snappy", "deflate"):
-        raise ConfigError(f"unknown compression {compression!r}: use none, snappy or deflate")
+    validate_compression(compression)
     lk, nd, nh = split_addresses(lookupd), split_addresses(nsqd), split_addresses(nsqd_http)
     if not (lk or nd):
         raise ConfigError("a profile needs --lookupd HOST:PORT or --nsqd HOST:PORT")

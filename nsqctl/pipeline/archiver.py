@@ -201,7 +201,12 @@ class Archiver:
         if stale:
             log.info("removed %d unfinished temporary file(s) of an earlier run", stale)
         trace = TraceLog(self.opts.trace_log) if self.opts.trace_log else None
-        consumer = await self._start(trace)
+        try:
+            consumer = await self._start(trace)
+        except BaseException:
+            if trace is not None:
+                trace.close()
+            raise
         stop_waiter = asyncio.create_task(stop.wait())
         stop_waiter.add_done_callback(lambda _: self._wake.set())
         idle = self.opts.exit_when_idle

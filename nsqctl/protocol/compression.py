@@ -15,6 +15,7 @@ from typing import Protocol
 
 import snappy
 
+from nsqctl.errors import ConfigError
 from nsqctl.protocol.errors import CompressionError
 from nsqctl.protocol.replies import IdentifyResponse
 
@@ -118,3 +119,13 @@ def codec_for(response: IdentifyResponse) -> Codec:
         level = response.deflate_level
         return DeflateCodec(level if 1 <= level <= 9 else DEFAULT_DEFLATE_LEVEL)
     return IdentityCodec()
+
+
+COMPRESSIONS = ("none", "snappy", "deflate")
+
+
+def validate_compression(name: str) -> str:
+    """``name`` if it is a compression nsqctl can negotiate, else a usage error."""
+    if name not in COMPRESSIONS:
+        raise ConfigError(f"unknown compression {name!r}: use none, snappy or deflate")
+    return name

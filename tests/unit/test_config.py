@@ -92,6 +92,7 @@ def test_unknown_profile_names_the_known_ones(cfg: Path) -> None:
         ("[profiles.a]\ncolour = 'red'\n", "unknown key 'colour'"),
         ("[profiles.a\n", "not valid TOML"),
         ("[profiles.a]\ntls = 'yes'\n", "tls must be true or false"),
+        ("[profiles.a]\ncompression = 'gzip'\n", r"\[profiles.a\]: unknown compression 'gzip'"),
     ],
 )
 def test_broken_config_is_one_clear_error(tmp_path: Path, text: str, message: str) -> None:
