@@ -193,6 +193,7 @@ def cpu_per_message(messages: int, size: int, max_in_flight: int, repeats: int) 
 
     from nsqctl.connection import Connection
     from nsqctl.consumer import Consumer
+    from nsqctl.message import Delivery
     from nsqctl.protocol.frames import encode_frame
     from nsqctl.protocol.message import RawMessage, encode_message
 
@@ -234,12 +235,12 @@ def cpu_per_message(messages: int, size: int, max_in_flight: int, repeats: int) 
 
         address = "127.0.0.1:9"
         consumer = Consumer("t", "c", noop, nsqd_tcp=[address], max_in_flight=max_in_flight)
-        conn = Connection(address, on_message=consumer._on_message)
+        conn = Connection(address, on_messages=consumer._on_messages)
         conn._loop = asyncio.get_running_loop()
         conn._reader = Reader(messages // per_read)  # type: ignore[assignment]
         writer = conn._writer = Writer()  # type: ignore[assignment]
         consumer._conns[(address, None)] = conn
-        consumer._partition_of[id(conn)] = None
+        consumer._deliveries[id(conn)] = Delivery(conn, consumer, "t", "c", None)
         consumer._rdy.add_connection(id(conn), max_in_flight, time.monotonic())
         start = time.process_time()
         await conn._read_loop()

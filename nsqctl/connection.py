@@ -15,7 +15,6 @@ import contextlib
 import logging
 import socket
 import ssl
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,7 +25,7 @@ from nsqctl.addresses import HostPort, parse_address
 from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.protocol.compression import validate_compression
 from nsqctl.protocol.frames import CLOSE_WAIT, HEARTBEAT, FrameDecoder, FrameType
-from nsqctl.protocol.message import MessageLayout, RawMessage, decode_message
+from nsqctl.protocol.message import MessageLayout, RawMessage
 from nsqctl.protocol.replies import (
     AuthResponse,
     IdentifyResponse,
@@ -37,9 +36,7 @@ from nsqctl.secrets import Secret
 
 log = logging.getLogger("nsqctl.connection")
 
-_MESSAGE = int(FrameType.MESSAGE)
 _RESPONSE = int(FrameType.RESPONSE)
-_ORIG_HEAD_UNPACK = struct.Struct(">QH").unpack_from  # original layout: timestamp, attempts
 
 # Error codes that answer a command with no success reply (FIN/REQ/TOUCH): they never
 # belong to a pending request.
@@ -144,6 +141,8 @@ class ConnectionConfig:
 
 
 MessageHandler = Callable[["Connection", RawMessage], None]
+# Consecutive messages of one read, in order (a consumer does its bookkeeping per batch).
+BatchHandler = Callable[["Connection", list[RawMessage]], None]
 ErrorHandler = Callable[["Connection", p.ServerError], None]
 CloseHandler = Callable[["Connection", BaseException | None], None]
 
@@ -157,12 +156,14 @@ class Connection:
         config: ConnectionConfig | None = None,
         *,
         on_message: MessageHandler | None = None,
+        on_messages: BatchHandler | None = None,
         on_error: ErrorHandler | None = None,
         on_close: CloseHandler | None = None,
     ) -> None:
         self.address = address if isinstance(address, HostPort) else parse_address(address)
         self.config = config or ConnectionConfig()
         self.on_message = on_message
+        self.on_messages = on_messages
         self.on_error = on_error
         self.on_close = on_close
         self.identify: IdentifyResponse | None = None
@@ -485,15 +486,12 @@ class Connection:
         self.send(p.rdy(count))
 
     def fin(self, msg_id: bytes) -> None:
-        # One per consumed message: p.fin + send without the calls (same bytes, same errors).
-        if self.closed is None and len(msg_id) == p.MSG_ID_LENGTH:
-            self._out.append(b"FIN " + msg_id + b"\n")
-            if not self._flush_scheduled:
-                self._flush_scheduled = True
-                assert self._loop is not None
-                self._loop.call_soon(self._flush)
-            return
         self.send(p.fin(msg_id))
+
+    def fin_many(self, msg_ids: list[bytes]) -> None:
+        """FIN each message (one buffer for a consumer's whole batch)."""
+        if msg_ids:
+            self.send(p.fin_many(msg_ids))
 
     def req(self, msg_id: bytes, delay_ms: int) -> None:
         self.send(p.req(msg_id, delay_ms))
@@ -520,26 +518,14 @@ class Connection:
                 if not chunk:
                     reason = ConnectionClosedError(str(self.address), "server closed the socket")
                     break
-                frames = self._decoder.feed_pairs(self._codec.decompress(chunk))
-                # The layout is fixed at SUB; _on_message is inlined for the original one
-                # (the hot path: one iteration per consumed message).
-                original = self.layout.family == "original"
-                for ftype, data in frames:
-                    if ftype == _MESSAGE:
-                        if original and len(data) >= 26:
-                            ts, attempts = _ORIG_HEAD_UNPACK(data)
-                            raw = RawMessage(ts, attempts, data[10:26], data[26:])
-                            on_message = self.on_message
-                            if on_message is not None:
-                                on_message(self, raw)
-                            else:
-                                self._unhandled(raw)
-                        else:
-                            self._on_message(data)
-                    elif ftype == _RESPONSE:
-                        self._on_response(data)
+                events = self._decoder.feed_events(self._codec.decompress(chunk), self.layout)
+                for event in events:
+                    if event.__class__ is list:  # a run of messages (the hot path)
+                        self._deliver(event)  # type: ignore[arg-type]
+                    elif event[0] == _RESPONSE:
+                        self._on_response(event[1])  # type: ignore[arg-type]
                     else:
-                        self._on_error_frame(data)
+                        self._on_error_frame(event[1])  # type: ignore[arg-type]
                 if self.closed is not None:
                     return
         except p.ProtocolError as err:
@@ -557,12 +543,15 @@ class Connection:
         finally:
             self._shutdown(reason or ConnectionClosedError(str(self.address), "closed"))
 
-    def _on_message(self, data: bytes) -> None:
-        msg = decode_message(data, self.layout)
-        if self.on_message is not None:
-            self.on_message(self, msg)
+    def _deliver(self, batch: list[RawMessage]) -> None:
+        if self.on_messages is not None:
+            self.on_messages(self, batch)
+        elif self.on_message is not None:
+            for msg in batch:
+                self.on_message(self, msg)
         else:
-            self._unhandled(msg)
+            for msg in batch:
+                self._unhandled(msg)
 
     def _unhandled(self, msg: RawMessage) -> None:
         # nobody to handle it: let it time out on the server rather than lose it

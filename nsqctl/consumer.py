@@ -30,7 +30,7 @@ from nsqctl.connection import ConnectError, Connection, ConnectionConfig
 from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.flow import BackoffController, RateLimiter, RdyController
 from nsqctl.lookup import LookupClient, Topology
-from nsqctl.message import Message
+from nsqctl.message import Delivery, Message
 from nsqctl.protocol.message import RawMessage
 from nsqctl.protocol.names import validate_channel, validate_topic
 from nsqctl.tracelog import TraceLog
@@ -241,7 +241,7 @@ class Consumer:
         self._trace = trace_log
         self.stats = ConsumerStats()
         self._conns: dict[_Target, Connection] = {}
-        self._partition_of: dict[int, int | None] = {}
+        self._deliveries: dict[int, Delivery] = {}  # by id(connection)
         self._targets: set[_Target] = set()
         self._connecting: dict[_Target, asyncio.Task[None]] = {}
         self._reconnect_delay: dict[_Target, float] = {}
@@ -403,7 +403,7 @@ class Consumer:
             conn = await Connection.open(
                 address,
                 self.config,
-                on_message=self._on_message,
+                on_messages=self._on_messages,
                 on_error=self._on_conn_error,
                 on_close=lambda c, err: self._on_close(target, c, err),
             )
@@ -433,7 +433,7 @@ class Consumer:
             self._schedule_reconnect(target)
             return
         self._conns[target] = conn
-        self._partition_of[id(conn)] = partition
+        self._deliveries[id(conn)] = Delivery(conn, self, self.topic, self.channel, partition)
         self._reconnect_delay.pop(target, None)
         self.stats.connections = len(self._conns)
         self._apply(self._rdy.add_connection(id(conn), conn.max_rdy_count, time.monotonic()))
@@ -452,7 +452,7 @@ class Consumer:
     def _drop_conn(self, conn: Connection) -> None:
         with contextlib.suppress(KeyError):
             self._apply(self._rdy.remove_connection(id(conn), time.monotonic()))
-        self._partition_of.pop(id(conn), None)
+        self._deliveries.pop(id(conn), None)
         self.stats.connections = len(self._conns)
 
     def _schedule_reconnect(self, target: _Target) -> None:
@@ -478,67 +478,58 @@ class Consumer:
 
     # ------------------------------------------------------------------ messages
 
-    def _on_message(self, conn: Connection, raw: RawMessage) -> None:
-        # The hot path: one call per delivered message. Kept flat on purpose (fewer calls
-        # and lookups); a synchronous handler's FIN is _finish inlined at the end.
+    def _on_messages(self, conn: Connection, raws: list[RawMessage]) -> None:
+        # The hot path: called once per read with every message it brought. Counts, RDY
+        # and rate bookkeeping happen once per read, and a synchronous handler's FINs
+        # leave together, after the whole read was handled.
         now = _monotonic()
+        count = len(raws)
+        self.stats.received += count
+        self._in_flight += count
         cid = id(conn)
-        stats = self.stats
-        stats.received += 1
-        self._in_flight += 1
-        rdy = self._rdy
-        updates = rdy.on_message(cid, now)
+        updates = self._rdy.on_messages(cid, count, now)
         if updates:
             self._apply(updates)
         if self._limiter is not None:
-            self._limiter.on_message(now)
-        partition = self._partition_of.get(cid)
-        backoff = self._backoff
-        msg = Message(raw, conn, self, self.topic, self.channel, partition, now, backoff.epoch)
-        if raw.offset is not None:
-            violation = self._order.check(str(conn.address), partition, raw)
-            if violation is not None:
-                self._report_order(violation)
+            self._limiter.on_messages(count, now)
+        via = self._deliveries.get(cid)
+        if via is None:  # a read that arrived as the connection was being dropped
+            via = Delivery(conn, self, self.topic, self.channel, None)
+        if conn.layout.ordered:
+            for raw in raws:
+                violation = self._order.check(via.nsqd_address, via.partition, raw)
+                if violation is not None:
+                    self._report_order(violation)
+        epoch = self._backoff.epoch
         max_attempts = self.options.max_attempts
-        if max_attempts and raw.attempts > max_attempts:
-            self._spawn(self._give_up(msg))
+        handler = self._handler
+        if handler is None or self._handler_is_async:
+            queue = self._queue
+            for raw in raws:
+                msg = Message(raw, via, now, epoch)
+                if max_attempts and raw.attempts > max_attempts:
+                    self._spawn(self._give_up(msg))
+                elif queue is not None:
+                    queue.put_nowait(msg)
+                else:
+                    self._spawn(self._run_async(msg))
             return
-        if self._queue is not None:
-            self._queue.put_nowait(msg)
-            return
-        if self._handler_is_async:
-            self._spawn(self._run_async(msg))
-            return
-        try:
-            self._handler(msg)  # type: ignore[misc]
-        except Exception as err:
-            self._handler_failed(msg, err)
-            return
-        if msg.outcome is not None or not msg.auto_response:
-            return
-        msg.outcome = "FIN"  # msg.finish(): the handler returned normally
-        if self._trace is not None or cid not in self._partition_of:
-            self._finish(msg, conn)
-            return
-        # _finish inlined for the common case (no trace log, connection still registered)
-        self._in_flight -= 1
-        if self._in_flight <= 0:
-            self._in_flight = 0
-            if self._idle is not None and not self._idle.done():
-                self._idle.set_result(None)
-        updates = rdy.on_message_done(cid, _monotonic())
-        if updates:
-            self._apply(updates)  # RDY changes go out before the FIN
-        level = backoff.level
-        stats.backoff_level = level
-        if conn.is_open:
-            conn.fin(raw.id)
-        stats.finished += 1
-        if level:  # on_success does nothing at level 0
-            action = backoff.on_success(_monotonic(), msg._epoch)
-            if action is not None:
-                self._apply(rdy.apply_backoff(action, _monotonic()))
-                self._wake.set()
+        done: list[Message] = []
+        for raw in raws:
+            msg = Message(raw, via, now, epoch)
+            if max_attempts and raw.attempts > max_attempts:
+                self._spawn(self._give_up(msg))
+                continue
+            try:
+                handler(msg)
+            except Exception as err:
+                self._handler_failed(msg, err)
+                continue
+            if msg.outcome is None and msg.auto_response:
+                msg.outcome = "FIN"  # msg.finish(), for the whole read below
+                done.append(msg)
+        if done:
+            self._finished(conn, done)
 
     def _spawn(self, coro: Awaitable[None]) -> None:
         task = asyncio.ensure_future(coro)
@@ -570,7 +561,7 @@ class Consumer:
             return
         self.stats.given_up += 1
         msg._respond("giving-up")
-        self._finish(msg, msg._conn)
+        self._finish(msg, msg._via.conn)
 
     def _report_order(self, violation: OrderViolation) -> None:
         if violation.kind == "regression":
@@ -592,30 +583,25 @@ class Consumer:
 
     # called by Message.finish / Message.requeue
     def _finish(self, msg: Message, conn: Connection) -> None:
-        # _done inlined (this runs once per message): RDY changes go out before the FIN.
-        self._in_flight -= 1
-        if self._in_flight <= 0:
-            self._in_flight = 0
-            if self._idle is not None and not self._idle.done():
-                self._idle.set_result(None)
-        cid = id(conn)
-        if cid in self._partition_of:
-            updates = self._rdy.on_message_done(cid, _monotonic())
-            if updates:
-                self._apply(updates)
-        backoff = self._backoff
-        level = backoff.level
-        self.stats.backoff_level = level
+        self._finished(conn, [msg])
+
+    def _finished(self, conn: Connection, msgs: list[Message]) -> None:
+        """FIN ``msgs`` of ``conn`` (each already marked answered), in one write."""
+        count = len(msgs)
+        self._settle(conn, count)
         if self._trace is not None:
-            self._trace_outcome(msg, conn, msg.outcome or "FIN")
+            for msg in msgs:
+                self._trace_outcome(msg, conn, msg.outcome or "FIN")
         if conn.is_open:
-            conn.fin(msg._raw.id)
-        self.stats.finished += 1
-        if level:  # on_success does nothing at level 0
-            action = backoff.on_success(_monotonic(), msg._epoch)
-            if action is not None:
-                self._apply(self._rdy.apply_backoff(action, _monotonic()))
-                self._wake.set()
+            conn.fin_many([msg._raw.id for msg in msgs])
+        self.stats.finished += count
+        backoff = self._backoff
+        if backoff.level:  # on_success does nothing at level 0
+            for msg in msgs:
+                action = backoff.on_success(_monotonic(), msg._epoch)
+                if action is not None:
+                    self._apply(self._rdy.apply_backoff(action, _monotonic()))
+                    self._wake.set()
 
     def _requeue(self, msg: Message, conn: Connection, delay: float | None, backoff: bool) -> None:
         if delay is None:
@@ -624,7 +610,9 @@ class Consumer:
         if conn.identify and conn.identify.max_msg_timeout:
             cap = min(cap, conn.identify.max_msg_timeout / 1000.0)
         delay_ms = int(max(0.0, min(delay, cap)) * 1000)
-        self._done(msg, conn, "REQ")  # RDY changes go out before the REQ
+        self._settle(conn, 1)
+        if self._trace is not None:
+            self._trace_outcome(msg, conn, "REQ")
         if conn.is_open:
             conn.req(msg.id, delay_ms)
         self.stats.requeued += 1
@@ -638,20 +626,19 @@ class Consumer:
             self._apply(self._rdy.apply_backoff(action, now))
             self._wake.set()
 
-    def _done(self, msg: Message, conn: Connection, outcome: str) -> None:
-        self._in_flight -= 1
-        if self._in_flight <= 0:
-            self._in_flight = 0
+    def _settle(self, conn: Connection, count: int) -> None:
+        """``count`` messages of ``conn`` are being answered: in-flight and RDY bookkeeping,
+        before their FIN/REQ is queued, so RDY changes go out first."""
+        in_flight = self._in_flight - count
+        if in_flight <= 0:
+            in_flight = 0
             if self._idle is not None and not self._idle.done():
                 self._idle.set_result(None)
-        cid = id(conn)
-        if cid in self._partition_of:
-            updates = self._rdy.on_message_done(cid, time.monotonic())
-            if updates:
-                self._apply(updates)
+        self._in_flight = in_flight
+        updates = self._rdy.on_messages_done(id(conn), count, _monotonic())
+        if updates:
+            self._apply(updates)
         self.stats.backoff_level = self._backoff.level
-        if self._trace is not None:
-            self._trace_outcome(msg, conn, outcome)
 
     def _trace_outcome(self, msg: Message, conn: Connection, outcome: str) -> None:
         assert self._trace is not None

@@ -74,8 +74,12 @@ class RateLimiter:
 
     def on_message(self, now: float) -> None:
         """A message arrived; messages beyond the allowance become debt paid back later."""
+        self.on_messages(1, now)
+
+    def on_messages(self, count: int, now: float) -> None:
+        """``count`` messages arrived in one read."""
         self._refill(now)
-        self._tokens -= 1.0
+        self._tokens -= count
 
     def next_deadline(self) -> float | None:
         """When the next quantum of tokens is due; None while the bucket is full."""

@@ -182,16 +182,25 @@ class RdyController:
 
     def on_message(self, conn_id: ConnId, now: float) -> list[RdyUpdate]:
         """A message arrived on ``conn_id``."""
+        return self.on_messages(conn_id, 1, now)
+
+    def on_messages(self, conn_id: ConnId, count: int, now: float) -> list[RdyUpdate]:
+        """``count`` messages arrived on ``conn_id`` in one read.
+
+        The same as ``count`` calls of :meth:`on_message`, as far as what goes on the wire:
+        their updates would all leave in one write, where only the last per connection
+        counts, and the refresh rule only gets more eager as ``in_flight`` grows.
+        """
         conn = self._conns.get(conn_id)
         if conn is None:
             return []
-        conn.in_flight += 1
+        conn.in_flight += count
         conn.last_msg_at = now
         conn.primed = True
         if self._credit is not None:
-            self._credit = max(0, self._credit - 1)
+            self._credit = max(0, self._credit - count)
             return self._refresh(conn, now)
-        # _refresh without a rate cap, inlined (once per message): primed, so base == share
+        # _refresh without a rate cap, inlined (once per read): primed, so base == share
         rdy = conn.rdy
         remaining = rdy - conn.in_flight
         if remaining <= 1 or remaining * REFRESH_DIVISOR < rdy or conn.share < rdy:
@@ -200,14 +209,23 @@ class RdyController:
 
     def on_message_done(self, conn_id: ConnId, now: float) -> list[RdyUpdate]:
         """A FIN or REQ is about to be sent for a message of ``conn_id``."""
+        return self.on_messages_done(conn_id, 1, now)
+
+    def on_messages_done(self, conn_id: ConnId, count: int, now: float) -> list[RdyUpdate]:
+        """FIN/REQ for ``count`` messages of ``conn_id`` are about to leave in one write.
+
+        Evaluated once, on the final ``in_flight``: a raise that ``count`` single calls
+        would have sent part-way is not needed while the window is that open (the refresh
+        rule only raises a nearly-spent window), and a lowering is still sent.
+        """
         conn = self._conns.get(conn_id)
         if conn is None:
             return []
-        if conn.in_flight > 0:  # max(0, in_flight - 1) without the builtin call
-            conn.in_flight -= 1
+        in_flight = conn.in_flight - count
+        conn.in_flight = in_flight if in_flight > 0 else 0
         if self._credit is not None:
             return self._refresh(conn, now)
-        # _refresh without a rate cap, inlined (once per message)
+        # _refresh without a rate cap, inlined (once per batch)
         rdy = conn.rdy
         remaining = rdy - conn.in_flight
         desired = conn.share if conn.primed else min(conn.share, 1)

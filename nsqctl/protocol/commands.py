@@ -31,6 +31,7 @@ __all__ = [
     "dpub",
     "encode_ext_header",
     "fin",
+    "fin_many",
     "identify",
     "mpub",
     "mpub_body",
@@ -346,6 +347,16 @@ def rdy(count: int) -> bytes:
 def fin(msg_id: bytes) -> bytes:
     """``FIN id``: the message is done. The id may contain any byte (redesign)."""
     return b"FIN " + _msg_id(msg_id) + b"\n"
+
+
+def fin_many(msg_ids: Sequence[bytes]) -> bytes:
+    """``FIN id`` for each id, as one buffer: a consumer answers a whole read at once."""
+    if any(map(MSG_ID_LENGTH.__ne__, map(len, msg_ids))):  # each id checked, in C
+        for msg_id in msg_ids:
+            _msg_id(msg_id)  # raises, naming the bad length
+    if not msg_ids:
+        return b""
+    return b"FIN " + b"\nFIN ".join(msg_ids) + b"\n"
 
 
 def req(msg_id: bytes, timeout_ms: int) -> bytes:

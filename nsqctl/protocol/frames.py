@@ -1,9 +1,12 @@
 """Server → client framing: ``[4B size][4B frame type][data]``, size counting type + data.
 
 The decoder is sans-IO and built for throughput: a consumer at full speed receives
-hundreds of thousands of small message frames a second, so the hot loop does one
-``struct.unpack_from`` and one slice per frame, never re-copies the unread tail per
-frame, and skips parsing entirely while a large frame is still arriving.
+hundreds of thousands of small message frames a second. So the hot loop never re-copies
+the unread tail per frame, skips parsing entirely while a large frame is still arriving,
+and (:meth:`FrameDecoder.feed_events`) decodes message frames in the same pass that
+splits them - one ``struct.unpack_from`` and two slices per original-layout message -
+and groups consecutive messages into one batch, so the consumer's per-message
+bookkeeping can be done once per batch.
 """
 
 from __future__ import annotations
@@ -12,13 +15,15 @@ import struct
 from enum import IntEnum
 from typing import NamedTuple, NoReturn
 
-from nsqctl.protocol.errors import FrameDecodeError
+from nsqctl.protocol.errors import FrameDecodeError, ProtocolError
+from nsqctl.protocol.message import MessageLayout, RawMessage, decode_message
 
 __all__ = [
     "CLOSE_WAIT",
     "DEFAULT_MAX_FRAME_SIZE",
     "HEARTBEAT",
     "OK",
+    "Event",
     "Frame",
     "FrameDecoder",
     "FrameType",
@@ -33,6 +38,11 @@ DEFAULT_MAX_FRAME_SIZE = 64 * 1024 * 1024
 
 _HEADER = struct.Struct(">II")
 _HEADER_SIZE = _HEADER.size
+# size, frame type, then the original message layout's timestamp and attempts (18 bytes);
+# the 16-byte id and the body follow.
+_ORIGINAL_MESSAGE = struct.Struct(">IIQH")
+_ORIGINAL_MIN = _ORIGINAL_MESSAGE.size + 16
+_MESSAGE = 2
 
 
 class FrameType(IntEnum):
@@ -53,6 +63,11 @@ class Frame(NamedTuple):
     data: bytes
 
 
+#: What :meth:`FrameDecoder.feed_events` returns: a run of consecutive messages, or any
+#: other frame as ``(frame type, data)``.
+Event = list[RawMessage] | tuple[int, bytes]
+
+
 def encode_frame(frame_type: int, data: bytes) -> bytes:
     """Encode one frame as a server would (for tests and fake servers)."""
     return _HEADER.pack(len(data) + 4, int(frame_type)) + data
@@ -61,8 +76,9 @@ def encode_frame(frame_type: int, data: bytes) -> bytes:
 class FrameDecoder:
     """Incremental frame decoder; feed it bytes in any chunking, get whole frames back.
 
-    After a :class:`FrameDecodeError` the stream is out of sync: every later ``feed``
-    raises the same error, and the connection must be dropped.
+    After a :class:`FrameDecodeError` (or, from :meth:`feed_events`, a malformed message)
+    the stream is unusable: every later feed raises the same error, and the connection
+    must be dropped.
     """
 
     __slots__ = ("_buf", "_error", "_need", "max_frame_size")
@@ -75,7 +91,7 @@ class FrameDecoder:
         # Bytes the buffer must hold before parsing can make progress: avoids
         # re-scanning (and copying) a large frame that arrives in many small chunks.
         self._need = _HEADER_SIZE
-        self._error: FrameDecodeError | None = None
+        self._error: ProtocolError | None = None
 
     @property
     def buffered(self) -> int:
@@ -86,11 +102,15 @@ class FrameDecoder:
         """Add ``data`` and return every frame it completes (possibly none)."""
         new = tuple.__new__
         types = _TYPES
-        return [new(Frame, (types[t], d)) for t, d in self.feed_pairs(data)]
+        return [new(Frame, (types[t], d)) for t, d in self._split(data, None)]  # type: ignore[misc]
 
-    def feed_pairs(self, data: bytes) -> list[tuple[int, bytes]]:
-        """Like :meth:`feed`, with plain ``(type as int, data)`` tuples (the hot path of
-        a connection: one fewer object per frame)."""
+    def feed_events(self, data: bytes, layout: MessageLayout) -> list[Event]:
+        """Add ``data``; return what it completes, in stream order: each run of
+        consecutive MESSAGE frames as one list of messages decoded with ``layout``, every
+        other frame as ``(frame type, data)``."""
+        return self._split(data, layout)
+
+    def _split(self, data: bytes, layout: MessageLayout | None) -> list[Event]:
         if self._error is not None:
             raise self._error
         buf = self._buf
@@ -98,33 +118,64 @@ class FrameDecoder:
         end = len(buf)
         if end < self._need:
             return []
-        # One copy of the whole buffer to immutable bytes makes each frame a single
+        # One copy of the whole buffer to immutable bytes makes each field a single
         # slice; the `_need` guard above keeps this linear overall.
         view = bytes(buf)
         pos = 0
-        out: list[tuple[int, bytes]] = []
+        out: list[Event] = []
         append = out.append
-        unpack = _HEADER.unpack_from
+        batch: list[RawMessage] | None = None
+        unpack_header = _HEADER.unpack_from
+        unpack_original = _ORIGINAL_MESSAGE.unpack_from
+        new = tuple.__new__
+        original = layout is not None and layout.family == "original"
         max_size = self.max_frame_size
         need = _HEADER_SIZE
-        while end - pos >= _HEADER_SIZE:
-            size, frame_type = unpack(view, pos)
-            if size < 4 or size > max_size:
-                self._fail(f"invalid frame size {size} (allowed 4..{max_size})")
-            if frame_type > 2:
-                self._fail(f"unknown frame type {frame_type}")
-            stop = pos + 4 + size
-            if stop > end:
-                need = stop - pos
-                break
-            append((frame_type, view[pos + _HEADER_SIZE : stop]))
-            pos = stop
+        try:
+            while end - pos >= _HEADER_SIZE:
+                if original and end - pos >= _ORIGINAL_MIN:
+                    size, frame_type, ts, attempts = unpack_original(view, pos)
+                else:
+                    size, frame_type = unpack_header(view, pos)
+                    ts = -1  # not unpacked
+                if size < 4 or size > max_size or frame_type > 2:
+                    self._reject(size, frame_type)
+                stop = pos + 4 + size
+                if stop > end:
+                    need = stop - pos
+                    break
+                if frame_type != _MESSAGE or layout is None:
+                    append((frame_type, view[pos + _HEADER_SIZE : stop]))
+                    batch = None
+                    pos = stop
+                    continue
+                if ts >= 0 and stop - pos >= _ORIGINAL_MIN:
+                    msg_id = view[pos + 18 : pos + 34]
+                    body = view[pos + 34 : stop]
+                    raw = new(
+                        RawMessage,
+                        (ts, attempts, msg_id, body, None, None, None, None, None, None),
+                    )
+                else:
+                    raw = decode_message(view[pos + _HEADER_SIZE : stop], layout)
+                if batch is None:
+                    batch = []
+                    append(batch)
+                batch.append(raw)
+                pos = stop
+        except ProtocolError as err:  # a corrupt frame, or a malformed message
+            self._error = err
+            self._buf.clear()
+            raise
         if pos:
             del buf[:pos]
         self._need = need
         return out
 
-    def _fail(self, reason: str) -> NoReturn:
-        self._error = FrameDecodeError(f"corrupt frame stream: {reason}")
-        self._buf.clear()
-        raise self._error
+    def _reject(self, size: int, frame_type: int) -> NoReturn:
+        if size < 4 or size > self.max_frame_size:
+            raise FrameDecodeError(
+                f"corrupt frame stream: invalid frame size {size} "
+                f"(allowed 4..{self.max_frame_size})"
+            )
+        raise FrameDecodeError(f"corrupt frame stream: unknown frame type {frame_type}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from nsqctl.protocol.errors import MessageDecodeError
 
@@ -58,12 +58,13 @@ class MessageLayout:
 ORIGINAL = MessageLayout()
 
 
-@dataclass(slots=True)
-class RawMessage:
+class RawMessage(NamedTuple):
     """A decoded message, before any client state (responded, connection) is attached.
 
     ``id`` is the 16 bytes exactly as received; FIN/REQ/TOUCH must echo them.
-    Fields that the layout does not carry are ``None``.
+    Fields that the layout does not carry are ``None``. A named tuple, not a dataclass:
+    a consumer builds hundreds of thousands a second, and one tuple costs less than ten
+    attribute stores.
     """
 
     timestamp: int

@@ -322,6 +322,77 @@ async def test_requeue_delay_is_respected(original_cluster: cluster.Cluster) -> 
     assert consumer.stats.backoff_level == 0
 
 
+# ---------------------------------------------------------------- one read, many messages
+
+
+async def test_mixed_outcomes_within_one_read_are_each_answered_once(
+    original_cluster: cluster.Cluster, caplog: Any
+) -> None:
+    """The consumer takes a whole read of messages at once; inside it, handlers that raise,
+    answer themselves, or keep the message for later must each get exactly one answer."""
+    topic = _topic("mix")
+    nsqd, http = original_cluster.nsqd_tcp[0], original_cluster.nsqd_http[0]
+    count = 300
+    async with Producer(nsqd_tcp=[nsqd]) as producer:
+        await producer.publish_many(topic, [b"%d" % i for i in range(count)])
+
+    succeeded: Counter[int] = Counter()
+    calls: Counter[int] = Counter()
+    kept: list[Message] = []
+    read_sizes: list[int] = []
+
+    def handler(msg: Message) -> None:
+        i = int(msg.body)
+        calls[i] += 1
+        kind = i % 10
+        if kind == 3 and msg.attempts == 1:
+            raise RuntimeError("first attempt fails")
+        succeeded[i] += 1
+        if kind == 5:
+            msg.finish()
+        elif kind == 7:
+            msg.disable_auto_response()
+            kept.append(msg)
+
+    async def finish_kept_later() -> None:
+        while True:
+            await asyncio.sleep(0.05)
+            while kept:
+                kept.pop().finish()
+
+    consumer = Consumer(
+        topic,
+        "mix",
+        handler,
+        nsqd_tcp=[nsqd],
+        max_in_flight=count,
+        default_requeue_delay=0,
+        backoff_multiplier=0.05,
+    )
+    on_messages = consumer._on_messages
+
+    def recording(conn: Connection, raws: list[RawMessage]) -> None:
+        read_sizes.append(len(raws))
+        on_messages(conn, raws)
+
+    consumer._on_messages = recording  # type: ignore[method-assign]
+    finisher = asyncio.create_task(finish_kept_later())
+    caplog.set_level("WARNING", logger="nsqctl")
+    try:
+        async with consumer:
+            await wait_for(lambda: len(succeeded) == count, 20.0, "every message to succeed")
+            stats = await wait_channel_settled(http, topic, "mix")
+    finally:
+        finisher.cancel()
+    assert max(read_sizes) > 1, read_sizes  # reads really carried several messages
+    assert set(succeeded.values()) == {1}
+    assert all(calls[i] == (2 if i % 10 == 3 else 1) for i in range(count)), calls
+    assert consumer.stats.finished == count and consumer.stats.requeued == count // 10
+    assert stats["depth"] == 0 and stats["in_flight_count"] == 0, stats
+    assert stats["requeue_count"] == count // 10 and stats["timeout_count"] == 0, stats
+    assert "FIN_FAILED" not in caplog.text and "REQ_FAILED" not in caplog.text
+
+
 # ---------------------------------------------------------------- fault
 
 

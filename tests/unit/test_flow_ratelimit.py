@@ -123,8 +123,12 @@ class FlowSim:
         work: float = 0.0,
         seed: int = 0,
         fails: Iterable[int] = (),
+        batched: bool = False,
         **rdy_options: float,
     ) -> None:
+        """``batched``: report each delivery and each set of answers in one call, as the
+        consumer does per read, instead of one call per message."""
+        self.batched = batched
         self.now = 0.0
         self.max_in_flight = max_in_flight
         self.latency, self.work = latency, work
@@ -217,10 +221,15 @@ class FlowSim:
     # client side
     def _on_msg(self, cid: str, count: int) -> None:
         updates, tags = [], []
-        for _ in range(count):
+        if self.batched:
             if self.limiter is not None:
-                self.limiter.on_message(self.now)
-            updates += self.rdy.on_message(cid, self.now)
+                self.limiter.on_messages(count, self.now)
+            updates += self.rdy.on_messages(cid, count, self.now)
+        for _ in range(count):
+            if not self.batched:
+                if self.limiter is not None:
+                    self.limiter.on_message(self.now)
+                updates += self.rdy.on_message(cid, self.now)
             tags.append((self.backoff.epoch, self._arrivals in self.fails))
             self._arrivals += 1
         self.received[cid] += count
@@ -231,8 +240,11 @@ class FlowSim:
 
     def _on_done(self, cid: str, tags: list[tuple[int, bool]]) -> None:
         updates = []
+        if self.batched:
+            updates += self.rdy.on_messages_done(cid, len(tags), self.now)
         for epoch, failed in tags:
-            updates += self.rdy.on_message_done(cid, self.now)
+            if not self.batched:
+                updates += self.rdy.on_message_done(cid, self.now)
             outcome = self.backoff.on_failure if failed else self.backoff.on_success
             updates += self.rdy.apply_backoff(outcome(self.now, epoch), self.now)
         self._send(updates)  # RDY goes out before the FIN
@@ -242,9 +254,17 @@ class FlowSim:
 ENDLESS = math.inf
 
 
+@pytest.fixture(params=[False, True], ids=["per-message", "batched"])
+def batched(request: pytest.FixtureRequest) -> bool:
+    """Every simulation runs with the per-message calls and with the consumer's batches."""
+    return bool(request.param)
+
+
 @pytest.mark.parametrize(("rate", "seconds"), [(1, 30), (100, 10), (2000, 5), (100_000, 2)])
-def test_rate_limit_holds_every_simulated_second(rate: int, seconds: int) -> None:
-    sim = FlowSim({f"n{i}": ENDLESS for i in range(4)}, max_in_flight=2500, rate=rate)
+def test_rate_limit_holds_every_simulated_second(rate: int, seconds: int, batched: bool) -> None:
+    sim = FlowSim(
+        {f"n{i}": ENDLESS for i in range(4)}, max_in_flight=2500, rate=rate, batched=batched
+    )
     sim.run(float(seconds))
     counts = [sim.per_second[s] for s in range(seconds)]
     assert max(counts) <= rate * 1.1, counts
@@ -253,32 +273,36 @@ def test_rate_limit_holds_every_simulated_second(rate: int, seconds: int) -> Non
     assert all(sim.received[cid] > 0 for cid in sim.server)
 
 
-def test_without_a_rate_limit_flow_is_bound_by_max_in_flight_only() -> None:
-    sim = FlowSim({"a": ENDLESS, "b": ENDLESS}, max_in_flight=10, work=0.01)
+def test_without_a_rate_limit_flow_is_bound_by_max_in_flight_only(batched: bool) -> None:
+    sim = FlowSim({"a": ENDLESS, "b": ENDLESS}, max_in_flight=10, work=0.01, batched=batched)
     sim.run(1.0)
     # two windows of 5, each turning over every 12 ms (work + FIN + push latency)
     assert 700 <= sum(sim.received.values()) <= 1000
     assert sim.max_server_total == 10
 
 
-def test_every_connection_is_served_when_max_in_flight_is_below_connections() -> None:
-    sim = FlowSim({f"n{i}": ENDLESS for i in range(4)}, max_in_flight=2, work=0.01, seed=1)
+def test_every_connection_is_served_when_max_in_flight_is_below_connections(batched: bool) -> None:
+    sim = FlowSim(
+        {f"n{i}": ENDLESS for i in range(4)}, max_in_flight=2, work=0.01, seed=1, batched=batched
+    )
     sim.run(120.0)
     assert set(sim.received) == set(sim.server)
     assert sim.max_server_total <= 2
 
 
-def test_a_hundred_partitions_with_max_in_flight_three_all_drain() -> None:
+def test_a_hundred_partitions_with_max_in_flight_three_all_drain(batched: bool) -> None:
     queues = {f"p{i}": 5.0 for i in range(100)}
-    sim = FlowSim(queues, max_in_flight=3, work=0.01, seed=4)
+    sim = FlowSim(queues, max_in_flight=3, work=0.01, seed=4, batched=batched)
     sim.run(20_000.0, stop=lambda: sum(sim.received.values()) == 500)
     assert all(sim.received[cid] == 5 for cid in queues)
     assert sim.now < 20_000.0
     assert sim.max_server_total <= 3
 
 
-def test_backoff_is_rdy_zero_everywhere_then_rdy_one_on_one_connection() -> None:
-    sim = FlowSim({c: ENDLESS for c in "abc"}, max_in_flight=30, work=0.01, fails={40})
+def test_backoff_is_rdy_zero_everywhere_then_rdy_one_on_one_connection(batched: bool) -> None:
+    sim = FlowSim(
+        {c: ENDLESS for c in "abc"}, max_in_flight=30, work=0.01, fails={40}, batched=batched
+    )
     sim.run(5.0)
     by_time: dict[float, dict[object, int]] = {}
     for at, update in sim.commands:
@@ -296,9 +320,9 @@ def test_backoff_is_rdy_zero_everywhere_then_rdy_one_on_one_connection() -> None
     assert sim.max_server_total <= 30
 
 
-def test_rate_limit_and_rotation_together_stay_within_budget_and_rate() -> None:
+def test_rate_limit_and_rotation_together_stay_within_budget_and_rate(batched: bool) -> None:
     queues = {f"p{i}": ENDLESS for i in range(10)}
-    sim = FlowSim(queues, max_in_flight=3, rate=50, work=0.005, seed=9)
+    sim = FlowSim(queues, max_in_flight=3, rate=50, work=0.005, seed=9, batched=batched)
     sim.run(300.0)
     counts = [sim.per_second[s] for s in range(300)]
     assert max(counts) <= 55

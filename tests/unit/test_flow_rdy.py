@@ -382,6 +382,22 @@ class RdyMachine(RuleBasedStateMachine):
         for _ in range(min(count, self.ctl.in_flight(cid))):
             self.apply(self.ctl.on_message_done(cid, self.now))
 
+    @precondition(lambda self: self.mirror)
+    @rule(index=st.integers(0, 10**6), count=st.integers(1, 3000))
+    def read_of_messages(self, index: int, count: int) -> None:
+        """One read bringing ``count`` messages (how the consumer reports them)."""
+        cid = self.pick(index)
+        self.primed.add(cid)
+        self.apply(self.ctl.on_messages(cid, count, self.now))
+
+    @precondition(lambda self: self.mirror)
+    @rule(index=st.integers(0, 10**6), count=st.integers(1, 3000))
+    def answers_in_one_write(self, index: int, count: int) -> None:
+        cid = self.pick(index)
+        count = min(count, self.ctl.in_flight(cid))
+        if count:
+            self.apply(self.ctl.on_messages_done(cid, count, self.now))
+
     @rule(seconds=st.floats(0, 40))
     def wait_and_tick(self, seconds: float) -> None:
         self.now += seconds

@@ -231,3 +231,16 @@ def test_split_mpub_fast_path_keeps_everything_in_order() -> None:
     bodies = [bytes([i]) * 10 for i in range(50)]
     batches = c.split_mpub(bodies, 1 << 20)
     assert [list(b) for b in batches] == [bodies]
+
+
+@given(st.lists(st.binary(min_size=16, max_size=16), max_size=50))
+def test_fin_many_is_the_fins_concatenated(ids: list[bytes]) -> None:
+    assert c.fin_many(ids) == b"".join(c.fin(i) for i in ids)
+
+
+@pytest.mark.parametrize("bad", [b"short", b"x" * 17, b""])
+def test_fin_many_rejects_any_id_that_is_not_16_bytes(bad: bytes) -> None:
+    # 15 + 17 bytes would add up to two valid lengths: every id is checked on its own
+    ids = [b"a" * 16, bad, b"y" * 15] if bad == b"x" * 17 else [b"a" * 16, bad]
+    with pytest.raises(InvalidCommandError, match="16 bytes"):
+        c.fin_many(ids)

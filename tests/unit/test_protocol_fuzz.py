@@ -12,7 +12,13 @@ from hypothesis import strategies as st
 from nsqctl.protocol.compression import DeflateCodec, SnappyCodec
 from nsqctl.protocol.errors import ProtocolError, ServerError, error_from_frame
 from nsqctl.protocol.frames import Frame, FrameDecoder, encode_frame
-from nsqctl.protocol.message import ORIGINAL, MessageLayout, RawMessage, decode_message
+from nsqctl.protocol.message import (
+    ORIGINAL,
+    MessageLayout,
+    RawMessage,
+    decode_message,
+    encode_message,
+)
 from nsqctl.protocol.replies import (
     AuthResponse,
     IdentifyResponse,
@@ -129,3 +135,77 @@ def test_snappy_decompress_fuzz_after_valid_prefix(garbage: bytes) -> None:
     assert receiver.decompress(sender.compress(b"valid start")) == b"valid start"
     result = outcome(lambda: receiver.decompress(garbage))
     assert isinstance(result, bytes | ProtocolError)
+
+
+def _reference_events(stream: bytes, layout: MessageLayout) -> list[Any]:
+    """What feed_events must return: split frames, decode messages, group message runs."""
+    events: list[Any] = []
+    for frame in FrameDecoder().feed(stream):
+        if frame.type == 2:
+            if not events or not isinstance(events[-1], list):
+                events.append([])
+            events[-1].append(decode_message(frame.data, layout))
+        else:
+            events.append((int(frame.type), frame.data))
+    return events
+
+
+frame_specs = st.lists(
+    st.one_of(
+        st.tuples(st.just(2), st.integers(0, 2**63), st.integers(0, 0xFFFF), st.binary(max_size=40)),
+        st.tuples(st.integers(0, 1), st.binary(max_size=20)),
+    ),
+    max_size=12,
+)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS, ids=lambda lay: f"{lay.family}-{lay.ext}-{lay.ordered}")
+@settings(max_examples=150)
+@given(specs=frame_specs, cuts=st.lists(st.integers(1, 64), max_size=20))
+def test_feed_events_matches_split_then_decode_in_any_chunking(
+    layout: MessageLayout, specs: list[tuple[Any, ...]], cuts: list[int]
+) -> None:
+    parts = []
+    for spec in specs:
+        if spec[0] == 2:
+            _, ts, attempts, body = spec
+            if layout.family == "original":
+                raw = RawMessage(ts, attempts, b"%016x" % len(parts), body)
+            else:
+                raw = RawMessage(ts, attempts, b"", body, len(parts), 9, offset=3, size=4)
+            parts.append(encode_frame(2, encode_message(raw, layout)))
+        else:
+            parts.append(encode_frame(spec[0], spec[1]))
+    stream = b"".join(parts)
+    expected = outcome(lambda: _reference_events(stream, layout))
+    decoder = FrameDecoder()
+    got: list[Any] = []
+    pos = 0
+    for size in [*cuts, len(stream)]:
+        got += decoder.feed_events(stream[pos : pos + size], layout)
+        pos += size
+    # runs cut by a read boundary arrive as several lists: compare them joined back up
+    merged: list[Any] = []
+    for event in got:
+        if isinstance(event, list) and merged and isinstance(merged[-1], list):
+            merged[-1] = merged[-1] + event
+        else:
+            merged.append(event)
+    assert merged == expected
+    assert decoder.buffered == 0
+
+
+@pytest.mark.parametrize("layout", LAYOUTS, ids=lambda lay: f"{lay.family}-{lay.ext}-{lay.ordered}")
+@settings(max_examples=200)
+@given(chunks=st.lists(st.binary(max_size=64), max_size=12))
+@example(chunks=[encode_frame(2, b"x" * 25)])
+def test_feed_events_fuzz_only_protocol_errors(layout: MessageLayout, chunks: list[bytes]) -> None:
+    decoder = FrameDecoder(max_frame_size=1024)
+    for chunk in chunks:
+        result = outcome(lambda c=chunk: decoder.feed_events(c, layout))
+        if isinstance(result, ProtocolError):
+            # the stream is dead from here on: the same error again
+            assert outcome(lambda: decoder.feed_events(b"", layout)) is result
+            return
+        for event in result:
+            assert isinstance(event, list | tuple)
