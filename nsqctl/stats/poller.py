@@ -82,33 +82,48 @@ class StatsPoller:
     # ------------------------------------------------------------- lookupd
 
     async def _lookupds(self, errors: list[str]) -> tuple[list[LookupdStatus], str | None]:
-        """Ping every lookupd, learn nsqds from ``/nodes`` and the leader from ``/listlookup``."""
+        """Ping every lookupd, learn nsqds from ``/nodes`` and the leader from ``/listlookup``.
+
+        The three run at once, so a dead lookupd costs one timeout per poll, not three.
+        """
         lookup = self._lookup
         if lookup is None:
             return [], None
-        leader: str | None = None
-        with contextlib.suppress(NsqctlError, httpx.HTTPError):
-            listing = await lookup.listlookup()
-            if listing is not None:
-                for node in listing.nodes:  # learned once; the list must not grow per poll
-                    if str(node.http_address) not in self._lookupd:
-                        self._lookupd.append(str(node.http_address))
-                if listing.leader is not None:
-                    leader = str(listing.leader.http_address)
-        addresses = list(dict.fromkeys(self._lookupd))
-        pings = await asyncio.gather(*(lookup.ping(a) for a in addresses))
-        try:
-            producers = await lookup.nodes()
-        except NsqctlError as exc:
-            errors.append(str(exc))
-        else:
-            for address in nsqd_http_addresses(producers):
-                self._known.setdefault(address, None)
+
+        async def listing() -> str | None:
+            with contextlib.suppress(NsqctlError, httpx.HTTPError):
+                found = await lookup.listlookup()
+                if found is not None:
+                    for node in found.nodes:  # learned once; the list must not grow per poll
+                        if str(node.http_address) not in self._lookupd:
+                            self._lookupd.append(str(node.http_address))
+                    if found.leader is not None:
+                        return str(found.leader.http_address)
+            return None
+
+        async def producers() -> None:
+            try:
+                nodes = await lookup.nodes()
+            except NsqctlError as exc:
+                errors.append(str(exc))
+            else:
+                for address in nsqd_http_addresses(nodes):
+                    self._known.setdefault(address, None)
+
+        known = list(dict.fromkeys(self._lookupd))
+        leader, pinged, _ = await asyncio.gather(
+            listing(), asyncio.gather(*(lookup.ping(a) for a in known)), producers()
+        )
+        ok = dict(zip(known, pinged, strict=True))
+        learned = [a for a in dict.fromkeys(self._lookupd) if a not in ok]
+        if learned:  # lookupds that /listlookup just told us about
+            pings = await asyncio.gather(*(lookup.ping(a) for a in learned))
+            ok.update(zip(learned, pings, strict=True))
         statuses = [
             LookupdStatus(
-                address=a, ok=ok, is_leader=a == leader, error="" if ok else "no answer to /ping"
+                address=a, ok=up, is_leader=a == leader, error="" if up else "no answer to /ping"
             )
-            for a, ok in zip(addresses, pings, strict=True)
+            for a, up in ok.items()
         ]
         return statuses, leader
 
