@@ -4,6 +4,7 @@ the three responses (FIN, REQ, TOUCH) a handler may give."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from nsqctl.errors import NsqctlError
@@ -174,13 +175,34 @@ class Message:
 
     def touch(self) -> None:
         """TOUCH: reset the server's timeout for this message (the library never does)."""
-        if self.outcome is not None:
-            raise AlreadyRespondedError(f"message {self.id!r} was already answered")
+        self._check_unanswered()
         self._via.conn.touch(self.id)
 
     def _respond(self, outcome: str) -> None:
+        self._check_unanswered()
+        self.outcome = outcome
+
+    def _check_unanswered(self) -> None:
         if self.outcome is not None:
             raise AlreadyRespondedError(
                 f"message {self.id!r} was already answered ({self.outcome})"
             )
-        self.outcome = outcome
+
+
+def finish_all(messages: Iterable[Message]) -> None:
+    """FIN many messages: one bookkeeping step and one write per connection.
+
+    For handlers that take messages over (``disable_auto_response``) and acknowledge them
+    in batches, after printing or durably storing them. Messages already answered raise
+    :class:`AlreadyRespondedError` before any is FINed.
+    """
+    msgs = list(messages)
+    for msg in msgs:
+        msg._check_unanswered()
+    by_connection: dict[int, list[Message]] = {}
+    for msg in msgs:
+        msg.outcome = "FIN"
+        by_connection.setdefault(id(msg._via), []).append(msg)
+    for group in by_connection.values():
+        via = group[0]._via
+        via.consumer._finished(via.conn, group)

@@ -30,7 +30,7 @@ from nsqctl.cli.common import (
 from nsqctl.consumer import Consumer, OrderViolation
 from nsqctl.errors import ConfigError
 from nsqctl.jsonfield import get_field, scalar_text
-from nsqctl.message import Message
+from nsqctl.message import Message, finish_all
 from nsqctl.protocol.names import validate_channel, validate_topic
 from nsqctl.tracelog import TraceLog
 
@@ -204,8 +204,7 @@ class _Output:
         except BrokenPipeError:
             self._reader_gone()
             return
-        for msg in self.pending:
-            msg.finish()
+        finish_all(self.pending)
         self.written += len(self.pending)
         self.pending.clear()
         self.chunks.clear()

@@ -21,7 +21,7 @@ from pathlib import Path
 from nsqctl import protocol as p
 from nsqctl.connection import ConnectionConfig
 from nsqctl.consumer import Consumer
-from nsqctl.message import Message
+from nsqctl.message import Message, finish_all
 from nsqctl.pipeline.writer import (
     ArchiveBuffer,
     ArchiveWriteError,
@@ -138,9 +138,7 @@ class Archiver:
                 with contextlib.suppress(Exception):
                     msg.requeue(delay=0, backoff=False)
             raise
-        for msg in batch.messages:
-            if msg.outcome is None:
-                msg.finish()
+        finish_all(msg for msg in batch.messages if msg.outcome is None)
         self.stats.written += batch.rows
         self.stats.files += len(paths)
         if self.progress is not None:

@@ -21,7 +21,7 @@ import httpx
 
 from nsqctl.connection import Connection, ConnectionConfig
 from nsqctl.consumer import Consumer, DeadLetterFile
-from nsqctl.message import Message
+from nsqctl.message import AlreadyRespondedError, Message, finish_all
 from nsqctl.producer import Producer
 from nsqctl.protocol.message import RawMessage
 from nsqctl.servers import cluster, process
@@ -391,6 +391,42 @@ async def test_mixed_outcomes_within_one_read_are_each_answered_once(
     assert stats["depth"] == 0 and stats["in_flight_count"] == 0, stats
     assert stats["requeue_count"] == count // 10 and stats["timeout_count"] == 0, stats
     assert "FIN_FAILED" not in caplog.text and "REQ_FAILED" not in caplog.text
+
+
+async def test_finish_all_acknowledges_kept_messages_in_one_go(
+    original_cluster: cluster.Cluster,
+) -> None:
+    topic = _topic("fa")
+    nsqd, http = original_cluster.nsqd_tcp[0], original_cluster.nsqd_http[0]
+    async with Producer(nsqd_tcp=[nsqd]) as producer:
+        await producer.publish_many(topic, [b"%d" % i for i in range(50)])
+    kept: list[Message] = []
+
+    def keep(msg: Message) -> None:
+        msg.disable_auto_response()
+        kept.append(msg)
+
+    async with Consumer(topic, "fa", keep, nsqd_tcp=[nsqd], max_in_flight=100) as consumer:
+        await wait_for(lambda: len(kept) == 50, 10.0, "50 kept messages")
+        async with httpx.AsyncClient() as client:
+            before = await channel_stats(client, http, topic, "fa")
+        assert before is not None and before["in_flight_count"] == 50, before
+        kept[7].requeue(delay=0, backoff=False)
+        try:
+            finish_all(kept)
+        except AlreadyRespondedError:
+            pass
+        else:
+            raise AssertionError("finish_all took an already answered message")
+        assert [m.outcome for m in kept].count(None) == 49  # nothing FINed by the failed call
+        finish_all(m for m in kept if m.outcome is None)
+        await wait_for(lambda: len(kept) == 51, 10.0, "the requeued message to come back")
+        finish_all(kept[50:])
+        stats = await wait_channel_settled(http, topic, "fa")
+        assert consumer.stats.finished == 50 and consumer.stats.requeued == 1
+    assert [m.outcome for m in kept].count("FIN") == 50
+    assert stats["in_flight_count"] == 0 and stats["timeout_count"] == 0, stats
+    assert stats["requeue_count"] == 1, stats
 
 
 # ---------------------------------------------------------------- fault

@@ -152,7 +152,9 @@ def _reference_events(stream: bytes, layout: MessageLayout) -> list[Any]:
 
 frame_specs = st.lists(
     st.one_of(
-        st.tuples(st.just(2), st.integers(0, 2**63), st.integers(0, 0xFFFF), st.binary(max_size=40)),
+        st.tuples(
+            st.just(2), st.integers(0, 2**63), st.integers(0, 0xFFFF), st.binary(max_size=40)
+        ),
         st.tuples(st.integers(0, 1), st.binary(max_size=20)),
     ),
     max_size=12,
