@@ -31,7 +31,6 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from textual import events  # noqa: E402
-from textual.widgets import DataTable  # noqa: E402
 
 from nsqctl.stats.history import History  # noqa: E402
 from nsqctl.stats.model import ClusterSnapshot  # noqa: E402
@@ -39,6 +38,7 @@ from nsqctl.stats.parse import parse_nsqd_body  # noqa: E402
 from nsqctl.stats.session import StatsSession  # noqa: E402
 from nsqctl.stats.view import build_view  # noqa: E402
 from tui.app import DashApp  # noqa: E402
+from tui.rowtable import RowTable  # noqa: E402
 
 TOPICS, PARTS, CHANNELS, CLIENTS = 10, 100, 4, 5
 NODE = "127.0.0.1:4151"
@@ -145,7 +145,7 @@ def make_app(bodies: list[bytes], interval: float) -> BenchApp:
     return app
 
 
-async def timed_press(app: DashApp, table: DataTable[Any], key: str) -> tuple[float, float]:
+async def timed_press(app: DashApp, table: RowTable, key: str) -> tuple[float, float]:
     """Send ``key`` as the terminal driver would; wait until the table's cursor moved."""
     expected = table.cursor_row + (1 if key == "down" else -1)
     driver = app._driver
@@ -166,10 +166,10 @@ async def key_latencies(app: BenchApp, table_id: str, presses: int) -> list[floa
         if table_id == "clients":
             await pilot.press("enter", "enter")  # topic0 → ch0: 100 partitions × 5 clients
             while app.screen.query("#clients") and (
-                app.screen.query_one("#clients", DataTable).row_count == 0
+                app.screen.query_one("#clients", RowTable).row_count == 0
             ):
                 await pilot.pause(0.05)
-        table = app.screen.query_one(f"#{table_id}", DataTable)
+        table = app.screen.query_one(f"#{table_id}", RowTable)
         await pilot.pause(0.2)
         polls_before = app.polls
         for i in range(presses):

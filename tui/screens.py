@@ -13,22 +13,20 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import Footer, Input, Static
 
 from nsqctl.stats.history import sparkline
 from nsqctl.stats.view import ClusterView
 from tui import rows
 from tui.format import num, per_sec
-from tui.tables import Cell, fill, selected_key
+from tui.rowtable import RowTable
 
 if TYPE_CHECKING:
     from tui.app import DashApp
 
 
-def _table(table_id: str, columns: tuple[str, ...]) -> DataTable[Cell]:
-    table: DataTable[Cell] = DataTable(id=table_id, cursor_type="row", zebra_stripes=True)
-    table.add_columns(*columns)
-    return table
+def _table(table_id: str, columns: tuple[str, ...]) -> RowTable:
+    return RowTable(*columns, id=table_id)
 
 
 class ViewScreen(Screen[None]):
@@ -77,7 +75,7 @@ class MainScreen(ViewScreen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#topics", DataTable).focus()
+        self.query_one("#topics", RowTable).focus()
         self._title()
 
     def _title(self) -> None:
@@ -87,10 +85,9 @@ class MainScreen(ViewScreen):
     def refresh_view(self, view: ClusterView) -> None:
         self.query_one("#summary", Static).update(rows.summary_line(view))
         self.query_one("#lookupds", Static).update(rows.lookupd_line(view))
-        fill(self.query_one("#nodes", DataTable), rows.node_rows(view))
-        fill(
-            self.query_one("#topics", DataTable),
-            rows.topic_rows(view, self.filter_text, self.sort),
+        self.query_one("#nodes", RowTable).set_rows(rows.node_rows(view))
+        self.query_one("#topics", RowTable).set_rows(
+            rows.topic_rows(view, self.filter_text, self.sort)
         )
         self._title()
 
@@ -103,7 +100,7 @@ class MainScreen(ViewScreen):
         box = self.query_one("#filter", Input)
         box.value = ""
         box.remove_class("visible")
-        self.query_one("#topics", DataTable).focus()
+        self.query_one("#topics", RowTable).focus()
 
     def action_sort(self) -> None:
         order = list(rows.SORTS)
@@ -117,14 +114,14 @@ class MainScreen(ViewScreen):
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if not event.value:
             event.input.remove_class("visible")
-        self.query_one("#topics", DataTable).focus()
+        self.query_one("#topics", RowTable).focus()
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        if event.data_table.id == "topics" and event.row_key.value:
-            self.app.push_screen(TopicScreen(event.row_key.value))
+    def on_row_table_row_selected(self, event: RowTable.RowSelected) -> None:
+        if event.table.id == "topics":
+            self.app.push_screen(TopicScreen(event.row_key))
 
     def selected_topic(self) -> str | None:
-        return selected_key(self.query_one("#topics", DataTable))
+        return self.query_one("#topics", RowTable).selected_key
 
 
 class TopicScreen(ViewScreen):
@@ -150,15 +147,15 @@ class TopicScreen(ViewScreen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#channels", DataTable).focus()
+        self.query_one("#channels", RowTable).focus()
 
     def refresh_view(self, view: ClusterView) -> None:
         summary = self.query_one("#topic-summary", Static)
         topic = view.topic(self.topic)
         if topic is None:
             summary.update(Text(f"topic {self.topic}: not reported by any nsqd now", "bold red"))
-            fill(self.query_one("#partitions", DataTable), [])
-            fill(self.query_one("#channels", DataTable), [])
+            self.query_one("#partitions", RowTable).set_rows([])
+            self.query_one("#channels", RowTable).set_rows([])
             return
         text = Text(f"topic {topic.name}", style="bold")
         text.append(
@@ -170,15 +167,15 @@ class TopicScreen(ViewScreen):
         if flags:
             text.append(f" · {flags}", style="bold yellow")
         summary.update(text)
-        fill(self.query_one("#partitions", DataTable), rows.partition_rows(topic))
-        fill(self.query_one("#channels", DataTable), rows.channel_rows(topic))
+        self.query_one("#partitions", RowTable).set_rows(rows.partition_rows(topic))
+        self.query_one("#channels", RowTable).set_rows(rows.channel_rows(topic))
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        if event.data_table.id == "channels" and event.row_key.value:
-            self.app.push_screen(ChannelScreen(self.topic, event.row_key.value))
+    def on_row_table_row_selected(self, event: RowTable.RowSelected) -> None:
+        if event.table.id == "channels":
+            self.app.push_screen(ChannelScreen(self.topic, event.row_key))
 
     def selected_channel(self) -> str | None:
-        return selected_key(self.query_one("#channels", DataTable))
+        return self.query_one("#channels", RowTable).selected_key
 
 
 class ChannelScreen(ViewScreen):
@@ -201,7 +198,7 @@ class ChannelScreen(ViewScreen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#clients", DataTable).focus()
+        self.query_one("#clients", RowTable).focus()
 
     def refresh_view(self, view: ClusterView) -> None:
         summary = self.query_one("#channel-summary", Static)
@@ -211,7 +208,7 @@ class ChannelScreen(ViewScreen):
             summary.update(
                 Text(f"channel {self.topic}/{self.channel}: not reported now", "bold red")
             )
-            fill(self.query_one("#clients", DataTable), [])
+            self.query_one("#clients", RowTable).set_rows([])
             return
         text = Text(f"channel {self.topic}/{channel.name}", style="bold")
         text.append(
@@ -222,4 +219,4 @@ class ChannelScreen(ViewScreen):
         )
         text.append(f" · {rows.channel_state(channel)}", style="bold yellow")
         summary.update(text)
-        fill(self.query_one("#clients", DataTable), rows.client_rows(channel, view.taken_at))
+        self.query_one("#clients", RowTable).set_rows(rows.client_rows(channel, view.taken_at))

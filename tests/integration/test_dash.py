@@ -9,10 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from rich.text import Text
-from textual.app import App, ComposeResult
 from textual.pilot import Pilot
-from textual.widgets import DataTable
 
 from nsqctl.consumer import Consumer
 from nsqctl.message import Message
@@ -23,8 +20,8 @@ from nsqctl.stats.replay import snapshot_from_files
 from nsqctl.stats.session import StaticSource, StatsSession
 from tui.app import DashApp
 from tui.modals import HelpScreen
+from tui.rowtable import RowTable
 from tui.screens import ChannelScreen, MainScreen, TopicScreen
-from tui.tables import Cell, Row, fill
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "stats"
 A, B = "127.0.0.1:4151", "127.0.0.1:4251"
@@ -73,7 +70,7 @@ async def until(pilot: Pilot[None], cond: Callable[[], bool], what: str, tries: 
 
 
 def cells(app: DashApp, table_id: str) -> list[list[str]]:
-    table = app.screen.query_one(f"#{table_id}", DataTable)
+    table = app.screen.query_one(f"#{table_id}", RowTable)
     return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
 
 
@@ -129,34 +126,6 @@ async def test_filter_sort_help_and_confirm_cancel_on_recorded_data() -> None:
         assert type(app.screen).__name__ == "ConfirmScreen"
         await pilot.press("n")
         assert isinstance(app.screen, TopicScreen)
-
-
-class OneTable(App[None]):
-    def compose(self) -> ComposeResult:
-        table: DataTable[Cell] = DataTable(id="t", cursor_type="row")
-        table.add_columns("name", "value")
-        yield table
-
-
-async def test_fill_updates_changed_cells_in_place_and_rebuilds_on_new_keys() -> None:
-    app = OneTable()
-    async with app.run_test() as pilot:
-        table = app.query_one("#t", DataTable)
-        rows: list[Row] = [(k, [k, Text("1")]) for k in ("a", "b", "c")]
-        fill(table, rows)
-        table.move_cursor(row=1)
-        await pilot.pause()
-        before = dict(table.rows)
-        fill(table, [("a", ["a", Text("1")]), ("b", ["b", "22222222"]), ("c", ["c", Text("1")])])
-        assert dict(table.rows) == before  # same Row objects: nothing was re-added
-        assert table.get_row("b") == ["b", "22222222"] and table.cursor_row == 1
-        await pilot.pause()  # widths are recomputed when the table is idle
-        assert table.columns[table.ordered_columns[1].key].content_width >= 8  # widened
-        fill(table, [("a", ["a", Text("1", style="red")]), *rows[1:]])  # style-only change
-        assert table.get_row("a")[1].style == "red"  # type: ignore[union-attr]
-        fill(table, [("z", ["z", "0"]), *rows[1:]])  # new keys: rebuilt, cursor stays on b
-        assert [k.value for k in table.rows] == ["z", "b", "c"]
-        assert table.cursor_row == 1 and table.get_row("b")[1] == Text("1")
 
 
 # ------------------------------------------------------------------ live clusters
