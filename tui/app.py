@@ -12,6 +12,7 @@ from textual.binding import Binding, BindingType
 
 from nsqctl.errors import NsqctlError
 from nsqctl.stats.actions import Action, describe, run_action
+from nsqctl.stats.gcpause import freeze_after_bursts
 from nsqctl.stats.session import ViewSource
 from nsqctl.stats.view import ClusterView, TopicView
 from tui.modals import ConfirmScreen, HelpScreen
@@ -38,10 +39,14 @@ class DashApp(App[None]):
         self._wake = asyncio.Event()
 
     def on_mount(self) -> None:
+        # Each poll's model leaves the collector's reach, so its collections do not stall
+        # key handling (bench/README.md, Dashboard).
+        freeze_after_bursts()
         self.push_screen(MainScreen())
         self.run_worker(self._poll_loop(), name="poll", exclusive=True)
 
     async def on_unmount(self) -> None:
+        freeze_after_bursts(0)
         await self.source.aclose()
 
     async def _poll_loop(self) -> None:

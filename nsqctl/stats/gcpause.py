@@ -6,6 +6,14 @@ full collections that walk every live object (the previous poll's included): abo
 per refresh on the 1,000-partition benchmark, a third of the model's time. Collection
 resumes as soon as the burst ends, so nothing is kept longer than one refresh; the
 counter makes overlapping pauses from several worker threads (one per nsqd) safe.
+
+A long-running process that rebuilds the model every few seconds (the dashboard) can also
+ask for each burst's survivors to be frozen (:func:`freeze_after_bursts`): they leave the
+collector's generations, so the collections between polls no longer walk the last views
+(30-90 ms each, on the UI thread's time) and the old views are still freed by reference
+counting. Every ``unfreeze_every``-th burst unfreezes everything instead, so cyclic
+garbage that got frozen meanwhile is collected at the next full collection: one slow
+collection per that many polls instead of one every few polls, and no leak.
 """
 
 from __future__ import annotations
@@ -18,13 +26,27 @@ from contextlib import contextmanager
 _lock = threading.Lock()
 _depth = 0
 _resume = False
+_unfreeze_every = 0  # 0: survivors are not frozen
+_bursts = 0
+
+
+def freeze_after_bursts(unfreeze_every: int = 30) -> None:
+    """From now on, freeze each burst's survivors, unfreezing every ``unfreeze_every``-th
+    burst (0 turns it off and unfreezes). For a process's main loop, not for a library."""
+    global _unfreeze_every, _bursts
+    if unfreeze_every < 0:
+        raise ValueError(f"unfreeze_every must be >= 0, got {unfreeze_every}")
+    with _lock:
+        _unfreeze_every, _bursts = unfreeze_every, 0
+        if not unfreeze_every:
+            gc.unfreeze()
 
 
 @contextmanager
 def gc_paused() -> Iterator[None]:
     """Disable the collector for the block; the last of nested/concurrent pauses restores it
     (only if it was enabled when the first began)."""
-    global _depth, _resume
+    global _depth, _resume, _bursts
     with _lock:
         if _depth == 0:
             _resume = gc.isenabled()
@@ -36,4 +58,10 @@ def gc_paused() -> Iterator[None]:
         with _lock:
             _depth -= 1
             if _depth == 0 and _resume:
+                if _unfreeze_every:
+                    _bursts += 1
+                    if _bursts % _unfreeze_every:
+                        gc.freeze()
+                    else:
+                        gc.unfreeze()
                 gc.enable()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from nsqctl.stats.gcpause import gc_paused
+from nsqctl.stats.gcpause import freeze_after_bursts, gc_paused
 from nsqctl.stats.history import History, sparkline
 from nsqctl.stats.model import ClusterSnapshot, NodeStats
 from nsqctl.stats.parse import (
@@ -313,3 +313,24 @@ def test_gc_pause_nests_and_restores_the_previous_state() -> None:
         assert not gc.isenabled()  # was off before: left off
     finally:
         gc.enable()
+
+
+def test_freezing_after_bursts_freezes_survivors_and_unfreezes_every_nth() -> None:
+    gc.unfreeze()
+    freeze_after_bursts(3)
+    try:
+        kept = []
+        counts = []
+        for _ in range(4):
+            with gc_paused():
+                kept.append([[] for _ in range(1000)])  # lists: tracked by the collector
+            counts.append(gc.get_freeze_count())
+        assert counts[0] > 1000 and counts[1] >= counts[0] + 1000  # each burst's survivors
+        assert counts[2] == 0  # the 3rd burst unfroze everything
+        assert counts[3] > 1000
+    finally:
+        freeze_after_bursts(0)
+    assert gc.get_freeze_count() == 0 and gc.isenabled()
+    with gc_paused():
+        kept.append([object()])
+    assert gc.get_freeze_count() == 0  # off again: nothing frozen
