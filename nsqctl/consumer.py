@@ -12,21 +12,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-import json
 import logging
-import os
 import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
-
-import platformdirs
 
 from nsqctl import protocol as p
 from nsqctl.addresses import HostPort, parse_addresses
 from nsqctl.connection import ConnectError, Connection, ConnectionConfig
+from nsqctl.deadletter import DeadLetterFile, dead_letter_path
 from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.flow import BackoffController, RateLimiter, RdyController
 from nsqctl.lookup import LookupClient, Topology
@@ -118,36 +114,6 @@ class OrderChecker:
         if expected is not None and raw.offset > expected:
             return violation("gap", expected)
         return None
-
-
-def dead_letter_path(topic: str, channel: str) -> Path:
-    """Where the default giving-up hook writes (user state dir, one file per channel)."""
-    base = Path(platformdirs.user_state_dir("nsqctl")) / "dead-letter"
-    return base / f"{topic}.{channel.replace('#', '_')}.jsonl"
-
-
-class DeadLetterFile:
-    """Default giving-up hook: append the message as a JSON line, fsync, log one line."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def __call__(self, msg: Message) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        record = msg.describe()
-        record["body"] = msg.body.decode("utf-8", "backslashreplace")
-        with self.path.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(record) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        log.warning(
-            "giving up on message %s of %s/%s after %d attempts; written to %s",
-            msg.id_text,
-            msg.topic,
-            msg.channel,
-            msg.attempts,
-            self.path,
-        )
 
 
 @dataclass

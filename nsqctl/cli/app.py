@@ -18,6 +18,7 @@ from nsqctl.cli import (
     common,
     config_cmd,
     dash,
+    deadletter_cmd,
     lookup_cmd,
     pub,
     replay,
@@ -49,6 +50,7 @@ app.command("dash")(dash.dash)
 app.command("archive")(archive.archive)
 app.command("replay")(replay.replay)
 app.command("trace")(trace.trace)
+app.add_typer(deadletter_cmd.app, name="dead-letter")
 
 _DEBUG = {"on": False}
 

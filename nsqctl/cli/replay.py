@@ -8,7 +8,6 @@ import signal
 import sys
 from pathlib import Path
 
-import platformdirs
 import typer
 
 from nsqctl.cli.common import (
@@ -19,6 +18,7 @@ from nsqctl.cli.common import (
     resolve_cluster,
 )
 from nsqctl.errors import ConfigError
+from nsqctl.paths import state_dir
 from nsqctl.protocol.names import validate_topic
 
 SparkMasterOption = typer.Option(
@@ -129,7 +129,7 @@ def _spark_replay(
         "cluster": [sel.lookupd, sel.nsqd],
     }
     directory = checkpoint or (
-        Path(platformdirs.user_state_dir("nsqctl")) / "replay" / ckpt.fingerprint(spec)
+        state_dir() / "replay" / ckpt.fingerprint(spec)
     )
     if ckpt.prepare(directory, spec, restart):
         say(

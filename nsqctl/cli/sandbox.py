@@ -7,12 +7,12 @@ import os
 import shlex
 from pathlib import Path
 
-import platformdirs
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from nsqctl import admin
+from nsqctl.paths import state_dir
 from nsqctl.servers import build, cluster, process
 from nsqctl.servers.catalog import FLAVORS
 
@@ -30,7 +30,7 @@ def default_dir() -> Path:
     env = os.environ.get("NSQCTL_SANDBOX_DIR")
     if env:
         return Path(env)
-    return Path(platformdirs.user_state_dir("nsqctl")) / "sandbox"
+    return state_dir() / "sandbox"
 
 
 DirOption = typer.Option(None, "--dir", help="Sandbox directory (data, logs, state).")

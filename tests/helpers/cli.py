@@ -21,6 +21,7 @@ RUNNER_ENV: dict[str, str | None] = {
     "NSQCTL_NSQD": None,
     "NSQCTL_NSQD_HTTP": None,
     "NSQCTL_PROFILE": None,
+    "NSQCTL_STATE_DIR": None,
 }
 
 

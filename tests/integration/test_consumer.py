@@ -26,6 +26,7 @@ from nsqctl.producer import Producer
 from nsqctl.protocol.message import RawMessage
 from nsqctl.servers import cluster, process
 from nsqctl.tracelog import TraceLog
+from tests.helpers.wait import wait_for
 
 
 def _topic(prefix: str) -> str:
@@ -47,19 +48,6 @@ async def channel_stats(
             if ch["channel_name"] == channel:
                 return ch
     return None
-
-
-async def wait_for(predicate: Any, timeout: float, what: str, step: float = 0.02) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = predicate()
-        if asyncio.iscoroutine(result):
-            result = await result
-        if result:
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        await asyncio.sleep(step)
 
 
 async def wait_channel_settled(

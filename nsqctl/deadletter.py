@@ -1,0 +1,126 @@
+"""Dead letters: messages a consumer gave up on after ``max_attempts``, kept as JSON lines.
+
+The default giving-up hook appends each message to a per-channel file and fsyncs before the
+message is FINed, so giving up never loses a message. The body is kept exactly: as text
+when it is UTF-8, and also as base64 when it is not (``body`` then only shows it to people).
+:func:`read_dead_letters` gives the exact bytes back for ``nsqctl dead-letter replay``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import logging
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nsqctl.errors import ConfigError
+from nsqctl.paths import state_dir
+
+if TYPE_CHECKING:
+    from nsqctl.message import Message
+
+log = logging.getLogger("nsqctl.consumer")
+
+SUFFIX = ".jsonl"
+
+
+def dead_letter_dir() -> Path:
+    return state_dir() / "dead-letter"
+
+
+def dead_letter_path(topic: str, channel: str) -> Path:
+    """Where the default giving-up hook writes (one file per topic/channel)."""
+    return dead_letter_dir() / f"{topic}.{channel.replace('#', '_')}{SUFFIX}"
+
+
+def dead_letter_record(msg: Message) -> dict[str, Any]:
+    """The JSON line for ``msg``: its metadata and its body, exactly."""
+    record = msg.describe()
+    body = msg.body
+    try:
+        record["body"] = body.decode("utf-8")
+    except UnicodeDecodeError:
+        record["body"] = body.decode("utf-8", "backslashreplace")
+        record["body_base64"] = base64.b64encode(body).decode("ascii")
+    return record
+
+
+class DeadLetterFile:
+    """Default giving-up hook: append the message as a JSON line, fsync, log one line."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __call__(self, msg: Message) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        line = json.dumps(dead_letter_record(msg)) + "\n"
+        with self.path.open("a", encoding="utf-8") as fh:
+            fh.write(line)
+            fh.flush()
+            os.fsync(fh.fileno())
+        log.warning(
+            "giving up on message %s of %s/%s after %d attempts; written to %s",
+            msg.id_text,
+            msg.topic,
+            msg.channel,
+            msg.attempts,
+            self.path,
+        )
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    """One line of a dead-letter file."""
+
+    topic: str
+    channel: str
+    body: bytes
+    attempts: int
+    id: str
+    timestamp: int
+    line: int
+
+
+def read_dead_letters(path: Path) -> Iterator[DeadLetter]:
+    """Every record of ``path``; a line that is not one raises a one-line ConfigError."""
+    try:
+        fh = path.open(encoding="utf-8")
+    except OSError as err:
+        raise ConfigError(f"cannot read dead-letter file {path}: {err.strerror}") from None
+    with fh:
+        for number, text in enumerate(fh, 1):
+            if not text.strip():
+                continue
+            try:
+                record = json.loads(text)
+                if "body_base64" in record:
+                    body = base64.b64decode(record["body_base64"], validate=True)
+                else:
+                    body = record["body"].encode("utf-8")
+                yield DeadLetter(
+                    topic=str(record["topic"]),
+                    channel=str(record.get("channel", "")),
+                    body=body,
+                    attempts=int(record.get("attempts", 0)),
+                    id=str(record.get("id", "")),
+                    timestamp=int(record.get("timestamp") or 0),
+                    line=number,
+                )
+            except (ValueError, KeyError, TypeError, AttributeError, binascii.Error) as err:
+                raise ConfigError(
+                    f"{path}:{number}: not a dead-letter record ({type(err).__name__}: {err}); "
+                    "fix or delete that line"
+                ) from None
+
+
+def dead_letter_files(directory: Path | None = None) -> list[Path]:
+    """The dead-letter files waiting in ``directory`` (default: the state dir's)."""
+    base = directory or dead_letter_dir()
+    if not base.is_dir():
+        return []
+    return sorted(p for p in base.iterdir() if p.is_file() and p.name.endswith(SUFFIX))
