@@ -60,7 +60,11 @@ def list_cmd(as_json: bool = typer.Option(False, "--json", help="Print as JSON."
     """Show the dead-letter files waiting, with their message counts."""
     rows = []
     for path in dead_letter_files():
-        letters = list(read_dead_letters(path))
+        try:
+            letters = list(read_dead_letters(path))
+            error = None
+        except ConfigError as err:  # one bad file must not hide the others
+            letters, error = [], str(err)
         newest = max((d.timestamp for d in letters), default=0)
         rows.append(
             {
@@ -69,6 +73,7 @@ def list_cmd(as_json: bool = typer.Option(False, "--json", help="Print as JSON."
                 "messages": len(letters),
                 "topics": sorted({d.topic for d in letters}),
                 "newest_published": _iso(newest) if newest else None,
+                "error": error,
             }
         )
     if as_json:
@@ -83,8 +88,8 @@ def list_cmd(as_json: bool = typer.Option(False, "--json", help="Print as JSON."
     for row in rows:
         table.add_row(
             str(row["name"]),
-            str(row["messages"]),
-            ", ".join(row["topics"]),  # type: ignore[arg-type]
+            "unreadable" if row["error"] else str(row["messages"]),
+            str(row["error"] or ", ".join(row["topics"])),  # type: ignore[arg-type]
             str(row["newest_published"] or "-"),
         )
     Console().print(table)

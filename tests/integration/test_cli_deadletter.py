@@ -110,3 +110,9 @@ def test_bad_dead_letter_files_give_one_line_errors(tmp_path: Path) -> None:
     line = assert_one_line_error(run_cli(["dead-letter", "replay", "t.c"], env=env), 2)
     assert f"{bad}:2: not a dead-letter record" in line
     assert bad.exists()  # nothing published, nothing moved
+    (bad.parent / "u.c.jsonl").write_text('{"topic": "u", "body": "fine"}\n')
+    listed = run_cli(["dead-letter", "list", "--json"], env=env)
+    assert listed.returncode == 0, listed.stderr  # one bad file does not hide the others
+    files = {f["name"]: f for f in json.loads(listed.stdout)["files"]}
+    assert files["u.c"]["messages"] == 1 and files["u.c"]["error"] is None
+    assert "t.c.jsonl:2: not a dead-letter record" in files["t.c"]["error"]
