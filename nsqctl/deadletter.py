@@ -1,14 +1,13 @@
 """Dead letters: messages a consumer gave up on after ``max_attempts``, kept as JSON lines.
 
 The default giving-up hook appends each message to a per-channel file and fsyncs before the
-message is FINed, so giving up never loses a message. The body is kept exactly: as text
-when it is UTF-8, and also as base64 when it is not (``body`` then only shows it to people).
+message is FINed, so giving up never loses a message. The body is kept exactly, the way
+``nsqctl tail --format json`` writes it (text, or base64 with ``body_encoding``);
 :func:`read_dead_letters` gives the exact bytes back for ``nsqctl dead-letter replay``.
 """
 
 from __future__ import annotations
 
-import base64
 import binascii
 import json
 import logging
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nsqctl.errors import ConfigError
+from nsqctl.message import body_from_json, body_to_json
 from nsqctl.paths import state_dir
 
 if TYPE_CHECKING:
@@ -41,12 +41,7 @@ def dead_letter_path(topic: str, channel: str) -> Path:
 def dead_letter_record(msg: Message) -> dict[str, Any]:
     """The JSON line for ``msg``: its metadata and its body, exactly."""
     record = msg.describe()
-    body = msg.body
-    try:
-        record["body"] = body.decode("utf-8")
-    except UnicodeDecodeError:
-        record["body"] = body.decode("utf-8", "backslashreplace")
-        record["body_base64"] = base64.b64encode(body).decode("ascii")
+    record["body"], record["body_encoding"] = body_to_json(msg.body)
     return record
 
 
@@ -98,10 +93,7 @@ def read_dead_letters(path: Path) -> Iterator[DeadLetter]:
                 continue
             try:
                 record = json.loads(text)
-                if "body_base64" in record:
-                    body = base64.b64decode(record["body_base64"], validate=True)
-                else:
-                    body = record["body"].encode("utf-8")
+                body = body_from_json(record)
                 yield DeadLetter(
                     topic=str(record["topic"]),
                     channel=str(record.get("channel", "")),

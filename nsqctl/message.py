@@ -3,8 +3,9 @@ the three responses (FIN, REQ, TOUCH) a handler may give."""
 
 from __future__ import annotations
 
+import base64
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from nsqctl.errors import NsqctlError
@@ -206,3 +207,20 @@ def finish_all(messages: Iterable[Message]) -> None:
     for group in by_connection.values():
         via = group[0]._via
         via.consumer._finished(via.conn, group)
+
+
+def body_to_json(body: bytes) -> tuple[str, str]:
+    """``(body, body_encoding)`` for a JSON record: the text when the body is UTF-8
+    (``"text"``), else base64 (``"base64"``), so every body comes back exactly."""
+    try:
+        return body.decode("utf-8"), "text"
+    except UnicodeDecodeError:
+        return base64.b64encode(body).decode("ascii"), "base64"
+
+
+def body_from_json(record: Mapping[str, Any]) -> bytes:
+    """The exact body of a record written with :func:`body_to_json` (no ``body_encoding``:
+    text)."""
+    if record.get("body_encoding") == "base64":
+        return base64.b64decode(record["body"], validate=True)
+    return record["body"].encode("utf-8")  # type: ignore[no-any-return]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import json
 import os
@@ -30,7 +29,7 @@ from nsqctl.cli.common import (
 from nsqctl.consumer import Consumer, OrderViolation
 from nsqctl.errors import ConfigError
 from nsqctl.jsonfield import get_field, scalar_text
-from nsqctl.message import Message, finish_all
+from nsqctl.message import Message, body_to_json, finish_all
 from nsqctl.protocol.names import validate_channel, validate_topic
 from nsqctl.tracelog import TraceLog
 
@@ -41,11 +40,7 @@ def _format(msg: Message, fmt: str, print_topic: bool) -> bytes:
     if fmt == "raw":
         prefix = f"{msg.topic} | ".encode() if print_topic else b""
         return prefix + msg.body + b"\n"
-    try:
-        body: object = msg.body.decode("utf-8")
-        encoding = "text"
-    except UnicodeDecodeError:
-        body, encoding = base64.b64encode(msg.body).decode(), "base64"
+    body, encoding = body_to_json(msg.body)
     record = msg.describe()
     if fmt == "pretty":
         when = datetime.fromtimestamp(msg.timestamp / 1e9, UTC).isoformat(timespec="milliseconds")

@@ -106,7 +106,9 @@ def test_bad_dead_letter_files_give_one_line_errors(tmp_path: Path) -> None:
     assert "see `nsqctl dead-letter list`" in assert_one_line_error(missing, 2)
     bad = tmp_path / "dead-letter" / "t.c.jsonl"
     bad.parent.mkdir(parents=True)
-    bad.write_text('{"topic": "t", "body": "ok"}\n{"topic": "t", "body_base64": "%%"}\n')
+    bad.write_text(
+        '{"topic": "t", "body": "ok"}\n{"topic": "t", "body": "%%", "body_encoding": "base64"}\n'
+    )
     line = assert_one_line_error(run_cli(["dead-letter", "replay", "t.c"], env=env), 2)
     assert f"{bad}:2: not a dead-letter record" in line
     assert bad.exists()  # nothing published, nothing moved
