@@ -26,7 +26,7 @@ from nsqctl.producer import Producer
 from nsqctl.protocol.message import RawMessage
 from nsqctl.servers import cluster, process
 from nsqctl.tracelog import TraceLog
-from tests.helpers.wait import wait_for
+from tests.helpers.wait import wait_for, wait_for_count
 
 
 def _topic(prefix: str) -> str:
@@ -502,7 +502,9 @@ async def test_consumer_survives_nsqd_kill_and_restart(start_cluster, tmp_path: 
         restarted = time.monotonic()
         await wait_for(lambda: consumer.stats.connections, 4.0, "the reconnection", 0.05)
         reconnected_after = time.monotonic() - restarted
-        await wait_for(lambda: len(handled) >= total, 30.0, "every message after the restart", 0.05)
+        # nsqd fsyncs every message here, so its pace follows the machine's load: wait while
+        # messages keep coming; a lost message shows as a stall
+        await wait_for_count(lambda: len(handled), total, 15.0, "every message after the restart")
     finally:
         await consumer.stop()
         trace.close()
