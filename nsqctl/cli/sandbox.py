@@ -34,6 +34,14 @@ def default_dir() -> Path:
 
 
 DirOption = typer.Option(None, "--dir", help="Sandbox directory (data, logs, state).")
+ModuleSourcesOption = typer.Option(
+    None,
+    "--module-sources",
+    metavar="DIR",
+    envvar="NSQCTL_GO_MODULE_SOURCES",
+    help="Folder of Go module source tarballs/directories to build from instead of the "
+    "module proxy (for modules the proxy cannot serve, e.g. offline).",
+)
 
 
 def _flavor(value: str) -> str:
@@ -79,6 +87,7 @@ def up(
         None, "--port-base", help="Use consecutive ports from here instead of free ones."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the cluster as JSON."),
+    module_sources: Path | None = ModuleSourcesOption,
 ) -> None:
     """Build (if needed) and start a cluster; wait until every process is healthy."""
     target = directory or default_dir()
@@ -89,6 +98,7 @@ def up(
         lookupd=lookupd,
         port_base=port_base,
         progress=lambda msg: err_console.print(f"[dim]{msg}[/]"),
+        module_sources=module_sources,
     )
     _print_cluster(c, as_json)
 
@@ -132,9 +142,10 @@ def down(
 def build_cmd(
     flavor: str = typer.Option("original", "--flavor", callback=_flavor),
     force: bool = typer.Option(False, "--force", help="Rebuild even when cached."),
+    module_sources: Path | None = ModuleSourcesOption,
 ) -> None:
-    """Build the real NSQ servers of a flavour from their Go modules (cached)."""
-    path = build.build(flavor, force=force)  # type: ignore[arg-type]
+    """Build the real NSQ servers (and their Go tools) of a flavour, cached."""
+    path = build.build(flavor, force=force, module_sources=module_sources)  # type: ignore[arg-type]
     typer.echo(str(path))
 
 

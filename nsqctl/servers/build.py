@@ -16,6 +16,11 @@ How a build works, and why:
   environment variable ``NSQCTL_NSQD_TESTMODE=1`` is set. Nothing else of the server is
   changed, and a server started without that variable behaves exactly as upstream.
 
+* Modules the proxy cannot serve (ours refuses ``github.com/youzan/nsq`` and
+  ``github.com/absolute8511/bolt``) can be given as local sources (``--module-sources DIR``
+  or ``NSQCTL_GO_MODULE_SOURCES``, see ``modsources``); the wrapper then ``replace``s them
+  with their unpacked directories and takes everything else from the proxy as usual.
+
 Binaries land in ``<cache>/<flavor>-<version>/bin`` (platformdirs user cache, or
 ``NSQCTL_SERVER_CACHE``) and are reused while present.
 """
@@ -33,6 +38,7 @@ from pathlib import Path
 import platformdirs
 
 from nsqctl.errors import ServerSetupError
+from nsqctl.servers import modsources
 from nsqctl.servers.catalog import BUILDS, TESTMODE_ENV, Flavor, ServerBuild
 
 STAMP = "build.json"
@@ -52,6 +58,11 @@ func init() {{
 """
 
 _REPLACE_LINE = re.compile(r"^\s*(\S+(?:\s+v\S+)?)\s*=>\s*(\S+(?:\s+v\S+)?)\s*$")
+# How go reports a module the proxy would not serve (403/404/410, "not available").
+_REFUSED = re.compile(
+    r"(?P<mod>[\w.\-]+(?:/[\w.\-]+)+)@(?P<ver>v[\w.\-+]+): (?:reading|verifying)\b.*?"
+    r"(?:\b(?:403|404|410)\b|not available|not found)"
+)
 
 
 def cache_root() -> Path:
@@ -170,6 +181,22 @@ def _last_error_line(log: Path) -> str:
     return lines[-1][:300] if lines else "no output"
 
 
+_WAY_OUT = (
+    "without proxy access, put the module's source tarball in a folder and pass "
+    f"--module-sources DIR (or set {modsources.ENV})"
+)
+
+
+def _refused_module(log: Path) -> str | None:
+    """The first module@version the proxy refused, as the build log tells it."""
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return None
+    match = _REFUSED.search(text)
+    return f"{match['mod']}@{match['ver']}" if match else None
+
+
 def _module_source(build: ServerBuild, go: str, workdir: Path, log: Path) -> tuple[Path, Path]:
     """Download the server module; return (source dir, its go.mod)."""
     what = f"downloading {build.module}@{build.version} from the Go module proxy"
@@ -189,8 +216,8 @@ def _module_source(build: ServerBuild, go: str, workdir: Path, log: Path) -> tup
     if info.get("Error") or not info.get("Dir"):
         reason = " ".join(str(info.get("Error", "no module directory")).split())
         raise ServerSetupError(
-            f"cannot download {build.module}@{build.version}: {reason[:300]}; "
-            f"see the build log {log}"
+            f"cannot download {build.module}@{build.version}: {reason[:200]}; "
+            f"{_WAY_OUT}; see the build log {log}"
         )
     return Path(info["Dir"]), Path(info["GoMod"])
 
@@ -216,22 +243,54 @@ def _write_overlay(build: ServerBuild, src: Path, workdir: Path) -> Path | None:
     return overlay
 
 
-def build(flavor: Flavor, root: Path | None = None, force: bool = False) -> Path:
-    """Build (or reuse) one flavour's servers; return their bin directory."""
+def _local_replaces(
+    local: dict[str, modsources.ModuleSource], unpack_root: Path, log: Path
+) -> dict[str, Path]:
+    """Unpack every local module source; module path -> its directory."""
+    dirs: dict[str, Path] = {}
+    for module, source in local.items():
+        dirs[module] = modsources.materialize(source, unpack_root)
+        with log.open("a") as fh:
+            fh.write(f"local source for {module}: {source.describe()} -> {dirs[module]}\n")
+    return dirs
+
+
+def build(
+    flavor: Flavor,
+    root: Path | None = None,
+    force: bool = False,
+    module_sources: Path | None = None,
+) -> Path:
+    """Build (or reuse) one flavour's servers; return their bin directory.
+
+    ``module_sources`` (else ``NSQCTL_GO_MODULE_SOURCES``) names a folder of local module
+    sources used instead of the proxy for the modules it holds.
+    """
     spec = BUILDS[flavor]
     target = bin_dir(flavor, root)
     if not force and is_built(flavor, root):
         return target
+    sources_dir = modsources.configured(module_sources)
+    local = modsources.scan(sources_dir) if sources_dir is not None else {}
     go = find_go()
     base = target.parent
     base.mkdir(parents=True, exist_ok=True)
     log = base / "build.log"
     log.write_text(f"building {spec.module}@{spec.version}\n")
+    local_dirs = _local_replaces(local, (root or cache_root()) / "module-sources", log)
     with tempfile.TemporaryDirectory(prefix="nsqctl-build-") as tmp:
         workdir = Path(tmp)
         (workdir / "go.mod").write_text(wrapper_gomod(spec, []))
-        src, gomod = _module_source(spec, go, workdir, log)
-        (workdir / "go.mod").write_text(wrapper_gomod(spec, parse_replaces(gomod.read_text())))
+        if spec.module in local_dirs:
+            src = local_dirs[spec.module]
+            gomod = src / "go.mod"
+        else:
+            src, gomod = _module_source(spec, go, workdir, log)
+        replaces = [
+            r for r in parse_replaces(gomod.read_text()) if r.split()[0] not in local_dirs
+        ]
+        replaces.extend(f"{module} => {path}" for module, path in sorted(local_dirs.items()))
+        (workdir / "go.mod").write_text(wrapper_gomod(spec, replaces))
         overlay = _write_overlay(spec, src, workdir)
         staging = workdir / "bin"
         staging.mkdir()
@@ -239,11 +298,24 @@ def build(flavor: Flavor, root: Path | None = None, force: bool = False) -> Path
         if overlay is not None:
             cmd.append(f"-overlay={overlay}")
         cmd.extend(f"{spec.module}/{pkg}" for pkg in spec.packages.values())
-        _run(cmd, workdir, log, f"building the {flavor} NSQ servers")
+        try:
+            _run(cmd, workdir, log, f"building the {flavor} NSQ servers")
+        except ServerSetupError:
+            refused = _refused_module(log)
+            if refused is None:
+                raise
+            raise ServerSetupError(
+                f"building the {flavor} NSQ servers failed: the Go module proxy refused "
+                f"{refused}; {_WAY_OUT}; see the build log {log}"
+            ) from None
         if target.exists():
             shutil.rmtree(target)
         shutil.copytree(staging, target)
-    (base / STAMP).write_text(
-        json.dumps({"module": spec.module, "version": spec.version, "go": go}, indent=2)
-    )
+    stamp = {
+        "module": spec.module,
+        "version": spec.version,
+        "go": go,
+        "local_sources": {m: src.describe() for m, src in sorted(local.items())},
+    }
+    (base / STAMP).write_text(json.dumps(stamp, indent=2))
     return target

@@ -54,7 +54,15 @@ REDESIGN = ServerBuild(
     flavor="redesign",
     module="github.com/youzan/nsq",
     version="v0.3.7-HA.1.12.7",
-    packages={"nsqd": "apps/nsqd", "nsqlookupd": "apps/nsqlookupd"},
+    # youzan's own Go tools are the redesign's reference peers (nsq_tail has -ordered).
+    packages={
+        "nsqd": "apps/nsqd",
+        "nsqlookupd": "apps/nsqlookupd",
+        "nsq_tail": "apps/nsq_tail",
+        "to_nsq": "apps/to_nsq",
+        "bench_writer": "bench/bench_writer",
+        "bench_reader": "bench/bench_reader",
+    },
     raise_deps={"github.com/modern-go/reflect2": "v1.0.2"},
     overlay_package="nsqdserver",
 )

@@ -216,7 +216,9 @@ def _redesign(
         f"--initial-cluster=nsqctl={peer_url}",
         "--enable-v2=true",
     ]
-    etcd.env = {"ETCD_UNSUPPORTED_ARCH": "", "ETCD_ENABLE_V2": "true"}
+    # The v2 API is turned on by the flag alone: etcd 3.4 refuses to start when an ETCD_*
+    # variable shadows a flag it was also given ("conflicting environment variable").
+    etcd.env = {}
     cluster.nodes.append(etcd)
     common = {
         "cluster_id": CLUSTER_ID,
@@ -305,10 +307,12 @@ def start(
     timeout: float = 60.0,
     progress: Callable[[str], None] | None = None,
     nsqd_args: list[str] | None = None,
+    module_sources: Path | None = None,
 ) -> Cluster:
     """Build if needed, start and wait for a healthy cluster; on failure stop everything.
 
-    ``nsqd_args`` are extra command-line flags for every nsqd (TLS, auth, limits).
+    ``nsqd_args`` are extra command-line flags for every nsqd (TLS, auth, limits);
+    ``module_sources`` is passed to the build (local Go module sources).
     """
     if nsqd < 1 or lookupd < 1:
         raise ServerSetupError("a cluster needs at least one nsqd and one nsqlookupd")
@@ -324,7 +328,7 @@ def start(
             )
     if bin_dir is None:
         say(f"building the {flavor} servers (cached after the first time)")
-        bin_dir = build.build(flavor)
+        bin_dir = build.build(flavor, module_sources=module_sources)
     directory.mkdir(parents=True, exist_ok=True)
     cluster = Cluster(flavor=flavor, directory=directory)
     ports = _Ports(_port_count(flavor, nsqd, lookupd), port_base)
