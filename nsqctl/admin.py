@@ -22,7 +22,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import time
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 from urllib.parse import urlencode
@@ -424,6 +424,29 @@ def check_create_options(
         raise ConfigError(f"--replicas must be between 1 and {MAX_REPLICAS}")
 
 
+def check_node_count(
+    topic: str, partitions: int, replicas: int, ordered: bool, nodes: int
+) -> None:
+    """nsqlookupd's placement rule, said before it answers a bare "No node is available".
+
+    Every replica of a partition needs its own nsqd. An unordered topic also puts at most
+    one partition replica on a node (partitions × replicas nodes); an ordered topic may
+    put several partitions on one node.
+    """
+    if replicas > nodes:
+        raise ConfigError(
+            f"topic {topic}: {replicas} replicas need {replicas} nsqd nodes, but {nodes} "
+            f"registered with lookupd: add nsqd nodes or use --replicas {nodes}"
+        )
+    if not ordered and partitions * replicas > nodes:
+        raise ConfigError(
+            f"topic {topic}: an unordered topic puts each partition replica on its own nsqd, "
+            f"so {partitions} partitions x {replicas} replica(s) need {partitions * replicas} "
+            f"nodes and {nodes} registered: add nsqd nodes, use fewer partitions/replicas, or "
+            "--ordered (ordered topics may share nodes)"
+        )
+
+
 def plan_topic_create(
     family: Family,
     topic: str,
@@ -626,10 +649,14 @@ async def create_topic_async(
     replicas: int = 1,
     ordered: bool = False,
     ext: bool = False,
-    wait: float = 30.0,
+    wait: float = 60.0,
     transport: httpx.AsyncBaseTransport | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> AdminReport:
-    """Create a topic; on the redesign wait (up to ``wait`` s) until partitions are writable."""
+    """Create a topic; on the redesign wait (up to ``wait`` s) until partitions are writable.
+
+    ``progress`` hears about a wait that takes more than a moment.
+    """
     validate_topic(topic)
     async with _client(transport) as client:
         leader = await find_leader(client, lookupd_http) if lookupd_http else None
@@ -645,6 +672,10 @@ async def create_topic_async(
         if family == "original":
             check_create_options(family, partitions, replicas, ordered, ext)
             nsqds = list(nsqd_http) or await _lookupd_nsqds(client, lookupd_http)
+        elif leader:
+            check_create_options(family, partitions, replicas, ordered, ext)
+            registered = await _lookupd_nsqds(client, [leader])
+            check_node_count(topic, partitions, replicas, ordered, len(registered))
         stages = plan_topic_create(
             family,
             topic,
@@ -661,7 +692,8 @@ async def create_topic_async(
         if family == "original" and not nsqds:
             report.notes.append("no nsqd is registered yet: the topic exists on lookupd only")
         if family == "redesign" and report.ok and wait > 0 and leader:
-            seen = await _wait_partitions(client, leader, topic, partitions, wait)
+            nudge = stages[0][0]
+            seen = await _wait_partitions(client, leader, topic, partitions, wait, nudge, progress)
             if seen < partitions:
                 report.warnings.append(
                     f"only {seen}/{partitions} partitions became writable within {wait:.0f}s: "
@@ -671,10 +703,27 @@ async def create_topic_async(
         return report
 
 
+# nsqlookupd enables writes on a new topic in its topic check. A check triggered less than
+# doCheckInterval/10 (6 s) after the last full one is dropped, and the periodic one runs
+# every 60 s; so a topic created soon after another one (or after start-up) can wait two
+# minutes. Creating it again with the same parameters is idempotent and triggers a new
+# check: we do that every NUDGE_INTERVAL until every partition is writable.
+NUDGE_INTERVAL = 6.5
+
+
 async def _wait_partitions(
-    client: httpx.AsyncClient, leader: str, topic: str, partitions: int, wait: float
+    client: httpx.AsyncClient,
+    leader: str,
+    topic: str,
+    partitions: int,
+    wait: float,
+    nudge: AdminRequest | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> int:
-    deadline = time.monotonic() + wait
+    """Poll ``/lookup?access=w`` until every partition is writable or ``wait`` runs out."""
+    started = time.monotonic()
+    deadline = started + wait
+    next_nudge = started + NUDGE_INTERVAL
     url = f"http://{leader}/lookup"
     params = {"topic": topic, "access": "w", "metainfo": "true"}
     seen = 0
@@ -683,8 +732,17 @@ async def _wait_partitions(
             resp = await client.get(url, params=params, headers=NSQ_V1)
             if resp.status_code == 200:
                 seen = len(unwrap_response(resp.json()).get("partitions") or {})
-        if seen >= partitions or time.monotonic() > deadline:
+        now = time.monotonic()
+        if seen >= partitions or now > deadline:
             return seen
+        if nudge is not None and now >= next_nudge:
+            await _send(client, nudge)
+            next_nudge = now + NUDGE_INTERVAL
+            if progress is not None:
+                progress(
+                    f"waiting for nsqlookupd to enable writes on {topic}: {seen}/{partitions} "
+                    f"partition(s) writable after {now - started:.0f}s (asked it to check again)"
+                )
         await asyncio.sleep(0.2)
 
 
@@ -714,7 +772,8 @@ def create_topic(
     replicas: int = 1,
     ordered: bool = False,
     ext: bool = False,
-    wait: float = 30.0,
+    wait: float = 60.0,
+    progress: Callable[[str], None] | None = None,
 ) -> TopicCreated:
     """Synchronous create for the sandbox; raises :class:`AdminError` on any failure."""
     if not lookupd_http:
@@ -728,6 +787,7 @@ def create_topic(
             ordered=ordered,
             ext=ext,
             wait=wait,
+            progress=progress,
         )
     )
     report.raise_for_failures()

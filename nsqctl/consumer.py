@@ -65,6 +65,9 @@ class ConsumerStats:
     connections: int = 0
     order_regressions: int = 0
     order_gaps: int = 0
+    # Ordered: a message already handled and FINed came again (the server reset the
+    # channel's reader before our FIN landed); it was FINed again, not handled twice.
+    redelivered: int = 0
     reconnects: int = 0
     backoff_level: int = 0
 
@@ -79,24 +82,28 @@ class _PartitionOrder:
 class OrderChecker:
     """Per-partition order check with disk-queue offsets and internal ids.
 
-    A redelivery of the same message (same offset and id) is normal after a requeue or
-    timeout. A smaller offset/id is a regression. With ``strict_gaps`` an offset beyond
-    ``previous offset + previous size`` is a gap; channels that skip or reset offsets on
-    purpose (skip/setoffset) produce gaps by design, so gaps are events, not errors.
+    A redelivery of the same message (same offset and id) is normal after a requeue, a
+    timeout or a reader reset. A smaller offset/id is a regression, reported once: if the
+    messages after it continue from the regressed one (the channel was rewound, e.g. by
+    ``setoffset``), the check follows the new position; if they continue from the old high
+    water mark (one stray old message), it keeps that. An offset beyond ``previous offset +
+    previous size`` is a gap; channels that skip or move offsets on purpose produce gaps
+    by design, so gaps are events, not errors. Partitions are keyed by number, not by
+    nsqd: offsets are the same on every replica, so the check holds across a failover.
     """
 
     def __init__(self, topic: str) -> None:
         self.topic = topic
-        self._last: dict[tuple[str, int | None], _PartitionOrder] = {}
+        self._last: dict[int | None, _PartitionOrder] = {}
+        self._rewound: dict[int | None, _PartitionOrder] = {}
 
     def check(self, nsqd: str, partition: int | None, raw: RawMessage) -> OrderViolation | None:
         if raw.offset is None or raw.internal_id is None:
             return None
-        key = (nsqd, partition)
-        last = self._last.get(key)
-        size = raw.size or 0
-        self._last[key] = _PartitionOrder(raw.offset, raw.internal_id, size)
+        last = self._last.get(partition)
+        current = _PartitionOrder(raw.offset, raw.internal_id, raw.size or 0)
         if last is None:
+            self._last[partition] = current
             return None
         if raw.offset == last.offset and raw.internal_id == last.internal_id:
             return None  # redelivery
@@ -107,9 +114,14 @@ class OrderChecker:
                 raw.offset, raw.internal_id, expected,
             )  # fmt: skip
 
+        rewound = self._rewound.pop(partition, None)
         if raw.offset < last.offset or raw.internal_id < last.internal_id:
-            self._last[key] = last  # keep the high-water mark
+            if rewound is not None and raw.offset == rewound.offset + rewound.size:
+                self._last[partition] = current  # the rewind goes on: follow it
+                return None
+            self._rewound[partition] = current
             return violation("regression")
+        self._last[partition] = current
         expected = last.offset + last.size if last.size else None
         if expected is not None and raw.offset > expected:
             return violation("gap", expected)
@@ -204,6 +216,10 @@ class Consumer:
         self._giving_up = giving_up or DeadLetterFile(dead_letter_path(self.topic, self.channel))
         self._on_order = on_order_violation
         self._order = OrderChecker(self.topic)
+        # Ordered (one message in flight per partition): partition -> (offset, internal id)
+        # of the message handed out and not yet answered, and of the last one FINed.
+        self._ordered_pending: dict[int | None, tuple[int | None, int | None]] = {}
+        self._fin_marks: dict[int | None, tuple[int | None, int | None]] = {}
         self._trace = trace_log
         self.stats = ConsumerStats()
         self._conns: dict[_Target, Connection] = {}
@@ -440,6 +456,11 @@ class Consumer:
         self._connecting[target] = task
 
     def _on_conn_error(self, conn: Connection, err: p.ServerError) -> None:
+        if conn.layout.ordered and err.code == "E_FIN_FAILED":
+            # youzan resets an ordered channel's reader (first ordered SUB, leader change):
+            # the message comes again and is FINed then, without a second handling.
+            log.info("nsqd %s: %s (expected after an ordered reset)", conn.address, err)
+            return
         log.warning("nsqd %s: %s", conn.address, err)
 
     # ------------------------------------------------------------------ messages
@@ -462,10 +483,9 @@ class Consumer:
         if via is None:  # a read that arrived as the connection was being dropped
             via = Delivery(conn, self, self.topic, self.channel, None)
         if conn.layout.ordered:
-            for raw in raws:
-                violation = self._order.check(via.nsqd_address, via.partition, raw)
-                if violation is not None:
-                    self._report_order(violation)
+            raws = self._ordered_arrivals(conn, via, raws, now)
+            if not raws:
+                return
         epoch = self._backoff.epoch
         max_attempts = self.options.max_attempts
         handler = self._handler
@@ -495,7 +515,40 @@ class Consumer:
                 msg.outcome = "FIN"  # msg.finish(), for the whole read below
                 done.append(msg)
         if done:
-            self._finished(conn, done)
+            self.finish_messages(conn, done)
+
+    def _ordered_arrivals(
+        self, conn: Connection, via: Delivery, raws: list[RawMessage], now: float
+    ) -> list[RawMessage]:
+        """Check order and drop second copies of one message.
+
+        youzan resets an ordered channel's reader (first ordered SUB on a channel, leader
+        change) and sends the unconfirmed message again, with the same id. A copy of the
+        message still being handled is dropped: the FIN that handling sends acknowledges
+        the new copy too (FIN goes by id). A copy of the message FINed last is FINed again,
+        since that FIN may have reached nsqd between the reset and the resend and failed.
+        Either way the handler sees each message once.
+        """
+        fresh = []
+        partition = via.partition
+        for raw in raws:
+            key = (raw.offset, raw.internal_id)
+            if key == self._ordered_pending.get(partition):
+                self.stats.redelivered += 1
+                self._settle(conn, 1)
+                continue
+            if key == self._fin_marks.get(partition):
+                msg = Message(raw, via, now, self._backoff.epoch)
+                msg.outcome = "FIN"
+                self.stats.redelivered += 1
+                self.finish_messages(conn, [msg])
+                continue
+            violation = self._order.check(via.nsqd_address, partition, raw)
+            if violation is not None:
+                self._report_order(violation)
+            self._ordered_pending[partition] = key
+            fresh.append(raw)
+        return fresh
 
     def _spawn(self, coro: Awaitable[None]) -> None:
         task = asyncio.ensure_future(coro)
@@ -527,7 +580,7 @@ class Consumer:
             return
         self.stats.given_up += 1
         msg._respond("giving-up")
-        self._finish(msg, msg._via.conn)
+        self.finish_messages(msg._via.conn, [msg])
 
     def _report_order(self, violation: OrderViolation) -> None:
         if violation.kind == "regression":
@@ -547,11 +600,8 @@ class Consumer:
         if self._on_order is not None:
             self._on_order(violation)
 
-    # called by Message.finish / Message.requeue
-    def _finish(self, msg: Message, conn: Connection) -> None:
-        self._finished(conn, [msg])
-
-    def _finished(self, conn: Connection, msgs: list[Message]) -> None:
+    # The Responder side of nsqctl.message: Message.finish / requeue / finish_all call these.
+    def finish_messages(self, conn: Connection, msgs: list[Message]) -> None:
         """FIN ``msgs`` of ``conn`` (each already marked answered), in one write."""
         count = len(msgs)
         self._settle(conn, count)
@@ -560,6 +610,12 @@ class Consumer:
                 self._trace_outcome(msg, conn, msg.outcome or "FIN")
         if conn.is_open:
             conn.fin_many([msg._raw.id for msg in msgs])
+        if conn.layout.ordered:
+            last = msgs[-1]
+            key = (last._raw.offset, last._raw.internal_id)
+            self._fin_marks[last._via.partition] = key
+            if self._ordered_pending.get(last._via.partition) == key:
+                del self._ordered_pending[last._via.partition]
         self.stats.finished += count
         backoff = self._backoff
         if backoff.level:  # on_success does nothing at level 0
@@ -569,7 +625,12 @@ class Consumer:
                     self._apply(self._rdy.apply_backoff(action, _monotonic()))
                     self._wake.set()
 
-    def _requeue(self, msg: Message, conn: Connection, delay: float | None, backoff: bool) -> None:
+    def requeue_message(
+        self, msg: Message, conn: Connection, delay: float | None, backoff: bool
+    ) -> None:
+        """REQ one message of ``conn`` (already marked answered)."""
+        if conn.layout.ordered:
+            self._ordered_pending.pop(msg._via.partition, None)
         if delay is None:
             delay = self.options.default_requeue_delay * msg.attempts
         cap = self.options.max_requeue_delay

@@ -6,14 +6,29 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from nsqctl.errors import NsqctlError
 from nsqctl.protocol.message import RawMessage
 
 if TYPE_CHECKING:
     from nsqctl.connection import Connection
-    from nsqctl.consumer import Consumer
+
+
+class Responder(Protocol):
+    """Who carries a message's answer to nsqd and keeps the books (RDY, in-flight, backoff).
+
+    The consumer implements it; a message only calls it, so this module does not depend
+    on the consumer.
+    """
+
+    def finish_messages(self, conn: Connection, msgs: list[Message]) -> None:
+        """FIN ``msgs`` (already marked answered) of one connection, in one write."""
+
+    def requeue_message(
+        self, msg: Message, conn: Connection, delay: float | None, backoff: bool
+    ) -> None:
+        """REQ one message (already marked answered)."""
 
 
 class AlreadyRespondedError(NsqctlError):
@@ -27,18 +42,18 @@ class Delivery:
     instead of five (a consumer creates hundreds of thousands of messages a second).
     """
 
-    __slots__ = ("channel", "conn", "consumer", "nsqd_address", "partition", "topic")
+    __slots__ = ("channel", "conn", "nsqd_address", "partition", "responder", "topic")
 
     def __init__(
         self,
         conn: Connection,
-        consumer: Consumer,
+        responder: Responder,
         topic: str,
         channel: str,
         partition: int | None,
     ) -> None:
         self.conn = conn
-        self.consumer = consumer
+        self.responder = responder
         self.topic = topic
         self.channel = channel
         self.partition = partition
@@ -167,12 +182,12 @@ class Message:
     def finish(self) -> None:
         """FIN: the message was handled (or durably stored)."""
         self._respond("FIN")
-        self._via.consumer._finish(self, self._via.conn)
+        self._via.responder.finish_messages(self._via.conn, [self])
 
     def requeue(self, delay: float | None = None, backoff: bool = True) -> None:
         """REQ: give it back; ``delay`` seconds (default: attempts × the default delay)."""
         self._respond("REQ")
-        self._via.consumer._requeue(self, self._via.conn, delay, backoff)
+        self._via.responder.requeue_message(self, self._via.conn, delay, backoff)
 
     def touch(self) -> None:
         """TOUCH: reset the server's timeout for this message (the library never does)."""
@@ -206,7 +221,7 @@ def finish_all(messages: Iterable[Message]) -> None:
         by_connection.setdefault(id(msg._via), []).append(msg)
     for group in by_connection.values():
         via = group[0]._via
-        via.consumer._finished(via.conn, group)
+        via.responder.finish_messages(via.conn, group)
 
 
 def body_to_json(body: bytes) -> tuple[str, str]:

@@ -171,7 +171,7 @@ def topic_create(
     ordered: bool = typer.Option(False, "--ordered", help="Ordered topic (redesign)."),
     ext: bool = typer.Option(False, "--ext", help="Ext-header topic (redesign)."),
     wait: float = typer.Option(
-        30.0, "--wait", min=0, help="Redesign: seconds to wait for writable partitions (0: don't)."
+        60.0, "--wait", min=0, help="Redesign: seconds to wait for writable partitions (0: don't)."
     ),
     as_json: bool = JsonOption,
     lookupd: list[str] = LookupdOption,
@@ -194,6 +194,7 @@ def topic_create(
             ordered=ordered,
             ext=ext,
             wait=wait,
+            progress=lambda line: typer.echo(line, err=True),
         )
     )
     emit_report(report, as_json)

@@ -163,6 +163,12 @@ def topic_create(
     if not any(process.pid_runs(n.pid, n.exe) for n in c.lookupds):
         raise admin.AdminError("the sandbox is not running: `nsqctl sandbox up` first")
     made = admin.create_topic(
-        c.lookupd_http, topic, partitions=partitions, replicas=replicas, ordered=ordered, ext=ext
+        c.lookupd_http,
+        topic,
+        partitions=partitions,
+        replicas=replicas,
+        ordered=ordered,
+        ext=ext,
+        progress=lambda line: err_console.print(f"[dim]{line}[/]"),
     )
     typer.echo(f"created topic {made.topic} ({made.flavor}, {made.partitions} partition(s))")

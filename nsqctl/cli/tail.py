@@ -11,6 +11,7 @@ import re
 import signal
 import string
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -143,8 +144,12 @@ class _Output:
         limit: int,
         window: int,
         keep: MessageFilter | None = None,
+        stop_intake: Callable[[], None] | None = None,
     ) -> None:
         self.out = out
+        # Called before the last FIN (-n reached): on an ordered channel that FIN would
+        # release the next message, which we would only have to give back.
+        self.stop_intake = stop_intake
         self.keep = keep if keep is not None and keep.active else None
         # Flush (and FIN) before the RDY window is full, or nsqd stops sending until the
         # timer flush: throughput would be capped at one window per FLUSH_INTERVAL.
@@ -199,6 +204,8 @@ class _Output:
         except BrokenPipeError:
             self._reader_gone()
             return
+        if self.limit and self.written + len(self.pending) >= self.limit and self.stop_intake:
+            self.stop_intake()
         finish_all(self.pending)
         self.written += len(self.pending)
         self.pending.clear()
@@ -313,6 +320,7 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan) -> None:
         on_order_violation=_on_order,
         trace_log=log,
     )
+    output.stop_intake = lambda: consumer.set_max_in_flight(0)
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -325,6 +333,7 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan) -> None:
                 await asyncio.wait_for(stop.wait(), FLUSH_INTERVAL)
             output.flush()
     finally:
+        output.stop_intake()  # RDY 0 first: the FINs below must not release more messages
         output.flush()  # FIN what was printed before the connections close
         # Anything still arriving (sent before nsqd saw RDY 0) goes straight back rather
         # than sitting in flight until nsqd's msg_timeout.

@@ -59,6 +59,8 @@ def fake_redesign(
                         },
                     },
                 )
+            if path == "/nodes":
+                return httpx.Response(200, json={"producers": [peer(1), peer(2)]})
             if path in ("/topic/create", "/topic/delete"):
                 return httpx.Response(200, json=None)
         if nsqd is not None:

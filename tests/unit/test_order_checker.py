@@ -52,3 +52,24 @@ def test_messages_without_offsets_are_not_checked() -> None:
     checker = OrderChecker("t")
     plain = RawMessage(timestamp=0, attempts=1, id=b"0" * 16, body=b"x")
     assert checker.check("n:1", None, plain) is None
+
+
+def test_a_rewind_is_one_regression_then_the_check_follows_it() -> None:
+    checker = OrderChecker("t")
+    for i in range(10):
+        checker.check("n:1", 0, _msg(i * 50, i + 1))
+    v = checker.check("n:1", 0, _msg(100, 3))  # setoffset back to the third message
+    assert v is not None and v.kind == "regression" and v.previous_offset == 450
+    assert [checker.check("n:1", 0, _msg(i * 50, i + 1)) for i in range(3, 12)] == [None] * 9
+    gap = checker.check("n:1", 0, _msg(900, 20))
+    assert gap is not None and gap.kind == "gap" and gap.expected_offset == 600
+
+
+def test_the_check_holds_across_nsqds_for_one_partition() -> None:
+    """After a leader failover the same partition comes from another nsqd, same offsets."""
+    checker = OrderChecker("t")
+    checker.check("a:1", 0, _msg(0, 1))
+    checker.check("a:1", 0, _msg(50, 2))
+    assert checker.check("b:1", 0, _msg(50, 2)) is None  # redelivered by the new leader
+    v = checker.check("b:1", 0, _msg(0, 1))
+    assert v is not None and v.kind == "regression" and v.nsqd == "b:1"

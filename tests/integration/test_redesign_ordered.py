@@ -1,0 +1,194 @@
+"""Ordered subscription on real youzan servers: the tail scenario operators run, per-key
+order at scale, and gaps/regressions forced with the channel's own offset controls."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from nsqctl import admin
+from nsqctl.consumer import Consumer, OrderViolation
+from nsqctl.message import Message
+from nsqctl.producer import Producer
+from nsqctl.servers import cluster
+from tests.helpers.cli import NSQCTL, clean_env, cli
+
+pytestmark = pytest.mark.redesign
+
+
+def _topic(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def test_fresh_sandbox_ordered_tail_prints_in_order_and_leaves_nothing_in_flight(
+    tmp_path: Path,
+) -> None:
+    """The issue's scenario, command for command, on a sandbox that has just started."""
+    sbx = ["--dir", str(tmp_path / "sbx")]
+    up = cli("sandbox", "up", "--flavor", "redesign", "--nsqd", "2", *sbx)
+    assert up.returncode == 0, up.stderr
+    try:
+        env_lines = cli("sandbox", "env", *sbx).stdout
+        env = clean_env(
+            dict(
+                line.removeprefix("export ").replace("'", "").split("=", 1)
+                for line in env_lines.splitlines()
+            )
+        )
+
+        def run(*args: str, data: bytes | None = None, timeout: float = 120):
+            return subprocess.run(
+                [NSQCTL, *args], input=data or b"", capture_output=True, env=env,
+                timeout=timeout, check=False,
+            )  # fmt: skip
+
+        made = run("sandbox", "topic", "create", "seq", "--partitions", "2", "--replicas", "1",
+                   "--ordered", *sbx)  # fmt: skip
+        assert made.returncode == 0, made.stderr
+        chan = run("channel", "create", "seq", "c")
+        assert chan.returncode == 0, chan.stderr
+        body = "".join(f"{i}\n" for i in range(1, 2001)).encode()
+        pub = run("pub", "seq", "--shard", "k1", data=body)
+        assert pub.returncode == 0, pub.stderr
+        tail = run("tail", "seq", "--ordered", "-c", "c", "-n", "2000")
+        assert tail.returncode == 0, tail.stderr
+        assert tail.stdout == body
+        assert b"FIN failed" not in tail.stderr and b"REQ failed" not in tail.stderr
+        # Nothing was left in flight: a second ordered tail on the channel gets nothing.
+        late = subprocess.Popen(
+            [NSQCTL, "tail", "seq", "--ordered", "-c", "c", "-n", "1"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+        )  # fmt: skip
+        try:
+            out, _ = late.communicate(timeout=5)
+            pytest.fail(f"second tail ended with {late.returncode} and output {out!r}")
+        except subprocess.TimeoutExpired:
+            late.terminate()
+            out, _ = late.communicate(timeout=10)
+        assert out == b""
+    finally:
+        cli("sandbox", "down", *sbx)
+
+
+def _create_channel(topic: str, channel: str, lookupd: list[str]) -> None:
+    proc = cli("channel", "create", topic, channel, "--lookupd", lookupd[0])
+    assert proc.returncode == 0, proc.stderr
+
+
+async def _consume(
+    consumer_kwargs: dict, until: int, timeout: float = 90
+) -> tuple[list[Message], Consumer]:
+    got: list[Message] = []
+    done = asyncio.Event()
+
+    def handle(msg: Message) -> None:
+        got.append(msg)
+        if len(got) >= until:
+            done.set()
+
+    consumer = Consumer(handler=handle, **consumer_kwargs)
+    await consumer.start()
+    try:
+        await asyncio.wait_for(done.wait(), timeout)
+        await asyncio.sleep(0.5)  # anything extra (a duplicate) would arrive now
+    finally:
+        await consumer.stop()
+    return got, consumer
+
+
+async def test_20k_messages_over_100_keys_on_4_partitions_keep_per_key_order(
+    redesign_cluster: cluster.Cluster,
+) -> None:
+    lookupd = redesign_cluster.lookupd_http
+    topic = _topic("ord20k")
+    admin.create_topic(lookupd, topic, partitions=4, replicas=1, ordered=True)
+    _create_channel(topic, "c", lookupd)
+    keys = [f"key-{k}" for k in range(100)]
+    per_key = 200
+    async with Producer(lookupd_http=lookupd) as producer:
+        for start in range(0, per_key, 50):
+            for key in keys:
+                bodies = [f"{key}:{i}".encode() for i in range(start, start + 50)]
+                await producer.publish_many(topic, bodies, shard_key=key)
+    got, consumer = await _consume(
+        dict(topic=topic, channel="c", lookupd_http=lookupd, ordered=True, max_in_flight=4),
+        until=len(keys) * per_key,
+    )
+    seen: dict[str, list[int]] = {}
+    partitions: dict[str, set[int | None]] = {}
+    for msg in got:
+        key, _, seq = msg.body.decode().partition(":")
+        seen.setdefault(key, []).append(int(seq))
+        partitions.setdefault(key, set()).add(msg.partition)
+    assert len(got) == len(keys) * per_key, "a message was lost or delivered twice"
+    assert all(seen[key] == list(range(per_key)) for key in keys)
+    assert all(len(parts) == 1 for parts in partitions.values()), "a key spans partitions"
+    assert {m.partition for m in got} == {0, 1, 2, 3}
+    assert consumer.stats.order_regressions == 0 and consumer.stats.order_gaps == 0
+
+
+async def test_gap_and_regression_are_reported_when_the_channel_offset_moves(
+    redesign_cluster: cluster.Cluster,
+) -> None:
+    """A forward setoffset skips messages (a gap); a backward one replays (a regression)."""
+    lookupd = redesign_cluster.lookupd_http
+    topic = _topic("ordgap")
+    admin.create_topic(lookupd, topic, partitions=1, replicas=1, ordered=True)
+    _create_channel(topic, "c", lookupd)
+    async with Producer(lookupd_http=lookupd) as producer:
+        await producer.publish_many(topic, [f"m{i}".encode() for i in range(100)], partition=0)
+    got: list[Message] = []
+    events: list[OrderViolation] = []
+    pause_at = {10, 12}
+
+    def handle(msg: Message) -> None:
+        got.append(msg)
+        if len(got) in pause_at:
+            consumer.set_max_in_flight(0)  # RDY 0 goes out before this message's FIN
+
+    consumer = Consumer(
+        topic, "c", handle, lookupd_http=lookupd, ordered=True,
+        on_order_violation=events.append,
+    )  # fmt: skip
+
+    async def wait_for(count: int) -> None:
+        deadline = time.monotonic() + 30
+        while len(got) < count:
+            assert time.monotonic() < deadline, f"only {len(got)} of {count} arrived"
+            await asyncio.sleep(0.05)
+
+    def set_offset(msgcount: int) -> None:
+        proc = cli("channel", "setoffset", topic, "c", "--partition", "0",
+                   "--msgcount", str(msgcount), "--yes", "--lookupd", lookupd[0])  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        consumer.set_max_in_flight(1)
+
+    await consumer.start()
+    try:
+        await wait_for(10)
+        await asyncio.to_thread(set_offset, 60)
+        await wait_for(12)
+        await asyncio.to_thread(set_offset, 5)
+        await wait_for(14)
+    finally:
+        await consumer.stop()
+    seq = [int(m.body[1:]) for m in got]
+    kinds = [e.kind for e in events]
+    assert kinds == ["gap", "regression"], (kinds, seq)
+    # What the server did, read off the bodies: one jump forward (msgcount 60 lands near
+    # m60), then one jump back (near m5), each followed by messages in order.
+    steps = [b - a for a, b in itertools.pairwise(seq)]
+    jumps = [(i, step) for i, step in enumerate(steps) if step != 1]
+    assert len(jumps) == 2 and jumps[0][1] > 1 and jumps[1][1] < 0, seq
+    assert seq[: jumps[0][0] + 1] == list(range(jumps[0][0] + 1)) and seq[0] == 0
+    assert 55 <= seq[jumps[0][0] + 1] <= 61 and 3 <= seq[jumps[1][0] + 1] <= 6, seq
+    gap, regression = events
+    assert gap.expected_offset is not None and gap.offset > gap.expected_offset
+    assert regression.offset < regression.previous_offset
+    assert (consumer.stats.order_gaps, consumer.stats.order_regressions) == (1, 1)

@@ -1,0 +1,67 @@
+"""nsqlookupd's placement rule for new topics, said in nsqctl's words before the server
+answers "No node is available for topic"."""
+
+from __future__ import annotations
+
+import pytest
+
+from nsqctl import admin
+from nsqctl.errors import ConfigError
+
+
+@pytest.mark.parametrize(
+    ("partitions", "replicas", "ordered", "nodes"),
+    [(2, 1, False, 2), (1, 2, False, 2), (4, 1, True, 2), (4, 2, True, 2), (3, 1, False, 5)],
+)
+def test_layouts_the_server_accepts_pass(
+    partitions: int, replicas: int, ordered: bool, nodes: int
+) -> None:
+    admin.check_node_count("t", partitions, replicas, ordered, nodes)
+
+
+def test_unordered_partitions_times_replicas_beyond_the_nodes_names_the_ways_out() -> None:
+    with pytest.raises(ConfigError) as err:
+        admin.check_node_count("t", 4, 1, False, 2)
+    text = str(err.value)
+    assert "4 partitions x 1 replica(s) need 4 nodes and 2 registered" in text
+    assert "add nsqd nodes" in text and "fewer partitions" in text and "--ordered" in text
+
+
+def test_more_replicas_than_nodes_fails_even_when_ordered() -> None:
+    with pytest.raises(ConfigError, match="3 replicas need 3 nsqd nodes, but 2 registered"):
+        admin.check_node_count("t", 1, 3, True, 2)
+
+
+async def test_a_topic_nsqlookupd_leaves_unwritable_is_created_again_until_writable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """nsqlookupd drops a topic check asked for within 6 s of the last one; the same create
+    again asks for another, and the wait says what it is doing."""
+    import httpx
+
+    monkeypatch.setattr(admin, "NUDGE_INTERVAL", 0.05)
+    creates: list[str] = []
+    peer = {"broadcast_address": "127.0.0.9", "tcp_port": 1, "http_port": 2, "id": "n"}
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        path = request.url.path
+        if path == "/listlookup":
+            leader = {"ID": "l", "NodeIP": "127.0.0.1", "HttpPort": 1, "TcpPort": 0, "Epoch": 1}
+            return httpx.Response(200, json={"lookupdnodes": [leader], "lookupdleader": leader})
+        if path == "/nodes":
+            other = {**peer, "tcp_port": 3, "http_port": 4}
+            return httpx.Response(200, json={"producers": [peer, other]})
+        if path == "/topic/create":
+            creates.append(str(request.url))
+            return httpx.Response(200, json=None)
+        writable = {"0": peer, "1": peer} if len(creates) >= 3 else {}
+        return httpx.Response(200, json={"partitions": writable, "producers": []})
+
+    said: list[str] = []
+    report = await admin.create_topic_async(
+        ["127.0.0.1:1"], "t", partitions=2, wait=10, progress=said.append,
+        transport=httpx.MockTransport(handle),
+    )  # fmt: skip
+    assert report.ok and report.notes == ["2/2 partition(s) writable"]
+    assert len(creates) == 3 and len(set(creates)) == 1, creates
+    assert said and "waiting for nsqlookupd to enable writes on t: 0/2" in said[0]
