@@ -1,27 +1,25 @@
 """LookupClient against a REAL original nsqlookupd + nsqd (v1.3.0), all on 127.0.0.1.
 
-Binaries come from ``$NSQCTL_ORIGINAL_BIN`` (default ``/tmp/gobuild/orig2/bin``). The local
-fixture here is deliberately small; shared session fixtures may replace it later.
+The servers are the project's own build, started (and stopped by PID) through the same
+cluster code as ``nsqctl sandbox``; each test gets a private cluster because one of them
+stops the lookupd.
 """
 
 from __future__ import annotations
 
-import os
 import socket
-import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import httpx
 import pytest
 
 from nsqctl.lookup import LookupClient, LookupUnavailableError
+from nsqctl.servers import cluster as servers
+from nsqctl.servers import process
 
 pytestmark = pytest.mark.original
-
-BIN = Path(os.environ.get("NSQCTL_ORIGINAL_BIN", "/tmp/gobuild/orig2/bin"))
 
 
 def free_port() -> int:
@@ -30,77 +28,18 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_http(url: str, deadline: float = 10.0) -> None:
-    end = time.monotonic() + deadline
-    while time.monotonic() < end:
-        try:
-            if httpx.get(url, timeout=0.5).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.05)
-    raise AssertionError(f"{url} did not come up within {deadline}s")
-
-
 @dataclass
 class Cluster:
     lookupd_http: str
     nsqd_tcp: str
     nsqd_http: str
-    lookupd: subprocess.Popen[bytes]
-    nsqd: subprocess.Popen[bytes]
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+    lookupd: process.NodeRecord
 
 
 @pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[Cluster]:
-    for name in ("nsqlookupd", "nsqd"):
-        if not (BIN / name).exists():
-            pytest.skip(f"{BIN / name} missing: build nsq v1.3.0 or set NSQCTL_ORIGINAL_BIN")
-    lt, lh, nt, nh = (free_port() for _ in range(4))
-    log = (tmp_path / "lookupd.log").open("wb")
-    lookupd = subprocess.Popen(
-        [
-            str(BIN / "nsqlookupd"),
-            f"--tcp-address=127.0.0.1:{lt}",
-            f"--http-address=127.0.0.1:{lh}",
-            "--broadcast-address=127.0.0.1",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    procs = [lookupd]
-    try:
-        wait_http(f"http://127.0.0.1:{lh}/ping")
-        data = tmp_path / "nsqd"
-        data.mkdir()
-        nsqd = subprocess.Popen(
-            [
-                str(BIN / "nsqd"),
-                f"--tcp-address=127.0.0.1:{nt}",
-                f"--http-address=127.0.0.1:{nh}",
-                f"--lookupd-tcp-address=127.0.0.1:{lt}",
-                "--broadcast-address=127.0.0.1",
-                f"--data-path={data}",
-            ],
-            stdout=(tmp_path / "nsqd.log").open("wb"),
-            stderr=subprocess.STDOUT,
-        )
-        procs.append(nsqd)
-        wait_http(f"http://127.0.0.1:{nh}/ping")
-        yield Cluster(f"127.0.0.1:{lh}", f"127.0.0.1:{nt}", f"127.0.0.1:{nh}", lookupd, nsqd)
-    finally:
-        for proc in reversed(procs):
-            _stop(proc)
+def cluster(start_cluster) -> Iterator[Cluster]:
+    c: servers.Cluster = start_cluster("original", nsqd=1, lookupd=1)
+    yield Cluster(c.lookupd_http[0], c.nsqd_tcp[0], c.nsqd_http[0], c.lookupds[0])
 
 
 def publish_and_wait(c: Cluster, topic: str) -> None:
@@ -149,7 +88,7 @@ async def test_all_dead_after_success_returns_stale(cluster: Cluster) -> None:
     publish_and_wait(cluster, "t3")
     async with LookupClient([cluster.lookupd_http], timeout=1) as lc:
         fresh = await lc.lookup("t3")
-        _stop(cluster.lookupd)
+        process.stop(cluster.lookupd)
         stale = await lc.lookup("t3")
         other = lc.lookup("never_seen")
         with pytest.raises(LookupUnavailableError, match=cluster.lookupd_http):
