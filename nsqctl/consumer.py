@@ -147,8 +147,16 @@ class ConsumerOptions:
     lookup_jitter: float = 0.3
     reconnect_initial: float = 0.5
     reconnect_max: float = 60.0
+    # At start, when nsqds are known but none could be connected within this many seconds,
+    # start() fails (NoConnectionError) instead of retrying forever; None waits forever.
+    # Once a connection was made, a lost one is always retried.
+    connect_timeout: float | None = 5.0
     stop_timeout: float = 30.0
     seed: int | None = None
+
+
+class NoConnectionError(ConnectError):
+    """No nsqd of the topic could be reached at start, within the connect timeout."""
 
 
 class Consumer:
@@ -227,6 +235,7 @@ class Consumer:
         self._targets: set[_Target] = set()
         self._connecting: dict[_Target, asyncio.Task[None]] = {}
         self._reconnect_delay: dict[_Target, float] = {}
+        self._connect_errors: dict[str, str] = {}  # nsqd address -> last failure (start-up)
         self._handler_tasks: set[asyncio.Task[None]] = set()
         self._in_flight = 0
         # Resolved when _in_flight drops to 0 while stop() waits for it (created there, so
@@ -268,9 +277,26 @@ class Consumer:
         else:
             topo = Topology.from_nsqd_addresses(self._nsqd, topic=self.topic)
             await self._sync_targets(topo)
+        await self._await_first_connection()
         if self._fatal is not None:
             await self.stop()
             raise self._fatal
+
+    async def _await_first_connection(self) -> None:
+        """Fail fast when the known nsqds cannot be reached at all (a wrong address, nothing
+        running); a topic lookupd lists on no nsqd yet is waited for, like nsq_tail does."""
+        limit = self.options.connect_timeout
+        if limit is None:
+            return
+        deadline = time.monotonic() + limit
+        while not self._conns and self._targets and self._fatal is None:
+            if time.monotonic() >= deadline:
+                tried = " | ".join(self._connect_errors.values()) or "no answer"
+                self._fatal = NoConnectionError(
+                    f"no nsqd of topic {self.topic!r} reachable within {limit:g}s: {tried}"
+                )
+                return
+            await asyncio.sleep(0.05)
 
     async def stop(self, timeout: float | None = None) -> None:
         """Stop RDY, wait for in-flight handlers (bounded), CLS and close everything."""
@@ -390,7 +416,11 @@ class Consumer:
                 on_close=lambda c, err: self._on_close(target, c, err),
             )
         except (ConnectError, OSError) as err:
-            log.warning("cannot connect to %s: %s", address, err)
+            text = str(err) if isinstance(err, ConnectError) else f"{address}: {err}"
+            self._connect_errors[address] = text
+            # Before anything ever connected the start-up check reports it in one line.
+            log.log(logging.WARNING if self.stats.connections or self._conns else logging.INFO,
+                    "%s", text)
             self._schedule_reconnect(target)
             return
         try:

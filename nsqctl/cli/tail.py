@@ -227,6 +227,7 @@ class TailPlan:
     print_topic: bool
     keep: MessageFilter
     trace_log: Path | None
+    connect_timeout: float | None
 
 
 def tail(
@@ -255,6 +256,14 @@ def tail(
     print_topic: bool = typer.Option(False, "--print-topic", help="Prefix lines with the topic."),
     trace_log: Path | None = typer.Option(
         None, "--trace-log", help="Append a consume record per message to this JSONL file."
+    ),
+    connect_timeout: float = typer.Option(
+        5.0,
+        "--connect-timeout",
+        metavar="SECONDS",
+        min=0,
+        help="Give up when no nsqd of the topic can be reached at start within this time "
+        "(0: keep trying); once connected, lost connections are always retried.",
     ),
     lookupd: list[str] = LookupdOption,
     nsqd: list[str] = NsqdOption,
@@ -288,6 +297,7 @@ def tail(
         print_topic,
         keep,
         trace_log,
+        connect_timeout or None,
     )
     asyncio.run(_tail(cluster, plan))
 
@@ -319,6 +329,7 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan) -> None:
         start=plan.start,
         on_order_violation=_on_order,
         trace_log=log,
+        connect_timeout=plan.connect_timeout,
     )
     output.stop_intake = lambda: consumer.set_max_in_flight(0)
     loop = asyncio.get_running_loop()
