@@ -5,13 +5,24 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from typer.testing import CliRunner
 
-NSQCTL = shutil.which("nsqctl") or "nsqctl"
+
+def _console_script() -> str:
+    """The ``nsqctl`` installed beside the running Python (the venv under test), else PATH's:
+    ``.venv/bin/python -m pytest`` must test that venv's nsqctl even when it is not on PATH."""
+    beside = Path(sys.executable).parent / "nsqctl"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    return shutil.which("nsqctl") or "nsqctl"
+
+
+NSQCTL = _console_script()
 
 #: The environment for in-process ``CliRunner`` runs: every NSQCTL_* setting unset (None) and
 #: a config path that does not exist, so a developer's own profiles never leak into a test.

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import signal
 import subprocess
 import time
@@ -30,11 +29,11 @@ from nsqctl.pipeline import replay as job
 from nsqctl.pipeline import trace as tr
 from nsqctl.producer import Producer
 from nsqctl.servers import cluster
+from tests.helpers.cli import NSQCTL
 from tests.helpers.spark import TEST_MASTER, spark  # noqa: F401
 
 N_MESSAGES = 50_000
 KEYS = 16
-NSQCTL = shutil.which("nsqctl") or "nsqctl"
 
 
 @dataclass
