@@ -1,12 +1,13 @@
 """The three levels an operator drills through: cluster → topic → channel.
 
 Screens only render the latest :class:`ClusterView` handed to :meth:`refresh_view`; they
-never fetch. Actions go back to the app, which asks for confirmation and runs them.
+never fetch. They know their app only as a :class:`ViewHolder` (where the latest view is);
+actions go back to the app, which asks for confirmation and runs them.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, cast
+from typing import ClassVar, Protocol, runtime_checkable
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -21,8 +22,12 @@ from tui import rows
 from tui.format import num, per_sec
 from tui.rowtable import RowTable
 
-if TYPE_CHECKING:
-    from tui.app import DashApp
+
+@runtime_checkable
+class ViewHolder(Protocol):
+    """What a screen needs from its app: the latest view, if a poll has landed yet."""
+
+    view: ClusterView | None
 
 
 def _table(table_id: str, columns: tuple[str, ...]) -> RowTable:
@@ -32,13 +37,10 @@ def _table(table_id: str, columns: tuple[str, ...]) -> RowTable:
 class ViewScreen(Screen[None]):
     """Base: re-render from the app's current view when shown and after every poll."""
 
-    @property
-    def dash(self) -> DashApp:
-        return cast("DashApp", self.app)
-
     def on_screen_resume(self) -> None:
-        if self.dash.view is not None:
-            self.refresh_view(self.dash.view)
+        holder = self.app
+        if isinstance(holder, ViewHolder) and holder.view is not None:
+            self.refresh_view(holder.view)
 
     def refresh_view(self, view: ClusterView) -> None:
         raise NotImplementedError
