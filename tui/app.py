@@ -11,7 +11,7 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 
 from nsqctl.errors import NsqctlError
-from nsqctl.stats.actions import Action, describe, run_action
+from nsqctl.stats.actions import Action, describe, run_action, unsupported
 from nsqctl.stats.gcpause import freeze_after_bursts
 from nsqctl.stats.session import ViewSource
 from nsqctl.stats.view import ClusterView, TopicView
@@ -36,6 +36,7 @@ class DashApp(App[None]):
         self.interval = interval
         self.view: ClusterView | None = None
         self.polls = 0
+        self.focus_topics: tuple[str, ...] = ()
         self._wake = asyncio.Event()
 
     def on_mount(self) -> None:
@@ -68,6 +69,15 @@ class DashApp(App[None]):
         if isinstance(self.screen, ViewScreen) and self.screen.is_mounted:
             self.screen.refresh_view(view)
 
+    def on_view_screen_shown(self, message: ViewScreen.Shown) -> None:
+        """Ask for ISR/catch-up of the topic on screen only, and at once when it changes."""
+        focus = (message.topic,) if message.topic else ()
+        if focus != self.focus_topics:
+            self.focus_topics = focus
+            self.source.focus(focus)
+            if focus:
+                self._wake.set()
+
     # ------------------------------------------------------------- actions
 
     def action_help(self) -> None:
@@ -92,6 +102,10 @@ class DashApp(App[None]):
         return None, None
 
     def _confirm_and_run(self, action: Action, topic: TopicView, channel: str | None) -> None:
+        reason = unsupported(action, topic, channel)
+        if reason:
+            self.notify(reason, severity="warning")
+            return
         question = f"Really {describe(action, topic.name, channel)} on {len(topic.nodes)} nsqd?"
 
         def answered(yes: bool | None) -> None:

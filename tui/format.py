@@ -25,6 +25,16 @@ def num(value: int | None) -> str:
     return str(value)
 
 
+def size(value: int | None) -> str:
+    """Bytes, always with a unit, so a byte count is never read as a message count."""
+    if value is None:
+        return "-"
+    for limit, unit in ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
+        if abs(value) >= limit:
+            return f"{value / limit:.1f} {unit}"
+    return f"{value} B"
+
+
 def per_sec(value: float | None) -> str:
     if value is None:
         return "-"

@@ -25,8 +25,14 @@ HELP_TEXT = """\
   [b]?[/b]         this help
   [b]q[/b]         quit
 
-Flags: [b]starved[/b] in-flight ≥ 85% of RDY · [b]stalled[/b] RDY 0 while the channel has depth
-· [b]no leader[/b] a partition nobody leads · colours: yellow warn, red critical.
+Flags: [b]starved[/b] in-flight ≥ 85% of RDY · [b]stalled[/b] RDY 0 while depth waits
+· [b]no leader[/b] no nsqd takes writes for a partition (yet) · [b]out of ISR[/b] a copy
+not in sync · colours: yellow warn, red critical.
+
+Redesign: depth counts messages not yet confirmed, in-flight ones included;
+[b]depth size[/b] and [b]stored[/b] (a partition's queue) are bytes. ISR and catch-up
+([b]…[/b] until fetched) are asked for the open topic only. Its nsqd cannot pause a
+topic: pause the channels.
 """
 
 

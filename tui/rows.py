@@ -8,7 +8,16 @@ from rich.text import Text
 
 from nsqctl.stats.history import sparkline
 from nsqctl.stats.view import ChannelView, ClusterView, NodeView, TopicView
-from tui.format import SEVERITY_STYLE, STATE_STYLE, age, num, per_sec, severity_text, styled
+from tui.format import (
+    SEVERITY_STYLE,
+    STATE_STYLE,
+    age,
+    num,
+    per_sec,
+    severity_text,
+    size,
+    styled,
+)
 from tui.tables import Row
 
 NODE_COLUMNS = ("nsqd", "version", "state", "health", "topics", "partitions", "leaders", "ms", "")
@@ -16,12 +25,14 @@ TOPIC_COLUMNS = (
     "topic", "parts", "depth", "depth trend", "msgs", "msg/s", "rate trend", "channels", "flags",
 )
 PARTITION_COLUMNS = (
-    "part", "leader", "replicas", "isr", "catch-up", "write", "depth", "bytes", "msgs", "msg/s",
+    "part", "leader", "replicas", "isr", "catch-up", "write", "depth", "stored", "msgs", "msg/s",
 )
 CHANNEL_COLUMNS = (
-    "channel", "depth", "trend", "in-flight", "deferred", "requeued", "timed out", "msgs",
-    "msg/s", "clients", "rdy", "state",
+    "channel", "depth", "depth size", "trend", "in-flight", "deferred", "requeued", "timed out",
+    "msgs", "msg/s", "clients", "rdy", "state",
 )
+PENDING = "…"
+"""ISR / catch-up not fetched yet: the poller asks for them once a topic is in focus."""
 CLIENT_COLUMNS = (
     "client", "host", "remote", "part", "nsqd", "rdy", "in-flight", "finished", "fin/s",
     "requeued", "timed out", "connected", "user agent", "flags", "state",
@@ -97,6 +108,8 @@ def topic_flags(t: TopicView) -> str:
         flags.append("PAUSED")
     if t.leaderless:
         flags.append(f"NO LEADER×{t.leaderless}")
+    if t.out_of_sync:
+        flags.append(f"out of ISR×{t.out_of_sync}")
     if t.depth_growing:
         flags.append("growing")
     return " ".join(flags)
@@ -125,10 +138,17 @@ def topic_rows(view: ClusterView, filter_text: str = "", sort: str = "name") -> 
     ]
 
 
+def _nodes(nodes: tuple[str, ...] | None, redesign: bool) -> str:
+    """A node list cell: pending until asked (redesign only), ``-`` when empty."""
+    if nodes is None:
+        return PENDING if redesign else "-"
+    return ", ".join(nodes) or "-"
+
+
 def partition_rows(topic: TopicView) -> list[Row]:
     rows: list[Row] = []
     for p in topic.partitions:
-        catchup = " ".join(f"{c.node_id or c.hostname}:{c.progress}%" for c in p.catchup)
+        isr = _nodes(p.isr, topic.is_redesign)
         rows.append(
             (
                 f"{p.label}@{p.leader or ','.join(p.replicas)}",
@@ -136,11 +156,11 @@ def partition_rows(topic: TopicView) -> list[Row]:
                     p.label,
                     p.leader or styled("NO LEADER", "bold red"),
                     ", ".join(p.replicas) or "-",
-                    ", ".join(p.isr) or "-",
-                    catchup or "-",
+                    styled(isr, "bold yellow") if p.out_of_sync else isr,
+                    _nodes(p.catchup, topic.is_redesign),
                     "yes" if p.write_enabled else styled("no", "bold red"),
                     num(p.depth),
-                    "-" if p.topic_bytes is None else num(p.topic_bytes),
+                    size(p.stored_bytes),
                     num(p.messages),
                     per_sec(p.rate),
                 ],
@@ -175,6 +195,7 @@ def channel_rows(topic: TopicView) -> list[Row]:
             [
                 severity_text(c.name, c.severity),
                 num(c.depth),
+                size(c.depth_bytes),
                 sparkline(c.depth_history),
                 num(c.in_flight),
                 num(c.deferred),

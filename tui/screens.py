@@ -1,8 +1,9 @@
 """The three levels an operator drills through: cluster → topic → channel.
 
 Screens only render the latest :class:`ClusterView` handed to :meth:`refresh_view`; they
-never fetch. They know their app only as a :class:`ViewHolder` (where the latest view is);
-actions go back to the app, which asks for confirmation and runs them.
+never fetch. They know their app only as a :class:`ViewHolder` (where the latest view is)
+and tell it which topic they detail with a :class:`ViewScreen.Shown` message; actions go
+back to the app, which asks for confirmation and runs them.
 """
 
 from __future__ import annotations
@@ -13,13 +14,14 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
 from nsqctl.stats.history import sparkline
 from nsqctl.stats.view import ClusterView
 from tui import rows
-from tui.format import num, per_sec
+from tui.format import num, per_sec, size
 from tui.rowtable import RowTable
 
 
@@ -37,7 +39,19 @@ def _table(table_id: str, columns: tuple[str, ...]) -> RowTable:
 class ViewScreen(Screen[None]):
     """Base: re-render from the app's current view when shown and after every poll."""
 
+    class Shown(Message):
+        """A view screen came to the front; ``topic`` is the one it details (ISR wanted)."""
+
+        def __init__(self, topic: str | None) -> None:
+            super().__init__()
+            self.topic = topic
+
+    @property
+    def detail_topic(self) -> str | None:
+        return None
+
     def on_screen_resume(self) -> None:
+        self.post_message(self.Shown(self.detail_topic))
         holder = self.app
         if isinstance(holder, ViewHolder) and holder.view is not None:
             self.refresh_view(holder.view)
@@ -139,6 +153,10 @@ class TopicScreen(ViewScreen):
         super().__init__()
         self.topic = topic
 
+    @property
+    def detail_topic(self) -> str | None:
+        return self.topic
+
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(id="topic-summary")
@@ -161,7 +179,7 @@ class TopicScreen(ViewScreen):
             return
         text = Text(f"topic {topic.name}", style="bold")
         text.append(
-            f" · {len(topic.partitions)} partition(s) · depth {num(topic.depth)} "
+            f" · {len(topic.partitions)} partition(s) · depth {num(topic.depth)} msgs "
             f"{sparkline(topic.depth_history, 30)} · {per_sec(topic.rate)} msg/s "
             f"{sparkline(topic.rate_history, 30)}"
         )
@@ -193,6 +211,10 @@ class ChannelScreen(ViewScreen):
         self.topic = topic
         self.channel = channel
 
+    @property
+    def detail_topic(self) -> str | None:
+        return self.topic
+
     def compose(self) -> ComposeResult:
         yield Static(id="channel-summary")
         yield Static("client connections", classes="section")
@@ -213,8 +235,9 @@ class ChannelScreen(ViewScreen):
             self.query_one("#clients", RowTable).set_rows([])
             return
         text = Text(f"channel {self.topic}/{channel.name}", style="bold")
+        depth_size = "" if channel.depth_bytes is None else f" ({size(channel.depth_bytes)})"
         text.append(
-            f" · depth {num(channel.depth)} {sparkline(channel.depth_history, 30)}"
+            f" · depth {num(channel.depth)} msgs{depth_size} {sparkline(channel.depth_history, 30)}"
             f" · in-flight {channel.in_flight} · rdy {channel.ready}"
             f" · {per_sec(channel.msg_rate)} msg/s {sparkline(channel.rate_history, 30)}"
             f" · requeued {num(channel.requeued)} · timed out {num(channel.timed_out)}"

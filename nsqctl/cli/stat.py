@@ -2,7 +2,9 @@
 
 Rows come from the same model as the dashboard (:mod:`nsqctl.stats`): without TOPIC one
 row per topic; with TOPIC the topic and each channel; with CHANNEL that channel. On the
-redesign each is followed by one row per partition.
+redesign each is followed by one row per partition (JSON: leader, replicas, and with TOPIC
+the ISR and catch-up; ``null`` when not asked). ``depth`` is always a message count; byte
+figures (``depth_bytes``, ``stored_bytes``) are named as such.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ def _channel_rows(topic: TopicView, ch: ChannelView) -> list[dict[str, Any]]:
             channel=ch.name,
             partition=None,
             depth=ch.depth,
+            depth_bytes=ch.depth_bytes,
             in_flight=ch.in_flight,
             deferred=ch.deferred,
             requeued=ch.requeued,
@@ -74,6 +77,7 @@ def _channel_rows(topic: TopicView, ch: ChannelView) -> list[dict[str, Any]]:
                     partition=part.partition,
                     node=part.node,
                     depth=s.depth,
+                    depth_bytes=s.depth_bytes,
                     in_flight=s.in_flight_count,
                     deferred=s.deferred_count,
                     requeued=s.requeue_count,
@@ -120,7 +124,12 @@ def _topic_rows(topic: TopicView) -> list[dict[str, Any]]:
                     channel=None,
                     partition=p.partition,
                     leader=p.leader,
+                    replicas=list(p.replicas),
+                    isr=None if p.isr is None else list(p.isr),
+                    catchup=None if p.catchup is None else list(p.catchup),
+                    write_enabled=p.write_enabled,
                     depth=p.depth,
+                    stored_bytes=p.stored_bytes,
                     in_flight=sum(c.in_flight_count for c in p.channels),
                     deferred=sum(c.deferred_count for c in p.channels),
                     requeued=sum(c.requeue_count for c in p.channels),

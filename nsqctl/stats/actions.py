@@ -35,6 +35,16 @@ def targets(topic: TopicView) -> list[ActionTarget]:
     return [ActionTarget(p.leader, p.partition) for p in topic.partitions if p.leader]
 
 
+def unsupported(action: Action, topic: TopicView, channel: str | None) -> str | None:
+    """Why the cluster cannot do this at all (asked before the operator confirms it)."""
+    if channel is None and action == "empty":
+        return "emptying a whole topic is not offered here: pick a channel"
+    if channel is None and topic.is_redesign:
+        # youzan's nsqd has no /topic/pause or /topic/unpause (404)
+        return f"the redesign nsqd cannot {action} a topic: {action} its channels instead"
+    return None
+
+
 def describe(action: Action, topic: str, channel: str | None) -> str:
     what = f"channel {topic}/{channel}" if channel else f"topic {topic}"
     return f"{action} {what}"
@@ -49,8 +59,9 @@ async def run_action(
 ) -> int:
     """POST ``/channel/<action>`` or ``/topic/<action>`` to each target; returns how many
     nsqds accepted. Raises :class:`ActionError` naming every nsqd that did not."""
-    if action == "empty" and channel is None:
-        raise ActionError("emptying a whole topic is not offered here: pick a channel")
+    reason = unsupported(action, topic, channel)
+    if reason:
+        raise ActionError(reason)
     path = f"/channel/{action}" if channel else f"/topic/{action}"
     goals = targets(topic)
     if not goals:

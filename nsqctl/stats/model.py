@@ -52,14 +52,16 @@ class ChannelStats:
     paused: bool
     skipped: bool = False
     clients: Sequence[ClientStats] = ()  # lazily parsed: see parse.LazyClients
+    depth_bytes: int | None = None  # redesign ``depth_size``: bytes of the ``depth`` messages
 
 
 @dataclass(slots=True)
 class TopicPartitionStats:
     """A topic as one nsqd holds it: the whole topic (original) or one partition (redesign).
 
-    ``depth`` is a message count on the original but a byte offset on the redesign (see the
-    protocol notes); ``depth_is_bytes`` says which.
+    ``depth`` is a message count on the original (messages not yet handed to channels) but
+    on the redesign the byte offset where the partition's queue ends, i.e. every byte ever
+    written (``depth_is_bytes``); ``backend_start`` is where the retained queue begins.
     """
 
     topic: str
@@ -73,6 +75,7 @@ class TopicPartitionStats:
     ordered: bool = False
     ext: bool = False
     depth_is_bytes: bool = False
+    backend_start: int = 0
     channels: tuple[ChannelStats, ...] = ()
 
 
@@ -93,21 +96,19 @@ class NodeStats:
 
 
 @dataclass(frozen=True)
-class CatchupInfo:
-    node_id: str
-    hostname: str
-    progress: int
-
-
-@dataclass(frozen=True)
 class CoordInfo:
-    """Redesign ``/coordinator/stats`` for one partition: in-sync replicas and catch-up."""
+    """Redesign ``/coordinator/stats?topic=`` for one partition, as one nsqd reports it.
+
+    ``isr`` and ``catchup`` are node ids (``ip:rpc_port:tcp_port:n``) as parsed, nsqd HTTP
+    addresses once the poller resolved them (:func:`nsqctl.stats.parse.resolve_node_ids`).
+    The server reports no catch-up progress (always 0), so none is kept.
+    """
 
     topic: str
     partition: int
     reported_by: str
     isr: tuple[str, ...] = ()
-    catchup: tuple[CatchupInfo, ...] = ()
+    catchup: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, overload
 
 from nsqctl.errors import NsqctlError
 from nsqctl.lookup.model import Peer, _as_int, _as_str, unwrap_payload
 from nsqctl.stats.gcpause import gc_paused
 from nsqctl.stats.model import (
-    CatchupInfo,
     ChannelStats,
     ClientStats,
     ClusterNodeLoad,
@@ -150,7 +150,10 @@ def client_loads(clients: Sequence[ClientStats]) -> Sequence[tuple[int, int]]:
 
 
 def parse_channel(obj: Mapping[str, Any]) -> ChannelStats:
+    """On the redesign ``depth`` counts messages not yet confirmed (in flight included) and
+    ``depth_size`` their bytes; the original's ``depth`` excludes in-flight messages."""
     clients = LazyClients(_objects(obj, "clients"))
+    depth_size = obj.get("depth_size")
     return ChannelStats(
         name=_as_str(obj.get("channel_name")),
         depth=_int(obj.get("depth")),
@@ -165,6 +168,7 @@ def parse_channel(obj: Mapping[str, Any]) -> ChannelStats:
         paused=bool(obj.get("paused", False)),
         skipped=bool(obj.get("skipped", False)),
         clients=clients,
+        depth_bytes=None if depth_size is None else _int(depth_size),
     )
 
 
@@ -184,6 +188,7 @@ def parse_topic(obj: Mapping[str, Any], node: str, redesign: bool) -> TopicParti
         ordered=bool(obj.get("is_multi_ordered", False)),
         ext=bool(obj.get("is_ext", False)),
         depth_is_bytes=redesign,
+        backend_start=_int(obj.get("backend_start")) if redesign else 0,
         channels=tuple(parse_channel(c) for c in _objects(obj, "channels")),
     )
 
@@ -218,37 +223,60 @@ def parse_nsqd_body(
         return parse_nsqd_stats(decode(body), address, fetched_at=fetched_at, elapsed=elapsed)
 
 
+def _node_ids(items: Any) -> tuple[str, ...]:
+    if not isinstance(items, list):
+        return ()  # the server sends null for an empty list
+    return tuple(
+        _as_str(i.get("node_id")) or _as_str(i.get("hostname"))
+        for i in items
+        if isinstance(i, Mapping)
+    )
+
+
 def parse_coordinator_stats(payload: Any, reported_by: str) -> tuple[CoordInfo, ...]:
-    """Redesign nsqd ``/coordinator/stats``: ``topic_coord_stats`` with ISR and catch-up."""
+    """Redesign nsqd ``/coordinator/stats?topic=T``: ``topic_coord_stats``, one entry per
+    partition of T this nsqd holds (none at all when no ``topic`` is given)."""
     data = _data(payload, f"nsqd {reported_by} /coordinator/stats")
-    out: list[CoordInfo] = []
-    for item in _list(data, "topic_coord_stats"):
-        if not isinstance(item, Mapping):
-            continue
-        isr = tuple(
-            _as_str(i.get("node_id")) or _as_str(i.get("hostname"))
-            for i in _list(item, "isr_stats")
-            if isinstance(i, Mapping)
+    return tuple(
+        CoordInfo(
+            topic=_as_str(item.get("name")),
+            partition=_as_int(item.get("partition")),
+            reported_by=_as_str(item.get("node")) or reported_by,
+            isr=_node_ids(item.get("isr_stats")),
+            catchup=_node_ids(item.get("catchup_stats")),
         )
-        catchup = tuple(
-            CatchupInfo(
-                node_id=_as_str(c.get("node_id")),
-                hostname=_as_str(c.get("hostname")),
-                progress=_as_int(c.get("progress")),
-            )
-            for c in _list(item, "catchup_stats")
-            if isinstance(c, Mapping)
+        for item in _list(data, "topic_coord_stats")
+        if isinstance(item, Mapping)
+    )
+
+
+def node_id_key(node_id: str) -> str | None:
+    """``broadcast_address:tcp_port`` of a redesign node id (``ip:rpc_port:tcp_port:n``, see
+    ``GenNsqdNodeID`` in youzan's consistence/common.go); None when it is not one."""
+    parts = node_id.split(":")
+    if len(parts) != 4 or not parts[2].isdigit():
+        return None
+    return f"{parts[0]}:{parts[2]}"
+
+
+def resolve_node_ids(
+    infos: Sequence[CoordInfo], tcp_to_http: Mapping[str, str]
+) -> tuple[CoordInfo, ...]:
+    """ISR and catch-up node ids as nsqd HTTP addresses, so they read like the leader and
+    replica columns; an id with no known nsqd stays as it is."""
+
+    def addr(node_id: str) -> str:
+        key = node_id_key(node_id)
+        return tcp_to_http.get(key, node_id) if key else node_id
+
+    return tuple(
+        replace(
+            info,
+            isr=tuple(addr(n) for n in info.isr),
+            catchup=tuple(addr(n) for n in info.catchup),
         )
-        out.append(
-            CoordInfo(
-                topic=_as_str(item.get("name")),
-                partition=_as_int(item.get("partition")),
-                reported_by=_as_str(item.get("node")) or reported_by,
-                isr=isr,
-                catchup=catchup,
-            )
-        )
-    return tuple(out)
+        for info in infos
+    )
 
 
 def parse_cluster_stats(payload: Any) -> ClusterStability:
@@ -270,14 +298,29 @@ def parse_cluster_stats(payload: Any) -> ClusterStability:
     return ClusterStability(stable=bool(data.get("stable", False)), nodes=tuple(nodes))
 
 
-def nsqd_http_addresses(producers: list[dict[str, Any]]) -> list[str]:
-    """nsqd HTTP addresses (``broadcast_address:http_port``) from lookupd ``/nodes``."""
-    out: list[str] = []
+def nsqd_tcp_to_http(producers: list[dict[str, Any]]) -> dict[str, str]:
+    """``broadcast_address:tcp_port`` → ``broadcast_address:http_port`` for every nsqd in
+    lookupd ``/nodes`` (or an nsqd's own ``/info``), in the order listed."""
+    out: dict[str, str] = {}
     for obj in producers:
         try:
             peer = Peer.from_json(obj)
         except NsqctlError:
             continue
-        if peer.http_port > 0 and peer.http_key not in out:
-            out.append(peer.http_key)
+        if peer.http_port > 0:
+            out.setdefault(peer.key, peer.http_key)
     return out
+
+
+def parse_nsqd_info(payload: Any, address: str) -> str:
+    """An nsqd's own ``/info``: its ``broadcast_address:tcp_port``."""
+    data = _data(payload, f"nsqd {address} /info")
+    host, port = _as_str(data.get("broadcast_address")), _as_int(data.get("tcp_port"))
+    if not host or port <= 0:
+        raise StatsProtocolError(f"nsqd {address} /info lacks broadcast_address/tcp_port")
+    return f"{host}:{port}"
+
+
+def nsqd_http_addresses(producers: list[dict[str, Any]]) -> list[str]:
+    """nsqd HTTP addresses (``broadcast_address:http_port``) from lookupd ``/nodes``."""
+    return list(dict.fromkeys(nsqd_tcp_to_http(producers).values()))

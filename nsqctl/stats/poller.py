@@ -4,6 +4,12 @@ A node that is slow or dead costs at most ``timeout`` and is reported as such; i
 holds up the others. nsqds found once (configured or via lookupd ``/nodes``) stay known
 for the session, so one that dies and drops out of lookupd is still shown as ``down``.
 Decoding and parsing run in a worker thread so a large payload does not stall a UI loop.
+
+On the redesign, ISR and catch-up come from ``/coordinator/stats``, which lists nothing
+unless asked for one topic. So, like youzan's own nsqadmin, the poller asks only for the
+topics in focus (the one ``nsqctl stat`` names, the one the dashboard shows), each of the
+nsqds leading one of its partitions; their node ids are turned into HTTP addresses with
+lookupd ``/nodes`` (or, without a lookupd, each nsqd's ``/info``, asked once).
 """
 
 from __future__ import annotations
@@ -11,7 +17,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 import httpx
@@ -28,18 +35,26 @@ from nsqctl.stats.model import (
 )
 from nsqctl.stats.parse import (
     decode,
-    nsqd_http_addresses,
+    nsqd_tcp_to_http,
     parse_cluster_stats,
     parse_coordinator_stats,
     parse_nsqd_body,
+    parse_nsqd_info,
+    resolve_node_ids,
 )
 
 DEFAULT_TIMEOUT = 2.0
 SLOW_AFTER = 1.0
+COORDINATOR_CONCURRENCY = 8
+"""At most this many ``/coordinator/stats`` requests at once (focus on every topic)."""
 
 
 class StatsPoller:
-    """Fetches a :class:`ClusterSnapshot`; ``topic``/``channel`` narrow the ``/stats`` asked."""
+    """Fetches a :class:`ClusterSnapshot`; ``topic``/``channel`` narrow the ``/stats`` asked.
+
+    ``focus`` names the topics whose ISR to ask (``None``: every topic); ``topic`` is always
+    in focus. ``transport`` is for replaying recorded payloads (:mod:`nsqctl.stats.recording`).
+    """
 
     def __init__(
         self,
@@ -48,8 +63,10 @@ class StatsPoller:
         *,
         topic: str | None = None,
         channel: str | None = None,
+        focus: Iterable[str] | None = (),
         timeout: float = DEFAULT_TIMEOUT,
         slow_after: float = SLOW_AFTER,
+        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         if not lookupd_http and not nsqd_http:
             raise NsqctlError("no cluster to poll: give lookupd or nsqd HTTP addresses")
@@ -57,16 +74,33 @@ class StatsPoller:
         self.channel = channel
         self.timeout = timeout
         self.slow_after = slow_after
+        self._focus: frozenset[str] | None = None
+        self.set_focus(focus)
         self._lookupd = [str(a) for a in parse_addresses(list(lookupd_http))]
         self._known: dict[str, None] = {
             str(a): None for a in parse_addresses(list(nsqd_http), example="127.0.0.1:4151")
         }
-        self._lookup = LookupClient(self._lookupd, timeout=timeout) if self._lookupd else None
-        self._http = httpx.AsyncClient(timeout=timeout, headers={"Accept": ACCEPT_V1})
+        self._tcp_to_http: dict[str, str] = {}  # nsqd ``host:tcp_port`` → polled HTTP address
+        self._info_asked: set[str] = set()
+        self._lookup = (
+            LookupClient(self._lookupd, timeout=timeout, transport=transport)
+            if self._lookupd
+            else None
+        )
+        self._http = httpx.AsyncClient(
+            timeout=timeout, headers={"Accept": ACCEPT_V1}, transport=transport
+        )
 
     @property
     def known_nsqd(self) -> list[str]:
         return list(self._known)
+
+    def set_focus(self, topics: Iterable[str] | None) -> None:
+        """Topics whose ISR and catch-up later polls ask for; ``None`` for every topic."""
+        self._focus = None if topics is None else frozenset(topics)
+
+    def focused(self, topic: str) -> bool:
+        return self._focus is None or topic in self._focus or topic == self.topic
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -107,8 +141,9 @@ class StatsPoller:
             except NsqctlError as exc:
                 errors.append(str(exc))
             else:
-                for address in nsqd_http_addresses(nodes):
+                for tcp, address in nsqd_tcp_to_http(nodes).items():
                     self._known.setdefault(address, None)
+                    self._tcp_to_http[tcp] = address
 
         known = list(dict.fromkeys(self._lookupd))
         leader, pinged, _ = await asyncio.gather(
@@ -171,30 +206,77 @@ class StatsPoller:
             node = replace(node, state="slow")
         return node
 
-    async def _coordinator(self, address: str) -> tuple[CoordInfo, ...]:
-        params = {"topic": self.topic} if self.topic else {}
+    def _coordinator_targets(self, nodes: Sequence[NodeStats]) -> list[tuple[str, str]]:
+        """``(nsqd, topic)`` pairs to ask: for each partition of a focused topic its leader,
+        or, when none leads, every nsqd holding it."""
+        holders: dict[tuple[str, int], list[str]] = defaultdict(list)
+        leaders: dict[tuple[str, int], str] = {}
+        for node in nodes:
+            if not node.is_redesign or node.state == "down":
+                continue
+            for t in node.topics:
+                if t.partition is None or not self.focused(t.topic):
+                    continue
+                holders[(t.topic, t.partition)].append(node.address)
+                if t.is_leader:
+                    leaders[(t.topic, t.partition)] = node.address
+        pairs: dict[tuple[str, str], None] = {}
+        for key, held in holders.items():
+            for address in [leaders[key]] if key in leaders else held:
+                pairs[(address, key[0])] = None
+        return list(pairs)
+
+    async def _coordinator(
+        self, address: str, topic: str, limit: asyncio.Semaphore
+    ) -> tuple[CoordInfo, ...]:
         try:
-            body, _ = await asyncio.wait_for(
-                self._fetch(address, "/coordinator/stats", params), self.timeout
-            )
-            return parse_coordinator_stats(decode(body), address)
+            async with limit:
+                body, _ = await asyncio.wait_for(
+                    self._fetch(address, "/coordinator/stats", {"topic": topic}), self.timeout
+                )
+            infos = parse_coordinator_stats(decode(body), address)
         except (httpx.HTTPError, TimeoutError, NsqctlError, ValueError):
             return ()  # standalone redesign nsqd: coordinator disabled
+        return tuple(i for i in infos if i.topic == topic)
+
+    async def _learn_tcp_address(self, address: str) -> None:
+        """Map an nsqd lookupd did not list to its TCP address via ``/info`` (asked once)."""
+        self._info_asked.add(address)
+        try:
+            body, _ = await asyncio.wait_for(self._fetch(address, "/info", {}), self.timeout)
+            tcp = parse_nsqd_info(decode(body), address)
+        except (httpx.HTTPError, TimeoutError, NsqctlError, ValueError):
+            return
+        self._tcp_to_http.setdefault(tcp, address)
 
     async def snapshot(self) -> ClusterSnapshot:
         errors: list[str] = []
         lookupds, leader = await self._lookupds(errors)
         nodes = await asyncio.gather(*(self._node(a) for a in self._known))
-        redesign = [n.address for n in nodes if n.is_redesign and n.state != "down"]
-        coord_lists, cluster = await asyncio.gather(
-            asyncio.gather(*(self._coordinator(a) for a in redesign)),
+        targets = self._coordinator_targets(nodes)
+        mapped = set(self._tcp_to_http.values())
+        unmapped = set()
+        if targets:  # an ISR may name any redesign nsqd, not only the leaders asked
+            unmapped = {
+                n.address
+                for n in nodes
+                if n.is_redesign
+                and n.state != "down"
+                and n.address not in mapped
+                and n.address not in self._info_asked
+            }
+        limit = asyncio.Semaphore(COORDINATOR_CONCURRENCY)
+        coord_lists, cluster, _ = await asyncio.gather(
+            asyncio.gather(*(self._coordinator(a, t, limit) for a, t in targets)),
             self._cluster_stats(leader),
+            asyncio.gather(*(self._learn_tcp_address(a) for a in unmapped)),
         )
+        coordinator = resolve_node_ids([c for lst in coord_lists for c in lst], self._tcp_to_http)
         return ClusterSnapshot(
             taken_at=time.time(),
             nodes=tuple(nodes),
             lookupds=tuple(lookupds),
-            coordinator=tuple(c for lst in coord_lists for c in lst),
+            coordinator=coordinator,
             cluster=cluster,
             errors=tuple(errors),
         )

@@ -7,8 +7,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Collection, Sequence
+from typing import Protocol, runtime_checkable
 
 from nsqctl.stats.history import History
 from nsqctl.stats.model import ClusterSnapshot
@@ -17,6 +17,9 @@ from nsqctl.stats.view import ClusterView, build_view
 
 class ViewSource(Protocol):
     async def refresh(self) -> ClusterView: ...
+
+    def focus(self, topics: Collection[str]) -> None:
+        """The topics a viewer shows in detail (their ISR is worth asking for)."""
 
     async def aclose(self) -> None: ...
 
@@ -27,6 +30,13 @@ class SnapshotSource(Protocol):
     async def snapshot(self) -> ClusterSnapshot: ...
 
     async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class FocusablePoller(Protocol):
+    """A snapshot source that can ask more about some topics (:class:`StatsPoller`)."""
+
+    def set_focus(self, topics: Collection[str] | None) -> None: ...
 
 
 class StatsSession:
@@ -42,6 +52,10 @@ class StatsSession:
         view = await asyncio.to_thread(build_view, snap, self._previous, self.history)
         self._previous = snap
         return view
+
+    def focus(self, topics: Collection[str]) -> None:
+        if isinstance(self.poller, FocusablePoller):
+            self.poller.set_focus(topics)
 
     async def aclose(self) -> None:
         await self.poller.aclose()
@@ -63,6 +77,9 @@ class StaticSource:
 
     async def refresh(self) -> ClusterView:
         return self._views[-1]
+
+    def focus(self, topics: Collection[str]) -> None:
+        return None  # the views are fixed
 
     async def aclose(self) -> None:
         return None

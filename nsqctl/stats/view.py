@@ -5,8 +5,13 @@ listed) or one per nsqd on the original family. Channel and client numbers are s
 the partitions' leaders only, since redesign replicas repeat the leader's counters.
 
 Depth here is always a message count: the channel depths plus, on the original family,
-messages still held at topic level. A redesign topic's own ``depth`` is a byte offset and
-is kept apart as ``topic_bytes``.
+messages still held at topic level. On the redesign a channel's depth counts every message
+not yet confirmed (in-flight ones too) and its bytes come as ``depth_bytes``; a partition's
+own ``depth`` there is a byte offset, shown only as the bytes it stores (``stored_bytes``).
+
+Replicas are the nsqds holding a partition besides its leader (from their ``/stats``); ISR
+and catch-up come from ``/coordinator/stats``, which the poller asks only for the topics in
+focus: ``None`` means not asked, ``()`` asked and empty.
 
 Per-client views are built only when read (:attr:`ChannelView.clients`): a poll of a big
 cluster carries tens of thousands of connections, the dashboard shows one channel's.
@@ -22,7 +27,6 @@ from functools import cached_property
 from nsqctl.stats.gcpause import gc_paused
 from nsqctl.stats.history import History
 from nsqctl.stats.model import (
-    CatchupInfo,
     ChannelStats,
     ClientStats,
     ClusterSnapshot,
@@ -105,6 +109,7 @@ class ChannelView:
     ready: int
     paused: bool
     skipped: bool
+    depth_bytes: int | None
     msg_rate: float | None
     requeue_delta: int | None
     timeout_delta: int | None
@@ -127,15 +132,21 @@ class ChannelView:
 
 @dataclass(frozen=True)
 class PartitionView:
+    """One partition (one nsqd's copy of the topic on the original family).
+
+    ``leader`` is the nsqd whose copy takes writes (youzan reports ``is_leader`` as "writes
+    enabled"), so a partition nsqlookupd has not enabled yet shows no leader.
+    """
+
     topic: str
     partition: int | None
     leader: str | None
     replicas: tuple[str, ...]
-    isr: tuple[str, ...]
-    catchup: tuple[CatchupInfo, ...]
+    isr: tuple[str, ...] | None
+    catchup: tuple[str, ...] | None
     write_enabled: bool
     depth: int
-    topic_bytes: int | None
+    stored_bytes: int | None
     messages: int
     rate: float | None
     paused: bool
@@ -144,6 +155,13 @@ class PartitionView:
     @property
     def no_leader(self) -> bool:
         return self.leader is None
+
+    @property
+    def out_of_sync(self) -> tuple[str, ...]:
+        """nsqds holding the partition that are not in its ISR (unknown ISR: none)."""
+        if self.isr is None:
+            return ()
+        return tuple(n for n in (self.leader, *self.replicas) if n and n not in self.isr)
 
     @property
     def label(self) -> str:
@@ -180,6 +198,11 @@ class TopicView:
     @property
     def leaderless(self) -> int:
         return sum(1 for p in self.partitions if p.no_leader)
+
+    @property
+    def out_of_sync(self) -> int:
+        """Partitions with a copy outside the ISR (known only for topics in focus)."""
+        return sum(1 for p in self.partitions if p.out_of_sync)
 
     def channel(self, name: str) -> ChannelView | None:
         return next((c for c in self.channels if c.name == name), None)
@@ -275,15 +298,32 @@ def _group_partitions(
     return topics
 
 
+def _coord_info(
+    reports: list[CoordInfo], leader: str | None, holders: Iterable[str]
+) -> CoordInfo | None:
+    """The leader's report when there is one (followers may lag behind it), else the one
+    naming most ISR members, from a node that holds the partition if possible."""
+    if not reports:
+        return None
+    by_node = {r.reported_by: r for r in reports}
+    if leader in by_node:
+        return by_node[leader]
+    held = [by_node[h] for h in holders if h in by_node] or reports
+    return max(held, key=lambda r: len(r.isr))
+
+
 def _partition_view(
     rows: list[TopicPartitionStats],
-    coord: dict[tuple[str, int], CoordInfo],
+    coord: dict[tuple[str, int], list[CoordInfo]],
     prev: _Prev,
     now: dict[str, float],
 ) -> tuple[PartitionView, TopicPartitionStats]:
     leader_row = next((r for r in rows if r.is_leader), None)
     main = leader_row or rows[0]
-    info = coord.get((main.topic, main.partition)) if main.partition is not None else None
+    info = None
+    if main.partition is not None:
+        reports = coord.get((main.topic, main.partition), [])
+        info = _coord_info(reports, leader_row.node if leader_row else None, (r.node for r in rows))
     key = (main.node, main.topic, main.partition)
     dt = now.get(main.node, 0.0) - prev.fetched.get(main.node, 0.0)
     depth = sum(ch.depth for ch in main.channels)
@@ -294,11 +334,11 @@ def _partition_view(
         partition=main.partition,
         leader=leader_row.node if leader_row else None,
         replicas=tuple(r.node for r in rows if r is not leader_row),
-        isr=info.isr if info else (),
-        catchup=info.catchup if info else (),
+        isr=info.isr if info else None,
+        catchup=info.catchup if info else None,
         write_enabled=leader_row is not None,
         depth=depth,
-        topic_bytes=main.depth if main.depth_is_bytes else None,
+        stored_bytes=max(0, main.depth - main.backend_start) if main.depth_is_bytes else None,
         messages=main.message_count,
         rate=rate(main.message_count, prev.topic.get(key), dt) if key in prev.topic else None,
         paused=main.paused,
@@ -338,6 +378,7 @@ def _channel_view(
         starved = starved or any(is_starved(r, f) for r, f in loads)
     chans = [ch for _, ch in parts]
     depth = sum(c.depth for c in chans)
+    sizes = [c.depth_bytes for c in chans if c.depth_bytes is not None]
     client_count = max(sum(c.client_count for c in chans), listed)
     msg_rate = _sum_opt(rates)
     timeout_delta = _int_sum_opt(to_deltas)
@@ -366,6 +407,7 @@ def _channel_view(
         ready=ready,
         paused=any(c.paused for c in chans),
         skipped=any(c.skipped for c in chans),
+        depth_bytes=sum(sizes) if len(sizes) == len(chans) else None,
         msg_rate=msg_rate,
         requeue_delta=_int_sum_opt(req_deltas),
         timeout_delta=timeout_delta,
@@ -383,7 +425,7 @@ def _channel_view(
 def _topic_view(
     name: str,
     groups: dict[tuple[int | None, str], list[TopicPartitionStats]],
-    coord: dict[tuple[str, int], CoordInfo],
+    coord: dict[tuple[str, int], list[CoordInfo]],
     prev: _Prev,
     now: dict[str, float],
     history: History | None,
@@ -414,7 +456,7 @@ def _topic_view(
     severity = worst(
         "crit" if any(p.no_leader for p in partitions) else "ok",
         *(c.severity for c in channels),
-        "warn" if growing else "ok",
+        "warn" if growing or any(p.out_of_sync for p in partitions) else "ok",
     )
     return TopicView(
         name=name,
@@ -447,13 +489,11 @@ def _node_view(node: NodeStats) -> NodeView:
     )
 
 
-def _coord_index(infos: Iterable[CoordInfo]) -> dict[tuple[str, int], CoordInfo]:
-    """One entry per partition; the report with the most ISR members wins (the leader's)."""
-    out: dict[tuple[str, int], CoordInfo] = {}
+def _coord_index(infos: Iterable[CoordInfo]) -> dict[tuple[str, int], list[CoordInfo]]:
+    """Every nsqd's report per partition; :func:`_coord_info` picks one."""
+    out: dict[tuple[str, int], list[CoordInfo]] = defaultdict(list)
     for info in infos:
-        key = (info.topic, info.partition)
-        if key not in out or len(info.isr) > len(out[key].isr):
-            out[key] = info
+        out[(info.topic, info.partition)].append(info)
     return out
 
 

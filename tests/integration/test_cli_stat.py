@@ -1,4 +1,5 @@
-"""``nsqctl stat`` as a user runs it (the installed entry point) against a real cluster."""
+"""``nsqctl stat`` as a user runs it (the installed entry point) against real clusters of
+both families, and its rows on payloads recorded from a redesign cluster."""
 
 from __future__ import annotations
 
@@ -9,9 +10,15 @@ import sys
 import uuid
 from pathlib import Path
 
+from nsqctl import admin
+from nsqctl.cli.stat import interval_record, stat_rows
 from nsqctl.consumer import Consumer
 from nsqctl.message import Message
 from nsqctl.producer import Producer
+from nsqctl.stats.recording import replay
+from nsqctl.stats.view import build_view
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "stats"
 
 
 async def nsqctl(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
@@ -93,3 +100,42 @@ async def test_stat_dead_node_reported_and_no_cluster_is_a_usage_error(
     code, out, err = await nsqctl("stat", "--count", "1", env=_clean_env(tmp_path))
     assert code == 2
     assert err.startswith("nsqctl: error:") and "--lookupd" in err and "Traceback" not in err
+
+
+async def test_stat_rows_on_recorded_redesign_payloads() -> None:
+    """`stat orders billing --json` as recorded: partition rows carry leader, replicas, ISR
+    and stored bytes; channel rows the depth in messages and, apart, its bytes."""
+    snaps = await replay(DATA / "redesign_manifest.json", ["t1_orders_billing"])
+    record = interval_record(build_view(snaps[0]), "orders", "billing")
+    rows = record["rows"]
+    assert [r["scope"] for r in rows] == ["channel", "channel_partition", "channel_partition"]
+    assert rows[0]["depth"] == sum(r["depth"] for r in rows[1:]) > 0
+    assert rows[0]["depth_bytes"] == sum(r["depth_bytes"] for r in rows[1:]) > rows[0]["depth"]
+    view = build_view(snaps[0])
+    parts = [r for r in stat_rows(view, "orders", None) if r["scope"] == "partition"]
+    assert [p["partition"] for p in parts] == [0, 1]
+    for p in parts:
+        assert p["isr"] == [p["leader"], *p["replicas"]] and len(p["replicas"]) == 1
+        assert p["catchup"] == [] and p["write_enabled"] and p["stored_bytes"] > 0
+    [all_topics] = await replay(DATA / "redesign_manifest.json", ["t1"])  # no TOPIC: no ISR
+    unfocused = [r for r in stat_rows(build_view(all_topics), None, None) if "isr" in r]
+    assert unfocused and all(r["isr"] is None and r["leader"] for r in unfocused)
+
+
+async def test_stat_json_on_a_replicated_redesign_topic(redesign_cluster, tmp_path: Path) -> None:
+    c = redesign_cluster
+    topic = f"st_{uuid.uuid4().hex[:10]}"
+    await asyncio.to_thread(admin.create_topic, c.lookupd_http, topic, partitions=1, replicas=2)
+    async with Producer(lookupd_http=c.lookupd_http) as producer:
+        await producer.publish_many(topic, [b"m" * 100] * 5)
+    code, out, err = await nsqctl(
+        "stat", topic, "--lookupd", c.lookupd_http[0], "--json", "--count", "1",
+        env=_clean_env(tmp_path),
+    )  # fmt: skip
+    assert code == 0, err
+    [part] = [r for r in json.loads(out)["rows"] if r["scope"] == "partition"]
+    assert part["leader"] in c.nsqd_http and part["replicas"] == [
+        a for a in c.nsqd_http if a != part["leader"]
+    ]
+    assert sorted(part["isr"]) == sorted(c.nsqd_http)  # replicas 2 on 2 nsqd: both in sync
+    assert part["messages"] == 5 and part["stored_bytes"] > 5 * 100  # bytes, not messages

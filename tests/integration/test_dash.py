@@ -1,23 +1,31 @@
-"""``nsqctl dash`` (tui.app.DashApp): snapshots of recorded payloads (deterministic) and
-pilot runs against real original-NSQ clusters (a known consumer's RDY; a dead nsqd)."""
+"""``nsqctl dash`` (tui.app.DashApp): snapshots of payloads recorded from real servers of
+both families (deterministic), and pilot runs against live clusters: a known consumer's
+RDY and a dead nsqd on the original family; leaders, replicas, ISR, RDY and in-flight of a
+partitioned, replicated topic on the redesign."""
 
 from __future__ import annotations
 
 import asyncio
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import httpx
 import pytest
 from textual.pilot import Pilot
 
+from nsqctl import admin
 from nsqctl.consumer import Consumer
+from nsqctl.lookup.client import ACCEPT_V1
 from nsqctl.message import Message
 from nsqctl.producer import Producer
-from nsqctl.servers import process
+from nsqctl.servers import cluster, process
 from nsqctl.stats.poller import StatsPoller
+from nsqctl.stats.recording import replay
 from nsqctl.stats.replay import snapshot_from_files
 from nsqctl.stats.session import StaticSource, StatsSession
+from tui import rows
 from tui.app import DashApp
 from tui.modals import HelpScreen
 from tui.rowtable import RowTable
@@ -40,19 +48,9 @@ def recorded_original_app() -> DashApp:
     return DashApp(StaticSource(snaps), interval=3600)
 
 
-def doc_redesign_app() -> DashApp:
-    snaps = [
-        snapshot_from_files(
-            {
-                A: DATA / f"redesign_nsqd_a_t{k}_from_doc.json",
-                B: DATA / f"redesign_nsqd_b_t{k}_from_doc.json",
-            },
-            taken_at=1700000060.0 + 2 * k,
-            coordinator={A: DATA / "redesign_coordinator_stats_from_doc.json"},
-            cluster=DATA / "redesign_cluster_stats_from_doc.json",
-        )
-        for k in (0, 1)
-    ]
+def recorded_redesign_app() -> DashApp:
+    """The recorded t0/t1 polls of a 4-nsqd youzan cluster, every topic's ISR asked."""
+    snaps = asyncio.run(replay(DATA / "redesign_manifest.json", ["t0", "t1"], focus=None))
     return DashApp(StaticSource(snaps), interval=3600)
 
 
@@ -69,6 +67,21 @@ async def until(pilot: Pilot[None], cond: Callable[[], bool], what: str, tries: 
     raise AssertionError(f"the dashboard never showed {what}")
 
 
+async def open_topic_once_in_flight(
+    pilot: Pilot[None], app: DashApp, topic: str, channel: str, in_flight: int
+) -> None:
+    """Wait until the channel shows ``in_flight`` messages, then filter to the topic and open it."""
+
+    def held() -> bool:
+        t = app.view.topic(topic) if app.view else None
+        ch = t.channel(channel) if t else None
+        return bool(ch and ch.in_flight == in_flight)
+
+    await until(pilot, held, f"{in_flight} messages in flight")
+    await pilot.press("slash", *topic, "enter", "enter")
+    assert isinstance(app.screen, TopicScreen) and app.screen.topic == topic
+
+
 def cells(app: DashApp, table_id: str) -> list[list[str]]:
     table = app.screen.query_one(f"#{table_id}", RowTable)
     return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
@@ -77,32 +90,24 @@ def cells(app: DashApp, table_id: str) -> list[list[str]]:
 # ------------------------------------------------------------------ snapshots (recorded data)
 
 
-def test_snapshot_main_screen(snap_compare) -> None:
-    assert snap_compare(recorded_original_app(), terminal_size=SIZE, run_before=first_poll)
+SCREENS: dict[str, tuple[Callable[[], DashApp], list[str]]] = {
+    "original-main": (recorded_original_app, []),
+    # topics sorted by name: events, orders → orders
+    "original-topic": (recorded_original_app, ["down", "enter"]),
+    # orders → channels audit, billing → billing
+    "original-channel": (recorded_original_app, ["down", "enter", "down", "enter"]),
+    "redesign-main": (recorded_redesign_app, []),
+    # events, orders → orders: 2 partitions × 2 replicas, ISR, channels
+    "redesign-topic": (recorded_redesign_app, ["down", "enter"]),
+    # orders → audit, billing, slow → slow: RDY 1 on one partition, 0 (stalled) on the other
+    "redesign-channel": (recorded_redesign_app, ["down", "enter", "down", "down", "enter"]),
+}
 
 
-def test_snapshot_topic_screen(snap_compare) -> None:
-    # topics sorted by name: events, orders
-    assert snap_compare(
-        recorded_original_app(), press=["down", "enter"], terminal_size=SIZE, run_before=first_poll
-    )
-
-
-def test_snapshot_channel_screen(snap_compare) -> None:
-    # orders → channels audit, billing
-    assert snap_compare(
-        recorded_original_app(),
-        press=["down", "enter", "down", "enter"],
-        terminal_size=SIZE,
-        run_before=first_poll,
-    )
-
-
-def test_snapshot_redesign_topic_from_doc(snap_compare) -> None:
-    # topics: otopic, rtopic → rtopic with a leaderless partition
-    assert snap_compare(
-        doc_redesign_app(), press=["down", "enter"], terminal_size=SIZE, run_before=first_poll
-    )
+@pytest.mark.parametrize("screen", list(SCREENS))
+def test_snapshot(snap_compare, screen: str) -> None:
+    make, press = SCREENS[screen]
+    assert snap_compare(make(), press=press, terminal_size=SIZE, run_before=first_poll)
 
 
 async def test_filter_sort_help_and_confirm_cancel_on_recorded_data() -> None:
@@ -153,15 +158,7 @@ async def test_live_consumer_rdy_and_starvation_shown(original_cluster) -> None:
     app = DashApp(StatsSession(poller), interval=0.3)
     try:
         async with app.run_test(size=(200, 50)) as pilot:
-
-            def held() -> bool:
-                t = app.view.topic(topic) if app.view else None
-                ch = t.channel("held") if t else None
-                return bool(ch and ch.in_flight == 5)
-
-            await until(pilot, held, "5 messages in flight")
-            await pilot.press("slash", *topic, "enter", "enter")
-            assert isinstance(app.screen, TopicScreen) and app.screen.topic == topic
+            await open_topic_once_in_flight(pilot, app, topic, "held", 5)
             channels = cells(app, "channels")
             assert channels[0][0] == "held" and channels[0][1] == "15"  # depth 20 - 5
             await pilot.press("enter")
@@ -218,10 +215,116 @@ async def test_dead_nsqd_shown_down_while_the_rest_updates(start_cluster) -> Non
         assert isinstance(app.screen, HelpScreen)
 
 
-@pytest.mark.redesign
-async def test_redesign_partitions_live(redesign_cluster) -> None:
-    """Placeholder that runs once redesign servers can be built; skips with the reason."""
-    poller = StatsPoller(redesign_cluster.lookupd_http, [])
-    async with poller:
-        snap = await poller.snapshot()
-    assert any(n.is_redesign for n in snap.nodes)
+@dataclass
+class RedesignTruth:
+    """What the servers themselves say about a topic, read apart from the dashboard."""
+
+    leaders: dict[int, str] = field(default_factory=dict)  # lookupd /lookup partitions
+    replicas: dict[int, list[str]] = field(default_factory=dict)  # other nsqds holding it
+    isr: dict[int, list[str]] = field(default_factory=dict)  # leader /coordinator/stats
+    channel: dict[int, dict] = field(default_factory=dict)  # leader's /stats of the channel
+
+
+async def redesign_truth(c: cluster.Cluster, topic: str, channel: str) -> RedesignTruth:
+    truth = RedesignTruth()
+    async with httpx.AsyncClient(timeout=5, headers={"Accept": ACCEPT_V1}) as http:
+        lookupd = c.lookupd_http[0]
+        found = (await http.get(f"http://{lookupd}/lookup?topic={topic}&access=r")).json()
+        for part, peer in found["partitions"].items():
+            truth.leaders[int(part)] = f"{peer['broadcast_address']}:{peer['http_port']}"
+        nodes = (await http.get(f"http://{lookupd}/nodes")).json()["producers"]
+        http_of = {}
+        for n in nodes:
+            host = n["broadcast_address"]
+            http_of[f"{host}:{n['tcp_port']}"] = f"{host}:{n['http_port']}"
+        for address in c.nsqd_http:
+            stats = (await http.get(f"http://{address}/stats?format=json&topic={topic}")).json()
+            for t in stats["topics"]:
+                part = int(t["topic_partition"])
+                if address != truth.leaders.get(part):
+                    truth.replicas.setdefault(part, []).append(address)
+                    continue
+                truth.channel[part] = next(
+                    ch for ch in t["channels"] if ch["channel_name"] == channel
+                )
+                coord = (await http.get(f"http://{address}/coordinator/stats?topic={topic}")).json()
+                for item in coord["topic_coord_stats"]:
+                    if item["partition"] == part:  # node id: ip:rpc_port:tcp_port:n
+                        ids = [i["node_id"].split(":") for i in item["isr_stats"]]
+                        truth.isr[part] = [http_of[f"{i[0]}:{i[2]}"] for i in ids]
+    return truth
+
+
+async def test_redesign_partitions_leaders_isr_rdy_in_flight_live(start_cluster) -> None:
+    """A 2-partition, 2-replica topic on 4 youzan nsqd and a consumer holding what it gets
+    (max_in_flight 4): the topic screen shows each partition's leader, replica and ISR as
+    nsqlookupd and the nsqds report them, the channel screen each partition's RDY and
+    in-flight; the redesign's channel depth counts the in-flight messages too."""
+    c = start_cluster("redesign", nsqd=4)  # unordered 2 × 2 needs 4 nsqd
+    topic = _topic("isr")
+    await asyncio.to_thread(admin.create_topic, c.lookupd_http, topic, partitions=2, replicas=2)
+    release = asyncio.Event()
+
+    async def hold(msg: Message) -> None:
+        await release.wait()
+
+    consumer = Consumer(topic, "held", hold, lookupd_http=c.lookupd_http, max_in_flight=4)
+    await consumer.start()
+    try:
+        for _ in range(150):  # subscribed on both partitions before anything is published
+            truth = await redesign_truth(c, topic, "held")
+            if len(truth.channel) == 2 and all(ch["clients"] for ch in truth.channel.values()):
+                break
+            await asyncio.sleep(0.1)
+        async with Producer(lookupd_http=c.lookupd_http) as producer:
+            for part in (0, 1):
+                await producer.publish_many(topic, [b"m"] * 10, partition=part)
+        app = DashApp(StatsSession(StatsPoller(c.lookupd_http, [], timeout=2.0)), interval=0.3)
+        async with app.run_test(size=(200, 50)) as pilot:
+            await open_topic_once_in_flight(pilot, app, topic, "held", 4)
+            isr_col = rows.PARTITION_COLUMNS.index("isr")
+            await until(
+                pilot,
+                lambda: all(r[isr_col] != rows.PENDING for r in cells(app, "partitions")),
+                "the ISR of the open topic",
+            )
+            truth = await redesign_truth(c, topic, "held")
+            assert sorted(truth.leaders) == [0, 1] and len(set(truth.leaders.values())) == 2
+            shown = {int(r[0]): r for r in cells(app, "partitions")}
+            assert sorted(shown) == [0, 1]
+            for part, row in shown.items():
+                assert row[1] == truth.leaders[part]
+                assert row[2] == ", ".join(truth.replicas[part]) and len(truth.replicas[part]) == 1
+                assert row[isr_col] == ", ".join(truth.isr[part])
+                assert set(truth.isr[part]) == {truth.leaders[part], *truth.replicas[part]}
+                assert row[isr_col + 1] == "-" and row[isr_col + 2] == "yes"  # catch-up, write
+            channel = {r[0]: r for r in cells(app, "channels")}["held"]
+            col = {name: i for i, name in enumerate(rows.CHANNEL_COLUMNS)}
+            assert channel[col["in-flight"]] == "4" and channel[col["rdy"]] == "4"
+            assert channel[col["depth"]] == "20"  # not confirmed yet: in flight included
+            assert channel[col["depth"]] == str(sum(ch["depth"] for ch in truth.channel.values()))
+            await pilot.press("t")  # no topic pause on the redesign: said, not asked
+            assert isinstance(app.screen, TopicScreen)
+            await pilot.press("enter")
+            assert isinstance(app.screen, ChannelScreen)
+            await until(pilot, lambda: len(cells(app, "clients")) == 2, "a client per partition")
+            col = {name: i for i, name in enumerate(rows.CLIENT_COLUMNS)}
+            for _ in range(50):  # the screen lags the servers by at most a poll
+                shown_clients = sorted(
+                    (r[col["part"]], r[col["nsqd"]], r[col["rdy"]], r[col["in-flight"]])
+                    for r in cells(app, "clients")
+                )
+                truth = await redesign_truth(c, topic, "held")
+                served = sorted(
+                    (str(p), truth.leaders[p], str(cl["ready_count"]), str(cl["in_flight_count"]))
+                    for p, ch in truth.channel.items()
+                    for cl in ch["clients"]
+                )
+                if shown_clients == served:
+                    break
+                await pilot.pause(0.1)
+            assert shown_clients == served
+            assert sum(int(r[3]) for r in served) == 4 and {r[0] for r in served} == {"0", "1"}
+    finally:
+        release.set()
+        await consumer.stop(timeout=5)

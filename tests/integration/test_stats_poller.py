@@ -1,13 +1,20 @@
-"""The stats poller against a real cluster with one nsqlookupd frozen (SIGSTOP): it
-accepts connections and never answers, the worst kind of dead node for a poller."""
+"""The stats poller against real clusters: one nsqlookupd frozen (SIGSTOP), which accepts
+connections and never answers, the worst kind of dead node for a poller; and a redesign
+cluster polled without lookupd, where naming ISR members needs each nsqd's /info."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
+import uuid
+from urllib.parse import urlsplit
 
+from nsqctl import admin
 from nsqctl.servers import cluster
 from nsqctl.stats.poller import StatsPoller
+from nsqctl.stats.recording import RecordingTransport
+from nsqctl.stats.view import build_view
 
 
 async def test_a_frozen_lookupd_is_shown_down_while_the_rest_is_polled(start_cluster) -> None:
@@ -28,3 +35,25 @@ async def test_a_frozen_lookupd_is_shown_down_while_the_rest_is_polled(start_clu
         }
         assert [n.address for n in shot.nodes] == c.nsqd_http
         assert [n.state for n in shot.nodes] == ["up"]
+
+
+async def test_redesign_isr_without_lookupd_via_each_nsqd_info(redesign_cluster) -> None:
+    """Given nsqd addresses only, the poller learns each nsqd's TCP address from its /info
+    (once) to name ISR members, and asks /coordinator/stats only for the topic in focus."""
+    c: cluster.Cluster = redesign_cluster
+    topic = f"pl_{uuid.uuid4().hex[:10]}"
+    other = f"pl_{uuid.uuid4().hex[:10]}"
+    for name in (topic, other):
+        await asyncio.to_thread(admin.create_topic, c.lookupd_http, name, partitions=1, replicas=2)
+    transport = RecordingTransport()
+    async with StatsPoller([], c.nsqd_http, focus=[topic], transport=transport) as poller:
+        await poller.snapshot()
+        snap = await poller.snapshot()
+    view = build_view(snap)
+    [part] = view.topic(topic).partitions  # type: ignore[union-attr]
+    assert part.leader in c.nsqd_http and sorted(part.isr or ()) == sorted(c.nsqd_http)
+    assert [p.isr for p in view.topic(other).partitions] == [None]  # type: ignore[union-attr]
+    paths = [urlsplit(ex.url) for ex in transport.exchanges]
+    assert sorted(u.netloc for u in paths if u.path == "/info") == sorted(c.nsqd_http)  # once
+    asked = {(u.netloc, u.query) for u in paths if u.path == "/coordinator/stats"}
+    assert asked == {(part.leader, f"topic={topic}")}  # the leader only, both polls

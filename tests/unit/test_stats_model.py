@@ -1,24 +1,33 @@
-"""The stats model on recorded original-family payloads and doc-derived redesign payloads:
-parsing, rates between polls, starved/stalled rules, leaders, history and severity."""
+"""The stats model on payloads recorded from real servers of both families: parsing, rates
+between polls, starved/stalled rules, leaders, replicas and ISR, history and severity.
+
+The redesign recording (``tests/data/stats/README.md``) is replayed through the real
+poller, so these also cover which requests it makes (focus) and how it resolves node ids."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
+from dataclasses import replace
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
 from nsqctl.stats.gcpause import freeze_after_bursts, gc_paused
 from nsqctl.stats.history import History, sparkline
-from nsqctl.stats.model import ClusterSnapshot, NodeStats
+from nsqctl.stats.model import ClusterSnapshot, CoordInfo, NodeStats
 from nsqctl.stats.parse import (
     LazyClients,
     StatsProtocolError,
+    node_id_key,
     nsqd_http_addresses,
     parse_client,
     parse_nsqd_body,
     parse_nsqd_stats,
+    resolve_node_ids,
 )
+from nsqctl.stats.recording import RecordedPoller, Recording, replay
 from nsqctl.stats.replay import load_json, snapshot_from_files
 from nsqctl.stats.rules import delta, is_growing, is_stalled, is_starved, rate
 from nsqctl.stats.view import build_view
@@ -34,16 +43,10 @@ def original(k: int, taken_at: float) -> ClusterSnapshot:
     )
 
 
-def redesign(k: int, taken_at: float) -> ClusterSnapshot:
-    return snapshot_from_files(
-        {
-            A: DATA / f"redesign_nsqd_a_t{k}_from_doc.json",
-            B: DATA / f"redesign_nsqd_b_t{k}_from_doc.json",
-        },
-        taken_at=taken_at,
-        coordinator={A: DATA / "redesign_coordinator_stats_from_doc.json"},
-        cluster=DATA / "redesign_cluster_stats_from_doc.json",
-    )
+MANIFEST = load_json(DATA / "redesign_manifest.json")
+POLLS = {p["name"]: i for i, p in enumerate(MANIFEST["polls"])}  # type: ignore[index]
+RECORDED = asyncio.run(replay(DATA / "redesign_manifest.json", ["t0", "t1"], focus=None))
+"""The recorded t0 and t1 polls (2 s apart), every topic in focus, as the poller makes them."""
 
 
 # ------------------------------------------------------------------ rules
@@ -209,69 +212,216 @@ def test_error_payload_is_a_protocol_error() -> None:
         )
 
 
-# ------------------------------------------------------------------ redesign (from the doc)
+# ------------------------------------------------------------------ redesign (recorded)
+#
+# Expectations are read from the raw recorded JSON here, independently of the parser, and
+# then compared with what the poller + model made of the same payloads.
 
 
-def test_redesign_partitions_leaders_and_no_leader() -> None:
-    view = build_view(redesign(0, 100.0))
+def raw_stats(poll: str) -> dict[str, dict]:
+    """nsqd HTTP address → its recorded ``/stats`` body for one poll."""
+    out = {}
+    for ex in MANIFEST["polls"][POLLS[poll]]["exchanges"]:  # type: ignore[index]
+        if urlsplit(ex["url"]).path == "/stats":
+            out[urlsplit(ex["url"]).netloc] = load_json(DATA / ex["file"])
+    return out  # type: ignore[return-value]
+
+
+def raw_partitions(poll: str, topic: str) -> dict[int, dict[str, dict]]:
+    """partition → nsqd → that nsqd's recorded copy of it."""
+    out: dict[int, dict[str, dict]] = {}
+    for address, body in raw_stats(poll).items():
+        for t in body["topics"]:
+            if t["topic_name"] == topic:
+                out.setdefault(int(t["topic_partition"]), {})[address] = t
+    return out
+
+
+def raw_leader(copies: dict[str, dict]) -> tuple[str, dict]:
+    [(address, leader)] = [(a, t) for a, t in copies.items() if t["is_leader"]]
+    return address, leader
+
+
+def test_recorded_redesign_units_channel_depth_counts_topic_depth_is_bytes() -> None:
+    """The paused, never-consumed channel holds every message the partition got: its depth
+    equals the message count and its depth_size the partition's byte depth."""
+    for copies in raw_partitions("t1", "orders").values():
+        _, leader = raw_leader(copies)
+        audit = next(c for c in leader["channels"] if c["channel_name"] == "audit")
+        assert audit["paused"] and audit["depth"] == leader["message_count"] > 0
+        assert audit["depth_size"] == leader["depth"] > audit["depth"]
+    node = parse_nsqd_stats(load_json(DATA / "redesign_t1_nsqd_a_stats.json"), A, fetched_at=0)
+    assert node.is_redesign and node.version == "0.3.7-HA.1.12.7"
+    part = next(t for t in node.topics if t.topic == "orders" and t.is_leader)
+    audit_stats = next(c for c in part.channels if c.name == "audit")
+    assert part.depth_is_bytes and audit_stats.depth_bytes == part.depth
+    assert audit_stats.depth == part.message_count
+
+
+def test_recorded_redesign_leaders_replicas_and_stored_bytes() -> None:
+    view = build_view(RECORDED[1], RECORDED[0])
     assert view.is_redesign
-    rtopic = view.topic("rtopic")
-    assert rtopic is not None and rtopic.is_redesign
-    by_part = {p.partition: p for p in rtopic.partitions}
-    assert sorted(by_part) == [0, 1, 2]
-    assert by_part[0].leader == A and by_part[0].replicas == (B,)
-    assert by_part[1].leader == B and by_part[1].replicas == (A,)
-    assert by_part[2].no_leader and not by_part[2].write_enabled
-    assert rtopic.leaderless == 1 and rtopic.severity == "crit"
-    # topic depth is bytes on the redesign: kept apart, depth counts channel messages
-    assert by_part[0].topic_bytes == 40960
-    assert by_part[0].depth == 100  # ch1 100 + ch2 0 on the leader
-    assert rtopic.depth == 100 + 50 + 75
+    for name in ("orders", "events"):
+        topic = view.topic(name)
+        assert topic is not None and topic.is_redesign
+        raw = raw_partitions("t1", name)
+        assert [p.partition for p in topic.partitions] == sorted(raw) == [0, 1]
+        for p in topic.partitions:
+            leader_at, leader = raw_leader(raw[p.partition])
+            assert p.leader == leader_at and p.write_enabled
+            assert p.replicas == tuple(a for a in sorted(raw[p.partition]) if a != leader_at)
+            assert len(p.replicas) == 1  # replicas 2: one copy besides the leader
+            assert p.stored_bytes == leader["depth"] - leader["backend_start"] > 0
+            assert p.depth == sum(c["depth"] for c in leader["channels"])
+    assert view.topic("events").ordered  # type: ignore[union-attr]
 
 
-def test_redesign_coordinator_isr_and_catchup() -> None:
-    view = build_view(redesign(0, 100.0))
-    rtopic = view.topic("rtopic")
-    assert rtopic is not None
-    by_part = {p.partition: p for p in rtopic.partitions}
-    assert by_part[0].isr == ("nsqd-a", "nsqd-b")
-    assert by_part[2].catchup[0].node_id == "nsqd-c" and by_part[2].catchup[0].progress == 42
-    assert by_part[1].isr == ()  # no report for it
+def test_recorded_redesign_isr_as_nsqd_addresses() -> None:
+    """ISR node ids (ip:rpc:tcp:n) become the HTTP addresses lookupd /nodes lists for them."""
+    nodes = load_json(DATA / "redesign_t1_lookupd_nodes.json")["producers"]  # type: ignore[index]
+    by_tcp = {f"{n['broadcast_address']}:{n['tcp_port']}": f"127.0.0.1:{n['http_port']}"
+              for n in nodes}  # fmt: skip
+    view = build_view(RECORDED[1], RECORDED[0])
+    seen = set()
+    for ex in MANIFEST["polls"][POLLS["t1"]]["exchanges"]:  # type: ignore[index]
+        if urlsplit(ex["url"]).path != "/coordinator/stats":
+            continue
+        for item in load_json(DATA / ex["file"])["topic_coord_stats"]:  # type: ignore[index]
+            ids = [i["node_id"] for i in item["isr_stats"]]
+            expected = tuple(by_tcp[f"{i.split(':')[0]}:{i.split(':')[2]}"] for i in ids)
+            part = view.topic(item["name"]).partitions[item["partition"]]  # type: ignore[union-attr]
+            assert part.isr == expected and len(expected) == 2
+            assert set(part.isr) == {part.leader, *part.replicas} and not part.out_of_sync
+            assert item["catchup_stats"] is None and part.catchup == ()
+            seen.add((item["name"], item["partition"]))
+    assert len(seen) == 4  # two partitions of two topics (leaders list their replicas' too)
 
 
-def test_redesign_cluster_stats_wrapped_payload() -> None:
-    view = build_view(redesign(0, 100.0))
-    assert view.cluster is not None and view.cluster.stable is False
-    assert {n.address for n in view.cluster.nodes} == {"127.0.0.1:24703", "127.0.0.1:24705"}
-    assert view.cluster.nodes[0].node_load_factor > 0
+def test_recorded_redesign_rates_count_leaders_only() -> None:
+    view = build_view(RECORDED[1], RECORDED[0])
+    dt = RECORDED[1].taken_at - RECORDED[0].taken_at
+    for name in ("orders", "events"):
+        grown = sum(
+            raw_leader(raw_partitions("t1", name)[p])[1]["message_count"]
+            - raw_leader(raw_partitions("t0", name)[p])[1]["message_count"]
+            for p in (0, 1)
+        )
+        assert grown > 0
+        assert view.topic(name).rate == pytest.approx(grown / dt)  # type: ignore[union-attr]
 
 
-def test_redesign_clients_starved_stalled_and_rates_count_leaders_only() -> None:
-    view = build_view(redesign(1, 102.0), redesign(0, 100.0))
-    rtopic = view.topic("rtopic")
-    assert rtopic is not None
-    # leaders grew 40 (p0) + 20 (p1) messages in 2 s; replicas must not double it
-    assert rtopic.rate == pytest.approx(30.0)
-    ch1 = rtopic.channel("ch1")
-    assert ch1 is not None
-    states = {c.stats.client_id: (c.partition, c.starved, c.stalled) for c in ch1.clients}
-    assert states == {"c-p0": (0, True, False), "c-p1": (1, False, True)}
-    assert not ch1.stalled  # one partition still has RDY
-    assert ch1.severity == "warn"
-    ch2 = rtopic.channel("ch2")
-    assert ch2 is not None and ch2.timeout_delta == 3 and ch2.severity == "warn"
-    otopic = view.topic("otopic")
-    assert otopic is not None and otopic.ordered and otopic.ext
-    ordered = otopic.channel("ordered")
-    assert ordered is not None and ordered.clients[0].stats.tls
+def test_recorded_redesign_channels_starved_stalled_paused_and_timeouts() -> None:
+    view = build_view(RECORDED[1], RECORDED[0])
+    orders = view.topic("orders")
+    assert orders is not None
+    billing, slow, audit = (orders.channel(n) for n in ("billing", "slow", "audit"))
+    assert billing is not None and slow is not None and audit is not None
+    # billing: max_in_flight 4 over two partitions, a handler slower than the publisher
+    assert [
+        (c.partition, c.stats.ready_count, c.stats.in_flight_count) for c in billing.clients
+    ] == [(0, 2, 2), (1, 2, 2)]
+    assert billing.starved and billing.ready == billing.in_flight == 4
+    assert all(c.stats.user_agent.startswith("nsqctl/") for c in billing.clients)
+    assert all(c.finish_rate and c.finish_rate > 0 for c in billing.clients)
+    # slow: max_in_flight 1 → RDY 1 on one partition (starved), 0 on the other (stalled)
+    states = sorted((c.partition, c.stats.ready_count, c.starved, c.stalled) for c in slow.clients)
+    assert [(r, st, sl) for _, r, st, sl in states] in (
+        [(1, True, False), (0, False, True)], [(0, False, True), (1, True, False)],
+    )  # fmt: skip
+    assert not slow.stalled  # one partition still delivers
+    assert slow.timeout_delta is not None and slow.timeout_delta > 0 and slow.severity == "warn"
+    assert all(c.stats.snappy for c in slow.clients)
+    # audit: paused, nobody reading
+    assert audit.paused and audit.no_consumers and audit.client_count == 0
+    leaders = [raw_leader(c)[1] for c in raw_partitions("t1", "orders").values()]
+    raw_audit = [c for t in leaders for c in t["channels"] if c["channel_name"] == "audit"]
+    assert audit.depth == sum(c["depth"] for c in raw_audit)
+    assert audit.depth_bytes == sum(c["depth_size"] for c in raw_audit)
+    tail = view.topic("events").channel("tail")  # type: ignore[union-attr]
+    assert tail is not None and {c.stats.user_agent.split()[0] for c in tail.clients} == {
+        "nsq_tail/0.3.7-HA.1.12.7"
+    }
 
 
-def test_redesign_channel_parts_have_partition_rates() -> None:
-    view = build_view(redesign(1, 102.0), redesign(0, 100.0))
-    ch1 = view.topic("rtopic").channel("ch1")  # type: ignore[union-attr]
-    assert ch1 is not None
-    parts = {p.partition: p.msg_rate for p in ch1.parts}
-    assert parts == {0: pytest.approx(20.0), 1: pytest.approx(10.0), 2: pytest.approx(0.0)}
+def test_recorded_redesign_cluster_stats() -> None:
+    raw = load_json(DATA / "redesign_t1_lookupd_cluster_stats.json")
+    view = build_view(RECORDED[1])
+    assert view.cluster is not None and view.cluster.stable is raw["stable"]  # type: ignore[index]
+    assert {n.address for n in view.cluster.nodes} == {n.address for n in view.nodes}
+    assert all(n.leader_load_factor > 0 for n in view.cluster.nodes)
+    leaders = [lk for lk in view.lookupds if lk.is_leader]
+    assert len(leaders) == 1 and leaders[0].ok
+
+
+async def test_isr_is_asked_only_for_topics_in_focus() -> None:
+    source = RecordedPoller(Recording(DATA / "redesign_manifest.json"), ["t0", "t1"])
+    try:  # the dashboard starts with nothing in focus
+        first = await source.snapshot()
+        source.set_focus(["orders"])
+        second = await source.snapshot()
+    finally:
+        await source.aclose()
+    assert source.transport.missed == []
+    assert first.coordinator == ()
+    assert all(p.isr is None for t in build_view(first).topics for p in t.partitions)
+    assert {c.topic for c in second.coordinator} == {"orders"}
+    view = build_view(second, first)
+    assert all(p.isr and len(p.isr) == 2 for p in view.topic("orders").partitions)  # type: ignore[union-attr]
+    assert all(p.isr is None for p in view.topic("events").partitions)  # type: ignore[union-attr]
+
+
+async def test_stat_variant_narrowed_to_a_topic_and_channel() -> None:
+    """What `nsqctl stat orders billing` asks: /stats?topic&channel, ISR for orders."""
+    [snap] = await replay(DATA / "redesign_manifest.json", ["t1_orders_billing"])
+    view = build_view(snap)
+    assert [t.name for t in view.topics] == ["orders"]
+    orders = view.topic("orders")
+    assert orders is not None and [c.name for c in orders.channels] == ["billing"]
+    assert all(p.isr and p.leader in p.isr for p in orders.partitions)
+
+
+async def test_replay_answers_only_what_was_recorded() -> None:
+    source = RecordedPoller(Recording(DATA / "redesign_manifest.json"), ["t0"])
+    source.poller._known["127.0.0.1:1"] = None  # an nsqd the recording never saw
+    try:
+        snap = await source.snapshot()
+    finally:
+        await source.aclose()
+    assert next(n for n in snap.nodes if n.address == "127.0.0.1:1").state == "down"
+    assert source.transport.missed == ["GET http://127.0.0.1:1/stats?format=json&needClients=true"]
+
+
+def test_dead_leader_leaves_the_partition_without_leader() -> None:
+    snap = RECORDED[1]
+    leader = build_view(snap).topic("orders").partitions[0].leader  # type: ignore[union-attr]
+    dead = NodeStats(address=leader, fetched_at=snap.taken_at, state="down", error="timed out")
+    nodes = tuple(dead if n.address == leader else n for n in snap.nodes)
+    coordinator = tuple(c for c in snap.coordinator if c.reported_by != leader)
+    view = build_view(replace(snap, nodes=nodes, coordinator=coordinator))
+    orders = view.topic("orders")
+    assert orders is not None
+    p0 = orders.partitions[0]
+    assert p0.no_leader and not p0.write_enabled and leader not in p0.replicas
+    assert len(p0.replicas) == 1 and p0.isr is None  # only the dead leader was asked for it
+    assert orders.leaderless == 1 and orders.severity == "crit"
+
+
+def test_isr_missing_a_replica_is_out_of_sync() -> None:
+    snap = RECORDED[1]
+    shrunk = tuple(replace(c, isr=c.isr[:1]) for c in snap.coordinator)
+    orders = build_view(replace(snap, coordinator=shrunk)).topic("orders")
+    assert orders is not None
+    assert all(p.out_of_sync == p.replicas for p in orders.partitions)
+    assert orders.out_of_sync == 2 and orders.severity == "warn"
+
+
+def test_node_ids_resolve_to_addresses_or_stay_as_they_are() -> None:
+    assert node_id_key("127.0.0.1:24711:24709:2") == "127.0.0.1:24709"
+    assert node_id_key("nsqd-a") is None
+    info = CoordInfo("t", 0, A, isr=("10.0.0.1:1:4150:1", "odd"), catchup=("10.0.0.2:1:4150:2",))
+    [resolved] = resolve_node_ids([info], {"10.0.0.1:4150": "10.0.0.1:4151"})
+    assert resolved.isr == ("10.0.0.1:4151", "odd")
+    assert resolved.catchup == ("10.0.0.2:1:4150:2",)
 
 
 # ------------------------------------------------------------------ laziness and GC
