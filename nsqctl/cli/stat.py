@@ -217,6 +217,12 @@ async def run_stat(
             view = await source.refresh()
             if not view.nodes and view.errors:
                 raise NsqctlError(view.errors[0])
+            if n == 0 and view.nodes and all(nd.stats.state != "up" for nd in view.nodes):
+                # Nothing answered the first sample: a wrong address, not an outage to watch.
+                causes = "; ".join(
+                    f"{nd.address}: {nd.stats.error or nd.stats.state}" for nd in view.nodes
+                )
+                raise NsqctlError(f"no nsqd answered /stats ({causes}): check the addresses")
             n += 1
             if as_json:
                 sys.stdout.write(json.dumps(interval_record(view, topic, channel)) + "\n")

@@ -30,6 +30,7 @@ COMMANDS = {
     "topic list": ["topic", "list", "--lookupd", DEAD],
     "channel list": ["channel", "list", "t", "--lookupd", DEAD],
     "stat via lookupd": ["stat", "--lookupd", DEAD, "-n", "1"],
+    "stat via nsqd": ["stat", "--nsqd-http", DEAD, "-n", "1"],
 }
 
 
