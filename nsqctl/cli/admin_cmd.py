@@ -18,6 +18,7 @@ import typer
 from nsqctl import admin
 from nsqctl.addresses import parse_address
 from nsqctl.cli.common import (
+    JsonOption,
     LookupdOption,
     NsqdHttpOption,
     NsqdOption,
@@ -33,7 +34,6 @@ channel_app = typer.Typer(
     no_args_is_help=True,
 )
 
-JsonOption = typer.Option(False, "--json", help="Machine-readable output.")
 YesOption = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation.")
 PartitionOption = typer.Option(None, "--partition", min=0, help="Only this partition (redesign).")
 

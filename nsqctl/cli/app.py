@@ -1,114 +1,393 @@
 """The ``nsqctl`` command: a typer app whose subcommands are thin over the library.
 
+Start-up: ``nsqctl --help`` and ``nsqctl version --client`` must answer in well under
+150 ms, so no command module is imported until that command runs (or its help, its
+completion or the docs are asked for). :data:`COMMANDS` names each command's module and
+short help; :class:`LazyGroup` loads the one that runs. A new command is added there.
+
 Errors: anything nsqctl raises on purpose (``NsqctlError``) becomes one line on stderr
-and exit code 1 (``ConfigError``: 2, a usage error); ``--debug`` shows the traceback.
+and exit code 1 (``ConfigError``: 2, a usage error); parser errors (unknown option,
+missing argument, bad value) are one line and exit 2; ``--debug`` shows the traceback.
+typer carries its own copy of click (0.26+), so click's exception classes are taken from
+typer itself, never from an ``import click``.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import os
 import sys
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from functools import cache, wraps
+from types import ModuleType
+from typing import Any, get_args
 
-import click
 import typer
+import typer.core
+import typer.main
 
-from nsqctl.cli import (
-    admin_cmd,
-    archive,
-    common,
-    config_cmd,
-    dash,
-    deadletter_cmd,
-    lookup_cmd,
-    pub,
-    replay,
-    sandbox,
-    stat,
-    tail,
-    trace,
-    version_cmd,
-)
+from nsqctl.cli import common
 from nsqctl.errors import ConfigError, NsqctlError
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One top-level command: where it lives, and what ``nsqctl --help`` says about it.
+
+    ``target`` is ``module:attr``, a command function or a ``typer.Typer`` (a group).
+    ``help`` must equal the command's own short help (a unit test compares them), so the
+    top-level help can be shown without importing any command. ``extra`` names the
+    optional dependency group the command needs (see :data:`EXTRAS`).
+    """
+
+    name: str
+    target: str
+    help: str
+    extra: str | None = None
+
+
+COMMANDS: tuple[Entry, ...] = (
+    Entry("pub", "nsqctl.cli.pub:pub", "Publish messages; exit 0 only when every message got OK."),
+    Entry(
+        "tail",
+        "nsqctl.cli.tail:tail",
+        "Print messages as they arrive (raw: the body and a newline, like nsq_tail).",
+    ),
+    Entry(
+        "lookup",
+        "nsqctl.cli.lookup_cmd:lookup",
+        "Show a topic's partitions, leaders, nsqds, meta and channels (via nsqlookupd).",
+    ),
+    Entry(
+        "version",
+        "nsqctl.cli.version_cmd:version",
+        "Show the nsqctl version and the versions of the servers it can reach.",
+    ),
+    Entry(
+        "stat",
+        "nsqctl.cli.stat:stat",
+        "Rolling per-interval stats (depth, in-flight, deferred, requeued, timeouts, rates).",
+    ),
+    Entry(
+        "dash",
+        "nsqctl.cli.dash:dash",
+        "Live dashboard: nodes, topics, partitions, channels and consumers (? for keys).",
+    ),
+    Entry(
+        "archive",
+        "nsqctl.cli.archive:archive",
+        "Consume TOPIC into Parquet files under OUT; a message is FINed only once on disk.",
+        extra="spark",
+    ),
+    Entry(
+        "replay",
+        "nsqctl.cli.replay:replay",
+        "Re-publish messages to --to-topic, in per-partition (or per --shard-field) order.",
+        extra="spark",
+    ),
+    Entry(
+        "trace",
+        "nsqctl.cli.trace:trace",
+        "Show a message's timeline: published, delivered (FIN/REQ/timeout), archived.",
+        extra="spark",
+    ),
+    Entry(
+        "sandbox",
+        "nsqctl.cli.sandbox:app",
+        "Run a local NSQ cluster of real servers on 127.0.0.1.",
+    ),
+    Entry(
+        "config",
+        "nsqctl.cli.config_cmd:app",
+        "Show resolved settings and manage cluster profiles.",
+    ),
+    Entry(
+        "topic",
+        "nsqctl.cli.admin_cmd:topic_app",
+        "Create, delete, list, pause and empty topics.",
+    ),
+    Entry(
+        "channel",
+        "nsqctl.cli.admin_cmd:channel_app",
+        "Create, delete, list, pause, empty (and on the redesign skip/setoffset) channels.",
+    ),
+    Entry(
+        "dead-letter",
+        "nsqctl.cli.deadletter_cmd:app",
+        "List and replay the messages consumers gave up on (max attempts).",
+    ),
+)
+
+#: Optional dependency groups (pyproject ``[project.optional-dependencies]``): the modules
+#: a command of that extra needs, checked before it runs.
+EXTRAS: dict[str, tuple[str, ...]] = {"spark": ("pyspark", "pyarrow")}
+
+GLOBAL_EPILOG = (
+    "Global options (--debug, --profile, --tls*, --auth-secret-file, --compression) work "
+    "before or after the command: see nsqctl --help."
+)
+
+
+def click_module() -> ModuleType:
+    """The click typer runs on: its own copy (``typer._click``, typer 0.26+) or click."""
+    return sys.modules[typer.BadParameter.__module__.rpartition(".")[0]]
+
+
+def missing_extra(extra: str) -> str | None:
+    """The first module of ``extra`` that cannot be found, else None (nothing is imported:
+    a finder that refuses the module counts as missing too)."""
+    for module in EXTRAS[extra]:
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except ImportError:
+            found = False
+        if not found:
+            return module
+    return None
+
+
+def require_extra(extra: str, command: str) -> None:
+    """Fail with one line naming the install command when ``extra`` is not installed."""
+    module = missing_extra(extra)
+    if module is not None:
+        raise NsqctlError(
+            f"{command} needs the {extra} extra ({module} is not installed): "
+            f"pip install 'nsqctl[{extra}]'"
+        )
+
+
+# --------------------------------------------------------------------------- help polish
+
+#: One vocabulary of placeholders for the whole CLI: an option name means the same thing
+#: in every command, so its placeholder is set here once (a declaration's own metavar wins).
+PLACEHOLDERS: dict[str, str] = {
+    "--archive": "DIR",
+    "--checkpoint": "DIR",
+    "--compression": "CODEC",
+    "--delimiter": "SEP",
+    "--flavor": "FLAVOR",
+    "--format": "FORMAT",
+    "--grep": "REGEX",
+    "--jq-field": "FIELD=VALUE",
+    "--out": "DIR",
+    "--shard": "KEY",
+    "--since": "TIME",
+    "--spark-master": "URL",
+    "--tls-ca": "FILE",
+    "--tls-cert": "FILE",
+    "--tls-key": "FILE",
+    "--trace": "ID",
+    "--trace-id": "ID",
+    "--trace-log": "FILE",
+    "--until": "TIME",
+    "--where": "SQL",
+}
+_SECONDS_WORDS = ("timeout", "interval", "seconds", "wait", "idle")
+
+
+def _is_number(param: Any) -> bool:
+    desc = getattr(param, "type_descriptor", None)  # typer 0.29 (no click types)
+    if desc is not None:
+        annotation = desc.annotation
+        inner = get_args(annotation)
+        base = inner[0] if inner and not isinstance(annotation, type) else annotation
+        return base in (int, float)
+    name = getattr(getattr(param, "type", None), "name", "")  # click's ParamType
+    return name.split(" ")[0] in ("int", "integer", "float")
+
+
+def default_metavar(param: Any) -> str:
+    """A placeholder naming what a value option or argument takes (instead of typer's
+    ``<str>``/``<int range>``): :data:`PLACEHOLDERS`, else ``N`` or ``SECONDS`` for
+    numbers, else the last word of its name in capitals (``--to-topic`` → ``TOPIC``,
+    argument ``topic`` → ``TOPIC``)."""
+    longs = [o for o in param.opts if o.startswith("--")]
+    if longs and longs[0] in PLACEHOLDERS:
+        return PLACEHOLDERS[longs[0]]
+    name = (longs[0].lstrip("-") if longs else param.name or "value").replace("_", "-")
+    if _is_number(param):
+        return "SECONDS" if any(w in name for w in _SECONDS_WORDS) else "N"
+    return name.rsplit("-", 1)[-1].upper()
+
+
+def _no_type(ctx: Any) -> None:
+    return None
+
+
+def _set_metavars(command: Any) -> None:
+    for param in command.params:
+        if param.param_type_name == "option" and (param.is_flag or param.count):
+            if param.metavar is None:
+                param.metavar = ""  # typer 0.29 would show `<bool>`
+            continue
+        if param.metavar is None:
+            param.metavar = default_metavar(param)
+        if param.param_type_name == "argument":
+            # typer 0.29 prints an argument's `<type>` beside its name, metavar or not
+            param.display_type_rich = _no_type
+
+
+def _store_global(ctx: Any, param: Any, value: Any) -> Any:
+    common.store_global_flag(param.name, value)
+    return value
+
+
+@cache
+def _global_params() -> tuple[Any, ...]:
+    """The global options as parameters to append to a command: built by typer from
+    :func:`common.global_flags` (so they match the root's), hidden, not passed to the
+    command's function, stored by their callback."""
+    holder = typer.Typer(add_completion=False, rich_markup_mode=None)
+    holder.command("global")(common.global_flags)
+    params = typer.main.get_command(holder).params
+    for param in params:
+        param.expose_value = False
+        param.hidden = True
+        param.callback = _store_global
+        param.is_eager = False
+    return tuple(params)
+
+
+def _add_global_options(command: Any) -> None:
+    taken = {o for p in command.params for o in (*p.opts, *getattr(p, "secondary_opts", ()))}
+    added = False
+    for param in _global_params():
+        if not taken.intersection(param.opts):
+            command.params.append(param)
+            added = True
+    if added and not command.epilog:
+        command.epilog = GLOBAL_EPILOG
+
+
+def polish(command: Any) -> None:
+    """Plain help (no rich import: start-up), meaningful metavars, global options
+    accepted after the command; for a group, every command below it too."""
+    if hasattr(command, "rich_markup_mode"):
+        command.rich_markup_mode = None
+    _set_metavars(command)
+    _add_global_options(command)
+    for sub in getattr(command, "commands", {}).values():
+        polish(sub)
+
+
+def _with_extra(command: Any, entry: Entry) -> None:
+    """Check the command's extra after parsing (so --help and usage errors still work
+    without it) and before its body runs."""
+    body: Callable[..., Any] = command.callback
+    extra = entry.extra
+    assert extra is not None
+
+    @wraps(body)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        require_extra(extra, f"nsqctl {entry.name}")
+        return body(*args, **kwargs)
+
+    command.callback = checked
+
+
+def load(entry: Entry) -> Any:
+    """Import a command's module and build its click command (or group)."""
+    module_name, _, attr = entry.target.partition(":")
+    target = getattr(importlib.import_module(module_name), attr)
+    if isinstance(target, typer.Typer):
+        command = typer.main.get_group(target)
+    else:
+        holder = typer.Typer(add_completion=False, rich_markup_mode=None)
+        holder.command(entry.name)(target)
+        command = typer.main.get_command(holder)
+    command.name = entry.name
+    polish(command)
+    if entry.extra:
+        _with_extra(command, entry)
+    return command
+
+
+class LazyCommands(Mapping[str, Any]):
+    """``group.commands`` whose values are built on first access (see :func:`load`)."""
+
+    def __init__(self, entries: tuple[Entry, ...]) -> None:
+        self.entries = {e.name: e for e in entries}
+        self.loaded: dict[str, Any] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self.loaded:
+            self.loaded[name] = load(self.entries[name])
+        return self.loaded[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+
+class LazyGroup(typer.core.TyperGroup):
+    """The root group: commands load on use; the help lists them from :data:`COMMANDS`."""
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        self.commands = LazyCommands(COMMANDS)  # type: ignore[assignment]
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(self.commands)
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(e.name, e.help) for e in COMMANDS])
+
 
 app = typer.Typer(
     name="nsqctl",
+    cls=LazyGroup,
     help="Operate NSQ clusters (original and partitioned redesign) from the terminal.",
+    epilog="The options above, but for the completion ones, work after the command too "
+    "(nsqctl tail T --profile prod).",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-app.add_typer(sandbox.app, name="sandbox")
-app.add_typer(config_cmd.app, name="config")
-app.command("pub")(pub.pub)
-app.command("tail")(tail.tail)
-app.command("lookup")(lookup_cmd.lookup)
-app.add_typer(admin_cmd.topic_app, name="topic")
-app.add_typer(admin_cmd.channel_app, name="channel")
-app.command("version")(version_cmd.version)
-app.command("stat")(stat.stat)
-app.command("dash")(dash.dash)
-app.command("archive")(archive.archive)
-app.command("replay")(replay.replay)
-app.command("trace")(trace.trace)
-app.add_typer(deadletter_cmd.app, name="dead-letter")
-
-_DEBUG = {"on": False}
+app.callback()(common.global_flags)
 
 
-@app.callback()
-def _root(
-    debug: bool = typer.Option(
-        False, "--debug", envvar="NSQCTL_DEBUG", help="Show tracebacks on errors."
-    ),
-    profile: str | None = typer.Option(
-        None, "--profile", help="Cluster profile from the config file (env NSQCTL_PROFILE)."
-    ),
-    tls: bool | None = typer.Option(None, "--tls/--no-tls", help="TLS to nsqd (verified)."),
-    tls_ca: str | None = typer.Option(None, "--tls-ca", help="CA file (env NSQCTL_TLS_CA)."),
-    tls_cert: str | None = typer.Option(None, "--tls-cert", help="Client certificate file."),
-    tls_key: str | None = typer.Option(None, "--tls-key", help="Client key file."),
-    tls_insecure: bool | None = typer.Option(
-        None, "--tls-insecure", help="TLS without certificate verification (testing only)."
-    ),
-    auth_secret_file: str | None = typer.Option(
-        None,
-        "--auth-secret-file",
-        help="File holding the AUTH secret (env NSQCTL_AUTH_SECRET_FILE or NSQCTL_AUTH_SECRET).",
-    ),
-    compression: str | None = typer.Option(
-        None, "--compression", help="none | snappy | deflate (env NSQCTL_COMPRESSION)."
-    ),
-) -> None:
-    _DEBUG["on"] = debug
-    flags = common.GLOBAL_FLAGS
-    flags.profile, flags.tls, flags.tls_ca, flags.tls_cert, flags.tls_key = (
-        profile,
-        tls,
-        tls_ca,
-        tls_cert,
-        tls_key,
-    )
-    flags.tls_insecure, flags.auth_secret_file, flags.compression = (
-        tls_insecure,
-        auth_secret_file,
-        compression,
-    )
+def root_command() -> Any:
+    """The root click group, its options' metavars set like every command's."""
+    command = typer.main.get_command(app)
+    _set_metavars(command)
+    return command
+
+
+def _usage_line(err: Any) -> str:
+    """One line for a parser error: the message and where to read the command's help."""
+    ctx = getattr(err, "ctx", None)
+    where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+    return f"nsqctl: error: {err.format_message()}{where}"
 
 
 def main() -> None:
     """Console entry point: run the app and turn errors into one-line messages."""
+    exc = click_module().exceptions
+    aborts = tuple({typer.Abort, getattr(exc, "Abort", typer.Abort)})
+    no_args = getattr(exc, "NoArgsIsHelpError", ())
     try:
-        app(standalone_mode=False)
+        code = root_command().main(prog_name="nsqctl", standalone_mode=False)
     except NsqctlError as err:
-        if _DEBUG["on"] or os.environ.get("NSQCTL_DEBUG"):
+        if common.GLOBAL_FLAGS.debug or os.environ.get("NSQCTL_DEBUG"):
             raise
         typer.secho(f"nsqctl: error: {err}", err=True, fg="red")
         sys.exit(2 if isinstance(err, ConfigError) else 1)
-    except click.exceptions.Abort:
+    except aborts:
         typer.echo("aborted", err=True)
         sys.exit(130)
-    except click.ClickException as err:
-        err.show()
+    except exc.ClickException as err:
+        if no_args and isinstance(err, no_args):
+            err.show()  # the command's help: it was given nothing to do
+        else:
+            typer.echo(_usage_line(err), err=True)
         sys.exit(err.exit_code)
     except KeyboardInterrupt:
         sys.exit(130)
+    if isinstance(code, int) and code:  # typer.Exit(code) in non-standalone mode
+        sys.exit(code)

@@ -2,43 +2,61 @@
 
 Order: flags beat environment beat profile. Addresses come per command (``--lookupd``,
 ``--nsqd``, ``--nsqd-http``, ``--profile``); connection security (TLS, AUTH, compression)
-comes from the root options (``nsqctl --tls-ca ca.pem tail ...``), env, or the profile.
+and ``--debug`` are global flags (:func:`global_flags`), accepted before the command
+(``nsqctl --tls-ca ca.pem tail ...``) and after it (``nsqctl tail ... --tls-ca ca.pem``),
+then env, then the profile.
+
+This module is imported by every command at start-up: it must stay cheap (the config,
+connection and secrets modules load only when a selection is resolved).
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from nsqctl.config import PROFILE_ENV, Profile, load_config
-from nsqctl.connection import ConnectionConfig, TLSSettings
 from nsqctl.errors import ConfigError
-from nsqctl.protocol.compression import validate_compression
-from nsqctl.secrets import Secret, resolve_auth_secret
+
+if TYPE_CHECKING:
+    from nsqctl.config import Profile
+    from nsqctl.connection import ConnectionConfig, TLSSettings
+    from nsqctl.secrets import Secret
 
 LookupdOption = typer.Option(
-    None, "--lookupd", help="nsqlookupd HTTP address HOST:PORT (repeatable; env NSQCTL_LOOKUPD)."
+    None,
+    "--lookupd",
+    metavar="ADDR",
+    help="nsqlookupd HTTP address HOST:PORT (repeatable; env NSQCTL_LOOKUPD).",
 )
 NsqdOption = typer.Option(
-    None, "--nsqd", help="nsqd TCP address HOST:PORT (repeatable; env NSQCTL_NSQD)."
+    None,
+    "--nsqd",
+    metavar="ADDR",
+    help="nsqd TCP address HOST:PORT (repeatable; env NSQCTL_NSQD).",
 )
 NsqdHttpOption = typer.Option(
     None,
     "--nsqd-http",
+    metavar="ADDR",
     help="nsqd HTTP address HOST:PORT (repeatable; env NSQCTL_NSQD_HTTP).",
 )
 ProfileOption = typer.Option(
-    None, "--profile", help="Cluster profile from the config file (env NSQCTL_PROFILE)."
+    None,
+    "--profile",
+    metavar="NAME",
+    help="Cluster profile from the config file (env NSQCTL_PROFILE).",
 )
+JsonOption = typer.Option(False, "--json", help="Machine-readable output.")
 
 
 @dataclass
 class SecurityFlags:
-    """Root-level flags (``nsqctl --tls-ca X cmd``); None means "not given"."""
+    """The global flags (before or after the command); None means "not given"."""
 
+    debug: bool = False
     profile: str | None = None
     tls: bool | None = None
     tls_ca: str | None = None
@@ -50,6 +68,55 @@ class SecurityFlags:
 
 
 GLOBAL_FLAGS = SecurityFlags()
+
+
+def global_flags(
+    debug: bool = typer.Option(
+        False, "--debug", envvar="NSQCTL_DEBUG", help="Show tracebacks on errors."
+    ),
+    profile: str | None = typer.Option(
+        None,
+        "--profile",
+        metavar="NAME",
+        help="Cluster profile from the config file (env NSQCTL_PROFILE).",
+    ),
+    tls: bool | None = typer.Option(None, "--tls/--no-tls", help="TLS to nsqd (verified)."),
+    tls_ca: str | None = typer.Option(
+        None, "--tls-ca", metavar="FILE", help="CA file (env NSQCTL_TLS_CA)."
+    ),
+    tls_cert: str | None = typer.Option(
+        None, "--tls-cert", metavar="FILE", help="Client certificate file."
+    ),
+    tls_key: str | None = typer.Option(None, "--tls-key", metavar="FILE", help="Client key file."),
+    tls_insecure: bool | None = typer.Option(
+        None, "--tls-insecure", help="TLS without certificate verification (testing only)."
+    ),
+    auth_secret_file: str | None = typer.Option(
+        None,
+        "--auth-secret-file",
+        metavar="FILE",
+        help="File holding the AUTH secret (env NSQCTL_AUTH_SECRET_FILE or NSQCTL_AUTH_SECRET).",
+    ),
+    compression: str | None = typer.Option(
+        None,
+        "--compression",
+        metavar="CODEC",
+        help="none | snappy | deflate (env NSQCTL_COMPRESSION).",
+    ),
+) -> None:
+    """The global flags, declared once: the root callback, and (through
+    :func:`store_global_flag`) the same options accepted after every command."""
+    given = dict(locals())
+    for name, value in given.items():
+        store_global_flag(name, value)
+
+
+def store_global_flag(name: str, value: Any) -> None:
+    """Record one global flag that was given; "not given" (None, or --debug off) keeps
+    what an earlier position set, so ``nsqctl --tls-ca A cmd`` is not undone by ``cmd``."""
+    if value is None or (name == "debug" and not value):
+        return
+    setattr(GLOBAL_FLAGS, name, value)
 
 
 @dataclass(frozen=True)
@@ -84,6 +151,8 @@ class ClusterSelection:
 
     def connection_config(self, **overrides: Any) -> ConnectionConfig:
         """A ConnectionConfig carrying the selected TLS, AUTH and compression."""
+        from nsqctl.connection import ConnectionConfig
+
         base = ConnectionConfig(
             tls=self.tls, auth_secret=self.auth_secret, compression=self.compression
         )
@@ -141,6 +210,8 @@ def _pick(flag: Any, env: str | None, profile_value: Any) -> Any:
 
 
 def _active_profile(flag: str | None) -> Profile | None:
+    from nsqctl.config import PROFILE_ENV, load_config
+
     name = flag or GLOBAL_FLAGS.profile or os.environ.get(PROFILE_ENV)
     cfg = load_config()
     if name:
@@ -164,6 +235,10 @@ def resolve_cluster(
     and profile addresses are ignored (mixing a flag's nsqd with a profile's lookupd
     would silently talk to two clusters). ``require`` is "tcp", "http" or None.
     """
+    from nsqctl.connection import TLSSettings
+    from nsqctl.protocol.compression import validate_compression
+    from nsqctl.secrets import resolve_auth_secret
+
     prof = _active_profile(profile)
     sources: dict[str, str] = {}
     flags_given = bool(

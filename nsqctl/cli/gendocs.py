@@ -8,22 +8,55 @@ Output is deterministic (the man page date is the nsqctl version, not today).
 from __future__ import annotations
 
 import sys
-import tempfile
+from inspect import cleandoc
 from pathlib import Path
+from typing import Any
 
 import typer.completion
 import typer.main
-from click_man.core import write_man_pages
 
 from nsqctl import __version__
 
 PROG = "nsqctl"
 SHELLS = {"bash": "nsqctl.bash", "zsh": "_nsqctl", "fish": "nsqctl.fish"}
+SHORT_HELP = 45  # characters of a command's summary in NAME and COMMANDS (click-man's)
+
+
+def man_pages(command: Any, name: str = PROG, parent: Any = None) -> dict[str, str]:
+    """``{file name: troff}`` for a command and every command below it.
+
+    The pages are laid out by click-man's ``ManPage``; the command tree is walked here,
+    with the click that typer carries (click-man's own walker only sees options of the
+    separately installed click, and since typer 0.26 left every option out).
+    """
+    from click_man.man import ManPage
+
+    ctx = command.context_class(command, info_name=name, parent=parent)
+    page = ManPage(ctx.command_path)
+    page.version = __version__
+    page.date = __version__
+    page.short_help = command.get_short_help_str(SHORT_HELP)
+    page.description = cleandoc(
+        "\n\n".join(text for text in (command.help, command.epilog) if text)
+    )
+    page.synopsis = " ".join(command.collect_usage_pieces(ctx))
+    page.options = [
+        record
+        for param in command.params
+        if param.param_type_name == "option" and (record := param.get_help_record(ctx)) is not None
+    ]
+    subcommands = getattr(command, "commands", {})
+    page.commands = [(n, c.get_short_help_str(SHORT_HELP)) for n, c in subcommands.items()]
+    pages = {f"{ctx.command_path.replace(' ', '-')}.1": str(page)}
+    for sub_name, sub in subcommands.items():
+        if not sub.hidden:
+            pages.update(man_pages(sub, sub_name, ctx))
+    return pages
 
 
 def generate(root: Path) -> dict[Path, str]:
     """Every generated file, relative to ``root``, with its content."""
-    from nsqctl.cli.app import app
+    from nsqctl.cli.app import root_command
 
     files: dict[Path, str] = {}
     for shell, name in SHELLS.items():
@@ -31,11 +64,8 @@ def generate(root: Path) -> dict[Path, str]:
             prog_name=PROG, complete_var="_NSQCTL_COMPLETE", shell=shell
         )
         files[root / "completions" / name] = script.rstrip("\n") + "\n"
-    command = typer.main.get_command(app)
-    with tempfile.TemporaryDirectory() as tmp:
-        write_man_pages(PROG, command, version=__version__, target_dir=tmp, date=__version__)
-        for page in sorted(Path(tmp).iterdir()):
-            files[root / "man" / page.name] = page.read_text()
+    for name, text in sorted(man_pages(root_command()).items()):
+        files[root / "man" / name] = text
     return files
 
 

@@ -8,17 +8,10 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TransferSpeedColumn,
-)
+if TYPE_CHECKING:  # rich loads only when a bar is shown, not on every `nsqctl pub`
+    from rich.progress import Progress, TaskID
 
 SHOW_AFTER = 1.0  # seconds
 
@@ -44,6 +37,16 @@ class LazyProgress:
         if self._progress is None:
             if time.monotonic() - self.started_at < SHOW_AFTER:
                 return
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                DownloadColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TransferSpeedColumn,
+            )
+
             self._progress = Progress(
                 TextColumn("{task.description}"),
                 BarColumn(),

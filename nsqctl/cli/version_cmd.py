@@ -1,18 +1,25 @@
 """``nsqctl version``: the client's version and those of every server it can reach.
 
 Works with no cluster configured; unreachable servers are listed, never fatal.
+``--client`` prints the client's version alone, without reading any configuration: it is
+what scripts call, so it imports nothing beyond the CLI itself.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
+from typing import Any
 
 import typer
 
-from nsqctl import __version__, admin
-from nsqctl.cli.admin_cmd import JsonOption, cluster_addresses
-from nsqctl.cli.common import LookupdOption, NsqdHttpOption, NsqdOption, ProfileOption
+from nsqctl import __version__
+from nsqctl.cli.common import (
+    JsonOption,
+    LookupdOption,
+    NsqdHttpOption,
+    NsqdOption,
+    ProfileOption,
+)
 
 HINT = (
     "pass --lookupd HOST:PORT or --nsqd-http HOST:PORT (or --profile NAME) "
@@ -22,20 +29,22 @@ HINT = (
 
 def version(
     as_json: bool = JsonOption,
+    client: bool = typer.Option(
+        False, "--client", help="Only the client's version: no cluster is asked."
+    ),
     lookupd: list[str] = LookupdOption,
     nsqd: list[str] = NsqdOption,
     nsqd_http: list[str] = NsqdHttpOption,
     profile: str | None = ProfileOption,
 ) -> None:
     """Show the nsqctl version and the versions of the servers it can reach."""
-    lookupds, nsqds = cluster_addresses(lookupd, nsqd, nsqd_http, profile, require=None)
-    servers = asyncio.run(admin.server_versions(lookupds, nsqds)) if lookupds or nsqds else []
+    servers = [] if client else _server_versions(lookupd, nsqd, nsqd_http, profile)
     if as_json:
-        payload = {
+        payload: dict[str, object] = {
             "client": {"name": "nsqctl", "version": __version__},
             "servers": [s.to_json() for s in servers],
         }
-        if not servers:
+        if not servers and not client:
             payload["hint"] = HINT
         typer.echo(json.dumps(payload, indent=2))
         return
@@ -43,5 +52,20 @@ def version(
     for s in servers:
         state = f"{s.version} ({s.family})" if s.error is None else s.error
         typer.echo(f"{s.role:<10}  {s.address:<21}  {state}")
-    if not servers:
+    if not servers and not client:
         typer.echo(f"hint: {HINT}", err=True)
+
+
+def _server_versions(
+    lookupd: list[str], nsqd: list[str], nsqd_http: list[str], profile: str | None
+) -> list[Any]:
+    """Every reachable server's version (the HTTP client loads only here)."""
+    import asyncio
+
+    from nsqctl import admin
+    from nsqctl.cli.admin_cmd import cluster_addresses
+
+    lookupds, nsqds = cluster_addresses(lookupd, nsqd, nsqd_http, profile, require=None)
+    if not lookupds and not nsqds:
+        return []
+    return asyncio.run(admin.server_versions(lookupds, nsqds))

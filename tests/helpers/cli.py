@@ -65,10 +65,9 @@ def run_cli(
     )
 
 
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    """``nsqctl ARGS`` with text output and no stdin (not a TTY: no prompts)."""
+def _run_text(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [NSQCTL, *args],
+        list(argv),
         capture_output=True,
         text=True,
         env=clean_env(),
@@ -76,6 +75,17 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
         timeout=60,
         check=False,
     )
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """``nsqctl ARGS`` with text output and no stdin (not a TTY: no prompts)."""
+    return _run_text([NSQCTL, *args])
+
+
+def run_python(*args: str) -> subprocess.CompletedProcess[str]:
+    """``python ARGS`` (this interpreter, e.g. ``-X importtime NSQCTL --help`` or ``-c CODE``)
+    like :func:`cli`: text output, no stdin, the clean environment."""
+    return _run_text([sys.executable, *args])
 
 
 def invoke(*args: str, input: str | None = None) -> Any:

@@ -1,0 +1,129 @@
+"""Parser-level usage errors of every command, through the real console script.
+
+An unknown option, a missing argument or option, a value of the wrong type, or an unknown
+subcommand must give one ``nsqctl: error:`` line on stderr and exit 2, never a traceback,
+whichever copy of click typer carries. The list of commands is read from the app itself,
+so a command added later is covered without touching this file. Nothing here reaches a
+server: the parser rejects every invocation before a command's body runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from nsqctl.cli.app import default_metavar, root_command
+from tests.helpers.cli import assert_one_line_error, run_cli
+
+
+def _walk(command: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+    for name, sub in getattr(command, "commands", {}).items():
+        yield (*path, name), sub
+        yield from _walk(sub, (*path, name))
+
+
+COMMANDS = dict(_walk(root_command()))
+LEAVES = {path: cmd for path, cmd in COMMANDS.items() if not getattr(cmd, "commands", None)}
+GROUPS = {path: cmd for path, cmd in COMMANDS.items() if getattr(cmd, "commands", None)}
+
+
+def _ids(paths: Any) -> list[str]:
+    return [" ".join(p) for p in paths]
+
+
+def _required_arguments(cmd: Any) -> list[Any]:
+    return [p for p in cmd.params if p.param_type_name == "argument" and p.required]
+
+
+def _filler(cmd: Any) -> list[str]:
+    """Values for the command's required arguments and options: a call that parses."""
+    args = ["x" for _ in _required_arguments(cmd)]
+    for p in cmd.params:
+        if p.param_type_name == "option" and p.required:
+            args += [p.opts[0], "x"]
+    return args
+
+
+def _number_option(cmd: Any) -> Any | None:
+    for p in cmd.params:
+        if (
+            p.param_type_name == "option"
+            and not p.hidden
+            and not (p.is_flag or p.count)
+            and default_metavar(p) in ("N", "SECONDS")
+        ):
+            return p
+    return None
+
+
+def test_the_app_lists_every_command() -> None:
+    """The walk sees the whole tree (guards the parametrization below against an empty list)."""
+    assert {("pub",), ("tail",), ("archive",), ("sandbox", "up"), ("topic", "create")} <= set(
+        COMMANDS
+    )
+    assert len(LEAVES) >= 30
+
+
+@pytest.mark.parametrize("path", list(COMMANDS), ids=_ids(COMMANDS))
+def test_unknown_option(path: tuple[str, ...]) -> None:
+    proc = run_cli([*path, "--no-such-option"])
+    line = assert_one_line_error(proc, 2)
+    assert "--no-such-option" in line and " ".join(path) in line
+
+
+MISSING = {p: c for p, c in LEAVES.items() if _required_arguments(c)}
+
+
+@pytest.mark.parametrize("path", list(MISSING), ids=_ids(MISSING))
+def test_missing_argument(path: tuple[str, ...]) -> None:
+    proc = run_cli(list(path))
+    line = assert_one_line_error(proc, 2)
+    first = _required_arguments(MISSING[path])[0]
+    assert f"Missing argument '{first.metavar}'" in line, line
+
+
+REQUIRED_OPTIONS = {
+    p: c
+    for p, c in LEAVES.items()
+    if any(o.param_type_name == "option" and o.required for o in c.params)
+}
+
+
+@pytest.mark.parametrize("path", list(REQUIRED_OPTIONS), ids=_ids(REQUIRED_OPTIONS))
+def test_missing_option(path: tuple[str, ...]) -> None:
+    cmd = REQUIRED_OPTIONS[path]
+    args = ["x" for _ in _required_arguments(cmd)]
+    line = assert_one_line_error(run_cli([*path, *args]), 2)
+    assert "Missing option" in line, line
+
+
+NUMBERS = {p: c for p, c in LEAVES.items() if _number_option(c) is not None}
+
+
+@pytest.mark.parametrize("path", list(NUMBERS), ids=_ids(NUMBERS))
+def test_bad_number(path: tuple[str, ...]) -> None:
+    cmd = NUMBERS[path]
+    option = _number_option(cmd)
+    proc = run_cli([*path, *_filler(cmd), option.opts[0], "not-a-number"])
+    line = assert_one_line_error(proc, 2)
+    assert "Invalid value" in line and option.opts[0] in line, line
+
+
+@pytest.mark.parametrize("path", [(), *GROUPS], ids=["nsqctl", *_ids(GROUPS)])
+def test_unknown_subcommand(path: tuple[str, ...]) -> None:
+    line = assert_one_line_error(run_cli([*path, "no-such-command"]), 2)
+    assert "No such command 'no-such-command'" in line, line
+
+
+def test_global_option_missing_its_value_after_the_command() -> None:
+    line = assert_one_line_error(run_cli(["config", "--tls-ca"]), 2)
+    assert "--tls-ca" in line and "requires an argument" in line, line
+
+
+def test_group_without_a_subcommand_shows_its_help() -> None:
+    proc = run_cli(["topic"])
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and "Traceback" not in err
+    assert "Usage: nsqctl topic" in err and "create" in err

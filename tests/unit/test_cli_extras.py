@@ -1,0 +1,70 @@
+"""Pipeline commands without the ``spark`` extra: one line naming the install command.
+
+The core install has no pyspark/pyarrow. ``archive``, ``replay`` and ``trace`` then fail
+with one line and exit 1 before touching any cluster, while their ``--help`` and usage
+errors work as for any command. Here the extra is hidden from a real nsqctl process by an
+import finder that refuses it (so the test runs with or without the extra installed);
+the last test runs the console script as is, in a core-only install.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+
+import pytest
+
+from tests.helpers.cli import assert_one_line_error, run_cli, run_python
+
+HIDE_SPARK = """
+import sys
+
+class HideSpark:
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name.partition(".")[0] in ("pyspark", "pyarrow", "py4j"):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, HideSpark)
+from nsqctl.cli.app import main
+sys.argv = ["nsqctl", *sys.argv[1:]]
+main()
+"""
+
+CALLS = {
+    "archive": ["archive", "orders", "--out", "/nonexistent/archive", "--nsqd", "127.0.0.1:1"],
+    "replay": ["replay", "/nonexistent/archive", "--to-topic", "t", "--nsqd", "127.0.0.1:1"],
+    "trace": ["trace", "123", "--archive", "/nonexistent/archive"],
+}
+
+
+def _without_spark(*args: str) -> subprocess.CompletedProcess[str]:
+    return run_python("-c", HIDE_SPARK, *args)
+
+
+@pytest.mark.parametrize("command", list(CALLS))
+def test_pipeline_command_without_the_extra_names_the_install(command: str) -> None:
+    line = assert_one_line_error(_without_spark(*CALLS[command]), 1)
+    assert f"nsqctl {command} needs the spark extra" in line, line
+    assert "pip install 'nsqctl[spark]'" in line, line
+
+
+@pytest.mark.parametrize("command", list(CALLS))
+def test_help_and_usage_errors_work_without_the_extra(command: str) -> None:
+    helped = _without_spark(command, "--help")
+    assert helped.returncode == 0 and f"Usage: nsqctl {command}" in helped.stdout
+    assert_one_line_error(_without_spark(command, "--no-such-option"), 2)
+
+
+def test_other_commands_do_not_need_the_extra() -> None:
+    proc = _without_spark("version", "--client")
+    assert proc.returncode == 0 and proc.stdout.startswith("nsqctl "), proc.stderr
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("pyspark") is not None, reason="the spark extra is installed"
+)
+def test_core_install_console_script() -> None:
+    line = assert_one_line_error(run_cli(CALLS["archive"]), 1)
+    assert "pip install 'nsqctl[spark]'" in line, line

@@ -1,0 +1,135 @@
+"""What each command imports: the deterministic guard of nsqctl's start-up time.
+
+``nsqctl --help`` and ``nsqctl version --client`` must not load any heavy dependency, and
+each command's ``--help`` loads exactly the heavy modules listed in :data:`EXPECTED` (its
+own module and what that module needs to parse its options), so a stray top-level import
+shows up here as a failure instead of as 100 ms nobody notices. The modules are read from
+``python -X importtime`` running the real console script. Speed itself is measured in
+``bench/bench_startup.py``, never here.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from nsqctl.cli.app import COMMANDS, Entry, load
+from tests.helpers.cli import NSQCTL, clean_env, run_cli, run_python
+
+#: Dependencies (and nsqctl parts) that cost tens of milliseconds or more to import.
+HEAVY = (
+    "asyncio",
+    "click",
+    "httpx",
+    "nsqctl.admin",
+    "nsqctl.config",
+    "nsqctl.connection",
+    "nsqctl.consumer",
+    "nsqctl.pipeline",
+    "nsqctl.producer",
+    "nsqctl.stats",
+    "orjson",
+    "pyarrow",
+    "pydantic",
+    "pyspark",
+    "rich",
+    "textual",
+    "tui",
+)
+
+#: Third-party packages whose own imports are not counted (see :func:`_own_imports`).
+OPAQUE = ("httpx",)
+
+_CLIENT = {"asyncio", "httpx", "nsqctl.connection", "nsqctl.producer"}
+_STATS = {"asyncio", "httpx", "nsqctl.stats", "orjson"}
+_ADMIN = {"asyncio", "httpx", "nsqctl.admin"}
+
+#: The heavy modules each command's ``--help`` may load (no more, no fewer).
+EXPECTED: dict[str, set[str]] = {
+    "pub": _CLIENT,
+    "tail": {"asyncio", "httpx", "nsqctl.connection", "nsqctl.consumer"},
+    "lookup": _ADMIN,
+    "version": set(),
+    "stat": _STATS,
+    "dash": _STATS,
+    "archive": {"asyncio"},  # pyarrow and the archiver load only when it runs
+    "replay": {"asyncio"},  # pyspark loads only when it runs
+    "trace": set(),  # pyspark loads only when it runs
+    "sandbox": _ADMIN | {"rich"},
+    "config": {"nsqctl.config", "rich"},
+    "topic": _ADMIN,
+    "channel": _ADMIN,
+    "dead-letter": _CLIENT | {"rich"},
+}
+
+
+def heavy_imports(*args: str) -> set[str]:
+    """The :data:`HEAVY` packages ``nsqctl ARGS`` imports (top-level names, or the nsqctl
+    sub-package), from ``-X importtime`` of the console script."""
+    proc = run_python("-X", "importtime", NSQCTL, *args)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    modules = _own_imports(proc.stderr)
+    return {h for h in HEAVY if any(m == h or m.startswith(h + ".") for m in modules)}
+
+
+def _own_imports(importtime: str) -> set[str]:
+    """Modules named in ``-X importtime`` output, less those imported by a third-party
+    package in :data:`OPAQUE` (httpx loads click and rich when they happen to be installed:
+    that is the environment's, not nsqctl's choice)."""
+    rows = []
+    for line in importtime.splitlines():
+        if line.startswith("import time:") and line.count("|") == 2:
+            name = line.rsplit("|", 1)[1]
+            rows.append((len(name) - len(name.lstrip()), name.strip()))
+    # a module's line follows its own imports' lines, which are indented deeper
+    hidden: set[int] = set()
+    for i, (level, name) in enumerate(rows):
+        if name in OPAQUE:
+            j = i - 1
+            while j >= 0 and rows[j][0] > level:
+                hidden.add(j)
+                j -= 1
+    return {name for i, (_, name) in enumerate(rows) if i not in hidden}
+
+
+def test_top_level_help_imports_nothing_heavy() -> None:
+    assert heavy_imports("--help") == set()
+
+
+def test_client_version_imports_nothing_heavy() -> None:
+    assert heavy_imports("version", "--client") == set()
+
+
+def test_every_command_has_an_expectation() -> None:
+    assert {e.name for e in COMMANDS} == set(EXPECTED), "add the new command to EXPECTED"
+
+
+@pytest.mark.parametrize("name", [e.name for e in COMMANDS])
+def test_command_help_imports(name: str) -> None:
+    assert heavy_imports(name, "--help") == EXPECTED[name]
+
+
+def test_the_guard_sees_imports() -> None:
+    """The parser finds heavy modules when they are imported (the test above can fail)."""
+    assert "httpx" in heavy_imports("topic", "--help")
+
+
+@pytest.mark.parametrize("entry", COMMANDS, ids=[e.name for e in COMMANDS])
+def test_listed_help_is_the_command_own(entry: Entry) -> None:
+    """``nsqctl --help`` lists each command from :data:`COMMANDS` without importing it:
+    the text there must be what the command itself says."""
+    assert load(entry).get_short_help_str(limit=200) == entry.help
+
+
+def test_client_version_asks_no_server() -> None:
+    """``--client`` prints the version alone even with a cluster configured (unreachable
+    here): no connection attempt, no hint."""
+    from nsqctl import __version__
+
+    env = clean_env({"NSQCTL_LOOKUPD": "127.0.0.1:1", "NSQCTL_NSQD_HTTP": "127.0.0.1:1"})
+    proc = run_cli(["version", "--client"], env=env)
+    assert proc.returncode == 0 and proc.stderr == b""
+    assert proc.stdout.decode() == f"nsqctl {__version__}\n"
+    as_json = json.loads(run_cli(["version", "--client", "--json"], env=env).stdout)
+    assert as_json == {"client": {"name": "nsqctl", "version": __version__}, "servers": []}
