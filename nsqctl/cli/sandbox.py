@@ -66,14 +66,22 @@ def _print_cluster(c: cluster.Cluster, as_json: bool) -> None:
         typer.echo(json.dumps(data, indent=2))
         return
     running = c.running()
-    table = Table(title=f"nsqctl sandbox ({c.flavor}) in {c.directory}")
-    for col in ("node", "pid", "tcp", "http", "state", "log"):
-        table.add_column(col)
+    # 80 columns: full addresses, never wrapped; the long paths go on lines of their own
+    table = Table(title=f"nsqctl sandbox ({c.flavor})")
+    for col in ("node", "pid", "tcp", "http", "state"):
+        table.add_column(col, no_wrap=True)
     for n in c.nodes:
         state = "[green]up[/]" if running[n.name] else "[red]down[/]"
         tcp = n.tcp_address if n.tcp_port else "-"
-        table.add_row(n.name, str(n.pid), tcp, n.http_address, state, n.log)
+        table.add_row(n.name, str(n.pid), tcp, n.http_address, state)
     Console().print(table)
+    typer.echo(f"directory  {c.directory}")
+    logs = {Path(n.log).parent for n in c.nodes}
+    if all(Path(n.log).name == f"{n.name}.log" for n in c.nodes) and len(logs) == 1:
+        typer.echo(f"logs       {logs.pop() / '<node>.log'}")
+    else:
+        for n in c.nodes:
+            typer.echo(f"log {n.name:<7} {n.log}")
     typer.echo("\n".join(_env_lines(c)))
 
 

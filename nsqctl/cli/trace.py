@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -66,7 +67,7 @@ def trace(
     if as_json:
         typer.echo(json.dumps({"query": query.label, "events": events}, indent=1, default=str))
     else:
-        _table(query.label, events)
+        _table(query.label, events, archives)
 
 
 def _nsqd_http_from_lookupd(lookupd: list[str], topic: str | None) -> list[str]:
@@ -89,14 +90,60 @@ def _nsqd_http_from_lookupd(lookupd: list[str], topic: str | None) -> list[str]:
         return []
 
 
-def _table(label: str, events: list[dict[str, Any]]) -> None:
-    from rich.console import Console
-    from rich.table import Table
+def _table(label: str, events: list[dict[str, Any]], archives: list[str]) -> None:
+    typer.echo("\n".join(render_timeline(label, events, archives, _width())))
 
-    table = Table(title=f"timeline of {label}")
-    for name in ("time (UTC)", "event", "where", "detail"):
-        table.add_column(name, overflow="fold")
+
+def _width() -> int:
+    import shutil
+
+    return shutil.get_terminal_size((80, 24)).columns
+
+
+def render_timeline(
+    label: str, events: list[dict[str, Any]], archives: list[str], width: int = 80
+) -> list[str]:
+    """The timeline as lines that read at ``width`` columns: one heading per event (time,
+    what happened), then where it happened and its details, indented. Addresses, ids and
+    ``key=value`` pairs are never split; an archived file is shown relative to its archive.
+    """
+    lines = [f"timeline of {label} (times in UTC)"]
     for e in events:
-        detail = " ".join(f"{k}={v}" for k, v in e["detail"].items())
-        table.add_row(e["at"], e["event"], e["where"], detail)
-    Console().print(table)
+        lines.append(f"{_when(e['at'])}  {e['event']}")
+        lines.extend(_field("where", _relative(e["where"], archives), width))
+        pairs = [f"{k}={v}" for k, v in e["detail"].items()]
+        lines.extend(_field("", " ".join(pairs), width))
+    return lines
+
+
+def _when(iso: str) -> str:
+    """``2026-11-21T10:00:00.123+00:00`` → ``2026-11-21 10:00:00.123``."""
+    return iso.replace("T", " ", 1).removesuffix("+00:00")
+
+
+def _field(name: str, text: str, width: int) -> list[str]:
+    """``    name   text``, wrapped at spaces only (a long word stays whole on its line)."""
+    if not text:
+        return []
+    import textwrap
+
+    indent = f"    {name:<7} "
+    return textwrap.wrap(
+        text,
+        width=max(width, len(indent) + 20),
+        initial_indent=indent,
+        subsequent_indent=" " * len(indent),
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+
+
+def _relative(where: str, archives: list[str]) -> str:
+    """An archived file's path below the ``--archive`` it was found in (else as it is)."""
+    path = where.removeprefix("file://").removeprefix("file:")
+    for archive in archives:
+        root = archive.removeprefix("file://").removeprefix("file:").rstrip("/")
+        for base in {root, str(Path(root).resolve())}:
+            if path.startswith(base + "/"):
+                return path[len(base) + 1 :]
+    return where

@@ -1,3 +1,4 @@
+# ruff: noqa: E402
 """Pipeline pieces without servers or Spark: id mapping, writer, text input, parsing."""
 
 from __future__ import annotations
@@ -7,8 +8,12 @@ import gzip
 import os
 from pathlib import Path
 
-import pyarrow.dataset as ds
 import pytest
+
+# the spark extra (pyspark, pyarrow): `pytest -m "not spark"` runs the core install;
+# nsqctl.pipeline imports pyarrow, so its imports below follow this skip
+pytestmark = pytest.mark.spark
+ds = pytest.importorskip("pyarrow.dataset", reason="needs the spark extra")
 
 from nsqctl.errors import ConfigError
 from nsqctl.pipeline import checkpoint
