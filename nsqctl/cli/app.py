@@ -216,6 +216,15 @@ def _no_type(ctx: Any) -> None:
     return None
 
 
+def _usage_pieces(param: Any) -> Callable[[Any], list[str]]:
+    """An argument in the usage line as man pages write it: ``TOPIC``, ``[MESSAGES]...``
+    (typer 0.27+ writes a required one as ``{TOPIC}``, earlier ones as ``TOPIC``)."""
+    piece = param.metavar if param.required else f"[{param.metavar}]"
+    if param.nargs != 1:
+        piece += "..."
+    return lambda ctx: [piece]
+
+
 def _set_metavars(command: Any) -> None:
     for param in command.params:
         if param.param_type_name == "option" and (param.is_flag or param.count):
@@ -227,6 +236,7 @@ def _set_metavars(command: Any) -> None:
         if param.param_type_name == "argument":
             # typer 0.29 prints an argument's `<type>` beside its name, metavar or not
             param.display_type_rich = _no_type
+            param.get_usage_pieces = _usage_pieces(param)
 
 
 def _store_global(ctx: Any, param: Any, value: Any) -> Any:

@@ -13,7 +13,7 @@ connection and secrets modules load only when a selection is resolved).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -105,8 +105,13 @@ def global_flags(
     ),
 ) -> None:
     """The global flags, declared once: the root callback, and (through
-    :func:`store_global_flag`) the same options accepted after every command."""
+    :func:`store_global_flag`) the same options accepted after every command.
+
+    As the root callback it runs first in every invocation: it starts from "nothing
+    given", so an in-process caller (tests, CliRunner) never inherits an earlier run's."""
     given = dict(locals())
+    for f in fields(SecurityFlags):
+        setattr(GLOBAL_FLAGS, f.name, f.default)
     for name, value in given.items():
         store_global_flag(name, value)
 

@@ -77,3 +77,13 @@ def test_pub_and_tail_with_flags_after_the_command(original_cluster: cluster.Clu
     tail = run_cli(["tail", topic, *nsqd, "-n", "2", "--compression", "snappy"])
     assert tail.returncode == 0, tail.stderr
     assert tail.stdout == b"one\ntwo\n"
+
+
+def test_in_process_runs_do_not_inherit_flags() -> None:
+    """A flag given after the command in one in-process run is gone in the next."""
+    from tests.helpers.cli import invoke
+
+    first = invoke("config", "--json", "--compression", "snappy")
+    assert first.exit_code == 0 and json.loads(first.stdout)["compression"] == "snappy"
+    second = invoke("config", "--json")
+    assert second.exit_code == 0 and json.loads(second.stdout)["compression"] == "none"
