@@ -16,7 +16,7 @@ import logging
 import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from nsqctl import protocol as p
@@ -268,6 +268,8 @@ class Consumer:
         self._tasks.append(asyncio.create_task(self._flow_loop(), name="nsq-flow"))
         if self._lookup is not None:
             topo = await self._lookup.lookup(self.topic, access="r", metainfo=True)
+            if topo.meta is not None and topo.meta.extend_support:  # nsqd requires it
+                self.config = replace(self.config, extend_support=True)
             await self._sync_targets(topo)
             self._tasks.append(
                 self._lookup.start_polling(
@@ -435,7 +437,13 @@ class Consumer:
             self._fatal = err
             await conn.close()
             return
-        except (p.BadTopicError, p.BadChannelError, ConfigError) as err:
+        except (
+            p.BadTopicError,
+            p.BadChannelError,
+            p.SubExtendNeedError,
+            p.SubExtendForbiddenError,
+            ConfigError,
+        ) as err:
             self._fatal = err
             await conn.close()
             return

@@ -154,7 +154,7 @@ class Message:
 
     def describe(self) -> dict[str, Any]:
         """Metadata as a JSON-ready dict (trace log, ``tail --format json``, dead letters)."""
-        return {
+        record = {
             "topic": self.topic,
             "channel": self.channel,
             "partition": self.partition,
@@ -167,6 +167,9 @@ class Message:
             "offset": self.offset,
             "size": self.size,
         }
+        if self._raw.ext_header:  # a JSON header (redesign ext topics)
+            record["ext_header"] = self.ext_header
+        return record
 
     def __repr__(self) -> str:
         return (

@@ -63,7 +63,9 @@ class RetryPolicy:
 
 @dataclass(frozen=True)
 class Receipt:
-    """Where a traced publish landed (for MPUB_TRACE the fields describe the batch)."""
+    """Where a traced publish landed (for MPUB_TRACE the fields describe the batch: the
+    server answers trace id 0 and the first message's internal id; the batch's ids are
+    consecutive, and ``trace_ids`` holds each message's trace id in order)."""
 
     topic: str
     partition: int | None
@@ -73,6 +75,7 @@ class Receipt:
     offset: int
     size: int
     count: int = 1
+    trace_ids: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,7 @@ class Producer:
         self._pool: dict[tuple[str, str, int | None], Connection] = {}
         self._opening: dict[tuple[str, str, int | None], asyncio.Future[Connection]] = {}
         self._rr: dict[str, itertools.count[int]] = {}
+        self._lookupd_redesign: bool | None = None
         self._closed = False
 
     async def __aenter__(self) -> Producer:
@@ -204,7 +208,7 @@ class Producer:
         return await self._traced(
             topic,
             lambda part: (p.pub_trace(topic, trace_id, body, part), "pub_trace"),
-            1,
+            (trace_id,),
             partition,
             shard_key,
         )
@@ -221,16 +225,31 @@ class Producer:
         return await self._traced(
             topic,
             lambda part: (p.mpub_trace(topic, items, part), "mpub_trace"),
-            len(items),
+            tuple(trace_id for trace_id, _ in items),
             partition,
             shard_key,
         )
+
+    def traced_batches(
+        self, items: Sequence[tuple[int, bytes]]
+    ) -> list[Sequence[tuple[int, bytes]]]:
+        """``items`` cut, in order, into MPUB_TRACE batches under the server's max body size
+        (one :meth:`publish_traced_many` each: a receipt describes one batch)."""
+        groups = p.split_mpub(
+            [body for _, body in items], self.max_body_size, p.MPUB_TRACE_ENTRY_OVERHEAD
+        )
+        batches: list[Sequence[tuple[int, bytes]]] = []
+        start = 0
+        for group in groups:
+            batches.append(items[start : start + len(group)])
+            start += len(group)
+        return batches
 
     async def _traced(
         self,
         topic: str,
         command: Callable[[int | None], tuple[bytes, str]],
-        count: int,
+        trace_ids: tuple[int, ...],
         partition: int | None,
         shard_key: Any,
     ) -> Receipt:
@@ -239,7 +258,9 @@ class Producer:
         async def send(conn: Connection, part: int | None) -> Receipt:
             _require_redesign(conn, "traced publish")
             reply = parse_traced_reply(await conn.request(*command(part)))
-            return Receipt(topic, part, str(conn.address), *reply, count=count)
+            return Receipt(
+                topic, part, str(conn.address), *reply, count=len(trace_ids), trace_ids=trace_ids
+            )
 
         receipt = await self._with_retry(topic, partition, shard_key, send)
         if self.on_receipt is not None:
@@ -304,11 +325,22 @@ class Producer:
                 topo = Topology.from_nsqd_addresses(self._nsqd, topic=topic)
             else:
                 topo = await self._lookup.lookup(topic, access="w", metainfo=True)
-                if topo.is_empty and not topo.is_redesign:
+                if topo.is_empty and not topo.is_redesign and not await self._redesign_cluster():
                     topo = await self._original_new_topic(topic, topo)
             self._topologies[topic] = topo
             self._stale_topics.discard(topic)
             return topo
+
+    async def _redesign_cluster(self) -> bool:
+        """True when the lookupds run a redesign cluster (they answer ``/listlookup``). There
+        only the lookupd leader creates topics: a PUB to some nsqd gets E_TOPIC_NOT_EXIST."""
+        if self._lookupd_redesign is None:
+            assert self._lookup is not None
+            try:
+                self._lookupd_redesign = await self._lookup.listlookup() is not None
+            except NsqctlError:
+                return False  # not known this time: ask again next time
+        return self._lookupd_redesign
 
     async def _original_new_topic(self, topic: str, topo: Topology) -> Topology:
         """An original nsqd creates a topic on first PUB: any registered nsqd will do."""

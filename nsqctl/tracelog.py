@@ -2,10 +2,13 @@
 
 Schema (``nsqctl trace`` reads it; fields are stable, new ones may be added):
 
-publish record::
+publish record (one per message)::
 
     {"kind": "publish", "time": <unix s float>, "topic", "partition", "nsqd",
      "internal_id", "trace_id", "offset", "size", "count"}
+
+  For a message of an MPUB_TRACE batch, ``offset``, ``size`` and ``count`` describe the
+  whole batch and ``batch_index`` is the message's place in it.
 
 consume record::
 
@@ -58,20 +61,29 @@ class TraceLog:
                 self._fh.write(line + "\n")
 
     def publish(self, receipt: Any) -> None:
-        """Record a traced publish receipt (a :class:`nsqctl.producer.Receipt`)."""
-        self.write(
-            {
-                "kind": "publish",
-                "topic": receipt.topic,
-                "partition": receipt.partition,
-                "nsqd": receipt.nsqd,
-                "internal_id": receipt.internal_id,
-                "trace_id": receipt.trace_id,
-                "offset": receipt.offset,
-                "size": receipt.size,
-                "count": receipt.count,
-            }
-        )
+        """Record a traced publish receipt (a :class:`nsqctl.producer.Receipt`): one record
+        per message, so each trace id can be found (an MPUB_TRACE reply has trace id 0)."""
+        record = {
+            "kind": "publish",
+            "topic": receipt.topic,
+            "partition": receipt.partition,
+            "nsqd": receipt.nsqd,
+            "internal_id": receipt.internal_id,
+            "trace_id": receipt.trace_id,
+            "offset": receipt.offset,
+            "size": receipt.size,
+            "count": receipt.count,
+        }
+        trace_ids = getattr(receipt, "trace_ids", ())
+        if len(trace_ids) != receipt.count:  # no per-message trace ids known: as it is
+            self.write(record)
+            return
+        for index, trace_id in enumerate(trace_ids):  # a batch's internal ids are consecutive
+            where = {"batch_index": index} if receipt.count > 1 else {}
+            self.write(
+                {**record, "internal_id": receipt.internal_id + index, "trace_id": trace_id,
+                 **where}
+            )  # fmt: skip
 
     def close(self) -> None:
         if self._fh is not None:

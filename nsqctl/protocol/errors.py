@@ -302,13 +302,16 @@ class SubOrderIsMustError(ServerError):
 @_register
 class SubExtendNeedError(ServerError):
     codes = ("E_SUB_EXTEND_NEED",)
-    hint = "topic {topic} is an ext topic: connect with extend_support (--ext)"
+    hint = (
+        "topic {topic} is an ext topic: connect with extend_support (ConnectionConfig"
+        "(extend_support=True); consumers set it when they find the topic through lookupd)"
+    )
 
 
 @_register
 class SubExtendForbiddenError(ServerError):
     codes = ("E_SUB_EXTEND_FORBIDDON",)  # sic: the server's spelling
-    hint = "topic {topic} is not an ext topic: connect without extend_support (drop --ext)"
+    hint = "topic {topic} is not an ext topic: connect without extend_support"
 
 
 @_register
