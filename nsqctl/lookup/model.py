@@ -340,6 +340,9 @@ def parse_lookup_response(
     raw_meta = data.get("meta")
     meta = TopicMeta.from_json(raw_meta) if isinstance(raw_meta, Mapping) else None
     channels = tuple(_as_str(c) for c in (data.get("channels") or []))
+    # A redesign cluster lookupd answers 200 for a topic it does not know (never created,
+    # or deleted): zero meta and nobody holding it.
+    unknown = meta is not None and not meta.valid and not producers and not partitions
     return LookupAnswer(
         source=source,
         producers=producers,
@@ -347,6 +350,7 @@ def parse_lookup_response(
         channels=channels,
         meta=meta,
         has_partitions=has_partitions,
+        topic_not_found=unknown,
         fetched_at=when,
         epoch=epoch,
     )
