@@ -49,6 +49,7 @@ from nsqctl.servers.cluster import Cluster  # noqa: E402
 
 __all__ = [
     "GO_BENCH_LINE",
+    "NSQD_MODES",
     "RESULTS_DIR",
     "ChannelStats",
     "Cluster",
@@ -56,6 +57,7 @@ __all__ = [
     "PeakRss",
     "PeerResult",
     "TopicStats",
+    "add_nsqd_mode_arg",
     "add_output_args",
     "channel_drained",
     "channel_stats",
@@ -65,16 +67,20 @@ __all__ = [
     "fixed_text",
     "fmt_int",
     "fresh_topic",
+    "go_bench_result",
     "machine_info",
     "median",
     "nsq_bin",
     "nsqd_cluster",
+    "nsqd_mode_args",
+    "nsqds_cpu_seconds",
     "paired_ratios",
     "parse_go_duration",
     "per_msg_us",
     "prefill",
     "print_table",
     "process_cpu_seconds",
+    "publish_bodies",
     "ratio_text",
     "require_positive",
     "results_json",
@@ -82,6 +88,7 @@ __all__ = [
     "run_interleaved",
     "run_peer",
     "run_peer_on",
+    "run_peers_on",
     "say",
     "summary_rows",
     "topic_stats",
@@ -109,9 +116,10 @@ def nsq_bin(tool: str, flavor: str = "original") -> Path:
 
 @contextlib.contextmanager
 def nsqd_cluster(
-    flavor: str = "original", nsqd_args: Sequence[str] = (), keep: bool = False
+    flavor: str = "original", nsqd_args: Sequence[str] = (), keep: bool = False, nsqd: int = 1
 ) -> Iterator[Cluster]:
-    """One nsqd (extra flags ``nsqd_args``) + one nsqlookupd on 127.0.0.1, in a temp dir.
+    """``nsqd`` nsqd (extra flags ``nsqd_args``) + one nsqlookupd on 127.0.0.1, in a temp
+    dir (the redesign adds its etcd).
 
     Started by ``nsqctl.servers.cluster.start`` and stopped by PID (``Cluster.stop``) on
     the way out, whatever happens; the directory (message data, logs) is removed unless
@@ -119,12 +127,13 @@ def nsqd_cluster(
     """
     directory = Path(tempfile.mkdtemp(prefix="nsqctl-bench-"))
     extra = f" with {' '.join(nsqd_args)}" if nsqd_args else ""
-    say(f"starting nsqd{extra} + nsqlookupd ({flavor}) in {directory}")
+    nodes = "nsqd" if nsqd == 1 else f"{nsqd} nsqd"
+    say(f"starting {nodes}{extra} + nsqlookupd ({flavor}) in {directory}")
     try:  # start() stops whatever it started when it fails
         cluster = _cluster.start(
             flavor,  # type: ignore[arg-type]
             directory,
-            nsqd=1,
+            nsqd=nsqd,
             lookupd=1,
             nsqd_args=list(nsqd_args),
         )
@@ -139,6 +148,30 @@ def nsqd_cluster(
         say(f"stopped {', '.join(stopped) or 'nothing'}")
         if not keep:
             shutil.rmtree(directory, ignore_errors=True)
+
+
+#: ``--nsqd`` choices of the benchmarks that start an original nsqd.
+NSQD_MODES = ("memory", "disk")
+
+
+def add_nsqd_mode_arg(ap: argparse.ArgumentParser) -> None:
+    """``--nsqd memory|disk`` (default memory), as every original-nsqd benchmark offers it."""
+    ap.add_argument(
+        "--nsqd",
+        choices=NSQD_MODES,
+        default="memory",
+        help="memory: nsqd --mem-queue-size large enough to keep every message in memory"
+        " (as nsq's own bench.sh does); disk: nsqd defaults (10000 in memory, the rest"
+        " spills to its disk queue, fsync every 2500)",
+    )
+
+
+def nsqd_mode_args(mode: str, hold: int) -> list[str]:
+    """nsqd flags for ``--nsqd``: ``memory`` keeps ``hold`` messages (x2, at least 10,000)
+    in memory; ``disk`` adds nothing (nsqd's defaults)."""
+    if mode not in NSQD_MODES:
+        raise ValueError(f"unknown nsqd mode {mode!r}")
+    return [f"--mem-queue-size={max(2 * hold, 10_000)}"] if mode == "memory" else []
 
 
 _topic_seq = itertools.count(1)
@@ -157,24 +190,37 @@ class TopicStats:
     depth: int
 
 
-def topic_stats(nsqd_http: str, topic: str) -> TopicStats | None:
-    """The topic's counters from nsqd ``/stats?format=json``; None if it does not exist."""
+def _stats_topics(nsqd_http: str, topic: str, partition: int | None, **params: str) -> list:
+    """The entries of ``topic`` in nsqd ``/stats?format=json`` (of one ``partition`` on
+    the redesign, whose nsqd lists one entry per partition it holds)."""
     resp = httpx.get(
         f"http://{nsqd_http}/stats",
-        params={"format": "json", "topic": topic},
+        params={"format": "json", "topic": topic, **params},
         timeout=10.0,
     )
     resp.raise_for_status()
     data = resp.json()
     data = data.get("data", data)  # nsqd < 1.0 wrapped responses in {"data": ...}
-    for entry in data.get("topics") or []:
-        if entry.get("topic_name") == topic:
-            return TopicStats(
-                message_count=int(entry.get("message_count", 0)),
-                message_bytes=(int(entry["message_bytes"]) if "message_bytes" in entry else None),
-                depth=int(entry.get("depth", 0)),
-            )
-    return None
+    return [
+        entry
+        for entry in data.get("topics") or []
+        if entry.get("topic_name") == topic
+        and (partition is None or str(entry.get("topic_partition")) == str(partition))
+    ]
+
+
+def topic_stats(nsqd_http: str, topic: str, partition: int | None = None) -> TopicStats | None:
+    """The topic's counters from nsqd ``/stats?format=json`` (one ``partition`` of a
+    redesign topic); None if it does not exist."""
+    entries = _stats_topics(nsqd_http, topic, partition)
+    if not entries:
+        return None
+    entry = entries[0]
+    return TopicStats(
+        message_count=int(entry.get("message_count", 0)),
+        message_bytes=(int(entry["message_bytes"]) if "message_bytes" in entry else None),
+        depth=int(entry.get("depth", 0)),
+    )
 
 
 def delete_topic(nsqd_http: str, topic: str) -> None:
@@ -201,19 +247,12 @@ class ChannelStats:
         return self.message_count - self.depth - self.deferred
 
 
-def channel_stats(nsqd_http: str, topic: str, channel: str) -> ChannelStats | None:
-    """The channel's counters from nsqd ``/stats?format=json``; None if it does not exist."""
-    resp = httpx.get(
-        f"http://{nsqd_http}/stats",
-        params={"format": "json", "topic": topic, "channel": channel},
-        timeout=10.0,
-    )
-    resp.raise_for_status()
-    data = resp.json()
-    data = data.get("data", data)
-    for entry in data.get("topics") or []:
-        if entry.get("topic_name") != topic:
-            continue
+def channel_stats(
+    nsqd_http: str, topic: str, channel: str, partition: int | None = None
+) -> ChannelStats | None:
+    """The channel's counters from nsqd ``/stats?format=json`` (of one ``partition`` of a
+    redesign topic); None if it does not exist."""
+    for entry in _stats_topics(nsqd_http, topic, partition, channel=channel):
         for ch in entry.get("channels") or []:
             if ch.get("channel_name") == channel:
                 return ChannelStats(
@@ -239,10 +278,21 @@ def create_channel(nsqd_http: str, topic: str, channel: str) -> None:
 
 def fresh_topic(cluster: Cluster, prefix: str, channel: str, count: int, size: int) -> str:
     """A new topic with ``channel`` on the cluster's first nsqd, prefilled with ``count``
-    messages of ``size`` bytes."""
+    messages of ``size`` bytes, all of them already in the channel (with a disk queue,
+    nsqd's topic pump may still be copying them when the publish returns: a consumer
+    timed from then would pay for that copy)."""
     topic = unique_topic(prefix)
     create_channel(cluster.nsqd_http[0], topic, channel)
     prefill(cluster.nsqd_tcp[0], cluster.nsqd_http[0], topic, count, size)
+    stats = wait_channel(
+        cluster.nsqd_http[0],
+        topic,
+        channel,
+        lambda st: st is not None and st.message_count >= count,
+        seconds=120.0,
+    )
+    if stats is None or stats.message_count != count:
+        raise SystemExit(f"prefill of {topic}/{channel} failed: channel counts {stats}")
     return topic
 
 
@@ -276,6 +326,43 @@ def channel_drained(stats: ChannelStats | None, count: int) -> bool:
     )
 
 
+def publish_bodies(
+    topic: str,
+    messages: int,
+    size: int,
+    *,
+    batch: int = 200,
+    window: int = 8,
+    **producer: Any,
+) -> float:
+    """Publish ``messages`` bodies of ``size`` bytes with one nsqctl Producer (keywords
+    ``producer``: ``nsqd_tcp=[...]`` or ``lookupd_http=[...]``), ``window`` batches of
+    ``batch`` in flight; return the seconds from creating the Producer to the last OK.
+
+    The bodies are ``size`` printable bytes without a newline (so line-oriented tools print
+    exactly one line per message). The caller checks delivery.
+    """
+    import asyncio
+
+    from nsqctl.producer import Producer
+
+    body = (b"0123456789abcdefghijklmnopqrstuvwxyz" * (size // 36 + 1))[:size]
+
+    async def run() -> float:
+        todo = iter(range(0, messages, batch))
+        start = time.perf_counter()
+        async with Producer(**producer) as prod:
+
+            async def worker() -> None:
+                for first in todo:
+                    await prod.publish_many(topic, [body] * min(batch, messages - first))
+
+            await asyncio.gather(*(worker() for _ in range(window)))
+            return time.perf_counter() - start
+
+    return asyncio.run(run())
+
+
 def prefill(
     nsqd_tcp: str,
     nsqd_http: str,
@@ -286,30 +373,11 @@ def prefill(
     batch: int = 200,
     window: int = 8,
 ) -> float:
-    """Publish ``messages`` bodies of ``size`` bytes with nsqctl's Producer; return seconds.
-
-    The bodies are ``size`` printable bytes without a newline (so line-oriented tools print
-    exactly one line per message). Checked against the topic's ``message_count``.
+    """Publish ``messages`` bodies of ``size`` bytes to one nsqd with nsqctl's Producer
+    (:func:`publish_bodies`); return seconds. Checked against the topic's
+    ``message_count``.
     """
-    import asyncio
-
-    from nsqctl.producer import Producer
-
-    body = (b"0123456789abcdefghijklmnopqrstuvwxyz" * (size // 36 + 1))[:size]
-
-    async def run() -> None:
-        todo = iter(range(0, messages, batch))
-        async with Producer(nsqd_tcp=[nsqd_tcp]) as prod:
-
-            async def worker() -> None:
-                for first in todo:
-                    await prod.publish_many(topic, [body] * min(batch, messages - first))
-
-            await asyncio.gather(*(worker() for _ in range(window)))
-
-    start = time.perf_counter()
-    asyncio.run(run())
-    seconds = time.perf_counter() - start
+    seconds = publish_bodies(topic, messages, size, batch=batch, window=window, nsqd_tcp=[nsqd_tcp])
     stats = topic_stats(nsqd_http, topic)
     if stats is None or stats.message_count != messages:
         raise SystemExit(f"prefill of {topic} failed: nsqd counts {stats}, expected {messages}")
@@ -497,21 +565,72 @@ def _status_kb(key: str, path: str = "/proc/self/status") -> int | None:
     return None
 
 
+def nsqds_cpu_seconds(cluster: Cluster) -> float | None:
+    """CPU seconds the cluster's nsqds have used so far, together (None where /proc
+    cannot tell)."""
+    total = 0.0
+    for node in cluster.nsqds:
+        cpu = process_cpu_seconds(node.pid)
+        if cpu is None:
+            return None
+        total += cpu
+    return total
+
+
 def run_peer_on(
     cluster: Cluster, argv: Sequence[str], **kwargs: Any
 ) -> tuple[PeerResult, float | None]:
-    """:func:`run_peer` (same keywords), with the CPU seconds the cluster's first nsqd used
+    """:func:`run_peer` (same keywords), with the CPU seconds the cluster's nsqds used
     meanwhile (None where /proc cannot tell)."""
-    nsqd_pid = cluster.nsqds[0].pid
-    srv0 = process_cpu_seconds(nsqd_pid)
+    srv0 = nsqds_cpu_seconds(cluster)
     peer = run_peer(argv, **kwargs)
-    srv1 = process_cpu_seconds(nsqd_pid)
+    srv1 = nsqds_cpu_seconds(cluster)
     return peer, None if srv0 is None or srv1 is None else srv1 - srv0
+
+
+def run_peers_on(
+    cluster: Cluster, argvs: Sequence[Sequence[str]], **kwargs: Any
+) -> tuple[list[PeerResult], float | None]:
+    """Several commands at once, each through :func:`run_peer` (same keywords) in its own
+    thread, all spawned together; their results (in ``argvs`` order) and the CPU seconds the
+    cluster's nsqds used meanwhile. A tool that takes one nsqd address (nsq's bench_writer,
+    bench_reader) covers a topic with partitions on several nsqds this way."""
+    srv0 = nsqds_cpu_seconds(cluster)
+    results: list[PeerResult | BaseException | None] = [None] * len(argvs)
+
+    def one(i: int) -> None:
+        try:
+            results[i] = run_peer(argvs[i], **kwargs)
+        except BaseException as err:  # re-raised below, in this thread
+            results[i] = err
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(argvs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    srv1 = nsqds_cpu_seconds(cluster)
+    for r in results:
+        if isinstance(r, BaseException):
+            raise r
+    peers = [r for r in results if isinstance(r, PeerResult)]
+    return peers, None if srv0 is None or srv1 is None else srv1 - srv0
 
 
 #: The summary line of nsq's bench_writer and bench_reader: duration and ops/s.
 GO_BENCH_LINE = re.compile(r"duration: (\S+) - [\d.]+mb/s - ([\d.]+)ops/s")
 _GO_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+
+
+def go_bench_result(output: str) -> tuple[int, float] | None:
+    """Messages and seconds of a bench_writer / bench_reader run: its LAST summary line
+    (youzan's bench_writer also prints one every 5 s while it runs); None without one."""
+    found = GO_BENCH_LINE.findall(output)
+    if not found:
+        return None
+    duration, ops = found[-1]
+    seconds = parse_go_duration(duration)
+    return round(float(ops) * seconds), seconds
 
 
 def parse_go_duration(text: str) -> float:
@@ -554,7 +673,12 @@ class Measurement:
         detail: dict[str, Any],
         seconds: float | None = None,
     ) -> Measurement:
-        """A peer command's run: its CPU and peak RSS; ``seconds`` defaults to its wall time."""
+        """A peer command's run: its CPU and peak RSS; ``seconds`` defaults to its wall time.
+        ``detail`` gets the exit code and, for a run that failed its check, the end of its
+        stderr (unless it has them already)."""
+        detail = {"returncode": peer.returncode, **detail}
+        if not verified:
+            detail.setdefault("stderr", peer.stderr.strip()[-800:])
         return cls(
             variant=variant,
             messages=messages,

@@ -4,10 +4,12 @@ and ``nsqctl pub`` of a 1 GB input with its peak RSS.
 Every row is a real process started the way a user starts it (the ``nsqctl`` console
 script next to this interpreter, nsq's Go binaries), timed from spawn to exit - so
 interpreter start-up and imports count against nsqctl - with its CPU time (``os.wait4``)
-and peak RSS (``/proc/<pid>/status`` VmHWM sampled every 10 ms). One nsqd (memory mode:
-``--mem-queue-size`` holds every message, as nsq's bench.sh runs it) on 127.0.0.1, a fresh
-topic per run (deleted afterwards). Variants are interleaved, their order rotated each
-repeat (``--repeats``, 3); medians and same-run ratios are reported.
+and peak RSS (``/proc/<pid>/status`` VmHWM sampled every 10 ms). One nsqd on 127.0.0.1,
+a fresh topic per run (deleted afterwards). ``--nsqd memory`` (default): ``--mem-queue-size``
+holds every message, as nsq's bench.sh runs it; ``--nsqd disk``: nsqd's defaults (10,000
+messages in memory, the rest through its disk queue) - what operators run. Variants are
+interleaved, their order rotated each repeat (``--repeats``, 3); medians and same-run
+ratios are reported.
 
 Rows:
 
@@ -183,6 +185,7 @@ class Settings:
     big_mib: int
     big_size: int
     repeats: int
+    nsqd: str  # "memory" | "disk"
 
 
 def plan(
@@ -296,7 +299,7 @@ def print_summary(rows: list[dict[str, Any]], s: Settings, big_bytes: int) -> No
     c.print_table(
         f"CLI: {s.messages:,} x {s.size}-byte messages (to_nsq: {s.to_nsq_messages:,}); "
         f"big input {big_bytes / 2**20:,.0f} MiB of {s.big_size}-byte lines; "
-        f"median of {s.repeats}; wall time from spawn to exit",
+        f"nsqd {s.nsqd} mode; median of {s.repeats}; wall time from spawn to exit",
         [
             "variant",
             "messages",
@@ -365,6 +368,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--skip", action="append", default=[], help="leave a row out (repeatable)")
     ap.add_argument("--quick", action="store_true", help="100k messages, 100 MiB, 1 repeat")
     ap.add_argument("--tmp-dir", type=Path, help="where the input files go (default: $TMPDIR)")
+    c.add_nsqd_mode_arg(ap)
     c.add_output_args(ap)
     args = ap.parse_args(argv)
     if args.quick:
@@ -388,6 +392,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         big_mib=args.big_mib,
         big_size=args.big_size,
         repeats=args.repeats,
+        nsqd=args.nsqd,
     )
     skip = set(args.skip)
     big_lines = (s.big_mib << 20) // (s.big_size + 1)
@@ -406,7 +411,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     # memory mode: the biggest topic (the 1 GB input) stays in nsqd's memory; each topic is
     # deleted after its run.
-    nsqd_args = [f"--mem-queue-size={max(2 * s.messages, 2 * big_lines, 10_000)}"]
+    nsqd_args = c.nsqd_mode_args(s.nsqd, max(s.messages, 0 if BIG in skip else big_lines))
     payload["nsqd_args"] = nsqd_args
     payload["nsq_bin_dir"] = str(c.nsq_bin("to_nsq").parent)
     with tempfile.TemporaryDirectory(prefix="nsqctl-bench-cli-", dir=tmp_parent) as tmp:

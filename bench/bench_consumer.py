@@ -2,11 +2,13 @@
 
 Every run consumes from one real nsqd on 127.0.0.1: a fresh topic with a durable channel
 is created, ``--messages`` bodies of ``--size`` bytes are published into it first (nsqctl's
-Producer; not timed), then ONE consumer drains the channel. Every consumer runs as its own
-process (so each has a clean interpreter and its own peak RSS, sampled from
-``/proc/<pid>/status`` VmHWM every 10 ms). Variants are interleaved, their order rotated
-each repeat (``--repeats``, 3), medians reported, and ratios taken against the peers of the
-same run.
+Producer; not timed) and have reached the channel, then ONE consumer drains the channel.
+``--nsqd memory`` (default): nsqd's ``--mem-queue-size`` holds every message, as nsq's
+bench.sh runs it; ``--nsqd disk``: nsqd's defaults (10,000 messages in memory, the rest
+read back from its disk queue). Every consumer runs as its own process (so each has a
+clean interpreter and its own peak RSS, sampled from ``/proc/<pid>/status`` VmHWM every
+10 ms). Variants are interleaved, their order rotated each repeat (``--repeats``, 3),
+medians reported, and ratios taken against the peers of the same run.
 
 Delivery is verified through nsqd, not the client's count: after a run the channel's
 ``/stats`` must show everything delivered (``depth`` 0, nothing deferred, requeued or
@@ -71,10 +73,21 @@ BENCH_READER_RDY = 2500
 # --------------------------------------------------------------------------- children
 
 
-def _child_nsqctl(addr: str, topic: str, count: int, mif: int, devnull: bool) -> dict[str, Any]:
+def _child_nsqctl(
+    addr: str | None,
+    topic: str,
+    count: int,
+    mif: int,
+    devnull: bool,
+    lookupd: str | None = None,
+    channel: str = CHANNEL,
+) -> dict[str, Any]:
     import asyncio
 
     from nsqctl.consumer import Consumer
+
+    # an nsqd address, or a lookupd (the redesign: every partition of the topic)
+    where: dict[str, Any] = {"lookupd_http": [lookupd]} if lookupd else {"nsqd_tcp": [addr]}
 
     out = open(os.devnull, "wb")  # noqa: SIM115 - closed below
     write = out.write
@@ -100,7 +113,7 @@ def _child_nsqctl(addr: str, topic: str, count: int, mif: int, devnull: bool) ->
 
         start = time.perf_counter()
         consumer = Consumer(
-            topic, CHANNEL, to_devnull if devnull else noop, nsqd_tcp=[addr], max_in_flight=mif
+            topic, channel, to_devnull if devnull else noop, max_in_flight=mif, **where
         )
         await consumer.start()
         await done.wait()
@@ -167,12 +180,18 @@ def child_main(args: argparse.Namespace) -> int:
     kind = args.child
     if kind in ("nsqctl", "nsqctl-devnull"):
         result = _child_nsqctl(
-            args.nsqd, args.topic, args.count, args.max_in_flight, kind == "nsqctl-devnull"
+            args.address,
+            args.topic,
+            args.count,
+            args.max_in_flight,
+            kind == "nsqctl-devnull",
+            lookupd=args.lookupd,
+            channel=args.channel,
         )
     elif kind == "pynsq":
-        result = _child_pynsq(args.nsqd, args.topic, args.count, args.max_in_flight)
+        result = _child_pynsq(args.address, args.topic, args.count, args.max_in_flight)
     else:
-        result = _child_gnsq(args.nsqd, args.topic, args.count, args.max_in_flight)
+        result = _child_gnsq(args.address, args.topic, args.count, args.max_in_flight)
     print(json.dumps(result), flush=True)
     return 0
 
@@ -265,6 +284,7 @@ class Settings:
     max_in_flight: int
     repeats: int
     runfor: float | None  # fixed bench_reader --runfor; None = calibrate
+    nsqd: str = "memory"  # "memory" | "disk"
 
 
 def _fresh_topic(cluster: c.Cluster, prefix: str, count: int, size: int) -> str:
@@ -285,29 +305,49 @@ def _settle(cluster: c.Cluster, topic: str, want_in_flight_zero: bool) -> c.Chan
     return c.wait_channel(cluster.nsqd_http[0], topic, CHANNEL, done)
 
 
-def measure_python(cluster: c.Cluster, variant: str, kind: str, count: int, s: Settings):
-    topic = _fresh_topic(cluster, f"bc_{kind.replace('-', '_')}", count, s.size)
+def run_child(
+    cluster: c.Cluster,
+    kind: str,
+    topic: str,
+    count: int,
+    max_in_flight: int,
+    *,
+    lookupd: str | None = None,
+    channel: str = CHANNEL,
+) -> tuple[c.PeerResult, float | None, dict[str, Any]]:
+    """One Python consumer (``kind``, :data:`CHILD_KINDS`) in its own process, reading
+    ``count`` messages of ``topic``/``channel`` from the cluster's first nsqd, or through
+    ``lookupd`` (every partition of a redesign topic); the peer result, the nsqds' CPU
+    seconds meanwhile, and the child's own report (``received``, ``seconds``, ...)."""
+    where = ["--lookupd", lookupd] if lookupd else ["--address", cluster.nsqd_tcp[0]]
+    if channel != CHANNEL:
+        where += ["--channel", channel]
     argv = [
         sys.executable,
         str(Path(__file__).resolve()),
         "--child",
         kind,
-        "--nsqd",
-        cluster.nsqd_tcp[0],
+        *where,
         "--topic",
         topic,
         "--count",
         str(count),
         "--max-in-flight",
-        str(s.max_in_flight),
+        str(max_in_flight),
     ]
     peer, server_cpu = c.run_peer_on(cluster, argv, timeout=max(120.0, count / 2000))
-    stats = _settle(cluster, topic, want_in_flight_zero=True)
-    c.delete_topic(cluster.nsqd_http[0], topic)
     report: dict[str, Any] = {}
     lines = [ln for ln in peer.stdout.splitlines() if ln.startswith("{")]
     if lines:
         report = json.loads(lines[-1])
+    return peer, server_cpu, report
+
+
+def measure_python(cluster: c.Cluster, variant: str, kind: str, count: int, s: Settings):
+    topic = _fresh_topic(cluster, f"bc_{kind.replace('-', '_')}", count, s.size)
+    peer, server_cpu, report = run_child(cluster, kind, topic, count, s.max_in_flight)
+    stats = _settle(cluster, topic, want_in_flight_zero=True)
+    c.delete_topic(cluster.nsqd_http[0], topic)
     seconds = report.get("seconds") or peer.wall
     ok = (
         peer.returncode == 0
@@ -495,8 +535,8 @@ def summarize(results: dict[str, list[c.Measurement]]) -> list[dict[str, Any]]:
 def print_summary(rows: list[dict[str, Any]], s: Settings, repeats: int) -> None:
     c.print_table(
         f"Consumer: {s.messages:,} x {s.size}-byte messages from one nsqd "
-        f"(pynsq/gnsq: {s.peer_messages:,}), max-in-flight {s.max_in_flight}, "
-        f"median of {repeats}",
+        f"(pynsq/gnsq: {s.peer_messages:,}), nsqd {s.nsqd} mode, max-in-flight "
+        f"{s.max_in_flight}, median of {repeats}",
         [
             "variant",
             "msgs/s",
@@ -536,7 +576,9 @@ def check_targets(rows: list[dict[str, Any]]) -> dict[str, Any]:
     verdict: dict[str, Any] = {}
     for key, variant, target in checks:
         row = by.get(variant)
-        value = row.get(key) if row else None
+        if row is None or key.removeprefix("vs_") not in by:
+            continue  # a skipped variant or reference: nothing to judge
+        value = row.get(key)
         met = value is not None and value >= target
         verdict[f"{variant} {key}"] = {
             "value": value,
@@ -573,6 +615,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--runfor", type=float, help="fixed bench_reader --runfor in seconds")
     ap.add_argument("--skip", action="append", default=[], help="leave a variant out (repeatable)")
     ap.add_argument("--quick", action="store_true", help="100k messages, 1 repeat")
+    c.add_nsqd_mode_arg(ap)
     ap.add_argument(
         "--cpu",
         action="store_true",
@@ -581,7 +624,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     c.add_output_args(ap)
     # child mode (internal): one consumer in its own process
     ap.add_argument("--child", choices=CHILD_KINDS, help=argparse.SUPPRESS)
-    ap.add_argument("--nsqd", help=argparse.SUPPRESS)
+    ap.add_argument("--address", help=argparse.SUPPRESS)  # an nsqd's TCP address
+    ap.add_argument("--lookupd", help=argparse.SUPPRESS)  # or a lookupd's HTTP address
+    ap.add_argument("--channel", default=CHANNEL, help=argparse.SUPPRESS)
     ap.add_argument("--topic", help=argparse.SUPPRESS)
     ap.add_argument("--count", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -613,11 +658,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         max_in_flight=args.max_in_flight,
         repeats=args.repeats,
         runfor=args.runfor,
+        nsqd=args.nsqd,
     )
     payload = c.run_header("consumer", s)
     started = time.perf_counter()
-    # Every prefilled message stays in nsqd's memory (as nsq's bench.sh runs it).
-    nsqd_args = [f"--mem-queue-size={max(2 * s.messages, 10_000)}"]
+    # memory: every prefilled message stays in nsqd's memory (as nsq's bench.sh runs it)
+    nsqd_args = c.nsqd_mode_args(s.nsqd, s.messages)
     payload["nsqd_args"] = nsqd_args
     payload["nsq_bin_dir"] = str(c.nsq_bin("nsq_tail").parent)
     with c.nsqd_cluster(nsqd_args=nsqd_args) as cluster:
