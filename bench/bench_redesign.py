@@ -1,0 +1,952 @@
+"""Redesign benchmark: nsqctl against youzan's own Go tools on a partitioned topic.
+
+One run starts a redesign cluster on 127.0.0.1 through nsqctl's launcher (etcd +
+nsqlookupd + ``--nsqds`` (2) youzan nsqd, stopped by PID at the end) and measures, in
+the same run, nsqctl and youzan's tools built from the same vendored source
+(``nsqctl.servers.build.bin_dir("redesign")``). The topics have ``--partitions`` (2)
+partitions and ``--replicas`` (1) replicas, are created through the lookupd leader
+(waiting until writable) and deleted at the end. youzan's nsqd keeps every topic in its
+disk queue (there is no in-memory mode as in nsqio/nsq): the queue is on disk in every
+row. Variants are interleaved, their order rotated each repeat (``--repeats``, 3);
+medians and same-repeat ratios are reported.
+
+Publishers (``--messages`` (250k) bodies of ``--size`` (100) bytes):
+
+* ``nsqctl pub`` - ``nsqctl pub TOPIC --lookupd ADDR -q < FILE``, timed spawn to exit
+  (interpreter start-up, lookup and connects included); stock options (batch 200).
+* ``nsqctl publish_many`` - the library: one Producer through the lookupd, 8 batches of
+  200 in flight, timed from creating the Producer (lookup, connects included) to the last
+  OK, in this process. Information: the row that runs like bench_writer does.
+* ``to_nsq`` - youzan's ``to_nsq --topic T --lookupd-http-address ADDR < FILE`` (one
+  synchronous PUB per line), ``--to-nsq-messages`` lines, timed spawn to exit.
+  Reference for >= 20x.
+* ``bench_writer`` - youzan's Go benchmark writer. It takes ONE nsqd address and writes
+  the partition that nsqd leads, so one process per partition leader runs at once;
+  ``--sleepfor=0`` (its default sleeps 1 s between batches), ``--size`` as the others,
+  ``--bw-batch`` (200, nsqctl pub's batch) and ``--bw-conns`` (its own default, 100
+  connections per process). It runs for a time: ``--runfor`` is aimed at ``--messages`` (a
+  probe, then the median rate so far); its rate is the processes' count over the longest
+  of their own durations (connects excluded). Reference for >= 1.0x.
+* ``bench_writer 1 conn`` - the same with ``-c 1``: one connection per partition, as one
+  nsqctl Producer has. Information.
+
+Consumers (each run's topic gets the durable channel ``bench`` first, then the messages,
+published with nsqctl's Producer through the lookupd and not timed):
+
+* ``nsqctl tail`` / ``nsq_tail`` - ``nsqctl tail T --lookupd ADDR --channel bench -n N``
+  and youzan's ``nsq_tail --topic T --channel bench --lookupd-http-address ADDR -n N``,
+  stdout to /dev/null, timed spawn to exit, both at their default max-in-flight (200).
+  Reference for >= 2x.
+* ``nsqctl tail --ordered`` / ``nsq_tail -ordered`` - the same on an ordered topic
+  (``--ordered-messages``, messages/10: nsqd hands out one message at a time per
+  partition there). Reference for >= 2x.
+* ``nsqctl Consumer`` - the library Consumer with a no-op handler in its own process
+  (``bench_consumer.py``'s child), through the lookupd, ``--max-in-flight`` (2500 per
+  partition), timed from creating the Consumer (lookup, connects, SUB included).
+* ``bench_reader`` - youzan's Go benchmark reader, one process per partition leader at
+  once (it takes one nsqd address and reads the partition that nsqd leads), GOMAXPROCS
+  connections each, RDY 2500; ``--runfor`` aimed at ~70% of the messages so it never runs
+  dry. Reference for >= 0.8x.
+
+The runs share two topics (one plain, one ordered), created once: creating a redesign
+topic takes ~8 s here. A publisher is checked by what each partition gained; a consumer
+reads a channel of its own, created before its messages are published (a youzan channel
+starts at the end of the queue) and deleted after the run.
+
+Delivery is verified through each partition leader's ``/stats`` in every run: publishers
+by what the partitions' ``message_count`` gained (bench_writer: each process's own count
+must be what its partition gained); tails and the Consumer by the channel (every message
+there, ``depth`` 0 - everything FINed - and nothing in flight; nsq_tail exits at the N-th
+message before FINing the last ones, so up to its max-in-flight may stay unconfirmed);
+bench_reader's count must lie between what its partition confirmed and what it got (a
+count that reaches it ran dry: that run is aimed shorter and done again). A run in which
+a Go tool panicked is done again (up to 3 tries), the panic kept in the JSON. A run that
+fails a check is reported FAILED and the script exits 1.
+
+Run: ``python bench/bench_redesign.py`` (``--quick`` for a smoke run). See bench/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _common, also when imported
+
+import _common as c
+import bench_cli
+import bench_consumer
+import httpx
+
+from nsqctl import admin
+
+PUB = "nsqctl pub"
+MANY = "nsqctl publish_many"
+TO_NSQ = "to_nsq"
+BW = "bench_writer"
+BW1 = "bench_writer 1 conn"
+TAIL = "nsqctl tail"
+NSQ_TAIL = "nsq_tail"
+OTAIL = "nsqctl tail --ordered"
+NSQ_OTAIL = "nsq_tail -ordered"
+CONSUMER = "nsqctl Consumer"
+BR = "bench_reader"
+
+#: (row, reference, target ratio) from issue 14.
+TARGETS = (
+    (PUB, BW, 1.0),
+    (PUB, TO_NSQ, 20.0),
+    (TAIL, NSQ_TAIL, 2.0),
+    (OTAIL, NSQ_OTAIL, 2.0),
+    (CONSUMER, BR, 0.8),
+)
+#: The references each row is shown against.
+REFERENCES = {
+    PUB: (BW, TO_NSQ),
+    MANY: (BW, BW1, TO_NSQ),
+    TAIL: (NSQ_TAIL,),
+    OTAIL: (NSQ_OTAIL,),
+    CONSUMER: (BR,),
+}
+
+RDY = 2500  # youzan nsqd's max RDY per connection; bench_reader's default
+TAIL_MAX_IN_FLIGHT = 200  # nsq_tail's and nsqctl tail's default
+PUB_BATCH = 200  # nsqctl pub's default batch
+PUB_WINDOW = 8
+
+
+# --------------------------------------------------------------------------- topics
+
+
+@dataclass(frozen=True, order=True)
+class Leader:
+    """One partition and the nsqd leading it."""
+
+    partition: int
+    http: str
+    tcp: str
+
+
+@dataclass(frozen=True)
+class Topic:
+    name: str
+    leaders: tuple[Leader, ...]
+
+    @property
+    def one_leader_per_nsqd(self) -> bool:
+        """bench_writer / bench_reader reach a partition through the nsqd leading it: that
+        only covers the topic when no nsqd leads two of its partitions."""
+        return len({ld.http for ld in self.leaders}) == len(self.leaders)
+
+
+@dataclass(frozen=True)
+class Run:
+    """Where one measurement runs: a topic, for a consumer a channel of its own, and the
+    counters of each partition at the start (the topic's ``message_count`` for a
+    publisher, the channel's - the topic's end when it was created - for a consumer)."""
+
+    topic: Topic
+    channel: str | None
+    base: tuple[int, ...]
+
+    def added(self, stats: Sequence[c.TopicStats | c.ChannelStats | None]) -> list[int] | None:
+        """Messages each partition gained since the start; None if one has no counters."""
+        if not all(stats):
+            return None
+        return [st.message_count - b for st, b in zip(stats, self.base, strict=True)]  # type: ignore[union-attr]
+
+
+class Redesign:
+    """Topics, channels and counters on a running redesign cluster.
+
+    Creating a redesign topic takes ~8 s here (the lookupd leader places the partitions,
+    then every nsqd must take its part and report it writable), so the runs share two
+    topics - one plain, one ordered - created once: a publisher is checked by what each
+    partition gained, a consumer reads a channel of its own, created before its messages
+    are published (a youzan channel starts at the end of the queue) and deleted after.
+    """
+
+    def __init__(self, cluster: c.Cluster, s: Settings) -> None:
+        self.cluster, self.s = cluster, s
+        self.lookupd = cluster.lookupd_http[0]
+        self.tcp_of = {n.http_address: n.tcp_address for n in cluster.nsqds}
+        self.topics: dict[bool, Topic] = {}
+
+    def topic(self, ordered: bool = False) -> Topic:
+        """The plain or the ordered topic, created (waiting until every partition is
+        writable) the first time it is needed."""
+        if ordered not in self.topics:
+            name = c.unique_topic("bench_ordered" if ordered else "bench")
+            c.say(f"creating topic {name} ({self.s.partitions} partitions, ordered={ordered})")
+            admin.create_topic(
+                [self.lookupd],
+                name,
+                partitions=self.s.partitions,
+                replicas=self.s.replicas,
+                ordered=ordered,
+            )
+            placement = admin.run_sync(self._locate(name))
+            leaders = tuple(
+                sorted(
+                    Leader(node.partition or 0, node.address, self.tcp_of[node.address])
+                    for node in placement.nsqds
+                )
+            )
+            if len(leaders) != self.s.partitions:
+                raise SystemExit(f"topic {name}: {len(leaders)} partition leaders")
+            self.topics[ordered] = Topic(name, leaders)
+        return self.topics[ordered]
+
+    async def _locate(self, name: str) -> admin.Placement:
+        async with httpx.AsyncClient(timeout=10.0) as client:
+            return await admin.locate_topic(name, [self.lookupd], [], client)
+
+    def _admin(self, kind: str, action: str, name: str, channel: str | None = None) -> None:
+        async def run() -> None:
+            placement, stages = await admin.prepare(
+                kind, name, [self.lookupd], [], action=action, channel=channel
+            )
+            report = await admin.run_plan(action, placement, stages, channel=channel)
+            report.raise_for_failures()
+
+        admin.run_sync(run())
+
+    def close(self) -> None:
+        """Delete the topics (the cluster's teardown removes what a failed delete leaves)."""
+        for topic in self.topics.values():
+            try:
+                self._admin("topic", "delete", topic.name)
+            except Exception as err:  # the teardown still removes the data directory
+                c.say(f"could not delete {topic.name}: {err}")
+        self.topics.clear()
+
+    def counts(self, topic: Topic) -> list[c.TopicStats | None]:
+        return [c.topic_stats(ld.http, topic.name, ld.partition) for ld in topic.leaders]
+
+    def publisher_run(self) -> Run:
+        topic = self.topic()
+        counts = self.counts(topic)
+        if not all(counts):
+            raise SystemExit(f"no counters for {topic.name}: {counts}")
+        return Run(topic, None, tuple(st.message_count for st in counts if st))
+
+    def channels(self, run: Run) -> list[c.ChannelStats | None]:
+        assert run.channel is not None
+        return [
+            c.channel_stats(ld.http, run.topic.name, run.channel, ld.partition)
+            for ld in run.topic.leaders
+        ]
+
+    def settle(
+        self, run: Run, done: Callable[[list[c.ChannelStats | None]], bool], seconds: float
+    ) -> list[c.ChannelStats | None]:
+        """The run's channel counters on every partition once ``done`` holds, or the last
+        read after ``seconds`` (a consumer's last FINs land a moment after it exits)."""
+        deadline = time.monotonic() + seconds
+        while True:
+            stats = self.channels(run)
+            if done(stats) or time.monotonic() > deadline:
+                return stats
+            time.sleep(0.05)
+
+    def consumer_run(self, count: int, ordered: bool = False) -> Run:
+        """A fresh channel on every partition, then ``count`` messages spread over the
+        partitions (nsqctl's Producer through the lookupd, round-robin batches; not timed),
+        all of them in the channel before the consumer starts."""
+        topic = self.topic(ordered)
+        channel = c.unique_topic("bench")  # channel names follow the same rules
+        self._admin("channel", "create", topic.name, channel)
+        start = Run(topic, channel, ())
+        stats = self.channels(start)
+        if not all(stats) or any(st.depth for st in stats if st):
+            raise SystemExit(f"new channel {channel} of {topic.name} is not empty: {stats}")
+        run = Run(topic, channel, tuple(st.message_count for st in stats if st))
+        c.publish_bodies(
+            topic.name,
+            count,
+            self.s.size,
+            batch=PUB_BATCH,
+            window=PUB_WINDOW,
+            lookupd_http=[self.lookupd],
+        )
+        stats = self.settle(run, lambda sts: sum(run.added(sts) or [0]) >= count, 60.0)
+        if sum(run.added(stats) or [0]) != count:
+            raise SystemExit(f"prefill of {topic.name}/{channel} failed: {stats}")
+        return run
+
+    def finish(self, run: Run) -> None:
+        """Delete the run's channel, so later runs' messages do not pile up in it."""
+        if run.channel is not None:
+            try:
+                self._admin("channel", "delete", run.topic.name, run.channel)
+            except Exception as err:  # the teardown still removes the data directory
+                c.say(f"  could not delete channel {run.channel}: {err}")
+
+
+def _sum(stats: Sequence[Any], attr: str) -> int:
+    return sum(getattr(st, attr) for st in stats if st is not None)
+
+
+def _stats_detail(stats: Sequence[Any]) -> list[dict[str, Any] | None]:
+    return [None if st is None else st.__dict__ for st in stats]
+
+
+# --------------------------------------------------------------------------- publishers
+
+
+def measure_cli_pub(
+    b: Redesign, variant: str, argv_for: Callable[[str], list[str]], count: int, src: Path
+) -> c.Measurement:
+    """A publishing command fed ``src`` on stdin, timed spawn to exit."""
+    run = b.publisher_run()
+    peer, server_cpu = c.run_peer_on(
+        b.cluster, argv_for(run.topic.name), stdin_from=str(src), timeout=max(300.0, count / 2000)
+    )
+    added = run.added(b.counts(run.topic))
+    ok = peer.returncode == 0 and not peer.timed_out and added is not None and sum(added) == count
+    return c.Measurement.of_peer(
+        variant,
+        peer,
+        messages=count,
+        verified=ok,
+        server_cpu=server_cpu,
+        detail={
+            "topic": run.topic.name,
+            "added_per_partition": added,
+        },
+    )
+
+
+def measure_publish_many(b: Redesign, count: int, rss: c.PeakRss) -> c.Measurement:
+    """nsqctl's Producer in this process, through the lookupd, 8 batches in flight."""
+    run = b.publisher_run()
+    rss.reset()
+    srv0 = c.nsqds_cpu_seconds(b.cluster)
+    cpu0 = time.process_time()
+    seconds = c.publish_bodies(
+        run.topic.name,
+        count,
+        b.s.size,
+        batch=PUB_BATCH,
+        window=PUB_WINDOW,
+        lookupd_http=[b.lookupd],
+    )
+    cpu = time.process_time() - cpu0
+    srv1 = c.nsqds_cpu_seconds(b.cluster)
+    peak = rss.peak_kb()
+    added = run.added(b.counts(run.topic))
+    return c.Measurement(
+        variant=MANY,
+        messages=count,
+        seconds=seconds,
+        verified=added is not None and sum(added) == count,
+        client_cpu=cpu,
+        server_cpu=None if srv0 is None or srv1 is None else srv1 - srv0,
+        peak_rss_kb=peak,
+        detail={"topic": run.topic.name, "added_per_partition": added},
+    )
+
+
+def _go_output(peer: c.PeerResult) -> str:
+    """A Go tool's output for the JSON: the summary, or what it died of (a panic's first
+    lines)."""
+    text = (peer.stderr + peer.stdout).strip()
+    if peer.returncode != 0 and "panic" in text:
+        return text[text.index("panic") :][:600]
+    return text[-300:]
+
+
+def _crashed(m: c.Measurement) -> list[str]:
+    """The panics of a bench_writer / bench_reader row's processes (empty if none)."""
+    return [out for out in m.detail.get("output", ()) if out.startswith("panic")]
+
+
+def _go_runs(peers: Sequence[c.PeerResult]) -> list[tuple[int, float] | None]:
+    return [c.go_bench_result(p.stderr + p.stdout) for p in peers]
+
+
+def _go_measurement(
+    variant: str,
+    peers: Sequence[c.PeerResult],
+    runs: Sequence[tuple[int, float] | None],
+    *,
+    verified: bool,
+    server_cpu: float | None,
+    detail: dict[str, Any],
+) -> c.Measurement:
+    """One row for several concurrent bench_writer / bench_reader processes: their count
+    over the longest of their own durations."""
+    done = [r for r in runs if r is not None]
+    return c.Measurement(
+        variant=variant,
+        messages=sum(n for n, _ in done),
+        seconds=max((sec for _, sec in done), default=0.0),
+        verified=verified and len(done) == len(runs),
+        client_cpu=sum(p.cpu for p in peers),
+        server_cpu=server_cpu,
+        peak_rss_kb=max((p.peak_rss_kb for p in peers), default=0),
+        detail={
+            **detail,
+            "processes": [
+                {"count": None if r is None else r[0], "seconds": None if r is None else r[1]}
+                for r in runs
+            ],
+            "returncodes": [p.returncode for p in peers],
+            "output": [_go_output(p) for p in peers],
+        },
+    )
+
+
+def measure_bench_writer(
+    b: Redesign, runfor: float, variant: str = BW, conns: int | None = None
+) -> c.Measurement:
+    """bench_writer, one process per partition leader at once, ``conns`` connections each
+    (default ``--bw-conns``)."""
+    run = b.publisher_run()
+    exe = str(c.nsq_bin("bench_writer", "redesign"))
+    argvs = [
+        [
+            exe,
+            f"--nsqd-tcp-address={ld.tcp}",
+            f"--topic={run.topic.name}",
+            f"--size={b.s.size}",
+            f"--batch-size={b.s.bw_batch}",
+            f"-c={conns or b.s.bw_conns}",
+            "--sleepfor=0s",
+            f"--runfor={runfor:.3f}s",
+        ]
+        for ld in run.topic.leaders
+    ]
+    peers, server_cpu = c.run_peers_on(b.cluster, argvs, timeout=runfor + 120)
+    added = run.added(b.counts(run.topic))
+    runs = _go_runs(peers)
+    # Each process's own count (it counts a batch even when nsqd answered an error) must be
+    # what the partition it wrote gained.
+    ok = (
+        run.topic.one_leader_per_nsqd
+        and added is not None
+        and all(
+            p.returncode == 0 and r is not None and r[0] == n
+            for p, r, n in zip(peers, runs, added, strict=True)
+        )
+    )
+    return _go_measurement(
+        variant,
+        peers,
+        runs,
+        verified=ok,
+        server_cpu=server_cpu,
+        detail={"topic": run.topic.name, "runfor": runfor, "added_per_partition": added},
+    )
+
+
+class Aim:
+    """Aims a time-based tool's ``--runfor`` at ``share`` x the messages: a short probe's
+    rate first, then the median rate of the measured runs so far (``fixed``: no aiming)."""
+
+    def __init__(self, messages: int, share: float, fixed: float | None) -> None:
+        self.messages, self.share, self.fixed = messages, share, fixed
+        self.rates: list[float] = []
+        self.runfor = fixed if fixed is not None else 0.3
+
+    def aim(self, rate: float) -> None:
+        if self.fixed is None and rate > 0:
+            self.runfor = min(max(self.share * self.messages / rate, 0.1), 60.0)
+
+    def record(self, m: c.Measurement) -> None:
+        if m.verified and m.rate > 0:
+            self.rates.append(m.rate)
+            self.aim(c.median(self.rates))
+
+
+# --------------------------------------------------------------------------- consumers
+
+
+def measure_tail(
+    b: Redesign,
+    variant: str,
+    argv_for: Callable[[str, str], list[str]],
+    count: int,
+    ordered: bool,
+) -> c.Measurement:
+    """A tail command (``argv_for(topic, channel)``) over ``count`` prefilled messages,
+    stdout to /dev/null."""
+    run = b.consumer_run(count, ordered)
+    assert run.channel is not None
+    peer, server_cpu = c.run_peer_on(
+        b.cluster,
+        argv_for(run.topic.name, run.channel),
+        stdout_to=os.devnull,
+        timeout=max(300.0, count / 500),
+    )
+    stats = b.settle(
+        run,
+        lambda sts: all(st is not None and st.clients == 0 and st.in_flight == 0 for st in sts),
+        5.0,
+    )
+    b.finish(run)
+    added = run.added(stats)
+    ours = variant in (TAIL, OTAIL)
+    # nsqctl tail FINs every printed message before it exits; nsq_tail exits (os.Exit) at
+    # the N-th message, leaving what it had not FINed yet (at most max-in-flight) behind.
+    left = _sum(stats, "depth")
+    ok = (
+        peer.returncode == 0
+        and not peer.timed_out
+        and added is not None
+        and sum(added) == count
+        and (
+            left == 0 and _sum(stats, "timeout_count") == 0 if ours else left <= TAIL_MAX_IN_FLIGHT
+        )
+    )
+    return c.Measurement.of_peer(
+        variant,
+        peer,
+        messages=count,
+        verified=ok,
+        server_cpu=server_cpu,
+        detail={
+            "topic": run.topic.name,
+            "channel": run.channel,
+            "channel_stats": _stats_detail(stats),
+        },
+    )
+
+
+def measure_consumer(b: Redesign) -> c.Measurement:
+    count = b.s.messages
+    run = b.consumer_run(count)
+    assert run.channel is not None
+    peer, server_cpu, report = bench_consumer.run_child(
+        b.cluster,
+        "nsqctl",
+        run.topic.name,
+        count,
+        b.s.max_in_flight,
+        lookupd=b.lookupd,
+        channel=run.channel,
+    )
+    stats = b.settle(
+        run,
+        lambda sts: all(
+            st is not None and st.clients == 0 and st.in_flight == 0 and st.depth == 0 for st in sts
+        ),
+        5.0,
+    )
+    b.finish(run)
+    added = run.added(stats)
+    ok = (
+        peer.returncode == 0
+        and report.get("received") == count
+        and added is not None
+        and sum(added) == count
+        and _sum(stats, "depth") == 0
+        and _sum(stats, "in_flight") == 0
+        and _sum(stats, "timeout_count") == 0
+    )
+    return c.Measurement.of_peer(
+        CONSUMER,
+        peer,
+        messages=count,
+        seconds=report.get("seconds") or peer.wall,
+        verified=ok,
+        server_cpu=server_cpu,
+        detail={
+            "topic": run.topic.name,
+            "channel": run.channel,
+            "wall_with_startup": peer.wall,
+            "report": report,
+            "channel_stats": _stats_detail(stats),
+        },
+    )
+
+
+def measure_bench_reader(b: Redesign, runfor: float, variant: str = BR) -> c.Measurement:
+    count = b.s.messages
+    run = b.consumer_run(count)
+    assert run.channel is not None
+    exe = str(c.nsq_bin("bench_reader", "redesign"))
+    argvs = [
+        [
+            exe,
+            f"--nsqd-tcp-address={ld.tcp}",
+            f"--topic={run.topic.name}",
+            f"--channel={run.channel}",
+            f"--size={b.s.size}",
+            f"--rdy={RDY}",
+            f"--runfor={runfor:.3f}s",
+        ]
+        for ld in run.topic.leaders
+    ]
+    peers, server_cpu = c.run_peers_on(b.cluster, argvs, timeout=runfor + 120)
+    stats = b.settle(run, lambda sts: all(st is not None and st.clients == 0 for st in sts), 3.0)
+    b.finish(run)
+    added = run.added(stats)
+    runs = _go_runs(peers)
+    # Per partition: its count is what it read (a redelivery counts again), so at least what
+    # nsqd saw confirmed - youzan confirms in offset order: ``depth`` runs from the first
+    # message not yet FINed, so it also holds messages FINed out of order or requeued from a
+    # closed connection - and below what the partition got: a count that reaches it means
+    # it ran dry, and its duration includes idle time (the run is aimed shorter and redone).
+    dry = [
+        r is not None and got is not None and r[0] >= got
+        for r, got in zip(runs, added or [None] * len(runs), strict=True)
+    ]
+
+    def checks(r: tuple[int, float] | None, st: c.ChannelStats | None, got: int) -> bool:
+        if r is None or st is None:
+            return False
+        return got - st.depth <= r[0] < got
+
+    ok = (
+        run.topic.one_leader_per_nsqd
+        and added is not None
+        and sum(added) == count
+        and all(p.returncode == 0 for p in peers)
+        and all(checks(r, st, got) for r, st, got in zip(runs, stats, added, strict=True))
+    )
+    return _go_measurement(
+        variant,
+        peers,
+        runs,
+        verified=ok,
+        server_cpu=server_cpu,
+        detail={
+            "topic": run.topic.name,
+            "channel": run.channel,
+            "runfor": runfor,
+            "prefilled": count,
+            "added_per_partition": added,
+            "dry": dry,
+            "channel_stats": _stats_detail(stats),
+        },
+    )
+
+
+def aimed(
+    b: Redesign, tool: str, measure: Callable[..., c.Measurement], share: float, probe: float
+) -> Callable[[], c.Measurement]:
+    """Runs of a time-based Go tool (``measure(b, runfor)``) whose ``--runfor`` is aimed at
+    ``share`` x the messages (a ``probe``-second run first, unless ``--runfor`` fixes it).
+    A bench_reader run that ran dry is aimed shorter and run again (its rate would only be a
+    lower bound); a run in which the tool panicked is run again (up to 3 tries), the panic
+    kept in the run's ``redone_after``."""
+    aim = Aim(b.s.messages, share, b.s.runfor)
+    if b.s.runfor is None:
+        c.say(f"probing {tool}'s rate to aim its --runfor")
+        for _ in range(3):  # it may crash (see below)
+            first = measure(b, probe, variant="probe")
+            if not _crashed(first):
+                break
+        # a probe that ran dry still gives a rate (a lower bound); the runs re-aim
+        if first.rate <= 0 or not (first.verified or any(first.detail.get("dry", ()))):
+            raise SystemExit(f"{tool} probe failed: {first.detail}")
+        aim.aim(first.rate)
+        c.say(f"{tool} --runfor={aim.runfor:.2f}s")
+
+    def run() -> c.Measurement:
+        redone: list[str] = []
+        for _ in range(3):
+            m = measure(b, aim.runfor)
+            aim.record(m)
+            m.detail["redone_after"] = redone
+            if m.verified:
+                return m
+            panics = _crashed(m)
+            dry = any(m.detail.get("dry", ()))
+            if panics:
+                # the tool itself died (its own bug, not a lost message): said, kept in the
+                # JSON, and the run is done again
+                c.say(f"  {tool} crashed: {panics[0].splitlines()[0]}; running it again")
+                redone.append(panics[0])
+            elif dry and b.s.runfor is None:
+                c.say(f"  {tool} ran dry at --runfor={aim.runfor:.2f}s; aiming shorter")
+                redone.append("ran dry")
+                aim.aim(m.rate * 1.5)
+            else:
+                return m
+        return m
+
+    return run
+
+
+# --------------------------------------------------------------------------- plan
+
+
+@dataclass
+class Settings:
+    messages: int
+    to_nsq_messages: int
+    ordered_messages: int
+    size: int
+    nsqds: int
+    partitions: int
+    replicas: int
+    bw_batch: int
+    bw_conns: int
+    max_in_flight: int
+    repeats: int
+    runfor: float | None  # fixed --runfor of bench_writer / bench_reader; None = aim
+
+
+def plan(
+    b: Redesign, files: dict[str, Path], skip: set[str]
+) -> list[tuple[str, Callable[[], c.Measurement]]]:
+    s = b.s
+    exe = bench_cli.nsqctl_exe()
+    lookupd = b.lookupd
+    yz = {tool: str(c.nsq_bin(tool, "redesign")) for tool in ("to_nsq", "nsq_tail")}
+    rss = c.PeakRss()
+
+    def nsqctl_tail(n: int, ordered: bool) -> Callable[[str, str], list[str]]:
+        extra = ["--ordered"] if ordered else []
+        return lambda t, ch: [
+            exe, "tail", t, "--lookupd", lookupd, "--channel", ch, "-n", str(n), *extra
+        ]  # fmt: skip
+
+    def nsq_tail(n: int, ordered: bool) -> Callable[[str, str], list[str]]:
+        extra = ["-ordered"] if ordered else []
+        return lambda t, ch: [
+            yz["nsq_tail"],
+            f"--topic={t}",
+            f"--channel={ch}",
+            f"--lookupd-http-address={lookupd}",
+            f"-n={n}",
+            *extra,
+        ]
+
+    variants: list[tuple[str, Callable[[], c.Measurement]]] = [
+        (
+            PUB,
+            lambda: measure_cli_pub(
+                b,
+                PUB,
+                lambda t: [exe, "pub", t, "--lookupd", lookupd, "-q"],
+                s.messages,
+                files["lines"],
+            ),
+        ),
+        (MANY, lambda: measure_publish_many(b, s.messages, rss)),
+        (
+            TO_NSQ,
+            lambda: measure_cli_pub(
+                b,
+                TO_NSQ,
+                lambda t: [yz["to_nsq"], f"--topic={t}", f"--lookupd-http-address={lookupd}"],
+                s.to_nsq_messages,
+                files["to_nsq_lines"],
+            ),
+        ),
+        (TAIL, lambda: measure_tail(b, TAIL, nsqctl_tail(s.messages, False), s.messages, False)),
+        (
+            NSQ_TAIL,
+            lambda: measure_tail(b, NSQ_TAIL, nsq_tail(s.messages, False), s.messages, False),
+        ),
+        (
+            OTAIL,
+            lambda: measure_tail(
+                b, OTAIL, nsqctl_tail(s.ordered_messages, True), s.ordered_messages, True
+            ),
+        ),
+        (
+            NSQ_OTAIL,
+            lambda: measure_tail(
+                b, NSQ_OTAIL, nsq_tail(s.ordered_messages, True), s.ordered_messages, True
+            ),
+        ),
+        (CONSUMER, lambda: measure_consumer(b)),
+    ]
+    # the time-based Go tools are aimed (a probe run each) only when they run at all
+    if BW1 not in skip:  # one connection per partition, as one nsqctl Producer has
+
+        def one_conn(b: Redesign, runfor: float, variant: str = BW1) -> c.Measurement:
+            return measure_bench_writer(b, runfor, variant, conns=1)
+
+        variants.insert(3, (BW1, aimed(b, BW1, one_conn, 1.0, 0.5)))
+    if BW not in skip:
+        variants.insert(3, (BW, aimed(b, BW, measure_bench_writer, 1.0, 0.5)))
+    if BR not in skip:
+        variants.append((BR, aimed(b, BR, measure_bench_reader, 0.7, 0.3)))
+    return [(name, fn) for name, fn in variants if name not in skip]
+
+
+# --------------------------------------------------------------------------- report
+
+
+def summarize(results: dict[str, list[c.Measurement]]) -> list[dict[str, Any]]:
+    refs = sorted({ref for refs in REFERENCES.values() for ref in refs})
+    rows = c.summary_rows(results, refs)
+    for row in rows:
+        row["references"] = [r for r in REFERENCES.get(row["variant"], ()) if r in results]
+    return rows
+
+
+def print_summary(rows: list[dict[str, Any]], s: Settings) -> None:
+    def versus(row: dict[str, Any]) -> str:
+        return " ".join(f"{c.ratio_text(row[f'vs_{r}'])} {r}" for r in row["references"]) or "-"
+
+    c.print_table(
+        f"Redesign: youzan nsqd x{s.nsqds}, {s.partitions} partitions, replicas "
+        f"{s.replicas}, queue on disk; {s.messages:,} x {s.size}-byte messages "
+        f"(to_nsq {s.to_nsq_messages:,}, ordered {s.ordered_messages:,}); median of "
+        f"{s.repeats}",
+        [
+            "variant",
+            "messages",
+            "msgs/s",
+            "runs",
+            "vs reference",
+            "client CPU us/msg",
+            "nsqd CPU us/msg",
+            "peak RSS MiB",
+            "delivery",
+        ],
+        [
+            [
+                r["variant"],
+                c.fmt_int(r["messages"]),
+                c.fmt_int(r["msgs_per_s"]),
+                " ".join(f"{x / 1000:.0f}k" for x in r["runs_msgs_per_s"]),
+                versus(r),
+                c.fixed_text(r["client_cpu_us_per_msg"]),
+                c.fixed_text(r["nsqd_cpu_us_per_msg"]),
+                f"{r['peak_rss_mib']:.0f}",
+                "verified" if r["verified"] else "FAILED",
+            ]
+            for r in rows
+        ],
+    )
+
+
+def check_targets(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    by = {r["variant"]: r for r in rows}
+    verdict: dict[str, Any] = {}
+    for variant, ref, target in TARGETS:
+        row = by.get(variant)
+        if row is None or ref not in by:
+            continue  # skipped
+        value = row[f"vs_{ref}"]
+        same = row[f"paired_vs_{ref}"]
+        met = value is not None and value >= target
+        verdict[f"{variant} vs {ref}"] = {
+            "value": value,
+            "target": target,
+            "met": met,
+            "same_repeat": same,
+        }
+        print(
+            f"target {variant} >= {target:g}x {ref}: {c.ratio_text(value)} "
+            f"{'met' if met else 'MISSED'}  (same-repeat: "
+            f"{', '.join(c.ratio_text(x) for x in same) or '-'})"
+        )
+    return verdict
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(
+        description="Benchmark nsqctl on the redesign against youzan's own Go tools."
+    )
+    ap.add_argument("--messages", type=int, default=250_000)
+    ap.add_argument("--to-nsq-messages", type=int, help="for to_nsq (messages/20, max 50k)")
+    ap.add_argument(
+        "--ordered-messages", type=int, help="for the ordered tails (messages/10, max 50k)"
+    )
+    ap.add_argument("--size", type=int, default=100)
+    ap.add_argument("--nsqds", type=int, default=2, help="nsqd nodes in the cluster")
+    ap.add_argument("--partitions", type=int, default=2)
+    ap.add_argument("--replicas", type=int, default=1)
+    ap.add_argument("--bw-batch", type=int, default=PUB_BATCH, help="bench_writer --batch-size")
+    ap.add_argument("--bw-conns", type=int, default=100, help="bench_writer -c (per process)")
+    ap.add_argument("--max-in-flight", type=int, help="of the library Consumer (2500 x partitions)")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--runfor", type=float, help="fixed bench_writer/bench_reader --runfor (s)")
+    ap.add_argument("--skip", action="append", default=[], help="leave a variant out (repeatable)")
+    ap.add_argument("--quick", action="store_true", help="20k messages, 1 repeat: a smoke run")
+    c.add_output_args(ap)
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.messages = min(args.messages, 20_000)
+        args.repeats = 1
+    if args.to_nsq_messages is None:
+        args.to_nsq_messages = max(1, min(50_000, args.messages // 20))
+    if args.ordered_messages is None:
+        args.ordered_messages = max(1, min(50_000, args.messages // 10))
+    if args.max_in_flight is None:
+        args.max_in_flight = RDY * args.partitions
+    c.require_positive(
+        ap,
+        args,
+        "messages",
+        "to_nsq_messages",
+        "ordered_messages",
+        "size",
+        "nsqds",
+        "partitions",
+        "replicas",
+        "bw_batch",
+        "bw_conns",
+        "max_in_flight",
+        "repeats",
+    )
+    unknown = set(args.skip) - {*REFERENCES, BW, BW1, TO_NSQ, NSQ_TAIL, NSQ_OTAIL, BR}
+    if unknown:
+        ap.error(f"unknown --skip {', '.join(sorted(unknown))}")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    s = Settings(
+        messages=args.messages,
+        to_nsq_messages=args.to_nsq_messages,
+        ordered_messages=args.ordered_messages,
+        size=args.size,
+        nsqds=args.nsqds,
+        partitions=args.partitions,
+        replicas=args.replicas,
+        bw_batch=args.bw_batch,
+        bw_conns=args.bw_conns,
+        max_in_flight=args.max_in_flight,
+        repeats=args.repeats,
+        runfor=args.runfor,
+    )
+    payload = c.run_header("redesign", s)
+    payload["nsqctl"] = bench_cli.nsqctl_exe()
+    payload["nsq_bin_dir"] = str(c.nsq_bin("nsqd", "redesign").parent)
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="nsqctl-bench-redesign-") as tmp:
+        files = {"lines": Path(tmp) / "lines.txt", "to_nsq_lines": Path(tmp) / "to_nsq.txt"}
+        bench_cli.write_lines(files["lines"], s.messages, s.size)
+        bench_cli.write_lines(files["to_nsq_lines"], s.to_nsq_messages, s.size)
+        with c.nsqd_cluster("redesign", nsqd=s.nsqds) as cluster:
+            b = Redesign(cluster, s)
+            try:
+                results = c.run_interleaved(plan(b, files, set(args.skip)), s.repeats)
+                payload["topics"] = {
+                    "ordered" if k else "plain": t.name for k, t in b.topics.items()
+                }
+            finally:
+                b.close()
+    rows = summarize(results)
+    print_summary(rows, s)
+    verdict = check_targets(rows)
+    payload.update(c.results_json(results, rows, verdict))
+    return c.conclude(
+        "redesign",
+        payload,
+        args,
+        started=started,
+        verified=all(r["verified"] for r in rows),
+        targets_met=all(v["met"] for v in verdict.values()),
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
