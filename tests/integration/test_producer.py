@@ -16,6 +16,7 @@ from nsqctl.protocol import BadMessageError
 from nsqctl.protocol.message import RawMessage
 from nsqctl.servers import cluster, process
 from nsqctl.sharding import murmur3_32, pick_node_for_key
+from tests.helpers.cli import cli
 
 
 def _count(stats: dict, topic: str) -> int:
@@ -173,6 +174,10 @@ async def test_traced_publish_and_sharding_on_partitions(
 ) -> None:
     topic = _topic("traced")
     admin.create_topic(redesign_cluster.lookupd_http, topic, partitions=2, replicas=1)
+    # A youzan channel starts at the end of the topic: create it before publishing.
+    lookupd = redesign_cluster.lookupd_http[0]
+    made = cli("channel", "create", topic, "readback", "--lookupd", lookupd)
+    assert made.returncode == 0, made.stderr
     async with Producer(lookupd_http=redesign_cluster.lookupd_http) as producer:
         receipt = await producer.publish_traced(topic, b"traced-body", 424242, partition=1)
         assert receipt.trace_id == 424242 and receipt.partition == 1
