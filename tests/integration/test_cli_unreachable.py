@@ -45,12 +45,14 @@ def test_unreachable_cluster_is_one_line_and_exit_1(args: list[str]) -> None:
     assert DEAD in lines[0] and "Traceback" not in err
 
 
+@pytest.mark.spark
 def test_archive_with_no_reachable_nsqd_writes_nothing(tmp_path: Path) -> None:
     out = tmp_path / "archive"
     proc = run_cli(["archive", "t", "--nsqd", DEAD, "--out", str(out)], timeout=60)
     err = proc.stderr.decode()
     assert proc.returncode == 1, err
-    assert len([ln for ln in err.splitlines() if ln.strip()]) == 1 and "Traceback" not in err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and DEAD in lines[0] and "Traceback" not in err, err
     assert not any(out.rglob("*.parquet"))
 
 
