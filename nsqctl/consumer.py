@@ -17,7 +17,7 @@ import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nsqctl import protocol as p
 from nsqctl.addresses import HostPort, parse_addresses
@@ -25,11 +25,14 @@ from nsqctl.connection import ConnectError, Connection, ConnectionConfig
 from nsqctl.deadletter import DeadLetterFile, dead_letter_path
 from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.flow import BackoffController, RateLimiter, RdyController
-from nsqctl.lookup import LookupClient, Topology
+from nsqctl.lookup.model import Topology
 from nsqctl.message import Delivery, Message
 from nsqctl.protocol.message import RawMessage
 from nsqctl.protocol.names import validate_channel, validate_topic
 from nsqctl.tracelog import TraceLog
+
+if TYPE_CHECKING:
+    from nsqctl.lookup.client import LookupClient
 
 log = logging.getLogger("nsqctl.consumer")
 _monotonic = time.monotonic
@@ -196,13 +199,13 @@ class Consumer:
         self._handler = handler
         self._queue: asyncio.Queue[Message] | None = None if handler else asyncio.Queue()
         self._nsqd = parse_addresses(nsqd_tcp, example="127.0.0.1:4150") if nsqd_tcp else []
-        self._lookup = (
-            LookupClient(
+        self._lookup: LookupClient | None = None
+        if lookupd_http:
+            from nsqctl.lookup.client import LookupClient  # httpx only when lookupd is used
+
+            self._lookup = LookupClient(
                 lookupd_http, poll_interval=opts.lookup_interval, jitter=opts.lookup_jitter
             )
-            if lookupd_http
-            else None
-        )
         self._rng = random.Random(opts.seed)
         self._rdy = RdyController(
             opts.max_in_flight,

@@ -19,7 +19,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from nsqctl import protocol as p
 from nsqctl.addresses import HostPort, parse_addresses
@@ -30,10 +30,13 @@ from nsqctl.connection import (
     ConnectionConfig,
 )
 from nsqctl.errors import ConfigError, NsqctlError
-from nsqctl.lookup import LookupClient, Peer, Topology
+from nsqctl.lookup.model import Peer, Topology
 from nsqctl.protocol.names import validate_topic
 from nsqctl.protocol.replies import parse_traced_reply
 from nsqctl.sharding import DEFAULT_HASH, partition_for_key, pick_node_for_key
+
+if TYPE_CHECKING:
+    from nsqctl.lookup.client import LookupClient
 
 log = logging.getLogger("nsqctl.producer")
 
@@ -113,9 +116,11 @@ class Producer:
         if not lookupd_http and not nsqd_tcp:
             raise ConfigError("no cluster given: pass --lookupd HOST:PORT or --nsqd HOST:PORT")
         self._nsqd = parse_addresses(nsqd_tcp, example="127.0.0.1:4150") if nsqd_tcp else []
-        self._lookup = (
-            LookupClient(lookupd_http, poll_interval=lookup_interval) if lookupd_http else None
-        )
+        self._lookup: LookupClient | None = None
+        if lookupd_http:
+            from nsqctl.lookup.client import LookupClient  # httpx only when lookupd is used
+
+            self._lookup = LookupClient(lookupd_http, poll_interval=lookup_interval)
         self.config = config or ConnectionConfig()
         self.hash = hash
         self.retry = retry or RetryPolicy()

@@ -1,9 +1,11 @@
 """Discovery through nsqlookupd for both server families (original and youzan redesign).
 
-``model`` is pure (parsing and merging); ``client`` does the HTTP.
+``model`` is pure (parsing and merging); ``client`` does the HTTP. The client (and httpx
+with it) is imported on first use, so publishing straight to ``--nsqd`` starts faster.
 """
 
-from nsqctl.lookup.client import ACCEPT_V1, LookupClient, LookupUnavailableError
+from typing import Any
+
 from nsqctl.lookup.model import (
     LookupAnswer,
     LookupdList,
@@ -18,6 +20,17 @@ from nsqctl.lookup.model import (
     parse_listlookup,
     parse_lookup_response,
 )
+
+_CLIENT_NAMES = ("ACCEPT_V1", "LookupClient", "LookupUnavailableError")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _CLIENT_NAMES:
+        from nsqctl.lookup import client
+
+        return getattr(client, name)
+    raise AttributeError(f"module 'nsqctl.lookup' has no attribute {name!r}")
+
 
 __all__ = [
     "ACCEPT_V1",
