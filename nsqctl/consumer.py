@@ -158,6 +158,14 @@ class ConsumerOptions:
     seed: int | None = None
 
 
+# youzan's SUB_ORDERED takes no start position and SUB_ADVANCED is never ordered.
+_ORDERED_START = (
+    "ordered subscriptions have no start position on youzan's servers (SUB_ORDERED takes "
+    "none): move the channel first with `nsqctl channel setoffset TOPIC CHANNEL --partition "
+    "P --timestamp|--virtual-offset|--msgcount`, then `nsqctl tail TOPIC --ordered -c CHANNEL`"
+)
+
+
 class NoConnectionError(ConnectError):
     """No nsqd of the topic could be reached at start, within the connect timeout."""
 
@@ -194,6 +202,8 @@ class Consumer:
             if not hasattr(opts, key):
                 raise TypeError(f"unknown consumer option {key!r}")
             setattr(opts, key, value)
+        if opts.ordered and opts.start is not None:
+            raise ConfigError(_ORDERED_START)
         self.options = opts
         self.config = config or ConnectionConfig()
         self._handler = handler
@@ -437,7 +447,7 @@ class Consumer:
                 start=self.options.start,
             )
         except p.SubOrderIsMustError as err:
-            self._fatal = err
+            self._fatal = ConfigError(_ORDERED_START) if self.options.start else err
             await conn.close()
             return
         except (
@@ -462,9 +472,10 @@ class Consumer:
         self._apply(self._rdy.add_connection(id(conn), conn.max_rdy_count, time.monotonic()))
 
     def _on_close(self, target: _Target, conn: Connection, err: BaseException | None) -> None:
-        if self._conns.get(target) is conn:
-            del self._conns[target]
-            self._drop_conn(conn)
+        if self._conns.get(target) is not conn:
+            return  # closed while connecting or subscribing: _connect handles that
+        del self._conns[target]
+        self._drop_conn(conn)
         if err is not None and not self._stopping:
             log.warning("lost %s: %s", target[0], err)
             self.stats.reconnects += 1

@@ -333,7 +333,9 @@ def channel_setoffset(
         None, "--virtual-offset", help="Resume at this byte offset of the partition queue."
     ),
     msgcount: int | None = typer.Option(
-        None, "--msgcount", help="Resume at this message count of the partition queue."
+        None,
+        "--msgcount",
+        help="Resume at the N-th message of the partition queue, counting from 1.",
     ),
     end: bool = typer.Option(False, "--end", help="Jump to the end (like empty)."),
     partition: int | None = PartitionOption,

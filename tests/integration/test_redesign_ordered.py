@@ -192,3 +192,17 @@ async def test_gap_and_regression_are_reported_when_the_channel_offset_moves(
     assert gap.expected_offset is not None and gap.offset > gap.expected_offset
     assert regression.offset < regression.previous_offset
     assert (consumer.stats.order_gaps, consumer.stats.order_regressions) == (1, 1)
+
+
+def test_a_start_position_on_an_ordered_topic_says_how_to_move_the_channel(
+    redesign_cluster: cluster.Cluster,
+) -> None:
+    """youzan's SUB_ORDERED takes no start and SUB_ADVANCED is refused on ordered topics."""
+    lookupd = redesign_cluster.lookupd_http
+    topic = _topic("ordstart")
+    admin.create_topic(lookupd, topic, partitions=1, replicas=1, ordered=True)
+    for extra in (["--ordered"], []):
+        proc = cli("tail", topic, "--from-start", "-n", "1", *extra, "--lookupd", lookupd[0])
+        lines = proc.stderr.strip().splitlines()
+        assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+        assert "channel setoffset" in lines[0] and "Traceback" not in proc.stderr
