@@ -67,6 +67,7 @@ __all__ = [
     "fixed_text",
     "fmt_int",
     "fresh_topic",
+    "git_state",
     "go_bench_result",
     "machine_info",
     "median",
@@ -847,12 +848,31 @@ def require_positive(ap: argparse.ArgumentParser, args: argparse.Namespace, *nam
             ap.error(f"--{name.replace('_', '-')} must be at least 1")
 
 
+def git_state() -> dict[str, Any]:
+    """The checkout measured: HEAD and the files changed since (empty outside git)."""
+    state: dict[str, Any] = {}
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        state["head"] = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True
+        ).stdout.strip()
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+        ).stdout
+        state["changed"] = [line[3:] for line in status.splitlines()]
+    return state
+
+
 def run_header(benchmark: str, settings: Any) -> dict[str, Any]:
-    """The start of a results payload: what ran, when, where and with which settings."""
+    """The start of a results payload: what ran, when, where, on which checkout and with
+    which settings."""
     return {
         "benchmark": benchmark,
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "machine": machine_info(),
+        "git": git_state(),
         "settings": settings.__dict__,
         "command": [sys.executable, *sys.argv],
     }
