@@ -65,7 +65,10 @@ class DashApp(App[None]):
     def apply_view(self, view: ClusterView) -> None:
         self.view = view
         self.polls += 1
-        # a poll can land before the first screen is composed; it renders on resume then
+        # A poll can land before the first screen is composed (it renders on resume then)
+        # or after the last one left while the app shuts down (nothing to render).
+        if not self.screen_stack:
+            return
         if isinstance(self.screen, ViewScreen) and self.screen.is_mounted:
             self.screen.refresh_view(view)
 
