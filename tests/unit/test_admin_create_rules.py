@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from nsqctl import admin
+from nsqctl.admin import operations
 from nsqctl.errors import ConfigError
 
 
@@ -39,7 +40,7 @@ async def test_a_topic_nsqlookupd_leaves_unwritable_is_created_again_until_writa
     again asks for another, and the wait says what it is doing."""
     import httpx
 
-    monkeypatch.setattr(admin, "NUDGE_INTERVAL", 0.05)
+    monkeypatch.setattr(operations, "NUDGE_INTERVAL", 0.05)
     creates: list[str] = []
     peer = {"broadcast_address": "127.0.0.9", "tcp_port": 1, "http_port": 2, "id": "n"}
 

@@ -1,0 +1,118 @@
+"""Cluster administration over the servers' HTTP APIs, for both families.
+
+Where each operation goes (taken from nsqadmin and the servers' HTTP handlers):
+
+- Original: topic create registers the topic on every lookupd (as nsqadmin does) and also
+  creates it on every nsqd, so it is visible and writable everywhere at once. Delete finds
+  the topic's producers *first*, then deletes on every lookupd, then on those nsqds
+  (nsqadmin's order). Pause/unpause/empty go to every nsqd that has the topic; channel
+  create/delete also go to every lookupd.
+- Redesign: topic create/delete only on the lookupd *leader* (``partition=**`` deletes every
+  partition); channel operations on each partition's leader nsqd with ``partition=``. Its
+  nsqd has no topic pause/empty. skip/unskip/setoffset exist only there.
+
+The planners (``plan_*``) are pure: they turn a :class:`Placement` into HTTP requests, so
+both families' URLs are unit-tested without servers. :func:`execute` runs the requests in
+stages and reports per node.
+
+The package is layered, each module importing only from those above it: ``base`` (errors,
+header, timeout), ``requests`` (requests, results, :func:`execute`), ``leader`` (what the
+lookupds say about the cluster), ``placement`` (where a topic lives), ``planners`` (pure),
+``versions``, ``operations``, ``listing`` and ``describe``. Everything public is re-exported
+here; ``NUDGE_INTERVAL`` lives in :mod:`nsqctl.admin.operations` (patch it there).
+"""
+
+from __future__ import annotations
+
+from nsqctl.admin.base import (
+    NSQ_V1,
+    TIMEOUT,
+    AdminError,
+    Family,
+    TopicNotFoundError,
+    topic_not_found,
+    unwrap_response,
+)
+from nsqctl.admin.describe import describe_topic, lookup_topic
+from nsqctl.admin.leader import find_leader, lookupd_leader
+from nsqctl.admin.listing import Listing, list_channels, list_topics
+from nsqctl.admin.operations import (
+    TopicCreated,
+    create_topic,
+    create_topic_async,
+    prepare,
+    run_plan,
+    run_sync,
+)
+from nsqctl.admin.placement import (
+    Placement,
+    fetch_stats,
+    locate_topic,
+    placement_from_stats,
+    placement_from_topology,
+)
+from nsqctl.admin.planners import (
+    CHANNEL_ACTIONS,
+    MAX_PARTITIONS,
+    MAX_REPLICAS,
+    REDESIGN_ONLY,
+    TOPIC_ACTIONS,
+    check_create_options,
+    check_node_count,
+    parse_offset,
+    plan_channel_action,
+    plan_topic_action,
+    plan_topic_create,
+    plan_topic_delete,
+)
+from nsqctl.admin.requests import AdminReport, AdminRequest, Node, NodeResult, Outcome, execute
+from nsqctl.admin.versions import ServerVersion, family_of, server_versions
+
+__all__ = [
+    "CHANNEL_ACTIONS",
+    "MAX_PARTITIONS",
+    "MAX_REPLICAS",
+    "NSQ_V1",
+    "REDESIGN_ONLY",
+    "TIMEOUT",
+    "TOPIC_ACTIONS",
+    "AdminError",
+    "AdminReport",
+    "AdminRequest",
+    "Family",
+    "Listing",
+    "Node",
+    "NodeResult",
+    "Outcome",
+    "Placement",
+    "ServerVersion",
+    "TopicCreated",
+    "TopicNotFoundError",
+    "check_create_options",
+    "check_node_count",
+    "create_topic",
+    "create_topic_async",
+    "describe_topic",
+    "execute",
+    "family_of",
+    "fetch_stats",
+    "find_leader",
+    "list_channels",
+    "list_topics",
+    "locate_topic",
+    "lookup_topic",
+    "lookupd_leader",
+    "parse_offset",
+    "placement_from_stats",
+    "placement_from_topology",
+    "plan_channel_action",
+    "plan_topic_action",
+    "plan_topic_create",
+    "plan_topic_delete",
+    "prepare",
+    "run_plan",
+    "run_sync",
+    "server_versions",
+    "topic_not_found",
+    "unwrap_response",
+]

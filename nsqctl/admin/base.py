@@ -1,0 +1,38 @@
+"""What every admin module shares: the v1 ``Accept`` header, the timeout, the family
+names, the admin errors and the response unwrapping, at the bottom of the layering so
+any module may import them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from nsqctl.errors import NsqctlError
+from nsqctl.lookup.model import unwrap_payload
+
+NSQ_V1 = {"Accept": "application/vnd.nsq; version=1.0"}
+TIMEOUT = 10.0
+
+Family = Literal["original", "redesign"]
+
+
+class AdminError(NsqctlError):
+    """An admin request was refused or could not be made."""
+
+
+class TopicNotFoundError(AdminError):
+    """No lookupd or nsqd knows the topic."""
+
+
+def unwrap_response(body: object) -> dict:
+    """Both response shapes (``{"status_code", "data"}``-wrapped or bare) as a dict."""
+    data = unwrap_payload(body)[0]
+    return data if isinstance(data, dict) else {}
+
+
+def topic_not_found(topic: str, where: Sequence[str]) -> TopicNotFoundError:
+    """The one-line unknown-topic error every command uses."""
+    return TopicNotFoundError(
+        f"topic {topic!r} not found (asked {', '.join(where) or 'nobody'}): list topics with "
+        f"`nsqctl topic list`, or create it with `nsqctl topic create {topic}`"
+    )

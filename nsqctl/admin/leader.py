@@ -1,0 +1,70 @@
+"""What the lookupds say about the cluster itself: the redesign lookupd leader (creates
+and deletes go there) and the nsqds registered with them (``/nodes``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import httpx
+
+from nsqctl.admin.base import NSQ_V1, AdminError, unwrap_response
+from nsqctl.admin.requests import _describe
+
+
+def _leader_from(lookupd_http: str, resp: httpx.Response) -> str | None:
+    if resp.status_code == 404:
+        return None
+    if resp.status_code != 200:
+        raise AdminError(f"{lookupd_http} /listlookup answered {resp.status_code}")
+    try:
+        leader = unwrap_response(resp.json()).get("lookupdleader") or {}
+    except ValueError:
+        raise AdminError(
+            f"{lookupd_http} /listlookup answered non-JSON: is it nsqlookupd's HTTP port?"
+        ) from None
+    if not leader.get("NodeIP") or not leader.get("HttpPort"):
+        raise AdminError(
+            f"the lookupd cluster behind {lookupd_http} has no leader yet: retry in a few seconds"
+        )
+    return f"{leader['NodeIP']}:{leader['HttpPort']}"
+
+
+def lookupd_leader(client: httpx.Client, lookupd_http: str) -> str | None:
+    """The redesign lookupd leader (HOST:HTTPPORT); None on an original lookupd (404)."""
+    try:
+        resp = client.get(f"http://{lookupd_http}/listlookup", headers=NSQ_V1)
+    except httpx.HTTPError as err:
+        raise AdminError(f"cannot reach nsqlookupd {lookupd_http}: {_describe(err)}") from None
+    return _leader_from(lookupd_http, resp)
+
+
+async def find_leader(client: httpx.AsyncClient, lookupd_http: Sequence[str]) -> str | None:
+    """Async :func:`lookupd_leader` over several lookupds: the first that answers decides."""
+    errors: list[str] = []
+    for address in lookupd_http:
+        try:
+            resp = await client.get(f"http://{address}/listlookup", headers=NSQ_V1)
+        except httpx.HTTPError as err:
+            errors.append(f"{address} ({_describe(err)})")
+            continue
+        return _leader_from(address, resp)
+    raise AdminError(
+        f"no nsqlookupd answered (tried {', '.join(errors)}): check that nsqlookupd is running "
+        "and that the address is its HTTP port (default 4161)"
+    )
+
+
+async def _lookupd_nsqds(client: httpx.AsyncClient, lookupd_http: Sequence[str]) -> list[str]:
+    """Every nsqd HTTP address registered with any lookupd (``/nodes``)."""
+    found: dict[str, None] = {}
+    for address in lookupd_http:
+        try:
+            resp = await client.get(f"http://{address}/nodes", headers=NSQ_V1)
+        except httpx.HTTPError:
+            continue
+        if resp.status_code != 200:
+            continue
+        for peer in unwrap_response(resp.json()).get("producers") or []:
+            if peer.get("http_port"):
+                found.setdefault(f"{peer['broadcast_address']}:{peer['http_port']}", None)
+    return list(found)

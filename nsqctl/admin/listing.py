@@ -1,0 +1,94 @@
+"""Listing topics and channels: the union over every lookupd (as nsqadmin), else over
+the nsqds' ``/stats``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from nsqctl.admin.base import TIMEOUT, AdminError, Family, topic_not_found
+from nsqctl.admin.placement import fetch_stats, locate_topic
+from nsqctl.admin.requests import _client
+from nsqctl.errors import NsqctlError
+from nsqctl.lookup.client import LookupClient
+from nsqctl.protocol.names import validate_topic
+
+
+@dataclass
+class Listing:
+    """Names gathered from several servers; ``errors`` names those that did not answer."""
+
+    names: list[str]
+    errors: dict[str, str] = field(default_factory=dict)
+    family: Family | None = None
+
+
+async def _from_lookupds(
+    lookupd_http: Sequence[str], fetch: str, topic: str | None, transport: Any
+) -> Listing:
+    names: set[str] = set()
+    errors: dict[str, str] = {}
+    async with LookupClient(list(lookupd_http), timeout=TIMEOUT, transport=transport) as lk:
+        for address in lookupd_http:
+            try:
+                got = await (
+                    lk.topics(address) if fetch == "topics" else lk.channels(topic or "", address)
+                )
+            except NsqctlError as err:
+                errors[address] = str(err)
+                continue
+            names.update(got)
+    if len(errors) == len(lookupd_http):
+        if len(errors) == 1:
+            raise AdminError(next(iter(errors.values())))
+        raise AdminError(
+            "no nsqlookupd answered: " + "; ".join(f"{a}: {e}" for a, e in errors.items())
+        )
+    return Listing(sorted(names), errors)
+
+
+async def list_topics(
+    lookupd_http: Sequence[str],
+    nsqd_http: Sequence[str],
+    *,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> Listing:
+    """Union of every lookupd's ``/topics`` (as nsqadmin), else of the nsqds' ``/stats``."""
+    if lookupd_http:
+        return await _from_lookupds(lookupd_http, "topics", None, transport)
+    async with _client(transport) as client:
+        stats = await fetch_stats(client, nsqd_http)
+    names = {
+        t.get("topic_name", "")
+        for body in stats.values()
+        if isinstance(body, dict)
+        for t in body.get("topics") or []
+    }
+    errors = {a: b for a, b in stats.items() if isinstance(b, str)}
+    if len(errors) == len(stats):
+        raise AdminError("no nsqd answered: " + "; ".join(f"{a}: {e}" for a, e in errors.items()))
+    return Listing(sorted(n for n in names if n), errors)
+
+
+async def list_channels(
+    topic: str,
+    lookupd_http: Sequence[str],
+    nsqd_http: Sequence[str],
+    *,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> Listing:
+    """Channels of ``topic``; an unknown topic raises :class:`TopicNotFoundError`."""
+    validate_topic(topic)
+    if lookupd_http:
+        listing = await _from_lookupds(lookupd_http, "channels", topic, transport)
+        if not listing.names:
+            topics = await _from_lookupds(lookupd_http, "topics", None, transport)
+            if topic not in topics.names:
+                raise topic_not_found(topic, [f"nsqlookupd {a}" for a in lookupd_http])
+        return listing
+    async with _client(transport) as client:
+        placement = await locate_topic(topic, (), nsqd_http, client)
+    return Listing(list(placement.channels), dict(placement.unreachable), placement.family)

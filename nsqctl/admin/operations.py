@@ -1,0 +1,263 @@
+"""The admin operations the CLI runs: create a topic (waiting until the redesign makes it
+writable), and find-plan-send for every other topic and channel action."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import time
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import httpx
+
+from nsqctl.admin.base import NSQ_V1, AdminError, Family, unwrap_response
+from nsqctl.admin.leader import _lookupd_nsqds, find_leader
+from nsqctl.admin.placement import Placement, locate_topic
+from nsqctl.admin.planners import (
+    check_create_options,
+    check_node_count,
+    plan_channel_action,
+    plan_topic_action,
+    plan_topic_create,
+    plan_topic_delete,
+)
+from nsqctl.admin.requests import (
+    AdminReport,
+    AdminRequest,
+    Node,
+    NodeResult,
+    _client,
+    _send,
+    execute,
+)
+from nsqctl.admin.versions import _info
+from nsqctl.errors import ConfigError
+from nsqctl.protocol.names import validate_channel, validate_topic
+
+T = TypeVar("T")
+
+
+async def create_topic_async(
+    lookupd_http: Sequence[str],
+    topic: str,
+    *,
+    nsqd_http: Sequence[str] = (),
+    partitions: int = 1,
+    replicas: int = 1,
+    ordered: bool = False,
+    ext: bool = False,
+    wait: float = 60.0,
+    transport: httpx.AsyncBaseTransport | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> AdminReport:
+    """Create a topic; on the redesign wait (up to ``wait`` s) until partitions are writable.
+
+    ``progress`` hears about a wait that takes more than a moment.
+    """
+    validate_topic(topic)
+    async with _client(transport) as client:
+        leader = await find_leader(client, lookupd_http) if lookupd_http else None
+        family: Family = "redesign" if leader else "original"
+        nsqds: list[str] = []
+        if not lookupd_http and nsqd_http:
+            probe = await _info(client, "nsqd", nsqd_http[0])
+            if probe.family == "redesign":
+                raise ConfigError(
+                    "creating a topic on the redesign needs --lookupd: its lookupd leader "
+                    "creates the partitions"
+                )
+        if family == "original":
+            check_create_options(family, partitions, replicas, ordered, ext)
+            nsqds = list(nsqd_http) or await _lookupd_nsqds(client, lookupd_http)
+        elif leader:
+            check_create_options(family, partitions, replicas, ordered, ext)
+            registered = await _lookupd_nsqds(client, [leader])
+            check_node_count(topic, partitions, replicas, ordered, len(registered))
+        stages = plan_topic_create(
+            family,
+            topic,
+            lookupds=lookupd_http,
+            nsqds=nsqds,
+            leader=leader,
+            partitions=partitions,
+            replicas=replicas,
+            ordered=ordered,
+            ext=ext,
+        )
+        report = AdminReport("topic create", topic, family)
+        report.results = await execute(stages, client)
+        if family == "original" and not nsqds:
+            report.notes.append("no nsqd is registered yet: the topic exists on lookupd only")
+        if family == "redesign" and report.ok and wait > 0 and leader:
+            nudge = stages[0][0]
+            seen = await _wait_partitions(client, leader, topic, partitions, wait, nudge, progress)
+            if seen < partitions:
+                report.warnings.append(
+                    f"only {seen}/{partitions} partitions became writable within {wait:.0f}s: "
+                    f"check the nsqd logs and `nsqctl lookup {topic}`"
+                )
+            report.notes.append(f"{seen}/{partitions} partition(s) writable")
+        return report
+
+
+# nsqlookupd enables writes on a new topic in its topic check. A check triggered less than
+# doCheckInterval/10 (6 s) after the last full one is dropped, and the periodic one runs
+# every 60 s; so a topic created soon after another one (or after start-up) can wait two
+# minutes. Creating it again with the same parameters is idempotent and triggers a new
+# check: we do that every NUDGE_INTERVAL until every partition is writable.
+NUDGE_INTERVAL = 6.5
+
+
+async def _wait_partitions(
+    client: httpx.AsyncClient,
+    leader: str,
+    topic: str,
+    partitions: int,
+    wait: float,
+    nudge: AdminRequest | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> int:
+    """Poll ``/lookup?access=w`` until every partition is writable or ``wait`` runs out."""
+    started = time.monotonic()
+    deadline = started + wait
+    next_nudge = started + NUDGE_INTERVAL
+    url = f"http://{leader}/lookup"
+    params = {"topic": topic, "access": "w", "metainfo": "true"}
+    seen = 0
+    while True:
+        with contextlib.suppress(httpx.HTTPError, ValueError):
+            resp = await client.get(url, params=params, headers=NSQ_V1)
+            if resp.status_code == 200:
+                seen = len(unwrap_response(resp.json()).get("partitions") or {})
+        now = time.monotonic()
+        if seen >= partitions or now > deadline:
+            return seen
+        if nudge is not None and now >= next_nudge:
+            await _send(client, nudge)
+            next_nudge = now + NUDGE_INTERVAL
+            if progress is not None:
+                progress(
+                    f"waiting for nsqlookupd to enable writes on {topic}: {seen}/{partitions} "
+                    f"partition(s) writable after {now - started:.0f}s (asked it to check again)"
+                )
+        await asyncio.sleep(0.2)
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to completion from sync code, even inside a running event loop
+    (async tests call :func:`create_topic`): then it runs in a worker thread, blocking."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+@dataclass
+class TopicCreated:
+    topic: str
+    flavor: str
+    partitions: int
+    via: str
+
+
+def create_topic(
+    lookupd_http: list[str],
+    topic: str,
+    partitions: int = 1,
+    replicas: int = 1,
+    ordered: bool = False,
+    ext: bool = False,
+    wait: float = 60.0,
+    progress: Callable[[str], None] | None = None,
+) -> TopicCreated:
+    """Synchronous create for the sandbox; raises :class:`AdminError` on any failure."""
+    if not lookupd_http:
+        raise AdminError("no lookupd address: pass --lookupd HOST:PORT")
+    report = run_sync(
+        create_topic_async(
+            lookupd_http,
+            topic,
+            partitions=partitions,
+            replicas=replicas,
+            ordered=ordered,
+            ext=ext,
+            wait=wait,
+            progress=progress,
+        )
+    )
+    report.raise_for_failures()
+    if report.warnings:
+        raise AdminError(f"topic {topic} was created but {report.warnings[0]}")
+    via = report.results[0].request.node.address if report.family == "redesign" else ""
+    return TopicCreated(
+        topic, report.family or "original", partitions, via or ",".join(lookupd_http)
+    )
+
+
+async def prepare(
+    kind: str,
+    topic: str,
+    lookupd_http: Sequence[str],
+    nsqd_http: Sequence[str],
+    *,
+    action: str,
+    channel: str | None = None,
+    partition: int | None = None,
+    offset: str | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> tuple[Placement, list[list[AdminRequest]]]:
+    """Find the topic and plan ``kind`` ("topic"/"channel") ``action``, sending nothing.
+
+    The CLI shows the plan before asking for confirmation; :func:`run_plan` sends it.
+    """
+    validate_topic(topic)
+    if channel is not None:
+        validate_channel(channel)
+    async with _client(transport) as client:
+        placement = await locate_topic(topic, lookupd_http, nsqd_http, client, transport=transport)
+        needs_leader = (
+            placement.family == "redesign"
+            and lookupd_http
+            and (
+                (kind == "topic" and action == "delete")
+                or (
+                    kind == "channel"
+                    and action in ("create", "delete")
+                    and placement.meta is not None
+                    and placement.meta.disable_channel_auto_create
+                )
+            )
+        )
+        leader = await find_leader(client, lookupd_http) if needs_leader else None
+    if kind == "topic":
+        if action == "delete":
+            return placement, plan_topic_delete(placement, leader)
+        return placement, plan_topic_action(action, placement)
+    assert channel is not None
+    return placement, plan_channel_action(
+        action, placement, channel, partition=partition, offset=offset, leader=leader
+    )
+
+
+async def run_plan(
+    action: str,
+    placement: Placement,
+    stages: list[list[AdminRequest]],
+    *,
+    channel: str | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> AdminReport:
+    """Send a prepared plan; nsqds that could not be asked during discovery count as failed."""
+    report = AdminReport(action, placement.topic, placement.family, channel)
+    report.warnings.extend(placement.warnings)
+    async with _client(transport) as client:
+        report.results = await execute(stages, client)
+    for address, error in placement.unreachable:
+        req = AdminRequest(Node(address, "nsqd"), "/stats", (("topic", placement.topic),))
+        report.results.append(NodeResult(req, "failed", None, f"cannot reach it: {error}"))
+    return report

@@ -1,0 +1,240 @@
+"""The planners: pure functions from a :class:`Placement` to staged HTTP requests, so
+both families' URLs are unit-tested without servers. No IO here."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from nsqctl.admin.base import AdminError, Family
+from nsqctl.admin.placement import Placement
+from nsqctl.admin.requests import AdminRequest, Node
+from nsqctl.errors import ConfigError
+
+MAX_PARTITIONS = 255  # redesign lookupd limits
+MAX_REPLICAS = 5
+
+TOPIC_ACTIONS = ("pause", "unpause", "empty")
+CHANNEL_ACTIONS = ("create", "delete", "pause", "unpause", "empty", "skip", "unskip", "setoffset")
+REDESIGN_ONLY = ("skip", "unskip", "setoffset")
+
+
+def _req(node: Node, path: str, body: bytes | None = None, **params: str) -> AdminRequest:
+    return AdminRequest(node, path, tuple(params.items()), body)
+
+
+def _need_nsqds(placement: Placement, what: str) -> None:
+    if not placement.nsqds:
+        raise AdminError(
+            f"topic {placement.topic!r} is registered but no nsqd has it yet, so there is "
+            f"nothing to {what}: publish to it, or check `nsqctl lookup {placement.topic}`"
+        )
+
+
+def check_create_options(
+    family: Family, partitions: int, replicas: int, ordered: bool, ext: bool
+) -> None:
+    """Reject options the family cannot honour before anything is sent."""
+    if family == "original":
+        if partitions != 1 or replicas != 1 or ordered or ext:
+            raise ConfigError(
+                "the original NSQ has no partitions, replicas, ordered or ext topics: drop "
+                "--partitions/--replicas/--ordered/--ext, or point at a redesign cluster"
+            )
+        return
+    if not 1 <= partitions <= MAX_PARTITIONS:
+        raise ConfigError(f"--partitions must be between 1 and {MAX_PARTITIONS}")
+    if not 1 <= replicas <= MAX_REPLICAS:
+        raise ConfigError(f"--replicas must be between 1 and {MAX_REPLICAS}")
+
+
+def check_node_count(
+    topic: str, partitions: int, replicas: int, ordered: bool, nodes: int
+) -> None:
+    """nsqlookupd's placement rule, said before it answers a bare "No node is available".
+
+    Every replica of a partition needs its own nsqd. An unordered topic also puts at most
+    one partition replica on a node (partitions × replicas nodes); an ordered topic may
+    put several partitions on one node.
+    """
+    if replicas > nodes:
+        raise ConfigError(
+            f"topic {topic}: {replicas} replicas need {replicas} nsqd nodes, but {nodes} "
+            f"registered with lookupd: add nsqd nodes or use --replicas {nodes}"
+        )
+    if not ordered and partitions * replicas > nodes:
+        raise ConfigError(
+            f"topic {topic}: an unordered topic puts each partition replica on its own nsqd, "
+            f"so {partitions} partitions x {replicas} replica(s) need {partitions * replicas} "
+            f"nodes and {nodes} registered: add nsqd nodes, use fewer partitions/replicas, or "
+            "--ordered (ordered topics may share nodes)"
+        )
+
+
+def plan_topic_create(
+    family: Family,
+    topic: str,
+    *,
+    lookupds: Sequence[str] = (),
+    nsqds: Sequence[str] = (),
+    leader: str | None = None,
+    partitions: int = 1,
+    replicas: int = 1,
+    ordered: bool = False,
+    ext: bool = False,
+) -> list[list[AdminRequest]]:
+    """Original: every lookupd, then every nsqd. Redesign: one request to the leader."""
+    check_create_options(family, partitions, replicas, ordered, ext)
+    if family == "original":
+        return [
+            [_req(Node(a, "lookupd"), "/topic/create", topic=topic) for a in lookupds],
+            [_req(Node(a, "nsqd"), "/topic/create", topic=topic) for a in nsqds],
+        ]
+    if leader is None:
+        raise AdminError("creating a redesign topic needs the lookupd leader: pass --lookupd")
+    params = {"topic": topic, "partition_num": str(partitions), "replicator": str(replicas)}
+    if ordered:
+        params["orderedmulti"] = "true"
+    if ext:
+        params["extend"] = "true"
+    return [[_req(Node(leader, "lookupd"), "/topic/create", **params)]]
+
+
+def plan_topic_delete(placement: Placement, leader: str | None = None) -> list[list[AdminRequest]]:
+    """Original: lookupds, then the producers found beforehand. Redesign: leader, all parts."""
+    topic = placement.topic
+    if placement.family == "redesign":
+        if leader is None:
+            raise AdminError("deleting a redesign topic needs the lookupd leader: pass --lookupd")
+        return [[_req(Node(leader, "lookupd"), "/topic/delete", topic=topic, partition="**")]]
+    return [
+        [_req(Node(a, "lookupd"), "/topic/delete", topic=topic) for a in placement.lookupds],
+        [_req(n, "/topic/delete", topic=topic) for n in placement.nsqds],
+    ]
+
+
+def plan_topic_action(action: str, placement: Placement) -> list[list[AdminRequest]]:
+    """pause / unpause / empty on every nsqd holding the topic (original only)."""
+    if action not in TOPIC_ACTIONS:
+        raise ConfigError(f"unknown topic action {action!r}")
+    if placement.family == "redesign":
+        raise AdminError(
+            f"the redesign nsqd has no topic {action}: use `nsqctl channel {action} "
+            f"{placement.topic} CHANNEL` on each channel instead"
+        )
+    _need_nsqds(placement, action)
+    return [[_req(n, f"/topic/{action}", topic=placement.topic) for n in placement.nsqds]]
+
+
+def parse_offset(
+    *,
+    timestamp: int | None = None,
+    virtual_offset: int | None = None,
+    msgcount: int | None = None,
+    end: bool = False,
+) -> str:
+    """The redesign ``/channel/setoffset`` body, ``TYPE:VALUE``; exactly one choice allowed."""
+    given = [
+        (name, value)
+        for name, value in (
+            ("timestamp", timestamp),
+            ("virtual_queue", virtual_offset),
+            ("msgcount", msgcount),
+            ("special", -1 if end else None),
+        )
+        if value is not None
+    ]
+    if len(given) != 1:
+        raise ConfigError(
+            "setoffset needs exactly one of --timestamp SECONDS, --virtual-offset BYTES, "
+            "--msgcount N or --end"
+        )
+    name, value = given[0]
+    if value < 0 and name != "special":
+        raise ConfigError(f"the {name} offset must not be negative")
+    return f"{name}:{value}"
+
+
+def _select_partition(placement: Placement, partition: int | None) -> tuple[Node, ...]:
+    if partition is None:
+        return placement.nsqds
+    if placement.family != "redesign":
+        raise ConfigError("--partition exists only on the redesign (partitioned topics)")
+    nodes = tuple(n for n in placement.nsqds if n.partition == partition)
+    if not nodes:
+        have = sorted({n.partition for n in placement.nsqds if n.partition is not None})
+        raise ConfigError(
+            f"topic {placement.topic!r} has no partition {partition} (partitions: {have})"
+        )
+    return nodes
+
+
+def plan_channel_action(
+    action: str,
+    placement: Placement,
+    channel: str,
+    *,
+    partition: int | None = None,
+    offset: str | None = None,
+    leader: str | None = None,
+) -> list[list[AdminRequest]]:
+    """A channel operation on every nsqd (original) or every partition leader (redesign).
+
+    Original create/delete also (un)register the channel on every lookupd, as nsqadmin does.
+    On a redesign topic with ``disable_channel_auto_create`` the channel is (un)registered
+    on the lookupd leader, and its nsqds refuse local create/delete.
+    """
+    if action not in CHANNEL_ACTIONS:
+        raise ConfigError(f"unknown channel action {action!r}")
+    topic = placement.topic
+    if placement.family == "original" and action in REDESIGN_ONLY:
+        hint = "`nsqctl channel empty`" if action != "unskip" else "`nsqctl channel unpause`"
+        raise ConfigError(
+            f"channel {action} exists only on the redesign (youzan) nsqd; on the original "
+            f"NSQ use {hint}"
+        )
+    nodes = _select_partition(placement, partition)
+    body = None
+    if action == "setoffset":
+        if offset is None:
+            raise ConfigError("setoffset needs an offset")
+        if (
+            offset.split(":")[0] in ("virtual_queue", "msgcount")
+            and partition is None
+            and len(nodes) > 1
+        ):
+            raise ConfigError(
+                "virtual-queue and message-count offsets differ per partition: pass --partition N"
+            )
+        body = offset.encode()
+
+    def params(node: Node) -> dict[str, str]:
+        out = {"topic": topic, "channel": channel}
+        if node.partition is not None:
+            out["partition"] = str(node.partition)
+        return out
+
+    if placement.family == "original":
+        stages: list[list[AdminRequest]] = []
+        if action in ("create", "delete"):
+            stages.append(
+                [
+                    _req(Node(a, "lookupd"), f"/channel/{action}", topic=topic, channel=channel)
+                    for a in placement.lookupds
+                ]
+            )
+        if action != "create":
+            _need_nsqds(placement, action)
+        stages.append([_req(n, f"/channel/{action}", **params(n)) for n in nodes])
+        return stages
+    _need_nsqds(placement, action)
+    registered = placement.meta is not None and placement.meta.disable_channel_auto_create
+    if action in ("create", "delete") and registered:
+        if leader is None:
+            raise AdminError(
+                f"topic {topic!r} registers channels on the lookupd leader: pass --lookupd"
+            )
+        reg = [_req(Node(leader, "lookupd"), f"/channel/{action}", topic=topic, channel=channel)]
+        if action == "delete":
+            return [reg]  # its nsqds refuse local deletes (HTTP 403)
+        return [reg, [_req(n, "/channel/create", **params(n)) for n in nodes]]
+    return [[_req(n, f"/channel/{action}", body, **params(n)) for n in nodes]]
