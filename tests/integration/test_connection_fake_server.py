@@ -487,6 +487,24 @@ async def test_heartbeat_is_answered_with_nop(fake: FakeNsqd) -> None:
     assert await client.eof() == b""  # nothing but the three NOPs was sent
 
 
+async def test_a_silent_server_is_dropped_after_the_idle_deadline(fake: FakeNsqd) -> None:
+    """A real nsqd always heartbeats; this one goes silent after a frame. The read loop's
+    one idle deadline (moved before every read) must still fire, and only after the
+    traffic stopped: heartbeats keep the connection open until then."""
+    events = Events()
+    conn, client = await _open(fake, events, heartbeat_interval_ms=1000)  # idle: 10 s
+    for _ in range(3):  # traffic well inside the deadline moves it on each read
+        await client.frame(FrameType.RESPONSE, p.HEARTBEAT)
+        assert await asyncio.wait_for(client.reader.readexactly(4), STEP) == b"NOP\n"
+    assert conn.is_open
+    for _ in range(200):  # then silence: closed after ~10 s (bounded here at 20 s)
+        if conn.closed is not None:
+            break
+        await asyncio.sleep(0.1)
+    await _closed_with(conn, events, "no data or heartbeat for 10s")
+    await conn.close()
+
+
 async def test_failing_message_handler_is_named_in_the_close_reason(fake: FakeNsqd) -> None:
     closes: list[BaseException | None] = []
 
