@@ -75,9 +75,10 @@ def archive(
     )
     stats = asyncio.run(_run(opts, quiet))
     if not quiet:
+        how = " (ordered topic: SUB_ORDERED, one message per partition at a time)"
         typer.echo(
             f"archived {stats.written} message(s) of {topic} into {stats.files} file(s) "
-            f"under {out}",
+            f"under {out}{how if stats.ordered else ''}",
             err=True,
         )
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from nsqctl import protocol as p
 from nsqctl.connection import ConnectionConfig
 from nsqctl.consumer import Consumer
+from nsqctl.errors import NsqctlError
 from nsqctl.message import Message, finish_all
 from nsqctl.pipeline.writer import (
     ArchiveBuffer,
@@ -46,7 +47,7 @@ class ArchiveOptions:
     nsqd: list[str] = field(default_factory=list)
     config: ConnectionConfig | None = None
     max_in_flight: int = 5000
-    ordered: bool | None = None  # None: plain SUB, switch to ordered if the server says so
+    ordered: bool | None = None  # None: as the topic needs (lookupd meta, else nsqd's refusal)
     partitions: list[int] | None = None
     policy: RotationPolicy = field(default_factory=RotationPolicy)
     exit_when_idle: float | None = None  # seconds without messages → stop (None: run on)
@@ -113,13 +114,32 @@ class Archiver:
             trace_log=trace,
         )
 
+    async def _topic_is_ordered(self) -> bool | None:
+        """The topic's ``ordered`` flag from nsqlookupd's meta (redesign cluster mode); None
+        when unknown (no lookupd, an original lookupd, no answer): the consumer then finds
+        out from nsqd, which refuses a plain SUB to an ordered topic."""
+        if not self.opts.lookupd:
+            return None
+        from nsqctl.lookup.client import LookupClient
+
+        try:
+            async with LookupClient(self.opts.lookupd) as client:
+                topo = await client.lookup(self.opts.topic, access="r", metainfo=True)
+        except NsqctlError as err:
+            log.debug("no topic meta for %s (%s): SUB decides", self.opts.topic, err)
+            return None
+        return None if topo.meta is None else topo.meta.ordered
+
     async def _start(self, trace: TraceLog | None) -> Consumer:
-        ordered = bool(self.opts.ordered)
-        consumer = self._consumer(ordered, trace)
+        ordered = self.opts.ordered
+        if ordered is None and await self._topic_is_ordered():
+            log.info("topic %s is ordered: subscribing with SUB_ORDERED", self.opts.topic)
+            ordered = True
+        consumer = self._consumer(bool(ordered), trace)
         try:
             await consumer.start()
         except p.SubOrderIsMustError:
-            if self.opts.ordered is not None:
+            if ordered is not None:
                 raise
             log.info("topic %s is ordered: subscribing with SUB_ORDERED", self.opts.topic)
             ordered = True

@@ -10,6 +10,10 @@ bits default to a hash of the hostname), so the original family archives with
 ``partition = -1`` and de-duplication adds ``nsqd`` to the key. On the redesign the
 ``internal_id`` is the one in the frame and the key is ``(topic, partition, internal_id)``.
 
+``trace_id`` is null for a message without one (the original family; trace id 0 on the
+redesign). ``offset``/``size`` (the partition's disk-queue position) are sent by nsqd to
+ordered (SUB_ORDERED) subscriptions only, so they are null for unordered topics.
+
 ``timestamp`` is the message's nsqd publish time in nanoseconds (int64, exact);
 ``archived_at`` is a UTC timestamp (µs) of the write.
 """
@@ -28,6 +32,7 @@ import pyarrow as pa
 from nsqctl.protocol.message import RawMessage
 
 NO_PARTITION = -1  # original family: topics have no partitions
+PARTITION_ID_SHIFT = 50
 
 ARCHIVE_SCHEMA = pa.schema(
     [
@@ -116,6 +121,20 @@ def _internal_ids(raws: Sequence[RawMessage]) -> list[int | None]:
     ]
 
 
+def partition_of_id(internal_id: int) -> int:
+    """A redesign message's partition from its internal id, as nsqd computes it
+    (``GetPartitionFromMsgID``: cluster mode starts partition p's ids at p << 50)."""
+    return (internal_id >> PARTITION_ID_SHIFT) & 1023
+
+
+def _partition(subscribed: int | None, internal_id: int | None) -> int:
+    """The subscription's partition; without one (``--nsqd`` only, where the client names
+    no partition) a redesign message's own, from its id; the original family has none."""
+    if subscribed is not None:
+        return subscribed
+    return NO_PARTITION if internal_id is None else partition_of_id(internal_id)
+
+
 def _ext_text(ext: bytes | dict[str, Any] | None) -> str | None:
     if not ext:
         return None
@@ -130,15 +149,18 @@ def message_table(msgs: Sequence[ArchivableMessage], archived_at: dt.datetime) -
     """
     raws = [m.raw for m in msgs]
     n = len(raws)
-    traces = [r.trace_id for r in raws]
     exts = [r.ext_header for r in raws]
     columns: dict[str, Any] = {
         "topic": [m.topic for m in msgs],
-        "partition": [NO_PARTITION if m.partition is None else m.partition for m in msgs],
+        "partition": [
+            _partition(m.partition, r.internal_id) for m, r in zip(msgs, raws, strict=True)
+        ],
         "channel": [m.channel for m in msgs],
         "nsqd": [m.nsqd_address for m in msgs],
         "internal_id": _internal_ids(raws),
-        "trace_id": [to_signed64(t) for t in traces] if any(traces) else [None] * n,
+        # null when the message carries no trace (original; trace id 0 on the redesign),
+        # whatever else the batch holds
+        "trace_id": [to_signed64(r.trace_id) if r.trace_id else None for r in raws],
         "id": [r.id for r in raws],
         "timestamp": [r.timestamp for r in raws],
         "attempts": [r.attempts for r in raws],

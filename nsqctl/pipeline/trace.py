@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from nsqctl.errors import ConfigError
-from nsqctl.pipeline.schema import internal_id_from_hex, to_signed64
+from nsqctl.pipeline.schema import internal_id_from_hex, partition_of_id, to_signed64
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, SparkSession
@@ -68,34 +70,46 @@ def parse_query(text: str, *, internal: bool = False, topic: str | None = None) 
     )
 
 
-def _log_match(q: TraceQuery) -> Column:
+def _id_match(q: TraceQuery, literal: Callable[[int], Column]) -> Column:
+    """Rows of the queried message by its redesign ids: a trace id alone matches its trace,
+    an internal id alone matches it (in every topic: --topic narrows), and a 16-byte message
+    id matches both at once (an internal id is unique per topic only, and other messages
+    may carry the same trace id)."""
     from pyspark.sql import functions as F
 
-    cond = F.lit(False)
+    if q.internal_id is None and q.trace_id is None:
+        return F.lit(False)
+    cond = F.lit(True)
+    if q.internal_id is not None:
+        cond = cond & (F.col("internal_id") == literal(q.internal_id))
     if q.trace_id is not None:
-        cond = cond | (F.col("trace_id") == F.lit(q.trace_id).cast("decimal(20,0)"))
-    if q.internal_id is not None and q.message_id is None:
-        cond = cond | (F.col("internal_id") == F.lit(q.internal_id).cast("decimal(20,0)"))
-    if q.message_id is not None:
-        cond = cond | (F.lower(F.col("id")) == F.lit(q.message_id))
+        cond = cond & (F.col("trace_id") == literal(q.trace_id))
+    return cond
+
+
+def _log_match(q: TraceQuery) -> Column:
+    """Trace logs hold ids unsigned (decimal(20,0) here)."""
+    from pyspark.sql import functions as F
+
+    if q.message_id is not None:  # original family: the hex id as received
+        cond = F.lower(F.col("id")) == F.lit(q.message_id)
+    else:
+        cond = _id_match(q, lambda v: F.lit(Decimal(v)).cast("decimal(20,0)"))
     if q.topic:
         cond = cond & (F.col("topic") == F.lit(q.topic))
     return cond
 
 
 def _archive_match(q: TraceQuery) -> Column:
+    """Archives hold ids as signed int64 (see :mod:`nsqctl.pipeline.schema`)."""
     from pyspark.sql import functions as F
 
-    cond = F.lit(False)
-    if q.trace_id is not None:
-        cond = cond | (F.col("trace_id") == F.lit(to_signed64(q.trace_id)))
-    if q.internal_id is not None and q.message_id is None:
-        cond = cond | (F.col("internal_id") == F.lit(to_signed64(q.internal_id)))
-    if q.message_id is not None:
-        cond = cond | (
-            (F.col("internal_id") == F.lit(to_signed64(q.internal_id)))
-            & (F.lower(F.col("id").cast("string")) == F.lit(q.message_id))
+    if q.message_id is not None:  # original family: the hex id as received
+        cond = (F.col("internal_id") == F.lit(to_signed64(q.internal_id))) & (
+            F.lower(F.col("id").cast("string")) == F.lit(q.message_id)
         )
+    else:
+        cond = _id_match(q, lambda v: F.lit(to_signed64(v)))
     if q.topic:
         cond = cond & (F.col("topic") == F.lit(q.topic))
     return cond
@@ -156,9 +170,18 @@ def from_archives(spark: SparkSession, paths: list[str], q: TraceQuery) -> list[
             archived, "archived", r["_file"], topic=r["topic"], partition=r["partition"],
             channel=r["channel"], nsqd=r["nsqd"], attempts=r["attempts"], offset=r["offset"],
             internal_id=r["internal_id"], trace_id=r["trace_id"],
-            id=bytes(r["id"]).decode("ascii", "replace") if r["partition"] < 0 else None,
+            id=_archived_id(r["id"], r["partition"]),
         ))  # fmt: skip
     return events
+
+
+def _archived_id(raw: bytes | bytearray | None, partition: int) -> str | None:
+    """The id as trace logs and ``tail --format json`` write it: the original family's 16
+    hex characters as received, the redesign's 16 bytes (internal id + trace id) in hex."""
+    if raw is None:
+        return None
+    data = bytes(raw)
+    return data.decode("ascii", "replace") if partition < 0 else data.hex()
 
 
 def from_live(
@@ -173,22 +196,48 @@ def from_live(
     with httpx.Client(timeout=timeout) as client:
         for http in nsqd_http:
             for iid in sorted(ids):
-                partition = iid >> 50  # cluster mode: partition p's ids start at p << 50
-                try:
-                    resp = client.get(
-                        f"http://{http}/message/get",
-                        params={"topic": q.topic, "partition": partition,
-                                "search_mode": "id", "search_pos": iid},
-                    )  # fmt: skip
-                except httpx.HTTPError:
-                    continue
-                if resp.status_code == 200:
+                partition = partition_of_id(iid)
+                message = _message_on(client, http, q.topic, partition, iid)
+                if message is not None:
                     events.append(_event(
                         now, "on server", f"{http} {q.topic} partition {partition}",
-                        message=_json_or_text(resp),
+                        message=message,
                     ))  # fmt: skip
             events.extend(_channel_progress(client, http, q.topic, now))
     return events
+
+
+def _message_on(
+    client: httpx.Client, http: str, topic: str, partition: int, iid: int
+) -> dict[str, Any] | None:
+    """The message ``iid`` as one nsqd stores it, or None.
+
+    youzan's ``/message/get?search_mode=id`` answers with the first message of the
+    commit-log entry holding the id (a whole MPUB batch is one entry), and with the last
+    entry's first message for an id it does not have. So the answer is checked, and when
+    it is an earlier message the one wanted is read by its queue count: ids of one
+    partition are consecutive within an entry."""
+
+    def get(mode: str, pos: int) -> dict[str, Any] | None:
+        try:
+            resp = client.get(
+                f"http://{http}/message/get",
+                params={"topic": topic, "partition": partition, "search_mode": mode,
+                        "search_pos": pos},
+            )  # fmt: skip
+            found = resp.json() if resp.status_code == 200 else None
+        except (httpx.HTTPError, ValueError):
+            return None
+        return found if isinstance(found, dict) and isinstance(found.get("id"), int) else None
+
+    first = get("id", iid)
+    if first is None or first["id"] == iid:
+        return first
+    count = first.get("queue_cnt_index")
+    if first["id"] > iid or not isinstance(count, int):
+        return None
+    found = get("count", count + iid - first["id"])
+    return found if found is not None and found["id"] == iid else None
 
 
 def _channel_progress(
@@ -213,13 +262,6 @@ def _channel_progress(
                 depth=ch.get("depth"), in_flight=ch.get("in_flight_count"), **progress,
             ))  # fmt: skip
     return events
-
-
-def _json_or_text(resp: httpx.Response) -> Any:
-    try:
-        return resp.json()
-    except ValueError:
-        return resp.text[:500]
 
 
 def gather(

@@ -246,38 +246,3 @@ def test_cli_replay_dry_run_and_trace_not_found(archived: Archived) -> None:
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "trace id 987654321 not found" in lines[0], r.stderr
 
-
-def test_archive_redesign_partitions(redesign_cluster: cluster.Cluster, tmp_path: Path) -> None:
-    """Two partitions on the session's two nsqd (an unordered topic puts each partition on
-    its own nsqd); the archive channel exists before the publish, since a youzan channel
-    starts at the end of its topic."""
-    from nsqctl import admin
-
-    topic = f"arch2_{uuid.uuid4().hex[:8]}"
-    lookupd = redesign_cluster.lookupd_http
-    admin.create_topic(lookupd, topic, partitions=2)
-    made = subprocess.run([NSQCTL, "channel", "create", topic, "nsqctl_archive",
-                           "--lookupd", lookupd[0]], capture_output=True, text=True, timeout=60)
-    assert made.returncode == 0, made.stderr
-    bodies = [b"r-%05d" % i for i in range(2000)]
-
-    async def publish() -> None:
-        async with Producer(lookupd_http=lookupd) as producer:
-            for i in range(0, len(bodies), 100):
-                await producer.publish_many(topic, bodies[i : i + 100], shard_key=i // 100)
-
-    asyncio.run(publish())
-    out = tmp_path / "archive"
-    r = subprocess.run(
-        [NSQCTL, "archive", topic, "--out", str(out), "--lookupd",
-         redesign_cluster.lookupd_http[0], "--exit-when-idle", "3", "-q"],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert r.returncode == 0, r.stderr
-    table = ds.dataset(out, format="parquet", partitioning="hive").to_table()
-    assert set(table.column("body").to_pylist()) == set(bodies)
-    assert set(table.column("partition").to_pylist()) == {0, 1}
-    for part in range(2):
-        ids = [i for p, i in zip(table.column("partition").to_pylist(),
-                                 table.column("internal_id").to_pylist(), strict=True) if p == part]
-        assert all(i >> 50 == part for i in ids)

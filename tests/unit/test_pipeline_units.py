@@ -98,6 +98,20 @@ def test_message_table_columns_both_families() -> None:
     assert (row["partition"], row["ext"], row["nsqd"]) == (3, '{"a":1}', "127.0.0.1:1")
 
 
+def test_redesign_rows_trace_id_null_when_untraced_and_partition_from_id() -> None:
+    """A batch mixing traced and untraced messages (trace id 0 on the wire) stores null for
+    the untraced ones, as a batch of untraced ones does; without a subscribed partition
+    (``--nsqd`` only) a redesign row takes nsqd's partition of its id (bits 50-59)."""
+    now = dt.datetime(2024, 1, 2, tzinfo=dt.UTC)
+    iid = (5 << 50) + 7
+    mixed = [_msg(3, 1, 5, id=b"\x00" * 16, internal_id=1, trace_id=9),
+             _msg(3, 2, 5, id=b"\x00" * 16, internal_id=2, trace_id=0),
+             _msg(None, 3, 5, id=b"\x00" * 16, internal_id=iid, trace_id=0)]  # fmt: skip
+    table = message_table(mixed, now)
+    assert table.column("trace_id").to_pylist() == [9, None, None]
+    assert table.column("partition").to_pylist() == [3, 3, 5]
+
+
 def test_rotation_due_by_rows_bytes_and_age() -> None:
     buf: ArchiveBuffer[OfflineMessage] = ArchiveBuffer()
     policy = RotationPolicy(max_rows=3, max_bytes=10**9, max_age=100.0)
