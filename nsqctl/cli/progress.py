@@ -21,6 +21,7 @@ class LazyProgress:
         self.label = label
         self.total = total_bytes
         self.enabled = enabled and sys.stderr.isatty()
+        self.quiet = not enabled
         self.count = 0
         self.bytes = 0
         self.started_at = time.monotonic()
@@ -61,6 +62,14 @@ class LazyProgress:
             self._progress.start()
         assert self._task is not None
         self._progress.update(self._task, completed=self.bytes, count=self.count)
+
+    def note(self, text: str) -> None:
+        """A line on stderr (above the bar when one is shown); shown even when stderr is
+        not a terminal, unless the display was turned off (``--quiet``)."""
+        if self._progress is not None:
+            self._progress.console.print(text, markup=False, highlight=False)
+        elif self.quiet is False:
+            print(text, file=sys.stderr, flush=True)
 
     def stop(self) -> None:
         if self._progress is not None:

@@ -27,7 +27,13 @@ from nsqctl.cli.common import (
 from nsqctl.cli.progress import LazyProgress
 from nsqctl.cli.pub_input import Record, open_source, parse_delimiter, shard_key_from_json
 from nsqctl.errors import ConfigError, NsqctlError
-from nsqctl.producer import Producer, Receipt
+from nsqctl.producer import (
+    DEFAULT_FAILOVER_WINDOW,
+    FailoverEvent,
+    Producer,
+    Receipt,
+    RetryPolicy,
+)
 from nsqctl.protocol.names import validate_topic
 from nsqctl.tracelog import TraceLog
 
@@ -137,6 +143,12 @@ def pub(
         None, "--trace-log", help="Append publish receipts to this JSONL trace log."
     ),
     defer_ms: int | None = typer.Option(None, "--defer", help="Deferred publish in ms (original)."),
+    failover_window: float = typer.Option(
+        DEFAULT_FAILOVER_WINDOW,
+        "--failover-window",
+        min=0,
+        help="Seconds to wait for a new leader when one is lost mid-publish (0: fail at once).",
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress, nothing on success."),
     as_json: bool = typer.Option(False, "--json", help="Print the result (and receipts) as JSON."),
     lookupd: list[str] = LookupdOption,
@@ -158,6 +170,8 @@ def pub(
         nsqd_tcp=cluster.nsqd or None,
         config=cluster.connection_config(),
         on_receipt=log.publish if log is not None else None,
+        retry=RetryPolicy(failover_window=failover_window),
+        on_failover=lambda event: progress.note(_failover_line(event, failover_window)),
     )
     try:
         result = asyncio.run(_publish(producer, plan, source, progress))
@@ -166,6 +180,10 @@ def pub(
         if log is not None:
             log.close()
     _report(plan, result, quiet, as_json)
+
+
+def _failover_line(event: FailoverEvent, window: float) -> str:
+    return f"nsqctl pub: {event.describe(window)}"
 
 
 def _report(plan: PubPlan, result: PubResult, quiet: bool, as_json: bool) -> None:

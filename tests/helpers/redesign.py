@@ -26,6 +26,7 @@ import httpx
 from nsqctl import admin
 from nsqctl.consumer import Consumer
 from nsqctl.message import Message
+from nsqctl.servers import process
 from nsqctl.servers.cluster import Cluster
 from tests.helpers.cli import NSQCTL, clean_env, invoke
 
@@ -79,9 +80,10 @@ def nsqd_stats(http: str, topic: str) -> list[dict[str, Any]]:
 
 
 def leader_stats(c: Cluster, topic: str) -> dict[int, dict[str, Any]]:
-    """partition → the ``/stats`` entry of its leader, from every nsqd of the cluster."""
+    """partition → the ``/stats`` entry of its leader, from every running nsqd."""
     found: dict[int, dict[str, Any]] = {}
-    for http in c.nsqd_http:
+    live = [n.http_address for n in c.nsqds if process.pid_runs(n.pid, n.exe)]  # not killed
+    for http in live:
         for t in nsqd_stats(http, topic):
             if t.get("is_leader"):
                 part = int(t["topic_partition"])

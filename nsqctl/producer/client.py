@@ -6,9 +6,11 @@ sorted node list on the original; otherwise round-robin over writable partitions
 
 Reliability: a publish call returns only after the server's OK and raises on failure.
 "This partition moved" errors (NOT_LEADER, NOT_WRITABLE, TOPIC_NOT_EXIST) and lost
-connections drop that connection, refresh the lookup and retry within a bounded budget;
-bad messages are raised at once. A sharded publish never falls back to another partition
-(that would break per-key order).
+connections drop that connection, refresh the lookup and retry: a few quick attempts for a
+topic not yet written, and up to the failover window for one that was (see
+:mod:`nsqctl.producer.failover`). Bad messages are raised at once. A sharded publish never
+falls back to another partition (that would break per-key order), and its retries keep
+call order per partition (:mod:`nsqctl.producer.ordering`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from nsqctl.connection import (
 )
 from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.lookup.model import Peer, Topology
+from nsqctl.producer.failover import FailoverEvent, RetryClock, RetryPolicy
+from nsqctl.producer.ordering import RouteOrder
 from nsqctl.protocol.names import validate_topic
 from nsqctl.protocol.replies import parse_traced_reply
 from nsqctl.sharding import DEFAULT_HASH, partition_for_key, pick_node_for_key
@@ -53,15 +57,13 @@ class PublishError(NsqctlError):
 class PartitionUnavailableError(PublishError):
     """The partition a publish must go to (explicit or by shard key) has no writable leader."""
 
+    def __init__(self, message: str, partition: int | None = None) -> None:
+        super().__init__(message)
+        self.partition = partition
 
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How hard a publish tries before it reports failure."""
 
-    attempts: int = 6
-    timeout: float = 30.0
-    backoff: float = 0.1
-    max_backoff: float = 2.0
+class NoSuchPartitionError(PartitionUnavailableError):
+    """The partition asked for is beyond the topic's partition count: waiting cannot help."""
 
 
 @dataclass(frozen=True)
@@ -90,8 +92,17 @@ class _Target:
     def key(self) -> tuple[str, int | None]:
         return (self.peer.tcp_address, self.partition)
 
+    @property
+    def route(self) -> int | str:
+        """The ordering domain: the partition on the redesign, the node on the original."""
+        return self.peer.tcp_address if self.partition is None else self.partition
+
 
 PublishHook = Callable[[Receipt], None]
+FailoverHook = Callable[[FailoverEvent], None]
+
+#: seconds between two "waiting for a leader" events of one topic/partition
+WAIT_NOTE_INTERVAL = 5.0
 
 
 class Producer:
@@ -112,6 +123,7 @@ class Producer:
         max_body_size: int = DEFAULT_MAX_BODY_SIZE,
         lookup_interval: float = 60.0,
         on_receipt: PublishHook | None = None,
+        on_failover: FailoverHook | None = None,
     ) -> None:
         if not lookupd_http and not nsqd_tcp:
             raise ConfigError("no cluster given: pass --lookupd HOST:PORT or --nsqd HOST:PORT")
@@ -127,6 +139,11 @@ class Producer:
         self.max_body_size = max_body_size
         self.lookup_interval = lookup_interval
         self.on_receipt = on_receipt
+        self.on_failover = on_failover
+        self._written: set[str] = set()  # topics that took a publish: failover rides
+        self._tickets: dict[str, itertools.count[int]] = {}
+        self._routes: dict[tuple[str, int | str], RouteOrder] = {}
+        self._wait_noted: dict[str, float] = {}
         self._topologies: dict[str, Topology] = {}
         self._stale_topics: set[str] = set()
         self._lookup_locks: dict[str, asyncio.Lock] = {}
@@ -297,9 +314,21 @@ class Producer:
 
     async def route(self, topic: str, shard_key: Any) -> tuple[str, int | None]:
         """Where ``shard_key`` lands now: (nsqd address, partition). Callers group keys by
-        it to batch many keys into one MPUB without changing where each key goes."""
-        target = self._choose(topic, await self._topology(topic), None, shard_key)
-        return target.key
+        it to batch many keys into one MPUB without changing where each key goes. While
+        the key's partition has no leader (a failover) the address is "": the publish
+        itself waits for one. A failed lookup refresh answers from the last topology."""
+        try:
+            topo = await self._topology(topic)
+        except NsqctlError:
+            topo = self._topologies.get(topic)
+            if topo is None:
+                raise
+        try:
+            return self._choose(topic, topo, None, shard_key).key
+        except PartitionUnavailableError as err:
+            if err.partition is None or isinstance(err, NoSuchPartitionError):
+                raise
+            return ("", err.partition)
 
     async def topology(self, topic: str, refresh: bool = False) -> Topology:
         """The producer's current view of where ``topic`` can be written."""
@@ -367,9 +396,17 @@ class Producer:
                 )
             peer = topo.partitions.get(partition)
             if peer is None:
+                num = topo.partition_num if topo.meta is not None else 0
+                if 0 < num <= partition:
+                    raise NoSuchPartitionError(
+                        f"topic {topic!r} has {num} partition(s), numbered 0-{num - 1}: "
+                        f"there is no partition {partition}",
+                        partition,
+                    )
                 raise PartitionUnavailableError(
                     f"partition {partition} of topic {topic!r} has no writable leader right now"
-                    f" (known: {sorted(topo.partitions) or 'none'}); check `nsqctl lookup {topic}`"
+                    f" (known: {sorted(topo.partitions) or 'none'}); check `nsqctl lookup {topic}`",
+                    partition,
                 )
             return _Target(peer, partition)
         if shard_key is not None:
@@ -385,7 +422,8 @@ class Producer:
                 if peer is None:
                     raise PartitionUnavailableError(
                         f"shard key maps to partition {part} of topic {topic!r}, which has no "
-                        "writable leader right now; not rerouting (that would break order)"
+                        "writable leader right now; not rerouting (that would break order)",
+                        part,
                     )
                 return _Target(peer, part)
             nodes = {peer.tcp_address: peer for peer in topo.producers}
@@ -447,44 +485,121 @@ class Producer:
     ) -> T:
         if self._closed:
             raise PublishError("the producer is closed")
-        policy = self.retry
-        deadline = time.monotonic() + policy.timeout
-        delay = policy.backoff
-        last: BaseException | None = None
+        keyed = partition is not None or shard_key is not None
+        # the call order, taken before any await: keyed retries keep it per route
+        ticket = next(self._tickets.setdefault(topic, itertools.count())) if keyed else -1
+        order: RouteOrder | None = None
+        clock = RetryClock(self.retry, time.monotonic(), topic in self._written)
+        where: int | None = partition  # the partition being waited for, once known
         refresh = False
-        for attempt in range(1, policy.attempts + 1):
-            try:
-                topo = await self._topology(topic, refresh)
-                target = self._choose(topic, topo, partition, shard_key)
-                conn = await self._connection(topic, target)
-                part = conn.partition_arg(target.partition)
-                return await send(conn, part)
-            except p.ServerError as err:
-                if not (err.retryable_on_publish or err.needs_lookup_refresh):
-                    err.topic = err.topic or topic
+        try:
+            while True:
+                try:
+                    topo = await self._topology(topic, refresh)
+                    if where is None and topo.partition_num == 1 and topo.is_redesign:
+                        where = 0
+                    try:
+                        target = self._choose(topic, topo, partition, shard_key)
+                    except PartitionUnavailableError as err:
+                        if keyed and order is None and err.partition is not None:
+                            order = self._route_order(topic, err.partition, ticket)
+                        where = err.partition if err.partition is not None else where
+                        raise
+                    where = target.partition if target.partition is not None else where
+                    if keyed and order is None:
+                        order = self._route_order(topic, target.route, ticket)
+                    if order is not None:
+                        await order.turn(ticket)
+                    conn = await self._connection(topic, target)
+                    result = await send(conn, conn.partition_arg(target.partition))
+                except NoSuchPartitionError:
                     raise
-                last = err
-                if err.needs_lookup_refresh or err.fatal:
+                except p.ServerError as err:
+                    if not (err.retryable_on_publish or err.needs_lookup_refresh):
+                        err.topic = err.topic or topic
+                        raise
+                    last: BaseException = err
+                    if err.needs_lookup_refresh or err.fatal:
+                        await self._drop(topic, err)
+                except (ConnectionClosedError, ConnectError) as err:
+                    last = err
                     await self._drop(topic, err)
-            except (ConnectionClosedError, ConnectError) as err:
-                last = err
-                await self._drop(topic, err)
-            except PartitionUnavailableError as err:
-                last = err
-            except PublishError as err:  # no nodes / topic missing: maybe not yet registered
-                last = err
-            refresh = True
-            self._stale_topics.add(topic)
-            if attempt == policy.attempts or time.monotonic() + delay > deadline:
-                break
-            log.info("publish to %s failed (%s); retry %d in %.2fs", topic, last, attempt, delay)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, policy.max_backoff)
+                except PublishError as err:  # no writable leader / topic not (yet) known
+                    last = err
+                except NsqctlError as err:
+                    if not (clock.may_ride and self._lookup_unavailable(err)):
+                        raise
+                    last = err  # every lookupd down during a failover (e.g. restarted)
+                else:
+                    self._written.add(topic)
+                    if clock.riding:
+                        self._note(FailoverEvent(
+                            "resumed", topic, where, clock.waited(time.monotonic()),
+                            str(conn.address),
+                        ))  # fmt: skip
+                    return result
+                if order is not None:
+                    order.failed(ticket)
+                refresh = True
+                self._stale_topics.add(topic)
+                now = time.monotonic()
+                delay = clock.failed(now, leader_lost=True)
+                if delay is None:
+                    raise self._gave_up(topic, where, clock, last)
+                if clock.riding:
+                    self._waiting(FailoverEvent("waiting", topic, where, clock.waited(now),
+                                                str(last)))  # fmt: skip
+                log.info("publish to %s failed (%s); retry %d in %.2fs",
+                         topic, last, clock.attempts, delay)  # fmt: skip
+                await asyncio.sleep(delay)
+        finally:
+            if order is not None:
+                order.settle(ticket)
+
+    def _route_order(self, topic: str, route: int | str, ticket: int) -> RouteOrder:
+        order = self._routes.setdefault((topic, route), RouteOrder())
+        order.register(ticket)
+        return order
+
+    def _lookup_unavailable(self, err: BaseException) -> bool:
+        if self._lookup is None:
+            return False
+        from nsqctl.lookup.client import LookupUnavailableError
+
+        return isinstance(err, LookupUnavailableError)
+
+    def _gave_up(
+        self, topic: str, where: int | None, clock: RetryClock, last: BaseException
+    ) -> PublishError:
+        if clock.riding:
+            window = self.retry.failover_window
+            place = topic if where is None else f"{topic}/{where}"
+            return PublishError(
+                f"no leader took the publish to {place} within the failover window "
+                f"({window:.0f}s): {last}; check `nsqctl lookup {topic}`, or wait longer "
+                "with --failover-window"
+            )
         if isinstance(last, PublishError):
-            raise last
-        raise PublishError(
-            f"publish to topic {topic!r} failed after {attempt} attempt(s): {last}"
-        ) from last
+            return last
+        return PublishError(
+            f"publish to topic {topic!r} failed after {clock.attempts} attempt(s): {last}"
+        )
+
+    def _waiting(self, event: FailoverEvent) -> None:
+        """A waiting event at most every WAIT_NOTE_INTERVAL per topic/partition (many
+        publishes in flight wait for the same leader)."""
+        now = time.monotonic()
+        if now - self._wait_noted.get(event.where, -WAIT_NOTE_INTERVAL) < WAIT_NOTE_INTERVAL:
+            return
+        self._wait_noted[event.where] = now
+        self._note(event)
+
+    def _note(self, event: FailoverEvent) -> None:
+        if event.kind == "resumed" and self._wait_noted.pop(event.where, None) is None:
+            return  # another publish already said so
+        log.info("%s", event.describe(self.retry.failover_window))
+        if self.on_failover is not None:
+            self.on_failover(event)
 
     async def _drop(self, topic: str, err: BaseException) -> None:
         """After "this partition moved", close the topic's connections: the next attempt

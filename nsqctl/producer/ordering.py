@@ -1,0 +1,67 @@
+"""Send order per route across retries, for keyed and partition-pinned publishes.
+
+Publishes to one route (a partition on the redesign, a node on the original family) are
+pipelined: several are in flight on one connection, in call order. When a leader is lost
+they all fail together, possibly after some of them got OK, and each retries on its own
+clock. Retried freely, a later batch could reach the new leader before an earlier one and
+a key's messages would be stored out of order.
+
+So every keyed publish holds a ticket (its call order), and after a failure on its route
+the route sends stop-and-wait in ticket order until every ticket issued before the
+failure is settled; then pipelining resumes. A new publish that arrives meanwhile waits
+its turn like the retries. This is a small state machine plus an asyncio wait, testable
+without sockets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+
+class RouteOrder:
+    """The tickets of one route that are not settled, and whether the route recovers."""
+
+    def __init__(self) -> None:
+        self._pending: set[int] = set()
+        self._highest = -1  # the highest ticket registered
+        self._recover_through = -1  # tickets <= this go strictly one at a time, in order
+        self._changed: asyncio.Event | None = None  # set (and replaced) on every change
+
+    @property
+    def recovering(self) -> bool:
+        """True while a ticket issued before the last failure is still unsettled."""
+        return bool(self._pending) and min(self._pending) <= self._recover_through
+
+    @property
+    def idle(self) -> bool:
+        return not self._pending
+
+    def register(self, ticket: int) -> None:
+        self._pending.add(ticket)
+        self._highest = max(self._highest, ticket)
+
+    def may_send(self, ticket: int) -> bool:
+        """Pipelined when healthy; after a failure only the oldest unsettled ticket."""
+        return not self.recovering or ticket == min(self._pending)
+
+    def failed(self, ticket: int) -> None:
+        """A send of ``ticket`` failed: everything registered so far resolves in order."""
+        self._recover_through = max(self._recover_through, self._highest)
+        self._wake()
+
+    def settle(self, ticket: int) -> None:
+        """``ticket`` got OK, gave up for good, or was cancelled."""
+        self._pending.discard(ticket)
+        self._wake()
+
+    async def turn(self, ticket: int) -> None:
+        """Wait until ``ticket`` may be sent."""
+        while not self.may_send(ticket):
+            if self._changed is None:
+                self._changed = asyncio.Event()
+            await self._changed.wait()
+
+    def _wake(self) -> None:
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None

@@ -1,0 +1,102 @@
+"""The producer's retry decisions and per-route send order, without sockets."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from nsqctl.producer.failover import FailoverEvent, RetryClock, RetryPolicy
+from nsqctl.producer.ordering import RouteOrder
+
+
+def test_clock_before_first_write_gives_up_after_attempts() -> None:
+    clock = RetryClock(RetryPolicy(attempts=3, backoff=0.1, max_backoff=1.0), 0.0, False)
+    assert clock.failed(0.0, leader_lost=True) == pytest.approx(0.1)
+    assert clock.failed(0.2, leader_lost=True) == pytest.approx(0.2)
+    assert clock.failed(0.5, leader_lost=True) is None
+    assert not clock.riding
+
+
+def test_clock_before_first_write_gives_up_at_timeout() -> None:
+    clock = RetryClock(RetryPolicy(attempts=100, timeout=1.0, backoff=0.5), 0.0, False)
+    assert clock.failed(0.0, leader_lost=True) == pytest.approx(0.5)
+    assert clock.failed(0.6, leader_lost=True) is None  # 0.6 + 1.0 > 1.0
+
+
+def test_clock_after_a_write_rides_until_the_window_from_first_failure() -> None:
+    policy = RetryPolicy(attempts=2, timeout=1.0, backoff=0.5, max_backoff=2.0,
+                         failover_window=10.0)  # fmt: skip
+    clock = RetryClock(policy, 100.0, True)
+    delays = []
+    now = 103.0  # the call started earlier (queued): the window counts from its failure
+    while (delay := clock.failed(now, leader_lost=True)) is not None:
+        delays.append(delay)
+        now += delay
+    assert clock.riding and clock.attempts > policy.attempts
+    assert delays[:4] == [0.5, 1.0, 2.0, 2.0]  # capped backoff, not the attempt budget
+    assert 103.0 + 10.0 - 2.0 <= now <= 103.0 + 10.0
+    assert clock.waited(now) == pytest.approx(now - 103.0)
+
+
+def test_clock_window_zero_or_not_leader_loss_does_not_ride() -> None:
+    off = RetryClock(RetryPolicy(attempts=2, failover_window=0), 0.0, True)
+    off.failed(0.0, leader_lost=True)
+    assert off.failed(0.1, leader_lost=True) is None and not off.riding
+    other = RetryClock(RetryPolicy(attempts=2), 0.0, True)
+    other.failed(0.0, leader_lost=False)
+    assert other.failed(0.1, leader_lost=False) is None and not other.riding
+
+
+def test_event_lines_name_topic_partition_and_window() -> None:
+    waiting = FailoverEvent("waiting", "ha", 0, 12.4, "connection refused")
+    assert waiting.describe(180) == (
+        "waiting for a leader for ha/0 (12s of 180s): connection refused"
+    )
+    resumed = FailoverEvent("resumed", "ha", None, 31.25, "127.0.0.1:4150")
+    assert resumed.describe(180) == "ha: publishing again on 127.0.0.1:4150 after 31.2s"
+
+
+def test_route_pipelines_while_healthy() -> None:
+    order = RouteOrder()
+    for t in (0, 1, 2):
+        order.register(t)
+    assert all(order.may_send(t) for t in (0, 1, 2))
+
+
+def test_route_after_failure_is_stop_and_wait_in_ticket_order_then_pipelines() -> None:
+    order = RouteOrder()
+    for t in (0, 1, 2):
+        order.register(t)
+    order.settle(0)  # got OK before the connection died
+    order.failed(2)  # the later one fails first
+    assert order.recovering
+    assert [order.may_send(t) for t in (1, 2)] == [True, False]
+    order.register(3)  # a new publish waits behind the retries
+    assert not order.may_send(3)
+    order.settle(1)
+    assert order.may_send(2) and not order.may_send(3)
+    order.settle(2)
+    assert not order.recovering  # every ticket from before the failure settled
+    order.register(4)
+    assert order.may_send(3) and order.may_send(4)
+
+
+def test_route_turn_waits_and_wakes_in_order() -> None:
+    async def run() -> list[int]:
+        order = RouteOrder()
+        for t in range(4):
+            order.register(t)
+        order.failed(0)
+        sent: list[int] = []
+
+        async def sender(t: int) -> None:
+            await order.turn(t)
+            sent.append(t)
+            await asyncio.sleep(0)
+            order.settle(t)
+
+        await asyncio.gather(*(sender(t) for t in (3, 1, 2, 0)))
+        return sent
+
+    assert asyncio.run(run()) == [0, 1, 2, 3]
