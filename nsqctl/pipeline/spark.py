@@ -1,8 +1,11 @@
 """A SparkSession for nsqctl's jobs: master from flag, ``SPARK_MASTER`` or ``local[*]``.
 
-Local masters bind to 127.0.0.1 with the UI off and logging quiet; a cluster master keeps
-Spark's own networking settings (executors must reach the driver) and needs nsqctl
-installed on the executors' Python.
+Local masters bind to 127.0.0.1 with the UI off and logging quiet; so does a cluster
+master on 127.0.0.1 (a local standalone cluster). Any other cluster master keeps Spark's
+own networking settings (executors must reach the driver). On a cluster, executors run
+nsqctl's Python code themselves: :func:`check_executors` proves they can (nsqctl
+importable, nsqd reachable) with a tiny job before the real one, so a cluster that cannot
+fails with one line instead of a Java stack trace (docs/pipeline-cluster.md).
 """
 
 from __future__ import annotations
@@ -14,17 +17,19 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from nsqctl.errors import ConfigError
+from nsqctl.errors import ConfigError, NsqctlError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 DEFAULT_MASTER = "local[*]"
 MIN_JAVA = 17
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost")
+EXECUTOR_CHECK_TIMEOUT = 120.0
 
 _LOG4J = """\
 rootLogger.level = error
@@ -35,6 +40,10 @@ appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = spark: %p %c{1}: %m%n
 """
+
+
+class ExecutorError(NsqctlError):
+    """Spark executors lack what an nsqctl job needs (nsqctl importable, network reach)."""
 
 
 def resolve_master(flag: str | None) -> str:
@@ -110,10 +119,12 @@ def spark_session(
         .config("spark.sql.session.timeZone", "UTC")
     )
     if master.startswith("local"):
-        builder = (
-            builder.config("spark.driver.host", "127.0.0.1")
-            .config("spark.driver.bindAddress", "127.0.0.1")
-            .config("spark.driver.memory", os.environ.get("NSQCTL_SPARK_MEMORY", "1g"))
+        builder = builder.config(
+            "spark.driver.memory", os.environ.get("NSQCTL_SPARK_MEMORY", "1g")
+        )
+    if master.startswith("local") or _loopback_cluster(master):
+        builder = builder.config("spark.driver.host", "127.0.0.1").config(
+            "spark.driver.bindAddress", "127.0.0.1"
         )
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
@@ -147,3 +158,134 @@ def _jvm_stderr_to(path: Path | None) -> Iterator[None]:
         os.dup2(saved, 2)
         os.close(saved)
         os.close(fd)
+
+
+def _loopback_cluster(master: str) -> bool:
+    """``spark://127.0.0.1:7077``: a cluster on this machine, so the driver needs (and
+    should offer) nothing beyond loopback."""
+    match = re.fullmatch(r"spark://([^:/,]+):\d+", master)
+    return match is not None and match.group(1) in LOOPBACK_HOSTS
+
+
+def check_executors(
+    spark: SparkSession,
+    reach: list[str] | None = None,
+    timeout: float = EXECUTOR_CHECK_TIMEOUT,
+) -> list[dict[str, object]]:
+    """Before a job whose executors run nsqctl code (replay): a tiny job on the cluster
+    imports the replay module and opens a TCP connection to each ``reach`` address
+    (HOST:PORT of nsqd/nsqlookupd). Raises ExecutorError with one actionable line
+    when any task could not; returns each task's report. Local masters run executors in
+    this Python on this machine: nothing to check.
+
+    Spark places tasks where it likes: with one task per core every executor usually
+    runs one, but an executor added later is not covered.
+    """
+    sc = spark.sparkContext
+    if sc.master.startswith("local"):
+        return []
+    addresses = list(reach or [])
+    tasks = max(sc.defaultParallelism, 1)
+    rdd = sc.parallelize(range(tasks), tasks).mapPartitions(_probe(addresses))
+    reports = _collect_within(sc, rdd, timeout)
+    from nsqctl import __version__
+
+    python = getattr(sc, "pythonExec", None) or "python3"  # what executors were told to run
+    for r in reports:
+        where = f"Spark executor on {r['host']} (Python {python})"
+        if r["import_error"]:
+            raise ExecutorError(
+                f"{where} cannot import nsqctl ({r['import_error']}): install nsqctl with "
+                "its spark extra into that Python on every worker, or set PYSPARK_PYTHON to "
+                "a Python there that has it"
+            )
+        if r["nsqctl"] != __version__:
+            raise ExecutorError(
+                f"{where} has nsqctl {r['nsqctl']}, this driver {__version__}: install the "
+                "same nsqctl version on the workers"
+            )
+        if r["unreachable"]:
+            raise ExecutorError(
+                f"{where} cannot reach {', '.join(r['unreachable'])}: replay publishes from "
+                "the executors, so every worker needs network access to the --nsqd/--lookupd "
+                "addresses; give addresses the workers can reach"
+            )
+    return reports
+
+
+def _probe(addresses: list[str]) -> Callable[[Iterator[int]], Iterator[dict[str, object]]]:
+    """The executor-side check. A closure, so Spark ships it by value: it must run (and
+    report) where nsqctl itself cannot be imported, so it uses the standard library only."""
+
+    def probe(_rows: Iterator[int]) -> Iterator[dict[str, object]]:
+        import importlib
+        import socket
+
+        report: dict[str, object] = {
+            "host": socket.gethostname(),
+            "nsqctl": None,
+            "import_error": None,
+            "unreachable": [],
+        }
+        try:
+            importlib.import_module("nsqctl.pipeline.replay")
+            report["nsqctl"] = importlib.import_module("nsqctl").__version__
+        except Exception as err:  # reported to the driver, whatever it is
+            report["import_error"] = f"{type(err).__name__}: {err}"
+        unreachable: list[str] = []
+        for addr in addresses:
+            host, _, port = addr.rpartition(":")
+            try:
+                socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
+            except (OSError, ValueError) as err:
+                unreachable.append(f"{addr} ({getattr(err, 'strerror', None) or err})")
+        report["unreachable"] = unreachable
+        yield report
+
+    return probe
+
+
+def _collect_within(sc: Any, rdd: Any, timeout: float) -> list[dict[str, object]]:
+    """rdd.collect(), cancelled after ``timeout`` (a cluster without free cores or memory
+    never runs it: Spark only logs 'Initial job has not accepted any resources')."""
+    import threading
+
+    group = f"nsqctl-executor-check-{os.getpid()}"
+    out: list[Any] = []
+
+    def run() -> None:
+        try:
+            sc.setJobGroup(group, "nsqctl executor check", interruptOnCancel=True)
+            out.append(rdd.collect())
+        except Exception as err:  # re-raised in the caller's thread
+            out.append(err)
+
+    worker = threading.Thread(target=run, name="nsqctl-executor-check", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        sc.cancelJobGroup(group)
+        worker.join(10)
+        raise ExecutorError(
+            f"no Spark executor ran nsqctl's check job within {timeout:.0f}s on "
+            f"{sc.master}: check that the cluster has alive workers with a free core and "
+            "enough memory (its master's web UI lists them)"
+        )
+    result = out[0]
+    if isinstance(result, Exception):
+        raise ExecutorError(
+            f"Spark executors could not run Python ({_executor_failure(result)}): set "
+            "PYSPARK_PYTHON to a Python that exists on every worker with pyspark and "
+            "nsqctl installed"
+        ) from result
+    return result  # type: ignore[no-any-return]
+
+
+def _executor_failure(err: Exception) -> str:
+    """The line of a Py4J/Python task failure that says why (not the Java stack)."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    for pattern in (r"Cannot run program", r"No module named", r"\w+(Error|Exception): "):
+        for line in lines:
+            if re.search(pattern, line):
+                return line[:300]
+    return lines[0][:300] if lines else type(err).__name__

@@ -1,0 +1,182 @@
+# ruff: noqa: E402
+"""replay and trace on a real Spark standalone cluster (a master and two 1-core workers on
+127.0.0.1), not only ``local[*]``: the work must spread over both workers' executors,
+which Spark's event log shows task by task; and a cluster whose executors lack what
+replay needs must fail the executor check with one line.
+
+Takes ~1-2 minutes (cluster start ~10 s, each Spark application ~15-25 s).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import textwrap
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.spark
+ds = pytest.importorskip("pyarrow.dataset", reason="needs the spark extra")
+
+from nsqctl.consumer import Consumer
+from nsqctl.message import Message
+from nsqctl.producer import Producer
+from nsqctl.servers import cluster
+from nsqctl.servers.process import free_ports
+from tests.helpers import spark_standalone as sa
+from tests.helpers.cli import NSQCTL
+
+N_MESSAGES = 20_000
+
+
+@dataclass
+class Setup:
+    spark: sa.StandaloneCluster
+    nsq: cluster.Cluster
+    topic: str
+    archive: Path
+    bodies: list[bytes]
+    env: dict[str, str]
+
+
+@pytest.fixture(scope="module")
+def setup(original_bins: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
+    base = tmp_path_factory.mktemp("standalone")
+    nsq = cluster.start("original", base / "nsq", nsqd=1, bin_dir=original_bins)
+    try:
+        with sa.running(base / "spark") as spark:
+            topic = f"sa_{uuid.uuid4().hex[:8]}"
+            bodies = [b"standalone-%06d" % i for i in range(N_MESSAGES)]
+
+            async def publish() -> None:
+                async with Producer(nsqd_tcp=nsq.nsqd_tcp) as producer:
+                    for start in range(0, N_MESSAGES, 1000):
+                        await producer.publish_many(topic, bodies[start : start + 1000])
+
+            asyncio.run(publish())
+            archive = base / "archive"
+            env = spark.env()
+            env["NSQCTL_STATE_DIR"] = str(base / "state")
+            r = subprocess.run(
+                [NSQCTL, "archive", topic, "--out", str(archive), "--nsqd", nsq.nsqd_tcp[0],
+                 "--exit-when-idle", "1", "--rotate-rows", "2500", "-q"],
+                capture_output=True, text=True, env=env, timeout=300,
+            )  # fmt: skip
+            assert r.returncode == 0, r.stderr
+            yield Setup(spark, nsq, topic, archive, bodies, env)
+    finally:
+        nsq.stop()
+
+
+async def _read_back(nsqd: list[str], topic: str, expect: int) -> list[bytes]:
+    got: list[bytes] = []
+    done = asyncio.Event()
+
+    def handler(msg: Message) -> None:
+        got.append(msg.body)
+        if len(got) >= expect:
+            done.set()
+
+    async with Consumer(topic, "check", handler, nsqd_tcp=nsqd, max_in_flight=2000):
+        async with asyncio.timeout(120):
+            await done.wait()
+        await asyncio.sleep(0.5)  # a duplicate would show up now
+    return got
+
+
+def _app(s: Setup, name: str) -> dict[str, object]:
+    apps = [a for a in s.spark.state()["completedapps"] if a["name"] == name]
+    assert len(apps) == 1, s.spark.state()
+    return apps[0]
+
+
+def test_replay_and_trace_spread_over_both_workers(setup: Setup) -> None:
+    s = setup
+    workers = {w["webuiaddress"].removeprefix("http://") for w in s.spark.alive_workers()}
+    assert len(workers) == 2
+    to_topic = f"sa_replayed_{uuid.uuid4().hex[:8]}"
+    r = subprocess.run(
+        [NSQCTL, "replay", str(s.archive), "--to-topic", to_topic, "--nsqd", s.nsq.nsqd_tcp[0],
+         "--spark-master", s.spark.master_url, "--tasks", "4", "--batch-size", "500"],
+        capture_output=True, text=True, env=s.env, timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert f"spark master {s.spark.master_url}" in r.stderr
+    assert f"replayed {N_MESSAGES} message(s)" in r.stdout
+    got = asyncio.run(_read_back(s.nsq.nsqd_tcp, to_topic, N_MESSAGES))
+    assert Counter(got) == Counter(s.bodies)  # every message exactly once
+
+    replay_app = _app(s, "nsqctl-replay")
+    tasks = sa.tasks_per_worker(sa.application_events(s.spark.event_log, replay_app["id"]))
+    print(f"replay tasks per worker: {dict(tasks)}")
+    assert set(tasks) == workers and all(n > 0 for n in tasks.values()), tasks
+
+    table = ds.dataset(s.archive, format="parquet", partitioning="hive").to_table(["id"])
+    msg_id = table.column("id")[N_MESSAGES // 2].as_py().decode()
+    r = subprocess.run(
+        [NSQCTL, "trace", msg_id, "--archive", str(s.archive), "--json",
+         "--spark-master", s.spark.master_url],
+        capture_output=True, text=True, env=s.env, timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    events = json.loads(r.stdout)["events"]
+    assert [e["detail"]["id"] for e in events if e["event"] == "archived"] == [msg_id]
+    trace_app = _app(s, "nsqctl-trace")
+    tasks = sa.tasks_per_worker(sa.application_events(s.spark.event_log, trace_app["id"]))
+    print(f"trace tasks per worker: {dict(tasks)}")
+    assert set(tasks) <= workers and sum(tasks.values()) > 0, tasks  # ran on the executors
+
+
+# A driver that runs nsqctl's executor check on the cluster and prints its outcome.
+CHECK_DRIVER = textwrap.dedent("""
+    import json, sys
+    from nsqctl.pipeline.spark import ExecutorError, check_executors, spark_session
+    spark = spark_session(sys.argv[1], "nsqctl-check")
+    out = []
+    for reach in json.loads(sys.argv[2]):
+        try:
+            out.append({"ok": len(check_executors(spark, reach, timeout=90))})
+        except ExecutorError as err:
+            out.append({"error": str(err)})
+    print(json.dumps(out))
+    spark.stop()
+""")
+
+
+def _check(s: Setup, reaches: list[list[str]], python: str | None = None) -> list[dict[str, Any]]:
+    r = subprocess.run(
+        [sys.executable, "-c", CHECK_DRIVER, s.spark.master_url, json.dumps(reaches)],
+        capture_output=True, text=True, env=s.spark.env(python), timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def test_executor_check_one_line_errors(setup: Setup, tmp_path: Path) -> None:
+    s = setup
+    (dead,) = free_ports(1)  # nobody listens here
+    good, unreachable = _check(s, [s.nsq.nsqd_tcp, [s.nsq.nsqd_tcp[0], f"127.0.0.1:{dead}"]])
+    assert good == {"ok": 2}  # one report per core: both executors checked in
+    error = unreachable["error"]
+    assert "\n" not in error
+    assert f"cannot reach 127.0.0.1:{dead} (Connection refused)" in error
+    assert "every worker needs network access" in error
+
+    # Executors whose Python has pyspark (Spark ships it) but not nsqctl: the same
+    # interpreter with site-packages off, so the editable nsqctl install is not seen.
+    bare = tmp_path / "python-without-nsqctl"
+    bare.write_text(f'#!/bin/sh\nexec {sys.executable} -S "$@"\n')
+    bare.chmod(0o755)
+    (missing,) = _check(s, [[]], python=str(bare))
+    error = missing["error"]
+    assert "\n" not in error
+    assert "cannot import nsqctl (ModuleNotFoundError: No module named 'nsqctl')" in error
+    assert "set PYSPARK_PYTHON" in error and str(bare) in error
