@@ -286,18 +286,28 @@ def read_back(c: Cluster, topic: str, spec: TopicSpec, expect: int) -> list[Mess
     total = sum(message_counts(c, topic).values())
     channel = unique("verify")
     lookupd = c.lookupd_http[0]
-    steps = [["channel", "create", topic, channel]] + [
-        ["channel", "setoffset", topic, channel, "--virtual-offset", "0", "--partition", str(part)]
-        for part in range(spec.partitions)]  # fmt: skip
-    for args in steps:
-        proc = subprocess.run([NSQCTL, *args, "--lookupd", lookupd, "--yes"],
-                              capture_output=True, env=clean_env(), timeout=120)  # fmt: skip
-        if proc.returncode != 0:
-            raise RuntimeError(f"{' '.join(args[:2])}: {proc.stderr.decode().strip()[:300]}")
+    _nsqctl("channel", "create", topic, channel, "--lookupd", lookupd, "--yes")
+    for part in range(spec.partitions):
+        errors = []
+        for start in (["--virtual-offset", "0"], ["--timestamp", "1"], ["--msgcount", "1"]):
+            try:
+                _nsqctl("channel", "setoffset", topic, channel, *start, "--partition", str(part),
+                        "--lookupd", lookupd, "--yes")  # fmt: skip
+                break
+            except RuntimeError as err:  # a truncated commit log refuses offset 0
+                errors.append(str(err))
+        else:
+            raise RuntimeError(f"cannot rewind {topic}/{part}: {'; '.join(errors)}")
     kwargs: dict[str, Any] = {"ordered": True, "max_in_flight": spec.partitions} if (
         spec.ordered) else {"max_in_flight": 200}  # fmt: skip
     return asyncio.run(read_until_idle(c.lookupd_http, topic, channel, max(total, expect),
                                        **kwargs))  # fmt: skip
+
+
+def _nsqctl(*args: str) -> None:
+    proc = subprocess.run([NSQCTL, *args], capture_output=True, env=clean_env(), timeout=120)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(args[:2])}: {proc.stderr.decode().strip()[:300]}")
 
 
 async def read_until_idle(lookupd: list[str], topic: str, channel: str, expect: int,

@@ -25,7 +25,13 @@ from nsqctl.cli.common import (
     resolve_cluster,
 )
 from nsqctl.cli.progress import LazyProgress
-from nsqctl.cli.pub_input import Record, open_source, parse_delimiter, shard_key_from_json
+from nsqctl.cli.pub_input import (
+    Batch,
+    open_source,
+    parse_delimiter,
+    read_in_thread,
+    shard_key_from_json,
+)
 from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.producer import (
     DEFAULT_FAILOVER_WINDOW,
@@ -246,30 +252,37 @@ class _Window:
 
 
 async def _publish(
-    producer: Producer, plan: PubPlan, source: Iterator[Record], progress: LazyProgress
+    producer: Producer, plan: PubPlan, source: Iterator[Batch], progress: LazyProgress
 ) -> PubResult:
     result = PubResult()
     window = _Window(result)
     pacer = Pacer(plan.rate)
-    chunk: list[Record] = []
     send = _sender(producer, plan, result)
     read = 0
+
+    async def send_one(chunk: Batch) -> None:
+        await pacer.wait(len(chunk))
+        await send(chunk, window)
+        if len(window.tasks) >= WINDOW:
+            await window.settle(False)
+
     async with producer:
         try:
-            for record in source:
-                chunk.append(record)
-                read += 1
-                progress.advance(len(record.body) + 1)
-                if len(chunk) >= plan.batch:
-                    await pacer.wait(len(chunk))
-                    await send(chunk, window)
-                    chunk = []
-                    if len(window.tasks) >= WINDOW:
-                        await window.settle(False)
-            if chunk:
-                await pacer.wait(len(chunk))
-                await send(chunk, window)
-                chunk = []
+            held = Batch([])  # less than a full MPUB, waiting for more input
+            async for batch in read_in_thread(source):
+                read += len(batch)
+                progress.advance(batch.size)
+                held = held.join(batch)
+                start = 0
+                while len(held) - start >= plan.batch:
+                    await send_one(held.cut(start, start + plan.batch))
+                    start += plan.batch
+                held = held.cut(start, len(held))
+                if batch.flush and held:  # the input paused: don't sit on what came
+                    await send_one(held)
+                    held = Batch([])
+            if held:
+                await send_one(held)
             await window.settle(True)
         except ConfigError as err:
             # Bad input mid-stream: let the valid batches already sent finish, then say
@@ -291,7 +304,7 @@ async def _publish(
     return result
 
 
-Sender = Callable[[list[Record], _Window], Awaitable[None]]
+Sender = Callable[[Batch, _Window], Awaitable[None]]
 
 
 def _sender(producer: Producer, plan: PubPlan, result: PubResult) -> Sender:
@@ -301,15 +314,15 @@ def _sender(producer: Producer, plan: PubPlan, result: PubResult) -> Sender:
     if plan.defer_ms is not None:
         defer_ms = plan.defer_ms
 
-        async def deferred(records: list[Record]) -> None:
+        async def deferred(bodies: list[bytes]) -> None:
             # DPUB has no batch form. Each OK is counted on its own, so after a failure
             # the report names exactly what was not confirmed.
-            for r in records:
-                await producer.publish_deferred(topic, r.body, defer_ms)
+            for body in bodies:
+                await producer.publish_deferred(topic, body, defer_ms)
                 result.published += 1
 
-        async def send_deferred(chunk: list[Record], window: _Window) -> None:
-            window.launch(deferred(chunk), 0)
+        async def send_deferred(chunk: Batch, window: _Window) -> None:
+            window.launch(deferred(chunk.bodies), 0)
 
         return send_deferred
 
@@ -323,29 +336,28 @@ def _sender(producer: Producer, plan: PubPlan, result: PubResult) -> Sender:
             result.receipts.append(_receipt_json(receipt, [tid for tid, _ in batch]))
             result.published += len(batch)
 
-    def launch(window: _Window, records: list[Record], part: int | None, key: Any) -> None:
+    def launch(window: _Window, bodies: list[bytes], part: int | None, key: Any) -> None:
         if plan.trace is None:
-            bodies = [r.body for r in records]
             window.launch(
-                producer.publish_many(topic, bodies, partition=part, shard_key=key), len(records)
+                producer.publish_many(topic, bodies, partition=part, shard_key=key), len(bodies)
             )
             return
         fixed = None if plan.trace == "auto" else parse_trace_id(plan.trace)
-        items = [(fixed if fixed is not None else random.getrandbits(63), r.body) for r in records]
+        items = [(fixed if fixed is not None else random.getrandbits(63), b) for b in bodies]
         window.launch(traced(items, part, key), 0)
 
-    async def send(chunk: list[Record], window: _Window) -> None:
+    async def send(chunk: Batch, window: _Window) -> None:
         if plan.shard_field is None:
-            launch(window, chunk, plan.partition, plan.shard)
+            launch(window, chunk.bodies, plan.partition, plan.shard)
             return
         # Group the chunk by where each key lands, keeping input order within a group.
-        groups: dict[tuple[str, int | None], tuple[Any, list[Record]]] = {}
-        for record in chunk:
+        groups: dict[tuple[str, int | None], tuple[Any, list[bytes]]] = {}
+        for record in chunk.records():
             key = shard_key_from_json(record, plan.shard_field)
             route = await producer.route(topic, key)
-            groups.setdefault(route, (key, []))[1].append(record)
-        for key, records in groups.values():
-            launch(window, records, None, key)
+            groups.setdefault(route, (key, []))[1].append(record.body)
+        for key, bodies in groups.values():
+            launch(window, bodies, None, key)
 
     return send
 

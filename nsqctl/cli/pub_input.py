@@ -5,15 +5,19 @@ Records carry their 1-based number in the input so errors can name the line.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
-from collections.abc import Iterator
+import threading
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from nsqctl.errors import ConfigError
 from nsqctl.jsonfield import MISSING, get_field, scalar_text
+
+FLOWING = 1 << 16  # a read this long means the input comes faster than we take it
 
 
 @dataclass(frozen=True)
@@ -22,27 +26,121 @@ class Record:
     body: bytes
 
 
-def split_stream(stream: BinaryIO, delimiter: bytes, chunk_size: int = 1 << 20) -> Iterator[Record]:
-    """Split a stream on ``delimiter`` without reading it all into memory.
+@dataclass(frozen=True)
+class Batch:
+    """Consecutive records of the input, as split from one read.
+
+    ``numbers`` stays None while the bodies are numbered ``first, first + 1, ...`` (no blank
+    line among them), the common case: a Record or a number per line would cost as much as
+    the split itself (~0.7 us a line, ~0.17 s on 250k lines). ``size`` is the input bytes
+    the batch covers (for progress); ``flush`` says the input paused (a short read), so
+    what is held back waiting for a full MPUB should go now.
+    """
+
+    bodies: list[bytes]
+    first: int = 1
+    numbers: list[int] | None = None
+    size: int = 0
+    flush: bool = True
+
+    def __len__(self) -> int:
+        return len(self.bodies)
+
+    def number(self, index: int) -> int:
+        return self.first + index if self.numbers is None else self.numbers[index]
+
+    def records(self) -> Iterator[Record]:
+        for index, body in enumerate(self.bodies):
+            yield Record(self.number(index), body)
+
+    def cut(self, start: int, stop: int) -> Batch:
+        numbers = None if self.numbers is None else self.numbers[start:stop]
+        first = self.first + start if numbers is None else (numbers[0] if numbers else 0)
+        return Batch(self.bodies[start:stop], first, numbers)
+
+    def join(self, other: Batch) -> Batch:
+        """This batch followed by ``other`` (numbering kept)."""
+        if not self.bodies:
+            return other
+        if self.numbers is None and other.numbers is None and other.first == self.first + len(self):
+            return Batch(self.bodies + other.bodies, self.first)
+        numbers = [self.number(i) for i in range(len(self))]
+        numbers += [other.number(i) for i in range(len(other))]
+        return Batch(self.bodies + other.bodies, numbers[0], numbers)
+
+
+def _batch(parts: list[bytes], first: int, size: int, flush: bool) -> Batch:
+    if b"" not in parts:
+        return Batch(parts, first, None, size, flush)
+    numbered = [(first + i, part) for i, part in enumerate(parts) if part]
+    numbers = [n for n, _ in numbered]
+    return Batch([b for _, b in numbered], numbers[0] if numbers else first, numbers, size, flush)
+
+
+def split_batches(stream: BinaryIO, delimiter: bytes, chunk_size: int = 1 << 20) -> Iterator[Batch]:
+    """Split a stream on ``delimiter`` without reading it all into memory, a batch per read.
 
     Empty records (blank lines) are skipped, as to_nsq does, but still counted so the
-    numbers match the input's line numbers.
+    numbers match the input's line numbers. Reads take what is there (``read1``), so input
+    that trickles in (``tail -F log | nsqctl pub``) is published as it comes.
     """
+    read = getattr(stream, "read1", stream.read)
     buf = b""
-    number = 0
+    number = 0  # records split off so far, blank ones included
     while True:
-        chunk = stream.read(chunk_size)
+        chunk = read(chunk_size)
         if not chunk:
             break
         buf += chunk
         parts = buf.split(delimiter)
-        buf = parts.pop()
-        for part in parts:
-            number += 1
-            if part:
-                yield Record(number, part)
+        rest = parts.pop()
+        if parts:
+            flush = len(chunk) < min(chunk_size, FLOWING)
+            yield _batch(parts, number + 1, len(buf) - len(rest), flush)
+            number += len(parts)
+        buf = rest
     if buf:
-        yield Record(number + 1, buf)
+        yield Batch([buf], number + 1, None, len(buf), True)
+
+
+def split_stream(stream: BinaryIO, delimiter: bytes, chunk_size: int = 1 << 20) -> Iterator[Record]:
+    """:func:`split_batches`, a record at a time."""
+    for batch in split_batches(stream, delimiter, chunk_size):
+        yield from batch.records()
+
+
+async def read_in_thread(source: Iterator[Batch], ahead: int = 2) -> AsyncIterator[Batch]:
+    """``source`` read on a daemon thread, ``ahead`` batches at most.
+
+    A read from a pipe blocks until input comes; done on the event loop it would also stop
+    the publishes already launched (and their OKs) while the input pauses. A daemon thread,
+    not an executor: a read blocked on a terminal must not hold up exit after Ctrl-C.
+    """
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[Batch | BaseException | None] = asyncio.Queue(ahead)
+
+    def put(item: Batch | BaseException | None) -> bool:
+        try:
+            asyncio.run_coroutine_threadsafe(queue.put(item), loop).result()
+        except (RuntimeError, asyncio.CancelledError):  # the loop is gone: stop reading
+            return False
+        return True
+
+    def run() -> None:
+        try:
+            for batch in source:
+                if not put(batch):
+                    return
+        except BaseException as err:  # handed over and raised where it is awaited
+            put(err)
+            return
+        put(None)
+
+    threading.Thread(target=run, name="nsqctl-pub-input", daemon=True).start()
+    while (item := await queue.get()) is not None:
+        if isinstance(item, BaseException):
+            raise item
+        yield item
 
 
 def parse_delimiter(text: str) -> bytes:
@@ -65,16 +163,18 @@ def _open(path: Path) -> BinaryIO:
         raise ConfigError(f"cannot read {path}: {err.strerror}") from None
 
 
-def _whole_files(paths: list[Path]) -> Iterator[Record]:
+def _whole_files(paths: list[Path]) -> Iterator[Batch]:
     for number, path in enumerate(paths, 1):
         with _open(path) as fh:
-            yield Record(number, fh.read())
+            data = fh.read()
+        yield Batch([data], number, None, len(data))
 
 
 def open_source(
     messages: list[str] | None, file: Path | None, delimiter: bytes, binary: bool
-) -> tuple[Iterator[Record], int | None]:
-    """The records to publish and, when known, the input size in bytes (for progress)."""
+) -> tuple[Iterator[Batch], int | None]:
+    """The records to publish, in batches, and when known the input size in bytes (for
+    progress)."""
     if messages and file is not None:
         raise ConfigError("give messages as arguments or with --file, not both")
     if binary:
@@ -83,13 +183,15 @@ def open_source(
             return _whole_files(paths), _total_size(paths)
         if file is not None:
             return _whole_files([file]), _total_size([file])
-        return iter([Record(1, sys.stdin.buffer.read())]), None
+        data = sys.stdin.buffer.read()
+        return iter([Batch([data], 1, None, len(data))]), None
     if messages:
-        return (Record(n, m.encode()) for n, m in enumerate(messages, 1)), None
+        bodies = [m.encode() for m in messages]
+        return iter([Batch(bodies, 1, None, sum(map(len, bodies)))]), None
     if file is not None:
         fh = _open(file)
-        return split_stream(fh, delimiter), _total_size([file])
-    return split_stream(sys.stdin.buffer, delimiter), None
+        return split_batches(fh, delimiter), _total_size([file])
+    return split_batches(sys.stdin.buffer, delimiter), None
 
 
 def _total_size(paths: list[Path]) -> int | None:

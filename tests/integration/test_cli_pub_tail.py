@@ -189,6 +189,36 @@ def test_json_result_and_exit_code(original_cluster: cluster.Cluster) -> None:
     }
 
 
+def test_pub_publishes_trickling_stdin_as_it_comes(original_cluster: cluster.Cluster) -> None:
+    """``tail -F log | nsqctl pub``: lines are published when they arrive, not held back
+    until a full batch or the end of input."""
+    topic = _topic("trickle")
+    http = original_cluster.nsqd_http[0]
+    proc = subprocess.Popen(
+        [NSQCTL, "pub", topic, *_nsqd(original_cluster)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=clean_env(),
+    )
+    try:
+        assert proc.stdin is not None
+        for sent in (1, 2, 3):
+            proc.stdin.write(b"line %d\n" % sent)
+            proc.stdin.flush()
+            deadline = time.monotonic() + 15
+            while _topic_depth(http, topic) < sent and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert _topic_depth(http, topic) == sent  # published while stdin is still open
+        _, err = proc.communicate(timeout=30)  # closes stdin: the end of input
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert err.decode().strip() == f"published 3 message(s) to {topic}"
+
+
 def test_ctrl_c_loses_nothing(original_cluster: cluster.Cluster) -> None:
     """SIGINT while messages are in flight: every message is either printed (and FINed)
     or back in the channel; none is lost or printed twice."""

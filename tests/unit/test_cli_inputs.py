@@ -11,7 +11,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nsqctl.cli.pub import PubPlan, parse_trace_id
-from nsqctl.cli.pub_input import Record, parse_delimiter, shard_key_from_json, split_stream
+from nsqctl.cli.pub_input import (
+    Batch,
+    Record,
+    parse_delimiter,
+    shard_key_from_json,
+    split_batches,
+    split_stream,
+)
 from nsqctl.cli.tail import MessageFilter, parse_start, parse_time
 from nsqctl.errors import ConfigError
 
@@ -30,6 +37,42 @@ def test_split_stream_any_chunking_gives_the_records(bodies: list[bytes], chunk:
     data = b"\x00".join(bodies)
     got = [r.body for r in split_stream(io.BytesIO(data), b"\x00", chunk_size=chunk)]
     assert got == bodies
+
+
+def test_batches_number_lines_across_reads_and_blank_lines() -> None:
+    batches = list(split_batches(io.BytesIO(b"a\nb\n\nc\nd\ne"), b"\n", chunk_size=4))
+    joined = Batch([])
+    for batch in batches:
+        joined = joined.join(batch)
+    assert joined.bodies == [b"a", b"b", b"c", b"d", b"e"]
+    assert [joined.number(i) for i in range(len(joined))] == [1, 2, 4, 5, 6]
+    assert sum(b.size for b in batches) == len(b"a\nb\n\nc\nd\ne")
+    tail = joined.cut(2, 5)
+    assert [r.number for r in tail.records()] == [4, 5, 6]
+
+
+def test_batches_without_blank_lines_number_by_offset() -> None:
+    (batch,) = split_batches(io.BytesIO(b"x\ny\nz\n"), b"\n")
+    assert batch.numbers is None and batch.first == 1 and len(batch) == 3
+    assert batch.cut(1, 3).first == 2
+    assert batch.join(Batch([b"w"], 4)).numbers is None  # contiguous: no list of numbers
+
+
+def test_a_short_read_flushes_a_full_read_holds_back() -> None:
+    class Pipe(io.RawIOBase):
+        """Hands out reads of the given sizes, like a pipe written in bursts."""
+
+        def __init__(self, reads: list[bytes]) -> None:
+            self.reads = reads
+
+        def read1(self, size: int = -1) -> bytes:
+            return self.reads.pop(0) if self.reads else b""
+
+    full = b"".join(b"%07d\n" % i for i in range(8192))  # 64 KiB: the input is flowing
+    assert len(full) == 1 << 16
+    batches = list(split_batches(Pipe([full, b"late\n"]), b"\n"))  # type: ignore[arg-type]
+    assert [b.flush for b in batches] == [False, True]
+    assert batches[1].bodies == [b"late"] and batches[1].first == 8193
 
 
 def test_multi_byte_delimiter_across_chunks() -> None:
