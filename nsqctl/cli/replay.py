@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -17,9 +19,13 @@ from nsqctl.cli.common import (
     ProfileOption,
     resolve_cluster,
 )
+from nsqctl.cli.trace import EngineOption
 from nsqctl.errors import ConfigError
 from nsqctl.paths import state_dir
 from nsqctl.protocol.names import validate_topic
+
+if TYPE_CHECKING:
+    from nsqctl.pipeline.replay import ReplayFilters, ReplayResult, ReplayTarget
 
 SparkMasterOption = typer.Option(
     None, "--spark-master", help="Spark master URL (env SPARK_MASTER; default local[*])."
@@ -56,6 +62,7 @@ def replay(
         None, "--from-offset", help="Redesign: replay SOURCE topic's history from this offset."
     ),
     count: int = typer.Option(0, "--count", "-n", min=0, help="History mode: stop after N."),
+    engine: str = EngineOption,
     spark_master: str | None = SparkMasterOption,
     quiet: bool = typer.Option(False, "--quiet", "-q"),
     lookupd: list[str] = LookupdOption,
@@ -81,80 +88,122 @@ def replay(
         return
     if count:
         raise ConfigError("--count applies to history replay (--from-time/--from-offset) only")
-    _spark_replay(
-        source, to_topic, filters, shard_field, rate, batch_size, tasks, dry_run,
-        checkpoint, restart, spark_master, quiet, sel,
-    )  # fmt: skip
+    from nsqctl.pipeline.engine import choose
+
+    say = (lambda m: None) if quiet else (lambda m: typer.echo(m, err=True))
+    job = _Job(source, to_topic, filters, shard_field, rate, batch_size, sel, say)
+    if "://" not in source and not Path(source).exists():
+        raise ConfigError(f"replay source {source} does not exist")
+    choice = choose("replay", engine, [source], spark_master, where)
+    say(f"replay: engine {choice.engine} ({choice.reason})")
+    if choice.engine == "local":
+        _local_replay(job, dry_run, checkpoint, restart)
+    else:
+        _spark_replay(job, tasks, dry_run, checkpoint, restart, spark_master)
+
+
+@dataclass
+class _Job:
+    """A replay's inputs, whichever engine runs it."""
+
+    source: str
+    to_topic: str
+    filters: ReplayFilters
+    shard_field: str | None
+    rate: float | None
+    batch_size: int
+    sel: ClusterSelection
+    say: Callable[[str], None]
+
+    def target(self) -> ReplayTarget:
+        from nsqctl.pipeline.replay import ReplayTarget
+
+        return ReplayTarget(
+            topic=self.to_topic,
+            lookupd=self.sel.lookupd,
+            nsqd=self.sel.nsqd,
+            config=self.sel.connection_config(),
+            batch_size=self.batch_size,
+            rate=self.rate,
+        )
+
+    def checkpoint_dir(self, checkpoint: Path | None, restart: bool) -> Path:
+        """The resume state (the same for both engines: keys and positions agree)."""
+        from nsqctl.pipeline import checkpoint as ckpt
+
+        spec = {
+            "source": str(Path(self.source).resolve()) if "://" not in self.source
+            else self.source,
+            "to_topic": self.to_topic,
+            "filters": vars(self.filters),
+            "shard_field": self.shard_field,
+            "cluster": [self.sel.lookupd, self.sel.nsqd],
+        }  # fmt: skip
+        directory = checkpoint or (state_dir() / "replay" / ckpt.fingerprint(spec))
+        if ckpt.prepare(directory, spec, restart):
+            self.say(
+                f"replay: resuming from checkpoint {directory} "
+                f"({ckpt.acknowledged(directory)} message(s) already acknowledged)"
+            )
+        return directory
+
+    def dry_run(self, counts: dict[str, int]) -> None:
+        typer.echo(
+            f"dry run: {counts['matching']} matching row(s), {counts['duplicates']} duplicate(s), "
+            f"{counts['to_publish']} to publish to {self.to_topic} over {counts['keys']} key(s)"
+        )
+
+    def done(self, result: ReplayResult) -> None:
+        typer.echo(
+            f"replayed {result.published} message(s) to {self.to_topic} in {result.batches} "
+            f"batch(es) over {result.tasks} task(s); {result.skipped} skipped (acknowledged "
+            "earlier)"
+        )
+
+
+def _local_replay(job: _Job, dry_run: bool, checkpoint: Path | None, restart: bool) -> None:
+    from nsqctl.pipeline import local
+    from nsqctl.pipeline.replay import is_text_source
+
+    if is_text_source(job.source):
+        planned = local.text_plan(job.source, job.filters)
+    else:
+        planned = local.archive_plan(job.source, job.filters, job.shard_field)
+    if dry_run:
+        job.dry_run(planned.counts())
+        return
+    directory = job.checkpoint_dir(checkpoint, restart)
+    job.done(local.publish(planned, job.target(), str(directory)))
 
 
 def _spark_replay(
-    source: str,
-    to_topic: str,
-    filters: object,
-    shard_field: str | None,
-    rate: float | None,
-    batch_size: int,
+    job: _Job,
     tasks: int,
     dry_run: bool,
     checkpoint: Path | None,
     restart: bool,
     spark_master: str | None,
-    quiet: bool,
-    sel: ClusterSelection,
 ) -> None:
-    from nsqctl.pipeline import checkpoint as ckpt
-    from nsqctl.pipeline import replay as job
+    from nsqctl.pipeline import replay as spark_job
     from nsqctl.pipeline.spark import spark_session
 
-    text = job.is_text_source(source)
+    text = spark_job.is_text_source(job.source)
     spark = spark_session(spark_master, "nsqctl-replay")
-    say = (lambda m: None) if quiet else (lambda m: typer.echo(m, err=True))
-    say(f"replay: spark master {spark.sparkContext.master}")
+    job.say(f"replay: spark master {spark.sparkContext.master}")
     if text:
-        raw, ordered = job.text_frame(spark, source, filters)  # type: ignore[arg-type]
+        raw, ordered = spark_job.text_frame(spark, job.source, job.filters)
     else:
-        raw, ordered = job.archive_frame(spark, source, filters, shard_field)  # type: ignore[arg-type]
+        raw, ordered = spark_job.archive_frame(spark, job.source, job.filters, job.shard_field)
     if dry_run:
-        counts = job.dry_run(raw, ordered)
-        typer.echo(
-            f"dry run: {counts['matching']} matching row(s), {counts['duplicates']} duplicate(s), "
-            f"{counts['to_publish']} to publish to {to_topic} over {counts['keys']} key(s)"
-        )
+        job.dry_run(spark_job.dry_run(raw, ordered))
         return
-    spec = {
-        "source": str(Path(source).resolve()) if "://" not in source else source,
-        "to_topic": to_topic,
-        "filters": vars(filters),
-        "shard_field": shard_field,
-        "cluster": [sel.lookupd, sel.nsqd],
-    }
-    directory = checkpoint or (
-        state_dir() / "replay" / ckpt.fingerprint(spec)
-    )
-    if ckpt.prepare(directory, spec, restart):
-        say(
-            f"replay: resuming from checkpoint {directory} "
-            f"({ckpt.acknowledged(directory)} message(s) already acknowledged)"
-        )
-    planned = job.plan(ordered, tasks or spark.sparkContext.defaultParallelism)
-    target = job.ReplayTarget(
-        topic=to_topic,
-        lookupd=sel.lookupd,
-        nsqd=sel.nsqd,
-        config=sel.connection_config(),
-        batch_size=batch_size,
-        rate=rate,
-    )
+    directory = job.checkpoint_dir(checkpoint, restart)
+    planned = spark_job.plan(ordered, tasks or spark.sparkContext.defaultParallelism)
 
     def progress(finished: int, total: int) -> None:
-        if not quiet:
-            print(f"replay: {finished}/{total} task(s) done", file=sys.stderr)
+        job.say(f"replay: {finished}/{total} task(s) done")
 
-    result = job.run_replay(planned, target, str(directory), progress)
-    typer.echo(
-        f"replayed {result.published} message(s) to {to_topic} in {result.batches} batch(es) "
-        f"over {result.tasks} task(s); {result.skipped} skipped (acknowledged earlier)"
-    )
+    job.done(spark_job.run_replay(planned, job.target(), str(directory), progress))
 
 
 def _history(

@@ -17,6 +17,13 @@ from nsqctl.cli.common import (
 )
 from nsqctl.errors import ConfigError, NsqctlError
 
+EngineOption = typer.Option(
+    "auto",
+    "--engine",
+    help="auto | local (pyarrow, in-process) | spark; auto: local when "
+    "the sources are local and small, else Spark.",
+)
+
 
 class NotFoundError(NsqctlError):
     """The id appears in none of the sources searched."""
@@ -33,9 +40,11 @@ def trace(
         None, "--trace-log", "-l", envvar="NSQCTL_TRACE_LOG", help="Trace log JSONL (repeatable)."
     ),
     as_json: bool = typer.Option(False, "--json", help="JSON instead of a table."),
+    engine: str = EngineOption,
     spark_master: str | None = typer.Option(
         None, "--spark-master", help="Spark master URL (env SPARK_MASTER; default local[*])."
     ),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Say which engine and why."),
     lookupd: list[str] = LookupdOption,
     nsqd: list[str] = NsqdOption,
     nsqd_http: list[str] = NsqdHttpOption,
@@ -53,12 +62,10 @@ def trace(
             "nothing to search: pass --archive DIR and/or --trace-log FILE, or a live "
             "redesign cluster with --topic"
         )
-    spark = None
+    reader = None
     if archives or trace_logs:
-        from nsqctl.pipeline.spark import spark_session
-
-        spark = spark_session(spark_master, "nsqctl-trace")
-    events = tr.gather(spark, query, archives, trace_logs, http)
+        reader = _reader(engine, archives + trace_logs, spark_master, verbose)
+    events = tr.gather(reader, query, archives, trace_logs, http)
     if not events:
         raise NotFoundError(
             f"{query.label} not found in {len(trace_logs)} trace log(s), {len(archives)} "
@@ -68,6 +75,22 @@ def trace(
         typer.echo(json.dumps({"query": query.label, "events": events}, indent=1, default=str))
     else:
         _table(query.label, events, archives)
+
+
+def _reader(engine: str, sources: list[str], master: str | None, verbose: bool) -> Any:
+    """The engine that reads archives and trace logs (see nsqctl.pipeline.engine)."""
+    from nsqctl.pipeline.engine import choose
+
+    choice = choose("trace", engine, sources, master)
+    if verbose:
+        typer.echo(f"trace: engine {choice.engine} ({choice.reason})", err=True)
+    if choice.engine == "local":
+        from nsqctl.pipeline.local import LocalReader
+
+        return LocalReader()
+    from nsqctl.pipeline.spark import spark_session
+
+    return spark_session(master, "nsqctl-trace")
 
 
 def _nsqd_http_from_lookupd(lookupd: list[str], topic: str | None) -> list[str]:
@@ -91,7 +114,7 @@ def _nsqd_http_from_lookupd(lookupd: list[str], topic: str | None) -> list[str]:
 
 
 def _table(label: str, events: list[dict[str, Any]], archives: list[str]) -> None:
-    typer.echo("\n".join(render_timeline(label, events, archives, _width())))
+    typer.echo("\n".join(render_trace(label, events, archives, _width())))
 
 
 def _width() -> int:
@@ -100,10 +123,57 @@ def _width() -> int:
     return shutil.get_terminal_size((80, 24)).columns
 
 
+def render_trace(
+    label: str, events: list[dict[str, Any]], archives: list[str], width: int = 80
+) -> list[str]:
+    """The timeline as lines that read at ``width`` columns: first one line per event (time,
+    what happened, where in short), then the details of each event by number: the full
+    place (an archived file as its archive, directory and file name, each on its own line),
+    ids and ``key=value`` pairs wrapped at spaces only, so no value is ever split."""
+    days = {e["at"][:10] for e in events}
+    one_day = len(days) == 1
+    when = (lambda e: _when(e["at"])[11:]) if one_day else (lambda e: _when(e["at"]))
+    head = f"timeline of {label} (UTC{', ' + next(iter(days)) if one_day else ''})"
+    lines = [head]
+    event_width = max((len(e["event"]) for e in events), default=0)
+    for n, e in enumerate(events, 1):
+        start = f"{n:>2}  {when(e)}  {e['event']:<{event_width}}  "
+        lines.append(start + _shorten(_relative(e["where"], archives), width - len(start)))
+    lines += ["", "details"]
+    for n, e in enumerate(events, 1):
+        lines.append(f"{n:>2}  {e['event']}")
+        lines.extend(_where_lines(e["where"], archives, width))
+        pairs = [f"{k}={v}" for k, v in e["detail"].items()]
+        lines.extend(_field("", " ".join(pairs), width))
+    return lines
+
+
+def _shorten(text: str, room: int) -> str:
+    """``text`` cut to ``room`` columns with a trailing "…" (the details have it whole)."""
+    room = max(room, 10)
+    return text if len(text) <= room else text[: room - 1] + "…"
+
+
+def _where_lines(where: str, archives: list[str], width: int) -> list[str]:
+    """An archived file as archive/dir/file lines (a path is longer than a line); any
+    other place wrapped at spaces."""
+    relative = _relative(where, archives)
+    if relative != where or where.endswith(".parquet"):
+        directory, _, name = relative.rpartition("/")
+        root = where[: len(where) - len(relative)].rstrip("/") if relative != where else ""
+        return [
+            line
+            for key, value in (("archive", root), ("dir", directory), ("file", name))
+            for line in _field(key, value, width)
+        ]
+    return _field("where", where, width)
+
+
 def render_timeline(
     label: str, events: list[dict[str, Any]], archives: list[str], width: int = 80
 ) -> list[str]:
-    """The timeline as lines that read at ``width`` columns: one heading per event (time,
+    """The earlier layout, kept while tests/unit/test_cli_tables.py pins it (``trace``
+    prints :func:`render_trace`): one heading per event (time,
     what happened), then where it happened and its details, indented. Addresses, ids and
     ``key=value`` pairs are never split; an archived file is shown relative to its archive.
     """

@@ -1,5 +1,6 @@
-"""The replay job: read an archive (or nsq_to_file text) with Spark, filter, de-duplicate,
-and publish from the executors in order.
+"""The replay job: read an archive (or nsq_to_file text), filter, de-duplicate, and publish
+in order: with Spark from the executors here, or in-process with :mod:`nsqctl.pipeline.local`
+(both take their filters, dedupe key and ordering from :mod:`nsqctl.pipeline.filters`).
 
 Order: rows are hash-partitioned by an ordering key (source topic/partition — plus nsqd on
 the original family — or the ``--shard-field`` value) and sorted within each Spark
@@ -22,14 +23,14 @@ from typing import TYPE_CHECKING, Any
 
 from nsqctl.connection import ConnectionConfig
 from nsqctl.errors import ConfigError, NsqctlError
+from nsqctl.pipeline import filters as flt
 from nsqctl.pipeline.checkpoint import KeyCheckpoint
-from nsqctl.pipeline.schema import to_signed64
 from nsqctl.pipeline.textinput import read_bodies, text_files
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
-ORDER_COLUMNS = ["_key", "_o1", "_o2", "_o3"]
+ORDER_COLUMNS = list(flt.ORDER_COLUMNS)
 MAX_BATCH_BYTES = 1024 * 1024
 
 
@@ -95,63 +96,47 @@ def archive_frame(
     from pyspark.errors import AnalysisException
     from pyspark.sql import functions as F
 
+    check_grep(filters)
     try:
         df = spark.read.parquet(source)
     except AnalysisException as err:
         raise _analysis_error(err, f"cannot read the archive at {source}") from err
-    f = filters
-    if f.since_ns is not None:
-        df = df.where(F.col("timestamp") >= F.lit(f.since_ns))
-        day = dt.datetime.fromtimestamp(f.since_ns / 1e9, dt.UTC).date()
-        df = df.where(F.col("date") >= F.lit(day))  # prunes directories
-    if f.until_ns is not None:
-        df = df.where(F.col("timestamp") < F.lit(f.until_ns))
-        day = dt.datetime.fromtimestamp(f.until_ns / 1e9, dt.UTC).date()
-        df = df.where(F.col("date") <= F.lit(day))
-    if f.topics:
-        df = df.where(F.col("topic").isin(f.topics))
-    if f.partitions:
-        df = df.where(F.col("partition").isin(f.partitions))
-    if f.trace_id is not None:
-        df = df.where(F.col("trace_id") == F.lit(to_signed64(f.trace_id)))
-    df = _common_filters(df, f)
-    node = F.when(F.col("partition") < 0, F.col("nsqd")).otherwise(F.lit(""))
-    df = df.withColumn("_node", node)
-    deduped = df.dropDuplicates(["topic", "partition", "_node", "internal_id"])
+    df = _where(df.where(flt.to_spark(flt.replay_filter(filters))), filters)
     original = F.col("partition") < 0
+    df = df.withColumn(flt.NODE_COLUMN, F.when(original, F.col("nsqd")).otherwise(F.lit("")))
+    deduped = df.dropDuplicates(list(flt.DEDUPE_KEY))
+
+    def position(name: str | None) -> Column:
+        return F.lit(0) if name is None else F.col(name)
+
     if shard_field:
-        path = f"$.{shard_field}"
+        path = flt.spark_json_path(shard_field)
         key = F.coalesce(
             F.get_json_object(F.col("ext"), path),
             F.get_json_object(F.col("body").cast("string"), path),
             F.lit(""),
         )
-        o1, o2, o3 = F.col("timestamp"), F.col("internal_id"), F.col("partition").cast("long")
+        positions = [position(name) for name in flt.POSITION["shard_field"]]
     else:
-        key = F.concat_ws("/", F.col("topic"), F.col("partition").cast("string"), F.col("_node"))
-        o1 = F.when(original, F.col("timestamp")).otherwise(F.col("internal_id"))
-        o2 = F.when(original, F.col("internal_id")).otherwise(F.coalesce(F.col("offset"), F.lit(0)))
-        o3 = F.when(original, F.lit(0)).otherwise(F.col("timestamp"))
+        key = F.concat_ws("/", *(F.col(c).cast("string") for c in flt.KEY_COLUMNS))
+        positions = [
+            F.when(original, position(o)).otherwise(position(r))
+            for o, r in zip(flt.POSITION["original"], flt.POSITION["redesign"], strict=True)
+        ]
     ordered = deduped.select(
         key.alias("_key"),
-        F.coalesce(o1, F.lit(0)).cast("long").alias("_o1"),
-        F.coalesce(o2, F.lit(0)).cast("long").alias("_o2"),
-        F.coalesce(o3, F.lit(0)).cast("long").alias("_o3"),
+        *(F.coalesce(p, F.lit(0)).cast("long").alias(n)
+          for p, n in zip(positions, ORDER_COLUMNS[1:], strict=True)),
         F.col("body"),
-    )
+    )  # fmt: skip
     return df, ordered
 
 
-def _common_filters(df: DataFrame, f: ReplayFilters) -> DataFrame:
+def _where(df: DataFrame, f: ReplayFilters) -> DataFrame:
+    """``--where``: a Spark SQL predicate, so the Spark engine's alone."""
     from pyspark.errors import AnalysisException, ParseException
     from pyspark.sql import functions as F
 
-    if f.grep:
-        try:
-            re.compile(f.grep)
-        except re.error as err:
-            raise ConfigError(f"--grep {f.grep!r} is not a valid regex: {err}") from err
-        df = df.where(F.col("body").cast("string").rlike(f.grep))
     if f.where:
         try:
             df = df.where(F.expr(f.where))
@@ -161,21 +146,36 @@ def _common_filters(df: DataFrame, f: ReplayFilters) -> DataFrame:
     return df
 
 
+def check_grep(f: ReplayFilters) -> None:
+    """A bad --grep is a usage error before any engine starts."""
+    if f.grep:
+        try:
+            re.compile(f.grep)
+        except re.error as err:
+            raise ConfigError(f"--grep {f.grep!r} is not a valid regex: {err}") from err
+
+
+def check_text_filters(f: ReplayFilters) -> None:
+    """nsq_to_file text has bodies only: say so for filters on anything else."""
+    if f.since_ns or f.until_ns or f.partitions or f.trace_id or f.topics:
+        raise ConfigError(
+            "--since/--until/--topic/--partition/--trace-id need an archive source: "
+            "nsq_to_file text has bodies only"
+        )
+
+
 def text_frame(
     spark: SparkSession, source: str, filters: ReplayFilters
 ) -> tuple[DataFrame, DataFrame]:
     """nsq_to_file output: one ordering key per file, in line order."""
     from pyspark.sql import functions as F
 
-    if filters.since_ns or filters.until_ns or filters.partitions or filters.trace_id:
-        raise ConfigError(
-            "--since/--until/--partition/--trace-id need an archive source: "
-            "nsq_to_file text has bodies only"
-        )
+    check_text_filters(filters)
+    check_grep(filters)
     files = text_files(source)
     rdd = spark.sparkContext.parallelize(files, len(files)).flatMap(_file_rows)
     df = spark.createDataFrame(rdd, "file string, line long, body binary")
-    df = _common_filters(df, filters)
+    df = _where(df.where(flt.to_spark(flt.text_filter(filters))), filters)
     ordered = df.select(
         F.col("file").alias("_key"),
         F.col("line").alias("_o1"),
@@ -286,10 +286,10 @@ def _publish_partition(
     rows: Iterator[tuple[Any, ...]],
 ) -> Iterator[dict[str, int]]:
     """Executor side: publish one Spark partition's rows in order, batch by batch."""
-    yield asyncio.run(_publish_rows(target, KeyCheckpoint(checkpoint_dir), rate, rows))
+    yield asyncio.run(publish_rows(target, KeyCheckpoint(checkpoint_dir), rate, rows))
 
 
-async def _publish_rows(
+async def publish_rows(
     target: ReplayTarget,
     ckpt: KeyCheckpoint,
     rate: float | None,

@@ -1,33 +1,48 @@
 """Gather everything known about one message into a time-ordered timeline.
 
 Sources: nsqctl trace logs (JSONL from :mod:`nsqctl.tracelog`: publish receipts, consume
-records), archives (Parquet rows), both read with Spark so they can be any size; and on a
-live redesign cluster, nsqd's ``/message/get`` and each channel's ``/stats``.
+records) and archives (Parquet rows), read by either engine with the same filters
+(:mod:`nsqctl.pipeline.local` in-process, or Spark for any size and place); and on a live
+redesign cluster, nsqd's ``/message/get`` and each channel's ``/stats``.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
-from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 
 from nsqctl.errors import ConfigError
-from nsqctl.pipeline.schema import internal_id_from_hex, partition_of_id, to_signed64
+from nsqctl.pipeline.filters import RowFilter, archive_filter, log_filter, to_spark
+from nsqctl.pipeline.schema import internal_id_from_hex, partition_of_id
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, SparkSession
+    from pyspark.sql import SparkSession
 
-TRACE_LOG_SCHEMA = (
-    "kind string, time double, topic string, channel string, partition long, nsqd string, "
-    "local_address string, id string, internal_id decimal(20,0), trace_id decimal(20,0), "
-    "attempts long, timestamp long, offset long, size long, count long, outcome string, "
-    "handler_ms double"
+#: A trace log record's fields (see :mod:`nsqctl.tracelog`); ids are unsigned 64-bit.
+TRACE_LOG_FIELDS = (
+    ("kind", "string"), ("time", "double"), ("topic", "string"), ("channel", "string"),
+    ("partition", "long"), ("nsqd", "string"), ("local_address", "string"), ("id", "string"),
+    ("internal_id", "uint64"), ("trace_id", "uint64"), ("attempts", "long"),
+    ("timestamp", "long"), ("offset", "long"), ("size", "long"), ("count", "long"),
+    ("outcome", "string"), ("handler_ms", "double"),
+)  # fmt: skip
+#: Spark has no unsigned longs: ids are read as decimal(20,0)
+TRACE_LOG_SCHEMA = ", ".join(
+    f"{name} {'decimal(20,0)' if kind == 'uint64' else kind}" for name, kind in TRACE_LOG_FIELDS
 )
+
+
+def trace_log_arrow_schema() -> Any:
+    """:data:`TRACE_LOG_FIELDS` as a pyarrow schema (the local engine's reader)."""
+    import pyarrow as pa
+
+    types = {"string": pa.string(), "double": pa.float64(), "long": pa.int64(),
+             "uint64": pa.uint64()}  # fmt: skip
+    return pa.schema([(name, types[kind]) for name, kind in TRACE_LOG_FIELDS])
 
 
 @dataclass(frozen=True)
@@ -70,49 +85,41 @@ def parse_query(text: str, *, internal: bool = False, topic: str | None = None) 
     )
 
 
-def _id_match(q: TraceQuery, literal: Callable[[int], Column]) -> Column:
-    """Rows of the queried message by its redesign ids: a trace id alone matches its trace,
-    an internal id alone matches it (in every topic: --topic narrows), and a 16-byte message
-    id matches both at once (an internal id is unique per topic only, and other messages
-    may carry the same trace id)."""
-    from pyspark.sql import functions as F
+class Reader(Protocol):
+    """An engine's rows for a trace: archive rows carry their file in ``_file``."""
 
-    if q.internal_id is None and q.trace_id is None:
-        return F.lit(False)
-    cond = F.lit(True)
-    if q.internal_id is not None:
-        cond = cond & (F.col("internal_id") == literal(q.internal_id))
-    if q.trace_id is not None:
-        cond = cond & (F.col("trace_id") == literal(q.trace_id))
-    return cond
+    engine: str
+
+    def archive_rows(self, paths: list[str], row_filter: RowFilter) -> list[dict[str, Any]]: ...
+
+    def log_rows(self, paths: list[str], row_filter: RowFilter) -> list[dict[str, Any]]: ...
 
 
-def _log_match(q: TraceQuery) -> Column:
-    """Trace logs hold ids unsigned (decimal(20,0) here)."""
-    from pyspark.sql import functions as F
+class SparkReader:
+    """Rows for ``trace`` read by Spark (archives and logs of any size, anywhere)."""
 
-    if q.message_id is not None:  # original family: the hex id as received
-        cond = F.lower(F.col("id")) == F.lit(q.message_id)
-    else:
-        cond = _id_match(q, lambda v: F.lit(Decimal(v)).cast("decimal(20,0)"))
-    if q.topic:
-        cond = cond & (F.col("topic") == F.lit(q.topic))
-    return cond
+    engine = "spark"
+
+    def __init__(self, spark: SparkSession) -> None:
+        self.spark = spark
+
+    def archive_rows(self, paths: list[str], row_filter: RowFilter) -> list[dict[str, Any]]:
+        from pyspark.sql import functions as F
+
+        df = self.spark.read.parquet(*paths).where(to_spark(row_filter))
+        rows = df.withColumn("_file", F.input_file_name()).drop("body").collect()
+        return [r.asDict() for r in rows]
+
+    def log_rows(self, paths: list[str], row_filter: RowFilter) -> list[dict[str, Any]]:
+        reader = self.spark.read.schema(TRACE_LOG_SCHEMA)
+        return [r.asDict() for r in reader.json(paths).where(to_spark(row_filter)).collect()]
 
 
-def _archive_match(q: TraceQuery) -> Column:
-    """Archives hold ids as signed int64 (see :mod:`nsqctl.pipeline.schema`)."""
-    from pyspark.sql import functions as F
-
-    if q.message_id is not None:  # original family: the hex id as received
-        cond = (F.col("internal_id") == F.lit(to_signed64(q.internal_id))) & (
-            F.lower(F.col("id").cast("string")) == F.lit(q.message_id)
-        )
-    else:
-        cond = _id_match(q, lambda v: F.lit(to_signed64(v)))
-    if q.topic:
-        cond = cond & (F.col("topic") == F.lit(q.topic))
-    return cond
+def _reader(source: Reader | SparkSession | None) -> Reader | None:
+    """A Reader as is; a SparkSession (the original signature of :func:`gather`) wrapped."""
+    if source is None or hasattr(source, "archive_rows"):
+        return source  # type: ignore[return-value]
+    return SparkReader(source)  # type: ignore[arg-type]
 
 
 def _event(time: float, event: str, where: str, **detail: Any) -> dict[str, Any]:
@@ -125,8 +132,10 @@ def _event(time: float, event: str, where: str, **detail: Any) -> dict[str, Any]
     }
 
 
-def from_trace_logs(spark: SparkSession, paths: list[str], q: TraceQuery) -> list[dict[str, Any]]:
-    rows = spark.read.schema(TRACE_LOG_SCHEMA).json(paths).where(_log_match(q)).collect()
+def from_trace_logs(
+    reader: Reader | SparkSession, paths: list[str], q: TraceQuery
+) -> list[dict[str, Any]]:
+    rows = _reader(reader).log_rows(paths, log_filter(q))  # type: ignore[union-attr]
     events = []
     for r in rows:
         ids = {
@@ -157,22 +166,32 @@ def _accepted(ts_ns: int | None, nsqd: str | None, topic: str, partition: Any) -
     return [_event(ts_ns / 1e9, "accepted by nsqd", f"{nsqd} {topic}{part}")]
 
 
-def from_archives(spark: SparkSession, paths: list[str], q: TraceQuery) -> list[dict[str, Any]]:
-    from pyspark.sql import functions as F
-
-    df = spark.read.parquet(*paths).where(_archive_match(q))
-    rows = df.withColumn("_file", F.input_file_name()).drop("body").collect()
+def from_archives(
+    reader: Reader | SparkSession, paths: list[str], q: TraceQuery
+) -> list[dict[str, Any]]:
+    rows = _reader(reader).archive_rows(paths, archive_filter(q))  # type: ignore[union-attr]
     events = []
     for r in rows:
         events.extend(_accepted(r["timestamp"], r["nsqd"], r["topic"], r["partition"]))
-        archived = r["archived_at"].replace(tzinfo=dt.UTC).timestamp()
+        stamp = r["archived_at"]  # Spark: naive, in its UTC session time zone
+        archived = (stamp if stamp.tzinfo else stamp.replace(tzinfo=dt.UTC)).timestamp()
         events.append(_event(
-            archived, "archived", r["_file"], topic=r["topic"], partition=r["partition"],
+            archived, "archived", file_path(r["_file"]), topic=r["topic"], partition=r["partition"],
             channel=r["channel"], nsqd=r["nsqd"], attempts=r["attempts"], offset=r["offset"],
             internal_id=r["internal_id"], trace_id=r["trace_id"],
             id=_archived_id(r["id"], r["partition"]),
         ))  # fmt: skip
     return events
+
+
+def file_path(uri: str) -> str:
+    """A local file as a plain path (Spark names it ``file:///…``, percent-encoded); other
+    URIs stay as they are."""
+    if not uri.startswith("file:"):
+        return uri
+    from urllib.parse import unquote, urlparse
+
+    return unquote(urlparse(uri).path)
 
 
 def _archived_id(raw: bytes | bytearray | None, partition: int) -> str | None:
@@ -265,18 +284,21 @@ def _channel_progress(
 
 
 def gather(
-    spark: SparkSession | None,
+    spark: Reader | SparkSession | None,
     q: TraceQuery,
     archives: list[str],
     trace_logs: list[str],
     nsqd_http: list[str],
 ) -> list[dict[str, Any]]:
-    """Every event about the message, oldest first (duplicates of one fact merged)."""
+    """Every event about the message, oldest first (duplicates of one fact merged).
+    ``spark`` is the engine reading archives and logs: a :class:`Reader` or a SparkSession
+    (None: live sources only)."""
     events: list[dict[str, Any]] = []
-    if spark is not None and trace_logs:
-        events += from_trace_logs(spark, trace_logs, q)
-    if spark is not None and archives:
-        events += from_archives(spark, archives, q)
+    reader = _reader(spark)
+    if reader is not None and trace_logs:
+        events += from_trace_logs(reader, trace_logs, q)
+    if reader is not None and archives:
+        events += from_archives(reader, archives, q)
     ids = {e["detail"]["internal_id"] % (1 << 64) for e in events if "internal_id" in e["detail"]}
     if events or q.internal_id is not None:
         events += from_live(nsqd_http, q, ids)
