@@ -125,6 +125,10 @@ def start(base: Path, workers: int = 2) -> StandaloneCluster:
         "spark.eventLog.rolling.enabled false\n"
         "spark.eventLog.compress false\n"
         f"spark.executor.memory {EXECUTOR_MEMORY}\n"
+        # a job starts once every worker's executor registered (or after 120 s), not
+        # when 80% did: on a loaded machine one executor may be seconds late
+        "spark.scheduler.minRegisteredResourcesRatio 1.0\n"
+        "spark.scheduler.maxRegisteredResourcesWaitingTime 120s\n"
     )
     env = dict(os.environ)
     env.update(
