@@ -18,8 +18,10 @@ stages and reports per node.
 The package is layered, each module importing only from those above it: ``base`` (errors,
 header, timeout), ``requests`` (requests, results, :func:`execute`), ``leader`` (what the
 lookupds say about the cluster), ``placement`` (where a topic lives), ``planners`` (pure),
-``versions``, ``operations``, ``listing`` and ``describe``. Everything public is re-exported
-here; ``NUDGE_INTERVAL`` lives in :mod:`nsqctl.admin.operations` (patch it there).
+``versions``, ``operations``, ``listing`` and ``describe``; the redesign's partition
+operations (expand, move, meta update) are the package :mod:`nsqctl.admin.partitions`.
+Everything public is re-exported here; ``NUDGE_INTERVAL`` lives in
+:mod:`nsqctl.admin.operations` (patch it there).
 """
 
 from __future__ import annotations
@@ -43,6 +45,21 @@ from nsqctl.admin.operations import (
     prepare,
     run_plan,
     run_sync,
+)
+from nsqctl.admin.partitions import (
+    NotRedesignError,
+    NsqdNode,
+    PartitionPlan,
+    PartitionState,
+    TopicState,
+    apply_plan,
+    expand_partitions,
+    move_partition,
+    plan_expand,
+    plan_move,
+    plan_update,
+    registered_nsqds,
+    update_topic_meta,
 )
 from nsqctl.admin.placement import (
     Placement,
@@ -83,17 +100,24 @@ __all__ = [
     "Listing",
     "Node",
     "NodeResult",
+    "NotRedesignError",
+    "NsqdNode",
     "Outcome",
+    "PartitionPlan",
+    "PartitionState",
     "Placement",
     "ServerVersion",
     "TopicCreated",
     "TopicNotFoundError",
+    "TopicState",
+    "apply_plan",
     "check_create_options",
     "check_node_count",
     "create_topic",
     "create_topic_async",
     "describe_topic",
     "execute",
+    "expand_partitions",
     "family_of",
     "fetch_stats",
     "find_leader",
@@ -102,17 +126,23 @@ __all__ = [
     "locate_topic",
     "lookup_topic",
     "lookupd_leader",
+    "move_partition",
     "parse_offset",
     "placement_from_stats",
     "placement_from_topology",
     "plan_channel_action",
+    "plan_expand",
+    "plan_move",
     "plan_topic_action",
     "plan_topic_create",
     "plan_topic_delete",
+    "plan_update",
     "prepare",
+    "registered_nsqds",
     "run_plan",
     "run_sync",
     "server_versions",
     "topic_not_found",
     "unwrap_response",
+    "update_topic_meta",
 ]

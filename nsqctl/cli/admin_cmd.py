@@ -28,7 +28,10 @@ from nsqctl.cli.common import (
 from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.protocol.names import validate_channel, validate_topic
 
-topic_app = typer.Typer(help="Create, delete, list, pause and empty topics.", no_args_is_help=True)
+topic_app = typer.Typer(
+    help="Create, delete, list, pause and empty topics; expand, move, update partitions.",
+    no_args_is_help=True,
+)
 channel_app = typer.Typer(
     help="Create, delete, list, pause, empty (and on the redesign skip/setoffset) channels.",
     no_args_is_help=True,
@@ -361,3 +364,8 @@ def channel_setoffset(
         as_json=as_json,
         offset=offset,
     )
+
+
+# The redesign's partition operations (expand, move, update) live in their own module and
+# register themselves on ``topic_app``; imported last because they use the helpers above.
+from nsqctl.cli import partition_cmd  # noqa: E402, F401

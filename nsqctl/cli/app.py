@@ -106,7 +106,7 @@ COMMANDS: tuple[Entry, ...] = (
     Entry(
         "topic",
         "nsqctl.cli.admin_cmd:topic_app",
-        "Create, delete, list, pause and empty topics.",
+        "Create, delete, list, pause and empty topics; expand, move, update partitions.",
     ),
     Entry(
         "channel",

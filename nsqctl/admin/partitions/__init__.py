@@ -1,0 +1,70 @@
+"""The redesign's partition operations, sent to the nsqlookupd leader: expand a topic's
+partitions, move a partition's leader or one of its replicas, change a topic's dynamic
+parameters. Each is planned and checked first (the CLI shows the plan and asks), then
+sent, then waited on until the change is visible, because the server finishes part of
+each on its own schedule.
+
+What youzan v0.3.7-HA.1.12.7 does (its nsqlookupd/http.go and consistence/), and how long
+it took on a 3-nsqd cluster here:
+
+- Every operation is refused with "the cluster is unstable" until nsqlookupd's last full
+  topic check passed; the periodic check runs every 60 s, and a topic created or expanded
+  since then leaves the cluster unstable until it does. A meta update that changes nothing
+  triggers a full check at once (dropped within 6 s of the previous), so we send one every
+  ``NUDGE_INTERVAL`` while refused, and the operation goes through within about a second.
+- ``/topic/partition/expand`` only adds partitions ("can not be reduced"; the same count
+  is accepted and does nothing). The new partitions become writable in the next topic
+  check, like a new topic: re-sending the expand is idempotent and triggers one, so
+  :func:`nsqctl.admin.operations._wait_partitions` (create's wait) is reused as is. 1 → 3
+  partitions: writable 0.5 s after the nudge.
+- ``/topic/partition/move`` takes node ids (``ip:rpc_port:tcp_port:id``), which operators
+  never see: we map nsqd HTTP addresses to them (``/config/rpc_port`` and ``/config/id``
+  of each nsqd). The request blocks while the target catches up (server limit 10 min; it
+  checks once a second, so a move to a node outside the ISR takes at least ~1 s: 20,000
+  messages took 1.1 s), then moves leadership or drops the source from the ISR. A leader
+  move to a node already in the ISR is a plain election: 0.15 s. A leader moved to a node
+  outside the ISR goes to the newest in-sync replica with the least load, which need not
+  be the target; we then move it on to the target (now in the ISR) with a second request.
+- ``/topic/meta/update`` takes ``replicator`` (1-5), ``syncdisk`` (≤ 4000),
+  ``retention`` (days, ≤ 60), ``upgradeext=true`` (one way, writes paused meanwhile) and
+  ``disable_channel_auto_create``. Fewer replicas take effect in the next topic check
+  (which the update triggers); a missing replica is added only after nsqlookupd's migrate
+  interval, 10 min, or 10 s when at most half the replicas are in sync. ``syncdisk`` and
+  ``retention`` are stored in etcd and not readable over HTTP, so they are reported as
+  accepted, not as seen.
+"""
+
+from nsqctl.admin.partitions.apply import (
+    apply_plan,
+    expand_partitions,
+    move_partition,
+    update_topic_meta,
+)
+from nsqctl.admin.partitions.plans import PartitionPlan, plan_expand, plan_move, plan_update
+from nsqctl.admin.partitions.state import (
+    NotRedesignError,
+    NsqdNode,
+    PartitionState,
+    TopicState,
+    redesign_leader,
+    registered_nsqds,
+    topic_state,
+)
+
+__all__ = [
+    "NotRedesignError",
+    "NsqdNode",
+    "PartitionPlan",
+    "PartitionState",
+    "TopicState",
+    "apply_plan",
+    "expand_partitions",
+    "move_partition",
+    "plan_expand",
+    "plan_move",
+    "plan_update",
+    "redesign_leader",
+    "registered_nsqds",
+    "topic_state",
+    "update_topic_meta",
+]

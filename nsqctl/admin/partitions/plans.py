@@ -1,0 +1,228 @@
+"""Partition operations planned and checked before anything is sent (the CLI shows the
+plan and asks first): inputs within nsqlookupd's limits, nodes registered, placement."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import httpx
+
+from nsqctl.admin.base import AdminError
+from nsqctl.admin.partitions.state import (
+    NsqdNode,
+    TopicState,
+    redesign_leader,
+    registered_nsqds,
+    topic_state,
+)
+from nsqctl.admin.planners import MAX_REPLICAS, check_node_count
+from nsqctl.admin.requests import AdminRequest, Node, _client
+from nsqctl.errors import ConfigError
+from nsqctl.protocol.names import validate_topic
+
+MAX_EXPAND = 254  # ExpandTopicPartition refuses >= MAX_PARTITION_NUM (255)
+MAX_SYNC_EVERY = 4000
+MAX_RETENTION_DAYS = 60
+
+
+@dataclass
+class PartitionPlan:
+    """A checked operation, ready to show (``stages``) and to send (:func:`apply_plan`)."""
+
+    action: str
+    topic: str
+    leader: str
+    stages: list[list[AdminRequest]]
+    before: TopicState
+    nodes: dict[str, NsqdNode]
+    partition_num: int = 0  # expand: the new count
+    partition: int | None = None  # move
+    target: str | None = None  # move: the nsqd HTTP address
+    source: str | None = None  # move
+    move_leader: bool = False
+    replicas: int | None = None  # update
+    notes: list[str] = field(default_factory=list)
+
+
+def _node(nodes: dict[str, NsqdNode], address: str, flag: str) -> NsqdNode:
+    if address in nodes:
+        return nodes[address]
+    known = ", ".join(sorted(nodes)) or "none"
+    raise ConfigError(
+        f"{flag} {address}: not an nsqd registered with nsqlookupd (registered nsqd HTTP "
+        f"addresses: {known}; see `nsqctl dash` or `nsqctl lookup TOPIC`)"
+    )
+
+
+async def _context(
+    client: httpx.AsyncClient,
+    lookupd_http: Sequence[str],
+    topic: str,
+    what: str,
+    transport: httpx.AsyncBaseTransport | None,
+) -> tuple[str, dict[str, NsqdNode], TopicState]:
+    validate_topic(topic)
+    leader = await redesign_leader(client, lookupd_http, what)
+    nodes = await registered_nsqds(client, leader)
+    return leader, nodes, await topic_state(client, leader, topic, nodes, transport)
+
+
+def _req(leader: str, path: str, **params: str) -> AdminRequest:
+    return AdminRequest(Node(leader, "lookupd"), path, tuple(params.items()))
+
+
+# ------------------------------------------------------------------ planning (checks, no change)
+
+
+async def plan_expand(
+    lookupd_http: Sequence[str],
+    topic: str,
+    partitions: int,
+    *,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> PartitionPlan:
+    """Check an expand to ``partitions``: more than now, within limits and placement."""
+    async with _client(transport) as client:
+        leader, nodes, state = await _context(
+            client, lookupd_http, topic, "topic expand", transport
+        )
+    now = state.meta.partition_num
+    if partitions <= now:
+        raise ConfigError(
+            f"topic {topic} has {now} partition(s): --partitions must be more than {now} "
+            "(partitions cannot be removed)"
+        )
+    if partitions > MAX_EXPAND:
+        raise ConfigError(f"--partitions must be at most {MAX_EXPAND} (nsqlookupd's limit)")
+    check_node_count(topic, partitions, state.meta.replica, state.allow_multi, len(nodes))
+    req = _req(leader, "/topic/partition/expand", topic=topic, partition_num=str(partitions))
+    return PartitionPlan(
+        "topic expand", topic, leader, [[req]], state, nodes, partition_num=partitions
+    )
+
+
+async def plan_move(
+    lookupd_http: Sequence[str],
+    topic: str,
+    partition: int,
+    to: str,
+    *,
+    source: str | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> PartitionPlan:
+    """Check a move of ``partition``'s copy on ``source`` (default: its leader) to ``to``.
+
+    Moving the leader's copy moves leadership too; moving a follower's copy keeps the
+    leader and swaps which nsqd holds a replica.
+    """
+    async with _client(transport) as client:
+        leader, nodes, state = await _context(client, lookupd_http, topic, "topic move", transport)
+    if not 0 <= partition < state.meta.partition_num:
+        raise ConfigError(
+            f"topic {topic} has partitions 0-{state.meta.partition_num - 1}: no partition "
+            f"{partition}"
+        )
+    part = state.partitions.get(partition)
+    if part is None or part.leader is None:
+        raise AdminError(
+            f"{topic} partition {partition} has no leader now: wait for nsqlookupd to elect "
+            f"one (`nsqctl lookup {topic}`), then move it"
+        )
+    target = _node(nodes, to, "--to")
+    src = _node(nodes, source or part.leader, "--from")
+    move_leader = src.http == part.leader
+    if target.http == src.http:
+        raise ConfigError(f"--to {to} is where the copy already is: name another nsqd")
+    if move_leader and target.http == part.leader:
+        raise ConfigError(f"{to} already leads {topic} partition {partition}: nothing to move")
+    if not move_leader:
+        if part.isr and src.http not in part.isr:
+            raise ConfigError(
+                f"--from {src.http} holds no in-sync copy of {topic} partition {partition} "
+                f"(ISR: {', '.join(part.isr)})"
+            )
+        if target.http in part.isr:
+            raise ConfigError(
+                f"--to {to} already holds a copy of {topic} partition {partition}: to make it "
+                "the leader, leave out --from"
+            )
+    if not state.allow_multi:
+        for other in state.partitions.values():
+            if other.partition != partition and target.http in (*other.isr, *other.catchup):
+                raise ConfigError(
+                    f"{to} holds partition {other.partition} of {topic}; an unordered topic "
+                    "keeps each nsqd to one partition's copy: pick another nsqd"
+                )
+    params = {
+        "topic": topic,
+        "partition": str(partition),
+        "move_leader": "true" if move_leader else "false",
+        "move_from": src.node_id,
+        "move_to": target.node_id,
+    }
+    req = _req(leader, "/topic/partition/move", **params)
+    return PartitionPlan(
+        "topic move",
+        topic,
+        leader,
+        [[req]],
+        state,
+        nodes,
+        partition=partition,
+        target=target.http,
+        source=src.http,
+        move_leader=move_leader,
+    )
+
+
+async def plan_update(
+    lookupd_http: Sequence[str],
+    topic: str,
+    *,
+    replicas: int | None = None,
+    sync_every: int | None = None,
+    retention_days: int | None = None,
+    channel_auto_create: bool | None = None,
+    upgrade_ext: bool = False,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> PartitionPlan:
+    """Check a meta update: at least one parameter, each within nsqlookupd's limits."""
+    params: dict[str, str] = {"topic": topic}
+    if replicas is not None:
+        if not 1 <= replicas <= MAX_REPLICAS:
+            raise ConfigError(f"--replicas must be between 1 and {MAX_REPLICAS}")
+        params["replicator"] = str(replicas)
+    if sync_every is not None:
+        if not 0 <= sync_every <= MAX_SYNC_EVERY:
+            raise ConfigError(f"--sync-every must be between 0 and {MAX_SYNC_EVERY} messages")
+        params["syncdisk"] = str(sync_every)
+    if retention_days is not None:
+        if not 0 <= retention_days <= MAX_RETENTION_DAYS:
+            raise ConfigError(f"--retention-days must be between 0 and {MAX_RETENTION_DAYS}")
+        params["retention"] = str(retention_days)
+    if upgrade_ext:
+        params["upgradeext"] = "true"
+    if channel_auto_create is not None:
+        params["disable_channel_auto_create"] = "false" if channel_auto_create else "true"
+    if len(params) == 1:
+        raise ConfigError(
+            "nothing to update: give --replicas, --sync-every, --retention-days, --ext or "
+            "--channel-auto-create/--no-channel-auto-create"
+        )
+    async with _client(transport) as client:
+        leader, nodes, state = await _context(
+            client, lookupd_http, topic, "topic update", transport
+        )
+    if replicas is not None:
+        check_node_count(topic, state.meta.partition_num, replicas, state.allow_multi, len(nodes))
+    plan = PartitionPlan(
+        "topic update", topic, leader, [[_req(leader, "/topic/meta/update", **params)]], state,
+        nodes, replicas=replicas,
+    )  # fmt: skip
+    if sync_every is not None or retention_days is not None:
+        plan.notes.append(
+            "sync-every and retention-days are kept in etcd; nsqlookupd does not show them "
+            "over HTTP, so they are reported as accepted"
+        )
+    return plan

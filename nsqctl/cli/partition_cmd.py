@@ -1,0 +1,136 @@
+"""``nsqctl topic expand|move|update``: the redesign's partition operations, thin over
+:mod:`nsqctl.admin.partitions`, registered on the ``topic`` group of
+:mod:`nsqctl.cli.admin_cmd` (which imports this module last).
+
+Same rules as the other admin commands: each shows what it will send and asks first;
+without a terminal it refuses unless ``--yes`` is given. Each waits until the change is
+visible, printing progress on stderr, and prints one line per request sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import typer
+
+from nsqctl import admin
+from nsqctl.cli.admin_cmd import (
+    YesOption,
+    _confirm,
+    _refuse_without_tty,
+    cluster_addresses,
+    emit_report,
+    topic_app,
+)
+from nsqctl.cli.common import JsonOption, LookupdOption, ProfileOption
+from nsqctl.protocol.names import validate_topic
+
+WaitOption = typer.Option(
+    120.0, "--wait", min=0, help="Seconds to wait until the change is visible."
+)
+
+
+def _lookupds(lookupd: list[str] | None, profile: str | None) -> list[str]:
+    lookupds, _ = cluster_addresses(lookupd, None, None, profile, require=None)
+    return lookupds
+
+
+def _say(line: str) -> None:
+    typer.echo(line, err=True)
+
+
+def _run(plan: admin.PartitionPlan, what: str, yes: bool, wait: float, as_json: bool) -> None:
+    _confirm(what, plan.stages, yes)
+    report = asyncio.run(admin.apply_plan(plan, wait=wait, progress=_say))
+    emit_report(report, as_json)
+
+
+@topic_app.command("expand")
+def topic_expand(
+    topic: str = typer.Argument(..., help="Redesign topic to grow."),
+    partitions: int = typer.Option(
+        ..., "--partitions", help="The new partition count (more than now; cannot shrink)."
+    ),
+    wait: float = WaitOption,
+    yes: bool = YesOption,
+    as_json: bool = JsonOption,
+    lookupd: list[str] = LookupdOption,
+    profile: str | None = ProfileOption,
+) -> None:
+    """Redesign: add partitions to a topic, waiting until they are writable (asks first)."""
+    validate_topic(topic)
+    what = f"expand topic {topic} to {partitions} partitions (cannot be undone)"
+    _refuse_without_tty(what, yes)
+    plan = asyncio.run(admin.plan_expand(_lookupds(lookupd, profile), topic, partitions))
+    _run(plan, what, yes, wait, as_json)
+
+
+@topic_app.command("move")
+def topic_move(
+    topic: str = typer.Argument(..., help="Redesign topic."),
+    partition: int = typer.Option(..., "--partition", min=0, help="The partition to move."),
+    to: str = typer.Option(
+        ..., "--to", help="nsqd HTTP address to move to (as `nsqctl dash`/`lookup` show)."
+    ),
+    source: str | None = typer.Option(
+        None,
+        "--from",
+        help="The nsqd whose copy moves (default: the leader, so leadership moves too).",
+    ),
+    wait: float = WaitOption,
+    yes: bool = YesOption,
+    as_json: bool = JsonOption,
+    lookupd: list[str] = LookupdOption,
+    profile: str | None = ProfileOption,
+) -> None:
+    """Redesign: move a partition's leader (or with --from a replica) to another nsqd."""
+    validate_topic(topic)
+    copy = f"the copy on {source}" if source else "the leader"
+    what = f"move {copy} of {topic} partition {partition} to {to}"
+    _refuse_without_tty(what, yes)
+    plan = asyncio.run(
+        admin.plan_move(_lookupds(lookupd, profile), topic, partition, to, source=source)
+    )
+    _run(plan, what, yes, wait, as_json)
+
+
+@topic_app.command("update")
+def topic_update(
+    topic: str = typer.Argument(..., help="Redesign topic."),
+    replicas: int | None = typer.Option(None, "--replicas", help="Replicas per partition (1-5)."),
+    sync_every: int | None = typer.Option(
+        None, "--sync-every", help="fsync every N messages (0-4000)."
+    ),
+    retention_days: int | None = typer.Option(
+        None, "--retention-days", help="Days the data is kept (0-60; 0: the nsqd default)."
+    ),
+    channel_auto_create: bool | None = typer.Option(
+        None,
+        "--channel-auto-create/--no-channel-auto-create",
+        help="Whether a SUB creates a missing channel.",
+    ),
+    ext: bool = typer.Option(
+        False, "--ext", help="Upgrade to an ext-header topic (one way; writes pause meanwhile)."
+    ),
+    wait: float = WaitOption,
+    yes: bool = YesOption,
+    as_json: bool = JsonOption,
+    lookupd: list[str] = LookupdOption,
+    profile: str | None = ProfileOption,
+) -> None:
+    """Redesign: change a topic's replicas, sync, retention or channel auto-create (asks first)."""
+    validate_topic(topic)
+    what = f"update topic {topic}"
+    _refuse_without_tty(what, yes)
+    plan = asyncio.run(
+        admin.plan_update(
+            _lookupds(lookupd, profile),
+            topic,
+            replicas=replicas,
+            sync_every=sync_every,
+            retention_days=retention_days,
+            channel_auto_create=channel_auto_create,
+            upgrade_ext=ext,
+        )
+    )
+    _run(plan, what, yes, wait, as_json)

@@ -1,0 +1,201 @@
+"""``nsqctl topic expand|move|update`` on real youzan servers (3 nsqd, one lookupd, etcd).
+
+Each operation goes through the CLI as an operator types it (``--yes``, nsqd HTTP
+addresses), then the servers themselves are asked what changed: lookupd ``/lookup`` for
+leaders and meta, the leaders' ``/stats`` and ``/coordinator/stats`` for messages and ISR,
+etcd for the parameters nsqlookupd keeps only there. Messages published before and after a
+move are all read back; the one-line errors name what was wrong.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from nsqctl import admin
+from nsqctl import protocol as p
+from nsqctl.producer import Producer
+from nsqctl.servers import build, cluster
+from nsqctl.servers.cluster import Cluster
+from tests.helpers.cli import assert_one_line_error, run_cli
+from tests.helpers.failover import leader_of, lookup_partitions
+from tests.helpers.redesign import (
+    TopicSpec,
+    create_topics,
+    leader_stats,
+    read_messages,
+    run_ok,
+    unique,
+)
+
+pytestmark = [pytest.mark.redesign, pytest.mark.timeout(300)]
+
+
+@pytest.fixture(scope="module")
+def three(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """Three youzan nsqd: room to move a replicated partition and to expand a topic."""
+    bins = build.build("redesign")
+    c = cluster.start("redesign", tmp_path_factory.mktemp("ops"), nsqd=3, bin_dir=bins)
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+def _isr(c: Cluster, topic: str, partition: int = 0) -> list[str]:
+    """The partition's ISR as its leader reports it, as nsqd HTTP addresses."""
+    state = asyncio.run(_state(c, topic))
+    return list(state.partitions[partition].isr)
+
+
+async def _state(c: Cluster, topic: str) -> admin.TopicState:
+    async with httpx.AsyncClient(timeout=5) as client:
+        leader = c.lookupd_http[0]
+        nodes = await admin.registered_nsqds(client, leader)
+        return await admin.partitions.topic_state(client, leader, topic, nodes)
+
+
+def _etcd_meta(c: Cluster, topic: str) -> dict:
+    """The topic meta nsqlookupd stored in etcd (sync and retention live only there)."""
+    etcd = c.by_role("etcd")[0]
+    key = f"/v2/keys/NSQMetaData/{cluster.CLUSTER_ID}/Topics/{topic}/TopicMeta"
+    resp = httpx.get(f"http://127.0.0.1:{etcd.http_port}{key}", timeout=5)
+    return json.loads(resp.json()["node"]["value"])
+
+
+async def _publish(c: Cluster, topic: str, bodies: list[bytes], partition: int = 0) -> None:
+    async with Producer(lookupd_http=c.lookupd_http) as producer:
+        await producer.publish_many(topic, bodies, partition=partition)
+
+
+def _read_all(c: Cluster, topic: str, count: int) -> list[bytes]:
+    """Every stored message, on a fresh channel from the start of each partition."""
+    got = asyncio.run(
+        read_messages(c.lookupd_http, topic, unique("v"), count, start=p.start_msgcount(0))
+    )
+    return [m.body for m in got]
+
+
+def test_expand_adds_writable_partitions_that_take_and_serve_messages(three: Cluster) -> None:
+    c = three
+    topic = unique("grow")
+    asyncio.run(create_topics(c.lookupd_http, {topic: TopicSpec(partitions=1, replicas=1)}))
+    out = run_ok("topic", "expand", topic, "--partitions", "3", "--yes",
+                 "--lookupd", c.lookupd_http[0])  # fmt: skip
+    assert "topic expand" in out and "POST /topic/partition/expand" in out
+    assert "3/3 partition(s) writable" in out
+    assert sorted(lookup_partitions(c.lookupd_http[0], topic)) == [0, 1, 2]
+    bodies = {part: [f"p{part}-{i}".encode() for i in range(20)] for part in (0, 1, 2)}
+    for part, items in bodies.items():
+        asyncio.run(_publish(c, topic, items, partition=part))
+    counts = {part: int(t["message_count"]) for part, t in leader_stats(c, topic).items()}
+    assert counts == {0: 20, 1: 20, 2: 20}
+    assert sorted(_read_all(c, topic, 60)) == sorted(b for items in bodies.values() for b in items)
+
+
+def test_move_leader_keeps_every_message_and_fills_the_isr(three: Cluster) -> None:
+    c = three
+    topic = unique("move")
+    asyncio.run(create_topics(c.lookupd_http, {topic: TopicSpec(partitions=1, replicas=2)}))
+    before = [f"before-{i}".encode() for i in range(200)]
+    asyncio.run(_publish(c, topic, before))
+    old = leader_of(c, topic)
+    isr = _isr(c, topic)
+    # the nsqd outside the ISR: it must catch up before it can lead
+    target = next(n.http_address for n in c.nsqds if n.http_address not in isr)
+    out = run_ok("topic", "move", topic, "--partition", "0", "--to", target, "--yes",
+                 "--lookupd", c.lookupd_http[0])  # fmt: skip
+    assert "POST /topic/partition/move" in out and f"leader {target}" in out
+    assert leader_of(c, topic).http_address == target != old.http_address
+    stats = leader_stats(c, topic)
+    assert stats[0]["nsqd_http"] == target and int(stats[0]["message_count"]) == 200
+    new_isr = _isr(c, topic)
+    assert len(new_isr) == 2 and target in new_isr and old.http_address not in new_isr
+    after = [f"after-{i}".encode() for i in range(200)]
+    asyncio.run(_publish(c, topic, after))
+    assert int(leader_stats(c, topic)[0]["message_count"]) == 400
+    assert sorted(_read_all(c, topic, 400)) == sorted(before + after)
+
+
+def test_move_replica_keeps_the_leader(three: Cluster) -> None:
+    c = three
+    topic = unique("rep")
+    asyncio.run(create_topics(c.lookupd_http, {topic: TopicSpec(partitions=1, replicas=2)}))
+    asyncio.run(_publish(c, topic, [b"x"] * 50))
+    leader = leader_of(c, topic).http_address
+    follower = next(a for a in _isr(c, topic) if a != leader)
+    spare = next(n.http_address for n in c.nsqds if n.http_address not in (leader, follower))
+    run_ok("topic", "move", topic, "--partition", "0", "--from", follower, "--to", spare,
+           "--yes", "--lookupd", c.lookupd_http[0])  # fmt: skip
+    assert leader_of(c, topic).http_address == leader
+    assert sorted(_isr(c, topic)) == sorted([leader, spare])
+
+
+def test_update_meta_is_read_back(three: Cluster) -> None:
+    c = three
+    topic = unique("meta")
+    asyncio.run(create_topics(c.lookupd_http, {topic: TopicSpec(partitions=1, replicas=2)}))
+    out = run_ok("topic", "update", topic, "--replicas", "1", "--retention-days", "3",
+                 "--sync-every", "100", "--no-channel-auto-create", "--yes",
+                 "--lookupd", c.lookupd_http[0])  # fmt: skip
+    assert "POST /topic/meta/update" in out
+    state = asyncio.run(_state(c, topic))
+    assert state.meta.replica == 1 and state.meta.disable_channel_auto_create
+    assert len(state.partitions[0].isr) == 1  # the extra copy left the ISR
+    stored = _etcd_meta(c, topic)
+    assert (stored["RetentionDay"], stored["SyncEvery"], stored["Replica"]) == (3, 100, 1)
+
+
+def test_bad_input_is_one_line_with_exit_code(three: Cluster, original_cluster: Cluster) -> None:
+    c = three
+    lookupd = c.lookupd_http[0]
+    topic = unique("bad")
+    asyncio.run(create_topics(c.lookupd_http, {topic: TopicSpec(partitions=2, replicas=1)}))
+    cases = [
+        (["topic", "move", topic, "--partition", "0", "--to", "127.0.0.1:1"], 2,
+         "not an nsqd registered with nsqlookupd"),
+        (["topic", "expand", topic, "--partitions", "1"], 2, "must be more than 2"),
+        (["topic", "expand", topic, "--partitions", "4"], 2, "need 4 nodes and 3 registered"),
+        (["topic", "move", topic, "--partition", "5", "--to", c.nsqd_http[0]], 2,
+         "no partition 5"),
+        (["topic", "update", topic], 2, "nothing to update"),
+        (["topic", "expand", unique("nope"), "--partitions", "2"], 1, "not found"),
+    ]  # fmt: skip
+    for args, code, text in cases:
+        err = assert_one_line_error(run_cli([*args, "--yes", "--lookupd", lookupd]), code)
+        assert text in err, (args, err)
+    original = original_cluster.lookupd_http[0]
+    for args in (["expand", "t", "--partitions", "2"], ["move", "t", "--partition", "0",
+                 "--to", "127.0.0.1:4151"], ["update", "t", "--replicas", "2"]):  # fmt: skip
+        err = assert_one_line_error(
+            run_cli(["topic", *args, "--yes", "--lookupd", original]), 1
+        )
+        assert "needs a redesign (youzan) cluster" in err, err
+    # no terminal and no --yes: refused before anything is sent
+    err = assert_one_line_error(run_cli(["topic", "expand", topic, "--partitions", "3",
+                                         "--lookupd", lookupd]), 2)  # fmt: skip
+    assert "pass --yes" in err
+    assert sorted(lookup_partitions(lookupd, topic)) == [0, 1]
+
+
+def test_library_move_reports_progress(three: Cluster, tmp_path: Path) -> None:
+    """The library call tells a catch-up and the new leader through ``progress``."""
+    c = three
+    topic = unique("lib")
+    asyncio.run(create_topics(c.lookupd_http, {topic: TopicSpec(partitions=1, replicas=1)}))
+    asyncio.run(_publish(c, topic, [b"y"] * 100))
+    old = leader_of(c, topic).http_address
+    target = next(n.http_address for n in c.nsqds if n.http_address != old)
+    lines: list[str] = []
+    report = asyncio.run(admin.move_partition(c.lookupd_http, topic, 0, target,
+                                              progress=lines.append))  # fmt: skip
+    report.raise_for_failures()
+    assert not report.warnings, report.warnings
+    assert any(f"catching up: {target}" in line or target in line for line in lines), lines
+    assert leader_of(c, topic).http_address == target
+    assert _isr(c, topic) == [target]
