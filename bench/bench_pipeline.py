@@ -41,7 +41,7 @@ import _common as c
 import bench_cli
 
 from nsqctl.pipeline.archiver import ArchiveOptions, Archiver, ArchiveStats
-from nsqctl.pipeline.schema import ARCHIVE_SCHEMA, OfflineMessage
+from nsqctl.pipeline.schema import ARCHIVE_SCHEMA, OfflineMessage, internal_id_from_hex
 from nsqctl.pipeline.writer import ArchiveBuffer, ArchiveWriter, RotationPolicy, write_parquet
 from nsqctl.protocol.message import RawMessage
 
@@ -49,10 +49,8 @@ BODY = b"x" * 100
 #: Distinct source nsqd addresses in generated archives: replay keeps order per source
 #: (topic, partition, nsqd), so its parallelism is at most this many keys.
 SOURCES = 16
-#: Generated ids start here: 16 hex digits with a letter in them (an all-digit id would
-#: read as a decimal trace id on trace's command line).
-ID_BASE = 0x0A00_0000_0000_0000
 FILE_ROWS = 500_000  # rows per generated Parquet file (~ the archiver's 64 MB rotation)
+GUID_TWEPOCH = 1288834974288  # nsqd/guid.go's epoch, in its 2**20 ns units
 SECTIONS = ("archive", "replay", "trace")
 
 
@@ -91,30 +89,43 @@ def synthetic_archive(out: Path, rows: int, rotate_rows: int = 100_000) -> float
     return rows / (time.perf_counter() - started)
 
 
+def nsqd_guid(ts_ns: int, node: int, seq: int) -> int:
+    """An id as nsqio's nsqd makes it (nsqd/guid.go): time in 2**20 ns units since its
+    epoch, 10 node bits, a 12-bit sequence; trace relies on the time inside it."""
+    return (((ts_ns >> 20) - GUID_TWEPOCH) << 22) | (node << 12) | (seq & 0xFFF)
+
+
 def generated_archive(out: Path, rows: int) -> bytes:
-    """An original-family archive of ``rows`` messages from ``SOURCES`` nsqd, written
-    file by file with the writer's own Parquet settings (sorted, small row groups, bloom
-    filters); returns the message id of the middle row (what trace looks up)."""
+    """An original-family archive of ``rows`` messages, 1 µs apart, from ``SOURCES`` nsqd,
+    with real-looking nsqd ids, written file by file with the writer's own Parquet settings
+    (sorted, small row groups, bloom filters); returns the message id trace looks up (the
+    middle row's, or the next one whose hex has a letter: an all-digit id reads as a
+    decimal trace id on trace's command line)."""
     import pyarrow as pa
 
-    ts0 = time.time_ns() - rows * 1000
-    day = dt.datetime.fromtimestamp(ts0 / 1e9, dt.UTC).date().isoformat()
-    directory = out / "topic=bench" / "partition=-1" / f"date={day}"
+    noon = dt.datetime.combine(dt.datetime.now(dt.UTC).date(), dt.time(12), dt.UTC)
+    ts0 = int(noon.timestamp()) * 1_000_000_000  # every row on one date, whatever the hour
+    directory = out / "topic=bench" / "partition=-1" / f"date={noon.date().isoformat()}"
     directory.mkdir(parents=True, exist_ok=True)
     now = dt.datetime.now(dt.UTC)
+    wanted = None
     for first in range(0, rows, FILE_ROWS):
         n = min(FILE_ROWS, rows - first)
         pos = range(first, first + n)
-        ids = range(ID_BASE + first, ID_BASE + first + n)
+        stamps = [ts0 + i * 1000 for i in pos]
+        hex_ids = [b"%016x" % nsqd_guid(t, i % SOURCES, i // SOURCES)
+                   for t, i in zip(stamps, pos, strict=True)]  # fmt: skip
+        if wanted is None and first + n > rows // 2:
+            wanted = next(h for h in hex_ids[rows // 2 - first :] if not h.isdigit())
         cols: dict[str, Any] = {
             "topic": ["bench"] * n,
             "partition": [-1] * n,
             "channel": ["bench"] * n,
             "nsqd": [f"127.0.0.1:{4150 + i % SOURCES}" for i in pos],
-            "internal_id": list(ids),
+            "internal_id": [internal_id_from_hex(h) for h in hex_ids],
             "trace_id": [None] * n,
-            "id": [b"%016x" % i for i in ids],
-            "timestamp": [ts0 + i * 1000 for i in pos],
+            "id": hex_ids,
+            "timestamp": stamps,
             "attempts": [1] * n,
             "offset": [None] * n,
             "size": [None] * n,
@@ -126,7 +137,8 @@ def generated_archive(out: Path, rows: int) -> bytes:
             [pa.array(cols[f.name], type=f.type) for f in ARCHIVE_SCHEMA], schema=ARCHIVE_SCHEMA
         )
         write_parquet(table, str(directory / f"part-{first // FILE_ROWS:05d}.parquet"))
-    return b"%016x" % (ID_BASE + rows // 2)
+    assert wanted is not None
+    return wanted
 
 
 def end_to_end(cluster: c.Cluster, out: Path, topic: str, n: int, **where: list[str]) -> float:
