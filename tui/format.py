@@ -19,9 +19,13 @@ def num(value: int | None) -> str:
     """Compact counts: 950, 12.3k, 4.1M."""
     if value is None:
         return "-"
-    for limit, suffix in ((1_000_000_000, "G"), (1_000_000, "M"), (10_000, "k")):
+    for limit, unit, suffix in (
+        (1_000_000_000, 1_000_000_000, "G"),
+        (1_000_000, 1_000_000, "M"),
+        (10_000, 1_000, "k"),  # 9999 stays exact; 12,345 is 12.3k
+    ):
         if abs(value) >= limit:
-            return f"{value / limit:.1f}{suffix}"
+            return f"{value / unit:.1f}{suffix}"
     return str(value)
 
 

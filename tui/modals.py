@@ -31,8 +31,10 @@ not in sync · colours: yellow warn, red critical.
 
 Redesign: depth counts messages not yet confirmed, in-flight ones included;
 [b]depth size[/b] and [b]stored[/b] (a partition's queue) are bytes. ISR and catch-up
-([b]…[/b] until fetched) are asked for the open topic only. Its nsqd cannot pause a
-topic: pause the channels.
+([b]…[/b] until fetched) are asked for the open topic only; a catching-up copy shows its
+messages of the leader's. A leader or ISR that just changed is shown in reverse video, and
+event lines under the partitions tell each step of a move or failover (the latest one also
+on the main screen). Its nsqd cannot pause a topic: pause the channels.
 """
 
 

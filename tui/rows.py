@@ -7,7 +7,8 @@ from collections.abc import Callable
 from rich.text import Text
 
 from nsqctl.stats.history import sparkline
-from nsqctl.stats.view import ChannelView, ClusterView, NodeView, TopicView
+from nsqctl.stats.view import ChannelView, ClusterView, NodeView, PartitionView, TopicView
+from tui.events import Event, PartitionWatch
 from tui.format import (
     SEVERITY_STYLE,
     STATE_STYLE,
@@ -18,7 +19,7 @@ from tui.format import (
     size,
     styled,
 )
-from tui.tables import Row
+from tui.tables import Cell, Row
 
 NODE_COLUMNS = ("nsqd", "version", "state", "health", "topics", "partitions", "leaders", "ms", "")
 TOPIC_COLUMNS = (
@@ -145,19 +146,44 @@ def _nodes(nodes: tuple[str, ...] | None, redesign: bool) -> str:
     return ", ".join(nodes) or "-"
 
 
-def partition_rows(topic: TopicView) -> list[Row]:
+def _catchup(p: PartitionView, redesign: bool) -> Cell:
+    """Catch-up nodes with how far each has come (its messages of the leader's)."""
+    if not p.catchup:
+        return _nodes(p.catchup, redesign)
+    counts = dict(p.holder_messages)
+    lead = counts.get(p.leader or "", p.messages)
+    parts = []
+    for node in p.catchup:
+        have = counts.get(node)
+        parts.append(node if have is None else f"{node} {num(have)}/{num(lead)}")
+    return styled(", ".join(parts), "bold cyan")
+
+
+def partition_rows(
+    topic: TopicView, watch: PartitionWatch | None = None, now: float = 0.0
+) -> list[Row]:
+    """One row per partition; with ``watch``, a recently changed leader and a recently
+    shrunk ISR are marked (reverse video) for :data:`tui.events.HIGHLIGHT_SECONDS`."""
     rows: list[Row] = []
     for p in topic.partitions:
         isr = _nodes(p.isr, topic.is_redesign)
+        moved = watch is not None and watch.leader_changed(topic.name, p.partition, now)
+        shrunk = watch is not None and watch.isr_shrunk(topic.name, p.partition, now)
+        leader: Cell = p.leader or styled("NO LEADER", "bold red")
+        if moved and p.leader:
+            leader = styled(p.leader, "bold reverse green")
+        isr_cell: Cell = styled(isr, "bold yellow") if p.out_of_sync else isr
+        if shrunk:
+            isr_cell = styled(isr, "bold reverse yellow")
         rows.append(
             (
                 f"{p.label}@{p.leader or ','.join(p.replicas)}",
                 [
                     p.label,
-                    p.leader or styled("NO LEADER", "bold red"),
+                    leader,
                     ", ".join(p.replicas) or "-",
-                    styled(isr, "bold yellow") if p.out_of_sync else isr,
-                    _nodes(p.catchup, topic.is_redesign),
+                    isr_cell,
+                    _catchup(p, topic.is_redesign),
                     "yes" if p.write_enabled else styled("no", "bold red"),
                     num(p.depth),
                     size(p.stored_bytes),
@@ -167,6 +193,17 @@ def partition_rows(topic: TopicView) -> list[Row]:
             )
         )
     return rows
+
+
+def event_lines(events: list[Event]) -> Text:
+    """The recent partition events, newest last, one per line."""
+    text = Text()
+    for i, event in enumerate(events):
+        style = "bold red" if event.kind == "no-leader" else "bold yellow"
+        if event.kind in ("isr-joined", "catch-up"):
+            style = "cyan"
+        text.append(("\n" if i else "") + event.line(), style=style)
+    return text
 
 
 def channel_state(c: ChannelView) -> str:

@@ -3,7 +3,9 @@
 Screens only render the latest :class:`ClusterView` handed to :meth:`refresh_view`; they
 never fetch. They know their app only as a :class:`ViewHolder` (where the latest view is)
 and tell it which topic they detail with a :class:`ViewScreen.Shown` message; actions go
-back to the app, which asks for confirmation and runs them.
+back to the app, which asks for confirmation and runs them. The partition events (a new
+leader, the ISR shrinking, a catch-up) come from the :class:`PartitionWatch` each screen
+is given when it is made; the app feeds that watch every poll.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from textual.widgets import Footer, Input, Static
 from nsqctl.stats.history import sparkline
 from nsqctl.stats.view import ClusterView
 from tui import rows
+from tui.events import Event, PartitionWatch
 from tui.format import num, per_sec, size
 from tui.rowtable import RowTable
 
@@ -34,6 +37,12 @@ class ViewHolder(Protocol):
 
 def _table(table_id: str, columns: tuple[str, ...]) -> RowTable:
     return RowTable(*columns, id=table_id)
+
+
+def _show_events(box: Static, events: list[Event]) -> None:
+    """Event lines in ``box``, which takes no room while there are none."""
+    box.set_class(bool(events), "visible")
+    box.update(rows.event_lines(events))
 
 
 class ViewScreen(Screen[None]):
@@ -72,17 +81,21 @@ class MainScreen(ViewScreen):
     #filter { display: none; height: 3; }
     #filter.visible { display: block; }
     #topics { height: 1fr; }
+    #last-event { height: 1; padding: 0 1; display: none; }
+    #last-event.visible { display: block; }
     .section { height: 1; padding: 0 1; background: $boost; text-style: bold; }
     """
 
-    def __init__(self) -> None:
+    def __init__(self, watch: PartitionWatch | None = None) -> None:
         super().__init__()
         self.filter_text = ""
         self.sort = "name"
+        self.watch = watch or PartitionWatch()
 
     def compose(self) -> ComposeResult:
         yield Static(id="summary")
         yield Static(id="lookupds")
+        yield Static(id="last-event")
         yield Static("nsqd nodes", classes="section")
         yield _table("nodes", rows.NODE_COLUMNS)
         yield Static(id="topics-title", classes="section")
@@ -105,6 +118,7 @@ class MainScreen(ViewScreen):
         self.query_one("#topics", RowTable).set_rows(
             rows.topic_rows(view, self.filter_text, self.sort)
         )
+        _show_events(self.query_one("#last-event", Static), self.watch.recent(count=1))
         self._title()
 
     def action_filter(self) -> None:
@@ -134,7 +148,7 @@ class MainScreen(ViewScreen):
 
     def on_row_table_row_selected(self, event: RowTable.RowSelected) -> None:
         if event.table.id == "topics":
-            self.app.push_screen(TopicScreen(event.row_key))
+            self.app.push_screen(TopicScreen(event.row_key, self.watch))
 
     def selected_topic(self) -> str | None:
         return self.query_one("#topics", RowTable).selected_key
@@ -145,13 +159,16 @@ class TopicScreen(ViewScreen):
     DEFAULT_CSS = """
     #topic-summary { height: auto; padding: 0 1; }
     #partitions { height: auto; max-height: 50%; }
+    #events { height: auto; max-height: 6; padding: 0 1; display: none; }
+    #events.visible { display: block; }
     #channels { height: 1fr; }
     .section { height: 1; padding: 0 1; background: $boost; text-style: bold; }
     """
 
-    def __init__(self, topic: str) -> None:
+    def __init__(self, topic: str, watch: PartitionWatch | None = None) -> None:
         super().__init__()
         self.topic = topic
+        self.watch = watch or PartitionWatch()
 
     @property
     def detail_topic(self) -> str | None:
@@ -162,6 +179,7 @@ class TopicScreen(ViewScreen):
             yield Static(id="topic-summary")
             yield Static("partitions", classes="section")
             yield _table("partitions", rows.PARTITION_COLUMNS)
+            yield Static(id="events")
             yield Static("channels", classes="section")
             yield _table("channels", rows.CHANNEL_COLUMNS)
         yield Footer()
@@ -187,7 +205,10 @@ class TopicScreen(ViewScreen):
         if flags:
             text.append(f" · {flags}", style="bold yellow")
         summary.update(text)
-        self.query_one("#partitions", RowTable).set_rows(rows.partition_rows(topic))
+        self.query_one("#partitions", RowTable).set_rows(
+            rows.partition_rows(topic, self.watch, view.taken_at)
+        )
+        _show_events(self.query_one("#events", Static), self.watch.recent(self.topic))
         self.query_one("#channels", RowTable).set_rows(rows.channel_rows(topic))
 
     def on_row_table_row_selected(self, event: RowTable.RowSelected) -> None:

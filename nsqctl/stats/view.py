@@ -151,6 +151,8 @@ class PartitionView:
     rate: float | None
     paused: bool
     channels: tuple[ChannelStats, ...]
+    holder_messages: tuple[tuple[str, int], ...] = ()
+    """``(nsqd, message_count)`` of every copy: how far a catching-up replica has come."""
 
     @property
     def no_leader(self) -> bool:
@@ -343,6 +345,7 @@ def _partition_view(
         rate=rate(main.message_count, prev.topic.get(key), dt) if key in prev.topic else None,
         paused=main.paused,
         channels=main.channels,
+        holder_messages=tuple((r.node, r.message_count) for r in rows),
     )
     return view, main
 

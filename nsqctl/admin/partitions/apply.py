@@ -101,10 +101,16 @@ async def _until(
         await asyncio.sleep(POLL)
 
 
-def _caught_up(part: int) -> Callable[[TopicState], bool]:
+def _settled(plan: PartitionPlan) -> Callable[[TopicState], bool]:
+    """The first move is done: no catch-up left and, for a leader move, a new leader."""
+    part = plan.partition
+    assert part is not None
+
     def check(state: TopicState) -> bool:
         p = state.partitions.get(part)
-        return p is not None and bool(p.isr) and not p.catchup
+        if p is None or not p.isr or p.catchup or plan.target not in p.isr:
+            return False
+        return not plan.move_leader or p.leader not in (None, plan.source)
 
     return check
 
@@ -120,6 +126,39 @@ def _moved(plan: PartitionPlan) -> Callable[[TopicState], bool]:
         return p.leader == target if plan.move_leader else True
 
     return check
+
+
+async def _lead_on(
+    client: httpx.AsyncClient,
+    plan: PartitionPlan,
+    deadline: float,
+    report: AdminReport,
+    progress: Progress | None,
+    transport: httpx.AsyncBaseTransport | None,
+) -> bool:
+    """After a leader move youzan may have elected another in-sync replica than the
+    target: move leadership on to the target (now in the ISR). False when that failed."""
+    part, target = plan.partition, plan.target
+    assert part is not None and target is not None
+    while True:
+        state = await _until(client, plan, _settled(plan), deadline, transport)
+        p = state.partitions.get(part) if state else None
+        src = plan.nodes.get(p.leader or "") if p else None
+        if p is None or src is None or p.leader == target:
+            return True  # settled on the target, or out of time (the final wait says so)
+        again = _req(
+            plan.leader, "/topic/partition/move", topic=plan.topic, partition=str(part),
+            move_leader="true", move_from=src.node_id, move_to=plan.nodes[target].node_id,
+        )  # fmt: skip
+        result = await _send_when_stable(client, again, plan.topic, deadline, progress)
+        if result.outcome == "ok" or time.monotonic() > deadline:
+            report.notes.append(f"nsqlookupd elected {p.leader}; moved leadership on to {target}")
+            report.results.append(result)
+            return result.outcome == "ok"
+        if "not the topic leader" not in result.error:  # else the lookup lagged: look again
+            report.results.append(result)
+            return False
+        await asyncio.sleep(POLL)
 
 
 async def _move(
@@ -138,22 +177,9 @@ async def _move(
         report.results.append(result)
         if result.outcome != "ok":
             return
-        state = await _until(client, plan, _caught_up(part), deadline, transport)
-        p = state.partitions.get(part) if state else None
-        if plan.move_leader and p is not None and p.leader != plan.target and plan.target in p.isr:
-            # youzan elected another in-sync replica: hand leadership on to the target
-            src = plan.nodes.get(p.leader or "")
-            if src is not None:
-                report.notes.append(f"nsqlookupd elected {p.leader}; moving leadership on")
-                again = _req(
-                    plan.leader, "/topic/partition/move", topic=plan.topic, partition=str(part),
-                    move_leader="true", move_from=src.node_id,
-                    move_to=plan.nodes[plan.target].node_id,
-                )  # fmt: skip
-                second = await _send_when_stable(client, again, plan.topic, deadline, progress)
-                report.results.append(second)
-                if second.outcome != "ok":
-                    return
+        if plan.move_leader and not await _lead_on(client, plan, deadline, report, progress,
+                                                   transport):  # fmt: skip
+            return
         final = await _until(client, plan, _moved(plan), deadline, transport, nudge=True)
     finally:
         watcher.cancel()
