@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
@@ -36,6 +35,16 @@ from tests.helpers.redesign import (
 pytestmark = [pytest.mark.redesign, pytest.mark.timeout(300)]
 
 
+SPECS = {
+    "grow": TopicSpec(partitions=1, replicas=1),
+    "move": TopicSpec(partitions=1, replicas=2),
+    "rep": TopicSpec(partitions=1, replicas=2),
+    "meta": TopicSpec(partitions=1, replicas=2),
+    "bad": TopicSpec(partitions=2, replicas=1),
+    "lib": TopicSpec(partitions=1, replicas=1),
+}
+
+
 @pytest.fixture(scope="module")
 def three(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """Three youzan nsqd: room to move a replicated partition and to expand a topic."""
@@ -45,6 +54,14 @@ def three(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         yield c
     finally:
         c.stop()
+
+
+@pytest.fixture(scope="module")
+def topics(three: Cluster) -> dict[str, str]:
+    """Every test's topic, created at once (nsqlookupd enables them in one topic check)."""
+    names = {key: unique(key) for key in SPECS}
+    asyncio.run(create_topics(three.lookupd_http, {names[k]: s for k, s in SPECS.items()}))
+    return names
 
 
 def _isr(c: Cluster, topic: str, partition: int = 0) -> list[str]:
@@ -81,10 +98,11 @@ def _read_all(c: Cluster, topic: str, count: int) -> list[bytes]:
     return [m.body for m in got]
 
 
-def test_expand_adds_writable_partitions_that_take_and_serve_messages(three: Cluster) -> None:
+def test_expand_adds_writable_partitions_that_take_and_serve_messages(
+    three: Cluster, topics: dict[str, str]
+) -> None:
     c = three
-    topic = unique("grow")
-    asyncio.run(create_topics(c.lookupd_http, {topic: TopicSpec(partitions=1, replicas=1)}))
+    topic = topics["grow"]
     out = run_ok("topic", "expand", topic, "--partitions", "3", "--yes",
                  "--lookupd", c.lookupd_http[0])  # fmt: skip
     assert "topic expand" in out and "POST /topic/partition/expand" in out
@@ -98,10 +116,11 @@ def test_expand_adds_writable_partitions_that_take_and_serve_messages(three: Clu
     assert sorted(_read_all(c, topic, 60)) == sorted(b for items in bodies.values() for b in items)
 
 
-def test_move_leader_keeps_every_message_and_fills_the_isr(three: Cluster) -> None:
+def test_move_leader_keeps_every_message_and_fills_the_isr(
+    three: Cluster, topics: dict[str, str]
+) -> None:
     c = three
-    topic = unique("move")
-    asyncio.run(create_topics(c.lookupd_http, {topic: TopicSpec(partitions=1, replicas=2)}))
+    topic = topics["move"]
     before = [f"before-{i}".encode() for i in range(200)]
     asyncio.run(_publish(c, topic, before))
     old = leader_of(c, topic)
@@ -122,10 +141,9 @@ def test_move_leader_keeps_every_message_and_fills_the_isr(three: Cluster) -> No
     assert sorted(_read_all(c, topic, 400)) == sorted(before + after)
 
 
-def test_move_replica_keeps_the_leader(three: Cluster) -> None:
+def test_move_replica_keeps_the_leader(three: Cluster, topics: dict[str, str]) -> None:
     c = three
-    topic = unique("rep")
-    asyncio.run(create_topics(c.lookupd_http, {topic: TopicSpec(partitions=1, replicas=2)}))
+    topic = topics["rep"]
     asyncio.run(_publish(c, topic, [b"x"] * 50))
     leader = leader_of(c, topic).http_address
     follower = next(a for a in _isr(c, topic) if a != leader)
@@ -136,10 +154,9 @@ def test_move_replica_keeps_the_leader(three: Cluster) -> None:
     assert sorted(_isr(c, topic)) == sorted([leader, spare])
 
 
-def test_update_meta_is_read_back(three: Cluster) -> None:
+def test_update_meta_is_read_back(three: Cluster, topics: dict[str, str]) -> None:
     c = three
-    topic = unique("meta")
-    asyncio.run(create_topics(c.lookupd_http, {topic: TopicSpec(partitions=1, replicas=2)}))
+    topic = topics["meta"]
     out = run_ok("topic", "update", topic, "--replicas", "1", "--retention-days", "3",
                  "--sync-every", "100", "--no-channel-auto-create", "--yes",
                  "--lookupd", c.lookupd_http[0])  # fmt: skip
@@ -151,11 +168,12 @@ def test_update_meta_is_read_back(three: Cluster) -> None:
     assert (stored["RetentionDay"], stored["SyncEvery"], stored["Replica"]) == (3, 100, 1)
 
 
-def test_bad_input_is_one_line_with_exit_code(three: Cluster, original_cluster: Cluster) -> None:
+def test_bad_input_is_one_line_with_exit_code(
+    three: Cluster, topics: dict[str, str], original_cluster: Cluster
+) -> None:
     c = three
     lookupd = c.lookupd_http[0]
-    topic = unique("bad")
-    asyncio.run(create_topics(c.lookupd_http, {topic: TopicSpec(partitions=2, replicas=1)}))
+    topic = topics["bad"]
     cases = [
         (["topic", "move", topic, "--partition", "0", "--to", "127.0.0.1:1"], 2,
          "not an nsqd registered with nsqlookupd"),
@@ -172,9 +190,7 @@ def test_bad_input_is_one_line_with_exit_code(three: Cluster, original_cluster: 
     original = original_cluster.lookupd_http[0]
     for args in (["expand", "t", "--partitions", "2"], ["move", "t", "--partition", "0",
                  "--to", "127.0.0.1:4151"], ["update", "t", "--replicas", "2"]):  # fmt: skip
-        err = assert_one_line_error(
-            run_cli(["topic", *args, "--yes", "--lookupd", original]), 1
-        )
+        err = assert_one_line_error(run_cli(["topic", *args, "--yes", "--lookupd", original]), 1)
         assert "needs a redesign (youzan) cluster" in err, err
     # no terminal and no --yes: refused before anything is sent
     err = assert_one_line_error(run_cli(["topic", "expand", topic, "--partitions", "3",
@@ -183,11 +199,10 @@ def test_bad_input_is_one_line_with_exit_code(three: Cluster, original_cluster: 
     assert sorted(lookup_partitions(lookupd, topic)) == [0, 1]
 
 
-def test_library_move_reports_progress(three: Cluster, tmp_path: Path) -> None:
+def test_library_move_reports_progress(three: Cluster, topics: dict[str, str]) -> None:
     """The library call tells a catch-up and the new leader through ``progress``."""
     c = three
-    topic = unique("lib")
-    asyncio.run(create_topics(c.lookupd_http, {topic: TopicSpec(partitions=1, replicas=1)}))
+    topic = topics["lib"]
     asyncio.run(_publish(c, topic, [b"y"] * 100))
     old = leader_of(c, topic).http_address
     target = next(n.http_address for n in c.nsqds if n.http_address != old)
