@@ -70,7 +70,9 @@ def topic_move(
     topic: str = typer.Argument(..., help="Redesign topic."),
     partition: int = typer.Option(..., "--partition", min=0, help="The partition to move."),
     to: str = typer.Option(
-        ..., "--to", help="nsqd HTTP address to move to (as `nsqctl dash`/`lookup` show)."
+        ...,
+        "--to",
+        help="The nsqd to move to: its HTTP or TCP address, as `nsqctl dash`/`lookup` show.",
     ),
     source: str | None = typer.Option(
         None,

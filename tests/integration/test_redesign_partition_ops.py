@@ -147,11 +147,12 @@ def test_move_replica_keeps_the_leader(three: Cluster, topics: dict[str, str]) -
     asyncio.run(_publish(c, topic, [b"x"] * 50))
     leader = leader_of(c, topic).http_address
     follower = next(a for a in _isr(c, topic) if a != leader)
-    spare = next(n.http_address for n in c.nsqds if n.http_address not in (leader, follower))
-    run_ok("topic", "move", topic, "--partition", "0", "--from", follower, "--to", spare,
-           "--yes", "--lookupd", c.lookupd_http[0])  # fmt: skip
+    spare = next(n for n in c.nsqds if n.http_address not in (leader, follower))
+    # --to as the TCP address `nsqctl lookup` shows: the same nsqd
+    run_ok("topic", "move", topic, "--partition", "0", "--from", follower,
+           "--to", spare.tcp_address, "--yes", "--lookupd", c.lookupd_http[0])  # fmt: skip
     assert leader_of(c, topic).http_address == leader
-    assert sorted(_isr(c, topic)) == sorted([leader, spare])
+    assert sorted(_isr(c, topic)) == sorted([leader, spare.http_address])
 
 
 def test_update_meta_is_read_back(three: Cluster, topics: dict[str, str]) -> None:

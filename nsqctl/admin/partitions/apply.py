@@ -263,7 +263,8 @@ async def _settle_update(
         report.warnings.append(
             f"replicas set to {plan.replicas}, but not every partition has {plan.replicas} "
             "in-sync copies yet: nsqlookupd adds a missing replica after its 10-minute "
-            "migrate interval (10 s when at most half are in sync); watch `nsqctl dash`"
+            "migrate interval (10 s when at most half are in sync) and refuses other "
+            "partition operations as 'cluster unstable' meanwhile; watch `nsqctl dash`"
         )
         return
     report.notes.extend(state.describe(p) for p in state.partitions)

@@ -46,8 +46,13 @@ class PartitionPlan:
 
 
 def _node(nodes: dict[str, NsqdNode], address: str, flag: str) -> NsqdNode:
+    """The registered nsqd at ``address``: its HTTP address (as `nsqctl dash` shows) or
+    its TCP address (as `nsqctl lookup` also shows)."""
     if address in nodes:
         return nodes[address]
+    for node in nodes.values():
+        if node.tcp == address:
+            return node
     known = ", ".join(sorted(nodes)) or "none"
     raise ConfigError(
         f"{flag} {address}: not an nsqd registered with nsqlookupd (registered nsqd HTTP "
