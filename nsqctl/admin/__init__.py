@@ -47,6 +47,7 @@ from nsqctl.admin.operations import (
     run_sync,
 )
 from nsqctl.admin.partitions import (
+    MetaChange,
     NotRedesignError,
     NsqdNode,
     PartitionPlan,
@@ -98,6 +99,7 @@ __all__ = [
     "AdminRequest",
     "Family",
     "Listing",
+    "MetaChange",
     "Node",
     "NodeResult",
     "NotRedesignError",

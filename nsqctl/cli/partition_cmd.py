@@ -122,17 +122,9 @@ def topic_update(
 ) -> None:
     """Redesign: change a topic's replicas, sync, retention or channel auto-create (asks first)."""
     validate_topic(topic)
+    change = admin.MetaChange(replicas, sync_every, retention_days, channel_auto_create, ext)
+    change.params()  # bad values fail here, before the cluster is asked anything
     what = f"update topic {topic}"
     _refuse_without_tty(what, yes)
-    plan = asyncio.run(
-        admin.plan_update(
-            _lookupds(lookupd, profile),
-            topic,
-            replicas=replicas,
-            sync_every=sync_every,
-            retention_days=retention_days,
-            channel_auto_create=channel_auto_create,
-            upgrade_ext=ext,
-        )
-    )
+    plan = asyncio.run(admin.plan_update(_lookupds(lookupd, profile), topic, change))
     _run(plan, what, yes, wait, as_json)

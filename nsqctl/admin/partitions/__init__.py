@@ -40,7 +40,13 @@ from nsqctl.admin.partitions.apply import (
     move_partition,
     update_topic_meta,
 )
-from nsqctl.admin.partitions.plans import PartitionPlan, plan_expand, plan_move, plan_update
+from nsqctl.admin.partitions.plans import (
+    MetaChange,
+    PartitionPlan,
+    plan_expand,
+    plan_move,
+    plan_update,
+)
 from nsqctl.admin.partitions.state import (
     NotRedesignError,
     NsqdNode,
@@ -52,6 +58,7 @@ from nsqctl.admin.partitions.state import (
 )
 
 __all__ = [
+    "MetaChange",
     "NotRedesignError",
     "NsqdNode",
     "PartitionPlan",

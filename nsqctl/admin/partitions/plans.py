@@ -181,51 +181,64 @@ async def plan_move(
     )
 
 
+@dataclass(frozen=True)
+class MetaChange:
+    """The dynamic parameters ``/topic/meta/update`` takes; None leaves one as it is."""
+
+    replicas: int | None = None
+    sync_every: int | None = None  # fsync every N messages (syncdisk)
+    retention_days: int | None = None
+    channel_auto_create: bool | None = None
+    upgrade_ext: bool = False  # one way: an ext-header topic stays one
+
+    def params(self) -> dict[str, str]:
+        """The query parameters, each checked against nsqlookupd's limits first."""
+        params: dict[str, str] = {}
+        if self.replicas is not None:
+            if not 1 <= self.replicas <= MAX_REPLICAS:
+                raise ConfigError(f"--replicas must be between 1 and {MAX_REPLICAS}")
+            params["replicator"] = str(self.replicas)
+        if self.sync_every is not None:
+            if not 0 <= self.sync_every <= MAX_SYNC_EVERY:
+                raise ConfigError(f"--sync-every must be between 0 and {MAX_SYNC_EVERY} messages")
+            params["syncdisk"] = str(self.sync_every)
+        if self.retention_days is not None:
+            if not 0 <= self.retention_days <= MAX_RETENTION_DAYS:
+                raise ConfigError(f"--retention-days must be between 0 and {MAX_RETENTION_DAYS}")
+            params["retention"] = str(self.retention_days)
+        if self.upgrade_ext:
+            params["upgradeext"] = "true"
+        if self.channel_auto_create is not None:
+            params["disable_channel_auto_create"] = str(not self.channel_auto_create).lower()
+        if not params:
+            raise ConfigError(
+                "nothing to update: give --replicas, --sync-every, --retention-days, --ext or "
+                "--channel-auto-create/--no-channel-auto-create"
+            )
+        return params
+
+
 async def plan_update(
     lookupd_http: Sequence[str],
     topic: str,
+    change: MetaChange,
     *,
-    replicas: int | None = None,
-    sync_every: int | None = None,
-    retention_days: int | None = None,
-    channel_auto_create: bool | None = None,
-    upgrade_ext: bool = False,
     transport: httpx.AsyncBaseTransport | None = None,
 ) -> PartitionPlan:
     """Check a meta update: at least one parameter, each within nsqlookupd's limits."""
-    params: dict[str, str] = {"topic": topic}
-    if replicas is not None:
-        if not 1 <= replicas <= MAX_REPLICAS:
-            raise ConfigError(f"--replicas must be between 1 and {MAX_REPLICAS}")
-        params["replicator"] = str(replicas)
-    if sync_every is not None:
-        if not 0 <= sync_every <= MAX_SYNC_EVERY:
-            raise ConfigError(f"--sync-every must be between 0 and {MAX_SYNC_EVERY} messages")
-        params["syncdisk"] = str(sync_every)
-    if retention_days is not None:
-        if not 0 <= retention_days <= MAX_RETENTION_DAYS:
-            raise ConfigError(f"--retention-days must be between 0 and {MAX_RETENTION_DAYS}")
-        params["retention"] = str(retention_days)
-    if upgrade_ext:
-        params["upgradeext"] = "true"
-    if channel_auto_create is not None:
-        params["disable_channel_auto_create"] = "false" if channel_auto_create else "true"
-    if len(params) == 1:
-        raise ConfigError(
-            "nothing to update: give --replicas, --sync-every, --retention-days, --ext or "
-            "--channel-auto-create/--no-channel-auto-create"
-        )
+    params = {"topic": topic, **change.params()}
     async with _client(transport) as client:
         leader, nodes, state = await _context(
             client, lookupd_http, topic, "topic update", transport
         )
+    replicas = change.replicas
     if replicas is not None:
         check_node_count(topic, state.meta.partition_num, replicas, state.allow_multi, len(nodes))
     plan = PartitionPlan(
         "topic update", topic, leader, [[_req(leader, "/topic/meta/update", **params)]], state,
         nodes, replicas=replicas,
     )  # fmt: skip
-    if sync_every is not None or retention_days is not None:
+    if change.sync_every is not None or change.retention_days is not None:
         plan.notes.append(
             "sync-every and retention-days are kept in etcd; nsqlookupd does not show them "
             "over HTTP, so they are reported as accepted"
