@@ -9,12 +9,15 @@ when a Spark master is asked for (``--spark-master``, ``SPARK_MASTER``), for ``-
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from nsqctl.errors import ConfigError, NsqctlError
+
+log = logging.getLogger("nsqctl.pipeline.engine")
 
 ENGINES = ("auto", "local", "spark")
 #: Above this many bytes of local input, ``auto`` picks Spark. A trace reads a footer per
@@ -89,6 +92,7 @@ def choose(
     else:
         choice = _auto(command, sources, remote, spark_master, where)
     require(choice.engine)
+    log.info("%s: engine %s (%s)", command, choice.engine, choice.reason)
     return choice
 
 

@@ -12,11 +12,17 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from nsqctl.jsonfield import MISSING, get_field
-from nsqctl.pipeline.schema import to_signed64
+from nsqctl.pipeline.schema import (
+    NO_PARTITION,
+    original_id_time_ns,
+    partition_of_id,
+    to_signed64,
+)
 
 if TYPE_CHECKING:
     import pyarrow.compute as pc
@@ -28,12 +34,15 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Cmp:
-    """``column op value``; ``unsigned``: the value is a uint64 id as trace logs hold it."""
+    """``column op value``; ``unsigned``: the value is a uint64 id as trace logs hold it.
+    ``prune``: implied by the other predicates, there only to skip directories; left out
+    where the source has no such column (a date directory or one file given)."""
 
     column: str
     op: str  # "==", ">=", "<", "<=", "in"
     value: Any
     unsigned: bool = False
+    prune: bool = False
 
 
 @dataclass(frozen=True)
@@ -63,17 +72,19 @@ RowFilter = tuple[Predicate, ...]
 # --------------------------------------------------------------------------- what to match
 
 
-def _day(ns: int) -> dt.date:
-    return dt.datetime.fromtimestamp(ns / 1e9, dt.UTC).date()
+def _date(op: str, ns: int, days: int = 0) -> Cmp:
+    """A bound on the Hive ``date`` directory (UTC day of ``ns``, moved by ``days``)."""
+    day = dt.datetime.fromtimestamp(ns / 1e9, dt.UTC).date() + dt.timedelta(days=days)
+    return Cmp("date", op, day, prune=True)
 
 
 def replay_filter(f: ReplayFilters) -> RowFilter:
     """Archive rows a replay takes. ``date`` is the Hive directory: it prunes files."""
     preds: list[Predicate] = []
     if f.since_ns is not None:
-        preds += [Cmp("timestamp", ">=", f.since_ns), Cmp("date", ">=", _day(f.since_ns))]
+        preds += [Cmp("timestamp", ">=", f.since_ns), _date(">=", f.since_ns)]
     if f.until_ns is not None:
-        preds += [Cmp("timestamp", "<", f.until_ns), Cmp("date", "<=", _day(f.until_ns))]
+        preds += [Cmp("timestamp", "<", f.until_ns), _date("<=", f.until_ns)]
     if f.topics:
         preds.append(Cmp("topic", "in", tuple(f.topics)))
     if f.partitions:
@@ -108,14 +119,25 @@ def archive_filter(q: TraceQuery) -> RowFilter:
     """Archive rows of the queried message. Archives hold ids as signed int64. A 16-hex id
     is an original-family id: its internal id is that hex as a number, on a row of the
     original family (partition -1), which says the same as comparing the id text but
-    prunes row groups by the statistics on ``internal_id``."""
+    prunes row groups by the statistics on ``internal_id``; and nsqd made it at the time
+    it encodes, so only the date directories a day either side of that are read. A
+    redesign internal id above partition 0's range names its partition (cluster mode
+    starts partition p's ids at p << 50): only that partition's directories (and the
+    original family's) are read."""
     if q.message_id is not None:
+        assert q.internal_id is not None
+        made = original_id_time_ns(q.internal_id)
         preds: list[Predicate] = [
             Cmp("internal_id", "==", to_signed64(q.internal_id)),
             Cmp("partition", "==", -1),
+            _date(">=", made, -1),
+            _date("<=", made, +1),
         ]
     else:
         preds = _id_preds(q, unsigned=False)
+        part = None if q.internal_id is None else partition_of_id(q.internal_id)
+        if part:  # cluster mode (standalone ids never reach 1 << 50): that partition's dirs
+            preds.append(Cmp("partition", "in", (NO_PARTITION, part), prune=True))
     if q.topic:
         preds.append(Cmp("topic", "==", q.topic))
     return tuple(preds)
@@ -173,8 +195,18 @@ def json_field(text: bytes | str | None, shard_field: str) -> str | None:
 # --------------------------------------------------------------------------- compilers
 
 
-def to_arrow(row_filter: RowFilter) -> pc.Expression | None:
-    """The filter as a pyarrow.compute expression (None: everything)."""
+def _applicable(row_filter: RowFilter, columns: Collection[str] | None) -> RowFilter:
+    """Pruning-only predicates on columns the source lacks are left out."""
+    if columns is None:
+        return row_filter
+    return tuple(
+        p for p in row_filter if not (isinstance(p, Cmp) and p.prune and p.column not in columns)
+    )
+
+
+def to_arrow(row_filter: RowFilter, columns: Collection[str] | None = None) -> pc.Expression | None:
+    """The filter as a pyarrow.compute expression (None: everything); ``columns``: the
+    source's, when known."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -184,7 +216,7 @@ def to_arrow(row_filter: RowFilter) -> pc.Expression | None:
         return pa.scalar(p.value, pa.uint64()) if p.unsigned else p.value
 
     expr = None
-    for p in row_filter:
+    for p in _applicable(row_filter, columns):
         if isinstance(p, Never):
             e = pc.scalar(False)
         elif isinstance(p, Grep):
@@ -200,8 +232,9 @@ def to_arrow(row_filter: RowFilter) -> pc.Expression | None:
     return expr
 
 
-def to_spark(row_filter: RowFilter) -> Column:
-    """The filter as a Spark Column (lit(True): everything)."""
+def to_spark(row_filter: RowFilter, columns: Collection[str] | None = None) -> Column:
+    """The filter as a Spark Column (lit(True): everything); ``columns``: the source's,
+    when known."""
     from decimal import Decimal
 
     from pyspark.sql import functions as F
@@ -212,7 +245,7 @@ def to_spark(row_filter: RowFilter) -> Column:
         return F.lit(p.value)
 
     cond = F.lit(True)
-    for p in row_filter:
+    for p in _applicable(row_filter, columns):
         if isinstance(p, Never):
             e = F.lit(False)
         elif isinstance(p, Grep):

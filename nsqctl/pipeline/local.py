@@ -25,16 +25,25 @@ from nsqctl.pipeline import filters as flt
 from nsqctl.pipeline.schema import ARCHIVE_SCHEMA
 
 #: Hive directories as written by the archive (``date`` compared as a date, as in Spark).
-PARTITIONING = ds.partitioning(
-    pa.schema([("topic", pa.string()), ("partition", pa.int32()), ("date", pa.date32())]),
-    flavor="hive",
-)
+PARTITION_FIELDS = [
+    pa.field("topic", pa.string()),
+    pa.field("partition", pa.int32()),
+    pa.field("date", pa.date32()),
+]
 #: What a trace shows of an archived row (everything but the body).
 TRACE_COLUMNS = [f.name for f in ARCHIVE_SCHEMA if f.name != "body"] + ["date"]
 
 
 def _root(source: str) -> Path:
     return Path(source.removeprefix("file://"))
+
+
+def _partitioning(root: Path) -> ds.Partitioning:
+    """The Hive fields below ``root`` (as Spark discovers them): a date directory or a
+    file given as the archive has none, so it has no ``date`` column to prune on."""
+    above = {part.partition("=")[0] for part in root.parts if "=" in part}
+    fields = [f for f in PARTITION_FIELDS if f.name not in above]
+    return ds.partitioning(pa.schema(fields), flavor="hive")
 
 
 def open_archive(source: str) -> ds.Dataset:
@@ -44,7 +53,7 @@ def open_archive(source: str) -> ds.Dataset:
         raise ConfigError(f"archive {source} does not exist: give an archive directory")
     try:
         return ds.dataset(
-            str(path), format="parquet", partitioning=PARTITIONING,
+            str(path), format="parquet", partitioning=_partitioning(path),
             exclude_invalid_files=False, ignore_prefixes=[".", "_"],
         )  # fmt: skip
     except (pa.ArrowInvalid, OSError) as err:
@@ -60,7 +69,8 @@ def _scan(dataset: ds.Dataset, columns: list[str], row_filter: flt.RowFilter) ->
     present = set(dataset.schema.names) | {"__filename"}
     try:
         return dataset.to_table(
-            columns=[c for c in columns if c in present], filter=flt.to_arrow(row_filter)
+            columns=[c for c in columns if c in present],
+            filter=flt.to_arrow(row_filter, dataset.schema.names),
         )
     except (pa.ArrowInvalid, OSError) as err:
         raise ConfigError(f"cannot read the archive: {_first_line(err)}") from err
@@ -84,8 +94,9 @@ class LocalReader:
             if not hits.num_rows:
                 continue
             files = sorted(set(hits.column("__filename").to_pylist()))
-            found = ds.dataset(files, format="parquet", partitioning=PARTITIONING,
-                               partition_base_dir=str(_root(path)))  # fmt: skip
+            root = _root(path)
+            found = ds.dataset(files, format="parquet", partitioning=_partitioning(root),
+                               partition_base_dir=str(root))  # fmt: skip
             ids = tuple(pc.unique(hits.column("internal_id")).to_pylist())
             narrowed = (*row_filter, flt.Cmp("internal_id", "in", ids))
             for row in _scan(found, [*TRACE_COLUMNS, "__filename"], narrowed).to_pylist():
@@ -166,12 +177,10 @@ def archive_plan(source: str, filters: Any, shard_field: str | None) -> Planned:
     columns = ["topic", "partition", "nsqd", "internal_id", "timestamp", "offset", "body"]
     if shard_field:
         columns.append("ext")
-    table = _scan(open_archive(source), columns, flt.replay_filter(filters))
-    matching = table.num_rows
+    table = _scan(open_archive(source), columns, flt.replay_filter(filters)).combine_chunks()
     original = pc.less(table.column("partition"), 0)
     node = pc.if_else(original, table.column("nsqd"), pa.scalar("", pa.string()))
-    table = _dedupe(table.append_column(flt.NODE_COLUMN, node))
-    original = pc.less(table.column("partition"), 0)
+    table = table.append_column(flt.NODE_COLUMN, node)
     if shard_field:
         ext, body = table.column("ext").to_pylist(), table.column("body").to_pylist()
         key = pa.array(
@@ -186,10 +195,16 @@ def archive_plan(source: str, filters: Any, shard_field: str | None) -> Planned:
             pc.if_else(original, _col(table, o), _col(table, r))
             for o, r in zip(flt.POSITION["original"], flt.POSITION["redesign"], strict=True)
         ]
-    ordered = pa.table(
-        dict(zip(flt.ORDER_COLUMNS, [key, *positions], strict=True)) | {"body": table["body"]}
+    plan = pa.table(
+        dict(zip(flt.ORDER_COLUMNS, [key, *positions], strict=True))
+        | {"body": table["body"]}
+        | {c: table[c] for c in flt.DEDUPE_KEY}
     )
-    return Planned(matching, ordered.sort_by([(c, "ascending") for c in flt.ORDER_COLUMNS]))
+    # Sorted by position, then by identity: the copies of one message (same identity, so
+    # the same position) end up next to each other, and all but the first are dropped.
+    plan = plan.sort_by([(c, "ascending") for c in (*flt.ORDER_COLUMNS, *flt.DEDUPE_KEY)])
+    ordered = plan.filter(_first_copies(plan)).select([*flt.ORDER_COLUMNS, "body"])
+    return Planned(table.num_rows, ordered)
 
 
 def _col(table: pa.Table, name: str | None) -> Any:
@@ -199,11 +214,20 @@ def _col(table: pa.Table, name: str | None) -> Any:
     return pc.fill_null(table.column(name).cast(pa.int64()), 0)
 
 
-def _dedupe(table: pa.Table) -> pa.Table:
-    """One row per :data:`filters.DEDUPE_KEY` (the first one read)."""
-    indexed = table.append_column("_row", pa.array(range(table.num_rows), pa.int64()))
-    first = indexed.group_by(list(flt.DEDUPE_KEY), use_threads=False).aggregate([("_row", "min")])
-    return table.take(first.sort_by("_row_min").column("_row_min"))
+def _first_copies(plan: pa.Table) -> pa.Array:
+    """True for each row whose :data:`filters.DEDUPE_KEY` differs from the row before
+    (null equals null, as in Spark's dropDuplicates)."""
+    n = plan.num_rows
+    if n == 0:
+        return pa.array([], pa.bool_())
+    changed = pa.array([False] * (n - 1))
+    for name in flt.DEDUPE_KEY:
+        column = plan.column(name).combine_chunks()
+        this, before = column.slice(1), column.slice(0, n - 1)
+        differs = pc.fill_null(pc.not_equal(this, before), False)
+        one_null = pc.xor(pc.is_null(this), pc.is_null(before))
+        changed = pc.or_(changed, pc.or_(differs, one_null))
+    return pa.concat_arrays([pa.array([True]), changed])
 
 
 def text_plan(source: str, filters: Any) -> Planned:

@@ -101,7 +101,7 @@ def archive_frame(
         df = spark.read.parquet(source)
     except AnalysisException as err:
         raise _analysis_error(err, f"cannot read the archive at {source}") from err
-    df = _where(df.where(flt.to_spark(flt.replay_filter(filters))), filters)
+    df = _where(df.where(flt.to_spark(flt.replay_filter(filters), df.columns)), filters)
     original = F.col("partition") < 0
     df = df.withColumn(flt.NODE_COLUMN, F.when(original, F.col("nsqd")).otherwise(F.lit("")))
     deduped = df.dropDuplicates(list(flt.DEDUPE_KEY))

@@ -61,6 +61,18 @@ def internal_id_from_hex(id_text: str | bytes) -> int:
     return value - (1 << 64) if value >= 1 << 63 else value
 
 
+#: nsqd's GUID (nsqio/nsq nsqd/guid.go): ``(now_ns >> 20) - TWEPOCH`` shifted left by 22
+#: above 10 node bits and a 12-bit sequence; the time is in units of 2**20 ns (~1 ms).
+GUID_TWEPOCH = 1288834974288
+GUID_TIMESTAMP_SHIFT = 22
+
+
+def original_id_time_ns(internal_id: int) -> int:
+    """When nsqd made an original-family id (within ~1 ms of the message's timestamp)."""
+    unsigned = internal_id % (1 << 64)
+    return ((unsigned >> GUID_TIMESTAMP_SHIFT) + GUID_TWEPOCH) << 20
+
+
 def to_signed64(value: int | None) -> int | None:
     """Redesign ids and trace ids are unsigned on the wire; Parquet int64 is signed."""
     if value is None:

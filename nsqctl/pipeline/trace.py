@@ -106,7 +106,8 @@ class SparkReader:
     def archive_rows(self, paths: list[str], row_filter: RowFilter) -> list[dict[str, Any]]:
         from pyspark.sql import functions as F
 
-        df = self.spark.read.parquet(*paths).where(to_spark(row_filter))
+        df = self.spark.read.parquet(*paths)
+        df = df.where(to_spark(row_filter, df.columns))
         rows = df.withColumn("_file", F.input_file_name()).drop("body").collect()
         return [r.asDict() for r in rows]
 
@@ -303,6 +304,6 @@ def gather(
     if events or q.internal_id is not None:
         events += from_live(nsqd_http, q, ids)
     unique: dict[tuple[Any, ...], dict[str, Any]] = {}
-    for e in events:
-        unique.setdefault((e["time"], e["event"], e["where"]), e)
-    return sorted(unique.values(), key=lambda e: (e["time"], e["event"]))
+    for e in events:  # one fact from two sources; rows of two nsqd in one file stay two
+        unique.setdefault((e["time"], e["event"], e["where"], str(e["detail"].get("nsqd"))), e)
+    return [unique[k] for k in sorted(unique)]  # the same order whichever engine read them

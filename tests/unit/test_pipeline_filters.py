@@ -118,13 +118,56 @@ def test_original_hex_id_matches_only_original_rows() -> None:
     from nsqctl.pipeline import filters as flt
     from nsqctl.pipeline.trace import parse_query
 
-    q = parse_query("18a381c98ba69000")
+    q = parse_query("18a381c98ba69000")  # made by nsqd on 2026-11-21 at 20:26:07 UTC
     assert flt.archive_filter(q) == (
         flt.Cmp("internal_id", "==", 0x18A381C98BA69000),
         flt.Cmp("partition", "==", -1),
+        flt.Cmp("date", ">=", dt.date(2026, 11, 20), prune=True),
+        flt.Cmp("date", "<=", dt.date(2026, 11, 22), prune=True),
     )
     assert flt.log_filter(q) == (flt.LowerEq("id", "18a381c98ba69000"),)
     assert flt.archive_filter(parse_query("ffffffffffffffff"))[0].value == -1  # signed
+    # a redesign id above partition 0's range names its partition directory
+    p3 = flt.archive_filter(parse_query(str((3 << 50) + 9), internal=True))
+    assert p3 == (
+        flt.Cmp("internal_id", "==", (3 << 50) + 9),
+        flt.Cmp("partition", "in", (-1, 3), prune=True),
+    )
+    assert flt.archive_filter(parse_query("9", internal=True)) == (  # standalone: any
+        flt.Cmp("internal_id", "==", 9),
+    )
+
+
+@spark_extra
+def test_original_id_reads_only_the_days_around_its_time(tmp_path: Path) -> None:
+    """An original id encodes when nsqd made it: a lookup opens the files of that day and
+    the days either side, not the archive's other days."""
+    from nsqctl.pipeline import filters as flt
+    from nsqctl.pipeline.local import LocalReader, open_archive
+    from nsqctl.pipeline.schema import GUID_TIMESTAMP_SHIFT, GUID_TWEPOCH, OfflineMessage
+    from nsqctl.pipeline.trace import parse_query
+    from nsqctl.pipeline.writer import ArchiveBuffer, ArchiveWriter
+    from nsqctl.protocol.message import RawMessage
+
+    writer = ArchiveWriter(tmp_path, fsync=False)
+    ids = []
+    for day in range(10):
+        ts = T0 + day * 86_400 * 10**9
+        guid = ((ts >> 20) - GUID_TWEPOCH) << GUID_TIMESTAMP_SHIFT | 5 << 12 | day
+        ids.append(b"%016x" % guid)
+        buf: ArchiveBuffer[Any] = ArchiveBuffer()
+        buf.add(OfflineMessage(RawMessage(ts, 1, ids[-1], b"day %d" % day), "t", "ch", None,
+                               "127.0.0.1:4150"))  # fmt: skip
+        writer.write(buf)
+    q = parse_query(ids[4].decode())
+    expr = flt.to_arrow(flt.archive_filter(q))
+    assert len(list(open_archive(str(tmp_path)).get_fragments(filter=expr))) == 3
+    rows = LocalReader().archive_rows([str(tmp_path)], flt.archive_filter(q))
+    assert [r["id"] for r in rows] == [ids[4]]
+    # a date directory given as the archive has no date column: the bound is left out
+    (day_dir,) = {Path(r["_file"]).parent for r in rows}
+    again = LocalReader().archive_rows([str(day_dir)], flt.archive_filter(q))
+    assert [r["id"] for r in again] == [ids[4]]
 
 
 @spark_extra
