@@ -183,6 +183,10 @@ def test_bad_input_is_one_line_with_exit_code(
         (["topic", "move", topic, "--partition", "5", "--to", c.nsqd_http[0]], 2,
          "no partition 5"),
         (["topic", "update", topic], 2, "nothing to update"),
+        (["topic", "update", topic, "--replicas", "6"], 2, "between 1 and 5"),
+        (["topic", "update", topic, "--retention-days", "61"], 2, "between 0 and 60"),
+        (["topic", "move", topic, "--partition", "0", "--to", c.nsqd_http[0],
+          "--from", c.nsqd_http[0]], 2, "where the copy already is"),
         (["topic", "expand", unique("nope"), "--partitions", "2"], 1, "not found"),
     ]  # fmt: skip
     for args, code, text in cases:
