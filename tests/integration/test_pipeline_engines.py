@@ -273,3 +273,27 @@ def test_cli_replay_auto_is_local_and_keeps_order(archive: Archive, tmp_path: Pa
     assert len(seqs) == 2
     for key, values in seqs.items():
         assert values == sorted(values), f"source {key} out of order"
+
+
+def test_cli_trace_auto_is_local_without_pyspark_and_fits_80_columns(archive: Archive) -> None:
+    """``nsqctl trace ID --archive A`` as the issue ran it: the local engine, no pyspark
+    imported (so no JVM), and a timeline that reads at 80 columns."""
+    import sys
+
+    row = archived_rows(archive)[7]
+    ident = row["id"].decode() if archive.family == "original" else row["id"].hex()
+    argv = [sys.executable, "-X", "importtime", NSQCTL, "trace", ident, "--archive",
+            str(archive.out), "-v", *(a for log in archive.logs for a in ("-l", log))]  # fmt: skip
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=120,
+                          env=clean_env({"COLUMNS": "80"}), stdin=subprocess.DEVNULL)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "trace: engine local (" in proc.stderr
+    imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if "|" in line}
+    assert "pyarrow.dataset" in imported
+    assert not {m for m in imported if m.split(".")[0] in ("pyspark", "py4j")}
+    lines = proc.stdout.splitlines()
+    assert all(len(line) <= 80 for line in lines), [ln for ln in lines if len(ln) > 80]
+    assert lines[0].startswith(f"timeline of message id {ident} (UTC")
+    assert any(ident in line for line in lines[1:])  # the id, whole, in the details
+    files = [line.split()[-1] for line in lines if line.startswith("    file ")]
+    assert len(files) >= len(CHANNELS) and all(f.endswith(".parquet") for f in files)
