@@ -164,24 +164,36 @@ def end_to_end(cluster: c.Cluster, out: Path, topic: str, n: int, **where: list[
     return n / (finished[0] - started)
 
 
-def archive_original(tmp: Path, n: int) -> float:
+def archive_original(tmp: Path, n: int, repeats: int) -> list[float]:
     with c.nsqd_cluster("original") as cluster:
-        topic = c.unique_topic("bench_arch")
-        c.create_channel(cluster.nsqd_http[0], topic, "bench")
-        c.prefill(cluster.nsqd_tcp[0], cluster.nsqd_http[0], topic, n, len(BODY))
-        return end_to_end(cluster, tmp / "e2e-original", topic, n, nsqd=cluster.nsqd_tcp)
+        rates = []
+        for _ in range(repeats):
+            topic = c.unique_topic("bench_arch")
+            c.create_channel(cluster.nsqd_http[0], topic, "bench")
+            c.prefill(cluster.nsqd_tcp[0], cluster.nsqd_http[0], topic, n, len(BODY))
+            out = tmp / "e2e-original"
+            rates.append(end_to_end(cluster, out, topic, n, nsqd=cluster.nsqd_tcp))
+            shutil.rmtree(out, ignore_errors=True)
+            c.delete_topic(cluster.nsqd_http[0], topic)
+        return rates
 
 
-def archive_redesign(tmp: Path, n: int) -> float:
+def archive_redesign(tmp: Path, n: int, repeats: int) -> list[float]:
     """A 2-partition topic (replicas 1) on two youzan nsqd, channel made before the
     publish (a youzan channel starts at the end of its topic)."""
     from tests.helpers.redesign import TopicSpec, create_topics
 
     with c.nsqd_cluster("redesign", nsqd=2) as cluster:
-        topic = c.unique_topic("bench_arch")
-        asyncio.run(create_topics(cluster.lookupd_http, {topic: TopicSpec(2, 1)}, ("bench",)))
-        c.publish_bodies(topic, n, len(BODY), lookupd_http=cluster.lookupd_http)
-        return end_to_end(cluster, tmp / "e2e-redesign", topic, n, lookupd=cluster.lookupd_http)
+        rates = []
+        for _ in range(repeats):
+            topic = c.unique_topic("bench_arch")
+            specs = {topic: TopicSpec(2, 1)}
+            asyncio.run(create_topics(cluster.lookupd_http, specs, ("bench",)))
+            c.publish_bodies(topic, n, len(BODY), lookupd_http=cluster.lookupd_http)
+            out = tmp / "e2e-redesign"
+            rates.append(end_to_end(cluster, out, topic, n, lookupd=cluster.lookupd_http))
+            shutil.rmtree(out, ignore_errors=True)
+        return rates
 
 
 # --------------------------------------------------------------------------- commands
@@ -249,19 +261,20 @@ def trace(name: str, archive: Path, msg_id: bytes, rows: int, flags: list[str]) 
 
 
 def bench_archive(s: Settings, tmp: Path) -> list[dict[str, Any]]:
-    rows = []
-    c.say(f"archive writer alone: {s.writer_rows} rows")
-    rate = synthetic_archive(tmp / "w", s.writer_rows)
-    shutil.rmtree(tmp / "w", ignore_errors=True)
-    rows.append({"what": f"archive writer alone ({s.writer_rows:,} x 100 B, fsync per 100k)",
-                 "msgs_per_s": rate, "verified": True})  # fmt: skip
+    """Median msgs/s of ``repeats`` runs per variant."""
+    rates = []
+    for _ in range(s.repeats):
+        c.say(f"archive writer alone: {s.writer_rows} rows")
+        rates.append(synthetic_archive(tmp / "w", s.writer_rows))
+        shutil.rmtree(tmp / "w", ignore_errors=True)
+    rows = [{"what": f"archive writer alone ({s.writer_rows:,} x 100 B, fsync per 100k)",
+             "msgs_per_s": c.median(rates), "runs": rates, "verified": True}]  # fmt: skip
     for family, fn in (("original", archive_original), ("redesign", archive_redesign)):
-        c.say(f"archive end to end, {family}: {s.archive_rows} messages")
-        rate = fn(tmp, s.archive_rows)
-        shutil.rmtree(tmp / f"e2e-{family}", ignore_errors=True)
+        c.say(f"archive end to end, {family}: {s.archive_rows} messages x {s.repeats}")
+        rates = fn(tmp, s.archive_rows, s.repeats)
         where = "1 nsqd" if family == "original" else "2 nsqd, 2-partition topic"
         rows.append({"what": f"archive end to end, {family} ({where}, {s.archive_rows:,})",
-                     "msgs_per_s": rate, "verified": True})  # fmt: skip
+                     "msgs_per_s": c.median(rates), "runs": rates, "verified": True})  # fmt: skip
     return rows
 
 
@@ -342,7 +355,8 @@ def _rows(runs: list[Run], unit: str) -> list[dict[str, Any]]:
         secs = c.median([r.seconds for r in same])
         out.append({"what": name, "rows": same[0].rows, "seconds": secs,
                     "msgs_per_s": same[0].rows / secs if unit == "msgs_per_s" else None,
-                    "verified": all(r.verified for r in same), "runs": len(same),
+                    "verified": all(r.verified for r in same),
+                    "runs_s": [r.seconds for r in same],
                     "note": "; ".join(dict.fromkeys(r.note for r in same if r.note))})  # fmt: skip
     return out
 

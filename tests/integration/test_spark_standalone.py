@@ -105,7 +105,8 @@ def test_replay_and_trace_spread_over_both_workers(setup: Setup) -> None:
     to_topic = f"sa_replayed_{uuid.uuid4().hex[:8]}"
     r = subprocess.run(
         [NSQCTL, "replay", str(s.archive), "--to-topic", to_topic, "--nsqd", s.nsq.nsqd_tcp[0],
-         "--spark-master", s.spark.master_url, "--tasks", "4", "--batch-size", "500"],
+         "--engine", "spark", "--spark-master", s.spark.master_url, "--tasks", "4",
+         "--batch-size", "500"],
         capture_output=True, text=True, env=s.env, timeout=300,
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
@@ -122,7 +123,7 @@ def test_replay_and_trace_spread_over_both_workers(setup: Setup) -> None:
     table = ds.dataset(s.archive, format="parquet", partitioning="hive").to_table(["id"])
     msg_id = table.column("id")[N_MESSAGES // 2].as_py().decode()
     r = subprocess.run(
-        [NSQCTL, "trace", msg_id, "--archive", str(s.archive), "--json",
+        [NSQCTL, "trace", msg_id, "--archive", str(s.archive), "--json", "--engine", "spark",
          "--spark-master", s.spark.master_url],
         capture_output=True, text=True, env=s.env, timeout=300,
     )  # fmt: skip
