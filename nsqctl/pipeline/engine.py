@@ -23,7 +23,7 @@ ENGINES = ("auto", "local", "spark")
 #: Above this many bytes of local input, ``auto`` picks Spark. A trace reads a footer per
 #: file and the matching row groups only, so it stays local far longer than a replay,
 #: which holds every matching row in one process: 1M rows of 100-byte bodies are 35 MB of
-#: Parquet and ~0.7 GB of memory (measured), so 128 MiB keeps a replay to a few GB.
+#: Parquet and ~0.6 GB of memory (measured), so 128 MiB keeps a replay to a few GB.
 LOCAL_MAX_BYTES = {"trace": 16 << 30, "replay": 128 << 20}
 #: What each engine needs, and the extra that brings it.
 NEEDS = {"local": ("pyarrow", "archive"), "spark": ("pyspark", "spark")}

@@ -195,15 +195,17 @@ def archive_plan(source: str, filters: Any, shard_field: str | None) -> Planned:
             pc.if_else(original, _col(table, o), _col(table, r))
             for o, r in zip(flt.POSITION["original"], flt.POSITION["redesign"], strict=True)
         ]
-    plan = pa.table(
+    keys = pa.table(
         dict(zip(flt.ORDER_COLUMNS, [key, *positions], strict=True))
-        | {"body": table["body"]}
         | {c: table[c] for c in flt.DEDUPE_KEY}
     )
     # Sorted by position, then by identity: the copies of one message (same identity, so
     # the same position) end up next to each other, and all but the first are dropped.
-    plan = plan.sort_by([(c, "ascending") for c in (*flt.ORDER_COLUMNS, *flt.DEDUPE_KEY)])
-    ordered = plan.filter(_first_copies(plan)).select([*flt.ORDER_COLUMNS, "body"])
+    # The bodies are taken once, at the end, in that order.
+    order = pc.sort_indices(keys, [(c, "ascending") for c in keys.column_names])
+    keep = pc.filter(order, _first_copies(keys.take(order)))
+    ordered = keys.select(list(flt.ORDER_COLUMNS)).append_column("body", table["body"])
+    ordered = ordered.take(keep)
     return Planned(table.num_rows, ordered)
 
 
