@@ -79,19 +79,19 @@ COMMANDS: tuple[Entry, ...] = (
         "archive",
         "nsqctl.cli.archive:archive",
         "Consume TOPIC into Parquet files under OUT; a message is FINed only once on disk.",
-        extra="spark",
+        extra="archive",
     ),
     Entry(
         "replay",
         "nsqctl.cli.replay:replay",
         "Re-publish messages to --to-topic, in per-partition (or per --shard-field) order.",
-        extra="spark",
+        extra="archive",
     ),
     Entry(
         "trace",
         "nsqctl.cli.trace:trace",
         "Show a message's timeline: published, delivered (FIN/REQ/timeout), archived.",
-        extra="spark",
+        extra="archive",
     ),
     Entry(
         "sandbox",
@@ -122,7 +122,7 @@ COMMANDS: tuple[Entry, ...] = (
 
 #: Optional dependency groups (pyproject ``[project.optional-dependencies]``): the modules
 #: a command of that extra needs, checked before it runs.
-EXTRAS: dict[str, tuple[str, ...]] = {"spark": ("pyspark", "pyarrow")}
+EXTRAS: dict[str, tuple[str, ...]] = {"archive": ("pyarrow",), "spark": ("pyspark", "pyarrow")}
 
 GLOBAL_EPILOG = (
     "Global options (--debug, --profile, --tls*, --auth-secret-file, --compression) work "

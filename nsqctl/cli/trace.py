@@ -169,23 +169,6 @@ def _where_lines(where: str, archives: list[str], width: int) -> list[str]:
     return _field("where", where, width)
 
 
-def render_timeline(
-    label: str, events: list[dict[str, Any]], archives: list[str], width: int = 80
-) -> list[str]:
-    """The earlier layout, kept while tests/unit/test_cli_tables.py pins it (``trace``
-    prints :func:`render_trace`): one heading per event (time,
-    what happened), then where it happened and its details, indented. Addresses, ids and
-    ``key=value`` pairs are never split; an archived file is shown relative to its archive.
-    """
-    lines = [f"timeline of {label} (times in UTC)"]
-    for e in events:
-        lines.append(f"{_when(e['at'])}  {e['event']}")
-        lines.extend(_field("where", _relative(e["where"], archives), width))
-        pairs = [f"{k}={v}" for k, v in e["detail"].items()]
-        lines.extend(_field("", " ".join(pairs), width))
-    return lines
-
-
 def _when(iso: str) -> str:
     """``2026-11-21T10:00:00.123+00:00`` → ``2026-11-21 10:00:00.123``."""
     return iso.replace("T", " ", 1).removesuffix("+00:00")

@@ -1,10 +1,11 @@
-"""Pipeline commands without the ``spark`` extra: one line naming the install command.
+"""Pipeline commands without the ``archive`` extra: one line naming the install command.
 
-The core install has no pyspark/pyarrow. ``archive``, ``replay`` and ``trace`` then fail
-with one line and exit 1 before touching any cluster, while their ``--help`` and usage
-errors work as for any command. Here the extra is hidden from a real nsqctl process by an
-import finder that refuses it (so the test runs with or without the extra installed);
-the last test runs the console script as is, in a core-only install.
+The core install has no pyspark/pyarrow (the ``archive`` extra adds pyarrow, ``spark``
+both). ``archive``, ``replay`` and ``trace`` then fail with one line and exit 1 before
+touching any cluster, while their ``--help`` and usage errors work as for any command.
+Here the extra is hidden from a real nsqctl process by an import finder that refuses it
+(so the test runs with or without the extra installed); the last test runs the console
+script as is, in a core-only install.
 """
 
 from __future__ import annotations
@@ -46,8 +47,8 @@ def _without_spark(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize("command", list(CALLS))
 def test_pipeline_command_without_the_extra_names_the_install(command: str) -> None:
     line = assert_one_line_error(_without_spark(*CALLS[command]), 1)
-    assert f"nsqctl {command} needs the spark extra" in line, line
-    assert "pip install 'nsqctl[spark]'" in line, line
+    assert f"nsqctl {command} needs the archive extra" in line, line
+    assert "pip install 'nsqctl[archive]'" in line, line
 
 
 @pytest.mark.parametrize("command", list(CALLS))
@@ -67,4 +68,4 @@ def test_other_commands_do_not_need_the_extra() -> None:
 )
 def test_core_install_console_script() -> None:
     line = assert_one_line_error(run_cli(CALLS["archive"]), 1)
-    assert "pip install 'nsqctl[spark]'" in line, line
+    assert "pip install 'nsqctl[archive]'" in line, line
