@@ -286,6 +286,6 @@ def _executor_failure(err: Exception) -> str:
     lines = [line.strip() for line in str(err).splitlines() if line.strip()]
     for pattern in (r"Cannot run program", r"No module named", r"\w+(Error|Exception): "):
         for line in lines:
-            if re.search(pattern, line):
-                return line[:300]
+            if match := re.search(pattern, line):
+                return line[match.start() :][:300]
     return lines[0][:300] if lines else type(err).__name__

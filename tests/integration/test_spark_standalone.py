@@ -181,3 +181,10 @@ def test_executor_check_one_line_errors(setup: Setup, tmp_path: Path) -> None:
     assert "\n" not in error
     assert "cannot import nsqctl (ModuleNotFoundError: No module named 'nsqctl')" in error
     assert "set PYSPARK_PYTHON" in error and str(bare) in error
+
+    # A PYSPARK_PYTHON that does not exist on the workers: Spark cannot start the task.
+    (absent,) = _check(s, [[]], python=str(tmp_path / "no-such-python"))
+    error = absent["error"]
+    assert "\n" not in error
+    assert error.startswith("Spark executors could not run Python (Cannot run program"), error
+    assert "set PYSPARK_PYTHON to a Python that exists on every worker" in error
