@@ -26,13 +26,12 @@ import pytest
 pytestmark = pytest.mark.spark
 ds = pytest.importorskip("pyarrow.dataset", reason="needs the spark extra")
 
-from nsqctl.consumer import Consumer
-from nsqctl.message import Message
 from nsqctl.producer import Producer
 from nsqctl.servers import cluster
 from nsqctl.servers.process import free_ports
 from tests.helpers import spark_standalone as sa
 from tests.helpers.cli import NSQCTL
+from tests.helpers.redesign import read_messages
 
 N_MESSAGES = 20_000
 
@@ -76,22 +75,6 @@ def setup(original_bins: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
         nsq.stop()
 
 
-async def _read_back(nsqd: list[str], topic: str, expect: int) -> list[bytes]:
-    got: list[bytes] = []
-    done = asyncio.Event()
-
-    def handler(msg: Message) -> None:
-        got.append(msg.body)
-        if len(got) >= expect:
-            done.set()
-
-    async with Consumer(topic, "check", handler, nsqd_tcp=nsqd, max_in_flight=2000):
-        async with asyncio.timeout(120):
-            await done.wait()
-        await asyncio.sleep(0.5)  # a duplicate would show up now
-    return got
-
-
 def _app(s: Setup, name: str) -> dict[str, object]:
     apps = [a for a in s.spark.state()["completedapps"] if a["name"] == name]
     assert len(apps) == 1, s.spark.state()
@@ -112,8 +95,9 @@ def test_replay_and_trace_spread_over_both_workers(setup: Setup) -> None:
     assert r.returncode == 0, r.stderr
     assert f"spark master {s.spark.master_url}" in r.stderr
     assert f"replayed {N_MESSAGES} message(s)" in r.stdout
-    got = asyncio.run(_read_back(s.nsq.nsqd_tcp, to_topic, N_MESSAGES))
-    assert Counter(got) == Counter(s.bodies)  # every message exactly once
+    got = asyncio.run(read_messages(s.nsq.lookupd_http, to_topic, "check", N_MESSAGES,
+                                    max_in_flight=2000))  # fmt: skip
+    assert Counter(m.body for m in got) == Counter(s.bodies)  # every message exactly once
 
     replay_app = _app(s, "nsqctl-replay")
     tasks = sa.tasks_per_worker(sa.application_events(s.spark.event_log, replay_app["id"]))
