@@ -21,7 +21,7 @@ from nsqctl import protocol as p
 from nsqctl.producer import Producer
 from nsqctl.servers import build, cluster
 from nsqctl.servers.cluster import Cluster
-from tests.helpers.cli import assert_one_line_error, run_cli
+from tests.helpers.cli import NSQCTL, assert_one_line_error, run_cli
 from tests.helpers.failover import leader_of, lookup_partitions
 from tests.helpers.redesign import (
     TopicSpec,
@@ -29,6 +29,7 @@ from tests.helpers.redesign import (
     leader_stats,
     read_messages,
     run_ok,
+    run_process,
     unique,
 )
 
@@ -42,6 +43,7 @@ SPECS = {
     "meta": TopicSpec(partitions=1, replicas=2),
     "bad": TopicSpec(partitions=2, replicas=1),
     "lib": TopicSpec(partitions=1, replicas=1),
+    "full": TopicSpec(partitions=1, replicas=3),
 }
 
 
@@ -139,6 +141,24 @@ def test_move_leader_keeps_every_message_and_fills_the_isr(
     asyncio.run(_publish(c, topic, after))
     assert int(leader_stats(c, topic)[0]["message_count"]) == 400
     assert sorted(_read_all(c, topic, 400)) == sorted(before + after)
+
+
+def test_leader_handed_to_an_in_sync_copy_finishes_at_once(
+    three: Cluster, topics: dict[str, str]
+) -> None:
+    """Replicas 3 on 3 nsqd: the old leader keeps its copy in the ISR (there is no other
+    node for it), so the move is done when the target leads, not when the source left."""
+    c = three
+    topic = topics["full"]
+    asyncio.run(_publish(c, topic, [b"y"] * 20))
+    old = leader_of(c, topic).http_address
+    target = next(a for a in _isr(c, topic) if a != old)
+    proc = run_process([NSQCTL, "topic", "move", topic, "--partition", "0", "--to", target,
+                        "--wait", "100", "--yes", "--lookupd", c.lookupd_http[0]])  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert b"warning" not in proc.stderr, proc.stderr  # it saw the move finish, no time-out
+    assert leader_of(c, topic).http_address == target
+    assert sorted(_isr(c, topic)) == sorted(n.http_address for n in c.nsqds)
 
 
 def test_move_replica_keeps_the_leader(three: Cluster, topics: dict[str, str]) -> None:

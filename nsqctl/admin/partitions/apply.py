@@ -206,13 +206,19 @@ def _settled(plan: PartitionPlan) -> Check:
 
 
 def _moved(plan: PartitionPlan) -> Check:
-    """All done: the target in the ISR (leading, for a leader move), the source out of it."""
+    """All done: the target in the ISR (leading, for a leader move), the source out of it.
+
+    Leadership handed to a copy already in sync is a transfer: youzan keeps the source's
+    copy in the ISR then (with replicas = nsqd count there is nowhere else for it), so
+    waiting for it to leave would wait out the whole --wait on a finished move."""
     part, target, source = plan.partition, plan.target, plan.source
     assert part is not None
+    before = plan.before.partitions.get(part)
+    transfer = plan.move_leader and before is not None and target in before.isr
 
     def check(state: TopicState) -> bool:
         p = state.partitions.get(part)
-        if p is None or target not in p.isr or source in p.isr or p.catchup:
+        if p is None or target not in p.isr or p.catchup or (source in p.isr and not transfer):
             return False
         return p.leader == target if plan.move_leader else True
 
