@@ -185,7 +185,7 @@ def _spark_replay(
     spark_master: str | None,
 ) -> None:
     from nsqctl.pipeline import replay as spark_job
-    from nsqctl.pipeline.spark import spark_session
+    from nsqctl.pipeline.spark import check_executors, spark_session
 
     text = spark_job.is_text_source(job.source)
     spark = spark_session(spark_master, "nsqctl-replay")
@@ -197,6 +197,9 @@ def _spark_replay(
     if dry_run:
         job.dry_run(spark_job.dry_run(raw, ordered))
         return
+    # On a cluster, executors run nsqctl code and publish: a one-line error now beats a
+    # task failing four times with a Python traceback inside a Java one.
+    check_executors(spark, [*job.sel.nsqd, *job.sel.lookupd])
     directory = job.checkpoint_dir(checkpoint, restart)
     planned = spark_job.plan(ordered, tasks or spark.sparkContext.defaultParallelism)
 

@@ -172,3 +172,21 @@ def test_executor_check_one_line_errors(setup: Setup, tmp_path: Path) -> None:
     assert "\n" not in error
     assert error.startswith("Spark executors could not run Python (Cannot run program"), error
     assert "set PYSPARK_PYTHON to a Python that exists on every worker" in error
+
+
+def test_replay_on_a_cluster_that_cannot_reach_nsqd_fails_in_one_line(setup: Setup) -> None:
+    """The CLI runs the executor check before the job: one error line, exit 1, nothing
+    published, rather than a task failing four times inside a Java traceback."""
+    s = setup
+    (dead,) = free_ports(1)  # nobody listens here
+    r = subprocess.run(
+        [NSQCTL, "replay", str(s.archive), "--to-topic", "never", "--nsqd", f"127.0.0.1:{dead}",
+         "--engine", "spark", "--spark-master", s.spark.master_url],
+        capture_output=True, text=True, env=s.env, timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 1, r.stderr
+    assert "Traceback" not in r.stderr
+    errors = [line for line in r.stderr.splitlines() if line.startswith("nsqctl: error: ")]
+    assert len(errors) == 1, r.stderr
+    assert f"cannot reach 127.0.0.1:{dead} (Connection refused)" in errors[0]
+    assert "replayed" not in r.stdout
