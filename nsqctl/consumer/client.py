@@ -16,12 +16,19 @@ import logging
 import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from nsqctl import protocol as p
 from nsqctl.addresses import HostPort, parse_addresses
 from nsqctl.connection import ConnectError, Connection, ConnectionConfig
+from nsqctl.consumer.options import (
+    _ORDERED_START,
+    ConsumerOptions,
+    ConsumerStats,
+    NoConnectionError,
+)
+from nsqctl.consumer.order import OrderChecker, OrderViolation
 from nsqctl.deadletter import DeadLetterFile, dead_letter_path
 from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.flow import BackoffController, RateLimiter, RdyController
@@ -39,136 +46,9 @@ _monotonic = time.monotonic
 
 Handler = Callable[[Message], Awaitable[Any] | Any]
 GiveUpHook = Callable[[Message], Awaitable[Any] | Any]
-OrderEventHook = Callable[["OrderViolation"], Any]
+OrderEventHook = Callable[[OrderViolation], Any]
 
 _Target = tuple[str, int | None]  # (nsqd tcp address, partition)
-
-
-@dataclass(frozen=True)
-class OrderViolation:
-    """A regression or gap seen on an ordered partition."""
-
-    kind: str  # "regression" | "gap"
-    topic: str
-    partition: int | None
-    nsqd: str
-    previous_offset: int
-    previous_internal_id: int
-    offset: int
-    internal_id: int
-    expected_offset: int | None = None
-
-
-@dataclass
-class ConsumerStats:
-    received: int = 0
-    finished: int = 0
-    requeued: int = 0
-    given_up: int = 0
-    connections: int = 0
-    order_regressions: int = 0
-    order_gaps: int = 0
-    # Ordered: a message already handled and FINed came again (the server reset the
-    # channel's reader before our FIN landed); it was FINed again, not handled twice.
-    redelivered: int = 0
-    reconnects: int = 0
-    backoff_level: int = 0
-
-
-@dataclass
-class _PartitionOrder:
-    offset: int
-    internal_id: int
-    size: int
-
-
-class OrderChecker:
-    """Per-partition order check with disk-queue offsets and internal ids.
-
-    A redelivery of the same message (same offset and id) is normal after a requeue, a
-    timeout or a reader reset. A smaller offset/id is a regression, reported once: if the
-    messages after it continue from the regressed one (the channel was rewound, e.g. by
-    ``setoffset``), the check follows the new position; if they continue from the old high
-    water mark (one stray old message), it keeps that. An offset beyond ``previous offset +
-    previous size`` is a gap; channels that skip or move offsets on purpose produce gaps
-    by design, so gaps are events, not errors. Partitions are keyed by number, not by
-    nsqd: offsets are the same on every replica, so the check holds across a failover.
-    """
-
-    def __init__(self, topic: str) -> None:
-        self.topic = topic
-        self._last: dict[int | None, _PartitionOrder] = {}
-        self._rewound: dict[int | None, _PartitionOrder] = {}
-
-    def check(self, nsqd: str, partition: int | None, raw: RawMessage) -> OrderViolation | None:
-        if raw.offset is None or raw.internal_id is None:
-            return None
-        last = self._last.get(partition)
-        current = _PartitionOrder(raw.offset, raw.internal_id, raw.size or 0)
-        if last is None:
-            self._last[partition] = current
-            return None
-        if raw.offset == last.offset and raw.internal_id == last.internal_id:
-            return None  # redelivery
-
-        def violation(kind: str, expected: int | None = None) -> OrderViolation:
-            return OrderViolation(
-                kind, self.topic, partition, nsqd, last.offset, last.internal_id,
-                raw.offset, raw.internal_id, expected,
-            )  # fmt: skip
-
-        rewound = self._rewound.pop(partition, None)
-        if raw.offset < last.offset or raw.internal_id < last.internal_id:
-            if rewound is not None and raw.offset == rewound.offset + rewound.size:
-                self._last[partition] = current  # the rewind goes on: follow it
-                return None
-            self._rewound[partition] = current
-            return violation("regression")
-        self._last[partition] = current
-        expected = last.offset + last.size if last.size else None
-        if expected is not None and raw.offset > expected:
-            return violation("gap", expected)
-        return None
-
-
-@dataclass
-class ConsumerOptions:
-    max_in_flight: int = 1
-    max_attempts: int = 0  # 0: unlimited
-    partitions: Sequence[int] | None = None
-    ordered: bool = False
-    start: str | None = None  # SUB_ADVANCED start (redesign)
-    backoff_multiplier: float = 1.0
-    max_backoff: float = 128.0
-    default_requeue_delay: float = 90.0
-    max_requeue_delay: float = 900.0
-    max_rate: float | None = None
-    rdy_redistribute_interval: float = 5.0
-    low_rdy_idle_timeout: float = 10.0
-    low_rdy_timeout: float = 30.0
-    lookup_interval: float = 60.0
-    lookup_jitter: float = 0.3
-    reconnect_initial: float = 0.5
-    reconnect_max: float = 60.0
-    # At start, when nsqds are known but none could be connected within this many seconds,
-    # start() fails (NoConnectionError) instead of retrying forever; None waits forever.
-    # Once a connection was made, a lost one is always retried.
-    connect_timeout: float | None = 5.0
-    stop_timeout: float = 30.0
-    seed: int | None = None
-
-
-# youzan's SUB_ORDERED takes no start position and SUB_ADVANCED is never ordered.
-_ORDERED_START = (
-    "ordered subscriptions have no start position on youzan's servers (SUB_ORDERED takes "
-    "none): move the channel first with `nsqctl channel setoffset TOPIC CHANNEL --partition "
-    "P --timestamp|--virtual-offset|--msgcount`, then `nsqctl tail TOPIC --ordered -c CHANNEL`"
-)
-
-
-class NoConnectionError(ConnectError):
-    """No nsqd of the topic could be reached at start, within the connect timeout."""
-
 
 class Consumer:
     """Consume ``topic``/``channel`` with a handler, or iterate: ``async for msg in c``.

@@ -1,0 +1,78 @@
+"""Per-partition order check of ordered subscriptions (sans-IO: no connections here)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nsqctl.protocol.message import RawMessage
+
+
+@dataclass(frozen=True)
+class OrderViolation:
+    """A regression or gap seen on an ordered partition."""
+
+    kind: str  # "regression" | "gap"
+    topic: str
+    partition: int | None
+    nsqd: str
+    previous_offset: int
+    previous_internal_id: int
+    offset: int
+    internal_id: int
+    expected_offset: int | None = None
+
+
+@dataclass
+class _PartitionOrder:
+    offset: int
+    internal_id: int
+    size: int
+
+
+class OrderChecker:
+    """Per-partition order check with disk-queue offsets and internal ids.
+
+    A redelivery of the same message (same offset and id) is normal after a requeue, a
+    timeout or a reader reset. A smaller offset/id is a regression, reported once: if the
+    messages after it continue from the regressed one (the channel was rewound, e.g. by
+    ``setoffset``), the check follows the new position; if they continue from the old high
+    water mark (one stray old message), it keeps that. An offset beyond ``previous offset +
+    previous size`` is a gap; channels that skip or move offsets on purpose produce gaps
+    by design, so gaps are events, not errors. Partitions are keyed by number, not by
+    nsqd: offsets are the same on every replica, so the check holds across a failover.
+    """
+
+    def __init__(self, topic: str) -> None:
+        self.topic = topic
+        self._last: dict[int | None, _PartitionOrder] = {}
+        self._rewound: dict[int | None, _PartitionOrder] = {}
+
+    def check(self, nsqd: str, partition: int | None, raw: RawMessage) -> OrderViolation | None:
+        if raw.offset is None or raw.internal_id is None:
+            return None
+        last = self._last.get(partition)
+        current = _PartitionOrder(raw.offset, raw.internal_id, raw.size or 0)
+        if last is None:
+            self._last[partition] = current
+            return None
+        if raw.offset == last.offset and raw.internal_id == last.internal_id:
+            return None  # redelivery
+
+        def violation(kind: str, expected: int | None = None) -> OrderViolation:
+            return OrderViolation(
+                kind, self.topic, partition, nsqd, last.offset, last.internal_id,
+                raw.offset, raw.internal_id, expected,
+            )  # fmt: skip
+
+        rewound = self._rewound.pop(partition, None)
+        if raw.offset < last.offset or raw.internal_id < last.internal_id:
+            if rewound is not None and raw.offset == rewound.offset + rewound.size:
+                self._last[partition] = current  # the rewind goes on: follow it
+                return None
+            self._rewound[partition] = current
+            return violation("regression")
+        self._last[partition] = current
+        expected = last.offset + last.size if last.size else None
+        if expected is not None and raw.offset > expected:
+            return violation("gap", expected)
+        return None
