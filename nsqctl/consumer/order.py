@@ -40,12 +40,26 @@ class OrderChecker:
     previous size`` is a gap; channels that skip or move offsets on purpose produce gaps
     by design, so gaps are events, not errors. Partitions are keyed by number, not by
     nsqd: offsets are the same on every replica, so the check holds across a failover.
+
+    After :meth:`reconnected` (the partition's connection broke: a reconnect or a new
+    leader) the server resends from its last confirmed position, which can be behind what
+    this consumer saw: messages at or below the partition's high water mark are then
+    counted in :attr:`redeliveries` (at-least-once), not reported, until the stream passes
+    the mark. Within one unbroken connection the same rewind stays a regression.
     """
 
     def __init__(self, topic: str) -> None:
         self.topic = topic
         self._last: dict[int | None, _PartitionOrder] = {}
         self._rewound: dict[int | None, _PartitionOrder] = {}
+        self._replaying: set[int | None] = set()
+        self.redeliveries = 0
+
+    def reconnected(self, partition: int | None) -> None:
+        """The partition's stream starts again (new connection or leader)."""
+        if partition in self._last:
+            self._replaying.add(partition)
+            self._rewound.pop(partition, None)
 
     def check(self, nsqd: str, partition: int | None, raw: RawMessage) -> OrderViolation | None:
         if raw.offset is None or raw.internal_id is None:
@@ -55,6 +69,11 @@ class OrderChecker:
         if last is None:
             self._last[partition] = current
             return None
+        if partition in self._replaying:
+            if raw.offset <= last.offset:
+                self.redeliveries += 1  # resent from the server's confirmed position
+                return None
+            self._replaying.discard(partition)  # past the mark: checked as usual below
         if raw.offset == last.offset and raw.internal_id == last.internal_id:
             return None  # redelivery
 

@@ -73,3 +73,45 @@ def test_the_check_holds_across_nsqds_for_one_partition() -> None:
     assert checker.check("b:1", 0, _msg(50, 2)) is None  # redelivered by the new leader
     v = checker.check("b:1", 0, _msg(0, 1))
     assert v is not None and v.kind == "regression" and v.nsqd == "b:1"
+
+
+def test_rewind_right_after_a_reconnect_is_a_counted_redelivery() -> None:
+    checker = OrderChecker("t")
+    for i in range(6):
+        checker.check("n:1", 0, _msg(i * 50, i + 1))
+    checker.reconnected(0)  # new leader: it resends from its confirmed position, 100
+    assert [checker.check("n:2", 0, _msg(i * 50, i + 1)) for i in range(2, 6)] == [None] * 4
+    assert checker.redeliveries == 4
+    # past the high water mark the check is the usual one again
+    assert checker.check("n:2", 0, _msg(300, 7)) is None
+    v = checker.check("n:2", 0, _msg(100, 3))
+    assert v is not None and v.kind == "regression"
+    assert checker.redeliveries == 4
+
+
+def test_rewind_within_one_connection_stays_a_regression() -> None:
+    checker = OrderChecker("t")
+    for i in range(6):
+        checker.check("n:1", 0, _msg(i * 50, i + 1))
+    checker.reconnected(1)  # another partition's reconnect changes nothing here
+    v = checker.check("n:1", 0, _msg(100, 3))
+    assert v is not None and v.kind == "regression"
+    assert checker.redeliveries == 0
+
+
+def test_a_gap_after_the_replay_is_still_reported() -> None:
+    checker = OrderChecker("t")
+    for i in range(3):
+        checker.check("n:1", 0, _msg(i * 50, i + 1))
+    checker.reconnected(0)
+    assert checker.check("n:2", 0, _msg(50, 2)) is None
+    v = checker.check("n:2", 0, _msg(250, 6))
+    assert v is not None and v.kind == "gap" and v.expected_offset == 150
+
+
+def test_reconnect_before_any_message_changes_nothing() -> None:
+    checker = OrderChecker("t")
+    checker.reconnected(0)
+    assert checker.check("n:1", 0, _msg(100, 3)) is None
+    v = checker.check("n:1", 0, _msg(50, 2))
+    assert v is not None and v.kind == "regression"
