@@ -28,6 +28,7 @@ from nsqctl.cli.common import (
     resolve_cluster,
 )
 from nsqctl.consumer import Consumer, OrderViolation
+from nsqctl.consumer.failover import DEFAULT_FAILOVER_WINDOW, LeaderWait
 from nsqctl.errors import ConfigError
 from nsqctl.jsonfield import get_field, scalar_text
 from nsqctl.message import Message, body_to_json, finish_all
@@ -228,6 +229,7 @@ class TailPlan:
     keep: MessageFilter
     trace_log: Path | None
     connect_timeout: float | None
+    failover_window: float = DEFAULT_FAILOVER_WINDOW
 
 
 def tail(
@@ -263,7 +265,16 @@ def tail(
         metavar="SECONDS",
         min=0,
         help="Give up when no nsqd of the topic can be reached at start within this time "
-        "(0: keep trying); once connected, lost connections are always retried.",
+        "(0: keep trying); once connected, lost connections are retried (a partition of the "
+        "redesign within --failover-window).",
+    ),
+    failover_window: float = typer.Option(
+        DEFAULT_FAILOVER_WINDOW,
+        "--failover-window",
+        metavar="SECONDS",
+        min=0,
+        help="Seconds a partition may wait for a new leader (redesign, with --lookupd) "
+        "before tail gives up (0: wait forever).",
     ),
     lookupd: list[str] = LookupdOption,
     nsqd: list[str] = NsqdOption,
@@ -298,6 +309,7 @@ def tail(
         keep,
         trace_log,
         connect_timeout or None,
+        failover_window,
     )
     asyncio.run(_tail(cluster, plan))
 
@@ -306,6 +318,23 @@ def _on_order(v: OrderViolation) -> None:
     print(
         f"nsqctl: order {v.kind} on partition {v.partition}: offset {v.offset} after "
         f"{v.previous_offset}",
+        file=sys.stderr,
+    )
+
+
+def _on_failover(event: LeaderWait) -> None:
+    print(f"nsqctl tail: {event.describe()}", file=sys.stderr, flush=True)
+
+
+def _summary(consumer: Consumer) -> None:
+    """After a reconnect: what came twice (at-least-once), so a reader can account for it."""
+    stats = consumer.stats
+    if not (stats.duplicates or stats.order_redeliveries or stats.reconnects):
+        return
+    print(
+        f"nsqctl tail: {stats.reconnects} reconnect(s); {stats.duplicates} message(s) "
+        f"printed again after a reconnect (at-least-once), {stats.order_redeliveries} "
+        "of them resent by a new leader on an ordered partition",
         file=sys.stderr,
     )
 
@@ -330,6 +359,8 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan) -> None:
         on_order_violation=_on_order,
         trace_log=log,
         connect_timeout=plan.connect_timeout,
+        failover_window=plan.failover_window,
+        on_failover=_on_failover,
     )
     output.stop_intake = lambda: consumer.set_max_in_flight(0)
     loop = asyncio.get_running_loop()
@@ -339,7 +370,7 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan) -> None:
             loop.add_signal_handler(sig, stop.set)
     try:
         await consumer.start()
-        while not stop.is_set() and not output.done.is_set():
+        while not stop.is_set() and not output.done.is_set() and consumer.error is None:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(stop.wait(), FLUSH_INTERVAL)
             output.flush()
@@ -352,3 +383,6 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan) -> None:
         await consumer.stop(timeout=5)
         if log is not None:
             log.close()
+        _summary(consumer)
+    if consumer.error is not None:
+        raise consumer.error

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from nsqctl import protocol as p
 from nsqctl.addresses import HostPort, parse_addresses
 from nsqctl.connection import ConnectError, Connection, ConnectionConfig
+from nsqctl.consumer.failover import FinWindow, LeaderWait, PartitionWatch
 from nsqctl.consumer.options import (
     _ORDERED_START,
     ConsumerOptions,
@@ -47,6 +48,7 @@ _monotonic = time.monotonic
 Handler = Callable[[Message], Awaitable[Any] | Any]
 GiveUpHook = Callable[[Message], Awaitable[Any] | Any]
 OrderEventHook = Callable[[OrderViolation], Any]
+FailoverHook = Callable[[LeaderWait], Any]
 
 _Target = tuple[str, int | None]  # (nsqd tcp address, partition)
 
@@ -70,6 +72,7 @@ class Consumer:
         options: ConsumerOptions | None = None,
         giving_up: GiveUpHook | None = None,
         on_order_violation: OrderEventHook | None = None,
+        on_failover: FailoverHook | None = None,
         trace_log: TraceLog | None = None,
         **option_overrides: Any,
     ) -> None:
@@ -116,6 +119,13 @@ class Consumer:
         )
         self._giving_up = giving_up or DeadLetterFile(dead_letter_path(self.topic, self.channel))
         self._on_order = on_order_violation
+        self._on_failover = on_failover
+        self._watch = PartitionWatch(self.topic, opts.failover_window)
+        self._fins = FinWindow()
+        self._rejoined: set[int | None] = set()  # partitions connected again after a loss
+        self._ever: set[int | None] = set()  # partitions connected at least once
+        self.failed = asyncio.Event()  # set with ``error`` when the consumer cannot go on
+        self.error: BaseException | None = None
         self._order = OrderChecker(self.topic)
         # Ordered (one message in flight per partition): partition -> (offset, internal id)
         # of the message handed out and not yet answered, and of the last one FINed.
@@ -348,6 +358,7 @@ class Consumer:
         self._conns[target] = conn
         self._deliveries[id(conn)] = Delivery(conn, self, self.topic, self.channel, partition)
         self._reconnect_delay.pop(target, None)
+        self._joined(partition, address)
         self.stats.connections = len(self._conns)
         self._apply(self._rdy.add_connection(id(conn), conn.max_rdy_count, time.monotonic()))
 
@@ -359,6 +370,8 @@ class Consumer:
         if err is not None and not self._stopping:
             log.warning("lost %s: %s", target[0], err)
             self.stats.reconnects += 1
+            if self._rides(target[1]):
+                self._watch.lost(target[1], time.monotonic())
             self._schedule_reconnect(target)
             if self._lookup is not None:
                 self._lookup.request_refresh()
@@ -377,6 +390,12 @@ class Consumer:
             return
         delay = self._reconnect_delay.get(target, self.options.reconnect_initial)
         self._reconnect_delay[target] = min(delay * 2, self.options.reconnect_max)
+        if self._rides(target[1]) and self._watch.waiting:
+            # Waiting for a new leader: the lookup refresh below finds it, so the dead
+            # address is not worth a long backoff; the refresh is paced by this delay.
+            delay = min(delay, 1.0)
+            assert self._lookup is not None
+            self._lookup.request_refresh()
         jittered = delay * (0.8 + 0.4 * self._rng.random())
 
         async def later() -> None:
@@ -418,6 +437,8 @@ class Consumer:
             raws = self._ordered_arrivals(conn, via, raws, now)
             if not raws:
                 return
+        if self._rejoined and via.partition in self._rejoined:
+            self._count_duplicates(via.partition, raws)
         epoch = self._backoff.epoch
         max_attempts = self.options.max_attempts
         handler = self._handler
@@ -482,6 +503,42 @@ class Consumer:
             fresh.append(raw)
         return fresh
 
+    # ------------------------------------------------------------------ failover
+
+    def _rides(self, partition: int | None) -> bool:
+        """Partitions of the redesign found through a lookupd ride through a failover."""
+        return self._lookup is not None and partition is not None
+
+    def _joined(self, partition: int | None, address: str) -> None:
+        if partition in self._ever:
+            self._rejoined.add(partition)
+            self._order.reconnected(partition)
+        self._ever.add(partition)
+        event = self._watch.resumed(partition, address, time.monotonic())
+        if event is not None:
+            log.info("%s", event.describe())
+            if self._on_failover is not None:
+                self._on_failover(event)
+
+    def _count_duplicates(self, partition: int | None, raws: list[RawMessage]) -> None:
+        fins = self._fins
+        for raw in raws:
+            if fins.seen(partition, raw.id):
+                self.stats.duplicates += 1
+        self.stats.order_redeliveries = self._order.redeliveries
+
+    def _tick_failover(self, now: float) -> None:
+        if not self._watch.waiting or self.error is not None:
+            return
+        notes, error = self._watch.tick(now)
+        for note in notes:
+            log.info("%s", note.describe())
+            if self._on_failover is not None:
+                self._on_failover(note)
+        if error is not None:
+            self.error = self._fatal = error
+            self.failed.set()
+
     def _spawn(self, coro: Awaitable[None]) -> None:
         task = asyncio.ensure_future(coro)
         self._handler_tasks.add(task)
@@ -542,6 +599,9 @@ class Consumer:
                 self._trace_outcome(msg, conn, msg.outcome or "FIN")
         if conn.is_open:
             conn.fin_many([msg._raw.id for msg in msgs])
+        fins = self._fins
+        for msg in msgs:
+            fins.add(msg._via.partition, msg._raw.id)
         if conn.layout.ordered:
             last = msgs[-1]
             key = (last._raw.offset, last._raw.internal_id)
@@ -644,6 +704,7 @@ class Consumer:
                     async with asyncio.timeout(min(delay, 1.0)):
                         await self._wake.wait()
             now = time.monotonic()
+            self._tick_failover(now)
             action = self._backoff.tick(now)
             if action is not None:
                 self._apply(self._rdy.apply_backoff(action, now))

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from nsqctl.connection import ConnectError
+from nsqctl.consumer.failover import DEFAULT_FAILOVER_WINDOW
 
 
 @dataclass
@@ -20,6 +21,11 @@ class ConsumerStats:
     # Ordered: a message already handled and FINed came again (the server reset the
     # channel's reader before our FIN landed); it was FINed again, not handled twice.
     redelivered: int = 0
+    # A message FINed before came again after a reconnect or a leader change (the new
+    # leader resends from its synced position: at-least-once) and was handled again.
+    duplicates: int = 0
+    # Ordered: of those, the ones the order check saw as a resend, not a regression.
+    order_redeliveries: int = 0
     reconnects: int = 0
     backoff_level: int = 0
 
@@ -48,6 +54,9 @@ class ConsumerOptions:
     # Once a connection was made, a lost one is always retried.
     connect_timeout: float | None = 5.0
     stop_timeout: float = 30.0
+    # Redesign with a lookupd: seconds a partition may go without a leader before the
+    # consumer fails (FailoverTimeoutError); 0 waits forever.
+    failover_window: float = DEFAULT_FAILOVER_WINDOW
     seed: int | None = None
 
 

@@ -115,3 +115,46 @@ def test_reconnect_before_any_message_changes_nothing() -> None:
     assert checker.check("n:1", 0, _msg(100, 3)) is None
     v = checker.check("n:1", 0, _msg(50, 2))
     assert v is not None and v.kind == "regression"
+
+
+# The consumer's failover bookkeeping (nsqctl.consumer.failover) feeds the checker above;
+# its clock decisions are tested here without servers.
+
+
+def test_partition_watch_notes_while_waiting_and_fails_after_the_window() -> None:
+    from nsqctl.consumer.failover import FailoverTimeoutError, PartitionWatch
+
+    watch = PartitionWatch("t", window=20.0, note_interval=5.0)
+    watch.lost(1, now=100.0)
+    watch.lost(1, now=103.0)  # still the first loss that counts
+    assert watch.tick(104.0) == ([], None)
+    notes, error = watch.tick(105.5)
+    assert error is None and [n.describe() for n in notes] == [
+        "waiting for a leader for t/1 (6s of 20s)"
+    ]
+    _, error = watch.tick(120.5)
+    assert isinstance(error, FailoverTimeoutError) and "t/1" in str(error)
+
+
+def test_partition_watch_resumes_and_window_zero_waits_forever() -> None:
+    from nsqctl.consumer.failover import PartitionWatch
+
+    watch = PartitionWatch("t", window=0.0)
+    watch.lost(0, now=0.0)
+    assert watch.tick(10_000.0)[1] is None
+    event = watch.resumed(0, "127.0.0.1:4150", now=22.0)
+    assert (
+        event is not None
+        and event.describe() == "t/0: consuming again on 127.0.0.1:4150 after 22.0s"
+    )
+    assert not watch.waiting and watch.resumed(0, "x", now=23.0) is None
+
+
+def test_fin_window_is_bounded_per_partition() -> None:
+    from nsqctl.consumer.failover import FinWindow
+
+    fins = FinWindow(size=3)
+    for i in range(5):
+        fins.add(0, bytes([i]))
+    assert [fins.seen(0, bytes([i])) for i in range(5)] == [False, False, True, True, True]
+    assert not fins.seen(1, bytes([4]))

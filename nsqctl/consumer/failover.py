@@ -1,0 +1,118 @@
+"""Riding through a partition leader failover on the redesign (sans-IO: no connections).
+
+When a partition's connection breaks, nsqlookupd names a new leader once youzan's
+coordinator elected one (measured: ~22 s after kill -9 with replicas 3 on 3 nsqd, ~105 s
+with replicas 2). :class:`PartitionWatch` keeps, per partition, since when it has no
+connection: a one-line note every few seconds while waiting, a :class:`FailoverTimeoutError`
+after the window. The window's default matches the producer's
+(``nsqctl.producer.failover.DEFAULT_FAILOVER_WINDOW``; not imported, since ``tail`` must
+not load the producer package).
+
+The new leader resends from the channel position the coordinator synced to it, which can
+be behind what this consumer FINed (at-least-once). :class:`FinWindow` remembers the
+recently FINed ids of each partition, bounded, so those redeliveries are counted.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from nsqctl.errors import NsqctlError
+
+DEFAULT_FAILOVER_WINDOW = 180.0
+NOTE_INTERVAL = 5.0  # seconds between "waiting for a leader" notes of one partition
+FIN_WINDOW = 8192  # FINed ids remembered per partition
+
+
+class FailoverTimeoutError(NsqctlError):
+    """A partition had no reachable leader within the failover window."""
+
+
+@dataclass(frozen=True)
+class LeaderWait:
+    """A partition waiting for a leader, or consuming again after it waited."""
+
+    kind: str  # "waiting" | "resumed"
+    topic: str
+    partition: int | None
+    waited: float
+    window: float
+    nsqd: str = ""  # the new leader (resumed)
+
+    @property
+    def where(self) -> str:
+        return self.topic if self.partition is None else f"{self.topic}/{self.partition}"
+
+    def describe(self) -> str:
+        if self.kind == "resumed":
+            return f"{self.where}: consuming again on {self.nsqd} after {self.waited:.1f}s"
+        return f"waiting for a leader for {self.where} ({self.waited:.0f}s of {self.window:.0f}s)"
+
+
+class PartitionWatch:
+    """Per partition: since when it has no connection, and what to say about it."""
+
+    def __init__(self, topic: str, window: float, note_interval: float = NOTE_INTERVAL) -> None:
+        self.topic = topic
+        self.window = window
+        self.note_interval = note_interval
+        self._lost: dict[int | None, float] = {}
+        self._noted: dict[int | None, float] = {}
+
+    @property
+    def waiting(self) -> bool:
+        return bool(self._lost)
+
+    def lost(self, partition: int | None, now: float) -> None:
+        self._lost.setdefault(partition, now)
+        self._noted.setdefault(partition, now)
+
+    def forget(self, partition: int | None) -> None:
+        """The partition is no longer read (it left the topic)."""
+        self._lost.pop(partition, None)
+        self._noted.pop(partition, None)
+
+    def resumed(self, partition: int | None, nsqd: str, now: float) -> LeaderWait | None:
+        since = self._lost.pop(partition, None)
+        self._noted.pop(partition, None)
+        if since is None:
+            return None
+        return LeaderWait("resumed", self.topic, partition, now - since, self.window, nsqd)
+
+    def tick(self, now: float) -> tuple[list[LeaderWait], FailoverTimeoutError | None]:
+        """Notes due at ``now``, and the error when a partition waited past the window."""
+        notes = []
+        for partition, since in self._lost.items():
+            waited = now - since
+            if self.window and waited > self.window:
+                where = self.topic if partition is None else f"{self.topic}/{partition}"
+                return notes, FailoverTimeoutError(
+                    f"no leader for {where} within the failover window of {self.window:g}s: "
+                    "check the cluster (`nsqctl lookup " + self.topic + "`), then run again "
+                    "(or give more time with --failover-window)"
+                )
+            if now - self._noted[partition] >= self.note_interval:
+                self._noted[partition] = now
+                notes.append(LeaderWait("waiting", self.topic, partition, waited, self.window))
+        return notes, None
+
+
+class FinWindow:
+    """The last ``size`` FINed message ids of each partition: a later copy is a duplicate."""
+
+    def __init__(self, size: int = FIN_WINDOW) -> None:
+        self.size = size
+        self._ids: dict[int | None, OrderedDict[bytes, None]] = {}
+
+    def add(self, partition: int | None, msg_id: bytes) -> None:
+        ids = self._ids.get(partition)
+        if ids is None:
+            ids = self._ids[partition] = OrderedDict()
+        ids[msg_id] = None
+        if len(ids) > self.size:
+            ids.popitem(last=False)
+
+    def seen(self, partition: int | None, msg_id: bytes) -> bool:
+        ids = self._ids.get(partition)
+        return ids is not None and msg_id in ids
