@@ -170,13 +170,17 @@ class Consumer:
             self._apply(self._rdy.set_rate_cap(self._limiter.allowance(now), now))
         self._tasks.append(asyncio.create_task(self._flow_loop(), name="nsq-flow"))
         if self._lookup is not None:
-            topo = await self._lookup.lookup(self.topic, access="r", metainfo=True)
+            # consistent: each partition on its elected leader only, so a new leader is
+            # found as soon as it is elected (see LookupClient.lookup)
+            topo = await self._lookup.lookup(
+                self.topic, access="r", metainfo=True, consistent=True
+            )
             if topo.meta is not None and topo.meta.extend_support:  # nsqd requires it
                 self.config = replace(self.config, extend_support=True)
             await self._sync_targets(topo)
             self._tasks.append(
                 self._lookup.start_polling(
-                    self.topic, self._sync_targets, access="r", metainfo=True
+                    self.topic, self._sync_targets, access="r", metainfo=True, consistent=True
                 )
             )
         else:

@@ -251,11 +251,13 @@ class LookupClient:
             return
 
     async def _lookup_one(
-        self, address: str, topic: str, access: Access, metainfo: bool
+        self, address: str, topic: str, access: Access, metainfo: bool, consistent: bool = False
     ) -> LookupAnswer:
         params = {"topic": topic, "access": access}
         if metainfo:
             params["metainfo"] = "true"
+        if consistent:
+            params["consistent"] = "true"
         resp = await self._get(address, "/lookup", params)
         if resp.status_code >= 500 or resp.status_code not in (200, 404):
             payload: Any = None
@@ -270,8 +272,16 @@ class LookupClient:
 
     # ----------------------------------------------------------------- lookup
 
-    async def lookup(self, topic: str, access: Access = "r", metainfo: bool = True) -> Topology:
-        """One discovery round for ``topic``; see the module doc for failure handling."""
+    async def lookup(
+        self, topic: str, access: Access = "r", metainfo: bool = True, consistent: bool = False
+    ) -> Topology:
+        """One discovery round for ``topic``; see the module doc for failure handling.
+
+        ``consistent`` (youzan's nsqlookupd): list a partition only on the leader etcd
+        names. Without it, ``access=r`` keeps a killed leader listed until its
+        registration expires (seen: 55-70 s after kill -9, the election took ~22 s), so a
+        consumer would not find the new leader before then. nsqio's nsqlookupd ignores it.
+        """
         if access not in ("r", "w"):
             raise ConfigError(f"bad lookup access {access!r}: use 'r' (consume) or 'w' (publish)")
         if not topic:
@@ -284,7 +294,8 @@ class LookupClient:
             targets += [a for a in self._health if a not in before]
         targets = [a for a in targets if a not in failed]
         results = await asyncio.gather(
-            *(self._lookup_one(a, topic, access, metainfo) for a in targets), return_exceptions=True
+            *(self._lookup_one(a, topic, access, metainfo, consistent) for a in targets),
+            return_exceptions=True,
         )
         answers: list[LookupAnswer] = []
         sources: list[SourceStatus] = []
@@ -351,6 +362,7 @@ class LookupClient:
         *,
         access: Access = "r",
         metainfo: bool = True,
+        consistent: bool = False,
     ) -> asyncio.Task[None]:
         """Run :meth:`poll` in a task, calling ``callback`` (sync or async) with each topology.
 
@@ -362,7 +374,7 @@ class LookupClient:
             while True:
                 self._refresh.clear()
                 try:
-                    topo = await self.lookup(topic, access, metainfo)
+                    topo = await self.lookup(topic, access, metainfo, consistent)
                 except LookupUnavailableError as exc:
                     log.warning("%s", exc)
                 else:
