@@ -1,5 +1,6 @@
 """Consumer package: the client (:mod:`.client`), its options and counters
-(:mod:`.options`) and the ordered-partition checker (:mod:`.order`).
+(:mod:`.options`), the ordered-partition checker (:mod:`.order`) and the leader
+failover bookkeeping (:mod:`.failover`).
 
 ``nsqctl.consumer`` keeps exporting every name it had as a single module, so callers
 import from here unchanged.
@@ -7,10 +8,12 @@ import from here unchanged.
 
 from nsqctl.consumer.client import (
     Consumer,
+    FailoverHook,
     GiveUpHook,
     Handler,
     OrderEventHook,
 )
+from nsqctl.consumer.failover import FailoverTimeoutError, LeaderWait
 from nsqctl.consumer.options import ConsumerOptions, ConsumerStats, NoConnectionError
 from nsqctl.consumer.order import OrderChecker, OrderViolation
 from nsqctl.deadletter import DeadLetterFile, dead_letter_path
@@ -20,8 +23,11 @@ __all__ = [
     "ConsumerOptions",
     "ConsumerStats",
     "DeadLetterFile",
+    "FailoverHook",
+    "FailoverTimeoutError",
     "GiveUpHook",
     "Handler",
+    "LeaderWait",
     "NoConnectionError",
     "OrderChecker",
     "OrderEventHook",
