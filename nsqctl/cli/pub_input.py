@@ -6,7 +6,9 @@ Records carry their 1-based number in the input so errors can name the line.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import queue
 import sys
 import threading
 from collections.abc import AsyncIterator, Iterator
@@ -114,30 +116,40 @@ async def read_in_thread(source: Iterator[Batch], ahead: int = 2) -> AsyncIterat
 
     A read from a pipe blocks until input comes; done on the event loop it would also stop
     the publishes already launched (and their OKs) while the input pauses. A daemon thread,
-    not an executor: a read blocked on a terminal must not hold up exit after Ctrl-C.
+    not an executor: a read blocked on a terminal must not hold up exit after Ctrl-C. The
+    thread hands over through a thread-safe queue and wakes the loop with a plain callback
+    (no coroutine made on the thread: one left unrun when the loop ends early, as on bad
+    input, would print "never awaited" warnings).
     """
     loop = asyncio.get_running_loop()
-    queue: asyncio.Queue[Batch | BaseException | None] = asyncio.Queue(ahead)
+    items: queue.Queue[Batch | BaseException | None] = queue.Queue(ahead)
+    ready = asyncio.Event()
 
-    def put(item: Batch | BaseException | None) -> bool:
-        try:
-            asyncio.run_coroutine_threadsafe(queue.put(item), loop).result()
-        except (RuntimeError, asyncio.CancelledError):  # the loop is gone: stop reading
-            return False
-        return True
+    def hand_over(item: Batch | BaseException | None) -> None:
+        items.put(item)  # blocks while ``ahead`` batches wait: the reader stays bounded
+        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody to wake
+            loop.call_soon_threadsafe(ready.set)
 
     def run() -> None:
         try:
             for batch in source:
-                if not put(batch):
-                    return
+                hand_over(batch)
         except BaseException as err:  # handed over and raised where it is awaited
-            put(err)
+            hand_over(err)
             return
-        put(None)
+        hand_over(None)
 
     threading.Thread(target=run, name="nsqctl-pub-input", daemon=True).start()
-    while (item := await queue.get()) is not None:
+    while True:
+        try:
+            item = items.get_nowait()
+        except queue.Empty:
+            ready.clear()
+            if items.empty():  # checked after clear(): a put in between sets it again
+                await ready.wait()
+            continue
+        if item is None:
+            return
         if isinstance(item, BaseException):
             raise item
         yield item
