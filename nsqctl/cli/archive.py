@@ -13,9 +13,11 @@ import typer
 
 from nsqctl.cli.common import LookupdOption, NsqdOption, ProfileOption, resolve_cluster
 from nsqctl.errors import ConfigError
+from nsqctl.failover import DEFAULT_FAILOVER_WINDOW
 from nsqctl.protocol.names import validate_channel, validate_topic
 
 if TYPE_CHECKING:  # pyarrow loads only when archiving, not on every nsqctl start
+    from nsqctl.consumer.failover import LeaderWait
     from nsqctl.pipeline.archiver import ArchiveOptions, ArchiveStats
 
 
@@ -40,6 +42,12 @@ def archive(
     ),
     trace_log: Path | None = typer.Option(
         None, "--trace-log", help="Append a consume record per archived message (JSONL)."
+    ),
+    failover_window: float = typer.Option(
+        DEFAULT_FAILOVER_WINDOW,
+        "--failover-window",
+        min=0,
+        help="Redesign: seconds to wait for a partition's new leader before stopping.",
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines."),
     lookupd: list[str] = LookupdOption,
@@ -72,6 +80,8 @@ def archive(
         ),
         exit_when_idle=exit_when_idle,
         trace_log=trace_log,
+        failover_window=failover_window,
+        on_failover=None if quiet else _on_failover,
     )
     stats = asyncio.run(_run(opts, quiet))
     if not quiet:
@@ -81,6 +91,18 @@ def archive(
             f"under {out}{how if stats.ordered else ''}",
             err=True,
         )
+    if stats.reconnects or stats.duplicates:
+        typer.echo(
+            f"nsqctl archive: {stats.reconnects} reconnect(s); {stats.duplicates} message(s) "
+            "delivered again after a reconnect and archived again (trace and replay de-duplicate "
+            "them)",
+            err=True,
+        )
+
+
+def _on_failover(event: LeaderWait) -> None:
+    lead = "\n" if sys.stderr.isatty() else ""  # off the \r progress line
+    print(f"{lead}nsqctl archive: {event.describe()}", file=sys.stderr, flush=True)
 
 
 async def _run(opts: ArchiveOptions, quiet: bool) -> ArchiveStats:

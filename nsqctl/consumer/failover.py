@@ -4,9 +4,8 @@ When a partition's connection breaks, nsqlookupd names a new leader once youzan'
 coordinator elected one (measured: ~22 s after kill -9 with replicas 3 on 3 nsqd, ~105 s
 with replicas 2). :class:`PartitionWatch` keeps, per partition, since when it has no
 connection: a one-line note every few seconds while waiting, a :class:`FailoverTimeoutError`
-after the window. The window's default matches the producer's
-(``nsqctl.producer.failover.DEFAULT_FAILOVER_WINDOW``; not imported, since ``tail`` must
-not load the producer package).
+after the window (:data:`nsqctl.failover.DEFAULT_FAILOVER_WINDOW`, shared with the
+producer).
 
 The new leader resends from the channel position the coordinator synced to it, which can
 be behind what this consumer FINed (at-least-once). :class:`FinWindow` remembers the
@@ -19,8 +18,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from nsqctl.errors import NsqctlError
+from nsqctl.failover import DEFAULT_FAILOVER_WINDOW as DEFAULT_FAILOVER_WINDOW
 
-DEFAULT_FAILOVER_WINDOW = 180.0
 NOTE_INTERVAL = 5.0  # seconds between "waiting for a leader" notes of one partition
 FIN_WINDOW = 8192  # FINed ids remembered per partition
 

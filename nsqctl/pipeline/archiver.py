@@ -20,8 +20,9 @@ from pathlib import Path
 
 from nsqctl import protocol as p
 from nsqctl.connection import ConnectionConfig
-from nsqctl.consumer import Consumer
+from nsqctl.consumer import Consumer, FailoverHook
 from nsqctl.errors import NsqctlError
+from nsqctl.failover import DEFAULT_FAILOVER_WINDOW
 from nsqctl.message import Message, finish_all
 from nsqctl.pipeline.writer import (
     ArchiveBuffer,
@@ -53,6 +54,8 @@ class ArchiveOptions:
     exit_when_idle: float | None = None  # seconds without messages → stop (None: run on)
     trace_log: Path | None = None
     fsync: bool = True
+    failover_window: float = DEFAULT_FAILOVER_WINDOW  # redesign: wait for a new leader
+    on_failover: FailoverHook | None = None  # "waiting for a leader" / "consuming again"
 
 
 @dataclass
@@ -61,6 +64,8 @@ class ArchiveStats:
     written: int = 0
     files: int = 0
     ordered: bool = False
+    reconnects: int = 0
+    duplicates: int = 0  # delivered again after a reconnect (at-least-once), archived again
 
 
 class Archiver:
@@ -112,6 +117,8 @@ class Archiver:
             ordered=ordered,
             partitions=o.partitions,
             trace_log=trace,
+            failover_window=o.failover_window,
+            on_failover=o.on_failover,
         )
 
     async def _topic_is_ordered(self) -> bool | None:
@@ -238,6 +245,10 @@ class Archiver:
                     self._start_rotation()
                 now = time.monotonic()
                 self.stats.received = consumer.stats.received
+                self.stats.reconnects = consumer.stats.reconnects
+                self.stats.duplicates = consumer.stats.duplicates
+                if consumer.error is not None:  # e.g. no new leader within the window
+                    break
                 if consumer.stats.received != seen:
                     last_message, seen = now, consumer.stats.received
                 elif (
@@ -262,4 +273,6 @@ class Archiver:
             await stopper
             if trace is not None:
                 trace.close()
+        if consumer.error is not None:  # what was held is on disk and FINed; then say why
+            raise consumer.error
         return self.stats

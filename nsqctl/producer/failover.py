@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-DEFAULT_FAILOVER_WINDOW = 180.0
+from nsqctl.failover import DEFAULT_FAILOVER_WINDOW as DEFAULT_FAILOVER_WINDOW
 
 
 @dataclass(frozen=True)

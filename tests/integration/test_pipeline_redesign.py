@@ -39,7 +39,9 @@ import pytest
 from nsqctl.message import Message
 from nsqctl.producer import Producer
 from nsqctl.servers.cluster import Cluster
-from tests.helpers.cli import NSQCTL, assert_one_line_error, invoke, run_cli
+from tests.conftest import StartCluster
+from tests.helpers.cli import NSQCTL, assert_one_line_error, clean_env, invoke, run_cli
+from tests.helpers.failover import kill_leader
 from tests.helpers.redesign import (
     TopicSpec,
     by_partition,
@@ -500,3 +502,49 @@ def test_trace_joins_publish_log_consume_log_and_archive(
     assert len(on_server) == 1, on_server
     stored = on_server[0]["detail"]["message"]
     assert (stored["id"], stored["trace_id"], stored["body"]) == (iid, tid, row["body"].decode())
+
+
+def test_archive_stops_in_one_line_when_no_leader_comes_back(
+    start_cluster: StartCluster, tmp_path: Path
+) -> None:
+    """2 nsqd, replicas 2: after kill -9 of the leader no new one is elected (the ISR would
+    be 1 of 2). archive waits out --failover-window, keeps what it had on disk, exits 1."""
+    import pyarrow.dataset as ds
+
+    c = start_cluster("redesign", nsqd=2)
+    topic = unique("arfail")
+    asyncio.run(create_topics(c.lookupd_http, {topic: TopicSpec(1, 2)}, ("nsqctl_archive",)))
+    async def publish() -> None:
+        async with Producer(lookupd_http=c.lookupd_http) as producer:
+            await producer.publish_many(topic, [b"one", b"two"])
+
+    asyncio.run(publish())
+    out = tmp_path / "archive"
+    proc = subprocess.Popen(
+        [NSQCTL, "archive", topic, "--out", str(out), "--lookupd", c.lookupd_http[0],
+         "--failover-window", "6", "--rotate-seconds", "0.2"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env(),
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+
+        def archived() -> list[bytes]:
+            files = list(out.rglob("*.parquet")) if out.exists() else []
+            return ds.dataset(files).to_table().column("body").to_pylist() if files else []
+
+        while sorted(archived()) != [b"one", b"two"] and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert sorted(archived()) == [b"one", b"two"]
+        kill_leader(c, topic, 0)
+        _, err = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    stderr = err.decode()
+    assert proc.returncode == 1, stderr
+    assert "Traceback" not in stderr
+    errors = [line for line in stderr.splitlines() if line.startswith("nsqctl: error:")]
+    assert len(errors) == 1 and f"no leader for {topic}/0 within the failover window" in errors[0]
+    assert f"waiting for a leader for {topic}/0" in stderr
+    assert sorted(archived()) == [b"one", b"two"]  # what was archived stays
