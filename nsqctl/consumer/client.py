@@ -534,6 +534,11 @@ class Consumer:
     def _tick_failover(self, now: float) -> None:
         if not self._watch.waiting or self.error is not None:
             return
+        if self._lookup is not None:
+            # Ask again every tick (about a second) until the new leader is listed: once a
+            # consistent lookup dropped the dead leader there is no reconnect left to ask,
+            # and the next poll would be up to a minute away.
+            self._lookup.request_refresh()
         notes, error = self._watch.tick(now)
         for note in notes:
             log.info("%s", note.describe())
