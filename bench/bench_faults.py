@@ -9,6 +9,9 @@ JSON lines at a fixed rate, and a consumer of the same topic (``nsqctl tail``, `
 * ``kill-leader-ordered``: the same on an ordered topic of 2 partitions, with ``tail
   --ordered``;
 * ``kill-leader-archive``: the same with ``nsqctl archive`` as the consumer;
+* ``kill-leader-r2``: the same on a topic with replicas 2 (writes need more than half the
+  replicas in the ISR, so the surviving copy leads only once nsqlookupd migrated a new
+  replica, ~100 s);
 * ``move-leader``: ``/topic/partition/move`` of the leader to another ISR node;
 * ``restart-lookupd``: kill -9 of the (only) nsqlookupd, started again 3 s later;
 * ``restart-etcd``: kill -9 of etcd, started again 3 s later;
@@ -21,7 +24,7 @@ violations (first copies, in storage order and in the consumer's order), the con
 count, time to recover (pub's "publishing again … after" line; the consumer's longest
 gap) and exit codes. Goal: zero OK'd lost, zero order violations on ordered topics, exit 0.
 
-    python bench/bench_faults.py                  # every scenario, ~8 min
+    python bench/bench_faults.py                  # every scenario, ~15 min
     python bench/bench_faults.py --only kill-leader --only move-leader
 
 Servers are stopped by PID at the end, also on errors.
@@ -83,6 +86,7 @@ SCENARIOS = [
     Scenario("kill-leader-ordered", "kill -9 leader", "tail --ordered",
              TopicSpec(2, 3, ordered=True)),
     Scenario("kill-leader-archive", "kill -9 leader", "archive", TopicSpec(1, 3)),
+    Scenario("kill-leader-r2", "kill -9 leader (replicas 2)", "tail", TopicSpec(1, 2)),
     Scenario("move-leader", "partition move", "tail", TopicSpec(1, 3)),
     Scenario("restart-lookupd", "nsqlookupd restart", "tail", TopicSpec(1, 3)),
     Scenario("restart-etcd", "etcd restart", "tail", TopicSpec(1, 3)),
