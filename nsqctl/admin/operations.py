@@ -244,6 +244,16 @@ async def prepare(
     )
 
 
+def _is_redesign_channel_create(action: str, placement: Placement, channel: str | None) -> bool:
+    """A redesign channel create found through lookupds: its replicas get it later."""
+    return (
+        channel is not None
+        and action.split()[-1] == "create"
+        and placement.family == "redesign"
+        and bool(placement.lookupds)
+    )
+
+
 async def run_plan(
     action: str,
     placement: Placement,
@@ -257,6 +267,15 @@ async def run_plan(
     report.warnings.extend(placement.warnings)
     async with _client(transport) as client:
         report.results = await execute(stages, client)
+        if _is_redesign_channel_create(action, placement, channel) and report.ok:
+            assert channel is not None
+            from nsqctl.admin.partitions.channel_copies import wait_channel_copied
+
+            note, warning = await wait_channel_copied(
+                client, placement.lookupds, placement.topic, channel, stages[-1]
+            )
+            report.notes.extend([note] if note else [])
+            report.warnings.extend([warning] if warning else [])
     for address, error in placement.unreachable:
         req = AdminRequest(Node(address, "nsqd"), "/stats", (("topic", placement.topic),))
         report.results.append(NodeResult(req, "failed", None, f"cannot reach it: {error}"))

@@ -16,6 +16,7 @@ import re
 import subprocess
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -62,8 +63,9 @@ async def create_topics(
             placement, stages = await admin.prepare(
                 "channel", topic, lookupd, (), action="create", channel=channel
             )
-            created = await admin.run_plan("create", placement, stages, channel=channel)
+            created = await admin.run_plan("channel create", placement, stages, channel=channel)
             created.raise_for_failures()
+            assert not created.warnings, created.warnings  # on every replica too
 
     await asyncio.gather(*(one(t, s) for t, s in specs.items()))
 
@@ -140,7 +142,11 @@ async def read_messages(
         await asyncio.wait_for(done.wait(), timeout)
         await asyncio.sleep(settle)
     except TimeoutError:
-        raise AssertionError(f"only {len(got)} of {count} messages of {topic} arrived") from None
+        per_partition = Counter(m.partition for m in got)
+        raise AssertionError(
+            f"only {len(got)} of {count} messages of {topic} arrived "
+            f"(per partition {dict(per_partition)}; consumer {consumer.stats})"
+        ) from None
     finally:
         await consumer.stop()
     return got

@@ -128,7 +128,8 @@ def test_channel_create_pause_per_partition_and_delete(
     def paused() -> dict[int, bool]:
         return {p: ch["paused"] for p, ch in channel_stats(c, topic, "c2").items()}
 
-    run_ok("channel", "create", topic, "c2", *lk)
+    out = run_ok("channel", "create", topic, "c2", *lk)
+    assert "note: channel c2 is on every copy of the topic's 2 partition(s)" in out, out
     assert paused() == {0: False, 1: False}
     run_ok("channel", "pause", topic, "c2", "--partition", "0", *lk)
     assert paused() == {0: True, 1: False}

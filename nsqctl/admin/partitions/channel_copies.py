@@ -1,0 +1,129 @@
+"""Whether a new channel reached every copy of its topic's partitions (redesign).
+
+youzan creates a channel on the partition leader and copies the channel list to the
+other replicas later (5-12 s after a create, measured here). Until a replica has it, a
+leader failover to that replica loses the channel: the first consumer to subscribe on the
+new leader creates it at the topic's end, and every message published before is silently
+skipped for that channel. So `channel create` waits until every copy holds the channel,
+asking the leaders again now and then, and says so when it does not happen in time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import httpx
+
+from nsqctl.admin.base import NSQ_V1, unwrap_response
+from nsqctl.admin.leader import _lookupd_nsqds
+from nsqctl.admin.requests import AdminRequest, execute
+
+#: how long `channel create` waits for every replica to hold the new channel
+COPY_TIMEOUT = 30.0
+_POLL = 0.5
+_RESEND = 2.0
+
+
+@dataclass(frozen=True)
+class ChannelCopies:
+    """Which nsqds hold a copy of one partition, and which of them lack the channel."""
+
+    partition: int
+    holders: tuple[str, ...]
+    missing: tuple[str, ...]
+
+
+async def channel_copies(
+    client: httpx.AsyncClient, nsqds: Sequence[str], topic: str, channel: str
+) -> dict[int, ChannelCopies]:
+    """partition → its copies (leader and replicas) on ``nsqds`` (HTTP addresses)."""
+    answers = await asyncio.gather(*(_topic_stats(client, a, topic) for a in nsqds))
+    holders: dict[int, list[str]] = {}
+    missing: dict[int, list[str]] = {}
+    for address, entries in zip(nsqds, answers, strict=True):
+        for entry in entries:
+            try:
+                part = int(entry.get("topic_partition", 0))
+            except (TypeError, ValueError):
+                continue
+            holders.setdefault(part, []).append(address)
+            names = {c.get("channel_name") for c in entry.get("channels") or []}
+            if channel not in names:
+                missing.setdefault(part, []).append(address)
+    return {
+        p: ChannelCopies(p, tuple(holders[p]), tuple(missing.get(p, ()))) for p in sorted(holders)
+    }
+
+
+async def wait_channel_copied(
+    client: httpx.AsyncClient,
+    lookupd_http: Sequence[str],
+    topic: str,
+    channel: str,
+    create_again: Sequence[AdminRequest],
+    *,
+    timeout: float = COPY_TIMEOUT,
+    clock: Callable[[], float] = time.monotonic,
+) -> tuple[str | None, str | None]:
+    """Wait until every copy of every partition holds ``channel``; returns (note, warning).
+
+    Every couple of seconds the leaders are asked to create it again: youzan then sends
+    its channel list to the replicas once more.
+    """
+    nsqds = await _lookupd_nsqds(client, lookupd_http)
+    if not nsqds:
+        return None, (
+            f"could not check that channel {channel} reached the replicas: no nsqd is "
+            "registered with the lookupds given"
+        )
+    start = clock()
+    resent = start
+    while True:
+        copies = await channel_copies(client, nsqds, topic, channel)
+        lacking = {p: c for p, c in copies.items() if c.missing}
+        waited = clock() - start
+        if copies and not lacking:
+            counts = sorted({len(c.holders) for c in copies.values()})
+            per = "/".join(str(n) for n in counts)
+            return (
+                f"channel {channel} is on every copy of the topic's {len(copies)} "
+                f"partition(s) ({per} copies each) after {waited:.1f}s"
+            ), None
+        if waited >= timeout:
+            where = (
+                "; ".join(
+                    f"{topic}/{p} lacks it on {', '.join(c.missing)} "
+                    f"({len(c.holders) - len(c.missing)} of {len(c.holders)} copies have it)"
+                    for p, c in lacking.items()
+                )
+                or "no copy of the topic answered"
+            )
+            return None, (
+                f"channel {channel} did not reach every replica within {timeout:.0f}s: "
+                f"{where}; a leader failover now would start the channel at the topic's "
+                "end on the new leader, skipping what was published before. Run the "
+                "create again, and check `nsqctl stat` on those nodes"
+            )
+        if clock() - resent >= _RESEND:
+            await execute([list(create_again)], client)
+            resent = clock()
+        await asyncio.sleep(_POLL)
+
+
+async def _topic_stats(client: httpx.AsyncClient, address: str, topic: str) -> list[dict]:
+    """One nsqd's ``/stats`` entries for ``topic``; none when it does not answer."""
+    try:
+        resp = await client.get(
+            f"http://{address}/stats",
+            params={"format": "json", "topic": topic},
+            headers=NSQ_V1,
+        )
+    except httpx.HTTPError:
+        return []
+    if resp.status_code != 200:
+        return []
+    topics = unwrap_response(resp.json()).get("topics") or []
+    return [t for t in topics if t.get("topic_name") == topic]
