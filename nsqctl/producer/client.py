@@ -34,7 +34,7 @@ from nsqctl.connection import (
 from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.lookup.model import Peer, Topology
 from nsqctl.producer.failover import FailoverEvent, RetryClock, RetryPolicy
-from nsqctl.producer.ordering import RouteOrder
+from nsqctl.producer.ordering import RouteOrder, TicketLine
 from nsqctl.protocol.names import validate_topic
 from nsqctl.protocol.replies import parse_traced_reply
 from nsqctl.sharding import DEFAULT_HASH, partition_for_key, pick_node_for_key
@@ -141,7 +141,7 @@ class Producer:
         self.on_receipt = on_receipt
         self.on_failover = on_failover
         self._written: set[str] = set()  # topics that took a publish: failover rides
-        self._tickets: dict[str, itertools.count[int]] = {}
+        self._tickets: dict[str, TicketLine] = {}
         self._routes: dict[tuple[str, int | str], RouteOrder] = {}
         self._wait_noted: dict[str, float] = {}
         self._topologies: dict[str, Topology] = {}
@@ -151,6 +151,7 @@ class Producer:
         self._opening: dict[tuple[str, str, int | None], asyncio.Future[Connection]] = {}
         self._rr: dict[str, itertools.count[int]] = {}
         self._lookupd_redesign: bool | None = None
+        self._redesign_topics: set[str] = set()  # seen with partitions or meta
         self._closed = False
 
     async def __aenter__(self) -> Producer:
@@ -359,7 +360,13 @@ class Producer:
                 topo = Topology.from_nsqd_addresses(self._nsqd, topic=topic)
             else:
                 topo = await self._lookup.lookup(topic, access="w", metainfo=True)
-                if topo.is_empty and not topo.is_redesign and not await self._redesign_cluster():
+                if topo.is_redesign:
+                    self._redesign_topics.add(topic)
+                elif (
+                    topo.is_empty
+                    and topic not in self._redesign_topics  # never re-route its partitions
+                    and not await self._redesign_cluster()
+                ):
                     topo = await self._original_new_topic(topic, topo)
             self._topologies[topic] = topo
             self._stale_topics.discard(topic)
@@ -487,7 +494,8 @@ class Producer:
             raise PublishError("the producer is closed")
         keyed = partition is not None or shard_key is not None
         # the call order, taken before any await: keyed retries keep it per route
-        ticket = next(self._tickets.setdefault(topic, itertools.count())) if keyed else -1
+        line = self._tickets.setdefault(topic, TicketLine()) if keyed else None
+        ticket = line.take() if line is not None else -1
         order: RouteOrder | None = None
         clock = RetryClock(self.retry, time.monotonic(), topic in self._written)
         where: int | None = partition  # the partition being waited for, once known
@@ -501,13 +509,13 @@ class Producer:
                     try:
                         target = self._choose(topic, topo, partition, shard_key)
                     except PartitionUnavailableError as err:
-                        if keyed and order is None and err.partition is not None:
-                            order = self._route_order(topic, err.partition, ticket)
+                        if line is not None and order is None and err.partition is not None:
+                            order = await self._route_order(topic, err.partition, line, ticket)
                         where = err.partition if err.partition is not None else where
                         raise
                     where = target.partition if target.partition is not None else where
-                    if keyed and order is None:
-                        order = self._route_order(topic, target.route, ticket)
+                    if line is not None and order is None:
+                        order = await self._route_order(topic, target.route, line, ticket)
                     if order is not None:
                         await order.turn(ticket)
                     conn = await self._connection(topic, target)
@@ -553,12 +561,19 @@ class Producer:
                          topic, last, clock.attempts, delay)  # fmt: skip
                 await asyncio.sleep(delay)
         finally:
+            if line is not None:
+                line.passed(ticket)  # no-op once registered
             if order is not None:
                 order.settle(ticket)
 
-    def _route_order(self, topic: str, route: int | str, ticket: int) -> RouteOrder:
+    async def _route_order(
+        self, topic: str, route: int | str, line: TicketLine, ticket: int
+    ) -> RouteOrder:
+        """Register ``ticket`` on its route once every earlier ticket of the topic has."""
+        await line.turn(ticket)
         order = self._routes.setdefault((topic, route), RouteOrder())
         order.register(ticket)
+        line.passed(ticket)
         return order
 
     def _lookup_unavailable(self, err: BaseException) -> bool:

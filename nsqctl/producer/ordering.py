@@ -65,3 +65,43 @@ class RouteOrder:
         if self._changed is not None:
             self._changed.set()
             self._changed = None
+
+
+class TicketLine:
+    """Hands out one topic's tickets and lets them register on their routes in that order.
+
+    A keyed publish learns its route (the partition) only after a topology lookup, an
+    await. Without this line a later publish that found the topology cached could
+    register and send while an earlier one still waited for the lookup, and the two would
+    reach the partition out of call order.
+    """
+
+    def __init__(self) -> None:
+        self._issued = 0
+        self._next = 0  # the oldest ticket that has not passed the line
+        self._passed: set[int] = set()
+        self._changed: asyncio.Event | None = None
+
+    def take(self) -> int:
+        ticket = self._issued
+        self._issued += 1
+        return ticket
+
+    async def turn(self, ticket: int) -> None:
+        """Wait until every earlier ticket has passed."""
+        while self._next < ticket:
+            if self._changed is None:
+                self._changed = asyncio.Event()
+            await self._changed.wait()
+
+    def passed(self, ticket: int) -> None:
+        """``ticket`` registered on its route, or left without one (an error)."""
+        if ticket < self._next or ticket in self._passed:
+            return
+        self._passed.add(ticket)
+        while self._next in self._passed:
+            self._passed.discard(self._next)
+            self._next += 1
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None

@@ -26,9 +26,11 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
+import httpx
 import pytest
 
 from nsqctl import protocol as p
+from nsqctl.message import Message
 from nsqctl.servers.cluster import Cluster
 from tests.conftest import StartCluster
 from tests.helpers.cli import NSQCTL, clean_env
@@ -110,15 +112,70 @@ def test_sharded_pub_keeps_key_order_across_a_new_leader(
     assert proc.returncode == 0, stderr[-3000:]
     assert "waiting for a leader for " in stderr
     assert leader_of(c, topic, 0).tcp_port != killed.tcp_port
-    stored = _stored(c, topic, ordered=True, max_in_flight=2)
-    assert set(stored) == set(lines)
+    total = sum(message_counts(c, topic).values())
+    try:
+        got = asyncio.run(read_messages(c.lookupd_http, topic, "c", total, timeout=120,
+                                        ordered=True, max_in_flight=2))  # fmt: skip
+    except AssertionError as err:
+        raise AssertionError(f"{err}; stored {message_counts(c, topic)}; channel c on "
+                             f"each node: {_channel_everywhere(c, topic)}") from None  # fmt: skip
+    assert len(got) == total, (len(got), total)
+    # storage order is the queue offset an ordered subscription delivers by
+    stored = [m for part in by_partition(got).values() for m in sorted(part, key=_offset)]
+    assert {m.body for m in stored} == set(lines)
     seqs: dict[str, list[int]] = defaultdict(list)
+    where: dict[str, list[tuple[int, int, int, int]]] = defaultdict(list)
     seen: set[bytes] = set()
-    for body in stored:  # storage order; a resent batch's second copy is a duplicate
-        if body in seen:
+    for msg in stored:  # storage order; a resent batch's second copy is a duplicate
+        if msg.body in seen:
             continue
-        seen.add(body)
-        record = json.loads(body)
+        seen.add(msg.body)
+        record = json.loads(msg.body)
         seqs[record["k"]].append(record["seq"])
+        where[record["k"]].append(
+            (record["seq"], msg.partition or 0, msg.internal_id or 0, msg.offset or 0)
+        )
     for key in keys:
-        assert seqs[key] == list(range(500)), f"key {key} out of order across the failover"
+        assert seqs[key] == list(range(500)), (
+            f"key {key} out of order across the failover (killed {killed.tcp_port}): "
+            f"{_runs(where[key])}"
+        )
+
+
+def _offset(msg: Message) -> int:
+    assert msg.offset is not None
+    return msg.offset
+
+
+def _runs(placed: list[tuple[int, int, int, int]]) -> list[str]:
+    """(seq, partition, internal id, offset) in storage order, as runs of consecutive seqs."""
+    runs: list[list[tuple[int, int, int, int]]] = []
+    for item in placed:
+        if runs and item[0] == runs[-1][-1][0] + 1 and item[1] == runs[-1][-1][1]:
+            runs[-1].append(item)
+        else:
+            runs.append([item])
+    return [
+        f"p{r[0][1]} seq {r[0][0]}-{r[-1][0]} id {r[0][2]}-{r[-1][2]} offset {r[0][3]}-{r[-1][3]}"
+        for r in runs
+    ]
+
+
+def _channel_everywhere(c: Cluster, topic: str) -> dict[str, object]:
+    """Every live nsqd's view of channel c of ``topic`` (a failure report)."""
+    out: dict[str, object] = {}
+    for node in c.nsqds:
+        try:
+            stats = httpx.get(f"http://{node.http_address}/stats", params={"format": "json",
+                              "topic": topic}, timeout=5).json()  # fmt: skip
+        except httpx.HTTPError as err:
+            out[str(node.tcp_port)] = str(err)
+            continue
+        topics = stats.get("topics") or stats.get("data", {}).get("topics") or []
+        out[str(node.tcp_port)] = [
+            (t.get("topic_partition"), t.get("is_leader"), t.get("message_count"),
+             [(ch["channel_name"], ch.get("depth"), ch.get("in_flight_count"))
+              for ch in t.get("channels") or []])
+            for t in topics if t.get("topic_name") == topic
+        ]  # fmt: skip
+    return out

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from nsqctl.producer.failover import FailoverEvent, RetryClock, RetryPolicy
-from nsqctl.producer.ordering import RouteOrder
+from nsqctl.producer.ordering import RouteOrder, TicketLine
 
 
 def test_clock_before_first_write_gives_up_after_attempts() -> None:
@@ -100,3 +100,55 @@ def test_route_turn_waits_and_wakes_in_order() -> None:
         return sent
 
     assert asyncio.run(run()) == [0, 1, 2, 3]
+
+
+def test_ticket_line_lets_tickets_pass_in_call_order() -> None:
+    async def run() -> list[int]:
+        line = TicketLine()
+        registered: list[int] = []
+        lookup_done = asyncio.Event()
+
+        async def publish(slow_lookup: bool) -> None:
+            ticket = line.take()
+            try:
+                if slow_lookup:
+                    await lookup_done.wait()  # the first call refreshes the topology
+                await line.turn(ticket)
+                registered.append(ticket)
+                line.passed(ticket)
+            finally:
+                line.passed(ticket)
+
+        first = asyncio.create_task(publish(True))
+        await asyncio.sleep(0)
+        later = [asyncio.create_task(publish(False)) for _ in range(3)]
+        await asyncio.sleep(0.01)
+        assert registered == []  # the cached topology must not let them overtake
+        lookup_done.set()
+        await asyncio.gather(first, *later)
+        return registered
+
+    assert asyncio.run(run()) == [0, 1, 2, 3]
+
+
+def test_ticket_line_skips_a_ticket_that_left_without_registering() -> None:
+    async def run() -> list[int]:
+        line = TicketLine()
+        registered: list[int] = []
+
+        async def publish(fail: bool) -> None:
+            ticket = line.take()
+            try:
+                await asyncio.sleep(0.01 if fail else 0)
+                if fail:
+                    raise RuntimeError("lookup failed")
+                await line.turn(ticket)
+                registered.append(ticket)
+            finally:
+                line.passed(ticket)
+
+        results = await asyncio.gather(publish(True), publish(False), return_exceptions=True)
+        assert isinstance(results[0], RuntimeError)
+        return registered
+
+    assert asyncio.run(run()) == [1]
