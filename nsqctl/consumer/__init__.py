@@ -1,4 +1,5 @@
-"""Consumer package: the client (:mod:`.client`), its options and counters
+"""Consumer package: the client (:mod:`.client`, built in layers from :mod:`.connections`,
+:mod:`.delivery`, :mod:`.rdy` and :mod:`.leaders`), its options and counters
 (:mod:`.options`), the ordered-partition checker (:mod:`.order`) and the leader
 failover bookkeeping (:mod:`.failover`).
 

@@ -5,6 +5,12 @@ The decisions live in the sans-IO machines of :mod:`nsqctl.flow`; this module fe
 events (message, FIN/REQ, timers, connections coming and going) and sends the RDY
 commands they return. Nothing is acknowledged before the handler finished: FIN is sent
 after the handler returns (or when the handler calls ``finish()`` itself).
+
+:class:`Consumer` is built in layers, each a mixin in its own module that uses only the
+ones below it: :mod:`.leaders` (leader failover), :mod:`.rdy` (sending RDY, flow
+timers), :mod:`.delivery` (messages to the handler, FIN/REQ), :mod:`.connections`
+(connect, subscribe, reconnect); this module adds construction, start/stop, iteration
+and introspection.
 """
 
 from __future__ import annotations
@@ -15,27 +21,29 @@ import inspect
 import logging
 import random
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from nsqctl import protocol as p
 from nsqctl.addresses import HostPort, parse_addresses
-from nsqctl.connection import ConnectError, Connection, ConnectionConfig
-from nsqctl.consumer.failover import FinWindow, LeaderWait, PartitionWatch
+from nsqctl.connection import Connection, ConnectionConfig
+from nsqctl.consumer.connections import _ConnectionsMixin
+from nsqctl.consumer.delivery import GiveUpHook, Handler, OrderEventHook  # re-exported
+from nsqctl.consumer.failover import FinWindow, PartitionWatch
+from nsqctl.consumer.leaders import FailoverHook  # re-exported
 from nsqctl.consumer.options import (
     _ORDERED_START,
     ConsumerOptions,
     ConsumerStats,
     NoConnectionError,
 )
-from nsqctl.consumer.order import OrderChecker, OrderViolation
+from nsqctl.consumer.order import OrderChecker
+from nsqctl.consumer.rdy import _Target
 from nsqctl.deadletter import DeadLetterFile, dead_letter_path
-from nsqctl.errors import ConfigError, NsqctlError
+from nsqctl.errors import ConfigError
 from nsqctl.flow import BackoffController, RateLimiter, RdyController
 from nsqctl.lookup.model import Topology
 from nsqctl.message import Delivery, Message
-from nsqctl.protocol.message import RawMessage
 from nsqctl.protocol.names import validate_channel, validate_topic
 from nsqctl.tracelog import TraceLog
 
@@ -43,16 +51,9 @@ if TYPE_CHECKING:
     from nsqctl.lookup.client import LookupClient
 
 log = logging.getLogger("nsqctl.consumer")
-_monotonic = time.monotonic
 
-Handler = Callable[[Message], Awaitable[Any] | Any]
-GiveUpHook = Callable[[Message], Awaitable[Any] | Any]
-OrderEventHook = Callable[[OrderViolation], Any]
-FailoverHook = Callable[[LeaderWait], Any]
 
-_Target = tuple[str, int | None]  # (nsqd tcp address, partition)
-
-class Consumer:
+class Consumer(_ConnectionsMixin):
     """Consume ``topic``/``channel`` with a handler, or iterate: ``async for msg in c``.
 
     A handler that returns normally gets its message FINed; one that raises gets it
@@ -172,9 +173,7 @@ class Consumer:
         if self._lookup is not None:
             # consistent: each partition on its elected leader only, so a new leader is
             # found as soon as it is elected (see LookupClient.lookup)
-            topo = await self._lookup.lookup(
-                self.topic, access="r", metainfo=True, consistent=True
-            )
+            topo = await self._lookup.lookup(self.topic, access="r", metainfo=True, consistent=True)
             if topo.meta is not None and topo.meta.extend_support:  # nsqd requires it
                 self.config = replace(self.config, extend_support=True)
             await self._sync_targets(topo)
@@ -281,445 +280,6 @@ class Consumer:
     @property
     def total_rdy(self) -> int:
         return self._rdy.total_rdy
-
-    # ------------------------------------------------------------------ connections
-
-    async def _sync_targets(self, topo: Topology) -> None:
-        wanted = set()
-        for peer, part in topo.targets():
-            if self.options.partitions is not None and part not in self.options.partitions:
-                continue
-            wanted.add((peer.tcp_address, part))
-        if topo.stale and not wanted:
-            return
-        if not topo.stale:
-            for target in set(self._conns) - wanted:
-                if self._lookup is not None:
-                    log.info("nsqd %s partition %s left topic %s", *target, self.topic)
-                    conn = self._conns.pop(target)
-                    self._drop_conn(conn)
-                    await conn.close()
-        self._targets = wanted | (self._targets if topo.stale else set())
-        await asyncio.gather(*(self._ensure(t) for t in wanted if t not in self._conns))
-
-    async def _ensure(self, target: _Target) -> None:
-        if target in self._conns or target in self._connecting or self._stopping:
-            return
-        task = asyncio.current_task()
-        assert task is not None
-        self._connecting[target] = task
-        try:
-            await self._connect(target)
-        finally:
-            if self._connecting.get(target) is task:  # a scheduled retry may have replaced us
-                del self._connecting[target]
-
-    async def _connect(self, target: _Target) -> None:
-        address, partition = target
-        try:
-            conn = await Connection.open(
-                address,
-                self.config,
-                on_messages=self._on_messages,
-                on_error=self._on_conn_error,
-                on_close=lambda c, err: self._on_close(target, c, err),
-            )
-        except (ConnectError, OSError) as err:
-            text = str(err) if isinstance(err, ConnectError) else f"{address}: {err}"
-            self._connect_errors[address] = text
-            # Before anything ever connected the start-up check reports it in one line.
-            log.log(logging.WARNING if self.stats.connections or self._conns else logging.INFO,
-                    "%s", text)
-            self._schedule_reconnect(target)
-            return
-        try:
-            await conn.subscribe(
-                self.topic,
-                self.channel,
-                partition,
-                ordered=self.options.ordered,
-                start=self.options.start,
-            )
-        except p.SubOrderIsMustError as err:
-            self._fatal = ConfigError(_ORDERED_START) if self.options.start else err
-            await conn.close()
-            return
-        except (
-            p.BadTopicError,
-            p.BadChannelError,
-            p.SubExtendNeedError,
-            p.SubExtendForbiddenError,
-            ConfigError,
-        ) as err:
-            self._fatal = err
-            await conn.close()
-            return
-        except NsqctlError as err:
-            log.warning("subscribe on %s failed: %s", address, err)
-            await conn.close()
-            self._schedule_reconnect(target)
-            return
-        self._conns[target] = conn
-        self._deliveries[id(conn)] = Delivery(conn, self, self.topic, self.channel, partition)
-        self._reconnect_delay.pop(target, None)
-        self._joined(partition, address)
-        self.stats.connections = len(self._conns)
-        self._apply(self._rdy.add_connection(id(conn), conn.max_rdy_count, time.monotonic()))
-
-    def _on_close(self, target: _Target, conn: Connection, err: BaseException | None) -> None:
-        if self._conns.get(target) is not conn:
-            return  # closed while connecting or subscribing: _connect handles that
-        del self._conns[target]
-        self._drop_conn(conn)
-        if err is not None and not self._stopping:
-            log.warning("lost %s: %s", target[0], err)
-            self.stats.reconnects += 1
-            if self._rides(target[1]):
-                self._watch.lost(target[1], time.monotonic())
-            self._schedule_reconnect(target)
-            if self._lookup is not None:
-                self._lookup.request_refresh()
-
-    def _drop_conn(self, conn: Connection) -> None:
-        with contextlib.suppress(KeyError):
-            self._apply(self._rdy.remove_connection(id(conn), time.monotonic()))
-        self._deliveries.pop(id(conn), None)
-        self.stats.connections = len(self._conns)
-
-    def _schedule_reconnect(self, target: _Target) -> None:
-        pending = self._connecting.get(target)
-        if self._stopping or (pending is not None and pending is not asyncio.current_task()):
-            return  # another attempt is already under way
-        if self._lookup is not None and target not in self._targets:
-            return
-        delay = self._reconnect_delay.get(target, self.options.reconnect_initial)
-        self._reconnect_delay[target] = min(delay * 2, self.options.reconnect_max)
-        if self._rides(target[1]) and self._watch.waiting:
-            # Waiting for a new leader: the lookup refresh below finds it, so the dead
-            # address is not worth a long backoff; the refresh is paced by this delay.
-            delay = min(delay, 1.0)
-            assert self._lookup is not None
-            self._lookup.request_refresh()
-        jittered = delay * (0.8 + 0.4 * self._rng.random())
-
-        async def later() -> None:
-            await asyncio.sleep(jittered)
-            self._connecting.pop(target, None)
-            await self._ensure(target)
-
-        task = asyncio.create_task(later(), name=f"nsq-reconnect-{target[0]}")
-        self._connecting[target] = task
-
-    def _on_conn_error(self, conn: Connection, err: p.ServerError) -> None:
-        if conn.layout.ordered and err.code == "E_FIN_FAILED":
-            # youzan resets an ordered channel's reader (first ordered SUB, leader change):
-            # the message comes again and is FINed then, without a second handling.
-            log.info("nsqd %s: %s (expected after an ordered reset)", conn.address, err)
-            return
-        log.warning("nsqd %s: %s", conn.address, err)
-
-    # ------------------------------------------------------------------ messages
-
-    def _on_messages(self, conn: Connection, raws: list[RawMessage]) -> None:
-        # The hot path: called once per read with every message it brought. Counts, RDY
-        # and rate bookkeeping happen once per read, and a synchronous handler's FINs
-        # leave together, after the whole read was handled.
-        now = _monotonic()
-        count = len(raws)
-        self.stats.received += count
-        self._in_flight += count
-        cid = id(conn)
-        updates = self._rdy.on_messages(cid, count, now)
-        if updates:
-            self._apply(updates)
-        if self._limiter is not None:
-            self._limiter.on_messages(count, now)
-        via = self._deliveries.get(cid)
-        if via is None:  # a read that arrived as the connection was being dropped
-            via = Delivery(conn, self, self.topic, self.channel, None)
-        if conn.layout.ordered:
-            raws = self._ordered_arrivals(conn, via, raws, now)
-            if not raws:
-                return
-        if self._rejoined and via.partition in self._rejoined:
-            self._count_duplicates(via.partition, raws)
-        epoch = self._backoff.epoch
-        max_attempts = self.options.max_attempts
-        handler = self._handler
-        if handler is None or self._handler_is_async:
-            queue = self._queue
-            for raw in raws:
-                msg = Message(raw, via, now, epoch)
-                if max_attempts and raw.attempts > max_attempts:
-                    self._spawn(self._give_up(msg))
-                elif queue is not None:
-                    queue.put_nowait(msg)
-                else:
-                    self._spawn(self._run_async(msg))
-            return
-        done: list[Message] = []
-        for raw in raws:
-            msg = Message(raw, via, now, epoch)
-            if max_attempts and raw.attempts > max_attempts:
-                self._spawn(self._give_up(msg))
-                continue
-            try:
-                handler(msg)
-            except Exception as err:
-                self._handler_failed(msg, err)
-                continue
-            if msg.outcome is None and msg.auto_response:
-                msg.outcome = "FIN"  # msg.finish(), for the whole read below
-                done.append(msg)
-        if done:
-            self.finish_messages(conn, done)
-
-    def _ordered_arrivals(
-        self, conn: Connection, via: Delivery, raws: list[RawMessage], now: float
-    ) -> list[RawMessage]:
-        """Check order and drop second copies of one message.
-
-        youzan resets an ordered channel's reader (first ordered SUB on a channel, leader
-        change) and sends the unconfirmed message again, with the same id. A copy of the
-        message still being handled is dropped: the FIN that handling sends acknowledges
-        the new copy too (FIN goes by id). A copy of the message FINed last is FINed again,
-        since that FIN may have reached nsqd between the reset and the resend and failed.
-        Either way the handler sees each message once.
-        """
-        fresh = []
-        partition = via.partition
-        for raw in raws:
-            key = (raw.offset, raw.internal_id)
-            if key == self._ordered_pending.get(partition):
-                self.stats.redelivered += 1
-                self._settle(conn, 1)
-                continue
-            if key == self._fin_marks.get(partition):
-                msg = Message(raw, via, now, self._backoff.epoch)
-                msg.outcome = "FIN"
-                self.stats.redelivered += 1
-                self.finish_messages(conn, [msg])
-                continue
-            violation = self._order.check(via.nsqd_address, partition, raw)
-            if violation is not None:
-                self._report_order(violation)
-            self._ordered_pending[partition] = key
-            fresh.append(raw)
-        return fresh
-
-    # ------------------------------------------------------------------ failover
-
-    def _rides(self, partition: int | None) -> bool:
-        """Partitions of the redesign found through a lookupd ride through a failover."""
-        return self._lookup is not None and partition is not None
-
-    def _joined(self, partition: int | None, address: str) -> None:
-        if partition in self._ever:
-            self._rejoined.add(partition)
-            self._order.reconnected(partition)
-        self._ever.add(partition)
-        event = self._watch.resumed(partition, address, time.monotonic())
-        if event is not None:
-            log.info("%s", event.describe())
-            if self._on_failover is not None:
-                self._on_failover(event)
-
-    def _count_duplicates(self, partition: int | None, raws: list[RawMessage]) -> None:
-        fins = self._fins
-        for raw in raws:
-            if fins.seen(partition, raw.id):
-                self.stats.duplicates += 1
-        self.stats.order_redeliveries = self._order.redeliveries
-
-    def _tick_failover(self, now: float) -> None:
-        if not self._watch.waiting or self.error is not None:
-            return
-        if self._lookup is not None:
-            # Ask again every tick (about a second) until the new leader is listed: once a
-            # consistent lookup dropped the dead leader there is no reconnect left to ask,
-            # and the next poll would be up to a minute away.
-            self._lookup.request_refresh()
-        notes, error = self._watch.tick(now)
-        for note in notes:
-            log.info("%s", note.describe())
-            if self._on_failover is not None:
-                self._on_failover(note)
-        if error is not None:
-            self.error = self._fatal = error
-            self.failed.set()
-
-    def _spawn(self, coro: Awaitable[None]) -> None:
-        task = asyncio.ensure_future(coro)
-        self._handler_tasks.add(task)
-        task.add_done_callback(self._handler_tasks.discard)
-
-    async def _run_async(self, msg: Message) -> None:
-        try:
-            await self._handler(msg)  # type: ignore[misc]
-        except Exception as err:
-            self._handler_failed(msg, err)
-            return
-        if msg.auto_response and msg.outcome is None:
-            msg.finish()
-
-    def _handler_failed(self, msg: Message, err: Exception) -> None:
-        log.warning("handler failed on message %s (attempt %d): %s", msg.id_text, msg.attempts, err)
-        if msg.auto_response and msg.outcome is None:
-            msg.requeue(backoff=True)
-
-    async def _give_up(self, msg: Message) -> None:
-        try:
-            result = self._giving_up(msg)
-            if inspect.isawaitable(result):
-                await result
-        except Exception as err:
-            log.error("giving-up hook failed on %s (%s): requeueing it", msg.id_text, err)
-            msg.requeue(backoff=False)
-            return
-        self.stats.given_up += 1
-        msg._respond("giving-up")
-        self.finish_messages(msg._via.conn, [msg])
-
-    def _report_order(self, violation: OrderViolation) -> None:
-        if violation.kind == "regression":
-            self.stats.order_regressions += 1
-        else:
-            self.stats.order_gaps += 1
-        log.warning(
-            "order %s on %s partition %s: offset %d (id %d) after offset %d (id %d)",
-            violation.kind,
-            violation.topic,
-            violation.partition,
-            violation.offset,
-            violation.internal_id,
-            violation.previous_offset,
-            violation.previous_internal_id,
-        )
-        if self._on_order is not None:
-            self._on_order(violation)
-
-    # The Responder side of nsqctl.message: Message.finish / requeue / finish_all call these.
-    def finish_messages(self, conn: Connection, msgs: list[Message]) -> None:
-        """FIN ``msgs`` of ``conn`` (each already marked answered), in one write."""
-        count = len(msgs)
-        self._settle(conn, count)
-        if self._trace is not None:
-            for msg in msgs:
-                self._trace_outcome(msg, conn, msg.outcome or "FIN")
-        if conn.is_open:
-            conn.fin_many([msg._raw.id for msg in msgs])
-        fins = self._fins
-        for msg in msgs:
-            fins.add(msg._via.partition, msg._raw.id)
-        if conn.layout.ordered:
-            last = msgs[-1]
-            key = (last._raw.offset, last._raw.internal_id)
-            self._fin_marks[last._via.partition] = key
-            if self._ordered_pending.get(last._via.partition) == key:
-                del self._ordered_pending[last._via.partition]
-        self.stats.finished += count
-        backoff = self._backoff
-        if backoff.level:  # on_success does nothing at level 0
-            for msg in msgs:
-                action = backoff.on_success(_monotonic(), msg._epoch)
-                if action is not None:
-                    self._apply(self._rdy.apply_backoff(action, _monotonic()))
-                    self._wake.set()
-
-    def requeue_message(
-        self, msg: Message, conn: Connection, delay: float | None, backoff: bool
-    ) -> None:
-        """REQ one message of ``conn`` (already marked answered)."""
-        if conn.layout.ordered:
-            self._ordered_pending.pop(msg._via.partition, None)
-        if delay is None:
-            delay = self.options.default_requeue_delay * msg.attempts
-        cap = self.options.max_requeue_delay
-        if conn.identify and conn.identify.max_msg_timeout:
-            cap = min(cap, conn.identify.max_msg_timeout / 1000.0)
-        delay_ms = int(max(0.0, min(delay, cap)) * 1000)
-        self._settle(conn, 1)
-        if self._trace is not None:
-            self._trace_outcome(msg, conn, "REQ")
-        if conn.is_open:
-            conn.req(msg.id, delay_ms)
-        self.stats.requeued += 1
-        now = time.monotonic()
-        action = (
-            self._backoff.on_failure(now, msg._epoch)
-            if backoff
-            else self._backoff.on_neutral(now, msg._epoch)
-        )
-        if action is not None:
-            self._apply(self._rdy.apply_backoff(action, now))
-            self._wake.set()
-
-    def _settle(self, conn: Connection, count: int) -> None:
-        """``count`` messages of ``conn`` are being answered: in-flight and RDY bookkeeping,
-        before their FIN/REQ is queued, so RDY changes go out first."""
-        in_flight = self._in_flight - count
-        if in_flight <= 0:
-            in_flight = 0
-            if self._idle is not None and not self._idle.done():
-                self._idle.set_result(None)
-        self._in_flight = in_flight
-        updates = self._rdy.on_messages_done(id(conn), count, _monotonic())
-        if updates:
-            self._apply(updates)
-        self.stats.backoff_level = self._backoff.level
-
-    def _trace_outcome(self, msg: Message, conn: Connection, outcome: str) -> None:
-        assert self._trace is not None
-        record = msg.describe()
-        record.update(
-            kind="consume",
-            nsqd=conn.remote_address or str(conn.address),
-            local_address=conn.local_address,
-            outcome=outcome,
-            handler_ms=round((time.monotonic() - msg.received_at) * 1000, 3),
-        )
-        self._trace.write(record)
-
-    # ------------------------------------------------------------------ RDY
-
-    def _apply(self, updates: Sequence[Any]) -> None:
-        by_id = {id(c): c for c in self._conns.values()}
-        for update in updates:
-            conn = by_id.get(update.conn_id)
-            if conn is not None and conn.is_open:
-                conn.rdy(update.count)
-        if updates:
-            self._wake.set()
-
-    async def _flow_loop(self) -> None:
-        """Timers of the flow machines: RDY rotation, backoff windows, rate refills."""
-        while not self._stopping:
-            now = time.monotonic()
-            deadlines = [
-                d
-                for d in (
-                    self._rdy.next_deadline(),
-                    self._backoff.next_deadline(),
-                    self._limiter.next_deadline() if self._limiter else None,
-                )
-                if d is not None
-            ]
-            delay = min(deadlines) - now if deadlines else 1.0
-            self._wake.clear()
-            if delay > 0:
-                # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel that
-                # lands just after the event is set (CPython gh-86296), hanging stop().
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(min(delay, 1.0)):
-                        await self._wake.wait()
-            now = time.monotonic()
-            self._tick_failover(now)
-            action = self._backoff.tick(now)
-            if action is not None:
-                self._apply(self._rdy.apply_backoff(action, now))
-            if self._limiter is not None:
-                self._apply(self._rdy.set_rate_cap(self._limiter.allowance(now), now))
-            self._apply(self._rdy.tick(now))
 
 
 _STOP: Any = object()
