@@ -376,12 +376,34 @@ def _usage_line(err: Any) -> str:
     return f"nsqctl: error: {err.format_message()}{where}"
 
 
+_LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+def _log_to_stderr(level: str | None) -> None:
+    """``NSQCTL_LOG=debug|info|...``: the library's log records on stderr, for an operator
+    who needs to see retries, reconnects and failover decisions as they happen."""
+    if not level:
+        return
+    if level.lower() not in _LOG_LEVELS:
+        raise ConfigError(
+            f"NSQCTL_LOG={level!r} is not a log level: use one of {', '.join(_LOG_LEVELS)}"
+        )
+    import logging
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger("nsqctl")
+    root.addHandler(handler)
+    root.setLevel(level.upper())
+
+
 def main() -> None:
     """Console entry point: run the app and turn errors into one-line messages."""
     exc = click_module().exceptions
     aborts = tuple({typer.Abort, getattr(exc, "Abort", typer.Abort)})
     no_args = getattr(exc, "NoArgsIsHelpError", ())
     try:
+        _log_to_stderr(os.environ.get("NSQCTL_LOG"))
         code = root_command().main(prog_name="nsqctl", standalone_mode=False)
     except NsqctlError as err:
         if common.GLOBAL_FLAGS.debug or os.environ.get("NSQCTL_DEBUG"):

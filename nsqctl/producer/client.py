@@ -517,6 +517,9 @@ class Producer:
                     if line is not None and order is None:
                         order = await self._route_order(topic, target.route, line, ticket)
                     if order is not None:
+                        if order.recovering:
+                            log.debug("%s ticket %d for route %s waits: %s",
+                                      topic, ticket, target.route, order.describe())  # fmt: skip
                         await order.turn(ticket)
                     conn = await self._connection(topic, target)
                     result = await send(conn, conn.partition_arg(target.partition))
@@ -540,6 +543,9 @@ class Producer:
                     last = err  # every lookupd down during a failover (e.g. restarted)
                 else:
                     self._written.add(topic)
+                    if clock.attempts:
+                        log.debug("%s ticket %d accepted by %s after %d failure(s)",
+                                  topic, ticket, conn.address, clock.attempts)  # fmt: skip
                     if clock.riding:
                         self._note(FailoverEvent(
                             "resumed", topic, where, clock.waited(time.monotonic()),
@@ -557,8 +563,8 @@ class Producer:
                 if clock.riding:
                     self._waiting(FailoverEvent("waiting", topic, where, clock.waited(now),
                                                 str(last)))  # fmt: skip
-                log.info("publish to %s failed (%s); retry %d in %.2fs",
-                         topic, last, clock.attempts, delay)  # fmt: skip
+                log.info("publish to %s failed (%s); ticket %d retry %d in %.2fs",
+                         topic, last, ticket, clock.attempts, delay)  # fmt: skip
                 await asyncio.sleep(delay)
         finally:
             if line is not None:

@@ -36,6 +36,13 @@ class RouteOrder:
     def idle(self) -> bool:
         return not self._pending
 
+    def describe(self) -> str:
+        """For debug logs: the oldest unsettled tickets and the recovery bound."""
+        head = ",".join(str(t) for t in sorted(self._pending)[:4])
+        more = f" (+{len(self._pending) - 4})" if len(self._pending) > 4 else ""
+        state = f"recovering through {self._recover_through}" if self.recovering else "pipelined"
+        return f"pending {head or '-'}{more}, {state}"
+
     def register(self, ticket: int) -> None:
         self._pending.add(ticket)
         self._highest = max(self._highest, ticket)

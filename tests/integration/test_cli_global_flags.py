@@ -87,3 +87,36 @@ def test_in_process_runs_do_not_inherit_flags() -> None:
     assert first.exit_code == 0 and json.loads(first.stdout)["compression"] == "snappy"
     second = invoke("config", "--json")
     assert second.exit_code == 0 and json.loads(second.stdout)["compression"] == "none"
+
+
+def test_nsqctl_log_must_name_a_level() -> None:
+    import subprocess
+
+    from tests.helpers.cli import NSQCTL
+
+    env = {**clean_env(), "NSQCTL_LOG": "loud"}
+    r = subprocess.run([NSQCTL, "version"], env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == [
+        "nsqctl: error: NSQCTL_LOG='loud' is not a log level: use one of debug, info, warning, "
+        "error"
+    ]
+
+
+def test_nsqctl_log_shows_the_publish_retries() -> None:
+    import subprocess
+
+    from nsqctl.servers.process import free_ports
+    from tests.helpers.cli import NSQCTL
+
+    (port,) = free_ports(1)  # nothing listens there: every attempt fails
+    env = {**clean_env(), "NSQCTL_LOG": "info"}
+    r = subprocess.run(
+        [NSQCTL, "pub", "logged", "--nsqd", f"127.0.0.1:{port}"],
+        input=b"one\n", env=env, capture_output=True, timeout=120,
+    )  # fmt: skip
+    stderr = r.stderr.decode()
+    assert r.returncode == 1, stderr
+    retries = [ln for ln in stderr.splitlines() if "INFO nsqctl.producer" in ln and "retry" in ln]
+    assert retries, stderr  # each failed attempt, with its ticket and delay
+    assert stderr.strip().splitlines()[-1].startswith("nsqctl: error: ")

@@ -55,7 +55,8 @@ def _pub(
     with source.open("rb") as stdin:
         return subprocess.Popen(
             [NSQCTL, "pub", topic, "--lookupd", c.lookupd_http[0], *args],
-            stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env(),
+            stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env={**clean_env(), "NSQCTL_LOG": "debug"},  # the failover decisions, on stderr
         )  # fmt: skip
 
 
@@ -138,8 +139,14 @@ def test_sharded_pub_keeps_key_order_across_a_new_leader(
     for key in keys:
         assert seqs[key] == list(range(500)), (
             f"key {key} out of order across the failover (killed {killed.tcp_port}): "
-            f"{_runs(where[key])}"
+            f"{_runs(where[key])}; the producer's ticket log:\n{_ticket_log(stderr)}"
         )
+
+
+def _ticket_log(stderr: str) -> str:
+    """The producer's debug lines on keyed-publish order (NSQCTL_LOG=debug), shortened."""
+    lines = [ln for ln in stderr.splitlines() if " ticket " in ln and "retry" not in ln]
+    return "\n".join(lines[:150])
 
 
 def _offset(msg: Message) -> int:
