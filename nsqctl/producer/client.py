@@ -520,7 +520,13 @@ class Producer:
                         if order.recovering:
                             log.debug("%s ticket %d for route %s waits: %s",
                                       topic, ticket, target.route, order.describe())  # fmt: skip
-                        await order.turn(ticket)
+                        if await order.turn(ticket):
+                            # It waited behind a recovery, maybe since before the election:
+                            # send where the ticket that went before it just succeeded, not
+                            # to the leader it saw then (a burst of waiters split between a
+                            # dead leader and the new one would land out of order).
+                            topo = self._topologies.get(topic, topo)
+                            target = self._choose(topic, topo, partition, shard_key)
                     conn = await self._connection(topic, target)
                     result = await send(conn, conn.partition_arg(target.partition))
                 except NoSuchPartitionError:

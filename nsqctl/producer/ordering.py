@@ -61,12 +61,16 @@ class RouteOrder:
         self._pending.discard(ticket)
         self._wake()
 
-    async def turn(self, ticket: int) -> None:
-        """Wait until ``ticket`` may be sent."""
+    async def turn(self, ticket: int) -> bool:
+        """Wait until ``ticket`` may be sent; True when it had to wait (then the target it
+        chose before waiting may be a dead leader: choose again)."""
+        waited = False
         while not self.may_send(ticket):
+            waited = True
             if self._changed is None:
                 self._changed = asyncio.Event()
             await self._changed.wait()
+        return waited
 
     def _wake(self) -> None:
         if self._changed is not None:

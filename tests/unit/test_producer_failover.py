@@ -152,3 +152,19 @@ def test_ticket_line_skips_a_ticket_that_left_without_registering() -> None:
         return registered
 
     assert asyncio.run(run()) == [1]
+
+
+def test_route_turn_says_whether_the_ticket_waited() -> None:
+    async def run() -> tuple[bool, bool]:
+        order = RouteOrder()
+        for t in (0, 1):
+            order.register(t)
+        order.failed(0)  # recovering: 1 waits behind 0
+        later = asyncio.create_task(order.turn(1))
+        first = await order.turn(0)
+        await asyncio.sleep(0)
+        assert not later.done()
+        order.settle(0)
+        return first, await later
+
+    assert asyncio.run(run()) == (False, True)  # only a ticket that waited chooses again
