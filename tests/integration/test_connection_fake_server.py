@@ -488,21 +488,48 @@ async def test_heartbeat_is_answered_with_nop(fake: FakeNsqd) -> None:
 
 
 async def test_a_silent_server_is_dropped_after_the_idle_deadline(fake: FakeNsqd) -> None:
-    """A real nsqd always heartbeats; this one goes silent after a frame. The read loop's
-    one idle deadline (moved before every read) must still fire, and only after the
-    traffic stopped: heartbeats keep the connection open until then."""
+    """A real nsqd always heartbeats; this one goes silent after a while. Reads keep the
+    connection open past the first idle deadline (its one timer re-arms from the last
+    read, not from the connect), and silence closes it."""
     events = Events()
     conn, client = await _open(fake, events, heartbeat_interval_ms=1000)  # idle: 10 s
-    for _ in range(3):  # traffic well inside the deadline moves it on each read
+    for _ in range(4):  # 4 x 3.5 s: traffic beyond the first 10 s deadline
         await client.frame(FrameType.RESPONSE, p.HEARTBEAT)
         assert await asyncio.wait_for(client.reader.readexactly(4), STEP) == b"NOP\n"
-    assert conn.is_open
-    for _ in range(200):  # then silence: closed after ~10 s (bounded here at 20 s)
+        await asyncio.sleep(3.5)
+    assert conn.is_open, conn.closed
+    for _ in range(200):  # then silence: closed ~10 s after the last read (bounded at 20 s)
         if conn.closed is not None:
             break
         await asyncio.sleep(0.1)
     await _closed_with(conn, events, "no data or heartbeat for 10s")
     await conn.close()
+
+
+async def test_a_frame_sent_with_the_handshake_reply_is_not_lost() -> None:
+    """Bytes that arrive in the same read as the last handshake reply are read by the
+    handshake's buffered reader; they must reach the connection after it switches to
+    handling reads directly (here: a heartbeat, answered with NOP)."""
+
+    async def eager(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> dict[str, Any]:
+        assert await reader.readexactly(4) == p.MAGIC_V2
+        assert await reader.readline() == b"IDENTIFY\n"
+        (size,) = struct.unpack(">I", await reader.readexactly(4))
+        body = json.loads(await reader.readexactly(size))
+        reply = encode_frame(FrameType.RESPONSE, json.dumps(IDENTIFY_REPLY).encode())
+        writer.write(reply + encode_frame(FrameType.RESPONSE, p.HEARTBEAT))
+        await writer.drain()
+        return body
+
+    server = await FakeNsqd(handshake=eager).start()
+    try:
+        events = Events()
+        conn, client = await _open(server, events)
+        assert await asyncio.wait_for(client.reader.readexactly(4), STEP) == b"NOP\n"
+        assert conn.is_open and events.errors == []
+        await conn.close()
+    finally:
+        await server.stop()
 
 
 async def test_failing_message_handler_is_named_in_the_close_reason(fake: FakeNsqd) -> None:

@@ -1,10 +1,10 @@
 """One asyncio TCP connection to one nsqd (one topic partition on the redesign).
 
 The protocol itself lives in :mod:`nsqctl.protocol` (sans-IO); this module only moves
-bytes: handshake (magic, IDENTIFY, TLS / snappy / deflate upgrade, AUTH), a dedicated
-reader task, heartbeats answered with NOP, replies matched to pipelined requests in
-order, and writes coalesced per event-loop turn so that many FIN/RDY/PUB commands issued
-in one turn leave in one socket write.
+bytes: handshake (magic, IDENTIFY, TLS / snappy / deflate upgrade, AUTH), then reads
+handled as they arrive (see :mod:`.stream`), heartbeats answered with NOP, replies
+matched to pipelined requests in order, and writes coalesced per event-loop turn so that
+many FIN/RDY/PUB commands issued in one turn leave in one socket write.
 """
 
 from __future__ import annotations
@@ -16,14 +16,13 @@ import logging
 import socket
 import ssl
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-from nsqctl import __version__
 from nsqctl import protocol as p
 from nsqctl.addresses import HostPort, parse_address
+from nsqctl.connection.config import ConnectError, ConnectionClosedError, ConnectionConfig
+from nsqctl.connection.stream import READ_SIZE, HandoffReader, open_stream
 from nsqctl.errors import ConfigError, NsqctlError
-from nsqctl.protocol.compression import validate_compression
 from nsqctl.protocol.frames import CLOSE_WAIT, HEARTBEAT, FrameDecoder, FrameType
 from nsqctl.protocol.message import MessageLayout, RawMessage
 from nsqctl.protocol.replies import (
@@ -32,7 +31,6 @@ from nsqctl.protocol.replies import (
     parse_auth_response,
     parse_identify_response,
 )
-from nsqctl.secrets import Secret
 
 log = logging.getLogger("nsqctl.connection")
 
@@ -41,103 +39,8 @@ _RESPONSE = int(FrameType.RESPONSE)
 # Error codes that answer a command with no success reply (FIN/REQ/TOUCH): they never
 # belong to a pending request.
 _NO_REPLY_ERRORS = ("E_FIN_FAILED", "E_REQ_FAILED", "E_TOUCH_FAILED")
-_READ_SIZE = 256 * 1024
 # Writes above this many buffered bytes make `drain()` wait (producers use it).
 _HIGH_WATER = 4 * 1024 * 1024
-
-
-class ConnectionClosedError(NsqctlError):
-    """The connection ended (server closed, network error, or we closed it)."""
-
-    def __init__(self, address: str, reason: str) -> None:
-        self.address = address
-        self.reason = reason
-        super().__init__(f"connection to nsqd {address} closed: {reason}")
-
-
-class ConnectError(NsqctlError):
-    """Could not open or set up a connection to nsqd."""
-
-
-@dataclass(frozen=True)
-class TLSSettings:
-    """TLS towards nsqd: verification is on unless ``insecure`` is set explicitly."""
-
-    ca_file: str | None = None
-    cert_file: str | None = None
-    key_file: str | None = None
-    insecure: bool = False
-    server_hostname: str | None = None
-
-    def context(self) -> ssl.SSLContext:
-        try:
-            ctx = ssl.create_default_context(cafile=self.ca_file)
-            if self.cert_file:
-                ctx.load_cert_chain(self.cert_file, self.key_file)
-        except (OSError, ssl.SSLError) as err:
-            raise ConfigError(
-                f"cannot load TLS files ({getattr(err, 'strerror', None) or err}): check "
-                "--tls-ca / --tls-cert / --tls-key"
-            ) from None
-        if self.insecure:
-            ctx.check_hostname = False
-            ctx.verify_mode = ssl.CERT_NONE
-        return ctx
-
-
-@dataclass
-class ConnectionConfig:
-    """What a connection negotiates and how long it waits."""
-
-    client_id: str | None = None
-    hostname: str | None = None
-    user_agent: str = f"nsqctl/{__version__}"
-    heartbeat_interval_ms: int = 30_000
-    msg_timeout_ms: int | None = None
-    output_buffer_size: int | None = None
-    output_buffer_timeout_ms: int | None = None
-    sample_rate: int = 0
-    tls: TLSSettings | None = None
-    compression: str = "none"  # none | snappy | deflate
-    deflate_level: int = 6
-    auth_secret: Secret | None = None
-    extend_support: bool = False
-    desired_tag: str | None = None
-    ext_filter: dict[str, Any] | None = None
-    connect_timeout: float = 5.0
-    request_timeout: float = 30.0
-    extra_identify: dict[str, Any] = field(default_factory=dict)
-
-    def identify_body(self) -> dict[str, Any]:
-        """The IDENTIFY JSON (feature negotiation on)."""
-        validate_compression(self.compression)
-        host = self.hostname or socket.gethostname()
-        body: dict[str, Any] = {
-            "client_id": self.client_id or host.split(".")[0],
-            "hostname": host,
-            "user_agent": self.user_agent,
-            "feature_negotiation": True,
-            "heartbeat_interval": self.heartbeat_interval_ms,
-            "tls_v1": self.tls is not None,
-            "snappy": self.compression == "snappy",
-            "deflate": self.compression == "deflate",
-            "deflate_level": self.deflate_level,
-            "sample_rate": self.sample_rate,
-        }
-        if self.msg_timeout_ms is not None:
-            body["msg_timeout"] = self.msg_timeout_ms
-        if self.output_buffer_size is not None:
-            body["output_buffer_size"] = self.output_buffer_size
-        if self.output_buffer_timeout_ms is not None:
-            body["output_buffer_timeout"] = self.output_buffer_timeout_ms
-        if self.extend_support:
-            body["extend_support"] = True
-        if self.desired_tag:
-            body["desired_tag"] = self.desired_tag
-        if self.ext_filter:
-            body["ext_filter"] = self.ext_filter
-        body.update(self.extra_identify)
-        return body
 
 
 MessageHandler = Callable[["Connection", RawMessage], None]
@@ -173,7 +76,7 @@ class Connection:
         self.closed: ConnectionClosedError | None = None
         self.local_address: str = ""
         self.remote_address: str = ""
-        self._reader: asyncio.StreamReader | None = None
+        self._reader: HandoffReader | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._codec: p.Codec = p.IdentityCodec()
         self._decoder = FrameDecoder()
@@ -186,7 +89,11 @@ class Connection:
         self._deadline_timer: asyncio.TimerHandle | None = None
         self._out: list[bytes] = []
         self._flush_scheduled = False
-        self._reader_task: asyncio.Task[None] | None = None
+        # True while a read is being handled: its answers leave in one write at the end.
+        self._in_read = False
+        self._last_read = 0.0
+        self._idle_limit = 0.0
+        self._idle_timer: asyncio.TimerHandle | None = None
         self._close_wait: asyncio.Future[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -228,8 +135,7 @@ class Connection:
         self._loop = asyncio.get_running_loop()
         try:
             self._reader, self._writer = await asyncio.wait_for(
-                asyncio.open_connection(self.address.host, self.address.port, limit=_READ_SIZE),
-                cfg.connect_timeout,
+                open_stream(self.address.host, self.address.port), cfg.connect_timeout
             )
         except (TimeoutError, OSError) as err:
             reason = "timed out" if isinstance(err, asyncio.TimeoutError) else err.strerror
@@ -264,7 +170,7 @@ class Connection:
                     f"nsqd {self.address} closed the connection during the handshake"
                 ) from None
             raise
-        self._reader_task = asyncio.create_task(self._read_loop(), name=f"nsq-read-{self.address}")
+        self._start_reading()
         assert self.identify is not None
         return self.identify
 
@@ -326,7 +232,7 @@ class Connection:
         """Read one frame through the codec (later frames stay in the decoder)."""
         assert self._reader is not None
         while True:
-            chunk = await self._reader.read(_READ_SIZE)
+            chunk = await self._reader.read(READ_SIZE)
             if not chunk:
                 raise asyncio.IncompleteReadError(b"", None)
             frames = self._decoder.feed(self._codec.decompress(chunk))
@@ -354,7 +260,7 @@ class Connection:
         if self.closed is not None:
             raise self._closed_error()
         self._out.append(command)
-        if not self._flush_scheduled:
+        if not self._flush_scheduled and not self._in_read:
             self._flush_scheduled = True
             assert self._loop is not None
             self._loop.call_soon(self._flush)
@@ -501,54 +407,71 @@ class Connection:
 
     # ------------------------------------------------------------------ reading
 
-    async def _read_loop(self) -> None:
-        reader = self._reader
-        assert reader is not None
-        idle = max(self.config.heartbeat_interval_ms / 1000.0 * 2 + 5, 10.0)
+    def _start_reading(self) -> None:
+        """Reads go straight to :meth:`_on_data` from now on; an idle timer watches for
+        silence (nsqd sends a heartbeat at least every heartbeat interval)."""
+        assert self._reader is not None and self._loop is not None
+        self._idle_limit = max(self.config.heartbeat_interval_ms / 1000.0 * 2 + 5, 10.0)
+        self._last_read = self._loop.time()
+        self._idle_timer = self._loop.call_at(self._last_read + self._idle_limit, self._check_idle)
+        self._reader.hand_off(self._on_data, self._on_end)
+
+    def _check_idle(self) -> None:
+        # One timer moved lazily, not one per read: a read only stores its time.
+        assert self._loop is not None
+        self._idle_timer = None
+        if self.closed is not None:
+            return
+        due = self._last_read + self._idle_limit
+        if self._loop.time() >= due:
+            reason = f"no data or heartbeat for {self._idle_limit:.0f}s"
+            self._shutdown(ConnectionClosedError(str(self.address), reason))
+            return
+        self._idle_timer = self._loop.call_at(due, self._check_idle)
+
+    def _on_data(self, chunk: bytes) -> None:
+        """One read from the socket: decode it, hand its messages and replies on, then
+        send what the handlers answered in one write."""
+        if self.closed is not None:
+            return
+        assert self._loop is not None
+        self._last_read = self._loop.time()
+        self._in_read = True
         reason: ConnectionClosedError | None = None
-        loop = asyncio.get_running_loop()
         try:
-            # One idle deadline moved before each read, not wait_for() per read: that made
-            # a task per read (~19 us of CPU; an ordered read carries one message).
-            async with asyncio.timeout(None) as deadline:
-                while True:
-                    deadline.reschedule(loop.time() + idle)
-                    chunk = await reader.read(_READ_SIZE)
-                    if not chunk:
-                        reason = ConnectionClosedError(
-                            str(self.address), "server closed the socket"
-                        )
-                        break
-                    events = self._decoder.feed_events(
-                        self._codec.decompress(chunk), self.layout
-                    )
-                    for event in events:
-                        if event.__class__ is list:  # a run of messages (the hot path)
-                            self._deliver(event)  # type: ignore[arg-type]
-                        elif event[0] == _RESPONSE:
-                            self._on_response(event[1])  # type: ignore[arg-type]
-                        else:
-                            self._on_error_frame(event[1])  # type: ignore[arg-type]
-                    if self.closed is not None:
-                        return
-        except TimeoutError:
-            reason = ConnectionClosedError(
-                str(self.address), f"no data or heartbeat for {idle:.0f}s"
-            )
+            events = self._decoder.feed_events(self._codec.decompress(chunk), self.layout)
+            for event in events:
+                if event.__class__ is list:  # a run of messages (the hot path)
+                    self._deliver(event)  # type: ignore[arg-type]
+                elif event[0] == _RESPONSE:
+                    self._on_response(event[1])  # type: ignore[arg-type]
+                else:
+                    self._on_error_frame(event[1])  # type: ignore[arg-type]
+                if self.closed is not None:
+                    return
         except p.ProtocolError as err:
             reason = ConnectionClosedError(str(self.address), f"protocol error: {err}")
         except NsqctlError as err:
             reason = ConnectionClosedError(str(self.address), str(err))
-        except (OSError, ssl.SSLError) as err:
-            reason = ConnectionClosedError(str(self.address), f"read failed: {err}")
-        except asyncio.CancelledError:
-            reason = ConnectionClosedError(str(self.address), "closed by the client")
-            raise
         except Exception as err:
             log.exception("message handler failed on %s", self.address)
             reason = ConnectionClosedError(str(self.address), f"message handler failed: {err!r}")
         finally:
-            self._shutdown(reason or ConnectionClosedError(str(self.address), "closed"))
+            self._in_read = False
+        if reason is not None:
+            self._shutdown(reason)
+        elif self._out:
+            self._flush()
+
+    def _on_end(self, exc: BaseException | None) -> None:
+        """The socket ended: nsqd closed it (``exc`` None) or a read failed."""
+        if exc is None:
+            reason = "server closed the socket"
+        elif isinstance(exc, (OSError, ssl.SSLError)):
+            reason = f"read failed: {exc}"
+        else:
+            reason = f"read failed: {exc!r}"
+        self._shutdown(ConnectionClosedError(str(self.address), reason))
 
     def _deliver(self, batch: list[RawMessage]) -> None:
         if self.on_messages is not None:
@@ -612,10 +535,6 @@ class Connection:
             with contextlib.suppress(OSError, ConnectionError, asyncio.TimeoutError):
                 await asyncio.wait_for(self._writer.drain(), timeout)
         self._shutdown(ConnectionClosedError(str(self.address), "closed by the client"))
-        if self._reader_task is not None and self._reader_task is not asyncio.current_task():
-            self._reader_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._reader_task
         if self._writer is not None:
             with contextlib.suppress(OSError, ConnectionError, asyncio.TimeoutError, ssl.SSLError):
                 await asyncio.wait_for(self._writer.wait_closed(), timeout)
@@ -633,6 +552,9 @@ class Connection:
             self._deadline_timer.cancel()
             self._deadline_timer = None
         self._deadlines.clear()
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
         while self._pending:
             fut, _ctx = self._pending.popleft()
             if not fut.done():

@@ -1,0 +1,28 @@
+"""Connections to nsqd: :class:`Connection` (:mod:`.tcp`), what it is set up with
+(:mod:`.config`) and the socket reader under it (:mod:`.stream`)."""
+
+from nsqctl.connection.config import (
+    ConnectError,
+    ConnectionClosedError,
+    ConnectionConfig,
+    TLSSettings,
+)
+from nsqctl.connection.tcp import (
+    BatchHandler,
+    CloseHandler,
+    Connection,
+    ErrorHandler,
+    MessageHandler,
+)
+
+__all__ = [
+    "BatchHandler",
+    "CloseHandler",
+    "ConnectError",
+    "Connection",
+    "ConnectionClosedError",
+    "ConnectionConfig",
+    "ErrorHandler",
+    "MessageHandler",
+    "TLSSettings",
+]

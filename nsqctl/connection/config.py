@@ -1,0 +1,109 @@
+"""What a connection to nsqd is set up with: TLS, IDENTIFY's features, timeouts; and the
+errors a connection raises. No IO: the CLI and the library build these before connecting.
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+from dataclasses import dataclass, field
+from typing import Any
+
+from nsqctl import __version__
+from nsqctl.errors import ConfigError, NsqctlError
+from nsqctl.protocol.compression import validate_compression
+from nsqctl.secrets import Secret
+
+
+class ConnectionClosedError(NsqctlError):
+    """The connection ended (server closed, network error, or we closed it)."""
+
+    def __init__(self, address: str, reason: str) -> None:
+        self.address = address
+        self.reason = reason
+        super().__init__(f"connection to nsqd {address} closed: {reason}")
+
+
+class ConnectError(NsqctlError):
+    """Could not open or set up a connection to nsqd."""
+
+
+@dataclass(frozen=True)
+class TLSSettings:
+    """TLS towards nsqd: verification is on unless ``insecure`` is set explicitly."""
+
+    ca_file: str | None = None
+    cert_file: str | None = None
+    key_file: str | None = None
+    insecure: bool = False
+    server_hostname: str | None = None
+
+    def context(self) -> ssl.SSLContext:
+        try:
+            ctx = ssl.create_default_context(cafile=self.ca_file)
+            if self.cert_file:
+                ctx.load_cert_chain(self.cert_file, self.key_file)
+        except (OSError, ssl.SSLError) as err:
+            raise ConfigError(
+                f"cannot load TLS files ({getattr(err, 'strerror', None) or err}): check "
+                "--tls-ca / --tls-cert / --tls-key"
+            ) from None
+        if self.insecure:
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+        return ctx
+
+
+@dataclass
+class ConnectionConfig:
+    """What a connection negotiates and how long it waits."""
+
+    client_id: str | None = None
+    hostname: str | None = None
+    user_agent: str = f"nsqctl/{__version__}"
+    heartbeat_interval_ms: int = 30_000
+    msg_timeout_ms: int | None = None
+    output_buffer_size: int | None = None
+    output_buffer_timeout_ms: int | None = None
+    sample_rate: int = 0
+    tls: TLSSettings | None = None
+    compression: str = "none"  # none | snappy | deflate
+    deflate_level: int = 6
+    auth_secret: Secret | None = None
+    extend_support: bool = False
+    desired_tag: str | None = None
+    ext_filter: dict[str, Any] | None = None
+    connect_timeout: float = 5.0
+    request_timeout: float = 30.0
+    extra_identify: dict[str, Any] = field(default_factory=dict)
+
+    def identify_body(self) -> dict[str, Any]:
+        """The IDENTIFY JSON (feature negotiation on)."""
+        validate_compression(self.compression)
+        host = self.hostname or socket.gethostname()
+        body: dict[str, Any] = {
+            "client_id": self.client_id or host.split(".")[0],
+            "hostname": host,
+            "user_agent": self.user_agent,
+            "feature_negotiation": True,
+            "heartbeat_interval": self.heartbeat_interval_ms,
+            "tls_v1": self.tls is not None,
+            "snappy": self.compression == "snappy",
+            "deflate": self.compression == "deflate",
+            "deflate_level": self.deflate_level,
+            "sample_rate": self.sample_rate,
+        }
+        if self.msg_timeout_ms is not None:
+            body["msg_timeout"] = self.msg_timeout_ms
+        if self.output_buffer_size is not None:
+            body["output_buffer_size"] = self.output_buffer_size
+        if self.output_buffer_timeout_ms is not None:
+            body["output_buffer_timeout"] = self.output_buffer_timeout_ms
+        if self.extend_support:
+            body["extend_support"] = True
+        if self.desired_tag:
+            body["desired_tag"] = self.desired_tag
+        if self.ext_filter:
+            body["ext_filter"] = self.ext_filter
+        body.update(self.extra_identify)
+        return body
