@@ -171,7 +171,7 @@ class _ConnectionsMixin(_DeliveryMixin):
         self._connecting[target] = task
 
     def _on_conn_error(self, conn: Connection, err: p.ServerError) -> None:
-        if conn.layout.ordered and err.code == "E_FIN_FAILED":
+        if self.options.ordered and err.code == "E_FIN_FAILED":
             # youzan resets an ordered channel's reader (first ordered SUB, leader change):
             # the message comes again and is FINed then, without a second handling.
             log.info("nsqd %s: %s (expected after an ordered reset)", conn.address, err)

@@ -70,7 +70,9 @@ class _DeliveryMixin(_RdyMixin):
         via = self._deliveries.get(cid)
         if via is None:  # a read that arrived as the connection was being dropped
             via = Delivery(conn, self, self.topic, self.channel, None)
-        if conn.layout.ordered:
+        # The subscription, not the frame layout: SUB_ADVANCED (a start position) frames
+        # carry offsets too, but a plain channel has many in flight and requeues.
+        if self.options.ordered:
             raws = self._ordered_arrivals(conn, via, raws, now)
             if not raws:
                 return
@@ -203,7 +205,7 @@ class _DeliveryMixin(_RdyMixin):
         fins = self._fins
         for msg in msgs:
             fins.add(msg._via.partition, msg._raw.id)
-        if conn.layout.ordered:
+        if self.options.ordered:
             last = msgs[-1]
             key = (last._raw.offset, last._raw.internal_id)
             self._fin_marks[last._via.partition] = key
@@ -222,7 +224,7 @@ class _DeliveryMixin(_RdyMixin):
         self, msg: Message, conn: Connection, delay: float | None, backoff: bool
     ) -> None:
         """REQ one message of ``conn`` (already marked answered)."""
-        if conn.layout.ordered:
+        if self.options.ordered:
             self._ordered_pending.pop(msg._via.partition, None)
         if delay is None:
             delay = self.options.default_requeue_delay * msg.attempts

@@ -42,7 +42,11 @@ MAX_ATTEMPTS_REDESIGN = 4000
 
 @dataclass(frozen=True, slots=True)
 class MessageLayout:
-    """What a connection's message frames contain, fixed at IDENTIFY/SUB time."""
+    """What a connection's message frames contain, fixed at IDENTIFY/SUB time.
+
+    ``ordered``: the frames carry the disk-queue offset and raw size, as after SUB_ORDERED
+    and SUB_ADVANCED alike; whether the subscription is ordered is the consumer's business.
+    """
 
     family: Family = "original"
     ext: bool = False

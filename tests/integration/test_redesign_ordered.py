@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from nsqctl import admin
+from nsqctl import protocol as p
 from nsqctl.consumer import Consumer, OrderViolation
 from nsqctl.message import Message
 from nsqctl.producer import Producer
@@ -206,3 +207,45 @@ def test_a_start_position_on_an_ordered_topic_says_how_to_move_the_channel(
         lines = proc.stderr.strip().splitlines()
         assert proc.returncode == 2 and len(lines) == 1, proc.stderr
         assert "channel setoffset" in lines[0] and "Traceback" not in proc.stderr
+
+
+async def test_a_start_position_on_a_plain_topic_is_not_an_ordered_subscription(
+    redesign_cluster: cluster.Cluster,
+) -> None:
+    """SUB_ADVANCED frames carry offsets like ordered ones, but the channel is not ordered:
+    many messages are in flight and a requeued one comes back after later ones. That is
+    no order regression, and the requeued copy must reach the handler again."""
+    lookupd = redesign_cluster.lookupd_http
+    topic = _topic("advplain")
+    admin.create_topic(lookupd, topic, partitions=2, replicas=1)
+    bodies = [f"m{i}".encode() for i in range(60)]
+    async with Producer(lookupd_http=lookupd) as producer:
+        await producer.publish_many(topic, bodies)
+    handled: list[bytes] = []
+    requeued: list[bytes] = []
+    events: list[OrderViolation] = []
+    done = asyncio.Event()
+
+    def handle(msg: Message) -> None:
+        if msg.attempts == 1 and int(msg.body[1:]) % 3 == 0:
+            requeued.append(msg.body)
+            msg.requeue(delay=0, backoff=False)
+            return
+        handled.append(msg.body)
+        if len(handled) >= len(bodies):
+            done.set()
+
+    consumer = Consumer(
+        topic, "c", handle, lookupd_http=lookupd, start=p.start_msgcount(0),
+        max_in_flight=50, on_order_violation=events.append,
+    )  # fmt: skip
+    await consumer.start()
+    try:
+        await asyncio.wait_for(done.wait(), 60)
+        await asyncio.sleep(0.5)  # a duplicate would arrive now
+    finally:
+        await consumer.stop()
+    assert len(requeued) == 20
+    assert sorted(handled) == sorted(bodies), "a message was lost or handled twice"
+    assert events == [] and consumer.stats.order_regressions == 0
+    assert consumer.stats.order_gaps == 0
