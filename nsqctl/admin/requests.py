@@ -14,6 +14,7 @@ from urllib.parse import urlencode
 import httpx
 
 from nsqctl.admin.base import NSQ_V1, TIMEOUT, AdminError, Family
+from nsqctl.httpclient import http_client
 
 _NOT_FOUND = ("TOPIC_NOT_FOUND", "CHANNEL_NOT_FOUND", "E_TOPIC_NOT_EXIST", "NOT EXIST")
 
@@ -181,4 +182,4 @@ async def execute(
 
 
 def _client(transport: httpx.AsyncBaseTransport | None = None) -> httpx.AsyncClient:
-    return httpx.AsyncClient(timeout=TIMEOUT, headers=NSQ_V1, transport=transport)
+    return http_client(timeout=TIMEOUT, headers=NSQ_V1, transport=transport)

@@ -37,6 +37,7 @@ import httpx
 
 from nsqctl.addresses import HostPort, parse_addresses
 from nsqctl.errors import ConfigError, NsqctlError
+from nsqctl.httpclient import http_client
 from nsqctl.lookup.model import (
     LookupAnswer,
     LookupdList,
@@ -124,7 +125,7 @@ class LookupClient:
         self._last: dict[tuple[str, str, bool], Topology] = {}
         self._warned: set[tuple[str, str, bool]] = set()
         self._refresh = asyncio.Event()
-        self._http = httpx.AsyncClient(
+        self._http = http_client(
             transport=transport,
             timeout=timeout,
             headers={"Accept": ACCEPT_V1},

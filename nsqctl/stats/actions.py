@@ -14,6 +14,7 @@ from typing import Literal
 import httpx
 
 from nsqctl.errors import NsqctlError
+from nsqctl.httpclient import http_client
 from nsqctl.lookup.client import _describe
 from nsqctl.stats.view import TopicView
 
@@ -81,7 +82,7 @@ async def run_action(
             return f"{t.node} (HTTP {resp.status_code}: {resp.text.strip()[:80]})"
         return None
 
-    async with httpx.AsyncClient(timeout=timeout) as client:
+    async with http_client(timeout=timeout) as client:
         failures = [f for f in await asyncio.gather(*(one(client, t) for t in goals)) if f]
     if failures:
         what = describe(action, topic.name, channel)

@@ -25,6 +25,7 @@ import httpx
 
 from nsqctl.addresses import parse_addresses
 from nsqctl.errors import NsqctlError
+from nsqctl.httpclient import http_client
 from nsqctl.lookup.client import ACCEPT_V1, LookupClient, _describe
 from nsqctl.stats.model import (
     ClusterSnapshot,
@@ -87,7 +88,7 @@ class StatsPoller:
             if self._lookupd
             else None
         )
-        self._http = httpx.AsyncClient(
+        self._http = http_client(
             timeout=timeout, headers={"Accept": ACCEPT_V1}, transport=transport
         )
 
