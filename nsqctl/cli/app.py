@@ -397,8 +397,30 @@ def _log_to_stderr(level: str | None) -> None:
     root.setLevel(level.upper())
 
 
+def _skip_httpx_cli() -> None:
+    """Keep ``import httpx`` from loading httpx's own command-line tool.
+
+    httpx 0.28's ``__init__`` imports ``httpx._main`` (its ``httpx`` console script), which
+    imports click, pygments and much of rich whenever click is installed: ~60 ms of every
+    nsqctl command that talks HTTP, in environments that have click for another tool. A
+    placeholder module stands in for it in this process only; its ``main`` loads the real
+    one if anything ever calls it. (httpx2 made the import lazy upstream.)
+    """
+    if "httpx" in sys.modules or "httpx._main" in sys.modules:
+        return
+    placeholder = ModuleType("httpx._main")
+
+    def main(*args: Any, **kwargs: Any) -> Any:
+        sys.modules.pop("httpx._main", None)
+        return importlib.import_module("httpx._main").main(*args, **kwargs)
+
+    placeholder.main = main  # type: ignore[attr-defined]
+    sys.modules["httpx._main"] = placeholder
+
+
 def main() -> None:
     """Console entry point: run the app and turn errors into one-line messages."""
+    _skip_httpx_cli()
     exc = click_module().exceptions
     aborts = tuple({typer.Abort, getattr(exc, "Abort", typer.Abort)})
     no_args = getattr(exc, "NoArgsIsHelpError", ())

@@ -38,9 +38,6 @@ HEAVY = (
     "tui",
 )
 
-#: Third-party packages whose own imports are not counted (see :func:`_own_imports`).
-OPAQUE = ("httpx",)
-
 # httpx comes with the lookup client, which loads only when --lookupd is used.
 _CLIENT = {"asyncio", "nsqctl.connection", "nsqctl.producer"}
 _STATS = {"asyncio", "httpx", "nsqctl.stats", "orjson"}
@@ -75,23 +72,14 @@ def heavy_imports(*args: str) -> set[str]:
 
 
 def _own_imports(importtime: str) -> set[str]:
-    """Modules named in ``-X importtime`` output, less those imported by a third-party
-    package in :data:`OPAQUE` (httpx loads click and rich when they happen to be installed:
-    that is the environment's, not nsqctl's choice)."""
-    rows = []
+    """Modules named in ``-X importtime`` output. Everything counts, third-party imports
+    included: httpx would load click and rich (its own CLI) where click is installed, which
+    nsqctl's entry point prevents (``_skip_httpx_cli``), and this is where that shows."""
+    names = set()
     for line in importtime.splitlines():
         if line.startswith("import time:") and line.count("|") == 2:
-            name = line.rsplit("|", 1)[1]
-            rows.append((len(name) - len(name.lstrip()), name.strip()))
-    # a module's line follows its own imports' lines, which are indented deeper
-    hidden: set[int] = set()
-    for i, (level, name) in enumerate(rows):
-        if name in OPAQUE:
-            j = i - 1
-            while j >= 0 and rows[j][0] > level:
-                hidden.add(j)
-                j -= 1
-    return {name for i, (_, name) in enumerate(rows) if i not in hidden}
+            names.add(line.rsplit("|", 1)[1].strip())
+    return names
 
 
 def test_top_level_help_imports_nothing_heavy() -> None:
@@ -134,3 +122,22 @@ def test_client_version_asks_no_server() -> None:
     assert proc.stdout.decode() == f"nsqctl {__version__}\n"
     as_json = json.loads(run_cli(["version", "--client", "--json"], env=env).stdout)
     assert as_json == {"client": {"name": "nsqctl", "version": __version__}, "servers": []}
+
+
+def test_httpx_own_cli_still_loads_when_called() -> None:
+    """The placeholder for httpx's CLI module hands over to the real one on first use."""
+    code = (
+        "import sys\n"
+        "from nsqctl.cli.app import _skip_httpx_cli\n"
+        "_skip_httpx_cli()\n"
+        "import httpx\n"
+        "assert 'rich.console' not in sys.modules and 'click' not in sys.modules\n"
+        "try:\n"
+        "    httpx.main(['--help'])\n"
+        "except SystemExit as done:\n"
+        "    assert done.code == 0, done.code\n"
+        "assert sys.modules['httpx._main'].__file__.endswith('_main.py')\n"
+    )
+    proc = run_python("-c", code)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "Usage: httpx" in proc.stdout
