@@ -200,11 +200,10 @@ class _DeliveryMixin(_RdyMixin):
         if self._trace is not None:
             for msg in msgs:
                 self._trace_outcome(msg, conn, msg.outcome or "FIN")
+        ids = [msg._raw.id for msg in msgs]
         if conn.is_open:
-            conn.fin_many([msg._raw.id for msg in msgs])
-        fins = self._fins
-        for msg in msgs:
-            fins.add(msg._via.partition, msg._raw.id)
+            conn.fin_many(ids)
+        self._fins.add_many(msgs[0]._via.partition, ids)  # one connection: one partition
         if self.options.ordered:
             last = msgs[-1]
             key = (last._raw.offset, last._raw.internal_id)

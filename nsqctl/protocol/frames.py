@@ -16,7 +16,12 @@ from enum import IntEnum
 from typing import NamedTuple, NoReturn
 
 from nsqctl.protocol.errors import FrameDecodeError, ProtocolError
-from nsqctl.protocol.message import MessageLayout, RawMessage, decode_message
+from nsqctl.protocol.message import (
+    MAX_ATTEMPTS_REDESIGN,
+    MessageLayout,
+    RawMessage,
+    decode_message,
+)
 
 __all__ = [
     "CLOSE_WAIT",
@@ -42,6 +47,12 @@ _HEADER_SIZE = _HEADER.size
 # the 16-byte id and the body follow.
 _ORIGINAL_MESSAGE = struct.Struct(">IIQH")
 _ORIGINAL_MIN = _ORIGINAL_MESSAGE.size + 16
+# A redesign message without ext header: frame header, timestamp, attempts, the 16-byte id
+# as internal id + trace id; then (ordered layout) the disk-queue offset and raw size.
+_REDESIGN_MESSAGE = struct.Struct(">IIQHQQ")
+_REDESIGN_MIN = _REDESIGN_MESSAGE.size
+_REDESIGN_DETAIL = struct.Struct(">QI")
+_REDESIGN_DETAIL_MIN = _REDESIGN_MIN + _REDESIGN_DETAIL.size
 _MESSAGE = 2
 
 
@@ -129,6 +140,12 @@ class FrameDecoder:
         unpack_original = _ORIGINAL_MESSAGE.unpack_from
         new = tuple.__new__
         original = layout is not None and layout.family == "original"
+        # the redesign without ext headers is decoded here too; ext frames go the long way
+        redesign = layout is not None and layout.family == "redesign" and not layout.ext
+        detail = redesign and layout.ordered  # type: ignore[union-attr]
+        redesign_min = _REDESIGN_DETAIL_MIN if detail else _REDESIGN_MIN
+        unpack_redesign = _REDESIGN_MESSAGE.unpack_from
+        unpack_detail = _REDESIGN_DETAIL.unpack_from
         max_size = self.max_frame_size
         need = _HEADER_SIZE
         try:
@@ -156,6 +173,22 @@ class FrameDecoder:
                         RawMessage,
                         (ts, attempts, msg_id, body, None, None, None, None, None, None),
                     )
+                elif redesign and stop - pos >= redesign_min:
+                    _, _, ts, attempts, internal_id, trace_id = unpack_redesign(view, pos)
+                    if attempts > MAX_ATTEMPTS_REDESIGN:
+                        attempts &= 0x0FFF
+                    msg_id = view[pos + 18 : pos + 34]
+                    if detail:
+                        offset, raw_size = unpack_detail(view, pos + 34)
+                        body = view[pos + 46 : stop]
+                    else:
+                        offset = raw_size = None
+                        body = view[pos + 34 : stop]
+                    raw = new(
+                        RawMessage,
+                        (ts, attempts, msg_id, body, internal_id, trace_id, None, None,
+                         offset, raw_size),
+                    )  # fmt: skip
                 else:
                     raw = decode_message(view[pos + _HEADER_SIZE : stop], layout)
                 if batch is None:

@@ -154,7 +154,12 @@ def test_fin_window_is_bounded_per_partition() -> None:
     from nsqctl.consumer.failover import FinWindow
 
     fins = FinWindow(size=3)
-    for i in range(5):
+    for i in range(20):
         fins.add(0, bytes([i]))
-    assert [fins.seen(0, bytes([i])) for i in range(5)] == [False, False, True, True, True]
-    assert not fins.seen(1, bytes([4]))
+        remembered = [j for j in range(i + 1) if fins.seen(0, bytes([j]))]
+        # at least the last 3, at most the last 6, and always a run up to the newest
+        assert 3 <= len(remembered) <= 6 or len(remembered) == i + 1, (i, remembered)
+        assert remembered == list(range(i + 1 - len(remembered), i + 1)), (i, remembered)
+    fins.add_many(0, [bytes([100 + k]) for k in range(10)])  # a batch larger than the window
+    assert all(fins.seen(0, bytes([100 + k])) for k in range(10))
+    assert not fins.seen(1, bytes([19]))
