@@ -40,6 +40,9 @@ published with nsqctl's Producer through the lookupd and not timed):
 * ``nsqctl tail --ordered`` / ``nsq_tail -ordered`` - the same on an ordered topic
   (``--ordered-messages``, messages/10: nsqd hands out one message at a time per
   partition there). Reference for >= 2x.
+* ``ordered floor`` - ``ordered_floor.py``: the least a client can do on an ordered
+  channel (blocking socket and thread per partition, recv -> FIN, no output), timed from
+  the first SUB to the last FIN. Information: what nsqd's round trip leaves to any client.
 * ``nsqctl Consumer`` - the library Consumer with a no-op handler in its own process
   (``bench_consumer.py``'s child), through the lookupd, ``--max-in-flight`` (2500 per
   partition), timed from creating the Consumer (lookup, connects, SUB included).
@@ -69,6 +72,7 @@ Run: ``python bench/bench_redesign.py`` (``--quick`` for a smoke run). See bench
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -96,6 +100,7 @@ TAIL = "nsqctl tail"
 NSQ_TAIL = "nsq_tail"
 OTAIL = "nsqctl tail --ordered"
 NSQ_OTAIL = "nsq_tail -ordered"
+FLOOR = "ordered floor"
 CONSUMER = "nsqctl Consumer"
 BR = "bench_reader"
 
@@ -112,7 +117,8 @@ REFERENCES = {
     PUB: (BW, TO_NSQ),
     MANY: (BW, BW1, TO_NSQ),
     TAIL: (NSQ_TAIL,),
-    OTAIL: (NSQ_OTAIL,),
+    OTAIL: (NSQ_OTAIL, FLOOR),
+    FLOOR: (NSQ_OTAIL,),
     CONSUMER: (BR,),
 }
 
@@ -520,6 +526,54 @@ def measure_tail(
     )
 
 
+def measure_floor(b: Redesign) -> c.Measurement:
+    """``ordered_floor.py`` over the ordered topic's prefilled messages."""
+    count = b.s.ordered_messages
+    run = b.consumer_run(count, ordered=True)
+    assert run.channel is not None
+    argv = [
+        sys.executable,
+        str(Path(__file__).resolve().parent / "ordered_floor.py"),
+        "--lookupd", b.lookupd, "--topic", run.topic.name, "--channel", run.channel,
+        "--count", str(count),
+    ]  # fmt: skip
+    peer, server_cpu = c.run_peer_on(b.cluster, argv, timeout=max(300.0, count / 500))
+    report: dict[str, Any] = {}
+    lines = [ln for ln in peer.stdout.splitlines() if ln.startswith("{")]
+    if lines:
+        report = json.loads(lines[-1])
+    stats = b.settle(
+        run,
+        lambda sts: all(st is not None and st.clients == 0 and st.in_flight == 0 for st in sts),
+        5.0,
+    )
+    b.finish(run)
+    added = run.added(stats)
+    ok = (
+        peer.returncode == 0
+        and report.get("received") == count
+        and added is not None
+        and sum(added) == count
+        and _sum(stats, "depth") == 0
+        and _sum(stats, "in_flight") == 0
+    )
+    return c.Measurement.of_peer(
+        FLOOR,
+        peer,
+        messages=count,
+        seconds=report.get("seconds") or peer.wall,
+        verified=ok,
+        server_cpu=server_cpu,
+        detail={
+            "topic": run.topic.name,
+            "channel": run.channel,
+            "wall_with_startup": peer.wall,
+            "report": report,
+            "channel_stats": _stats_detail(stats),
+        },
+    )
+
+
 def measure_consumer(b: Redesign) -> c.Measurement:
     count = b.s.messages
     run = b.consumer_run(count)
@@ -761,6 +815,7 @@ def plan(
                 b, NSQ_OTAIL, nsq_tail(s.ordered_messages, True), s.ordered_messages, True
             ),
         ),
+        (FLOOR, lambda: measure_floor(b)),
         (CONSUMER, lambda: measure_consumer(b)),
     ]
     # the time-based Go tools are aimed (a probe run each) only when they run at all
@@ -895,7 +950,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "max_in_flight",
         "repeats",
     )
-    unknown = set(args.skip) - {*REFERENCES, BW, BW1, TO_NSQ, NSQ_TAIL, NSQ_OTAIL, BR}
+    unknown = set(args.skip) - {*REFERENCES, BW, BW1, TO_NSQ, NSQ_TAIL, NSQ_OTAIL, BR, FLOOR}
     if unknown:
         ap.error(f"unknown --skip {', '.join(sorted(unknown))}")
     return args

@@ -1,0 +1,154 @@
+"""The fastest an ordered channel can be read here: a floor for ``tail --ordered``.
+
+On an ordered channel youzan's nsqd sends a partition's next message only after the FIN
+of the last one, so the rate is one client + server round trip per message per
+partition. This client does nothing but that round trip: one blocking socket and one
+thread per partition leader, ``recv`` -> decode (nsqctl's sans-IO protocol) -> ``FIN``,
+no output, no bookkeeping. Timed from the first SUB to the last FIN (connects, the lookup
+and the closing CLS excluded), so what is left is nsqd's side of the round trip and the kernel's.
+
+Prints one JSON line: ``{"received": N, "seconds": S, "per_partition": {...}}``.
+Used by ``bench_redesign.py`` (row ``ordered floor``); runs alone too::
+
+    python bench/ordered_floor.py --lookupd 127.0.0.1:4161 --topic T --channel C --count N
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import sys
+import threading
+import time
+
+import httpx
+
+from nsqctl import protocol as p
+from nsqctl.protocol.frames import CLOSE_WAIT, HEARTBEAT, FrameDecoder
+from nsqctl.protocol.message import MessageLayout
+
+LAYOUT = MessageLayout(family="redesign", ordered=True)
+
+
+def _frame(sock: socket.socket, buf: bytes) -> tuple[bytes, bytes]:
+    """One whole frame's data (the handshake's replies) and what followed it."""
+    while len(buf) < 8 or len(buf) < 4 + int.from_bytes(buf[:4], "big"):
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ConnectionError("nsqd closed the connection")
+        buf += chunk
+    size = int.from_bytes(buf[:4], "big")
+    return buf[8 : 4 + size], buf[4 + size :]
+
+
+class Reader(threading.Thread):
+    def __init__(self, host: str, port: int, topic: str, channel: str, part: int, want: int):
+        super().__init__(daemon=True)
+        self.addr, self.topic, self.channel, self.part, self.want = (
+            (host, port),
+            topic,
+            channel,
+            part,
+            want,
+        )
+        self.sock = socket.create_connection(self.addr, timeout=30)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        ident = {"feature_negotiation": True, "heartbeat_interval": 30000, "client_id": "floor"}
+        self.sock.sendall(p.MAGIC_V2 + p.identify(ident))
+        _, self.buf = _frame(self.sock, b"")
+        self.count = 0
+        self.finished = 0.0
+        self.error: str | None = None
+        self.go = threading.Event()
+
+    def run(self) -> None:
+        try:
+            self.go.wait()
+            sock = self.sock
+            sock.sendall(p.sub_ordered(self.topic, self.channel, self.part))
+            reply, buf = _frame(sock, self.buf)
+            if reply != p.OK:
+                raise ConnectionError(f"SUB_ORDERED answered {reply!r}")
+            sock.sendall(p.rdy(1))
+            decoder = FrameDecoder()
+            events = decoder.feed_events(buf, LAYOUT) if buf else []
+            fin, nop, want = p.fin, p.nop(), self.want
+            last = b""
+            while True:
+                for event in events:
+                    if event.__class__ is list:
+                        for msg in event:  # type: ignore[union-attr]
+                            sock.sendall(fin(msg.id))
+                            # youzan resends the last message when an ordered SUB resets
+                            # the channel's reader: FIN it again, count it once.
+                            if msg.id != last:
+                                self.count += 1
+                                last = msg.id
+                    elif event[1] == HEARTBEAT:  # type: ignore[index]
+                        sock.sendall(nop)
+                if self.count >= want:
+                    break
+                chunk = sock.recv(65536)
+                if not chunk:
+                    raise ConnectionError("nsqd closed the connection")
+                events = decoder.feed_events(chunk, LAYOUT)
+            # A clean close (CLS, then CLOSE_WAIT), so the last FIN is settled on nsqd
+            # before the socket goes; the timing stops before it.
+            self.finished = time.perf_counter()
+            sock.sendall(p.cls())
+            while not any(e.__class__ is not list and e[1] == CLOSE_WAIT for e in events):
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                events = decoder.feed_events(chunk, LAYOUT)
+        except Exception as err:  # reported in the JSON; the bench marks the run failed
+            self.error = repr(err)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--lookupd", required=True)
+    ap.add_argument("--topic", required=True)
+    ap.add_argument("--channel", required=True)
+    ap.add_argument("--count", type=int, required=True, help="messages over all partitions")
+    args = ap.parse_args()
+    answer = httpx.get(
+        f"http://{args.lookupd}/lookup", params={"topic": args.topic, "access": "r"}, timeout=10
+    ).json()
+    parts = answer.get("partitions") or answer.get("data", {}).get("partitions") or {}
+    if not parts:
+        print(f"ordered_floor: no partitions of {args.topic} in the lookup", file=sys.stderr)
+        return 1
+    # The prefill spreads messages evenly (round-robin batches): each partition's share.
+    shares = {int(k): args.count // len(parts) for k in parts}
+    for k in sorted(shares)[: args.count % len(parts)]:
+        shares[k] += 1
+    readers = [
+        Reader(
+            v["broadcast_address"], v["tcp_port"], args.topic, args.channel, int(k), shares[int(k)]
+        )
+        for k, v in parts.items()
+    ]
+    started = time.perf_counter()
+    for r in readers:
+        r.start()
+        r.go.set()
+    for r in readers:
+        r.join()
+    seconds = max(r.finished for r in readers) - started
+    errors = [r.error for r in readers if r.error]
+    report = {
+        "received": sum(r.count for r in readers),
+        "seconds": seconds,
+        "per_partition": {r.part: r.count for r in readers},
+        "errors": errors,
+    }
+    print(json.dumps(report))
+    for r in readers:
+        r.sock.close()
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
