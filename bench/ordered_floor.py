@@ -42,30 +42,47 @@ def _frame(sock: socket.socket, buf: bytes) -> tuple[bytes, bytes]:
     return buf[8 : 4 + size], buf[4 + size :]
 
 
+class Goal:
+    """The messages to read over all partitions (the prefill need not split evenly)."""
+
+    def __init__(self, want: int) -> None:
+        self.want = want
+        self.readers: list[Reader] = []
+        self.finished = 0.0
+        self.lock = threading.Lock()
+
+    def reached(self) -> bool:
+        return sum(r.count for r in self.readers) >= self.want
+
+    def finish(self) -> None:
+        """The last message was FINed: stop the clock, then close every connection cleanly
+        (CLS; each reader ends at its CLOSE_WAIT), waking readers whose partition is done."""
+        with self.lock:
+            if self.finished:
+                return
+            self.finished = time.perf_counter()
+            for r in self.readers:
+                r.sock.sendall(p.cls())
+
+
 class Reader(threading.Thread):
-    def __init__(self, host: str, port: int, topic: str, channel: str, part: int, want: int):
+    def __init__(self, host: str, port: int, topic: str, channel: str, part: int, goal: Goal):
         super().__init__(daemon=True)
-        self.addr, self.topic, self.channel, self.part, self.want = (
-            (host, port),
-            topic,
-            channel,
-            part,
-            want,
-        )
-        self.sock = socket.create_connection(self.addr, timeout=30)
+        self.topic, self.channel, self.part, self.goal = topic, channel, part, goal
+        self.sock = socket.create_connection((host, port), timeout=30)
+        self.sock.settimeout(None)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         ident = {"feature_negotiation": True, "heartbeat_interval": 30000, "client_id": "floor"}
         self.sock.sendall(p.MAGIC_V2 + p.identify(ident))
         _, self.buf = _frame(self.sock, b"")
         self.count = 0
-        self.finished = 0.0
         self.error: str | None = None
         self.go = threading.Event()
 
     def run(self) -> None:
         try:
             self.go.wait()
-            sock = self.sock
+            sock, goal = self.sock, self.goal
             sock.sendall(p.sub_ordered(self.topic, self.channel, self.part))
             reply, buf = _frame(sock, self.buf)
             if reply != p.OK:
@@ -73,7 +90,7 @@ class Reader(threading.Thread):
             sock.sendall(p.rdy(1))
             decoder = FrameDecoder()
             events = decoder.feed_events(buf, LAYOUT) if buf else []
-            fin, nop, want = p.fin, p.nop(), self.want
+            fin, nop = p.fin, p.nop()
             last = b""
             while True:
                 for event in events:
@@ -85,22 +102,15 @@ class Reader(threading.Thread):
                             if msg.id != last:
                                 self.count += 1
                                 last = msg.id
+                                if goal.reached():
+                                    goal.finish()
                     elif event[1] == HEARTBEAT:  # type: ignore[index]
                         sock.sendall(nop)
-                if self.count >= want:
-                    break
+                    elif event[1] == CLOSE_WAIT:  # type: ignore[index]
+                        return
                 chunk = sock.recv(65536)
                 if not chunk:
                     raise ConnectionError("nsqd closed the connection")
-                events = decoder.feed_events(chunk, LAYOUT)
-            # A clean close (CLS, then CLOSE_WAIT), so the last FIN is settled on nsqd
-            # before the socket goes; the timing stops before it.
-            self.finished = time.perf_counter()
-            sock.sendall(p.cls())
-            while not any(e.__class__ is not list and e[1] == CLOSE_WAIT for e in events):
-                chunk = sock.recv(65536)
-                if not chunk:
-                    break
                 events = decoder.feed_events(chunk, LAYOUT)
         except Exception as err:  # reported in the JSON; the bench marks the run failed
             self.error = repr(err)
@@ -120,24 +130,22 @@ def main() -> int:
     if not parts:
         print(f"ordered_floor: no partitions of {args.topic} in the lookup", file=sys.stderr)
         return 1
-    # The prefill spreads messages evenly (round-robin batches): each partition's share.
-    shares = {int(k): args.count // len(parts) for k in parts}
-    for k in sorted(shares)[: args.count % len(parts)]:
-        shares[k] += 1
-    readers = [
-        Reader(
-            v["broadcast_address"], v["tcp_port"], args.topic, args.channel, int(k), shares[int(k)]
-        )
+    goal = Goal(args.count)
+    goal.readers = [
+        Reader(v["broadcast_address"], v["tcp_port"], args.topic, args.channel, int(k), goal)
         for k, v in parts.items()
     ]
+    readers = goal.readers
     started = time.perf_counter()
     for r in readers:
         r.start()
         r.go.set()
     for r in readers:
-        r.join()
-    seconds = max(r.finished for r in readers) - started
+        r.join(timeout=max(60.0, args.count / 1000))
+    seconds = goal.finished - started if goal.finished else time.perf_counter() - started
     errors = [r.error for r in readers if r.error]
+    if not goal.finished:
+        errors.append(f"only {sum(r.count for r in readers)} of {args.count} messages came")
     report = {
         "received": sum(r.count for r in readers),
         "seconds": seconds,
