@@ -13,7 +13,7 @@ import httpx
 
 from nsqctl.admin.base import NSQ_V1, TIMEOUT, AdminError, topic_not_found, unwrap_response
 from nsqctl.admin.leader import find_leader
-from nsqctl.errors import ConfigError
+from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.lookup.client import LookupClient
 from nsqctl.lookup.model import Peer, TopicMeta
 
@@ -141,6 +141,18 @@ async def _coordinator(
         if resp.status_code == 200:
             infos = parse_coordinator_stats(resp.json(), nsqd)
             return {i.partition: (i.isr, i.catchup) for i in infos if i.topic == topic}
+    return {}
+
+
+async def leader_load_factors(client: httpx.AsyncClient, leader: str) -> dict[str, float]:
+    """nsqd HTTP address → youzan's leader load factor (``/cluster/stats`` of the lookupd
+    leader): a new leader is the in-sync copy with the least. {} when not told."""
+    from nsqctl.stats.parse import parse_cluster_stats  # the stats model, at run time only
+
+    with contextlib.suppress(httpx.HTTPError, ValueError, NsqctlError):
+        resp = await client.get(f"http://{leader}/cluster/stats", headers=NSQ_V1)
+        if resp.status_code == 200:
+            return {n.address: n.leader_load_factor for n in parse_cluster_stats(resp.json()).nodes}
     return {}
 
 
