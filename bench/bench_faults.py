@@ -424,6 +424,9 @@ def main() -> int:
                     row = run(c, sc, args.lines, args.rate, tmp)
                 except Exception as err:  # one broken scenario must not hide the others
                     row = Row(sc.name, sc.fault, sc.consumer, notes=[f"failed: {err}"[:300]])
+                    for node in c.nodes:  # a node it killed before failing: back for the next
+                        if not process.pid_runs(node.pid, node.exe):
+                            c.restart(node)
                 finally:
                     _stop_spawned()
                 say(f"  {asdict(row)}")
