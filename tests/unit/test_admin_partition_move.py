@@ -49,6 +49,7 @@ class Youzan:
     isr: list[int] = field(default_factory=lambda: [1, 2, 3])
     elect: bool = True  # False: accept a move and do nothing
     moves: list[tuple[int, int]] = field(default_factory=list)  # (from, to) accepted
+    previous: int | None = None  # the leader before the last election
 
     def move(self, request: httpx.Request) -> httpx.Response:
         params = request.url.params
@@ -60,7 +61,7 @@ class Youzan:
         if self.elect:  # chooseNewLeaderByLeastLoadFactor over the ISR but the leader
             new = min((n for n in self.isr if n != self.leader), key=self.loads.__getitem__)
             self.isr = [n for n in self.isr if n != self.leader] + [self.leader]
-            self.leader = new
+            self.previous, self.leader = self.leader, new
         return httpx.Response(200, json=None)
 
     def transport(self) -> httpx.MockTransport:
@@ -91,12 +92,16 @@ class Youzan:
         if path == "/nodes":
             return httpx.Response(200, json={"producers": [peer(1), peer(2), peer(3)]})
         if path == "/lookup":
+            # without consistent, any nsqd still registered for the partition may be listed:
+            # right after an election, the previous leader (youzan's genarateProducerList...)
+            stale = "consistent" not in request.url.params and self.previous is not None
+            listed = self.previous if stale else self.leader
             meta = {"partition_num": 1, "replica": 3, "extend_support": False,
                     "ordered": False, "multi_part": False,
                     "disable_channel_auto_create": False}  # fmt: skip
             return httpx.Response(200, json={
                 "channels": ["c"], "producers": [peer(n) for n in self.isr],
-                "partitions": {"0": peer(self.leader)}, "meta": meta,
+                "partitions": {"0": peer(listed)}, "meta": meta,
             })  # fmt: skip
         if path == "/topic/partition/move":
             return self.move(request)

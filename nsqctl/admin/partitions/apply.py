@@ -168,6 +168,11 @@ class _Run:
             if p is None or src is None or p.leader == target:
                 return True  # on the target, or out of time (the final wait says so)
             if p.leader in moved_from:
+                await asyncio.sleep(POLL * 4)  # the same after a second look: not a lag
+                again_state = await self.until(_settled(plan, moved_from[-1]))
+                again_p = again_state.partitions.get(part) if again_state else None
+                if again_p is not None and again_p.leader != p.leader:
+                    continue
                 await self.went_round([*moved_from[1:], p.leader])
                 return False
             again = _req(

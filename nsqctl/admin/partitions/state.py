@@ -164,9 +164,14 @@ async def topic_state(
     transport: httpx.AsyncBaseTransport | None = None,
 ) -> TopicState:
     """Meta and partition leaders from the lookupd leader, ISR and catch-up from each
-    partition's leader. Raises :class:`TopicNotFoundError` for an unknown topic."""
+    partition's leader. Raises :class:`TopicNotFoundError` for an unknown topic.
+
+    The lookup is ``consistent``: each partition on the leader nsqlookupd knows from etcd.
+    Without it, a partition is listed on any nsqd still registered for it, which right
+    after an election may be the previous leader (seen: a leader move read as going back
+    to the old leader)."""
     async with LookupClient([leader], timeout=TIMEOUT, transport=transport) as lk:
-        topo = await lk.lookup(topic, "r", metainfo=True)
+        topo = await lk.lookup(topic, "r", metainfo=True, consistent=True)
     if topo.topic_not_found or topo.meta is None:
         raise topic_not_found(topic, [f"nsqlookupd {leader}"])
     leaders = {p.partition: p.leader.http_key for p in topo.partition_infos}
