@@ -12,7 +12,8 @@ JSON lines at a fixed rate, and a consumer of the same topic (``nsqctl tail``, `
 * ``kill-leader-r2``: the same on a topic with replicas 2 (writes need more than half the
   replicas in the ISR, so the surviving copy leads only once nsqlookupd migrated a new
   replica, ~100 s);
-* ``move-leader``: ``/topic/partition/move`` of the leader to another ISR node;
+* ``move-leader``: ``/topic/partition/move`` of the leader to another ISR node (the one
+  youzan elects: the least leader load factor);
 * ``restart-lookupd``: kill -9 of the (only) nsqlookupd, started again 3 s later;
 * ``restart-etcd``: kill -9 of etcd, started again 3 s later;
 * ``quick-restart`` (``--with-quick-restart``): 2 nsqd, replicas 2, kill -9 of the leader
@@ -55,9 +56,11 @@ import httpx
 from bench._common import machine_info, print_table, say, write_json
 from nsqctl.admin.leader import lookupd_leader
 from nsqctl.consumer import Consumer
+from nsqctl.errors import NsqctlError
 from nsqctl.message import Message
 from nsqctl.servers import build, cluster, process
 from nsqctl.servers.cluster import Cluster
+from nsqctl.stats.parse import parse_cluster_stats
 from tests.helpers.cli import NSQCTL, clean_env
 from tests.helpers.failover import kill_leader, leader_of, lookup_partitions
 from tests.helpers.redesign import (
@@ -200,13 +203,26 @@ def inject(c: Cluster, sc: Scenario, topic: str) -> list[process.NodeRecord]:
     return []
 
 
+def next_leader(c: Cluster, leader: process.NodeRecord) -> process.NodeRecord:
+    """The nsqd youzan will elect when ``leader`` is moved away: it elects the in-sync copy
+    with the least leader load factor, whatever ``move_to`` says (the first other nsqd
+    was often the most loaded after the kill scenarios, and never got elected)."""
+    others = [n for n in c.nsqds if n.tcp_port != leader.tcp_port]
+    try:
+        stats = httpx.get(f"http://{_lookupd_leader(c)}/cluster/stats", timeout=10).json()
+        loads = {n.address: n.leader_load_factor for n in parse_cluster_stats(stats).nodes}
+    except (httpx.HTTPError, ValueError, NsqctlError):
+        loads = {}
+    return min(others, key=lambda n: loads.get(n.http_address, float("inf")))
+
+
 def move_leader(c: Cluster, topic: str) -> float:
-    """``nsqctl topic move`` of partition 0's leader to another nsqd; returns the seconds
-    until ``/lookup`` names the new leader. The command itself goes on waiting for the ISR
+    """``nsqctl topic move`` of partition 0's leader to the nsqd youzan will elect; returns
+    the seconds until ``/lookup`` names it. The command itself goes on waiting for the ISR
     to be full again, which with replicas = nsqd count takes youzan ~10 min (it re-adds
     the old leader only after that), so it is stopped once the leader moved."""
     leader = leader_of(c, topic, 0)
-    target = next(n for n in c.nsqds if n.tcp_port != leader.tcp_port)
+    target = next_leader(c, leader)
     started = time.monotonic()
     proc = subprocess.Popen([NSQCTL, "topic", "move", topic, "--partition", "0", "--to",
                              f"127.0.0.1:{target.http_port}", "--lookupd", c.lookupd_http[0],
@@ -408,6 +424,9 @@ def main() -> int:
                     row = run(c, sc, args.lines, args.rate, tmp)
                 except Exception as err:  # one broken scenario must not hide the others
                     row = Row(sc.name, sc.fault, sc.consumer, notes=[f"failed: {err}"[:300]])
+                    for node in c.nodes:  # a node it killed before failing: back for the next
+                        if not process.pid_runs(node.pid, node.exe):
+                            c.restart(node)
                 finally:
                     _stop_spawned()
                 say(f"  {asdict(row)}")

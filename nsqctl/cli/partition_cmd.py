@@ -4,7 +4,8 @@
 
 Same rules as the other admin commands: each shows what it will send and asks first;
 without a terminal it refuses unless ``--yes`` is given. Each waits until the change is
-visible, printing progress on stderr, and prints one line per request sent.
+visible, printing progress on stderr, and prints one line per request sent; a move that
+was accepted but did not take effect exits 1.
 """
 
 from __future__ import annotations
@@ -85,7 +86,14 @@ def topic_move(
     lookupd: list[str] = LookupdOption,
     profile: str | None = ProfileOption,
 ) -> None:
-    """Redesign: move a partition's leader (or with --from a replica) to another nsqd."""
+    """Redesign: move a partition's leader (or with --from a replica) to another nsqd.
+
+    Exits 0 once the target leads (or holds the copy) and 1 when the move did not happen:
+    refused, not settled within --wait, or youzan elected other copies. youzan picks a new
+    leader itself, the in-sync copy with the least leader load factor; when it elects
+    another than --to, leadership is moved on from there, and the command gives up once
+    the elections come back to a copy that already led.
+    """
     validate_topic(topic)
     copy = f"the copy on {source}" if source else "the leader"
     what = f"move {copy} of {topic} partition {partition} to {to}"

@@ -26,6 +26,7 @@ from tests.helpers.failover import leader_of, lookup_partitions
 from tests.helpers.redesign import (
     TopicSpec,
     create_topics,
+    eventually,
     leader_stats,
     read_messages,
     run_ok,
@@ -44,6 +45,7 @@ SPECS = {
     "bad": TopicSpec(partitions=2, replicas=1),
     "lib": TopicSpec(partitions=1, replicas=1),
     "full": TopicSpec(partitions=1, replicas=3),
+    "round": TopicSpec(partitions=1, replicas=3),
 }
 
 
@@ -77,6 +79,16 @@ async def _state(c: Cluster, topic: str) -> admin.TopicState:
         leader = c.lookupd_http[0]
         nodes = await admin.registered_nsqds(client, leader)
         return await admin.partitions.topic_state(client, leader, topic, nodes)
+
+
+def _loads(c: Cluster) -> dict[str, float]:
+    """nsqd HTTP address → youzan's leader load factor (the least is elected)."""
+
+    async def get() -> dict[str, float]:
+        async with httpx.AsyncClient(timeout=10) as client:
+            return await admin.partitions.leader_load_factors(client, c.lookupd_http[0])
+
+    return asyncio.run(get())
 
 
 def _etcd_meta(c: Cluster, topic: str) -> dict:
@@ -152,7 +164,8 @@ def test_leader_handed_to_an_in_sync_copy_finishes_at_once(
     topic = topics["full"]
     asyncio.run(_publish(c, topic, [b"y"] * 20))
     old = leader_of(c, topic).http_address
-    target = next(a for a in _isr(c, topic) if a != old)
+    loads = _loads(c)  # the copy youzan elects: the other test pins what happens otherwise
+    target = min((a for a in _isr(c, topic) if a != old), key=lambda a: loads.get(a, 0.0))
     proc = run_process([NSQCTL, "topic", "move", topic, "--partition", "0", "--to", target,
                         "--wait", "100", "--yes", "--lookupd", c.lookupd_http[0]])  # fmt: skip
     assert proc.returncode == 0, proc.stderr
@@ -239,3 +252,40 @@ def test_library_move_reports_progress(three: Cluster, topics: dict[str, str]) -
     assert any(f"catching up: {target}" in line or target in line for line in lines), lines
     assert leader_of(c, topic).http_address == target
     assert _isr(c, topic) == [target]
+
+
+def test_leader_move_to_a_copy_youzan_never_elects_exits_1(
+    three: Cluster, topics: dict[str, str]
+) -> None:
+    """youzan elects the in-sync copy with the least leader load factor, whatever --to
+    says. A target loaded more than both other copies (a replicas-1 topic it leads, with
+    unread data on 5 channels) is never elected: 1 → 2 → 1. The command says so on one
+    line and exits 1; the leader is back where it was."""
+    c = three
+    topic = topics["round"]
+    old = leader_of(c, topic).http_address
+    for _ in range(5):  # a ballast topic led by another nsqd than the partition's leader
+        ballast = unique("ballast")
+        asyncio.run(create_topics(c.lookupd_http, {ballast: TopicSpec(1, 1)},
+                                  [f"b{i}" for i in range(5)]))  # fmt: skip
+        target = leader_of(c, ballast).http_address
+        if target != old:
+            break
+    assert target != old
+    for _ in range(6):  # 3 MB: each channel's unread depth counts in the load factor
+        asyncio.run(_publish(c, ballast, [b"z" * 1024] * 500))
+
+    def heaviest() -> bool:  # nsqlookupd caches each nsqd's figures for up to a minute
+        loads = _loads(c)
+        return loads.get(target, 0.0) > max(v for a, v in loads.items() if a != target)
+
+    eventually(heaviest, 90, f"{target} the most loaded nsqd in /cluster/stats")
+    proc = run_process([NSQCTL, "topic", "move", topic, "--partition", "0", "--to", target,
+                        "--wait", "100", "--yes", "--lookupd", c.lookupd_http[0]])  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stderr.decode().strip().splitlines()  # progress lines, then the error
+    assert b"Traceback" not in proc.stderr and lines[-1].startswith("nsqctl: error: "), lines
+    err = lines[-1]
+    assert f"not {target}: youzan makes the in-sync copy with the least leader load" in err, err
+    assert f"partition 0 is led by {old}" in err, err
+    assert leader_of(c, topic).http_address == old

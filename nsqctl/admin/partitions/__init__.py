@@ -22,9 +22,14 @@ it took on a 3-nsqd cluster here:
   of each nsqd). The request blocks while the target catches up (server limit 10 min; it
   checks once a second, so a move to a node outside the ISR takes at least ~1 s: 20,000
   messages took 1.1 s), then moves leadership or drops the source from the ISR. A leader
-  move to a node already in the ISR is a plain election: 0.15 s. A leader moved to a node
-  outside the ISR goes to the newest in-sync replica with the least load, which need not
-  be the target; we then move it on to the target (now in the ISR) with a second request.
+  move is an election (0.15 s) that does not take ``move_to`` into account: the new leader
+  is the in-sync copy, the leader aside, with the newest commit and the least leader load
+  factor (``/cluster/stats``; nsqlookupd caches each nsqd's figures for a minute). So we
+  move leadership on from each copy it elects until the target leads; with replicas 3 on
+  3 nsqd the old leader stays in the ISR, and a target loaded more than both other copies
+  is never elected (1 → 2 → 1): the move fails once an election comes back to a copy that
+  already led. A move accepted but not done (that, or not settled within the wait) is a
+  failed result, not a warning.
 - ``/topic/meta/update`` takes ``replicator`` (1-5), ``syncdisk`` (≤ 4000),
   ``retention`` (days, ≤ 60), ``upgradeext=true`` (one way, writes paused meanwhile) and
   ``disable_channel_auto_create``. Fewer replicas take effect in the next topic check
@@ -52,6 +57,7 @@ from nsqctl.admin.partitions.state import (
     NsqdNode,
     PartitionState,
     TopicState,
+    leader_load_factors,
     redesign_leader,
     registered_nsqds,
     topic_state,
@@ -66,6 +72,7 @@ __all__ = [
     "TopicState",
     "apply_plan",
     "expand_partitions",
+    "leader_load_factors",
     "move_partition",
     "plan_expand",
     "plan_move",

@@ -22,7 +22,7 @@ from nsqctl.admin.partitions.plans import (
     plan_move,
     plan_update,
 )
-from nsqctl.admin.partitions.state import TopicState, topic_state
+from nsqctl.admin.partitions.state import TopicState, leader_load_factors, topic_state
 from nsqctl.admin.requests import AdminReport, AdminRequest, NodeResult, _send
 
 Progress = Callable[[str], None]
@@ -137,41 +137,71 @@ class _Run:
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher
-        if final is None:
-            self.report.warnings.append(
+        if final is None:  # a failure, not a warning: the caller must not take it as moved
+            self.fail(
                 f"the move was accepted but {plan.topic} partition {part} did not settle in "
                 f"time: check `nsqctl dash` or `nsqctl lookup {plan.topic}`"
             )
         else:
             self.report.notes.append(final.describe(part))
 
+    def fail(self, error: str) -> None:
+        """The last request was accepted but did not do what the command asked."""
+        last = self.report.results[-1]
+        last.outcome, last.error = "failed", error
+
     async def lead_on(self) -> bool:
-        """After a leader move youzan may have elected another in-sync replica than the
-        target: move leadership on to the target (now in the ISR). False when that failed.
+        """Move leadership on until the target leads. youzan does not elect ``move_to``: a
+        leader move makes it elect, among the in-sync copies but the leader, the one with
+        the least leader load factor (``move_to`` only says where a missing copy goes). So
+        move on from each copy it chose; when it chooses one that already led here it would
+        only go round (a target loaded more than both others never gets elected): stop, a
+        failure. True when the target leads or time ran out (the final wait says so).
         """
         plan, part, target = self.plan, self.plan.partition, self.plan.target
-        assert part is not None and target is not None
+        assert part is not None and target is not None and plan.source is not None
+        moved_from = [plan.source]  # the copies that led here and were moved away from
         while True:
-            state = await self.until(_settled(plan))
+            state = await self.until(_settled(plan, moved_from[-1]))
             p = state.partitions.get(part) if state else None
             src = plan.nodes.get(p.leader or "") if p else None
             if p is None or src is None or p.leader == target:
                 return True  # on the target, or out of time (the final wait says so)
+            if p.leader in moved_from:
+                await asyncio.sleep(POLL * 4)  # the same after a second look: not a lag
+                again_state = await self.until(_settled(plan, moved_from[-1]))
+                again_p = again_state.partitions.get(part) if again_state else None
+                if again_p is not None and again_p.leader != p.leader:
+                    continue
+                await self.went_round([*moved_from[1:], p.leader])
+                return False
             again = _req(
                 plan.leader, "/topic/partition/move", topic=plan.topic, partition=str(part),
                 move_leader="true", move_from=src.node_id, move_to=plan.nodes[target].node_id,
             )  # fmt: skip
+            self.say(f"nsqlookupd elected {p.leader}, not {target}: moving leadership on")
             result = await self.send(again)
-            if result.outcome == "ok" or time.monotonic() > self.deadline:
-                self.report.notes.append(
-                    f"nsqlookupd elected {p.leader}; moved leadership on to {target}"
-                )
-                self.report.results.append(result)
-                return result.outcome == "ok"
-            if "not the topic leader" not in result.error:  # else the lookup lagged
-                self.report.results.append(result)
+            lagged = "not the topic leader" in result.error and time.monotonic() < self.deadline
+            if result.outcome != "ok" and lagged:  # /lookup lagged behind the election
+                await asyncio.sleep(POLL)
+                continue
+            self.report.results.append(result)
+            if result.outcome != "ok":
                 return False
-            await asyncio.sleep(POLL)
+            self.report.notes.append(f"nsqlookupd elected {p.leader}; moved leadership on")
+            moved_from.append(p.leader)
+
+    async def went_round(self, elected: list[str]) -> None:
+        """Fail the move: youzan's elections came back to a copy that already led."""
+        plan = self.plan
+        loads = await leader_load_factors(self.client, plan.leader)
+        shown = ", ".join(f"{a} {loads[a]:.4f}" for a in sorted(loads, key=loads.__getitem__))
+        self.fail(
+            f"the move was accepted but nsqlookupd elected {' then '.join(elected)}, not "
+            f"{plan.target}: youzan makes the in-sync copy with the least leader load factor "
+            f"the leader, whatever --to says ({shown or 'load factors not reported'}); "
+            f"{plan.topic} partition {plan.partition} is led by {elected[-1]}"
+        )
 
     async def settle_update(self) -> None:
         """Wait for a replica count change to show in every partition's ISR."""
@@ -191,8 +221,8 @@ class _Run:
         self.report.notes.extend(state.describe(p) for p in state.partitions)
 
 
-def _settled(plan: PartitionPlan) -> Check:
-    """The first move is done: no catch-up left and, for a leader move, a new leader."""
+def _settled(plan: PartitionPlan, moved_from: str) -> Check:
+    """A leader move from ``moved_from`` is done: no catch-up left and another leader."""
     part = plan.partition
     assert part is not None
 
@@ -200,7 +230,7 @@ def _settled(plan: PartitionPlan) -> Check:
         p = state.partitions.get(part)
         if p is None or not p.isr or p.catchup or plan.target not in p.isr:
             return False
-        return not plan.move_leader or p.leader not in (None, plan.source)
+        return p.leader not in (None, moved_from)
 
     return check
 

@@ -13,7 +13,7 @@ import httpx
 
 from nsqctl.admin.base import NSQ_V1, TIMEOUT, AdminError, topic_not_found, unwrap_response
 from nsqctl.admin.leader import find_leader
-from nsqctl.errors import ConfigError
+from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.lookup.client import LookupClient
 from nsqctl.lookup.model import Peer, TopicMeta
 
@@ -144,6 +144,18 @@ async def _coordinator(
     return {}
 
 
+async def leader_load_factors(client: httpx.AsyncClient, leader: str) -> dict[str, float]:
+    """nsqd HTTP address → youzan's leader load factor (``/cluster/stats`` of the lookupd
+    leader): a new leader is the in-sync copy with the least. {} when not told."""
+    from nsqctl.stats.parse import parse_cluster_stats  # the stats model, at run time only
+
+    with contextlib.suppress(httpx.HTTPError, ValueError, NsqctlError):
+        resp = await client.get(f"http://{leader}/cluster/stats", headers=NSQ_V1)
+        if resp.status_code == 200:
+            return {n.address: n.leader_load_factor for n in parse_cluster_stats(resp.json()).nodes}
+    return {}
+
+
 async def topic_state(
     client: httpx.AsyncClient,
     leader: str,
@@ -152,9 +164,14 @@ async def topic_state(
     transport: httpx.AsyncBaseTransport | None = None,
 ) -> TopicState:
     """Meta and partition leaders from the lookupd leader, ISR and catch-up from each
-    partition's leader. Raises :class:`TopicNotFoundError` for an unknown topic."""
+    partition's leader. Raises :class:`TopicNotFoundError` for an unknown topic.
+
+    The lookup is ``consistent``: each partition on the leader nsqlookupd knows from etcd.
+    Without it, a partition is listed on any nsqd still registered for it, which right
+    after an election may be the previous leader (seen: a leader move read as going back
+    to the old leader)."""
     async with LookupClient([leader], timeout=TIMEOUT, transport=transport) as lk:
-        topo = await lk.lookup(topic, "r", metainfo=True)
+        topo = await lk.lookup(topic, "r", metainfo=True, consistent=True)
     if topo.topic_not_found or topo.meta is None:
         raise topic_not_found(topic, [f"nsqlookupd {leader}"])
     leaders = {p.partition: p.leader.http_key for p in topo.partition_infos}

@@ -1,0 +1,166 @@
+"""``topic move`` of a leader against an in-process fake of youzan's nsqlookupd elections.
+
+youzan v0.3.7-HA.1.12.7 (consistence/data_placement_mgr.go tryMoveTopicPartition →
+nsqlookup_coordinator.go handleRemoveTopicNodeOrMoveLeader → handleTopicLeaderElection →
+chooseNewLeaderFromISR) does not elect ``move_to`` when it already holds an in-sync copy:
+it elects, among the ISR without the leader, the copy with the least leader load factor.
+The fake does the same, so these tests pin what the move does when youzan elects another
+copy: move leadership on from there, and fail (not warn) when the elections go round.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import httpx
+import pytest
+
+from nsqctl import admin
+
+LOOKUPD = "127.0.0.1:4161"
+LEADER = {"ID": "l1", "NodeIP": "127.0.0.1", "HttpPort": 4161, "TcpPort": 4160, "Epoch": 1}
+
+
+def http(n: int) -> str:
+    return f"10.0.0.{n}:4151"
+
+
+def node_id(n: int) -> str:
+    return f"10.0.0.{n}:4250:4150:{n}"
+
+
+def peer(n: int) -> dict:
+    return {
+        "broadcast_address": f"10.0.0.{n}",
+        "tcp_port": 4150,
+        "http_port": 4151,
+        "hostname": f"n{n}",
+        "version": "0.3.7-HA.1.12.7",
+        "id": f"n{n}",
+    }
+
+
+@dataclass
+class Youzan:
+    """Topic ``t``: 1 partition, replicas 3 on nsqd 1-3, led by ``leader``."""
+
+    loads: dict[int, float]
+    leader: int = 1
+    isr: list[int] = field(default_factory=lambda: [1, 2, 3])
+    elect: bool = True  # False: accept a move and do nothing
+    moves: list[tuple[int, int]] = field(default_factory=list)  # (from, to) accepted
+    previous: int | None = None  # the leader before the last election
+
+    def move(self, request: httpx.Request) -> httpx.Response:
+        params = request.url.params
+        src = int(params["move_from"].rsplit(":", 1)[1])
+        dst = int(params["move_to"].rsplit(":", 1)[1])
+        if src != self.leader:
+            return httpx.Response(400, json={"message": "move from not the topic leader"})
+        self.moves.append((src, dst))
+        if self.elect:  # chooseNewLeaderByLeastLoadFactor over the ISR but the leader
+            new = min((n for n in self.isr if n != self.leader), key=self.loads.__getitem__)
+            self.isr = [n for n in self.isr if n != self.leader] + [self.leader]
+            self.previous, self.leader = self.leader, new
+        return httpx.Response(200, json=None)
+
+    def transport(self) -> httpx.MockTransport:
+        def handle(request: httpx.Request) -> httpx.Response:
+            host, path = request.url.host, request.url.path
+            if host == "127.0.0.1":
+                return self.lookupd(request, path)
+            n = int(host.rsplit(".", 1)[1])
+            if path == "/config/rpc_port":
+                return httpx.Response(200, json="4250")
+            if path == "/config/id":
+                return httpx.Response(200, json=str(n))
+            if path == "/coordinator/stats" and n == self.leader:
+                stat = {
+                    "name": "t",
+                    "partition": 0,
+                    "isr_stats": [{"node_id": node_id(i)} for i in self.isr],
+                    "catchup_stats": None,
+                }
+                return httpx.Response(200, json={"topic_coord_stats": [stat]})
+            return httpx.Response(404, json={"message": "NOT_FOUND"})
+
+        return httpx.MockTransport(handle)
+
+    def lookupd(self, request: httpx.Request, path: str) -> httpx.Response:
+        if path == "/listlookup":
+            return httpx.Response(200, json={"lookupdnodes": [LEADER], "lookupdleader": LEADER})
+        if path == "/nodes":
+            return httpx.Response(200, json={"producers": [peer(1), peer(2), peer(3)]})
+        if path == "/lookup":
+            # without consistent, any nsqd still registered for the partition may be listed:
+            # right after an election, the previous leader (youzan's genarateProducerList...)
+            stale = "consistent" not in request.url.params and self.previous is not None
+            listed = self.previous if stale else self.leader
+            meta = {"partition_num": 1, "replica": 3, "extend_support": False,
+                    "ordered": False, "multi_part": False,
+                    "disable_channel_auto_create": False}  # fmt: skip
+            return httpx.Response(200, json={
+                "channels": ["c"], "producers": [peer(n) for n in self.isr],
+                "partitions": {"0": peer(listed)}, "meta": meta,
+            })  # fmt: skip
+        if path == "/topic/partition/move":
+            return self.move(request)
+        if path == "/topic/meta/update":
+            return httpx.Response(200, json=None)
+        if path == "/cluster/stats":
+            stats = [{"broadcast_address": f"10.0.0.{n}", "http_port": 4151, "hostname": f"n{n}",
+                      "leader_load_factor": lf, "node_load_factor": lf}
+                     for n, lf in self.loads.items()]  # fmt: skip
+            return httpx.Response(200, json={"stable": True, "node_stat_list": stats})
+        return httpx.Response(404, json={"message": "NOT_FOUND"})
+
+
+async def _move(fake: Youzan, to: int, wait: float = 10.0) -> admin.AdminReport:
+    return await admin.move_partition(
+        [LOOKUPD], "t", 0, http(to), wait=wait, transport=fake.transport()
+    )
+
+
+async def test_target_youzan_elects_is_one_move() -> None:
+    fake = Youzan(loads={1: 0.9, 2: 0.8, 3: 0.85})
+    report = await _move(fake, to=2)
+    assert report.ok, report.results
+    assert fake.moves == [(1, 2)] and fake.leader == 2
+    assert report.notes[-1].startswith(f"partition 0: leader {http(2)}")
+
+
+async def test_another_elected_copy_hands_leadership_on_to_the_target() -> None:
+    """2 is elected first (least loaded); from 2 youzan picks 3 over 1: two moves."""
+    fake = Youzan(loads={1: 0.9, 2: 0.8, 3: 0.85})
+    report = await _move(fake, to=3)
+    assert report.ok, report.results
+    assert fake.moves == [(1, 3), (2, 3)] and fake.leader == 3
+    assert [r.outcome for r in report.results] == ["ok", "ok"]
+    assert f"nsqlookupd elected {http(2)}; moved leadership on" in report.notes
+
+
+async def test_a_target_youzan_never_elects_fails_once_the_elections_go_round() -> None:
+    """3 is the most loaded: 1 → 2 → 1. Two elections, then a failure naming them and
+    the load factors; the leader is back where it was."""
+    fake = Youzan(loads={1: 0.8, 2: 0.8016, 3: 0.8024})
+    report = await _move(fake, to=3)
+    assert fake.moves == [(1, 3), (2, 3)] and fake.leader == 1
+    assert not report.ok and [r.outcome for r in report.results] == ["ok", "failed"]
+    error = report.results[-1].error
+    assert f"nsqlookupd elected {http(2)} then {http(1)}, not {http(3)}" in error
+    assert f"{http(1)} 0.8000, {http(2)} 0.8016, {http(3)} 0.8024" in error
+    assert f"t partition 0 is led by {http(1)}" in error
+    with pytest.raises(admin.AdminError, match="topic move failed on 1 of 2") as err:
+        report.raise_for_failures()
+    assert "\n" not in str(err.value)  # one line for the CLI
+
+
+async def test_a_move_accepted_without_effect_fails_not_warns() -> None:
+    fake = Youzan(loads={1: 0.9, 2: 0.8, 3: 0.85}, elect=False)
+    report = await _move(fake, to=2, wait=1.0)
+    assert fake.moves == [(1, 2)] and fake.leader == 1
+    assert not report.ok and not report.warnings
+    assert "the move was accepted but t partition 0 did not settle in time" in (
+        report.results[-1].error
+    )
+    assert report.to_json()["ok"] is False
