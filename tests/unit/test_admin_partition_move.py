@@ -50,6 +50,7 @@ class Youzan:
     elect: bool = True  # False: accept a move and do nothing
     moves: list[tuple[int, int]] = field(default_factory=list)  # (from, to) accepted
     previous: int | None = None  # the leader before the last election
+    stale_reads: int = 0  # plain lookups that still list ``previous``
 
     def move(self, request: httpx.Request) -> httpx.Response:
         params = request.url.params
@@ -62,6 +63,7 @@ class Youzan:
             new = min((n for n in self.isr if n != self.leader), key=self.loads.__getitem__)
             self.isr = [n for n in self.isr if n != self.leader] + [self.leader]
             self.previous, self.leader = self.leader, new
+            self.stale_reads = 3
         return httpx.Response(200, json=None)
 
     def transport(self) -> httpx.MockTransport:
@@ -94,7 +96,12 @@ class Youzan:
         if path == "/lookup":
             # without consistent, any nsqd still registered for the partition may be listed:
             # right after an election, the previous leader (youzan's genarateProducerList...)
+            # (for the next ``stale_reads`` such lookups; then it unregisters)
             stale = "consistent" not in request.url.params and self.previous is not None
+            if stale and self.stale_reads > 0:
+                self.stale_reads -= 1
+            else:
+                stale = False
             listed = self.previous if stale else self.leader
             meta = {"partition_num": 1, "replica": 3, "extend_support": False,
                     "ordered": False, "multi_part": False,
@@ -164,3 +171,29 @@ async def test_a_move_accepted_without_effect_fails_not_warns() -> None:
         report.results[-1].error
     )
     assert report.to_json()["ok"] is False
+
+
+async def test_a_moved_leader_that_gets_no_writes_fails() -> None:
+    """The consistent lookup shows the target leading, but the lookup clients use for
+    writing keeps naming the old leader: not done for producers, a failure."""
+    fake = Youzan(loads={1: 0.9, 2: 0.8, 3: 0.85})
+    fake.stale_reads = 10**9
+
+    def elect_and_stay_stale(request: httpx.Request) -> httpx.Response:
+        response = Youzan.move(fake, request)
+        fake.stale_reads = 10**9
+        return response
+
+    fake.move = elect_and_stay_stale  # type: ignore[method-assign]
+    report = await _move(fake, to=2, wait=1.5)
+    assert fake.leader == 2 and not report.ok
+    assert f"{http(2)} leads t partition 0, but nsqlookupd does not send writes to it" in (
+        report.results[-1].error
+    )
+
+
+async def test_writes_routed_a_moment_after_the_election_are_waited_for() -> None:
+    fake = Youzan(loads={1: 0.9, 2: 0.8, 3: 0.85})
+    report = await _move(fake, to=2)
+    assert report.ok, report.results
+    assert fake.stale_reads == 0  # the stale plain lookups were read through, then done

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 import httpx
 
-from nsqctl.admin.base import NSQ_V1, TIMEOUT, AdminError
+from nsqctl.addresses import HostPort
+from nsqctl.admin.base import NSQ_V1, TIMEOUT, AdminError, unwrap_response
 from nsqctl.admin.operations import NUDGE_INTERVAL, _wait_partitions
 from nsqctl.admin.partitions.plans import (
     MetaChange,
@@ -24,6 +25,7 @@ from nsqctl.admin.partitions.plans import (
 )
 from nsqctl.admin.partitions.state import TopicState, leader_load_factors, topic_state
 from nsqctl.admin.requests import AdminReport, AdminRequest, NodeResult, _send
+from nsqctl.httpclient import http_client
 
 Progress = Callable[[str], None]
 Check = Callable[[TopicState], bool]
@@ -133,6 +135,13 @@ class _Run:
             if plan.move_leader and not await self.lead_on():
                 return
             final = await self.until(_moved(plan), nudge=True)
+            if final is not None and plan.move_leader and not await self.writable_on_target():
+                self.fail(
+                    f"{plan.target} leads {plan.topic} partition {part}, but nsqlookupd does "
+                    "not send writes to it yet: check `nsqctl lookup "
+                    f"{plan.topic}` and the nsqd logs"
+                )
+                return
         finally:
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -144,6 +153,26 @@ class _Run:
             )
         else:
             self.report.notes.append(final.describe(part))
+
+    async def writable_on_target(self) -> bool:
+        """Producers are sent to the target: the plain ``/lookup?access=w`` (what clients
+        ask) names it for the partition. The consistent lookup shows a new leader a moment
+        before it registers as writable; seen right after a move: no writable leader."""
+        plan, part = self.plan, self.plan.partition
+        url = f"http://{plan.leader}/lookup"
+        params = {"topic": plan.topic, "access": "w"}
+        while True:
+            with contextlib.suppress(httpx.HTTPError, ValueError, KeyError, TypeError):
+                resp = await self.client.get(url, params=params)
+                parts = unwrap_response(resp.json()).get("partitions") or {}
+                peer = parts.get(str(part))
+                if peer and str(HostPort(peer["broadcast_address"], peer["http_port"])) == (
+                    plan.target
+                ):
+                    return True
+            if time.monotonic() > self.deadline:
+                return False
+            await asyncio.sleep(POLL)
 
     def fail(self, error: str) -> None:
         """The last request was accepted but did not do what the command asked."""
@@ -280,7 +309,7 @@ async def apply_plan(
     report.notes.extend(plan.notes)
     # the move's request blocks while the target catches up: let it take the whole wait
     timeout = httpx.Timeout(TIMEOUT, read=max(wait, TIMEOUT))
-    async with httpx.AsyncClient(timeout=timeout, headers=NSQ_V1, transport=transport) as client:
+    async with http_client(timeout=timeout, headers=NSQ_V1, transport=transport) as client:
         run = _Run(client, plan, time.monotonic() + wait, report, progress, transport)
         if plan.action == "topic move":
             await run.move()
