@@ -272,14 +272,24 @@ def test_leader_move_to_a_copy_youzan_never_elects_exits_1(
         if target != old:
             break
     assert target != old
-    for _ in range(6):  # 3 MB: each channel's unread depth counts in the load factor
-        asyncio.run(_publish(c, ballast, [b"z" * 1024] * 500))
+    seen: dict[str, float] = {}
 
     def heaviest() -> bool:  # nsqlookupd caches each nsqd's figures for up to a minute
-        loads = _loads(c)
-        return loads.get(target, 0.0) > max(v for a, v in loads.items() if a != target)
+        seen.update(_loads(c))
+        return seen.get(target, 0.0) > max(v for a, v in seen.items() if a != target)
 
-    eventually(heaviest, 90, f"{target} the most loaded nsqd in /cluster/stats")
+    # Unread data on the ballast's 5 channels counts in its leader's load factor. 3 MB is
+    # enough on a fresh cluster; after this module's other topics took their data, the
+    # others may weigh more: then 9 MB more (the figures refresh within a minute).
+    for rounds, batches in enumerate((6, 18), start=1):
+        for _ in range(batches):
+            asyncio.run(_publish(c, ballast, [b"z" * 1024] * 500))
+        try:
+            eventually(heaviest, 70, f"{target} the most loaded nsqd in /cluster/stats")
+            break
+        except AssertionError as err:
+            if rounds == 2:
+                raise AssertionError(f"{err}; leader load factors: {seen}") from None
     proc = run_process([NSQCTL, "topic", "move", topic, "--partition", "0", "--to", target,
                         "--wait", "100", "--yes", "--lookupd", c.lookupd_http[0]])  # fmt: skip
     assert proc.returncode == 1, proc.stderr
