@@ -65,3 +65,19 @@ async def test_an_end_during_the_handshake_is_reported_at_hand_off() -> None:
     sink = Sink()
     failed.hand_off(sink.data, sink.end)
     assert sink.ends == [err]
+
+
+async def test_reads_are_64_kib_not_asyncios_256() -> None:
+    """asyncio allocates its whole read size for every recv(): 256 KiB cost ~15 us a read
+    here. If a Python version renames the transport's knob, this says so."""
+    from nsqctl.connection.stream import TRANSPORT_READ_SIZE, open_stream
+
+    server = await asyncio.start_server(lambda r, w: w.close(), "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        _reader, writer = await open_stream("127.0.0.1", port)
+        assert writer.transport.max_size == TRANSPORT_READ_SIZE == 64 * 1024  # type: ignore[attr-defined]
+        writer.close()
+    finally:
+        server.close()
+        await server.wait_closed()
