@@ -336,11 +336,13 @@ def run_child(
         str(max_in_flight),
     ]
     peer, server_cpu = c.run_peer_on(cluster, argv, timeout=max(120.0, count / 2000))
-    report: dict[str, Any] = {}
+    return peer, server_cpu, child_report(peer)
+
+
+def child_report(peer: c.PeerResult) -> dict[str, Any]:
+    """A child's own report: the last JSON line of its stdout ({} if none)."""
     lines = [ln for ln in peer.stdout.splitlines() if ln.startswith("{")]
-    if lines:
-        report = json.loads(lines[-1])
-    return peer, server_cpu, report
+    return json.loads(lines[-1]) if lines else {}
 
 
 def measure_python(cluster: c.Cluster, variant: str, kind: str, count: int, s: Settings):

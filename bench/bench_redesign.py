@@ -72,7 +72,6 @@ Run: ``python bench/bench_redesign.py`` (``--quick`` for a smoke run). See bench
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -538,40 +537,7 @@ def measure_floor(b: Redesign) -> c.Measurement:
         "--count", str(count),
     ]  # fmt: skip
     peer, server_cpu = c.run_peer_on(b.cluster, argv, timeout=max(300.0, count / 500))
-    report: dict[str, Any] = {}
-    lines = [ln for ln in peer.stdout.splitlines() if ln.startswith("{")]
-    if lines:
-        report = json.loads(lines[-1])
-    stats = b.settle(
-        run,
-        lambda sts: all(st is not None and st.clients == 0 and st.in_flight == 0 for st in sts),
-        5.0,
-    )
-    b.finish(run)
-    added = run.added(stats)
-    ok = (
-        peer.returncode == 0
-        and report.get("received") == count
-        and added is not None
-        and sum(added) == count
-        and _sum(stats, "depth") == 0
-        and _sum(stats, "in_flight") == 0
-    )
-    return c.Measurement.of_peer(
-        FLOOR,
-        peer,
-        messages=count,
-        seconds=report.get("seconds") or peer.wall,
-        verified=ok,
-        server_cpu=server_cpu,
-        detail={
-            "topic": run.topic.name,
-            "channel": run.channel,
-            "wall_with_startup": peer.wall,
-            "report": report,
-            "channel_stats": _stats_detail(stats),
-        },
-    )
+    return _drained(b, FLOOR, run, count, peer, server_cpu, bench_consumer.child_report(peer))
 
 
 def measure_consumer(b: Redesign) -> c.Measurement:
@@ -587,6 +553,20 @@ def measure_consumer(b: Redesign) -> c.Measurement:
         lookupd=b.lookupd,
         channel=run.channel,
     )
+    return _drained(b, CONSUMER, run, count, peer, server_cpu, report)
+
+
+def _drained(
+    b: Redesign,
+    variant: str,
+    run: Run,
+    count: int,
+    peer: c.PeerResult,
+    server_cpu: float | None,
+    report: dict[str, Any],
+) -> c.Measurement:
+    """A consumer child timed by its own report, checked by its channel: it received
+    ``count``, and every message is there, FINed, none in flight or timed out."""
     stats = b.settle(
         run,
         lambda sts: all(
@@ -606,7 +586,7 @@ def measure_consumer(b: Redesign) -> c.Measurement:
         and _sum(stats, "timeout_count") == 0
     )
     return c.Measurement.of_peer(
-        CONSUMER,
+        variant,
         peer,
         messages=count,
         seconds=report.get("seconds") or peer.wall,
