@@ -16,19 +16,13 @@ import pytest
 
 from nsqctl import admin
 from nsqctl.errors import ConfigError
+from tests.helpers.youzan_fake import LOOKUPD_LEADER, redesign_peer
 
-LEADER = {"ID": "l1", "NodeIP": "127.0.0.1", "HttpPort": 4161, "TcpPort": 4160, "Epoch": 1}
+LEADER = LOOKUPD_LEADER
 
 
 def peer(n: int) -> dict:
-    return {
-        "broadcast_address": f"10.0.0.{n}",
-        "tcp_port": 4150,
-        "http_port": 4151,
-        "hostname": f"n{n}",
-        "version": "0.3.7-HA.1.13.0",
-        "id": f"n{n}",
-    }
+    return redesign_peer(n, version="0.3.7-HA.1.13.0")
 
 
 def fake_redesign(

@@ -16,9 +16,10 @@ import httpx
 import pytest
 
 from nsqctl import admin
+from tests.helpers.youzan_fake import LOOKUPD_LEADER, redesign_peer
 
 LOOKUPD = "127.0.0.1:4161"
-LEADER = {"ID": "l1", "NodeIP": "127.0.0.1", "HttpPort": 4161, "TcpPort": 4160, "Epoch": 1}
+LEADER = LOOKUPD_LEADER
 
 
 def http(n: int) -> str:
@@ -30,14 +31,7 @@ def node_id(n: int) -> str:
 
 
 def peer(n: int) -> dict:
-    return {
-        "broadcast_address": f"10.0.0.{n}",
-        "tcp_port": 4150,
-        "http_port": 4151,
-        "hostname": f"n{n}",
-        "version": "0.3.7-HA.1.12.7",
-        "id": f"n{n}",
-    }
+    return redesign_peer(n)
 
 
 @dataclass
