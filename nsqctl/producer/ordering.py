@@ -16,16 +16,38 @@ without sockets.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 
-class RouteOrder:
+class _Changes:
+    """Waiting for a condition on a small state machine: one event, set and replaced on
+    every change, that each waiter re-checks its condition after."""
+
+    _changed: asyncio.Event | None = None
+
+    async def _until(self, ready: Callable[[], bool]) -> bool:
+        """Wait until ``ready()``; True when it had to wait."""
+        waited = False
+        while not ready():
+            waited = True
+            if self._changed is None:
+                self._changed = asyncio.Event()
+            await self._changed.wait()
+        return waited
+
+    def _wake(self) -> None:
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None
+
+
+class RouteOrder(_Changes):
     """The tickets of one route that are not settled, and whether the route recovers."""
 
     def __init__(self) -> None:
         self._pending: set[int] = set()
         self._highest = -1  # the highest ticket registered
         self._recover_through = -1  # tickets <= this go strictly one at a time, in order
-        self._changed: asyncio.Event | None = None  # set (and replaced) on every change
 
     @property
     def recovering(self) -> bool:
@@ -64,21 +86,10 @@ class RouteOrder:
     async def turn(self, ticket: int) -> bool:
         """Wait until ``ticket`` may be sent; True when it had to wait (then the target it
         chose before waiting may be a dead leader: choose again)."""
-        waited = False
-        while not self.may_send(ticket):
-            waited = True
-            if self._changed is None:
-                self._changed = asyncio.Event()
-            await self._changed.wait()
-        return waited
-
-    def _wake(self) -> None:
-        if self._changed is not None:
-            self._changed.set()
-            self._changed = None
+        return await self._until(lambda: self.may_send(ticket))
 
 
-class TicketLine:
+class TicketLine(_Changes):
     """Hands out one topic's tickets and lets them register on their routes in that order.
 
     A keyed publish learns its route (the partition) only after a topology lookup, an
@@ -91,7 +102,6 @@ class TicketLine:
         self._issued = 0
         self._next = 0  # the oldest ticket that has not passed the line
         self._passed: set[int] = set()
-        self._changed: asyncio.Event | None = None
 
     def take(self) -> int:
         ticket = self._issued
@@ -100,10 +110,7 @@ class TicketLine:
 
     async def turn(self, ticket: int) -> None:
         """Wait until every earlier ticket has passed."""
-        while self._next < ticket:
-            if self._changed is None:
-                self._changed = asyncio.Event()
-            await self._changed.wait()
+        await self._until(lambda: self._next >= ticket)
 
     def passed(self, ticket: int) -> None:
         """``ticket`` registered on its route, or left without one (an error)."""
@@ -113,6 +120,4 @@ class TicketLine:
         while self._next in self._passed:
             self._passed.discard(self._next)
             self._next += 1
-        if self._changed is not None:
-            self._changed.set()
-            self._changed = None
+        self._wake()
