@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import httpx
 
-from nsqctl.admin.base import NSQ_V1, unwrap_response
 from nsqctl.admin.leader import _lookupd_nsqds
+from nsqctl.admin.placement import fetch_stats
 from nsqctl.admin.requests import AdminRequest, execute
 
 #: how long `channel create` waits for every replica to hold the new channel
@@ -39,12 +39,17 @@ class ChannelCopies:
 async def channel_copies(
     client: httpx.AsyncClient, nsqds: Sequence[str], topic: str, channel: str
 ) -> dict[int, ChannelCopies]:
-    """partition → its copies (leader and replicas) on ``nsqds`` (HTTP addresses)."""
-    answers = await asyncio.gather(*(_topic_stats(client, a, topic) for a in nsqds))
+    """partition → its copies (leader and replicas) on ``nsqds`` (HTTP addresses); an nsqd
+    that does not answer counts as holding no copy."""
+    answers = await fetch_stats(client, nsqds, topic)
     holders: dict[int, list[str]] = {}
     missing: dict[int, list[str]] = {}
-    for address, entries in zip(nsqds, answers, strict=True):
-        for entry in entries:
+    for address, stats in answers.items():
+        if isinstance(stats, str):  # no answer
+            continue
+        for entry in stats.get("topics") or []:
+            if entry.get("topic_name") != topic:
+                continue
             try:
                 part = int(entry.get("topic_partition", 0))
             except (TypeError, ValueError):
@@ -112,18 +117,3 @@ async def wait_channel_copied(
             resent = clock()
         await asyncio.sleep(_POLL)
 
-
-async def _topic_stats(client: httpx.AsyncClient, address: str, topic: str) -> list[dict]:
-    """One nsqd's ``/stats`` entries for ``topic``; none when it does not answer."""
-    try:
-        resp = await client.get(
-            f"http://{address}/stats",
-            params={"format": "json", "topic": topic},
-            headers=NSQ_V1,
-        )
-    except httpx.HTTPError:
-        return []
-    if resp.status_code != 200:
-        return []
-    topics = unwrap_response(resp.json()).get("topics") or []
-    return [t for t in topics if t.get("topic_name") == topic]
