@@ -12,8 +12,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from nsqctl.addresses import HostPort
-from nsqctl.admin.base import NSQ_V1, TIMEOUT, AdminError, unwrap_response
+from nsqctl.admin.base import NSQ_V1, TIMEOUT, AdminError
 from nsqctl.admin.operations import NUDGE_INTERVAL, _wait_partitions
 from nsqctl.admin.partitions.plans import (
     MetaChange,
@@ -25,7 +24,9 @@ from nsqctl.admin.partitions.plans import (
 )
 from nsqctl.admin.partitions.state import TopicState, leader_load_factors, topic_state
 from nsqctl.admin.requests import AdminReport, AdminRequest, NodeResult, _send
+from nsqctl.errors import NsqctlError
 from nsqctl.httpclient import http_client
+from nsqctl.lookup.client import LookupClient
 
 Progress = Callable[[str], None]
 Check = Callable[[TopicState], bool]
@@ -159,20 +160,18 @@ class _Run:
         ask) names it for the partition. The consistent lookup shows a new leader a moment
         before it registers as writable; seen right after a move: no writable leader."""
         plan, part = self.plan, self.plan.partition
-        url = f"http://{plan.leader}/lookup"
-        params = {"topic": plan.topic, "access": "w"}
-        while True:
-            with contextlib.suppress(httpx.HTTPError, ValueError, KeyError, TypeError):
-                resp = await self.client.get(url, params=params)
-                parts = unwrap_response(resp.json()).get("partitions") or {}
-                peer = parts.get(str(part))
-                if peer and str(HostPort(peer["broadcast_address"], peer["http_port"])) == (
-                    plan.target
-                ):
-                    return True
-            if time.monotonic() > self.deadline:
-                return False
-            await asyncio.sleep(POLL)
+        async with LookupClient([plan.leader], timeout=TIMEOUT, transport=self.transport) as lk:
+            while True:
+                with contextlib.suppress(NsqctlError, httpx.HTTPError):
+                    topo = await lk.lookup(plan.topic, "w")
+                    if any(
+                        p.partition == part and p.leader.http_key == plan.target
+                        for p in topo.partition_infos
+                    ):
+                        return True
+                if time.monotonic() > self.deadline:
+                    return False
+                await asyncio.sleep(POLL)
 
     def fail(self, error: str) -> None:
         """The last request was accepted but did not do what the command asked."""
