@@ -31,15 +31,15 @@ from nsqctl.protocol.message import MessageLayout
 LAYOUT = MessageLayout(family="redesign", ordered=True)
 
 
-def _frame(sock: socket.socket, buf: bytes) -> tuple[bytes, bytes]:
-    """One whole frame's data (the handshake's replies) and what followed it."""
-    while len(buf) < 8 or len(buf) < 4 + int.from_bytes(buf[:4], "big"):
+def _reply(sock: socket.socket, decoder: FrameDecoder) -> bytes:
+    """The data of the next frame (a handshake reply; nsqd sends nothing else meanwhile)."""
+    while True:
         chunk = sock.recv(65536)
         if not chunk:
             raise ConnectionError("nsqd closed the connection")
-        buf += chunk
-    size = int.from_bytes(buf[:4], "big")
-    return buf[8 : 4 + size], buf[4 + size :]
+        frames = decoder.feed(chunk)
+        if frames:
+            return frames[0].data
 
 
 class Goal:
@@ -74,7 +74,8 @@ class Reader(threading.Thread):
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         ident = {"feature_negotiation": True, "heartbeat_interval": 30000, "client_id": "floor"}
         self.sock.sendall(p.MAGIC_V2 + p.identify(ident))
-        _, self.buf = _frame(self.sock, b"")
+        self.decoder = FrameDecoder()
+        _reply(self.sock, self.decoder)
         self.count = 0
         self.error: str | None = None
         self.go = threading.Event()
@@ -84,12 +85,12 @@ class Reader(threading.Thread):
             self.go.wait()
             sock, goal = self.sock, self.goal
             sock.sendall(p.sub_ordered(self.topic, self.channel, self.part))
-            reply, buf = _frame(sock, self.buf)
+            reply = _reply(sock, self.decoder)
             if reply != p.OK:
                 raise ConnectionError(f"SUB_ORDERED answered {reply!r}")
             sock.sendall(p.rdy(1))
-            decoder = FrameDecoder()
-            events = decoder.feed_events(buf, LAYOUT) if buf else []
+            decoder = self.decoder
+            events: list = []
             fin, nop = p.fin, p.nop()
             last = b""
             while True:
