@@ -110,9 +110,6 @@ class FinWindow:
         self.size = size
         self._ids: dict[int | None, tuple[set[bytes], set[bytes]]] = {}
 
-    def add(self, partition: int | None, msg_id: bytes) -> None:
-        self.add_many(partition, (msg_id,))
-
     def add_many(self, partition: int | None, msg_ids: Iterable[bytes]) -> None:
         gens = self._ids.get(partition)
         if gens is None:

@@ -155,7 +155,7 @@ def test_fin_window_is_bounded_per_partition() -> None:
 
     fins = FinWindow(size=3)
     for i in range(20):
-        fins.add(0, bytes([i]))
+        fins.add_many(0, [bytes([i])])
         remembered = [j for j in range(i + 1) if fins.seen(0, bytes([j]))]
         # at least the last 3, at most the last 6, and always a run up to the newest
         assert 3 <= len(remembered) <= 6 or len(remembered) == i + 1, (i, remembered)
