@@ -1,13 +1,48 @@
-"""How long nsqctl's clients wait through a redesign partition's leader failover.
+"""What nsqctl's clients share about a redesign partition's leader failover: how long they
+wait for a new leader, and the event they report while they wait.
 
-Shared by the producer and the consumer (which must not import each other: ``tail`` does
-not load the producer). Elections measured here after kill -9 of a leader (youzan
-v0.3.7-HA.1.12.7, 3 nsqd): a writable new leader after ~22 s with replicas 3, ~105 s with
-replicas 2 (an emergency migration waits for nsqlookupd's next topic check). The default
-covers both with margin; past it, a client gives up with one line.
+Shared by the producer and the consumer, which must not import each other (``tail`` does
+not load the producer). The default window covers youzan's slowest election path (an
+emergency migration that waits for nsqlookupd's next topic check; bench/README.md has
+the measured times) with margin; past it, a client gives up with one error.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
 #: seconds a publish or a consumer waits for a partition's new leader (0: give up at once)
 DEFAULT_FAILOVER_WINDOW = 180.0
+
+
+@dataclass(frozen=True)
+class FailoverEvent:
+    """A publish or a consumer waiting for a partition's leader, or going on after it
+    waited. Both clients report the same event to their ``on_failover`` hook."""
+
+    kind: Literal["waiting", "resumed"]
+    role: Literal["publish", "consume"]
+    topic: str
+    partition: int | None  # None: not known yet, or the original family
+    waited: float  # seconds since the partition was lost (or the publish first failed)
+    window: float  # the failover window in force (0: none)
+    nsqd: str = ""  # resumed: the nsqd it goes on with
+    reason: str = ""  # waiting: the last error, when there is one
+
+    @property
+    def where(self) -> str:
+        return self.topic if self.partition is None else f"{self.topic}/{self.partition}"
+
+    def describe(self) -> str:
+        """One line for a log or a terminal."""
+        if self.kind == "resumed":
+            verb = "publishing" if self.role == "publish" else "consuming"
+            return f"{self.where}: {verb} again on {self.nsqd} after {self.waited:.1f}s"
+        text = f"waiting for a leader for {self.where} ({self.waited:.0f}s of {self.window:.0f}s)"
+        return f"{text}: {self.reason}" if self.reason else text
+
+
+#: Called with each :class:`FailoverEvent` of a client (its return value is ignored).
+FailoverHook = Callable[[FailoverEvent], object]

@@ -8,7 +8,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from nsqctl.errors import NsqctlError
+from nsqctl.errors import AlreadyRespondedError
 from nsqctl.protocol.message import RawMessage
 
 if TYPE_CHECKING:
@@ -29,10 +29,6 @@ class Responder(Protocol):
         self, msg: Message, conn: Connection, delay: float | None, backoff: bool
     ) -> None:
         """REQ one message (already marked answered)."""
-
-
-class AlreadyRespondedError(NsqctlError):
-    """finish()/requeue() called twice on one message."""
 
 
 class Delivery:

@@ -7,21 +7,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from nsqctl.errors import NsqctlError
+from nsqctl.errors import TopicNotFoundError
 from nsqctl.lookup.model import unwrap_payload
 
 NSQ_V1 = {"Accept": "application/vnd.nsq; version=1.0"}
 TIMEOUT = 10.0
 
 Family = Literal["original", "redesign"]
-
-
-class AdminError(NsqctlError):
-    """An admin request was refused or could not be made."""
-
-
-class TopicNotFoundError(AdminError):
-    """No lookupd or nsqd knows the topic."""
 
 
 def unwrap_response(body: object) -> dict:

@@ -7,8 +7,9 @@ from collections.abc import Sequence
 
 import httpx
 
-from nsqctl.admin.base import NSQ_V1, AdminError, unwrap_response
+from nsqctl.admin.base import NSQ_V1, unwrap_response
 from nsqctl.admin.requests import _describe
+from nsqctl.errors import AdminError
 
 
 def _leader_from(lookupd_http: str, resp: httpx.Response) -> str | None:

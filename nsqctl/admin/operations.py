@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from nsqctl.admin.base import NSQ_V1, AdminError, Family, unwrap_response
+from nsqctl.admin.base import NSQ_V1, Family, unwrap_response
 from nsqctl.admin.leader import _lookupd_nsqds, find_leader
 from nsqctl.admin.placement import Placement, locate_topic
 from nsqctl.admin.planners import (
@@ -34,7 +34,7 @@ from nsqctl.admin.requests import (
     execute,
 )
 from nsqctl.admin.versions import _info
-from nsqctl.errors import ConfigError
+from nsqctl.errors import AdminError, ConfigError
 from nsqctl.protocol.names import validate_channel, validate_topic
 
 T = TypeVar("T")

@@ -10,15 +10,9 @@ from typing import Any
 
 import httpx
 
-from nsqctl.admin.base import (
-    NSQ_V1,
-    TIMEOUT,
-    AdminError,
-    Family,
-    topic_not_found,
-    unwrap_response,
-)
+from nsqctl.admin.base import NSQ_V1, TIMEOUT, Family, topic_not_found, unwrap_response
 from nsqctl.admin.requests import Node, _describe, _error_text
+from nsqctl.errors import AdminError
 from nsqctl.lookup.client import LookupClient
 from nsqctl.lookup.model import TopicMeta, Topology
 

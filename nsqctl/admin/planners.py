@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from nsqctl.admin.base import AdminError, Family
+from nsqctl.admin.base import Family
 from nsqctl.admin.placement import Placement
 from nsqctl.admin.requests import AdminRequest, Node
-from nsqctl.errors import ConfigError
+from nsqctl.errors import AdminError, ConfigError
 
 MAX_PARTITIONS = 255  # redesign lookupd limits
 MAX_REPLICAS = 5
@@ -47,9 +47,7 @@ def check_create_options(
         raise ConfigError(f"--replicas must be between 1 and {MAX_REPLICAS}")
 
 
-def check_node_count(
-    topic: str, partitions: int, replicas: int, ordered: bool, nodes: int
-) -> None:
+def check_node_count(topic: str, partitions: int, replicas: int, ordered: bool, nodes: int) -> None:
     """nsqlookupd's placement rule, said before it answers a bare "No node is available".
 
     Every replica of a partition needs its own nsqd. An unordered topic also puts at most

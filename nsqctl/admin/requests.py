@@ -13,7 +13,8 @@ from urllib.parse import urlencode
 
 import httpx
 
-from nsqctl.admin.base import NSQ_V1, TIMEOUT, AdminError, Family
+from nsqctl.admin.base import NSQ_V1, TIMEOUT, Family
+from nsqctl.errors import AdminError
 from nsqctl.httpclient import http_client
 
 _NOT_FOUND = ("TOPIC_NOT_FOUND", "CHANNEL_NOT_FOUND", "E_TOPIC_NOT_EXIST", "NOT EXIST")

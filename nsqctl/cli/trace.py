@@ -15,7 +15,7 @@ from nsqctl.cli.common import (
     ProfileOption,
     resolve_cluster,
 )
-from nsqctl.errors import ConfigError, NsqctlError
+from nsqctl.errors import ConfigError, MessageNotFoundError, NsqctlError
 
 EngineOption = typer.Option(
     "auto",
@@ -23,10 +23,6 @@ EngineOption = typer.Option(
     help="auto | local (pyarrow, in-process) | spark; auto: local when "
     "the sources are local and small, else Spark.",
 )
-
-
-class NotFoundError(NsqctlError):
-    """The id appears in none of the sources searched."""
 
 
 def trace(
@@ -67,7 +63,7 @@ def trace(
         reader = _reader(engine, archives + trace_logs, spark_master, verbose)
     events = tr.gather(reader, query, archives, trace_logs, http)
     if not events:
-        raise NotFoundError(
+        raise MessageNotFoundError(
             f"{query.label} not found in {len(trace_logs)} trace log(s), {len(archives)} "
             f"archive(s){' or the live cluster' if http and topic else ''}"
         )

@@ -1,12 +1,7 @@
 """Connections to nsqd: :class:`Connection` (:mod:`.tcp`), what it is set up with
 (:mod:`.config`) and the socket reader under it (:mod:`.stream`)."""
 
-from nsqctl.connection.config import (
-    ConnectError,
-    ConnectionClosedError,
-    ConnectionConfig,
-    TLSSettings,
-)
+from nsqctl.connection.config import ConnectionConfig, TLSSettings
 from nsqctl.connection.tcp import (
     BatchHandler,
     CloseHandler,
@@ -14,6 +9,7 @@ from nsqctl.connection.tcp import (
     ErrorHandler,
     MessageHandler,
 )
+from nsqctl.errors import ConnectError, ConnectionClosedError
 
 __all__ = [
     "BatchHandler",

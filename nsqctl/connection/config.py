@@ -10,22 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nsqctl import __version__
-from nsqctl.errors import ConfigError, NsqctlError
+from nsqctl.errors import ConfigError
 from nsqctl.protocol.compression import validate_compression
 from nsqctl.secrets import Secret
-
-
-class ConnectionClosedError(NsqctlError):
-    """The connection ended (server closed, network error, or we closed it)."""
-
-    def __init__(self, address: str, reason: str) -> None:
-        self.address = address
-        self.reason = reason
-        super().__init__(f"connection to nsqd {address} closed: {reason}")
-
-
-class ConnectError(NsqctlError):
-    """Could not open or set up a connection to nsqd."""
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,9 @@ from typing import Any
 
 from nsqctl import protocol as p
 from nsqctl.addresses import HostPort, parse_address
-from nsqctl.connection.config import ConnectError, ConnectionClosedError, ConnectionConfig
+from nsqctl.connection.config import ConnectionConfig
 from nsqctl.connection.stream import READ_SIZE, HandoffReader, open_stream
-from nsqctl.errors import ConfigError, NsqctlError
+from nsqctl.errors import ConfigError, ConnectError, ConnectionClosedError, NsqctlError
 from nsqctl.protocol.frames import CLOSE_WAIT, HEARTBEAT, FrameDecoder, FrameType
 from nsqctl.protocol.message import MessageLayout, RawMessage
 from nsqctl.protocol.replies import (

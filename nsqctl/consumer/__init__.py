@@ -14,10 +14,11 @@ from nsqctl.consumer.client import (
     Handler,
     OrderEventHook,
 )
-from nsqctl.consumer.failover import FailoverTimeoutError, LeaderWait
-from nsqctl.consumer.options import ConsumerOptions, ConsumerStats, NoConnectionError
+from nsqctl.consumer.failover import LeaderWait
+from nsqctl.consumer.options import ConsumerOptions, ConsumerStats
 from nsqctl.consumer.order import OrderChecker, OrderViolation
 from nsqctl.deadletter import DeadLetterFile, dead_letter_path
+from nsqctl.errors import FailoverTimeoutError, NoConnectionError
 
 __all__ = [
     "Consumer",

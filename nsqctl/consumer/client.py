@@ -31,16 +31,11 @@ from nsqctl.consumer.connections import _ConnectionsMixin
 from nsqctl.consumer.delivery import GiveUpHook, Handler, OrderEventHook  # re-exported
 from nsqctl.consumer.failover import FinWindow, PartitionWatch
 from nsqctl.consumer.leaders import FailoverHook  # re-exported
-from nsqctl.consumer.options import (
-    _ORDERED_START,
-    ConsumerOptions,
-    ConsumerStats,
-    NoConnectionError,
-)
+from nsqctl.consumer.options import _ORDERED_START, ConsumerOptions, ConsumerStats
 from nsqctl.consumer.order import OrderChecker
 from nsqctl.consumer.rdy import _Target
 from nsqctl.deadletter import DeadLetterFile, dead_letter_path
-from nsqctl.errors import ConfigError
+from nsqctl.errors import ConfigError, NoConnectionError
 from nsqctl.flow import BackoffController, RateLimiter, RdyController
 from nsqctl.lookup.model import Topology
 from nsqctl.message import Delivery, Message

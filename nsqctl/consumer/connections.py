@@ -15,11 +15,11 @@ import time
 from typing import TYPE_CHECKING
 
 from nsqctl import protocol as p
-from nsqctl.connection import ConnectError, Connection
+from nsqctl.connection import Connection
 from nsqctl.consumer.delivery import _DeliveryMixin
 from nsqctl.consumer.options import _ORDERED_START
 from nsqctl.consumer.rdy import _Target
-from nsqctl.errors import ConfigError, NsqctlError
+from nsqctl.errors import ConfigError, ConnectError, NsqctlError
 from nsqctl.message import Delivery
 
 if TYPE_CHECKING:

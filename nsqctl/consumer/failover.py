@@ -17,15 +17,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from nsqctl.errors import NsqctlError
+from nsqctl.errors import FailoverTimeoutError
 from nsqctl.failover import DEFAULT_FAILOVER_WINDOW as DEFAULT_FAILOVER_WINDOW
 
 NOTE_INTERVAL = 5.0  # seconds between "waiting for a leader" notes of one partition
 FIN_WINDOW = 8192  # FINed ids remembered per partition
-
-
-class FailoverTimeoutError(NsqctlError):
-    """A partition had no reachable leader within the failover window."""
 
 
 @dataclass(frozen=True)

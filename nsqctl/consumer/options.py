@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from nsqctl.connection import ConnectError
 from nsqctl.consumer.failover import DEFAULT_FAILOVER_WINDOW
 
 
@@ -66,7 +65,3 @@ _ORDERED_START = (
     "none): move the channel first with `nsqctl channel setoffset TOPIC CHANNEL --partition "
     "P --timestamp|--virtual-offset|--msgcount`, then `nsqctl tail TOPIC --ordered -c CHANNEL`"
 )
-
-
-class NoConnectionError(ConnectError):
-    """No nsqd of the topic could be reached at start, within the connect timeout."""

@@ -36,7 +36,7 @@ from typing import Any, Literal
 import httpx
 
 from nsqctl.addresses import HostPort, parse_addresses
-from nsqctl.errors import ConfigError, NsqctlError
+from nsqctl.errors import ConfigError, LookupUnavailableError
 from nsqctl.httpclient import http_client
 from nsqctl.lookup.model import (
     LookupAnswer,
@@ -63,10 +63,6 @@ ACCEPT_V1 = "application/vnd.nsq; version=1.0"
 
 Access = Literal["r", "w"]
 TopologyCallback = Callable[[Topology], Awaitable[None] | None]
-
-
-class LookupUnavailableError(NsqctlError):
-    """No lookupd answered and no earlier answer exists to fall back on."""
 
 
 @dataclass

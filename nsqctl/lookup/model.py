@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from nsqctl.addresses import HostPort, parse_address
-from nsqctl.errors import NsqctlError
+from nsqctl.errors import ProtocolError
 
 __all__ = [
     "MAX_PARTITION_ID",
@@ -53,7 +53,7 @@ MAX_PARTITION_ID = 1024
 _NOT_FOUND_TEXTS = ("TOPIC_NOT_FOUND", "KEY NOT FOUND", "TOPIC HAS NO CHANNEL")
 
 
-class LookupProtocolError(NsqctlError):
+class LookupProtocolError(ProtocolError):
     """An nsqlookupd answered with something that is not a lookup response."""
 
 

@@ -21,16 +21,10 @@ from pathlib import Path
 from nsqctl import protocol as p
 from nsqctl.connection import ConnectionConfig
 from nsqctl.consumer import Consumer, FailoverHook
-from nsqctl.errors import NsqctlError
+from nsqctl.errors import ArchiveWriteError, NsqctlError
 from nsqctl.failover import DEFAULT_FAILOVER_WINDOW
 from nsqctl.message import Message, finish_all
-from nsqctl.pipeline.writer import (
-    ArchiveBuffer,
-    ArchiveWriteError,
-    ArchiveWriter,
-    RotationPolicy,
-    remove_stale_tmp,
-)
+from nsqctl.pipeline.writer import ArchiveBuffer, ArchiveWriter, RotationPolicy, remove_stale_tmp
 from nsqctl.tracelog import TraceLog
 
 log = logging.getLogger("nsqctl.pipeline.archiver")

@@ -21,14 +21,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from nsqctl.errors import NsqctlError
+from nsqctl.errors import ArchiveWriteError
 from nsqctl.pipeline.schema import ArchivableMessage, date_of, message_table
 
 TMP_PREFIX = ".tmp-"
-
-
-class ArchiveWriteError(NsqctlError):
-    """A batch could not be written durably; its messages were not acknowledged."""
 
 
 @dataclass

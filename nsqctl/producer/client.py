@@ -25,13 +25,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from nsqctl import protocol as p
 from nsqctl.addresses import HostPort, parse_addresses
-from nsqctl.connection import (
+from nsqctl.connection import Connection, ConnectionConfig
+from nsqctl.errors import (
+    ConfigError,
     ConnectError,
-    Connection,
     ConnectionClosedError,
-    ConnectionConfig,
+    NoSuchPartitionError,
+    NsqctlError,
+    PartitionUnavailableError,
+    PublishError,
 )
-from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.lookup.model import Peer, Topology
 from nsqctl.producer.failover import FailoverEvent, RetryClock, RetryPolicy
 from nsqctl.producer.ordering import RouteOrder, TicketLine
@@ -48,22 +51,6 @@ T = TypeVar("T")
 
 #: nsqd's default --max-body-size (MPUB bodies are split to stay under it).
 DEFAULT_MAX_BODY_SIZE = 5 * 1024 * 1024
-
-
-class PublishError(NsqctlError):
-    """A publish did not get an OK within the retry budget; nothing was acknowledged."""
-
-
-class PartitionUnavailableError(PublishError):
-    """The partition a publish must go to (explicit or by shard key) has no writable leader."""
-
-    def __init__(self, message: str, partition: int | None = None) -> None:
-        super().__init__(message)
-        self.partition = partition
-
-
-class NoSuchPartitionError(PartitionUnavailableError):
-    """The partition asked for is beyond the topic's partition count: waiting cannot help."""
 
 
 @dataclass(frozen=True)
@@ -591,7 +578,7 @@ class Producer:
     def _lookup_unavailable(self, err: BaseException) -> bool:
         if self._lookup is None:
             return False
-        from nsqctl.lookup.client import LookupUnavailableError
+        from nsqctl.errors import LookupUnavailableError
 
         return isinstance(err, LookupUnavailableError)
 

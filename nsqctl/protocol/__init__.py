@@ -4,6 +4,7 @@ Nothing here touches a socket; the connection layer feeds bytes in and writes th
 bytes these functions return.
 """
 
+from nsqctl.errors import ProtocolError
 from nsqctl.protocol.commands import (
     MAGIC_V2,
     MPUB_ENTRY_OVERHEAD,
@@ -69,7 +70,6 @@ from nsqctl.protocol.errors import (
     MPubFailedError,
     NotLeaderError,
     NotWritableError,
-    ProtocolError,
     PubFailedError,
     PubTooMuchWaitingError,
     ReplyDecodeError,

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 
-from nsqctl.errors import ConfigError, NsqctlError
+from nsqctl.errors import ConfigError, NsqctlError, ProtocolError
 
 __all__ = [
     "PUBLISH_CONTEXTS",
@@ -72,10 +72,6 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------- decoding
-
-
-class ProtocolError(NsqctlError):
-    """Bytes from the server could not be decoded; the stream cannot be trusted."""
 
 
 class FrameDecodeError(ProtocolError):

@@ -15,7 +15,8 @@ import struct
 from enum import IntEnum
 from typing import NamedTuple, NoReturn
 
-from nsqctl.protocol.errors import FrameDecodeError, ProtocolError
+from nsqctl.errors import ProtocolError
+from nsqctl.protocol.errors import FrameDecodeError
 from nsqctl.protocol.message import (
     MAX_ATTEMPTS_REDESIGN,
     MessageLayout,

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, overload
 
-from nsqctl.errors import NsqctlError
+from nsqctl.errors import NsqctlError, ProtocolError
 from nsqctl.lookup.model import Peer, _as_int, _as_str, unwrap_payload
 from nsqctl.stats.gcpause import gc_paused
 from nsqctl.stats.model import (
@@ -35,7 +35,7 @@ except ImportError:  # pragma: no cover - orjson is a dependency; keep working w
     _loads = json.loads
 
 
-class StatsProtocolError(NsqctlError):
+class StatsProtocolError(ProtocolError):
     """An nsqd or lookupd answered with something that is not the expected stats body."""
 
 
@@ -108,9 +108,7 @@ class LazyClients(Sequence[ClientStats]):
     def __init__(self, raw: Sequence[Mapping[str, Any]]) -> None:
         self._raw = raw
         self._parsed: tuple[ClientStats, ...] | None = None
-        self.loads = [
-            (_int(c.get("ready_count")), _int(c.get("in_flight_count"))) for c in raw
-        ]
+        self.loads = [(_int(c.get("ready_count")), _int(c.get("in_flight_count"))) for c in raw]
 
     def _all(self) -> tuple[ClientStats, ...]:
         if self._parsed is None:

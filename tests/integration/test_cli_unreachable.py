@@ -57,7 +57,8 @@ def test_archive_with_no_reachable_nsqd_writes_nothing(tmp_path: Path) -> None:
 
 
 async def test_library_consumer_fails_fast_at_start_unless_told_to_wait() -> None:
-    from nsqctl.consumer import Consumer, NoConnectionError
+    from nsqctl.consumer import Consumer
+    from nsqctl.errors import NoConnectionError
 
     consumer = Consumer("t", "c", lambda m: None, nsqd_tcp=[DEAD], connect_timeout=0.5)
     with pytest.raises(NoConnectionError, match=f"no nsqd of topic 't' reachable.*{DEAD}"):

@@ -27,12 +27,8 @@ from typing import Any
 import pytest
 
 from nsqctl import protocol as p
-from nsqctl.connection import (
-    ConnectError,
-    Connection,
-    ConnectionClosedError,
-    ConnectionConfig,
-)
+from nsqctl.connection import Connection, ConnectionConfig
+from nsqctl.errors import ConnectError, ConnectionClosedError
 from nsqctl.protocol.frames import FrameType, encode_frame
 from nsqctl.protocol.message import RawMessage, encode_message
 

@@ -33,14 +33,8 @@ import httpx
 import pytest
 
 from nsqctl import protocol as p
-from nsqctl.connection import (
-    ConnectError,
-    Connection,
-    ConnectionClosedError,
-    ConnectionConfig,
-    TLSSettings,
-)
-from nsqctl.errors import ConfigError, NsqctlError
+from nsqctl.connection import Connection, ConnectionConfig, TLSSettings
+from nsqctl.errors import ConfigError, ConnectError, ConnectionClosedError, NsqctlError
 from nsqctl.protocol.message import RawMessage
 from nsqctl.secrets import Secret
 from nsqctl.servers import cluster

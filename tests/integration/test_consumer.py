@@ -21,7 +21,8 @@ import httpx
 
 from nsqctl.connection import Connection, ConnectionConfig
 from nsqctl.consumer import Consumer, DeadLetterFile
-from nsqctl.message import AlreadyRespondedError, Message, finish_all
+from nsqctl.errors import AlreadyRespondedError
+from nsqctl.message import Message, finish_all
 from nsqctl.producer import Producer
 from nsqctl.protocol.message import RawMessage
 from nsqctl.servers import cluster, process

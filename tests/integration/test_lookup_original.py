@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import httpx
 import pytest
 
-from nsqctl.lookup import LookupClient, LookupUnavailableError
+from nsqctl.errors import LookupUnavailableError
+from nsqctl.lookup import LookupClient
 from nsqctl.servers import cluster as servers
 from nsqctl.servers import process
 

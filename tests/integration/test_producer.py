@@ -11,7 +11,8 @@ import pytest
 
 from nsqctl import admin
 from nsqctl.connection import Connection
-from nsqctl.producer import PartitionUnavailableError, Producer, PublishError, RetryPolicy
+from nsqctl.errors import PartitionUnavailableError, PublishError
+from nsqctl.producer import Producer, RetryPolicy
 from nsqctl.protocol import BadMessageError
 from nsqctl.protocol.message import RawMessage
 from nsqctl.servers import cluster, process

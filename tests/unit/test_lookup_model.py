@@ -17,13 +17,12 @@ from typing import Any
 import httpx
 import pytest
 
-from nsqctl.errors import ConfigError
+from nsqctl.errors import ConfigError, LookupUnavailableError
 from nsqctl.lookup import (
     ACCEPT_V1,
     LookupAnswer,
     LookupClient,
     LookupProtocolError,
-    LookupUnavailableError,
     Peer,
     TopicMeta,
     Topology,

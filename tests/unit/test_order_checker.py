@@ -122,7 +122,8 @@ def test_reconnect_before_any_message_changes_nothing() -> None:
 
 
 def test_partition_watch_notes_while_waiting_and_fails_after_the_window() -> None:
-    from nsqctl.consumer.failover import FailoverTimeoutError, PartitionWatch
+    from nsqctl.consumer.failover import PartitionWatch
+    from nsqctl.errors import FailoverTimeoutError
 
     watch = PartitionWatch("t", window=20.0, note_interval=5.0)
     watch.lost(1, now=100.0)

@@ -9,13 +9,14 @@ import snappy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from nsqctl.errors import ProtocolError
 from nsqctl.protocol.compression import (
     DeflateCodec,
     IdentityCodec,
     SnappyCodec,
     codec_for,
 )
-from nsqctl.protocol.errors import CompressionError, ProtocolError
+from nsqctl.protocol.errors import CompressionError
 from nsqctl.protocol.frames import FrameDecoder, FrameType, encode_frame
 from nsqctl.protocol.replies import IdentifyResponse
 

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nsqctl.protocol.errors import FrameDecodeError, ProtocolError, ReplyDecodeError
+from nsqctl.errors import ProtocolError
+from nsqctl.protocol.errors import FrameDecodeError, ReplyDecodeError
 from nsqctl.protocol.frames import (
     CLOSE_WAIT,
     HEARTBEAT,

@@ -9,8 +9,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from nsqctl.errors import ProtocolError
 from nsqctl.protocol.compression import DeflateCodec, SnappyCodec
-from nsqctl.protocol.errors import ProtocolError, ServerError, error_from_frame
+from nsqctl.protocol.errors import ServerError, error_from_frame
 from nsqctl.protocol.frames import Frame, FrameDecoder, encode_frame
 from nsqctl.protocol.message import (
     ORIGINAL,

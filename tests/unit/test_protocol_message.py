@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nsqctl.protocol.errors import MessageDecodeError, ProtocolError
+from nsqctl.errors import ProtocolError
+from nsqctl.protocol.errors import MessageDecodeError
 from nsqctl.protocol.message import (
     ORIGINAL,
     MessageLayout,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from nsqctl.admin.base import NSQ_V1, TIMEOUT, AdminError
+from nsqctl.admin.base import NSQ_V1, TIMEOUT
 from nsqctl.admin.operations import NUDGE_INTERVAL, _wait_partitions
 from nsqctl.admin.partitions.plans import (
     MetaChange,
@@ -24,7 +24,7 @@ from nsqctl.admin.partitions.plans import (
 )
 from nsqctl.admin.partitions.state import TopicState, leader_load_factors, topic_state
 from nsqctl.admin.requests import AdminReport, AdminRequest, NodeResult, _send
-from nsqctl.errors import NsqctlError
+from nsqctl.errors import AdminError, NsqctlError
 from nsqctl.httpclient import http_client
 from nsqctl.lookup.client import LookupClient
 

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from nsqctl.admin.base import AdminError
 from nsqctl.admin.partitions.state import (
     NsqdNode,
     TopicState,
@@ -18,7 +17,7 @@ from nsqctl.admin.partitions.state import (
 )
 from nsqctl.admin.planners import MAX_REPLICAS, check_node_count
 from nsqctl.admin.requests import AdminRequest, Node, _client
-from nsqctl.errors import ConfigError
+from nsqctl.errors import AdminError, ConfigError
 from nsqctl.protocol.names import validate_topic
 
 MAX_EXPAND = 254  # ExpandTopicPartition refuses >= MAX_PARTITION_NUM (255)
