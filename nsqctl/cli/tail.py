@@ -36,6 +36,7 @@ from nsqctl.protocol.names import validate_channel, validate_topic
 from nsqctl.tracelog import TraceLog
 
 FLUSH_INTERVAL = 0.1  # output reaches a terminal at least this often
+SIGPIPE_STATUS = 128 + signal.SIGPIPE  # the exit status when the reader went away
 
 
 def _format(msg: Message, fmt: str, print_topic: bool) -> bytes:
@@ -145,12 +146,13 @@ class _Output:
         limit: int,
         window: int,
         keep: MessageFilter | None = None,
-        stop_intake: Callable[[], None] | None = None,
+        intake_stopper: Callable[[], None] | None = None,
     ) -> None:
         self.out = out
-        # Called before the last FIN (-n reached): on an ordered channel that FIN would
-        # release the next message, which we would only have to give back.
-        self.stop_intake = stop_intake
+        # Sets the consumer's RDY to 0. Called before anything is given back (else nsqd
+        # sends it straight back) and before the last FIN when -n is reached (on an
+        # ordered channel that FIN would release the next message, only to be given back).
+        self.intake_stopper = intake_stopper
         self.keep = keep if keep is not None and keep.active else None
         # Flush (and FIN) before the RDY window is full, or nsqd stops sending until the
         # timer flush: throughput would be capped at one window per FLUSH_INTERVAL.
@@ -161,29 +163,49 @@ class _Output:
         self.pending: list[Message] = []
         self.chunks: list[bytes] = []
         self.written = 0
+        # Set when the tail should end (-n reached, the reader gone, a signal): the main
+        # loop waits on it, so a stop is acted on at once, not at the next timer flush.
         self.done = asyncio.Event()
         self.closing = False
+        self.reader_gone = False
+
+    def stop_intake(self) -> None:
+        """RDY 0 (idempotent): nothing more is sent to this tail."""
+        if self.intake_stopper is not None:
+            self.intake_stopper()
+
+    def give_back(self, msg: Message) -> None:
+        """REQ ``msg`` at once, after RDY 0: with RDY still open nsqd would deliver it
+        straight back, to be given back again (each time raising its attempts)."""
+        self.stop_intake()
+        msg.requeue(delay=0, backoff=False)
+
+    def close(self) -> None:
+        """From now on every arriving message is given back (once) and nothing is written."""
+        self.stop_intake()
+        self.closing = True
+        self.done.set()
 
     def _reader_gone(self) -> None:
+        self.reader_gone = True
+        self.close()  # RDY 0 before the REQs below
         for msg in self.pending:
             msg.requeue(delay=0, backoff=False)
         self.pending.clear()
         self.chunks.clear()
-        self.closing = True
         # Python would report the broken pipe again when it flushes stdout at exit.
         devnull = os.open(os.devnull, os.O_WRONLY)
         with contextlib.suppress(OSError, ValueError):
             os.dup2(devnull, self.out.fileno())
         os.close(devnull)
-        self.done.set()
 
     def add(self, msg: Message) -> None:
         msg.disable_auto_response()
         if self.closing:
-            msg.requeue(delay=0, backoff=False)  # arrived during shutdown: give it back now
+            self.give_back(msg)  # sent before nsqd saw RDY 0
             return
         if self.limit and self.written + len(self.pending) >= self.limit:
-            msg.requeue(delay=0, backoff=False)  # beyond -n: give it back untouched
+            self.give_back(msg)  # beyond -n: untouched
             return
         if self.keep is not None and not self.keep.matches(msg.body):
             msg.finish()  # filtered out: looked at and handled, nothing to print
@@ -205,7 +227,7 @@ class _Output:
         except BrokenPipeError:
             self._reader_gone()
             return
-        if self.limit and self.written + len(self.pending) >= self.limit and self.stop_intake:
+        if self.limit and self.written + len(self.pending) >= self.limit:
             self.stop_intake()
         finish_all(self.pending)
         self.written += len(self.pending)
@@ -292,6 +314,7 @@ def tail(
         validate_channel(channel)
     start = parse_start(from_start, from_time, from_offset)
     keep = MessageFilter.parse(grep, jq_field)
+    out = _stdout()
     cluster = resolve_cluster(lookupd, nsqd, profile)
     if channel is None:
         suffix = "".join(random.choices(string.digits, k=6))
@@ -311,7 +334,7 @@ def tail(
         connect_timeout or None,
         failover_window,
     )
-    asyncio.run(_tail(cluster, plan))
+    asyncio.run(_tail(cluster, plan, out))
 
 
 def _on_order(v: OrderViolation) -> None:
@@ -339,11 +362,22 @@ def _summary(consumer: Consumer) -> None:
     )
 
 
-async def _tail(cluster: ClusterSelection, plan: TailPlan) -> None:
+def _stdout() -> BinaryIO:
+    """Where tail prints; refused up front when there is none (``nsqctl tail T >&-``)."""
+    stream = sys.stdout
+    if stream is None:  # Python found file descriptor 1 closed at start
+        raise ConfigError(
+            "standard output is closed: tail prints the messages there "
+            "(redirect it instead, e.g. > FILE)"
+        )
+    return stream.buffer
+
+
+async def _tail(cluster: ClusterSelection, plan: TailPlan, out: BinaryIO) -> None:
     # Ordered: one message in flight per partition, so each must be flushed (and FINed)
     # at once or the next never comes until the timer flush.
     window = 1 if plan.ordered else plan.max_in_flight
-    output = _Output(sys.stdout.buffer, plan.fmt, plan.print_topic, plan.count, window, plan.keep)
+    output = _Output(out, plan.fmt, plan.print_topic, plan.count, window, plan.keep)
     log = TraceLog(plan.trace_log) if plan.trace_log is not None else None
     consumer = Consumer(
         plan.topic,
@@ -362,27 +396,33 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan) -> None:
         failover_window=plan.failover_window,
         on_failover=_on_failover,
     )
-    output.stop_intake = lambda: consumer.set_max_in_flight(0)
+    output.intake_stopper = lambda: consumer.set_max_in_flight(0)
     loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, output.done.set)
     try:
         await consumer.start()
-        while not stop.is_set() and not output.done.is_set() and consumer.error is None:
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(stop.wait(), FLUSH_INTERVAL)
+        while not output.done.is_set() and consumer.error is None:
+            # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel that
+            # lands just after the event is set (CPython gh-86296).
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(FLUSH_INTERVAL):
+                    await output.done.wait()
             output.flush()
     finally:
         output.stop_intake()  # RDY 0 first: the FINs below must not release more messages
         output.flush()  # FIN what was printed before the connections close
-        # Anything still arriving (sent before nsqd saw RDY 0) goes straight back rather
-        # than sitting in flight until nsqd's msg_timeout.
-        output.closing = True
+        # Anything still arriving (sent before nsqd saw RDY 0) goes straight back, once,
+        # rather than sitting in flight until nsqd's msg_timeout.
+        output.close()
         await consumer.stop(timeout=5)
         if log is not None:
             log.close()
         _summary(consumer)
     if consumer.error is not None:
         raise consumer.error
+    if output.reader_gone:
+        # Quietly, with the status a Unix tool killed by SIGPIPE has (128 + 13), so that
+        # `set -o pipefail` sees tail stopped early, as it does for `yes | head`.
+        raise typer.Exit(SIGPIPE_STATUS)

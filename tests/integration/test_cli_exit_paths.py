@@ -1,0 +1,206 @@
+"""How ``nsqctl tail`` ends: through a real ``| head`` (a broken pipe), on real servers of
+both families, and what that leaves on the channel.
+
+A tail that stops must stop intake (RDY 0) before it gives anything back, give each
+message still in flight back once, and FIN only what it wrote. The channel's requeue
+count and depth are read from nsqd's ``/stats`` through :class:`StatsPoller` (what
+``nsqctl stat`` reads); tail's own ``--trace-log`` names every FIN and REQ by id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from nsqctl.servers import cluster
+from nsqctl.stats.poller import StatsPoller
+from tests.helpers.cli import NSQCTL, assert_one_line_error, clean_env, run_cli
+from tests.helpers.redesign import TopicSpec, create_topics
+
+MESSAGES = 1000
+MAX_IN_FLIGHT = 200  # tail's default
+SIGPIPE_STATUS = 141  # 128 + SIGPIPE, what `yes | head` reports under pipefail
+
+
+def _topic(prefix: str) -> str:
+    return f"exit_{prefix}_{uuid.uuid4().hex[:8]}"
+
+
+@dataclass(frozen=True)
+class ChannelTotals:
+    depth: int
+    in_flight: int
+    deferred: int
+    requeued: int
+    timed_out: int
+
+
+async def _channel_totals(nsqd_http: list[str], topic: str, channel: str) -> ChannelTotals:
+    """The channel summed over every nsqd (and partition) holding it."""
+    async with StatsPoller([], nsqd_http, topic=topic, channel=channel) as poller:
+        snap = await poller.snapshot()
+    chans = [
+        ch
+        for node in snap.nodes
+        for t in node.topics
+        if t.topic == topic and (t.partition is None or t.is_leader)
+        for ch in t.channels
+        if ch.name == channel
+    ]
+    assert chans, f"no channel {topic}/{channel} on {nsqd_http}"
+    return ChannelTotals(
+        depth=sum(ch.depth for ch in chans),
+        in_flight=sum(ch.in_flight_count for ch in chans),
+        deferred=sum(ch.deferred_count for ch in chans),
+        requeued=sum(ch.requeue_count for ch in chans),
+        timed_out=sum(ch.timeout_count for ch in chans),
+    )
+
+
+def _settled(nsqd_http: list[str], topic: str, channel: str) -> ChannelTotals:
+    """Poll /stats until nothing is in flight or deferred (a deadline, not a sleep)."""
+    deadline = time.monotonic() + 30
+    while True:
+        totals = asyncio.run(_channel_totals(nsqd_http, topic, channel))
+        if totals.in_flight == 0 and totals.deferred == 0:
+            return totals
+        assert time.monotonic() < deadline, f"channel never settled: {totals}"
+        time.sleep(0.05)
+
+
+def _tail_into_head(where: list[str], topic: str, channel: str, trace: Path, *extra: str):
+    """``set -o pipefail; nsqctl tail ... | head -n 3`` through a real shell pipe."""
+    tail = " ".join(
+        [
+            NSQCTL, "tail", topic, "-c", channel, "-n", str(MESSAGES),
+            "--trace-log", str(trace), *where, *extra,
+        ]
+    )  # fmt: skip
+    return subprocess.run(
+        ["bash", "-c", f"set -o pipefail; {tail} | head -n 3"],
+        capture_output=True,
+        env=clean_env(),
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+        check=False,
+    )
+
+
+def _drain(where: list[str], topic: str, channel: str, count: int, *extra: str) -> list[dict]:
+    """Every message still on the channel (``count`` of them), as tail's JSON records."""
+    if count == 0:
+        return []
+    proc = run_cli(
+        ["tail", topic, "-c", channel, "-n", str(count), "--format", "json", *where, *extra]
+    )
+    assert proc.returncode == 0, proc.stderr.decode()
+    return [json.loads(line) for line in proc.stdout.splitlines()]
+
+
+def _check_exit_path(
+    nsqd_http: list[str], where: list[str], topic: str, channel: str, tmp: Path, *extra: str
+) -> tuple[int, int]:
+    """Run tail into head and check the channel afterwards; (requeues, FINs) for the report."""
+    trace = tmp / "trace.jsonl"
+    proc = _tail_into_head(where, topic, channel, trace, *extra)
+    assert proc.returncode == SIGPIPE_STATUS, (proc.returncode, proc.stderr.decode())
+    assert proc.stderr == b"", proc.stderr.decode()
+    head = proc.stdout.splitlines()
+    assert len(head) == 3, head
+
+    totals = _settled(nsqd_http, topic, channel)
+    records = [json.loads(line) for line in trace.read_text().splitlines()]
+    outcomes = Counter(r["outcome"] for r in records)
+    fins = [r["id"] for r in records if r["outcome"] == "FIN"]
+    reqs = [r["id"] for r in records if r["outcome"] == "REQ"]
+    assert set(outcomes) <= {"FIN", "REQ"}, outcomes
+    # Given back once: no id requeued twice, and no more than could be in flight at once.
+    assert len(reqs) == len(set(reqs)), Counter(reqs).most_common(3)
+    assert totals.requeued == len(reqs) <= MAX_IN_FLIGHT, (totals, len(reqs))
+    assert totals.timed_out == 0, totals  # nothing was left in flight to time out
+    # Nothing lost: the FINed (written) and the remaining are all 1000. Ids, not records:
+    # an ordered redesign channel may resend the message FINed last when its reader is
+    # reset, and the consumer FINs that copy again (recorded as a second FIN).
+    written = set(fins)
+    assert len(written) >= 3
+    assert totals.depth + len(written) == MESSAGES, (totals, len(written))
+    remaining = _drain(where, topic, channel, totals.depth, *extra)
+    assert not {r["id"] for r in remaining} & written
+    assert not {r["body"].encode() for r in remaining} & set(head)
+    return totals.requeued, len(written)
+
+
+def _publish(where: list[str], topic: str) -> None:
+    body = "".join(f"{i}\n" for i in range(1, MESSAGES + 1)).encode()
+    pub = run_cli(["pub", topic, *where], input=body)
+    assert pub.returncode == 0, pub.stderr.decode()
+
+
+@pytest.mark.original
+def test_tail_into_head_gives_back_once_original(
+    original_cluster: cluster.Cluster, tmp_path: Path
+) -> None:
+    c = original_cluster
+    topic = _topic("orig")
+    where = ["--nsqd", c.nsqd_tcp[0]]
+    _publish(where, topic)
+    _check_exit_path(c.nsqd_http, where, topic, "c", tmp_path)
+
+
+@pytest.mark.redesign
+def test_tail_into_head_gives_back_once_redesign(
+    redesign_cluster: cluster.Cluster, tmp_path: Path
+) -> None:
+    c = redesign_cluster
+    topic = _topic("rd")
+    asyncio.run(create_topics(c.lookupd_http, {topic: TopicSpec(partitions=2)}))
+    where = ["--lookupd", c.lookupd_http[0]]
+    _publish(where, topic)
+    _check_exit_path(c.nsqd_http, where, topic, "c", tmp_path)
+
+
+@pytest.mark.redesign
+def test_ordered_tail_into_head_gives_back_once_redesign(
+    redesign_cluster: cluster.Cluster, tmp_path: Path
+) -> None:
+    c = redesign_cluster
+    topic = _topic("ord")
+    asyncio.run(create_topics(c.lookupd_http, {topic: TopicSpec(partitions=2, ordered=True)}))
+    where = ["--lookupd", c.lookupd_http[0]]
+    _publish(where, topic)
+    requeued, _ = _check_exit_path(c.nsqd_http, where, topic, "c", tmp_path, "--ordered")
+    assert requeued <= 2  # one message in flight per partition
+
+
+@pytest.mark.original
+async def test_tail_with_stdout_closed_is_one_line_error(
+    original_cluster: cluster.Cluster,
+) -> None:
+    c = original_cluster
+    topic = _topic("closed")
+    where = ["--nsqd", c.nsqd_tcp[0]]
+    _publish(where, topic)
+    tail = " ".join([NSQCTL, "tail", topic, "-c", "c", "-n", "2", *where])
+    proc = subprocess.run(
+        ["bash", "-c", f"{tail} >&-"],
+        capture_output=True,
+        env=clean_env(),
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+        check=False,
+    )
+    line = assert_one_line_error(proc, 2)
+    assert "standard output is closed" in line, line
+    # Refused before subscribing: every message is still in the topic, no channel made.
+    async with StatsPoller([], [c.nsqd_http[0]], topic=topic) as poller:
+        snap = await poller.snapshot()
+    [held] = [t for node in snap.nodes for t in node.topics if t.topic == topic]
+    assert (held.depth, held.channels) == (MESSAGES, ()), held
