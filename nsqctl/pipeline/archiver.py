@@ -82,6 +82,7 @@ class Archiver:
         self._writer_lock = asyncio.Lock()
         self._wake = asyncio.Event()  # a write ended, or stop
         self._max_rows = opts.policy.max_rows  # lowered to half the window by _size_batches
+        self._running: Consumer | None = None  # set once started: _give_back stops its RDY
 
     def _on_message(self, msg: Message) -> None:
         msg.auto_response = False  # FINed by _write, once on disk
@@ -155,15 +156,24 @@ class Archiver:
             async with self._writer_lock:  # one file at a time, batches in order
                 paths = await asyncio.to_thread(self.writer.write, batch)
         except Exception:
-            for msg in batch.messages:  # give them back now rather than after msg_timeout
-                with contextlib.suppress(Exception):
-                    msg.requeue(delay=0, backoff=False)
+            self._give_back(batch.messages)
             raise
         finish_all(msg for msg in batch.messages if msg.outcome is None)
         self.stats.written += batch.rows
         self.stats.files += len(paths)
         if self.progress is not None:
             self.progress(self.stats)
+
+    def _give_back(self, messages: list[Message]) -> None:
+        """Give unwritten messages back now rather than after msg_timeout: once each, after
+        RDY 0 (a failed write ends the run), or nsqd would send them straight back to be
+        buffered, fail and be given back again."""
+        if self._running is not None:
+            self._running.set_max_in_flight(0)
+        for msg in messages:
+            if msg.outcome is None:
+                with contextlib.suppress(Exception):  # a connection that is gone: nsqd has it
+                    msg.requeue(delay=0, backoff=False)
 
     async def _reap(self, wait_all: bool = False) -> None:
         """Forget finished writes (re-raising a failure); with ``wait_all``, wait for all."""
@@ -221,7 +231,7 @@ class Archiver:
             log.info("removed %d unfinished temporary file(s) of an earlier run", stale)
         trace = TraceLog(self.opts.trace_log) if self.opts.trace_log else None
         try:
-            consumer = await self._start(trace)
+            consumer = self._running = await self._start(trace)
         except BaseException:
             if trace is not None:
                 trace.close()
@@ -265,6 +275,10 @@ class Archiver:
                 with contextlib.suppress(Exception):
                     await self.rotate()
             await stopper
+            # Writes that failed after the first failure (already raised) or during the
+            # stop: their messages were given back; their errors are not news.
+            await asyncio.gather(*self._writes, return_exceptions=True)
+            self._writes.clear()
             if trace is not None:
                 trace.close()
         if consumer.error is not None:  # what was held is on disk and FINed; then say why

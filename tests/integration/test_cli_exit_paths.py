@@ -204,3 +204,32 @@ async def test_tail_with_stdout_closed_is_one_line_error(
         snap = await poller.snapshot()
     [held] = [t for node in snap.nodes for t in node.topics if t.topic == topic]
     assert (held.depth, held.channels) == (MESSAGES, ()), held
+
+
+@pytest.mark.original
+def test_archive_write_failure_gives_back_once(
+    original_cluster: cluster.Cluster, tmp_path: Path
+) -> None:
+    """A write that fails (``topic=T`` is a file where the archive needs a directory: a
+    failure root cannot bypass) gives its messages back once, after RDY 0, and FINs none."""
+    c = original_cluster
+    topic = _topic("arch")
+    where = ["--nsqd", c.nsqd_tcp[0]]
+    _publish(where, topic)
+    out = tmp_path / "archive"
+    out.mkdir()
+    (out / f"topic={topic}").write_text("not a directory")
+    trace = tmp_path / "trace.jsonl"
+    proc = run_cli(
+        ["archive", topic, "-o", str(out), "-c", "c", "--max-in-flight", "100", "-q",
+         "--trace-log", str(trace), *where]
+    )  # fmt: skip
+    line = assert_one_line_error(proc, 1)
+    assert "cannot write the archive" in line, line
+    totals = _settled(c.nsqd_http, topic, "c")
+    records = [json.loads(line) for line in trace.read_text().splitlines()]
+    reqs = [r["id"] for r in records if r["outcome"] == "REQ"]
+    assert [r for r in records if r["outcome"] != "REQ"] == []  # nothing FINed
+    assert len(reqs) == len(set(reqs)), Counter(reqs).most_common(3)
+    assert totals.requeued == len(reqs) <= 100, (totals, len(reqs))
+    assert (totals.depth, totals.timed_out) == (MESSAGES, 0), totals
