@@ -207,6 +207,7 @@ async def test_tail_with_stdout_closed_is_one_line_error(
 
 
 @pytest.mark.original
+@pytest.mark.spark  # archive needs pyarrow (the archive/spark extra)
 def test_archive_write_failure_gives_back_once(
     original_cluster: cluster.Cluster, tmp_path: Path
 ) -> None:
