@@ -30,7 +30,7 @@ from nsqctl.cli.common import (
 from nsqctl.consumer import Consumer, OrderViolation
 from nsqctl.consumer.failover import DEFAULT_FAILOVER_WINDOW, LeaderWait
 from nsqctl.errors import ConfigError
-from nsqctl.jsonfield import get_field, scalar_text
+from nsqctl.jsonfield import MISSING, get_field, scalar_text
 from nsqctl.message import Message, body_to_json, finish_all
 from nsqctl.protocol.names import validate_channel, validate_topic
 from nsqctl.tracelog import TraceLog
@@ -79,6 +79,10 @@ class MessageFilter:
             name, sep, value = item.partition("=")
             if not sep or not name:
                 raise ConfigError(f"bad --jq-field {item!r}: write FIELD=VALUE (e.g. user.id=42)")
+            if "" in name.split("."):  # a..b, .a, a.: a key that no JSON body could match
+                raise ConfigError(
+                    f"bad --jq-field {item!r}: FIELD is keys joined by single dots (e.g. user.id)"
+                )
             pairs.append((name, value))
         return cls(pattern, tuple(pairs))
 
@@ -93,9 +97,13 @@ class MessageFilter:
             return True
         try:
             obj = json.loads(body)
-        except (json.JSONDecodeError, UnicodeDecodeError):
+        except (ValueError, RecursionError):  # not JSON, not UTF-8, nested beyond reason
             return False
-        return all(scalar_text(get_field(obj, name)) == want for name, want in self.fields)
+        for name, want in self.fields:
+            value = get_field(obj, name)
+            if value is MISSING or scalar_text(value) != want:  # no such field: no match
+                return False
+        return True
 
 
 def parse_start(from_start: bool, from_time: str | None, from_offset: int | None) -> str | None:
@@ -277,6 +285,12 @@ def tail(
     from_offset: int | None = typer.Option(
         None, "--from-offset", help="Start at this disk-queue offset (redesign)."
     ),
+    discard_unmatched: bool = typer.Option(
+        False,
+        "--discard-unmatched",
+        help="With --grep/--jq-field on a durable --channel: acknowledge (discard) the "
+        "messages that do not match. Without it tail refuses to filter a durable channel.",
+    ),
     print_topic: bool = typer.Option(False, "--print-topic", help="Prefix lines with the topic."),
     trace_log: Path | None = typer.Option(
         None, "--trace-log", help="Append a consume record per message to this JSONL file."
@@ -314,6 +328,8 @@ def tail(
         validate_channel(channel)
     start = parse_start(from_start, from_time, from_offset)
     keep = MessageFilter.parse(grep, jq_field)
+    if keep.active and channel is not None and not discard_unmatched:
+        _refuse_filtering_durable(channel)
     out = _stdout()
     cluster = resolve_cluster(lookupd, nsqd, profile)
     if channel is None:
@@ -335,6 +351,18 @@ def tail(
         failover_window,
     )
     asyncio.run(_tail(cluster, plan, out))
+
+
+def _refuse_filtering_durable(channel: str) -> None:
+    """A filter acknowledges what it does not print; on a durable channel that deletes the
+    messages for whoever else reads that channel, so it must be asked for by name."""
+    if channel.endswith("#ephemeral"):
+        return
+    raise ConfigError(
+        f"--grep/--jq-field on the durable channel {channel!r} would acknowledge (delete) "
+        "every message that does not match: filter on an ephemeral channel (leave out "
+        "--channel, or name one ending in #ephemeral), or add --discard-unmatched"
+    )
 
 
 def _on_order(v: OrderViolation) -> None:

@@ -234,3 +234,34 @@ def test_archive_write_failure_gives_back_once(
     assert len(reqs) == len(set(reqs)), Counter(reqs).most_common(3)
     assert totals.requeued == len(reqs) <= 100, (totals, len(reqs))
     assert (totals.depth, totals.timed_out) == (MESSAGES, 0), totals
+
+
+@pytest.mark.original
+async def test_filtering_a_durable_channel_discards_only_with_the_flag(
+    original_cluster: cluster.Cluster,
+) -> None:
+    """10 messages, 2 with level=warn, the rest without the field: refused on the durable
+    channel without --discard-unmatched (nothing consumed); with it, the unmatched ones
+    before the second match are acknowledged, the rest given back: depth 10 -> 3."""
+    c = original_cluster
+    topic = _topic("grep")
+    where = ["--nsqd", c.nsqd_tcp[0]]
+    bodies = [b'{"level": "warn", "i": %d}' % i if i in (3, 6) else b'{"i": %d}' % i
+              for i in range(10)]  # fmt: skip
+    pub = run_cli(["pub", topic, *where], input=b"\n".join(bodies))
+    assert pub.returncode == 0, pub.stderr.decode()
+    args = ["tail", topic, "-c", "c", "-n", "2", "--jq-field", "level=warn", *where]
+    refused = run_cli(args)
+    assert "--discard-unmatched" in assert_one_line_error(refused, 2)
+    async with StatsPoller([], [c.nsqd_http[0]], topic=topic) as poller:
+        snap = await poller.snapshot()
+    [held] = [t for node in snap.nodes for t in node.topics if t.topic == topic]
+    assert (held.depth, held.channels) == (10, ()), held
+
+    done = run_cli([*args, "--discard-unmatched"])
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout.splitlines() == [bodies[3], bodies[6]]
+    # A body without the field is no match (FINed), not a handler failure left in flight.
+    totals = await asyncio.to_thread(_settled, [c.nsqd_http[0]], topic, "c")
+    assert (totals.depth, totals.timed_out) == (3, 0), totals
+    assert totals.requeued <= 3, totals
