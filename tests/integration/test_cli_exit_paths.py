@@ -65,6 +65,24 @@ async def _channel_totals(nsqd_http: list[str], topic: str, channel: str) -> Cha
     )
 
 
+def _has_in_flight(nsqd_http: list[str], topic: str, channel: str) -> bool:
+    """Messages in flight on the channel (False while it does not exist yet)."""
+
+    async def check() -> bool:
+        async with StatsPoller([], nsqd_http, topic=topic, channel=channel) as poller:
+            snap = await poller.snapshot()
+        return any(
+            ch.in_flight_count
+            for node in snap.nodes
+            for t in node.topics
+            if t.topic == topic
+            for ch in t.channels
+            if ch.name == channel
+        )
+
+    return asyncio.run(check())
+
+
 def _settled(nsqd_http: list[str], topic: str, channel: str) -> ChannelTotals:
     """Poll /stats until nothing is in flight or deferred (a deadline, not a sleep)."""
     deadline = time.monotonic() + 30
@@ -265,3 +283,74 @@ async def test_filtering_a_durable_channel_discards_only_with_the_flag(
     totals = await asyncio.to_thread(_settled, [c.nsqd_http[0]], topic, "c")
     assert (totals.depth, totals.timed_out) == (3, 0), totals
     assert totals.requeued <= 3, totals
+
+
+def _trace_outcomes(trace: Path) -> tuple[list[str], list[str]]:
+    records = [json.loads(line) for line in trace.read_text().splitlines()]
+    fins = [r["id"] for r in records if r["outcome"] == "FIN"]
+    reqs = [r["id"] for r in records if r["outcome"] == "REQ"]
+    assert len(fins) + len(reqs) == len(records), Counter(r["outcome"] for r in records)
+    return fins, reqs
+
+
+@pytest.mark.original
+def test_tail_count_reached_gives_back_the_rest_once(
+    original_cluster: cluster.Cluster, tmp_path: Path
+) -> None:
+    c = original_cluster
+    topic = _topic("count")
+    where = ["--nsqd", c.nsqd_tcp[0]]
+    _publish(where, topic)
+    trace = tmp_path / "trace.jsonl"
+    proc = run_cli(["tail", topic, "-c", "c", "-n", "3", "--trace-log", str(trace), *where])
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert len(proc.stdout.splitlines()) == 3
+    totals = _settled(c.nsqd_http, topic, "c")
+    fins, reqs = _trace_outcomes(trace)
+    assert len(fins) == len(set(fins)) == 3
+    assert len(reqs) == len(set(reqs)), Counter(reqs).most_common(3)
+    assert totals.requeued == len(reqs) <= MAX_IN_FLIGHT, totals
+    assert (totals.depth, totals.timed_out) == (MESSAGES - 3, 0), totals
+
+
+@pytest.mark.original
+def test_tail_sigterm_with_messages_in_flight_gives_back_once(
+    original_cluster: cluster.Cluster, tmp_path: Path
+) -> None:
+    """SIGTERM while tail is blocked writing to a full pipe, the rest of its window in
+    flight: it prints what it holds, gives the rest back once, and exits 0."""
+    c = original_cluster
+    topic = _topic("term")
+    where = ["--nsqd", c.nsqd_tcp[0]]
+    body = "".join(f"{i:04d}{'x' * 200}\n" for i in range(MESSAGES)).encode()
+    pub = run_cli(["pub", topic, *where], input=body)
+    assert pub.returncode == 0, pub.stderr.decode()
+    trace = tmp_path / "trace.jsonl"
+    tail = subprocess.Popen(
+        [NSQCTL, "tail", topic, "-c", "c", "--trace-log", str(trace), *where],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        env=clean_env(),
+    )
+    try:
+        # Nobody reads yet: 200 KB of lines fill the pipe and tail blocks with messages in
+        # flight (its write returns once we read, and the SIGTERM is seen then).
+        deadline = time.monotonic() + 30
+        while not _has_in_flight(c.nsqd_http, topic, "c"):
+            assert time.monotonic() < deadline, "tail never had messages in flight"
+            time.sleep(0.05)
+        tail.terminate()
+        out, err = tail.communicate(timeout=60)
+    finally:
+        if tail.poll() is None:
+            tail.kill()
+            tail.wait()
+    assert tail.returncode == 0, err.decode()
+    lines = out.splitlines()
+    totals = _settled(c.nsqd_http, topic, "c")
+    fins, reqs = _trace_outcomes(trace)
+    assert len(fins) == len(set(fins)) == len(lines) == len(set(lines))
+    assert len(reqs) == len(set(reqs)), Counter(reqs).most_common(3)
+    assert totals.requeued == len(reqs) <= MAX_IN_FLIGHT, totals
+    assert (totals.depth + len(lines), totals.timed_out) == (MESSAGES, 0), totals
