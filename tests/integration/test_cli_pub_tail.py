@@ -295,7 +295,8 @@ def test_runtime_errors_exit_1_with_one_line(
 def test_tail_into_head_ends_quietly_and_gives_back_the_rest(
     original_cluster: cluster.Cluster,
 ) -> None:
-    """`nsqctl tail T | head -n 3`: exit 0, nothing on stderr, nothing left in flight."""
+    """`nsqctl tail T | head -n 3`: exit 141 (128 + SIGPIPE, like `yes | head` under
+    pipefail), nothing on stderr, nothing left in flight."""
     topic, channel = _topic("pipe"), "durable"
     total = 2000
     http = original_cluster.nsqd_http[0]
@@ -307,7 +308,7 @@ def test_tail_into_head_ends_quietly_and_gives_back_the_rest(
         ["bash", "-o", "pipefail", "-c", cmd], capture_output=True, env=clean_env(), timeout=60
     )
     assert proc.stdout.count(b"\n") == 3
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 141, proc.stderr
     assert proc.stderr == b""
     ch = _channel(http, topic, channel)
     assert ch["in_flight_count"] == 0
