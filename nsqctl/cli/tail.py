@@ -224,14 +224,30 @@ class _Output:
         if len(self.chunks) >= self.flush_at or at_limit:
             self.flush()
 
+    def _write(self, data: bytes) -> None:
+        """All of ``data`` to the file descriptor, looping over partial writes.
+
+        Not through the buffered stream: a signal (SIGTERM, Ctrl-C) that interrupts a
+        blocking write to a full pipe makes it return part way, and the buffered stream
+        then dropped the bytes it had kept back: a line cut short, yet its message FINed.
+        """
+        try:
+            fd = self.out.fileno()
+        except (AttributeError, OSError, ValueError):  # an in-memory stream (CliRunner)
+            self.out.write(data)
+            self.out.flush()
+            return
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+
     def flush(self) -> None:
         """Write and FIN the pending messages; a closed reader (``| head``) ends the tail
         quietly and gives the unwritten messages back."""
         if not self.pending or self.closing:
             return
         try:
-            self.out.write(b"".join(self.chunks))
-            self.out.flush()
+            self._write(b"".join(self.chunks))
         except BrokenPipeError:
             self._reader_gone()
             return

@@ -350,7 +350,8 @@ def test_tail_sigterm_with_messages_in_flight_gives_back_once(
     lines = out.splitlines()
     totals = _settled(c.nsqd_http, topic, "c")
     fins, reqs = _trace_outcomes(trace)
-    assert len(fins) == len(set(fins)) == len(lines) == len(set(lines))
+    odd = [(n, len(line)) for n, line in enumerate(lines) if len(line) != 204]  # cut lines
+    assert len(fins) == len(set(fins)) == len(lines) == len(set(lines)), (odd, len(out), totals)
     assert len(reqs) == len(set(reqs)), Counter(reqs).most_common(3)
     assert totals.requeued == len(reqs) <= MAX_IN_FLIGHT, totals
     assert (totals.depth + len(lines), totals.timed_out) == (MESSAGES, 0), totals
