@@ -355,3 +355,44 @@ def test_tail_sigterm_with_messages_in_flight_gives_back_once(
     assert len(reqs) == len(set(reqs)), Counter(reqs).most_common(3)
     assert totals.requeued == len(reqs) <= MAX_IN_FLIGHT, totals
     assert (totals.depth + len(lines), totals.timed_out) == (MESSAGES, 0), totals
+
+
+@pytest.mark.original
+@pytest.mark.spark  # archive needs pyarrow (the archive/spark extra)
+def test_archive_sigterm_mid_run_writes_what_it_holds_then_fins(
+    original_cluster: cluster.Cluster, tmp_path: Path
+) -> None:
+    """SIGTERM mid-archive: RDY 0, what is held is written durably and only then FINed,
+    nothing given back, nothing left in flight; the rest stays on the channel."""
+    c = original_cluster
+    topic = _topic("archterm")
+    where = ["--nsqd", c.nsqd_tcp[0]]
+    _publish(where, topic)
+    trace = tmp_path / "trace.jsonl"
+    archive = subprocess.Popen(
+        [NSQCTL, "archive", topic, "-o", str(tmp_path / "out"), "-c", "c", "-q",
+         "--max-in-flight", "20", "--trace-log", str(trace), *where],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=clean_env(),
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while not (trace.exists() and trace.read_text().count('"FIN"') >= 20):
+            assert archive.poll() is None, archive.communicate()
+            assert time.monotonic() < deadline, "archive wrote nothing"
+            time.sleep(0.02)
+        archive.terminate()
+        _, err = archive.communicate(timeout=60)
+    finally:
+        if archive.poll() is None:
+            archive.kill()
+            archive.wait()
+    assert archive.returncode == 0, err.decode()
+    totals = _settled(c.nsqd_http, topic, "c")
+    fins, reqs = _trace_outcomes(trace)
+    assert reqs == [] and totals.requeued == 0, totals
+    assert len(fins) == len(set(fins)) >= 20
+    assert (totals.depth + len(fins), totals.timed_out) == (MESSAGES, 0), totals
+    import pyarrow.parquet as pq  # here: the module is collected without the extra too
+
+    files = sorted((tmp_path / "out").rglob("part-*.parquet"))
+    assert sum(pq.read_metadata(f).num_rows for f in files) == len(fins)  # FINed = on disk
