@@ -173,13 +173,25 @@ def test_tail_into_head_gives_back_once_original(
     _check_exit_path(c.nsqd_http, where, topic, "c", tmp_path)
 
 
+@pytest.fixture(scope="module")
+def redesign_topics(redesign_cluster: cluster.Cluster) -> dict[str, str]:
+    """A plain and an ordered topic (2 partitions, channel c), made together: each
+    creation waits for the same lookupd check."""
+    topics = {"plain": _topic("rd"), "ordered": _topic("ord")}
+    specs = {
+        topics["plain"]: TopicSpec(partitions=2),
+        topics["ordered"]: TopicSpec(partitions=2, ordered=True),
+    }
+    asyncio.run(create_topics(redesign_cluster.lookupd_http, specs))
+    return topics
+
+
 @pytest.mark.redesign
 def test_tail_into_head_gives_back_once_redesign(
-    redesign_cluster: cluster.Cluster, tmp_path: Path
+    redesign_cluster: cluster.Cluster, redesign_topics: dict[str, str], tmp_path: Path
 ) -> None:
     c = redesign_cluster
-    topic = _topic("rd")
-    asyncio.run(create_topics(c.lookupd_http, {topic: TopicSpec(partitions=2)}))
+    topic = redesign_topics["plain"]
     where = ["--lookupd", c.lookupd_http[0]]
     _publish(where, topic)
     _check_exit_path(c.nsqd_http, where, topic, "c", tmp_path)
@@ -187,11 +199,10 @@ def test_tail_into_head_gives_back_once_redesign(
 
 @pytest.mark.redesign
 def test_ordered_tail_into_head_gives_back_once_redesign(
-    redesign_cluster: cluster.Cluster, tmp_path: Path
+    redesign_cluster: cluster.Cluster, redesign_topics: dict[str, str], tmp_path: Path
 ) -> None:
     c = redesign_cluster
-    topic = _topic("ord")
-    asyncio.run(create_topics(c.lookupd_http, {topic: TopicSpec(partitions=2, ordered=True)}))
+    topic = redesign_topics["ordered"]
     where = ["--lookupd", c.lookupd_http[0]]
     _publish(where, topic)
     requeued, _ = _check_exit_path(c.nsqd_http, where, topic, "c", tmp_path, "--ordered")
