@@ -29,6 +29,7 @@ import typer.core
 import typer.main
 
 from nsqctl.cli import common
+from nsqctl.cli.errors import cli_message
 from nsqctl.errors import ConfigError, NsqctlError
 
 
@@ -430,7 +431,7 @@ def main() -> None:
     except NsqctlError as err:
         if common.GLOBAL_FLAGS.debug or os.environ.get("NSQCTL_DEBUG"):
             raise
-        typer.secho(f"nsqctl: error: {err}", err=True, fg="red")
+        typer.secho(f"nsqctl: error: {cli_message(err)}", err=True, fg="red")
         sys.exit(2 if isinstance(err, ConfigError) else 1)
     except aborts:
         typer.echo("aborted", err=True)
