@@ -115,6 +115,11 @@ COMMANDS: tuple[Entry, ...] = (
         "Create, delete, list, pause, empty (and on the redesign skip/setoffset) channels.",
     ),
     Entry(
+        "completion",
+        "nsqctl.cli.completion_cmd:completion",
+        "Print the completion script for SHELL.",
+    ),
+    Entry(
         "dead-letter",
         "nsqctl.cli.deadletter_cmd:app",
         "List and replay the messages consumers gave up on (max attempts).",
