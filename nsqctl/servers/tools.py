@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,11 +45,20 @@ def _packaged(package: str, *relative: str) -> Path | None:
     return path if os.access(path, os.X_OK) else None
 
 
+def _system_path() -> str:
+    """PATH without this Python's scripts folder: the extra's wheels put launchers named
+    ``go`` and ``etcd`` there, and an activated venv puts that folder first, where it
+    would shadow the system's programs that are meant to win."""
+    scripts = Path(sysconfig.get_path("scripts")).resolve()
+    folders = os.environ.get("PATH", "").split(os.pathsep)
+    return os.pathsep.join(f for f in folders if f and Path(f).resolve() != scripts)
+
+
 def _find(name: str, variable: str) -> Tool | None:
     explicit = os.environ.get(variable)
     if explicit:
         return Tool(name, explicit, variable)
-    on_path = shutil.which(name)
+    on_path = shutil.which(name, path=_system_path())
     if on_path:
         return Tool(name, on_path, "PATH")
     return None
