@@ -78,7 +78,7 @@ def _start(
     bins: Path, factory: pytest.TempPathFactory, name: str, args: list[str]
 ) -> Iterator[tuple[cluster.Cluster, dict[str, str]]]:
     c = cluster.start(
-        "redesign", factory.mktemp(name), nsqd=1, lookupd=1, bin_dir=bins, nsqd_args=args
+        "redesign", factory.mktemp(name), nsqd=2, lookupd=1, bin_dir=bins, nsqd_args=args
     )
     try:
         topics = {kind: f"{name}_{kind}_{uuid.uuid4().hex[:8]}" for kind in TOPICS}
@@ -215,14 +215,20 @@ async def test_library_consumer_over_tls(
         if len(got) >= len(bodies):
             done.set()
 
-    consumer = nsqctl.Consumer(topic, "c", handle, lookupd_http=c.lookupd_http, config=config)
+    consumer = nsqctl.Consumer(
+        topic, "c", handle, lookupd_http=c.lookupd_http, config=config, max_in_flight=10
+    )
     await consumer.start()
     try:
-        await asyncio.wait_for(done.wait(), 60)
+        conns = list(consumer.connections.values())
+        assert conns and all(conn.is_redesign and conn.identify for conn in conns)
+        assert all(conn.identify.tls_v1 for conn in conns if conn.identify)
+        await asyncio.wait_for(done.wait(), 30)
+    except TimeoutError:
+        raise AssertionError(f"{len(got)} of {len(bodies)} consumed: {consumer.stats}") from None
     finally:
         await consumer.stop()
     assert sorted(got) == sorted(bodies)
-    assert all(conn.is_redesign for conn in [*consumer.connections.values()] or [True])
 
 
 # --------------------------------------------------------------------------- AUTH, TLS optional
