@@ -18,7 +18,8 @@ from nsqctl.failover import DEFAULT_FAILOVER_WINDOW
 #: ordered reader starts where the channel is: its offset is moved beforehand.
 ORDERED_START = (
     "ordered subscriptions take no start position (youzan's SUB_ORDERED has none): move "
-    "the channel's offset first (an admin setoffset), then subscribe ordered without start="
+    "the channel's offset first (the admin channel setoffset action, nsqd's "
+    "/channel/setoffset), then subscribe ordered without start="
 )
 
 
