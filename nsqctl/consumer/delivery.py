@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from nsqctl.consumer.failover import FinWindow
     from nsqctl.consumer.options import ConsumerOptions, ConsumerStats
     from nsqctl.consumer.order import OrderChecker
-    from nsqctl.flow import BackoffController
+    from nsqctl.flow import BackoffController, RateLimiter, RdyController, RdyUpdate
     from nsqctl.protocol.message import RawMessage
     from nsqctl.tracelog import TraceLog
 
@@ -44,14 +44,20 @@ OrderEventHook = Callable[[OrderViolation], Any]
 
 
 class FlowEvents(Protocol):
-    """What the delivery path tells the flow machines (:class:`.rdy.FlowControl`)."""
+    """What the delivery path tells the flow machines (:class:`.rdy.FlowControl`): reads
+    and answers go straight to the sans-IO machines (bound once, no wrapper call per
+    message), and the RDY updates they return to :meth:`apply`, which sends them."""
+
+    @property
+    def rdy(self) -> RdyController: ...
 
     @property
     def backoff(self) -> BackoffController: ...
 
-    def received(self, conn_id: int, count: int, now: float) -> None: ...
+    @property
+    def limiter(self) -> RateLimiter | None: ...
 
-    def answered(self, conn_id: int, count: int, now: float) -> None: ...
+    def apply(self, updates: Sequence[RdyUpdate]) -> None: ...
 
     def succeeded(self, epochs: Sequence[int]) -> None: ...
 
@@ -118,8 +124,10 @@ class DeliveryPath:
         self._trace = trace_log
         # Collaborators' methods, bound once: the hot path calls them without lookups.
         self._backoff = flow.backoff
-        self._received = flow.received
-        self._answered = flow.answered
+        self._limiter = flow.limiter
+        self._rdy_received = flow.rdy.on_messages
+        self._rdy_answered = flow.rdy.on_messages_done
+        self._apply = flow.apply
         self._succeeded = flow.succeeded
         self._failed = flow.failed
         self._rejoined = books.rejoined
@@ -166,7 +174,11 @@ class DeliveryPath:
         self.stats.received += count
         self._in_flight += count
         cid = id(conn)
-        self._received(cid, count, now)
+        updates = self._rdy_received(cid, count, now)
+        if updates:
+            self._apply(updates)
+        if self._limiter is not None:
+            self._limiter.on_messages(count, now)
         via = self._deliveries.get(cid)
         if via is None:  # a read that arrived as the connection was being dropped
             via = Delivery(conn, self, self.topic, self.channel, None)
@@ -357,7 +369,9 @@ class DeliveryPath:
             if self._idle is not None and not self._idle.done():
                 self._idle.set_result(None)
         self._in_flight = in_flight
-        self._answered(id(conn), count, _monotonic())
+        updates = self._rdy_answered(id(conn), count, _monotonic())
+        if updates:
+            self._apply(updates)
         self.stats.backoff_level = self._backoff.level
 
     def _trace_outcome(self, msg: Message, conn: Connection, outcome: str) -> None:

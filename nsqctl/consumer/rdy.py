@@ -25,9 +25,9 @@ _monotonic = time.monotonic
 class FlowControl:
     """RDY, backoff and rate limit of one consumer, and the connections RDY goes to.
 
-    Connections are known by ``id(conn)``, the id the flow machines use; the delivery
-    path reports messages received and answered, and gets back nothing: the RDY changes
-    those cause leave from here.
+    Connections are known by ``id(conn)``, the id the flow machines use. The delivery path
+    feeds reads and answers to :attr:`rdy` itself (its hot path, without a wrapper call)
+    and hands the updates back to :meth:`apply`: RDY leaves only from here.
     """
 
     def __init__(
@@ -65,19 +65,7 @@ class FlowControl:
                 conn.rdy(update.count)
         self.wake.set()
 
-    # -- events of the delivery path (once per read or per answer batch) -------------------
-
-    def received(self, conn_id: int, count: int, now: float) -> None:
-        updates = self.rdy.on_messages(conn_id, count, now)
-        if updates:
-            self.apply(updates)
-        if self.limiter is not None:
-            self.limiter.on_messages(count, now)
-
-    def answered(self, conn_id: int, count: int, now: float) -> None:
-        updates = self.rdy.on_messages_done(conn_id, count, now)
-        if updates:
-            self.apply(updates)
+    # -- answers of the delivery path (reads and answers go to ``rdy`` directly) ----------
 
     def succeeded(self, epochs: Sequence[int]) -> None:
         """Messages handled well (only called while backing off: at level 0 a success

@@ -284,7 +284,9 @@ async def test_flow_sends_rdy_on_its_connection_and_close_window_ends_the_loop()
     flow.add_connection(as_conn(b), 0.0)
     assert a.rdys == [1] and b.rdys == [1]
     b.is_open = False
-    flow.received(id(b), 1, 0.0)  # b's share changes, but b is closing: nothing sent
+    updates = flow.rdy.on_messages(id(b), 1, 0.0)  # b's share grows, but b is closing
+    assert [u.conn_id for u in updates] == [id(b)]
+    flow.apply(updates)
     assert b.rdys == [1]
     ticks: list[float] = []
     loop = asyncio.create_task(flow.run(ticks.append))
