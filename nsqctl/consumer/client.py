@@ -115,6 +115,8 @@ class Consumer:
         failover_window: float | NotGiven = NOT_GIVEN,
         seed: int | NotGiven | None = NOT_GIVEN,
     ) -> None:
+        # The option keywords actually passed (first statement: locals() is the arguments
+        # only); a test keeps this signature and ConsumerOptions' fields the same.
         given = {
             name: value
             for name, value in locals().items()
