@@ -77,6 +77,7 @@ class ConnectionSet:
 
     @property
     def connections(self) -> dict[Target, Connection]:
+        """The subscribed connections (the live mapping: read it, never change it)."""
         return self._conns
 
     async def sync(self, topo: Topology) -> None:
