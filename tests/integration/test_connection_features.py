@@ -256,6 +256,7 @@ async def test_tls_without_ca_fails_verification(tls_nsqd: cluster.Cluster) -> N
     msg = str(info.value)
     assert "TLS" in msg and tls_nsqd.nsqd_tcp[0] in msg
     assert "CERTIFICATE_VERIFY_FAILED" in msg or "certificate" in msg.lower()
+    assert info.value.setting == "tls_ca" and "--" not in msg
 
 
 async def test_tls_wrong_server_hostname_fails(
@@ -275,16 +276,18 @@ async def test_tls_insecure_skips_verification(tls_nsqd: cluster.Cluster) -> Non
 
 async def test_tls_missing_ca_file_is_a_config_error(tls_nsqd: cluster.Cluster) -> None:
     tls = TLSSettings(ca_file="/nonexistent/nsqctl-ca.pem")
-    with pytest.raises(ConfigError, match="--tls-ca"):
+    with pytest.raises(ConfigError, match="CA file") as info:
         await Connection.open(tls_nsqd.nsqd_tcp[0], _config("tls-nofile", tls=tls))
+    assert info.value.setting == "tls_ca" and "--" not in str(info.value)
 
 
 async def test_tls_requested_from_server_without_tls(
     plain_nsqd: cluster.Cluster, tls_files: TLSFiles
 ) -> None:
     cfg = _config("tls-plain", tls=TLSSettings(ca_file=str(tls_files.ca_cert)))
-    with pytest.raises(ConnectError, match="does not offer TLS"):
+    with pytest.raises(ConnectError, match="does not offer TLS") as info:
         await Connection.open(plain_nsqd.nsqd_tcp[0], cfg)
+    assert info.value.setting == "tls"
 
 
 async def test_tls_client_certificate_require_verify(
@@ -326,7 +329,8 @@ async def test_tls_client_cert_rejection_hint_names_client_cert(
     tls = TLSSettings(ca_file=str(tls_files.ca_cert))
     with pytest.raises(ConnectError) as info:
         await Connection.open(verify_nsqd.nsqd_tcp[0], _config("tls-hint", tls=tls))
-    assert "--tls-cert" in str(info.value)
+    assert info.value.setting == "tls_cert"
+    assert "client certificate" in str(info.value) and "--" not in str(info.value)
 
 
 async def test_tls_required_server_rejects_plain_client(
@@ -409,8 +413,9 @@ async def test_compression_refused_by_server(
     try:
         for compression in ("snappy", "deflate"):
             cfg = _config(f"nocomp-{compression}", compression=compression)
-            with pytest.raises(ConnectError, match=f"refused {compression}"):
+            with pytest.raises(ConnectError, match=f"refused {compression}") as info:
                 await Connection.open(nsqd.nsqd_tcp[0], cfg)
+            assert info.value.setting == "compression"
     finally:
         gen.close()
     assert not any(nsqd.running().values())
@@ -426,6 +431,7 @@ async def test_auth_required_without_secret(
     with pytest.raises(ConnectError) as info:
         await Connection.open(auth_nsqd.nsqd_tcp[0], _config("auth-none"))
     assert "requires AUTH" in str(info.value)
+    assert info.value.setting == "auth_secret" and "--" not in str(info.value)
     assert len(auth_server.queries) == before  # nothing was sent to the auth server
 
 
