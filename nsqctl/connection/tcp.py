@@ -40,8 +40,6 @@ from nsqctl.protocol.replies import AuthResponse, IdentifyResponse
 from nsqctl.protocol.session import (
     CloseWaitReceived,
     Fatal,
-    Reply,
-    RequestFailed,
     ServerNotice,
     Session,
     SessionEvent,
@@ -460,10 +458,6 @@ class Connection:
             for event in self._session.receive_data(chunk, decoded):
                 if isinstance(event, list):  # a run of messages (the hot path)
                     self._deliver(event)
-                elif isinstance(event, Reply):
-                    fut = event.token
-                    if not fut.done():
-                        fut.set_result(event.data)
                 else:
                     self._on_event(event)
                 if self.closed is not None:
@@ -482,13 +476,10 @@ class Connection:
         elif self._out:
             self._flush()
 
-    def _on_event(self, event: SessionEvent[_Pending]) -> None:
-        """Every event of a read but messages and replies (they are handled inline)."""
+    def _on_event(self, event: SessionEvent) -> None:
+        """Every event of a read but a run of messages."""
         if isinstance(event, SendData):
             self.send(event.data)
-        elif isinstance(event, RequestFailed):
-            if not event.token.done():
-                event.token.set_exception(event.error)
         elif isinstance(event, ServerNotice):
             if self.on_error is not None:
                 self.on_error(self, event.error)
@@ -564,9 +555,7 @@ class Connection:
         if self._idle_timer is not None:
             self._idle_timer.cancel()
             self._idle_timer = None
-        for fut in self._session.fail_pending():
-            if not fut.done():
-                fut.set_exception(reason)
+        self._session.fail_pending(reason)
         self._out.clear()
         if self._transport is not None:
             self._transport.close()

@@ -7,9 +7,12 @@ and must never take a pending request's place. A heartbeat wants a ``NOP``;
 ``CLOSE_WAIT`` confirms a ``CLS``; a fatal error frame means nsqd is closing the
 connection.
 
-The transport appends ``(token, context)`` to :attr:`Session.pending` for every request
-it writes (the token is whatever it resolves later, e.g. a future), feeds every read to
-:meth:`Session.receive_data` and carries out the events it gets back in order. Runs of
+The transport appends ``(waiter, context)`` to :attr:`Session.pending` for every request
+it writes, feeds every read to :meth:`Session.receive_data` and carries out the events it
+gets back, in order. A waiter is anything with ``done``/``set_result``/``set_exception``
+(an ``asyncio.Future`` in the transport, any small object in tests): the session settles
+it itself, because a reply per pipelined publish is a producer's hot path and an event
+object per reply, handled in a second pass, would cost about as much again. Runs of
 messages come back as the decoder's own lists: the read path is what every consumed
 message pays for, and on an ordered channel every read is one message, so a read of
 messages only costs the decode and one pass over its (usually one) batch.
@@ -18,7 +21,7 @@ messages only costs the decode and one pass over its (usually one) batch.
 from __future__ import annotations
 
 import collections
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 from nsqctl.protocol.commands import nop
 from nsqctl.protocol.compression import Codec, IdentityCodec
@@ -33,16 +36,13 @@ __all__ = [
     "SEND_NOP",
     "CloseWaitReceived",
     "Fatal",
-    "Reply",
-    "RequestFailed",
     "ServerNotice",
     "Session",
     "SessionEvent",
     "UnsolicitedReply",
+    "Waiter",
     "idle_timeout",
 ]
-
-T = TypeVar("T")
 
 #: Error codes that answer a command with no success reply (FIN/REQ/TOUCH): they never
 #: belong to a pending request.
@@ -50,18 +50,17 @@ NO_REPLY_ERRORS = ("E_FIN_FAILED", "E_REQ_FAILED", "E_TOUCH_FAILED")
 _RESPONSE = 0
 
 
-class Reply(NamedTuple, Generic[T]):
-    """The reply to the oldest pending request."""
+class Waiter(Protocol):
+    """What a pending request is settled through (``asyncio.Future[bytes]`` is one)."""
 
-    token: T
-    data: bytes
+    def done(self) -> bool: ...
+
+    def set_result(self, result: bytes, /) -> None: ...
+
+    def set_exception(self, exception: BaseException, /) -> None: ...
 
 
-class RequestFailed(NamedTuple, Generic[T]):
-    """An error frame answering the oldest pending request."""
-
-    token: T
-    error: ServerError
+W = TypeVar("W", bound=Waiter)
 
 
 class ServerNotice(NamedTuple):
@@ -85,8 +84,8 @@ class UnsolicitedReply(NamedTuple):
 
 
 class CloseWaitReceived(NamedTuple):
-    """nsqd confirmed ``CLS``: it sends no more messages (the pending CLS gets its
-    :class:`Reply` too)."""
+    """nsqd confirmed ``CLS``: it sends no more messages (the pending CLS is settled
+    with it too)."""
 
 
 #: Answer a heartbeat (the one command the protocol itself sends).
@@ -94,14 +93,7 @@ SEND_NOP = SendData(nop())
 CLOSE_WAIT_RECEIVED = CloseWaitReceived()
 
 SessionEvent = (
-    list[RawMessage]
-    | Reply[T]
-    | RequestFailed[T]
-    | ServerNotice
-    | Fatal
-    | UnsolicitedReply
-    | CloseWaitReceived
-    | SendData
+    list[RawMessage] | ServerNotice | Fatal | UnsolicitedReply | CloseWaitReceived | SendData
 )
 
 
@@ -112,7 +104,7 @@ def idle_timeout(heartbeat_interval_ms: int) -> float:
     return max(heartbeat_interval_ms / 1000.0 * 2 + 5, 10.0)
 
 
-class Session(Generic[T]):
+class Session(Generic[W]):
     """Frames in, events out, for one connection after its handshake.
 
     ``codec``: the compression the handshake switched on (reads are decompressed here;
@@ -128,15 +120,16 @@ class Session(Generic[T]):
         self, codec: Codec | None = None, *, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
     ) -> None:
         self.layout: MessageLayout = ORIGINAL
-        #: ``(token, context)`` of every request written and not yet answered, oldest first.
-        self.pending: collections.deque[tuple[T, str]] = collections.deque()
+        #: ``(waiter, context)`` of every request written and not yet answered, oldest
+        #: first. A waiter already done (its caller gave up) still takes its reply.
+        self.pending: collections.deque[tuple[W, str]] = collections.deque()
         self._decoder = FrameDecoder(max_frame_size)
         # The identity codec would copy every read for nothing.
         self._decompress = (
             None if codec is None or isinstance(codec, IdentityCodec) else codec.decompress
         )
 
-    def receive_data(self, data: bytes, decoded: bool = False) -> list[SessionEvent[T]]:
+    def receive_data(self, data: bytes, decoded: bool = False) -> list[SessionEvent]:
         """One read from the socket (decrypted, still compressed; ``decoded``: already
         decompressed, as what the handshake read past its last reply): its events in
         stream order. Raises :class:`ProtocolError` for a corrupt stream."""
@@ -149,14 +142,16 @@ class Session(Generic[T]):
                 return self._route(events)
         return events  # message runs only: the decoder's list as it is
 
-    def fail_pending(self) -> list[T]:
-        """Forget every pending request (the connection closed): their tokens, oldest first."""
-        tokens = [token for token, _context in self.pending]
-        self.pending.clear()
-        return tokens
+    def fail_pending(self, error: BaseException) -> None:
+        """The connection closed: every pending request fails with ``error``."""
+        pending = self.pending
+        while pending:
+            waiter, _context = pending.popleft()
+            if not waiter.done():
+                waiter.set_exception(error)
 
-    def _route(self, events: list[Any]) -> list[SessionEvent[T]]:
-        out: list[SessionEvent[T]] = []
+    def _route(self, events: list[Any]) -> list[SessionEvent]:
+        out: list[SessionEvent] = []
         pending = self.pending
         for event in events:
             if event.__class__ is list:
@@ -168,9 +163,11 @@ class Session(Generic[T]):
                     out.append(SEND_NOP)
                     continue
                 if data == CLOSE_WAIT:
-                    out.append(CLOSE_WAIT_RECEIVED)  # CLS is pending too: answered below
+                    out.append(CLOSE_WAIT_RECEIVED)  # CLS is pending too: settled below
                 if pending:
-                    out.append(Reply(pending.popleft()[0], data))
+                    waiter = pending.popleft()[0]
+                    if not waiter.done():
+                        waiter.set_result(data)
                 elif data != CLOSE_WAIT:
                     out.append(UnsolicitedReply(data))
                 continue
@@ -180,7 +177,7 @@ class Session(Generic[T]):
                 break
         return out
 
-    def _error(self, data: bytes, out: list[SessionEvent[T]]) -> ServerError:
+    def _error(self, data: bytes, out: list[SessionEvent]) -> ServerError:
         pending = self.pending
         code = data.split(b" ", 1)[0].decode("ascii", "replace")
         if code.startswith(NO_REPLY_ERRORS) or not pending:
@@ -188,7 +185,8 @@ class Session(Generic[T]):
             err = error_from_frame(data, context=context)
             out.append(ServerNotice(err))
             return err
-        token, context = pending.popleft()
+        waiter, context = pending.popleft()
         err = error_from_frame(data, context=context)
-        out.append(RequestFailed(token, err))
+        if not waiter.done():
+            waiter.set_exception(err)
         return err
