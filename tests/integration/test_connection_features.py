@@ -360,6 +360,36 @@ async def test_tls_required_server_rejects_plain_client(
     assert stats is not None and stats["tls"] is True
 
 
+# --------------------------------------------------------------------------- wrong port, errors
+
+
+async def test_nsqds_http_port_is_named_as_such(plain_nsqd: cluster.Cluster) -> None:
+    """nsqd's HTTP listener answers the magic with an HTTP error response."""
+    with pytest.raises(ConnectError, match="HTTP port") as info:
+        await Connection.open(plain_nsqd.nsqd_http[0], _config("http-port"))
+    assert "TCP port" in str(info.value) and info.value.setting == "nsqd_tcp"
+
+
+async def test_fin_failed_goes_to_on_error_and_the_next_reply_to_its_request(
+    plain_nsqd: cluster.Cluster,
+) -> None:
+    """E_FIN_FAILED answers a FIN, which has no reply of its own: it must not take the
+    place of the PUB pipelined behind it, and it does not close the connection."""
+    errors: list[p.ServerError] = []
+    conn = await Connection.open(
+        plain_nsqd.nsqd_tcp[0], _config("fin-failed"), on_error=lambda _c, e: errors.append(e)
+    )
+    try:
+        topic = _topic("fin")
+        await conn.subscribe(topic, "ch")
+        conn.fin(b"0123456789abcdef")  # never delivered: not in flight
+        assert await conn.request(p.pub(topic, b"x"), "pub") == p.OK
+        assert len(errors) == 1 and isinstance(errors[0], p.FinFailedError)
+        assert not errors[0].fatal and conn.is_open
+    finally:
+        await conn.close()
+
+
 # --------------------------------------------------------------------------- compression
 
 
