@@ -190,7 +190,7 @@ class Handshake:
         """The server closed the socket before the handshake ended."""
         if self.state in (HandshakeState.DONE, HandshakeState.FAILED):
             raise UsageError(f"the handshake is {self.state.value}: the transport owns EOF now")
-        partial = f" (in the middle of a {len(self._buf)}-byte frame)" if self._buf else ""
+        partial = f" ({len(self._buf)} bytes into an unfinished frame)" if self._buf else ""
         self._fail(
             ConnectError(f"nsqd {self.peer} closed the connection during the handshake{partial}")
         )

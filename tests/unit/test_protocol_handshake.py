@@ -311,8 +311,9 @@ def test_a_message_frame_during_the_handshake() -> None:
 def test_truncated_frame_then_eof() -> None:
     hs = _started()
     assert hs.receive_data(_reply()[:-3]) == []
-    with pytest.raises(ConnectError, match="closed the connection during the handshake"):
+    with pytest.raises(ConnectError, match="closed the connection during the handshake") as info:
         hs.receive_eof()
+    assert f"{len(_reply()) - 3} bytes into an unfinished frame" in str(info.value)
     assert hs.state is HandshakeState.FAILED
 
 
