@@ -35,7 +35,7 @@ from nsqctl.protocol.handshake import (
     StartTLS,
     SwitchCodec,
 )
-from nsqctl.protocol.message import MessageLayout, RawMessage
+from nsqctl.protocol.message import Family, MessageLayout, RawMessage
 from nsqctl.protocol.replies import AuthResponse, IdentifyResponse
 from nsqctl.protocol.session import (
     CloseWaitReceived,
@@ -111,7 +111,7 @@ class Connection:
         return bool(self.identify and self.identify.is_redesign)
 
     @property
-    def family(self) -> str:
+    def family(self) -> Family:
         return "redesign" if self.is_redesign else "original"
 
     @property
@@ -390,7 +390,7 @@ class Connection:
         else:
             cmd, context = p.sub(topic, channel, part), "sub"
         self.layout = MessageLayout(
-            family=self.family,  # type: ignore[arg-type]
+            family=self.family,
             ext=self.config.extend_support and self.is_redesign,
             ordered=ordered or start is not None,
         )

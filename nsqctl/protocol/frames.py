@@ -163,10 +163,13 @@ class FrameDecoder:
         unpack_header = _HEADER.unpack_from
         unpack_original = _ORIGINAL_MESSAGE.unpack_from
         new = tuple.__new__
-        original = layout is not None and layout.family == "original"
-        # the redesign without ext headers is decoded here too; ext frames go the long way
-        redesign = layout is not None and layout.family == "redesign" and not layout.ext
-        detail = redesign and layout.ordered  # type: ignore[union-attr]
+        if layout is None:
+            original = redesign = detail = False
+        else:
+            original = layout.family == "original"
+            # the redesign without ext headers is decoded here too; ext frames go the long way
+            redesign = layout.family == "redesign" and not layout.ext
+            detail = redesign and layout.ordered
         redesign_min = _REDESIGN_DETAIL_MIN if detail else _REDESIGN_MIN
         unpack_redesign = _REDESIGN_MESSAGE.unpack_from
         unpack_detail = _REDESIGN_DETAIL.unpack_from
