@@ -8,7 +8,9 @@ Two families, kept apart on purpose:
 * :class:`ServerError` — a well-formed error frame (``E_CODE description``) the server
   sent on purpose. It knows whether the server closes the connection after it
   (:attr:`ServerError.fatal`) and whether a publish that hit it may be retried
-  (:attr:`ServerError.retryable_on_publish`).
+  (:attr:`ServerError.retryable_on_publish`). Where one library setting would avoid
+  it, the class names that in ``setting``; hints speak of the library (and of server
+  flags), never of CLI flags.
 
 Retry policy (decided from the servers' code, see docs/nsq-protocol.md):
 
@@ -255,8 +257,9 @@ class BadPartitionError(ServerError):
     codes = ("E_BAD_PARTITION",)
     hint = (
         "invalid partition for {topic}: ordered topics need an explicit partition "
-        "when publishing (--partition or a shard key)"
+        "when publishing (a partition or a shard key)"
     )
+    setting = "partition"
 
 
 @_register
@@ -281,18 +284,21 @@ class AuthFailedError(ServerError):
         "authentication failed: check the auth secret (and that the server has auth "
         "enabled when you send one)"
     )
+    setting = "auth_secret"
 
 
 @_register
 class UnauthorizedError(ServerError):
     codes = ("E_UNAUTHORIZED",)
     hint = "the auth secret has no permission for {topic} or this channel"
+    setting = "auth_secret"
 
 
 @_register
 class SubOrderIsMustError(ServerError):
     codes = ("E_SUB_ORDER_IS_MUST",)
-    hint = "topic {topic} is ordered: subscribe in ordered mode (--ordered / SUB_ORDERED)"
+    hint = "topic {topic} is ordered: subscribe in ordered mode (SUB_ORDERED)"
+    setting = "ordered"
 
 
 @_register
@@ -302,12 +308,14 @@ class SubExtendNeedError(ServerError):
         "topic {topic} is an ext topic: connect with extend_support (ConnectionConfig"
         "(extend_support=True); consumers set it when they find the topic through lookupd)"
     )
+    setting = "extend_support"
 
 
 @_register
 class SubExtendForbiddenError(ServerError):
     codes = ("E_SUB_EXTEND_FORBIDDON",)  # sic: the server's spelling
     hint = "topic {topic} is not an ext topic: connect without extend_support"
+    setting = "extend_support"
 
 
 @_register
