@@ -177,12 +177,8 @@ def _marks(block: Block) -> list[pytest.MarkDecorator]:
     return [pytest.mark.redesign] if block.kind == "redesign" else [pytest.mark.original]
 
 
-@pytest.mark.parametrize(
-    "block", [pytest.param(b, id=b.id, marks=_marks(b)) for b in BLOCKS]
-)
-def test_guide_example_runs(
-    block: Block, request: pytest.FixtureRequest, tmp_path: Path
-) -> None:
+@pytest.mark.parametrize("block", [pytest.param(b, id=b.id, marks=_marks(b)) for b in BLOCKS])
+def test_guide_example_runs(block: Block, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     if block.kind is None:
         pytest.fail(
             f"docs/library.md line {block.line}: a python block without a run marker "
@@ -207,8 +203,7 @@ def test_guide_example_runs(
         )
     env["TOPIC"] = topic
     script = tmp_path / f"guide_line_{block.line}.py"
-    prelude = os.environ.get("GUIDE_PRELUDE", "")
-    script.write_text(prelude + block.code, encoding="utf-8")
+    script.write_text(block.code, encoding="utf-8")
     proc = subprocess.run(
         [sys.executable, str(script)],
         cwd=tmp_path,
@@ -217,7 +212,6 @@ def test_guide_example_runs(
         text=True,
         timeout=BLOCK_TIMEOUT,
     )
-    print(f"[{block.id}]", proc.stdout, proc.stderr)
     assert proc.returncode == 0, (
         f"docs/library.md line {block.line} ({block.kind}, topic {topic}) exited "
         f"{proc.returncode}\n--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
