@@ -42,7 +42,8 @@ def test_reference_builds_without_warnings_and_lists_the_public_api(tmp_path: Pa
         methods = {
             name
             for name, value in vars(cls).items()
-            if not name.startswith("_") and (inspect.isfunction(value) or isinstance(value, property))
+            if not name.startswith("_")
+            and (inspect.isfunction(value) or isinstance(value, property))
         }
         assert methods, cls
         missing = {m for m in methods if f"{cls.__name__}.{m}" not in documented}
