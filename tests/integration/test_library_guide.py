@@ -113,6 +113,26 @@ def test_the_guide_has_examples_of_every_kind() -> None:
     assert {"original", "redesign", "tls"} <= set(kinds), kinds
 
 
+def test_the_parser_sees_markers_and_their_absence() -> None:
+    text = (
+        "Intro.\n\n<!-- run: redesign partitions=2 ordered channel=c1 -->\n"
+        "```python\nprint(1)\n```\n\nNo marker here:\n\n```python\nprint(2)\n```\n"
+        "<!-- run: tls -->\n\n```python\nprint(3)\n```\n<!-- run: nowhere x=1 -->\n"
+        "```python\nprint(4)\n```\n"
+    )
+    first, unmarked, tls, bad = parse_guide(text)
+    assert (first.kind, first.partitions, first.ordered, first.channel) == (
+        "redesign",
+        2,
+        True,
+        "c1",
+    )
+    assert first.code == "print(1)\n" and first.line == 4 and not first.problems
+    assert unmarked.kind is None and unmarked.code == "print(2)\n"
+    assert tls.kind == "tls" and (tls.partitions, tls.channel) == (1, None)
+    assert bad.problems == ["unknown cluster kind 'nowhere'", "unknown marker option 'x=1'"]
+
+
 # --------------------------------------------------------------------------- clusters
 
 
