@@ -29,6 +29,7 @@ import typer.core
 import typer.main
 
 from nsqctl.cli import common
+from nsqctl.cli.errors import cli_message
 from nsqctl.errors import ConfigError, NsqctlError
 
 
@@ -112,6 +113,11 @@ COMMANDS: tuple[Entry, ...] = (
         "channel",
         "nsqctl.cli.admin_cmd:channel_app",
         "Create, delete, list, pause, empty (and on the redesign skip/setoffset) channels.",
+    ),
+    Entry(
+        "completion",
+        "nsqctl.cli.completion_cmd:completion",
+        "Print the completion script for SHELL.",
     ),
     Entry(
         "dead-letter",
@@ -430,7 +436,7 @@ def main() -> None:
     except NsqctlError as err:
         if common.GLOBAL_FLAGS.debug or os.environ.get("NSQCTL_DEBUG"):
             raise
-        typer.secho(f"nsqctl: error: {err}", err=True, fg="red")
+        typer.secho(f"nsqctl: error: {cli_message(err)}", err=True, fg="red")
         sys.exit(2 if isinstance(err, ConfigError) else 1)
     except aborts:
         typer.echo("aborted", err=True)

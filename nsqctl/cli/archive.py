@@ -17,7 +17,7 @@ from nsqctl.failover import DEFAULT_FAILOVER_WINDOW
 from nsqctl.protocol.names import validate_channel, validate_topic
 
 if TYPE_CHECKING:  # pyarrow loads only when archiving, not on every nsqctl start
-    from nsqctl.consumer.failover import LeaderWait
+    from nsqctl.failover import FailoverEvent
     from nsqctl.pipeline.archiver import ArchiveOptions, ArchiveStats
 
 
@@ -100,7 +100,7 @@ def archive(
         )
 
 
-def _on_failover(event: LeaderWait) -> None:
+def _on_failover(event: FailoverEvent) -> None:
     lead = "\n" if sys.stderr.isatty() else ""  # off the \r progress line
     print(f"{lead}nsqctl archive: {event.describe()}", file=sys.stderr, flush=True)
 

@@ -26,6 +26,8 @@ from nsqctl.message import Message, finish_all
 from nsqctl.producer import Producer
 from nsqctl.protocol.message import RawMessage
 from nsqctl.servers import cluster, process
+from nsqctl.stats import StatsPoller
+from nsqctl.stats.model import ChannelStats
 from nsqctl.tracelog import TraceLog
 from tests.helpers.wait import wait_for, wait_for_count
 
@@ -796,3 +798,54 @@ async def test_async_iterator_form(original_cluster: cluster.Cluster) -> None:
     assert consumer.stats.finished == len(bodies)
     stats = await wait_channel_settled(http, topic, "it")
     assert stats["depth"] == 0 and stats["in_flight_count"] == 0, stats
+
+
+# ---------------------------------------------------------------- close gives back once
+
+
+async def _channel_counters(http: str, topic: str, channel: str) -> ChannelStats:
+    """The channel as nsqd's /stats reports it, read through nsqctl.stats."""
+    async with StatsPoller([], [http], topic=topic, channel=channel) as poller:
+        snap = await poller.snapshot()
+    for node in snap.nodes:
+        for part in node.topics:
+            for ch in part.channels if part.topic == topic else ():
+                if ch.name == channel:
+                    return ch
+    raise AssertionError(f"no channel {topic}/{channel} in {http}/stats")
+
+
+async def test_close_gives_back_what_was_not_taken_once(original_cluster: cluster.Cluster) -> None:
+    """An iterator consumer with a full window (max_in_flight 50) that took 3 messages:
+    close() gives back everything else nsqd had sent it, each once (nsqd's requeue count
+    is at most the window), leaves nothing in flight to time out, and the next consumer
+    of the channel gets every message that was not finished."""
+    topic = _topic("giveback")
+    nsqd, http = original_cluster.nsqd_tcp[0], original_cluster.nsqd_http[0]
+    bodies = [b"g%d" % i for i in range(200)]
+    async with Producer(nsqd_tcp=[nsqd]) as producer:
+        await producer.publish_many(topic, bodies)
+    consumer = Consumer(topic, "gb", nsqd_tcp=[nsqd], max_in_flight=50)
+    taken: list[bytes] = []
+    try:
+        async with asyncio.timeout(10):
+            async for msg in consumer:
+                taken.append(msg.body)
+                msg.finish()
+                if len(taken) == 3:
+                    break
+        await wait_for(lambda: consumer.in_flight == 50, 10.0, "a full window queued")
+    finally:
+        await consumer.close()
+    ch = await _channel_counters(http, topic, "gb")
+    assert ch.in_flight_count == 0 and ch.timeout_count == 0, ch
+    assert 0 < ch.requeue_count <= 50, ch
+    assert ch.requeue_count == consumer.stats.requeued, (ch, consumer.stats)
+    assert consumer.stats.finished == 3 and consumer.in_flight == 0
+
+    again: list[bytes] = []
+    async with Consumer(
+        topic, "gb", lambda m: again.append(m.body), nsqd_tcp=[nsqd], max_in_flight=50
+    ):
+        await wait_for(lambda: len(again) >= len(bodies) - 3, 10.0, "the rest delivered")
+    assert sorted(again) == sorted(set(bodies) - set(taken))
