@@ -23,6 +23,7 @@ SETTING_FLAGS: dict[str, str] = {
         "`nsqctl channel setoffset TOPIC CHANNEL --partition P`, then read with --ordered"
     ),
     "ordered": "--ordered",
+    "tls": "--tls",
     "max_in_flight": "--max-in-flight",
     "delay": "--defer",
     "tls_ca": "--tls-ca FILE (or --tls-insecure for a self-signed test server)",

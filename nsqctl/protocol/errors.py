@@ -216,6 +216,15 @@ class InvalidError(ServerError):
     hint = "the server rejected the command as invalid in the connection's current state"
 
 
+class TLSRequiredError(InvalidError):
+    """nsqd refuses every command until the connection is upgraded to TLS (its
+    ``--tls-required``); both families answer E_INVALID with "TLS required" in the text,
+    so this is told apart by the text, not registered by code."""
+
+    setting = "tls"
+    hint = "nsqd requires TLS on this connection: connect with TLS (ConnectionConfig(tls=...))"
+
+
 @_register
 class BadBodyError(ServerError):
     codes = ("E_BAD_BODY",)
@@ -433,6 +442,8 @@ def error_from_frame(
     text = data.decode("utf-8", errors="replace").strip()
     word, _, rest = text.partition(" ")
     cls = _REGISTRY.get(word)
+    if cls is InvalidError and "TLS required" in rest:
+        cls = TLSRequiredError
     if cls is not None:
         return cls(word, rest.strip(), context=context, topic=topic)
     for known in _KNOWN_CODES:
