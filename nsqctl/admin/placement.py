@@ -11,8 +11,9 @@ from typing import Any
 import httpx
 
 from nsqctl.admin.base import NSQ_V1, TIMEOUT, Family, topic_not_found, unwrap_response
-from nsqctl.admin.requests import Node, _describe, _error_text
+from nsqctl.admin.requests import Node, error_text
 from nsqctl.errors import AdminError
+from nsqctl.httpclient import describe_http_error
 from nsqctl.lookup.client import LookupClient
 from nsqctl.lookup.model import TopicMeta, Topology
 
@@ -84,9 +85,9 @@ async def fetch_stats(
         try:
             resp = await client.get(f"http://{address}/stats", params=params, headers=NSQ_V1)
         except httpx.HTTPError as err:
-            return _describe(err)
+            return describe_http_error(err)
         if resp.status_code != 200:
-            return _error_text(resp)
+            return error_text(resp)
         try:
             return unwrap_response(resp.json())
         except ValueError:

@@ -39,13 +39,16 @@ class Entry:
     ``target`` is ``module:attr``, a command function or a ``typer.Typer`` (a group).
     ``help`` must equal the command's own short help (a unit test compares them), so the
     top-level help can be shown without importing any command. ``extra`` names the
-    optional dependency group the command needs (see :data:`EXTRAS`).
+    optional dependency group the command needs (see :data:`EXTRAS`). ``extensions``
+    (``module:attr``, each a ``typer.Typer``) add their commands to a group target, so a
+    group may be spread over modules that do not import each other.
     """
 
     name: str
     target: str
     help: str
     extra: str | None = None
+    extensions: tuple[str, ...] = ()
 
 
 COMMANDS: tuple[Entry, ...] = (
@@ -107,6 +110,7 @@ COMMANDS: tuple[Entry, ...] = (
         "topic",
         "nsqctl.cli.admin_cmd:topic_app",
         "Create, delete, list, pause and empty topics; expand, move, update partitions.",
+        extensions=("nsqctl.cli.partition_cmd:commands",),
     ),
     Entry(
         "channel",
@@ -297,12 +301,21 @@ def _with_extra(command: Any, entry: Entry) -> None:
     command.callback = checked
 
 
+def _import(target: str) -> Any:
+    """The object ``module:attr`` names."""
+    module_name, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module_name), attr)
+
+
 def load(entry: Entry) -> Any:
-    """Import a command's module and build its click command (or group)."""
-    module_name, _, attr = entry.target.partition(":")
-    target = getattr(importlib.import_module(module_name), attr)
+    """Import a command's module and build its click command (or group), with the
+    commands of its :attr:`Entry.extensions`."""
+    target = _import(entry.target)
     if isinstance(target, typer.Typer):
         command = typer.main.get_group(target)
+        for extension in entry.extensions:
+            for name, sub in typer.main.get_group(_import(extension)).commands.items():
+                command.add_command(sub, name)
     else:
         holder = typer.Typer(add_completion=False, rich_markup_mode=None)
         holder.command(entry.name)(target)

@@ -14,8 +14,7 @@ from typing import Literal
 import httpx
 
 from nsqctl.errors import NsqctlError
-from nsqctl.httpclient import http_client
-from nsqctl.lookup.client import _describe
+from nsqctl.httpclient import describe_http_error, http_client
 from nsqctl.stats.view import TopicView
 
 Action = Literal["pause", "unpause", "empty"]
@@ -77,7 +76,7 @@ async def run_action(
         try:
             resp = await client.post(f"http://{t.node}{path}", params=params)
         except httpx.HTTPError as exc:
-            return f"{t.node} ({_describe(exc)})"
+            return f"{t.node} ({describe_http_error(exc)})"
         if resp.status_code != 200:
             return f"{t.node} (HTTP {resp.status_code}: {resp.text.strip()[:80]})"
         return None

@@ -25,8 +25,8 @@ import httpx
 
 from nsqctl.addresses import parse_addresses
 from nsqctl.errors import NsqctlError
-from nsqctl.httpclient import http_client
-from nsqctl.lookup.client import ACCEPT_V1, LookupClient, _describe
+from nsqctl.httpclient import describe_http_error, http_client
+from nsqctl.lookup.client import ACCEPT_V1, LookupClient
 from nsqctl.stats.model import (
     ClusterSnapshot,
     ClusterStability,
@@ -201,7 +201,7 @@ class StatsPoller:
                 parse_nsqd_body, body, address, fetched_at=fetched_at, elapsed=elapsed
             )
         except (httpx.HTTPError, TimeoutError, NsqctlError, ValueError) as exc:
-            error = "timed out" if isinstance(exc, TimeoutError) else _describe(exc)
+            error = "timed out" if isinstance(exc, TimeoutError) else describe_http_error(exc)
             return NodeStats(address=address, fetched_at=fetched_at, state="down", error=error)
         if node.state == "up" and elapsed > self.slow_after:
             node = replace(node, state="slow")

@@ -15,7 +15,7 @@ it took on a 3-nsqd cluster here:
 - ``/topic/partition/expand`` only adds partitions ("can not be reduced"; the same count
   is accepted and does nothing). The new partitions become writable in the next topic
   check, like a new topic: re-sending the expand is idempotent and triggers one, so
-  :func:`nsqctl.admin.operations._wait_partitions` (create's wait) is reused as is. 1 → 3
+  :func:`nsqctl.admin.operations.wait_partitions_writable` (create's wait) is reused as is. 1 → 3
   partitions: writable 0.5 s after the nudge.
 - ``/topic/partition/move`` takes node ids (``ip:rpc_port:tcp_port:id``), which operators
   never see: we map nsqd HTTP addresses to them (``/config/rpc_port`` and ``/config/id``
