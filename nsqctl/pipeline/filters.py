@@ -23,13 +23,11 @@ from nsqctl.pipeline.schema import (
     partition_of_id,
     to_signed64,
 )
+from nsqctl.pipeline.selection import ReplayFilters, TraceQuery
 
 if TYPE_CHECKING:
     import pyarrow.compute as pc
     from pyspark.sql import Column
-
-    from nsqctl.pipeline.replay import ReplayFilters
-    from nsqctl.pipeline.trace import TraceQuery
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
@@ -18,6 +17,7 @@ import httpx
 from nsqctl.errors import ConfigError
 from nsqctl.pipeline.filters import RowFilter, archive_filter, log_filter, to_spark
 from nsqctl.pipeline.schema import internal_id_from_hex, partition_of_id
+from nsqctl.pipeline.selection import TraceQuery
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -43,17 +43,6 @@ def trace_log_arrow_schema() -> Any:
     types = {"string": pa.string(), "double": pa.float64(), "long": pa.int64(),
              "uint64": pa.uint64()}  # fmt: skip
     return pa.schema([(name, types[kind]) for name, kind in TRACE_LOG_FIELDS])
-
-
-@dataclass(frozen=True)
-class TraceQuery:
-    """What to look for; ids are kept unsigned (as on the wire and in trace logs)."""
-
-    label: str
-    trace_id: int | None = None
-    internal_id: int | None = None
-    message_id: str | None = None  # original family: 16 hex characters
-    topic: str | None = None
 
 
 def parse_query(text: str, *, internal: bool = False, topic: str | None = None) -> TraceQuery:
