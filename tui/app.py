@@ -11,10 +11,10 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 
 from nsqctl.errors import NsqctlError
-from nsqctl.stats.actions import Action, describe, run_action, unsupported
 from nsqctl.stats.gcpause import freeze_after_bursts
 from nsqctl.stats.session import ViewSource
 from nsqctl.stats.view import ClusterView, TopicView
+from tui.actions import Action, describe, run_action, unsupported
 from tui.events import PartitionWatch
 from tui.modals import ConfirmScreen, HelpScreen
 from tui.screens import ChannelScreen, MainScreen, TopicScreen, ViewScreen

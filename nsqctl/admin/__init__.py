@@ -35,6 +35,7 @@ from nsqctl.admin.operations import (
     create_topic,
     create_topic_async,
     prepare,
+    run_action,
     run_plan,
     run_sync,
 )
@@ -58,6 +59,7 @@ from nsqctl.admin.placement import (
     Placement,
     fetch_stats,
     locate_topic,
+    placement_from_leaders,
     placement_from_stats,
     placement_from_topology,
 )
@@ -123,6 +125,7 @@ __all__ = [
     "lookupd_leader",
     "move_partition",
     "parse_offset",
+    "placement_from_leaders",
     "placement_from_stats",
     "placement_from_topology",
     "plan_channel_action",
@@ -134,6 +137,7 @@ __all__ = [
     "plan_update",
     "prepare",
     "registered_nsqds",
+    "run_action",
     "run_plan",
     "run_sync",
     "server_versions",

@@ -246,6 +246,26 @@ async def prepare(
     )
 
 
+async def run_action(
+    placement: Placement,
+    action: str,
+    channel: str | None = None,
+    *,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> AdminReport:
+    """Plan and send a topic action (``channel`` None) or a channel action on a placement
+    the caller already holds (the dashboard's last poll), with no lookup and no prompt:
+    the caller asked first. Planned as the CLI's are, so both send the same requests."""
+    if channel is None:
+        kind, stages = "topic", plan_topic_action(action, placement)
+    else:
+        kind, stages = "channel", plan_channel_action(action, placement, channel)
+    report = AdminReport(f"{kind} {action}", placement.topic, placement.family, channel)
+    async with admin_client(transport) as client:
+        report.results = await execute(stages, client)
+    return report
+
+
 def _is_redesign_channel_create(action: str, placement: Placement, channel: str | None) -> bool:
     """A redesign channel create found through lookupds: its replicas get it later."""
     return (

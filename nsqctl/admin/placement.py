@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +43,16 @@ def placement_from_topology(topo: Topology, lookupds: Sequence[str]) -> Placemen
         f"nsqlookupd {s.address} did not answer: {s.error}" for s in topo.sources if not s.ok
     )
     return Placement(topo.topic, family, nodes, tuple(lookupds), topo.meta, topo.channels, warnings)
+
+
+def placement_from_leaders(
+    topic: str, family: Family, leaders: Iterable[tuple[str, int | None]]
+) -> Placement:
+    """A placement the caller already knows, e.g. from its last ``/stats`` poll: each
+    ``(nsqd HTTP address, partition)`` leading a partition (on the original family every
+    nsqd holding the topic, partition None). Nothing is asked."""
+    nodes = tuple(Node(address, "nsqd", partition) for address, partition in leaders)
+    return Placement(topic, family, nodes)
 
 
 def placement_from_stats(topic: str, stats: dict[str, dict[str, Any] | str]) -> Placement:
