@@ -21,6 +21,12 @@ def http_client(**kwargs: Any) -> httpx.AsyncClient:
     return httpx.AsyncClient(**kwargs)
 
 
+def sync_http_client(**kwargs: Any) -> httpx.Client:
+    """:func:`http_client` for synchronous callers: an ``httpx.Client``."""
+    kwargs.setdefault("verify", ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT))
+    return httpx.Client(**kwargs)
+
+
 def describe_http_error(err: BaseException) -> str:
     """One short reason for a failed request, for error lines that name the server: the
     common failures in words, anything else as its type and text."""

@@ -188,6 +188,7 @@ def parse_topic(obj: Mapping[str, Any], node: str, redesign: bool) -> TopicParti
         depth_is_bytes=redesign,
         backend_start=_int(obj.get("backend_start")) if redesign else 0,
         channels=tuple(parse_channel(c) for c in _objects(obj, "channels")),
+        message_bytes=None if obj.get("message_bytes") is None else _int(obj["message_bytes"]),
     )
 
 

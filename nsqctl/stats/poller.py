@@ -43,6 +43,7 @@ from nsqctl.stats.parse import (
     parse_nsqd_info,
     resolve_node_ids,
 )
+from nsqctl.stats.read import stats_params
 
 DEFAULT_TIMEOUT = 2.0
 SLOW_AFTER = 1.0
@@ -177,12 +178,7 @@ class StatsPoller:
     # ------------------------------------------------------------- nsqd
 
     def _stats_params(self) -> dict[str, str]:
-        params = {"format": "json", "needClients": "true"}
-        if self.topic:
-            params["topic"] = self.topic
-            if self.channel:
-                params["channel"] = self.channel
-        return params
+        return stats_params(self.topic, self.channel)
 
     async def _fetch(self, address: str, path: str, params: dict[str, str]) -> tuple[bytes, float]:
         start = time.monotonic()
