@@ -6,9 +6,9 @@ from collections.abc import Callable
 
 from rich.text import Text
 
-from nsqctl.stats.history import sparkline
+from nsqctl.stats.series import sparkline
 from nsqctl.stats.view import ChannelView, ClusterView, NodeView, PartitionView, TopicView
-from tui.events import Event, PartitionWatch
+from tui.events import PartitionChange, PartitionTracker
 from tui.format import (
     SEVERITY_STYLE,
     STATE_STYLE,
@@ -23,20 +23,61 @@ from tui.tables import Cell, Row
 
 NODE_COLUMNS = ("nsqd", "version", "state", "health", "topics", "partitions", "leaders", "ms", "")
 TOPIC_COLUMNS = (
-    "topic", "parts", "depth", "depth trend", "msgs", "msg/s", "rate trend", "channels", "flags",
+    "topic",
+    "parts",
+    "depth",
+    "depth trend",
+    "msgs",
+    "msg/s",
+    "rate trend",
+    "channels",
+    "flags",
 )
 PARTITION_COLUMNS = (
-    "part", "leader", "replicas", "isr", "catch-up", "write", "depth", "stored", "msgs", "msg/s",
+    "part",
+    "leader",
+    "replicas",
+    "isr",
+    "catch-up",
+    "write",
+    "depth",
+    "stored",
+    "msgs",
+    "msg/s",
 )
 CHANNEL_COLUMNS = (
-    "channel", "depth", "depth size", "trend", "in-flight", "deferred", "requeued", "timed out",
-    "msgs", "msg/s", "clients", "rdy", "state",
+    "channel",
+    "depth",
+    "depth size",
+    "trend",
+    "in-flight",
+    "deferred",
+    "requeued",
+    "timed out",
+    "msgs",
+    "msg/s",
+    "clients",
+    "rdy",
+    "state",
 )
 PENDING = "…"
 """ISR / catch-up not fetched yet: the poller asks for them once a topic is in focus."""
 CLIENT_COLUMNS = (
-    "client", "host", "remote", "part", "nsqd", "rdy", "in-flight", "finished", "fin/s",
-    "requeued", "timed out", "connected", "user agent", "flags", "state",
+    "client",
+    "host",
+    "remote",
+    "part",
+    "nsqd",
+    "rdy",
+    "in-flight",
+    "finished",
+    "fin/s",
+    "requeued",
+    "timed out",
+    "connected",
+    "user agent",
+    "flags",
+    "state",
 )
 
 SORTS: dict[str, Callable[[TopicView], object]] = {
@@ -160,15 +201,15 @@ def _catchup(p: PartitionView, redesign: bool) -> Cell:
 
 
 def partition_rows(
-    topic: TopicView, watch: PartitionWatch | None = None, now: float = 0.0
+    topic: TopicView, tracker: PartitionTracker | None = None, now: float = 0.0
 ) -> list[Row]:
-    """One row per partition; with ``watch``, a recently changed leader and a recently
+    """One row per partition; with ``tracker``, a recently changed leader and a recently
     shrunk ISR are marked (reverse video) for :data:`tui.events.HIGHLIGHT_SECONDS`."""
     rows: list[Row] = []
     for p in topic.partitions:
         isr = _nodes(p.isr, topic.is_redesign)
-        moved = watch is not None and watch.leader_changed(topic.name, p.partition, now)
-        shrunk = watch is not None and watch.isr_shrunk(topic.name, p.partition, now)
+        moved = tracker is not None and tracker.leader_changed(topic.name, p.partition, now)
+        shrunk = tracker is not None and tracker.isr_shrunk(topic.name, p.partition, now)
         leader: Cell = p.leader or styled("NO LEADER", "bold red")
         if moved and p.leader:
             leader = styled(p.leader, "bold reverse green")
@@ -195,7 +236,7 @@ def partition_rows(
     return rows
 
 
-def event_lines(events: list[Event]) -> Text:
+def event_lines(events: list[PartitionChange]) -> Text:
     """The recent partition events, newest last, one per line."""
     text = Text()
     for i, event in enumerate(events):

@@ -1,19 +1,16 @@
-"""What every admin module shares: the v1 ``Accept`` header, the timeout, the family
-names, the admin errors and the response unwrapping, at the bottom of the layering so
+"""What every admin module shares: the v1 ``Accept`` header, the timeout, the admin
+errors and the response unwrapping, at the bottom of the layering so
 any module may import them."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
 
 from nsqctl.errors import TopicNotFoundError
 from nsqctl.lookup.model import unwrap_payload
 
 NSQ_V1 = {"Accept": "application/vnd.nsq; version=1.0"}
 TIMEOUT = 10.0
-
-Family = Literal["original", "redesign"]
 
 
 def unwrap_response(body: object) -> dict:

@@ -9,11 +9,12 @@ from typing import Any
 
 import httpx
 
-from nsqctl.admin.base import TIMEOUT, Family, topic_not_found
+from nsqctl.admin.base import TIMEOUT, topic_not_found
 from nsqctl.admin.placement import fetch_stats, locate_topic
 from nsqctl.admin.requests import admin_client
 from nsqctl.errors import AdminError, NsqctlError
 from nsqctl.lookup.client import LookupClient
+from nsqctl.protocol.message import Family
 from nsqctl.protocol.names import validate_topic
 
 

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from nsqctl.admin.base import NSQ_V1, Family, unwrap_response
+from nsqctl.admin.base import NSQ_V1, unwrap_response
 from nsqctl.admin.leader import find_leader, lookupd_nsqds
 from nsqctl.admin.placement import Placement, locate_topic
 from nsqctl.admin.planners import (
@@ -35,6 +35,7 @@ from nsqctl.admin.requests import (
 )
 from nsqctl.admin.versions import fetch_server_version
 from nsqctl.errors import AdminError, ConfigError
+from nsqctl.protocol.message import Family
 from nsqctl.protocol.names import validate_channel, validate_topic
 
 T = TypeVar("T")

@@ -10,12 +10,13 @@ from typing import Any
 
 import httpx
 
-from nsqctl.admin.base import NSQ_V1, TIMEOUT, Family, topic_not_found, unwrap_response
+from nsqctl.admin.base import NSQ_V1, TIMEOUT, topic_not_found, unwrap_response
 from nsqctl.admin.requests import Node, error_text
 from nsqctl.errors import AdminError
 from nsqctl.httpclient import describe_http_error
 from nsqctl.lookup.client import LookupClient
 from nsqctl.lookup.model import TopicMeta, Topology
+from nsqctl.protocol.message import Family
 
 
 @dataclass(frozen=True)

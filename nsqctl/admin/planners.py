@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from nsqctl.admin.base import Family
 from nsqctl.admin.placement import Placement
 from nsqctl.admin.requests import AdminRequest, Node
 from nsqctl.errors import AdminError, ConfigError
+from nsqctl.protocol.message import Family
 
 MAX_PARTITIONS = 255  # redesign lookupd limits
 MAX_REPLICAS = 5

@@ -10,10 +10,11 @@ from typing import Any, Literal
 
 import httpx
 
-from nsqctl.admin.base import NSQ_V1, Family, unwrap_response
+from nsqctl.admin.base import NSQ_V1, unwrap_response
 from nsqctl.admin.leader import lookupd_nsqds
 from nsqctl.admin.requests import admin_client, error_text
 from nsqctl.httpclient import describe_http_error
+from nsqctl.protocol.message import Family
 
 
 @dataclass
