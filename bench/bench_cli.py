@@ -17,7 +17,7 @@ Rows:
   of ``--size`` (100) bytes; stock options (batch 200).
 * ``to_nsq`` - ``to_nsq --topic TOPIC --nsqd-tcp-address ADDR < FILE`` (reference, target
   >= 20x), ``--to-nsq-messages`` lines (messages/20, at most 50k: it does one synchronous
-  PUB per line, ~15k/s).
+  PUB per line).
 * ``nsqctl tail`` - ``nsqctl tail TOPIC --nsqd ADDR --channel bench -n N > /dev/null`` of
   N = ``--messages`` prefilled messages; stock options (max-in-flight 200).
 * ``nsq_tail`` - ``nsq_tail --topic ... --channel bench -n N > /dev/null`` (reference,

@@ -52,7 +52,7 @@ published with nsqctl's Producer through the lookupd and not timed):
   dry. Reference for >= 0.8x.
 
 The runs share two topics (one plain, one ordered), created once: creating a redesign
-topic takes ~8 s here. A publisher is checked by what each partition gained; a consumer
+topic takes seconds. A publisher is checked by what each partition gained; a consumer
 reads a channel of its own, created before its messages are published (a youzan channel
 starts at the end of the queue) and deleted after the run.
 
@@ -173,7 +173,7 @@ class Run:
 class Redesign:
     """Topics, channels and counters on a running redesign cluster.
 
-    Creating a redesign topic takes ~8 s here (the lookupd leader places the partitions,
+    Creating a redesign topic takes seconds (the lookupd leader places the partitions,
     then every nsqd must take its part and report it writable), so the runs share two
     topics - one plain, one ordered - created once: a publisher is checked by what each
     partition gained, a consumer reads a channel of its own, created before its messages

@@ -2,8 +2,8 @@
 
 Textual's ``DataTable`` (8.x) bumps one table-wide counter on every ``update_cell`` and
 that counter is part of every render-cache key, so each poll re-rendered every visible
-cell of the 500-client channel screen, after 7,500 ``update_cell`` calls that each did
-their own bookkeeping; key presses queued behind both for up to half a second.
+cell of a big channel screen, after one ``update_cell`` per cell, each doing its own
+bookkeeping; key presses queued behind both (bench/README.md, Dashboard).
 
 Here the dashboard hands over all rows at every poll (:meth:`RowTable.set_rows`); each
 row's rendered :class:`~textual.strip.Strip` is cached under what decides its look (its

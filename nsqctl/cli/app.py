@@ -414,8 +414,9 @@ def _skip_httpx_cli() -> None:
     """Keep ``import httpx`` from loading httpx's own command-line tool.
 
     httpx 0.28's ``__init__`` imports ``httpx._main`` (its ``httpx`` console script), which
-    imports click, pygments and much of rich whenever click is installed: ~60 ms of every
-    nsqctl command that talks HTTP, in environments that have click for another tool. A
+    imports click, pygments and much of rich whenever click is installed: a large part of
+    the start-up of every nsqctl command that talks HTTP, in environments that have click
+    for another tool (bench/README.md, Start-up). A
     placeholder module stands in for it in this process only; its ``main`` loads the real
     one if anything ever calls it. (httpx2 made the import lazy upstream.)
     """

@@ -267,8 +267,8 @@ class LookupClient:
 
         ``consistent`` (youzan's nsqlookupd): list a partition only on the leader etcd
         names. Without it, ``access=r`` keeps a killed leader listed until its
-        registration expires (seen: 55-70 s after kill -9, the election took ~22 s), so a
-        consumer would not find the new leader before then. nsqio's nsqlookupd ignores it.
+        registration expires, long after the election chose a new leader, so a consumer
+        would not find the new leader before then. nsqio's nsqlookupd ignores it.
         """
         if access not in ("r", "w"):
             raise ConfigError(f"bad lookup access {access!r}: use 'r' (consume) or 'w' (publish)")

@@ -29,7 +29,7 @@ from nsqctl.stats.model import (
     TopicPartitionStats,
 )
 
-try:  # about 3x faster than the stdlib on multi-megabyte /stats bodies
+try:  # much faster than the stdlib on multi-megabyte /stats bodies
     from orjson import loads as _loads
 except ImportError:  # pragma: no cover - orjson is a dependency; keep working without it
     _loads = json.loads

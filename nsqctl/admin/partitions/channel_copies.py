@@ -1,7 +1,7 @@
 """Whether a new channel reached every copy of its topic's partitions (redesign).
 
 youzan creates a channel on the partition leader and copies the channel list to the
-other replicas later (5-12 s after a create, measured here). Until a replica has it, a
+other replicas later (seconds after a create). Until a replica has it, a
 leader failover to that replica loses the channel: the first consumer to subscribe on the
 new leader creates it at the topic's end, and every message published before is silently
 skipped for that channel. So `channel create` waits until every copy holds the channel,
