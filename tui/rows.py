@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from rich.text import Text
 
+from nsqctl.stats.rules import Severity
 from nsqctl.stats.series import sparkline
 from nsqctl.stats.view import ChannelView, ClusterView, NodeView, PartitionView, TopicView
 from tui.events import PartitionChange, PartitionTracker
@@ -298,7 +299,7 @@ def client_rows(channel: ChannelView, now: float) -> list[Row]:
             f for f, on in (("tls", s.tls), ("snappy", s.snappy), ("deflate", s.deflate)) if on
         )
         state = "STALLED" if cv.stalled else "starved" if cv.starved else "ok"
-        sev = "crit" if cv.stalled else "warn" if cv.starved else "ok"
+        sev: Severity = "crit" if cv.stalled else "warn" if cv.starved else "ok"
         rows.append(
             (
                 f"{cv.node}/{cv.partition}/{s.remote_address}",

@@ -5,6 +5,7 @@ any module may import them."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from nsqctl.errors import TopicNotFoundError
 from nsqctl.lookup.model import unwrap_payload
@@ -13,7 +14,7 @@ NSQ_V1 = {"Accept": "application/vnd.nsq; version=1.0"}
 TIMEOUT = 10.0
 
 
-def unwrap_response(body: object) -> dict:
+def unwrap_response(body: object) -> dict[str, Any]:
     """Both response shapes (``{"status_code", "data"}``-wrapped or bare) as a dict."""
     data = unwrap_payload(body)[0]
     return data if isinstance(data, dict) else {}

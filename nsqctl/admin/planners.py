@@ -18,7 +18,7 @@ CHANNEL_ACTIONS = ("create", "delete", "pause", "unpause", "empty", "skip", "uns
 REDESIGN_ONLY = ("skip", "unskip", "setoffset")
 
 
-def _req(node: Node, path: str, body: bytes | None = None, **params: str) -> AdminRequest:
+def _req(node: Node, path: str, body: bytes | None = None, /, **params: str) -> AdminRequest:
     return AdminRequest(node, path, tuple(params.items()), body)
 
 

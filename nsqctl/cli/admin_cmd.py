@@ -12,6 +12,7 @@ import asyncio
 import json
 import sys
 from collections.abc import Callable
+from typing import Any
 
 import typer
 
@@ -152,7 +153,7 @@ def _list(
     _emit_listing(listing, key, as_json, {} if topic is None else {"topic": topic})
 
 
-def _emit_listing(listing: admin.Listing, key: str, as_json: bool, extra: dict) -> None:
+def _emit_listing(listing: admin.Listing, key: str, as_json: bool, extra: dict[str, Any]) -> None:
     for address, error in listing.errors.items():
         typer.echo(f"warning: {address} did not answer: {error}", err=True)
     if as_json:

@@ -257,6 +257,7 @@ def _global_params() -> tuple[Any, ...]:
     holder.command("global")(common.global_flags)
     params = typer.main.get_command(holder).params
     for param in params:
+        assert isinstance(param, typer.core.TyperOption)  # global_flags declares options only
         param.expose_value = False
         param.hidden = True
         param.callback = _store_global
@@ -311,11 +312,13 @@ def load(entry: Entry) -> Any:
     """Import a command's module and build its click command (or group), with the
     commands of its :attr:`Entry.extensions`."""
     target = _import(entry.target)
+    command: Any
     if isinstance(target, typer.Typer):
-        command = typer.main.get_group(target)
+        group = typer.main.get_group(target)
         for extension in entry.extensions:
             for name, sub in typer.main.get_group(_import(extension)).commands.items():
-                command.add_command(sub, name)
+                group.add_command(sub, name)
+        command = group
     else:
         holder = typer.Typer(add_completion=False, rich_markup_mode=None)
         holder.command(entry.name)(target)

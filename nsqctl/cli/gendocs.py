@@ -60,7 +60,8 @@ def generate(root: Path) -> dict[Path, str]:
 
     files: dict[Path, str] = {}
     for shell, name in SHELLS.items():
-        script = typer.completion.get_completion_script(
+        # typer.completion re-exports it without listing it in an __all__
+        script = typer.completion.get_completion_script(  # type: ignore[attr-defined]
             prog_name=PROG, complete_var="_NSQCTL_COMPLETE", shell=shell
         )
         files[root / "completions" / name] = script.rstrip("\n") + "\n"

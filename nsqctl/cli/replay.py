@@ -92,7 +92,10 @@ def replay(
         raise ConfigError("--count applies to history replay (--from-time/--from-offset) only")
     from nsqctl.pipeline.engine import choose
 
-    say = (lambda m: None) if quiet else (lambda m: typer.echo(m, err=True))
+    def say(line: str) -> None:
+        if not quiet:
+            typer.echo(line, err=True)
+
     job = _Job(source, to_topic, filters, shard_field, rate, batch_size, sel, say)
     if "://" not in source and not Path(source).exists():
         raise ConfigError(f"replay source {source} does not exist")

@@ -144,7 +144,9 @@ def archive_filter(q: TraceQuery) -> RowFilter:
 def log_filter(q: TraceQuery) -> RowFilter:
     """Trace-log records of the queried message; logs hold ids unsigned, and the original
     family's id as the hex text received."""
-    preds = [LowerEq("id", q.message_id)] if q.message_id else _id_preds(q, unsigned=True)
+    preds: list[Predicate] = (
+        [LowerEq("id", q.message_id)] if q.message_id else _id_preds(q, unsigned=True)
+    )
     if q.topic:
         preds.append(Cmp("topic", "==", q.topic))
     return tuple(preds)

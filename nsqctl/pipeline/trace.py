@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import httpx
 
@@ -108,8 +108,8 @@ class SparkReader:
 def _reader(source: Reader | SparkSession | None) -> Reader | None:
     """A Reader as is; a SparkSession (the original signature of :func:`gather`) wrapped."""
     if source is None or hasattr(source, "archive_rows"):
-        return source  # type: ignore[return-value]
-    return SparkReader(source)  # type: ignore[arg-type]
+        return cast("Reader | None", source)
+    return SparkReader(cast("SparkSession", source))
 
 
 def _event(time: float, event: str, where: str, **detail: Any) -> dict[str, Any]:
@@ -148,7 +148,9 @@ def from_trace_logs(
     return events
 
 
-def _accepted(ts_ns: int | None, nsqd: str | None, topic: str, partition: Any) -> list[dict]:
+def _accepted(
+    ts_ns: int | None, nsqd: str | None, topic: str, partition: Any
+) -> list[dict[str, Any]]:
     """The message's own timestamp: when nsqd accepted the publish."""
     if not ts_ns:
         return []

@@ -12,7 +12,7 @@ only RDY and in-flight, which the channel rules need, are read eagerly.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, overload
 
@@ -29,6 +29,7 @@ from nsqctl.stats.model import (
     TopicPartitionStats,
 )
 
+_loads: Callable[[bytes | str], Any]
 try:  # much faster than the stdlib on multi-megabyte /stats bodies
     from orjson import loads as _loads
 except ImportError:  # pragma: no cover - orjson is a dependency; keep working without it

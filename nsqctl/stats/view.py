@@ -32,6 +32,7 @@ from nsqctl.stats.model import (
     ClusterStability,
     CoordInfo,
     LookupdStatus,
+    NodeState,
     NodeStats,
     TopicPartitionStats,
 )
@@ -479,10 +480,16 @@ def _topic_view(
     )
 
 
+_NODE_SEVERITY: dict[NodeState, Severity] = {
+    "up": "ok",
+    "slow": "warn",
+    "unhealthy": "warn",
+    "down": "crit",
+}
+
+
 def _node_view(node: NodeStats) -> NodeView:
-    severity: Severity = {"up": "ok", "slow": "warn", "unhealthy": "warn", "down": "crit"}[
-        node.state
-    ]
+    severity = _NODE_SEVERITY[node.state]
     return NodeView(
         stats=node,
         topic_count=len({t.topic for t in node.topics}),

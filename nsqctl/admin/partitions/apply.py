@@ -195,8 +195,9 @@ class _Run:
             state = await self.until(_settled(plan, moved_from[-1]))
             p = state.partitions.get(part) if state else None
             src = plan.nodes.get(p.leader or "") if p else None
-            if p is None or src is None or p.leader == target:
+            if p is None or src is None or p.leader is None or p.leader == target:
                 return True  # on the target, or out of time (the final wait says so)
+            elected = p.leader
             if p.leader in moved_from:
                 await asyncio.sleep(POLL * 4)  # the same after a second look: not a lag
                 again_state = await self.until(_settled(plan, moved_from[-1]))
@@ -219,7 +220,7 @@ class _Run:
             if result.outcome != "ok":
                 return False
             self.report.notes.append(f"nsqlookupd elected {p.leader}; moved leadership on")
-            moved_from.append(p.leader)
+            moved_from.append(elected)
 
     async def went_round(self, elected: list[str]) -> None:
         """Fail the move: youzan's elections came back to a copy that already led."""
