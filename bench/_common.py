@@ -2,7 +2,8 @@
 
 * start real servers on 127.0.0.1 through nsqctl's own launcher (and stop them by PID);
 * run a peer command (nsq's own Go tools) and time it, with its CPU time and peak RSS;
-* read a topic's counters from nsqd ``/stats`` so every benchmark verifies delivery;
+* read a topic's counters from nsqd ``/stats`` (through :mod:`nsqctl.stats`, the one reader)
+  so every benchmark verifies delivery;
 * measure the peak RSS of this Python process per measurement;
 * print a plain-text result table and write the results as JSON to ``bench/results/``.
 
