@@ -12,6 +12,7 @@ import asyncio
 import json
 import sys
 from collections.abc import Callable
+from typing import Any
 
 import typer
 
@@ -63,14 +64,16 @@ def cluster_addresses(
     return lookupds, nsqds
 
 
-def _refuse_without_tty(what: str, yes: bool) -> None:
+def refuse_without_tty(what: str, yes: bool) -> None:
+    """Fail before anything is asked or sent when nobody could answer the prompt."""
     if not yes and not _stdin_is_tty():
         raise ConfigError(
             f"refusing to {what} without confirmation (stdin is not a terminal): pass --yes"
         )
 
 
-def _confirm(what: str, stages: list[list[admin.AdminRequest]], yes: bool) -> None:
+def confirm_plan(what: str, stages: list[list[admin.AdminRequest]], yes: bool) -> None:
+    """Show every request of the plan and ask; a no changes nothing and exits 1."""
     if yes:
         return
     typer.echo(f"about to {what}:", err=True)
@@ -118,7 +121,7 @@ def _act(
     subject = f"{kind} {topic}" if channel is None else f"channel {topic}/{channel}"
     what = f"{action} {subject}"
     if destructive:
-        _refuse_without_tty(what, yes)
+        refuse_without_tty(what, yes)
     lookupds, nsqds = cluster
     placement, stages = asyncio.run(
         admin.prepare(
@@ -133,7 +136,7 @@ def _act(
         )
     )
     if destructive:
-        _confirm(what, stages, yes)
+        confirm_plan(what, stages, yes)
     report = asyncio.run(admin.run_plan(f"{kind} {action}", placement, stages, channel=channel))
     emit_report(report, as_json)
 
@@ -150,7 +153,7 @@ def _list(
     _emit_listing(listing, key, as_json, {} if topic is None else {"topic": topic})
 
 
-def _emit_listing(listing: admin.Listing, key: str, as_json: bool, extra: dict) -> None:
+def _emit_listing(listing: admin.Listing, key: str, as_json: bool, extra: dict[str, Any]) -> None:
     for address, error in listing.errors.items():
         typer.echo(f"warning: {address} did not answer: {error}", err=True)
     if as_json:
@@ -364,8 +367,3 @@ def channel_setoffset(
         as_json=as_json,
         offset=offset,
     )
-
-
-# The redesign's partition operations (expand, move, update) live in their own module and
-# register themselves on ``topic_app``; imported last because they use the helpers above.
-from nsqctl.cli import partition_cmd  # noqa: E402, F401

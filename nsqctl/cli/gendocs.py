@@ -25,7 +25,8 @@ SHORT_HELP = 45  # characters of a command's summary in NAME and COMMANDS (click
 def completion_script(shell: str) -> str:
     """The script that makes ``shell`` ask nsqctl itself for completions (``nsqctl
     completion SHELL`` prints it; ``completions/`` holds a copy of each)."""
-    script = typer.completion.get_completion_script(
+    # typer.completion re-exports it without listing it in an __all__
+    script = typer.completion.get_completion_script(  # type: ignore[attr-defined]
         prog_name=PROG, complete_var="_NSQCTL_COMPLETE", shell=shell
     )
     return script.rstrip("\n") + "\n"

@@ -9,8 +9,8 @@ from typing import Any
 import typer
 
 from nsqctl import admin
-from nsqctl.cli.admin_cmd import JsonOption, cluster_addresses
-from nsqctl.cli.common import LookupdOption, NsqdHttpOption, NsqdOption, ProfileOption
+from nsqctl.cli.admin_cmd import cluster_addresses
+from nsqctl.cli.common import JsonOption, LookupdOption, NsqdHttpOption, NsqdOption, ProfileOption
 from nsqctl.errors import ConfigError
 from nsqctl.protocol.names import validate_topic
 

@@ -146,7 +146,7 @@ class Archiver:
             ordered = True
             consumer = self._consumer(True, trace)
             await consumer.start()
-        self.stats.ordered = ordered
+        self.stats.ordered = bool(ordered)
         return consumer
 
     async def _write(self, batch: ArchiveBuffer[Message]) -> None:

@@ -101,9 +101,7 @@ def spark_session(
     try:
         from pyspark.sql import SparkSession
     except ImportError as err:
-        raise ConfigError(
-            "the data pipeline needs PySpark: `pip install 'pyspark>=4'`"
-        ) from err
+        raise ConfigError("the data pipeline needs PySpark: `pip install 'pyspark>=4'`") from err
     master = resolve_master(master)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -119,9 +117,7 @@ def spark_session(
         .config("spark.sql.session.timeZone", "UTC")
     )
     if master.startswith("local"):
-        builder = builder.config(
-            "spark.driver.memory", os.environ.get("NSQCTL_SPARK_MEMORY", "1g")
-        )
+        builder = builder.config("spark.driver.memory", os.environ.get("NSQCTL_SPARK_MEMORY", "1g"))
     if master.startswith("local") or _loopback_cluster(master):
         builder = builder.config("spark.driver.host", "127.0.0.1").config(
             "spark.driver.bindAddress", "127.0.0.1"
@@ -204,9 +200,11 @@ def check_executors(
                 f"{where} has nsqctl {r['nsqctl']}, this driver {__version__}: install the "
                 "same nsqctl version on the workers"
             )
-        if r["unreachable"]:
+        unreachable = r["unreachable"]
+        if unreachable:
+            assert isinstance(unreachable, list)
             raise ExecutorError(
-                f"{where} cannot reach {', '.join(r['unreachable'])}: replay publishes from "
+                f"{where} cannot reach {', '.join(map(str, unreachable))}: replay publishes from "
                 "the executors, so every worker needs network access to the --nsqd/--lookupd "
                 "addresses; give addresses the workers can reach"
             )
