@@ -1,4 +1,5 @@
-"""The producer's retry decisions and per-route send order, without sockets."""
+"""The producer's retry decisions, failover reports and per-route send order, without
+sockets."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import asyncio
 
 import pytest
 
-from nsqctl.producer.failover import FailoverEvent, RetryClock, RetryPolicy
+from nsqctl.failover import FailoverEvent
+from nsqctl.producer.failover import FailoverNotes, RetryClock, RetryPolicy
 from nsqctl.producer.ordering import RouteOrder, TicketLine
 
 
@@ -49,12 +51,29 @@ def test_clock_window_zero_or_not_leader_loss_does_not_ride() -> None:
 
 
 def test_event_lines_name_topic_partition_and_window() -> None:
-    waiting = FailoverEvent("waiting", "ha", 0, 12.4, "connection refused")
-    assert waiting.describe(180) == (
-        "waiting for a leader for ha/0 (12s of 180s): connection refused"
-    )
-    resumed = FailoverEvent("resumed", "ha", None, 31.25, "127.0.0.1:4150")
-    assert resumed.describe(180) == "ha: publishing again on 127.0.0.1:4150 after 31.2s"
+    waiting = FailoverEvent("waiting", "publish", "ha", 0, 12.4, 180, reason="connection refused")
+    assert waiting.describe() == ("waiting for a leader for ha/0 (12s of 180s): connection refused")
+    resumed = FailoverEvent("resumed", "publish", "ha", None, 31.25, 180, "127.0.0.1:4150")
+    assert resumed.describe() == "ha: publishing again on 127.0.0.1:4150 after 31.2s"
+
+
+def test_notes_report_waiting_once_per_interval_per_partition() -> None:
+    notes = FailoverNotes(window=180, interval=5)
+    first = notes.waiting("ha", 0, 0.1, "refused", now=100.0)
+    assert first == FailoverEvent("waiting", "publish", "ha", 0, 0.1, 180, reason="refused")
+    assert notes.waiting("ha", 0, 2.0, "refused", now=104.9) is None  # many in flight
+    assert notes.waiting("ha", 1, 2.0, "refused", now=104.9) is not None  # its own partition
+    later = notes.waiting("ha", 0, 5.1, "not leader", now=105.0)
+    assert later is not None and later.reason == "not leader"
+
+
+def test_notes_report_resumed_once_and_only_after_a_reported_wait() -> None:
+    notes = FailoverNotes(window=30)
+    assert notes.resumed("ha", 0, 1.0, "127.0.0.1:4150") is None  # no wait was reported
+    notes.waiting("ha", 0, 0.0, "refused", now=0.0)
+    resumed = notes.resumed("ha", 0, 21.5, "127.0.0.1:4151")
+    assert resumed == FailoverEvent("resumed", "publish", "ha", 0, 21.5, 30, nsqd="127.0.0.1:4151")
+    assert notes.resumed("ha", 0, 21.6, "127.0.0.1:4151") is None  # the next publishes
 
 
 def test_route_pipelines_while_healthy() -> None:
