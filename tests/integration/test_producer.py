@@ -66,7 +66,7 @@ async def test_publish_mpub_dpub_round_trip(original_cluster: cluster.Cluster) -
     async with Producer(nsqd_tcp=[nsqd]) as producer:
         await producer.publish(topic, bodies[0])
         await producer.publish_many(topic, bodies[1:])
-        await producer.publish_deferred(topic, b"deferred", 300)
+        await producer.publish_deferred(topic, b"deferred", 0.3)
     got = await read_back(nsqd, topic, len(bodies) + 1)
     assert sorted(m.body for m in got) == sorted([*bodies, b"deferred"])
     assert all(len(m.id) == 16 and m.internal_id is None for m in got)
