@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
@@ -40,6 +41,7 @@ from nsqctl.protocol.names import validate_topic
 from nsqctl.tracelog import TraceLog
 
 WINDOW = 8  # MPUB batches in flight at once
+INTERRUPTED = 130  # exit code after SIGINT, as shells report it (128 + 2)
 
 
 @dataclass
@@ -104,6 +106,7 @@ class PubResult:
     published: int = 0
     unpublished: int = 0
     error: BaseException | None = None
+    interrupted: bool = False  # SIGINT stopped it: published counts what got OK
     receipts: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -172,7 +175,9 @@ def pub(
         raise ConfigError("--trace-log records traced publishes: add --trace ID or --trace auto")
     cluster = resolve_cluster(lookupd, nsqd, profile)
     source, total_bytes = open_source(messages, file, parse_delimiter(delimiter), binary)
-    progress = LazyProgress(f"pub {topic}", total_bytes, enabled=not quiet)
+    # A closed stderr (`2>&-`) must not stop publishing: then there is nowhere to show
+    # progress or failover notes, and the exit code alone reports the outcome.
+    progress = LazyProgress(f"pub {topic}", total_bytes, enabled=not quiet and stderr_open())
     log = TraceLog(trace_log) if trace_log is not None else None
     result = PubResult()
 
@@ -194,11 +199,19 @@ def pub(
     )
     try:
         asyncio.run(_publish(producer, plan, source, progress, result))
+    except KeyboardInterrupt:
+        if not result.interrupted:
+            raise  # before publishing started: nothing to report
     finally:
         progress.stop()
         if log is not None:
             log.close()
     _report(plan, result, quiet, as_json)
+
+
+def stderr_open() -> bool:
+    """False when the process was started with stderr closed (Python sets it to None)."""
+    return sys.stderr is not None
 
 
 def _failover_line(event: FailoverEvent) -> str:
@@ -215,11 +228,18 @@ def _report(plan: PubPlan, result: PubResult, quiet: bool, as_json: bool) -> Non
                     "topic": plan.topic,
                     "published": result.published,
                     "unpublished": result.unpublished,
-                    "error": str(result.error) if result.error else None,
+                    "error": "interrupted" if result.interrupted else _text(result.error),
                 }
             )
         )
-    elif not quiet and result.error is None:
+    if result.interrupted:
+        typer.echo(
+            f"nsqctl pub: interrupted: {result.published} message(s) published to "
+            f"{plan.topic}, {result.unpublished} read but not confirmed",
+            err=True,
+        )
+        raise typer.Exit(INTERRUPTED)
+    if not as_json and not quiet and result.error is None:
         typer.echo(f"published {result.published} message(s) to {plan.topic}", err=True)
     if result.error is not None:
         raise NsqctlError(
@@ -227,6 +247,10 @@ def _report(plan: PubPlan, result: PubResult, quiet: bool, as_json: bool) -> Non
             f"{result.error}",
             setting=getattr(result.error, "setting", None),
         )
+
+
+def _text(error: BaseException | None) -> str | None:
+    return None if error is None else str(error)
 
 
 class _Window:
@@ -256,13 +280,19 @@ class _Window:
             raise failure
 
     async def abandon(self) -> int:
-        """Cancel what is in flight; returns how many messages that leaves unconfirmed."""
+        """Cancel what is in flight; returns how many messages that leaves unconfirmed.
+        Batches that got OK before (or while) being cancelled are counted as published."""
         for task in self.tasks:
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)
-        count = sum(self.tasks.values())
+        unconfirmed = 0
+        for task, count in self.tasks.items():
+            if not task.cancelled() and task.exception() is None:
+                self.result.published += count
+            else:
+                unconfirmed += count
         self.tasks.clear()
-        return count
+        return unconfirmed
 
 
 async def _publish(
@@ -319,6 +349,11 @@ async def _publish(
             result.error = err
             # Everything read but not confirmed, plus what was never read (unknown: 0).
             result.unpublished = read - result.published
+        except asyncio.CancelledError:  # SIGINT: asyncio.run cancels this task
+            await window.abandon()
+            result.interrupted = True
+            result.unpublished = read - result.published
+            raise
 
 
 Sender = Callable[[Batch, _Window], Awaitable[None]]
