@@ -16,6 +16,7 @@ This module adds only the commands: what each public method sends and what it re
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ from nsqctl.lookup.model import Topology
 from nsqctl.producer.discovery import TopologyCache
 from nsqctl.producer.failover import RetryPolicy
 from nsqctl.producer.pool import ConnectionPool
-from nsqctl.producer.retry import RetryLoop, Send
+from nsqctl.producer.retry import PublishCall, RetryLoop, Send
 from nsqctl.producer.routing import Router, check_partition
 from nsqctl.protocol.names import validate_topic
 from nsqctl.protocol.replies import parse_traced_reply
@@ -174,9 +175,7 @@ class Producer:
         if len(batches) == 1:
             await self._publish(topic, partition, shard_key, mpub(batches[0]))
             return
-        await asyncio.gather(
-            *(self._publish(topic, partition, shard_key, mpub(b)) for b in batches)
-        )
+        await self._publish_batches(topic, partition, shard_key, [mpub(b) for b in batches])
 
     async def publish_deferred(self, topic: str, body: bytes, delay: float) -> None:
         """DPUB (original family only): the message is delivered ``delay`` seconds from now
@@ -204,13 +203,10 @@ class Producer:
         shard_key: ShardKey | None = None,
     ) -> Receipt:
         """PUB_TRACE (redesign): returns where the message landed."""
-        return await self._traced(
-            topic,
-            lambda part: (p.pub_trace(topic, trace_id, body, part), "pub_trace"),
-            (trace_id,),
-            partition,
-            shard_key,
+        send = self._traced_send(
+            topic, lambda part: (p.pub_trace(topic, trace_id, body, part), "pub_trace"), (trace_id,)
         )
+        return await self._publish(topic, partition, shard_key, send)
 
     async def publish_traced_many(
         self,
@@ -230,38 +226,36 @@ class Producer:
         groups = p.split_mpub(
             [body for _, body in items], self.max_body_size, p.MPUB_TRACE_ENTRY_OVERHEAD
         )
-        calls = []
+        publishes = []
         start = 0
         for group in groups:
             batch = items[start : start + len(group)]
             start += len(group)
             trace_ids = tuple(trace_id for trace_id, _ in batch)
-            calls.append(
-                self._traced(topic, _mpub_trace(topic, batch), trace_ids, partition, shard_key)
-            )
-        if len(calls) == 1:
-            return [await calls[0]]
-        return list(await asyncio.gather(*calls))
+            publishes.append(self._traced_send(topic, _mpub_trace(topic, batch), trace_ids))
+        if len(publishes) == 1:
+            return [await self._publish(topic, partition, shard_key, publishes[0])]
+        return await self._publish_batches(topic, partition, shard_key, publishes)
 
-    async def _traced(
+    def _traced_send(
         self,
         topic: str,
         command: Callable[[int | None], tuple[bytes, str]],
         trace_ids: tuple[int, ...],
-        partition: int | None,
-        shard_key: ShardKey | None,
-    ) -> Receipt:
+    ) -> Send[Receipt]:
+        """A traced publish's send: the receipt goes to ``on_receipt`` as the OK comes."""
+
         async def send(conn: Connection, part: int | None) -> Receipt:
             _require_redesign(conn, "traced publish")
             reply = parse_traced_reply(await conn.request(*command(part)))
-            return Receipt(
+            receipt = Receipt(
                 topic, part, str(conn.address), *reply, count=len(trace_ids), trace_ids=trace_ids
             )
+            if self.on_receipt is not None:
+                self.on_receipt(receipt)
+            return receipt
 
-        receipt = await self._publish(topic, partition, shard_key, send)
-        if self.on_receipt is not None:
-            self.on_receipt(receipt)
-        return receipt
+        return send
 
     async def publish_ext(
         self,
@@ -288,11 +282,33 @@ class Producer:
     async def _publish(
         self, topic: str, partition: int | None, shard_key: ShardKey | None, send: Send[T]
     ) -> T:
+        """One publish call to OK or its final error."""
+        call = self._begin(topic, partition, shard_key)
+        return await self._retry.run(call, send)
+
+    async def _publish_batches(
+        self, topic: str, partition: int | None, shard_key: ShardKey | None, sends: list[Send[T]]
+    ) -> list[T]:
+        """One publish call per batch, pipelined; results in batch order, or the first
+        error (the other batches go on and may be stored).
+
+        Every call is begun here, before any await, so a keyed call's batches keep their
+        order against the calls begun after this one; a batch task cancelled before it
+        ran still releases its place in that order."""
+        tasks = []
+        for send in sends:
+            call = self._begin(topic, partition, shard_key)
+            task = asyncio.ensure_future(self._retry.run(call, send))
+            task.add_done_callback(functools.partial(_end_call, self._retry, call))
+            tasks.append(task)
+        return list(await asyncio.gather(*tasks))
+
+    def _begin(self, topic: str, partition: int | None, shard_key: ShardKey | None) -> PublishCall:
         if self._closed:
             raise PublishError("the producer is closed")
         validate_topic(topic)
         check_partition(partition)
-        return await self._retry.run(topic, partition, shard_key, send)
+        return self._retry.begin(topic, partition, shard_key)
 
     # ------------------------------------------------------------------ topology
 
@@ -324,6 +340,10 @@ class Producer:
         self._closed = True
         await self._pool.close()
         await self._topologies.close()
+
+
+def _end_call(retry: RetryLoop, call: PublishCall, _task: object) -> None:
+    retry.end(call)
 
 
 def _mpub_trace(

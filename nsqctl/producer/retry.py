@@ -41,7 +41,7 @@ from nsqctl.producer.pool import ConnectionPool
 from nsqctl.producer.routing import Router, Target
 from nsqctl.sharding import ShardKey
 
-__all__ = ["RetryLoop", "Send"]
+__all__ = ["PublishCall", "RetryLoop", "Send"]
 
 log = logging.getLogger("nsqctl.producer")
 
@@ -53,8 +53,8 @@ Send = Callable[[Connection, int | None], Awaitable[T]]
 
 
 @dataclass
-class _Call:
-    """The state of one publish call across its attempts."""
+class PublishCall:
+    """The state of one publish call across its attempts (from :meth:`RetryLoop.begin`)."""
 
     topic: str
     partition: int | None
@@ -88,11 +88,29 @@ class RetryLoop:
         self._tickets: dict[str, TicketLine] = {}
         self._routes: dict[tuple[str, int | HostPort], RouteOrder] = {}
 
-    async def run(
-        self, topic: str, partition: int | None, shard_key: ShardKey | None, send: Send[T]
-    ) -> T:
+    def begin(self, topic: str, partition: int | None, shard_key: ShardKey | None) -> PublishCall:
+        """A new publish call, in call order: a keyed call takes its ticket here, before
+        any await, so calls begun one after the other send in that order. Every call
+        begun must be :meth:`run` or :meth:`end`-ed, or later keyed calls of its topic
+        wait for it forever."""
+        clock = RetryClock(self.policy, time.monotonic(), topic in self._written)
+        call = PublishCall(topic, partition, shard_key, clock, None, where=partition)
+        if partition is not None or shard_key is not None:
+            call.line = self._tickets.setdefault(topic, TicketLine())
+            call.ticket = call.line.take()
+        return call
+
+    def end(self, call: PublishCall) -> None:
+        """Release the call's place in order (done, failed, cancelled, or never run).
+        Idempotent; :meth:`run` ends its call itself."""
+        if call.line is not None:
+            call.line.passed(call.ticket)  # no-op once registered
+        if call.order is not None:
+            call.order.settle(call.ticket)
+
+    async def run(self, call: PublishCall, send: Send[T]) -> T:
         """Publish with ``send`` until OK; raise the error that ends it."""
-        call = self._start(topic, partition, shard_key)
+        topic = call.topic
         try:
             while True:
                 try:
@@ -119,21 +137,9 @@ class RetryLoop:
                     return result
                 await self._before_retry(call, last)
         finally:
-            if call.line is not None:
-                call.line.passed(call.ticket)  # no-op once registered
-            if call.order is not None:
-                call.order.settle(call.ticket)
+            self.end(call)
 
-    def _start(self, topic: str, partition: int | None, shard_key: ShardKey | None) -> _Call:
-        clock = RetryClock(self.policy, time.monotonic(), topic in self._written)
-        call = _Call(topic, partition, shard_key, clock, None, where=partition)
-        if partition is not None or shard_key is not None:
-            # the call order, taken before any await: keyed retries keep it per route
-            call.line = self._tickets.setdefault(topic, TicketLine())
-            call.ticket = call.line.take()
-        return call
-
-    async def _attempt(self, call: _Call, send: Send[T]) -> tuple[T, Connection]:
+    async def _attempt(self, call: PublishCall, send: Send[T]) -> tuple[T, Connection]:
         topic = call.topic
         topo = await self.topologies.get(topic, call.refresh)
         if call.where is None and topo.partition_num == 1 and topo.is_redesign:
@@ -153,7 +159,7 @@ class RetryLoop:
         conn = await self.pool.connection(topic, target)
         return await send(conn, conn.partition_arg(target.partition)), conn
 
-    async def _register(self, call: _Call, route: int | HostPort) -> None:
+    async def _register(self, call: PublishCall, route: int | HostPort) -> None:
         """Register a keyed call's ticket on its route once every earlier ticket of the
         topic has (a later call that found the topology cached must not overtake)."""
         if call.line is None or call.order is not None:
@@ -163,7 +169,9 @@ class RetryLoop:
         call.order.register(call.ticket)
         call.line.passed(call.ticket)
 
-    async def _turn(self, call: _Call, order: RouteOrder, topo: Topology, target: Target) -> Target:
+    async def _turn(
+        self, call: PublishCall, order: RouteOrder, topo: Topology, target: Target
+    ) -> Target:
         """Wait until the call may send on its route; the target to send to then."""
         if order.recovering:
             log.debug("%s ticket %d for route %s waits: %s",
@@ -177,7 +185,7 @@ class RetryLoop:
         topo = self.topologies.cached(call.topic) or topo
         return self.router.choose(call.topic, topo, call.partition, call.shard_key)
 
-    def _succeeded(self, call: _Call, conn: Connection) -> None:
+    def _succeeded(self, call: PublishCall, conn: Connection) -> None:
         self._written.add(call.topic)
         clock = call.clock
         if clock.attempts:
@@ -187,7 +195,7 @@ class RetryLoop:
             waited = clock.waited(time.monotonic())
             self._report(self._notes.resumed(call.topic, call.where, waited, str(conn.address)))
 
-    async def _before_retry(self, call: _Call, last: BaseException) -> None:
+    async def _before_retry(self, call: PublishCall, last: BaseException) -> None:
         """Record the failure; wait before the next attempt, or raise the final error."""
         if call.order is not None:
             call.order.failed(call.ticket)
@@ -204,7 +212,7 @@ class RetryLoop:
                  call.topic, last, call.ticket, call.clock.attempts, delay)  # fmt: skip
         await asyncio.sleep(delay)
 
-    def _gave_up(self, call: _Call, last: BaseException) -> PublishError:
+    def _gave_up(self, call: PublishCall, last: BaseException) -> PublishError:
         topic, clock = call.topic, call.clock
         if clock.riding:
             window = self.policy.failover_window
