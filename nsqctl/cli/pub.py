@@ -36,7 +36,6 @@ from nsqctl.cli.pub_input import (
 from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.failover import DEFAULT_FAILOVER_WINDOW, FailoverEvent
 from nsqctl.producer import Producer, Receipt, RetryPolicy
-from nsqctl.producer.routing import check_partition
 from nsqctl.protocol.names import validate_topic
 from nsqctl.tracelog import TraceLog
 
@@ -73,13 +72,6 @@ class PubPlan:
             raise ConfigError("--defer and --trace cannot be combined (DPUB has no trace)")
         if self.defer_ms is not None and self.defer_ms < 0:
             raise ConfigError("--defer must be >= 0 milliseconds")
-        if self.partition is not None:
-            try:
-                check_partition(self.partition)
-            except ConfigError:
-                raise ConfigError(
-                    f"bad --partition {self.partition}: partitions are numbered from 0"
-                ) from None
         if self.rate is not None and self.rate <= 0:
             raise ConfigError("--rate must be a positive number of messages per second")
         if self.trace is not None and self.trace != "auto":
@@ -143,7 +135,9 @@ def pub(
     ),
     batch: int = typer.Option(200, "--batch", min=1, max=100_000, help="Messages per MPUB."),
     rate: float | None = typer.Option(None, "--rate", help="Publish at most N messages/s."),
-    partition: int | None = typer.Option(None, "--partition", help="Partition (redesign)."),
+    partition: int | None = typer.Option(
+        None, "--partition", min=0, help="Partition, numbered from 0 (redesign)."
+    ),
     shard: str | None = typer.Option(None, "--shard", help="Shard key for every message."),
     shard_field: str | None = typer.Option(
         None, "--shard-field", help="Take each message's shard key from this JSON field."

@@ -148,26 +148,26 @@ class RetryLoop:
             target = self.router.choose(topic, topo, call.partition, call.shard_key)
         except PartitionUnavailableError as err:
             if err.partition is not None:
-                await self._register(call, err.partition)
+                if call.line is not None and call.order is None:
+                    await self._register(call, call.line, err.partition)
                 call.where = err.partition
             raise
         if target.partition is not None:
             call.where = target.partition
-        await self._register(call, target.route)
+        if call.line is not None and call.order is None:  # keyed, first time routed
+            await self._register(call, call.line, target.route)
         if call.order is not None:
             target = await self._turn(call, call.order, topo, target)
         conn = await self.pool.connection(topic, target)
         return await send(conn, conn.partition_arg(target.partition)), conn
 
-    async def _register(self, call: PublishCall, route: int | HostPort) -> None:
+    async def _register(self, call: PublishCall, line: TicketLine, route: int | HostPort) -> None:
         """Register a keyed call's ticket on its route once every earlier ticket of the
         topic has (a later call that found the topology cached must not overtake)."""
-        if call.line is None or call.order is not None:
-            return
-        await call.line.turn(call.ticket)
+        await line.turn(call.ticket)
         call.order = self._routes.setdefault((call.topic, route), RouteOrder())
         call.order.register(call.ticket)
-        call.line.passed(call.ticket)
+        line.passed(call.ticket)
 
     async def _turn(
         self, call: PublishCall, order: RouteOrder, topo: Topology, target: Target

@@ -134,7 +134,7 @@ def test_negative_partition_is_bad_input_on_the_redesign(
         check=False,
     )
     line = assert_one_line_error(proc, 2)
-    assert "--partition -1" in line and "numbered from 0" in line
+    assert "'--partition': -1 is not in the range x>=0" in line
 
     async def library() -> None:
         async with Producer(lookupd_http=c.lookupd_http) as producer:
