@@ -171,7 +171,7 @@ def pub(
     source, total_bytes = open_source(messages, file, parse_delimiter(delimiter), binary)
     # A closed stderr (`2>&-`) must not stop publishing: then there is nowhere to show
     # progress or failover notes, and the exit code alone reports the outcome.
-    progress = LazyProgress(f"pub {topic}", total_bytes, enabled=not quiet and stderr_open())
+    progress = LazyProgress(f"pub {topic}", total_bytes, enabled=not quiet and _stderr_open())
     log = TraceLog(trace_log) if trace_log is not None else None
     result = PubResult()
 
@@ -203,7 +203,7 @@ def pub(
     _report(plan, result, quiet, as_json)
 
 
-def stderr_open() -> bool:
+def _stderr_open() -> bool:
     """False when the process was started with stderr closed (Python sets it to None)."""
     return sys.stderr is not None
 
