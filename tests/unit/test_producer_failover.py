@@ -7,9 +7,14 @@ import asyncio
 
 import pytest
 
+from nsqctl.connection import ConnectionConfig
 from nsqctl.failover import FailoverEvent
+from nsqctl.producer.discovery import TopologyCache
 from nsqctl.producer.failover import FailoverNotes, RetryClock, RetryPolicy
 from nsqctl.producer.ordering import RouteOrder, TicketLine
+from nsqctl.producer.pool import ConnectionPool
+from nsqctl.producer.retry import RetryLoop
+from nsqctl.producer.routing import Router
 
 
 def test_clock_before_first_write_gives_up_after_attempts() -> None:
@@ -187,3 +192,29 @@ def test_route_turn_says_whether_the_ticket_waited() -> None:
         return first, await later
 
     assert asyncio.run(run()) == (False, True)  # only a ticket that waited chooses again
+
+
+def test_calls_take_tickets_when_begun_and_a_call_never_run_gives_its_place_up() -> None:
+    """publish_many begins every batch's call before any await; a batch task cancelled
+    before it ran must not hold later keyed calls of its topic forever."""
+    loop = RetryLoop(
+        TopologyCache(None, "127.0.0.1:1", 60.0),
+        Router(),
+        ConnectionPool(ConnectionConfig()),
+        RetryPolicy(),
+    )
+
+    async def run() -> None:
+        first = loop.begin("t", None, "k")
+        second = loop.begin("t", 0, None)
+        unkeyed = loop.begin("t", None, None)
+        assert (first.ticket, second.ticket, unkeyed.line) == (0, 1, None)
+        assert first.line is second.line is not None
+        waiting = asyncio.create_task(second.line.turn(second.ticket))
+        await asyncio.sleep(0)
+        assert not waiting.done()  # the first call has not passed yet
+        loop.end(first)  # cancelled before it ever ran
+        loop.end(first)  # idempotent (run's own end, then the done callback)
+        await asyncio.wait_for(waiting, 1)
+
+    asyncio.run(run())
