@@ -180,7 +180,7 @@ async def test_traced_publish_receipts_and_trace_ids_on_delivery(
         r0 = await producer.publish_traced(topic, b"lib-single-0", 1001, partition=0)
         r1 = await producer.publish_traced(topic, b"lib-single-1", 1002, partition=1)
         items = [(2001, b"lib-batch-0"), (2002, b"lib-batch-1"), (2003, b"lib-batch-2")]
-        rb = await producer.publish_traced_many(topic, items, partition=1)
+        [rb] = await producer.publish_traced_many(topic, items, partition=1)
     assert (r0.partition, r0.trace_id, r0.count) == (0, 1001, 1)
     assert (r1.partition, r1.trace_id, rb.partition, rb.trace_id, rb.count) == (1, 1002, 1, 0, 3)
     assert [r.internal_id >> 50 for r in (r0, r1, rb)] == [0, 1, 1]
