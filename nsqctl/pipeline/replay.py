@@ -205,6 +205,7 @@ def dry_run(raw: DataFrame, ordered: DataFrame) -> dict[str, int]:
     from pyspark.sql import functions as F
 
     after = ordered.agg(F.count("*").alias("n"), F.countDistinct("_key").alias("k")).first()
+    assert after is not None  # an aggregate without grouping always has its one row
     before = raw.count()
     return {
         "matching": before,

@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -178,7 +178,7 @@ def check_executors(
     runs one, but an executor added later is not covered.
     """
     sc = spark.sparkContext
-    if sc.master.startswith("local"):
+    if (sc.master or "").startswith("local"):
         return []
     addresses = list(reach or [])
     tasks = max(sc.defaultParallelism, 1)
@@ -211,11 +211,11 @@ def check_executors(
     return reports
 
 
-def _probe(addresses: list[str]) -> Callable[[Iterator[int]], Iterator[dict[str, object]]]:
+def _probe(addresses: list[str]) -> Callable[[Iterable[int]], Iterator[dict[str, object]]]:
     """The executor-side check. A closure, so Spark ships it by value: it must run (and
     report) where nsqctl itself cannot be imported, so it uses the standard library only."""
 
-    def probe(_rows: Iterator[int]) -> Iterator[dict[str, object]]:
+    def probe(_rows: Iterable[int]) -> Iterator[dict[str, object]]:
         import importlib
         import socket
 

@@ -109,7 +109,7 @@ def _reader(source: Reader | SparkSession | None) -> Reader | None:
     """A Reader as is; a SparkSession (the original signature of :func:`gather`) wrapped."""
     if source is None or hasattr(source, "archive_rows"):
         return cast("Reader | None", source)
-    return SparkReader(cast("SparkSession", source))
+    return SparkReader(source)  # hasattr narrowed the union to the SparkSession
 
 
 def _event(time: float, event: str, where: str, **detail: Any) -> dict[str, Any]:
