@@ -18,6 +18,7 @@ import typer
 
 from nsqctl import admin
 from nsqctl.addresses import parse_address
+from nsqctl.cli import complete
 from nsqctl.cli.common import (
     JsonOption,
     LookupdOption,
@@ -39,7 +40,13 @@ channel_app = typer.Typer(
 )
 
 YesOption = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation.")
-PartitionOption = typer.Option(None, "--partition", min=0, help="Only this partition (redesign).")
+PartitionOption = typer.Option(
+    None,
+    "--partition",
+    min=0,
+    help="Only this partition (redesign).",
+    autocompletion=complete.partitions,
+)
 
 
 def _stdin_is_tty() -> bool:
@@ -171,7 +178,7 @@ def _emit_listing(listing: admin.Listing, key: str, as_json: bool, extra: dict[s
 
 @topic_app.command("create")
 def topic_create(
-    topic: str = typer.Argument(..., help="Topic to create."),
+    topic: str = typer.Argument(..., autocompletion=complete.topics, help="Topic to create."),
     partitions: int = typer.Option(1, "--partitions", help="Partitions (redesign; 1-255)."),
     replicas: int = typer.Option(1, "--replicas", help="Replicas per partition (redesign; 1-5)."),
     ordered: bool = typer.Option(False, "--ordered", help="Ordered topic (redesign)."),
@@ -210,7 +217,7 @@ def _topic_action(
     action: str, destructive: bool = False, topic_help: str = "Topic."
 ) -> Callable[..., None]:
     def command(
-        topic: str = typer.Argument(..., help=topic_help),
+        topic: str = typer.Argument(..., autocompletion=complete.topics, help=topic_help),
         yes: bool = YesOption,
         as_json: bool = JsonOption,
         lookupd: list[str] = LookupdOption,
@@ -257,7 +264,9 @@ topic_app.command("empty", help="Drop every queued message of a topic (original 
 
 @channel_app.command("list")
 def channel_list(
-    topic: str = typer.Argument(..., help="Topic whose channels to list."),
+    topic: str = typer.Argument(
+        ..., autocompletion=complete.topics, help="Topic whose channels to list."
+    ),
     as_json: bool = JsonOption,
     lookupd: list[str] = LookupdOption,
     nsqd: list[str] = NsqdOption,
@@ -283,8 +292,8 @@ _DESTRUCTIVE = ("delete", "empty", "skip", "setoffset")
 
 def _channel_action(action: str) -> Callable[..., None]:
     def command(
-        topic: str = typer.Argument(..., help="Topic."),
-        channel: str = typer.Argument(..., help="Channel."),
+        topic: str = typer.Argument(..., autocompletion=complete.topics, help="Topic."),
+        channel: str = typer.Argument(..., autocompletion=complete.channels, help="Channel."),
         partition: int | None = PartitionOption,
         yes: bool = YesOption,
         as_json: bool = JsonOption,
@@ -330,8 +339,8 @@ for _action, _help in _CHANNEL_HELP.items():
 
 @channel_app.command("setoffset")
 def channel_setoffset(
-    topic: str = typer.Argument(..., help="Topic."),
-    channel: str = typer.Argument(..., help="Channel."),
+    topic: str = typer.Argument(..., autocompletion=complete.topics, help="Topic."),
+    channel: str = typer.Argument(..., autocompletion=complete.channels, help="Channel."),
     timestamp: int | None = typer.Option(
         None, "--timestamp", help="Resume from messages published at/after this Unix time."
     ),

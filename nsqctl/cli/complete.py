@@ -1,5 +1,6 @@
 """Shell completion that knows the cluster: topics, channels, partitions and nodes from the
-nsqlookupd the command would talk to, and profiles from the config file.
+nsqlookupd the command would talk to (profiles complete in :mod:`nsqctl.cli.common`, beside
+the option, since this module resolves the cluster through it).
 
 A completion runs while the user waits at a prompt, so every answer has one short
 deadline for all of its requests, and anything that goes wrong (no cluster configured,
@@ -15,25 +16,29 @@ import time
 from collections.abc import Iterable
 from typing import Any, Protocol
 
+import typer
+
 from nsqctl.errors import NsqctlError
 
-
-class Context(Protocol):
-    """What completion reads of click's context (typer carries its own click, so nsqctl
-    names none of its classes)."""
-
-    params: dict[str, Any]
-    parent: Context | None
-
-
 #: seconds one completion may spend on the network, all requests together
-DEADLINE = 0.8
+DEADLINE = 0.5
 
 
-def _typed(ctx: Context) -> dict[str, Any]:
+class TypedLine(Protocol):
+    """What completion reads of a click context: the values parsed so far, and the
+    group's context above it."""
+
+    @property
+    def params(self) -> dict[str, Any]: ...
+
+    @property
+    def parent(self) -> TypedLine | None: ...
+
+
+def _typed(ctx: TypedLine) -> dict[str, Any]:
     """The values typed so far on the line, the command's own winning over its groups'."""
     values: dict[str, Any] = {}
-    node: Context | None = ctx
+    node: TypedLine | None = ctx
     while node is not None:
         for key, value in node.params.items():
             values.setdefault(key, value)
@@ -41,7 +46,7 @@ def _typed(ctx: Context) -> dict[str, Any]:
     return values
 
 
-def _lookupds(ctx: Context) -> list[str]:
+def _lookupds(ctx: typer.Context) -> list[str]:
     from nsqctl.cli.common import resolve_cluster
 
     typed = _typed(ctx)
@@ -58,7 +63,7 @@ def _lookupds(ctx: Context) -> list[str]:
     return list(selection.lookupd)
 
 
-def _get(ctx: Context, path: str, params: dict[str, str] | None = None) -> list[Any]:
+def _get(ctx: typer.Context, path: str, params: dict[str, str] | None = None) -> list[Any]:
     """The unwrapped JSON bodies of ``GET path`` from each lookupd, within the deadline."""
     import httpx
 
@@ -86,7 +91,7 @@ def _strings(values: Iterable[Any], incomplete: str) -> list[str]:
     return sorted(v for v in found if v.startswith(incomplete))
 
 
-def topics(ctx: Context, _param: object, incomplete: str) -> list[str]:
+def topics(ctx: typer.Context, incomplete: str) -> list[str]:
     """Topics every lookupd knows (``/topics``)."""
     names: list[Any] = []
     for body in _get(ctx, "/topics"):
@@ -95,7 +100,7 @@ def topics(ctx: Context, _param: object, incomplete: str) -> list[str]:
     return _strings(names, incomplete)
 
 
-def channels(ctx: Context, _param: object, incomplete: str) -> list[str]:
+def channels(ctx: typer.Context, incomplete: str) -> list[str]:
     """Channels of the topic already on the line (``/channels?topic=``)."""
     topic = _typed(ctx).get("topic")
     if not topic:
@@ -107,7 +112,7 @@ def channels(ctx: Context, _param: object, incomplete: str) -> list[str]:
     return _strings(names, incomplete)
 
 
-def partitions(ctx: Context, _param: object, incomplete: str) -> list[str]:
+def partitions(ctx: typer.Context, incomplete: str) -> list[str]:
     """Partition numbers of the topic on the line, from its lookup (redesign)."""
     from nsqctl.lookup.model import LookupProtocolError, parse_lookup_response
 
@@ -126,7 +131,7 @@ def partitions(ctx: Context, _param: object, incomplete: str) -> list[str]:
     return _strings(found, incomplete)
 
 
-def nodes(ctx: Context, _param: object, incomplete: str) -> list[str]:
+def nodes(ctx: typer.Context, incomplete: str) -> list[str]:
     """nsqd nodes (their HTTP addresses, as ``lookup`` and ``dash`` show them)."""
     addresses: list[str] = []
     for body in _get(ctx, "/nodes"):
@@ -139,13 +144,3 @@ def nodes(ctx: Context, _param: object, incomplete: str) -> list[str]:
             if host and port:
                 addresses.append(f"{host}:{port}")
     return _strings(addresses, incomplete)
-
-
-def profiles(_ctx: Context, _param: object, incomplete: str) -> list[str]:
-    """Profile names from the config file."""
-    from nsqctl.config import load_config
-
-    try:
-        return _strings(load_config().profiles, incomplete)
-    except NsqctlError:
-        return []

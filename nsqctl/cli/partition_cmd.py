@@ -16,6 +16,7 @@ import asyncio
 import typer
 
 from nsqctl import admin
+from nsqctl.cli import complete
 from nsqctl.cli.admin_cmd import (
     YesOption,
     cluster_addresses,
@@ -51,7 +52,9 @@ def _run(plan: admin.PartitionPlan, what: str, yes: bool, wait: float, as_json: 
 
 @commands.command("expand")
 def topic_expand(
-    topic: str = typer.Argument(..., help="Redesign topic to grow."),
+    topic: str = typer.Argument(
+        ..., autocompletion=complete.topics, help="Redesign topic to grow."
+    ),
     partitions: int = typer.Option(
         ..., "--partitions", help="The new partition count (more than now; cannot shrink)."
     ),
@@ -71,12 +74,15 @@ def topic_expand(
 
 @commands.command("move")
 def topic_move(
-    topic: str = typer.Argument(..., help="Redesign topic."),
-    partition: int = typer.Option(..., "--partition", min=0, help="The partition to move."),
+    topic: str = typer.Argument(..., autocompletion=complete.topics, help="Redesign topic."),
+    partition: int = typer.Option(
+        ..., "--partition", min=0, help="The partition to move.", autocompletion=complete.partitions
+    ),
     to: str = typer.Option(
         ...,
         "--to",
         help="The nsqd to move to: its HTTP or TCP address, as `nsqctl dash`/`lookup` show.",
+        autocompletion=complete.nodes,
     ),
     source: str | None = typer.Option(
         None,
@@ -109,7 +115,7 @@ def topic_move(
 
 @commands.command("update")
 def topic_update(
-    topic: str = typer.Argument(..., help="Redesign topic."),
+    topic: str = typer.Argument(..., autocompletion=complete.topics, help="Redesign topic."),
     replicas: int | None = typer.Option(None, "--replicas", help="Replicas per partition (1-5)."),
     sync_every: int | None = typer.Option(
         None, "--sync-every", help="fsync every N messages (0-4000)."

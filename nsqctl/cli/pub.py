@@ -19,6 +19,7 @@ from typing import Any
 
 import typer
 
+from nsqctl.cli import complete
 from nsqctl.cli.common import (
     LookupdOption,
     NsqdOption,
@@ -124,7 +125,7 @@ class Pacer:
 
 
 def pub(
-    topic: str = typer.Argument(..., help="Topic to publish to."),
+    topic: str = typer.Argument(..., autocompletion=complete.topics, help="Topic to publish to."),
     messages: list[str] = typer.Argument(
         None, help="Messages (or files with --binary); else --file or stdin."
     ),
@@ -136,7 +137,11 @@ def pub(
     batch: int = typer.Option(200, "--batch", min=1, max=100_000, help="Messages per MPUB."),
     rate: float | None = typer.Option(None, "--rate", help="Publish at most N messages/s."),
     partition: int | None = typer.Option(
-        None, "--partition", min=0, help="Partition, numbered from 0 (redesign)."
+        None,
+        "--partition",
+        min=0,
+        help="Partition, numbered from 0 (redesign).",
+        autocompletion=complete.partitions,
     ),
     shard: str | None = typer.Option(None, "--shard", help="Shard key for every message."),
     shard_field: str | None = typer.Option(
