@@ -2,7 +2,8 @@
 
 * start real servers on 127.0.0.1 through nsqctl's own launcher (and stop them by PID);
 * run a peer command (nsq's own Go tools) and time it, with its CPU time and peak RSS;
-* read a topic's counters from nsqd ``/stats`` so every benchmark verifies delivery;
+* read a topic's counters from nsqd ``/stats`` (through :mod:`nsqctl.stats`, the one reader)
+  so every benchmark verifies delivery;
 * measure the peak RSS of this Python process per measurement;
 * print a plain-text result table and write the results as JSON to ``bench/results/``.
 
@@ -46,6 +47,8 @@ import httpx  # noqa: E402
 from nsqctl.servers import build as _build  # noqa: E402
 from nsqctl.servers import cluster as _cluster  # noqa: E402
 from nsqctl.servers.cluster import Cluster  # noqa: E402
+from nsqctl.stats import read_nsqd_stats  # noqa: E402
+from nsqctl.stats.model import ChannelStats, TopicPartitionStats  # noqa: E402
 
 __all__ = [
     "GO_BENCH_LINE",
@@ -56,14 +59,16 @@ __all__ = [
     "Measurement",
     "PeakRss",
     "PeerResult",
-    "TopicStats",
+    "TopicPartitionStats",
     "add_nsqd_mode_arg",
     "add_output_args",
     "channel_drained",
     "channel_stats",
     "conclude",
+    "counters",
     "create_channel",
     "delete_topic",
+    "delivered",
     "fixed_text",
     "fmt_int",
     "fresh_topic",
@@ -184,44 +189,12 @@ def unique_topic(prefix: str) -> str:
     return name[-64:]
 
 
-@dataclass(frozen=True)
-class TopicStats:
-    message_count: int
-    message_bytes: int | None
-    depth: int
-
-
-def _stats_topics(nsqd_http: str, topic: str, partition: int | None, **params: str) -> list:
-    """The entries of ``topic`` in nsqd ``/stats?format=json`` (of one ``partition`` on
-    the redesign, whose nsqd lists one entry per partition it holds)."""
-    resp = httpx.get(
-        f"http://{nsqd_http}/stats",
-        params={"format": "json", "topic": topic, **params},
-        timeout=10.0,
-    )
-    resp.raise_for_status()
-    data = resp.json()
-    data = data.get("data", data)  # nsqd < 1.0 wrapped responses in {"data": ...}
-    return [
-        entry
-        for entry in data.get("topics") or []
-        if entry.get("topic_name") == topic
-        and (partition is None or str(entry.get("topic_partition")) == str(partition))
-    ]
-
-
-def topic_stats(nsqd_http: str, topic: str, partition: int | None = None) -> TopicStats | None:
-    """The topic's counters from nsqd ``/stats?format=json`` (one ``partition`` of a
-    redesign topic); None if it does not exist."""
-    entries = _stats_topics(nsqd_http, topic, partition)
-    if not entries:
-        return None
-    entry = entries[0]
-    return TopicStats(
-        message_count=int(entry.get("message_count", 0)),
-        message_bytes=(int(entry["message_bytes"]) if "message_bytes" in entry else None),
-        depth=int(entry.get("depth", 0)),
-    )
+def topic_stats(
+    nsqd_http: str, topic: str, partition: int | None = None
+) -> TopicPartitionStats | None:
+    """The topic's counters from nsqd ``/stats`` (one ``partition`` of a redesign topic,
+    whose nsqd lists one entry per partition it holds); None if it does not exist."""
+    return read_nsqd_stats(nsqd_http, topic=topic).topic(topic, partition)
 
 
 def delete_topic(nsqd_http: str, topic: str) -> None:
@@ -230,42 +203,27 @@ def delete_topic(nsqd_http: str, topic: str) -> None:
         httpx.post(f"http://{nsqd_http}/topic/delete", params={"topic": topic}, timeout=30.0)
 
 
-@dataclass(frozen=True)
-class ChannelStats:
-    """A channel's counters from nsqd ``/stats`` (what a consumer benchmark verifies)."""
-
-    depth: int
-    in_flight: int
-    deferred: int
-    message_count: int  # messages the channel received from its topic
-    requeue_count: int
-    timeout_count: int
-    clients: int
-
-    @property
-    def delivered(self) -> int:
-        """Messages that left the queue for a client (finished or still in flight)."""
-        return self.message_count - self.depth - self.deferred
-
-
 def channel_stats(
     nsqd_http: str, topic: str, channel: str, partition: int | None = None
 ) -> ChannelStats | None:
-    """The channel's counters from nsqd ``/stats?format=json`` (of one ``partition`` of a
-    redesign topic); None if it does not exist."""
-    for entry in _stats_topics(nsqd_http, topic, partition, channel=channel):
-        for ch in entry.get("channels") or []:
-            if ch.get("channel_name") == channel:
-                return ChannelStats(
-                    depth=int(ch.get("depth", 0)),
-                    in_flight=int(ch.get("in_flight_count", 0)),
-                    deferred=int(ch.get("deferred_count", 0)),
-                    message_count=int(ch.get("message_count", 0)),
-                    requeue_count=int(ch.get("requeue_count", 0)),
-                    timeout_count=int(ch.get("timeout_count", 0)),
-                    clients=len(ch.get("clients") or []),
-                )
-    return None
+    """The channel's counters from nsqd ``/stats`` (of one ``partition`` of a redesign
+    topic): what a consumer benchmark verifies. None if it does not exist."""
+    node = read_nsqd_stats(nsqd_http, topic=topic, channel=channel)
+    return node.channel(topic, channel, partition)
+
+
+def delivered(stats: ChannelStats) -> int:
+    """Messages that left the channel's queue for a client (finished or still in flight)."""
+    return stats.message_count - stats.depth - stats.deferred_count
+
+
+def counters(stats: TopicPartitionStats | ChannelStats | None) -> dict[str, Any] | None:
+    """A topic's or channel's counters as JSON for the results file (no clients/channels)."""
+    if stats is None:
+        return None
+    names = ("message_count", "message_bytes", "depth", "in_flight_count", "deferred_count",
+             "requeue_count", "timeout_count", "client_count")  # fmt: skip
+    return {n: getattr(stats, n) for n in names if hasattr(stats, n)}
 
 
 def create_channel(nsqd_http: str, topic: str, channel: str) -> None:
@@ -321,7 +279,7 @@ def channel_drained(stats: ChannelStats | None, count: int) -> bool:
         stats is not None
         and stats.message_count == count
         and stats.depth == 0
-        and stats.deferred == 0
+        and stats.deferred_count == 0
         and stats.requeue_count == 0
         and stats.timeout_count == 0
     )

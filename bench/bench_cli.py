@@ -17,7 +17,7 @@ Rows:
   of ``--size`` (100) bytes; stock options (batch 200).
 * ``to_nsq`` - ``to_nsq --topic TOPIC --nsqd-tcp-address ADDR < FILE`` (reference, target
   >= 20x), ``--to-nsq-messages`` lines (messages/20, at most 50k: it does one synchronous
-  PUB per line, ~15k/s).
+  PUB per line).
 * ``nsqctl tail`` - ``nsqctl tail TOPIC --nsqd ADDR --channel bench -n N > /dev/null`` of
   N = ``--messages`` prefilled messages; stock options (max-in-flight 200).
 * ``nsq_tail`` - ``nsq_tail --topic ... --channel bench -n N > /dev/null`` (reference,
@@ -99,7 +99,7 @@ def _pub_check(cluster: c.Cluster, topic: str, count: int, size: int) -> tuple[b
         and stats.message_count == count
         and (stats.message_bytes is None or stats.message_bytes == count * size)
     )
-    return ok, {"topic_stats": None if stats is None else stats.__dict__}
+    return ok, {"topic_stats": c.counters(stats)}
 
 
 def measure_publisher(
@@ -147,7 +147,7 @@ def measure_tail(
     )
     # a clean close lands its last FINs a moment after the exit
     stats = c.wait_channel(
-        cluster.nsqd_http[0], topic, CHANNEL, lambda st: st is None or st.in_flight == 0
+        cluster.nsqd_http[0], topic, CHANNEL, lambda st: st is None or st.in_flight_count == 0
     )
     c.delete_topic(cluster.nsqd_http[0], topic)
     # nsq_tail exits at the N-th message before FINing it: its last messages stay in flight
@@ -157,7 +157,7 @@ def measure_tail(
         and not peer.timed_out
         and c.channel_drained(stats, count)
         and stats is not None
-        and stats.in_flight <= max_in_flight_left
+        and stats.in_flight_count <= max_in_flight_left
     )
     return c.Measurement.of_peer(
         variant,
@@ -168,7 +168,7 @@ def measure_tail(
         detail={
             "topic": topic,
             "returncode": peer.returncode,
-            "channel": None if stats is None else stats.__dict__,
+            "channel": c.counters(stats),
             "stderr": peer.stderr.strip()[-800:] if not ok else "",
         },
     )

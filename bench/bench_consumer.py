@@ -298,8 +298,8 @@ def _settle(cluster: c.Cluster, topic: str, want_in_flight_zero: bool) -> c.Chan
         return (
             stats is not None
             and stats.depth == 0
-            and stats.clients == 0
-            and (not want_in_flight_zero or stats.in_flight == 0)
+            and stats.client_count == 0
+            and (not want_in_flight_zero or stats.in_flight_count == 0)
         )
 
     return c.wait_channel(cluster.nsqd_http[0], topic, CHANNEL, done)
@@ -356,7 +356,7 @@ def measure_python(cluster: c.Cluster, variant: str, kind: str, count: int, s: S
         and report.get("received") == count
         and c.channel_drained(stats, count)
         and stats is not None
-        and stats.in_flight == 0
+        and stats.in_flight_count == 0
     )
     return c.Measurement.of_peer(
         variant,
@@ -370,7 +370,7 @@ def measure_python(cluster: c.Cluster, variant: str, kind: str, count: int, s: S
             "wall_with_startup": peer.wall,
             "returncode": peer.returncode,
             "report": report,
-            "channel": None if stats is None else stats.__dict__,
+            "channel": c.counters(stats),
             "stderr": peer.stderr.strip()[-800:] if not ok else "",
         },
     )
@@ -399,7 +399,7 @@ def measure_nsq_tail(cluster: c.Cluster, s: Settings) -> c.Measurement:
         and not peer.timed_out
         and c.channel_drained(stats, count)
         and stats is not None
-        and stats.in_flight <= s.max_in_flight
+        and stats.in_flight_count <= s.max_in_flight
     )
     return c.Measurement.of_peer(
         NSQ_TAIL,
@@ -410,7 +410,7 @@ def measure_nsq_tail(cluster: c.Cluster, s: Settings) -> c.Measurement:
         detail={
             "topic": topic,
             "returncode": peer.returncode,
-            "channel": None if stats is None else stats.__dict__,
+            "channel": c.counters(stats),
             "stderr": peer.stderr.strip()[-800:] if not ok else "",
         },
     )
@@ -438,7 +438,7 @@ def measure_bench_reader(
         seconds = c.parse_go_duration(found.group(1))
         count = round(float(found.group(2)) * seconds)
     workers = os.cpu_count() or 1
-    delivered = stats.delivered if stats is not None else -1
+    delivered = c.delivered(stats) if stats is not None else -1
     # Its count is what it read; nsqd delivered that plus what was still on the wire when
     # it closed (at most RDY per connection). It must not have run dry (depth > 0), or its
     # duration would include idle time.
@@ -464,7 +464,7 @@ def measure_bench_reader(
             "prefilled": prefilled,
             "delivered_by_nsqd": delivered,
             "connections": workers,
-            "channel": None if stats is None else stats.__dict__,
+            "channel": c.counters(stats),
             "output": (peer.stderr + peer.stdout).strip()[-400:],
         },
     )

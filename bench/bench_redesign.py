@@ -52,7 +52,7 @@ published with nsqctl's Producer through the lookupd and not timed):
   dry. Reference for >= 0.8x.
 
 The runs share two topics (one plain, one ordered), created once: creating a redesign
-topic takes ~8 s here. A publisher is checked by what each partition gained; a consumer
+topic takes seconds. A publisher is checked by what each partition gained; a consumer
 reads a channel of its own, created before its messages are published (a youzan channel
 starts at the end of the queue) and deleted after the run.
 
@@ -161,7 +161,9 @@ class Run:
     channel: str | None
     base: tuple[int, ...]
 
-    def added(self, stats: Sequence[c.TopicStats | c.ChannelStats | None]) -> list[int] | None:
+    def added(
+        self, stats: Sequence[c.TopicPartitionStats | c.ChannelStats | None]
+    ) -> list[int] | None:
         """Messages each partition gained since the start; None if one has no counters."""
         if not all(stats):
             return None
@@ -171,7 +173,7 @@ class Run:
 class Redesign:
     """Topics, channels and counters on a running redesign cluster.
 
-    Creating a redesign topic takes ~8 s here (the lookupd leader places the partitions,
+    Creating a redesign topic takes seconds (the lookupd leader places the partitions,
     then every nsqd must take its part and report it writable), so the runs share two
     topics - one plain, one ordered - created once: a publisher is checked by what each
     partition gained, a consumer reads a channel of its own, created before its messages
@@ -232,7 +234,7 @@ class Redesign:
                 c.say(f"could not delete {topic.name}: {err}")
         self.topics.clear()
 
-    def counts(self, topic: Topic) -> list[c.TopicStats | None]:
+    def counts(self, topic: Topic) -> list[c.TopicPartitionStats | None]:
         return [c.topic_stats(ld.http, topic.name, ld.partition) for ld in topic.leaders]
 
     def publisher_run(self) -> Run:
@@ -300,7 +302,7 @@ def _sum(stats: Sequence[Any], attr: str) -> int:
 
 
 def _stats_detail(stats: Sequence[Any]) -> list[dict[str, Any] | None]:
-    return [None if st is None else st.__dict__ for st in stats]
+    return [c.counters(st) for st in stats]
 
 
 # --------------------------------------------------------------------------- publishers
@@ -493,7 +495,9 @@ def measure_tail(
     )
     stats = b.settle(
         run,
-        lambda sts: all(st is not None and st.clients == 0 and st.in_flight == 0 for st in sts),
+        lambda sts: all(
+            st is not None and st.client_count == 0 and st.in_flight_count == 0 for st in sts
+        ),
         5.0,
     )
     b.finish(run)
@@ -570,7 +574,8 @@ def _drained(
     stats = b.settle(
         run,
         lambda sts: all(
-            st is not None and st.clients == 0 and st.in_flight == 0 and st.depth == 0 for st in sts
+            st is not None and st.client_count == 0 and st.in_flight_count == 0 and st.depth == 0
+            for st in sts
         ),
         5.0,
     )
@@ -620,7 +625,9 @@ def measure_bench_reader(b: Redesign, runfor: float, variant: str = BR) -> c.Mea
         for ld in run.topic.leaders
     ]
     peers, server_cpu = c.run_peers_on(b.cluster, argvs, timeout=runfor + 120)
-    stats = b.settle(run, lambda sts: all(st is not None and st.clients == 0 for st in sts), 3.0)
+    stats = b.settle(
+        run, lambda sts: all(st is not None and st.client_count == 0 for st in sts), 3.0
+    )
     b.finish(run)
     added = run.added(stats)
     runs = _go_runs(peers)

@@ -35,9 +35,9 @@ if str(REPO) not in sys.path:
 from textual import events  # noqa: E402
 
 from nsqctl.stats.gcpause import freeze_after_bursts  # noqa: E402
-from nsqctl.stats.history import History  # noqa: E402
 from nsqctl.stats.model import ClusterSnapshot  # noqa: E402
 from nsqctl.stats.parse import parse_nsqd_body  # noqa: E402
+from nsqctl.stats.series import KeyedSeries  # noqa: E402
 from nsqctl.stats.session import StatsSession  # noqa: E402
 from nsqctl.stats.view import build_view  # noqa: E402
 from tui.app import DashApp  # noqa: E402
@@ -88,7 +88,7 @@ def snapshot(body: bytes, fetched_at: float) -> ClusterSnapshot:
 
 
 def bench_cpu(bodies: list[bytes], rounds: int = 15) -> list[float]:
-    history = History()
+    history = KeyedSeries()
     previous = snapshot(bodies[0], 0.0)
     build_view(previous, None, history)
     samples = []

@@ -34,6 +34,7 @@ _EXPORTS: dict[str, str] = {
     "ConsumerStats": "nsqctl.consumer",
     "OrderViolation": "nsqctl.consumer",
     "Message": "nsqctl.message",
+    "finish_all": "nsqctl.message",
     "DeadLetterFile": "nsqctl.deadletter",
     "FailoverEvent": "nsqctl.failover",
     "DEFAULT_FAILOVER_WINDOW": "nsqctl.failover",
@@ -114,6 +115,7 @@ __all__ = [
     "TransportError",
     "UsageError",
     "__version__",
+    "finish_all",
 ]
 
 
@@ -160,7 +162,7 @@ if TYPE_CHECKING:  # what a type checker and an IDE see: the same names, eagerly
     )
     from nsqctl.failover import DEFAULT_FAILOVER_WINDOW, FailoverEvent
     from nsqctl.lookup import LookupClient, Topology
-    from nsqctl.message import Message
+    from nsqctl.message import Message, finish_all
     from nsqctl.producer import Producer, Receipt, RetryPolicy
     from nsqctl.protocol.errors import ServerError
     from nsqctl.secrets import Secret

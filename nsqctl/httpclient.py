@@ -19,3 +19,20 @@ def http_client(**kwargs: Any) -> httpx.AsyncClient:
     """An ``httpx.AsyncClient`` for plain-HTTP cluster APIs (same arguments)."""
     kwargs.setdefault("verify", ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT))
     return httpx.AsyncClient(**kwargs)
+
+
+def sync_http_client(**kwargs: Any) -> httpx.Client:
+    """:func:`http_client` for synchronous callers: an ``httpx.Client``."""
+    kwargs.setdefault("verify", ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT))
+    return httpx.Client(**kwargs)
+
+
+def describe_http_error(err: BaseException) -> str:
+    """One short reason for a failed request, for error lines that name the server: the
+    common failures in words, anything else as its type and text."""
+    if isinstance(err, httpx.ConnectError):
+        return "connection refused or host unreachable"
+    if isinstance(err, httpx.TimeoutException):
+        return "timed out"
+    text = str(err).strip()
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__

@@ -150,7 +150,7 @@ class Message:
 
     def describe(self) -> dict[str, Any]:
         """Metadata as a JSON-ready dict (trace log, ``tail --format json``, dead letters)."""
-        record = {
+        record: dict[str, Any] = {
             "topic": self.topic,
             "channel": self.channel,
             "partition": self.partition,

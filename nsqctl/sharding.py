@@ -23,9 +23,11 @@ every client agrees on the order, then uses the same mapping over the node count
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import mmh3
 
+from nsqctl.addresses import HostPort
 from nsqctl.errors import ConfigError
 
 __all__ = [
@@ -44,6 +46,9 @@ __all__ = [
 ShardKey = bytes | str | int
 
 DEFAULT_HASH = "murmur3"
+
+#: A node to pick: an address as text or as a :class:`~nsqctl.addresses.HostPort`.
+Node = TypeVar("Node", str, HostPort)
 
 
 def _key_bytes(key: ShardKey) -> bytes:
@@ -129,7 +134,7 @@ def partition_for_key(key: ShardKey, partition_num: int, hash: str = DEFAULT_HAS
     return fn(key, partition_num)
 
 
-def pick_node_for_key(key: ShardKey, nodes: Sequence[str], hash: str = DEFAULT_HASH) -> str:
+def pick_node_for_key(key: ShardKey, nodes: Sequence[Node], hash: str = DEFAULT_HASH) -> Node:
     """Pick one of ``nodes`` for ``key``, independent of list order (deduplicated, sorted)."""
     ordered = sorted(set(nodes))
     if not ordered:

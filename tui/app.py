@@ -11,11 +11,11 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 
 from nsqctl.errors import NsqctlError
-from nsqctl.stats.actions import Action, describe, run_action, unsupported
 from nsqctl.stats.gcpause import freeze_after_bursts
 from nsqctl.stats.session import ViewSource
 from nsqctl.stats.view import ClusterView, TopicView
-from tui.events import PartitionWatch
+from tui.actions import Action, describe, run_action, unsupported
+from tui.events import PartitionTracker
 from tui.modals import ConfirmScreen, HelpScreen
 from tui.screens import ChannelScreen, MainScreen, TopicScreen, ViewScreen
 
@@ -38,14 +38,14 @@ class DashApp(App[None]):
         self.view: ClusterView | None = None
         self.polls = 0
         self.focus_topics: tuple[str, ...] = ()
-        self.watch = PartitionWatch()
+        self.tracker = PartitionTracker()
         self._wake = asyncio.Event()
 
     def on_mount(self) -> None:
         # Each poll's model leaves the collector's reach, so its collections do not stall
         # key handling (bench/README.md, Dashboard).
         freeze_after_bursts()
-        self.push_screen(MainScreen(self.watch))
+        self.push_screen(MainScreen(self.tracker))
         self.run_worker(self._poll_loop(), name="poll", exclusive=True)
 
     async def on_unmount(self) -> None:
@@ -67,7 +67,7 @@ class DashApp(App[None]):
     def apply_view(self, view: ClusterView) -> None:
         self.view = view
         self.polls += 1
-        self.watch.observe(view)  # before rendering, so this poll's changes are marked
+        self.tracker.observe(view)  # before rendering, so this poll's changes are marked
         # A poll can land before the first screen is composed (it renders on resume then)
         # or after the last one left while the app shuts down (nothing to render).
         if not self.screen_stack:

@@ -3,7 +3,7 @@ joining the ISR, a replica catching up. A leader move or a failover happens in s
 so the dashboard says each step as a short event line and marks the changed cells for a
 while, instead of leaving the operator to spot a different address in a table.
 
-Pure: :class:`PartitionWatch` is fed each :class:`ClusterView` in order and remembers the
+Pure: :class:`PartitionTracker` is fed each :class:`ClusterView` in order and remembers the
 last leader, ISR and catch-up of every partition. ISR and catch-up are known only for the
 topics in focus (the poller asks youzan's ``/coordinator/stats`` for those), so their
 events appear for the open topic; leader changes come from every nsqd's ``/stats``.
@@ -18,18 +18,18 @@ from typing import Literal
 
 from nsqctl.stats.view import ClusterView, PartitionView
 
-EventKind = Literal["leader", "no-leader", "isr-left", "isr-joined", "catch-up"]
+ChangeKind = Literal["leader", "no-leader", "isr-left", "isr-joined", "catch-up"]
 
 HIGHLIGHT_SECONDS = 15.0
 """How long a changed leader or a shrunk ISR stays marked after the poll that saw it."""
 
 
 @dataclass(frozen=True)
-class Event:
+class PartitionChange:
     at: float
     topic: str
     partition: int | None
-    kind: EventKind
+    kind: ChangeKind
     text: str
 
     def line(self) -> str:
@@ -47,15 +47,15 @@ class _Seen:
     isr_shrunk: float | None = None
 
 
-class PartitionWatch:
+class PartitionTracker:
     """Remembers each partition across polls; :meth:`observe` returns what changed."""
 
     def __init__(self, keep: int = 200) -> None:
         self._seen: dict[tuple[str, int | None], _Seen] = {}
-        self.events: deque[Event] = deque(maxlen=keep)
+        self.events: deque[PartitionChange] = deque(maxlen=keep)
 
-    def observe(self, view: ClusterView) -> list[Event]:
-        found: list[Event] = []
+    def observe(self, view: ClusterView) -> list[PartitionChange]:
+        found: list[PartitionChange] = []
         for topic in view.topics:
             if not topic.is_redesign:
                 continue
@@ -64,16 +64,16 @@ class PartitionWatch:
         self.events.extend(found)
         return found
 
-    def _partition(self, now: float, topic: str, p: PartitionView) -> list[Event]:
+    def _partition(self, now: float, topic: str, p: PartitionView) -> list[PartitionChange]:
         key = (topic, p.partition)
         seen = self._seen.get(key)
         if seen is None:  # the first sight is the baseline, not a change
             self._seen[key] = _Seen(p.leader, p.leader, p.isr, p.catchup)
             return []
-        out: list[Event] = []
+        out: list[PartitionChange] = []
 
-        def say(kind: EventKind, text: str) -> None:
-            out.append(Event(now, topic, p.partition, kind, text))
+        def say(kind: ChangeKind, text: str) -> None:
+            out.append(PartitionChange(now, topic, p.partition, kind, text))
 
         if p.leader is None and seen.leader is not None:
             say("no-leader", f"no writable leader (was {seen.leader})")
@@ -101,7 +101,7 @@ class PartitionWatch:
             seen.catchup = p.catchup
         return out
 
-    def recent(self, topic: str | None = None, count: int = 5) -> list[Event]:
+    def recent(self, topic: str | None = None, count: int = 5) -> list[PartitionChange]:
         """The last ``count`` events (of ``topic``), oldest first."""
         chosen = [e for e in self.events if topic is None or e.topic == topic]
         return chosen[-count:]

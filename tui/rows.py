@@ -6,9 +6,10 @@ from collections.abc import Callable
 
 from rich.text import Text
 
-from nsqctl.stats.history import sparkline
+from nsqctl.stats.rules import Severity
+from nsqctl.stats.series import sparkline
 from nsqctl.stats.view import ChannelView, ClusterView, NodeView, PartitionView, TopicView
-from tui.events import Event, PartitionWatch
+from tui.events import PartitionChange, PartitionTracker
 from tui.format import (
     SEVERITY_STYLE,
     STATE_STYLE,
@@ -160,15 +161,15 @@ def _catchup(p: PartitionView, redesign: bool) -> Cell:
 
 
 def partition_rows(
-    topic: TopicView, watch: PartitionWatch | None = None, now: float = 0.0
+    topic: TopicView, tracker: PartitionTracker | None = None, now: float = 0.0
 ) -> list[Row]:
-    """One row per partition; with ``watch``, a recently changed leader and a recently
+    """One row per partition; with ``tracker``, a recently changed leader and a recently
     shrunk ISR are marked (reverse video) for :data:`tui.events.HIGHLIGHT_SECONDS`."""
     rows: list[Row] = []
     for p in topic.partitions:
         isr = _nodes(p.isr, topic.is_redesign)
-        moved = watch is not None and watch.leader_changed(topic.name, p.partition, now)
-        shrunk = watch is not None and watch.isr_shrunk(topic.name, p.partition, now)
+        moved = tracker is not None and tracker.leader_changed(topic.name, p.partition, now)
+        shrunk = tracker is not None and tracker.isr_shrunk(topic.name, p.partition, now)
         leader: Cell = p.leader or styled("NO LEADER", "bold red")
         if moved and p.leader:
             leader = styled(p.leader, "bold reverse green")
@@ -195,7 +196,7 @@ def partition_rows(
     return rows
 
 
-def event_lines(events: list[Event]) -> Text:
+def event_lines(events: list[PartitionChange]) -> Text:
     """The recent partition events, newest last, one per line."""
     text = Text()
     for i, event in enumerate(events):
@@ -257,7 +258,7 @@ def client_rows(channel: ChannelView, now: float) -> list[Row]:
             f for f, on in (("tls", s.tls), ("snappy", s.snappy), ("deflate", s.deflate)) if on
         )
         state = "STALLED" if cv.stalled else "starved" if cv.starved else "ok"
-        sev = "crit" if cv.stalled else "warn" if cv.starved else "ok"
+        sev: Severity = "crit" if cv.stalled else "warn" if cv.starved else "ok"
         rows.append(
             (
                 f"{cv.node}/{cv.partition}/{s.remote_address}",

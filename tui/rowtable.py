@@ -2,8 +2,8 @@
 
 Textual's ``DataTable`` (8.x) bumps one table-wide counter on every ``update_cell`` and
 that counter is part of every render-cache key, so each poll re-rendered every visible
-cell of the 500-client channel screen, after 7,500 ``update_cell`` calls that each did
-their own bookkeeping; key presses queued behind both for up to half a second.
+cell of a big channel screen, after one ``update_cell`` per cell, each doing its own
+bookkeeping; key presses queued behind both (bench/README.md, Dashboard).
 
 Here the dashboard hands over all rows at every poll (:meth:`RowTable.set_rows`); each
 row's rendered :class:`~textual.strip.Strip` is cached under what decides its look (its
@@ -356,7 +356,7 @@ class RowTable(ScrollView, can_focus=True):
         style = self._styles["header"]
         key = (style, self._layout, width)
         if self._header is None or self._header[0] != key:
-            self._header = (key, self._render(self.columns, style, None, width))
+            self._header = (key, self._render_cells(self.columns, style, None, width))
         return self._header[1]
 
     def _row_strip(self, index: int, width: int) -> Strip:
@@ -372,12 +372,14 @@ class RowTable(ScrollView, can_focus=True):
         cached = self._strips.get(row_key)
         if cached is not None and cached[0] == key:
             return cached[1]
-        strip = self._render(self._cells[index], style, post, width)
+        strip = self._render_cells(self._cells[index], style, post, width)
         self._strips[row_key] = (key, strip)
         self.rows_rendered += 1
         return strip
 
-    def _render(self, cells: Sequence[Cell], style: Style, post: Style | None, width: int) -> Strip:
+    def _render_cells(
+        self, cells: Sequence[Cell], style: Style, post: Style | None, width: int
+    ) -> Strip:
         """One row at least ``width`` wide: each cell padded by one space either side, the
         rest of the line in the row's style. Plain cells are joined into one segment; a Text
         cell's own styles go over the row's, and ``post`` over both (as in DataTable)."""

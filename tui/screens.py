@@ -4,8 +4,8 @@ Screens only render the latest :class:`ClusterView` handed to :meth:`refresh_vie
 never fetch. They know their app only as a :class:`ViewHolder` (where the latest view is)
 and tell it which topic they detail with a :class:`ViewScreen.Shown` message; actions go
 back to the app, which asks for confirmation and runs them. The partition events (a new
-leader, the ISR shrinking, a catch-up) come from the :class:`PartitionWatch` each screen
-is given when it is made; the app feeds that watch every poll.
+leader, the ISR shrinking, a catch-up) come from the :class:`PartitionTracker` each screen
+is given when it is made; the app feeds that tracker every poll.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
-from nsqctl.stats.history import sparkline
+from nsqctl.stats.series import sparkline
 from nsqctl.stats.view import ClusterView
 from tui import rows
-from tui.events import Event, PartitionWatch
+from tui.events import PartitionChange, PartitionTracker
 from tui.format import num, per_sec, size
 from tui.rowtable import RowTable
 
@@ -39,7 +39,7 @@ def _table(table_id: str, columns: tuple[str, ...]) -> RowTable:
     return RowTable(*columns, id=table_id)
 
 
-def _show_events(box: Static, events: list[Event]) -> None:
+def _show_events(box: Static, events: list[PartitionChange]) -> None:
     """Event lines in ``box``, which takes no room while there are none."""
     box.set_class(bool(events), "visible")
     box.update(rows.event_lines(events))
@@ -86,11 +86,11 @@ class MainScreen(ViewScreen):
     .section { height: 1; padding: 0 1; background: $boost; text-style: bold; }
     """
 
-    def __init__(self, watch: PartitionWatch | None = None) -> None:
+    def __init__(self, tracker: PartitionTracker | None = None) -> None:
         super().__init__()
         self.filter_text = ""
         self.sort = "name"
-        self.watch = watch or PartitionWatch()
+        self.tracker = tracker or PartitionTracker()
 
     def compose(self) -> ComposeResult:
         yield Static(id="summary")
@@ -118,7 +118,7 @@ class MainScreen(ViewScreen):
         self.query_one("#topics", RowTable).set_rows(
             rows.topic_rows(view, self.filter_text, self.sort)
         )
-        _show_events(self.query_one("#last-event", Static), self.watch.recent(count=1))
+        _show_events(self.query_one("#last-event", Static), self.tracker.recent(count=1))
         self._title()
 
     def action_filter(self) -> None:
@@ -148,7 +148,7 @@ class MainScreen(ViewScreen):
 
     def on_row_table_row_selected(self, event: RowTable.RowSelected) -> None:
         if event.table.id == "topics":
-            self.app.push_screen(TopicScreen(event.row_key, self.watch))
+            self.app.push_screen(TopicScreen(event.row_key, self.tracker))
 
     def selected_topic(self) -> str | None:
         return self.query_one("#topics", RowTable).selected_key
@@ -165,10 +165,10 @@ class TopicScreen(ViewScreen):
     .section { height: 1; padding: 0 1; background: $boost; text-style: bold; }
     """
 
-    def __init__(self, topic: str, watch: PartitionWatch | None = None) -> None:
+    def __init__(self, topic: str, tracker: PartitionTracker | None = None) -> None:
         super().__init__()
         self.topic = topic
-        self.watch = watch or PartitionWatch()
+        self.tracker = tracker or PartitionTracker()
 
     @property
     def detail_topic(self) -> str | None:
@@ -206,9 +206,9 @@ class TopicScreen(ViewScreen):
             text.append(f" · {flags}", style="bold yellow")
         summary.update(text)
         self.query_one("#partitions", RowTable).set_rows(
-            rows.partition_rows(topic, self.watch, view.taken_at)
+            rows.partition_rows(topic, self.tracker, view.taken_at)
         )
-        _show_events(self.query_one("#events", Static), self.watch.recent(self.topic))
+        _show_events(self.query_one("#events", Static), self.tracker.recent(self.topic))
         self.query_one("#channels", RowTable).set_rows(rows.channel_rows(topic))
 
     def on_row_table_row_selected(self, event: RowTable.RowSelected) -> None:

@@ -26,7 +26,7 @@ Everything public is re-exported here; ``NUDGE_INTERVAL`` lives in
 
 from __future__ import annotations
 
-from nsqctl.admin.base import NSQ_V1, TIMEOUT, Family, topic_not_found, unwrap_response
+from nsqctl.admin.base import NSQ_V1, TIMEOUT, topic_not_found, unwrap_response
 from nsqctl.admin.describe import describe_topic, lookup_topic
 from nsqctl.admin.leader import find_leader, lookupd_leader
 from nsqctl.admin.listing import Listing, list_channels, list_topics
@@ -35,6 +35,7 @@ from nsqctl.admin.operations import (
     create_topic,
     create_topic_async,
     prepare,
+    run_action,
     run_plan,
     run_sync,
 )
@@ -58,6 +59,7 @@ from nsqctl.admin.placement import (
     Placement,
     fetch_stats,
     locate_topic,
+    placement_from_leaders,
     placement_from_stats,
     placement_from_topology,
 )
@@ -78,6 +80,7 @@ from nsqctl.admin.planners import (
 from nsqctl.admin.requests import AdminReport, AdminRequest, Node, NodeResult, Outcome, execute
 from nsqctl.admin.versions import ServerVersion, family_of, server_versions
 from nsqctl.errors import AdminError, TopicNotFoundError
+from nsqctl.protocol.message import Family
 
 __all__ = [
     "CHANNEL_ACTIONS",
@@ -123,6 +126,7 @@ __all__ = [
     "lookupd_leader",
     "move_partition",
     "parse_offset",
+    "placement_from_leaders",
     "placement_from_stats",
     "placement_from_topology",
     "plan_channel_action",
@@ -134,6 +138,7 @@ __all__ = [
     "plan_update",
     "prepare",
     "registered_nsqds",
+    "run_action",
     "run_plan",
     "run_sync",
     "server_versions",

@@ -1,11 +1,11 @@
-"""What every admin module shares: the v1 ``Accept`` header, the timeout, the family
-names, the admin errors and the response unwrapping, at the bottom of the layering so
+"""What every admin module shares: the v1 ``Accept`` header, the timeout, the admin
+errors and the response unwrapping, at the bottom of the layering so
 any module may import them."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any
 
 from nsqctl.errors import TopicNotFoundError
 from nsqctl.lookup.model import unwrap_payload
@@ -13,10 +13,8 @@ from nsqctl.lookup.model import unwrap_payload
 NSQ_V1 = {"Accept": "application/vnd.nsq; version=1.0"}
 TIMEOUT = 10.0
 
-Family = Literal["original", "redesign"]
 
-
-def unwrap_response(body: object) -> dict:
+def unwrap_response(body: object) -> dict[str, Any]:
     """Both response shapes (``{"status_code", "data"}``-wrapped or bare) as a dict."""
     data = unwrap_payload(body)[0]
     return data if isinstance(data, dict) else {}

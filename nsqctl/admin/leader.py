@@ -8,8 +8,8 @@ from collections.abc import Sequence
 import httpx
 
 from nsqctl.admin.base import NSQ_V1, unwrap_response
-from nsqctl.admin.requests import _describe
 from nsqctl.errors import AdminError
+from nsqctl.httpclient import describe_http_error
 
 
 def _leader_from(lookupd_http: str, resp: httpx.Response) -> str | None:
@@ -35,7 +35,9 @@ def lookupd_leader(client: httpx.Client, lookupd_http: str) -> str | None:
     try:
         resp = client.get(f"http://{lookupd_http}/listlookup", headers=NSQ_V1)
     except httpx.HTTPError as err:
-        raise AdminError(f"cannot reach nsqlookupd {lookupd_http}: {_describe(err)}") from None
+        raise AdminError(
+            f"cannot reach nsqlookupd {lookupd_http}: {describe_http_error(err)}"
+        ) from None
     return _leader_from(lookupd_http, resp)
 
 
@@ -46,7 +48,7 @@ async def find_leader(client: httpx.AsyncClient, lookupd_http: Sequence[str]) ->
         try:
             resp = await client.get(f"http://{address}/listlookup", headers=NSQ_V1)
         except httpx.HTTPError as err:
-            errors.append(f"{address} ({_describe(err)})")
+            errors.append(f"{address} ({describe_http_error(err)})")
             continue
         return _leader_from(address, resp)
     raise AdminError(
@@ -55,7 +57,7 @@ async def find_leader(client: httpx.AsyncClient, lookupd_http: Sequence[str]) ->
     )
 
 
-async def _lookupd_nsqds(client: httpx.AsyncClient, lookupd_http: Sequence[str]) -> list[str]:
+async def lookupd_nsqds(client: httpx.AsyncClient, lookupd_http: Sequence[str]) -> list[str]:
     """Every nsqd HTTP address registered with any lookupd (``/nodes``)."""
     found: dict[str, None] = {}
     for address in lookupd_http:

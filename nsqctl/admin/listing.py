@@ -9,11 +9,12 @@ from typing import Any
 
 import httpx
 
-from nsqctl.admin.base import TIMEOUT, Family, topic_not_found
+from nsqctl.admin.base import TIMEOUT, topic_not_found
 from nsqctl.admin.placement import fetch_stats, locate_topic
-from nsqctl.admin.requests import _client
+from nsqctl.admin.requests import admin_client
 from nsqctl.errors import AdminError, NsqctlError
 from nsqctl.lookup.client import LookupClient
+from nsqctl.protocol.message import Family
 from nsqctl.protocol.names import validate_topic
 
 
@@ -59,7 +60,7 @@ async def list_topics(
     """Union of every lookupd's ``/topics`` (as nsqadmin), else of the nsqds' ``/stats``."""
     if lookupd_http:
         return await _from_lookupds(lookupd_http, "topics", None, transport)
-    async with _client(transport) as client:
+    async with admin_client(transport) as client:
         stats = await fetch_stats(client, nsqd_http)
     names = {
         t.get("topic_name", "")
@@ -89,6 +90,6 @@ async def list_channels(
             if topic not in topics.names:
                 raise topic_not_found(topic, [f"nsqlookupd {a}" for a in lookupd_http])
         return listing
-    async with _client(transport) as client:
+    async with admin_client(transport) as client:
         placement = await locate_topic(topic, (), nsqd_http, client)
     return Listing(list(placement.channels), dict(placement.unreachable), placement.family)

@@ -13,8 +13,8 @@ from typing import Any, TypeVar
 
 import httpx
 
-from nsqctl.admin.base import NSQ_V1, Family, unwrap_response
-from nsqctl.admin.leader import _lookupd_nsqds, find_leader
+from nsqctl.admin.base import NSQ_V1, unwrap_response
+from nsqctl.admin.leader import find_leader, lookupd_nsqds
 from nsqctl.admin.placement import Placement, locate_topic
 from nsqctl.admin.planners import (
     check_create_options,
@@ -29,12 +29,13 @@ from nsqctl.admin.requests import (
     AdminRequest,
     Node,
     NodeResult,
-    _client,
-    _send,
+    admin_client,
     execute,
+    send_request,
 )
-from nsqctl.admin.versions import _info
+from nsqctl.admin.versions import fetch_server_version
 from nsqctl.errors import AdminError, ConfigError
+from nsqctl.protocol.message import Family
 from nsqctl.protocol.names import validate_channel, validate_topic
 
 T = TypeVar("T")
@@ -58,12 +59,12 @@ async def create_topic_async(
     ``progress`` hears about a wait that takes more than a moment.
     """
     validate_topic(topic)
-    async with _client(transport) as client:
+    async with admin_client(transport) as client:
         leader = await find_leader(client, lookupd_http) if lookupd_http else None
         family: Family = "redesign" if leader else "original"
         nsqds: list[str] = []
         if not lookupd_http and nsqd_http:
-            probe = await _info(client, "nsqd", nsqd_http[0])
+            probe = await fetch_server_version(client, "nsqd", nsqd_http[0])
             if probe.family == "redesign":
                 raise ConfigError(
                     "creating a topic on the redesign needs --lookupd: its lookupd leader "
@@ -71,10 +72,10 @@ async def create_topic_async(
                 )
         if family == "original":
             check_create_options(family, partitions, replicas, ordered, ext)
-            nsqds = list(nsqd_http) or await _lookupd_nsqds(client, lookupd_http)
+            nsqds = list(nsqd_http) or await lookupd_nsqds(client, lookupd_http)
         elif leader:
             check_create_options(family, partitions, replicas, ordered, ext)
-            registered = await _lookupd_nsqds(client, [leader])
+            registered = await lookupd_nsqds(client, [leader])
             check_node_count(topic, partitions, replicas, ordered, len(registered))
         stages = plan_topic_create(
             family,
@@ -93,7 +94,9 @@ async def create_topic_async(
             report.notes.append("no nsqd is registered yet: the topic exists on lookupd only")
         if family == "redesign" and report.ok and wait > 0 and leader:
             nudge = stages[0][0]
-            seen = await _wait_partitions(client, leader, topic, partitions, wait, nudge, progress)
+            seen = await wait_partitions_writable(
+                client, leader, topic, partitions, wait, nudge, progress
+            )
             if seen < partitions:
                 report.warnings.append(
                     f"only {seen}/{partitions} partitions became writable within {wait:.0f}s: "
@@ -111,7 +114,7 @@ async def create_topic_async(
 NUDGE_INTERVAL = 6.5
 
 
-async def _wait_partitions(
+async def wait_partitions_writable(
     client: httpx.AsyncClient,
     leader: str,
     topic: str,
@@ -136,7 +139,7 @@ async def _wait_partitions(
         if seen >= partitions or now > deadline:
             return seen
         if nudge is not None and now >= next_nudge:
-            await _send(client, nudge)
+            await send_request(client, nudge)
             next_nudge = now + NUDGE_INTERVAL
             if progress is not None:
                 progress(
@@ -218,7 +221,7 @@ async def prepare(
     validate_topic(topic)
     if channel is not None:
         validate_channel(channel)
-    async with _client(transport) as client:
+    async with admin_client(transport) as client:
         placement = await locate_topic(topic, lookupd_http, nsqd_http, client, transport=transport)
         needs_leader = (
             placement.family == "redesign"
@@ -244,6 +247,26 @@ async def prepare(
     )
 
 
+async def run_action(
+    placement: Placement,
+    action: str,
+    channel: str | None = None,
+    *,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> AdminReport:
+    """Plan and send a topic action (``channel`` None) or a channel action on a placement
+    the caller already holds (the dashboard's last poll), with no lookup and no prompt:
+    the caller asked first. Planned as the CLI's are, so both send the same requests."""
+    if channel is None:
+        kind, stages = "topic", plan_topic_action(action, placement)
+    else:
+        kind, stages = "channel", plan_channel_action(action, placement, channel)
+    report = AdminReport(f"{kind} {action}", placement.topic, placement.family, channel)
+    async with admin_client(transport) as client:
+        report.results = await execute(stages, client)
+    return report
+
+
 def _is_redesign_channel_create(action: str, placement: Placement, channel: str | None) -> bool:
     """A redesign channel create found through lookupds: its replicas get it later."""
     return (
@@ -265,7 +288,7 @@ async def run_plan(
     """Send a prepared plan; nsqds that could not be asked during discovery count as failed."""
     report = AdminReport(action, placement.topic, placement.family, channel)
     report.warnings.extend(placement.warnings)
-    async with _client(transport) as client:
+    async with admin_client(transport) as client:
         report.results = await execute(stages, client)
         if _is_redesign_channel_create(action, placement, channel) and report.ok:
             assert channel is not None

@@ -4,17 +4,19 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
-from nsqctl.admin.base import NSQ_V1, TIMEOUT, Family, topic_not_found, unwrap_response
-from nsqctl.admin.requests import Node, _describe, _error_text
+from nsqctl.admin.base import NSQ_V1, TIMEOUT, topic_not_found, unwrap_response
+from nsqctl.admin.requests import Node, error_text
 from nsqctl.errors import AdminError
+from nsqctl.httpclient import describe_http_error
 from nsqctl.lookup.client import LookupClient
 from nsqctl.lookup.model import TopicMeta, Topology
+from nsqctl.protocol.message import Family
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,16 @@ def placement_from_topology(topo: Topology, lookupds: Sequence[str]) -> Placemen
         f"nsqlookupd {s.address} did not answer: {s.error}" for s in topo.sources if not s.ok
     )
     return Placement(topo.topic, family, nodes, tuple(lookupds), topo.meta, topo.channels, warnings)
+
+
+def placement_from_leaders(
+    topic: str, family: Family, leaders: Iterable[tuple[str, int | None]]
+) -> Placement:
+    """A placement the caller already knows, e.g. from its last ``/stats`` poll: each
+    ``(nsqd HTTP address, partition)`` leading a partition (on the original family every
+    nsqd holding the topic, partition None). Nothing is asked."""
+    nodes = tuple(Node(address, "nsqd", partition) for address, partition in leaders)
+    return Placement(topic, family, nodes)
 
 
 def placement_from_stats(topic: str, stats: dict[str, dict[str, Any] | str]) -> Placement:
@@ -84,9 +96,9 @@ async def fetch_stats(
         try:
             resp = await client.get(f"http://{address}/stats", params=params, headers=NSQ_V1)
         except httpx.HTTPError as err:
-            return _describe(err)
+            return describe_http_error(err)
         if resp.status_code != 200:
-            return _error_text(resp)
+            return error_text(resp)
         try:
             return unwrap_response(resp.json())
         except ValueError:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from nsqctl.admin.base import Family
 from nsqctl.admin.placement import Placement
 from nsqctl.admin.requests import AdminRequest, Node
 from nsqctl.errors import AdminError, ConfigError
+from nsqctl.protocol.message import Family
 
 MAX_PARTITIONS = 255  # redesign lookupd limits
 MAX_REPLICAS = 5
@@ -18,7 +18,7 @@ CHANNEL_ACTIONS = ("create", "delete", "pause", "unpause", "empty", "skip", "uns
 REDESIGN_ONLY = ("skip", "unskip", "setoffset")
 
 
-def _req(node: Node, path: str, body: bytes | None = None, **params: str) -> AdminRequest:
+def _req(node: Node, path: str, body: bytes | None = None, /, **params: str) -> AdminRequest:
     return AdminRequest(node, path, tuple(params.items()), body)
 
 

@@ -13,9 +13,10 @@ from urllib.parse import urlencode
 
 import httpx
 
-from nsqctl.admin.base import NSQ_V1, TIMEOUT, Family
+from nsqctl.admin.base import NSQ_V1, TIMEOUT
 from nsqctl.errors import AdminError
-from nsqctl.httpclient import http_client
+from nsqctl.httpclient import describe_http_error, http_client
+from nsqctl.protocol.message import Family
 
 _NOT_FOUND = ("TOPIC_NOT_FOUND", "CHANNEL_NOT_FOUND", "E_TOPIC_NOT_EXIST", "NOT EXIST")
 
@@ -122,15 +123,7 @@ class AdminReport:
             )
 
 
-def _describe(err: BaseException) -> str:
-    if isinstance(err, httpx.ConnectError):
-        return "connection refused or host unreachable"
-    if isinstance(err, httpx.TimeoutException):
-        return "timed out"
-    return f"{type(err).__name__}: {err}".rstrip(": ")
-
-
-def _error_text(resp: httpx.Response) -> str:
+def error_text(resp: httpx.Response) -> str:
     """The server's reason: v1 ``{"message"}``, wrapped ``status_txt`` or plain text."""
     text = resp.text.strip()
     with contextlib.suppress(ValueError):
@@ -149,15 +142,17 @@ def _is_not_found(resp: httpx.Response) -> bool:
     return resp.status_code == 404 and any(t in resp.text.upper() for t in _NOT_FOUND)
 
 
-async def _send(client: httpx.AsyncClient, req: AdminRequest) -> tuple[NodeResult, bool]:
+async def send_request(client: httpx.AsyncClient, req: AdminRequest) -> tuple[NodeResult, bool]:
     """Run one request; the flag marks a not-found that may become ``skipped``."""
     try:
         resp = await client.post(req.url, content=req.body, headers=NSQ_V1)
     except httpx.HTTPError as err:
-        return NodeResult(req, "failed", None, f"cannot reach it: {_describe(err)}"), False
+        return NodeResult(
+            req, "failed", None, f"cannot reach it: {describe_http_error(err)}"
+        ), False
     if resp.status_code == 200:
         return NodeResult(req, "ok", 200), False
-    return NodeResult(req, "failed", resp.status_code, _error_text(resp)), _is_not_found(resp)
+    return NodeResult(req, "failed", resp.status_code, error_text(resp)), _is_not_found(resp)
 
 
 async def execute(
@@ -171,7 +166,7 @@ async def execute(
     results: list[NodeResult] = []
     maybe_skip: list[NodeResult] = []
     for stage in stages:
-        done = await asyncio.gather(*(_send(client, r) for r in stage))
+        done = await asyncio.gather(*(send_request(client, r) for r in stage))
         for result, not_found in done:
             results.append(result)
             if not_found and result.request.node.role == "nsqd":
@@ -182,5 +177,7 @@ async def execute(
     return results
 
 
-def _client(transport: httpx.AsyncBaseTransport | None = None) -> httpx.AsyncClient:
+def admin_client(transport: httpx.AsyncBaseTransport | None = None) -> httpx.AsyncClient:
+    """The HTTP client every admin operation sends through: the v1 header and the admin
+    timeout; ``transport`` lets tests answer for the servers."""
     return http_client(timeout=TIMEOUT, headers=NSQ_V1, transport=transport)

@@ -10,9 +10,11 @@ from typing import Any, Literal
 
 import httpx
 
-from nsqctl.admin.base import NSQ_V1, Family, unwrap_response
-from nsqctl.admin.leader import _lookupd_nsqds
-from nsqctl.admin.requests import _client, _describe, _error_text
+from nsqctl.admin.base import NSQ_V1, unwrap_response
+from nsqctl.admin.leader import lookupd_nsqds
+from nsqctl.admin.requests import admin_client, error_text
+from nsqctl.httpclient import describe_http_error
+from nsqctl.protocol.message import Family
 
 
 @dataclass
@@ -42,15 +44,16 @@ def family_of(info: dict[str, Any]) -> Family:
     return "redesign" if "ha_support" in info or "-HA." in version else "original"
 
 
-async def _info(
+async def fetch_server_version(
     client: httpx.AsyncClient, role: Literal["nsqlookupd", "nsqd"], address: str
 ) -> ServerVersion:
+    """One server's ``/info``; a failure is kept in the result (``error``), not raised."""
     try:
         resp = await client.get(f"http://{address}/info", headers=NSQ_V1)
     except httpx.HTTPError as err:
-        return ServerVersion(role, address, error=f"unreachable ({_describe(err)})")
+        return ServerVersion(role, address, error=f"unreachable ({describe_http_error(err)})")
     if resp.status_code != 200:
-        return ServerVersion(role, address, error=_error_text(resp))
+        return ServerVersion(role, address, error=error_text(resp))
     try:
         info = unwrap_response(resp.json())
     except ValueError:
@@ -65,10 +68,10 @@ async def server_versions(
     transport: httpx.AsyncBaseTransport | None = None,
 ) -> list[ServerVersion]:
     """``/info`` of every lookupd, and of every nsqd (given, or registered via ``/nodes``)."""
-    async with _client(transport) as client:
-        nsqds = list(dict.fromkeys([*nsqd_http, *await _lookupd_nsqds(client, lookupd_http)]))
+    async with admin_client(transport) as client:
+        nsqds = list(dict.fromkeys([*nsqd_http, *await lookupd_nsqds(client, lookupd_http)]))
         found = await asyncio.gather(
-            *(_info(client, "nsqlookupd", a) for a in lookupd_http),
-            *(_info(client, "nsqd", a) for a in nsqds),
+            *(fetch_server_version(client, "nsqlookupd", a) for a in lookupd_http),
+            *(fetch_server_version(client, "nsqd", a) for a in nsqds),
         )
     return list(found)

@@ -12,11 +12,13 @@ import asyncio
 import json
 import sys
 from collections.abc import Callable
+from typing import Any
 
 import typer
 
 from nsqctl import admin
 from nsqctl.addresses import parse_address
+from nsqctl.cli import complete
 from nsqctl.cli.common import (
     JsonOption,
     LookupdOption,
@@ -38,7 +40,13 @@ channel_app = typer.Typer(
 )
 
 YesOption = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation.")
-PartitionOption = typer.Option(None, "--partition", min=0, help="Only this partition (redesign).")
+PartitionOption = typer.Option(
+    None,
+    "--partition",
+    min=0,
+    help="Only this partition (redesign).",
+    autocompletion=complete.partitions,
+)
 
 
 def _stdin_is_tty() -> bool:
@@ -63,14 +71,16 @@ def cluster_addresses(
     return lookupds, nsqds
 
 
-def _refuse_without_tty(what: str, yes: bool) -> None:
+def refuse_without_tty(what: str, yes: bool) -> None:
+    """Fail before anything is asked or sent when nobody could answer the prompt."""
     if not yes and not _stdin_is_tty():
         raise ConfigError(
             f"refusing to {what} without confirmation (stdin is not a terminal): pass --yes"
         )
 
 
-def _confirm(what: str, stages: list[list[admin.AdminRequest]], yes: bool) -> None:
+def confirm_plan(what: str, stages: list[list[admin.AdminRequest]], yes: bool) -> None:
+    """Show every request of the plan and ask; a no changes nothing and exits 1."""
     if yes:
         return
     typer.echo(f"about to {what}:", err=True)
@@ -118,7 +128,7 @@ def _act(
     subject = f"{kind} {topic}" if channel is None else f"channel {topic}/{channel}"
     what = f"{action} {subject}"
     if destructive:
-        _refuse_without_tty(what, yes)
+        refuse_without_tty(what, yes)
     lookupds, nsqds = cluster
     placement, stages = asyncio.run(
         admin.prepare(
@@ -133,7 +143,7 @@ def _act(
         )
     )
     if destructive:
-        _confirm(what, stages, yes)
+        confirm_plan(what, stages, yes)
     report = asyncio.run(admin.run_plan(f"{kind} {action}", placement, stages, channel=channel))
     emit_report(report, as_json)
 
@@ -150,7 +160,7 @@ def _list(
     _emit_listing(listing, key, as_json, {} if topic is None else {"topic": topic})
 
 
-def _emit_listing(listing: admin.Listing, key: str, as_json: bool, extra: dict) -> None:
+def _emit_listing(listing: admin.Listing, key: str, as_json: bool, extra: dict[str, Any]) -> None:
     for address, error in listing.errors.items():
         typer.echo(f"warning: {address} did not answer: {error}", err=True)
     if as_json:
@@ -168,7 +178,7 @@ def _emit_listing(listing: admin.Listing, key: str, as_json: bool, extra: dict) 
 
 @topic_app.command("create")
 def topic_create(
-    topic: str = typer.Argument(..., help="Topic to create."),
+    topic: str = typer.Argument(..., autocompletion=complete.topics, help="Topic to create."),
     partitions: int = typer.Option(1, "--partitions", help="Partitions (redesign; 1-255)."),
     replicas: int = typer.Option(1, "--replicas", help="Replicas per partition (redesign; 1-5)."),
     ordered: bool = typer.Option(False, "--ordered", help="Ordered topic (redesign)."),
@@ -207,7 +217,7 @@ def _topic_action(
     action: str, destructive: bool = False, topic_help: str = "Topic."
 ) -> Callable[..., None]:
     def command(
-        topic: str = typer.Argument(..., help=topic_help),
+        topic: str = typer.Argument(..., autocompletion=complete.topics, help=topic_help),
         yes: bool = YesOption,
         as_json: bool = JsonOption,
         lookupd: list[str] = LookupdOption,
@@ -254,7 +264,9 @@ topic_app.command("empty", help="Drop every queued message of a topic (original 
 
 @channel_app.command("list")
 def channel_list(
-    topic: str = typer.Argument(..., help="Topic whose channels to list."),
+    topic: str = typer.Argument(
+        ..., autocompletion=complete.topics, help="Topic whose channels to list."
+    ),
     as_json: bool = JsonOption,
     lookupd: list[str] = LookupdOption,
     nsqd: list[str] = NsqdOption,
@@ -280,8 +292,8 @@ _DESTRUCTIVE = ("delete", "empty", "skip", "setoffset")
 
 def _channel_action(action: str) -> Callable[..., None]:
     def command(
-        topic: str = typer.Argument(..., help="Topic."),
-        channel: str = typer.Argument(..., help="Channel."),
+        topic: str = typer.Argument(..., autocompletion=complete.topics, help="Topic."),
+        channel: str = typer.Argument(..., autocompletion=complete.channels, help="Channel."),
         partition: int | None = PartitionOption,
         yes: bool = YesOption,
         as_json: bool = JsonOption,
@@ -327,8 +339,8 @@ for _action, _help in _CHANNEL_HELP.items():
 
 @channel_app.command("setoffset")
 def channel_setoffset(
-    topic: str = typer.Argument(..., help="Topic."),
-    channel: str = typer.Argument(..., help="Channel."),
+    topic: str = typer.Argument(..., autocompletion=complete.topics, help="Topic."),
+    channel: str = typer.Argument(..., autocompletion=complete.channels, help="Channel."),
     timestamp: int | None = typer.Option(
         None, "--timestamp", help="Resume from messages published at/after this Unix time."
     ),
@@ -364,8 +376,3 @@ def channel_setoffset(
         as_json=as_json,
         offset=offset,
     )
-
-
-# The redesign's partition operations (expand, move, update) live in their own module and
-# register themselves on ``topic_app``; imported last because they use the helpers above.
-from nsqctl.cli import partition_cmd  # noqa: E402, F401

@@ -29,6 +29,7 @@ import typer.core
 import typer.main
 
 from nsqctl.cli import common
+from nsqctl.cli.errors import cli_message
 from nsqctl.errors import ConfigError, NsqctlError
 
 
@@ -39,13 +40,16 @@ class Entry:
     ``target`` is ``module:attr``, a command function or a ``typer.Typer`` (a group).
     ``help`` must equal the command's own short help (a unit test compares them), so the
     top-level help can be shown without importing any command. ``extra`` names the
-    optional dependency group the command needs (see :data:`EXTRAS`).
+    optional dependency group the command needs (see :data:`EXTRAS`). ``extensions``
+    (``module:attr``, each a ``typer.Typer``) add their commands to a group target, so a
+    group may be spread over modules that do not import each other.
     """
 
     name: str
     target: str
     help: str
     extra: str | None = None
+    extensions: tuple[str, ...] = ()
 
 
 COMMANDS: tuple[Entry, ...] = (
@@ -107,11 +111,17 @@ COMMANDS: tuple[Entry, ...] = (
         "topic",
         "nsqctl.cli.admin_cmd:topic_app",
         "Create, delete, list, pause and empty topics; expand, move, update partitions.",
+        extensions=("nsqctl.cli.partition_cmd:commands",),
     ),
     Entry(
         "channel",
         "nsqctl.cli.admin_cmd:channel_app",
         "Create, delete, list, pause, empty (and on the redesign skip/setoffset) channels.",
+    ),
+    Entry(
+        "completion",
+        "nsqctl.cli.completion_cmd:completion",
+        "Print the completion script for SHELL.",
     ),
     Entry(
         "dead-letter",
@@ -253,6 +263,7 @@ def _global_params() -> tuple[Any, ...]:
     holder.command("global")(common.global_flags)
     params = typer.main.get_command(holder).params
     for param in params:
+        assert isinstance(param, typer.core.TyperOption)  # global_flags declares options only
         param.expose_value = False
         param.hidden = True
         param.callback = _store_global
@@ -297,12 +308,23 @@ def _with_extra(command: Any, entry: Entry) -> None:
     command.callback = checked
 
 
+def _import(target: str) -> Any:
+    """The object ``module:attr`` names."""
+    module_name, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module_name), attr)
+
+
 def load(entry: Entry) -> Any:
-    """Import a command's module and build its click command (or group)."""
-    module_name, _, attr = entry.target.partition(":")
-    target = getattr(importlib.import_module(module_name), attr)
+    """Import a command's module and build its click command (or group), with the
+    commands of its :attr:`Entry.extensions`."""
+    target = _import(entry.target)
+    command: Any
     if isinstance(target, typer.Typer):
-        command = typer.main.get_group(target)
+        group = typer.main.get_group(target)
+        for extension in entry.extensions:
+            for name, sub in typer.main.get_group(_import(extension)).commands.items():
+                group.add_command(sub, name)
+        command = group
     else:
         holder = typer.Typer(add_completion=False, rich_markup_mode=None)
         holder.command(entry.name)(target)
@@ -401,8 +423,9 @@ def _skip_httpx_cli() -> None:
     """Keep ``import httpx`` from loading httpx's own command-line tool.
 
     httpx 0.28's ``__init__`` imports ``httpx._main`` (its ``httpx`` console script), which
-    imports click, pygments and much of rich whenever click is installed: ~60 ms of every
-    nsqctl command that talks HTTP, in environments that have click for another tool. A
+    imports click, pygments and much of rich whenever click is installed: a large part of
+    the start-up of every nsqctl command that talks HTTP, in environments that have click
+    for another tool (bench/README.md, Start-up). A
     placeholder module stands in for it in this process only; its ``main`` loads the real
     one if anything ever calls it. (httpx2 made the import lazy upstream.)
     """
@@ -430,7 +453,7 @@ def main() -> None:
     except NsqctlError as err:
         if common.GLOBAL_FLAGS.debug or os.environ.get("NSQCTL_DEBUG"):
             raise
-        typer.secho(f"nsqctl: error: {err}", err=True, fg="red")
+        typer.secho(f"nsqctl: error: {cli_message(err)}", err=True, fg="red")
         sys.exit(2 if isinstance(err, ConfigError) else 1)
     except aborts:
         typer.echo("aborted", err=True)

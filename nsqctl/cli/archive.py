@@ -11,23 +11,28 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from nsqctl.cli import complete
 from nsqctl.cli.common import LookupdOption, NsqdOption, ProfileOption, resolve_cluster
 from nsqctl.errors import ConfigError
 from nsqctl.failover import DEFAULT_FAILOVER_WINDOW
 from nsqctl.protocol.names import validate_channel, validate_topic
 
 if TYPE_CHECKING:  # pyarrow loads only when archiving, not on every nsqctl start
-    from nsqctl.consumer.failover import LeaderWait
+    from nsqctl.failover import FailoverEvent
     from nsqctl.pipeline.archiver import ArchiveOptions, ArchiveStats
 
 
 def archive(
-    topic: str = typer.Argument(..., help="Topic to archive (all partitions)."),
+    topic: str = typer.Argument(
+        ..., autocompletion=complete.topics, help="Topic to archive (all partitions)."
+    ),
     out: Path = typer.Option(..., "--out", "-o", help="Archive directory (Hive layout)."),
     channel: str = typer.Option(
         "nsqctl_archive", "--channel", "-c", help="Channel (durable: a restart resumes)."
     ),
-    partitions: list[int] = typer.Option(None, "--partition", help="Only these partition(s)."),
+    partitions: list[int] = typer.Option(
+        None, "--partition", help="Only these partition(s).", autocompletion=complete.partitions
+    ),
     ordered: bool | None = typer.Option(
         None, "--ordered/--no-ordered", help="SUB_ORDERED (default: when the topic needs it)."
     ),
@@ -100,7 +105,7 @@ def archive(
         )
 
 
-def _on_failover(event: LeaderWait) -> None:
+def _on_failover(event: FailoverEvent) -> None:
     lead = "\n" if sys.stderr.isatty() else ""  # off the \r progress line
     print(f"{lead}nsqctl archive: {event.describe()}", file=sys.stderr, flush=True)
 

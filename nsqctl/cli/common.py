@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from nsqctl.errors import ConfigError
+from nsqctl.errors import ConfigError, NsqctlError
 
 if TYPE_CHECKING:
     from nsqctl.config import Profile
@@ -43,11 +43,26 @@ NsqdHttpOption = typer.Option(
     metavar="ADDR",
     help="nsqd HTTP address HOST:PORT (repeatable; env NSQCTL_NSQD_HTTP).",
 )
+
+
+def complete_profiles(incomplete: str) -> list[str]:
+    """Shell completion of --profile: the profile names of the config file (nothing when
+    the file cannot be read: a completion never prints an error into the shell)."""
+    from nsqctl.config import load_config
+
+    try:
+        names = load_config().profiles
+    except NsqctlError:
+        return []
+    return sorted(n for n in names if n.startswith(incomplete))
+
+
 ProfileOption = typer.Option(
     None,
     "--profile",
     metavar="NAME",
     help="Cluster profile from the config file (env NSQCTL_PROFILE).",
+    autocompletion=complete_profiles,
 )
 JsonOption = typer.Option(False, "--json", help="Machine-readable output.")
 
@@ -79,6 +94,7 @@ def global_flags(
         "--profile",
         metavar="NAME",
         help="Cluster profile from the config file (env NSQCTL_PROFILE).",
+        autocompletion=complete_profiles,
     ),
     tls: bool | None = typer.Option(None, "--tls/--no-tls", help="TLS to nsqd (verified)."),
     tls_ca: str | None = typer.Option(

@@ -22,6 +22,16 @@ SHELLS = {"bash": "nsqctl.bash", "zsh": "_nsqctl", "fish": "nsqctl.fish"}
 SHORT_HELP = 45  # characters of a command's summary in NAME and COMMANDS (click-man's)
 
 
+def completion_script(shell: str) -> str:
+    """The script that makes ``shell`` ask nsqctl itself for completions (``nsqctl
+    completion SHELL`` prints it; ``completions/`` holds a copy of each)."""
+    # typer.completion re-exports it without listing it in an __all__
+    script = typer.completion.get_completion_script(  # type: ignore[attr-defined]
+        prog_name=PROG, complete_var="_NSQCTL_COMPLETE", shell=shell
+    )
+    return script.rstrip("\n") + "\n"
+
+
 def man_pages(command: Any, name: str = PROG, parent: Any = None) -> dict[str, str]:
     """``{file name: troff}`` for a command and every command below it.
 
@@ -60,10 +70,7 @@ def generate(root: Path) -> dict[Path, str]:
 
     files: dict[Path, str] = {}
     for shell, name in SHELLS.items():
-        script = typer.completion.get_completion_script(
-            prog_name=PROG, complete_var="_NSQCTL_COMPLETE", shell=shell
-        )
-        files[root / "completions" / name] = script.rstrip("\n") + "\n"
+        files[root / "completions" / name] = completion_script(shell)
     for name, text in sorted(man_pages(root_command()).items()):
         files[root / "man" / name] = text
     return files

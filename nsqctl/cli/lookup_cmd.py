@@ -9,8 +9,9 @@ from typing import Any
 import typer
 
 from nsqctl import admin
-from nsqctl.cli.admin_cmd import JsonOption, cluster_addresses
-from nsqctl.cli.common import LookupdOption, NsqdHttpOption, NsqdOption, ProfileOption
+from nsqctl.cli import complete
+from nsqctl.cli.admin_cmd import cluster_addresses
+from nsqctl.cli.common import JsonOption, LookupdOption, NsqdHttpOption, NsqdOption, ProfileOption
 from nsqctl.errors import ConfigError
 from nsqctl.protocol.names import validate_topic
 
@@ -48,7 +49,7 @@ def render(info: dict[str, Any]) -> list[str]:
 
 
 def lookup(
-    topic: str = typer.Argument(..., help="Topic to look up."),
+    topic: str = typer.Argument(..., autocompletion=complete.topics, help="Topic to look up."),
     as_json: bool = JsonOption,
     lookupd: list[str] = LookupdOption,
     nsqd: list[str] = NsqdOption,

@@ -1,6 +1,7 @@
 """``nsqctl topic expand|move|update``: the redesign's partition operations, thin over
-:mod:`nsqctl.admin.partitions`, registered on the ``topic`` group of
-:mod:`nsqctl.cli.admin_cmd` (which imports this module last).
+:mod:`nsqctl.admin.partitions`. :data:`commands` holds them; the CLI app adds them to the
+``topic`` group of :mod:`nsqctl.cli.admin_cmd` (see ``Entry.extensions`` in
+:mod:`nsqctl.cli.app`), so that module does not import this one back.
 
 Same rules as the other admin commands: each shows what it will send and asks first;
 without a terminal it refuses unless ``--yes`` is given. Each waits until the change is
@@ -15,16 +16,19 @@ import asyncio
 import typer
 
 from nsqctl import admin
+from nsqctl.cli import complete
 from nsqctl.cli.admin_cmd import (
     YesOption,
-    _confirm,
-    _refuse_without_tty,
     cluster_addresses,
+    confirm_plan,
     emit_report,
-    topic_app,
+    refuse_without_tty,
 )
 from nsqctl.cli.common import JsonOption, LookupdOption, ProfileOption
 from nsqctl.protocol.names import validate_topic
+
+#: The partition commands, added to ``nsqctl topic`` by the CLI app.
+commands = typer.Typer()
 
 WaitOption = typer.Option(
     120.0, "--wait", min=0, help="Seconds to wait until the change is visible."
@@ -41,14 +45,16 @@ def _say(line: str) -> None:
 
 
 def _run(plan: admin.PartitionPlan, what: str, yes: bool, wait: float, as_json: bool) -> None:
-    _confirm(what, plan.stages, yes)
+    confirm_plan(what, plan.stages, yes)
     report = asyncio.run(admin.apply_plan(plan, wait=wait, progress=_say))
     emit_report(report, as_json)
 
 
-@topic_app.command("expand")
+@commands.command("expand")
 def topic_expand(
-    topic: str = typer.Argument(..., help="Redesign topic to grow."),
+    topic: str = typer.Argument(
+        ..., autocompletion=complete.topics, help="Redesign topic to grow."
+    ),
     partitions: int = typer.Option(
         ..., "--partitions", help="The new partition count (more than now; cannot shrink)."
     ),
@@ -61,19 +67,22 @@ def topic_expand(
     """Redesign: add partitions to a topic, waiting until they are writable (asks first)."""
     validate_topic(topic)
     what = f"expand topic {topic} to {partitions} partitions (cannot be undone)"
-    _refuse_without_tty(what, yes)
+    refuse_without_tty(what, yes)
     plan = asyncio.run(admin.plan_expand(_lookupds(lookupd, profile), topic, partitions))
     _run(plan, what, yes, wait, as_json)
 
 
-@topic_app.command("move")
+@commands.command("move")
 def topic_move(
-    topic: str = typer.Argument(..., help="Redesign topic."),
-    partition: int = typer.Option(..., "--partition", min=0, help="The partition to move."),
+    topic: str = typer.Argument(..., autocompletion=complete.topics, help="Redesign topic."),
+    partition: int = typer.Option(
+        ..., "--partition", min=0, help="The partition to move.", autocompletion=complete.partitions
+    ),
     to: str = typer.Option(
         ...,
         "--to",
         help="The nsqd to move to: its HTTP or TCP address, as `nsqctl dash`/`lookup` show.",
+        autocompletion=complete.nodes,
     ),
     source: str | None = typer.Option(
         None,
@@ -97,16 +106,16 @@ def topic_move(
     validate_topic(topic)
     copy = f"the copy on {source}" if source else "the leader"
     what = f"move {copy} of {topic} partition {partition} to {to}"
-    _refuse_without_tty(what, yes)
+    refuse_without_tty(what, yes)
     plan = asyncio.run(
         admin.plan_move(_lookupds(lookupd, profile), topic, partition, to, source=source)
     )
     _run(plan, what, yes, wait, as_json)
 
 
-@topic_app.command("update")
+@commands.command("update")
 def topic_update(
-    topic: str = typer.Argument(..., help="Redesign topic."),
+    topic: str = typer.Argument(..., autocompletion=complete.topics, help="Redesign topic."),
     replicas: int | None = typer.Option(None, "--replicas", help="Replicas per partition (1-5)."),
     sync_every: int | None = typer.Option(
         None, "--sync-every", help="fsync every N messages (0-4000)."
@@ -133,6 +142,6 @@ def topic_update(
     change = admin.MetaChange(replicas, sync_every, retention_days, channel_auto_create, ext)
     change.params()  # bad values fail here, before the cluster is asked anything
     what = f"update topic {topic}"
-    _refuse_without_tty(what, yes)
+    refuse_without_tty(what, yes)
     plan = asyncio.run(admin.plan_update(_lookupds(lookupd, profile), topic, change))
     _run(plan, what, yes, wait, as_json)

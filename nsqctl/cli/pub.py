@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from typing import Any
 
 import typer
 
+from nsqctl.cli import complete
 from nsqctl.cli.common import (
     LookupdOption,
     NsqdOption,
@@ -33,17 +35,13 @@ from nsqctl.cli.pub_input import (
     shard_key_from_json,
 )
 from nsqctl.errors import ConfigError, NsqctlError
-from nsqctl.producer import (
-    DEFAULT_FAILOVER_WINDOW,
-    FailoverEvent,
-    Producer,
-    Receipt,
-    RetryPolicy,
-)
+from nsqctl.failover import DEFAULT_FAILOVER_WINDOW, FailoverEvent
+from nsqctl.producer import Producer, Receipt, RetryPolicy
 from nsqctl.protocol.names import validate_topic
 from nsqctl.tracelog import TraceLog
 
 WINDOW = 8  # MPUB batches in flight at once
+INTERRUPTED = 130  # exit code after SIGINT, as shells report it (128 + 2)
 
 
 @dataclass
@@ -77,7 +75,7 @@ class PubPlan:
             raise ConfigError("--defer must be >= 0 milliseconds")
         if self.rate is not None and self.rate <= 0:
             raise ConfigError("--rate must be a positive number of messages per second")
-        if self.trace not in (None, "auto"):
+        if self.trace is not None and self.trace != "auto":
             parse_trace_id(self.trace)
         if self.rate is not None:
             # Small batches keep a low rate smooth (about ten sends per second).
@@ -101,6 +99,7 @@ class PubResult:
     published: int = 0
     unpublished: int = 0
     error: BaseException | None = None
+    interrupted: bool = False  # SIGINT stopped it: published counts what got OK
     receipts: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -126,7 +125,7 @@ class Pacer:
 
 
 def pub(
-    topic: str = typer.Argument(..., help="Topic to publish to."),
+    topic: str = typer.Argument(..., autocompletion=complete.topics, help="Topic to publish to."),
     messages: list[str] = typer.Argument(
         None, help="Messages (or files with --binary); else --file or stdin."
     ),
@@ -137,7 +136,13 @@ def pub(
     ),
     batch: int = typer.Option(200, "--batch", min=1, max=100_000, help="Messages per MPUB."),
     rate: float | None = typer.Option(None, "--rate", help="Publish at most N messages/s."),
-    partition: int | None = typer.Option(None, "--partition", help="Partition (redesign)."),
+    partition: int | None = typer.Option(
+        None,
+        "--partition",
+        min=0,
+        help="Partition, numbered from 0 (redesign).",
+        autocompletion=complete.partitions,
+    ),
     shard: str | None = typer.Option(None, "--shard", help="Shard key for every message."),
     shard_field: str | None = typer.Option(
         None, "--shard-field", help="Take each message's shard key from this JSON field."
@@ -169,18 +174,33 @@ def pub(
         raise ConfigError("--trace-log records traced publishes: add --trace ID or --trace auto")
     cluster = resolve_cluster(lookupd, nsqd, profile)
     source, total_bytes = open_source(messages, file, parse_delimiter(delimiter), binary)
-    progress = LazyProgress(f"pub {topic}", total_bytes, enabled=not quiet)
+    # A closed stderr (`2>&-`) must not stop publishing: then there is nowhere to show
+    # progress or failover notes, and the exit code alone reports the outcome.
+    progress = LazyProgress(f"pub {topic}", total_bytes, enabled=not quiet and _stderr_open())
     log = TraceLog(trace_log) if trace_log is not None else None
+    result = PubResult()
+
+    def on_receipt(receipt: Receipt) -> None:
+        # Each traced batch is counted as its OK comes, so after a failure the report
+        # names exactly what was not confirmed.
+        result.published += receipt.count
+        result.receipts.append(_receipt_json(receipt))
+        if log is not None:
+            log.publish(receipt)
+
     producer = Producer(
         lookupd_http=cluster.lookupd or None,
         nsqd_tcp=cluster.nsqd or None,
         config=cluster.connection_config(),
-        on_receipt=log.publish if log is not None else None,
+        on_receipt=on_receipt,
         retry=RetryPolicy(failover_window=failover_window),
-        on_failover=lambda event: progress.note(_failover_line(event, failover_window)),
+        on_failover=lambda event: progress.note(_failover_line(event)),
     )
     try:
-        result = asyncio.run(_publish(producer, plan, source, progress))
+        asyncio.run(_publish(producer, plan, source, progress, result))
+    except KeyboardInterrupt:
+        if not result.interrupted:
+            raise  # before publishing started: nothing to report
     finally:
         progress.stop()
         if log is not None:
@@ -188,8 +208,13 @@ def pub(
     _report(plan, result, quiet, as_json)
 
 
-def _failover_line(event: FailoverEvent, window: float) -> str:
-    return f"nsqctl pub: {event.describe(window)}"
+def _stderr_open() -> bool:
+    """False when the process was started with stderr closed (Python sets it to None)."""
+    return sys.stderr is not None
+
+
+def _failover_line(event: FailoverEvent) -> str:
+    return f"nsqctl pub: {event.describe()}"
 
 
 def _report(plan: PubPlan, result: PubResult, quiet: bool, as_json: bool) -> None:
@@ -202,17 +227,29 @@ def _report(plan: PubPlan, result: PubResult, quiet: bool, as_json: bool) -> Non
                     "topic": plan.topic,
                     "published": result.published,
                     "unpublished": result.unpublished,
-                    "error": str(result.error) if result.error else None,
+                    "error": "interrupted" if result.interrupted else _text(result.error),
                 }
             )
         )
-    elif not quiet and result.error is None:
+    if result.interrupted:
+        typer.echo(
+            f"nsqctl pub: interrupted: {result.published} message(s) published to "
+            f"{plan.topic}, {result.unpublished} read but not confirmed",
+            err=True,
+        )
+        raise typer.Exit(INTERRUPTED)
+    if not as_json and not quiet and result.error is None:
         typer.echo(f"published {result.published} message(s) to {plan.topic}", err=True)
     if result.error is not None:
         raise NsqctlError(
             f"{result.unpublished} message(s) not published ({result.published} were): "
-            f"{result.error}"
+            f"{result.error}",
+            setting=getattr(result.error, "setting", None),
         )
+
+
+def _text(error: BaseException | None) -> str | None:
+    return None if error is None else str(error)
 
 
 class _Window:
@@ -220,9 +257,9 @@ class _Window:
 
     def __init__(self, result: PubResult) -> None:
         self.result = result
-        self.tasks: dict[asyncio.Task[None], int] = {}
+        self.tasks: dict[asyncio.Future[object], int] = {}
 
-    def launch(self, coro: Awaitable[None], count: int) -> None:
+    def launch(self, coro: Awaitable[object], count: int) -> None:
         self.tasks[asyncio.ensure_future(coro)] = count
 
     async def settle(self, wait_all: bool) -> None:
@@ -242,19 +279,28 @@ class _Window:
             raise failure
 
     async def abandon(self) -> int:
-        """Cancel what is in flight; returns how many messages that leaves unconfirmed."""
+        """Cancel what is in flight; returns how many messages that leaves unconfirmed.
+        Batches that got OK before (or while) being cancelled are counted as published."""
         for task in self.tasks:
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)
-        count = sum(self.tasks.values())
+        unconfirmed = 0
+        for task, count in self.tasks.items():
+            if not task.cancelled() and task.exception() is None:
+                self.result.published += count
+            else:
+                unconfirmed += count
         self.tasks.clear()
-        return count
+        return unconfirmed
 
 
 async def _publish(
-    producer: Producer, plan: PubPlan, source: Iterator[Batch], progress: LazyProgress
-) -> PubResult:
-    result = PubResult()
+    producer: Producer,
+    plan: PubPlan,
+    source: Iterator[Batch],
+    progress: LazyProgress,
+    result: PubResult,
+) -> None:
     window = _Window(result)
     pacer = Pacer(plan.rate)
     send = _sender(producer, plan, result)
@@ -294,14 +340,19 @@ async def _publish(
                 await window.abandon()
                 also = f"; publishing had also failed: {publish_err}"
             raise ConfigError(
-                f"{err} ({result.published} message(s) before it were published{also})"
+                f"{err} ({result.published} message(s) before it were published{also})",
+                setting=err.setting,
             ) from None
         except (NsqctlError, OSError) as err:
             await window.abandon()
             result.error = err
             # Everything read but not confirmed, plus what was never read (unknown: 0).
             result.unpublished = read - result.published
-    return result
+        except asyncio.CancelledError:  # SIGINT: asyncio.run cancels this task
+            await window.abandon()
+            result.interrupted = True
+            result.unpublished = read - result.published
+            raise
 
 
 Sender = Callable[[Batch, _Window], Awaitable[None]]
@@ -312,29 +363,19 @@ def _sender(producer: Producer, plan: PubPlan, result: PubResult) -> Sender:
     topic = plan.topic
 
     if plan.defer_ms is not None:
-        defer_ms = plan.defer_ms
+        delay = plan.defer_ms / 1000  # the flag is in milliseconds, the library in seconds
 
         async def deferred(bodies: list[bytes]) -> None:
             # DPUB has no batch form. Each OK is counted on its own, so after a failure
             # the report names exactly what was not confirmed.
             for body in bodies:
-                await producer.publish_deferred(topic, body, defer_ms)
+                await producer.publish_deferred(topic, body, delay)
                 result.published += 1
 
         async def send_deferred(chunk: Batch, window: _Window) -> None:
             window.launch(deferred(chunk.bodies), 0)
 
         return send_deferred
-
-    async def traced(items: list[tuple[int, bytes]], part: int | None, key: Any) -> None:
-        # Cut to the server's max body size; each OK is counted as it comes (like DPUB), so
-        # after a failure the report names exactly what was not confirmed.
-        for batch in producer.traced_batches(items):
-            receipt = await producer.publish_traced_many(
-                topic, batch, partition=part, shard_key=key
-            )
-            result.receipts.append(_receipt_json(receipt, [tid for tid, _ in batch]))
-            result.published += len(batch)
 
     def launch(window: _Window, bodies: list[bytes], part: int | None, key: Any) -> None:
         if plan.trace is None:
@@ -344,7 +385,8 @@ def _sender(producer: Producer, plan: PubPlan, result: PubResult) -> Sender:
             return
         fixed = None if plan.trace == "auto" else parse_trace_id(plan.trace)
         items = [(fixed if fixed is not None else random.getrandbits(63), b) for b in bodies]
-        window.launch(traced(items, part, key), 0)
+        # counted by the receipt hook, batch by batch
+        window.launch(producer.publish_traced_many(topic, items, partition=part, shard_key=key), 0)
 
     async def send(chunk: Batch, window: _Window) -> None:
         if plan.shard_field is None:
@@ -362,14 +404,14 @@ def _sender(producer: Producer, plan: PubPlan, result: PubResult) -> Sender:
     return send
 
 
-def _receipt_json(receipt: Receipt, trace_ids: list[int]) -> dict[str, Any]:
+def _receipt_json(receipt: Receipt) -> dict[str, Any]:
     return {
         "topic": receipt.topic,
         "partition": receipt.partition,
         "nsqd": receipt.nsqd,
         "internal_id": receipt.internal_id,
         "trace_id": receipt.trace_id,
-        "trace_ids": trace_ids,
+        "trace_ids": list(receipt.trace_ids),
         "offset": receipt.offset,
         "size": receipt.size,
         "count": receipt.count,

@@ -33,10 +33,10 @@ class Batch:
     """Consecutive records of the input, as split from one read.
 
     ``numbers`` stays None while the bodies are numbered ``first, first + 1, ...`` (no blank
-    line among them), the common case: a Record or a number per line would cost as much as
-    the split itself (~0.7 us a line, ~0.17 s on 250k lines). ``size`` is the input bytes
-    the batch covers (for progress); ``flush`` says the input paused (a short read), so
-    what is held back waiting for a full MPUB should go now.
+    line among them), the common case: a Record or a number per line would cost about as
+    much as splitting the input itself. ``size`` is the input bytes the batch covers (for
+    progress); ``flush`` says the input paused (a short read), so what is held back waiting
+    for a full MPUB should go now.
     """
 
     bodies: list[bytes]
@@ -195,7 +195,7 @@ def open_source(
             return _whole_files(paths), _total_size(paths)
         if file is not None:
             return _whole_files([file]), _total_size([file])
-        data = sys.stdin.buffer.read()
+        data = _stdin().read()
         return iter([Batch([data], 1, None, len(data))]), None
     if messages:
         bodies = [m.encode() for m in messages]
@@ -203,7 +203,26 @@ def open_source(
     if file is not None:
         fh = _open(file)
         return split_batches(fh, delimiter), _total_size([file])
-    return split_batches(sys.stdin.buffer, delimiter), None
+    return split_batches(_stdin(), delimiter), None
+
+
+def _stdin() -> BinaryIO:
+    """Standard input as bytes; a closed one (``<&-``: Python sets it to None) is bad input,
+    not a crash.
+
+    Unbuffered, on its own file object: the reader thread may be blocked in a read when
+    the process exits (Ctrl-C), and a read blocked inside ``sys.stdin.buffer`` holds that
+    object's lock, which the interpreter's shutdown then cannot take (a fatal error).
+    """
+    if sys.stdin is None:
+        raise ConfigError(
+            "no messages: stdin is closed; give them as arguments, with --file, or on stdin"
+        )
+    try:
+        fd = sys.stdin.fileno()
+    except (AttributeError, OSError, ValueError):  # replaced by a test runner
+        return sys.stdin.buffer
+    return open(fd, "rb", buffering=0, closefd=False)
 
 
 def _total_size(paths: list[Path]) -> int | None:

@@ -25,7 +25,8 @@ from nsqctl.paths import state_dir
 from nsqctl.protocol.names import validate_topic
 
 if TYPE_CHECKING:
-    from nsqctl.pipeline.replay import ReplayFilters, ReplayResult, ReplayTarget
+    from nsqctl.pipeline.replay import ReplayResult, ReplayTarget
+    from nsqctl.pipeline.selection import ReplayFilters
 
 SparkMasterOption = typer.Option(
     None, "--spark-master", help="Spark master URL (env SPARK_MASTER; default local[*])."
@@ -70,12 +71,13 @@ def replay(
     profile: str | None = ProfileOption,
 ) -> None:
     """Re-publish messages to --to-topic, in per-partition (or per --shard-field) order."""
-    from nsqctl.pipeline.replay import ReplayFilters, parse_time
+    from nsqctl.pipeline.replay import parse_time_ns
+    from nsqctl.pipeline.selection import ReplayFilters
 
     validate_topic(to_topic)
     filters = ReplayFilters(
-        since_ns=parse_time(since),
-        until_ns=parse_time(until),
+        since_ns=parse_time_ns(since),
+        until_ns=parse_time_ns(until),
         topics=list(source_topic or []),
         partitions=list(partitions or []),
         trace_id=trace_id,
@@ -90,7 +92,10 @@ def replay(
         raise ConfigError("--count applies to history replay (--from-time/--from-offset) only")
     from nsqctl.pipeline.engine import choose
 
-    say = (lambda m: None) if quiet else (lambda m: typer.echo(m, err=True))
+    def say(line: str) -> None:
+        if not quiet:
+            typer.echo(line, err=True)
+
     job = _Job(source, to_topic, filters, shard_field, rate, batch_size, sel, say)
     if "://" not in source and not Path(source).exists():
         raise ConfigError(f"replay source {source} does not exist")
@@ -221,7 +226,7 @@ def _history(
     quiet: bool,
 ) -> None:
     from nsqctl.pipeline import history
-    from nsqctl.pipeline.replay import parse_time
+    from nsqctl.pipeline.replay import parse_time_ns
 
     validate_topic(topic)
     f = filters
@@ -230,7 +235,7 @@ def _history(
     opts = history.HistoryOptions(
         topic=topic,
         to_topic=to_topic,
-        start=history.start_arg(parse_time(from_time), from_offset),
+        start=history.start_arg(parse_time_ns(from_time), from_offset),
         lookupd=sel.lookupd,
         nsqd=sel.nsqd,
         config=sel.connection_config(),

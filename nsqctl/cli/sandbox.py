@@ -76,6 +76,10 @@ def _print_cluster(c: cluster.Cluster, as_json: bool) -> None:
         table.add_row(n.name, str(n.pid), tcp, n.http_address, state)
     Console().print(table)
     typer.echo(f"directory  {c.directory}")
+    # which etcd runs matters (system package or the sandbox extra's copy): say it
+    for n in c.nodes:
+        if n.role == "etcd":
+            typer.echo(f"etcd       {n.exe}")
     logs = {Path(n.log).parent for n in c.nodes}
     if all(Path(n.log).name == f"{n.name}.log" for n in c.nodes) and len(logs) == 1:
         typer.echo(f"logs       {logs.pop() / '<node>.log'}")
@@ -105,7 +109,7 @@ def up(
         nsqd=nsqd,
         lookupd=lookupd,
         port_base=port_base,
-        progress=lambda msg: err_console.print(f"[dim]{msg}[/]"),
+        progress=lambda msg: err_console.print(f"[dim]{msg}[/]", soft_wrap=True),
         module_sources=module_sources,
     )
     _print_cluster(c, as_json)
@@ -153,7 +157,12 @@ def build_cmd(
     module_sources: Path | None = ModuleSourcesOption,
 ) -> None:
     """Build the real NSQ servers (and their Go tools) of a flavour, cached."""
-    path = build.build(flavor, force=force, module_sources=module_sources)  # type: ignore[arg-type]
+    path = build.build(
+        flavor,  # type: ignore[arg-type]
+        force=force,
+        module_sources=module_sources,
+        progress=lambda msg: err_console.print(f"[dim]{msg}[/]", soft_wrap=True),
+    )
     typer.echo(str(path))
 
 

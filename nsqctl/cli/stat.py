@@ -17,6 +17,7 @@ from typing import Any
 
 import typer
 
+from nsqctl.cli import complete
 from nsqctl.cli.common import (
     LookupdOption,
     NsqdHttpOption,
@@ -183,9 +184,7 @@ def format_row(when: str, row: dict[str, Any]) -> str:
 
 
 def header() -> str:
-    return " ".join(
-        n.ljust(w) if i < 2 else n.rjust(w) for i, (n, w) in enumerate(COLUMNS)
-    )
+    return " ".join(n.ljust(w) if i < 2 else n.rjust(w) for i, (n, w) in enumerate(COLUMNS))
 
 
 def interval_record(view: ClusterView, topic: str | None, channel: str | None) -> dict[str, Any]:
@@ -230,8 +229,11 @@ async def run_stat(
                 when = time.strftime("%H:%M:%S", time.localtime(view.taken_at))
                 for node in view.nodes:
                     if node.stats.state != "up":
-                        typer.echo(f"{when} nsqd {node.address} {node.stats.state}: "
-                                   f"{node.stats.error or node.stats.health}", err=True)
+                        typer.echo(
+                            f"{when} nsqd {node.address} {node.stats.state}: "
+                            f"{node.stats.error or node.stats.health}",
+                            err=True,
+                        )
                 rows = stat_rows(view, topic, channel)
                 if not rows:
                     missing = f"{topic}/{channel}" if channel else topic
@@ -250,8 +252,12 @@ async def run_stat(
 
 
 def stat(
-    topic: str | None = typer.Argument(None, help="Only this topic (and its channels)."),
-    channel: str | None = typer.Argument(None, help="Only this channel of TOPIC."),
+    topic: str | None = typer.Argument(
+        None, autocompletion=complete.topics, help="Only this topic (and its channels)."
+    ),
+    channel: str | None = typer.Argument(
+        None, autocompletion=complete.channels, help="Only this channel of TOPIC."
+    ),
     lookupd: list[str] = LookupdOption,
     nsqd: list[str] = NsqdOption,
     nsqd_http: list[str] = NsqdHttpOption,
@@ -273,9 +279,7 @@ def stat(
     if channel is not None:
         validate_channel(channel)
     sel = resolve_cluster(lookupd, nsqd, profile, nsqd_http, require="http")
-    poller = StatsPoller(
-        sel.lookupd, sel.nsqd_http, topic=topic, channel=channel, timeout=timeout
-    )
+    poller = StatsPoller(sel.lookupd, sel.nsqd_http, topic=topic, channel=channel, timeout=timeout)
     asyncio.run(
         run_stat(
             StatsSession(poller), topic, channel, interval=interval, count=count, as_json=as_json

@@ -27,8 +27,8 @@ from nsqctl.cli.common import (
     ProfileOption,
     resolve_cluster,
 )
-from nsqctl.consumer import Consumer, OrderViolation
-from nsqctl.consumer.failover import DEFAULT_FAILOVER_WINDOW, LeaderWait
+from nsqctl.consumer import Consumer, FailoverEvent, OrderViolation
+from nsqctl.consumer.failover import DEFAULT_FAILOVER_WINDOW
 from nsqctl.errors import ConfigError
 from nsqctl.jsonfield import MISSING, get_field, scalar_text
 from nsqctl.message import Message, body_to_json, finish_all
@@ -389,7 +389,7 @@ def _on_order(v: OrderViolation) -> None:
     )
 
 
-def _on_failover(event: LeaderWait) -> None:
+def _on_failover(event: FailoverEvent) -> None:
     print(f"nsqctl tail: {event.describe()}", file=sys.stderr, flush=True)
 
 

@@ -128,7 +128,11 @@ def render_trace(
     ids and ``key=value`` pairs wrapped at spaces only, so no value is ever split."""
     days = {e["at"][:10] for e in events}
     one_day = len(days) == 1
-    when = (lambda e: _when(e["at"])[11:]) if one_day else (lambda e: _when(e["at"]))
+
+    def when(e: dict[str, Any]) -> str:
+        stamp = _when(e["at"])
+        return stamp[11:] if one_day else stamp
+
     head = f"timeline of {label} (UTC{', ' + next(iter(days)) if one_day else ''})"
     lines = [head]
     event_width = max((len(e["event"]) for e in events), default=0)

@@ -1,5 +1,5 @@
 """Connections to nsqd: :class:`Connection` (:mod:`.tcp`), what it is set up with
-(:mod:`.config`) and the socket reader under it (:mod:`.stream`)."""
+(:mod:`.config`) and the asyncio protocol under it (:mod:`.stream`)."""
 
 from nsqctl.connection.config import ConnectionConfig, TLSSettings
 from nsqctl.connection.tcp import (

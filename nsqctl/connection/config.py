@@ -1,5 +1,5 @@
-"""What a connection to nsqd is set up with: TLS, IDENTIFY's features, timeouts; and the
-errors a connection raises. No IO: the CLI and the library build these before connecting.
+"""What a connection to nsqd is set up with: TLS, IDENTIFY's features, timeouts.
+No IO: the CLI and the library build these before connecting.
 """
 
 from __future__ import annotations
@@ -26,19 +26,32 @@ class TLSSettings:
     server_hostname: str | None = None
 
     def context(self) -> ssl.SSLContext:
+        """The client's SSL context; a file that cannot be loaded is a :class:`ConfigError`
+        whose ``setting`` names it (``tls_ca``, or ``tls_cert`` for the certificate/key)."""
         try:
             ctx = ssl.create_default_context(cafile=self.ca_file)
-            if self.cert_file:
-                ctx.load_cert_chain(self.cert_file, self.key_file)
         except (OSError, ssl.SSLError) as err:
             raise ConfigError(
-                f"cannot load TLS files ({getattr(err, 'strerror', None) or err}): check "
-                "--tls-ca / --tls-cert / --tls-key"
+                f"cannot load the TLS CA file {self.ca_file!r} ({_reason(err)})",
+                setting="tls_ca",
             ) from None
+        if self.cert_file:
+            try:
+                ctx.load_cert_chain(self.cert_file, self.key_file)
+            except (OSError, ssl.SSLError) as err:
+                raise ConfigError(
+                    f"cannot load the TLS client certificate {self.cert_file!r} / key "
+                    f"{self.key_file!r} ({_reason(err)})",
+                    setting="tls_cert",
+                ) from None
         if self.insecure:
             ctx.check_hostname = False
             ctx.verify_mode = ssl.CERT_NONE
         return ctx
+
+
+def _reason(err: OSError | ssl.SSLError) -> str:
+    return str(getattr(err, "strerror", None) or err)
 
 
 @dataclass

@@ -1,10 +1,12 @@
 """One asyncio TCP connection to one nsqd (one topic partition on the redesign).
 
-The protocol itself lives in :mod:`nsqctl.protocol` (sans-IO); this module only moves
-bytes: handshake (magic, IDENTIFY, TLS / snappy / deflate upgrade, AUTH), then reads
-handled as they arrive (see :mod:`.stream`), heartbeats answered with NOP, replies
-matched to pipelined requests in order, and writes coalesced per event-loop turn so that
-many FIN/RDY/PUB commands issued in one turn leave in one socket write.
+A thin transport: the protocol lives in :mod:`nsqctl.protocol` as sans-IO state machines
+(:class:`~nsqctl.protocol.handshake.Handshake` until the connection is ready, then
+:class:`~nsqctl.protocol.session.Session`), and this module moves bytes between them and
+the socket (:mod:`.stream`), upgrades it to TLS when the handshake says so, keeps the
+timers (request deadlines, the idle deadline that heartbeats keep away), and coalesces
+writes per event-loop turn so that many FIN/RDY/PUB commands issued in one turn leave in
+one socket write.
 """
 
 from __future__ import annotations
@@ -21,24 +23,32 @@ from typing import Any
 from nsqctl import protocol as p
 from nsqctl.addresses import HostPort, parse_address
 from nsqctl.connection.config import ConnectionConfig
-from nsqctl.connection.stream import READ_SIZE, HandoffReader, open_stream
+from nsqctl.connection.stream import SocketProtocol, open_socket
 from nsqctl.errors import ConfigError, ConnectError, ConnectionClosedError, NsqctlError
-from nsqctl.protocol.frames import CLOSE_WAIT, HEARTBEAT, FrameDecoder, FrameType
-from nsqctl.protocol.message import MessageLayout, RawMessage
-from nsqctl.protocol.replies import (
-    AuthResponse,
-    IdentifyResponse,
-    parse_auth_response,
-    parse_identify_response,
+from nsqctl.protocol.handshake import (
+    Authenticated,
+    Handshake,
+    HandshakeTimeoutError,
+    Identified,
+    Ready,
+    SendData,
+    StartTLS,
+    SwitchCodec,
+)
+from nsqctl.protocol.message import Family, MessageLayout, RawMessage
+from nsqctl.protocol.replies import AuthResponse, IdentifyResponse
+from nsqctl.protocol.session import (
+    CloseWaitReceived,
+    Fatal,
+    ServerNotice,
+    Session,
+    SessionEvent,
+    UnsolicitedReply,
+    idle_timeout,
 )
 
 log = logging.getLogger("nsqctl.connection")
 
-_RESPONSE = int(FrameType.RESPONSE)
-
-# Error codes that answer a command with no success reply (FIN/REQ/TOUCH): they never
-# belong to a pending request.
-_NO_REPLY_ERRORS = ("E_FIN_FAILED", "E_REQ_FAILED", "E_TOUCH_FAILED")
 # Writes above this many buffered bytes make `drain()` wait (producers use it).
 _HIGH_WATER = 4 * 1024 * 1024
 
@@ -48,6 +58,7 @@ MessageHandler = Callable[["Connection", RawMessage], None]
 BatchHandler = Callable[["Connection", list[RawMessage]], None]
 ErrorHandler = Callable[["Connection", p.ServerError], None]
 CloseHandler = Callable[["Connection", BaseException | None], None]
+_Pending = asyncio.Future[bytes]
 
 
 class Connection:
@@ -71,21 +82,17 @@ class Connection:
         self.on_close = on_close
         self.identify: IdentifyResponse | None = None
         self.auth: AuthResponse | None = None
-        self.layout = MessageLayout()
         self.subscribed: tuple[str, str, int | None] | None = None
         self.closed: ConnectionClosedError | None = None
         self.local_address: str = ""
         self.remote_address: str = ""
-        self._reader: HandoffReader | None = None
-        self._writer: asyncio.StreamWriter | None = None
+        self._socket: SocketProtocol | None = None
+        self._transport: asyncio.Transport | None = None
         self._codec: p.Codec = p.IdentityCodec()
-        self._decoder = FrameDecoder()
-        self._pending: collections.deque[tuple[asyncio.Future[bytes], str]] = collections.deque()
+        self._session: Session[_Pending] = Session()
         # (deadline, future, context) of request() calls, oldest first; one timer watches
         # the oldest instead of a wait_for timer per request.
-        self._deadlines: collections.deque[tuple[float, asyncio.Future[bytes], str]] = (
-            collections.deque()
-        )
+        self._deadlines: collections.deque[tuple[float, _Pending, str]] = collections.deque()
         self._deadline_timer: asyncio.TimerHandle | None = None
         self._out: list[bytes] = []
         self._flush_scheduled = False
@@ -104,7 +111,7 @@ class Connection:
         return bool(self.identify and self.identify.is_redesign)
 
     @property
-    def family(self) -> str:
+    def family(self) -> Family:
         return "redesign" if self.is_redesign else "original"
 
     @property
@@ -113,7 +120,16 @@ class Connection:
 
     @property
     def is_open(self) -> bool:
-        return self.closed is None and self._writer is not None
+        return self.closed is None and self._transport is not None
+
+    @property
+    def layout(self) -> MessageLayout:
+        """How this connection's message frames are decoded (set by :meth:`subscribe`)."""
+        return self._session.layout
+
+    @layout.setter
+    def layout(self, layout: MessageLayout) -> None:
+        self._session.layout = layout
 
     def __repr__(self) -> str:
         return f"<Connection nsqd={self.address} {self.family} open={self.is_open}>"
@@ -129,124 +145,121 @@ class Connection:
         return conn
 
     async def connect(self) -> IdentifyResponse:
-        """Magic, IDENTIFY, upgrades and AUTH; then start the reader."""
+        """Magic, IDENTIFY, upgrades and AUTH; then reads go to the session."""
         cfg = self.config
-        body = cfg.identify_body()
+        handshake = Handshake(
+            cfg.identify_body(),
+            peer=str(self.address),
+            tls=cfg.tls is not None,
+            compression=cfg.compression,
+            auth_secret=cfg.auth_secret,
+        )
         self._loop = asyncio.get_running_loop()
         try:
-            self._reader, self._writer = await asyncio.wait_for(
-                open_stream(self.address.host, self.address.port), cfg.connect_timeout
+            self._socket = await asyncio.wait_for(
+                open_socket(self.address.host, self.address.port), cfg.connect_timeout
             )
         except (TimeoutError, OSError) as err:
-            reason = "timed out" if isinstance(err, asyncio.TimeoutError) else err.strerror
+            reason = "timed out" if isinstance(err, TimeoutError) else err.strerror
             raise ConnectError(
                 f"cannot connect to nsqd {self.address}: {reason or err}; check the address "
                 "and that nsqd is running"
             ) from None
-        sock = self._writer.get_extra_info("socket")
+        transport = self._socket.transport
+        assert transport is not None
+        self._transport = transport
+        sock = transport.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.local_address = _fmt_peer(self._writer.get_extra_info("sockname"))
-        self.remote_address = _fmt_peer(self._writer.get_extra_info("peername"))
+        self.local_address = _fmt_peer(transport.get_extra_info("sockname"))
+        self.remote_address = _fmt_peer(transport.get_extra_info("peername"))
         try:
-            await asyncio.wait_for(self._handshake(body), cfg.connect_timeout * 2)
+            leftover = await asyncio.wait_for(self._handshake(handshake), cfg.connect_timeout * 2)
         except BaseException as err:
             self._abort()
             self.closed = ConnectionClosedError(str(self.address), "the handshake failed")
-            if isinstance(err, asyncio.TimeoutError):
-                raise ConnectError(f"nsqd {self.address} did not finish the handshake") from None
-            if isinstance(err, ssl.SSLError) and "ALERT" in (err.reason or ""):
-                raise ConnectError(
-                    f"nsqd {self.address} rejected our TLS client certificate ({err.reason}): "
-                    "pass --tls-cert/--tls-key signed by the CA in nsqd's --tls-root-ca-file"
-                ) from None
-            if isinstance(err, ssl.SSLError):
-                raise ConnectError(
-                    f"TLS handshake with nsqd {self.address} failed ({err.reason or err}); "
-                    "check --tls-ca, or --tls-insecure for a self-signed test server"
-                ) from None
-            if isinstance(err, (OSError, asyncio.IncompleteReadError)):
-                raise ConnectError(
-                    f"nsqd {self.address} closed the connection during the handshake"
-                ) from None
-            raise
-        self._start_reading()
+            converted = self._handshake_error(err)
+            if converted is err:
+                raise
+            raise converted from None
+        if handshake.secret_unused:
+            log.info("nsqd %s does not require AUTH; the secret was not sent", self.address)
+        self._start_reading(leftover)
         assert self.identify is not None
         return self.identify
 
-    async def _handshake(self, body: dict[str, Any]) -> None:
-        assert self._reader is not None and self._writer is not None
-        self._writer.write(p.MAGIC_V2 + p.identify(body))
-        data = await self._read_handshake_frame("identify")
-        ident = parse_identify_response(data)
-        self.identify = ident
-        if self.config.tls is not None:
-            if not ident.tls_v1:
-                raise ConnectError(
-                    f"nsqd {self.address} does not offer TLS: start it with --tls-cert/--tls-key "
-                    "or connect without TLS"
-                )
-            tls = self.config.tls
-            await self._writer.start_tls(
-                tls.context(), server_hostname=tls.server_hostname or self.address.host
-            )
-            ok = await self._read_handshake_frame("tls")
-            if ok != p.OK:
-                raise ConnectError(f"nsqd {self.address} answered {ok!r} after the TLS upgrade")
-        if self.config.compression != "none" and not (ident.snappy or ident.deflate):
-            raise ConnectError(
-                f"nsqd {self.address} refused {self.config.compression} compression: enable it "
-                "on the server (--snappy / --deflate) or connect without compression"
-            )
-        codec = p.codec_for(ident)
-        if not isinstance(codec, p.IdentityCodec):
-            self._codec = codec
-            ok = await self._read_compressed_frame()
-            if ok != p.OK:
-                raise ConnectError(f"nsqd {self.address} answered {ok!r} after compression")
-        if ident.auth_required:
-            secret = self.config.auth_secret
-            if secret is None:
-                raise ConnectError(
-                    f"nsqd {self.address} requires AUTH: pass --auth-secret-file FILE or set "
-                    "NSQCTL_AUTH_SECRET"
-                )
-            self._write_raw(p.auth(secret.reveal()))
-            reply = await self._read_compressed_frame()
-            self.auth = parse_auth_response(reply)
-        elif self.config.auth_secret is not None:
-            log.info("nsqd %s does not require AUTH; the secret was not sent", self.address)
-
-    async def _read_handshake_frame(self, what: str) -> bytes:
-        """Read exactly one uncompressed frame (nothing past it may be consumed)."""
-        assert self._reader is not None
-        header = await self._reader.readexactly(8)
-        size = int.from_bytes(header[:4], "big")
-        ftype = int.from_bytes(header[4:], "big")
-        if size < 4 or size > self._decoder.max_frame_size:
-            raise p.FrameDecodeError(f"invalid frame size {size} during {what}")
-        data = await self._reader.readexactly(size - 4)
-        return self._check_reply(ftype, data, what)
-
-    async def _read_compressed_frame(self) -> bytes:
-        """Read one frame through the codec (later frames stay in the decoder)."""
-        assert self._reader is not None
+    async def _handshake(self, handshake: Handshake) -> bytes:
+        """Carry out the handshake machine's events; the session's first bytes."""
+        sock = self._socket
+        assert sock is not None
+        events = handshake.start()
         while True:
-            chunk = await self._reader.read(READ_SIZE)
-            if not chunk:
-                raise asyncio.IncompleteReadError(b"", None)
-            frames = self._decoder.feed(self._codec.decompress(chunk))
-            if frames:
-                if len(frames) > 1:  # nothing else is sent before we answer; keep it simple
-                    raise p.FrameDecodeError("unexpected extra frames during the handshake")
-                return self._check_reply(frames[0].type, frames[0].data, "handshake")
+            for event in events:
+                if isinstance(event, SendData):
+                    self._write_raw(event.data)
+                elif isinstance(event, Identified):
+                    self.identify = event.response
+                elif isinstance(event, StartTLS):
+                    await self._start_tls()
+                    events = handshake.tls_started()
+                    break
+                elif isinstance(event, SwitchCodec):
+                    self._codec = event.codec
+                elif isinstance(event, Authenticated):
+                    self.auth = event.response
+                else:
+                    assert isinstance(event, Ready)
+                    self._session = Session(self._codec)
+                    return event.leftover
+            else:
+                data = await sock.read()
+                if not data:
+                    handshake.receive_eof()
+                events = handshake.receive_data(data)
 
-    def _check_reply(self, ftype: int, data: bytes, context: str) -> bytes:
-        if ftype == FrameType.ERROR:
-            raise p.error_from_frame(data, context=context)
-        if ftype != FrameType.RESPONSE:
-            raise p.FrameDecodeError(f"unexpected frame type {ftype} during {context}")
-        return data
+    async def _start_tls(self) -> None:
+        tls = self.config.tls
+        assert tls is not None and self._socket is not None and self._loop is not None
+        if self._socket.buffered:  # nsqd cannot send anything before our TLS hello
+            raise p.FrameDecodeError(
+                f"nsqd {self.address} sent {self._socket.buffered} bytes before the TLS upgrade"
+            )
+        assert self._transport is not None
+        transport = await self._loop.start_tls(
+            self._transport,
+            self._socket,
+            tls.context(),
+            server_hostname=tls.server_hostname or self.address.host,
+        )
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        self._socket.upgraded(transport)
+
+    def _handshake_error(self, err: BaseException) -> BaseException:
+        """What a failed handshake raises: nsqctl errors as they are, the rest as a
+        :class:`ConnectError` that says what to change."""
+        if isinstance(err, TimeoutError):
+            return HandshakeTimeoutError(
+                f"nsqd {self.address} did not finish the handshake within "
+                f"{self.config.connect_timeout * 2:g}s (twice the connect timeout)",
+                setting="connect_timeout",
+            )
+        if isinstance(err, ssl.SSLError) and "ALERT" in (err.reason or ""):
+            return ConnectError(
+                f"nsqd {self.address} rejected our TLS client certificate ({err.reason}): "
+                "give a client certificate and key signed by a CA that nsqd trusts",
+                setting="tls_cert",
+            )
+        if isinstance(err, ssl.SSLError):
+            return ConnectError(
+                f"TLS handshake with nsqd {self.address} failed ({err.reason or err}): give "
+                "the CA that signed nsqd's certificate, or skip verification for a "
+                "self-signed test server (tls_insecure)",
+                setting="tls_ca",
+            )
+        if isinstance(err, (OSError, EOFError)):
+            return ConnectError(f"nsqd {self.address} closed the connection during the handshake")
+        return err
 
     # ------------------------------------------------------------------ writing
 
@@ -267,7 +280,7 @@ class Connection:
 
     def _flush(self) -> None:
         self._flush_scheduled = False
-        if not self._out or self._writer is None or self.closed is not None:
+        if not self._out or self._transport is None or self.closed is not None:
             self._out.clear()
             return
         data = self._out[0] if len(self._out) == 1 else b"".join(self._out)
@@ -275,21 +288,19 @@ class Connection:
         self._write_raw(data)
 
     def _write_raw(self, data: bytes) -> None:
-        assert self._writer is not None
+        assert self._transport is not None
         try:
-            self._writer.write(self._codec.compress(data))
+            self._transport.write(self._codec.compress(data))
         except (OSError, RuntimeError) as err:
             self._shutdown(ConnectionClosedError(str(self.address), f"write failed: {err}"))
 
     async def drain(self) -> None:
         """Wait while too much is buffered for the socket (publishers call this)."""
-        writer = self._writer
-        if writer is None or self.closed is not None:
+        transport, sock = self._transport, self._socket
+        if transport is None or sock is None or self.closed is not None:
             return
-        transport = writer.transport
         if transport.get_write_buffer_size() > _HIGH_WATER:
-            with contextlib.suppress(ConnectionError):
-                await writer.drain()
+            await sock.drain()
 
     def request_nowait(self, command: bytes, context: str) -> asyncio.Future[bytes]:
         """Send a command that gets a reply; the future resolves with the reply's data.
@@ -300,7 +311,7 @@ class Connection:
             raise self._closed_error()
         assert self._loop is not None
         fut: asyncio.Future[bytes] = self._loop.create_future()
-        self._pending.append((fut, context))
+        self._session.pending.append((fut, context))
         self.send(command)
         return fut
 
@@ -348,8 +359,9 @@ class Connection:
             return None
         if not self.is_redesign:
             raise ConfigError(
-                f"nsqd {self.address} is an original NSQ server (no partitions): drop "
-                f"--partition {partition}"
+                f"nsqd {self.address} is an original NSQ server (no partitions): do not "
+                f"give a partition ({partition})",
+                setting="partition",
             )
         return partition
 
@@ -366,8 +378,9 @@ class Connection:
         part = self.partition_arg(partition)
         if (ordered or start is not None) and not self.is_redesign:
             raise ConfigError(
-                f"nsqd {self.address} is an original NSQ server: ordered subscription and "
-                "--from-start/--from-time need the redesign"
+                f"nsqd {self.address} is an original NSQ server: an ordered subscription "
+                "and a start position need the redesign",
+                setting="start" if start is not None else "ordered",
             )
         if start is not None:
             cmd = p.sub_advanced(topic, channel, part, start)
@@ -377,7 +390,7 @@ class Connection:
         else:
             cmd, context = p.sub(topic, channel, part), "sub"
         self.layout = MessageLayout(
-            family=self.family,  # type: ignore[arg-type]
+            family=self.family,
             ext=self.config.extend_support and self.is_redesign,
             ordered=ordered or start is not None,
         )
@@ -407,14 +420,16 @@ class Connection:
 
     # ------------------------------------------------------------------ reading
 
-    def _start_reading(self) -> None:
-        """Reads go straight to :meth:`_on_data` from now on; an idle timer watches for
-        silence (nsqd sends a heartbeat at least every heartbeat interval)."""
-        assert self._reader is not None and self._loop is not None
-        self._idle_limit = max(self.config.heartbeat_interval_ms / 1000.0 * 2 + 5, 10.0)
+    def _start_reading(self, leftover: bytes) -> None:
+        """Reads go straight to :meth:`_on_data` from now on (``leftover`` first: what
+        the handshake read past its last reply); an idle timer watches for silence."""
+        assert self._socket is not None and self._loop is not None
+        self._idle_limit = idle_timeout(self.config.heartbeat_interval_ms)
         self._last_read = self._loop.time()
         self._idle_timer = self._loop.call_at(self._last_read + self._idle_limit, self._check_idle)
-        self._reader.hand_off(self._on_data, self._on_end)
+        if leftover:
+            self._on_data(leftover, True)
+        self._socket.hand_off(self._on_data, self._on_end)
 
     def _check_idle(self) -> None:
         # One timer moved lazily, not one per read: a read only stores its time.
@@ -429,9 +444,10 @@ class Connection:
             return
         self._idle_timer = self._loop.call_at(due, self._check_idle)
 
-    def _on_data(self, chunk: bytes) -> None:
-        """One read from the socket: decode it, hand its messages and replies on, then
-        send what the handlers answered in one write."""
+    def _on_data(self, chunk: bytes, decoded: bool = False) -> None:
+        """One read from the socket (``decoded``: already decompressed): the session
+        decodes it, messages and replies go on, then what the handlers answered leaves in
+        one write."""
         if self.closed is not None:
             return
         assert self._loop is not None
@@ -439,14 +455,11 @@ class Connection:
         self._in_read = True
         reason: ConnectionClosedError | None = None
         try:
-            events = self._decoder.feed_events(self._codec.decompress(chunk), self.layout)
-            for event in events:
-                if event.__class__ is list:  # a run of messages (the hot path)
-                    self._deliver(event)  # type: ignore[arg-type]
-                elif event[0] == _RESPONSE:
-                    self._on_response(event[1])  # type: ignore[arg-type]
+            for event in self._session.receive_data(chunk, decoded):
+                if isinstance(event, list):  # a run of messages (the hot path)
+                    self._deliver(event)
                 else:
-                    self._on_error_frame(event[1])  # type: ignore[arg-type]
+                    self._on_event(event)
                 if self.closed is not None:
                     return
         except p.ProtocolError as err:
@@ -462,6 +475,23 @@ class Connection:
             self._shutdown(reason)
         elif self._out:
             self._flush()
+
+    def _on_event(self, event: SessionEvent) -> None:
+        """Every event of a read but a run of messages."""
+        if isinstance(event, SendData):
+            self.send(event.data)
+        elif isinstance(event, ServerNotice):
+            if self.on_error is not None:
+                self.on_error(self, event.error)
+            else:
+                log.warning("nsqd %s: %s", self.address, event.error)
+        elif isinstance(event, Fatal):
+            self._shutdown(ConnectionClosedError(str(self.address), event.reason))
+        elif isinstance(event, CloseWaitReceived):
+            if self._close_wait is not None and not self._close_wait.done():
+                self._close_wait.set_result(None)
+        elif isinstance(event, UnsolicitedReply):
+            log.debug("unsolicited response %r from %s", event.data[:64], self.address)
 
     def _on_end(self, exc: BaseException | None) -> None:
         """The socket ended: nsqd closed it (``exc`` None) or a read failed."""
@@ -487,61 +517,31 @@ class Connection:
         # nobody to handle it: let it time out on the server rather than lose it
         log.warning("message %s on %s with no handler; left to time out", msg.id, self)
 
-    def _on_response(self, data: bytes) -> None:
-        if data == HEARTBEAT:
-            self.send(p.nop())
-            return
-        if data == CLOSE_WAIT and self._close_wait is not None and not self._close_wait.done():
-            self._close_wait.set_result(None)  # CLS is also a pending request: resolved below
-        if self._pending:
-            fut, _ctx = self._pending.popleft()
-            if not fut.done():
-                fut.set_result(data)
-        elif data != CLOSE_WAIT:
-            log.debug("unsolicited response %r from %s", data[:64], self.address)
-
-    def _on_error_frame(self, data: bytes) -> None:
-        code = data.split(b" ", 1)[0].decode("ascii", "replace")
-        if code.startswith(_NO_REPLY_ERRORS) or not self._pending:
-            err = p.error_from_frame(data, context=code.lower().removeprefix("e_").split("_")[0])
-            if self.on_error is not None:
-                self.on_error(self, err)
-            else:
-                log.warning("nsqd %s: %s", self.address, err)
-            if err.fatal:
-                self._shutdown(ConnectionClosedError(str(self.address), str(err)))
-            return
-        fut, ctx = self._pending.popleft()
-        err = p.error_from_frame(data, context=ctx)
-        if not fut.done():
-            fut.set_exception(err)
-        if err.fatal:
-            self._shutdown(ConnectionClosedError(str(self.address), str(err)))
-
     # ------------------------------------------------------------------ closing
 
     async def close(self, timeout: float = 5.0) -> None:
         """Clean close: CLS and wait for CLOSE_WAIT when subscribed, then drain and close."""
-        if self.closed is None and self._writer is not None:
+        sock = self._socket
+        if self.closed is None and self._transport is not None and sock is not None:
             if self.subscribed is not None and self._loop is not None:
                 self._close_wait = self._loop.create_future()
                 fut: asyncio.Future[bytes] | None = None
-                with contextlib.suppress(NsqctlError, asyncio.TimeoutError):
+                with contextlib.suppress(NsqctlError, TimeoutError):
                     fut = self.request_nowait(p.cls(), "cls")
                     await asyncio.wait_for(asyncio.shield(self._close_wait), timeout)
                 if fut is not None:
                     fut.cancel()
             self._flush()
-            with contextlib.suppress(OSError, ConnectionError, asyncio.TimeoutError):
-                await asyncio.wait_for(self._writer.drain(), timeout)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(sock.drain(), timeout)
         self._shutdown(ConnectionClosedError(str(self.address), "closed by the client"))
-        if self._writer is not None:
-            with contextlib.suppress(OSError, ConnectionError, asyncio.TimeoutError, ssl.SSLError):
-                await asyncio.wait_for(self._writer.wait_closed(), timeout)
+        if sock is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(sock.wait_closed(), timeout)
 
     def _abort(self) -> None:
-        if self._writer is not None:
-            self._writer.transport.abort()
+        if self._transport is not None:
+            self._transport.abort()
 
     def _shutdown(self, reason: ConnectionClosedError) -> None:
         """Mark closed once: fail pending requests, close the socket, tell the owner."""
@@ -555,13 +555,10 @@ class Connection:
         if self._idle_timer is not None:
             self._idle_timer.cancel()
             self._idle_timer = None
-        while self._pending:
-            fut, _ctx = self._pending.popleft()
-            if not fut.done():
-                fut.set_exception(reason)
+        self._session.fail_pending(reason)
         self._out.clear()
-        if self._writer is not None:
-            self._writer.close()
+        if self._transport is not None:
+            self._transport.close()
         if self.on_close is not None:
             cause = None if reason.reason == "closed by the client" else reason
             self.on_close(self, cause)

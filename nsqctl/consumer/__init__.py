@@ -1,10 +1,7 @@
-"""Consumer package: the client (:mod:`.client`, built in layers from :mod:`.connections`,
-:mod:`.delivery`, :mod:`.rdy` and :mod:`.leaders`), its options and counters
-(:mod:`.options`), the ordered-partition checker (:mod:`.order`) and the leader
-failover bookkeeping (:mod:`.failover`).
-
-``nsqctl.consumer`` keeps exporting every name it had as a single module, so callers
-import from here unchanged.
+"""Consumer package: the client (:mod:`.client`), composed of its connection set
+(:mod:`.connections`), delivery path (:mod:`.delivery`), flow control (:mod:`.rdy`) and
+leader watch (:mod:`.leaders`); its options and counters (:mod:`.options`), the
+ordered-partition checker (:mod:`.order`) and the sans-IO failover clocks (:mod:`.failover`).
 """
 
 from nsqctl.consumer.client import (
@@ -14,22 +11,22 @@ from nsqctl.consumer.client import (
     Handler,
     OrderEventHook,
 )
-from nsqctl.consumer.failover import LeaderWait
 from nsqctl.consumer.options import ConsumerOptions, ConsumerStats
 from nsqctl.consumer.order import OrderChecker, OrderViolation
 from nsqctl.deadletter import DeadLetterFile, dead_letter_path
 from nsqctl.errors import FailoverTimeoutError, NoConnectionError
+from nsqctl.failover import FailoverEvent
 
 __all__ = [
     "Consumer",
     "ConsumerOptions",
     "ConsumerStats",
     "DeadLetterFile",
+    "FailoverEvent",
     "FailoverHook",
     "FailoverTimeoutError",
     "GiveUpHook",
     "Handler",
-    "LeaderWait",
     "NoConnectionError",
     "OrderChecker",
     "OrderEventHook",

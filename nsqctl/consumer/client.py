@@ -1,23 +1,27 @@
 """Consumer: subscribe a topic/channel on every nsqd (every partition on the redesign),
 hand messages to a handler, and keep RDY, backoff and rate limits right.
 
-The decisions live in the sans-IO machines of :mod:`nsqctl.flow`; this module feeds them
-events (message, FIN/REQ, timers, connections coming and going) and sends the RDY
-commands they return. Nothing is acknowledged before the handler finished: FIN is sent
-after the handler returns (or when the handler calls ``finish()`` itself).
+:class:`Consumer` is composed, go-nsq style, of collaborators that each own their state
+and meet through narrow interfaces, so each can be read (and tested) on its own:
 
-:class:`Consumer` is built in layers, each a mixin in its own module that uses only the
-ones below it: :mod:`.leaders` (leader failover), :mod:`.rdy` (sending RDY, flow
-timers), :mod:`.delivery` (messages to the handler, FIN/REQ), :mod:`.connections`
-(connect, subscribe, reconnect); this module adds construction, start/stop, iteration
-and introspection.
+- :class:`.connections.ConnectionSet`: which connections to have; connect, subscribe,
+  reconnect with backoff. Opens through :meth:`Consumer._dial`, reports each connection
+  subscribed or dropped.
+- :class:`.delivery.DeliveryPath`: messages to the handler or the iterator, FIN/REQ, the
+  in-flight count, ordered second copies; the Responder of :mod:`nsqctl.message`.
+- :class:`.rdy.FlowControl`: the sans-IO flow machines of :mod:`nsqctl.flow`, the RDY
+  they decide, and the loop of their timers.
+- :class:`.leaders.LeaderWatch`: partitions waiting for a new leader, duplicates after a
+  reconnect, the order checker's reconnect bookkeeping.
+
+This module wires them and keeps the public face: construction (typed options), start,
+close, iteration and introspection. Nothing is acknowledged before the handler finished:
+FIN is sent after the handler returns (or when the handler calls ``finish()`` itself).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import inspect
 import logging
 import random
 import time
@@ -27,33 +31,51 @@ from typing import TYPE_CHECKING, Any
 
 from nsqctl.addresses import HostPort, parse_addresses
 from nsqctl.connection import Connection, ConnectionConfig
-from nsqctl.consumer.connections import _ConnectionsMixin
-from nsqctl.consumer.delivery import GiveUpHook, Handler, OrderEventHook  # re-exported
-from nsqctl.consumer.failover import FinWindow, PartitionWatch
-from nsqctl.consumer.leaders import FailoverHook  # re-exported
-from nsqctl.consumer.options import _ORDERED_START, ConsumerOptions, ConsumerStats
-from nsqctl.consumer.order import OrderChecker
-from nsqctl.consumer.rdy import _Target
+from nsqctl.consumer.connections import ConnectionSet, Target
+from nsqctl.consumer.delivery import (
+    END_OF_STREAM,
+    DeliveryPath,
+    GiveUpHook,
+    Handler,
+    OrderEventHook,
+)
+from nsqctl.consumer.leaders import LeaderWatch
+from nsqctl.consumer.options import (
+    NOT_GIVEN,
+    OPTION_NAMES,
+    ConsumerOptions,
+    ConsumerStats,
+    NotGiven,
+)
+from nsqctl.consumer.rdy import FlowControl
 from nsqctl.deadletter import DeadLetterFile, dead_letter_path
-from nsqctl.errors import ConfigError, NoConnectionError
+from nsqctl.errors import ConfigError
+from nsqctl.failover import FailoverHook
 from nsqctl.flow import BackoffController, RateLimiter, RdyController
 from nsqctl.lookup.model import Topology
-from nsqctl.message import Delivery, Message
+from nsqctl.message import Message
 from nsqctl.protocol.names import validate_channel, validate_topic
 from nsqctl.tracelog import TraceLog
 
 if TYPE_CHECKING:
+    from nsqctl.connection.tcp import CloseHandler, ErrorHandler
     from nsqctl.lookup.client import LookupClient
 
 log = logging.getLogger("nsqctl.consumer")
 
+__all__ = ["Consumer", "FailoverHook", "GiveUpHook", "Handler", "OrderEventHook"]
 
-class Consumer(_ConnectionsMixin):
+
+class Consumer:
     """Consume ``topic``/``channel`` with a handler, or iterate: ``async for msg in c``.
 
     A handler that returns normally gets its message FINed; one that raises gets it
     requeued with backoff; one that called ``finish()``/``requeue()`` (or
     ``disable_auto_response()``) answers itself. In the iterator form the caller must answer.
+
+    Options come from ``options`` (a :class:`ConsumerOptions`, never changed) with any of
+    its fields given as keywords on top (``Consumer(..., options=base, max_in_flight=50)``);
+    the effective options are :attr:`options`. Close with :meth:`close` (or ``async with``).
     """
 
     def __init__(
@@ -70,23 +92,51 @@ class Consumer(_ConnectionsMixin):
         on_order_violation: OrderEventHook | None = None,
         on_failover: FailoverHook | None = None,
         trace_log: TraceLog | None = None,
-        **option_overrides: Any,
+        # Overrides of ConsumerOptions' fields (same names; see ConsumerOptions).
+        max_in_flight: int | NotGiven = NOT_GIVEN,
+        max_attempts: int | NotGiven = NOT_GIVEN,
+        partitions: Sequence[int] | NotGiven | None = NOT_GIVEN,
+        ordered: bool | NotGiven = NOT_GIVEN,
+        start: str | NotGiven | None = NOT_GIVEN,
+        backoff_multiplier: float | NotGiven = NOT_GIVEN,
+        max_backoff: float | NotGiven = NOT_GIVEN,
+        default_requeue_delay: float | NotGiven = NOT_GIVEN,
+        max_requeue_delay: float | NotGiven = NOT_GIVEN,
+        max_rate: float | NotGiven | None = NOT_GIVEN,
+        rdy_redistribute_interval: float | NotGiven = NOT_GIVEN,
+        low_rdy_idle_timeout: float | NotGiven = NOT_GIVEN,
+        low_rdy_timeout: float | NotGiven = NOT_GIVEN,
+        lookup_interval: float | NotGiven = NOT_GIVEN,
+        lookup_jitter: float | NotGiven = NOT_GIVEN,
+        reconnect_initial: float | NotGiven = NOT_GIVEN,
+        reconnect_max: float | NotGiven = NOT_GIVEN,
+        connect_timeout: float | NotGiven | None = NOT_GIVEN,
+        stop_timeout: float | NotGiven = NOT_GIVEN,
+        failover_window: float | NotGiven = NOT_GIVEN,
+        seed: int | NotGiven | None = NOT_GIVEN,
     ) -> None:
+        # The option keywords actually passed (first statement: locals() is the arguments
+        # only); a test keeps this signature and ConsumerOptions' fields the same.
+        given = {
+            name: value
+            for name, value in locals().items()
+            if name in OPTION_NAMES and value is not NOT_GIVEN
+        }
         self.topic = validate_topic(topic)
         self.channel = validate_channel(channel)
         if not lookupd_http and not nsqd_tcp:
-            raise ConfigError("no cluster given: pass --lookupd HOST:PORT or --nsqd HOST:PORT")
-        opts = options or ConsumerOptions()
-        for key, value in option_overrides.items():
-            if not hasattr(opts, key):
-                raise TypeError(f"unknown consumer option {key!r}")
-            setattr(opts, key, value)
-        if opts.ordered and opts.start is not None:
-            raise ConfigError(_ORDERED_START)
+            raise ConfigError(
+                "no cluster given: pass lookupd_http= (nsqlookupd HTTP addresses) or "
+                "nsqd_tcp= (nsqd TCP addresses)",
+                setting="lookupd_http",
+            )
+        opts = replace(options if options is not None else ConsumerOptions(), **given)
+        opts.validate()
         self.options = opts
         self.config = config or ConnectionConfig()
-        self._handler = handler
-        self._queue: asyncio.Queue[Message] | None = None if handler else asyncio.Queue()
+        self.stats = ConsumerStats()
+        self.failed = asyncio.Event()  # set with ``error`` when the consumer cannot go on
+        self.error: BaseException | None = None
         self._nsqd = parse_addresses(nsqd_tcp, example="127.0.0.1:4150") if nsqd_tcp else []
         self._lookup: LookupClient | None = None
         if lookupd_http:
@@ -95,57 +145,91 @@ class Consumer(_ConnectionsMixin):
             self._lookup = LookupClient(
                 lookupd_http, poll_interval=opts.lookup_interval, jitter=opts.lookup_jitter
             )
-        self._rng = random.Random(opts.seed)
-        self._rdy = RdyController(
-            opts.max_in_flight,
-            rng=self._rng,
-            fixed_rdy_one=opts.ordered,
-            redistribute_interval=opts.rdy_redistribute_interval,
-            low_rdy_idle_timeout=opts.low_rdy_idle_timeout,
-            low_rdy_timeout=opts.low_rdy_timeout,
-        )
-
-        self._backoff = BackoffController(
-            backoff_multiplier=opts.backoff_multiplier, max_backoff_duration=opts.max_backoff
-        )
-        self._limiter = (
+        refresh = self._lookup.request_refresh if self._lookup is not None else None
+        rng = random.Random(opts.seed)
+        self._flow = FlowControl(
+            RdyController(
+                opts.max_in_flight,
+                rng=rng,
+                fixed_rdy_one=opts.ordered,
+                redistribute_interval=opts.rdy_redistribute_interval,
+                low_rdy_idle_timeout=opts.low_rdy_idle_timeout,
+                low_rdy_timeout=opts.low_rdy_timeout,
+            ),
+            BackoffController(
+                backoff_multiplier=opts.backoff_multiplier, max_backoff_duration=opts.max_backoff
+            ),
             RateLimiter(opts.max_rate, time.monotonic(), max_burst=max(1, opts.max_in_flight))
             if opts.max_rate
-            else None
+            else None,
         )
-        self._giving_up = giving_up or DeadLetterFile(dead_letter_path(self.topic, self.channel))
-        self._on_order = on_order_violation
-        self._on_failover = on_failover
-        self._watch = PartitionWatch(self.topic, opts.failover_window)
-        self._fins = FinWindow()
-        self._rejoined: set[int | None] = set()  # partitions connected again after a loss
-        self._ever: set[int | None] = set()  # partitions connected at least once
-        self.failed = asyncio.Event()  # set with ``error`` when the consumer cannot go on
-        self.error: BaseException | None = None
-        self._order = OrderChecker(self.topic)
-        # Ordered (one message in flight per partition): partition -> (offset, internal id)
-        # of the message handed out and not yet answered, and of the last one FINed.
-        self._ordered_pending: dict[int | None, tuple[int | None, int | None]] = {}
-        self._fin_marks: dict[int | None, tuple[int | None, int | None]] = {}
-        self._trace = trace_log
-        self.stats = ConsumerStats()
-        self._conns: dict[_Target, Connection] = {}
-        self._deliveries: dict[int, Delivery] = {}  # by id(connection)
-        self._targets: set[_Target] = set()
-        self._connecting: dict[_Target, asyncio.Task[None]] = {}
-        self._reconnect_delay: dict[_Target, float] = {}
-        self._connect_errors: dict[str, str] = {}  # nsqd address -> last failure (start-up)
-        self._handler_tasks: set[asyncio.Task[None]] = set()
-        self._in_flight = 0
-        # Resolved when _in_flight drops to 0 while stop() waits for it (created there, so
-        # the per-message path does not toggle an Event twice per message).
-        self._idle: asyncio.Future[None] | None = None
-        self._wake = asyncio.Event()
-        self._tasks: list[asyncio.Task[Any]] = []
+        self._leaders = LeaderWatch(
+            self.topic,
+            opts.failover_window,
+            self.stats,
+            refresh=refresh,
+            on_failover=on_failover,
+            on_fatal=self._fail,
+        )
+        self._delivery = DeliveryPath(
+            self.topic,
+            self.channel,
+            opts,
+            self.stats,
+            self._flow,
+            self._leaders,
+            handler=handler,
+            giving_up=giving_up or DeadLetterFile(dead_letter_path(self.topic, self.channel)),
+            on_order_violation=on_order_violation,
+            trace_log=trace_log,
+        )
+        # What every connection hands its reads to (read when a connection is opened).
+        self._on_messages = self._delivery.on_messages
+        self._connections = ConnectionSet(
+            self.topic,
+            self.channel,
+            opts,
+            self.stats,
+            dial=self._dial,
+            on_connected=self._connected,
+            on_dropped=self._dropped,
+            rng=rng,
+            refresh=refresh,
+            waiting_for_leader=self._leaders.waiting_for_leader,
+        )
+        self._tasks: list[asyncio.Task[Any]] = []  # the flow loop and the lookup polling
         self._started = False
         self._stopping = False
-        self._fatal: BaseException | None = None
-        self._handler_is_async = handler is not None and inspect.iscoroutinefunction(handler)
+
+    # ------------------------------------------------------------------ wiring
+
+    async def _dial(
+        self, address: HostPort, on_error: ErrorHandler, on_close: CloseHandler
+    ) -> Connection:
+        return await Connection.open(
+            address,
+            self.config,
+            on_messages=self._on_messages,
+            on_error=on_error,
+            on_close=on_close,
+        )
+
+    def _connected(self, target: Target, conn: Connection) -> None:
+        now = time.monotonic()
+        self._delivery.add(conn, target[1])
+        self._leaders.joined(target[1], str(target[0]), now)
+        self._flow.add_connection(conn, now)
+
+    def _dropped(self, target: Target, conn: Connection, lost: bool) -> None:
+        now = time.monotonic()
+        self._flow.remove_connection(conn, now)
+        self._delivery.remove(conn)
+        if lost:
+            self._leaders.lost(target[1], now)
+
+    def _fail(self, error: BaseException) -> None:
+        self.error = error
+        self.failed.set()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -154,104 +238,94 @@ class Consumer(_ConnectionsMixin):
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
+        await self.close()
 
     async def start(self) -> None:
         """Connect everywhere the topic lives and start receiving."""
         if self._started:
             return
         self._started = True
-        now = time.monotonic()
-        if self._limiter is not None:
-            self._apply(self._rdy.set_rate_cap(self._limiter.allowance(now), now))
-        self._tasks.append(asyncio.create_task(self._flow_loop(), name="nsq-flow"))
+        self._flow.start(time.monotonic())
+        self._tasks.append(asyncio.create_task(self._flow.run(self._leaders.tick), name="nsq-flow"))
         if self._lookup is not None:
             # consistent: each partition on its elected leader only, so a new leader is
             # found as soon as it is elected (see LookupClient.lookup)
             topo = await self._lookup.lookup(self.topic, access="r", metainfo=True, consistent=True)
             if topo.meta is not None and topo.meta.extend_support:  # nsqd requires it
                 self.config = replace(self.config, extend_support=True)
-            await self._sync_targets(topo)
+            await self._connections.sync(topo)
             self._tasks.append(
                 self._lookup.start_polling(
-                    self.topic, self._sync_targets, access="r", metainfo=True, consistent=True
+                    self.topic, self._connections.sync, access="r", metainfo=True, consistent=True
                 )
             )
         else:
             topo = Topology.from_nsqd_addresses(self._nsqd, topic=self.topic)
-            await self._sync_targets(topo)
-        await self._await_first_connection()
-        if self._fatal is not None:
-            await self.stop()
-            raise self._fatal
+            await self._connections.sync(topo)
+        await self._connections.await_first(self.options.connect_timeout)
+        fatal = self._connections.fatal or self.error
+        if fatal is not None:
+            await self.close()
+            raise fatal
 
-    async def _await_first_connection(self) -> None:
-        """Fail fast when the known nsqds cannot be reached at all (a wrong address, nothing
-        running); a topic lookupd lists on no nsqd yet is waited for, like nsq_tail does."""
-        limit = self.options.connect_timeout
-        if limit is None:
-            return
-        deadline = time.monotonic() + limit
-        while not self._conns and self._targets and self._fatal is None:
-            if time.monotonic() >= deadline:
-                tried = " | ".join(self._connect_errors.values()) or "no answer"
-                self._fatal = NoConnectionError(
-                    f"no nsqd of topic {self.topic!r} reachable within {limit:g}s: {tried}"
-                )
-                return
-            await asyncio.sleep(0.05)
+    async def close(self, timeout: float | None = None) -> None:
+        """Stop receiving and close, giving back what was not handled, once.
 
-    async def stop(self, timeout: float | None = None) -> None:
-        """Stop RDY, wait for in-flight handlers (bounded), CLS and close everything."""
+        In order: RDY 0 on every connection; the messages waiting in the iterator's queue
+        are given back (REQ, no delay, no backoff), as is every message that still arrives
+        (nsqd sent it before it saw RDY 0); handlers in progress (and messages taken from
+        the iterator) get up to ``timeout`` seconds (default ``stop_timeout``) to be
+        answered; then CLS and close. What is still unanswered after that is redelivered
+        by nsqd after its message timeout.
+        """
         if self._stopping:
             return
         self._stopping = True
         timeout = self.options.stop_timeout if timeout is None else timeout
-        # Through the controller, so the flow loop (rate refills) cannot reopen RDY.
-        self._apply(self._rdy.set_max_in_flight(0, time.monotonic()))
-        for task in list(self._connecting.values()):
-            task.cancel()
-        if self._in_flight:
-            self._idle = asyncio.get_running_loop().create_future()
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(asyncio.shield(self._idle), timeout)
-        if self._in_flight:
+        self._flow.close_window(time.monotonic())
+        self._connections.stop_connecting()
+        self._delivery.close()
+        left = await self._delivery.wait_idle(timeout)
+        if left:
             log.warning(
-                "stopping with %d message(s) still in a handler: nsqd redelivers them "
-                "after msg_timeout",
-                self._in_flight,
+                "closing with %d message(s) still unanswered: nsqd redelivers them after "
+                "its message timeout",
+                left,
             )
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        await asyncio.gather(
-            *(c.close() for c in list(self._conns.values())), return_exceptions=True
-        )
-        self._conns.clear()
+        await self._connections.close_all()
         if self._lookup is not None:
             await self._lookup.aclose()
-        if self._queue is not None:
-            self._queue.put_nowait(_STOP)  # type: ignore[arg-type]
+
+    async def stop(self, timeout: float | None = None) -> None:
+        """The same as :meth:`close`."""
+        await self.close(timeout)
 
     async def run_forever(self) -> None:
         await self.start()
         try:
             await asyncio.Event().wait()
         finally:
-            await self.stop()
+            await self.close()
 
     def __aiter__(self) -> AsyncIterator[Message]:
-        if self._queue is None:
-            raise ConfigError("this consumer has a handler; iterate only a handler-less one")
+        if self._delivery.queue is None:
+            raise ConfigError(
+                "this consumer has a handler; iterate only a handler-less one", setting="handler"
+            )
         return self._iterate()
 
     async def _iterate(self) -> AsyncIterator[Message]:
-        assert self._queue is not None
+        queue = self._delivery.queue
+        assert queue is not None
         if not self._started:
             await self.start()
         while True:
-            msg = await self._queue.get()
-            if msg is _STOP:
+            msg = await queue.get()
+            if msg is END_OF_STREAM:
+                queue.put_nowait(END_OF_STREAM)  # a second iterator ends too
                 return
             yield msg
 
@@ -259,22 +333,27 @@ class Consumer(_ConnectionsMixin):
 
     def is_starved(self) -> bool:
         """True when some connection's window is (nearly) full of in-flight messages."""
-        return self._rdy.is_starved()
+        return self._flow.rdy.is_starved()
 
     def set_max_in_flight(self, value: int) -> None:
-        self._apply(self._rdy.set_max_in_flight(value, time.monotonic()))
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ConfigError(
+                f"max_in_flight must be an integer >= 0, got {value!r}", setting="max_in_flight"
+            )
+        self._flow.set_max_in_flight(value, time.monotonic())
 
     @property
-    def connections(self) -> dict[_Target, Connection]:
-        return dict(self._conns)
+    def connections(self) -> dict[Target, Connection]:
+        return dict(self._connections.connections)
 
-    def rdy_of(self, target: _Target) -> int:
-        conn = self._conns[target]
-        return self._rdy.rdy(id(conn))
+    def rdy_of(self, target: Target) -> int:
+        return self._flow.rdy_of(self._connections.connections[target])
 
     @property
     def total_rdy(self) -> int:
-        return self._rdy.total_rdy
+        return self._flow.rdy.total_rdy
 
-
-_STOP: Any = object()
+    @property
+    def in_flight(self) -> int:
+        """Messages received and not answered yet."""
+        return self._delivery.in_flight

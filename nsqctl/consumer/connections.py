@@ -1,65 +1,138 @@
-"""A Consumer's connections: follow the topology (one connection per nsqd and partition
+"""A consumer's connections: follow the topology (one connection per nsqd and partition
 it reads), connect and subscribe, and reconnect with backoff when one is lost.
 
-Its own module because connection upkeep is one job of the Consumer, cut from
-:mod:`nsqctl.consumer.client` along its sections. Layer: above :mod:`.delivery` (a new
-connection hands its reads to it), below :mod:`.client`.
+:class:`ConnectionSet` owns the targets, the open connections and the reconnect timers.
+It opens connections through a ``dial`` function and reports each one subscribed
+(``on_connected``) or gone (``on_dropped``), so it knows nothing of messages or RDY (and
+is tested with a fake ``dial``, without sockets).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import time
+import random
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from nsqctl import protocol as p
-from nsqctl.connection import Connection
-from nsqctl.consumer.delivery import _DeliveryMixin
-from nsqctl.consumer.options import _ORDERED_START
-from nsqctl.consumer.rdy import _Target
-from nsqctl.errors import ConfigError, ConnectError, NsqctlError
-from nsqctl.message import Delivery
+from nsqctl.addresses import HostPort
+from nsqctl.consumer.options import ORDERED_START, ConsumerOptions, ConsumerStats
+from nsqctl.errors import ConfigError, ConnectError, NoConnectionError, NsqctlError
 
 if TYPE_CHECKING:
-    import random
-
-    from nsqctl.connection import ConnectionConfig
+    from nsqctl.connection import Connection
+    from nsqctl.connection.tcp import CloseHandler, ErrorHandler
     from nsqctl.lookup.model import Topology
 
 log = logging.getLogger("nsqctl.consumer")
 
+Target = tuple[HostPort, int | None]  # (nsqd tcp address, partition)
 
-class _ConnectionsMixin(_DeliveryMixin):
-    """Connection upkeep of :class:`nsqctl.consumer.Consumer`."""
+#: Opens one connection to an nsqd address with the given error and close handlers.
+Dial = Callable[[HostPort, "ErrorHandler", "CloseHandler"], Awaitable["Connection"]]
+#: ``conn`` is subscribed and reads the target.
+OnConnected = Callable[[Target, "Connection"], None]
+#: ``conn`` is gone; ``lost`` when it broke (not closed by us, not left the topic).
+OnDropped = Callable[[Target, "Connection", bool], None]
 
-    config: ConnectionConfig
-    _rng: random.Random
-    _targets: set[_Target]
-    _connecting: dict[_Target, asyncio.Task[None]]
-    _reconnect_delay: dict[_Target, float]
-    _connect_errors: dict[str, str]
 
-    async def _sync_targets(self, topo: Topology) -> None:
+class ConnectionSet:
+    """Connections of one subscription: which to have, open them, keep them open."""
+
+    def __init__(
+        self,
+        topic: str,
+        channel: str,
+        options: ConsumerOptions,
+        stats: ConsumerStats,
+        *,
+        dial: Dial,
+        on_connected: OnConnected,
+        on_dropped: OnDropped,
+        rng: random.Random,
+        refresh: Callable[[], None] | None = None,
+        waiting_for_leader: Callable[[int | None], bool] = lambda partition: False,
+    ) -> None:
+        self.topic = topic
+        self.channel = channel
+        self.stats = stats
+        self._options = options
+        self._dial = dial
+        self._on_connected = on_connected
+        self._on_dropped = on_dropped
+        self._rng = rng
+        # Asks the lookup for a fresh topology; None when the nsqds were given directly
+        # (then the targets are fixed and a lost one is only reconnected).
+        self._refresh = refresh
+        self._waiting_for_leader = waiting_for_leader
+        self._conns: dict[Target, Connection] = {}
+        self._targets: set[Target] = set()
+        self._connecting: dict[Target, asyncio.Task[None]] = {}
+        self._reconnect_delay: dict[Target, float] = {}
+        self._connect_errors: dict[HostPort, str] = {}  # nsqd address -> last failure (start-up)
+        self._stopping = False
+        #: An error no reconnect can cure (a bad topic, a refused subscription option).
+        self.fatal: BaseException | None = None
+
+    @property
+    def connections(self) -> dict[Target, Connection]:
+        """The subscribed connections (the live mapping: read it, never change it)."""
+        return self._conns
+
+    async def sync(self, topo: Topology) -> None:
+        """Connect to every target of ``topo``; with a lookupd, drop the ones it left."""
         wanted = set()
+        partitions = self._options.partitions
         for peer, part in topo.targets():
-            if self.options.partitions is not None and part not in self.options.partitions:
+            if partitions is not None and part not in partitions:
                 continue
             wanted.add((peer.tcp_address, part))
         if topo.stale and not wanted:
             return
-        if not topo.stale:
+        if not topo.stale and self._refresh is not None:
             for target in set(self._conns) - wanted:
-                if self._lookup is not None:
-                    log.info("nsqd %s partition %s left topic %s", *target, self.topic)
-                    conn = self._conns.pop(target)
-                    self._drop_conn(conn)
-                    await conn.close()
+                log.info("nsqd %s partition %s left topic %s", *target, self.topic)
+                conn = self._conns.pop(target)
+                self._on_dropped(target, conn, False)
+                self.stats.connections = len(self._conns)
+                await conn.close()
         self._targets = wanted | (self._targets if topo.stale else set())
         await asyncio.gather(*(self._ensure(t) for t in wanted if t not in self._conns))
 
-    async def _ensure(self, target: _Target) -> None:
+    async def await_first(self, limit: float | None) -> None:
+        """Fail fast (:attr:`fatal`) when the known nsqds cannot be reached at all (a wrong
+        address, nothing running); a topic lookupd lists on no nsqd yet is waited for, like
+        nsq_tail does."""
+        if limit is None:
+            return
+        deadline = asyncio.get_running_loop().time() + limit
+        while not self._conns and self._targets and self.fatal is None:
+            if asyncio.get_running_loop().time() >= deadline:
+                tried = " | ".join(self._connect_errors.values()) or "no answer"
+                self.fatal = NoConnectionError(
+                    f"no nsqd of topic {self.topic!r} reachable within {limit:g}s: {tried}",
+                    setting="connect_timeout",
+                )
+                return
+            await asyncio.sleep(0.05)
+
+    def stop_connecting(self) -> None:
+        """No new connection from now on: pending connects and reconnects are cancelled."""
+        self._stopping = True
+        for task in list(self._connecting.values()):
+            task.cancel()
+
+    async def close_all(self) -> None:
+        """CLS and close every connection (each waits for nsqd's CLOSE_WAIT)."""
+        self.stop_connecting()
+        await asyncio.gather(
+            *(c.close() for c in list(self._conns.values())), return_exceptions=True
+        )
+        self._conns.clear()
+        self.stats.connections = 0
+
+    async def _ensure(self, target: Target) -> None:
         if target in self._conns or target in self._connecting or self._stopping:
             return
         task = asyncio.current_task()
@@ -71,15 +144,11 @@ class _ConnectionsMixin(_DeliveryMixin):
             if self._connecting.get(target) is task:  # a scheduled retry may have replaced us
                 del self._connecting[target]
 
-    async def _connect(self, target: _Target) -> None:
+    async def _connect(self, target: Target) -> None:
         address, partition = target
         try:
-            conn = await Connection.open(
-                address,
-                self.config,
-                on_messages=self._on_messages,
-                on_error=self._on_conn_error,
-                on_close=lambda c, err: self._on_close(target, c, err),
+            conn = await self._dial(
+                address, self._on_error, lambda c, err: self._on_close(target, c, err)
             )
         except (ConnectError, OSError) as err:
             text = str(err) if isinstance(err, ConnectError) else f"{address}: {err}"
@@ -92,16 +161,13 @@ class _ConnectionsMixin(_DeliveryMixin):
             )
             self._schedule_reconnect(target)
             return
+        options = self._options
         try:
             await conn.subscribe(
-                self.topic,
-                self.channel,
-                partition,
-                ordered=self.options.ordered,
-                start=self.options.start,
+                self.topic, self.channel, partition, ordered=options.ordered, start=options.start
             )
         except p.SubOrderIsMustError as err:
-            self._fatal = ConfigError(_ORDERED_START) if self.options.start else err
+            self.fatal = ConfigError(ORDERED_START, setting="start") if options.start else err
             await conn.close()
             return
         except (
@@ -111,7 +177,7 @@ class _ConnectionsMixin(_DeliveryMixin):
             p.SubExtendForbiddenError,
             ConfigError,
         ) as err:
-            self._fatal = err
+            self.fatal = err
             await conn.close()
             return
         except NsqctlError as err:
@@ -120,46 +186,37 @@ class _ConnectionsMixin(_DeliveryMixin):
             self._schedule_reconnect(target)
             return
         self._conns[target] = conn
-        self._deliveries[id(conn)] = Delivery(conn, self, self.topic, self.channel, partition)
         self._reconnect_delay.pop(target, None)
-        self._joined(partition, address)
         self.stats.connections = len(self._conns)
-        self._apply(self._rdy.add_connection(id(conn), conn.max_rdy_count, time.monotonic()))
+        self._on_connected(target, conn)
 
-    def _on_close(self, target: _Target, conn: Connection, err: BaseException | None) -> None:
+    def _on_close(self, target: Target, conn: Connection, err: BaseException | None) -> None:
         if self._conns.get(target) is not conn:
             return  # closed while connecting or subscribing: _connect handles that
         del self._conns[target]
-        self._drop_conn(conn)
-        if err is not None and not self._stopping:
+        lost = err is not None and not self._stopping
+        self.stats.connections = len(self._conns)
+        self._on_dropped(target, conn, lost)
+        if lost:
             log.warning("lost %s: %s", target[0], err)
             self.stats.reconnects += 1
-            if self._rides(target[1]):
-                self._watch.lost(target[1], time.monotonic())
             self._schedule_reconnect(target)
-            if self._lookup is not None:
-                self._lookup.request_refresh()
+            if self._refresh is not None:
+                self._refresh()
 
-    def _drop_conn(self, conn: Connection) -> None:
-        with contextlib.suppress(KeyError):
-            self._apply(self._rdy.remove_connection(id(conn), time.monotonic()))
-        self._deliveries.pop(id(conn), None)
-        self.stats.connections = len(self._conns)
-
-    def _schedule_reconnect(self, target: _Target) -> None:
+    def _schedule_reconnect(self, target: Target) -> None:
         pending = self._connecting.get(target)
         if self._stopping or (pending is not None and pending is not asyncio.current_task()):
             return  # another attempt is already under way
-        if self._lookup is not None and target not in self._targets:
+        if self._refresh is not None and target not in self._targets:
             return
-        delay = self._reconnect_delay.get(target, self.options.reconnect_initial)
-        self._reconnect_delay[target] = min(delay * 2, self.options.reconnect_max)
-        if self._rides(target[1]) and self._watch.waiting:
-            # Waiting for a new leader: the lookup refresh below finds it, so the dead
-            # address is not worth a long backoff; the refresh is paced by this delay.
+        options = self._options
+        delay = self._reconnect_delay.get(target, options.reconnect_initial)
+        self._reconnect_delay[target] = min(delay * 2, options.reconnect_max)
+        if self._waiting_for_leader(target[1]):
+            # Waiting for a new leader: the lookup refresh finds it, so the dead address is
+            # not worth a long backoff; the refresh is paced by this delay.
             delay = min(delay, 1.0)
-            assert self._lookup is not None
-            self._lookup.request_refresh()
         jittered = delay * (0.8 + 0.4 * self._rng.random())
 
         async def later() -> None:
@@ -170,8 +227,8 @@ class _ConnectionsMixin(_DeliveryMixin):
         task = asyncio.create_task(later(), name=f"nsq-reconnect-{target[0]}")
         self._connecting[target] = task
 
-    def _on_conn_error(self, conn: Connection, err: p.ServerError) -> None:
-        if self.options.ordered and err.code == "E_FIN_FAILED":
+    def _on_error(self, conn: Connection, err: p.ServerError) -> None:
+        if self._options.ordered and err.code == "E_FIN_FAILED":
             # youzan resets an ordered channel's reader (first ordered SUB, leader change):
             # the message comes again and is FINed then, without a second handling.
             log.info("nsqd %s: %s (expected after an ordered reset)", conn.address, err)

@@ -1,10 +1,17 @@
 """Messages in, answers out: each read's messages go to the handler (or the iterator's
 queue), an ordered partition's second copies are dropped, and FIN/REQ leave with their
-in-flight, RDY and backoff bookkeeping (the Responder side of :mod:`nsqctl.message`).
+in-flight, RDY and backoff bookkeeping. :class:`DeliveryPath` is the Responder of
+:mod:`nsqctl.message`.
 
-Its own module because it is the Consumer's hot path, read as one piece; cut from
-:mod:`nsqctl.consumer.client` along its sections. Layer: above :mod:`.rdy`, below
-:mod:`.connections` (whose connections hand it their reads).
+This is the consumer's hot path, kept in one piece: the work is done once per read (counts,
+RDY, rate) and once per batch of answers (one FIN write), never per message where a read's
+worth can be done at once. The collaborators it reports to are reached through bound
+methods stored at construction, so a message costs no extra lookups.
+
+Closing gives back once: :meth:`DeliveryPath.close` requeues (delay 0, no backoff) the
+messages still waiting in the iterator's queue, and every message that arrives after it
+(sent by nsqd before it saw RDY 0) is requeued as it arrives, never handed out; a message
+given back is answered, so nothing requeues it a second time.
 """
 
 from __future__ import annotations
@@ -13,16 +20,18 @@ import asyncio
 import inspect
 import logging
 import time
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from nsqctl.consumer.order import OrderViolation
-from nsqctl.consumer.rdy import _RdyMixin
 from nsqctl.message import Delivery, Message
 
 if TYPE_CHECKING:
     from nsqctl.connection import Connection
-    from nsqctl.consumer.options import ConsumerOptions
+    from nsqctl.consumer.failover import FinWindow
+    from nsqctl.consumer.options import ConsumerOptions, ConsumerStats
+    from nsqctl.consumer.order import OrderChecker
+    from nsqctl.flow import BackoffController, RateLimiter, RdyController, RdyUpdate
     from nsqctl.protocol.message import RawMessage
     from nsqctl.tracelog import TraceLog
 
@@ -34,26 +43,129 @@ GiveUpHook = Callable[[Message], Awaitable[Any] | Any]
 OrderEventHook = Callable[[OrderViolation], Any]
 
 
-class _DeliveryMixin(_RdyMixin):
-    """Message handling and answering of :class:`nsqctl.consumer.Consumer`."""
+class FlowEvents(Protocol):
+    """What the delivery path tells the flow machines (:class:`.rdy.FlowControl`): reads
+    and answers go straight to the sans-IO machines (bound once, no wrapper call per
+    message), and the RDY updates they return to :meth:`apply`, which sends them."""
 
-    topic: str
-    channel: str
-    options: ConsumerOptions
-    _handler: Handler | None
-    _handler_is_async: bool
-    _queue: asyncio.Queue[Message] | None
-    _giving_up: GiveUpHook
-    _on_order: OrderEventHook | None
-    _trace: TraceLog | None
-    _deliveries: dict[int, Delivery]
-    _handler_tasks: set[asyncio.Task[None]]
-    _in_flight: int
-    _idle: asyncio.Future[None] | None
-    _ordered_pending: dict[int | None, tuple[int | None, int | None]]
-    _fin_marks: dict[int | None, tuple[int | None, int | None]]
+    @property
+    def rdy(self) -> RdyController: ...
 
-    def _on_messages(self, conn: Connection, raws: list[RawMessage]) -> None:
+    @property
+    def backoff(self) -> BackoffController: ...
+
+    @property
+    def limiter(self) -> RateLimiter | None: ...
+
+    def apply(self, updates: Sequence[RdyUpdate]) -> None: ...
+
+    def succeeded(self, epochs: Sequence[int]) -> None: ...
+
+    def failed(self, epoch: int, *, backoff: bool) -> None: ...
+
+
+class FailoverBooks(Protocol):
+    """The failover bookkeeping the delivery path feeds (:class:`.leaders.LeaderWatch`)."""
+
+    @property
+    def rejoined(self) -> set[int | None]: ...
+
+    @property
+    def fins(self) -> FinWindow: ...
+
+    @property
+    def order(self) -> OrderChecker: ...
+
+    def count_duplicates(self, partition: int | None, raws: list[RawMessage]) -> None: ...
+
+
+class _EndOfStream:
+    """Put in the iterator's queue once the consumer closes."""
+
+
+#: Ends the iterator (the last item of :attr:`DeliveryPath.queue`).
+END_OF_STREAM: Any = _EndOfStream()
+
+
+class DeliveryPath:
+    """Hands messages out and carries their answers back, for one consumer.
+
+    Owns: the handler (or the iterator's queue), the in-flight count, the handler tasks,
+    the per-connection :class:`~nsqctl.message.Delivery` records and the ordered
+    partitions' pending/last-FINed marks.
+    """
+
+    def __init__(
+        self,
+        topic: str,
+        channel: str,
+        options: ConsumerOptions,
+        stats: ConsumerStats,
+        flow: FlowEvents,
+        books: FailoverBooks,
+        *,
+        handler: Handler | None,
+        giving_up: GiveUpHook,
+        on_order_violation: OrderEventHook | None = None,
+        trace_log: TraceLog | None = None,
+    ) -> None:
+        self.topic = topic
+        self.channel = channel
+        self.stats = stats
+        self.giving_up = giving_up
+        self._ordered = options.ordered
+        self._max_attempts = options.max_attempts
+        self._default_requeue_delay = options.default_requeue_delay
+        self._max_requeue_delay = options.max_requeue_delay
+        self._handler = handler
+        self._handler_is_async = handler is not None and inspect.iscoroutinefunction(handler)
+        self._queue: asyncio.Queue[Message] | None = None if handler else asyncio.Queue()
+        self._on_order = on_order_violation
+        self._trace = trace_log
+        # Collaborators' methods, bound once: the hot path calls them without lookups.
+        self._backoff = flow.backoff
+        self._limiter = flow.limiter
+        self._rdy_received = flow.rdy.on_messages
+        self._rdy_answered = flow.rdy.on_messages_done
+        self._apply = flow.apply
+        self._succeeded = flow.succeeded
+        self._failed = flow.failed
+        self._rejoined = books.rejoined
+        self._count_duplicates = books.count_duplicates
+        self._fins_add = books.fins.add_many
+        self._order_check = books.order.check
+        self._deliveries: dict[int, Delivery] = {}  # by id(connection)
+        self._handler_tasks: set[asyncio.Task[None]] = set()
+        self._in_flight = 0
+        # Resolved when _in_flight drops to 0 while close waits for it (created there, so
+        # the per-message path does not toggle an Event twice per message).
+        self._idle: asyncio.Future[None] | None = None
+        self._closing = False
+        # Ordered (one message in flight per partition): partition -> (offset, internal id)
+        # of the message handed out and not yet answered, and of the last one FINed.
+        self._ordered_pending: dict[int | None, tuple[int | None, int | None]] = {}
+        self._fin_marks: dict[int | None, tuple[int | None, int | None]] = {}
+
+    # -- connections ----------------------------------------------------------------------
+
+    def add(self, conn: Connection, partition: int | None) -> None:
+        self._deliveries[id(conn)] = Delivery(conn, self, self.topic, self.channel, partition)
+
+    def remove(self, conn: Connection) -> None:
+        self._deliveries.pop(id(conn), None)
+
+    @property
+    def in_flight(self) -> int:
+        """Messages received and not answered yet (queued, in a handler, or taken)."""
+        return self._in_flight
+
+    @property
+    def is_iterator(self) -> bool:
+        return self._queue is not None
+
+    # -- messages in ----------------------------------------------------------------------
+
+    def on_messages(self, conn: Connection, raws: list[RawMessage]) -> None:
         # The hot path: called once per read with every message it brought. Counts, RDY
         # and rate bookkeeping happen once per read, and a synchronous handler's FINs
         # leave together, after the whole read was handled.
@@ -62,7 +174,7 @@ class _DeliveryMixin(_RdyMixin):
         self.stats.received += count
         self._in_flight += count
         cid = id(conn)
-        updates = self._rdy.on_messages(cid, count, now)
+        updates = self._rdy_received(cid, count, now)
         if updates:
             self._apply(updates)
         if self._limiter is not None:
@@ -72,14 +184,19 @@ class _DeliveryMixin(_RdyMixin):
             via = Delivery(conn, self, self.topic, self.channel, None)
         # The subscription, not the frame layout: SUB_ADVANCED (a start position) frames
         # carry offsets too, but a plain channel has many in flight and requeues.
-        if self.options.ordered:
+        if self._ordered:
             raws = self._ordered_arrivals(conn, via, raws, now)
             if not raws:
                 return
-        if self._rejoined and via.partition in self._rejoined:
+        if self._closing:  # sent before nsqd saw RDY 0: straight back, never handed out
+            epoch = self._backoff.epoch
+            self._give_back(conn, [Message(raw, via, now, epoch) for raw in raws])
+            return
+        rejoined = self._rejoined
+        if rejoined and via.partition in rejoined:
             self._count_duplicates(via.partition, raws)
         epoch = self._backoff.epoch
-        max_attempts = self.options.max_attempts
+        max_attempts = self._max_attempts
         handler = self._handler
         if handler is None or self._handler_is_async:
             queue = self._queue
@@ -123,9 +240,10 @@ class _DeliveryMixin(_RdyMixin):
         """
         fresh = []
         partition = via.partition
+        pending = self._ordered_pending
         for raw in raws:
             key = (raw.offset, raw.internal_id)
-            if key == self._ordered_pending.get(partition):
+            if key == pending.get(partition):
                 self.stats.redelivered += 1
                 self._settle(conn, 1)
                 continue
@@ -135,10 +253,10 @@ class _DeliveryMixin(_RdyMixin):
                 self.stats.redelivered += 1
                 self.finish_messages(conn, [msg])
                 continue
-            violation = self._order.check(via.nsqd_address, partition, raw)
+            violation = self._order_check(via.nsqd_address, partition, raw)
             if violation is not None:
                 self._report_order(violation)
-            self._ordered_pending[partition] = key
+            pending[partition] = key
             fresh.append(raw)
         return fresh
 
@@ -163,7 +281,7 @@ class _DeliveryMixin(_RdyMixin):
 
     async def _give_up(self, msg: Message) -> None:
         try:
-            result = self._giving_up(msg)
+            result = self.giving_up(msg)
             if inspect.isawaitable(result):
                 await result
         except Exception as err:
@@ -192,7 +310,14 @@ class _DeliveryMixin(_RdyMixin):
         if self._on_order is not None:
             self._on_order(violation)
 
-    # The Responder side of nsqctl.message: Message.finish / requeue / finish_all call these.
+    @property
+    def queue(self) -> asyncio.Queue[Message] | None:
+        """The iterator's messages, in arrival order, then :data:`END_OF_STREAM`; None
+        with a handler."""
+        return self._queue
+
+    # -- answers out: the Responder side of nsqctl.message ---------------------------------
+
     def finish_messages(self, conn: Connection, msgs: list[Message]) -> None:
         """FIN ``msgs`` of ``conn`` (each already marked answered), in one write."""
         count = len(msgs)
@@ -203,31 +328,27 @@ class _DeliveryMixin(_RdyMixin):
         ids = [msg._raw.id for msg in msgs]
         if conn.is_open:
             conn.fin_many(ids)
-        self._fins.add_many(msgs[0]._via.partition, ids)  # one connection: one partition
-        if self.options.ordered:
-            last = msgs[-1]
-            key = (last._raw.offset, last._raw.internal_id)
-            self._fin_marks[last._via.partition] = key
-            if self._ordered_pending.get(last._via.partition) == key:
-                del self._ordered_pending[last._via.partition]
+        partition = msgs[0]._via.partition  # one connection: one partition
+        self._fins_add(partition, ids)
+        if self._ordered:
+            last = msgs[-1]._raw
+            key = (last.offset, last.internal_id)
+            self._fin_marks[partition] = key
+            if self._ordered_pending.get(partition) == key:
+                del self._ordered_pending[partition]
         self.stats.finished += count
-        backoff = self._backoff
-        if backoff.level:  # on_success does nothing at level 0
-            for msg in msgs:
-                action = backoff.on_success(_monotonic(), msg._epoch)
-                if action is not None:
-                    self._apply(self._rdy.apply_backoff(action, _monotonic()))
-                    self._wake.set()
+        if self._backoff.level:  # a success changes nothing at level 0
+            self._succeeded([msg._epoch for msg in msgs])
 
     def requeue_message(
         self, msg: Message, conn: Connection, delay: float | None, backoff: bool
     ) -> None:
         """REQ one message of ``conn`` (already marked answered)."""
-        if self.options.ordered:
+        if self._ordered:
             self._ordered_pending.pop(msg._via.partition, None)
         if delay is None:
-            delay = self.options.default_requeue_delay * msg.attempts
-        cap = self.options.max_requeue_delay
+            delay = self._default_requeue_delay * msg.attempts
+        cap = self._max_requeue_delay
         if conn.identify and conn.identify.max_msg_timeout:
             cap = min(cap, conn.identify.max_msg_timeout / 1000.0)
         delay_ms = int(max(0.0, min(delay, cap)) * 1000)
@@ -237,15 +358,7 @@ class _DeliveryMixin(_RdyMixin):
         if conn.is_open:
             conn.req(msg.id, delay_ms)
         self.stats.requeued += 1
-        now = time.monotonic()
-        action = (
-            self._backoff.on_failure(now, msg._epoch)
-            if backoff
-            else self._backoff.on_neutral(now, msg._epoch)
-        )
-        if action is not None:
-            self._apply(self._rdy.apply_backoff(action, now))
-            self._wake.set()
+        self._failed(msg._epoch, backoff=backoff)
 
     def _settle(self, conn: Connection, count: int) -> None:
         """``count`` messages of ``conn`` are being answered: in-flight and RDY bookkeeping,
@@ -256,7 +369,7 @@ class _DeliveryMixin(_RdyMixin):
             if self._idle is not None and not self._idle.done():
                 self._idle.set_result(None)
         self._in_flight = in_flight
-        updates = self._rdy.on_messages_done(id(conn), count, _monotonic())
+        updates = self._rdy_answered(id(conn), count, _monotonic())
         if updates:
             self._apply(updates)
         self.stats.backoff_level = self._backoff.level
@@ -269,6 +382,57 @@ class _DeliveryMixin(_RdyMixin):
             nsqd=conn.remote_address or str(conn.address),
             local_address=conn.local_address,
             outcome=outcome,
-            handler_ms=round((time.monotonic() - msg.received_at) * 1000, 3),
+            handler_ms=round((_monotonic() - msg.received_at) * 1000, 3),
         )
         self._trace.write(record)
+
+    # -- closing --------------------------------------------------------------------------
+
+    def close(self) -> int:
+        """Hand out nothing more: give back the messages waiting in the iterator's queue
+        (each once: they are marked answered), end the iterator, and from now on give
+        back every arrival. Returns how many were given back here."""
+        if self._closing:
+            return 0
+        self._closing = True
+        queue = self._queue
+        if queue is None:
+            return 0
+        waiting: dict[int, list[Message]] = {}  # by id(Delivery): one connection each
+        while not queue.empty():
+            msg = queue.get_nowait()
+            if msg is not END_OF_STREAM:
+                waiting.setdefault(id(msg._via), []).append(msg)
+        queue.put_nowait(END_OF_STREAM)
+        for msgs in waiting.values():
+            self._give_back(msgs[0]._via.conn, msgs)
+        return sum(len(msgs) for msgs in waiting.values())
+
+    def _give_back(self, conn: Connection, msgs: list[Message]) -> None:
+        """REQ with no delay and no backoff (a closing consumer, not a failing handler):
+        another consumer of the channel can have them at once."""
+        count = len(msgs)
+        self._settle(conn, count)
+        if self._ordered:
+            self._ordered_pending.pop(msgs[0]._via.partition, None)
+        is_open = conn.is_open
+        trace = self._trace
+        for msg in msgs:
+            msg.outcome = "REQ"
+            if trace is not None:
+                self._trace_outcome(msg, conn, "REQ")
+            if is_open:
+                conn.req(msg._raw.id, 0)
+        self.stats.requeued += count
+
+    async def wait_idle(self, timeout: float) -> int:
+        """Wait up to ``timeout`` seconds for every message to be answered; returns how
+        many are still unanswered."""
+        if self._in_flight:
+            self._idle = asyncio.get_running_loop().create_future()
+            try:
+                async with asyncio.timeout(timeout):
+                    await asyncio.shield(self._idle)
+            except TimeoutError:
+                pass
+        return self._in_flight

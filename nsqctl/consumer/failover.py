@@ -1,11 +1,12 @@
 """Riding through a partition leader failover on the redesign (sans-IO: no connections).
 
-When a partition's connection breaks, nsqlookupd names a new leader once youzan's
-coordinator elected one (measured: ~22 s after kill -9 with replicas 3 on 3 nsqd, ~105 s
-with replicas 2). :class:`PartitionWatch` keeps, per partition, since when it has no
-connection: a one-line note every few seconds while waiting, a :class:`FailoverTimeoutError`
-after the window (:data:`nsqctl.failover.DEFAULT_FAILOVER_WINDOW`, shared with the
-producer).
+When a partition's connection breaks, nsqlookupd names a new leader only once youzan's
+coordinator elected one, which can take minutes (bench/README.md has measured times), so
+the consumer waits instead of failing at once. :class:`PartitionWatch` keeps, per
+partition, since when it has no connection: a :class:`~nsqctl.failover.FailoverEvent` every
+few seconds while waiting (so a reader knows why nothing arrives), a
+:class:`FailoverTimeoutError` after the window
+(:data:`nsqctl.failover.DEFAULT_FAILOVER_WINDOW`, shared with the producer).
 
 The new leader resends from the channel position the coordinator synced to it, which can
 be behind what this consumer FINed (at-least-once). :class:`FinWindow` remembers the
@@ -15,34 +16,13 @@ recently FINed ids of each partition, bounded, so those redeliveries are counted
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from nsqctl.errors import FailoverTimeoutError
 from nsqctl.failover import DEFAULT_FAILOVER_WINDOW as DEFAULT_FAILOVER_WINDOW
+from nsqctl.failover import FailoverEvent
 
 NOTE_INTERVAL = 5.0  # seconds between "waiting for a leader" notes of one partition
 FIN_WINDOW = 8192  # FINed ids remembered per partition
-
-
-@dataclass(frozen=True)
-class LeaderWait:
-    """A partition waiting for a leader, or consuming again after it waited."""
-
-    kind: str  # "waiting" | "resumed"
-    topic: str
-    partition: int | None
-    waited: float
-    window: float
-    nsqd: str = ""  # the new leader (resumed)
-
-    @property
-    def where(self) -> str:
-        return self.topic if self.partition is None else f"{self.topic}/{self.partition}"
-
-    def describe(self) -> str:
-        if self.kind == "resumed":
-            return f"{self.where}: consuming again on {self.nsqd} after {self.waited:.1f}s"
-        return f"waiting for a leader for {self.where} ({self.waited:.0f}s of {self.window:.0f}s)"
 
 
 class PartitionWatch:
@@ -68,28 +48,34 @@ class PartitionWatch:
         self._lost.pop(partition, None)
         self._noted.pop(partition, None)
 
-    def resumed(self, partition: int | None, nsqd: str, now: float) -> LeaderWait | None:
+    def resumed(self, partition: int | None, nsqd: str, now: float) -> FailoverEvent | None:
         since = self._lost.pop(partition, None)
         self._noted.pop(partition, None)
         if since is None:
             return None
-        return LeaderWait("resumed", self.topic, partition, now - since, self.window, nsqd)
+        return FailoverEvent(
+            "resumed", "consume", self.topic, partition, now - since, self.window, nsqd
+        )
 
-    def tick(self, now: float) -> tuple[list[LeaderWait], FailoverTimeoutError | None]:
+    def tick(self, now: float) -> tuple[list[FailoverEvent], FailoverTimeoutError | None]:
         """Notes due at ``now``, and the error when a partition waited past the window."""
-        notes = []
+        notes: list[FailoverEvent] = []
         for partition, since in self._lost.items():
             waited = now - since
             if self.window and waited > self.window:
                 where = self.topic if partition is None else f"{self.topic}/{partition}"
                 return notes, FailoverTimeoutError(
                     f"no leader for {where} within the failover window of {self.window:g}s: "
-                    "check the cluster (`nsqctl lookup " + self.topic + "`), then run again "
-                    "(or give more time with --failover-window)"
+                    "the cluster elected none (check its nsqlookupd and nsqd), or the window "
+                    "is shorter than an election",
+                    partition,
+                    setting="failover_window",
                 )
             if now - self._noted[partition] >= self.note_interval:
                 self._noted[partition] = now
-                notes.append(LeaderWait("waiting", self.topic, partition, waited, self.window))
+                notes.append(
+                    FailoverEvent("waiting", "consume", self.topic, partition, waited, self.window)
+                )
         return notes, None
 
 

@@ -1,87 +1,107 @@
 """The Consumer's part in a partition leader failover: which partitions ride through one,
-a partition connected again, the copies a new leader sends of messages already FINed, and
-the tick that notes (or gives up on) partitions waiting for a leader.
+which partitions came back after a loss, the copies a new leader sends of messages already
+FINed, and the tick that reports (or gives up on) partitions waiting for a leader.
 
-Its own module because it is one concern of the Consumer, cut from
-:mod:`nsqctl.consumer.client` along its sections; the sans-IO bookkeeping it drives is
-:mod:`nsqctl.consumer.failover`. The lowest of the Consumer's layers: it calls none of
-the others.
+:class:`LeaderWatch` owns that state; the sans-IO clocks it drives are in
+:mod:`.failover`. It reaches out only through the callbacks it is given (the lookup
+refresh, the ``on_failover`` hook, the fatal-error sink), so it is tested without sockets.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
-from nsqctl.consumer.failover import LeaderWait
-
-if TYPE_CHECKING:
-    import asyncio
-
-    from nsqctl.consumer.failover import FinWindow, PartitionWatch
-    from nsqctl.consumer.options import ConsumerStats
-    from nsqctl.consumer.order import OrderChecker
-    from nsqctl.lookup.client import LookupClient
-    from nsqctl.protocol.message import RawMessage
+from nsqctl.consumer.failover import FinWindow, PartitionWatch
+from nsqctl.consumer.options import ConsumerStats
+from nsqctl.consumer.order import OrderChecker
+from nsqctl.failover import FailoverEvent, FailoverHook
+from nsqctl.protocol.message import RawMessage
 
 log = logging.getLogger("nsqctl.consumer")
 
-FailoverHook = Callable[[LeaderWait], Any]
 
+class LeaderWatch:
+    """Failover bookkeeping of one consumer.
 
-class _LeadersMixin:
-    """Failover handling of :class:`nsqctl.consumer.Consumer` (its attributes are set in
-    ``Consumer.__init__``)."""
+    ``refresh`` asks the lookup for a new topology (None without a lookupd: then no
+    partition rides through a failover, a lost nsqd is simply reconnected);
+    ``on_fatal`` receives the :class:`~nsqctl.errors.FailoverTimeoutError` when a
+    partition waited past the window.
+    """
 
-    stats: ConsumerStats
-    failed: asyncio.Event
-    error: BaseException | None
-    _fatal: BaseException | None
-    _lookup: LookupClient | None
-    _watch: PartitionWatch
-    _fins: FinWindow
-    _order: OrderChecker
-    _rejoined: set[int | None]
-    _ever: set[int | None]
-    _on_failover: FailoverHook | None
+    def __init__(
+        self,
+        topic: str,
+        window: float,
+        stats: ConsumerStats,
+        *,
+        refresh: Callable[[], None] | None,
+        on_failover: FailoverHook | None,
+        on_fatal: Callable[[BaseException], None],
+    ) -> None:
+        self.watch = PartitionWatch(topic, window)
+        self.fins = FinWindow()
+        self.order = OrderChecker(topic)
+        # Partitions connected again after a loss: their reads are checked for duplicates.
+        self.rejoined: set[int | None] = set()
+        self._ever: set[int | None] = set()  # partitions connected at least once
+        self._stats = stats
+        self._refresh = refresh
+        self._on_failover = on_failover
+        self._on_fatal = on_fatal
+        self._failed = False
 
-    def _rides(self, partition: int | None) -> bool:
+    def rides(self, partition: int | None) -> bool:
         """Partitions of the redesign found through a lookupd ride through a failover."""
-        return self._lookup is not None and partition is not None
+        return self._refresh is not None and partition is not None
 
-    def _joined(self, partition: int | None, address: str) -> None:
+    def waiting_for_leader(self, partition: int | None) -> bool:
+        """True when a reconnect of ``partition`` should rather ask the lookup again: the
+        dead address is not worth a long backoff while a new leader is being elected."""
+        if self._refresh is None or partition is None or not self.watch.waiting:
+            return False
+        self._refresh()
+        return True
+
+    def joined(self, partition: int | None, address: str, now: float) -> None:
         if partition in self._ever:
-            self._rejoined.add(partition)
-            self._order.reconnected(partition)
+            self.rejoined.add(partition)
+            self.order.reconnected(partition)
         self._ever.add(partition)
-        event = self._watch.resumed(partition, address, time.monotonic())
-        if event is not None:
-            log.info("%s", event.describe())
-            if self._on_failover is not None:
-                self._on_failover(event)
+        self._report(self.watch.resumed(partition, address, now))
 
-    def _count_duplicates(self, partition: int | None, raws: list[RawMessage]) -> None:
-        fins = self._fins
+    def lost(self, partition: int | None, now: float) -> None:
+        if self.rides(partition):
+            self.watch.lost(partition, now)
+
+    def count_duplicates(self, partition: int | None, raws: list[RawMessage]) -> None:
+        """Copies of FINed messages in a read of a partition that came back."""
+        seen = self.fins.seen
+        stats = self._stats
         for raw in raws:
-            if fins.seen(partition, raw.id):
-                self.stats.duplicates += 1
-        self.stats.order_redeliveries = self._order.redeliveries
+            if seen(partition, raw.id):
+                stats.duplicates += 1
+        stats.order_redeliveries = self.order.redeliveries
 
-    def _tick_failover(self, now: float) -> None:
-        if not self._watch.waiting or self.error is not None:
+    def tick(self, now: float) -> None:
+        if not self.watch.waiting or self._failed:
             return
-        if self._lookup is not None:
+        if self._refresh is not None:
             # Ask again every tick (about a second) until the new leader is listed: once a
             # consistent lookup dropped the dead leader there is no reconnect left to ask,
             # and the next poll would be up to a minute away.
-            self._lookup.request_refresh()
-        notes, error = self._watch.tick(now)
+            self._refresh()
+        notes, error = self.watch.tick(now)
         for note in notes:
-            log.info("%s", note.describe())
-            if self._on_failover is not None:
-                self._on_failover(note)
+            self._report(note)
         if error is not None:
-            self.error = self._fatal = error
-            self.failed.set()
+            self._failed = True
+            self._on_fatal(error)
+
+    def _report(self, event: FailoverEvent | None) -> None:
+        if event is None:
+            return
+        log.info("%s", event.describe())
+        if self._on_failover is not None:
+            self._on_failover(event)

@@ -1,11 +1,26 @@
-"""Consumer options, counters and the start-up errors a caller can catch."""
+"""Consumer options and counters.
+
+:class:`ConsumerOptions` is frozen: a consumer builds its own copy with
+``dataclasses.replace`` from the options and keyword overrides it is given, so an options
+object can be shared by many consumers and is never changed behind its owner's back.
+"""
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
-from nsqctl.consumer.failover import DEFAULT_FAILOVER_WINDOW
+from nsqctl.errors import ConfigError
+from nsqctl.failover import DEFAULT_FAILOVER_WINDOW
+
+#: youzan's SUB_ORDERED takes no start position and SUB_ADVANCED is never ordered, so an
+#: ordered reader starts where the channel is: its offset is moved beforehand.
+ORDERED_START = (
+    "ordered subscriptions take no start position (youzan's SUB_ORDERED has none): move "
+    "the channel's offset first (the admin channel setoffset action, nsqd's "
+    "/channel/setoffset), then subscribe ordered without start="
+)
 
 
 @dataclass
@@ -29,8 +44,10 @@ class ConsumerStats:
     backoff_level: int = 0
 
 
-@dataclass
+@dataclass(frozen=True)
 class ConsumerOptions:
+    """How a :class:`nsqctl.consumer.Consumer` reads; :meth:`validate` checks the values."""
+
     max_in_flight: int = 1
     max_attempts: int = 0  # 0: unlimited
     partitions: Sequence[int] | None = None
@@ -58,10 +75,64 @@ class ConsumerOptions:
     failover_window: float = DEFAULT_FAILOVER_WINDOW
     seed: int | None = None
 
+    def validate(self) -> None:
+        """Raise :class:`ConfigError` (``setting`` = the option) for a value that cannot work."""
+        for name in ("max_in_flight", "max_attempts"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigError(f"{name} must be an integer >= 0, got {value!r}", setting=name)
+        for name in ("backoff_multiplier", "max_backoff", "rdy_redistribute_interval",
+                     "low_rdy_idle_timeout", "low_rdy_timeout", "lookup_interval",
+                     "reconnect_initial", "reconnect_max"):  # fmt: skip
+            _check_number(name, getattr(self, name), positive=True)
+        for name in ("default_requeue_delay", "max_requeue_delay", "stop_timeout",
+                     "failover_window"):  # fmt: skip
+            _check_number(name, getattr(self, name), positive=False)
+        for name in ("max_rate", "connect_timeout"):
+            value = getattr(self, name)
+            if value is not None:
+                _check_number(name, value, positive=True)
+        if not 0 <= self.lookup_jitter <= 1:
+            raise ConfigError(
+                f"lookup_jitter must be within 0..1, got {self.lookup_jitter!r}",
+                setting="lookup_jitter",
+            )
+        if self.reconnect_max < self.reconnect_initial:
+            raise ConfigError(
+                f"reconnect_max ({self.reconnect_max:g}) must be >= reconnect_initial "
+                f"({self.reconnect_initial:g})",
+                setting="reconnect_max",
+            )
+        if self.partitions is not None and any(
+            isinstance(p, bool) or not isinstance(p, int) or p < 0 for p in self.partitions
+        ):
+            raise ConfigError(
+                f"partitions must be integers >= 0, got {list(self.partitions)!r}",
+                setting="partitions",
+            )
+        if self.ordered and self.start is not None:
+            raise ConfigError(ORDERED_START, setting="start")
 
-# youzan's SUB_ORDERED takes no start position and SUB_ADVANCED is never ordered.
-_ORDERED_START = (
-    "ordered subscriptions have no start position on youzan's servers (SUB_ORDERED takes "
-    "none): move the channel first with `nsqctl channel setoffset TOPIC CHANNEL --partition "
-    "P --timestamp|--virtual-offset|--msgcount`, then `nsqctl tail TOPIC --ordered -c CHANNEL`"
-)
+
+class NotGiven(enum.Enum):
+    """The default of a Consumer's option keywords: "not given", so that an explicit
+    value (even ``None``) overrides ``options=`` and an absent one does not."""
+
+    NOT_GIVEN = "not given"
+
+    def __repr__(self) -> str:
+        return "NOT_GIVEN"
+
+
+NOT_GIVEN = NotGiven.NOT_GIVEN
+
+#: The names a Consumer accepts as keyword overrides of :class:`ConsumerOptions`.
+OPTION_NAMES = frozenset(f.name for f in fields(ConsumerOptions))
+
+
+def _check_number(name: str, value: object, *, positive: bool) -> None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if ok and (value > 0 if positive else value >= 0):  # type: ignore[operator]
+        return
+    bound = "> 0" if positive else ">= 0"
+    raise ConfigError(f"{name} must be a number {bound}, got {value!r}", setting=name)

@@ -62,36 +62,37 @@ class OrderChecker:
             self._rewound.pop(partition, None)
 
     def check(self, nsqd: str, partition: int | None, raw: RawMessage) -> OrderViolation | None:
-        if raw.offset is None or raw.internal_id is None:
+        offset, internal_id = raw.offset, raw.internal_id
+        if offset is None or internal_id is None:
             return None
         last = self._last.get(partition)
-        current = _PartitionOrder(raw.offset, raw.internal_id, raw.size or 0)
+        current = _PartitionOrder(offset, internal_id, raw.size or 0)
         if last is None:
             self._last[partition] = current
             return None
         if partition in self._replaying:
-            if raw.offset <= last.offset:
+            if offset <= last.offset:
                 self.redeliveries += 1  # resent from the server's confirmed position
                 return None
             self._replaying.discard(partition)  # past the mark: checked as usual below
-        if raw.offset == last.offset and raw.internal_id == last.internal_id:
+        if offset == last.offset and internal_id == last.internal_id:
             return None  # redelivery
 
         def violation(kind: str, expected: int | None = None) -> OrderViolation:
             return OrderViolation(
                 kind, self.topic, partition, nsqd, last.offset, last.internal_id,
-                raw.offset, raw.internal_id, expected,
+                offset, internal_id, expected,
             )  # fmt: skip
 
         rewound = self._rewound.pop(partition, None)
-        if raw.offset < last.offset or raw.internal_id < last.internal_id:
-            if rewound is not None and raw.offset == rewound.offset + rewound.size:
+        if offset < last.offset or internal_id < last.internal_id:
+            if rewound is not None and offset == rewound.offset + rewound.size:
                 self._last[partition] = current  # the rewind goes on: follow it
                 return None
             self._rewound[partition] = current
             return violation("regression")
         self._last[partition] = current
         expected = last.offset + last.size if last.size else None
-        if expected is not None and raw.offset > expected:
+        if expected is not None and offset > expected:
             return violation("gap", expected)
         return None

@@ -37,7 +37,7 @@ import httpx
 
 from nsqctl.addresses import HostPort, parse_addresses
 from nsqctl.errors import ConfigError, LookupUnavailableError
-from nsqctl.httpclient import http_client
+from nsqctl.httpclient import describe_http_error, http_client
 from nsqctl.lookup.model import (
     LookupAnswer,
     LookupdList,
@@ -72,15 +72,6 @@ class _Health:
     skip_rounds: int = 0
     last_error: str = ""
     is_original: bool = False  # /listlookup said 404
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, httpx.ConnectError):
-        return "connection refused or host unreachable"
-    if isinstance(exc, httpx.TimeoutException):
-        return "timed out"
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 class LookupClient:
@@ -224,7 +215,7 @@ class LookupClient:
             try:
                 resp = await self._get(address, "/listlookup")
             except httpx.HTTPError as exc:
-                failed[address] = _describe(exc)
+                failed[address] = describe_http_error(exc)
                 continue
             if resp.status_code == 404:
                 h.is_original = True
@@ -276,8 +267,8 @@ class LookupClient:
 
         ``consistent`` (youzan's nsqlookupd): list a partition only on the leader etcd
         names. Without it, ``access=r`` keeps a killed leader listed until its
-        registration expires (seen: 55-70 s after kill -9, the election took ~22 s), so a
-        consumer would not find the new leader before then. nsqio's nsqlookupd ignores it.
+        registration expires, long after the election chose a new leader, so a consumer
+        would not find the new leader before then. nsqio's nsqlookupd ignores it.
         """
         if access not in ("r", "w"):
             raise ConfigError(f"bad lookup access {access!r}: use 'r' (consume) or 'w' (publish)")
@@ -304,7 +295,7 @@ class LookupClient:
                     SourceStatus(address, ok=True, topic_not_found=result.topic_not_found)
                 )
             elif isinstance(result, httpx.HTTPError | LookupProtocolError):
-                failed[address] = _describe(result)
+                failed[address] = describe_http_error(result)
             else:
                 raise result  # a bug, not a lookupd failure: don't hide it
         for address, error in failed.items():
@@ -400,8 +391,8 @@ class LookupClient:
             try:
                 resp = await self._get(addr, path, params)
             except httpx.HTTPError as exc:
-                self._record_failure(addr, _describe(exc))
-                errors.append(f"{addr} ({_describe(exc)})")
+                self._record_failure(addr, describe_http_error(exc))
+                errors.append(f"{addr} ({describe_http_error(exc)})")
                 continue
             if resp.status_code != 200:
                 payload: Any = None
@@ -454,7 +445,7 @@ class LookupClient:
             try:
                 resp = await self._get(addr, "/listlookup")
             except httpx.HTTPError as exc:
-                errors.append(f"{addr} ({_describe(exc)})")
+                errors.append(f"{addr} ({describe_http_error(exc)})")
                 continue
             if resp.status_code == 404:
                 return None

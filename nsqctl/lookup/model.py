@@ -41,6 +41,8 @@ __all__ = [
     "SourceStatus",
     "TopicMeta",
     "Topology",
+    "as_int",
+    "as_str",
     "is_topic_not_found_text",
     "merge_answers",
     "parse_listlookup",
@@ -67,7 +69,9 @@ def is_topic_not_found_text(text: str) -> bool:
     return any(t in upper for t in _NOT_FOUND_TEXTS)
 
 
-def _as_int(value: Any, default: int = 0) -> int:
+def as_int(value: Any, default: int = 0) -> int:
+    """A JSON field as an int, however the server spelled it (number, bool or digits);
+    ``default`` for anything else. Both families' HTTP APIs mix these for one field."""
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, int):
@@ -77,7 +81,8 @@ def _as_int(value: Any, default: int = 0) -> int:
     return default
 
 
-def _as_str(value: Any) -> str:
+def as_str(value: Any) -> str:
+    """A JSON field as text; ``""`` for a missing (``null``) one."""
     return value if isinstance(value, str) else ("" if value is None else str(value))
 
 
@@ -114,19 +119,19 @@ class Peer:
     def from_json(cls, obj: Mapping[str, Any]) -> Peer:
         if not isinstance(obj, Mapping):
             raise LookupProtocolError(f"lookup peer is not an object: {obj!r}")
-        address = _as_str(obj.get("broadcast_address")) or _as_str(obj.get("hostname"))
-        tcp_port = _as_int(obj.get("tcp_port"))
+        address = as_str(obj.get("broadcast_address")) or as_str(obj.get("hostname"))
+        tcp_port = as_int(obj.get("tcp_port"))
         if not address or tcp_port <= 0:
             raise LookupProtocolError(f"lookup peer lacks broadcast_address/tcp_port: {obj!r}")
         return cls(
             broadcast_address=address,
             tcp_port=tcp_port,
-            http_port=_as_int(obj.get("http_port")),
-            hostname=_as_str(obj.get("hostname")),
-            version=_as_str(obj.get("version")),
-            id=_as_str(obj.get("id")),
-            distributed_id=_as_str(obj.get("distributed_id")),
-            remote_address=_as_str(obj.get("remote_address")),
+            http_port=as_int(obj.get("http_port")),
+            hostname=as_str(obj.get("hostname")),
+            version=as_str(obj.get("version")),
+            id=as_str(obj.get("id")),
+            distributed_id=as_str(obj.get("distributed_id")),
+            remote_address=as_str(obj.get("remote_address")),
         )
 
     @classmethod
@@ -167,8 +172,8 @@ class TopicMeta:
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> TopicMeta:
         return cls(
-            partition_num=_as_int(obj.get("partition_num")),
-            replica=_as_int(obj.get("replica")),
+            partition_num=as_int(obj.get("partition_num")),
+            replica=as_int(obj.get("replica")),
             extend_support=bool(obj.get("extend_support", False)),
             ordered=bool(obj.get("ordered", False)),
             multi_part=bool(obj.get("multi_part", False)),
@@ -292,11 +297,11 @@ def unwrap_payload(payload: Any) -> tuple[Any, int, str]:
         if "status_code" in payload and ("data" in payload or "status_txt" in payload):
             return (
                 payload.get("data"),
-                _as_int(payload.get("status_code"), 500),
-                _as_str(payload.get("status_txt")),
+                as_int(payload.get("status_code"), 500),
+                as_str(payload.get("status_txt")),
             )
         if set(payload.keys()) == {"message"}:
-            return None, 0, _as_str(payload.get("message"))
+            return None, 0, as_str(payload.get("message"))
     return payload, 200, "OK"
 
 
@@ -333,13 +338,13 @@ def parse_lookup_response(
         raise LookupProtocolError(f"nsqlookupd {source or '?'}: 'partitions' is not an object")
     partitions: dict[int, Peer] = {}
     for pid_text, peer_obj in raw_partitions.items():
-        pid = _as_int(pid_text, -1)
+        pid = as_int(pid_text, -1)
         if not 0 <= pid <= MAX_PARTITION_ID or peer_obj is None:
             continue  # go-nsq skips these too
         partitions[pid] = Peer.from_json(peer_obj)
     raw_meta = data.get("meta")
     meta = TopicMeta.from_json(raw_meta) if isinstance(raw_meta, Mapping) else None
-    channels = tuple(_as_str(c) for c in (data.get("channels") or []))
+    channels = tuple(as_str(c) for c in (data.get("channels") or []))
     # A redesign cluster lookupd answers 200 for a topic it does not know (never created,
     # or deleted): zero meta and nobody holding it.
     unknown = meta is not None and not meta.valid and not producers and not partitions
@@ -368,18 +373,18 @@ def _ci(obj: Mapping[str, Any], name: str) -> Any:
 def _parse_lookupd_node(obj: Any, leader_id: str) -> LookupdNode | None:
     if not isinstance(obj, Mapping):
         return None
-    host = _as_str(_ci(obj, "NodeIP"))
-    http_port = _as_int(_ci(obj, "HttpPort"))
+    host = as_str(_ci(obj, "NodeIP"))
+    http_port = as_int(_ci(obj, "HttpPort"))
     if not host or http_port <= 0:
         return None
-    node_id = _as_str(_ci(obj, "ID"))
+    node_id = as_str(_ci(obj, "ID"))
     return LookupdNode(
         id=node_id,
         host=host,
         http_port=http_port,
-        tcp_port=_as_int(_ci(obj, "TcpPort")),
-        rpc_port=_as_int(_ci(obj, "RpcPort")),
-        epoch=_as_int(_ci(obj, "Epoch")),
+        tcp_port=as_int(_ci(obj, "TcpPort")),
+        rpc_port=as_int(_ci(obj, "RpcPort")),
+        epoch=as_int(_ci(obj, "Epoch")),
         is_leader=bool(node_id) and node_id == leader_id,
     )
 
@@ -396,7 +401,7 @@ def parse_listlookup(payload: Any) -> LookupdList | None:
     if not isinstance(data, Mapping):
         return None
     raw_leader = data.get("lookupdleader")
-    leader_id = _as_str(_ci(raw_leader, "ID")) if isinstance(raw_leader, Mapping) else ""
+    leader_id = as_str(_ci(raw_leader, "ID")) if isinstance(raw_leader, Mapping) else ""
     nodes = tuple(
         n
         for n in (_parse_lookupd_node(o, leader_id) for o in (data.get("lookupdnodes") or []))

@@ -61,11 +61,12 @@ class KeyCheckpoint:
     def _load(self, key: str) -> tuple[Position, int] | None:
         if key not in self._cache:
             path = self._path(key)
-            state = None
+            state: tuple[Position, int] | None = None
             if path.exists():
                 data = json.loads(path.read_text())
-                state = (tuple(data["position"]), int(data.get("count", 0)))
-            self._cache[key] = state  # type: ignore[assignment]
+                a, b, c = (int(v) for v in data["position"])
+                state = ((a, b, c), int(data.get("count", 0)))
+            self._cache[key] = state
         return self._cache[key]
 
     def position(self, key: str) -> Position | None:

@@ -1,6 +1,6 @@
 """Which engine answers a trace or runs a replay, and why.
 
-``auto``: the local engine (pyarrow, in-process: no JVM to start, ~0.1 s) for local
+``auto``: the local engine (pyarrow, in-process: no JVM to start) for local
 sources below a size threshold; Spark for remote sources (``s3a://``, ``hdfs://``, …),
 when a Spark master is asked for (``--spark-master``, ``SPARK_MASTER``), for ``--where``
 (a Spark SQL predicate), and for sources too large for one process.
@@ -22,8 +22,8 @@ log = logging.getLogger("nsqctl.pipeline.engine")
 ENGINES = ("auto", "local", "spark")
 #: Above this many bytes of local input, ``auto`` picks Spark. A trace reads a footer per
 #: file and the matching row groups only, so it stays local far longer than a replay,
-#: which holds every matching row in one process: 1M rows of 100-byte bodies are 35 MB of
-#: Parquet and ~0.6 GB of memory (measured), so 128 MiB keeps a replay to a few GB.
+#: which holds every matching row in one process, and Parquet of small messages grows
+#: many times over in memory (bench/README.md, Pipeline): 128 MiB keeps that to a few GB.
 LOCAL_MAX_BYTES = {"trace": 16 << 30, "replay": 128 << 20}
 #: What each engine needs, and the extra that brings it.
 NEEDS = {"local": ("pyarrow", "archive"), "spark": ("pyspark", "spark")}

@@ -23,13 +23,11 @@ from nsqctl.pipeline.schema import (
     partition_of_id,
     to_signed64,
 )
+from nsqctl.pipeline.selection import ReplayFilters, TraceQuery
 
 if TYPE_CHECKING:
     import pyarrow.compute as pc
     from pyspark.sql import Column
-
-    from nsqctl.pipeline.replay import ReplayFilters
-    from nsqctl.pipeline.trace import TraceQuery
 
 
 @dataclass(frozen=True)
@@ -146,7 +144,9 @@ def archive_filter(q: TraceQuery) -> RowFilter:
 def log_filter(q: TraceQuery) -> RowFilter:
     """Trace-log records of the queried message; logs hold ids unsigned, and the original
     family's id as the hex text received."""
-    preds = [LowerEq("id", q.message_id)] if q.message_id else _id_preds(q, unsigned=True)
+    preds: list[Predicate] = (
+        [LowerEq("id", q.message_id)] if q.message_id else _id_preds(q, unsigned=True)
+    )
     if q.topic:
         preds.append(Cmp("topic", "==", q.topic))
     return tuple(preds)

@@ -25,6 +25,7 @@ from nsqctl.connection import ConnectionConfig
 from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.pipeline import filters as flt
 from nsqctl.pipeline.checkpoint import KeyCheckpoint
+from nsqctl.pipeline.selection import ReplayFilters
 from nsqctl.pipeline.textinput import read_bodies, text_files
 
 if TYPE_CHECKING:
@@ -32,17 +33,6 @@ if TYPE_CHECKING:
 
 ORDER_COLUMNS = list(flt.ORDER_COLUMNS)
 MAX_BATCH_BYTES = 1024 * 1024
-
-
-@dataclass
-class ReplayFilters:
-    since_ns: int | None = None
-    until_ns: int | None = None
-    topics: list[str] = field(default_factory=list)
-    partitions: list[int] = field(default_factory=list)
-    trace_id: int | None = None
-    grep: str | None = None
-    where: str | None = None
 
 
 @dataclass
@@ -65,7 +55,7 @@ class ReplayResult:
     tasks: int = 0
 
 
-def parse_time(text: str | None) -> int | None:
+def parse_time_ns(text: str | None) -> int | None:
     """ISO 8601 (UTC unless it says otherwise) or unix seconds → nanoseconds."""
     if text is None:
         return None
@@ -215,6 +205,7 @@ def dry_run(raw: DataFrame, ordered: DataFrame) -> dict[str, int]:
     from pyspark.sql import functions as F
 
     after = ordered.agg(F.count("*").alias("n"), F.countDistinct("_key").alias("k")).first()
+    assert after is not None  # an aggregate without grouping always has its one row
     before = raw.count()
     return {
         "matching": before,

@@ -94,17 +94,23 @@ def date_of(timestamp_ns: int) -> str:
 
 
 class ArchivableMessage(Protocol):
-    """What the archive reads from a message (:class:`nsqctl.message.Message` has it all)."""
+    """What the archive reads from a message (:class:`nsqctl.message.Message` has it all,
+    as does :class:`OfflineMessage`). Read-only: the archive never changes a message."""
 
-    topic: str
-    channel: str
-    partition: int | None
+    @property
+    def topic(self) -> str: ...
+
+    @property
+    def channel(self) -> str | None: ...
+
+    @property
+    def partition(self) -> int | None: ...
 
     @property
     def raw(self) -> RawMessage: ...
 
     @property
-    def nsqd_address(self) -> str: ...
+    def nsqd_address(self) -> str | None: ...
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -101,9 +101,7 @@ def spark_session(
     try:
         from pyspark.sql import SparkSession
     except ImportError as err:
-        raise ConfigError(
-            "the data pipeline needs PySpark: `pip install 'pyspark>=4'`"
-        ) from err
+        raise ConfigError("the data pipeline needs PySpark: `pip install 'pyspark>=4'`") from err
     master = resolve_master(master)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -119,9 +117,7 @@ def spark_session(
         .config("spark.sql.session.timeZone", "UTC")
     )
     if master.startswith("local"):
-        builder = builder.config(
-            "spark.driver.memory", os.environ.get("NSQCTL_SPARK_MEMORY", "1g")
-        )
+        builder = builder.config("spark.driver.memory", os.environ.get("NSQCTL_SPARK_MEMORY", "1g"))
     if master.startswith("local") or _loopback_cluster(master):
         builder = builder.config("spark.driver.host", "127.0.0.1").config(
             "spark.driver.bindAddress", "127.0.0.1"
@@ -182,7 +178,7 @@ def check_executors(
     runs one, but an executor added later is not covered.
     """
     sc = spark.sparkContext
-    if sc.master.startswith("local"):
+    if (sc.master or "").startswith("local"):
         return []
     addresses = list(reach or [])
     tasks = max(sc.defaultParallelism, 1)
@@ -204,20 +200,22 @@ def check_executors(
                 f"{where} has nsqctl {r['nsqctl']}, this driver {__version__}: install the "
                 "same nsqctl version on the workers"
             )
-        if r["unreachable"]:
+        unreachable = r["unreachable"]
+        if unreachable:
+            assert isinstance(unreachable, list)
             raise ExecutorError(
-                f"{where} cannot reach {', '.join(r['unreachable'])}: replay publishes from "
+                f"{where} cannot reach {', '.join(map(str, unreachable))}: replay publishes from "
                 "the executors, so every worker needs network access to the --nsqd/--lookupd "
                 "addresses; give addresses the workers can reach"
             )
     return reports
 
 
-def _probe(addresses: list[str]) -> Callable[[Iterator[int]], Iterator[dict[str, object]]]:
+def _probe(addresses: list[str]) -> Callable[[Iterable[int]], Iterator[dict[str, object]]]:
     """The executor-side check. A closure, so Spark ships it by value: it must run (and
     report) where nsqctl itself cannot be imported, so it uses the standard library only."""
 
-    def probe(_rows: Iterator[int]) -> Iterator[dict[str, object]]:
+    def probe(_rows: Iterable[int]) -> Iterator[dict[str, object]]:
         import importlib
         import socket
 

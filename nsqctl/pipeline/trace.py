@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import httpx
 
 from nsqctl.errors import ConfigError
 from nsqctl.pipeline.filters import RowFilter, archive_filter, log_filter, to_spark
 from nsqctl.pipeline.schema import internal_id_from_hex, partition_of_id
+from nsqctl.pipeline.selection import TraceQuery
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -43,17 +43,6 @@ def trace_log_arrow_schema() -> Any:
     types = {"string": pa.string(), "double": pa.float64(), "long": pa.int64(),
              "uint64": pa.uint64()}  # fmt: skip
     return pa.schema([(name, types[kind]) for name, kind in TRACE_LOG_FIELDS])
-
-
-@dataclass(frozen=True)
-class TraceQuery:
-    """What to look for; ids are kept unsigned (as on the wire and in trace logs)."""
-
-    label: str
-    trace_id: int | None = None
-    internal_id: int | None = None
-    message_id: str | None = None  # original family: 16 hex characters
-    topic: str | None = None
 
 
 def parse_query(text: str, *, internal: bool = False, topic: str | None = None) -> TraceQuery:
@@ -119,8 +108,8 @@ class SparkReader:
 def _reader(source: Reader | SparkSession | None) -> Reader | None:
     """A Reader as is; a SparkSession (the original signature of :func:`gather`) wrapped."""
     if source is None or hasattr(source, "archive_rows"):
-        return source  # type: ignore[return-value]
-    return SparkReader(source)  # type: ignore[arg-type]
+        return cast("Reader | None", source)
+    return SparkReader(source)  # hasattr narrowed the union to the SparkSession
 
 
 def _event(time: float, event: str, where: str, **detail: Any) -> dict[str, Any]:
@@ -159,7 +148,9 @@ def from_trace_logs(
     return events
 
 
-def _accepted(ts_ns: int | None, nsqd: str | None, topic: str, partition: Any) -> list[dict]:
+def _accepted(
+    ts_ns: int | None, nsqd: str | None, topic: str, partition: Any
+) -> list[dict[str, Any]]:
     """The message's own timestamp: when nsqd accepted the publish."""
     if not ts_ns:
         return []

@@ -159,10 +159,10 @@ class ArchiveWriter:
         self._run = uuid.uuid4().hex[:8]
         self._seq = 0
 
-    def write(self, buffer: ArchiveBuffer[ArchivableMessage]) -> list[Path]:
+    def write(self, buffer: ArchiveBuffer[M]) -> list[Path]:
         """Write every group of ``buffer`` durably; returns the final paths."""
         now = dt.datetime.now(dt.UTC)
-        paths = []
+        paths: list[Path] = []
         if not buffer.rows:
             return paths
         table = message_table(buffer.messages, now)

@@ -2,12 +2,10 @@
 
 from nsqctl.errors import NoSuchPartitionError, PartitionUnavailableError, PublishError
 from nsqctl.producer.client import DEFAULT_MAX_BODY_SIZE, Producer, PublishHook, Receipt
-from nsqctl.producer.failover import DEFAULT_FAILOVER_WINDOW, FailoverEvent, RetryPolicy
+from nsqctl.producer.failover import RetryPolicy
 
 __all__ = [
-    "DEFAULT_FAILOVER_WINDOW",
     "DEFAULT_MAX_BODY_SIZE",
-    "FailoverEvent",
     "NoSuchPartitionError",
     "PartitionUnavailableError",
     "Producer",

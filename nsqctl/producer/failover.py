@@ -1,23 +1,29 @@
-"""How long a publish keeps trying, and when it rides through a leader failover.
+"""How long a publish keeps trying, when it rides through a leader failover, and which
+failover events it reports.
 
 Two regimes. Until a topic has taken a publish from this producer, a failure is most
 likely a mistake (wrong address, missing topic, no such partition) and the publish gives
 up after a few quick attempts (:attr:`RetryPolicy.attempts` within
-:attr:`RetryPolicy.timeout`). Once the topic has been written, losing its leader is an
-event of the cluster, not of the input: the publish keeps its message, refreshes the
-topology with backoff and waits up to :attr:`RetryPolicy.failover_window` for a new
-leader. Measured here (youzan v0.3.7-HA.1.12.7, 3 nsqd): a new writable leader 22 s after
-kill -9 with replicas 3, about 108 s with replicas 2 (nsqlookupd's emergency migration
-waits for its next topic check), hence the 180 s default.
+:attr:`RetryPolicy.timeout`): a typo should fail fast. Once the topic has been written,
+losing its leader is an event of the cluster, not of the input: the publish keeps its
+message, refreshes the topology with backoff and waits up to
+:attr:`RetryPolicy.failover_window` for a new leader (the default is
+:data:`nsqctl.failover.DEFAULT_FAILOVER_WINDOW`, sized for youzan's slowest election).
 
-:class:`RetryClock` is the decision alone (no IO), so it is tested without servers.
+Everything here is the decision alone (no IO, no clock read: ``now`` is passed in), so it
+is tested without servers.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nsqctl.failover import DEFAULT_FAILOVER_WINDOW as DEFAULT_FAILOVER_WINDOW
+from nsqctl.failover import DEFAULT_FAILOVER_WINDOW, FailoverEvent
+
+__all__ = ["WAIT_NOTE_INTERVAL", "FailoverNotes", "RetryClock", "RetryPolicy"]
+
+#: seconds between two "waiting for a leader" events of one topic/partition
+WAIT_NOTE_INTERVAL = 5.0
 
 
 @dataclass(frozen=True)
@@ -30,29 +36,6 @@ class RetryPolicy:
     max_backoff: float = 2.0
     #: seconds a publish to an already written topic waits for a new leader (0: off)
     failover_window: float = DEFAULT_FAILOVER_WINDOW
-
-
-@dataclass(frozen=True)
-class FailoverEvent:
-    """A publish waiting for a leader, or resuming after it waited."""
-
-    kind: str  # "waiting" | "resumed"
-    topic: str
-    partition: int | None  # None: not known yet, or the original family
-    waited: float  # seconds since this publish first failed
-    reason: str  # the last error (waiting) or the nsqd it resumed on (resumed)
-
-    @property
-    def where(self) -> str:
-        return self.topic if self.partition is None else f"{self.topic}/{self.partition}"
-
-    def describe(self, window: float) -> str:
-        if self.kind == "resumed":
-            return f"{self.where}: publishing again on {self.reason} after {self.waited:.1f}s"
-        return (
-            f"waiting for a leader for {self.where} ({self.waited:.0f}s of {window:.0f}s): "
-            f"{self.reason}"
-        )
 
 
 class RetryClock:
@@ -87,3 +70,41 @@ class RetryClock:
 
     def waited(self, now: float) -> float:
         return 0.0 if self.first_failure is None else now - self.first_failure
+
+
+class FailoverNotes:
+    """Which failover events a producer reports.
+
+    Many publishes in flight wait for the same leader at once; each would report its own
+    wait and its own resumption. So "waiting" is reported at most every ``interval``
+    seconds per topic/partition, and "resumed" once, by the first publish that goes on
+    after a reported wait.
+    """
+
+    def __init__(self, window: float, interval: float = WAIT_NOTE_INTERVAL) -> None:
+        self.window = window
+        self.interval = interval
+        self._noted: dict[str, float] = {}  # where -> when its last waiting event was
+
+    def waiting(
+        self, topic: str, partition: int | None, waited: float, reason: str, now: float
+    ) -> FailoverEvent | None:
+        """The event to report for a publish that waits, or None (one was just reported)."""
+        event = FailoverEvent(
+            "waiting", "publish", topic, partition, waited, self.window, reason=reason
+        )
+        last = self._noted.get(event.where)
+        if last is not None and now - last < self.interval:
+            return None
+        self._noted[event.where] = now
+        return event
+
+    def resumed(
+        self, topic: str, partition: int | None, waited: float, nsqd: str
+    ) -> FailoverEvent | None:
+        """The event to report for a publish that went on after waiting, or None (another
+        publish already reported it, or no wait was reported)."""
+        event = FailoverEvent("resumed", "publish", topic, partition, waited, self.window, nsqd)
+        if self._noted.pop(event.where, None) is None:
+            return None
+        return event

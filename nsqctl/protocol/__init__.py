@@ -1,4 +1,5 @@
-"""Sans-IO NSQ protocol layer: command encoding, frame/message decoding, errors, codecs.
+"""Sans-IO NSQ protocol layer: command encoding, frame/message decoding, errors, codecs,
+and the two state machines a connection runs (:mod:`.handshake`, then :mod:`.session`).
 
 Nothing here touches a socket; the connection layer feeds bytes in and writes the
 bytes these functions return.
@@ -91,8 +92,10 @@ from nsqctl.protocol.frames import (
     OK,
     Frame,
     FrameDecoder,
+    FrameEvent,
     FrameType,
     encode_frame,
+    split_frame,
 )
 from nsqctl.protocol.message import (
     ORIGINAL,
@@ -150,6 +153,7 @@ __all__ = [
     "Frame",
     "FrameDecodeError",
     "FrameDecoder",
+    "FrameEvent",
     "FrameType",
     "IdentifyFailedError",
     "IdentifyResponse",
@@ -209,6 +213,7 @@ __all__ = [
     "pub_trace",
     "rdy",
     "req",
+    "split_frame",
     "split_mpub",
     "start_end",
     "start_msgcount",

@@ -69,13 +69,15 @@ class SnappyCodec:
     def compress(self, data: bytes) -> bytes:
         if not data:
             return b""
-        return self._compressor.compress(bytes(data))
+        out: bytes = self._compressor.compress(bytes(data))
+        return out
 
     def decompress(self, data: bytes) -> bytes:
         if not data:
             return b""
         try:
-            return self._decompressor.decompress(bytes(data))
+            out: bytes = self._decompressor.decompress(bytes(data))
+            return out
         except Exception as exc:  # cramjam/snappy raise several unrelated types
             raise CompressionError(f"corrupt snappy stream: {exc}") from exc
 

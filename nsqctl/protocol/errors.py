@@ -8,7 +8,9 @@ Two families, kept apart on purpose:
 * :class:`ServerError` — a well-formed error frame (``E_CODE description``) the server
   sent on purpose. It knows whether the server closes the connection after it
   (:attr:`ServerError.fatal`) and whether a publish that hit it may be retried
-  (:attr:`ServerError.retryable_on_publish`).
+  (:attr:`ServerError.retryable_on_publish`). Where one library setting would avoid
+  it, the class names that in ``setting``; hints speak of the library (and of server
+  flags), never of CLI flags.
 
 Retry policy (decided from the servers' code, see docs/nsq-protocol.md):
 
@@ -214,6 +216,15 @@ class InvalidError(ServerError):
     hint = "the server rejected the command as invalid in the connection's current state"
 
 
+class TLSRequiredError(InvalidError):
+    """nsqd refuses every command until the connection is upgraded to TLS (its
+    ``--tls-required``); both families answer E_INVALID with "TLS required" in the text,
+    so this is told apart by the text, not registered by code."""
+
+    setting = "tls"
+    hint = "nsqd requires TLS on this connection: connect with TLS (ConnectionConfig(tls=...))"
+
+
 @_register
 class BadBodyError(ServerError):
     codes = ("E_BAD_BODY",)
@@ -255,8 +266,9 @@ class BadPartitionError(ServerError):
     codes = ("E_BAD_PARTITION",)
     hint = (
         "invalid partition for {topic}: ordered topics need an explicit partition "
-        "when publishing (--partition or a shard key)"
+        "when publishing (a partition or a shard key)"
     )
+    setting = "partition"
 
 
 @_register
@@ -281,18 +293,21 @@ class AuthFailedError(ServerError):
         "authentication failed: check the auth secret (and that the server has auth "
         "enabled when you send one)"
     )
+    setting = "auth_secret"
 
 
 @_register
 class UnauthorizedError(ServerError):
     codes = ("E_UNAUTHORIZED",)
     hint = "the auth secret has no permission for {topic} or this channel"
+    setting = "auth_secret"
 
 
 @_register
 class SubOrderIsMustError(ServerError):
     codes = ("E_SUB_ORDER_IS_MUST",)
-    hint = "topic {topic} is ordered: subscribe in ordered mode (--ordered / SUB_ORDERED)"
+    hint = "topic {topic} is ordered: subscribe in ordered mode (SUB_ORDERED)"
+    setting = "ordered"
 
 
 @_register
@@ -302,12 +317,14 @@ class SubExtendNeedError(ServerError):
         "topic {topic} is an ext topic: connect with extend_support (ConnectionConfig"
         "(extend_support=True); consumers set it when they find the topic through lookupd)"
     )
+    setting = "extend_support"
 
 
 @_register
 class SubExtendForbiddenError(ServerError):
     codes = ("E_SUB_EXTEND_FORBIDDON",)  # sic: the server's spelling
     hint = "topic {topic} is not an ext topic: connect without extend_support"
+    setting = "extend_support"
 
 
 @_register
@@ -425,6 +442,8 @@ def error_from_frame(
     text = data.decode("utf-8", errors="replace").strip()
     word, _, rest = text.partition(" ")
     cls = _REGISTRY.get(word)
+    if cls is InvalidError and "TLS required" in rest:
+        cls = TLSRequiredError
     if cls is not None:
         return cls(word, rest.strip(), context=context, topic=topic)
     for known in _KNOWN_CODES:

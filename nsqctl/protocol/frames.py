@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import struct
 from enum import IntEnum
-from typing import NamedTuple, NoReturn
+from typing import NamedTuple, NoReturn, cast
 
 from nsqctl.errors import ProtocolError
 from nsqctl.protocol.errors import FrameDecodeError
@@ -29,11 +29,12 @@ __all__ = [
     "DEFAULT_MAX_FRAME_SIZE",
     "HEARTBEAT",
     "OK",
-    "Event",
     "Frame",
     "FrameDecoder",
+    "FrameEvent",
     "FrameType",
     "encode_frame",
+    "split_frame",
 ]
 
 HEARTBEAT = b"_heartbeat_"
@@ -77,12 +78,32 @@ class Frame(NamedTuple):
 
 #: What :meth:`FrameDecoder.feed_events` returns: a run of consecutive messages, or any
 #: other frame as ``(frame type, data)``.
-Event = list[RawMessage] | tuple[int, bytes]
+FrameEvent = list[RawMessage] | tuple[int, bytes]
 
 
 def encode_frame(frame_type: int, data: bytes) -> bytes:
     """Encode one frame as a server would (for tests and fake servers)."""
     return _HEADER.pack(len(data) + 4, int(frame_type)) + data
+
+
+def split_frame(
+    buf: bytes | bytearray, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
+) -> tuple[FrameType, bytes, int] | None:
+    """The first frame of ``buf`` as ``(frame type, data, bytes it took)``, or None while
+    it is incomplete; raise :class:`FrameDecodeError` for an impossible header.
+
+    For the handshake, which must stop exactly after one frame: what follows may be TLS
+    records or compressed bytes, which :class:`FrameDecoder` would misread as frames.
+    """
+    if len(buf) < _HEADER_SIZE:
+        return None
+    size, frame_type = _HEADER.unpack_from(buf)
+    if size < 4 or size > max_frame_size or frame_type > 2:
+        _reject(size, frame_type, max_frame_size)
+    stop = 4 + size
+    if len(buf) < stop:
+        return None
+    return _TYPES[frame_type], bytes(buf[_HEADER_SIZE:stop]), stop
 
 
 class FrameDecoder:
@@ -114,15 +135,17 @@ class FrameDecoder:
         """Add ``data`` and return every frame it completes (possibly none)."""
         new = tuple.__new__
         types = _TYPES
-        return [new(Frame, (types[t], d)) for t, d in self._split(data, None)]  # type: ignore[misc]
+        frames = cast("list[tuple[int, bytes]]", self.feed_events(data, None))
+        return [new(Frame, (types[t], d)) for t, d in frames]
 
-    def feed_events(self, data: bytes, layout: MessageLayout) -> list[Event]:
+    def feed_events(self, data: bytes, layout: MessageLayout | None) -> list[FrameEvent]:
         """Add ``data``; return what it completes, in stream order: each run of
         consecutive MESSAGE frames as one list of messages decoded with ``layout``, every
-        other frame as ``(frame type, data)``."""
-        return self._split(data, layout)
+        other frame (every frame when ``layout`` is None) as ``(frame type, data)``.
 
-    def _split(self, data: bytes, layout: MessageLayout | None) -> list[Event]:
+        This is the read path of every connection: it is one call, not a wrapper around
+        a helper, because an ordered channel delivers one message per read.
+        """
         if self._error is not None:
             raise self._error
         buf = self._buf
@@ -134,16 +157,19 @@ class FrameDecoder:
         # slice; the `_need` guard above keeps this linear overall.
         view = bytes(buf)
         pos = 0
-        out: list[Event] = []
+        out: list[FrameEvent] = []
         append = out.append
         batch: list[RawMessage] | None = None
         unpack_header = _HEADER.unpack_from
         unpack_original = _ORIGINAL_MESSAGE.unpack_from
         new = tuple.__new__
-        original = layout is not None and layout.family == "original"
-        # the redesign without ext headers is decoded here too; ext frames go the long way
-        redesign = layout is not None and layout.family == "redesign" and not layout.ext
-        detail = redesign and layout.ordered  # type: ignore[union-attr]
+        if layout is None:
+            original = redesign = detail = False
+        else:
+            original = layout.family == "original"
+            # the redesign without ext headers is decoded here too; ext frames go the long way
+            redesign = layout.family == "redesign" and not layout.ext
+            detail = redesign and layout.ordered
         redesign_min = _REDESIGN_DETAIL_MIN if detail else _REDESIGN_MIN
         unpack_redesign = _REDESIGN_MESSAGE.unpack_from
         unpack_detail = _REDESIGN_DETAIL.unpack_from
@@ -157,7 +183,7 @@ class FrameDecoder:
                     size, frame_type = unpack_header(view, pos)
                     ts = -1  # not unpacked
                 if size < 4 or size > max_size or frame_type > 2:
-                    self._reject(size, frame_type)
+                    _reject(size, frame_type, max_size)
                 stop = pos + 4 + size
                 if stop > end:
                     need = stop - pos
@@ -206,10 +232,10 @@ class FrameDecoder:
         self._need = need
         return out
 
-    def _reject(self, size: int, frame_type: int) -> NoReturn:
-        if size < 4 or size > self.max_frame_size:
-            raise FrameDecodeError(
-                f"corrupt frame stream: invalid frame size {size} "
-                f"(allowed 4..{self.max_frame_size})"
-            )
-        raise FrameDecodeError(f"corrupt frame stream: unknown frame type {frame_type}")
+
+def _reject(size: int, frame_type: int, max_frame_size: int) -> NoReturn:
+    if size < 4 or size > max_frame_size:
+        raise FrameDecodeError(
+            f"corrupt frame stream: invalid frame size {size} (allowed 4..{max_frame_size})"
+        )
+    raise FrameDecodeError(f"corrupt frame stream: unknown frame type {frame_type}")

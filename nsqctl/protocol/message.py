@@ -19,6 +19,7 @@ from nsqctl.protocol.errors import MessageDecodeError
 __all__ = [
     "MAX_ATTEMPTS_REDESIGN",
     "ORIGINAL",
+    "Family",
     "MessageLayout",
     "RawMessage",
     "decode_message",

@@ -33,6 +33,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import platformdirs
@@ -40,6 +41,7 @@ import platformdirs
 from nsqctl.errors import ServerSetupError
 from nsqctl.servers import modsources
 from nsqctl.servers.catalog import BUILDS, TESTMODE_ENV, Flavor, ServerBuild
+from nsqctl.servers.tools import Tool, find_go
 
 STAMP = "build.json"
 
@@ -94,17 +96,6 @@ def is_built(flavor: Flavor, root: Path | None = None) -> bool:
     return all(os.access(directory / name, os.X_OK) for name in build.packages)
 
 
-def find_go() -> str:
-    """The Go toolchain to build with (``NSQCTL_GO`` or ``go`` on PATH)."""
-    go = os.environ.get("NSQCTL_GO") or shutil.which("go")
-    if not go:
-        raise ServerSetupError(
-            "Go toolchain not found: install Go 1.21 or newer (e.g. `apt-get install golang`)"
-            " or set NSQCTL_GO to its path; it is needed once to build the NSQ servers"
-        )
-    return go
-
-
 def parse_replaces(gomod_text: str) -> list[str]:
     """The ``replace`` directives of a go.mod, one ``old => new`` string each."""
     replaces: list[str] = []
@@ -138,8 +129,9 @@ def wrapper_gomod(build: ServerBuild, replaces: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _go_env(workdir: Path) -> dict[str, str]:
+def _go_env(workdir: Path, go: Tool) -> dict[str, str]:
     env = dict(os.environ)
+    env.update(go.env)
     env.update(
         {
             "GOFLAGS": "-mod=mod -buildvcs=false",
@@ -155,13 +147,13 @@ def _go_env(workdir: Path) -> dict[str, str]:
     return env
 
 
-def _run(cmd: list[str], cwd: Path, log: Path, what: str, check: bool = True) -> str:
+def _run(cmd: list[str], go: Tool, cwd: Path, log: Path, what: str, check: bool = True) -> str:
     """Run a go command, its stderr into the build log; return stdout."""
     with log.open("a") as fh:
         fh.write(f"$ {' '.join(cmd)}\n")
         fh.flush()
         proc = subprocess.run(
-            cmd, cwd=cwd, env=_go_env(cwd), stdout=subprocess.PIPE, stderr=fh, text=True
+            cmd, cwd=cwd, env=_go_env(cwd, go), stdout=subprocess.PIPE, stderr=fh, text=True
         )
         fh.write(proc.stdout)
     if check and proc.returncode != 0:
@@ -197,11 +189,12 @@ def _refused_module(log: Path) -> str | None:
     return f"{match['mod']}@{match['ver']}" if match else None
 
 
-def _module_source(build: ServerBuild, go: str, workdir: Path, log: Path) -> tuple[Path, Path]:
+def _module_source(build: ServerBuild, go: Tool, workdir: Path, log: Path) -> tuple[Path, Path]:
     """Download the server module; return (source dir, its go.mod)."""
     what = f"downloading {build.module}@{build.version} from the Go module proxy"
     out = _run(
-        [go, "mod", "download", "-json", f"{build.module}@{build.version}"],
+        [go.path, "mod", "download", "-json", f"{build.module}@{build.version}"],
+        go,
         workdir,
         log,
         what,
@@ -260,6 +253,7 @@ def build(
     root: Path | None = None,
     force: bool = False,
     module_sources: Path | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> Path:
     """Build (or reuse) one flavour's servers; return their bin directory.
 
@@ -273,6 +267,8 @@ def build(
     sources_dir = modsources.configured(module_sources)
     local = modsources.scan(sources_dir) if sources_dir is not None else {}
     go = find_go()
+    if progress is not None:
+        progress(f"building the {flavor} servers once (then cached) with {go.describe()}")
     base = target.parent
     base.mkdir(parents=True, exist_ok=True)
     log = base / "build.log"
@@ -286,20 +282,18 @@ def build(
             gomod = src / "go.mod"
         else:
             src, gomod = _module_source(spec, go, workdir, log)
-        replaces = [
-            r for r in parse_replaces(gomod.read_text()) if r.split()[0] not in local_dirs
-        ]
+        replaces = [r for r in parse_replaces(gomod.read_text()) if r.split()[0] not in local_dirs]
         replaces.extend(f"{module} => {path}" for module, path in sorted(local_dirs.items()))
         (workdir / "go.mod").write_text(wrapper_gomod(spec, replaces))
         overlay = _write_overlay(spec, src, workdir)
         staging = workdir / "bin"
         staging.mkdir()
-        cmd = [go, "build", "-trimpath", "-o", str(staging) + os.sep]
+        cmd = [go.path, "build", "-trimpath", "-o", str(staging) + os.sep]
         if overlay is not None:
             cmd.append(f"-overlay={overlay}")
         cmd.extend(f"{spec.module}/{pkg}" for pkg in spec.packages.values())
         try:
-            _run(cmd, workdir, log, f"building the {flavor} NSQ servers")
+            _run(cmd, go, workdir, log, f"building the {flavor} NSQ servers")
         except ServerSetupError:
             refused = _refused_module(log)
             if refused is None:
@@ -314,7 +308,8 @@ def build(
     stamp = {
         "module": spec.module,
         "version": spec.version,
-        "go": go,
+        "go": go.path,
+        "go_from": go.origin,
         "local_sources": {m: src.describe() for m, src in sorted(local.items())},
     }
     (base / STAMP).write_text(json.dumps(stamp, indent=2))

@@ -21,6 +21,7 @@ from nsqctl.errors import ServerSetupError
 from nsqctl.servers import build, process
 from nsqctl.servers.catalog import TESTMODE_ENV, Flavor
 from nsqctl.servers.process import LOOPBACK, NodeRecord
+from nsqctl.servers.tools import find_etcd
 
 STATE_FILE = "state.json"
 CLUSTER_ID = "nsqctl-sandbox"
@@ -195,13 +196,8 @@ def _original(
 def _redesign(
     cluster: Cluster, bins: Path, nsqd: int, lookupd: int, ports: _Ports, nsqd_args: list[str]
 ) -> None:
-    etcd_exe = shutil.which("etcd")
-    if not etcd_exe:
-        raise ServerSetupError(
-            "etcd not found: the redesign cluster needs etcd with the v2 API; install it "
-            "with `apt-get install etcd-server`"
-        )
-    etcd = _node(cluster, "etcd", 0, Path(etcd_exe))
+    etcd_tool = find_etcd()
+    etcd = _node(cluster, "etcd", 0, Path(etcd_tool.path))
     etcd.http_port, etcd.rpc_port = ports.take(), ports.take()
     client_url = f"http://{LOOPBACK}:{etcd.http_port}"
     peer_url = f"http://{LOOPBACK}:{etcd.rpc_port}"
@@ -327,8 +323,7 @@ def start(
                 "or use another --dir"
             )
     if bin_dir is None:
-        say(f"building the {flavor} servers (cached after the first time)")
-        bin_dir = build.build(flavor, module_sources=module_sources)
+        bin_dir = build.build(flavor, module_sources=module_sources, progress=say)
     directory.mkdir(parents=True, exist_ok=True)
     cluster = Cluster(flavor=flavor, directory=directory)
     ports = _Ports(_port_count(flavor, nsqd, lookupd), port_base)

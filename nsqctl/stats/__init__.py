@@ -4,9 +4,10 @@
 are pure; ``poller`` does the HTTP; ``session`` ties polls together over time.
 """
 
-from nsqctl.stats.history import History, sparkline
 from nsqctl.stats.model import ClusterSnapshot, NodeStats
 from nsqctl.stats.poller import StatsPoller
+from nsqctl.stats.read import fetch_nsqd_stats, read_nsqd_stats
+from nsqctl.stats.series import KeyedSeries, sparkline
 from nsqctl.stats.session import StaticSource, StatsSession, ViewSource
 from nsqctl.stats.view import (
     ChannelView,
@@ -23,7 +24,7 @@ __all__ = [
     "ClientView",
     "ClusterSnapshot",
     "ClusterView",
-    "History",
+    "KeyedSeries",
     "NodeStats",
     "NodeView",
     "PartitionView",
@@ -33,5 +34,7 @@ __all__ = [
     "TopicView",
     "ViewSource",
     "build_view",
+    "fetch_nsqd_stats",
+    "read_nsqd_stats",
     "sparkline",
 ]

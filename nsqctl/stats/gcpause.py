@@ -2,15 +2,15 @@
 
 Decoding, parsing and viewing one big ``/stats`` allocates a hundred thousand containers,
 none of which is cyclic garbage. With the collector running, that burst sets off repeated
-full collections that walk every live object (the previous poll's included): about 90 ms
-per refresh on the 1,000-partition benchmark, a third of the model's time. Collection
+full collections that walk every live object (the previous poll's included), a large
+share of the model's time on a big cluster (bench/README.md, Dashboard). Collection
 resumes as soon as the burst ends, so nothing is kept longer than one refresh; the
 counter makes overlapping pauses from several worker threads (one per nsqd) safe.
 
 A long-running process that rebuilds the model every few seconds (the dashboard) can also
 ask for each burst's survivors to be frozen (:func:`freeze_after_bursts`): they leave the
 collector's generations, so the collections between polls no longer walk the last views
-(30-90 ms each, on the UI thread's time) and the old views are still freed by reference
+(each walk on the UI thread's time) and the old views are still freed by reference
 counting. Every ``unfreeze_every``-th burst unfreezes everything instead, so cyclic
 garbage that got frozen meanwhile is collected at the next full collection: one slow
 collection per that many polls instead of one every few polls, and no leak.

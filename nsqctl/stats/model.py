@@ -77,6 +77,11 @@ class TopicPartitionStats:
     depth_is_bytes: bool = False
     backend_start: int = 0
     channels: tuple[ChannelStats, ...] = ()
+    message_bytes: int | None = None  # bytes ever published (newer nsqds report it)
+
+    def channel(self, name: str) -> ChannelStats | None:
+        """The channel called ``name``, if this copy of the topic has it."""
+        return next((c for c in self.channels if c.name == name), None)
 
 
 @dataclass(frozen=True)
@@ -93,6 +98,25 @@ class NodeStats:
     error: str = ""
     elapsed: float = 0.0
     topics: tuple[TopicPartitionStats, ...] = ()
+
+    def topic(self, name: str, partition: int | None = None) -> TopicPartitionStats | None:
+        """This nsqd's copy of topic ``name`` (of ``partition`` on the redesign, where an
+        nsqd lists one entry per partition it holds; None: the first listed)."""
+        return next(
+            (
+                t
+                for t in self.topics
+                if t.topic == name and (partition is None or t.partition == partition)
+            ),
+            None,
+        )
+
+    def channel(
+        self, topic: str, channel: str, partition: int | None = None
+    ) -> ChannelStats | None:
+        """Channel ``channel`` of this nsqd's copy of ``topic`` (see :meth:`topic`)."""
+        found = self.topic(topic, partition)
+        return found.channel(channel) if found is not None else None
 
 
 @dataclass(frozen=True)

@@ -12,12 +12,12 @@ only RDY and in-flight, which the channel rules need, are read eagerly.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, overload
 
 from nsqctl.errors import NsqctlError, ProtocolError
-from nsqctl.lookup.model import Peer, _as_int, _as_str, unwrap_payload
+from nsqctl.lookup.model import Peer, as_int, as_str, unwrap_payload
 from nsqctl.stats.gcpause import gc_paused
 from nsqctl.stats.model import (
     ChannelStats,
@@ -29,7 +29,8 @@ from nsqctl.stats.model import (
     TopicPartitionStats,
 )
 
-try:  # about 3x faster than the stdlib on multi-megabyte /stats bodies
+_loads: Callable[[bytes | str], Any]
+try:  # much faster than the stdlib on multi-megabyte /stats bodies
     from orjson import loads as _loads
 except ImportError:  # pragma: no cover - orjson is a dependency; keep working without it
     _loads = json.loads
@@ -45,8 +46,8 @@ def decode(body: bytes | str) -> Any:
 
 
 def _int(value: Any) -> int:
-    """:func:`_as_int` with a fast path for the common case (already an int)."""
-    return value if type(value) is int else _as_int(value)
+    """:func:`as_int` with a fast path for the common case (already an int)."""
+    return value if type(value) is int else as_int(value)
 
 
 def _data(payload: Any, what: str) -> Mapping[str, Any]:
@@ -70,7 +71,7 @@ def _objects(obj: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
 
 def is_redesign_payload(data: Mapping[str, Any]) -> bool:
     """Redesign nsqd versions carry ``-HA.``; its topics carry ``topic_partition``."""
-    if "HA" in _as_str(data.get("version")):
+    if "HA" in as_str(data.get("version")):
         return True
     return any(isinstance(t, Mapping) and "topic_partition" in t for t in _list(data, "topics"))
 
@@ -78,10 +79,10 @@ def is_redesign_payload(data: Mapping[str, Any]) -> bool:
 def parse_client(obj: Mapping[str, Any]) -> ClientStats:
     timeout = obj.get("timeout_count")
     return ClientStats(
-        client_id=_as_str(obj.get("client_id")) or _as_str(obj.get("name")),
-        hostname=_as_str(obj.get("hostname")),
-        remote_address=_as_str(obj.get("remote_address")),
-        user_agent=_as_str(obj.get("user_agent")),
+        client_id=as_str(obj.get("client_id")) or as_str(obj.get("name")),
+        hostname=as_str(obj.get("hostname")),
+        remote_address=as_str(obj.get("remote_address")),
+        user_agent=as_str(obj.get("user_agent")),
         ready_count=_int(obj.get("ready_count")),
         in_flight_count=_int(obj.get("in_flight_count")),
         message_count=_int(obj.get("message_count")),
@@ -92,7 +93,7 @@ def parse_client(obj: Mapping[str, Any]) -> ClientStats:
         tls=bool(obj.get("tls", False)),
         snappy=bool(obj.get("snappy", False)),
         deflate=bool(obj.get("deflate", False)),
-        desired_tag=_as_str(obj.get("desired_tag")),
+        desired_tag=as_str(obj.get("desired_tag")),
     )
 
 
@@ -153,7 +154,7 @@ def parse_channel(obj: Mapping[str, Any]) -> ChannelStats:
     clients = LazyClients(_objects(obj, "clients"))
     depth_size = obj.get("depth_size")
     return ChannelStats(
-        name=_as_str(obj.get("channel_name")),
+        name=as_str(obj.get("channel_name")),
         depth=_int(obj.get("depth")),
         backend_depth=_int(obj.get("backend_depth")),
         in_flight_count=_int(obj.get("in_flight_count")),
@@ -162,7 +163,7 @@ def parse_channel(obj: Mapping[str, Any]) -> ChannelStats:
         requeue_count=_int(obj.get("requeue_count")),
         timeout_count=_int(obj.get("timeout_count")),
         # the redesign has no client_count: count the listed clients instead
-        client_count=_as_int(obj.get("client_count"), len(clients)),
+        client_count=as_int(obj.get("client_count"), len(clients)),
         paused=bool(obj.get("paused", False)),
         skipped=bool(obj.get("skipped", False)),
         clients=clients,
@@ -173,9 +174,9 @@ def parse_channel(obj: Mapping[str, Any]) -> ChannelStats:
 def parse_topic(obj: Mapping[str, Any], node: str, redesign: bool) -> TopicPartitionStats:
     partition: int | None = None
     if redesign:
-        partition = _as_int(obj.get("topic_partition"), 0)
+        partition = as_int(obj.get("topic_partition"), 0)
     return TopicPartitionStats(
-        topic=_as_str(obj.get("topic_name")),
+        topic=as_str(obj.get("topic_name")),
         partition=partition,
         node=node,
         depth=_int(obj.get("depth")),
@@ -188,6 +189,7 @@ def parse_topic(obj: Mapping[str, Any], node: str, redesign: bool) -> TopicParti
         depth_is_bytes=redesign,
         backend_start=_int(obj.get("backend_start")) if redesign else 0,
         channels=tuple(parse_channel(c) for c in _objects(obj, "channels")),
+        message_bytes=None if obj.get("message_bytes") is None else _int(obj["message_bytes"]),
     )
 
 
@@ -198,15 +200,15 @@ def parse_nsqd_stats(
     ``unhealthy`` when nsqd itself reports a health other than OK)."""
     data = _data(payload, f"nsqd {address} /stats")
     redesign = is_redesign_payload(data)
-    health = _as_str(data.get("health")) or "OK"
+    health = as_str(data.get("health")) or "OK"
     topics = tuple(parse_topic(t, address, redesign) for t in _objects(data, "topics"))
     return NodeStats(
         address=address,
         fetched_at=fetched_at,
         state="up" if health == "OK" else "unhealthy",
-        version=_as_str(data.get("version")),
+        version=as_str(data.get("version")),
         health=health,
-        start_time=_as_int(data.get("start_time")),
+        start_time=as_int(data.get("start_time")),
         is_redesign=redesign,
         elapsed=elapsed,
         topics=topics,
@@ -225,7 +227,7 @@ def _node_ids(items: Any) -> tuple[str, ...]:
     if not isinstance(items, list):
         return ()  # the server sends null for an empty list
     return tuple(
-        _as_str(i.get("node_id")) or _as_str(i.get("hostname"))
+        as_str(i.get("node_id")) or as_str(i.get("hostname"))
         for i in items
         if isinstance(i, Mapping)
     )
@@ -237,9 +239,9 @@ def parse_coordinator_stats(payload: Any, reported_by: str) -> tuple[CoordInfo, 
     data = _data(payload, f"nsqd {reported_by} /coordinator/stats")
     return tuple(
         CoordInfo(
-            topic=_as_str(item.get("name")),
-            partition=_as_int(item.get("partition")),
-            reported_by=_as_str(item.get("node")) or reported_by,
+            topic=as_str(item.get("name")),
+            partition=as_int(item.get("partition")),
+            reported_by=as_str(item.get("node")) or reported_by,
             isr=_node_ids(item.get("isr_stats")),
             catchup=_node_ids(item.get("catchup_stats")),
         )
@@ -284,11 +286,11 @@ def parse_cluster_stats(payload: Any) -> ClusterStability:
     for item in _list(data, "node_stat_list"):
         if not isinstance(item, Mapping):
             continue
-        host = _as_str(item.get("broadcast_address")) or _as_str(item.get("hostname"))
+        host = as_str(item.get("broadcast_address")) or as_str(item.get("hostname"))
         nodes.append(
             ClusterNodeLoad(
-                address=f"{host}:{_as_int(item.get('http_port'))}",
-                hostname=_as_str(item.get("hostname")),
+                address=f"{host}:{as_int(item.get('http_port'))}",
+                hostname=as_str(item.get("hostname")),
                 leader_load_factor=float(item.get("leader_load_factor") or 0.0),
                 node_load_factor=float(item.get("node_load_factor") or 0.0),
             )
@@ -313,7 +315,7 @@ def nsqd_tcp_to_http(producers: list[dict[str, Any]]) -> dict[str, str]:
 def parse_nsqd_info(payload: Any, address: str) -> str:
     """An nsqd's own ``/info``: its ``broadcast_address:tcp_port``."""
     data = _data(payload, f"nsqd {address} /info")
-    host, port = _as_str(data.get("broadcast_address")), _as_int(data.get("tcp_port"))
+    host, port = as_str(data.get("broadcast_address")), as_int(data.get("tcp_port"))
     if not host or port <= 0:
         raise StatsProtocolError(f"nsqd {address} /info lacks broadcast_address/tcp_port")
     return f"{host}:{port}"

@@ -25,8 +25,8 @@ import httpx
 
 from nsqctl.addresses import parse_addresses
 from nsqctl.errors import NsqctlError
-from nsqctl.httpclient import http_client
-from nsqctl.lookup.client import ACCEPT_V1, LookupClient, _describe
+from nsqctl.httpclient import describe_http_error, http_client
+from nsqctl.lookup.client import ACCEPT_V1, LookupClient
 from nsqctl.stats.model import (
     ClusterSnapshot,
     ClusterStability,
@@ -43,6 +43,7 @@ from nsqctl.stats.parse import (
     parse_nsqd_info,
     resolve_node_ids,
 )
+from nsqctl.stats.read import stats_params
 
 DEFAULT_TIMEOUT = 2.0
 SLOW_AFTER = 1.0
@@ -177,12 +178,7 @@ class StatsPoller:
     # ------------------------------------------------------------- nsqd
 
     def _stats_params(self) -> dict[str, str]:
-        params = {"format": "json", "needClients": "true"}
-        if self.topic:
-            params["topic"] = self.topic
-            if self.channel:
-                params["channel"] = self.channel
-        return params
+        return stats_params(self.topic, self.channel)
 
     async def _fetch(self, address: str, path: str, params: dict[str, str]) -> tuple[bytes, float]:
         start = time.monotonic()
@@ -201,7 +197,7 @@ class StatsPoller:
                 parse_nsqd_body, body, address, fetched_at=fetched_at, elapsed=elapsed
             )
         except (httpx.HTTPError, TimeoutError, NsqctlError, ValueError) as exc:
-            error = "timed out" if isinstance(exc, TimeoutError) else _describe(exc)
+            error = "timed out" if isinstance(exc, TimeoutError) else describe_http_error(exc)
             return NodeStats(address=address, fetched_at=fetched_at, state="down", error=error)
         if node.state == "up" and elapsed > self.slow_after:
             node = replace(node, state="slow")

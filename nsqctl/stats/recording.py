@@ -1,7 +1,8 @@
-"""Record every HTTP exchange of real stats polls, and replay them through the real poller.
+"""Record every HTTP exchange of real stats polls, and play them back through the real
+poller (playback: the recorded responses answer its requests; no server is asked).
 
 A recording is what a :class:`~nsqctl.stats.poller.StatsPoller` asked and got back, poll by
-poll, so replaying it exercises the very requests the poller makes (which nsqds, which
+poll, so playing it back exercises the very requests the poller makes (which nsqds, which
 ``/coordinator/stats?topic=``, the envelopes) and not a hand-picked subset. A manifest
 lists each poll's poller settings, its time and every exchange; JSON bodies are kept in
 files of their own next to it (re-indented, keys in the order received), plain text
@@ -26,7 +27,7 @@ RequestKey = tuple[str, str, str, tuple[tuple[str, str], ...]]
 
 
 def request_key(method: str, url: str) -> RequestKey:
-    """What identifies a request for replay: method, host:port, path, sorted query."""
+    """What identifies a request for playback: method, host:port, path, sorted query."""
     parts = urlsplit(url)
     return method.upper(), parts.netloc, parts.path, tuple(sorted(parse_qsl(parts.query)))
 
@@ -81,7 +82,7 @@ class RecordedPoll:
 
 
 class Recording:
-    """A manifest and its body files, loaded for replay."""
+    """A manifest and its body files, loaded for playback."""
 
     def __init__(self, manifest: Path | str) -> None:
         self.path = Path(manifest)
@@ -118,7 +119,7 @@ class Recording:
         return json.loads(body)
 
 
-class ReplayTransport(httpx.AsyncBaseTransport):
+class PlaybackTransport(httpx.AsyncBaseTransport):
     """Answers each request with what the current poll recorded for it; anything else is
     refused like a dead host and listed in :attr:`missed`."""
 
@@ -139,7 +140,7 @@ class ReplayTransport(httpx.AsyncBaseTransport):
 
 def retime(snapshot: ClusterSnapshot, poll: RecordedPoll) -> ClusterSnapshot:
     """The recorded poll's clock: every node fetched at ``taken_at`` with its recorded
-    round trip, so rates and ages come out the same on every replay."""
+    round trip, so rates and ages come out the same on every playback."""
     nodes = tuple(
         replace(n, fetched_at=poll.taken_at, elapsed=poll.elapsed.get(n.address, 0.0))
         for n in snapshot.nodes
@@ -148,7 +149,7 @@ def retime(snapshot: ClusterSnapshot, poll: RecordedPoll) -> ClusterSnapshot:
 
 
 class RecordedPoller:
-    """A snapshot source replaying recorded polls in order through a real
+    """A snapshot source playing recorded polls back in order through a real
     :class:`StatsPoller` (the last poll repeats); settings come from the first poll."""
 
     def __init__(self, recording: Recording, polls: Sequence[str], **poller_kwargs: Any) -> None:
@@ -157,7 +158,7 @@ class RecordedPoller:
         self.recording = recording
         self._polls = [recording.polls[name] for name in polls]
         self._n = 0
-        self.transport = ReplayTransport()
+        self.transport = PlaybackTransport()
         first = self._polls[0]
         self.poller = StatsPoller(
             first.lookupd_http,
@@ -181,7 +182,7 @@ class RecordedPoller:
         await self.poller.aclose()
 
 
-async def replay(
+async def play_back(
     manifest: Path | str, polls: Sequence[str], **poller_kwargs: Any
 ) -> list[ClusterSnapshot]:
     """The snapshots a poller makes from the recorded polls, in order."""

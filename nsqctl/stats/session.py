@@ -10,8 +10,8 @@ import asyncio
 from collections.abc import Collection, Sequence
 from typing import Protocol, runtime_checkable
 
-from nsqctl.stats.history import History
 from nsqctl.stats.model import ClusterSnapshot
+from nsqctl.stats.series import KeyedSeries
 from nsqctl.stats.view import ClusterView, build_view
 
 
@@ -44,7 +44,7 @@ class StatsSession:
 
     def __init__(self, poller: SnapshotSource, history_length: int = 120) -> None:
         self.poller = poller
-        self.history = History(history_length)
+        self.history = KeyedSeries(history_length)
         self._previous: ClusterSnapshot | None = None
 
     async def refresh(self) -> ClusterView:
@@ -68,7 +68,7 @@ class StaticSource:
     def __init__(self, snapshots: Sequence[ClusterSnapshot], history_length: int = 120) -> None:
         if not snapshots:
             raise ValueError("StaticSource needs at least one snapshot")
-        self.history = History(history_length)
+        self.history = KeyedSeries(history_length)
         self._views: list[ClusterView] = []
         previous: ClusterSnapshot | None = None
         for snap in snapshots:

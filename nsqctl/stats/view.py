@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from nsqctl.stats.gcpause import gc_paused
-from nsqctl.stats.history import History
 from nsqctl.stats.model import (
     ChannelStats,
     ClientStats,
@@ -33,6 +32,7 @@ from nsqctl.stats.model import (
     ClusterStability,
     CoordInfo,
     LookupdStatus,
+    NodeState,
     NodeStats,
     TopicPartitionStats,
 )
@@ -46,6 +46,7 @@ from nsqctl.stats.rules import (
     rate,
     worst,
 )
+from nsqctl.stats.series import KeyedSeries
 
 
 @dataclass(slots=True)
@@ -356,7 +357,7 @@ def _channel_view(
     parts: list[tuple[TopicPartitionStats, ChannelStats]],
     prev: _Prev,
     now: dict[str, float],
-    history: History | None,
+    history: KeyedSeries | None,
 ) -> ChannelView:
     part_views: list[ChannelPartView] = []
     rates: list[float | None] = []
@@ -431,7 +432,7 @@ def _topic_view(
     coord: dict[tuple[str, int], list[CoordInfo]],
     prev: _Prev,
     now: dict[str, float],
-    history: History | None,
+    history: KeyedSeries | None,
 ) -> TopicView:
     partitions: list[PartitionView] = []
     mains: list[TopicPartitionStats] = []
@@ -479,10 +480,16 @@ def _topic_view(
     )
 
 
+_NODE_SEVERITY: dict[NodeState, Severity] = {
+    "up": "ok",
+    "slow": "warn",
+    "unhealthy": "warn",
+    "down": "crit",
+}
+
+
 def _node_view(node: NodeStats) -> NodeView:
-    severity: Severity = {"up": "ok", "slow": "warn", "unhealthy": "warn", "down": "crit"}[
-        node.state
-    ]
+    severity = _NODE_SEVERITY[node.state]
     return NodeView(
         stats=node,
         topic_count=len({t.topic for t in node.topics}),
@@ -503,7 +510,7 @@ def _coord_index(infos: Iterable[CoordInfo]) -> dict[tuple[str, int], list[Coord
 def build_view(
     snapshot: ClusterSnapshot,
     previous: ClusterSnapshot | None = None,
-    history: History | None = None,
+    history: KeyedSeries | None = None,
 ) -> ClusterView:
     """Derive topics, channels, clients, rates and flags.
 
@@ -515,7 +522,7 @@ def build_view(
 
 
 def _build_view(
-    snapshot: ClusterSnapshot, previous: ClusterSnapshot | None, history: History | None
+    snapshot: ClusterSnapshot, previous: ClusterSnapshot | None, history: KeyedSeries | None
 ) -> ClusterView:
     prev = _Prev.index(previous)
     now = {n.address: n.fetched_at for n in snapshot.nodes if n.state != "down"}

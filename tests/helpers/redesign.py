@@ -22,13 +22,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
 from nsqctl import admin
 from nsqctl.consumer import Consumer
 from nsqctl.message import Message
 from nsqctl.servers import process
 from nsqctl.servers.cluster import Cluster
+from nsqctl.stats import read_nsqd_stats
+from nsqctl.stats.model import ChannelStats, TopicPartitionStats
 from tests.helpers.cli import NSQCTL, clean_env, invoke
 
 TIMEOUT = 60.0
@@ -70,47 +70,41 @@ async def create_topics(
     await asyncio.gather(*(one(t, s) for t, s in specs.items()))
 
 
-def nsqd_stats(http: str, topic: str) -> list[dict[str, Any]]:
-    """One nsqd's ``/stats`` entries for ``topic`` (one per partition it holds)."""
-    resp = httpx.get(
-        f"http://{http}/stats", params={"format": "json", "topic": topic},
-        headers=admin.NSQ_V1, timeout=10,
-    )  # fmt: skip
-    resp.raise_for_status()
-    topics = admin.unwrap_response(resp.json()).get("topics") or []
-    return [t for t in topics if t["topic_name"] == topic]
+def nsqd_stats(http: str, topic: str) -> list[TopicPartitionStats]:
+    """One nsqd's copies of ``topic`` (one per partition it holds), from its ``/stats``."""
+    return [t for t in read_nsqd_stats(http, topic=topic).topics if t.topic == topic]
 
 
-def leader_stats(c: Cluster, topic: str) -> dict[int, dict[str, Any]]:
-    """partition → the ``/stats`` entry of its leader, from every running nsqd."""
-    found: dict[int, dict[str, Any]] = {}
+def leader_stats(c: Cluster, topic: str) -> dict[int, TopicPartitionStats]:
+    """partition → its leader's copy (``node``: the leader's HTTP address), from every
+    running nsqd."""
+    found: dict[int, TopicPartitionStats] = {}
     live = [n.http_address for n in c.nsqds if process.pid_runs(n.pid, n.exe)]  # not killed
     for http in live:
         for t in nsqd_stats(http, topic):
-            if t.get("is_leader"):
-                part = int(t["topic_partition"])
-                assert part not in found, f"two leaders for {topic} partition {part}"
-                found[part] = {**t, "nsqd_http": http}
+            if t.is_leader and t.partition is not None:
+                assert t.partition not in found, f"two leaders for {topic} partition {t.partition}"
+                found[t.partition] = t
     return dict(sorted(found.items()))
 
 
 def message_counts(c: Cluster, topic: str) -> dict[int, int]:
     """partition → messages stored, as its leader counts them."""
-    return {p: int(t["message_count"]) for p, t in leader_stats(c, topic).items()}
+    return {p: t.message_count for p, t in leader_stats(c, topic).items()}
 
 
-def channel_stats(c: Cluster, topic: str, channel: str) -> dict[int, dict[str, Any]]:
+def channel_stats(c: Cluster, topic: str, channel: str) -> dict[int, ChannelStats]:
     """partition → the leader's stats of ``channel`` (partitions without it are left out)."""
-    out: dict[int, dict[str, Any]] = {}
+    out: dict[int, ChannelStats] = {}
     for part, t in leader_stats(c, topic).items():
-        for ch in t.get("channels") or []:
-            if ch["channel_name"] == channel:
-                out[part] = ch
+        found = t.channel(channel)
+        if found is not None:
+            out[part] = found
     return out
 
 
 def channel_depths(c: Cluster, topic: str, channel: str) -> dict[int, int]:
-    return {p: int(ch["depth"]) for p, ch in channel_stats(c, topic, channel).items()}
+    return {p: ch.depth for p, ch in channel_stats(c, topic, channel).items()}
 
 
 async def read_messages(

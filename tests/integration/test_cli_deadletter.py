@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from nsqctl.consumer import Consumer
+from nsqctl.consumer import Consumer, DeadLetterFile, dead_letter_path
 from nsqctl.deadletter import read_dead_letters
 from nsqctl.message import Message
 from nsqctl.producer import Producer
@@ -37,11 +37,12 @@ async def _give_up_on_everything(nsqd: str, topic: str) -> None:
     def count(msg: Message) -> None:
         given_up.append(msg.body)
 
+    default_hook = DeadLetterFile(dead_letter_path(topic, "work"))  # what a consumer uses
     async with Consumer(
         topic, "work", fail, nsqd_tcp=[nsqd], max_in_flight=10, max_attempts=1,
         default_requeue_delay=0, backoff_multiplier=0.01,
-    ) as consumer:
-        consumer._giving_up = _Tee(consumer._giving_up, count)  # keep the default hook
+        giving_up=_Tee(default_hook, count),
+    ):
         await wait_for(lambda: len(given_up) == len(BODIES), 20.0, "every message given up")
         await asyncio.sleep(0.2)
 

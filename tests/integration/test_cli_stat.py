@@ -15,7 +15,7 @@ from nsqctl.cli.stat import interval_record, stat_rows
 from nsqctl.consumer import Consumer
 from nsqctl.message import Message
 from nsqctl.producer import Producer
-from nsqctl.stats.recording import replay
+from nsqctl.stats.recording import play_back
 from nsqctl.stats.view import build_view
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "stats"
@@ -105,7 +105,7 @@ async def test_stat_dead_node_reported_and_no_cluster_is_a_usage_error(
 async def test_stat_rows_on_recorded_redesign_payloads() -> None:
     """`stat orders billing --json` as recorded: partition rows carry leader, replicas, ISR
     and stored bytes; channel rows the depth in messages and, apart, its bytes."""
-    snaps = await replay(DATA / "redesign_manifest.json", ["t1_orders_billing"])
+    snaps = await play_back(DATA / "redesign_manifest.json", ["t1_orders_billing"])
     record = interval_record(build_view(snaps[0]), "orders", "billing")
     rows = record["rows"]
     assert [r["scope"] for r in rows] == ["channel", "channel_partition", "channel_partition"]
@@ -117,7 +117,7 @@ async def test_stat_rows_on_recorded_redesign_payloads() -> None:
     for p in parts:
         assert p["isr"] == [p["leader"], *p["replicas"]] and len(p["replicas"]) == 1
         assert p["catchup"] == [] and p["write_enabled"] and p["stored_bytes"] > 0
-    [all_topics] = await replay(DATA / "redesign_manifest.json", ["t1"])  # no TOPIC: no ISR
+    [all_topics] = await play_back(DATA / "redesign_manifest.json", ["t1"])  # no TOPIC: no ISR
     unfocused = [r for r in stat_rows(build_view(all_topics), None, None) if "isr" in r]
     assert unfocused and all(r["isr"] is None and r["leader"] for r in unfocused)
 

@@ -256,6 +256,7 @@ async def test_tls_without_ca_fails_verification(tls_nsqd: cluster.Cluster) -> N
     msg = str(info.value)
     assert "TLS" in msg and tls_nsqd.nsqd_tcp[0] in msg
     assert "CERTIFICATE_VERIFY_FAILED" in msg or "certificate" in msg.lower()
+    assert info.value.setting == "tls_ca" and "--" not in msg
 
 
 async def test_tls_wrong_server_hostname_fails(
@@ -275,16 +276,18 @@ async def test_tls_insecure_skips_verification(tls_nsqd: cluster.Cluster) -> Non
 
 async def test_tls_missing_ca_file_is_a_config_error(tls_nsqd: cluster.Cluster) -> None:
     tls = TLSSettings(ca_file="/nonexistent/nsqctl-ca.pem")
-    with pytest.raises(ConfigError, match="--tls-ca"):
+    with pytest.raises(ConfigError, match="CA file") as info:
         await Connection.open(tls_nsqd.nsqd_tcp[0], _config("tls-nofile", tls=tls))
+    assert info.value.setting == "tls_ca" and "--" not in str(info.value)
 
 
 async def test_tls_requested_from_server_without_tls(
     plain_nsqd: cluster.Cluster, tls_files: TLSFiles
 ) -> None:
     cfg = _config("tls-plain", tls=TLSSettings(ca_file=str(tls_files.ca_cert)))
-    with pytest.raises(ConnectError, match="does not offer TLS"):
+    with pytest.raises(ConnectError, match="does not offer TLS") as info:
         await Connection.open(plain_nsqd.nsqd_tcp[0], cfg)
+    assert info.value.setting == "tls"
 
 
 async def test_tls_client_certificate_require_verify(
@@ -326,7 +329,8 @@ async def test_tls_client_cert_rejection_hint_names_client_cert(
     tls = TLSSettings(ca_file=str(tls_files.ca_cert))
     with pytest.raises(ConnectError) as info:
         await Connection.open(verify_nsqd.nsqd_tcp[0], _config("tls-hint", tls=tls))
-    assert "--tls-cert" in str(info.value)
+    assert info.value.setting == "tls_cert"
+    assert "client certificate" in str(info.value) and "--" not in str(info.value)
 
 
 async def test_tls_required_server_rejects_plain_client(
@@ -354,6 +358,36 @@ async def test_tls_required_server_rejects_plain_client(
     cfg = _config("tls-req-tls", tls=TLSSettings(ca_file=str(tls_files.ca_cert)))
     stats = await _round_trip(address, cfg, _bodies(10), nsqd=tls_required_nsqd)
     assert stats is not None and stats["tls"] is True
+
+
+# --------------------------------------------------------------------------- wrong port, errors
+
+
+async def test_nsqds_http_port_is_named_as_such(plain_nsqd: cluster.Cluster) -> None:
+    """nsqd's HTTP listener answers the magic with an HTTP error response."""
+    with pytest.raises(ConnectError, match="HTTP port") as info:
+        await Connection.open(plain_nsqd.nsqd_http[0], _config("http-port"))
+    assert "TCP port" in str(info.value) and info.value.setting == "nsqd_tcp"
+
+
+async def test_fin_failed_goes_to_on_error_and_the_next_reply_to_its_request(
+    plain_nsqd: cluster.Cluster,
+) -> None:
+    """E_FIN_FAILED answers a FIN, which has no reply of its own: it must not take the
+    place of the PUB pipelined behind it, and it does not close the connection."""
+    errors: list[p.ServerError] = []
+    conn = await Connection.open(
+        plain_nsqd.nsqd_tcp[0], _config("fin-failed"), on_error=lambda _c, e: errors.append(e)
+    )
+    try:
+        topic = _topic("fin")
+        await conn.subscribe(topic, "ch")
+        conn.fin(b"0123456789abcdef")  # never delivered: not in flight
+        assert await conn.request(p.pub(topic, b"x"), "pub") == p.OK
+        assert len(errors) == 1 and isinstance(errors[0], p.FinFailedError)
+        assert not errors[0].fatal and conn.is_open
+    finally:
+        await conn.close()
 
 
 # --------------------------------------------------------------------------- compression
@@ -409,8 +443,9 @@ async def test_compression_refused_by_server(
     try:
         for compression in ("snappy", "deflate"):
             cfg = _config(f"nocomp-{compression}", compression=compression)
-            with pytest.raises(ConnectError, match=f"refused {compression}"):
+            with pytest.raises(ConnectError, match=f"refused {compression}") as info:
                 await Connection.open(nsqd.nsqd_tcp[0], cfg)
+            assert info.value.setting == "compression"
     finally:
         gen.close()
     assert not any(nsqd.running().values())
@@ -426,6 +461,7 @@ async def test_auth_required_without_secret(
     with pytest.raises(ConnectError) as info:
         await Connection.open(auth_nsqd.nsqd_tcp[0], _config("auth-none"))
     assert "requires AUTH" in str(info.value)
+    assert info.value.setting == "auth_secret" and "--" not in str(info.value)
     assert len(auth_server.queries) == before  # nothing was sent to the auth server
 
 

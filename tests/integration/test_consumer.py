@@ -26,6 +26,8 @@ from nsqctl.message import Message, finish_all
 from nsqctl.producer import Producer
 from nsqctl.protocol.message import RawMessage
 from nsqctl.servers import cluster, process
+from nsqctl.stats import fetch_nsqd_stats
+from nsqctl.stats.model import ChannelStats
 from nsqctl.tracelog import TraceLog
 from tests.helpers.wait import wait_for, wait_for_count
 
@@ -36,33 +38,24 @@ def _topic(prefix: str) -> str:
 
 async def channel_stats(
     client: httpx.AsyncClient, http: str, topic: str, channel: str
-) -> dict[str, Any] | None:
-    """The channel's entry in one nsqd's /stats (None while it does not exist)."""
-    resp = await client.get(
-        f"http://{http}/stats", params={"format": "json", "topic": topic, "channel": channel}
-    )
-    resp.raise_for_status()
-    for t in resp.json().get("topics") or []:
-        if t["topic_name"] != topic:
-            continue
-        for ch in t.get("channels") or []:
-            if ch["channel_name"] == channel:
-                return ch
-    return None
+) -> ChannelStats | None:
+    """The channel as one nsqd's /stats reports it (None while it does not exist)."""
+    node = await fetch_nsqd_stats(client, http, topic=topic, channel=channel)
+    return node.channel(topic, channel)
 
 
 async def wait_channel_settled(
     http: str, topic: str, channel: str, timeout: float = 10.0
-) -> dict[str, Any]:
+) -> ChannelStats | None:
     """Poll until depth, in-flight and deferred are all 0; return the last stats."""
-    last: dict[str, Any] = {}
+    last: ChannelStats | None = None
     async with httpx.AsyncClient() as client:
 
         async def settled() -> bool:
             nonlocal last
-            last = await channel_stats(client, http, topic, channel) or {}
-            return bool(last) and (
-                last["depth"] == 0 and last["in_flight_count"] == 0 and last["deferred_count"] == 0
+            last = await channel_stats(client, http, topic, channel)
+            return last is not None and (
+                last.depth == 0 and last.in_flight_count == 0 and last.deferred_count == 0
             )
 
         # on a timeout the caller asserts on the returned stats, with a useful message
@@ -114,8 +107,8 @@ async def test_lookupd_consumer_drains_every_nsqd_within_max_in_flight(start_clu
         stats = await asyncio.gather(*(channel_stats(client, h, topic, "rot") for h in c.nsqd_http))
         ready: dict[tuple[str, str], int] = {}
         for http, ch in zip(c.nsqd_http, stats, strict=True):
-            for cl in (ch or {}).get("clients") or []:
-                ready[(http, cl["remote_address"])] = cl["ready_count"]
+            for cl in ch.clients if ch else ():
+                ready[(http, cl.remote_address)] = cl.ready_count
         return ready
 
     async def sampler(consumer: Consumer) -> None:
@@ -189,9 +182,9 @@ async def test_backoff_visible_in_server_ready_count(original_cluster: cluster.C
         async with httpx.AsyncClient() as client:
             while not stop_sampling.is_set():
                 ch = await channel_stats(client, http, topic, "bo")
-                clients = (ch or {}).get("clients") or []
+                clients = ch.clients if ch else ()
                 if len(clients) == 1:
-                    series.append((time.monotonic(), clients[0]["ready_count"]))
+                    series.append((time.monotonic(), clients[0].ready_count))
                 await asyncio.sleep(0.02)
 
     consumer = Consumer(
@@ -272,9 +265,9 @@ async def test_giving_up_after_max_attempts(
         assert consumer.stats.given_up == 1
     assert given_up == [(b"poison", 3)]
     assert handled_attempts == [1, 2]
-    assert stats and stats["depth"] == 0, stats
-    assert stats["in_flight_count"] == 0 and stats["deferred_count"] == 0, stats
-    assert stats["message_count"] == 1 and stats["requeue_count"] == 2, stats
+    assert stats and stats.depth == 0, stats
+    assert stats.in_flight_count == 0 and stats.deferred_count == 0, stats
+    assert stats.message_count == 1 and stats.requeue_count == 2, stats
     lines = dead_letters.read_text(encoding="utf-8").splitlines()
     assert len(lines) == 1
     record = json.loads(lines[0])
@@ -377,8 +370,8 @@ async def test_mixed_outcomes_within_one_read_are_each_answered_once(
     assert set(succeeded.values()) == {1}
     assert all(calls[i] == (2 if i % 10 == 3 else 1) for i in range(count)), calls
     assert consumer.stats.finished == count and consumer.stats.requeued == count // 10
-    assert stats["depth"] == 0 and stats["in_flight_count"] == 0, stats
-    assert stats["requeue_count"] == count // 10 and stats["timeout_count"] == 0, stats
+    assert stats.depth == 0 and stats.in_flight_count == 0, stats
+    assert stats.requeue_count == count // 10 and stats.timeout_count == 0, stats
     assert "FIN_FAILED" not in caplog.text and "REQ_FAILED" not in caplog.text
 
 
@@ -399,7 +392,7 @@ async def test_finish_all_acknowledges_kept_messages_in_one_go(
         await wait_for(lambda: len(kept) == 50, 10.0, "50 kept messages")
         async with httpx.AsyncClient() as client:
             before = await channel_stats(client, http, topic, "fa")
-        assert before is not None and before["in_flight_count"] == 50, before
+        assert before is not None and before.in_flight_count == 50, before
         kept[7].requeue(delay=0, backoff=False)
         try:
             finish_all(kept)
@@ -414,8 +407,8 @@ async def test_finish_all_acknowledges_kept_messages_in_one_go(
         stats = await wait_channel_settled(http, topic, "fa")
         assert consumer.stats.finished == 50 and consumer.stats.requeued == 1
     assert [m.outcome for m in kept].count("FIN") == 50
-    assert stats["in_flight_count"] == 0 and stats["timeout_count"] == 0, stats
-    assert stats["requeue_count"] == 1, stats
+    assert stats.in_flight_count == 0 and stats.timeout_count == 0, stats
+    assert stats.requeue_count == 1, stats
 
 
 # ---------------------------------------------------------------- fault
@@ -474,7 +467,7 @@ async def test_consumer_survives_nsqd_kill_and_restart(start_cluster, tmp_path: 
 
         async def copied() -> bool:
             ch = await channel_stats(client, http, topic, "fault")
-            return bool(ch) and ch["depth"] == total
+            return bool(ch) and ch.depth == total
 
         await wait_for(copied, 20.0, "every message in the channel queue", 0.05)
 
@@ -677,10 +670,10 @@ async def test_ephemeral_channel_and_clean_stop(original_cluster: cluster.Cluste
     assert started == ended  # every handler ran to its end before stop() returned
     assert set(ended) <= set(bodies) and len(set(ended)) == len(ended)
     assert consumer.stats.finished == len(ended)
-    assert stats["in_flight_count"] == 0, stats
-    assert stats["requeue_count"] == 0 and stats["timeout_count"] == 0, stats
-    assert stats["depth"] == len(bodies) - len(ended), stats
-    assert len(stats["clients"]) == 1  # only the watcher is left
+    assert stats.in_flight_count == 0, stats
+    assert stats.requeue_count == 0 and stats.timeout_count == 0, stats
+    assert stats.depth == len(bodies) - len(ended), stats
+    assert len(stats.clients) == 1  # only the watcher is left
 
 
 # ---------------------------------------------------------------- stop() under a rate limit
@@ -734,7 +727,7 @@ async def test_stop_under_rate_limit_closes_the_window(original_cluster: cluster
     assert returned, "stop() did not return"
     assert len(late) <= 4, f"{len(late)} messages delivered after stop() began"
     assert took < 1.5, f"stop() took {took:.2f}s for handlers of 0.3s"
-    assert stats is not None and stats["in_flight_count"] == 0, stats
+    assert stats is not None and stats.in_flight_count == 0, stats
 
 
 async def test_stop_returns_when_the_last_handler_fails(
@@ -795,4 +788,51 @@ async def test_async_iterator_form(original_cluster: cluster.Cluster) -> None:
     assert sorted(got) == sorted(bodies)
     assert consumer.stats.finished == len(bodies)
     stats = await wait_channel_settled(http, topic, "it")
-    assert stats["depth"] == 0 and stats["in_flight_count"] == 0, stats
+    assert stats is not None and stats.depth == 0 and stats.in_flight_count == 0, stats
+
+
+# ---------------------------------------------------------------- close gives back once
+
+
+async def _channel_counters(http: str, topic: str, channel: str) -> ChannelStats:
+    """The channel as nsqd's /stats reports it, read through nsqctl.stats."""
+    async with httpx.AsyncClient() as client:
+        found = await channel_stats(client, http, topic, channel)
+    assert found is not None, f"no channel {topic}/{channel} in {http}/stats"
+    return found
+
+
+async def test_close_gives_back_what_was_not_taken_once(original_cluster: cluster.Cluster) -> None:
+    """An iterator consumer with a full window (max_in_flight 50) that took 3 messages:
+    close() gives back everything else nsqd had sent it, each once (nsqd's requeue count
+    is at most the window), leaves nothing in flight to time out, and the next consumer
+    of the channel gets every message that was not finished."""
+    topic = _topic("giveback")
+    nsqd, http = original_cluster.nsqd_tcp[0], original_cluster.nsqd_http[0]
+    bodies = [b"g%d" % i for i in range(200)]
+    async with Producer(nsqd_tcp=[nsqd]) as producer:
+        await producer.publish_many(topic, bodies)
+    consumer = Consumer(topic, "gb", nsqd_tcp=[nsqd], max_in_flight=50)
+    taken: list[bytes] = []
+    try:
+        async with asyncio.timeout(10):
+            async for msg in consumer:
+                taken.append(msg.body)
+                msg.finish()
+                if len(taken) == 3:
+                    break
+        await wait_for(lambda: consumer.in_flight == 50, 10.0, "a full window queued")
+    finally:
+        await consumer.close()
+    ch = await _channel_counters(http, topic, "gb")
+    assert ch.in_flight_count == 0 and ch.timeout_count == 0, ch
+    assert 0 < ch.requeue_count <= 50, ch
+    assert ch.requeue_count == consumer.stats.requeued, (ch, consumer.stats)
+    assert consumer.stats.finished == 3 and consumer.in_flight == 0
+
+    again: list[bytes] = []
+    async with Consumer(
+        topic, "gb", lambda m: again.append(m.body), nsqd_tcp=[nsqd], max_in_flight=50
+    ):
+        await wait_for(lambda: len(again) >= len(bodies) - 3, 10.0, "the rest delivered")
+    assert sorted(again) == sorted(set(bodies) - set(taken))

@@ -21,9 +21,9 @@ from nsqctl.lookup.client import ACCEPT_V1
 from nsqctl.message import Message
 from nsqctl.producer import Producer
 from nsqctl.servers import cluster, process
+from nsqctl.stats.offline import snapshot_from_files
 from nsqctl.stats.poller import StatsPoller
-from nsqctl.stats.recording import replay
-from nsqctl.stats.replay import snapshot_from_files
+from nsqctl.stats.recording import play_back
 from nsqctl.stats.session import StaticSource, StatsSession
 from tui import rows
 from tui.app import DashApp
@@ -50,7 +50,7 @@ def recorded_original_app() -> DashApp:
 
 def recorded_redesign_app() -> DashApp:
     """The recorded t0/t1 polls of a 4-nsqd youzan cluster, every topic's ISR asked."""
-    snaps = asyncio.run(replay(DATA / "redesign_manifest.json", ["t0", "t1"], focus=None))
+    snaps = asyncio.run(play_back(DATA / "redesign_manifest.json", ["t0", "t1"], focus=None))
     return DashApp(StaticSource(snaps), interval=3600)
 
 

@@ -32,6 +32,7 @@ from nsqctl.consumer import Consumer
 from nsqctl.message import Message
 from nsqctl.pipeline import replay as job
 from nsqctl.pipeline import trace as tr
+from nsqctl.pipeline.selection import ReplayFilters
 from nsqctl.producer import Producer
 from nsqctl.servers import cluster
 from tests.helpers.cli import NSQCTL
@@ -166,7 +167,7 @@ def test_replay_archive_keeps_bodies_and_key_order(
 ) -> None:
     assert spark.sparkContext.master == TEST_MASTER  # the requested master is the one used
     to_topic = f"replayed_{uuid.uuid4().hex[:8]}"
-    _raw, ordered = job.archive_frame(spark, str(archived.out), job.ReplayFilters(), "k")
+    _raw, ordered = job.archive_frame(spark, str(archived.out), ReplayFilters(), "k")
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
     target = job.ReplayTarget(to_topic, lookupd=archived.cluster.lookupd_http, batch_size=300)
@@ -187,7 +188,7 @@ def test_replay_archive_keeps_bodies_and_key_order(
 
 
 def test_replay_filters_and_text_input(archived: Archived, spark: Any, tmp_path: Path) -> None:  # noqa: F811
-    f = job.ReplayFilters(grep='"k": "k3"', where="attempts >= 1")
+    f = ReplayFilters(grep='"k": "k3"', where="attempts >= 1")
     raw, ordered = job.archive_frame(spark, str(archived.out), f, None)
     counts = job.dry_run(raw, ordered)
     assert counts["to_publish"] == N_MESSAGES // KEYS
@@ -198,7 +199,7 @@ def test_replay_filters_and_text_input(archived: Archived, spark: Any, tmp_path:
     with gzip.open(tmp_path / "t2.log.gz", "wb") as fh:
         fh.write(b"".join(b"gz-%05d\n" % i for i in range(200)))
     assert job.is_text_source(str(tmp_path))
-    _, text = job.text_frame(spark, str(tmp_path), job.ReplayFilters())
+    _, text = job.text_frame(spark, str(tmp_path), ReplayFilters())
     to_topic = f"fromtext_{uuid.uuid4().hex[:8]}"
     target = job.ReplayTarget(to_topic, lookupd=archived.cluster.lookupd_http, batch_size=50)
     assert job.run_replay(job.plan(text, 2), target, None).published == 500

@@ -198,7 +198,7 @@ def test_trace_same_events_from_both_engines(archive: Archive, spark: Any) -> No
 
 
 def replay_filters(a: Archive) -> list[tuple[str, Any, str | None]]:
-    from nsqctl.pipeline.replay import ReplayFilters
+    from nsqctl.pipeline.selection import ReplayFilters
 
     stamps = sorted(r["timestamp"] for r in archived_rows(a))
     mid, late = stamps[len(stamps) // 3], stamps[2 * len(stamps) // 3]
@@ -225,6 +225,7 @@ def replay_filters(a: Archive) -> list[tuple[str, Any, str | None]]:
 def test_replay_same_plan_from_both_engines(archive: Archive, spark: Any) -> None:  # noqa: F811
     from nsqctl.pipeline import local
     from nsqctl.pipeline import replay as job
+    from nsqctl.pipeline.selection import ReplayFilters
 
     for name, filters, shard_field in replay_filters(archive):
         planned = local.archive_plan(str(archive.out), filters, shard_field)
@@ -234,7 +235,7 @@ def test_replay_same_plan_from_both_engines(archive: Archive, spark: Any) -> Non
         assert local_rows == sorted(local_rows), name  # the local plan is in publish order
         assert local_rows == spark_rows, name
         assert planned.counts() == job.dry_run(raw, ordered), name
-    everything = local.archive_plan(str(archive.out), job.ReplayFilters(), None).counts()
+    everything = local.archive_plan(str(archive.out), ReplayFilters(), None).counts()
     assert everything["duplicates"] == everything["to_publish"] == len(archive.bodies)
     assert everything["keys"] == 2  # two nsqd (original), two partitions (redesign)
 

@@ -66,7 +66,7 @@ async def test_publish_mpub_dpub_round_trip(original_cluster: cluster.Cluster) -
     async with Producer(nsqd_tcp=[nsqd]) as producer:
         await producer.publish(topic, bodies[0])
         await producer.publish_many(topic, bodies[1:])
-        await producer.publish_deferred(topic, b"deferred", 300)
+        await producer.publish_deferred(topic, b"deferred", 0.3)
     got = await read_back(nsqd, topic, len(bodies) + 1)
     assert sorted(m.body for m in got) == sorted([*bodies, b"deferred"])
     assert all(len(m.id) == 16 and m.internal_id is None for m in got)
@@ -80,6 +80,24 @@ async def test_mpub_splits_under_max_body_size(start_cluster) -> None:
         await producer.publish_many(topic, bodies)
     got = await read_back(c.nsqd_tcp[0], topic, 40)
     assert sorted(m.body for m in got) == sorted(bodies)
+
+
+async def test_keyed_call_split_into_batches_keeps_its_place_in_call_order(
+    original_cluster: cluster.Cluster,
+) -> None:
+    """A sharded publish_many split into several MPUBs, and a sharded publish called right
+    after it: every batch of the first call lands before the later call."""
+    nsqd = original_cluster.nsqd_tcp[0]
+    topic = _topic("keyedsplit")
+    bodies = [b"%03d:" % i + b"x" * 900 for i in range(20)]  # several 4000-byte MPUBs
+    async with Producer(nsqd_tcp=[nsqd], max_body_size=4000) as producer:
+        # topology and connection cached: the later call need not wait for any IO
+        await producer.publish(topic, b"warm", shard_key="k")
+        first = asyncio.ensure_future(producer.publish_many(topic, bodies, shard_key="k"))
+        later = asyncio.ensure_future(producer.publish(topic, b"later", shard_key="k"))
+        await asyncio.gather(first, later)
+    got = await read_back(nsqd, topic, len(bodies) + 2)
+    assert [m.body for m in got] == [b"warm", *bodies, b"later"]
 
 
 async def test_bad_message_raised_not_retried(original_cluster: cluster.Cluster) -> None:

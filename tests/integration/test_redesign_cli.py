@@ -78,9 +78,9 @@ def test_replicated_ordered_ext_topic_create_lookup_stat_delete(
     holders: dict[int, list[str]] = {}
     for http in c.nsqd_http:
         for t in nsqd_stats(http, topic):
-            holders.setdefault(int(t["topic_partition"]), []).append(http)
-            assert t["is_multi_ordered"] and t["is_ext"], t
-    leaders = {p: t["nsqd_http"] for p, t in leader_stats(c, topic).items()}
+            holders.setdefault(t.partition, []).append(http)
+            assert t.ordered and t.ext, t
+    leaders = {p: t.node for p, t in leader_stats(c, topic).items()}
     assert sorted(holders) == sorted(leaders) == [0, 1]
     assert all(len(set(h)) == 2 for h in holders.values()), holders  # two replicas each
 
@@ -114,9 +114,7 @@ def test_topic_pause_is_refused_with_the_channel_alternative(
 ) -> None:
     proc = cli("topic", "pause", topics.admin, "--lookupd", redesign_cluster.lookupd_http[0])
     assert f"nsqctl channel pause {topics.admin} CHANNEL" in assert_one_line_error(proc, 1)
-    assert not any(
-        ch["paused"] for ch in channel_stats(redesign_cluster, topics.admin, "c").values()
-    )
+    assert not any(ch.paused for ch in channel_stats(redesign_cluster, topics.admin, "c").values())
 
 
 def test_channel_create_pause_per_partition_and_delete(
@@ -126,7 +124,7 @@ def test_channel_create_pause_per_partition_and_delete(
     lk = ["--lookupd", c.lookupd_http[0]]
 
     def paused() -> dict[int, bool]:
-        return {p: ch["paused"] for p, ch in channel_stats(c, topic, "c2").items()}
+        return {p: ch.paused for p, ch in channel_stats(c, topic, "c2").items()}
 
     out = run_ok("channel", "create", topic, "c2", *lk)
     assert "note: channel c2 is on every copy of the topic's 2 partition(s)" in out, out
@@ -161,7 +159,7 @@ def test_channel_setoffset_skip_unskip_per_partition(
     )
     assert channel_depths(c, topic, "c") == {0: 20, 1: 6}
     rows = [r for r in stat_rows(c, topic, "c") if r["scope"] == "channel_partition"]
-    leaders = {p: t["nsqd_http"] for p, t in leader_stats(c, topic).items()}
+    leaders = {p: t.node for p, t in leader_stats(c, topic).items()}
     assert {r["partition"]: (r["depth"], r["node"]) for r in rows} == {
         p: (d, leaders[p]) for p, d in ((0, 20), (1, 6))
     }
@@ -178,7 +176,7 @@ def test_channel_setoffset_skip_unskip_per_partition(
     assert "pass --partition N" in assert_one_line_error(both, 2)
 
     run_ok("channel", "skip", topic, "c", "--partition", "1", "--yes", *lk)
-    skipped = {p: ch["skipped"] for p, ch in channel_stats(c, topic, "c").items()}
+    skipped = {p: ch.skipped for p, ch in channel_stats(c, topic, "c").items()}
     assert skipped == {0: False, 1: True} and channel_depths(c, topic, "c") == {0: 0, 1: 0}
     nsqctl("pub", topic, "--partition", "1", *lk, "-q", stdin=lines(b"s1", b"s2", b"s3"))
     eventually(  # a skipped channel moves to the end again on its next flush
@@ -186,7 +184,7 @@ def test_channel_setoffset_skip_unskip_per_partition(
     )
     run_ok("channel", "unskip", topic, "c", "--partition", "1", "--yes", *lk)
     nsqctl("pub", topic, "--partition", "1", *lk, "-q", stdin=lines(b"u1", b"u2"))
-    assert not any(ch["skipped"] for ch in channel_stats(c, topic, "c").values())
+    assert not any(ch.skipped for ch in channel_stats(c, topic, "c").values())
     assert channel_depths(c, topic, "c") == {0: 0, 1: 2}
     assert message_counts(c, topic) == {0: 20, 1: 11}
 

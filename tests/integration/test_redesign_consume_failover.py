@@ -154,7 +154,7 @@ def test_tail_gives_up_after_the_failover_window_in_one_line(
     assert "Traceback" not in stderr
     errors = [line for line in stderr.splitlines() if line.startswith("nsqctl: error:")]
     assert errors == [
-        f"nsqctl: error: no leader for {topic}/0 within the failover window of 6s: check the "
-        f"cluster (`nsqctl lookup {topic}`), then run again (or give more time with "
-        "--failover-window)"
+        f"nsqctl: error: no leader for {topic}/0 within the failover window of 6s: the cluster "
+        "elected none (check its nsqlookupd and nsqd), or the window is shorter than an "
+        "election (flag: --failover-window SECONDS)"
     ], stderr

@@ -155,7 +155,7 @@ def test_youzan_to_nsq_lines_read_by_nsqctl_tail(
     assert out.endswith(b"\n")
     assert Counter(out[:-1].split(b"\n")) == Counter(bodies)
     stats = channel_stats(c, topic, "c").values()  # everything printed was FINed
-    assert all((ch["depth"], ch["in_flight_count"]) == (0, 0) for ch in stats), stats
+    assert all((ch.depth, ch.in_flight_count) == (0, 0) for ch in stats), stats
 
 
 def test_youzan_to_nsq_binary_delimiter_read_by_nsqctl_tail_json(

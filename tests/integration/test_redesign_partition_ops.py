@@ -125,7 +125,7 @@ def test_expand_adds_writable_partitions_that_take_and_serve_messages(
     bodies = {part: [f"p{part}-{i}".encode() for i in range(20)] for part in (0, 1, 2)}
     for part, items in bodies.items():
         asyncio.run(_publish(c, topic, items, partition=part))
-    counts = {part: int(t["message_count"]) for part, t in leader_stats(c, topic).items()}
+    counts = {part: t.message_count for part, t in leader_stats(c, topic).items()}
     assert counts == {0: 20, 1: 20, 2: 20}
     assert sorted(_read_all(c, topic, 60)) == sorted(b for items in bodies.values() for b in items)
 
@@ -146,12 +146,12 @@ def test_move_leader_keeps_every_message_and_fills_the_isr(
     assert "POST /topic/partition/move" in out and f"leader {target}" in out
     assert leader_of(c, topic).http_address == target != old.http_address
     stats = leader_stats(c, topic)
-    assert stats[0]["nsqd_http"] == target and int(stats[0]["message_count"]) == 200
+    assert stats[0].node == target and stats[0].message_count == 200
     new_isr = _isr(c, topic)
     assert len(new_isr) == 2 and target in new_isr and old.http_address not in new_isr
     after = [f"after-{i}".encode() for i in range(200)]
     asyncio.run(_publish(c, topic, after))
-    assert int(leader_stats(c, topic)[0]["message_count"]) == 400
+    assert leader_stats(c, topic)[0].message_count == 400
     assert sorted(_read_all(c, topic, 400)) == sorted(before + after)
 
 

@@ -174,13 +174,13 @@ async def test_traced_publish_receipts_and_trace_ids_on_delivery(
     the message landed; the delivered messages carry those internal ids and trace ids."""
     c, topic = redesign_cluster, topics.traced
     lk = ["--lookupd", c.lookupd_http[0]]
-    leaders = {part: t["nsqd_http"] for part, t in leader_stats(c, topic).items()}
+    leaders = {part: t.node for part, t in leader_stats(c, topic).items()}
     expected: dict[int, tuple[int, int, bytes]] = {}  # internal id -> partition, trace, body
     async with Producer(lookupd_http=c.lookupd_http) as producer:
         r0 = await producer.publish_traced(topic, b"lib-single-0", 1001, partition=0)
         r1 = await producer.publish_traced(topic, b"lib-single-1", 1002, partition=1)
         items = [(2001, b"lib-batch-0"), (2002, b"lib-batch-1"), (2003, b"lib-batch-2")]
-        rb = await producer.publish_traced_many(topic, items, partition=1)
+        [rb] = await producer.publish_traced_many(topic, items, partition=1)
     assert (r0.partition, r0.trace_id, r0.count) == (0, 1001, 1)
     assert (r1.partition, r1.trace_id, rb.partition, rb.trace_id, rb.count) == (1, 1002, 1, 0, 3)
     assert [r.internal_id >> 50 for r in (r0, r1, rb)] == [0, 1, 1]
@@ -251,7 +251,7 @@ async def test_ext_topic_json_headers_reach_consumers_and_tail(
     assert plain is None  # PUB_EXT answers plain OK without ##trace_id
     assert traced is not None and (traced.partition, traced.trace_id) == (1, 4242)
     assert message_counts(c, topic) == {0: 2, 1: 1}
-    assert all(t["is_ext"] for t in leader_stats(c, topic).values())
+    assert all(t.ext for t in leader_stats(c, topic).values())
 
     msgs = await read_messages(
         c.lookupd_http, topic, "c", 3, config=ConnectionConfig(extend_support=True)
@@ -263,7 +263,7 @@ async def test_ext_topic_json_headers_reach_consumers_and_tail(
         b"no-header": (0, None, 0),
     }
     # Without lookupd nothing says it is an ext topic: nsqd's refusal ends the tail at once.
-    leader_tcp = c.nsqd_tcp[c.nsqd_http.index(leader_stats(c, topic)[0]["nsqd_http"])]
+    leader_tcp = c.nsqd_tcp[c.nsqd_http.index(leader_stats(c, topic)[0].node)]
     refused = await asyncio.to_thread(cli, "tail", topic, "-n", "1", "--nsqd", leader_tcp)
     assert refused.returncode == 1
     assert f"nsqctl: error: topic {topic!r} is an ext topic" in refused.stderr.splitlines()[-1]

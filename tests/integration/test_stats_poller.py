@@ -10,8 +10,14 @@ import signal
 import uuid
 from urllib.parse import urlsplit
 
+import httpx
+import pytest
+
 from nsqctl import admin
+from nsqctl.errors import TransportError
+from nsqctl.producer import Producer
 from nsqctl.servers import cluster
+from nsqctl.stats import fetch_nsqd_stats, read_nsqd_stats
 from nsqctl.stats.poller import StatsPoller
 from nsqctl.stats.recording import RecordingTransport
 from nsqctl.stats.view import build_view
@@ -57,3 +63,30 @@ async def test_redesign_isr_without_lookupd_via_each_nsqd_info(redesign_cluster)
     assert sorted(u.netloc for u in paths if u.path == "/info") == sorted(c.nsqd_http)  # once
     asked = {(u.netloc, u.query) for u in paths if u.path == "/coordinator/stats"}
     assert asked == {(part.leader, f"topic={topic}")}  # the leader only, both polls
+
+
+async def test_one_nsqd_read_once_names_a_topic_and_its_channel(original_cluster) -> None:
+    """nsqctl.stats' one-shot reader (what tests and benchmarks check counters with): the
+    sync and async forms agree with what was published; an absent channel is None; an
+    nsqd that cannot be reached is a TransportError naming it."""
+    c: cluster.Cluster = original_cluster
+    http = c.nsqd_http[0]
+    topic = f"read_{uuid.uuid4().hex[:10]}"
+    async with httpx.AsyncClient() as client:
+        for path, params in (("topic/create", {"topic": topic}),
+                             ("channel/create", {"topic": topic, "channel": "c"})):  # fmt: skip
+            (await client.post(f"http://{http}/{path}", params=params)).raise_for_status()
+        async with Producer(nsqd_tcp=[c.nsqd_tcp[0]]) as producer:
+            await producer.publish_many(topic, [b"a", b"bb", b"ccc"])
+        fetched = await fetch_nsqd_stats(client, http, topic=topic, channel="c")
+    node = await asyncio.to_thread(read_nsqd_stats, http, topic=topic, channel="c")
+    for got in (node, fetched):
+        assert got.address == http and got.state == "up" and not got.is_redesign
+        copy = got.topic(topic)
+        assert copy is not None and copy.message_count == 3 and copy.partition is None
+        channel = got.channel(topic, "c")
+        assert channel is not None and channel.message_count == 3
+        assert (channel.depth, channel.in_flight_count, channel.client_count) == (3, 0, 0)
+        assert got.channel(topic, "nope") is None and got.topic("nope") is None
+    with pytest.raises(TransportError, match=r"127\.0\.0\.1:1 /stats"):
+        read_nsqd_stats("127.0.0.1:1", topic=topic, timeout=2.0)

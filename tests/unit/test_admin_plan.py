@@ -361,3 +361,22 @@ def test_describe_topic_reports_meta_and_partition_leaders() -> None:
     assert [p["partition"] for p in info["partitions"]] == [0, 1]
     assert info["partitions"][0]["leader_http"] == "10.0.0.1:4151"
     assert info["channels"] == ["a", "b"]
+
+
+# ----------------------------------------------------------------- a placement already known
+
+
+def test_a_known_placement_plans_the_same_requests_as_a_found_one() -> None:
+    """The dashboard sends what its last poll showed: each partition's leader, planned as
+    the CLI plans a placement it looked up (no lookupd asked, none written to)."""
+    known = admin.placement_from_leaders(
+        "t", "redesign", [("10.0.0.1:4151", 0), ("10.0.0.2:4151", 1)]
+    )
+    assert known.nsqds == REDESIGN.nsqds and not known.lookupds
+    assert urls(admin.plan_channel_action("pause", known, "c")) == urls(
+        admin.plan_channel_action("pause", REDESIGN, "c")
+    )
+    original = admin.placement_from_leaders("t", "original", [("127.0.0.1:4151", None)])
+    assert urls(admin.plan_topic_action("unpause", original)) == [
+        ["http://127.0.0.1:4151/topic/unpause?topic=t"]
+    ]

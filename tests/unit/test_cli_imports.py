@@ -59,6 +59,7 @@ EXPECTED: dict[str, set[str]] = {
     "topic": _ADMIN,
     "channel": _ADMIN,
     "dead-letter": _CLIENT | {"rich"},
+    "completion": set(),
 }
 
 

@@ -1,11 +1,12 @@
-"""HandoffReader: the handshake reads through StreamReader's buffer; after hand_off every
-chunk, the end and a read error go straight to the connection, in order, none lost."""
+"""SocketProtocol: the handshake reads what it buffered; after hand_off every read, the
+end and a read error go straight to the connection, in order, none lost. The asyncio
+callbacks are called as a transport would call them."""
 
 from __future__ import annotations
 
 import asyncio
 
-from nsqctl.connection.stream import READ_SIZE, HandoffReader
+from nsqctl.connection.stream import TRANSPORT_READ_SIZE, SocketProtocol, open_socket
 
 
 class Sink:
@@ -20,64 +21,116 @@ class Sink:
         self.ends.append(exc)
 
 
+async def test_reads_are_buffered_until_taken() -> None:
+    sock = SocketProtocol()
+    sock.data_received(b"rep")
+    sock.data_received(b"ly")
+    assert sock.buffered == 5
+    assert await sock.read() == b"reply"
+    assert sock.buffered == 0
+
+
+async def test_read_waits_for_data() -> None:
+    sock = SocketProtocol()
+    reading = asyncio.create_task(sock.read())
+    await asyncio.sleep(0)
+    assert not reading.done()
+    sock.data_received(b"late")
+    assert await asyncio.wait_for(reading, 5) == b"late"
+
+
+async def test_read_at_the_end_and_after_an_error() -> None:
+    ended = SocketProtocol()
+    ended.data_received(b"tail")
+    assert ended.eof_received() is False  # let asyncio close the transport
+    assert await ended.read() == b"tail"  # what came before the end first
+    assert await ended.read() == b""
+    failed = SocketProtocol()
+    err = ConnectionResetError(104, "reset")
+    failed.connection_lost(err)
+    try:
+        await failed.read()
+    except ConnectionResetError as raised:
+        assert raised is err
+    else:  # pragma: no cover
+        raise AssertionError("the read error was not raised")
+
+
 async def test_buffered_bytes_go_first_then_reads_pass_straight_through() -> None:
-    reader = HandoffReader(READ_SIZE, asyncio.get_running_loop())
-    reader.feed_data(b"reply+leftover")
-    assert await reader.readexactly(6) == b"reply+"  # the handshake's exact read
+    sock = SocketProtocol()
+    sock.data_received(b"leftover")
     sink = Sink()
-    reader.hand_off(sink.data, sink.end)
+    sock.hand_off(sink.data, sink.end)
     assert sink.chunks == [b"leftover"]
-    reader.feed_data(b"next")
-    reader.feed_data(b"and more")
+    sock.data_received(b"next")
+    sock.data_received(b"and more")
     assert sink.chunks == [b"leftover", b"next", b"and more"]
-    assert sink.ends == []
-    reader.feed_eof()
-    assert sink.ends == [None]
+    assert sink.ends == [] and sock.buffered == 0
+    sock.eof_received()
+    sock.connection_lost(None)
+    assert sink.ends == [None]  # once, though asyncio reports the end twice
 
 
 async def test_nothing_buffered_hands_off_no_empty_chunk() -> None:
-    reader = HandoffReader(READ_SIZE, asyncio.get_running_loop())
+    sock = SocketProtocol()
     sink = Sink()
-    reader.hand_off(sink.data, sink.end)
+    sock.hand_off(sink.data, sink.end)
     assert sink.chunks == [] and sink.ends == []
 
 
 async def test_a_read_error_after_hand_off_reaches_the_connection() -> None:
-    reader = HandoffReader(READ_SIZE, asyncio.get_running_loop())
+    sock = SocketProtocol()
     sink = Sink()
-    reader.hand_off(sink.data, sink.end)
+    sock.hand_off(sink.data, sink.end)
     err = ConnectionResetError(104, "reset")
-    reader.set_exception(err)
+    sock.connection_lost(err)
     assert sink.ends == [err]
 
 
 async def test_an_end_during_the_handshake_is_reported_at_hand_off() -> None:
     """The server closed right after its last handshake reply, before the switch."""
-    reader = HandoffReader(READ_SIZE, asyncio.get_running_loop())
-    reader.feed_data(b"tail")
-    reader.feed_eof()
+    sock = SocketProtocol()
+    sock.data_received(b"tail")
+    sock.eof_received()
     sink = Sink()
-    reader.hand_off(sink.data, sink.end)
+    sock.hand_off(sink.data, sink.end)
     assert sink.chunks == [b"tail"] and sink.ends == [None]
-    failed = HandoffReader(READ_SIZE, asyncio.get_running_loop())
+    failed = SocketProtocol()
     err = ConnectionResetError(104, "reset")
-    failed.set_exception(err)
+    failed.connection_lost(err)
     sink = Sink()
     failed.hand_off(sink.data, sink.end)
     assert sink.ends == [err]
 
 
-async def test_reads_are_64_kib_not_asyncios_256() -> None:
-    """asyncio allocates its whole read size for every recv(): 256 KiB cost ~15 us a read
-    here. If a Python version renames the transport's knob, this says so."""
-    from nsqctl.connection.stream import TRANSPORT_READ_SIZE, open_stream
+async def test_drain_waits_while_writing_is_paused() -> None:
+    sock = SocketProtocol()
+    await asyncio.wait_for(sock.drain(), 5)  # not paused: returns at once
+    sock.pause_writing()
+    draining = asyncio.create_task(sock.drain())
+    await asyncio.sleep(0)
+    assert not draining.done()
+    sock.resume_writing()
+    await asyncio.wait_for(draining, 5)
+    sock.pause_writing()
+    draining = asyncio.create_task(sock.drain())
+    await asyncio.sleep(0)
+    sock.connection_lost(None)  # a lost connection never leaves a drain hanging
+    await asyncio.wait_for(draining, 5)
+    await asyncio.wait_for(sock.wait_closed(), 5)
 
+
+async def test_reads_are_64_kib_not_asyncios_256() -> None:
+    """asyncio allocates its whole read size for every recv(). If a Python version
+    renames the transport's knob, this says so."""
     server = await asyncio.start_server(lambda r, w: w.close(), "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     try:
-        _reader, writer = await open_stream("127.0.0.1", port)
-        assert writer.transport.max_size == TRANSPORT_READ_SIZE == 64 * 1024  # type: ignore[attr-defined]
-        writer.close()
+        sock = await open_socket("127.0.0.1", port)
+        assert sock.transport is not None
+        assert sock.transport.max_size == TRANSPORT_READ_SIZE == 64 * 1024  # type: ignore[attr-defined]
+        sock.transport.close()
+        await asyncio.wait_for(sock.wait_closed(), 5)
     finally:
         server.close()
         await server.wait_closed()

@@ -7,7 +7,7 @@ from rich.text import Text
 
 from nsqctl.stats.view import ClusterView, PartitionView, TopicView
 from tui import rows
-from tui.events import HIGHLIGHT_SECONDS, PartitionWatch
+from tui.events import HIGHLIGHT_SECONDS, PartitionTracker
 
 A, B, C = "127.0.0.1:4151", "127.0.0.1:4251", "127.0.0.1:4351"
 
@@ -33,7 +33,7 @@ def view(
 
 
 def test_a_leader_move_is_told_step_by_step() -> None:
-    watch = PartitionWatch()
+    watch = PartitionTracker()
     assert watch.observe(view(0, A, (A, B))) == []  # the baseline
     steps = [
         view(1, A, (A, B), (C,), {A: 100, C: 40}),
@@ -55,7 +55,7 @@ def test_a_leader_move_is_told_step_by_step() -> None:
 
 
 def test_rows_mark_the_new_leader_the_shrunk_isr_and_catch_up_progress() -> None:
-    watch = PartitionWatch()
+    watch = PartitionTracker()
     watch.observe(view(0, A, (A, B)))
     catching = view(1, A, (A, B), (C,), {A: 20_000, C: 12_500})
     watch.observe(catching)

@@ -173,7 +173,7 @@ def test_original_id_reads_only_the_days_around_its_time(tmp_path: Path) -> None
 @spark_extra
 def test_replay_plan_filters_dedupes_and_orders(archive: Path) -> None:
     from nsqctl.pipeline.local import archive_plan
-    from nsqctl.pipeline.replay import ReplayFilters
+    from nsqctl.pipeline.selection import ReplayFilters
 
     everything = archive_plan(str(archive), ReplayFilters(), None)
     assert everything.counts() == {"matching": 6010, "to_publish": 6000, "duplicates": 10,
@@ -213,7 +213,7 @@ def test_json_field_reads_like_get_json_object() -> None:
 @spark_extra
 def test_text_plan_keeps_file_line_order_and_greps(tmp_path: Path) -> None:
     from nsqctl.pipeline.local import text_plan
-    from nsqctl.pipeline.replay import ReplayFilters
+    from nsqctl.pipeline.selection import ReplayFilters
 
     (tmp_path / "a.log").write_bytes(b"".join(b"a-%03d\n" % i for i in range(30)))
     (tmp_path / "b.log").write_bytes(b"".join(b"b-%03d\n" % i for i in range(20)))

@@ -17,7 +17,7 @@ ds = pytest.importorskip("pyarrow.dataset", reason="needs the spark extra")
 
 from nsqctl.errors import ConfigError
 from nsqctl.pipeline import checkpoint
-from nsqctl.pipeline.replay import parse_time
+from nsqctl.pipeline.replay import parse_time_ns
 from nsqctl.pipeline.schema import (
     NO_PARTITION,
     OfflineMessage,
@@ -149,10 +149,10 @@ def test_parse_query_forms() -> None:
 
 
 def test_parse_time_and_java_version() -> None:
-    assert parse_time("10") == 10 * 10**9
-    assert parse_time("1970-01-02T00:00:00") == 86_400 * 10**9
+    assert parse_time_ns("10") == 10 * 10**9
+    assert parse_time_ns("1970-01-02T00:00:00") == 86_400 * 10**9
     with pytest.raises(ConfigError):
-        parse_time("yesterday-ish")
+        parse_time_ns("yesterday-ish")
     assert java_major('openjdk version "17.0.15" 2025-04-15') == 17
     assert java_major('java version "1.8.0_292"') == 8
     assert java_major("garbage") is None

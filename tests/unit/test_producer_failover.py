@@ -1,4 +1,5 @@
-"""The producer's retry decisions and per-route send order, without sockets."""
+"""The producer's retry decisions, failover reports and per-route send order, without
+sockets."""
 
 from __future__ import annotations
 
@@ -6,8 +7,14 @@ import asyncio
 
 import pytest
 
-from nsqctl.producer.failover import FailoverEvent, RetryClock, RetryPolicy
+from nsqctl.connection import ConnectionConfig
+from nsqctl.failover import FailoverEvent
+from nsqctl.producer.discovery import TopologyCache
+from nsqctl.producer.failover import FailoverNotes, RetryClock, RetryPolicy
 from nsqctl.producer.ordering import RouteOrder, TicketLine
+from nsqctl.producer.pool import ConnectionPool
+from nsqctl.producer.retry import RetryLoop
+from nsqctl.producer.routing import Router
 
 
 def test_clock_before_first_write_gives_up_after_attempts() -> None:
@@ -49,12 +56,29 @@ def test_clock_window_zero_or_not_leader_loss_does_not_ride() -> None:
 
 
 def test_event_lines_name_topic_partition_and_window() -> None:
-    waiting = FailoverEvent("waiting", "ha", 0, 12.4, "connection refused")
-    assert waiting.describe(180) == (
-        "waiting for a leader for ha/0 (12s of 180s): connection refused"
-    )
-    resumed = FailoverEvent("resumed", "ha", None, 31.25, "127.0.0.1:4150")
-    assert resumed.describe(180) == "ha: publishing again on 127.0.0.1:4150 after 31.2s"
+    waiting = FailoverEvent("waiting", "publish", "ha", 0, 12.4, 180, reason="connection refused")
+    assert waiting.describe() == ("waiting for a leader for ha/0 (12s of 180s): connection refused")
+    resumed = FailoverEvent("resumed", "publish", "ha", None, 31.25, 180, "127.0.0.1:4150")
+    assert resumed.describe() == "ha: publishing again on 127.0.0.1:4150 after 31.2s"
+
+
+def test_notes_report_waiting_once_per_interval_per_partition() -> None:
+    notes = FailoverNotes(window=180, interval=5)
+    first = notes.waiting("ha", 0, 0.1, "refused", now=100.0)
+    assert first == FailoverEvent("waiting", "publish", "ha", 0, 0.1, 180, reason="refused")
+    assert notes.waiting("ha", 0, 2.0, "refused", now=104.9) is None  # many in flight
+    assert notes.waiting("ha", 1, 2.0, "refused", now=104.9) is not None  # its own partition
+    later = notes.waiting("ha", 0, 5.1, "not leader", now=105.0)
+    assert later is not None and later.reason == "not leader"
+
+
+def test_notes_report_resumed_once_and_only_after_a_reported_wait() -> None:
+    notes = FailoverNotes(window=30)
+    assert notes.resumed("ha", 0, 1.0, "127.0.0.1:4150") is None  # no wait was reported
+    notes.waiting("ha", 0, 0.0, "refused", now=0.0)
+    resumed = notes.resumed("ha", 0, 21.5, "127.0.0.1:4151")
+    assert resumed == FailoverEvent("resumed", "publish", "ha", 0, 21.5, 30, nsqd="127.0.0.1:4151")
+    assert notes.resumed("ha", 0, 21.6, "127.0.0.1:4151") is None  # the next publishes
 
 
 def test_route_pipelines_while_healthy() -> None:
@@ -168,3 +192,29 @@ def test_route_turn_says_whether_the_ticket_waited() -> None:
         return first, await later
 
     assert asyncio.run(run()) == (False, True)  # only a ticket that waited chooses again
+
+
+def test_calls_take_tickets_when_begun_and_a_call_never_run_gives_its_place_up() -> None:
+    """publish_many begins every batch's call before any await; a batch task cancelled
+    before it ran must not hold later keyed calls of its topic forever."""
+    loop = RetryLoop(
+        TopologyCache(None, "127.0.0.1:1", 60.0),
+        Router(),
+        ConnectionPool(ConnectionConfig()),
+        RetryPolicy(),
+    )
+
+    async def run() -> None:
+        first = loop.begin("t", None, "k")
+        second = loop.begin("t", 0, None)
+        unkeyed = loop.begin("t", None, None)
+        assert (first.ticket, second.ticket, unkeyed.line) == (0, 1, None)
+        assert first.line is second.line is not None
+        waiting = asyncio.create_task(second.line.turn(second.ticket))
+        await asyncio.sleep(0)
+        assert not waiting.done()  # the first call has not passed yet
+        loop.end(first)  # cancelled before it ever ran
+        loop.end(first)  # idempotent (run's own end, then the done callback)
+        await asyncio.wait_for(waiting, 1)
+
+    asyncio.run(run())

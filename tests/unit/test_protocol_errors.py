@@ -140,7 +140,7 @@ def test_messages_are_actionable_and_keep_server_text() -> None:
     )
     text = str(err)
     assert "topic 'orders' is ordered" in text
-    assert "--ordered" in text and "SUB_ORDERED" in text
+    assert "SUB_ORDERED" in text and err.setting == "ordered" and "--" not in text
     assert "this topic is configured only allow ordered sub" in text
     assert err.topic == "orders"
     anonymous = str(error_from_frame(b"E_SUB_EXTEND_NEED x"))

@@ -15,8 +15,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from nsqctl.stats.gcpause import freeze_after_bursts, gc_paused
-from nsqctl.stats.history import History, sparkline
 from nsqctl.stats.model import ClusterSnapshot, CoordInfo, NodeStats
+from nsqctl.stats.offline import load_json, snapshot_from_files
 from nsqctl.stats.parse import (
     LazyClients,
     StatsProtocolError,
@@ -27,9 +27,9 @@ from nsqctl.stats.parse import (
     parse_nsqd_stats,
     resolve_node_ids,
 )
-from nsqctl.stats.recording import RecordedPoller, Recording, replay
-from nsqctl.stats.replay import load_json, snapshot_from_files
+from nsqctl.stats.recording import RecordedPoller, Recording, play_back
 from nsqctl.stats.rules import delta, is_growing, is_stalled, is_starved, rate
+from nsqctl.stats.series import KeyedSeries, sparkline
 from nsqctl.stats.view import build_view
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "stats"
@@ -45,7 +45,7 @@ def original(k: int, taken_at: float) -> ClusterSnapshot:
 
 MANIFEST = load_json(DATA / "redesign_manifest.json")
 POLLS = {p["name"]: i for i, p in enumerate(MANIFEST["polls"])}  # type: ignore[index]
-RECORDED = asyncio.run(replay(DATA / "redesign_manifest.json", ["t0", "t1"], focus=None))
+RECORDED = asyncio.run(play_back(DATA / "redesign_manifest.json", ["t0", "t1"], focus=None))
 """The recorded t0 and t1 polls (2 s apart), every topic in focus, as the poller makes them."""
 
 
@@ -83,7 +83,7 @@ def test_growing_needs_consecutive_increases() -> None:
 
 
 def test_history_is_bounded_and_sparkline_scales() -> None:
-    h = History(length=3)
+    h = KeyedSeries(length=3)
     for v in (1, 2, 3, 4):
         series = h.push("k", v)
     assert series == (2, 3, 4)
@@ -181,7 +181,7 @@ def test_dead_node_is_down_and_excluded_from_totals() -> None:
 
 
 def test_depth_growing_sets_warning_through_history() -> None:
-    history = History()
+    history = KeyedSeries()
     prev = None
     view = None
     for i, k in enumerate((0, 1, 0, 1, 0)):
@@ -192,7 +192,7 @@ def test_depth_growing_sets_warning_through_history() -> None:
     events = view.topic("events")
     assert events is not None and len(events.depth_history) == 5
     assert not events.depth_growing  # went up and down
-    h2 = History()
+    h2 = KeyedSeries()
     for depth_snap in range(4):
         h2.push(("topic", "events", "depth"), depth_snap)
     grown = build_view(original(1, 200.0), original(0, 198.0), h2).topic("events")
@@ -372,7 +372,7 @@ async def test_isr_is_asked_only_for_topics_in_focus() -> None:
 
 async def test_stat_variant_narrowed_to_a_topic_and_channel() -> None:
     """What `nsqctl stat orders billing` asks: /stats?topic&channel, ISR for orders."""
-    [snap] = await replay(DATA / "redesign_manifest.json", ["t1_orders_billing"])
+    [snap] = await play_back(DATA / "redesign_manifest.json", ["t1_orders_billing"])
     view = build_view(snap)
     assert [t.name for t in view.topics] == ["orders"]
     orders = view.topic("orders")

@@ -4,25 +4,25 @@ parameters. Each is planned and checked first (the CLI shows the plan and asks),
 sent, then waited on until the change is visible, because the server finishes part of
 each on its own schedule.
 
-What youzan v0.3.7-HA.1.12.7 does (its nsqlookupd/http.go and consistence/), and how long
-it took on a 3-nsqd cluster here:
+What youzan v0.3.7-HA.1.12.7 does (its nsqlookupd/http.go and consistence/); the times
+seen on a 3-nsqd cluster are in bench/README.md (Server timings):
 
 - Every operation is refused with "the cluster is unstable" until nsqlookupd's last full
   topic check passed; the periodic check runs every 60 s, and a topic created or expanded
   since then leaves the cluster unstable until it does. A meta update that changes nothing
   triggers a full check at once (dropped within 6 s of the previous), so we send one every
-  ``NUDGE_INTERVAL`` while refused, and the operation goes through within about a second.
+  ``NUDGE_INTERVAL`` while refused, and the operation goes through soon after.
 - ``/topic/partition/expand`` only adds partitions ("can not be reduced"; the same count
   is accepted and does nothing). The new partitions become writable in the next topic
   check, like a new topic: re-sending the expand is idempotent and triggers one, so
-  :func:`nsqctl.admin.operations._wait_partitions` (create's wait) is reused as is. 1 → 3
-  partitions: writable 0.5 s after the nudge.
+  :func:`nsqctl.admin.operations.wait_partitions_writable` (create's wait) is reused as
+  is.
 - ``/topic/partition/move`` takes node ids (``ip:rpc_port:tcp_port:id``), which operators
   never see: we map nsqd HTTP addresses to them (``/config/rpc_port`` and ``/config/id``
   of each nsqd). The request blocks while the target catches up (server limit 10 min; it
-  checks once a second, so a move to a node outside the ISR takes at least ~1 s: 20,000
-  messages took 1.1 s), then moves leadership or drops the source from the ISR. A leader
-  move is an election (0.15 s) that does not take ``move_to`` into account: the new leader
+  checks once a second, so a move to a node outside the ISR takes at least that), then
+  moves leadership or drops the source from the ISR. A leader move is an election that
+  does not take ``move_to`` into account: the new leader
   is the in-sync copy, the leader aside, with the newest commit and the least leader load
   factor (``/cluster/stats``; nsqlookupd caches each nsqd's figures for a minute). So we
   move leadership on from each copy it elects until the target leads; with replicas 3 on

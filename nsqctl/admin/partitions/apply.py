@@ -13,17 +13,17 @@ from dataclasses import dataclass
 import httpx
 
 from nsqctl.admin.base import NSQ_V1, TIMEOUT
-from nsqctl.admin.operations import NUDGE_INTERVAL, _wait_partitions
+from nsqctl.admin.operations import NUDGE_INTERVAL, wait_partitions_writable
 from nsqctl.admin.partitions.plans import (
     MetaChange,
     PartitionPlan,
-    _req,
+    leader_request,
     plan_expand,
     plan_move,
     plan_update,
 )
 from nsqctl.admin.partitions.state import TopicState, leader_load_factors, topic_state
-from nsqctl.admin.requests import AdminReport, AdminRequest, NodeResult, _send
+from nsqctl.admin.requests import AdminReport, AdminRequest, NodeResult, send_request
 from nsqctl.errors import AdminError, NsqctlError
 from nsqctl.httpclient import http_client
 from nsqctl.lookup.client import LookupClient
@@ -52,11 +52,11 @@ class _Run:
     async def send(self, req: AdminRequest) -> NodeResult:
         """Send ``req``; while nsqlookupd calls the cluster unstable, ask it to check the
         cluster (a meta update that changes nothing) and send again until the deadline."""
-        nudge = _req(req.node.address, "/topic/meta/update", topic=self.plan.topic)
+        nudge = leader_request(req.node.address, "/topic/meta/update", topic=self.plan.topic)
         started = time.monotonic()
         next_nudge = started
         while True:
-            result, _ = await _send(self.client, req)
+            result, _ = await send_request(self.client, req)
             if result.outcome == "ok" or _UNSTABLE not in result.error:
                 return result
             now = time.monotonic()
@@ -67,7 +67,7 @@ class _Run:
                 )
                 return result
             if now >= next_nudge:
-                await _send(self.client, nudge)
+                await send_request(self.client, nudge)
                 next_nudge = now + NUDGE_INTERVAL
                 if now - started > 1:
                     self.say(
@@ -95,7 +95,7 @@ class _Run:
     async def until(self, done: Check, nudge: bool = False) -> TopicState | None:
         """Poll the topic until ``done`` holds (that state) or the deadline (None);
         ``nudge`` asks nsqlookupd for a topic check every ``NUDGE_INTERVAL`` meanwhile."""
-        ask = _req(self.plan.leader, "/topic/meta/update", topic=self.plan.topic)
+        ask = leader_request(self.plan.leader, "/topic/meta/update", topic=self.plan.topic)
         next_nudge = time.monotonic() + NUDGE_INTERVAL
         while True:
             with contextlib.suppress(AdminError, httpx.HTTPError):
@@ -106,7 +106,7 @@ class _Run:
             if now > self.deadline:
                 return None
             if nudge and now >= next_nudge:
-                await _send(self.client, ask)
+                await send_request(self.client, ask)
                 next_nudge = now + NUDGE_INTERVAL
             await asyncio.sleep(POLL)
 
@@ -116,7 +116,9 @@ class _Run:
         """Wait until every partition is writable, re-sending the expand as the nudge."""
         p, left = self.plan, max(0.0, self.deadline - time.monotonic())
         n = p.partition_num
-        seen = await _wait_partitions(self.client, p.leader, p.topic, n, left, req, self.progress)
+        seen = await wait_partitions_writable(
+            self.client, p.leader, p.topic, n, left, req, self.progress
+        )
         self.report.notes.append(f"{seen}/{n} partition(s) writable")
         if seen < n:
             self.report.warnings.append(
@@ -193,8 +195,9 @@ class _Run:
             state = await self.until(_settled(plan, moved_from[-1]))
             p = state.partitions.get(part) if state else None
             src = plan.nodes.get(p.leader or "") if p else None
-            if p is None or src is None or p.leader == target:
+            if p is None or src is None or p.leader is None or p.leader == target:
                 return True  # on the target, or out of time (the final wait says so)
+            elected = p.leader
             if p.leader in moved_from:
                 await asyncio.sleep(POLL * 4)  # the same after a second look: not a lag
                 again_state = await self.until(_settled(plan, moved_from[-1]))
@@ -203,7 +206,7 @@ class _Run:
                     continue
                 await self.went_round([*moved_from[1:], p.leader])
                 return False
-            again = _req(
+            again = leader_request(
                 plan.leader, "/topic/partition/move", topic=plan.topic, partition=str(part),
                 move_leader="true", move_from=src.node_id, move_to=plan.nodes[target].node_id,
             )  # fmt: skip
@@ -217,7 +220,7 @@ class _Run:
             if result.outcome != "ok":
                 return False
             self.report.notes.append(f"nsqlookupd elected {p.leader}; moved leadership on")
-            moved_from.append(p.leader)
+            moved_from.append(elected)
 
     async def went_round(self, elected: list[str]) -> None:
         """Fail the move: youzan's elections came back to a copy that already led."""

@@ -1,7 +1,7 @@
 """Whether a new channel reached every copy of its topic's partitions (redesign).
 
 youzan creates a channel on the partition leader and copies the channel list to the
-other replicas later (5-12 s after a create, measured here). Until a replica has it, a
+other replicas later (seconds after a create). Until a replica has it, a
 leader failover to that replica loses the channel: the first consumer to subscribe on the
 new leader creates it at the topic's end, and every message published before is silently
 skipped for that channel. So `channel create` waits until every copy holds the channel,
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from nsqctl.admin.leader import _lookupd_nsqds
+from nsqctl.admin.leader import lookupd_nsqds
 from nsqctl.admin.placement import fetch_stats
 from nsqctl.admin.requests import AdminRequest, execute
 
@@ -78,7 +78,7 @@ async def wait_channel_copied(
     Every couple of seconds the leaders are asked to create it again: youzan then sends
     its channel list to the replicas once more.
     """
-    nsqds = await _lookupd_nsqds(client, lookupd_http)
+    nsqds = await lookupd_nsqds(client, lookupd_http)
     if not nsqds:
         return None, (
             f"could not check that channel {channel} reached the replicas: no nsqd is "
@@ -116,4 +116,3 @@ async def wait_channel_copied(
             await execute([list(create_again)], client)
             resent = clock()
         await asyncio.sleep(_POLL)
-

@@ -16,7 +16,7 @@ from nsqctl.admin.partitions.state import (
     topic_state,
 )
 from nsqctl.admin.planners import MAX_REPLICAS, check_node_count
-from nsqctl.admin.requests import AdminRequest, Node, _client
+from nsqctl.admin.requests import AdminRequest, Node, admin_client
 from nsqctl.errors import AdminError, ConfigError
 from nsqctl.protocol.names import validate_topic
 
@@ -72,7 +72,8 @@ async def _context(
     return leader, nodes, await topic_state(client, leader, topic, nodes, transport)
 
 
-def _req(leader: str, path: str, **params: str) -> AdminRequest:
+def leader_request(leader: str, path: str, **params: str) -> AdminRequest:
+    """A request to the redesign's lookupd leader, where every partition operation goes."""
     return AdminRequest(Node(leader, "lookupd"), path, tuple(params.items()))
 
 
@@ -87,7 +88,7 @@ async def plan_expand(
     transport: httpx.AsyncBaseTransport | None = None,
 ) -> PartitionPlan:
     """Check an expand to ``partitions``: more than now, within limits and placement."""
-    async with _client(transport) as client:
+    async with admin_client(transport) as client:
         leader, nodes, state = await _context(
             client, lookupd_http, topic, "topic expand", transport
         )
@@ -100,7 +101,9 @@ async def plan_expand(
     if partitions > MAX_EXPAND:
         raise ConfigError(f"--partitions must be at most {MAX_EXPAND} (nsqlookupd's limit)")
     check_node_count(topic, partitions, state.meta.replica, state.allow_multi, len(nodes))
-    req = _req(leader, "/topic/partition/expand", topic=topic, partition_num=str(partitions))
+    req = leader_request(
+        leader, "/topic/partition/expand", topic=topic, partition_num=str(partitions)
+    )
     return PartitionPlan(
         "topic expand", topic, leader, [[req]], state, nodes, partition_num=partitions
     )
@@ -120,7 +123,7 @@ async def plan_move(
     Moving the leader's copy moves leadership too; moving a follower's copy keeps the
     leader and swaps which nsqd holds a replica.
     """
-    async with _client(transport) as client:
+    async with admin_client(transport) as client:
         leader, nodes, state = await _context(client, lookupd_http, topic, "topic move", transport)
     if not 0 <= partition < state.meta.partition_num:
         raise ConfigError(
@@ -165,7 +168,7 @@ async def plan_move(
         "move_from": src.node_id,
         "move_to": target.node_id,
     }
-    req = _req(leader, "/topic/partition/move", **params)
+    req = leader_request(leader, "/topic/partition/move", **params)
     return PartitionPlan(
         "topic move",
         topic,
@@ -226,17 +229,15 @@ async def plan_update(
 ) -> PartitionPlan:
     """Check a meta update: at least one parameter, each within nsqlookupd's limits."""
     params = {"topic": topic, **change.params()}
-    async with _client(transport) as client:
+    async with admin_client(transport) as client:
         leader, nodes, state = await _context(
             client, lookupd_http, topic, "topic update", transport
         )
     replicas = change.replicas
     if replicas is not None:
         check_node_count(topic, state.meta.partition_num, replicas, state.allow_multi, len(nodes))
-    plan = PartitionPlan(
-        "topic update", topic, leader, [[_req(leader, "/topic/meta/update", **params)]], state,
-        nodes, replicas=replicas,
-    )  # fmt: skip
+    req = leader_request(leader, "/topic/meta/update", **params)
+    plan = PartitionPlan("topic update", topic, leader, [[req]], state, nodes, replicas=replicas)
     if change.sync_every is not None or change.retention_days is not None:
         plan.notes.append(
             "sync-every and retention-days are kept in etcd; nsqlookupd does not show them "

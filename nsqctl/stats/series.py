@@ -1,4 +1,5 @@
-"""Per-key sample history for the session, and the text sparkline the widgets draw."""
+"""Recent samples per key (a bounded series each) for the session, and the text sparkline
+the widgets draw."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ BARS = "▁▂▃▄▅▆▇█"
 DEFAULT_LENGTH = 120
 
 
-class History:
+class KeyedSeries:
     """Bounded series keyed by e.g. ``("channel", topic, channel, "depth")``.
 
     Keys not pushed to in a round are kept (a topic can come back); the session decides

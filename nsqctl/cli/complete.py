@@ -1,0 +1,146 @@
+"""Shell completion that knows the cluster: topics, channels, partitions and nodes from the
+nsqlookupd the command would talk to (profiles complete in :mod:`nsqctl.cli.common`, beside
+the option, since this module resolves the cluster through it).
+
+A completion runs while the user waits at a prompt, so every answer has one short
+deadline for all of its requests, and anything that goes wrong (no cluster configured,
+lookupd down or silent, a body that is not what we expect) completes nothing rather
+than printing an error into the shell. The cluster is resolved exactly as the command
+would resolve it: flags already typed on the line, then the environment, then the
+profile.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+import typer
+
+from nsqctl.errors import NsqctlError
+
+#: seconds one completion may spend on the network, all requests together
+DEADLINE = 0.5
+
+
+class TypedLine(Protocol):
+    """What completion reads of a click context: the values parsed so far, and the
+    group's context above it."""
+
+    @property
+    def params(self) -> dict[str, Any]: ...
+
+    @property
+    def parent(self) -> TypedLine | None: ...
+
+
+def _typed(ctx: TypedLine) -> dict[str, Any]:
+    """The values typed so far on the line, the command's own winning over its groups'."""
+    values: dict[str, Any] = {}
+    node: TypedLine | None = ctx
+    while node is not None:
+        for key, value in node.params.items():
+            values.setdefault(key, value)
+        node = node.parent
+    return values
+
+
+def _lookupds(ctx: typer.Context) -> list[str]:
+    from nsqctl.cli.common import resolve_cluster
+
+    typed = _typed(ctx)
+    try:
+        selection = resolve_cluster(
+            typed.get("lookupd"),
+            typed.get("nsqd"),
+            typed.get("profile"),
+            typed.get("nsqd_http"),
+            require=None,
+        )
+    except NsqctlError:
+        return []
+    return list(selection.lookupd)
+
+
+def _get(ctx: typer.Context, path: str, params: dict[str, str] | None = None) -> list[Any]:
+    """The unwrapped JSON bodies of ``GET path`` from each lookupd, within the deadline."""
+    import httpx
+
+    from nsqctl.lookup.model import unwrap_payload
+
+    bodies: list[Any] = []
+    deadline = time.monotonic() + DEADLINE
+    for address in _lookupds(ctx):
+        left = deadline - time.monotonic()
+        if left <= 0.05:
+            break
+        url = address if "://" in address else f"http://{address}"
+        try:
+            resp = httpx.get(f"{url}{path}", params=params, timeout=left, verify=False)
+            data, status, _text = unwrap_payload(resp.json())
+        except (httpx.HTTPError, ValueError):
+            continue
+        if resp.status_code == 200 and status == 200:
+            bodies.append(data)
+    return bodies
+
+
+def _strings(values: Iterable[Any], incomplete: str) -> list[str]:
+    found = {str(v) for v in values if isinstance(v, str | int) and not isinstance(v, bool)}
+    return sorted(v for v in found if v.startswith(incomplete))
+
+
+def topics(ctx: typer.Context, incomplete: str) -> list[str]:
+    """Topics every lookupd knows (``/topics``)."""
+    names: list[Any] = []
+    for body in _get(ctx, "/topics"):
+        if isinstance(body, dict):
+            names.extend(body.get("topics") or [])
+    return _strings(names, incomplete)
+
+
+def channels(ctx: typer.Context, incomplete: str) -> list[str]:
+    """Channels of the topic already on the line (``/channels?topic=``)."""
+    topic = _typed(ctx).get("topic")
+    if not topic:
+        return []
+    names: list[Any] = []
+    for body in _get(ctx, "/channels", {"topic": str(topic)}):
+        if isinstance(body, dict):
+            names.extend(body.get("channels") or [])
+    return _strings(names, incomplete)
+
+
+def partitions(ctx: typer.Context, incomplete: str) -> list[str]:
+    """Partition numbers of the topic on the line, from its lookup (redesign)."""
+    from nsqctl.lookup.model import LookupProtocolError, parse_lookup_response
+
+    topic = _typed(ctx).get("topic")
+    if not topic:
+        return []
+    found: list[int] = []
+    for body in _get(ctx, "/lookup", {"topic": str(topic), "metainfo": "true"}):
+        try:
+            answer = parse_lookup_response(body)
+        except LookupProtocolError:
+            continue
+        found.extend(answer.partitions)
+        if answer.meta is not None and answer.meta.valid:
+            found.extend(range(answer.meta.partition_num))
+    return _strings(found, incomplete)
+
+
+def nodes(ctx: typer.Context, incomplete: str) -> list[str]:
+    """nsqd nodes (their HTTP addresses, as ``lookup`` and ``dash`` show them)."""
+    addresses: list[str] = []
+    for body in _get(ctx, "/nodes"):
+        producers = body.get("producers") if isinstance(body, dict) else None
+        for producer in producers or []:
+            if not isinstance(producer, dict):
+                continue
+            host = producer.get("broadcast_address") or producer.get("hostname")
+            port = producer.get("http_port")
+            if host and port:
+                addresses.append(f"{host}:{port}")
+    return _strings(addresses, incomplete)

@@ -1,0 +1,237 @@
+"""One publish call from first try to OK or final error: route, connect, send, and on
+failure refresh and try again.
+
+"This partition moved" errors (NOT_LEADER, NOT_WRITABLE, TOPIC_NOT_EXIST) and lost
+connections drop the topic's connections, mark its topology stale and retry, on the
+:class:`~nsqctl.producer.failover.RetryClock`: a few quick attempts for a topic not yet
+written, up to the failover window for one that was. Bad messages are raised at once.
+
+A keyed publish (partition or shard key) holds a ticket, its call order, and sends on its
+route in ticket order across retries (:mod:`nsqctl.producer.ordering`): pipelined while
+the route is healthy, one at a time after a failure until the calls from before it are
+settled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from nsqctl import protocol as p
+from nsqctl.addresses import HostPort
+from nsqctl.connection import Connection
+from nsqctl.errors import (
+    ConnectError,
+    ConnectionClosedError,
+    NoSuchPartitionError,
+    NsqctlError,
+    PartitionUnavailableError,
+    PublishError,
+)
+from nsqctl.failover import FailoverEvent, FailoverHook
+from nsqctl.lookup.model import Topology
+from nsqctl.producer.discovery import TopologyCache
+from nsqctl.producer.failover import FailoverNotes, RetryClock, RetryPolicy
+from nsqctl.producer.ordering import RouteOrder, TicketLine
+from nsqctl.producer.pool import ConnectionPool
+from nsqctl.producer.routing import Router, Target
+from nsqctl.sharding import ShardKey
+
+__all__ = ["PublishCall", "RetryLoop", "Send"]
+
+log = logging.getLogger("nsqctl.producer")
+
+T = TypeVar("T")
+
+#: Sends one command on a connection (with the partition argument it takes) and returns
+#: what the publish call returns; raises to fail the attempt.
+Send = Callable[[Connection, int | None], Awaitable[T]]
+
+
+@dataclass
+class PublishCall:
+    """The state of one publish call across its attempts (from :meth:`RetryLoop.begin`)."""
+
+    topic: str
+    partition: int | None
+    shard_key: ShardKey | None
+    clock: RetryClock
+    line: TicketLine | None  # keyed calls only
+    ticket: int = -1
+    order: RouteOrder | None = None  # once registered on its route
+    where: int | None = None  # the partition being waited for, once known
+    refresh: bool = False
+
+
+class RetryLoop:
+    """Runs publish calls to OK or a final error (see the module docstring)."""
+
+    def __init__(
+        self,
+        topologies: TopologyCache,
+        router: Router,
+        pool: ConnectionPool,
+        policy: RetryPolicy,
+        on_failover: FailoverHook | None = None,
+    ) -> None:
+        self.topologies = topologies
+        self.router = router
+        self.pool = pool
+        self.policy = policy
+        self.on_failover = on_failover
+        self._notes = FailoverNotes(policy.failover_window)
+        self._written: set[str] = set()  # topics that took a publish: failover rides
+        self._tickets: dict[str, TicketLine] = {}
+        self._routes: dict[tuple[str, int | HostPort], RouteOrder] = {}
+
+    def begin(self, topic: str, partition: int | None, shard_key: ShardKey | None) -> PublishCall:
+        """A new publish call, in call order: a keyed call takes its ticket here, before
+        any await, so calls begun one after the other send in that order. Every call
+        begun must be :meth:`run` or :meth:`end`-ed, or later keyed calls of its topic
+        wait for it forever."""
+        clock = RetryClock(self.policy, time.monotonic(), topic in self._written)
+        call = PublishCall(topic, partition, shard_key, clock, None, where=partition)
+        if partition is not None or shard_key is not None:
+            call.line = self._tickets.setdefault(topic, TicketLine())
+            call.ticket = call.line.take()
+        return call
+
+    def end(self, call: PublishCall) -> None:
+        """Release the call's place in order (done, failed, cancelled, or never run).
+        Idempotent; :meth:`run` ends its call itself."""
+        if call.line is not None:
+            call.line.passed(call.ticket)  # no-op once registered
+        if call.order is not None:
+            call.order.settle(call.ticket)
+
+    async def run(self, call: PublishCall, send: Send[T]) -> T:
+        """Publish with ``send`` until OK; raise the error that ends it."""
+        topic = call.topic
+        try:
+            while True:
+                try:
+                    result, conn = await self._attempt(call, send)
+                except NoSuchPartitionError:
+                    raise
+                except p.ServerError as err:
+                    if not (err.retryable_on_publish or err.needs_lookup_refresh):
+                        err.topic = err.topic or topic
+                        raise
+                    if err.needs_lookup_refresh:
+                        await self.pool.drop_topic(topic)
+                    last: BaseException = err
+                except (ConnectionClosedError, ConnectError) as err:
+                    last = err  # a closed connection already left the pool
+                except PublishError as err:  # no writable leader / topic not (yet) known
+                    last = err
+                except NsqctlError as err:
+                    if not (call.clock.may_ride and self.topologies.is_lookup_outage(err)):
+                        raise
+                    last = err  # every lookupd down during a failover (e.g. restarted)
+                else:
+                    self._succeeded(call, conn)
+                    return result
+                await self._before_retry(call, last)
+        finally:
+            self.end(call)
+
+    async def _attempt(self, call: PublishCall, send: Send[T]) -> tuple[T, Connection]:
+        topic = call.topic
+        topo = await self.topologies.get(topic, call.refresh)
+        if call.where is None and topo.partition_num == 1 and topo.is_redesign:
+            call.where = 0
+        try:
+            target = self.router.choose(topic, topo, call.partition, call.shard_key)
+        except PartitionUnavailableError as err:
+            if err.partition is not None:
+                if call.line is not None and call.order is None:
+                    await self._register(call, call.line, err.partition)
+                call.where = err.partition
+            raise
+        if target.partition is not None:
+            call.where = target.partition
+        if call.line is not None and call.order is None:  # keyed, first time routed
+            await self._register(call, call.line, target.route)
+        if call.order is not None:
+            target = await self._turn(call, call.order, topo, target)
+        conn = await self.pool.connection(topic, target)
+        return await send(conn, conn.partition_arg(target.partition)), conn
+
+    async def _register(self, call: PublishCall, line: TicketLine, route: int | HostPort) -> None:
+        """Register a keyed call's ticket on its route once every earlier ticket of the
+        topic has (a later call that found the topology cached must not overtake)."""
+        await line.turn(call.ticket)
+        call.order = self._routes.setdefault((call.topic, route), RouteOrder())
+        call.order.register(call.ticket)
+        line.passed(call.ticket)
+
+    async def _turn(
+        self, call: PublishCall, order: RouteOrder, topo: Topology, target: Target
+    ) -> Target:
+        """Wait until the call may send on its route; the target to send to then."""
+        if order.recovering:
+            log.debug("%s ticket %d for route %s waits: %s",
+                      call.topic, call.ticket, target.route, order.describe())  # fmt: skip
+        if not await order.turn(call.ticket):
+            return target
+        # It waited behind a recovery, maybe since before the election: send where the
+        # ticket that went before it just succeeded, not to the leader it saw then (a
+        # burst of waiters split between a dead leader and the new one would land out of
+        # order).
+        topo = self.topologies.cached(call.topic) or topo
+        return self.router.choose(call.topic, topo, call.partition, call.shard_key)
+
+    def _succeeded(self, call: PublishCall, conn: Connection) -> None:
+        self._written.add(call.topic)
+        clock = call.clock
+        if clock.attempts:
+            log.debug("%s ticket %d accepted by %s after %d failure(s)",
+                      call.topic, call.ticket, conn.address, clock.attempts)  # fmt: skip
+        if clock.riding:
+            waited = clock.waited(time.monotonic())
+            self._report(self._notes.resumed(call.topic, call.where, waited, str(conn.address)))
+
+    async def _before_retry(self, call: PublishCall, last: BaseException) -> None:
+        """Record the failure; wait before the next attempt, or raise the final error."""
+        if call.order is not None:
+            call.order.failed(call.ticket)
+        call.refresh = True
+        self.topologies.mark_stale(call.topic)
+        now = time.monotonic()
+        delay = call.clock.failed(now, leader_lost=True)
+        if delay is None:
+            raise self._gave_up(call, last)
+        if call.clock.riding:
+            waited = call.clock.waited(now)
+            self._report(self._notes.waiting(call.topic, call.where, waited, str(last), now))
+        log.info("publish to %s failed (%s); ticket %d retry %d in %.2fs",
+                 call.topic, last, call.ticket, call.clock.attempts, delay)  # fmt: skip
+        await asyncio.sleep(delay)
+
+    def _gave_up(self, call: PublishCall, last: BaseException) -> PublishError:
+        topic, clock = call.topic, call.clock
+        if clock.riding:
+            window = self.policy.failover_window
+            place = topic if call.where is None else f"{topic}/{call.where}"
+            return PartitionUnavailableError(
+                f"no leader took the publish to {place} within the failover window "
+                f"({window:.0f}s): {last}; check `nsqctl lookup {topic}`",
+                call.where,
+                setting="failover_window",
+            )
+        if isinstance(last, PublishError):
+            return last
+        return PublishError(
+            f"publish to topic {topic!r} failed after {clock.attempts} attempt(s): {last}"
+        )
+
+    def _report(self, event: FailoverEvent | None) -> None:
+        if event is None:
+            return
+        log.info("%s", event.describe())
+        if self.on_failover is not None:
+            self.on_failover(event)

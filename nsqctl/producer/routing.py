@@ -1,0 +1,143 @@
+"""Where one publish goes: a topic's topology plus the call's partition or shard key give
+one nsqd (and, on the redesign, one partition).
+
+Pure: no IO, no asyncio, no clock. The producer looks the topology up and opens the
+connection; this module only decides, so every routing rule is tested without servers.
+
+The rules:
+
+* ``partition=``: that partition's writable leader (redesign only). A partition beyond
+  the topic's count cannot appear by waiting (:class:`NoSuchPartitionError`); one without
+  a leader now may get one (:class:`PartitionUnavailableError`, the caller retries).
+* ``shard_key=``: ``hash(key) mod partition_num`` on the redesign (the count from the
+  lookup ``meta``, as the official clients compute it), or one nsqd chosen the same way
+  over the sorted node list on the original. Never another partition when the key's has
+  no leader: that would break the key's order.
+* neither: round-robin over the writable partitions (redesign) or nodes (original).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from nsqctl.addresses import HostPort
+from nsqctl.errors import (
+    ConfigError,
+    NoSuchPartitionError,
+    PartitionUnavailableError,
+    PublishError,
+)
+from nsqctl.lookup.model import Peer, Topology
+from nsqctl.sharding import DEFAULT_HASH, ShardKey, partition_for_key, pick_node_for_key
+
+__all__ = ["Router", "Target", "check_partition", "no_writable_nsqd"]
+
+
+@dataclass(frozen=True)
+class Target:
+    """One nsqd to publish to, and the partition on it (None on the original family)."""
+
+    peer: Peer
+    partition: int | None
+
+    @property
+    def key(self) -> tuple[str, int | None]:
+        """(nsqd TCP address, partition): what :meth:`Producer.route` answers."""
+        return (str(self.peer.tcp_address), self.partition)
+
+    @property
+    def route(self) -> int | HostPort:
+        """The ordering domain: the partition on the redesign, the node on the original."""
+        return self.peer.tcp_address if self.partition is None else self.partition
+
+
+def check_partition(partition: int | None) -> None:
+    """Reject a partition number no topic can have, before any lookup: waiting for a
+    leader of partition -1 would only run out the retry budget."""
+    if partition is None:
+        return
+    if isinstance(partition, bool) or not isinstance(partition, int) or partition < 0:
+        raise ConfigError(
+            f"bad partition {partition!r}: partitions are numbered from 0", setting="partition"
+        )
+
+
+def no_writable_nsqd(topic: str, topo: Topology) -> PublishError:
+    """The error for a topology with nothing to publish to."""
+    if topo.topic_not_found:
+        return PublishError(
+            f"topic {topic!r} does not exist on any lookupd: create it first "
+            f"(`nsqctl topic create {topic}`)"
+        )
+    return PublishError(f"no writable nsqd for topic {topic!r}: check `nsqctl lookup {topic}`")
+
+
+class Router:
+    """Chooses a :class:`Target` per publish; holds only the round-robin position of each
+    topic (so unkeyed publishes spread over partitions and nodes)."""
+
+    def __init__(self, hash: str = DEFAULT_HASH) -> None:
+        self.hash = hash
+        self._rr: dict[str, itertools.count[int]] = {}
+
+    def choose(
+        self, topic: str, topo: Topology, partition: int | None, shard_key: ShardKey | None
+    ) -> Target:
+        if partition is not None:
+            return self._pinned(topic, topo, partition)
+        if shard_key is not None:
+            return self._sharded(topic, topo, shard_key)
+        targets = topo.targets()
+        if not targets:
+            raise no_writable_nsqd(topic, topo)
+        counter = self._rr.setdefault(topic, itertools.count())
+        peer, part = targets[next(counter) % len(targets)]
+        return Target(peer, part)
+
+    def _pinned(self, topic: str, topo: Topology, partition: int) -> Target:
+        if not topo.is_redesign and not topo.partitions:
+            raise ConfigError(
+                f"topic {topic!r} is on original NSQ servers, which have no partitions: "
+                "publish without a partition",
+                setting="partition",
+            )
+        peer = topo.partitions.get(partition)
+        if peer is not None:
+            return Target(peer, partition)
+        num = topo.partition_num if topo.meta is not None else 0
+        if 0 < num <= partition:
+            raise NoSuchPartitionError(
+                f"topic {topic!r} has {num} partition(s), numbered 0-{num - 1}: "
+                f"there is no partition {partition}",
+                partition,
+                setting="partition",
+            )
+        raise PartitionUnavailableError(
+            f"partition {partition} of topic {topic!r} has no writable leader right now"
+            f" (known: {sorted(topo.partitions) or 'none'}); check `nsqctl lookup {topic}`",
+            partition,
+        )
+
+    def _sharded(self, topic: str, topo: Topology, shard_key: ShardKey) -> Target:
+        if topo.partitions or topo.is_redesign:
+            num = topo.partition_num
+            if num <= 0:
+                raise PartitionUnavailableError(
+                    f"topic {topic!r} has no partition count in its lookup meta yet: cannot "
+                    "shard; check that it exists (`nsqctl lookup`)"
+                )
+            part = partition_for_key(shard_key, num, self.hash)
+            peer = topo.partitions.get(part)
+            if peer is None:
+                raise PartitionUnavailableError(
+                    f"shard key maps to partition {part} of topic {topic!r}, which has no "
+                    "writable leader right now; not rerouting (that would break order)",
+                    part,
+                )
+            return Target(peer, part)
+        nodes = {peer.tcp_address: peer for peer in topo.producers}
+        if not nodes:
+            raise no_writable_nsqd(topic, topo)
+        chosen = pick_node_for_key(shard_key, list(nodes), self.hash)
+        return Target(nodes[chosen], None)

@@ -1,0 +1,147 @@
+"""How ``nsqctl pub`` ends when its surroundings are unusual: stderr or stdin closed by
+the shell, SIGINT mid-stream, a partition number no topic can have. Real subprocesses
+against the real session clusters; what was stored is read from nsqd's ``/stats``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import subprocess
+import time
+import uuid
+
+import httpx
+import pytest
+
+from nsqctl.errors import ConfigError
+from nsqctl.producer import Producer
+from nsqctl.servers import cluster
+from tests.helpers.cli import NSQCTL, assert_one_line_error, clean_env
+from tests.helpers.redesign import TopicSpec, create_topics, message_counts
+
+
+def _topic(prefix: str) -> str:
+    return f"cli_exit_{prefix}_{uuid.uuid4().hex[:8]}"
+
+
+def _stored(http: str, topic: str) -> int:
+    """Messages the nsqd took for ``topic`` (original family)."""
+    data = httpx.get(f"http://{http}/stats", params={"format": "json", "topic": topic}).json()
+    return sum(
+        int(t["message_count"]) for t in data.get("topics") or [] if t["topic_name"] == topic
+    )
+
+
+def _shell(redirect: str, *args: str) -> subprocess.CompletedProcess[bytes]:
+    """``nsqctl ARGS REDIRECT`` through sh, so the shell closes the descriptor itself."""
+    return subprocess.run(
+        ["sh", "-c", f'exec "$@" {redirect}', "sh", NSQCTL, *args],
+        capture_output=True,
+        env=clean_env(),
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.mark.original
+def test_pub_with_stderr_closed_still_publishes(original_cluster: cluster.Cluster) -> None:
+    """``2>&-``: nowhere to show progress, but the messages go and the exit code says so."""
+    c = original_cluster
+    topic = _topic("noerr")
+    proc = _shell("2>&-", "pub", topic, "a", "b", "--nsqd", c.nsqd_tcp[0])
+    assert proc.returncode == 0, proc.stdout
+    assert _stored(c.nsqd_http[0], topic) == 2
+    proc = _shell("2>&-", "pub", topic, "c", "--json", "--nsqd", c.nsqd_tcp[0])
+    assert proc.returncode == 0
+    assert json.loads(proc.stdout) == {
+        "topic": topic,
+        "published": 1,
+        "unpublished": 0,
+        "error": None,
+    }
+    assert _stored(c.nsqd_http[0], topic) == 3
+
+
+@pytest.mark.original
+def test_pub_with_stdin_closed_is_a_one_line_usage_error(
+    original_cluster: cluster.Cluster,
+) -> None:
+    topic = _topic("noin")
+    proc = _shell("<&-", "pub", topic, "--nsqd", original_cluster.nsqd_tcp[0])
+    line = assert_one_line_error(proc, 2)
+    assert "stdin is closed" in line
+    proc = _shell("<&-", "pub", topic, "--binary", "--nsqd", original_cluster.nsqd_tcp[0])
+    assert "stdin is closed" in assert_one_line_error(proc, 2)
+    assert _stored(original_cluster.nsqd_http[0], topic) == 0
+
+
+@pytest.mark.original
+def test_sigint_says_how_many_messages_were_published(original_cluster: cluster.Cluster) -> None:
+    """Ctrl-C while stdin is still open: exit 130, and stderr and the --json report count
+    what got OK."""
+    c = original_cluster
+    topic = _topic("sigint")
+    proc = subprocess.Popen(
+        [NSQCTL, "pub", topic, "--json", "--nsqd", c.nsqd_tcp[0]],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=clean_env(),
+    )
+    try:
+        assert proc.stdin is not None
+        proc.stdin.write(b"".join(b"m%d\n" % i for i in range(25)))
+        proc.stdin.flush()  # stdin stays open: pub waits for more input
+        deadline = time.monotonic() + 30
+        while _stored(c.nsqd_http[0], topic) < 25:
+            assert time.monotonic() < deadline, "the 25 lines were not published"
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert b"Traceback" not in err, err
+    assert f"interrupted: 25 message(s) published to {topic}".encode() in err, err
+    assert json.loads(out) == {
+        "topic": topic,
+        "published": 25,
+        "unpublished": 0,
+        "error": "interrupted",
+    }
+
+
+@pytest.mark.redesign
+def test_negative_partition_is_bad_input_on_the_redesign(
+    redesign_cluster: cluster.Cluster,
+) -> None:
+    """Partition -1 cannot get a leader by waiting: rejected at once, exit 2, as the
+    original family rejects any partition."""
+    c = redesign_cluster
+    topic = _topic("negpart")
+    asyncio.run(create_topics(c.lookupd_http, {topic: TopicSpec(partitions=2)}))
+    started = time.monotonic()
+    proc = subprocess.run(
+        [NSQCTL, "pub", topic, "x", "--partition", "-1", "--lookupd", c.lookupd_http[0]],
+        capture_output=True,
+        env=clean_env(),
+        timeout=60,
+        check=False,
+    )
+    line = assert_one_line_error(proc, 2)
+    assert "'--partition': -1 is not in the range x>=0" in line
+
+    async def library() -> None:
+        async with Producer(lookupd_http=c.lookupd_http) as producer:
+            with pytest.raises(ConfigError, match="numbered from 0") as err:
+                await producer.publish(topic, b"x", partition=-1)
+            assert err.value.setting == "partition"
+
+    asyncio.run(library())
+    assert time.monotonic() - started < 3  # no retry budget was spent waiting
+    assert message_counts(c, topic) == {0: 0, 1: 0}

@@ -1,0 +1,40 @@
+"""The CLI's wording of library errors: the setting an error names becomes a flag."""
+
+from __future__ import annotations
+
+from nsqctl.cli.errors import SETTING_FLAGS, cli_message
+from nsqctl.errors import FailoverTimeoutError, NsqctlError
+
+
+def test_a_named_setting_gains_its_flag() -> None:
+    err = FailoverTimeoutError("no leader for t/0 within 180s", 0, setting="failover_window")
+    assert cli_message(err) == "no leader for t/0 within 180s (flag: --failover-window SECONDS)"
+
+
+def test_no_setting_or_an_unknown_one_leaves_the_message_alone() -> None:
+    assert cli_message(NsqctlError("plain")) == "plain"
+    assert cli_message(NsqctlError("odd", setting="no_such_setting")) == "odd"
+
+
+def test_a_message_that_already_names_the_flag_is_not_repeated() -> None:
+    err = NsqctlError("pass --partition 0..3", setting="partition")
+    assert cli_message(err) == "pass --partition 0..3"
+
+
+def test_every_flag_is_one_the_cli_has() -> None:
+    from nsqctl.cli.app import root_command
+
+    flags: set[str] = set()
+
+    def walk(cmd: object) -> None:
+        for param in getattr(cmd, "params", []):
+            flags.update(o for o in param.opts if o.startswith("--"))
+        for sub in getattr(cmd, "commands", {}).values():
+            walk(sub)
+
+    walk(root_command())
+    for setting, advice in SETTING_FLAGS.items():
+        words = advice.replace("/", " ").replace(";", " ").replace("`", " ").split()
+        named = [w for w in words if w.startswith("--")]
+        assert named, setting
+        assert set(named) <= flags, (setting, set(named) - flags)

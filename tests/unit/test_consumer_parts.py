@@ -1,0 +1,405 @@
+"""The Consumer's collaborators on their own, without sockets: typed options, the delivery
+path (hand-out, FIN/REQ, closing gives back once), flow control (RDY on the right
+connection, the closed window), the connection set (with a fake ``dial``) and the leader
+watch.
+
+The connections here are :class:`FakeConn`, a recorder of the commands a consumer sends:
+these tests check the consumer's own decisions, which a real nsqd cannot show one by one
+(tests/integration/test_consumer.py checks the same paths against a real nsqd).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+import random
+from typing import Any, cast
+
+import pytest
+
+from nsqctl import protocol as p
+from nsqctl.addresses import HostPort, parse_address
+from nsqctl.connection import Connection
+from nsqctl.consumer import Consumer, ConsumerOptions, ConsumerStats, FailoverEvent
+from nsqctl.consumer.connections import ConnectionSet, Target
+from nsqctl.consumer.delivery import END_OF_STREAM, DeliveryPath
+from nsqctl.consumer.failover import PartitionWatch
+from nsqctl.consumer.leaders import LeaderWatch
+from nsqctl.consumer.options import OPTION_NAMES
+from nsqctl.consumer.rdy import FlowControl
+from nsqctl.errors import ConfigError, FailoverTimeoutError
+from nsqctl.flow import BackoffController, RdyController
+from nsqctl.lookup.model import Topology
+from nsqctl.message import Message
+from nsqctl.protocol.message import RawMessage
+from tests.helpers.wait import wait_for
+
+NSQD = "127.0.0.1:4150"
+
+
+class FakeConn:
+    """Records what a consumer sends on a connection (no socket)."""
+
+    def __init__(self, address: str = NSQD) -> None:
+        self.address = parse_address(address)
+        self.identify = None
+        self.max_rdy_count = 2500
+        self.is_open = True
+        self.remote_address = address
+        self.local_address = "127.0.0.1:50000"
+        self.fins: list[list[bytes]] = []
+        self.reqs: list[tuple[bytes, int]] = []
+        self.rdys: list[int] = []
+        self.subscribed: tuple[str, str, int | None] | None = None
+        self.subscribe_error: BaseException | None = None
+        self.on_close: Any = None
+
+    def fin_many(self, ids: list[bytes]) -> None:
+        self.fins.append(list(ids))
+
+    def req(self, msg_id: bytes, delay_ms: int) -> None:
+        self.reqs.append((msg_id, delay_ms))
+
+    def rdy(self, count: int) -> None:
+        self.rdys.append(count)
+
+    async def subscribe(
+        self, topic: str, channel: str, partition: int | None = None, **_: object
+    ) -> None:
+        if self.subscribe_error is not None:
+            raise self.subscribe_error
+        self.subscribed = (topic, channel, partition)
+
+    async def close(self) -> None:
+        self.is_open = False
+
+    def breaks(self, reason: str = "reset") -> None:
+        """The server side went away."""
+        self.is_open = False
+        self.on_close(self, ConnectionError(reason))
+
+
+def raw(n: int, attempts: int = 1, offset: int | None = None) -> RawMessage:
+    return RawMessage(
+        id=b"%016d" % n,
+        timestamp=0,
+        attempts=attempts,
+        body=b"m%d" % n,
+        internal_id=None if offset is None else n,
+        offset=offset,
+        size=None if offset is None else 10,
+    )
+
+
+def as_conn(fake: FakeConn) -> Connection:
+    return cast(Connection, fake)
+
+
+def make_path(
+    handler: Any = None, **option_overrides: Any
+) -> tuple[DeliveryPath, FlowControl, LeaderWatch, ConsumerStats]:
+    options = dataclasses.replace(ConsumerOptions(max_in_flight=50), **option_overrides)
+    stats = ConsumerStats()
+    flow = FlowControl(
+        RdyController(options.max_in_flight, rng=random.Random(1), fixed_rdy_one=options.ordered),
+        BackoffController(backoff_multiplier=0.01),
+        None,
+    )
+    leaders = LeaderWatch(
+        "t", options.failover_window, stats, refresh=None, on_failover=None, on_fatal=print
+    )
+    path = DeliveryPath(
+        "t",
+        "c",
+        options,
+        stats,
+        flow,
+        leaders,
+        handler=handler,
+        giving_up=lambda msg: None,
+    )
+    return path, flow, leaders, stats
+
+
+def connect(path: DeliveryPath, flow: FlowControl, fake: FakeConn) -> Connection:
+    conn = as_conn(fake)
+    path.add(conn, None)
+    flow.add_connection(conn, 0.0)
+    return conn
+
+
+def reqs_by_id(*fakes: FakeConn) -> dict[bytes, int]:
+    counts: dict[bytes, int] = {}
+    for fake in fakes:
+        for msg_id, _delay in fake.reqs:
+            counts[msg_id] = counts.get(msg_id, 0) + 1
+    return counts
+
+
+# -- options --------------------------------------------------------------------------------
+
+
+def test_options_are_frozen_and_overrides_compose_without_changing_the_callers() -> None:
+    base = ConsumerOptions(max_in_flight=7, max_attempts=3)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        base.max_in_flight = 9  # type: ignore[misc]
+    consumer = Consumer("t", "c", nsqd_tcp=[NSQD], options=base, max_in_flight=50, start=None)
+    assert consumer.options.max_in_flight == 50 and consumer.options.max_attempts == 3
+    assert base == ConsumerOptions(max_in_flight=7, max_attempts=3)  # untouched
+    plain = Consumer("t", "c", nsqd_tcp=[NSQD], options=base)
+    assert plain.options == base
+
+
+def test_every_option_is_a_typed_keyword_of_consumer() -> None:
+    params = inspect.signature(Consumer.__init__).parameters
+    assert set(params) >= OPTION_NAMES
+    assert all(params[name].kind is inspect.Parameter.KEYWORD_ONLY for name in OPTION_NAMES)
+    assert not any(q.kind is inspect.Parameter.VAR_KEYWORD for q in params.values())
+    with pytest.raises(TypeError, match="max_atempts"):
+        Consumer("t", "c", nsqd_tcp=[NSQD], max_atempts=5)  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "setting"),
+    [
+        ({"max_in_flight": -1}, "max_in_flight"),
+        ({"max_attempts": -2}, "max_attempts"),
+        ({"max_in_flight": 2.5}, "max_in_flight"),
+        ({"backoff_multiplier": 0}, "backoff_multiplier"),
+        ({"default_requeue_delay": -1}, "default_requeue_delay"),
+        ({"max_rate": 0}, "max_rate"),
+        ({"connect_timeout": -1}, "connect_timeout"),
+        ({"failover_window": float("nan")}, "failover_window"),
+        ({"lookup_jitter": 1.5}, "lookup_jitter"),
+        ({"reconnect_initial": 5.0, "reconnect_max": 1.0}, "reconnect_max"),
+        ({"partitions": [0, -1]}, "partitions"),
+        ({"ordered": True, "start": "earliest"}, "start"),
+    ],
+)
+def test_bad_option_values_fail_at_construction(overrides: dict[str, Any], setting: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        Consumer("t", "c", nsqd_tcp=[NSQD], **overrides)
+    assert caught.value.setting == setting
+    assert "--" not in str(caught.value)  # library words, no CLI flags
+
+
+def test_no_cluster_names_the_library_settings() -> None:
+    with pytest.raises(ConfigError) as caught:
+        Consumer("t", "c")
+    assert caught.value.setting == "lookupd_http"
+    assert "lookupd_http=" in str(caught.value) and "--" not in str(caught.value)
+
+
+# -- delivery path --------------------------------------------------------------------------
+
+
+async def test_a_read_is_handled_and_fined_in_one_write() -> None:
+    seen: list[bytes] = []
+    path, flow, _, stats = make_path(lambda msg: seen.append(msg.body))
+    fake = FakeConn()
+    conn = connect(path, flow, fake)
+    path.on_messages(conn, [raw(1), raw(2), raw(3)])
+    assert seen == [b"m1", b"m2", b"m3"]
+    assert fake.fins == [[raw(1).id, raw(2).id, raw(3).id]]
+    assert stats.finished == 3 and path.in_flight == 0 and not fake.reqs
+
+
+async def test_closing_gives_back_queued_and_late_messages_once() -> None:
+    path, flow, _, stats = make_path()  # iterator form
+    fake = FakeConn()
+    conn = connect(path, flow, fake)
+    path.on_messages(conn, [raw(n) for n in range(5)])
+    queue = path.queue
+    assert queue is not None
+    taken = [queue.get_nowait(), queue.get_nowait()]
+    taken[0].finish()
+
+    flow.close_window(0.0)
+    assert fake.rdys[-1] == 0  # RDY 0 first
+    assert path.close() == 3
+    assert path.close() == 0  # a second close gives nothing back again
+    path.on_messages(conn, [raw(5), raw(6)])  # sent before nsqd saw RDY 0
+
+    assert reqs_by_id(fake) == {raw(n).id: 1 for n in (2, 3, 4, 5, 6)}
+    assert all(delay == 0 for _id, delay in fake.reqs)
+    assert queue.get_nowait() is END_OF_STREAM and queue.empty()
+    assert stats.requeued == 5 and flow.backoff.level == 0  # given back, not failed
+    assert path.in_flight == 1  # the taken, unanswered one: close waits for it
+    taken[1].finish()
+    assert path.in_flight == 0
+    assert await path.wait_idle(0.0) == 0
+    assert fake.fins == [[raw(0).id], [raw(1).id]]
+
+
+async def test_closing_hands_out_nothing_to_a_handler() -> None:
+    handled: list[Message] = []
+    path, flow, _, stats = make_path(handled.append)
+    fake = FakeConn()
+    conn = connect(path, flow, fake)
+    path.close()
+    path.on_messages(conn, [raw(1), raw(2)])
+    assert handled == [] and reqs_by_id(fake) == {raw(1).id: 1, raw(2).id: 1}
+    assert stats.requeued == 2 and path.in_flight == 0
+
+
+async def test_failing_handler_requeues_with_backoff() -> None:
+    def fail(msg: Message) -> None:
+        raise RuntimeError("no")
+
+    path, flow, _, stats = make_path(fail, default_requeue_delay=2.0)
+    fake = FakeConn()
+    conn = connect(path, flow, fake)
+    path.on_messages(conn, [raw(1, attempts=3)])
+    assert fake.reqs == [(raw(1).id, 6000)]  # attempts x the default delay
+    assert stats.requeued == 1 and flow.backoff.level == 1
+
+
+async def test_ordered_second_copy_of_a_message_in_hand_is_dropped() -> None:
+    kept: list[Message] = []
+
+    def keep(msg: Message) -> None:
+        msg.disable_auto_response()
+        kept.append(msg)
+
+    path, flow, _, stats = make_path(keep, ordered=True, max_in_flight=1)
+    fake = FakeConn()
+    conn = connect(path, flow, fake)
+    path.on_messages(conn, [raw(1, offset=0)])
+    path.on_messages(conn, [raw(1, offset=0)])  # the server reset the reader
+    assert len(kept) == 1 and stats.redelivered == 1
+    kept[0].finish()
+    path.on_messages(conn, [raw(1, offset=0)])  # after the FIN: FINed again, not handled
+    assert len(kept) == 1 and stats.redelivered == 2
+    assert fake.fins == [[raw(1).id], [raw(1).id]]
+
+
+# -- flow control ---------------------------------------------------------------------------
+
+
+async def test_flow_sends_rdy_on_its_connection_and_close_window_ends_the_loop() -> None:
+    flow = FlowControl(RdyController(10, rng=random.Random(1)), BackoffController(), None)
+    a, b = FakeConn("127.0.0.1:1"), FakeConn("127.0.0.1:2")
+    flow.add_connection(as_conn(a), 0.0)
+    flow.add_connection(as_conn(b), 0.0)
+    assert a.rdys == [1] and b.rdys == [1]
+    b.is_open = False
+    updates = flow.rdy.on_messages(id(b), 1, 0.0)  # b's share grows, but b is closing
+    assert [u.conn_id for u in updates] == [id(b)]
+    flow.apply(updates)
+    assert b.rdys == [1]
+    ticks: list[float] = []
+    loop = asyncio.create_task(flow.run(ticks.append))
+    await asyncio.sleep(0)
+    flow.close_window(1.0)
+    await asyncio.wait_for(loop, 2.0)
+    assert a.rdys[-1] == 0 and flow.rdy.total_rdy == 0
+
+
+# -- connection set -------------------------------------------------------------------------
+
+
+class Dialer:
+    def __init__(self) -> None:
+        self.opened: list[FakeConn] = []
+        self.fail_next = 0
+        self.subscribe_error: BaseException | None = None
+
+    async def __call__(self, address: HostPort, on_error: Any, on_close: Any) -> Connection:
+        if self.fail_next:
+            self.fail_next -= 1
+            raise OSError("refused")
+        fake = FakeConn(str(address))
+        fake.on_close = on_close
+        fake.subscribe_error = self.subscribe_error
+        self.opened.append(fake)
+        return as_conn(fake)
+
+
+def connection_set(
+    dialer: Dialer, events: list[tuple[str, Target, bool]], **option_overrides: Any
+) -> ConnectionSet:
+    options = ConsumerOptions(reconnect_initial=0.01, reconnect_max=0.02, **option_overrides)
+    return ConnectionSet(
+        "t",
+        "c",
+        options,
+        ConsumerStats(),
+        dial=dialer,
+        on_connected=lambda target, conn: events.append(("connected", target, False)),
+        on_dropped=lambda target, conn, lost: events.append(("dropped", target, lost)),
+        rng=random.Random(1),
+    )
+
+
+async def test_connection_set_connects_reconnects_and_closes() -> None:
+    dialer = Dialer()
+    dialer.fail_next = 1
+    events: list[tuple[str, Target, bool]] = []
+    conns = connection_set(dialer, events)
+    topo = Topology.from_nsqd_addresses([parse_address(NSQD)], topic="t")
+    target = (parse_address(NSQD), None)
+    await conns.sync(topo)  # the first dial fails: retried after the reconnect delay
+    await wait_for(lambda: conns.connections, 2.0, "a connection")
+    assert events == [("connected", target, False)]
+    assert dialer.opened[0].subscribed == ("t", "c", None)
+
+    dialer.opened[0].breaks()
+    assert events[-1] == ("dropped", target, True) and conns.stats.reconnects == 1
+    await wait_for(lambda: len(dialer.opened) == 2 and conns.connections, 2.0, "a reconnect")
+
+    await conns.close_all()
+    assert not conns.connections and not dialer.opened[1].is_open
+    assert conns.stats.connections == 0 and conns.fatal is None
+
+
+async def test_connection_set_refused_subscription_is_fatal() -> None:
+    dialer = Dialer()
+    dialer.subscribe_error = p.SubOrderIsMustError("E_SUB_ORDER_IS_MUST")
+    events: list[tuple[str, Target, bool]] = []
+    conns = connection_set(dialer, events, ordered=True)
+    await conns.sync(Topology.from_nsqd_addresses([parse_address(NSQD)], topic="t"))
+    assert isinstance(conns.fatal, p.SubOrderIsMustError) and events == []
+    assert not dialer.opened[0].is_open
+
+
+# -- leader watch ---------------------------------------------------------------------------
+
+
+def test_leader_watch_reports_consume_failover_events_and_times_out() -> None:
+    events: list[FailoverEvent] = []
+    fatal: list[BaseException] = []
+    refreshes: list[None] = []
+    watch = LeaderWatch(
+        "t",
+        20.0,
+        ConsumerStats(),
+        refresh=lambda: refreshes.append(None),
+        on_failover=events.append,
+        on_fatal=fatal.append,
+    )
+    watch.joined(1, "127.0.0.1:4150", 0.0)
+    assert not watch.rides(None) and watch.rides(1)
+    watch.lost(1, 10.0)
+    assert watch.waiting_for_leader(1) and refreshes
+    watch.tick(16.0)
+    assert [(e.kind, e.role, e.partition) for e in events] == [("waiting", "consume", 1)]
+    watch.joined(1, "127.0.0.1:4250", 17.0)
+    assert events[-1].kind == "resumed" and events[-1].nsqd == "127.0.0.1:4250"
+    assert watch.rejoined == {1}
+
+    watch.lost(1, 100.0)
+    watch.tick(121.0)
+    [error] = fatal
+    assert isinstance(error, FailoverTimeoutError) and error.setting == "failover_window"
+    assert error.partition == 1 and "--" not in str(error)
+    watch.tick(200.0)
+    assert len(fatal) == 1  # reported once
+
+
+def test_partition_watch_events_are_the_shared_failover_event() -> None:
+    watch = PartitionWatch("t", window=5.0)
+    watch.lost(None, 0.0)
+    event = watch.resumed(None, NSQD, 2.0)
+    assert isinstance(event, FailoverEvent) and event.role == "consume"
+    assert event.describe() == f"t: consuming again on {NSQD} after 2.0s"
