@@ -466,5 +466,11 @@ def main() -> None:
         sys.exit(err.exit_code)
     except KeyboardInterrupt:
         sys.exit(130)
+    except SystemExit as exit_:
+        # click answers a write to a closed pipe (`nsqctl ... | head`) with a quiet exit 1;
+        # a Unix tool stopped by SIGPIPE reports 128 + 13, and so does nsqctl (README).
+        if exit_.code == 1 and isinstance(exit_.__context__, BrokenPipeError):
+            sys.exit(common.SIGPIPE_STATUS)
+        raise
     if isinstance(code, int) and code:  # typer.Exit(code) in non-standalone mode
         sys.exit(code)

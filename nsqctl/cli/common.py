@@ -64,6 +64,10 @@ ProfileOption = typer.Option(
     help="Cluster profile from the config file (env NSQCTL_PROFILE).",
     autocompletion=complete_profiles,
 )
+#: the exit status when stdout's reader went away (`nsqctl ... | head`): 128 + SIGPIPE,
+#: what a Unix tool stopped by the signal reports (`yes | head` under pipefail)
+SIGPIPE_STATUS = 141
+
 JsonOption = typer.Option(False, "--json", help="Machine-readable output.")
 
 

@@ -20,7 +20,9 @@ from typing import BinaryIO
 import typer
 
 from nsqctl import protocol as p
+from nsqctl.cli import complete
 from nsqctl.cli.common import (
+    SIGPIPE_STATUS,
     ClusterSelection,
     LookupdOption,
     NsqdOption,
@@ -36,7 +38,6 @@ from nsqctl.protocol.names import validate_channel, validate_topic
 from nsqctl.tracelog import TraceLog
 
 FLUSH_INTERVAL = 0.1  # output reaches a terminal at least this often
-SIGPIPE_STATUS = 128 + signal.SIGPIPE  # the exit status when the reader went away
 
 
 def _format(msg: Message, fmt: str, print_topic: bool) -> bytes:
@@ -279,12 +280,18 @@ class TailPlan:
 
 
 def tail(
-    topic: str = typer.Argument(..., help="Topic to read."),
+    topic: str = typer.Argument(..., help="Topic to read.", autocompletion=complete.topics),
     channel: str | None = typer.Option(
-        None, "--channel", "-c", help="Channel (default: an ephemeral nsqctl_tail_<rand>)."
+        None,
+        "--channel",
+        "-c",
+        help="Channel (default: an ephemeral nsqctl_tail_<rand>).",
+        autocompletion=complete.channels,
     ),
     count: int = typer.Option(0, "--count", "-n", min=0, help="Stop after N messages."),
-    partitions: list[int] = typer.Option(None, "--partition", help="Partition(s) to read."),
+    partitions: list[int] = typer.Option(
+        None, "--partition", help="Partition(s) to read.", autocompletion=complete.partitions
+    ),
     ordered: bool = typer.Option(False, "--ordered", help="Ordered subscription (redesign)."),
     max_in_flight: int = typer.Option(200, "--max-in-flight", min=1),
     fmt: str = typer.Option("raw", "--format", help="raw | json | pretty"),

@@ -104,6 +104,11 @@ async def test_topics_channels_and_profiles_complete_from_the_cluster(
     words = ["nsqctl", "channel", "empty", "--profile", "sandbox", topic, "au"]
     offered, _ = _complete(words, flag_env)
     assert offered == ["audit"]
+    # tail: topics, and the channels of the topic on the line
+    offered, _ = _complete(["nsqctl", "tail", "compl_"], env)
+    assert topic in offered
+    offered, _ = _complete(["nsqctl", "tail", topic, "-c", ""], env)
+    assert offered == ["audit"]
     # profiles from the config file
     offered, _ = _complete(["nsqctl", "lookup", "--profile", "s"], flag_env)
     assert offered == ["sandbox", "staging"]

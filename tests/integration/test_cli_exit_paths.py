@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import time
 import uuid
@@ -407,3 +408,17 @@ def test_archive_sigterm_mid_run_writes_what_it_holds_then_fins(
 
     files = sorted((tmp_path / "out").rglob("part-*.parquet"))
     assert sum(pq.read_metadata(f).num_rows for f in files) == len(fins)  # FINed = on disk
+
+
+@pytest.mark.parametrize("args", [["completion", "bash"], ["--help"], ["topic", "--help"]])
+def test_any_command_writing_to_a_closed_pipe_exits_141_quietly(args: list[str]) -> None:
+    """Not only tail: click's own answer to EPIPE (a quiet exit 1) becomes 141 in main."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before nsqctl writes a byte
+    try:
+        proc = subprocess.run(
+            [NSQCTL, *args], stdout=write_end, stderr=subprocess.PIPE, env=clean_env(), timeout=60
+        )
+    finally:
+        os.close(write_end)
+    assert (proc.returncode, proc.stderr) == (SIGPIPE_STATUS, b"")
