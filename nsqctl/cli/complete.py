@@ -12,6 +12,7 @@ profile.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterable
 from typing import Any, Protocol
@@ -44,6 +45,48 @@ def _typed(ctx: TypedLine) -> dict[str, Any]:
             values.setdefault(key, value)
         node = node.parent
     return values
+
+
+def _words() -> list[str]:
+    """The words on the line as the shell sent them (bash: COMP_WORDS; zsh and fish:
+    _TYPER_COMPLETE_ARGS), split as a shell would."""
+    import shlex
+
+    line = os.environ.get("COMP_WORDS") or os.environ.get("_TYPER_COMPLETE_ARGS") or ""
+    try:
+        return shlex.split(line)
+    except ValueError:  # an unclosed quote while typing
+        return line.split()
+
+
+def _topic(ctx: TypedLine) -> str | None:
+    """The topic on the line. click leaves it unparsed while an option's value is being
+    completed (``tail orders -c <TAB>``), so then it is read from the words: the first
+    one after the command's name that is neither an option nor an option's value."""
+    topic = _typed(ctx).get("topic")
+    if topic:
+        return str(topic)
+    name = getattr(ctx, "info_name", None)
+    params = getattr(getattr(ctx, "command", None), "params", [])
+    takes_value = {
+        opt
+        for param in params
+        if getattr(param, "param_type_name", "") == "option" and not getattr(param, "is_flag", True)
+        for opt in getattr(param, "opts", [])
+    }
+    words = _words()
+    if name not in words:
+        return None
+    i = words.index(name) + 1
+    while i < len(words):
+        word = words[i]
+        if word in takes_value:
+            i += 2
+        elif word.startswith("-"):
+            i += 1
+        else:
+            return word
+    return None
 
 
 def _lookupds(ctx: typer.Context) -> list[str]:
@@ -102,7 +145,7 @@ def topics(ctx: typer.Context, incomplete: str) -> list[str]:
 
 def channels(ctx: typer.Context, incomplete: str) -> list[str]:
     """Channels of the topic already on the line (``/channels?topic=``)."""
-    topic = _typed(ctx).get("topic")
+    topic = _topic(ctx)
     if not topic:
         return []
     names: list[Any] = []
@@ -116,7 +159,7 @@ def partitions(ctx: typer.Context, incomplete: str) -> list[str]:
     """Partition numbers of the topic on the line, from its lookup (redesign)."""
     from nsqctl.lookup.model import LookupProtocolError, parse_lookup_response
 
-    topic = _typed(ctx).get("topic")
+    topic = _topic(ctx)
     if not topic:
         return []
     found: list[int] = []
