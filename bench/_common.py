@@ -221,8 +221,16 @@ def counters(stats: TopicPartitionStats | ChannelStats | None) -> dict[str, Any]
     """A topic's or channel's counters as JSON for the results file (no clients/channels)."""
     if stats is None:
         return None
-    names = ("message_count", "message_bytes", "depth", "in_flight_count", "deferred_count",
-             "requeue_count", "timeout_count", "client_count")  # fmt: skip
+    names = (
+        "message_count",
+        "message_bytes",
+        "depth",
+        "in_flight_count",
+        "deferred_count",
+        "requeue_count",
+        "timeout_count",
+        "client_count",
+    )
     return {n: getattr(stats, n) for n in names if hasattr(stats, n)}
 
 

@@ -86,16 +86,18 @@ class Scenario:
 
 SCENARIOS = [
     Scenario("kill-leader", "kill -9 leader", "tail", TopicSpec(1, 3)),
-    Scenario("kill-leader-ordered", "kill -9 leader", "tail --ordered",
-             TopicSpec(2, 3, ordered=True)),
+    Scenario(
+        "kill-leader-ordered", "kill -9 leader", "tail --ordered", TopicSpec(2, 3, ordered=True)
+    ),
     Scenario("kill-leader-archive", "kill -9 leader", "archive", TopicSpec(1, 3)),
     Scenario("kill-leader-r2", "kill -9 leader (replicas 2)", "tail", TopicSpec(1, 2)),
     Scenario("move-leader", "partition move", "tail", TopicSpec(1, 3)),
     Scenario("restart-lookupd", "nsqlookupd restart", "tail", TopicSpec(1, 3)),
     Scenario("restart-etcd", "etcd restart", "tail", TopicSpec(1, 3)),
-]  # fmt: skip
-QUICK_RESTART = Scenario("quick-restart", "kill -9 leader, back in 3 s", "tail", TopicSpec(1, 2),
-                         nsqd=2)  # fmt: skip
+]
+QUICK_RESTART = Scenario(
+    "quick-restart", "kill -9 leader, back in 3 s", "tail", TopicSpec(1, 2), nsqd=2
+)
 
 
 @dataclass
@@ -168,8 +170,13 @@ SPAWNED: list[subprocess.Popen[bytes]] = []
 
 
 def _spawn(args: list[str], stdin: Any = subprocess.DEVNULL) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen([NSQCTL, *args], stdin=stdin, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=clean_env())  # fmt: skip
+    proc = subprocess.Popen(
+        [NSQCTL, *args],
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=clean_env(),
+    )
     SPAWNED.append(proc)
     return proc
 
@@ -224,10 +231,26 @@ def move_leader(c: Cluster, topic: str) -> float:
     leader = leader_of(c, topic, 0)
     target = next_leader(c, leader)
     started = time.monotonic()
-    proc = subprocess.Popen([NSQCTL, "topic", "move", topic, "--partition", "0", "--to",
-                             f"127.0.0.1:{target.http_port}", "--lookupd", c.lookupd_http[0],
-                             "--wait", "240", "--yes"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=clean_env())  # fmt: skip
+    proc = subprocess.Popen(
+        [
+            NSQCTL,
+            "topic",
+            "move",
+            topic,
+            "--partition",
+            "0",
+            "--to",
+            f"127.0.0.1:{target.http_port}",
+            "--lookupd",
+            c.lookupd_http[0],
+            "--wait",
+            "240",
+            "--yes",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=clean_env(),
+    )
     SPAWNED.append(proc)
     moved: float | None = None
     while proc.poll() is None and moved is None:
@@ -250,8 +273,9 @@ def run(c: Cluster, sc: Scenario, lines_count: int, rate: int, tmp: Path) -> Row
     channels = ("t", "nsqctl_archive")
     asyncio.run(create_topics(c.lookupd_http, {topic: sc.spec}, channels))
     lookupd = c.lookupd_http[0]
-    lines = [json.dumps({"k": f"k{i % KEYS:02d}", "seq": i // KEYS}).encode()
-             for i in range(lines_count)]  # fmt: skip
+    lines = [
+        json.dumps({"k": f"k{i % KEYS:02d}", "seq": i // KEYS}).encode() for i in range(lines_count)
+    ]
     source = tmp / f"{topic}.txt"
     source.write_bytes(b"\n".join(lines) + b"\n")
     out = tmp / f"{topic}-archive"
@@ -261,15 +285,38 @@ def run(c: Cluster, sc: Scenario, lines_count: int, rate: int, tmp: Path) -> Row
         # while pub runs.
         move_leader(c, topic)
     if sc.consumer == "archive":
-        consumer = _spawn(["archive", topic, "--out", str(out), "--lookupd", lookupd,
-                           "--exit-when-idle", "90", "-q"])  # fmt: skip
+        consumer = _spawn(
+            [
+                "archive",
+                topic,
+                "--out",
+                str(out),
+                "--lookupd",
+                lookupd,
+                "--exit-when-idle",
+                "90",
+                "-q",
+            ]
+        )
     else:
         ordered = ["--ordered"] if sc.consumer.endswith("--ordered") else []
         consumer = _spawn(["tail", topic, "--lookupd", lookupd, "--channel", "t", *ordered])
     reader = Lines(consumer)
     with source.open("rb") as stdin:
-        pub = _spawn(["pub", topic, "--lookupd", lookupd, "--shard-field", "k",
-                      "--rate", str(rate), "--json"], stdin)  # fmt: skip
+        pub = _spawn(
+            [
+                "pub",
+                topic,
+                "--lookupd",
+                lookupd,
+                "--shard-field",
+                "k",
+                "--rate",
+                str(rate),
+                "--json",
+            ],
+            stdin,
+        )
     time.sleep(3.0)
     row.fault_at_s = 3.0
     fault_at = time.monotonic()
@@ -291,15 +338,21 @@ def run(c: Cluster, sc: Scenario, lines_count: int, rate: int, tmp: Path) -> Row
     _, consumer_err = consumer.communicate(timeout=300)
     row.consumer_exit = consumer.returncode
     if consumer.returncode != 0:
-        row.notes.append(consumer_err.decode().strip().splitlines()[-1][:200]
-                         if consumer_err.strip() else f"exit {consumer.returncode}")  # fmt: skip
+        row.notes.append(
+            consumer_err.decode().strip().splitlines()[-1][:200]
+            if consumer_err.strip()
+            else f"exit {consumer.returncode}"
+        )
     got = [b for _, b in reader.items]
     if sc.consumer == "archive":
         import pyarrow.dataset as ds
 
         table = ds.dataset(out, format="parquet", partitioning="hive").to_table()
-        got = list(table.sort_by([("partition", "ascending"), ("internal_id", "ascending")])
-                   .column("body").to_pylist())  # fmt: skip
+        got = list(
+            table.sort_by([("partition", "ascending"), ("internal_id", "ascending")])
+            .column("body")
+            .to_pylist()
+        )
     row.consumed = len(got)
     row.consumer_dups = len(got) - len(set(got))
     row.consumer_order_violations = order_violations(got)
@@ -311,8 +364,11 @@ def run(c: Cluster, sc: Scenario, lines_count: int, rate: int, tmp: Path) -> Row
     distinct = set(stored)
     row.stored = len(distinct)
     row.duplicates = len(stored) - len(distinct)
-    row.lost = sum(1 for body in lines[: row.okd] if body not in distinct) if (
-        row.pub_exit == 0) else max(0, row.okd - len(distinct))  # fmt: skip
+    row.lost = (
+        sum(1 for body in lines[: row.okd] if body not in distinct)
+        if (row.pub_exit == 0)
+        else max(0, row.okd - len(distinct))
+    )
     row.order_violations = order_violations(stored)
     return row
 
@@ -328,17 +384,31 @@ def read_back(c: Cluster, topic: str, spec: TopicSpec, expect: int) -> list[Mess
         errors = []
         for start in (["--virtual-offset", "0"], ["--timestamp", "1"], ["--msgcount", "1"]):
             try:
-                _nsqctl("channel", "setoffset", topic, channel, *start, "--partition", str(part),
-                        "--lookupd", lookupd, "--yes")  # fmt: skip
+                _nsqctl(
+                    "channel",
+                    "setoffset",
+                    topic,
+                    channel,
+                    *start,
+                    "--partition",
+                    str(part),
+                    "--lookupd",
+                    lookupd,
+                    "--yes",
+                )
                 break
             except RuntimeError as err:  # a truncated commit log refuses offset 0
                 errors.append(str(err))
         else:
             raise RuntimeError(f"cannot rewind {topic}/{part}: {'; '.join(errors)}")
-    kwargs: dict[str, Any] = {"ordered": True, "max_in_flight": spec.partitions} if (
-        spec.ordered) else {"max_in_flight": 200}  # fmt: skip
-    return asyncio.run(read_until_idle(c.lookupd_http, topic, channel, max(total, expect),
-                                       **kwargs))  # fmt: skip
+    kwargs: dict[str, Any] = (
+        {"ordered": True, "max_in_flight": spec.partitions}
+        if (spec.ordered)
+        else {"max_in_flight": 200}
+    )
+    return asyncio.run(
+        read_until_idle(c.lookupd_http, topic, channel, max(total, expect), **kwargs)
+    )
 
 
 def _nsqctl(*args: str, timeout: float = 120.0) -> None:
@@ -347,9 +417,15 @@ def _nsqctl(*args: str, timeout: float = 120.0) -> None:
         raise RuntimeError(f"{' '.join(args[:2])}: {proc.stderr.decode().strip()[:300]}")
 
 
-async def read_until_idle(lookupd: list[str], topic: str, channel: str, expect: int,
-                          idle: float = 15.0, timeout: float = 240.0,
-                          **kwargs: Any) -> list[Message]:  # fmt: skip
+async def read_until_idle(
+    lookupd: list[str],
+    topic: str,
+    channel: str,
+    expect: int,
+    idle: float = 15.0,
+    timeout: float = 240.0,
+    **kwargs: Any,
+) -> list[Message]:
     """Consume until ``expect`` distinct bodies came, or nothing came for ``idle`` seconds.
 
     Not a count from the partitions' stats: after a failover a new leader's
@@ -368,8 +444,11 @@ async def read_until_idle(lookupd: list[str], topic: str, channel: str, expect: 
     await consumer.start()
     try:
         start = time.monotonic()
-        while len(bodies) < expect and time.monotonic() - last < idle and (
-                time.monotonic() - start < timeout):  # fmt: skip
+        while (
+            len(bodies) < expect
+            and time.monotonic() - last < idle
+            and (time.monotonic() - start < timeout)
+        ):
             await asyncio.sleep(0.2)
         await asyncio.sleep(0.5)  # an extra copy right behind would be counted too
     finally:
@@ -416,8 +495,9 @@ def main() -> int:
                 c = by_size.get(sc.nsqd)
                 if c is None:
                     say(f"starting a redesign cluster with {sc.nsqd} nsqd")
-                    c = by_size[sc.nsqd] = cluster.start("redesign", tmp / f"c{sc.nsqd}",
-                                                         nsqd=sc.nsqd, bin_dir=bins)  # fmt: skip
+                    c = by_size[sc.nsqd] = cluster.start(
+                        "redesign", tmp / f"c{sc.nsqd}", nsqd=sc.nsqd, bin_dir=bins
+                    )
                 wait_nodes(c, sc.nsqd)
                 say(f"scenario {sc.name}: {sc.fault} during pub + {sc.consumer}")
                 try:
@@ -436,14 +516,40 @@ def main() -> int:
                 c.stop()
     print_table(
         "faults (redesign, youzan v0.3.7-HA.1.12.7)",
-        ["scenario", "OK'd", "stored", "lost", "dups", "order", "consumed", "c.dups",
-         "c.order", "fault", "pub back", "c.gap", "exits"],
-        [[r.scenario, str(r.okd), str(r.stored), str(r.lost), str(r.duplicates),
-          str(r.order_violations), str(r.consumed), str(r.consumer_dups),
-          str(r.consumer_order_violations), _secs(r.fault_s), _secs(r.pub_recover_s),
-          _secs(r.consumer_gap_s),
-          f"{r.pub_exit}/{r.consumer_exit}"] for r in rows],
-    )  # fmt: skip
+        [
+            "scenario",
+            "OK'd",
+            "stored",
+            "lost",
+            "dups",
+            "order",
+            "consumed",
+            "c.dups",
+            "c.order",
+            "fault",
+            "pub back",
+            "c.gap",
+            "exits",
+        ],
+        [
+            [
+                r.scenario,
+                str(r.okd),
+                str(r.stored),
+                str(r.lost),
+                str(r.duplicates),
+                str(r.order_violations),
+                str(r.consumed),
+                str(r.consumer_dups),
+                str(r.consumer_order_violations),
+                _secs(r.fault_s),
+                _secs(r.pub_recover_s),
+                _secs(r.consumer_gap_s),
+                f"{r.pub_exit}/{r.consumer_exit}",
+            ]
+            for r in rows
+        ],
+    )
     for r in rows:
         for note in r.notes:
             print(f"  {r.scenario}: {note}")

@@ -75,9 +75,16 @@ def synthetic_archive(out: Path, rows: int, rotate_rows: int = 100_000) -> float
     """
     writer = ArchiveWriter(out)
     ts = time.time_ns()
-    msgs = [OfflineMessage(RawMessage(ts + i, 1, b"%016x" % i, BODY, offset=i * 130, size=130),
-                           "bench", "ch", i % 4, "127.0.0.1:4150")
-            for i in range(rows)]  # fmt: skip
+    msgs = [
+        OfflineMessage(
+            RawMessage(ts + i, 1, b"%016x" % i, BODY, offset=i * 130, size=130),
+            "bench",
+            "ch",
+            i % 4,
+            "127.0.0.1:4150",
+        )
+        for i in range(rows)
+    ]
     started = time.perf_counter()
     buf: ArchiveBuffer[OfflineMessage] = ArchiveBuffer()
     for msg in msgs:
@@ -113,8 +120,10 @@ def generated_archive(out: Path, rows: int) -> bytes:
         n = min(FILE_ROWS, rows - first)
         pos = range(first, first + n)
         stamps = [ts0 + i * 1000 for i in pos]
-        hex_ids = [b"%016x" % nsqd_guid(t, i % SOURCES, i // SOURCES)
-                   for t, i in zip(stamps, pos, strict=True)]  # fmt: skip
+        hex_ids = [
+            b"%016x" % nsqd_guid(t, i % SOURCES, i // SOURCES)
+            for t, i in zip(stamps, pos, strict=True)
+        ]
         if wanted is None and first + n > rows // 2:
             wanted = next(h for h in hex_ids[rows // 2 - first :] if not h.isdigit())
         cols: dict[str, Any] = {
@@ -145,9 +154,15 @@ def end_to_end(cluster: c.Cluster, out: Path, topic: str, n: int, **where: list[
     """Time an archiver draining ``n`` messages already in ``topic``'s channel ``bench``
     (msgs/s): from its start until the last one is on disk and FINed (the idle wait and
     shutdown are not counted)."""
-    opts = ArchiveOptions(topic, "bench", out, max_in_flight=5000,
-                          policy=RotationPolicy(max_rows=2500, max_age=1.0),
-                          exit_when_idle=1.0, **where)  # fmt: skip
+    opts = ArchiveOptions(
+        topic,
+        "bench",
+        out,
+        max_in_flight=5000,
+        policy=RotationPolicy(max_rows=2500, max_age=1.0),
+        exit_when_idle=1.0,
+        **where,
+    )
     finished: list[float] = []
 
     def progress(stats: ArchiveStats) -> None:
@@ -201,8 +216,13 @@ def archive_redesign(tmp: Path, n: int, repeats: int) -> list[float]:
 
 def engine_flag(command: str) -> bool:
     """Whether ``nsqctl COMMAND`` has ``--engine`` (the in-process engine)."""
-    out = subprocess.run([bench_cli.nsqctl_exe(), command, "--help"], capture_output=True,
-                         text=True, env=_env(), timeout=60).stdout  # fmt: skip
+    out = subprocess.run(
+        [bench_cli.nsqctl_exe(), command, "--help"],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=60,
+    ).stdout
     return "--engine" in out
 
 
@@ -231,14 +251,31 @@ class Run:
 
 
 def replay(
-    name: str, archive: Path, cluster: c.Cluster, rows: int, tmp: Path,
-    flags: list[str], env: dict[str, str],
-) -> Run:  # fmt: skip
+    name: str,
+    archive: Path,
+    cluster: c.Cluster,
+    rows: int,
+    tmp: Path,
+    flags: list[str],
+    env: dict[str, str],
+) -> Run:
     """``nsqctl replay`` of the archive into a fresh topic; checked by nsqd's count."""
     topic = c.unique_topic("bench_replay")
-    cmd = [bench_cli.nsqctl_exe(), "replay", str(archive), "--to-topic", topic,
-           "--nsqd", cluster.nsqd_tcp[0], "--batch-size", "500", "-q",
-           "--checkpoint", str(tmp / f"ckpt-{topic}"), *flags]  # fmt: skip
+    cmd = [
+        bench_cli.nsqctl_exe(),
+        "replay",
+        str(archive),
+        "--to-topic",
+        topic,
+        "--nsqd",
+        cluster.nsqd_tcp[0],
+        "--batch-size",
+        "500",
+        "-q",
+        "--checkpoint",
+        str(tmp / f"ckpt-{topic}"),
+        *flags,
+    ]
     seconds, r = _run(cmd, _env({"NSQCTL_STATE_DIR": str(tmp / "state"), **env}))
     stats = c.topic_stats(cluster.nsqd_http[0], topic)
     verified = stats is not None and stats.message_count == rows
@@ -249,8 +286,15 @@ def replay(
 
 def trace(name: str, archive: Path, msg_id: bytes, rows: int, flags: list[str]) -> Run:
     """``nsqctl trace ID --archive A``: must find exactly the archived row."""
-    cmd = [bench_cli.nsqctl_exe(), "trace", msg_id.decode(), "--archive", str(archive),
-           "--json", *flags]  # fmt: skip
+    cmd = [
+        bench_cli.nsqctl_exe(),
+        "trace",
+        msg_id.decode(),
+        "--archive",
+        str(archive),
+        "--json",
+        *flags,
+    ]
     seconds, r = _run(cmd, _env())
     events = json.loads(r.stdout)["events"]
     found = [e["detail"].get("id") for e in events if e["event"] == "archived"]
@@ -267,14 +311,26 @@ def bench_archive(s: Settings, tmp: Path) -> list[dict[str, Any]]:
         c.say(f"archive writer alone: {s.writer_rows} rows")
         rates.append(synthetic_archive(tmp / "w", s.writer_rows))
         shutil.rmtree(tmp / "w", ignore_errors=True)
-    rows = [{"what": f"archive writer alone ({s.writer_rows:,} x 100 B, fsync per 100k)",
-             "msgs_per_s": c.median(rates), "runs": rates, "verified": True}]  # fmt: skip
+    rows = [
+        {
+            "what": f"archive writer alone ({s.writer_rows:,} x 100 B, fsync per 100k)",
+            "msgs_per_s": c.median(rates),
+            "runs": rates,
+            "verified": True,
+        }
+    ]
     for family, fn in (("original", archive_original), ("redesign", archive_redesign)):
         c.say(f"archive end to end, {family}: {s.archive_rows} messages x {s.repeats}")
         rates = fn(tmp, s.archive_rows, s.repeats)
         where = "1 nsqd" if family == "original" else "2 nsqd, 2-partition topic"
-        rows.append({"what": f"archive end to end, {family} ({where}, {s.archive_rows:,})",
-                     "msgs_per_s": c.median(rates), "runs": rates, "verified": True})  # fmt: skip
+        rows.append(
+            {
+                "what": f"archive end to end, {family} ({where}, {s.archive_rows:,})",
+                "msgs_per_s": c.median(rates),
+                "runs": rates,
+                "verified": True,
+            }
+        )
     return rows
 
 
@@ -303,18 +359,42 @@ def bench_replay(s: Settings, tmp: Path) -> list[dict[str, Any]]:
         for _ in range(s.repeats):
             for master in ("local[1]", "local[2]"):
                 c.say(f"replay {s.replay_rows} with {master}")
-                runs.append(replay(f"replay, Spark {master}", archive, nsq, s.replay_rows, tmp,
-                                   [*engine, "--spark-master", master], {}))  # fmt: skip
+                runs.append(
+                    replay(
+                        f"replay, Spark {master}",
+                        archive,
+                        nsq,
+                        s.replay_rows,
+                        tmp,
+                        [*engine, "--spark-master", master],
+                        {},
+                    )
+                )
             if engine:
                 c.say(f"replay {s.replay_rows} with the local engine")
-                runs.append(replay("replay, local engine", archive, nsq, s.replay_rows, tmp,
-                                   ["--engine", "local"], {}))  # fmt: skip
+                runs.append(
+                    replay(
+                        "replay, local engine",
+                        archive,
+                        nsq,
+                        s.replay_rows,
+                        tmp,
+                        ["--engine", "local"],
+                        {},
+                    )
+                )
         with standalone(tmp) as spark:
             for i in range(s.repeats):
                 c.say(f"replay {s.replay_rows} on the standalone cluster")
-                run = replay("replay, Spark standalone (2 workers x 1 core)", archive, nsq,
-                             s.replay_rows, tmp, [*engine, "--spark-master", spark.master_url],
-                             spark.env())  # fmt: skip
+                run = replay(
+                    "replay, Spark standalone (2 workers x 1 core)",
+                    archive,
+                    nsq,
+                    s.replay_rows,
+                    tmp,
+                    [*engine, "--spark-master", spark.master_url],
+                    spark.env(),
+                )
                 apps = [a for a in spark.state()["completedapps"] if a["name"] == "nsqctl-replay"]
                 app = sorted(apps, key=lambda a: a["starttime"])[i]
                 per_worker = sa.tasks_per_worker(sa.application_events(spark.event_log, app["id"]))
@@ -337,12 +417,27 @@ def bench_trace(s: Settings, tmp: Path) -> list[dict[str, Any]]:
         c.say(f"  {size / 1e6:,.1f} MB of Parquet")
         for _ in range(s.repeats):
             c.say(f"trace over {rows:,} rows")
-            runs.append(trace(f"trace, Spark local[2], {rows:,} rows", archive, msg_id, rows,
-                              ["--engine", "spark", "--spark-master", "local[2]"] if engine
-                              else ["--spark-master", "local[2]"]))  # fmt: skip
+            runs.append(
+                trace(
+                    f"trace, Spark local[2], {rows:,} rows",
+                    archive,
+                    msg_id,
+                    rows,
+                    ["--engine", "spark", "--spark-master", "local[2]"]
+                    if engine
+                    else ["--spark-master", "local[2]"],
+                )
+            )
             if engine:
-                runs.append(trace(f"trace, local engine, {rows:,} rows", archive, msg_id, rows,
-                                  ["--engine", "local"]))  # fmt: skip
+                runs.append(
+                    trace(
+                        f"trace, local engine, {rows:,} rows",
+                        archive,
+                        msg_id,
+                        rows,
+                        ["--engine", "local"],
+                    )
+                )
         shutil.rmtree(archive, ignore_errors=True)
     return _rows(runs, "seconds")
 
@@ -353,11 +448,17 @@ def _rows(runs: list[Run], unit: str) -> list[dict[str, Any]]:
     for name in dict.fromkeys(r.name for r in runs):
         same = [r for r in runs if r.name == name]
         secs = c.median([r.seconds for r in same])
-        out.append({"what": name, "rows": same[0].rows, "seconds": secs,
-                    "msgs_per_s": same[0].rows / secs if unit == "msgs_per_s" else None,
-                    "verified": all(r.verified for r in same),
-                    "runs_s": [r.seconds for r in same],
-                    "note": "; ".join(dict.fromkeys(r.note for r in same if r.note))})  # fmt: skip
+        out.append(
+            {
+                "what": name,
+                "rows": same[0].rows,
+                "seconds": secs,
+                "msgs_per_s": same[0].rows / secs if unit == "msgs_per_s" else None,
+                "verified": all(r.verified for r in same),
+                "runs_s": [r.seconds for r in same],
+                "note": "; ".join(dict.fromkeys(r.note for r in same if r.note)),
+            }
+        )
     return out
 
 
@@ -376,8 +477,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     quick = args.quick
-    trace_rows = ([int(x) for x in args.trace_rows.split(",")] if args.trace_rows
-                  else [20_000, 200_000] if quick else [20_000, 1_000_000, 10_000_000])  # fmt: skip
+    trace_rows = (
+        [int(x) for x in args.trace_rows.split(",")]
+        if args.trace_rows
+        else [20_000, 200_000]
+        if quick
+        else [20_000, 1_000_000, 10_000_000]
+    )
     s = Settings(
         writer_rows=100_000 if quick else 1_000_000,
         archive_rows=args.archive_rows or (50_000 if quick else 300_000),
@@ -391,8 +497,11 @@ def main(argv: list[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="nsqctl-bench-pipeline-"))
     results: dict[str, list[dict[str, Any]]] = {}
     try:
-        for name, fn in (("archive", bench_archive), ("replay", bench_replay),
-                         ("trace", bench_trace)):  # fmt: skip
+        for name, fn in (
+            ("archive", bench_archive),
+            ("replay", bench_replay),
+            ("trace", bench_trace),
+        ):
             if name not in s.skip:
                 results[name] = fn(s, tmp)
     finally:
@@ -400,17 +509,23 @@ def main(argv: list[str] | None = None) -> int:
     for name, rows in results.items():
         if name == "trace":
             table = [[r["what"], f"{r['seconds']:.1f} s", r["note"]] for r in rows]
-            c.print_table("trace latency (nsqctl trace, wall time)", ["variant", "time", ""],
-                          table)  # fmt: skip
+            c.print_table("trace latency (nsqctl trace, wall time)", ["variant", "time", ""], table)
         else:
-            table = [[r["what"], c.fmt_int(r["msgs_per_s"]),
-                      f"{r['seconds']:.1f} s" if "seconds" in r else "", r.get("note", "")]
-                     for r in rows]  # fmt: skip
+            table = [
+                [
+                    r["what"],
+                    c.fmt_int(r["msgs_per_s"]),
+                    f"{r['seconds']:.1f} s" if "seconds" in r else "",
+                    r.get("note", ""),
+                ]
+                for r in rows
+            ]
             c.print_table(f"{name} throughput", ["variant", "msg/s", "wall", ""], table)
     payload["results"] = results
     verified = all(r["verified"] for rows in results.values() for r in rows)
-    return c.conclude("pipeline", payload, args, started=started, verified=verified,
-                      targets_met=True)  # fmt: skip
+    return c.conclude(
+        "pipeline", payload, args, started=started, verified=verified, targets_met=True
+    )
 
 
 if __name__ == "__main__":

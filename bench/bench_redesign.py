@@ -537,9 +537,15 @@ def measure_floor(b: Redesign) -> c.Measurement:
     argv = [
         sys.executable,
         str(Path(__file__).resolve().parent / "ordered_floor.py"),
-        "--lookupd", b.lookupd, "--topic", run.topic.name, "--channel", run.channel,
-        "--count", str(count),
-    ]  # fmt: skip
+        "--lookupd",
+        b.lookupd,
+        "--topic",
+        run.topic.name,
+        "--channel",
+        run.channel,
+        "--count",
+        str(count),
+    ]
     peer, server_cpu = c.run_peer_on(b.cluster, argv, timeout=max(300.0, count / 500))
     return _drained(b, FLOOR, run, count, peer, server_cpu, bench_consumer.child_report(peer))
 
@@ -749,8 +755,17 @@ def plan(
     def nsqctl_tail(n: int, ordered: bool) -> Callable[[str, str], list[str]]:
         extra = ["--ordered"] if ordered else []
         return lambda t, ch: [
-            exe, "tail", t, "--lookupd", lookupd, "--channel", ch, "-n", str(n), *extra
-        ]  # fmt: skip
+            exe,
+            "tail",
+            t,
+            "--lookupd",
+            lookupd,
+            "--channel",
+            ch,
+            "-n",
+            str(n),
+            *extra,
+        ]
 
     def nsq_tail(n: int, ordered: bool) -> Callable[[str, str], list[str]]:
         extra = ["-ordered"] if ordered else []

@@ -56,29 +56,61 @@ def synthetic_payload(step: int) -> bytes:
             for c in range(CHANNELS):
                 clients = [
                     {
-                        "client_id": f"c{t}-{p}-{c}-{k}", "hostname": "worker",
-                        "remote_address": f"10.0.{c}.{k}:{40000 + p}", "version": "V2",
-                        "state": 3, "ready_count": 10, "in_flight_count": (k * 3 + step) % 11,
-                        "message_count": 1000 + step * 7, "finish_count": 990 + step * 7,
-                        "requeue_count": k, "timeout_count": step // 3, "deferred_count": 0,
-                        "connect_ts": 1700000000, "sample_rate": 0, "deflate": False,
-                        "snappy": k == 0, "user_agent": "go-nsq/1.0.8", "tls": False,
+                        "client_id": f"c{t}-{p}-{c}-{k}",
+                        "hostname": "worker",
+                        "remote_address": f"10.0.{c}.{k}:{40000 + p}",
+                        "version": "V2",
+                        "state": 3,
+                        "ready_count": 10,
+                        "in_flight_count": (k * 3 + step) % 11,
+                        "message_count": 1000 + step * 7,
+                        "finish_count": 990 + step * 7,
+                        "requeue_count": k,
+                        "timeout_count": step // 3,
+                        "deferred_count": 0,
+                        "connect_ts": 1700000000,
+                        "sample_rate": 0,
+                        "deflate": False,
+                        "snappy": k == 0,
+                        "user_agent": "go-nsq/1.0.8",
+                        "tls": False,
                     }
                     for k in range(CLIENTS)
                 ]
-                channels.append({
-                    "channel_name": f"ch{c}", "depth": 100 + step * c, "backend_depth": 0,
-                    "in_flight_count": 20, "deferred_count": 1, "message_count": 5000 + 35 * step,
-                    "requeue_count": 10, "timeout_count": step, "clients": clients,
-                    "paused": False, "skipped": False,
-                })
-            topics.append({
-                "topic_name": f"topic{t}", "topic_partition": str(p), "channels": channels,
-                "depth": 1 << 20, "backend_depth": 1 << 20, "message_count": 5000 + 35 * step,
-                "is_leader": True, "is_multi_ordered": False, "is_ext": t == 0,
-            })
-    body = {"version": "0.3.7-HA.1.13.0", "health": "OK", "start_time": 1700000000,
-            "topics": topics}  # fmt: skip
+                channels.append(
+                    {
+                        "channel_name": f"ch{c}",
+                        "depth": 100 + step * c,
+                        "backend_depth": 0,
+                        "in_flight_count": 20,
+                        "deferred_count": 1,
+                        "message_count": 5000 + 35 * step,
+                        "requeue_count": 10,
+                        "timeout_count": step,
+                        "clients": clients,
+                        "paused": False,
+                        "skipped": False,
+                    }
+                )
+            topics.append(
+                {
+                    "topic_name": f"topic{t}",
+                    "topic_partition": str(p),
+                    "channels": channels,
+                    "depth": 1 << 20,
+                    "backend_depth": 1 << 20,
+                    "message_count": 5000 + 35 * step,
+                    "is_leader": True,
+                    "is_multi_ordered": False,
+                    "is_ext": t == 0,
+                }
+            )
+    body = {
+        "version": "0.3.7-HA.1.13.0",
+        "health": "OK",
+        "start_time": 1700000000,
+        "topics": topics,
+    }
     return json.dumps(body).encode()
 
 

@@ -81,9 +81,13 @@ class TraceLog:
         for index, trace_id in enumerate(trace_ids):  # a batch's internal ids are consecutive
             where = {"batch_index": index} if receipt.count > 1 else {}
             self.write(
-                {**record, "internal_id": receipt.internal_id + index, "trace_id": trace_id,
-                 **where}
-            )  # fmt: skip
+                {
+                    **record,
+                    "internal_id": receipt.internal_id + index,
+                    "trace_id": trace_id,
+                    **where,
+                }
+            )
 
     def close(self) -> None:
         if self._fh is not None:

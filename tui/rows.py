@@ -24,20 +24,61 @@ from tui.tables import Cell, Row
 
 NODE_COLUMNS = ("nsqd", "version", "state", "health", "topics", "partitions", "leaders", "ms", "")
 TOPIC_COLUMNS = (
-    "topic", "parts", "depth", "depth trend", "msgs", "msg/s", "rate trend", "channels", "flags",
+    "topic",
+    "parts",
+    "depth",
+    "depth trend",
+    "msgs",
+    "msg/s",
+    "rate trend",
+    "channels",
+    "flags",
 )
 PARTITION_COLUMNS = (
-    "part", "leader", "replicas", "isr", "catch-up", "write", "depth", "stored", "msgs", "msg/s",
+    "part",
+    "leader",
+    "replicas",
+    "isr",
+    "catch-up",
+    "write",
+    "depth",
+    "stored",
+    "msgs",
+    "msg/s",
 )
 CHANNEL_COLUMNS = (
-    "channel", "depth", "depth size", "trend", "in-flight", "deferred", "requeued", "timed out",
-    "msgs", "msg/s", "clients", "rdy", "state",
+    "channel",
+    "depth",
+    "depth size",
+    "trend",
+    "in-flight",
+    "deferred",
+    "requeued",
+    "timed out",
+    "msgs",
+    "msg/s",
+    "clients",
+    "rdy",
+    "state",
 )
 PENDING = "…"
 """ISR / catch-up not fetched yet: the poller asks for them once a topic is in focus."""
 CLIENT_COLUMNS = (
-    "client", "host", "remote", "part", "nsqd", "rdy", "in-flight", "finished", "fin/s",
-    "requeued", "timed out", "connected", "user agent", "flags", "state",
+    "client",
+    "host",
+    "remote",
+    "part",
+    "nsqd",
+    "rdy",
+    "in-flight",
+    "finished",
+    "fin/s",
+    "requeued",
+    "timed out",
+    "connected",
+    "user agent",
+    "flags",
+    "state",
 )
 
 SORTS: dict[str, Callable[[TopicView], object]] = {

@@ -137,13 +137,12 @@ class _Job:
         from nsqctl.pipeline import checkpoint as ckpt
 
         spec = {
-            "source": str(Path(self.source).resolve()) if "://" not in self.source
-            else self.source,
+            "source": str(Path(self.source).resolve()) if "://" not in self.source else self.source,
             "to_topic": self.to_topic,
             "filters": vars(self.filters),
             "shard_field": self.shard_field,
             "cluster": [self.sel.lookupd, self.sel.nsqd],
-        }  # fmt: skip
+        }
         directory = checkpoint or (state_dir() / "replay" / ckpt.fingerprint(spec))
         if ckpt.prepare(directory, spec, restart):
             self.say(

@@ -33,9 +33,17 @@ from nsqctl.stats.view import ChannelView, ClusterView, TopicView
 
 HEADER_EVERY = 20
 COLUMNS = (
-    ("time", 8), ("what", 32), ("depth", 9), ("inflt", 7), ("def", 6), ("req", 7), ("t-o", 6),
-    ("msgs", 10), ("clients", 7), ("msg/s", 9),
-)  # fmt: skip
+    ("time", 8),
+    ("what", 32),
+    ("depth", 9),
+    ("inflt", 7),
+    ("def", 6),
+    ("req", 7),
+    ("t-o", 6),
+    ("msgs", 10),
+    ("clients", 7),
+    ("msg/s", 9),
+)
 
 
 def _row(what: str, scope: str, **fields: Any) -> dict[str, Any]:

@@ -81,12 +81,23 @@ class ConsumerOptions:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ConfigError(f"{name} must be an integer >= 0, got {value!r}", setting=name)
-        for name in ("backoff_multiplier", "max_backoff", "rdy_redistribute_interval",
-                     "low_rdy_idle_timeout", "low_rdy_timeout", "lookup_interval",
-                     "reconnect_initial", "reconnect_max"):  # fmt: skip
+        for name in (
+            "backoff_multiplier",
+            "max_backoff",
+            "rdy_redistribute_interval",
+            "low_rdy_idle_timeout",
+            "low_rdy_timeout",
+            "lookup_interval",
+            "reconnect_initial",
+            "reconnect_max",
+        ):
             _check_number(name, getattr(self, name), positive=True)
-        for name in ("default_requeue_delay", "max_requeue_delay", "stop_timeout",
-                     "failover_window"):  # fmt: skip
+        for name in (
+            "default_requeue_delay",
+            "max_requeue_delay",
+            "stop_timeout",
+            "failover_window",
+        ):
             _check_number(name, getattr(self, name), positive=False)
         for name in ("max_rate", "connect_timeout"):
             value = getattr(self, name)

@@ -80,9 +80,16 @@ class OrderChecker:
 
         def violation(kind: str, expected: int | None = None) -> OrderViolation:
             return OrderViolation(
-                kind, self.topic, partition, nsqd, last.offset, last.internal_id,
-                offset, internal_id, expected,
-            )  # fmt: skip
+                kind,
+                self.topic,
+                partition,
+                nsqd,
+                last.offset,
+                last.internal_id,
+                offset,
+                internal_id,
+                expected,
+            )
 
         rewound = self._rewound.pop(partition, None)
         if offset < last.offset or internal_id < last.internal_id:

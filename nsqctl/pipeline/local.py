@@ -53,9 +53,12 @@ def open_archive(source: str) -> ds.Dataset:
         raise ConfigError(f"archive {source} does not exist: give an archive directory")
     try:
         return ds.dataset(
-            str(path), format="parquet", partitioning=_partitioning(path),
-            exclude_invalid_files=False, ignore_prefixes=[".", "_"],
-        )  # fmt: skip
+            str(path),
+            format="parquet",
+            partitioning=_partitioning(path),
+            exclude_invalid_files=False,
+            ignore_prefixes=[".", "_"],
+        )
     except (pa.ArrowInvalid, OSError) as err:
         raise ConfigError(f"cannot read the archive at {source}: {_first_line(err)}") from err
 
@@ -95,8 +98,12 @@ class LocalReader:
                 continue
             files = sorted(set(hits.column("__filename").to_pylist()))
             root = _root(path)
-            found = ds.dataset(files, format="parquet", partitioning=_partitioning(root),
-                               partition_base_dir=str(root))  # fmt: skip
+            found = ds.dataset(
+                files,
+                format="parquet",
+                partitioning=_partitioning(root),
+                partition_base_dir=str(root),
+            )
             ids = tuple(pc.unique(hits.column("internal_id")).to_pylist())
             narrowed = (*row_filter, flt.Cmp("internal_id", "in", ids))
             for row in _scan(found, [*TRACE_COLUMNS, "__filename"], narrowed).to_pylist():
@@ -158,8 +165,12 @@ class Planned:
     def counts(self) -> dict[str, int]:
         n = self.ordered.num_rows
         keys = pc.count_distinct(self.ordered.column("_key")).as_py() if n else 0
-        return {"matching": self.matching, "to_publish": n,
-                "duplicates": self.matching - n, "keys": keys}  # fmt: skip
+        return {
+            "matching": self.matching,
+            "to_publish": n,
+            "duplicates": self.matching - n,
+            "keys": keys,
+        }
 
     def rows(self) -> Iterator[tuple[Any, ...]]:
         """(key, o1, o2, o3, body) tuples, in order, a batch of columns at a time."""
@@ -184,9 +195,12 @@ def archive_plan(source: str, filters: Any, shard_field: str | None) -> Planned:
     if shard_field:
         ext, body = table.column("ext").to_pylist(), table.column("body").to_pylist()
         key = pa.array(
-            [flt.json_field(e, shard_field) or flt.json_field(b, shard_field) or ""
-             for e, b in zip(ext, body, strict=True)], pa.string(),
-        )  # fmt: skip
+            [
+                flt.json_field(e, shard_field) or flt.json_field(b, shard_field) or ""
+                for e, b in zip(ext, body, strict=True)
+            ],
+            pa.string(),
+        )
         positions = [_col(table, name) for name in flt.POSITION["shard_field"]]
     else:
         parts = [table.column(c).cast(pa.string()) for c in flt.KEY_COLUMNS]
@@ -247,13 +261,25 @@ def text_plan(source: str, filters: Any) -> Planned:
             files.append(path)
             lines.append(number)
             bodies.append(body)
-    table = pa.table({"_key": pa.array(files, pa.string()), "_o1": pa.array(lines, pa.int64()),
-                      "body": pa.array(bodies, pa.binary())})  # fmt: skip
+    table = pa.table(
+        {
+            "_key": pa.array(files, pa.string()),
+            "_o1": pa.array(lines, pa.int64()),
+            "body": pa.array(bodies, pa.binary()),
+        }
+    )
     expr = flt.to_arrow(flt.text_filter(filters))
     matching = table.filter(expr) if expr is not None else table
     zero = pa.array([0] * matching.num_rows, pa.int64())
-    ordered = pa.table({"_key": matching["_key"], "_o1": matching["_o1"], "_o2": zero,
-                        "_o3": zero, "body": matching["body"]})  # fmt: skip
+    ordered = pa.table(
+        {
+            "_key": matching["_key"],
+            "_o1": matching["_o1"],
+            "_o2": zero,
+            "_o3": zero,
+            "body": matching["body"],
+        }
+    )
     return Planned(matching.num_rows, ordered)
 
 

@@ -115,10 +115,12 @@ def archive_frame(
         ]
     ordered = deduped.select(
         key.alias("_key"),
-        *(F.coalesce(p, F.lit(0)).cast("long").alias(n)
-          for p, n in zip(positions, ORDER_COLUMNS[1:], strict=True)),
+        *(
+            F.coalesce(p, F.lit(0)).cast("long").alias(n)
+            for p, n in zip(positions, ORDER_COLUMNS[1:], strict=True)
+        ),
         F.col("body"),
-    )  # fmt: skip
+    )
     return df, ordered
 
 

@@ -24,12 +24,24 @@ if TYPE_CHECKING:
 
 #: A trace log record's fields (see :mod:`nsqctl.tracelog`); ids are unsigned 64-bit.
 TRACE_LOG_FIELDS = (
-    ("kind", "string"), ("time", "double"), ("topic", "string"), ("channel", "string"),
-    ("partition", "long"), ("nsqd", "string"), ("local_address", "string"), ("id", "string"),
-    ("internal_id", "uint64"), ("trace_id", "uint64"), ("attempts", "long"),
-    ("timestamp", "long"), ("offset", "long"), ("size", "long"), ("count", "long"),
-    ("outcome", "string"), ("handler_ms", "double"),
-)  # fmt: skip
+    ("kind", "string"),
+    ("time", "double"),
+    ("topic", "string"),
+    ("channel", "string"),
+    ("partition", "long"),
+    ("nsqd", "string"),
+    ("local_address", "string"),
+    ("id", "string"),
+    ("internal_id", "uint64"),
+    ("trace_id", "uint64"),
+    ("attempts", "long"),
+    ("timestamp", "long"),
+    ("offset", "long"),
+    ("size", "long"),
+    ("count", "long"),
+    ("outcome", "string"),
+    ("handler_ms", "double"),
+)
 #: Spark has no unsigned longs: ids are read as decimal(20,0)
 TRACE_LOG_SCHEMA = ", ".join(
     f"{name} {'decimal(20,0)' if kind == 'uint64' else kind}" for name, kind in TRACE_LOG_FIELDS
@@ -40,8 +52,12 @@ def trace_log_arrow_schema() -> Any:
     """:data:`TRACE_LOG_FIELDS` as a pyarrow schema (the local engine's reader)."""
     import pyarrow as pa
 
-    types = {"string": pa.string(), "double": pa.float64(), "long": pa.int64(),
-             "uint64": pa.uint64()}  # fmt: skip
+    types = {
+        "string": pa.string(),
+        "double": pa.float64(),
+        "long": pa.int64(),
+        "uint64": pa.uint64(),
+    }
     return pa.schema([(name, types[kind]) for name, kind in TRACE_LOG_FIELDS])
 
 
@@ -133,18 +149,32 @@ def from_trace_logs(
             "trace_id": None if r["trace_id"] is None else int(r["trace_id"]),
         }
         if r["kind"] == "publish":
-            events.append(_event(
-                r["time"], "published", f"{r['nsqd']} {r['topic']} partition {r['partition']}",
-                offset=r["offset"], size=r["size"], count=r["count"], **ids,
-            ))  # fmt: skip
+            events.append(
+                _event(
+                    r["time"],
+                    "published",
+                    f"{r['nsqd']} {r['topic']} partition {r['partition']}",
+                    offset=r["offset"],
+                    size=r["size"],
+                    count=r["count"],
+                    **ids,
+                )
+            )
         elif r["kind"] == "consume":
             events.extend(_accepted(r["timestamp"], r["nsqd"], r["topic"], r["partition"]))
-            events.append(_event(
-                r["time"], f"delivered, {r['outcome']}",
-                f"{r['topic']}/{r['channel']} from {r['nsqd']} to {r['local_address']}",
-                attempts=r["attempts"], partition=r["partition"], offset=r["offset"],
-                handler_ms=r["handler_ms"], id=r["id"], **ids,
-            ))  # fmt: skip
+            events.append(
+                _event(
+                    r["time"],
+                    f"delivered, {r['outcome']}",
+                    f"{r['topic']}/{r['channel']} from {r['nsqd']} to {r['local_address']}",
+                    attempts=r["attempts"],
+                    partition=r["partition"],
+                    offset=r["offset"],
+                    handler_ms=r["handler_ms"],
+                    id=r["id"],
+                    **ids,
+                )
+            )
     return events
 
 
@@ -167,12 +197,22 @@ def from_archives(
         events.extend(_accepted(r["timestamp"], r["nsqd"], r["topic"], r["partition"]))
         stamp = r["archived_at"]  # Spark: naive, in its UTC session time zone
         archived = (stamp if stamp.tzinfo else stamp.replace(tzinfo=dt.UTC)).timestamp()
-        events.append(_event(
-            archived, "archived", file_path(r["_file"]), topic=r["topic"], partition=r["partition"],
-            channel=r["channel"], nsqd=r["nsqd"], attempts=r["attempts"], offset=r["offset"],
-            internal_id=r["internal_id"], trace_id=r["trace_id"],
-            id=_archived_id(r["id"], r["partition"]),
-        ))  # fmt: skip
+        events.append(
+            _event(
+                archived,
+                "archived",
+                file_path(r["_file"]),
+                topic=r["topic"],
+                partition=r["partition"],
+                channel=r["channel"],
+                nsqd=r["nsqd"],
+                attempts=r["attempts"],
+                offset=r["offset"],
+                internal_id=r["internal_id"],
+                trace_id=r["trace_id"],
+                id=_archived_id(r["id"], r["partition"]),
+            )
+        )
     return events
 
 
@@ -210,10 +250,14 @@ def from_live(
                 partition = partition_of_id(iid)
                 message = _message_on(client, http, q.topic, partition, iid)
                 if message is not None:
-                    events.append(_event(
-                        now, "on server", f"{http} {q.topic} partition {partition}",
-                        message=message,
-                    ))  # fmt: skip
+                    events.append(
+                        _event(
+                            now,
+                            "on server",
+                            f"{http} {q.topic} partition {partition}",
+                            message=message,
+                        )
+                    )
             events.extend(_channel_progress(client, http, q.topic, now))
     return events
 
@@ -233,9 +277,13 @@ def _message_on(
         try:
             resp = client.get(
                 f"http://{http}/message/get",
-                params={"topic": topic, "partition": partition, "search_mode": mode,
-                        "search_pos": pos},
-            )  # fmt: skip
+                params={
+                    "topic": topic,
+                    "partition": partition,
+                    "search_mode": mode,
+                    "search_pos": pos,
+                },
+            )
             found = resp.json() if resp.status_code == 200 else None
         except (httpx.HTTPError, ValueError):
             return None
@@ -267,11 +315,16 @@ def _channel_progress(
             continue  # original nsqd: nothing per message to say
         for ch in t.get("channels") or []:
             progress = {k: v for k, v in ch.items() if "offset" in k or "confirmed" in k}
-            events.append(_event(
-                now, "channel progress", f"{http} {topic}/{ch.get('channel_name')} "
-                f"partition {t.get('topic_partition')}",
-                depth=ch.get("depth"), in_flight=ch.get("in_flight_count"), **progress,
-            ))  # fmt: skip
+            events.append(
+                _event(
+                    now,
+                    "channel progress",
+                    f"{http} {topic}/{ch.get('channel_name')} partition {t.get('topic_partition')}",
+                    depth=ch.get("depth"),
+                    in_flight=ch.get("in_flight_count"),
+                    **progress,
+                )
+            )
     return events
 
 

@@ -87,8 +87,9 @@ def _groups(table: pa.Table) -> list[tuple[tuple[int, str], pa.Table]]:
     if partitions["min"] == partitions["max"] and first == last:
         return [((partitions["min"], first), table)]
     rows: dict[tuple[int, str], list[int]] = {}
-    keys = zip(table.column("partition").to_pylist(), table.column("timestamp").to_pylist(),
-               strict=True)  # fmt: skip
+    keys = zip(
+        table.column("partition").to_pylist(), table.column("timestamp").to_pylist(), strict=True
+    )
     for i, (partition, stamp) in enumerate(keys):
         rows.setdefault((partition, date_of(stamp)), []).append(i)
     return [(key, table.take(rows[key])) for key in sorted(rows)]

@@ -174,8 +174,13 @@ class RetryLoop:
     ) -> Target:
         """Wait until the call may send on its route; the target to send to then."""
         if order.recovering:
-            log.debug("%s ticket %d for route %s waits: %s",
-                      call.topic, call.ticket, target.route, order.describe())  # fmt: skip
+            log.debug(
+                "%s ticket %d for route %s waits: %s",
+                call.topic,
+                call.ticket,
+                target.route,
+                order.describe(),
+            )
         if not await order.turn(call.ticket):
             return target
         # It waited behind a recovery, maybe since before the election: send where the
@@ -189,8 +194,13 @@ class RetryLoop:
         self._written.add(call.topic)
         clock = call.clock
         if clock.attempts:
-            log.debug("%s ticket %d accepted by %s after %d failure(s)",
-                      call.topic, call.ticket, conn.address, clock.attempts)  # fmt: skip
+            log.debug(
+                "%s ticket %d accepted by %s after %d failure(s)",
+                call.topic,
+                call.ticket,
+                conn.address,
+                clock.attempts,
+            )
         if clock.riding:
             waited = clock.waited(time.monotonic())
             self._report(self._notes.resumed(call.topic, call.where, waited, str(conn.address)))
@@ -208,8 +218,14 @@ class RetryLoop:
         if call.clock.riding:
             waited = call.clock.waited(now)
             self._report(self._notes.waiting(call.topic, call.where, waited, str(last), now))
-        log.info("publish to %s failed (%s); ticket %d retry %d in %.2fs",
-                 call.topic, last, call.ticket, call.clock.attempts, delay)  # fmt: skip
+        log.info(
+            "publish to %s failed (%s); ticket %d retry %d in %.2fs",
+            call.topic,
+            last,
+            call.ticket,
+            call.clock.attempts,
+            delay,
+        )
         await asyncio.sleep(delay)
 
     def _gave_up(self, call: PublishCall, last: BaseException) -> PublishError:

@@ -213,9 +213,19 @@ class FrameDecoder:
                         body = view[pos + 34 : stop]
                     raw = new(
                         RawMessage,
-                        (ts, attempts, msg_id, body, internal_id, trace_id, None, None,
-                         offset, raw_size),
-                    )  # fmt: skip
+                        (
+                            ts,
+                            attempts,
+                            msg_id,
+                            body,
+                            internal_id,
+                            trace_id,
+                            None,
+                            None,
+                            offset,
+                            raw_size,
+                        ),
+                    )
                 else:
                     raw = decode_message(view[pos + _HEADER_SIZE : stop], layout)
                 if batch is None:

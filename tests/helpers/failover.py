@@ -22,8 +22,9 @@ from nsqctl.servers.process import NodeRecord
 def lookup_partitions(lookupd_http: str, topic: str, access: str = "w") -> dict[int, int]:
     """partition → leader's TCP port in ``/lookup?access=``; {} when none or unreachable."""
     try:
-        resp = httpx.get(f"http://{lookupd_http}/lookup",
-                         params={"topic": topic, "access": access}, timeout=2.0)  # fmt: skip
+        resp = httpx.get(
+            f"http://{lookupd_http}/lookup", params={"topic": topic, "access": access}, timeout=2.0
+        )
         data = resp.json()
     except (httpx.HTTPError, ValueError):
         return {}
@@ -48,9 +49,12 @@ def kill_leader(c: Cluster, topic: str, partition: int = 0) -> NodeRecord:
 
 
 def wait_new_leader(
-    c: Cluster, topic: str, old: NodeRecord, partitions: Sequence[int] = (0,),
+    c: Cluster,
+    topic: str,
+    old: NodeRecord,
+    partitions: Sequence[int] = (0,),
     timeout: float = 240.0,
-) -> float:  # fmt: skip
+) -> float:
     """Seconds until every partition in ``partitions`` is writable on a leader other than
     ``old`` (or on ``old`` again once it was restarted); fails after ``timeout``."""
     start = time.monotonic()

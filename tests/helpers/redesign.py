@@ -54,9 +54,13 @@ async def create_topics(
 
     async def one(topic: str, spec: TopicSpec) -> None:
         report = await admin.create_topic_async(
-            lookupd, topic, partitions=spec.partitions, replicas=spec.replicas,
-            ordered=spec.ordered, ext=spec.ext,
-        )  # fmt: skip
+            lookupd,
+            topic,
+            partitions=spec.partitions,
+            replicas=spec.replicas,
+            ordered=spec.ordered,
+            ext=spec.ext,
+        )
         report.raise_for_failures()
         assert not report.warnings, report.warnings
         for channel in channels:
@@ -128,9 +132,13 @@ async def read_messages(
             done.set()
 
     consumer = Consumer(
-        topic, channel, handle, lookupd_http=list(lookupd),
-        max_in_flight=consumer_kwargs.pop("max_in_flight", 100), **consumer_kwargs,
-    )  # fmt: skip
+        topic,
+        channel,
+        handle,
+        lookupd_http=list(lookupd),
+        max_in_flight=consumer_kwargs.pop("max_in_flight", 100),
+        **consumer_kwargs,
+    )
     await consumer.start()
     try:
         await asyncio.wait_for(done.wait(), timeout)

@@ -141,21 +141,47 @@ def start(base: Path, workers: int = 2) -> StandaloneCluster:
     env.pop("SPARK_HOME", None)  # spark-class finds the pyspark it belongs to
     cls = str(spark_class())
     try:
-        c.procs.append(_spawn(
-            [cls, "org.apache.spark.deploy.master.Master", "--host", LOOPBACK,
-             "--port", str(master_port), "--webui-port", str(master_ui)],
-            env, base / "master.log",
-        ))  # fmt: skip
+        c.procs.append(
+            _spawn(
+                [
+                    cls,
+                    "org.apache.spark.deploy.master.Master",
+                    "--host",
+                    LOOPBACK,
+                    "--port",
+                    str(master_port),
+                    "--webui-port",
+                    str(master_ui),
+                ],
+                env,
+                base / "master.log",
+            )
+        )
         _wait(lambda: _get(f"{c.master_ui}/json/") is not None, "the Spark master", c)
         for i, ui in enumerate(worker_ui):
             work = base / f"worker{i}"
             work.mkdir(exist_ok=True)
-            c.procs.append(_spawn(
-                [cls, "org.apache.spark.deploy.worker.Worker", "--host", LOOPBACK,
-                 "--webui-port", str(ui), "--cores", "1", "--memory", WORKER_MEMORY,
-                 "--work-dir", str(work), c.master_url],
-                env, base / f"worker{i}.log",
-            ))  # fmt: skip
+            c.procs.append(
+                _spawn(
+                    [
+                        cls,
+                        "org.apache.spark.deploy.worker.Worker",
+                        "--host",
+                        LOOPBACK,
+                        "--webui-port",
+                        str(ui),
+                        "--cores",
+                        "1",
+                        "--memory",
+                        WORKER_MEMORY,
+                        "--work-dir",
+                        str(work),
+                        c.master_url,
+                    ],
+                    env,
+                    base / f"worker{i}.log",
+                )
+            )
         _wait(lambda: len(c.alive_workers()) == workers, f"{workers} alive workers", c)
     except BaseException:
         c.stop()
@@ -200,9 +226,13 @@ def tasks_per_worker(events: list[dict[str, Any]]) -> Counter[str]:
 def _spawn(cmd: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     with log.open("ab") as out:
         return subprocess.Popen(
-            cmd, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            cmd,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
             start_new_session=True,
-        )  # fmt: skip
+        )
 
 
 def _get(url: str) -> Any:
@@ -220,11 +250,13 @@ def _wait(ready: Any, what: str, c: StandaloneCluster) -> None:
                 return
         dead = [p.args for p in c.procs if p.poll() is not None]
         if dead:
-            raise RuntimeError(f"a Spark process exited while starting {what}: {dead} "
-                               f"(logs in {c.base})")  # fmt: skip
+            raise RuntimeError(
+                f"a Spark process exited while starting {what}: {dead} (logs in {c.base})"
+            )
         if time.monotonic() > deadline:
-            raise RuntimeError(f"timed out after {START_TIMEOUT}s starting {what} "
-                               f"(logs in {c.base})")  # fmt: skip
+            raise RuntimeError(
+                f"timed out after {START_TIMEOUT}s starting {what} (logs in {c.base})"
+            )
         time.sleep(0.25)
 
 

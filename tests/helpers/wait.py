@@ -33,6 +33,4 @@ async def wait_for_count(
         if now_count > best:
             best, since = now_count, time.monotonic()
         elif time.monotonic() - since > stall:
-            raise AssertionError(
-                f"stalled at {best}/{target} for {stall}s waiting for {what}"
-            )
+            raise AssertionError(f"stalled at {best}/{target} for {stall}s waiting for {what}")

@@ -39,8 +39,14 @@ async def _give_up_on_everything(nsqd: str, topic: str) -> None:
 
     default_hook = DeadLetterFile(dead_letter_path(topic, "work"))  # what a consumer uses
     async with Consumer(
-        topic, "work", fail, nsqd_tcp=[nsqd], max_in_flight=10, max_attempts=1,
-        default_requeue_delay=0, backoff_multiplier=0.01,
+        topic,
+        "work",
+        fail,
+        nsqd_tcp=[nsqd],
+        max_in_flight=10,
+        max_attempts=1,
+        default_requeue_delay=0,
+        backoff_multiplier=0.01,
         giving_up=_Tee(default_hook, count),
     ):
         await wait_for(lambda: len(given_up) == len(BODIES), 20.0, "every message given up")

@@ -99,10 +99,19 @@ def _tail_into_head(where: list[str], topic: str, channel: str, trace: Path, *ex
     """``set -o pipefail; nsqctl tail ... | head -n 3`` through a real shell pipe."""
     tail = " ".join(
         [
-            NSQCTL, "tail", topic, "-c", channel, "-n", str(MESSAGES),
-            "--trace-log", str(trace), *where, *extra,
+            NSQCTL,
+            "tail",
+            topic,
+            "-c",
+            channel,
+            "-n",
+            str(MESSAGES),
+            "--trace-log",
+            str(trace),
+            *where,
+            *extra,
         ]
-    )  # fmt: skip
+    )
     return subprocess.run(
         ["bash", "-c", f"set -o pipefail; {tail} | head -n 3"],
         capture_output=True,
@@ -252,9 +261,21 @@ def test_archive_write_failure_gives_back_once(
     (out / f"topic={topic}").write_text("not a directory")
     trace = tmp_path / "trace.jsonl"
     proc = run_cli(
-        ["archive", topic, "-o", str(out), "-c", "c", "--max-in-flight", "100", "-q",
-         "--trace-log", str(trace), *where]
-    )  # fmt: skip
+        [
+            "archive",
+            topic,
+            "-o",
+            str(out),
+            "-c",
+            "c",
+            "--max-in-flight",
+            "100",
+            "-q",
+            "--trace-log",
+            str(trace),
+            *where,
+        ]
+    )
     line = assert_one_line_error(proc, 1)
     assert "cannot write the archive" in line, line
     totals = _settled(c.nsqd_http, topic, "c")
@@ -276,8 +297,9 @@ async def test_filtering_a_durable_channel_discards_only_with_the_flag(
     c = original_cluster
     topic = _topic("grep")
     where = ["--nsqd", c.nsqd_tcp[0]]
-    bodies = [b'{"level": "warn", "i": %d}' % i if i in (3, 6) else b'{"i": %d}' % i
-              for i in range(10)]  # fmt: skip
+    bodies = [
+        b'{"level": "warn", "i": %d}' % i if i in (3, 6) else b'{"i": %d}' % i for i in range(10)
+    ]
     pub = run_cli(["pub", topic, *where], input=b"\n".join(bodies))
     assert pub.returncode == 0, pub.stderr.decode()
     args = ["tail", topic, "-c", "c", "-n", "2", "--jq-field", "level=warn", *where]
@@ -382,10 +404,26 @@ def test_archive_sigterm_mid_run_writes_what_it_holds_then_fins(
     _publish(where, topic)
     trace = tmp_path / "trace.jsonl"
     archive = subprocess.Popen(
-        [NSQCTL, "archive", topic, "-o", str(tmp_path / "out"), "-c", "c", "-q",
-         "--max-in-flight", "20", "--trace-log", str(trace), *where],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=clean_env(),
-    )  # fmt: skip
+        [
+            NSQCTL,
+            "archive",
+            topic,
+            "-o",
+            str(tmp_path / "out"),
+            "-c",
+            "c",
+            "-q",
+            "--max-in-flight",
+            "20",
+            "--trace-log",
+            str(trace),
+            *where,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        env=clean_env(),
+    )
     try:
         deadline = time.monotonic() + 30
         while not (trace.exists() and trace.read_text().count('"FIN"') >= 20):

@@ -113,8 +113,11 @@ def test_nsqctl_log_shows_the_publish_retries() -> None:
     env = {**clean_env(), "NSQCTL_LOG": "info"}
     r = subprocess.run(
         [NSQCTL, "pub", "logged", "--nsqd", f"127.0.0.1:{port}"],
-        input=b"one\n", env=env, capture_output=True, timeout=120,
-    )  # fmt: skip
+        input=b"one\n",
+        env=env,
+        capture_output=True,
+        timeout=120,
+    )
     stderr = r.stderr.decode()
     assert r.returncode == 1, stderr
     retries = [ln for ln in stderr.splitlines() if "INFO nsqctl.producer" in ln and "retry" in ln]

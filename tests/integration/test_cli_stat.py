@@ -23,9 +23,14 @@ DATA = Path(__file__).resolve().parent.parent / "data" / "stats"
 
 async def nsqctl(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", "from nsqctl.cli.app import main; main()", *args,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
-    )  # fmt: skip
+        sys.executable,
+        "-c",
+        "from nsqctl.cli.app import main; main()",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+    )
     out, err = await asyncio.wait_for(proc.communicate(), 60)
     return proc.returncode or 0, out.decode(), err.decode()
 
@@ -51,9 +56,18 @@ async def test_stat_json_channel_with_known_consumer(original_cluster, tmp_path:
     try:
         for _ in range(100):  # the consumer fills its RDY
             code, out, err = await nsqctl(
-                "stat", topic, "st", "--lookupd", c.lookupd_http[0], "--json", "--count", "2",
-                "--interval", "0.3", env=_clean_env(tmp_path),
-            )  # fmt: skip
+                "stat",
+                topic,
+                "st",
+                "--lookupd",
+                c.lookupd_http[0],
+                "--json",
+                "--count",
+                "2",
+                "--interval",
+                "0.3",
+                env=_clean_env(tmp_path),
+            )
             assert code == 0, err
             lines = [json.loads(line) for line in out.splitlines()]
             if lines[-1]["rows"] and lines[-1]["rows"][0]["in_flight"] == 3:
@@ -91,9 +105,18 @@ async def test_stat_dead_node_reported_and_no_cluster_is_a_usage_error(
 ) -> None:
     c = original_cluster
     code, out, err = await nsqctl(
-        "stat", "--nsqd-http", c.nsqd_http[0], "--nsqd-http", "127.0.0.1:1", "--json",
-        "--count", "1", "--timeout", "1", env=_clean_env(tmp_path),
-    )  # fmt: skip
+        "stat",
+        "--nsqd-http",
+        c.nsqd_http[0],
+        "--nsqd-http",
+        "127.0.0.1:1",
+        "--json",
+        "--count",
+        "1",
+        "--timeout",
+        "1",
+        env=_clean_env(tmp_path),
+    )
     assert code == 0, err
     nodes = {n["address"]: n for n in json.loads(out)["nodes"]}
     assert nodes["127.0.0.1:1"]["state"] == "down" and nodes[c.nsqd_http[0]]["state"] == "up"
@@ -129,9 +152,15 @@ async def test_stat_json_on_a_replicated_redesign_topic(redesign_cluster, tmp_pa
     async with Producer(lookupd_http=c.lookupd_http) as producer:
         await producer.publish_many(topic, [b"m" * 100] * 5)
     code, out, err = await nsqctl(
-        "stat", topic, "--lookupd", c.lookupd_http[0], "--json", "--count", "1",
+        "stat",
+        topic,
+        "--lookupd",
+        c.lookupd_http[0],
+        "--json",
+        "--count",
+        "1",
         env=_clean_env(tmp_path),
-    )  # fmt: skip
+    )
     assert code == 0, err
     [part] = [r for r in json.loads(out)["rows"] if r["scope"] == "partition"]
     assert part["leader"] in c.nsqd_http and part["replicas"] == [

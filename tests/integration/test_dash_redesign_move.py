@@ -54,8 +54,7 @@ async def test_dashboard_shows_a_leader_move_as_it_happens(start_cluster: StartC
         await until(pilot, lambda: len(isr_shown()) == 2, "the ISR of 2")
         target = next(n.http_address for n in c.nsqds if n.http_address not in isr_shown())
         steps: list[str] = []
-        report = await admin.move_partition(c.lookupd_http, topic, 0, target,
-                                            progress=steps.append)  # fmt: skip
+        report = await admin.move_partition(c.lookupd_http, topic, 0, target, progress=steps.append)
         report.raise_for_failures()
         assert leader_of(c, topic).http_address == target  # what nsqlookupd says now
 

@@ -72,17 +72,31 @@ def _wait(predicate: Any, timeout: float, what: str) -> None:
 
 
 def _archive_cmd(a_topic: str, out: Path, lookupd: str, log: Path, *extra: str) -> list[str]:
-    return [NSQCTL, "archive", a_topic, "--out", str(out), "--lookupd", lookupd,
-            "--trace-log", str(log), "-q", *extra]  # fmt: skip
+    return [
+        NSQCTL,
+        "archive",
+        a_topic,
+        "--out",
+        str(out),
+        "--lookupd",
+        lookupd,
+        "--trace-log",
+        str(log),
+        "-q",
+        *extra,
+    ]
 
 
 @pytest.fixture(scope="module")
 def archived(original_bins: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Archived]:
     base = tmp_path_factory.mktemp("pipeline")
     c = cluster.start(
-        "original", base / "cluster", nsqd=2, bin_dir=original_bins,
+        "original",
+        base / "cluster",
+        nsqd=2,
+        bin_dir=original_bins,
         nsqd_args=["--msg-timeout=4s", "--mem-queue-size=200000"],
-    )  # fmt: skip
+    )
     procs: list[subprocess.Popen[bytes]] = []
     try:
         topic = f"arch_{uuid.uuid4().hex[:8]}"
@@ -96,8 +110,9 @@ def archived(original_bins: Path, tmp_path_factory: pytest.TempPathFactory) -> I
         asyncio.run(publish())
         out, log, lk = base / "archive", base / "archive-trace.jsonl", c.lookupd_http[0]
         # First run: small window, so it is surely mid-way when killed.
-        first = subprocess.Popen(_archive_cmd(topic, out, lk, log, "--max-in-flight", "100",
-                                              "--rotate-seconds", "0.3"))  # fmt: skip
+        first = subprocess.Popen(
+            _archive_cmd(topic, out, lk, log, "--max-in-flight", "100", "--rotate-seconds", "0.3")
+        )
         procs.append(first)
         _wait(lambda: _rows(out) >= 3000, 300, "the first archiver to write 3000 rows")
         first.send_signal(signal.SIGKILL)
@@ -130,8 +145,9 @@ def test_archive_after_kill_9_loses_nothing(archived: Archived) -> None:
     bodies = table.column("body").to_pylist()
     counts = Counter(bodies)
     assert set(counts) == set(archived.bodies)  # nothing lost, nothing foreign
-    keys = Counter(zip(table.column("nsqd").to_pylist(), table.column("internal_id").to_pylist(),
-                       strict=True))  # fmt: skip
+    keys = Counter(
+        zip(table.column("nsqd").to_pylist(), table.column("internal_id").to_pylist(), strict=True)
+    )
     duplicates = sum(n - 1 for n in keys.values())
     # Only messages in flight at the kill (≤ max-in-flight) can be archived twice.
     assert duplicates == len(bodies) - len(archived.bodies)
@@ -211,9 +227,7 @@ def test_replay_filters_and_text_input(archived: Archived, spark: Any, tmp_path:
 
 
 def test_trace_timeline_from_trace_log_and_archive(archived: Archived, spark: Any) -> None:  # noqa: F811
-    table = ds.dataset(archived.out, format="parquet", partitioning="hive").to_table(
-        ["id", "body"]
-    )
+    table = ds.dataset(archived.out, format="parquet", partitioning="hive").to_table(["id", "body"])
     msg_id = table.column("id")[1234].as_py().decode()
     query = tr.parse_query(msg_id, topic=archived.topic)
     events = tr.gather(spark, query, [str(archived.out)], [str(archived.trace_log)], [])
@@ -230,20 +244,43 @@ def test_trace_timeline_from_trace_log_and_archive(archived: Archived, spark: An
 def test_cli_replay_dry_run_and_trace_not_found(archived: Archived) -> None:
     env = dict(os.environ, NSQCTL_SPARK_MEMORY="512m")
     r = subprocess.run(
-        [NSQCTL, "replay", str(archived.out), "--to-topic", "never_written", "--dry-run",
-         "--spark-master", "local[1]", "--lookupd", archived.cluster.lookupd_http[0],
-         "--grep", '"k": "k5"'],
-        capture_output=True, text=True, env=env, timeout=600,
-    )  # fmt: skip
+        [
+            NSQCTL,
+            "replay",
+            str(archived.out),
+            "--to-topic",
+            "never_written",
+            "--dry-run",
+            "--spark-master",
+            "local[1]",
+            "--lookupd",
+            archived.cluster.lookupd_http[0],
+            "--grep",
+            '"k": "k5"',
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr
     assert "spark master local[1]" in r.stderr
     assert f"{N_MESSAGES // KEYS} to publish" in r.stdout
     r = subprocess.run(
-        [NSQCTL, "trace", "987654321", "--archive", str(archived.out), "--trace-log",
-         str(archived.trace_log)],
-        capture_output=True, text=True, env=dict(env, SPARK_MASTER="local[1]"), timeout=600,
-    )  # fmt: skip
+        [
+            NSQCTL,
+            "trace",
+            "987654321",
+            "--archive",
+            str(archived.out),
+            "--trace-log",
+            str(archived.trace_log),
+        ],
+        capture_output=True,
+        text=True,
+        env=dict(env, SPARK_MASTER="local[1]"),
+        timeout=600,
+    )
     assert r.returncode == 1
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "trace id 987654321 not found" in lines[0], r.stderr
-

@@ -58,11 +58,28 @@ def archive_twice(c: Cluster, topic: str, out: Path) -> list[str]:
     for channel in CHANNELS:
         log = out.parent / f"{out.name}-{channel}.jsonl"
         proc = subprocess.run(
-            [NSQCTL, "archive", topic, "--out", str(out), "-c", channel, "--lookupd",
-             c.lookupd_http[0], "--trace-log", str(log), "--exit-when-idle", "2", "-q"],
-            capture_output=True, text=True, timeout=300, env=clean_env(),
+            [
+                NSQCTL,
+                "archive",
+                topic,
+                "--out",
+                str(out),
+                "-c",
+                channel,
+                "--lookupd",
+                c.lookupd_http[0],
+                "--trace-log",
+                str(log),
+                "--exit-when-idle",
+                "2",
+                "-q",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=clean_env(),
             stdin=subprocess.DEVNULL,
-        )  # fmt: skip
+        )
         assert proc.returncode == 0, proc.stderr
         logs.append(str(log))
     return logs
@@ -77,8 +94,9 @@ def original(
     for http in c.nsqd_http:  # both channels before the publish: each gets every message
         httpx.post(f"http://{http}/topic/create", params={"topic": topic}).raise_for_status()
         for channel in CHANNELS:
-            httpx.post(f"http://{http}/channel/create",
-                       params={"topic": topic, "channel": channel}).raise_for_status()  # fmt: skip
+            httpx.post(
+                f"http://{http}/channel/create", params={"topic": topic, "channel": channel}
+            ).raise_for_status()
     bodies = [body(i) for i in range(N)]
 
     async def publish() -> None:  # both nsqd, alternating batches: ids repeat across nodes
@@ -249,10 +267,22 @@ def test_cli_replay_auto_is_local_and_keeps_order(archive: Archive, tmp_path: Pa
     else:
         target = ["--nsqd", c.nsqd_tcp[0]]
     proc = subprocess.run(
-        [NSQCTL, "replay", str(archive.out), "--to-topic", to_topic, *target,
-         "--checkpoint", str(tmp_path / "ckpt")],
-        capture_output=True, text=True, timeout=300, env=clean_env(), stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            NSQCTL,
+            "replay",
+            str(archive.out),
+            "--to-topic",
+            to_topic,
+            *target,
+            "--checkpoint",
+            str(tmp_path / "ckpt"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=clean_env(),
+        stdin=subprocess.DEVNULL,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "replay: engine local (" in proc.stderr and "below" in proc.stderr, proc.stderr
     assert f"replayed {len(archive.bodies)} message(s)" in proc.stdout, proc.stdout
@@ -260,8 +290,9 @@ def test_cli_replay_auto_is_local_and_keeps_order(archive: Archive, tmp_path: Pa
     if lookupd:
         got = asyncio.run(read_messages(lookupd, to_topic, "c", len(archive.bodies)))
     else:
-        got = asyncio.run(read_messages([], to_topic, "c", len(archive.bodies),
-                                        nsqd_tcp=[c.nsqd_tcp[0]]))  # fmt: skip
+        got = asyncio.run(
+            read_messages([], to_topic, "c", len(archive.bodies), nsqd_tcp=[c.nsqd_tcp[0]])
+        )
     bodies = [m.body for m in got]
     assert Counter(bodies) == Counter(archive.bodies)  # each once: duplicates removed
     # per source partition (per source nsqd on the original) in the order it was stored
@@ -283,10 +314,26 @@ def test_cli_trace_auto_is_local_without_pyspark_and_fits_80_columns(archive: Ar
 
     row = archived_rows(archive)[7]
     ident = row["id"].decode() if archive.family == "original" else row["id"].hex()
-    argv = [sys.executable, "-X", "importtime", NSQCTL, "trace", ident, "--archive",
-            str(archive.out), "-v", *(a for log in archive.logs for a in ("-l", log))]  # fmt: skip
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=120,
-                          env=clean_env({"COLUMNS": "80"}), stdin=subprocess.DEVNULL)  # fmt: skip
+    argv = [
+        sys.executable,
+        "-X",
+        "importtime",
+        NSQCTL,
+        "trace",
+        ident,
+        "--archive",
+        str(archive.out),
+        "-v",
+        *(a for log in archive.logs for a in ("-l", log)),
+    ]
+    proc = subprocess.run(
+        argv,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=clean_env({"COLUMNS": "80"}),
+        stdin=subprocess.DEVNULL,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "trace: engine local (" in proc.stderr
     imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if "|" in line}

@@ -151,8 +151,18 @@ def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:
 
 
 def archive_argv(lookupd: str, topic: str, out: Path, log: Path, *extra: str) -> list[str]:
-    return [NSQCTL, "archive", topic, "--out", str(out), "--lookupd", lookupd,
-            "--trace-log", str(log), *extra]  # fmt: skip
+    return [
+        NSQCTL,
+        "archive",
+        topic,
+        "--out",
+        str(out),
+        "--lookupd",
+        lookupd,
+        "--trace-log",
+        str(log),
+        *extra,
+    ]
 
 
 def archive_killed_and_resumed(
@@ -168,8 +178,11 @@ def archive_killed_and_resumed(
         stdin=subprocess.DEVNULL,
     )
     try:
-        wait_for(lambda: sum(map(len, ids_by_partition(out).values())) >= kill_after, 120,
-                 f"the first archiver of {topic} to write {kill_after} rows")  # fmt: skip
+        wait_for(
+            lambda: sum(map(len, ids_by_partition(out).values())) >= kill_after,
+            120,
+            f"the first archiver of {topic} to write {kill_after} rows",
+        )
         first.send_signal(signal.SIGKILL)
         first.wait(30)
     finally:
@@ -183,11 +196,16 @@ def archive_killed_and_resumed(
     confirmed = {p: counts[p] - depths[p] for p in counts}
     resumed = subprocess.run(
         archive_argv(lookupd, topic, out, log, "--exit-when-idle", "3"),
-        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
     assert resumed.returncode == 0, resumed.stderr
-    print(f"archive {topic}: {sum(map(len, at_kill.values()))} of {total} rows on disk at the "
-          f"kill, nsqd had {sum(confirmed.values())} confirmed")  # fmt: skip
+    print(
+        f"archive {topic}: {sum(map(len, at_kill.values()))} of {total} rows on disk at the "
+        f"kill, nsqd had {sum(confirmed.values())} confirmed"
+    )
     return ArchiveRun(out, log, resumed.stderr, at_kill, confirmed, max_held)
 
 
@@ -246,8 +264,20 @@ def pipeline(redesign_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
     pub_log, consume_log = base / "pub.jsonl", base / "consume.jsonl"
     traced = [json_body(f"t{i % 4}", i // 4, traced=True) for i in range(TRACED)]
     lines = b"".join(body + b"\n" for body in traced)
-    nsqctl("pub", unordered, "--lookupd", lookupd, "--shard-field", "k", "--trace", "auto",
-           "--trace-log", str(pub_log), "-q", stdin=lines)  # fmt: skip
+    nsqctl(
+        "pub",
+        unordered,
+        "--lookupd",
+        lookupd,
+        "--shard-field",
+        "k",
+        "--trace",
+        "auto",
+        "--trace-log",
+        str(pub_log),
+        "-q",
+        stdin=lines,
+    )
     for body in traced:
         pub.unordered[pub.routes[key_seq(body)[0]]].append(body)
     assert message_counts(c, unordered) == {k: len(v) for k, v in pub.unordered.items()}
@@ -255,8 +285,21 @@ def pipeline(redesign_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
     assert len(pub.ordered) == O_PARTITIONS and len(pub.unordered) == 2
 
     u_total = sum(map(len, pub.unordered.values()))
-    out = nsqctl("tail", unordered, "-c", "tail", "-n", str(u_total), "--format", "json",
-                 "--trace-log", str(consume_log), "--lookupd", lookupd, timeout=120)  # fmt: skip
+    out = nsqctl(
+        "tail",
+        unordered,
+        "-c",
+        "tail",
+        "-n",
+        str(u_total),
+        "--format",
+        "json",
+        "--trace-log",
+        str(consume_log),
+        "--lookupd",
+        lookupd,
+        timeout=120,
+    )
     tail = [json.loads(line) for line in out.splitlines()]
     assert len(tail) == u_total
 
@@ -264,8 +307,19 @@ def pipeline(redesign_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
     u_archive = archive_killed_and_resumed(c, unordered, base, u_total, 600, FIRST_MAX_IN_FLIGHT)
     # ordered: one message in flight per partition, so at most one per partition held
     o_archive = archive_killed_and_resumed(c, ordered, base, o_total, 60, O_PARTITIONS)
-    return Pipeline(c, unordered, ordered, replay_ordered, replay_keyed, pub, pub_log,
-                    consume_log, tail, u_archive, o_archive)  # fmt: skip
+    return Pipeline(
+        c,
+        unordered,
+        ordered,
+        replay_ordered,
+        replay_keyed,
+        pub,
+        pub_log,
+        consume_log,
+        tail,
+        u_archive,
+        o_archive,
+    )
 
 
 def unique_rows(run: ArchiveRun) -> dict[int, list[dict[str, Any]]]:
@@ -277,9 +331,11 @@ def unique_rows(run: ArchiveRun) -> dict[int, list[dict[str, Any]]]:
         copies[row["partition"], row["internal_id"]].append(row)
     delivery = {"attempts", "archived_at"}
     for twins in copies.values():
-        assert all({k: v for k, v in t.items() if k not in delivery}
-                   == {k: v for k, v in twins[0].items() if k not in delivery}
-                   for t in twins)  # fmt: skip
+        assert all(
+            {k: v for k, v in t.items() if k not in delivery}
+            == {k: v for k, v in twins[0].items() if k not in delivery}
+            for t in twins
+        )
     duplicates = sum(len(t) - 1 for t in copies.values())
     assert duplicates <= run.max_held, duplicates
     parts: dict[int, list[dict[str, Any]]] = defaultdict(list)
@@ -340,8 +396,12 @@ def test_archive_unordered_partitions_exact_and_durable(pipeline: Pipeline) -> N
         assert {(r["offset"], r["size"]) for r in rs} == {(None, None)}
     # trace ids: exactly the traced lines carry one, the one their publish receipt gave
     receipts = {r["internal_id"]: r["trace_id"] for r in _records(p.pub_log)}
-    traced = {r["internal_id"]: r["trace_id"] for rs in parts.values() for r in rs
-              if r["trace_id"] is not None}  # fmt: skip
+    traced = {
+        r["internal_id"]: r["trace_id"]
+        for rs in parts.values()
+        for r in rs
+        if r["trace_id"] is not None
+    }
     assert traced == receipts and len(traced) == TRACED
 
 
@@ -363,8 +423,17 @@ def test_archive_ordered_four_partitions_on_two_nsqd(pipeline: Pipeline) -> None
 def test_archive_no_ordered_on_an_ordered_topic_is_one_line(
     pipeline: Pipeline, tmp_path: Path
 ) -> None:
-    proc = run_cli(["archive", pipeline.ordered, "--out", str(tmp_path / "a"), "--no-ordered",
-                    "--lookupd", pipeline.lookupd])  # fmt: skip
+    proc = run_cli(
+        [
+            "archive",
+            pipeline.ordered,
+            "--out",
+            str(tmp_path / "a"),
+            "--no-ordered",
+            "--lookupd",
+            pipeline.lookupd,
+        ]
+    )
     line = assert_one_line_error(proc, 1)
     assert "ordered" in line and "--ordered" in line, line
 
@@ -375,9 +444,21 @@ def _records(path: Path) -> list[dict[str, Any]]:
 
 def _replay(p: Pipeline, run: ArchiveRun, to_topic: str, tmp_path: Path, *args: str) -> str:
     """``nsqctl replay`` in-process: it gets the test session's SparkSession."""
-    result = invoke("replay", str(run.out), "--to-topic", to_topic, "--lookupd", p.lookupd,
-                    "--spark-master", TEST_MASTER, "--checkpoint", str(tmp_path / "ckpt"),
-                    "--batch-size", "25", *args)  # fmt: skip
+    result = invoke(
+        "replay",
+        str(run.out),
+        "--to-topic",
+        to_topic,
+        "--lookupd",
+        p.lookupd,
+        "--spark-master",
+        TEST_MASTER,
+        "--checkpoint",
+        str(tmp_path / "ckpt"),
+        "--batch-size",
+        "25",
+        *args,
+    )
     assert result.exit_code == 0, (result.output, result.exception)
     return str(result.stdout)
 
@@ -391,10 +472,19 @@ def test_replay_keeps_partition_order_into_an_ordered_topic(
     total = sum(map(len, p.published.ordered.values()))
     out = _replay(p, p.o_archive, p.replay_ordered, tmp_path)
     assert f"replayed {total} message(s)" in out  # the kill's duplicates removed
-    got = asyncio.run(read_messages(p.cluster.lookupd_http, p.replay_ordered, "c", total,
-                                    ordered=True, max_in_flight=O_PARTITIONS))  # fmt: skip
-    assert Counter(m.body for m in got) == Counter(b for bs in p.published.ordered.values()
-                                                   for b in bs)  # fmt: skip
+    got = asyncio.run(
+        read_messages(
+            p.cluster.lookupd_http,
+            p.replay_ordered,
+            "c",
+            total,
+            ordered=True,
+            max_in_flight=O_PARTITIONS,
+        )
+    )
+    assert Counter(m.body for m in got) == Counter(
+        b for bs in p.published.ordered.values() for b in bs
+    )
     source = {b: part for part, bs in p.published.ordered.items() for b in bs}
     arrived: dict[int, dict[int, list[bytes]]] = defaultdict(lambda: defaultdict(list))
     for msg in got:  # the ordered consumer's delivery order is each partition's queue order
@@ -424,8 +514,11 @@ def test_replay_shard_field_keeps_key_order(
     published = [b for bs in p.published.unordered.values() for b in bs]
     out = _replay(p, p.u_archive, p.replay_keyed, tmp_path, "--shard-field", "k")
     assert f"replayed {len(published)} message(s)" in out
-    got = asyncio.run(read_messages(p.cluster.lookupd_http, p.replay_keyed, "c", len(published),
-                                    max_in_flight=500))  # fmt: skip
+    got = asyncio.run(
+        read_messages(
+            p.cluster.lookupd_http, p.replay_keyed, "c", len(published), max_in_flight=500
+        )
+    )
     assert Counter(m.body for m in got) == Counter(published)  # exact bytes, each once
     where: dict[str, set[int]] = defaultdict(set)
     seqs: dict[str, list[int]] = defaultdict(list)
@@ -514,6 +607,7 @@ def test_archive_stops_in_one_line_when_no_leader_comes_back(
     c = start_cluster("redesign", nsqd=2)
     topic = unique("arfail")
     asyncio.run(create_topics(c.lookupd_http, {topic: TopicSpec(1, 2)}, ("nsqctl_archive",)))
+
     async def publish() -> None:
         async with Producer(lookupd_http=c.lookupd_http) as producer:
             await producer.publish_many(topic, [b"one", b"two"])
@@ -521,10 +615,23 @@ def test_archive_stops_in_one_line_when_no_leader_comes_back(
     asyncio.run(publish())
     out = tmp_path / "archive"
     proc = subprocess.Popen(
-        [NSQCTL, "archive", topic, "--out", str(out), "--lookupd", c.lookupd_http[0],
-         "--failover-window", "6", "--rotate-seconds", "0.2"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env(),
-    )  # fmt: skip
+        [
+            NSQCTL,
+            "archive",
+            topic,
+            "--out",
+            str(out),
+            "--lookupd",
+            c.lookupd_http[0],
+            "--failover-window",
+            "6",
+            "--rotate-seconds",
+            "0.2",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=clean_env(),
+    )
     try:
         deadline = time.monotonic() + 60
 

@@ -44,10 +44,12 @@ class Topics:
 def topics(redesign_cluster: Cluster) -> Topics:
     names = Topics(unique("cli-adm"), unique("cli-tail"))
     lk = ["--lookupd", redesign_cluster.lookupd_http[0]]
-    nsqctl_all(*(
-        ["topic", "create", name, "--partitions", "2", "--replicas", "1", *lk]
-        for name in (names.admin, names.tail)
-    ))  # fmt: skip
+    nsqctl_all(
+        *(
+            ["topic", "create", name, "--partitions", "2", "--replicas", "1", *lk]
+            for name in (names.admin, names.tail)
+        )
+    )
     nsqctl_all(*(["channel", "create", name, "c", *lk] for name in (names.admin, names.tail)))
     return names
 
@@ -72,8 +74,19 @@ def test_replicated_ordered_ext_topic_create_lookup_stat_delete(
     assert "4 nodes and 3 registered" in assert_one_line_error(refused, 2)
     assert "not found" in assert_one_line_error(cli("lookup", topic, *lk), 1)
 
-    out = nsqctl("topic", "create", topic, "--partitions", "2", "--replicas", "2", "--ordered",
-                 "--ext", "--json", *lk)  # fmt: skip
+    out = nsqctl(
+        "topic",
+        "create",
+        topic,
+        "--partitions",
+        "2",
+        "--replicas",
+        "2",
+        "--ordered",
+        "--ext",
+        "--json",
+        *lk,
+    )
     assert json.loads(out)["ok"] is True
     holders: dict[int, list[str]] = {}
     for http in c.nsqd_http:
@@ -87,9 +100,13 @@ def test_replicated_ordered_ext_topic_create_lookup_stat_delete(
     info = json.loads(run_ok("lookup", topic, "--json", *lk))
     assert info["family"] == "redesign" and info["partition_count"] == 2
     assert info["meta"] == {
-        "partition_num": 2, "replicas": 2, "ordered": True, "ext": True, "multi_part": False,
+        "partition_num": 2,
+        "replicas": 2,
+        "ordered": True,
+        "ext": True,
+        "multi_part": False,
         "disable_channel_auto_create": False,
-    }  # fmt: skip
+    }
     assert {p["partition"]: p["leader_http"] for p in info["partitions"]} == leaders
     text = run_ok("lookup", topic, *lk).splitlines()
     assert "meta      partitions=2 replicas=2 ordered=true ext=true" in text
@@ -152,8 +169,17 @@ def test_channel_setoffset_skip_unskip_per_partition(
         run_ok("channel", "setoffset", topic, "c", "--partition", "0", *how, "--yes", *lk)
 
     # 4-byte bodies: every message takes 34 bytes on disk (4 length + 26 header + body).
-    nsqctl("pub", topic, "--partition", "0", "--batch", "3", *lk, "-q",
-           stdin=lines(*(b"m-%02d" % i for i in range(20))))  # fmt: skip
+    nsqctl(
+        "pub",
+        topic,
+        "--partition",
+        "0",
+        "--batch",
+        "3",
+        *lk,
+        "-q",
+        stdin=lines(*(b"m-%02d" % i for i in range(20))),
+    )
     nsqctl(
         "pub", topic, "--partition", "1", *lk, "-q", stdin=lines(*(b"n-%d" % i for i in range(6)))
     )
@@ -222,7 +248,14 @@ def test_tail_from_start_time_and_offset_start_exactly_there(
 
     p0 = per_partition[0]
     start = p0[7]  # mid-batch: batches are 5 messages
-    rest = tail_json(c.lookupd_http, topic, len(p0) - 7, "--partition", "0", "--from-offset",
-                     str(start["offset"]))  # fmt: skip
+    rest = tail_json(
+        c.lookupd_http,
+        topic,
+        len(p0) - 7,
+        "--partition",
+        "0",
+        "--from-offset",
+        str(start["offset"]),
+    )
     assert [body_from_json(r) for r in rest] == [body_from_json(r) for r in p0[7:]]
     assert {r["partition"] for r in rest} == {0}

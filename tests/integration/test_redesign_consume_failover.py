@@ -42,17 +42,34 @@ def _pub(c: Cluster, topic: str, lines: list[bytes], tmp: Path, *args: str) -> N
     with source.open("rb") as stdin:
         done = subprocess.run(
             [NSQCTL, "pub", topic, "--lookupd", c.lookupd_http[0], *args],
-            stdin=stdin, capture_output=True, env=clean_env(), timeout=200,
-        )  # fmt: skip
+            stdin=stdin,
+            capture_output=True,
+            env=clean_env(),
+            timeout=200,
+        )
     assert done.returncode == 0, done.stderr.decode()[-2000:]
 
 
 def _tail(c: Cluster, topic: str, out: Path, *args: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [NSQCTL, "tail", topic, "-c", "c", "--format", "json", "--lookupd", c.lookupd_http[0],
-         "--failover-window", "150", *args],
-        stdout=out.open("wb"), stderr=subprocess.PIPE, env=clean_env(),
-    )  # fmt: skip
+        [
+            NSQCTL,
+            "tail",
+            topic,
+            "-c",
+            "c",
+            "--format",
+            "json",
+            "--lookupd",
+            c.lookupd_http[0],
+            "--failover-window",
+            "150",
+            *args,
+        ],
+        stdout=out.open("wb"),
+        stderr=subprocess.PIPE,
+        env=clean_env(),
+    )
 
 
 def _records(out: Path) -> list[dict[str, object]]:
@@ -89,10 +106,15 @@ def test_tail_and_ordered_tail_ride_through_a_leader_kill(
 ) -> None:
     c = start_cluster("redesign", nsqd=3)
     plain, ordered = unique("cfo"), unique("cfoord")
-    asyncio.run(create_topics(c.lookupd_http, {
-        plain: TopicSpec(partitions=1, replicas=3),
-        ordered: TopicSpec(partitions=2, replicas=3, ordered=True),
-    }))  # fmt: skip
+    asyncio.run(
+        create_topics(
+            c.lookupd_http,
+            {
+                plain: TopicSpec(partitions=1, replicas=3),
+                ordered: TopicSpec(partitions=2, replicas=3, ordered=True),
+            },
+        )
+    )
     before = [f"m{i:05d}" for i in range(3000)]
     after = [f"m{i:05d}" for i in range(3000, 6000)]
     keyed = [json.dumps({"k": f"k{i % 8}", "seq": i}) for i in range(6000)]
@@ -139,10 +161,21 @@ def test_tail_gives_up_after_the_failover_window_in_one_line(
     _pub(c, topic, [b"one", b"two"], tmp_path)
     out = tmp_path / "out.jsonl"
     proc = subprocess.Popen(
-        [NSQCTL, "tail", topic, "-c", "c", "--lookupd", c.lookupd_http[0],
-         "--failover-window", "6"],
-        stdout=out.open("wb"), stderr=subprocess.PIPE, env=clean_env(),
-    )  # fmt: skip
+        [
+            NSQCTL,
+            "tail",
+            topic,
+            "-c",
+            "c",
+            "--lookupd",
+            c.lookupd_http[0],
+            "--failover-window",
+            "6",
+        ],
+        stdout=out.open("wb"),
+        stderr=subprocess.PIPE,
+        env=clean_env(),
+    )
     deadline = time.monotonic() + 30
     while out.read_bytes().count(b"\n") < 2 and time.monotonic() < deadline:
         time.sleep(0.2)

@@ -77,19 +77,33 @@ def youzan_bins(redesign_bins: Path) -> Path:
 
 
 def youzan_tail(bins: Path, c: Cluster, topic: str, count: int, *flags: str) -> list[bytes]:
-    out = check(run_process([
-        str(bins / "nsq_tail"), f"-topic={topic}", "-channel=c",
-        f"-lookupd-http-address={c.lookupd_http[0]}", f"-n={count}", *flags,
-    ]))  # fmt: skip
+    out = check(
+        run_process(
+            [
+                str(bins / "nsq_tail"),
+                f"-topic={topic}",
+                "-channel=c",
+                f"-lookupd-http-address={c.lookupd_http[0]}",
+                f"-n={count}",
+                *flags,
+            ]
+        )
+    )
     return parse_youzan_tail(out)
 
 
 def to_nsq(bins: Path, c: Cluster, topic: str, data: bytes, *flags: str | bytes) -> None:
-    check(run_process(
-        [str(bins / "to_nsq"), f"-topic={topic}", f"-lookupd-http-address={c.lookupd_http[0]}",
-         *flags],
-        stdin=data,
-    ))  # fmt: skip
+    check(
+        run_process(
+            [
+                str(bins / "to_nsq"),
+                f"-topic={topic}",
+                f"-lookupd-http-address={c.lookupd_http[0]}",
+                *flags,
+            ],
+            stdin=data,
+        )
+    )
 
 
 def test_nsqctl_pub_read_by_youzan_nsq_tail(
@@ -99,8 +113,17 @@ def test_nsqctl_pub_read_by_youzan_nsq_tail(
     lk = ["--lookupd", c.lookupd_http[0]]
     # Split on NUL: the bodies hold every other byte value, newlines included.
     split = [b"nul-split-%02d:" % i + without(0x00, 37 * i) for i in range(20)]
-    nsqctl("pub", topic, "--delimiter", "\\x00", "--batch", "3", *lk, "-q",
-           stdin=b"\x00".join(split) + b"\x00")  # fmt: skip
+    nsqctl(
+        "pub",
+        topic,
+        "--delimiter",
+        "\\x00",
+        "--batch",
+        "3",
+        *lk,
+        "-q",
+        stdin=b"\x00".join(split) + b"\x00",
+    )
     whole = [ALL_BYTES, ALL_BYTES[::-1] * 3, b"\n\n" + ALL_BYTES + b"\n"]
     files = []
     for i, body in enumerate(whole):
@@ -127,8 +150,17 @@ def test_nsqctl_pub_read_by_youzan_nsq_tail_ordered(
         for part in (0, 1)
     }
     for part, items in bodies.items():
-        nsqctl("pub", topic, "--partition", str(part), "--batch", "4", *lk, "-q",
-               stdin=b"\n".join(items) + b"\n")  # fmt: skip
+        nsqctl(
+            "pub",
+            topic,
+            "--partition",
+            str(part),
+            "--batch",
+            "4",
+            *lk,
+            "-q",
+            stdin=b"\n".join(items) + b"\n",
+        )
     assert message_counts(c, topic) == {0: 15, 1: 15}
 
     got = youzan_tail(youzan_bins, c, topic, 30, "-ordered")

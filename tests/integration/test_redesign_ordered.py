@@ -45,12 +45,26 @@ def test_fresh_sandbox_ordered_tail_prints_in_order_and_leaves_nothing_in_flight
 
         def run(*args: str, data: bytes | None = None, timeout: float = 120):
             return subprocess.run(
-                [NSQCTL, *args], input=data or b"", capture_output=True, env=env,
-                timeout=timeout, check=False,
-            )  # fmt: skip
+                [NSQCTL, *args],
+                input=data or b"",
+                capture_output=True,
+                env=env,
+                timeout=timeout,
+                check=False,
+            )
 
-        made = run("sandbox", "topic", "create", "seq", "--partitions", "2", "--replicas", "1",
-                   "--ordered", *sbx)  # fmt: skip
+        made = run(
+            "sandbox",
+            "topic",
+            "create",
+            "seq",
+            "--partitions",
+            "2",
+            "--replicas",
+            "1",
+            "--ordered",
+            *sbx,
+        )
         assert made.returncode == 0, made.stderr
         chan = run("channel", "create", "seq", "c")
         assert chan.returncode == 0, chan.stderr
@@ -64,8 +78,10 @@ def test_fresh_sandbox_ordered_tail_prints_in_order_and_leaves_nothing_in_flight
         # Nothing was left in flight: a second ordered tail on the channel gets nothing.
         late = subprocess.Popen(
             [NSQCTL, "tail", "seq", "--ordered", "-c", "c", "-n", "1"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-        )  # fmt: skip
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
         try:
             out, _ = late.communicate(timeout=5)
             pytest.fail(f"second tail ended with {late.returncode} and output {out!r}")
@@ -154,9 +170,13 @@ async def test_gap_and_regression_are_reported_when_the_channel_offset_moves(
             consumer.set_max_in_flight(0)  # RDY 0 goes out before this message's FIN
 
     consumer = Consumer(
-        topic, "c", handle, lookupd_http=lookupd, ordered=True,
+        topic,
+        "c",
+        handle,
+        lookupd_http=lookupd,
+        ordered=True,
         on_order_violation=events.append,
-    )  # fmt: skip
+    )
 
     async def wait_for(count: int) -> None:
         deadline = time.monotonic() + 30
@@ -165,8 +185,19 @@ async def test_gap_and_regression_are_reported_when_the_channel_offset_moves(
             await asyncio.sleep(0.05)
 
     def set_offset(msgcount: int) -> None:
-        proc = cli("channel", "setoffset", topic, "c", "--partition", "0",
-                   "--msgcount", str(msgcount), "--yes", "--lookupd", lookupd[0])  # fmt: skip
+        proc = cli(
+            "channel",
+            "setoffset",
+            topic,
+            "c",
+            "--partition",
+            "0",
+            "--msgcount",
+            str(msgcount),
+            "--yes",
+            "--lookupd",
+            lookupd[0],
+        )
         assert proc.returncode == 0, proc.stderr
         consumer.set_max_in_flight(1)
 
@@ -236,9 +267,14 @@ async def test_a_start_position_on_a_plain_topic_is_not_an_ordered_subscription(
             done.set()
 
     consumer = Consumer(
-        topic, "c", handle, lookupd_http=lookupd, start=p.start_msgcount(0),
-        max_in_flight=50, on_order_violation=events.append,
-    )  # fmt: skip
+        topic,
+        "c",
+        handle,
+        lookupd_http=lookupd,
+        start=p.start_msgcount(0),
+        max_in_flight=50,
+        on_order_violation=events.append,
+    )
     await consumer.start()
     try:
         await asyncio.wait_for(done.wait(), 60)

@@ -117,8 +117,9 @@ def test_expand_adds_writable_partitions_that_take_and_serve_messages(
 ) -> None:
     c = three
     topic = topics["grow"]
-    out = run_ok("topic", "expand", topic, "--partitions", "3", "--yes",
-                 "--lookupd", c.lookupd_http[0])  # fmt: skip
+    out = run_ok(
+        "topic", "expand", topic, "--partitions", "3", "--yes", "--lookupd", c.lookupd_http[0]
+    )
     assert "topic expand" in out and "POST /topic/partition/expand" in out
     assert "3/3 partition(s) writable" in out
     assert sorted(lookup_partitions(c.lookupd_http[0], topic)) == [0, 1, 2]
@@ -141,8 +142,18 @@ def test_move_leader_keeps_every_message_and_fills_the_isr(
     isr = _isr(c, topic)
     # the nsqd outside the ISR: it must catch up before it can lead
     target = next(n.http_address for n in c.nsqds if n.http_address not in isr)
-    out = run_ok("topic", "move", topic, "--partition", "0", "--to", target, "--yes",
-                 "--lookupd", c.lookupd_http[0])  # fmt: skip
+    out = run_ok(
+        "topic",
+        "move",
+        topic,
+        "--partition",
+        "0",
+        "--to",
+        target,
+        "--yes",
+        "--lookupd",
+        c.lookupd_http[0],
+    )
     assert "POST /topic/partition/move" in out and f"leader {target}" in out
     assert leader_of(c, topic).http_address == target != old.http_address
     stats = leader_stats(c, topic)
@@ -166,8 +177,23 @@ def test_leader_handed_to_an_in_sync_copy_finishes_at_once(
     old = leader_of(c, topic).http_address
     loads = _loads(c)  # the copy youzan elects: the other test pins what happens otherwise
     target = min((a for a in _isr(c, topic) if a != old), key=lambda a: loads.get(a, 0.0))
-    proc = run_process([NSQCTL, "topic", "move", topic, "--partition", "0", "--to", target,
-                        "--wait", "100", "--yes", "--lookupd", c.lookupd_http[0]])  # fmt: skip
+    proc = run_process(
+        [
+            NSQCTL,
+            "topic",
+            "move",
+            topic,
+            "--partition",
+            "0",
+            "--to",
+            target,
+            "--wait",
+            "100",
+            "--yes",
+            "--lookupd",
+            c.lookupd_http[0],
+        ]
+    )
     assert proc.returncode == 0, proc.stderr
     assert b"warning" not in proc.stderr, proc.stderr  # it saw the move finish, no time-out
     assert leader_of(c, topic).http_address == target
@@ -182,8 +208,20 @@ def test_move_replica_keeps_the_leader(three: Cluster, topics: dict[str, str]) -
     follower = next(a for a in _isr(c, topic) if a != leader)
     spare = next(n for n in c.nsqds if n.http_address not in (leader, follower))
     # --to as the TCP address `nsqctl lookup` shows: the same nsqd
-    run_ok("topic", "move", topic, "--partition", "0", "--from", follower,
-           "--to", spare.tcp_address, "--yes", "--lookupd", c.lookupd_http[0])  # fmt: skip
+    run_ok(
+        "topic",
+        "move",
+        topic,
+        "--partition",
+        "0",
+        "--from",
+        follower,
+        "--to",
+        spare.tcp_address,
+        "--yes",
+        "--lookupd",
+        c.lookupd_http[0],
+    )
     assert leader_of(c, topic).http_address == leader
     assert sorted(_isr(c, topic)) == sorted([leader, spare.http_address])
 
@@ -191,9 +229,21 @@ def test_move_replica_keeps_the_leader(three: Cluster, topics: dict[str, str]) -
 def test_update_meta_is_read_back(three: Cluster, topics: dict[str, str]) -> None:
     c = three
     topic = topics["meta"]
-    out = run_ok("topic", "update", topic, "--replicas", "1", "--retention-days", "3",
-                 "--sync-every", "100", "--no-channel-auto-create", "--yes",
-                 "--lookupd", c.lookupd_http[0])  # fmt: skip
+    out = run_ok(
+        "topic",
+        "update",
+        topic,
+        "--replicas",
+        "1",
+        "--retention-days",
+        "3",
+        "--sync-every",
+        "100",
+        "--no-channel-auto-create",
+        "--yes",
+        "--lookupd",
+        c.lookupd_http[0],
+    )
     assert "POST /topic/meta/update" in out
     state = asyncio.run(_state(c, topic))
     assert state.meta.replica == 1 and state.meta.disable_channel_auto_create
@@ -209,30 +259,49 @@ def test_bad_input_is_one_line_with_exit_code(
     lookupd = c.lookupd_http[0]
     topic = topics["bad"]
     cases = [
-        (["topic", "move", topic, "--partition", "0", "--to", "127.0.0.1:1"], 2,
-         "not an nsqd registered with nsqlookupd"),
+        (
+            ["topic", "move", topic, "--partition", "0", "--to", "127.0.0.1:1"],
+            2,
+            "not an nsqd registered with nsqlookupd",
+        ),
         (["topic", "expand", topic, "--partitions", "1"], 2, "must be more than 2"),
         (["topic", "expand", topic, "--partitions", "4"], 2, "need 4 nodes and 3 registered"),
-        (["topic", "move", topic, "--partition", "5", "--to", c.nsqd_http[0]], 2,
-         "no partition 5"),
+        (["topic", "move", topic, "--partition", "5", "--to", c.nsqd_http[0]], 2, "no partition 5"),
         (["topic", "update", topic], 2, "nothing to update"),
         (["topic", "update", topic, "--replicas", "6"], 2, "between 1 and 5"),
         (["topic", "update", topic, "--retention-days", "61"], 2, "between 0 and 60"),
-        (["topic", "move", topic, "--partition", "0", "--to", c.nsqd_http[0],
-          "--from", c.nsqd_http[0]], 2, "where the copy already is"),
+        (
+            [
+                "topic",
+                "move",
+                topic,
+                "--partition",
+                "0",
+                "--to",
+                c.nsqd_http[0],
+                "--from",
+                c.nsqd_http[0],
+            ],
+            2,
+            "where the copy already is",
+        ),
         (["topic", "expand", unique("nope"), "--partitions", "2"], 1, "not found"),
-    ]  # fmt: skip
+    ]
     for args, code, text in cases:
         err = assert_one_line_error(run_cli([*args, "--yes", "--lookupd", lookupd]), code)
         assert text in err, (args, err)
     original = original_cluster.lookupd_http[0]
-    for args in (["expand", "t", "--partitions", "2"], ["move", "t", "--partition", "0",
-                 "--to", "127.0.0.1:4151"], ["update", "t", "--replicas", "2"]):  # fmt: skip
+    for args in (
+        ["expand", "t", "--partitions", "2"],
+        ["move", "t", "--partition", "0", "--to", "127.0.0.1:4151"],
+        ["update", "t", "--replicas", "2"],
+    ):
         err = assert_one_line_error(run_cli(["topic", *args, "--yes", "--lookupd", original]), 1)
         assert "needs a redesign (youzan) cluster" in err, err
     # no terminal and no --yes: refused before anything is sent
-    err = assert_one_line_error(run_cli(["topic", "expand", topic, "--partitions", "3",
-                                         "--lookupd", lookupd]), 2)  # fmt: skip
+    err = assert_one_line_error(
+        run_cli(["topic", "expand", topic, "--partitions", "3", "--lookupd", lookupd]), 2
+    )
     assert "pass --yes" in err
     assert sorted(lookup_partitions(lookupd, topic)) == [0, 1]
 
@@ -245,8 +314,9 @@ def test_library_move_reports_progress(three: Cluster, topics: dict[str, str]) -
     old = leader_of(c, topic).http_address
     target = next(n.http_address for n in c.nsqds if n.http_address != old)
     lines: list[str] = []
-    report = asyncio.run(admin.move_partition(c.lookupd_http, topic, 0, target,
-                                              progress=lines.append))  # fmt: skip
+    report = asyncio.run(
+        admin.move_partition(c.lookupd_http, topic, 0, target, progress=lines.append)
+    )
     report.raise_for_failures()
     assert not report.warnings, report.warnings
     assert any(f"catching up: {target}" in line or target in line for line in lines), lines
@@ -266,8 +336,9 @@ def test_leader_move_to_a_copy_youzan_never_elects_exits_1(
     old = leader_of(c, topic).http_address
     for _ in range(5):  # a ballast topic led by another nsqd than the partition's leader
         ballast = unique("ballast")
-        asyncio.run(create_topics(c.lookupd_http, {ballast: TopicSpec(1, 1)},
-                                  [f"b{i}" for i in range(5)]))  # fmt: skip
+        asyncio.run(
+            create_topics(c.lookupd_http, {ballast: TopicSpec(1, 1)}, [f"b{i}" for i in range(5)])
+        )
         target = leader_of(c, ballast).http_address
         if target != old:
             break
@@ -290,8 +361,23 @@ def test_leader_move_to_a_copy_youzan_never_elects_exits_1(
         except AssertionError as err:
             if rounds == 2:
                 raise AssertionError(f"{err}; leader load factors: {seen}") from None
-    proc = run_process([NSQCTL, "topic", "move", topic, "--partition", "0", "--to", target,
-                        "--wait", "100", "--yes", "--lookupd", c.lookupd_http[0]])  # fmt: skip
+    proc = run_process(
+        [
+            NSQCTL,
+            "topic",
+            "move",
+            topic,
+            "--partition",
+            "0",
+            "--to",
+            target,
+            "--wait",
+            "100",
+            "--yes",
+            "--lookupd",
+            c.lookupd_http[0],
+        ]
+    )
     assert proc.returncode == 1, proc.stderr
     lines = proc.stderr.decode().strip().splitlines()  # progress lines, then the error
     assert b"Traceback" not in proc.stderr and lines[-1].startswith("nsqctl: error: "), lines

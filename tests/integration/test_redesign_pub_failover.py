@@ -55,9 +55,11 @@ def _pub(
     with source.open("rb") as stdin:
         return subprocess.Popen(
             [NSQCTL, "pub", topic, "--lookupd", c.lookupd_http[0], *args],
-            stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            stdin=stdin,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             env={**clean_env(), "NSQCTL_LOG": "debug"},  # the failover decisions, on stderr
-        )  # fmt: skip
+        )
 
 
 def _stored(c: Cluster, topic: str, **kwargs: object) -> list[bytes]:
@@ -65,8 +67,7 @@ def _stored(c: Cluster, topic: str, **kwargs: object) -> list[bytes]:
     ``c`` (made before publishing), or from ``start`` on a fresh one."""
     total = sum(message_counts(c, topic).values())
     channel = "verify" if "start" in kwargs else "c"
-    got = asyncio.run(read_messages(c.lookupd_http, topic, channel, total, timeout=120,
-                                    **kwargs))  # fmt: skip
+    got = asyncio.run(read_messages(c.lookupd_http, topic, channel, total, timeout=120, **kwargs))
     assert len(got) == total, (len(got), total)
     return [m.body for part in by_partition(got).values() for m in part]
 
@@ -115,11 +116,16 @@ def test_sharded_pub_keeps_key_order_across_a_new_leader(
     assert leader_of(c, topic, 0).tcp_port != killed.tcp_port
     total = sum(message_counts(c, topic).values())
     try:
-        got = asyncio.run(read_messages(c.lookupd_http, topic, "c", total, timeout=120,
-                                        ordered=True, max_in_flight=2))  # fmt: skip
+        got = asyncio.run(
+            read_messages(
+                c.lookupd_http, topic, "c", total, timeout=120, ordered=True, max_in_flight=2
+            )
+        )
     except AssertionError as err:
-        raise AssertionError(f"{err}; stored {message_counts(c, topic)}; channel c on "
-                             f"each node: {_channel_everywhere(c, topic)}") from None  # fmt: skip
+        raise AssertionError(
+            f"{err}; stored {message_counts(c, topic)}; channel c on "
+            f"each node: {_channel_everywhere(c, topic)}"
+        ) from None
     assert len(got) == total, (len(got), total)
     # storage order is the queue offset an ordered subscription delivers by
     stored = [m for part in by_partition(got).values() for m in sorted(part, key=_offset)]
@@ -173,16 +179,26 @@ def _channel_everywhere(c: Cluster, topic: str) -> dict[str, object]:
     out: dict[str, object] = {}
     for node in c.nsqds:
         try:
-            stats = httpx.get(f"http://{node.http_address}/stats", params={"format": "json",
-                              "topic": topic}, timeout=5).json()  # fmt: skip
+            stats = httpx.get(
+                f"http://{node.http_address}/stats",
+                params={"format": "json", "topic": topic},
+                timeout=5,
+            ).json()
         except httpx.HTTPError as err:
             out[str(node.tcp_port)] = str(err)
             continue
         topics = stats.get("topics") or stats.get("data", {}).get("topics") or []
         out[str(node.tcp_port)] = [
-            (t.get("topic_partition"), t.get("is_leader"), t.get("message_count"),
-             [(ch["channel_name"], ch.get("depth"), ch.get("in_flight_count"))
-              for ch in t.get("channels") or []])
-            for t in topics if t.get("topic_name") == topic
-        ]  # fmt: skip
+            (
+                t.get("topic_partition"),
+                t.get("is_leader"),
+                t.get("message_count"),
+                [
+                    (ch["channel_name"], ch.get("depth"), ch.get("in_flight_count"))
+                    for ch in t.get("channels") or []
+                ],
+            )
+            for t in topics
+            if t.get("topic_name") == topic
+        ]
     return out

@@ -50,10 +50,13 @@ class Topics:
 def topics(redesign_cluster: Cluster) -> Topics:
     """Every topic of this module, made at once (2 partitions; channels c and t on each)."""
     names = Topics(
-        unique("pub-rr"), unique("pub-cli"), unique("pub-shard"), unique("pub-trace"),
+        unique("pub-rr"),
+        unique("pub-cli"),
+        unique("pub-shard"),
+        unique("pub-trace"),
         unique("pub-ext"),
         unique("pub-big"),
-    )  # fmt: skip
+    )
     specs = {name: TopicSpec() for name in (names.round_robin, names.cli, names.shard)}
     specs[names.traced] = specs[names.big] = TopicSpec()
     specs[names.ext] = TopicSpec(ext=True)
@@ -136,8 +139,17 @@ def test_cli_pub_shard_field_and_shard_key_follow_murmur3(
         for seq in range(8)
         for key in keys
     ]
-    nsqctl("pub", topic, "--shard-field", "user.id", "--batch", "30", *lk, "-q",
-           stdin=b"\n".join(events) + b"\n")  # fmt: skip
+    nsqctl(
+        "pub",
+        topic,
+        "--shard-field",
+        "user.id",
+        "--batch",
+        "30",
+        *lk,
+        "-q",
+        stdin=b"\n".join(events) + b"\n",
+    )
     # --shard KEY: one key for every line; pick one key per partition.
     shard_keys = [
         next(k for k in (f"order-{i}" for i in range(100)) if murmur3_partition(k, 2) == part)
@@ -192,8 +204,19 @@ async def test_traced_publish_receipts_and_trace_ids_on_delivery(
 
     trace_log = tmp_path / "pub.jsonl"
     lines = [b"cli-auto-%02d" % i for i in range(13)]  # the last batch has one message
-    out = nsqctl("pub", topic, "--trace", "auto", "--json", "--trace-log", str(trace_log),
-                 "--batch", "4", *lk, stdin=b"\n".join(lines) + b"\n")  # fmt: skip
+    out = nsqctl(
+        "pub",
+        topic,
+        "--trace",
+        "auto",
+        "--json",
+        "--trace-log",
+        str(trace_log),
+        "--batch",
+        "4",
+        *lk,
+        stdin=b"\n".join(lines) + b"\n",
+    )
     *receipts, summary = [json.loads(line) for line in out.splitlines()]
     assert summary == {"topic": topic, "published": 13, "unpublished": 0, "error": None}
     assert sorted(r["count"] for r in receipts) == [1, 4, 4, 4]  # in the order they landed
@@ -212,8 +235,17 @@ async def test_traced_publish_receipts_and_trace_ids_on_delivery(
     assert sorted((x["kind"], x["internal_id"], x["partition"], x["trace_id"]) for x in logged) == [
         ("publish", iid, part, trace) for iid, (part, trace) in sorted(auto.items())
     ]
-    out = nsqctl("pub", topic, "--trace", "777", "--partition", "0", "--json", *lk,
-                 stdin=b"cli-fixed-0\ncli-fixed-1\n")  # fmt: skip
+    out = nsqctl(
+        "pub",
+        topic,
+        "--trace",
+        "777",
+        "--partition",
+        "0",
+        "--json",
+        *lk,
+        stdin=b"cli-fixed-0\ncli-fixed-1\n",
+    )
     fixed = json.loads(out.splitlines()[0])
     assert fixed["trace_ids"] == [777, 777] and fixed["partition"] == 0
     expected[fixed["internal_id"]] = (0, 777, b"cli-fixed-0")
@@ -283,8 +315,18 @@ def test_cli_traced_publish_splits_batches_over_the_max_body_size(
     a chunk of large lines goes out as several traced batches, one receipt each."""
     c, topic = redesign_cluster, topics.big
     bodies = [b"%02d:" % i + bytes([65 + i]) * 700_000 for i in range(9)]  # 6.3 MB in all
-    out = nsqctl("pub", topic, "--trace", "auto", "--partition", "1", "--json",
-                 "--lookupd", c.lookupd_http[0], stdin=b"\n".join(bodies) + b"\n")  # fmt: skip
+    out = nsqctl(
+        "pub",
+        topic,
+        "--trace",
+        "auto",
+        "--partition",
+        "1",
+        "--json",
+        "--lookupd",
+        c.lookupd_http[0],
+        stdin=b"\n".join(bodies) + b"\n",
+    )
     *receipts, summary = [json.loads(line) for line in out.splitlines()]
     assert summary["published"] == 9 and summary["error"] is None
     assert len(receipts) >= 2 and sum(r["count"] for r in receipts) == 9

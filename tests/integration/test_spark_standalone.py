@@ -63,10 +63,25 @@ def setup(original_bins: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
             env = spark.env()
             env["NSQCTL_STATE_DIR"] = str(base / "state")
             r = subprocess.run(
-                [NSQCTL, "archive", topic, "--out", str(archive), "--nsqd", nsq.nsqd_tcp[0],
-                 "--exit-when-idle", "1", "--rotate-rows", "2500", "-q"],
-                capture_output=True, text=True, env=env, timeout=300,
-            )  # fmt: skip
+                [
+                    NSQCTL,
+                    "archive",
+                    topic,
+                    "--out",
+                    str(archive),
+                    "--nsqd",
+                    nsq.nsqd_tcp[0],
+                    "--exit-when-idle",
+                    "1",
+                    "--rotate-rows",
+                    "2500",
+                    "-q",
+                ],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=300,
+            )
             assert r.returncode == 0, r.stderr
             yield Setup(spark, nsq, topic, archive, bodies, env)
     finally:
@@ -85,16 +100,34 @@ def test_replay_and_trace_spread_over_both_workers(setup: Setup) -> None:
     assert len(workers) == 2
     to_topic = f"sa_replayed_{uuid.uuid4().hex[:8]}"
     r = subprocess.run(
-        [NSQCTL, "replay", str(s.archive), "--to-topic", to_topic, "--nsqd", s.nsq.nsqd_tcp[0],
-         "--engine", "spark", "--spark-master", s.spark.master_url, "--tasks", "4",
-         "--batch-size", "500"],
-        capture_output=True, text=True, env=s.env, timeout=300,
-    )  # fmt: skip
+        [
+            NSQCTL,
+            "replay",
+            str(s.archive),
+            "--to-topic",
+            to_topic,
+            "--nsqd",
+            s.nsq.nsqd_tcp[0],
+            "--engine",
+            "spark",
+            "--spark-master",
+            s.spark.master_url,
+            "--tasks",
+            "4",
+            "--batch-size",
+            "500",
+        ],
+        capture_output=True,
+        text=True,
+        env=s.env,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     assert f"spark master {s.spark.master_url}" in r.stderr
     assert f"replayed {N_MESSAGES} message(s)" in r.stdout
-    got = asyncio.run(read_messages(s.nsq.lookupd_http, to_topic, "check", N_MESSAGES,
-                                    max_in_flight=2000))  # fmt: skip
+    got = asyncio.run(
+        read_messages(s.nsq.lookupd_http, to_topic, "check", N_MESSAGES, max_in_flight=2000)
+    )
     assert Counter(m.body for m in got) == Counter(s.bodies)  # every message exactly once
 
     replay_app = _app(s, "nsqctl-replay")
@@ -107,10 +140,23 @@ def test_replay_and_trace_spread_over_both_workers(setup: Setup) -> None:
     table = ds.dataset(s.archive, format="parquet", partitioning="hive").to_table(["id"])
     msg_id = table.column("id")[N_MESSAGES // 2].as_py().decode()
     r = subprocess.run(
-        [NSQCTL, "trace", msg_id, "--archive", str(s.archive), "--json", "--engine", "spark",
-         "--spark-master", s.spark.master_url],
-        capture_output=True, text=True, env=s.env, timeout=300,
-    )  # fmt: skip
+        [
+            NSQCTL,
+            "trace",
+            msg_id,
+            "--archive",
+            str(s.archive),
+            "--json",
+            "--engine",
+            "spark",
+            "--spark-master",
+            s.spark.master_url,
+        ],
+        capture_output=True,
+        text=True,
+        env=s.env,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     events = json.loads(r.stdout)["events"]
     assert [e["detail"]["id"] for e in events if e["event"] == "archived"] == [msg_id]
@@ -139,8 +185,11 @@ CHECK_DRIVER = textwrap.dedent("""
 def _check(s: Setup, reaches: list[list[str]], python: str | None = None) -> list[dict[str, Any]]:
     r = subprocess.run(
         [sys.executable, "-c", CHECK_DRIVER, s.spark.master_url, json.dumps(reaches)],
-        capture_output=True, text=True, env=s.spark.env(python), timeout=300,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=s.spark.env(python),
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
@@ -180,10 +229,24 @@ def test_replay_on_a_cluster_that_cannot_reach_nsqd_fails_in_one_line(setup: Set
     s = setup
     (dead,) = free_ports(1)  # nobody listens here
     r = subprocess.run(
-        [NSQCTL, "replay", str(s.archive), "--to-topic", "never", "--nsqd", f"127.0.0.1:{dead}",
-         "--engine", "spark", "--spark-master", s.spark.master_url],
-        capture_output=True, text=True, env=s.env, timeout=300,
-    )  # fmt: skip
+        [
+            NSQCTL,
+            "replay",
+            str(s.archive),
+            "--to-topic",
+            "never",
+            "--nsqd",
+            f"127.0.0.1:{dead}",
+            "--engine",
+            "spark",
+            "--spark-master",
+            s.spark.master_url,
+        ],
+        capture_output=True,
+        text=True,
+        env=s.env,
+        timeout=300,
+    )
     assert r.returncode == 1, r.stderr
     assert "Traceback" not in r.stderr
     errors = [line for line in r.stderr.splitlines() if line.startswith("nsqctl: error: ")]

@@ -73,8 +73,10 @@ async def test_one_nsqd_read_once_names_a_topic_and_its_channel(original_cluster
     http = c.nsqd_http[0]
     topic = f"read_{uuid.uuid4().hex[:10]}"
     async with httpx.AsyncClient() as client:
-        for path, params in (("topic/create", {"topic": topic}),
-                             ("channel/create", {"topic": topic, "channel": "c"})):  # fmt: skip
+        for path, params in (
+            ("topic/create", {"topic": topic}),
+            ("channel/create", {"topic": topic, "channel": "c"}),
+        ):
             (await client.post(f"http://{http}/{path}", params=params)).raise_for_status()
         async with Producer(nsqd_tcp=[c.nsqd_tcp[0]]) as producer:
             await producer.publish_many(topic, [b"a", b"bb", b"ccc"])

@@ -60,9 +60,13 @@ async def test_a_topic_nsqlookupd_leaves_unwritable_is_created_again_until_writa
 
     said: list[str] = []
     report = await admin.create_topic_async(
-        ["127.0.0.1:1"], "t", partitions=2, wait=10, progress=said.append,
+        ["127.0.0.1:1"],
+        "t",
+        partitions=2,
+        wait=10,
+        progress=said.append,
         transport=httpx.MockTransport(handle),
-    )  # fmt: skip
+    )
     assert report.ok and report.notes == ["2/2 partition(s) writable"]
     assert len(creates) == 3 and len(set(creates)) == 1, creates
     assert said and "waiting for nsqlookupd to enable writes on t: 0/2" in said[0]

@@ -97,21 +97,38 @@ class Youzan:
             else:
                 stale = False
             listed = self.previous if stale else self.leader
-            meta = {"partition_num": 1, "replica": 3, "extend_support": False,
-                    "ordered": False, "multi_part": False,
-                    "disable_channel_auto_create": False}  # fmt: skip
-            return httpx.Response(200, json={
-                "channels": ["c"], "producers": [peer(n) for n in self.isr],
-                "partitions": {"0": peer(listed)}, "meta": meta,
-            })  # fmt: skip
+            meta = {
+                "partition_num": 1,
+                "replica": 3,
+                "extend_support": False,
+                "ordered": False,
+                "multi_part": False,
+                "disable_channel_auto_create": False,
+            }
+            return httpx.Response(
+                200,
+                json={
+                    "channels": ["c"],
+                    "producers": [peer(n) for n in self.isr],
+                    "partitions": {"0": peer(listed)},
+                    "meta": meta,
+                },
+            )
         if path == "/topic/partition/move":
             return self.move(request)
         if path == "/topic/meta/update":
             return httpx.Response(200, json=None)
         if path == "/cluster/stats":
-            stats = [{"broadcast_address": f"10.0.0.{n}", "http_port": 4151, "hostname": f"n{n}",
-                      "leader_load_factor": lf, "node_load_factor": lf}
-                     for n, lf in self.loads.items()]  # fmt: skip
+            stats = [
+                {
+                    "broadcast_address": f"10.0.0.{n}",
+                    "http_port": 4151,
+                    "hostname": f"n{n}",
+                    "leader_load_factor": lf,
+                    "node_load_factor": lf,
+                }
+                for n, lf in self.loads.items()
+            ]
             return httpx.Response(200, json={"stable": True, "node_stat_list": stats})
         return httpx.Response(404, json={"message": "NOT_FOUND"})
 

@@ -21,10 +21,25 @@ SOURCE = Path(__file__).resolve().parents[2] / "docs" / "api"
 
 def _build(out: Path) -> str:
     proc = subprocess.run(
-        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-E", "-b", "html",
-         "-d", str(out / ".doctrees"), str(SOURCE), str(out)],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "sphinx",
+            "-W",
+            "--keep-going",
+            "-q",
+            "-E",
+            "-b",
+            "html",
+            "-d",
+            str(out / ".doctrees"),
+            str(SOURCE),
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert "No module named sphinx" not in proc.stderr, (
         "Sphinx is missing: pip install -e '.[docs]'"
     )

@@ -20,15 +20,35 @@ def view(
     counts: dict[str, int] | None = None,
 ) -> ClusterView:
     part = PartitionView(
-        topic="t", partition=0, leader=leader, replicas=(), isr=isr, catchup=catchup,
-        write_enabled=leader is not None, depth=0, stored_bytes=0, messages=100, rate=None,
-        paused=False, channels=(), holder_messages=tuple((counts or {}).items()),
-    )  # fmt: skip
+        topic="t",
+        partition=0,
+        leader=leader,
+        replicas=(),
+        isr=isr,
+        catchup=catchup,
+        write_enabled=leader is not None,
+        depth=0,
+        stored_bytes=0,
+        messages=100,
+        rate=None,
+        paused=False,
+        channels=(),
+        holder_messages=tuple((counts or {}).items()),
+    )
     topic = TopicView(
-        name="t", partitions=(part,), channels=(), depth=0, messages=100, rate=None,
-        ordered=False, ext=False, paused=False, is_redesign=True, depth_growing=False,
+        name="t",
+        partitions=(part,),
+        channels=(),
+        depth=0,
+        messages=100,
+        rate=None,
+        ordered=False,
+        ext=False,
+        paused=False,
+        is_redesign=True,
+        depth_growing=False,
         severity="ok",
-    )  # fmt: skip
+    )
     return ClusterView(at, (), (), (topic,), None, True)
 
 

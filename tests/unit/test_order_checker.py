@@ -8,9 +8,15 @@ from nsqctl.protocol.message import RawMessage
 
 def _msg(offset: int, internal_id: int, size: int = 50) -> RawMessage:
     return RawMessage(
-        timestamp=0, attempts=1, id=bytes(16), body=b"x",
-        internal_id=internal_id, trace_id=0, offset=offset, size=size,
-    )  # fmt: skip
+        timestamp=0,
+        attempts=1,
+        id=bytes(16),
+        body=b"x",
+        internal_id=internal_id,
+        trace_id=0,
+        offset=offset,
+        size=size,
+    )
 
 
 def test_in_order_stream_reports_nothing() -> None:

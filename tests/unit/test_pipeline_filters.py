@@ -34,9 +34,16 @@ def _write(out: Path, rows_per_partition: int = 3000, files: int = 3) -> None:
 
     def msg(i: int, part: int) -> OfflineMessage:
         iid = (part << 50) + i
-        raw = RawMessage(T0 + i * 10**6, 1, iid.to_bytes(8, "big") + bytes(8),
-                         b'{"k":"k%d","seq":%d}' % (i % 3, i), internal_id=iid,
-                         trace_id=1000 + i if i % 2 else 0, offset=i * 100, size=100)  # fmt: skip
+        raw = RawMessage(
+            T0 + i * 10**6,
+            1,
+            iid.to_bytes(8, "big") + bytes(8),
+            b'{"k":"k%d","seq":%d}' % (i % 3, i),
+            internal_id=iid,
+            trace_id=1000 + i if i % 2 else 0,
+            offset=i * 100,
+            size=100,
+        )
         return OfflineMessage(raw, "orders", "ch", part, "127.0.0.1:4150")
 
     per_file = rows_per_partition // files
@@ -156,8 +163,11 @@ def test_original_id_reads_only_the_days_around_its_time(tmp_path: Path) -> None
         guid = ((ts >> 20) - GUID_TWEPOCH) << GUID_TIMESTAMP_SHIFT | 5 << 12 | day
         ids.append(b"%016x" % guid)
         buf: ArchiveBuffer[Any] = ArchiveBuffer()
-        buf.add(OfflineMessage(RawMessage(ts, 1, ids[-1], b"day %d" % day), "t", "ch", None,
-                               "127.0.0.1:4150"))  # fmt: skip
+        buf.add(
+            OfflineMessage(
+                RawMessage(ts, 1, ids[-1], b"day %d" % day), "t", "ch", None, "127.0.0.1:4150"
+            )
+        )
         writer.write(buf)
     q = parse_query(ids[4].decode())
     expr = flt.to_arrow(flt.archive_filter(q))
@@ -176,8 +186,12 @@ def test_replay_plan_filters_dedupes_and_orders(archive: Path) -> None:
     from nsqctl.pipeline.selection import ReplayFilters
 
     everything = archive_plan(str(archive), ReplayFilters(), None)
-    assert everything.counts() == {"matching": 6010, "to_publish": 6000, "duplicates": 10,
-                                   "keys": 2}  # fmt: skip
+    assert everything.counts() == {
+        "matching": 6010,
+        "to_publish": 6000,
+        "duplicates": 10,
+        "keys": 2,
+    }
     rows = list(everything.rows())
     assert [r[0] for r in rows] == ["orders/0/"] * 3000 + ["orders/1/"] * 3000
     assert [r[1] for r in rows[:3000]] == list(range(3000))  # by internal id
@@ -296,8 +310,13 @@ def test_engine_missing_package_names_the_extra(monkeypatch: pytest.MonkeyPatch)
 
 
 def _event(at: dt.datetime, event: str, where: str, **detail: Any) -> dict[str, Any]:
-    return {"time": at.timestamp(), "at": at.isoformat(timespec="milliseconds"),
-            "event": event, "where": where, "detail": detail}  # fmt: skip
+    return {
+        "time": at.timestamp(),
+        "at": at.isoformat(timespec="milliseconds"),
+        "event": event,
+        "where": where,
+        "detail": detail,
+    }
 
 
 def test_timeline_at_80_columns_keeps_every_value_whole() -> None:
@@ -344,8 +363,15 @@ def test_timeline_at_80_columns_keeps_every_value_whole() -> None:
     assert lines[1].startswith(" 1  10:00:00.123  accepted by nsqd")
     assert lines[4].startswith(" 4  10:00:02.123  archived          topic=orders_refunds_eu/")
     # then the details, each value whole on one line
-    for value in (root, directory, name, hex_id, "internal_id=13510798882116148",
-                  "127.0.0.1:53312", "offset=123456789"):  # fmt: skip
+    for value in (
+        root,
+        directory,
+        name,
+        hex_id,
+        "internal_id=13510798882116148",
+        "127.0.0.1:53312",
+        "offset=123456789",
+    ):
         assert any(value in line for line in lines), value
     assert text.index("details") > text.index(" 4  10:00:02.123")
     assert f"file    {name}" in text and f"dir     {directory}" in text

@@ -54,8 +54,13 @@ def test_date_of_is_utc() -> None:
 
 def _msg(partition: int | None, i: int, ts: int, **raw: object) -> OfflineMessage:
     fields = {"id": b"%016x" % i, "body": b"body-%d" % i, **raw}
-    return OfflineMessage(RawMessage(ts, 1, **fields), "t", "ch", partition,  # type: ignore[arg-type]
-                          "127.0.0.1:1")  # fmt: skip
+    return OfflineMessage(
+        RawMessage(ts, 1, **fields),
+        "t",
+        "ch",
+        partition,  # type: ignore[arg-type]
+        "127.0.0.1:1",
+    )
 
 
 def test_writer_groups_by_partition_and_date_atomically(tmp_path: Path) -> None:
@@ -90,9 +95,21 @@ def test_message_table_columns_both_families() -> None:
     assert original.column("trace_id").to_pylist() == [None, None]
     assert original.column("archived_at").to_pylist() == [now, now]
     redesign = message_table(
-        [_msg(3, 0, 5, id=b"\x00" * 16, internal_id=2**64 - 2, trace_id=9, offset=10, size=20,
-              ext_header=b'{"a":1}')], now,
-    )  # fmt: skip
+        [
+            _msg(
+                3,
+                0,
+                5,
+                id=b"\x00" * 16,
+                internal_id=2**64 - 2,
+                trace_id=9,
+                offset=10,
+                size=20,
+                ext_header=b'{"a":1}',
+            )
+        ],
+        now,
+    )
     row = redesign.to_pylist()[0]
     assert (row["internal_id"], row["trace_id"], row["offset"], row["size"]) == (-2, 9, 10, 20)
     assert (row["partition"], row["ext"], row["nsqd"]) == (3, '{"a":1}', "127.0.0.1:1")
@@ -104,9 +121,11 @@ def test_redesign_rows_trace_id_null_when_untraced_and_partition_from_id() -> No
     (``--nsqd`` only) a redesign row takes nsqd's partition of its id (bits 50-59)."""
     now = dt.datetime(2024, 1, 2, tzinfo=dt.UTC)
     iid = (5 << 50) + 7
-    mixed = [_msg(3, 1, 5, id=b"\x00" * 16, internal_id=1, trace_id=9),
-             _msg(3, 2, 5, id=b"\x00" * 16, internal_id=2, trace_id=0),
-             _msg(None, 3, 5, id=b"\x00" * 16, internal_id=iid, trace_id=0)]  # fmt: skip
+    mixed = [
+        _msg(3, 1, 5, id=b"\x00" * 16, internal_id=1, trace_id=9),
+        _msg(3, 2, 5, id=b"\x00" * 16, internal_id=2, trace_id=0),
+        _msg(None, 3, 5, id=b"\x00" * 16, internal_id=iid, trace_id=0),
+    ]
     table = message_table(mixed, now)
     assert table.column("trace_id").to_pylist() == [9, None, None]
     assert table.column("partition").to_pylist() == [3, 3, 5]

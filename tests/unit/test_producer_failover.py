@@ -32,8 +32,9 @@ def test_clock_before_first_write_gives_up_at_timeout() -> None:
 
 
 def test_clock_after_a_write_rides_until_the_window_from_first_failure() -> None:
-    policy = RetryPolicy(attempts=2, timeout=1.0, backoff=0.5, max_backoff=2.0,
-                         failover_window=10.0)  # fmt: skip
+    policy = RetryPolicy(
+        attempts=2, timeout=1.0, backoff=0.5, max_backoff=2.0, failover_window=10.0
+    )
     clock = RetryClock(policy, 100.0, True)
     delays = []
     now = 103.0  # the call started earlier (queued): the window counts from its failure

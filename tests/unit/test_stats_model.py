@@ -279,8 +279,9 @@ def test_recorded_redesign_leaders_replicas_and_stored_bytes() -> None:
 def test_recorded_redesign_isr_as_nsqd_addresses() -> None:
     """ISR node ids (ip:rpc:tcp:n) become the HTTP addresses lookupd /nodes lists for them."""
     nodes = load_json(DATA / "redesign_t1_lookupd_nodes.json")["producers"]  # type: ignore[index]
-    by_tcp = {f"{n['broadcast_address']}:{n['tcp_port']}": f"127.0.0.1:{n['http_port']}"
-              for n in nodes}  # fmt: skip
+    by_tcp = {
+        f"{n['broadcast_address']}:{n['tcp_port']}": f"127.0.0.1:{n['http_port']}" for n in nodes
+    }
     view = build_view(RECORDED[1], RECORDED[0])
     seen = set()
     for ex in MANIFEST["polls"][POLLS["t1"]]["exchanges"]:  # type: ignore[index]
@@ -326,8 +327,9 @@ def test_recorded_redesign_channels_starved_stalled_paused_and_timeouts() -> Non
     # slow: max_in_flight 1 → RDY 1 on one partition (starved), 0 on the other (stalled)
     states = sorted((c.partition, c.stats.ready_count, c.starved, c.stalled) for c in slow.clients)
     assert [(r, st, sl) for _, r, st, sl in states] in (
-        [(1, True, False), (0, False, True)], [(0, False, True), (1, True, False)],
-    )  # fmt: skip
+        [(1, True, False), (0, False, True)],
+        [(0, False, True), (1, True, False)],
+    )
     assert not slow.stalled  # one partition still delivers
     assert slow.timeout_delta is not None and slow.timeout_delta > 0 and slow.severity == "warn"
     assert all(c.stats.snappy for c in slow.clients)

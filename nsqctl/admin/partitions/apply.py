@@ -207,9 +207,14 @@ class _Run:
                 await self.went_round([*moved_from[1:], p.leader])
                 return False
             again = leader_request(
-                plan.leader, "/topic/partition/move", topic=plan.topic, partition=str(part),
-                move_leader="true", move_from=src.node_id, move_to=plan.nodes[target].node_id,
-            )  # fmt: skip
+                plan.leader,
+                "/topic/partition/move",
+                topic=plan.topic,
+                partition=str(part),
+                move_leader="true",
+                move_from=src.node_id,
+                move_to=plan.nodes[target].node_id,
+            )
             self.say(f"nsqlookupd elected {p.leader}, not {target}: moving leadership on")
             result = await self.send(again)
             lagged = "not the topic leader" in result.error and time.monotonic() < self.deadline

@@ -39,8 +39,10 @@ from nsqctl.stats.recording import RecordingTransport, write_recording  # noqa: 
 
 HERE = Path(__file__).resolve().parent
 NSQD = 4
-TOPICS = {"orders": ("--partitions", "2", "--replicas", "2"),
-          "events": ("--partitions", "2", "--replicas", "2", "--ordered")}  # fmt: skip
+TOPICS = {
+    "orders": ("--partitions", "2", "--replicas", "2"),
+    "events": ("--partitions", "2", "--replicas", "2", "--ordered"),
+}
 CHANNELS = {"orders": ("audit", "billing", "slow"), "events": ("tail",)}
 
 
@@ -48,8 +50,11 @@ def nsqctl(*args: str) -> subprocess.CompletedProcess[str]:
     """The installed CLI, as an operator would set the scenario up."""
     return subprocess.run(
         [sys.executable, "-c", "from nsqctl.cli.app import main; main()", *args],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def wait_writable(lookupd: str, topic: str, partitions: int, limit: float = 240.0) -> None:
@@ -123,14 +128,27 @@ async def record(c: cluster.Cluster, bins: Path, out: Path) -> list[Path]:
     billing = Consumer("orders", "billing", slow, lookupd_http=[lookupd], max_in_flight=4)
     # one RDY over two partitions: one connection gets it, the other sits at RDY 0
     stuck = Consumer(
-        "orders", "slow", hold, lookupd_http=[lookupd], max_in_flight=1,
+        "orders",
+        "slow",
+        hold,
+        lookupd_http=[lookupd],
+        max_in_flight=1,
         config=ConnectionConfig(msg_timeout_ms=1000, compression="snappy"),
-    )  # fmt: skip
+    )
     tail = subprocess.Popen(
-        [str(bins / "nsq_tail"), "-lookupd-http-address", lookupd, "-topic", "events",
-         "-channel", "tail", "-ordered"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            str(bins / "nsq_tail"),
+            "-lookupd-http-address",
+            lookupd,
+            "-topic",
+            "events",
+            "-channel",
+            "tail",
+            "-ordered",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     publishers = [
         asyncio.create_task(publish_forever(lookupd, "orders", 20)),
         asyncio.create_task(publish_forever(lookupd, "events", 10)),
