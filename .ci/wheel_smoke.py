@@ -17,7 +17,7 @@ from nsqctl.cli.app import root_command
 
 BIN = Path(sys.executable).parent
 NSQCTL = str(BIN / "nsqctl")
-EXPECTED_TOP_LEVEL = {"nsqctl", "tui"}
+EXPECTED_TOP_LEVEL = {"nsqctl"}
 
 
 def command_paths(cmd: object, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
@@ -37,6 +37,8 @@ def main() -> None:
         if out.returncode != 0 or "Usage" not in out.stdout:
             failures.append(f"nsqctl {' '.join(path)} --help: exit {out.returncode}")
     print(f"{len(paths)} commands' --help ran")
+    if not (src.parent / "tui" / "app.py").is_file():
+        failures.append("the dashboard (nsqctl.tui) is not in the installed package")
     if not (src.parent / "py.typed").is_file():
         failures.append("py.typed is not in the installed package")
     page = Path(sys.prefix) / "share" / "man" / "man1" / "nsqctl-tail.1"
@@ -45,7 +47,9 @@ def main() -> None:
     elif shutil.which("man"):
         env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
         env.pop("MANPATH", None)
-        found = subprocess.run(["man", "-w", "nsqctl-tail"], capture_output=True, text=True, env=env)
+        found = subprocess.run(
+            ["man", "-w", "nsqctl-tail"], capture_output=True, text=True, env=env
+        )
         if found.returncode != 0 or Path(found.stdout.strip()).resolve() != page.resolve():
             failures.append(f"man does not find nsqctl-tail: {found.stdout}{found.stderr}")
     script = subprocess.run([NSQCTL, "completion", "bash"], capture_output=True, text=True)
@@ -57,7 +61,9 @@ def main() -> None:
     dist = distribution("nsqctl")
     top = set((dist.read_text("top_level.txt") or "").split())
     if top != EXPECTED_TOP_LEVEL:
-        failures.append(f"top-level import names {sorted(top)}, expected {sorted(EXPECTED_TOP_LEVEL)}")
+        failures.append(
+            f"top-level import names {sorted(top)}, expected {sorted(EXPECTED_TOP_LEVEL)}"
+        )
     if failures:
         sys.exit("wheel smoke failed:\n  " + "\n  ".join(failures))
     print("wheel smoke: ok")

@@ -40,8 +40,8 @@ from nsqctl.stats.parse import parse_nsqd_body  # noqa: E402
 from nsqctl.stats.series import KeyedSeries  # noqa: E402
 from nsqctl.stats.session import StatsSession  # noqa: E402
 from nsqctl.stats.view import build_view  # noqa: E402
-from tui.app import DashApp  # noqa: E402
-from tui.rowtable import RowTable  # noqa: E402
+from nsqctl.tui.app import DashApp  # noqa: E402
+from nsqctl.tui.rowtable import RowTable  # noqa: E402
 
 TOPICS, PARTS, CHANNELS, CLIENTS = 10, 100, 4, 5
 NODE = "127.0.0.1:4151"

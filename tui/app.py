@@ -14,10 +14,10 @@ from nsqctl.errors import NsqctlError
 from nsqctl.stats.gcpause import freeze_after_bursts
 from nsqctl.stats.session import ViewSource
 from nsqctl.stats.view import ClusterView, TopicView
-from tui.actions import Action, describe, run_action, unsupported
-from tui.events import PartitionTracker
-from tui.modals import ConfirmScreen, HelpScreen
-from tui.screens import ChannelScreen, MainScreen, TopicScreen, ViewScreen
+from nsqctl.tui.actions import Action, describe, run_action, unsupported
+from nsqctl.tui.events import PartitionTracker
+from nsqctl.tui.modals import ConfirmScreen, HelpScreen
+from nsqctl.tui.screens import ChannelScreen, MainScreen, TopicScreen, ViewScreen
 
 
 class DashApp(App[None]):

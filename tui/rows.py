@@ -9,8 +9,8 @@ from rich.text import Text
 from nsqctl.stats.rules import Severity
 from nsqctl.stats.series import sparkline
 from nsqctl.stats.view import ChannelView, ClusterView, NodeView, PartitionView, TopicView
-from tui.events import PartitionChange, PartitionTracker
-from tui.format import (
+from nsqctl.tui.events import PartitionChange, PartitionTracker
+from nsqctl.tui.format import (
     SEVERITY_STYLE,
     STATE_STYLE,
     age,
@@ -20,7 +20,7 @@ from tui.format import (
     size,
     styled,
 )
-from tui.tables import Cell, Row
+from nsqctl.tui.tables import Cell, Row
 
 NODE_COLUMNS = ("nsqd", "version", "state", "health", "topics", "partitions", "leaders", "ms", "")
 TOPIC_COLUMNS = (
@@ -205,7 +205,7 @@ def partition_rows(
     topic: TopicView, tracker: PartitionTracker | None = None, now: float = 0.0
 ) -> list[Row]:
     """One row per partition; with ``tracker``, a recently changed leader and a recently
-    shrunk ISR are marked (reverse video) for :data:`tui.events.HIGHLIGHT_SECONDS`."""
+    shrunk ISR are marked (reverse video) for :data:`nsqctl.tui.events.HIGHLIGHT_SECONDS`."""
     rows: list[Row] = []
     for p in topic.partitions:
         isr = _nodes(p.isr, topic.is_redesign)

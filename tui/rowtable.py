@@ -27,7 +27,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from tui.tables import Cell, Row
+from nsqctl.tui.tables import Cell, Row
 
 Signature = tuple[object, ...]
 # control characters (newlines, tabs, escapes: a client's user agent is remote input) as
@@ -62,7 +62,7 @@ def _width(cell: Cell) -> int:
 class RowTable(ScrollView, can_focus=True):
     """Fixed header, zebra rows, a row cursor that stays on its row's key across updates.
 
-    Rows are ``(key, cells)`` (:data:`tui.tables.Row`); str cells are shown as plain text
+    Rows are ``(key, cells)`` (:data:`nsqctl.tui.tables.Row`); str cells are shown as plain text
     (no markup). Column widths fit the content: they grow when a value outgrows them and
     are measured afresh only when the row keys change.
     """

@@ -22,10 +22,10 @@ from textual.widgets import Footer, Input, Static
 
 from nsqctl.stats.series import sparkline
 from nsqctl.stats.view import ClusterView
-from tui import rows
-from tui.events import PartitionChange, PartitionTracker
-from tui.format import num, per_sec, size
-from tui.rowtable import RowTable
+from nsqctl.tui import rows
+from nsqctl.tui.events import PartitionChange, PartitionTracker
+from nsqctl.tui.format import num, per_sec, size
+from nsqctl.tui.rowtable import RowTable
 
 
 @runtime_checkable

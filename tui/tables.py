@@ -1,5 +1,5 @@
-"""What a table row is, shared by the model→rows layer (:mod:`tui.rows`) and the table
-widget (:mod:`tui.rowtable`), so the rows stay free of any widget."""
+"""What a table row is, shared by the model→rows layer (:mod:`nsqctl.tui.rows`) and the table
+widget (:mod:`nsqctl.tui.rowtable`), so the rows stay free of any widget."""
 
 from __future__ import annotations
 

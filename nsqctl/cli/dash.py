@@ -32,7 +32,7 @@ def dash(
     if timeout <= 0:
         raise ConfigError(f"bad --timeout {timeout!r}: must be > 0 seconds")
     sel = resolve_cluster(lookupd, nsqd, profile, nsqd_http, require="http")
-    from tui.app import DashApp  # Textual loads only for this command
+    from nsqctl.tui.app import DashApp  # Textual loads only for this command
 
     poller = StatsPoller(sel.lookupd, sel.nsqd_http, timeout=timeout)
     DashApp(StatsSession(poller), interval=interval).run()

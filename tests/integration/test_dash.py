@@ -1,4 +1,4 @@
-"""``nsqctl dash`` (tui.app.DashApp): snapshots of payloads recorded from real servers of
+"""``nsqctl dash`` (nsqctl.tui.app.DashApp): snapshots of payloads recorded from real servers of
 both families (deterministic), and pilot runs against live clusters: a known consumer's
 RDY and a dead nsqd on the original family; leaders, replicas, ISR, RDY and in-flight of a
 partitioned, replicated topic on the redesign."""
@@ -25,11 +25,11 @@ from nsqctl.stats.offline import snapshot_from_files
 from nsqctl.stats.poller import StatsPoller
 from nsqctl.stats.recording import play_back
 from nsqctl.stats.session import StaticSource, StatsSession
-from tui import rows
-from tui.app import DashApp
-from tui.modals import HelpScreen
-from tui.rowtable import RowTable
-from tui.screens import ChannelScreen, MainScreen, TopicScreen
+from nsqctl.tui import rows
+from nsqctl.tui.app import DashApp
+from nsqctl.tui.modals import HelpScreen
+from nsqctl.tui.rowtable import RowTable
+from nsqctl.tui.screens import ChannelScreen, MainScreen, TopicScreen
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "stats"
 A, B = "127.0.0.1:4151", "127.0.0.1:4251"

@@ -21,13 +21,13 @@ from nsqctl import admin
 from nsqctl.producer import Producer
 from nsqctl.stats.poller import StatsPoller
 from nsqctl.stats.session import StatsSession
+from nsqctl.tui import rows
+from nsqctl.tui.app import DashApp
+from nsqctl.tui.rowtable import RowTable
+from nsqctl.tui.screens import MainScreen, TopicScreen
 from tests.conftest import StartCluster
 from tests.helpers.failover import leader_of
 from tests.integration.test_dash import cells, first_poll, until
-from tui import rows
-from tui.app import DashApp
-from tui.rowtable import RowTable
-from tui.screens import MainScreen, TopicScreen
 
 pytestmark = [pytest.mark.redesign, pytest.mark.timeout(240)]
 

@@ -1,4 +1,4 @@
-"""tui.events: what the dashboard says when a partition's leader, ISR or catch-up changes
+"""nsqctl.tui.events: what the dashboard says when a partition's leader, ISR or catch-up changes
 between polls (pure; the live move is in tests/integration/test_dash_redesign_move.py)."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 from rich.text import Text
 
 from nsqctl.stats.view import ClusterView, PartitionView, TopicView
-from tui import rows
-from tui.events import HIGHLIGHT_SECONDS, PartitionTracker
+from nsqctl.tui import rows
+from nsqctl.tui.events import HIGHLIGHT_SECONDS, PartitionTracker
 
 A, B, C = "127.0.0.1:4151", "127.0.0.1:4251", "127.0.0.1:4351"
 

@@ -1,4 +1,4 @@
-"""tui.rowtable.RowTable: the dashboard's table. Pilot runs check what an operator sees
+"""nsqctl.tui.rowtable.RowTable: the dashboard's table. Pilot runs check what an operator sees
 (cursor kept on its row, keys, selection) and that a refresh re-renders only the rows
 whose cells changed (counted by ``rows_rendered``, the cache misses)."""
 
@@ -13,8 +13,8 @@ from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from textual.strip import Strip
 
-from tui.rowtable import RowTable
-from tui.tables import Row
+from nsqctl.tui.rowtable import RowTable
+from nsqctl.tui.tables import Row
 
 HEIGHT = 8  # header + 7 rows visible
 
