@@ -173,3 +173,17 @@ def make_tls_files(directory: Path) -> TLSFiles:
         rogue_client_cert=_write_cert(directory / "rogue-client.pem", rogue_cert),
         rogue_client_key=_write_key(directory / "rogue-client.key", rogue_key),
     )
+
+
+def nsqd_tls_args(files: TLSFiles) -> list[str]:
+    """nsqd flags (both families) for TLS with ``files``' server certificate and CA.
+
+    An empty --https-address: no HTTPS listener (its default is 0.0.0.0:4152, shared by
+    every TLS nsqd and not on loopback only).
+    """
+    return [
+        "--https-address=",
+        f"--tls-cert={files.server_cert}",
+        f"--tls-key={files.server_key}",
+        f"--tls-root-ca-file={files.ca_cert}",
+    ]

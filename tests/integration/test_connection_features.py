@@ -39,7 +39,7 @@ from nsqctl.protocol.message import RawMessage
 from nsqctl.secrets import Secret
 from nsqctl.servers import cluster
 from tests.helpers.auth_server import AuthServer
-from tests.helpers.certs import TLSFiles, make_tls_files
+from tests.helpers.certs import TLSFiles, make_tls_files, nsqd_tls_args
 
 pytestmark = pytest.mark.original
 
@@ -68,17 +68,6 @@ def tls_files(tmp_path_factory: pytest.TempPathFactory) -> TLSFiles:
     return make_tls_files(tmp_path_factory.mktemp("tls"))
 
 
-def _tls_args(files: TLSFiles) -> list[str]:
-    # An empty --https-address: no HTTPS listener (its default is 0.0.0.0:4152, shared
-    # by every TLS nsqd and not on loopback only).
-    return [
-        "--https-address=",
-        f"--tls-cert={files.server_cert}",
-        f"--tls-key={files.server_key}",
-        f"--tls-root-ca-file={files.ca_cert}",
-    ]
-
-
 @pytest.fixture(scope="module")
 def plain_nsqd(
     original_bins: Path, tmp_path_factory: pytest.TempPathFactory
@@ -92,7 +81,7 @@ def tls_nsqd(
     original_bins: Path, tmp_path_factory: pytest.TempPathFactory, tls_files: TLSFiles
 ) -> Iterator[cluster.Cluster]:
     """TLS offered (not required), no client certificate policy."""
-    yield from _start(original_bins, tmp_path_factory, "tls", _tls_args(tls_files))
+    yield from _start(original_bins, tmp_path_factory, "tls", nsqd_tls_args(tls_files))
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +90,7 @@ def verify_nsqd(
 ) -> Iterator[cluster.Cluster]:
     """Client certificates signed by the test CA are required (require-verify)."""
     args = [
-        *_tls_args(tls_files),
+        *nsqd_tls_args(tls_files),
         "--tls-client-auth-policy=require-verify",
         "--tls-required=tcp-https",
     ]
@@ -112,7 +101,7 @@ def verify_nsqd(
 def tls_required_nsqd(
     original_bins: Path, tmp_path_factory: pytest.TempPathFactory, tls_files: TLSFiles
 ) -> Iterator[cluster.Cluster]:
-    args = [*_tls_args(tls_files), "--tls-required=tcp-https"]
+    args = [*nsqd_tls_args(tls_files), "--tls-required=tcp-https"]
     yield from _start(original_bins, tmp_path_factory, "tlsreq", args)
 
 
@@ -130,7 +119,7 @@ def auth_nsqd(
     auth_server: AuthServer,
 ) -> Iterator[cluster.Cluster]:
     """AUTH required; TLS offered too, so the auth query's ``tls`` flag can be checked."""
-    args = [*_tls_args(tls_files), f"--auth-http-address={auth_server.address}"]
+    args = [*nsqd_tls_args(tls_files), f"--auth-http-address={auth_server.address}"]
     yield from _start(original_bins, tmp_path_factory, "auth", args)
 
 

@@ -34,7 +34,7 @@ import pytest
 import nsqctl
 from nsqctl.servers import cluster
 from tests.helpers.auth_server import AuthServer
-from tests.helpers.certs import TLSFiles, make_tls_files
+from tests.helpers.certs import TLSFiles, make_tls_files, nsqd_tls_args
 from tests.helpers.cli import NSQCTL, clean_env, run_cli
 from tests.helpers.redesign import TopicSpec, create_topics
 
@@ -64,16 +64,6 @@ def auth_server() -> Iterator[AuthServer]:
         yield server
 
 
-def _tls_args(files: TLSFiles) -> list[str]:
-    # no HTTPS listener: its default is 0.0.0.0:4152, shared and not on loopback only
-    return [
-        "--https-address=",
-        f"--tls-cert={files.server_cert}",
-        f"--tls-key={files.server_key}",
-        f"--tls-root-ca-file={files.ca_cert}",
-    ]
-
-
 def _start(
     bins: Path, factory: pytest.TempPathFactory, name: str, args: list[str]
 ) -> Iterator[tuple[cluster.Cluster, dict[str, str]]]:
@@ -93,7 +83,7 @@ def verify(
     redesign_bins: Path, tmp_path_factory: pytest.TempPathFactory, tls_files: TLSFiles
 ) -> Iterator[tuple[cluster.Cluster, dict[str, str]]]:
     args = [
-        *_tls_args(tls_files),
+        *nsqd_tls_args(tls_files),
         "--tls-client-auth-policy=require-verify",
         "--tls-required=tcp-https",
     ]
@@ -107,7 +97,7 @@ def optional(
     tls_files: TLSFiles,
     auth_server: AuthServer,
 ) -> Iterator[tuple[cluster.Cluster, dict[str, str]]]:
-    args = [*_tls_args(tls_files), f"--auth-http-address={auth_server.address}"]
+    args = [*nsqd_tls_args(tls_files), f"--auth-http-address={auth_server.address}"]
     yield from _start(redesign_bins, tmp_path_factory, "optional", args)
 
 
