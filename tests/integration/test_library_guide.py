@@ -40,7 +40,7 @@ import pytest
 
 from nsqctl.servers import cluster
 from tests.helpers.auth_server import AuthServer
-from tests.helpers.certs import TLSFiles, make_tls_files
+from tests.helpers.certs import TLSFiles, make_tls_files, nsqd_tls_args
 from tests.helpers.redesign import TopicSpec, create_topics
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "library.md"
@@ -169,13 +169,7 @@ def tls_nsqd(
 ) -> Iterator[cluster.Cluster]:
     """One original nsqd offering TLS (with the test CA) and requiring AUTH."""
     with AuthServer(AUTH_SECRET) as auth:
-        args = [
-            "--https-address=",  # no HTTPS listener (its default is not loopback-only)
-            f"--tls-cert={tls_files.server_cert}",
-            f"--tls-key={tls_files.server_key}",
-            f"--tls-root-ca-file={tls_files.ca_cert}",
-            f"--auth-http-address={auth.address}",
-        ]
+        args = [*nsqd_tls_args(tls_files), f"--auth-http-address={auth.address}"]
         c = cluster.start(
             "original",
             tmp_path_factory.mktemp("guide-tls-nsqd"),
