@@ -3,19 +3,19 @@ gh do, so an installed nsqctl (pip, pipx, a wheel) needs no file copied from a c
 
 from __future__ import annotations
 
-from enum import StrEnum
-
 import typer
 
+SHELLS = ("bash", "zsh", "fish")
 
-class Shell(StrEnum):
-    bash = "bash"
-    zsh = "zsh"
-    fish = "fish"
+
+def _shells(incomplete: str) -> list[str]:
+    return [s for s in SHELLS if s.startswith(incomplete)]
 
 
 def completion(
-    shell: Shell = typer.Argument(..., help="bash, zsh or fish."),
+    shell: str = typer.Argument(
+        ..., metavar="SHELL", help="bash, zsh or fish.", autocompletion=_shells
+    ),
 ) -> None:
     """Print the completion script for SHELL.
 
@@ -23,6 +23,9 @@ def completion(
     zsh: nsqctl completion zsh > "${fpath[1]}/_nsqctl" (then start a new shell).
     fish: nsqctl completion fish > ~/.config/fish/completions/nsqctl.fish
     """
+    # a plain str checked here, not a click Choice: its error lists the choices over lines
+    if shell not in SHELLS:
+        raise typer.BadParameter(f"{shell!r} is not one of {', '.join(SHELLS)}", param_hint="SHELL")
     from nsqctl.cli.gendocs import completion_script
 
-    typer.echo(completion_script(shell.value), nl=False)
+    typer.echo(completion_script(shell), nl=False)
