@@ -175,6 +175,7 @@ class ConnectionSet:
             p.BadChannelError,
             p.SubExtendNeedError,
             p.SubExtendForbiddenError,
+            p.TLSRequiredError,
             ConfigError,
         ) as err:
             self.fatal = err

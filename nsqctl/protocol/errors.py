@@ -66,6 +66,7 @@ __all__ = [
     "SubExtendForbiddenError",
     "SubExtendNeedError",
     "SubOrderIsMustError",
+    "TLSRequiredError",
     "TopicNotExistError",
     "TouchFailedError",
     "UnauthorizedError",

@@ -154,3 +154,14 @@ def test_every_registered_error_formats_without_placeholders() -> None:
         assert "{" not in str(err), code
         assert code in str(err)
         assert err.hint, code
+
+
+def test_e_invalid_tls_required_says_to_connect_with_tls() -> None:
+    """Both families answer any command before the TLS upgrade with E_INVALID and "TLS
+    required" in the text: that becomes an error that names TLS, not a generic one."""
+    err = error_from_frame(b"E_INVALID cannot SUB in current state (TLS required)", "sub")
+    assert isinstance(err, e.TLSRequiredError) and isinstance(err, e.InvalidError)
+    assert err.setting == "tls" and err.fatal
+    assert "requires TLS" in str(err) and "TLS required" in str(err)
+    other = error_from_frame(b"E_INVALID cannot SUB in current state", "sub")
+    assert type(other) is e.InvalidError and other.setting is None
