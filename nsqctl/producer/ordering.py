@@ -1,16 +1,18 @@
-"""Send order per route across retries, for keyed and partition-pinned publishes.
+"""Send order per route, for keyed and partition-pinned publishes.
 
-Publishes to one route (a partition on the redesign, a node on the original family) are
-pipelined: several are in flight on one connection, in call order. When a leader is lost
-they all fail together, possibly after some of them got OK, and each retries on its own
-clock. Retried freely, a later batch could reach the new leader before an earlier one and
-a key's messages would be stored out of order.
+A key's messages must be stored in call order. Pipelining them (several in flight on one
+connection) cannot promise that: nsqd answers some errors without closing the
+connection (youzan's NOT_WRITABLE while a partition's writes are switched off, a failed
+store), and then an earlier batch can fail while a later one, already sent, is stored.
+The retry of the earlier batch would land after it, and nothing can take the later one
+back.
 
-So every keyed publish holds a ticket (its call order), and after a failure on its route
-the route sends stop-and-wait in ticket order until every ticket issued before the
-failure is settled; then pipelining resumes. A new publish that arrives meanwhile waits
-its turn like the retries. This is a small state machine plus an asyncio wait, testable
-without sockets.
+So every keyed publish holds a ticket (its call order), and a route (a partition on the
+redesign, a node on the original family) sends its tickets stop-and-wait: a ticket goes
+out only when every earlier ticket of the route is settled (OK, given up, cancelled).
+Routes still run side by side, and unkeyed publishes (which promise no order) pipeline
+freely. ``failed`` remembers the tickets a failure caught, for the debug log. This is a
+small state machine plus an asyncio wait, testable without sockets.
 """
 
 from __future__ import annotations
@@ -42,12 +44,12 @@ class _Changes:
 
 
 class RouteOrder(_Changes):
-    """The tickets of one route that are not settled, and whether the route recovers."""
+    """The tickets of one route that are not settled, sent one at a time in ticket order."""
 
     def __init__(self) -> None:
         self._pending: set[int] = set()
         self._highest = -1  # the highest ticket registered
-        self._recover_through = -1  # tickets <= this go strictly one at a time, in order
+        self._recover_through = -1  # tickets <= this were in flight at the last failure
 
     @property
     def recovering(self) -> bool:
@@ -62,7 +64,7 @@ class RouteOrder(_Changes):
         """For debug logs: the oldest unsettled tickets and the recovery bound."""
         head = ",".join(str(t) for t in sorted(self._pending)[:4])
         more = f" (+{len(self._pending) - 4})" if len(self._pending) > 4 else ""
-        state = f"recovering through {self._recover_through}" if self.recovering else "pipelined"
+        state = f"recovering through {self._recover_through}" if self.recovering else "healthy"
         return f"pending {head or '-'}{more}, {state}"
 
     def register(self, ticket: int) -> None:
@@ -70,11 +72,12 @@ class RouteOrder(_Changes):
         self._highest = max(self._highest, ticket)
 
     def may_send(self, ticket: int) -> bool:
-        """Pipelined when healthy; after a failure only the oldest unsettled ticket."""
-        return not self.recovering or ticket == min(self._pending)
+        """Only the oldest unsettled ticket of the route goes out (stop-and-wait)."""
+        return not self._pending or ticket == min(self._pending)
 
     def failed(self, ticket: int) -> None:
-        """A send of ``ticket`` failed: everything registered so far resolves in order."""
+        """A send of ``ticket`` failed: the route recovers until everything registered so far
+        is settled (stated in debug logs while later tickets wait)."""
         self._recover_through = max(self._recover_through, self._highest)
         self._wake()
 

@@ -82,14 +82,18 @@ def test_notes_report_resumed_once_and_only_after_a_reported_wait() -> None:
     assert notes.resumed("ha", 0, 21.6, "127.0.0.1:4151") is None  # the next publishes
 
 
-def test_route_pipelines_while_healthy() -> None:
+def test_route_sends_one_ticket_at_a_time_in_ticket_order() -> None:
+    """Keyed publishes are stop-and-wait per route even while healthy: nsqd can refuse an
+    earlier batch without closing the connection and store a later, pipelined one."""
     order = RouteOrder()
     for t in (0, 1, 2):
         order.register(t)
-    assert all(order.may_send(t) for t in (0, 1, 2))
+    assert [order.may_send(t) for t in (0, 1, 2)] == [True, False, False]
+    order.settle(0)
+    assert [order.may_send(t) for t in (1, 2)] == [True, False]
 
 
-def test_route_after_failure_is_stop_and_wait_in_ticket_order_then_pipelines() -> None:
+def test_route_after_failure_is_stop_and_wait_in_ticket_order() -> None:
     order = RouteOrder()
     for t in (0, 1, 2):
         order.register(t)
@@ -104,7 +108,7 @@ def test_route_after_failure_is_stop_and_wait_in_ticket_order_then_pipelines() -
     order.settle(2)
     assert not order.recovering  # every ticket from before the failure settled
     order.register(4)
-    assert order.may_send(3) and order.may_send(4)
+    assert order.may_send(3) and not order.may_send(4)
 
 
 def test_route_turn_waits_and_wakes_in_order() -> None:
