@@ -8,8 +8,10 @@ messages not confirmed is reported.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
+import signal
 import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -198,7 +200,7 @@ def pub(
     )
     try:
         asyncio.run(_publish(producer, plan, source, progress, result))
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, asyncio.CancelledError):
         if not result.interrupted:
             raise  # before publishing started: nothing to report
     finally:
@@ -312,10 +314,13 @@ async def _publish(
         if len(window.tasks) >= WINDOW:
             await window.settle(False)
 
+    _stop_on_sigint(result)
     async with producer:
         try:
             held = Batch([])  # less than a full MPUB, waiting for more input
             async for batch in read_in_thread(source):
+                if result.interrupted:  # the cancel below was lost: stop here all the same
+                    raise asyncio.CancelledError
                 read += len(batch)
                 progress.advance(batch.size)
                 held = held.join(batch)
@@ -353,6 +358,22 @@ async def _publish(
             result.interrupted = True
             result.unpublished = read - result.published
             raise
+
+
+def _stop_on_sigint(result: PubResult) -> None:
+    """Ctrl-C: note it, then cancel the publishing task. Noted first because on Python
+    3.11 a cancel can be lost when it lands as a ``wait_for`` finishes (CPython gh-86296):
+    the task would go on reading stdin and exit 0 at its end, as if never interrupted."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+
+    def interrupt() -> None:
+        result.interrupted = True
+        if task is not None:
+            task.cancel()
+
+    with contextlib.suppress(NotImplementedError, RuntimeError):  # not the main thread
+        loop.add_signal_handler(signal.SIGINT, interrupt)
 
 
 Sender = Callable[[Batch, _Window], Awaitable[None]]
