@@ -28,6 +28,7 @@ from nsqctl.cli.common import (
 from nsqctl.deadletter import (
     SUFFIX,
     DeadLetter,
+    check_movable,
     dead_letter_dir,
     dead_letter_files,
     read_dead_letters,
@@ -44,11 +45,14 @@ BATCH = 500
 def resolve_file(name: str) -> Path:
     """A path, or a file name (with or without .jsonl) in the dead-letter dir."""
     path = Path(name)
-    if path.is_file():
-        return path
-    for candidate in (dead_letter_dir() / name, dead_letter_dir() / f"{name}{SUFFIX}"):
-        if candidate.is_file():
-            return candidate
+    try:
+        if path.is_file():
+            return path
+        for candidate in (dead_letter_dir() / name, dead_letter_dir() / f"{name}{SUFFIX}"):
+            if candidate.is_file():
+                return candidate
+    except OSError as err:
+        raise ConfigError(f"cannot look for dead-letter file {name!r}: {err}") from None
     raise ConfigError(
         f"no dead-letter file {name!r} (looked in {dead_letter_dir()}): "
         "see `nsqctl dead-letter list`"
@@ -125,13 +129,29 @@ def replay_cmd(
     if dry_run:
         typer.echo(f"dry run: would publish {summary} from {path}")
         return
+    if not keep:
+        # checked before publishing: a file that cannot be moved aside afterwards would be
+        # published again by every rerun
+        try:
+            check_movable(path)
+        except ConfigError as err:
+            raise ConfigError(
+                f"{err}: nothing published; make the directory writable, or pass --keep "
+                "to publish and leave the file in place"
+            ) from None
     if letters:
         asyncio.run(_publish(resolve_cluster(lookupd, nsqd, profile), by_topic))
     moved = "kept in place"
     if not keep:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         target = path.with_name(f"{path.name}.replayed-{stamp}")
-        path.rename(target)
+        try:
+            path.rename(target)
+        except OSError as err:
+            raise ConfigError(
+                f"replayed {summary} from {path}, but could not move it aside "
+                f"({err.strerror}): delete or move it yourself, or a rerun publishes it again"
+            ) from None
         moved = f"moved to {target}"
     typer.echo(f"replayed {summary} from {path}; {moved}")
 
