@@ -129,10 +129,10 @@ def check_movable(path: Path) -> None:
     catches a read-only file system, and it says no for root exactly when rename would.
     """
     try:
-        probe = tempfile.NamedTemporaryFile(dir=path.parent, prefix=".nsqctl-probe-")
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".nsqctl-probe-"):
+            pass
     except OSError as err:
         raise ConfigError(
             f"cannot move {path.name} aside afterwards: {path.parent} is not writable "
             f"({err.strerror})"
         ) from None
-    probe.close()
