@@ -246,7 +246,7 @@ def _history(
         dry_run=dry_run,
     )
 
-    async def run() -> dict[str, int]:
+    async def run() -> history.HistoryReport:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -254,9 +254,11 @@ def _history(
                 loop.add_signal_handler(sig, stop.set)
         return await history.replay_history(opts, stop)
 
-    stats = asyncio.run(run())
+    report = asyncio.run(run())
+    if report.note:
+        typer.echo(f"note: {report.note}", err=True)
     verb = "would replay" if dry_run else "replayed"
     typer.echo(
-        f"{verb} {stats['matched']} message(s) of {topic} history to {to_topic} "
-        f"({stats['skipped']} filtered out)"
+        f"{verb} {report.matched} message(s) of {topic} history to {to_topic} "
+        f"({report.skipped} filtered out)"
     )
