@@ -20,6 +20,7 @@ from rich.table import Table
 
 from nsqctl.cli.common import (
     ClusterSelection,
+    JsonOption,
     LookupdOption,
     NsqdOption,
     ProfileOption,
@@ -60,7 +61,7 @@ def resolve_file(name: str) -> Path:
 
 
 @app.command("list")
-def list_cmd(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
+def list_cmd(as_json: bool = JsonOption) -> None:
     """Show the dead-letter files waiting, with their message counts."""
     rows = []
     for path in dead_letter_files():
@@ -107,6 +108,7 @@ def replay_cmd(
     ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Count, publish nothing."),
     keep: bool = typer.Option(False, "--keep", help="Leave the file in place afterwards."),
+    as_json: bool = JsonOption,
     lookupd: list[str] = LookupdOption,
     nsqd: list[str] = NsqdOption,
     profile: str | None = ProfileOption,
@@ -127,6 +129,9 @@ def replay_cmd(
         validate_topic(topic)
     summary = ", ".join(f"{len(v)} to {t}" for t, v in sorted(by_topic.items())) or "nothing"
     if dry_run:
+        if as_json:
+            _emit_replay_json(path, by_topic, True, None)
+            return
         typer.echo(f"dry run: would publish {summary} from {path}")
         return
     if not keep:
@@ -142,6 +147,7 @@ def replay_cmd(
     if letters:
         asyncio.run(_publish(resolve_cluster(lookupd, nsqd, profile), by_topic))
     moved = "kept in place"
+    moved_to: Path | None = None
     if not keep:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         target = path.with_name(f"{path.name}.replayed-{stamp}")
@@ -152,8 +158,29 @@ def replay_cmd(
                 f"replayed {summary} from {path}, but could not move it aside "
                 f"({err.strerror}): delete or move it yourself, or a rerun publishes it again"
             ) from None
-        moved = f"moved to {target}"
+        moved, moved_to = f"moved to {target}", target
+    if as_json:
+        _emit_replay_json(path, by_topic, False, moved_to)
+        return
     typer.echo(f"replayed {summary} from {path}; {moved}")
+
+
+def _emit_replay_json(
+    path: Path, by_topic: dict[str, list[DeadLetter]], dry_run: bool, moved_to: Path | None
+) -> None:
+    """``nsqctl dead-letter replay --json``::
+
+    {"file": PATH, "dry_run": bool, "published": {TOPIC: N, ...}, "moved_to": PATH | null}
+
+    ``published`` is what was (on a dry run: would be) published to each topic.
+    """
+    payload = {
+        "file": str(path),
+        "dry_run": dry_run,
+        "published": {t: len(v) for t, v in sorted(by_topic.items())},
+        "moved_to": None if moved_to is None else str(moved_to),
+    }
+    typer.echo(json.dumps(payload, indent=2))
 
 
 async def _publish(cluster: ClusterSelection, by_topic: dict[str, list[DeadLetter]]) -> None:

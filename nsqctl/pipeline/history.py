@@ -21,6 +21,7 @@ import random
 import re
 import string
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -48,6 +49,8 @@ class HistoryOptions:
     idle_exit: float = 5.0
     dry_run: bool = False
     channel: str = ""
+    #: called about five times a second while the replay runs (a terminal's progress line)
+    progress: Callable[[HistoryReport], None] | None = None
 
 
 def start_arg(from_time_ns: int | None, from_offset: int | None) -> str:
@@ -153,6 +156,8 @@ async def replay_history(opts: HistoryOptions, stop: asyncio.Event) -> HistoryRe
         await consumer.start()
         try:
             while not stop.is_set() and time.monotonic() - last < opts.idle_exit:
+                if opts.progress is not None:
+                    opts.progress(report)
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(0.2):
                         await stop.wait()

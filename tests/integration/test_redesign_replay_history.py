@@ -5,6 +5,7 @@ count (the rest given back, not published), and the replay's own channel is gone
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from datetime import UTC, datetime
 
@@ -12,6 +13,7 @@ import pytest
 
 from nsqctl.message import body_from_json
 from nsqctl.servers.cluster import Cluster
+from tests.helpers.cli import run_cli
 from tests.helpers.redesign import (
     TopicSpec,
     create_topics,
@@ -74,10 +76,24 @@ def test_history_replay_keeps_partition_order_counts_exactly_and_cleans_up(
 
     iso = datetime.fromtimestamp(boundary, UTC).isoformat()
     out = nsqctl(
-        "replay", source, "--from-time", iso, "--to-topic", counted, "-n", "7", *lk
-    ).decode()
-    assert f"replayed 7 message(s) of {source} history to {counted}" in out, out
+        "replay", source, "--from-time", iso, "--to-topic", counted, "-n", "7", "--json", *lk
+    )
+    report = json.loads(out)
+    assert (report["source"], report["to_topic"], report["mode"]) == (source, counted, "history")
+    assert report["published"] == report["details"]["matched"] == 7, report
+    assert report["details"]["channel_deleted"] is True and report["details"]["note"] is None
     assert sum(message_counts(c, counted).values()) == 7
     got = tail_json(c.lookupd_http, counted, 7, "--from-start")
     assert all(body_from_json(r).startswith(b"b-") for r in got)
     assert _replay_channels(c, source) == []
+
+
+def test_channel_create_notes_end_with_a_newline(redesign_cluster: Cluster) -> None:
+    c = redesign_cluster
+    topic = unique("hist-note")
+    asyncio.run(create_topics(c.lookupd_http, {topic: TopicSpec(partitions=2)}, channels=()))
+    proc = run_cli(["channel", "create", topic, "c", "--lookupd", c.lookupd_http[0]])
+    assert proc.returncode == 0, proc.stderr
+    assert b"note: channel c is on every copy" in proc.stdout + proc.stderr
+    for stream in (proc.stdout, proc.stderr):
+        assert not stream or stream.endswith(b"\n"), stream
