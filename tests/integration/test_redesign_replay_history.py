@@ -75,10 +75,11 @@ def test_history_replay_keeps_partition_order_counts_exactly_and_cleans_up(
     assert _replay_channels(c, source) == []
 
     iso = datetime.fromtimestamp(boundary, UTC).isoformat()
-    out = nsqctl(
-        "replay", source, "--from-time", iso, "--to-topic", counted, "-n", "7", "--json", *lk
+    report = json.loads(
+        nsqctl(
+            "replay", source, "--from-time", iso, "--to-topic", counted, "-n", "7", "--json", *lk
+        )
     )
-    report = json.loads(out)
     assert (report["source"], report["to_topic"], report["mode"]) == (source, counted, "history")
     assert report["published"] == report["details"]["matched"] == 7, report
     assert report["details"]["channel_deleted"] is True and report["details"]["note"] is None
