@@ -200,6 +200,20 @@ def _spark_replay(
     restart: bool,
     spark_master: str | None,
 ) -> None:
+    from nsqctl.pipeline.spark import spark_errors
+
+    with spark_errors(f"spark could not replay {job.source}"):
+        _spark_job(job, tasks, dry_run, checkpoint, restart, spark_master)
+
+
+def _spark_job(
+    job: _Job,
+    tasks: int,
+    dry_run: bool,
+    checkpoint: Path | None,
+    restart: bool,
+    spark_master: str | None,
+) -> None:
     from nsqctl.pipeline import replay as spark_job
     from nsqctl.pipeline.spark import check_executors, spark_session
 
