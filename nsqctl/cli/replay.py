@@ -189,7 +189,11 @@ def _local_replay(job: _Job, dry_run: bool, checkpoint: Path | None, restart: bo
         job.dry_run(planned.counts())
         return
     directory = job.checkpoint_dir(checkpoint, restart)
-    job.done(local.publish(planned, job.target(), str(directory)))
+    show = not job.as_json and sys.stderr.isatty()  # progress on a terminal only
+    result = local.publish(planned, job.target(), str(directory), _published if show else None)
+    if show:
+        print(file=sys.stderr)  # end the progress line
+    job.done(result)
 
 
 def _spark_replay(
@@ -295,6 +299,10 @@ def _history(
         f"{verb} {report.matched} message(s) of {topic} history to {to_topic} "
         f"({report.skipped} filtered out)"
     )
+
+
+def _published(count: int) -> None:
+    print(f"\rreplay: {count} published", end="", file=sys.stderr, flush=True)
 
 
 def _history_progress(report: HistoryReport) -> None:
