@@ -130,6 +130,9 @@ async def replay_history(opts: HistoryOptions, stop: asyncio.Event) -> HistoryRe
             close_intake()
         # Handlers run concurrently; a per-partition lock (FIFO) keeps arrival order.
         async with turns.setdefault(msg.partition, asyncio.Lock()):
+            if failure:  # an earlier publish failed: publishing later ones would reorder
+                give_back(msg)
+                return
             report.matched += 1
             if opts.dry_run:
                 return
