@@ -1,6 +1,8 @@
 """``nsqctl version``: the client's version and those of every server it can reach.
 
-Works with no cluster configured; unreachable servers are listed, never fatal.
+Works with no cluster configured; unreachable servers are listed, never fatal. An
+address where something else answers (a web server's 404 page) is listed and then
+fails the command in one line: that is a wrong address, not a server that is down.
 ``--client`` prints the client's version alone, without reading any configuration: it is
 what scripts call, so it imports nothing beyond the CLI itself.
 """
