@@ -12,6 +12,7 @@ import binascii
 import json
 import logging
 import os
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,6 +114,25 @@ def read_dead_letters(path: Path) -> Iterator[DeadLetter]:
 def dead_letter_files(directory: Path | None = None) -> list[Path]:
     """The dead-letter files waiting in ``directory`` (default: the state dir's)."""
     base = directory or dead_letter_dir()
-    if not base.is_dir():
-        return []
-    return sorted(p for p in base.iterdir() if p.is_file() and p.name.endswith(SUFFIX))
+    try:
+        if not base.is_dir():
+            return []
+        return sorted(p for p in base.iterdir() if p.is_file() and p.name.endswith(SUFFIX))
+    except OSError as err:
+        raise ConfigError(f"cannot read the dead-letter directory {base}: {err.strerror}") from None
+
+
+def check_movable(path: Path) -> None:
+    """Raise a one-line ConfigError unless ``path`` can be renamed within its directory.
+
+    Creating and removing a file there is the test, not the permission bits: it also
+    catches a read-only file system, and it says no for root exactly when rename would.
+    """
+    try:
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".nsqctl-probe-"):
+            pass
+    except OSError as err:
+        raise ConfigError(
+            f"cannot move {path.name} aside afterwards: {path.parent} is not writable "
+            f"({err.strerror})"
+        ) from None

@@ -67,7 +67,11 @@ async def lookupd_nsqds(client: httpx.AsyncClient, lookupd_http: Sequence[str]) 
             continue
         if resp.status_code != 200:
             continue
-        for peer in unwrap_response(resp.json()).get("producers") or []:
+        try:
+            body = unwrap_response(resp.json())
+        except ValueError:
+            continue  # not an nsqlookupd: its own /info check says so
+        for peer in body.get("producers") or []:
             if peer.get("http_port"):
                 found.setdefault(f"{peer['broadcast_address']}:{peer['http_port']}", None)
     return list(found)

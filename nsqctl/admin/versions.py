@@ -10,10 +10,11 @@ from typing import Any, Literal
 
 import httpx
 
-from nsqctl.admin.base import NSQ_V1, unwrap_response
+from nsqctl.admin.base import NSQ_V1, TIMEOUT, unwrap_response
 from nsqctl.admin.leader import lookupd_nsqds
 from nsqctl.admin.requests import admin_client, error_text
 from nsqctl.httpclient import describe_http_error
+from nsqctl.lookup.model import not_nsq_answer
 from nsqctl.protocol.message import Family
 
 
@@ -26,6 +27,8 @@ class ServerVersion:
     version: str | None = None
     family: Family | None = None
     error: str | None = None
+    #: it answered, but not as nsqd/nsqlookupd do: a wrong address, not a server that is down
+    not_nsq: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -35,6 +38,7 @@ class ServerVersion:
             "family": self.family,
             "reachable": self.error is None,
             "error": self.error,
+            "not_nsq": self.not_nsq,
         }
 
 
@@ -49,15 +53,29 @@ async def fetch_server_version(
 ) -> ServerVersion:
     """One server's ``/info``; a failure is kept in the result (``error``), not raised."""
     try:
-        resp = await client.get(f"http://{address}/info", headers=NSQ_V1)
+        async with asyncio.timeout(TIMEOUT):
+            resp = await client.get(f"http://{address}/info", headers=NSQ_V1)
+    except TimeoutError:
+        return ServerVersion(role, address, error=f"unreachable (no answer within {TIMEOUT:g}s)")
     except httpx.HTTPError as err:
         return ServerVersion(role, address, error=f"unreachable ({describe_http_error(err)})")
+    reason = not_nsq_answer(
+        "/info", resp.status_code, resp.headers.get("content-type", ""), resp.content
+    )
+    if reason is not None:
+        return ServerVersion(role, address, error=f"not an {role}: {reason}", not_nsq=True)
     if resp.status_code != 200:
         return ServerVersion(role, address, error=error_text(resp))
     try:
         info = unwrap_response(resp.json())
     except ValueError:
-        return ServerVersion(role, address, error="answered non-JSON: is this the HTTP port?")
+        return ServerVersion(
+            role, address, error=f"not an {role}: /info answered non-JSON", not_nsq=True
+        )
+    if "version" not in info:
+        return ServerVersion(
+            role, address, error=f"not an {role}: /info has no version", not_nsq=True
+        )
     return ServerVersion(role, address, str(info.get("version") or "?"), family_of(info))
 
 
@@ -69,9 +87,20 @@ async def server_versions(
 ) -> list[ServerVersion]:
     """``/info`` of every lookupd, and of every nsqd (given, or registered via ``/nodes``)."""
     async with admin_client(transport) as client:
-        nsqds = list(dict.fromkeys([*nsqd_http, *await lookupd_nsqds(client, lookupd_http)]))
-        found = await asyncio.gather(
-            *(fetch_server_version(client, "nsqlookupd", a) for a in lookupd_http),
-            *(fetch_server_version(client, "nsqd", a) for a in nsqds),
+        # the lookupds' /info and /nodes at once: a lookupd that never answers costs one
+        # timeout, not one per request
+        lookupds, registered = await asyncio.gather(
+            asyncio.gather(*(fetch_server_version(client, "nsqlookupd", a) for a in lookupd_http)),
+            _registered_nsqds(client, lookupd_http),
         )
-    return list(found)
+        nsqds = list(dict.fromkeys([*nsqd_http, *registered]))
+        found = await asyncio.gather(*(fetch_server_version(client, "nsqd", a) for a in nsqds))
+    return [*lookupds, *found]
+
+
+async def _registered_nsqds(client: httpx.AsyncClient, lookupd_http: Sequence[str]) -> list[str]:
+    try:
+        async with asyncio.timeout(TIMEOUT):
+            return await lookupd_nsqds(client, lookupd_http)
+    except TimeoutError:
+        return []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import signal
 import sys
 from pathlib import Path
@@ -12,7 +13,13 @@ from typing import TYPE_CHECKING
 import typer
 
 from nsqctl.cli import complete
-from nsqctl.cli.common import LookupdOption, NsqdOption, ProfileOption, resolve_cluster
+from nsqctl.cli.common import (
+    JsonOption,
+    LookupdOption,
+    NsqdOption,
+    ProfileOption,
+    resolve_cluster,
+)
 from nsqctl.errors import ConfigError
 from nsqctl.failover import DEFAULT_FAILOVER_WINDOW
 from nsqctl.protocol.names import validate_channel, validate_topic
@@ -55,6 +62,7 @@ def archive(
         help="Redesign: seconds to wait for a partition's new leader before stopping.",
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines."),
+    as_json: bool = JsonOption,
     lookupd: list[str] = LookupdOption,
     nsqd: list[str] = NsqdOption,
     profile: str | None = ProfileOption,
@@ -89,6 +97,9 @@ def archive(
         on_failover=None if quiet else _on_failover,
     )
     stats = asyncio.run(_run(opts, quiet))
+    if as_json:
+        typer.echo(json.dumps(archive_json(topic, channel, out, stats), indent=2))
+        return
     if not quiet:
         how = " (ordered topic: SUB_ORDERED, one message per partition at a time)"
         typer.echo(
@@ -103,6 +114,21 @@ def archive(
             "them)",
             err=True,
         )
+
+
+def archive_json(topic: str, channel: str, out: Path, stats: ArchiveStats) -> dict[str, object]:
+    """``nsqctl archive --json``: what was archived where; ``duplicates`` counts messages
+    delivered again after a reconnect and archived again."""
+    return {
+        "topic": topic,
+        "channel": channel,
+        "out": str(out),
+        "archived": stats.written,
+        "files": stats.files,
+        "ordered": stats.ordered,
+        "reconnects": stats.reconnects,
+        "duplicates": stats.duplicates,
+    }
 
 
 def _on_failover(event: FailoverEvent) -> None:

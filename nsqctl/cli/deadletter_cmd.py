@@ -20,6 +20,7 @@ from rich.table import Table
 
 from nsqctl.cli.common import (
     ClusterSelection,
+    JsonOption,
     LookupdOption,
     NsqdOption,
     ProfileOption,
@@ -28,6 +29,7 @@ from nsqctl.cli.common import (
 from nsqctl.deadletter import (
     SUFFIX,
     DeadLetter,
+    check_movable,
     dead_letter_dir,
     dead_letter_files,
     read_dead_letters,
@@ -44,11 +46,14 @@ BATCH = 500
 def resolve_file(name: str) -> Path:
     """A path, or a file name (with or without .jsonl) in the dead-letter dir."""
     path = Path(name)
-    if path.is_file():
-        return path
-    for candidate in (dead_letter_dir() / name, dead_letter_dir() / f"{name}{SUFFIX}"):
-        if candidate.is_file():
-            return candidate
+    try:
+        if path.is_file():
+            return path
+        for candidate in (dead_letter_dir() / name, dead_letter_dir() / f"{name}{SUFFIX}"):
+            if candidate.is_file():
+                return candidate
+    except OSError as err:
+        raise ConfigError(f"cannot look for dead-letter file {name!r}: {err}") from None
     raise ConfigError(
         f"no dead-letter file {name!r} (looked in {dead_letter_dir()}): "
         "see `nsqctl dead-letter list`"
@@ -56,7 +61,7 @@ def resolve_file(name: str) -> Path:
 
 
 @app.command("list")
-def list_cmd(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
+def list_cmd(as_json: bool = JsonOption) -> None:
     """Show the dead-letter files waiting, with their message counts."""
     rows = []
     for path in dead_letter_files():
@@ -103,6 +108,7 @@ def replay_cmd(
     ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Count, publish nothing."),
     keep: bool = typer.Option(False, "--keep", help="Leave the file in place afterwards."),
+    as_json: bool = JsonOption,
     lookupd: list[str] = LookupdOption,
     nsqd: list[str] = NsqdOption,
     profile: str | None = ProfileOption,
@@ -123,17 +129,58 @@ def replay_cmd(
         validate_topic(topic)
     summary = ", ".join(f"{len(v)} to {t}" for t, v in sorted(by_topic.items())) or "nothing"
     if dry_run:
+        if as_json:
+            _emit_replay_json(path, by_topic, True, None)
+            return
         typer.echo(f"dry run: would publish {summary} from {path}")
         return
+    if not keep:
+        # checked before publishing: a file that cannot be moved aside afterwards would be
+        # published again by every rerun
+        try:
+            check_movable(path)
+        except ConfigError as err:
+            raise ConfigError(
+                f"{err}: nothing published; make the directory writable, or pass --keep "
+                "to publish and leave the file in place"
+            ) from None
     if letters:
         asyncio.run(_publish(resolve_cluster(lookupd, nsqd, profile), by_topic))
     moved = "kept in place"
+    moved_to: Path | None = None
     if not keep:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         target = path.with_name(f"{path.name}.replayed-{stamp}")
-        path.rename(target)
-        moved = f"moved to {target}"
+        try:
+            path.rename(target)
+        except OSError as err:
+            raise ConfigError(
+                f"replayed {summary} from {path}, but could not move it aside "
+                f"({err.strerror}): delete or move it yourself, or a rerun publishes it again"
+            ) from None
+        moved, moved_to = f"moved to {target}", target
+    if as_json:
+        _emit_replay_json(path, by_topic, False, moved_to)
+        return
     typer.echo(f"replayed {summary} from {path}; {moved}")
+
+
+def _emit_replay_json(
+    path: Path, by_topic: dict[str, list[DeadLetter]], dry_run: bool, moved_to: Path | None
+) -> None:
+    """``nsqctl dead-letter replay --json``::
+
+    {"file": PATH, "dry_run": bool, "published": {TOPIC: N, ...}, "moved_to": PATH | null}
+
+    ``published`` is what was (on a dry run: would be) published to each topic.
+    """
+    payload = {
+        "file": str(path),
+        "dry_run": dry_run,
+        "published": {t: len(v) for t, v in sorted(by_topic.items())},
+        "moved_to": None if moved_to is None else str(moved_to),
+    }
+    typer.echo(json.dumps(payload, indent=2))
 
 
 async def _publish(cluster: ClusterSelection, by_topic: dict[str, list[DeadLetter]]) -> None:

@@ -87,21 +87,35 @@ def split_batches(stream: BinaryIO, delimiter: bytes, chunk_size: int = 1 << 20)
     that trickles in (``tail -F log | nsqctl pub``) is published as it comes.
     """
     read = getattr(stream, "read1", stream.read)
-    buf = b""
+    # The unfinished record, a piece per read, joined only once a delimiter ends it: each
+    # byte is searched and copied a bounded number of times, so one long line costs what
+    # many short ones do (appending to one buffer and splitting it all again on every read
+    # was quadratic in the line's length).
+    pieces: list[bytes] = []
+    keep = len(delimiter) - 1  # a delimiter may straddle two reads
+    tail = b""  # the last ``keep`` bytes held
     number = 0  # records split off so far, blank ones included
     while True:
         chunk = read(chunk_size)
         if not chunk:
             break
-        buf += chunk
+        if delimiter not in chunk and not (keep and delimiter in tail + chunk[:keep]):
+            pieces.append(chunk)
+            if keep:
+                tail = (tail + chunk)[-keep:]
+            continue
+        buf = b"".join((*pieces, chunk)) if pieces else chunk
+        pieces.clear()
         parts = buf.split(delimiter)
         rest = parts.pop()
-        if parts:
-            flush = len(chunk) < min(chunk_size, FLOWING)
-            yield _batch(parts, number + 1, len(buf) - len(rest), flush)
-            number += len(parts)
-        buf = rest
-    if buf:
+        flush = len(chunk) < min(chunk_size, FLOWING)
+        yield _batch(parts, number + 1, len(buf) - len(rest), flush)
+        number += len(parts)
+        if rest:
+            pieces.append(rest)
+        tail = rest[-keep:] if keep else b""
+    if pieces:
+        buf = b"".join(pieces)
         yield Batch([buf], number + 1, None, len(buf), True)
 
 

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import signal
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from nsqctl.cli.common import (
     ClusterSelection,
+    JsonOption,
     LookupdOption,
     NsqdOption,
     ProfileOption,
@@ -25,6 +28,7 @@ from nsqctl.paths import state_dir
 from nsqctl.protocol.names import validate_topic
 
 if TYPE_CHECKING:
+    from nsqctl.pipeline.history import HistoryReport
     from nsqctl.pipeline.replay import ReplayResult, ReplayTarget
     from nsqctl.pipeline.selection import ReplayFilters
 
@@ -66,6 +70,7 @@ def replay(
     engine: str = EngineOption,
     spark_master: str | None = SparkMasterOption,
     quiet: bool = typer.Option(False, "--quiet", "-q"),
+    as_json: bool = JsonOption,
     lookupd: list[str] = LookupdOption,
     nsqd: list[str] = NsqdOption,
     profile: str | None = ProfileOption,
@@ -86,7 +91,7 @@ def replay(
     )
     sel = resolve_cluster(lookupd, nsqd, profile, require=None if dry_run else "tcp")
     if from_time is not None or from_offset is not None:
-        _history(source, to_topic, filters, from_time, from_offset, count, dry_run, sel, quiet)
+        _history(source, to_topic, filters, from_time, from_offset, count, dry_run, sel, as_json)
         return
     if count:
         raise ConfigError("--count applies to history replay (--from-time/--from-offset) only")
@@ -96,7 +101,7 @@ def replay(
         if not quiet:
             typer.echo(line, err=True)
 
-    job = _Job(source, to_topic, filters, shard_field, rate, batch_size, sel, say)
+    job = _Job(source, to_topic, filters, shard_field, rate, batch_size, sel, say, as_json)
     if "://" not in source and not Path(source).exists():
         raise ConfigError(f"replay source {source} does not exist")
     choice = choose("replay", engine, [source], spark_master, where)
@@ -119,6 +124,7 @@ class _Job:
     batch_size: int
     sel: ClusterSelection
     say: Callable[[str], None]
+    as_json: bool = False
 
     def target(self) -> ReplayTarget:
         from nsqctl.pipeline.replay import ReplayTarget
@@ -152,12 +158,18 @@ class _Job:
         return directory
 
     def dry_run(self, counts: dict[str, int]) -> None:
+        if self.as_json:
+            emit_json(self.source, self.to_topic, "archive", True, 0, counts)
+            return
         typer.echo(
             f"dry run: {counts['matching']} matching row(s), {counts['duplicates']} duplicate(s), "
             f"{counts['to_publish']} to publish to {self.to_topic} over {counts['keys']} key(s)"
         )
 
     def done(self, result: ReplayResult) -> None:
+        if self.as_json:
+            emit_json(self.source, self.to_topic, "archive", False, result.published, vars(result))
+            return
         typer.echo(
             f"replayed {result.published} message(s) to {self.to_topic} in {result.batches} "
             f"batch(es) over {result.tasks} task(s); {result.skipped} skipped (acknowledged "
@@ -177,10 +189,28 @@ def _local_replay(job: _Job, dry_run: bool, checkpoint: Path | None, restart: bo
         job.dry_run(planned.counts())
         return
     directory = job.checkpoint_dir(checkpoint, restart)
-    job.done(local.publish(planned, job.target(), str(directory)))
+    show = not job.as_json and sys.stderr.isatty()  # progress on a terminal only
+    result = local.publish(planned, job.target(), str(directory), _published if show else None)
+    if show:
+        print(file=sys.stderr)  # end the progress line
+    job.done(result)
 
 
 def _spark_replay(
+    job: _Job,
+    tasks: int,
+    dry_run: bool,
+    checkpoint: Path | None,
+    restart: bool,
+    spark_master: str | None,
+) -> None:
+    from nsqctl.pipeline.spark import spark_errors
+
+    with spark_errors(f"spark could not replay {job.source}"):
+        _spark_job(job, tasks, dry_run, checkpoint, restart, spark_master)
+
+
+def _spark_job(
     job: _Job,
     tasks: int,
     dry_run: bool,
@@ -208,7 +238,8 @@ def _spark_replay(
     planned = spark_job.plan(ordered, tasks or spark.sparkContext.defaultParallelism)
 
     def progress(finished: int, total: int) -> None:
-        job.say(f"replay: {finished}/{total} task(s) done")
+        if sys.stderr.isatty():  # progress on a terminal only; a log gets the summary
+            job.say(f"replay: {finished}/{total} task(s) done")
 
     job.done(spark_job.run_replay(planned, job.target(), str(directory), progress))
 
@@ -222,7 +253,7 @@ def _history(
     count: int,
     dry_run: bool,
     sel: ClusterSelection,
-    quiet: bool,
+    as_json: bool,
 ) -> None:
     from nsqctl.pipeline import history
     from nsqctl.pipeline.replay import parse_time_ns
@@ -244,9 +275,10 @@ def _history(
         grep=getattr(f, "grep", None),
         count=count,
         dry_run=dry_run,
+        progress=None if as_json or not sys.stderr.isatty() else _history_progress,
     )
 
-    async def run() -> dict[str, int]:
+    async def run() -> history.HistoryReport:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -254,9 +286,53 @@ def _history(
                 loop.add_signal_handler(sig, stop.set)
         return await history.replay_history(opts, stop)
 
-    stats = asyncio.run(run())
+    report = asyncio.run(run())
+    if opts.progress is not None:
+        print(file=sys.stderr)  # end the progress line
+    if as_json:
+        emit_json(topic, to_topic, "history", dry_run, report.published, report.to_json())
+        return
+    if report.note:
+        typer.echo(f"note: {report.note}", err=True)
     verb = "would replay" if dry_run else "replayed"
     typer.echo(
-        f"{verb} {stats['matched']} message(s) of {topic} history to {to_topic} "
-        f"({stats['skipped']} filtered out)"
+        f"{verb} {report.matched} message(s) of {topic} history to {to_topic} "
+        f"({report.skipped} filtered out)"
     )
+
+
+def _published(count: int) -> None:
+    print(f"\rreplay: {count} published", end="", file=sys.stderr, flush=True)
+
+
+def _history_progress(report: HistoryReport) -> None:
+    print(f"\rreplay: {report.matched} message(s)", end="", file=sys.stderr, flush=True)
+
+
+def emit_json(
+    source: str,
+    to_topic: str,
+    mode: str,
+    dry_run: bool,
+    published: int,
+    details: dict[str, Any],
+) -> None:
+    """``nsqctl replay --json``, one shape for every mode::
+
+        {"source": ..., "to_topic": ..., "mode": "archive" | "history", "dry_run": bool,
+         "published": N, "details": {...}}
+
+    ``details`` is the mode's own account: for an archive replay its counts (``matching``,
+    ``to_publish``, ``duplicates``, ``keys`` on a dry run; ``published``, ``skipped``,
+    ``batches``, ``tasks`` otherwise), for a history replay ``channel``, ``matched``,
+    ``published``, ``skipped``, ``given_back``, ``channel_deleted`` and ``note``.
+    """
+    payload = {
+        "source": source,
+        "to_topic": to_topic,
+        "mode": mode,
+        "dry_run": dry_run,
+        "published": published,
+        "details": details,
+    }
+    typer.echo(json.dumps(payload, indent=2))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shlex
@@ -174,6 +175,7 @@ def topic_create(
     ordered: bool = typer.Option(False, "--ordered", help="Ordered topic (redesign)."),
     ext: bool = typer.Option(False, "--ext", help="Ext-header topic (redesign)."),
     directory: Path | None = DirOption,
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Create a topic on the sandbox (redesign: on the lookupd leader, with partitions)."""
     c = cluster.Cluster.load(directory or default_dir())
@@ -188,4 +190,8 @@ def topic_create(
         ext=ext,
         progress=lambda line: err_console.print(f"[dim]{line}[/]"),
     )
+    if as_json:
+        # {"topic": T, "flavor": "original" | "redesign", "partitions": N, "via": ADDRESSES}
+        typer.echo(json.dumps(dataclasses.asdict(made), indent=2))
+        return
     typer.echo(f"created topic {made.topic} ({made.flavor}, {made.partitions} partition(s))")

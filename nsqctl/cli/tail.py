@@ -29,6 +29,7 @@ from nsqctl.cli.common import (
     ProfileOption,
     resolve_cluster,
 )
+from nsqctl.cli.terminal import escape_controls
 from nsqctl.consumer import Consumer, FailoverEvent, OrderViolation
 from nsqctl.consumer.failover import DEFAULT_FAILOVER_WINDOW
 from nsqctl.errors import ConfigError
@@ -54,7 +55,11 @@ def _format(msg: Message, fmt: str, print_topic: bool) -> bytes:
             head += f" offset={msg.offset}"
         if msg.trace_id:
             head += f" trace_id={msg.trace_id}"
-        text = body if encoding == "text" else f"<{len(msg.body)} bytes, base64> {body}"
+        text = (
+            escape_controls(body)
+            if encoding == "text"
+            else f"<{len(msg.body)} bytes, base64> {body}"
+        )
         return f"{head}\n{text}\n".encode()
     record.update(body_encoding=encoding, body=body)
     return (json.dumps(record, ensure_ascii=False) + "\n").encode()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -61,7 +62,8 @@ def trace(
     reader = None
     if archives or trace_logs:
         reader = _reader(engine, archives + trace_logs, spark_master, verbose)
-    events = tr.gather(reader, query, archives, trace_logs, http)
+    with _engine_errors(reader):
+        events = tr.gather(reader, query, archives, trace_logs, http)
     if not events:
         raise MessageNotFoundError(
             f"{query.label} not found in {len(trace_logs)} trace log(s), {len(archives)} "
@@ -71,6 +73,15 @@ def trace(
         typer.echo(json.dumps({"query": query.label, "events": events}, indent=1, default=str))
     else:
         _table(query.label, events, archives)
+
+
+def _engine_errors(reader: Any) -> contextlib.AbstractContextManager[None]:
+    """One line for a failed Spark job (a corrupt archive file), as the local engine gives."""
+    if not hasattr(reader, "sparkContext"):  # no reader, or the local one
+        return contextlib.nullcontext()
+    from nsqctl.pipeline.spark import spark_errors
+
+    return spark_errors("spark could not read the archive")
 
 
 def _reader(engine: str, sources: list[str], master: str | None, verbose: bool) -> Any:

@@ -1,6 +1,8 @@
 """``nsqctl version``: the client's version and those of every server it can reach.
 
-Works with no cluster configured; unreachable servers are listed, never fatal.
+Works with no cluster configured; unreachable servers are listed, never fatal. An
+address where something else answers (a web server's 404 page) is listed and then
+fails the command in one line: that is a wrong address, not a server that is down.
 ``--client`` prints the client's version alone, without reading any configuration: it is
 what scripts call, so it imports nothing beyond the CLI itself.
 """
@@ -20,6 +22,7 @@ from nsqctl.cli.common import (
     NsqdOption,
     ProfileOption,
 )
+from nsqctl.errors import ConnectError, LookupUnavailableError
 
 HINT = (
     "pass --lookupd HOST:PORT or --nsqd-http HOST:PORT (or --profile NAME) "
@@ -47,6 +50,7 @@ def version(
         if not servers and not client:
             payload["hint"] = HINT
         typer.echo(json.dumps(payload, indent=2))
+        _fail_on_wrong_address(servers)
         return
     typer.echo(f"nsqctl {__version__}")
     for s in servers:
@@ -54,6 +58,18 @@ def version(
         typer.echo(f"{s.role:<10}  {s.address:<21}  {state}")
     if not servers and not client:
         typer.echo(f"hint: {HINT}", err=True)
+    _fail_on_wrong_address(servers)
+
+
+def _fail_on_wrong_address(servers: list[Any]) -> None:
+    """A server that is down is listed and is no failure (the command reports what it can
+    reach), but an address where something else answers is a mistake in the command."""
+    wrong = [s for s in servers if s.not_nsq]
+    if wrong:
+        what = "; ".join(f"{s.address} is {s.error}" for s in wrong)
+        if wrong[0].role == "nsqlookupd":
+            raise LookupUnavailableError(f"{what}: check the address", setting="lookupd_http")
+        raise ConnectError(f"{what}: check the address", setting="nsqd_http")
 
 
 def _server_versions(

@@ -10,12 +10,13 @@ few seconds while waiting (so a reader knows why nothing arrives), a
 
 The new leader resends from the channel position the coordinator synced to it, which can
 be behind what this consumer FINed (at-least-once). :class:`FinWindow` remembers the
-recently FINed ids of each partition, bounded, so those redeliveries are counted.
+recently FINed ids of each partition (of each nsqd on the original family), bounded, so
+those redeliveries are counted.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 
 from nsqctl.errors import FailoverTimeoutError
 from nsqctl.failover import DEFAULT_FAILOVER_WINDOW as DEFAULT_FAILOVER_WINDOW
@@ -80,8 +81,13 @@ class PartitionWatch:
 
 
 class FinWindow:
-    """FINed message ids of each partition, at least the last ``size`` (at most twice
-    that): a later copy of one is a duplicate.
+    """FINed message ids of each source, at least the last ``size`` (at most twice that):
+    a later copy of one from the same source is a duplicate.
+
+    A source is a partition on the redesign (its ids continue across leaders, so a new
+    leader's resend is caught) and an nsqd on the original family, whose ids are unique
+    only per nsqd: two nsqds can issue the same id, and that is no duplicate. Callers
+    that do not name the nsqd (``nsqd=None``) share one source per partition.
 
     Two generations of sets, the newer filled until it holds ``size`` ids, then it becomes
     the older and the older is dropped: a batch of FINs costs one ``set.update``, where an
@@ -90,17 +96,25 @@ class FinWindow:
 
     def __init__(self, size: int = FIN_WINDOW) -> None:
         self.size = size
-        self._ids: dict[int | None, tuple[set[bytes], set[bytes]]] = {}
+        self._ids: dict[Hashable, tuple[set[bytes], set[bytes]]] = {}
 
-    def add_many(self, partition: int | None, msg_ids: Iterable[bytes]) -> None:
-        gens = self._ids.get(partition)
+    def add_many(
+        self, partition: int | None, msg_ids: Iterable[bytes], nsqd: str | None = None
+    ) -> None:
+        key = source_key(partition, nsqd)
+        gens = self._ids.get(key)
         if gens is None:
-            gens = self._ids[partition] = (set(), set())
+            gens = self._ids[key] = (set(), set())
         newer = gens[0]
         newer.update(msg_ids)
         if len(newer) >= self.size:
-            self._ids[partition] = (set(), newer)
+            self._ids[key] = (set(), newer)
 
-    def seen(self, partition: int | None, msg_id: bytes) -> bool:
-        gens = self._ids.get(partition)
+    def seen(self, partition: int | None, msg_id: bytes, nsqd: str | None = None) -> bool:
+        gens = self._ids.get(source_key(partition, nsqd))
         return gens is not None and (msg_id in gens[0] or msg_id in gens[1])
+
+
+def source_key(partition: int | None, nsqd: str | None) -> Hashable:
+    """Where a message id is unique: its partition (redesign), else its nsqd (original)."""
+    return partition if partition is not None else nsqd

@@ -10,9 +10,9 @@ refresh, the ``on_failover`` hook, the fatal-error sink), so it is tested withou
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 
-from nsqctl.consumer.failover import FinWindow, PartitionWatch
+from nsqctl.consumer.failover import FinWindow, PartitionWatch, source_key
 from nsqctl.consumer.options import ConsumerStats
 from nsqctl.consumer.order import OrderChecker
 from nsqctl.failover import FailoverEvent, FailoverHook
@@ -45,7 +45,7 @@ class LeaderWatch:
         self.order = OrderChecker(topic)
         # Partitions connected again after a loss: their reads are checked for duplicates.
         self.rejoined: set[int | None] = set()
-        self._ever: set[int | None] = set()  # partitions connected at least once
+        self._ever: set[Hashable] = set()  # sources (see source_key) connected at least once
         self._stats = stats
         self._refresh = refresh
         self._on_failover = on_failover
@@ -65,22 +65,27 @@ class LeaderWatch:
         return True
 
     def joined(self, partition: int | None, address: str, now: float) -> None:
-        if partition in self._ever:
+        # Back means the same source again: on the original family every nsqd is
+        # partition None, and a second nsqd's first connection is no reconnect.
+        source = source_key(partition, address)
+        if source in self._ever:
             self.rejoined.add(partition)
             self.order.reconnected(partition)
-        self._ever.add(partition)
+        self._ever.add(source)
         self._report(self.watch.resumed(partition, address, now))
 
     def lost(self, partition: int | None, now: float) -> None:
         if self.rides(partition):
             self.watch.lost(partition, now)
 
-    def count_duplicates(self, partition: int | None, raws: list[RawMessage]) -> None:
-        """Copies of FINed messages in a read of a partition that came back."""
+    def count_duplicates(
+        self, partition: int | None, raws: list[RawMessage], nsqd: str | None = None
+    ) -> None:
+        """Copies of FINed messages in a read of a partition (of ``nsqd``) that came back."""
         seen = self.fins.seen
         stats = self._stats
         for raw in raws:
-            if seen(partition, raw.id):
+            if seen(partition, raw.id, nsqd):
                 stats.duplicates += 1
         stats.order_redeliveries = self.order.redeliveries
 

@@ -45,6 +45,7 @@ from nsqctl.lookup.model import (
     SourceStatus,
     Topology,
     merge_answers,
+    not_nsq_answer,
     parse_listlookup,
     parse_lookup_response,
 )
@@ -54,7 +55,9 @@ __all__ = [
     "Access",
     "LookupClient",
     "LookupUnavailableError",
+    "NotNsqlookupdError",
     "TopologyCallback",
+    "describe_lookup_error",
 ]
 
 log = logging.getLogger("nsqctl.lookup")
@@ -63,6 +66,19 @@ ACCEPT_V1 = "application/vnd.nsq; version=1.0"
 
 Access = Literal["r", "w"]
 TopologyCallback = Callable[[Topology], Awaitable[None] | None]
+
+
+class NotNsqlookupdError(LookupProtocolError):
+    """The address answers HTTP, but not as nsqlookupd does (another web server)."""
+
+
+def describe_lookup_error(err: BaseException) -> str:
+    """One short reason for a failed lookupd request."""
+    if isinstance(err, LookupProtocolError) or (
+        isinstance(err, httpx.TimeoutException) and str(err)
+    ):
+        return str(err)
+    return describe_http_error(err)
 
 
 @dataclass
@@ -192,7 +208,19 @@ class LookupClient:
     async def _get(
         self, address: str, path: str, params: dict[str, str] | None = None
     ) -> httpx.Response:
-        return await self._http.get(f"http://{address}{path}", params=params)
+        """One GET, bounded as a whole by ``timeout``: httpx bounds each phase (connect,
+        each read) on its own, so a server that trickles bytes would outlast it."""
+        try:
+            async with asyncio.timeout(self.timeout):
+                resp = await self._http.get(f"http://{address}{path}", params=params)
+        except (TimeoutError, httpx.TimeoutException) as exc:
+            raise httpx.TimeoutException(f"timed out: no answer within {self.timeout:g}s") from exc
+        reason = not_nsq_answer(
+            path, resp.status_code, resp.headers.get("content-type", ""), resp.content
+        )
+        if reason is not None:
+            raise NotNsqlookupdError(f"not an nsqlookupd: {reason}")
+        return resp
 
     @staticmethod
     def _json(resp: httpx.Response) -> Any:
@@ -202,8 +230,9 @@ class LookupClient:
         try:
             return json.loads(body)
         except ValueError as exc:
-            raise LookupProtocolError(
-                f"{resp.request.url} answered non-JSON (HTTP {resp.status_code}): {body[:80]!r}"
+            raise NotNsqlookupdError(
+                f"not an nsqlookupd: {resp.request.url.path} answered HTTP {resp.status_code} "
+                "with a body that is not JSON"
             ) from exc
 
     async def _discover(self, candidates: list[str], failed: dict[str, str]) -> None:
@@ -214,8 +243,8 @@ class LookupClient:
                 continue
             try:
                 resp = await self._get(address, "/listlookup")
-            except httpx.HTTPError as exc:
-                failed[address] = describe_http_error(exc)
+            except (httpx.HTTPError, NotNsqlookupdError) as exc:
+                failed[address] = describe_lookup_error(exc)
                 continue
             if resp.status_code == 404:
                 h.is_original = True
@@ -295,7 +324,7 @@ class LookupClient:
                     SourceStatus(address, ok=True, topic_not_found=result.topic_not_found)
                 )
             elif isinstance(result, httpx.HTTPError | LookupProtocolError):
-                failed[address] = describe_http_error(result)
+                failed[address] = describe_lookup_error(result)
             else:
                 raise result  # a bug, not a lookupd failure: don't hide it
         for address, error in failed.items():
@@ -390,9 +419,9 @@ class LookupClient:
         for addr in candidates:
             try:
                 resp = await self._get(addr, path, params)
-            except httpx.HTTPError as exc:
-                self._record_failure(addr, describe_http_error(exc))
-                errors.append(f"{addr} ({describe_http_error(exc)})")
+            except (httpx.HTTPError, NotNsqlookupdError) as exc:
+                self._record_failure(addr, describe_lookup_error(exc))
+                errors.append(f"{addr} ({describe_lookup_error(exc)})")
                 continue
             if resp.status_code != 200:
                 payload: Any = None
@@ -444,8 +473,8 @@ class LookupClient:
         for addr in candidates:
             try:
                 resp = await self._get(addr, "/listlookup")
-            except httpx.HTTPError as exc:
-                errors.append(f"{addr} ({describe_http_error(exc)})")
+            except (httpx.HTTPError, NotNsqlookupdError) as exc:
+                errors.append(f"{addr} ({describe_lookup_error(exc)})")
                 continue
             if resp.status_code == 404:
                 return None

@@ -22,6 +22,7 @@ set it on the answer; a known epoch beats an unknown one.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -45,6 +46,7 @@ __all__ = [
     "as_str",
     "is_topic_not_found_text",
     "merge_answers",
+    "not_nsq_answer",
     "parse_listlookup",
     "parse_lookup_response",
 ]
@@ -57,6 +59,27 @@ _NOT_FOUND_TEXTS = ("TOPIC_NOT_FOUND", "KEY NOT FOUND", "TOPIC HAS NO CHANNEL")
 
 class LookupProtocolError(ProtocolError):
     """An nsqlookupd answered with something that is not a lookup response."""
+
+
+def not_nsq_answer(path: str, status: int, content_type: str, body: bytes) -> str | None:
+    """Why an HTTP answer cannot have come from nsqlookupd or nsqd, or ``None``.
+
+    Both servers answer every request they route, and the 404 of one they do not route,
+    with a JSON body (or an empty one); a web server that is not NSQ answers an error page.
+    Telling them apart keeps a wrong address from reading as "topic not found yet", which
+    a consumer would wait on forever.
+    """
+    if 200 <= status < 300:
+        return None
+    text = body.strip()
+    if not text:
+        return None
+    try:
+        json.loads(text)
+    except ValueError:
+        kind = content_type.split(";")[0].strip() or "no content type"
+        return f"{path} answered HTTP {status} ({kind}), not JSON"
+    return None
 
 
 def is_topic_not_found_text(text: str) -> bool:

@@ -21,7 +21,7 @@ from pathlib import Path
 from nsqctl import protocol as p
 from nsqctl.connection import ConnectionConfig
 from nsqctl.consumer import Consumer, FailoverHook
-from nsqctl.errors import ArchiveWriteError, NsqctlError
+from nsqctl.errors import ArchiveWriteError, LookupUnavailableError, NsqctlError
 from nsqctl.failover import DEFAULT_FAILOVER_WINDOW
 from nsqctl.message import Message, finish_all
 from nsqctl.pipeline.writer import ArchiveBuffer, ArchiveWriter, RotationPolicy, remove_stale_tmp
@@ -127,6 +127,8 @@ class Archiver:
         try:
             async with LookupClient(self.opts.lookupd) as client:
                 topo = await client.lookup(self.opts.topic, access="r", metainfo=True)
+        except LookupUnavailableError:
+            raise  # the consumer's own lookup would wait as long again, then fail the same way
         except NsqctlError as err:
             log.debug("no topic meta for %s (%s): SUB decides", self.opts.topic, err)
             return None

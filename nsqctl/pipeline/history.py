@@ -1,24 +1,33 @@
 """Replay from the redesign server's own history: SUB_ADVANCED on a fresh channel from a
 time or queue offset, re-publishing each message to the target topic before FINing it.
 
-Order: one partition's messages arrive in queue order (SUB_ADVANCED is ordered), and each
-is published (shard key = source partition) before it is FINed, so per-partition order
+youzan's SUB_ORDERED takes no start position, so the channel is subscribed unordered
+(SUB_ADVANCED). One partition's messages still arrive in queue order (nothing on a fresh
+channel is requeued), and they are published one at a time per partition, in arrival
+order (shard key = source partition), each before it is FINed: per-partition order
 carries over. Stops after ``until`` (message time), ``count`` messages, or when idle.
+
+At the count, RDY goes to 0 and every message nsqd had sent already is given back once,
+untouched. The fresh channel is deleted at the end (through nsqlookupd), so a replay
+leaves nothing behind that would keep the history's messages.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import random
 import re
 import string
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from nsqctl.connection import ConnectionConfig
 from nsqctl.consumer import Consumer
-from nsqctl.errors import ConfigError
+from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.message import Message
 from nsqctl.pipeline.schema import to_signed64
 from nsqctl.producer import Producer
@@ -40,6 +49,8 @@ class HistoryOptions:
     idle_exit: float = 5.0
     dry_run: bool = False
     channel: str = ""
+    #: called about five times a second while the replay runs (a terminal's progress line)
+    progress: Callable[[HistoryReport], None] | None = None
 
 
 def start_arg(from_time_ns: int | None, from_offset: int | None) -> str:
@@ -55,65 +66,135 @@ def fresh_channel() -> str:
     return "nsqctl_replay_" + "".join(random.choices(string.ascii_lowercase + string.digits, k=8))
 
 
-async def replay_history(opts: HistoryOptions, stop: asyncio.Event) -> dict[str, int]:
+log = logging.getLogger("nsqctl.replay")
+
+
+@dataclass
+class HistoryReport:
+    """What one history replay did; ``to_json`` is ``nsqctl replay --json``'s shape."""
+
+    channel: str
+    matched: int = 0
+    published: int = 0
+    skipped: int = 0
+    given_back: int = 0
+    channel_deleted: bool = False
+    note: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+async def replay_history(opts: HistoryOptions, stop: asyncio.Event) -> HistoryReport:
     """Stream history to ``to_topic``; a failed publish requeues and stops the replay."""
-    stats = {"matched": 0, "published": 0, "skipped": 0}
+    temporary = not opts.channel
+    report = HistoryReport(channel=opts.channel or fresh_channel())
     pattern = re.compile(opts.grep.encode()) if opts.grep else None
     trace = to_signed64(opts.trace_id)
     last = time.monotonic()
     failure: list[BaseException] = []
+    taken = 0  # matched messages accepted for publishing, counted before the publish
+    turns: dict[int | None, asyncio.Lock] = {}  # one publish at a time per partition
     producer = Producer(
         lookupd_http=opts.lookupd or None, nsqd_tcp=opts.nsqd or None, config=opts.config
     )
 
     def wanted(msg: Message) -> bool:
-        if opts.until_ns is not None and msg.timestamp >= opts.until_ns:
-            return False
         if trace is not None and to_signed64(msg.trace_id) != trace:
             return False
         return pattern is None or pattern.search(msg.body) is not None
 
+    def give_back(msg: Message) -> None:
+        msg.requeue(delay=0, backoff=False)
+        report.given_back += 1
+
+    def close_intake() -> None:
+        consumer.set_max_in_flight(0)  # RDY 0 before anything more is given back
+        stop.set()
+
     async def handler(msg: Message) -> None:
-        nonlocal last
+        nonlocal last, taken
         last = time.monotonic()
-        if opts.until_ns is not None and msg.timestamp >= opts.until_ns:
-            stop.set()
-        if not wanted(msg):
-            stats["skipped"] += 1
+        if stop.is_set() or (opts.count and taken >= opts.count):
+            give_back(msg)
             return
-        stats["matched"] += 1
-        if not opts.dry_run:
+        if opts.until_ns is not None and msg.timestamp >= opts.until_ns:
+            close_intake()
+            give_back(msg)
+            return
+        if not wanted(msg):
+            report.skipped += 1
+            return
+        taken += 1
+        if opts.count and taken >= opts.count:
+            close_intake()
+        # Handlers run concurrently; a per-partition lock (FIFO) keeps arrival order.
+        async with turns.setdefault(msg.partition, asyncio.Lock()):
+            if failure:  # an earlier publish failed: publishing later ones would reorder
+                give_back(msg)
+                return
+            report.matched += 1
+            if opts.dry_run:
+                return
             try:
                 await producer.publish(opts.to_topic, msg.body, shard_key=msg.partition)
             except Exception as err:
                 failure.append(err)
                 stop.set()
                 raise
-            stats["published"] += 1
-        if opts.count and stats["matched"] >= opts.count:
-            stop.set()
+            report.published += 1
 
     consumer = Consumer(
         opts.topic,
-        opts.channel or fresh_channel(),
+        report.channel,
         handler,
         lookupd_http=opts.lookupd or None,
         nsqd_tcp=opts.nsqd or None,
         config=opts.config,
         partitions=opts.partitions,
         start=opts.start,
-        ordered=True,
-        max_in_flight=1,
+        max_in_flight=HISTORY_MAX_IN_FLIGHT,
     )
-    await consumer.start()
     try:
-        while not stop.is_set() and time.monotonic() - last < opts.idle_exit:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(0.2):
-                    await stop.wait()
+        await consumer.start()
+        try:
+            while not stop.is_set() and time.monotonic() - last < opts.idle_exit:
+                if opts.progress is not None:
+                    opts.progress(report)
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(0.2):
+                        await stop.wait()
+        finally:
+            await consumer.stop(timeout=10)
+            await producer.close()
     finally:
-        await consumer.stop(timeout=10)
-        await producer.close()
+        if temporary:
+            await _delete_channel(opts, report)
     if failure:
         raise failure[0]
-    return stats
+    return report
+
+
+#: messages in flight at once: a few per partition, so no partition waits for RDY to rotate
+HISTORY_MAX_IN_FLIGHT = 16
+
+
+async def _delete_channel(opts: HistoryOptions, report: HistoryReport) -> None:
+    """Delete the replay's own channel; say how when it cannot be done here."""
+    how = f"delete it with `nsqctl channel delete {opts.topic} {report.channel}`"
+    if not opts.lookupd:
+        report.note = f"channel {report.channel} left on the nsqd (no nsqlookupd given): {how}"
+        return
+    from nsqctl import admin
+
+    try:
+        placement, stages = await admin.prepare(
+            "channel", opts.topic, opts.lookupd, [], action="delete", channel=report.channel
+        )
+        result = await admin.run_plan("channel delete", placement, stages, channel=report.channel)
+        result.raise_for_failures()
+    except NsqctlError as err:
+        log.debug("deleting replay channel %s failed: %s", report.channel, err)
+        report.note = f"channel {report.channel} could not be deleted ({err}): {how}"
+        return
+    report.channel_deleted = True

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -283,14 +283,20 @@ def text_plan(source: str, filters: Any) -> Planned:
     return Planned(matching.num_rows, ordered)
 
 
-def publish(planned: Planned, target: Any, checkpoint_dir: str | None) -> Any:
+def publish(
+    planned: Planned,
+    target: Any,
+    checkpoint_dir: str | None,
+    progress: Callable[[int], None] | None = None,
+) -> Any:
     """Publish a plan in-process, key after key in order (one producer: the same batches,
-    shard keys and checkpoint positions as the Spark executors'); a ReplayResult."""
+    shard keys and checkpoint positions as the Spark executors'); a ReplayResult.
+    ``progress`` hears the count published so far after each batch."""
     import asyncio
 
     from nsqctl.pipeline.checkpoint import KeyCheckpoint
     from nsqctl.pipeline.replay import ReplayResult, publish_rows
 
     ckpt = KeyCheckpoint(checkpoint_dir)
-    stats = asyncio.run(publish_rows(target, ckpt, target.rate, planned.rows()))
+    stats = asyncio.run(publish_rows(target, ckpt, target.rate, planned.rows(), progress))
     return ReplayResult(stats["published"], stats["skipped"], stats["batches"], tasks=1)

@@ -287,7 +287,10 @@ async def publish_rows(
     ckpt: KeyCheckpoint,
     rate: float | None,
     rows: Iterator[tuple[Any, ...]],
+    progress: Callable[[int], None] | None = None,
 ) -> dict[str, int]:
+    """Publish ``rows`` in batches per key, checkpointing each; ``progress`` hears the
+    count published after every batch."""
     from nsqctl.producer import Producer
 
     stats = {"published": 0, "skipped": 0, "batches": 0}
@@ -319,6 +322,8 @@ async def publish_rows(
             stats["published"] += len(batch)
             stats["batches"] += 1
             batch, batch_bytes = [], 0
+            if progress is not None:
+                progress(stats["published"])
 
         for key, o1, o2, o3, data in rows:  # Rows are tuples: unpacking beats row["name"]
             pos = (o1, o2, o3)

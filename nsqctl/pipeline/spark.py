@@ -287,3 +287,46 @@ def _executor_failure(err: Exception) -> str:
             if match := re.search(pattern, line):
                 return line[match.start() :][:300]
     return lines[0][:300] if lines else type(err).__name__
+
+
+@contextlib.contextmanager
+def spark_errors(what: str) -> Iterator[None]:
+    """Turn a failed Spark job into one line: ``what``, then the root cause's message.
+
+    A job that fails in the JVM (a corrupt Parquet file, a file gone while read) reaches
+    Python as a Py4J error whose text is a Java stack trace of hundreds of lines; the
+    reason is the innermost cause's message. Anything else passes through untouched.
+    """
+    try:
+        yield
+    except NsqctlError:
+        raise
+    except Exception as err:
+        reason = spark_failure_reason(err)
+        if reason is None:
+            raise
+        raise NsqctlError(f"{what}: {reason}") from err
+
+
+def spark_failure_reason(err: BaseException) -> str | None:
+    """The innermost JVM cause of a failed Spark call, one line; None when ``err`` is not
+    a Spark/JVM failure."""
+    java = getattr(err, "java_exception", None)  # py4j.protocol.Py4JJavaError
+    if java is not None:
+        messages: list[str] = []
+        cause, depth = java, 0
+        while cause is not None and depth < 20:  # a cause chain is short; never loop forever
+            text = cause.getMessage()
+            messages.append(str(text) if text is not None else str(cause.toString()))
+            cause, depth = cause.getCause(), depth + 1
+        return _one_line(messages[-1] if messages else str(java.toString()))
+    from pyspark.errors.exceptions.captured import CapturedException
+
+    if isinstance(err, CapturedException):
+        return _one_line(str(err))
+    return None
+
+
+def _one_line(text: str) -> str:
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return first or "no reason given"

@@ -244,8 +244,9 @@ def split_mpub(
         entry = entry_overhead + len(body)
         if entry > limit:
             raise InvalidCommandError(
-                f"message {i} ({len(body)} bytes) does not fit in an MPUB body of "
-                f"at most {max_body_size} bytes; raise nsqd --max-body-size or use PUB"
+                f"message {i} ({len(body)} bytes) is larger than nsqd takes: one message "
+                f"must fit nsqd's --max-msg-size (1 MiB by default) and {max_body_size} bytes "
+                "here; split the input into smaller messages"
             )
         if size + entry > limit:
             batches.append(bodies[start:i])

@@ -1,0 +1,79 @@
+"""``archive --json`` and ``replay --json`` report in their documented shapes, and a
+replay shows its progress only when stderr is a terminal (a pseudo-terminal here), on a
+real nsqd."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+
+from nsqctl.servers import cluster
+from tests.helpers.cli import NSQCTL, clean_env, run_cli
+
+pytestmark = pytest.mark.spark  # archive and replay need the archive extra (pyarrow)
+
+
+def _stderr_on_a_terminal(args: list[str]) -> tuple[int, bytes, bytes]:
+    """Run nsqctl with stderr on a pseudo-terminal; (exit code, stdout, stderr)."""
+    leader, follower = pty.openpty()
+    try:
+        proc = subprocess.Popen(
+            [NSQCTL, *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=follower,
+            env=clean_env(),
+        )
+        os.close(follower)
+        err = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # EIO: the child closed its end
+                break
+            if not chunk:
+                break
+            err += chunk
+        out = proc.stdout.read() if proc.stdout else b""
+        return proc.wait(timeout=60), out, err
+    finally:
+        os.close(leader)
+
+
+def test_archive_and_replay_json_and_terminal_progress(
+    original_cluster: cluster.Cluster, tmp_path: Path
+) -> None:
+    topic, target = (f"rep_{uuid.uuid4().hex[:10]}" for _ in range(2))
+    nsqd = ["--nsqd", original_cluster.nsqd_tcp[0]]
+    assert run_cli(["pub", topic, "a", "b", "c", "d", "e", *nsqd]).returncode == 0
+    out = tmp_path / "archive"
+    archived = run_cli(
+        ["archive", topic, "--out", str(out), "--exit-when-idle", "1", "--json", *nsqd]
+    )
+    assert archived.returncode == 0, archived.stderr
+    report = json.loads(archived.stdout)
+    assert (report["topic"], report["archived"], report["out"]) == (topic, 5, str(out))
+    assert report["files"] >= 1 and report["duplicates"] == 0
+
+    dry = run_cli(["replay", str(out), "--to-topic", target, "--dry-run", "--json", "-q", *nsqd])
+    assert dry.returncode == 0, dry.stderr
+    shape = json.loads(dry.stdout)
+    assert (shape["mode"], shape["dry_run"], shape["published"]) == ("archive", True, 0)
+    assert shape["details"]["to_publish"] == 5
+
+    piped = run_cli(["replay", str(out), "--to-topic", target, "--engine", "local", *nsqd])
+    assert piped.returncode == 0, piped.stderr
+    assert b"published" not in piped.stderr  # no progress into a pipe or a log
+
+    code, stdout, stderr = _stderr_on_a_terminal(
+        ["replay", str(out), "--to-topic", target, "--engine", "local", "--restart", *nsqd]
+    )
+    assert code == 0, stderr
+    assert b"\rreplay: 5 published" in stderr, stderr
+    assert b"replayed 5 message(s)" in stdout

@@ -1,0 +1,100 @@
+"""``nsqctl replay TOPIC --from-offset|--from-time`` on real youzan servers: every message
+of the history arrives at the target in per-partition order, ``-n`` stops exactly at the
+count (the rest given back, not published), and the replay's own channel is gone after."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from datetime import UTC, datetime
+
+import pytest
+
+from nsqctl.message import body_from_json
+from nsqctl.servers.cluster import Cluster
+from tests.helpers.cli import run_cli
+from tests.helpers.redesign import (
+    TopicSpec,
+    create_topics,
+    leader_stats,
+    message_counts,
+    nsqctl,
+    tail_json,
+    unique,
+)
+
+pytestmark = pytest.mark.redesign
+
+PER_BATCH = 40
+
+
+def _lines(prefix: str, n: int) -> bytes:
+    return b"".join(b"%s-%03d\n" % (prefix.encode(), i) for i in range(n))
+
+
+def _replay_channels(c: Cluster, topic: str) -> list[str]:
+    """Channels of ``topic`` named like a replay's own, on any partition leader."""
+    return [
+        ch.name
+        for t in leader_stats(c, topic).values()
+        for ch in t.channels
+        if ch.name.startswith("nsqctl_replay_")
+    ]
+
+
+def test_history_replay_keeps_partition_order_counts_exactly_and_cleans_up(
+    redesign_cluster: Cluster,
+) -> None:
+    c = redesign_cluster
+    lk = ["--lookupd", c.lookupd_http[0]]
+    source, full, counted = unique("hist-src"), unique("hist-all"), unique("hist-n")
+    asyncio.run(
+        create_topics(c.lookupd_http, {t: TopicSpec(partitions=2) for t in (source, full, counted)})
+    )
+    nsqctl("pub", source, "--batch", "5", *lk, "-q", stdin=_lines("a", PER_BATCH))
+    boundary = int(time.time()) + 1  # the b's are stamped at or after this second
+    time.sleep(boundary - time.time() + 0.05)
+    nsqctl("pub", source, "--batch", "5", *lk, "-q", stdin=_lines("b", PER_BATCH))
+    total = 2 * PER_BATCH
+    stored = tail_json(c.lookupd_http, source, total, "--from-start")
+    order: dict[int, list[bytes]] = {}
+    for r in sorted(stored, key=lambda r: (r["partition"], r["offset"])):
+        order.setdefault(r["partition"], []).append(body_from_json(r))
+
+    out = nsqctl("replay", source, "--from-offset", "0", "--to-topic", full, *lk).decode()
+    assert f"replayed {total} message(s) of {source} history to {full}" in out, out
+    assert sum(message_counts(c, full).values()) == total
+    copied = tail_json(c.lookupd_http, full, total, "--from-start")
+    by_target: dict[int, list[bytes]] = {}
+    for r in sorted(copied, key=lambda r: (r["partition"], r["offset"])):
+        by_target.setdefault(r["partition"], []).append(body_from_json(r))
+    for bodies in order.values():  # each source partition's order, within one target partition
+        mine = set(bodies)
+        assert [b for t in by_target.values() for b in t if b in mine] == bodies
+    assert _replay_channels(c, source) == []
+
+    iso = datetime.fromtimestamp(boundary, UTC).isoformat()
+    report = json.loads(
+        nsqctl(
+            "replay", source, "--from-time", iso, "--to-topic", counted, "-n", "7", "--json", *lk
+        )
+    )
+    assert (report["source"], report["to_topic"], report["mode"]) == (source, counted, "history")
+    assert report["published"] == report["details"]["matched"] == 7, report
+    assert report["details"]["channel_deleted"] is True and report["details"]["note"] is None
+    assert sum(message_counts(c, counted).values()) == 7
+    got = tail_json(c.lookupd_http, counted, 7, "--from-start")
+    assert all(body_from_json(r).startswith(b"b-") for r in got)
+    assert _replay_channels(c, source) == []
+
+
+def test_channel_create_notes_end_with_a_newline(redesign_cluster: Cluster) -> None:
+    c = redesign_cluster
+    topic = unique("hist-note")
+    asyncio.run(create_topics(c.lookupd_http, {topic: TopicSpec(partitions=2)}, channels=()))
+    proc = run_cli(["channel", "create", topic, "c", "--lookupd", c.lookupd_http[0]])
+    assert proc.returncode == 0, proc.stderr
+    assert b"note: channel c is on every copy" in proc.stdout + proc.stderr
+    for stream in (proc.stdout, proc.stderr):
+        assert not stream or stream.endswith(b"\n"), stream

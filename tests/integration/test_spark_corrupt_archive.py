@@ -1,0 +1,47 @@
+"""A corrupt Parquet file in an archive: ``replay`` and ``trace`` with ``--engine spark``
+end with one line naming the file and exit 1, as the local engine does, not with a Py4J
+and Java stack trace. The archive is a real one (``nsqctl archive`` from a real nsqd), with
+one file overwritten by garbage; Spark runs for real (local mode)."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+
+from nsqctl.servers import cluster
+from tests.helpers.cli import assert_one_line_error, run_cli
+
+pytestmark = pytest.mark.spark
+
+
+def test_spark_engine_reports_a_corrupt_parquet_file_in_one_line(
+    original_cluster: cluster.Cluster, tmp_path: Path
+) -> None:
+    topic = f"corrupt_{uuid.uuid4().hex[:10]}"
+    nsqd = ["--nsqd", original_cluster.nsqd_tcp[0]]
+    assert run_cli(["pub", topic, "one", "two", "three", *nsqd]).returncode == 0
+    out = tmp_path / "archive"
+    archived = run_cli(["archive", topic, "--out", str(out), "--exit-when-idle", "1", *nsqd])
+    assert archived.returncode == 0, archived.stderr
+    good = sorted(out.rglob("*.parquet"))
+    assert good, list(out.rglob("*"))
+    bad = good[0].with_name("zz-corrupt.parquet")
+    bad.write_bytes(b"PAR1 this is not a parquet file, only its first magic" * 50)
+
+    local = run_cli(["replay", str(out), "--to-topic", "x", "--engine", "local", "--dry-run", "-q"])
+    assert bad.name in assert_one_line_error(local, 2)  # the local engine's word for it
+
+    replay = run_cli(
+        ["replay", str(out), "--to-topic", "x", "--engine", "spark", "--dry-run", "-q"],
+        timeout=240,
+    )
+    line = assert_one_line_error(replay, 1)
+    assert bad.name in line and "not a Parquet file" in line, line
+
+    trace = run_cli(
+        ["trace", "0000000000000001", "--archive", str(out), "--engine", "spark"], timeout=240
+    )
+    line = assert_one_line_error(trace, 1)
+    assert bad.name in line and "not a Parquet file" in line, line
