@@ -14,6 +14,7 @@ from nsqctl.errors import NsqctlError
 SETTING_FLAGS: dict[str, str] = {
     "lookupd_http": "--lookupd HOST:PORT (or a profile's lookupd)",
     "nsqd_tcp": "--nsqd HOST:PORT",
+    "nsqd_http": "--nsqd-http HOST:PORT",
     "failover_window": "--failover-window SECONDS",
     "connect_timeout": "--connect-timeout SECONDS",
     "partition": "--partition",

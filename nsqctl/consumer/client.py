@@ -247,22 +247,32 @@ class Consumer:
         self._started = True
         self._flow.start(time.monotonic())
         self._tasks.append(asyncio.create_task(self._flow.run(self._leaders.tick), name="nsq-flow"))
+        limit = self.options.connect_timeout
         if self._lookup is not None:
             # consistent: each partition on its elected leader only, so a new leader is
             # found as soon as it is elected (see LookupClient.lookup)
             topo = await self._lookup.lookup(self.topic, access="r", metainfo=True, consistent=True)
             if topo.meta is not None and topo.meta.extend_support:  # nsqd requires it
                 self.config = replace(self.config, extend_support=True)
-            await self._connections.sync(topo)
+        else:
+            topo = Topology.from_nsqd_addresses(self._nsqd, topic=self.topic)
+        # The connect timeout counts from here, not from after the first connects: an
+        # nsqd that accepts and never answers would otherwise hold start() for its whole
+        # handshake deadline before the timeout even began.
+        started = asyncio.get_running_loop().time()
+        first = asyncio.ensure_future(self._connections.sync(topo))
+        self._tasks.append(first)  # close() cancels it if it is still connecting
+        if limit is None:
+            await first
+        else:
+            await asyncio.wait({first}, timeout=limit)
+        if self._lookup is not None:
             self._tasks.append(
                 self._lookup.start_polling(
                     self.topic, self._connections.sync, access="r", metainfo=True, consistent=True
                 )
             )
-        else:
-            topo = Topology.from_nsqd_addresses(self._nsqd, topic=self.topic)
-            await self._connections.sync(topo)
-        await self._connections.await_first(self.options.connect_timeout)
+        await self._connections.await_first(limit, since=started)
         fatal = self._connections.fatal or self.error
         if fatal is not None:
             await self.close()

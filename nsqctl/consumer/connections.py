@@ -100,16 +100,21 @@ class ConnectionSet:
         self._targets = wanted | (self._targets if topo.stale else set())
         await asyncio.gather(*(self._ensure(t) for t in wanted if t not in self._conns))
 
-    async def await_first(self, limit: float | None) -> None:
+    async def await_first(self, limit: float | None, since: float | None = None) -> None:
         """Fail fast (:attr:`fatal`) when the known nsqds cannot be reached at all (a wrong
-        address, nothing running); a topic lookupd lists on no nsqd yet is waited for, like
-        nsq_tail does."""
+        address, nothing running, a server that never answers) within ``limit`` seconds of
+        ``since`` (the loop's clock; default now); a topic lookupd lists on no nsqd yet is
+        waited for, like nsq_tail does."""
         if limit is None:
             return
-        deadline = asyncio.get_running_loop().time() + limit
+        loop = asyncio.get_running_loop()
+        deadline = (loop.time() if since is None else since) + limit
         while not self._conns and self._targets and self.fatal is None:
             if asyncio.get_running_loop().time() >= deadline:
-                tried = " | ".join(self._connect_errors.values()) or "no answer"
+                silent = sorted({str(address) for address, _part in self._targets})
+                tried = " | ".join(self._connect_errors.values()) or (
+                    f"no answer from {', '.join(silent)} (not an nsqd's TCP port?)"
+                )
                 self.fatal = NoConnectionError(
                     f"no nsqd of topic {self.topic!r} reachable within {limit:g}s: {tried}",
                     setting="connect_timeout",

@@ -76,7 +76,9 @@ class FailoverBooks(Protocol):
     @property
     def order(self) -> OrderChecker: ...
 
-    def count_duplicates(self, partition: int | None, raws: list[RawMessage]) -> None: ...
+    def count_duplicates(
+        self, partition: int | None, raws: list[RawMessage], nsqd: str | None = None
+    ) -> None: ...
 
 
 class _EndOfStream:
@@ -194,7 +196,7 @@ class DeliveryPath:
             return
         rejoined = self._rejoined
         if rejoined and via.partition in rejoined:
-            self._count_duplicates(via.partition, raws)
+            self._count_duplicates(via.partition, raws, via.nsqd_address)
         epoch = self._backoff.epoch
         max_attempts = self._max_attempts
         handler = self._handler
@@ -328,8 +330,10 @@ class DeliveryPath:
         ids = [msg._raw.id for msg in msgs]
         if conn.is_open:
             conn.fin_many(ids)
-        partition = msgs[0]._via.partition  # one connection: one partition
-        self._fins_add(partition, ids)
+        via = msgs[0]._via  # one connection: one partition of one nsqd
+        partition = via.partition
+        # ids are unique per partition on the redesign, per nsqd on the original family
+        self._fins_add(partition, ids, via.nsqd_address)
         if self._ordered:
             last = msgs[-1]._raw
             key = (last.offset, last.internal_id)

@@ -125,3 +125,16 @@ def test_silent_lookupd_fails_within_the_lookup_deadline(
     line = _one_error_line(err)
     assert silent_server in line and f"no answer within {LOOKUP_DEADLINE:g}s" in line, line
     assert took < LOOKUP_DEADLINE + SLACK, took
+
+
+def test_tail_at_a_silent_nsqd_says_so_within_its_connect_timeout(silent_server: str) -> None:
+    """An address that accepts and never answers the handshake, given as --nsqd: the
+    connect timeout (5 s) counts from the start, not from after the handshake's own
+    deadline (it said "within 5s" after 15 s)."""
+    started = time.monotonic()
+    out = run_cli(["tail", "t", "--nsqd", silent_server, "-n", "1"], timeout=60)
+    took = time.monotonic() - started
+    lines = out.stderr.decode().strip().splitlines()
+    assert out.returncode == 1 and len(lines) == 1, out.stderr
+    assert "within 5s" in lines[0] and silent_server in lines[0], lines[0]
+    assert took < 10, took  # the 5 s timeout, start-up, and a loaded machine's slack
