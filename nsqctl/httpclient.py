@@ -2,7 +2,7 @@
 
 Every URL nsqctl builds for them is plain ``http://`` (neither has an HTTPS option in
 nsqctl), yet httpx loads the whole CA bundle into a fresh SSL context for each client it
-creates: ~40 ms of every command's start-up. These clients get a context with no trusted
+creates, a visible part of every command's start-up (bench/README.md, start-up). These clients get a context with no trusted
 roots instead, cheap to make, and one that fails closed should an ``https://`` URL ever
 reach it (verification stays on; nothing would verify).
 """
