@@ -144,7 +144,7 @@ def parse_time(text: str) -> int:
     return int(when.timestamp())
 
 
-class _Output:
+class TailOutput:
     """Buffers formatted messages; flush writes them, then FINs exactly those messages."""
 
     def __init__(
@@ -177,6 +177,11 @@ class _Output:
         self.done = asyncio.Event()
         self.closing = False
         self.reader_gone = False
+        # The file descriptor written to, found once (None: an in-memory stream).
+        try:
+            self._fd: int | None = out.fileno()
+        except (AttributeError, OSError, ValueError):  # an in-memory stream (CliRunner)
+            self._fd = None
 
     def stop_intake(self) -> None:
         """RDY 0 (idempotent): nothing more is sent to this tail."""
@@ -232,13 +237,15 @@ class _Output:
         blocking write to a full pipe makes it return part way, and the buffered stream
         then dropped the bytes it had kept back: a line cut short, yet its message FINed.
         """
-        try:
-            fd = self.out.fileno()
-        except (AttributeError, OSError, ValueError):  # an in-memory stream (CliRunner)
+        fd = self._fd
+        if fd is None:
             self.out.write(data)
             self.out.flush()
             return
-        view = memoryview(data)
+        written = os.write(fd, data)
+        if written == len(data):  # the usual case: no memoryview needed
+            return
+        view = memoryview(data)[written:]
         while view:
             view = view[os.write(fd, view) :]
 
@@ -247,18 +254,21 @@ class _Output:
         quietly and gives the unwritten messages back."""
         if not self.pending or self.closing:
             return
+        chunks = self.chunks
         try:
-            self._write(b"".join(self.chunks))
+            self._write(chunks[0] if len(chunks) == 1 else b"".join(chunks))
         except BrokenPipeError:
             self._reader_gone()
             return
-        if self.limit and self.written + len(self.pending) >= self.limit:
+        pending = self.pending
+        limit = self.limit
+        if limit and self.written + len(pending) >= limit:
             self.stop_intake()
-        finish_all(self.pending)
-        self.written += len(self.pending)
-        self.pending.clear()
-        self.chunks.clear()
-        if self.limit and self.written >= self.limit:
+        finish_all(pending)
+        self.written += len(pending)
+        pending.clear()
+        chunks.clear()
+        if limit and self.written >= limit:
             self.done.set()
 
 
@@ -428,7 +438,7 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan, out: BinaryIO) -> Non
     # Ordered: one message in flight per partition, so each must be flushed (and FINed)
     # at once or the next never comes until the timer flush.
     window = 1 if plan.ordered else plan.max_in_flight
-    output = _Output(out, plan.fmt, plan.print_topic, plan.count, window, plan.keep)
+    output = TailOutput(out, plan.fmt, plan.print_topic, plan.count, window, plan.keep)
     log = TraceLog(plan.trace_log) if plan.trace_log is not None else None
     consumer = Consumer(
         plan.topic,
