@@ -325,13 +325,13 @@ class DeliveryPath:
         if self._trace is not None:
             for msg in msgs:
                 self._trace_outcome(msg, conn, msg.outcome or "FIN")
-        ids = [msg._raw.id for msg in msgs]
+        last = msgs[-1]._raw
+        ids = [last.id] if count == 1 else [msg._raw.id for msg in msgs]
         if conn.is_open:
             conn.fin_many(ids)
         partition = msgs[0]._via.partition  # one connection: one partition
         self._fins_add(partition, ids)
         if self._ordered:
-            last = msgs[-1]._raw
             key = (last.offset, last.internal_id)
             self._fin_marks[partition] = key
             if self._ordered_pending.get(partition) == key:

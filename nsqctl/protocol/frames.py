@@ -149,13 +149,23 @@ class FrameDecoder:
         if self._error is not None:
             raise self._error
         buf = self._buf
-        buf += data
-        end = len(buf)
-        if end < self._need:
-            return []
-        # One copy of the whole buffer to immutable bytes makes each field a single
-        # slice; the `_need` guard above keeps this linear overall.
-        view = bytes(buf)
+        # Nothing kept from the last read (the usual case: nsqd sends whole frames, and
+        # on an ordered channel every read is one): the read itself is sliced, no copy.
+        carried = bool(buf)
+        if carried:
+            buf += data
+            end = len(buf)
+            if end < self._need:
+                return []
+            # One copy of the whole buffer to immutable bytes makes each field a single
+            # slice; the `_need` guard above keeps this linear overall.
+            view = bytes(buf)
+        else:
+            view = data if data.__class__ is bytes else bytes(data)
+            end = len(view)
+            if end < self._need:
+                buf += view
+                return []
         pos = 0
         out: list[FrameEvent] = []
         append = out.append
@@ -237,8 +247,11 @@ class FrameDecoder:
             self._error = err
             self._buf.clear()
             raise
-        if pos:
-            del buf[:pos]
+        if carried:
+            if pos:
+                del buf[:pos]
+        elif pos < end:
+            buf += view[pos:] if pos else view
         self._need = need
         return out
 
