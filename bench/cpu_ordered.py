@@ -12,6 +12,7 @@ bookkeeping, all the client does per message but the socket syscalls and loop po
 
     python bench/cpu_ordered.py                 # CPU µs per message, 3 repeats
     python bench/cpu_ordered.py --profile 30    # and a cProfile of one run, top 30
+    python bench/cpu_ordered.py --plain 50      # plain tail instead: 50 messages a read
 """
 
 from __future__ import annotations
@@ -36,12 +37,13 @@ from nsqctl.protocol.frames import encode_frame
 from nsqctl.protocol.message import MessageLayout, RawMessage, encode_message
 
 LAYOUT = MessageLayout(family="redesign", ordered=True)
+PLAIN = MessageLayout(family="redesign")
 PARTITIONS = (0, 1)
 ADDRESSES = ("127.0.0.1:9", "127.0.0.1:10")
 
 
-def frames(count: int, size: int, partition: int) -> list[bytes]:
-    """``count`` ordered frames of one partition, consecutive disk-queue offsets."""
+def frames(count: int, size: int, partition: int, layout: MessageLayout) -> list[bytes]:
+    """``count`` frames of one partition, consecutive disk-queue offsets."""
     body = b"y" * size
     disk_size = size + 30
     return [
@@ -58,27 +60,34 @@ def frames(count: int, size: int, partition: int) -> list[bytes]:
                     offset=i * disk_size,
                     size=disk_size,
                 ),
-                LAYOUT,
+                layout,
             ),
         )
         for i in range(count)
     ]
 
 
-async def run(per_partition: list[list[bytes]], profile: cProfile.Profile | None) -> float:
-    """CPU seconds per message of one pass over the frames."""
+async def run(
+    per_partition: list[list[bytes]], per_read: int, profile: cProfile.Profile | None
+) -> float:
+    """CPU seconds per message of one pass over the frames (``per_read`` 1: ordered)."""
+    ordered = per_read == 1
     with open(os.devnull, "wb") as out:
-        output = TailOutput(out, "raw", False, 0, 1, MessageFilter())
+        output = TailOutput(out, "raw", False, 0, 1 if ordered else 200, MessageFilter())
         consumer = Consumer(
-            "t", "c", output.add, nsqd_tcp=list(ADDRESSES), ordered=True, max_in_flight=200
+            "t", "c", output.add, nsqd_tcp=list(ADDRESSES), ordered=ordered, max_in_flight=200
         )
         output.intake_stopper = lambda: consumer.set_max_in_flight(0)
         socks = []
         for address, partition in zip(ADDRESSES, PARTITIONS, strict=True):
-            sock, transport, _conn = attach(consumer, address, partition, LAYOUT)
+            layout = LAYOUT if ordered else PLAIN
+            sock, transport, _conn = attach(consumer, address, partition, layout)
             socks.append((sock, transport))
         (sock0, t0), (sock1, t1) = socks
-        first, second = per_partition
+        first, second = (
+            [b"".join(f[i : i + per_read]) for i in range(0, len(f), per_read)]
+            for f in per_partition
+        )
         if profile is not None:
             profile.enable()
         start = time.process_time()
@@ -89,7 +98,8 @@ async def run(per_partition: list[list[bytes]], profile: cProfile.Profile | None
         seconds = time.process_time() - start
         if profile is not None:
             profile.disable()
-        count = len(first) + len(second)
+        count = sum(map(len, per_partition))
+        output.flush()  # what the timer flush would write
         fins = t0.written + t1.written
         if output.written != count or fins < count * 21:
             raise SystemExit(f"run broken: {output.written} written, {fins} bytes of FIN")
@@ -102,17 +112,21 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=100)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--profile", type=int, metavar="N", help="cProfile one run, top N")
+    ap.add_argument("--plain", type=int, metavar="K", help="plain tail, K messages per read")
     args = ap.parse_args()
-    per_partition = [frames(args.messages // 2, args.size, p) for p in PARTITIONS]
-    runs = [asyncio.run(run(per_partition, None)) for _ in range(args.repeats)]
+    per_read = args.plain or 1
+    layout = LAYOUT if per_read == 1 else PLAIN
+    per_partition = [frames(args.messages // 2, args.size, p, layout) for p in PARTITIONS]
+    runs = [asyncio.run(run(per_partition, per_read, None)) for _ in range(args.repeats)]
     us = [r * 1e6 for r in runs]
+    what = "tail --ordered" if per_read == 1 else f"tail ({per_read} messages a read)"
     print(
-        f"tail --ordered path: {statistics.median(us):.2f} us CPU/msg (median of "
+        f"{what} path: {statistics.median(us):.2f} us CPU/msg (median of "
         f"{len(us)}; runs {', '.join(f'{u:.2f}' for u in us)}), {args.messages:,} messages"
     )
     if args.profile:
         prof = cProfile.Profile()
-        asyncio.run(run(per_partition, prof))
+        asyncio.run(run(per_partition, per_read, prof))
         pstats.Stats(prof).sort_stats("tottime").print_stats(args.profile)
 
 
