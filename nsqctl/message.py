@@ -221,10 +221,14 @@ def finish_all(messages: Iterable[Message]) -> None:
         via = msg._via
         via.responder.finish_messages(via.conn, [msg])
         return
-    by_connection: dict[int, list[Message]] = {}
+    by_connection: dict[Delivery, list[Message]] = {}  # one Delivery per connection
     for msg in msgs:
         msg.outcome = "FIN"
-        by_connection.setdefault(id(msg._via), []).append(msg)
+        group = by_connection.get(msg._via)
+        if group is None:
+            by_connection[msg._via] = [msg]
+        else:
+            group.append(msg)
     for group in by_connection.values():
         via = group[0]._via
         via.responder.finish_messages(via.conn, group)

@@ -170,7 +170,6 @@ class TailOutput:
         self.print_topic = print_topic
         self.limit = limit
         self.pending: list[Message] = []
-        self.chunks: list[bytes] = []
         self.written = 0
         # Set when the tail should end (-n reached, the reader gone, a signal): the main
         # loop waits on it, so a stop is acted on at once, not at the next timer flush.
@@ -206,7 +205,6 @@ class TailOutput:
         for msg in self.pending:
             msg.requeue(delay=0, backoff=False)
         self.pending.clear()
-        self.chunks.clear()
         # Python would report the broken pipe again when it flushes stdout at exit.
         devnull = os.open(os.devnull, os.O_WRONLY)
         with contextlib.suppress(OSError, ValueError):
@@ -224,11 +222,24 @@ class TailOutput:
         if self.keep is not None and not self.keep.matches(msg.body):
             msg.finish()  # filtered out: looked at and handled, nothing to print
             return
-        self.pending.append(msg)
-        self.chunks.append(_format(msg, self.fmt, self.print_topic))
-        at_limit = self.limit and self.written + len(self.pending) >= self.limit
-        if len(self.chunks) >= self.flush_at or at_limit:
+        pending = self.pending
+        pending.append(msg)
+        if len(pending) >= self.flush_at or (
+            self.limit and self.written + len(pending) >= self.limit
+        ):
             self.flush()
+
+    def _render(self, msgs: list[Message]) -> bytes:
+        """The output of ``msgs``, formatted when written (one join for the plain body
+        lines, not a concatenation per message)."""
+        if self.fmt == "raw" and not self.print_topic:
+            if len(msgs) == 1:
+                return msgs[0].body + b"\n"
+            lines = [msg.body for msg in msgs]
+            lines.append(b"")
+            return b"\n".join(lines)
+        fmt, print_topic = self.fmt, self.print_topic
+        return b"".join([_format(msg, fmt, print_topic) for msg in msgs])
 
     def _write(self, data: bytes) -> None:
         """All of ``data`` to the file descriptor, looping over partial writes.
@@ -254,20 +265,18 @@ class TailOutput:
         quietly and gives the unwritten messages back."""
         if not self.pending or self.closing:
             return
-        chunks = self.chunks
+        pending = self.pending
         try:
-            self._write(chunks[0] if len(chunks) == 1 else b"".join(chunks))
+            self._write(self._render(pending))
         except BrokenPipeError:
             self._reader_gone()
             return
-        pending = self.pending
         limit = self.limit
         if limit and self.written + len(pending) >= limit:
             self.stop_intake()
         finish_all(pending)
         self.written += len(pending)
         pending.clear()
-        chunks.clear()
         if limit and self.written >= limit:
             self.done.set()
 

@@ -189,6 +189,11 @@ class FrameDecoder:
             while end - pos >= _HEADER_SIZE:
                 if original and end - pos >= _ORIGINAL_MIN:
                     size, frame_type, ts, attempts = unpack_original(view, pos)
+                elif redesign and end - pos >= redesign_min:
+                    # the whole fixed part at once (one unpack, not a header and then this)
+                    size, frame_type, ts, attempts, internal_id, trace_id = unpack_redesign(
+                        view, pos
+                    )
                 else:
                     size, frame_type = unpack_header(view, pos)
                     ts = -1  # not unpacked
@@ -203,15 +208,14 @@ class FrameDecoder:
                     batch = None
                     pos = stop
                     continue
-                if ts >= 0 and stop - pos >= _ORIGINAL_MIN:
+                if original and ts >= 0 and stop - pos >= _ORIGINAL_MIN:
                     msg_id = view[pos + 18 : pos + 34]
                     body = view[pos + 34 : stop]
                     raw = new(
                         RawMessage,
                         (ts, attempts, msg_id, body, None, None, None, None, None, None),
                     )
-                elif redesign and stop - pos >= redesign_min:
-                    _, _, ts, attempts, internal_id, trace_id = unpack_redesign(view, pos)
+                elif redesign and ts >= 0 and stop - pos >= redesign_min:
                     if attempts > MAX_ATTEMPTS_REDESIGN:
                         attempts &= 0x0FFF
                     msg_id = view[pos + 18 : pos + 34]
