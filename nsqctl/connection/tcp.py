@@ -460,10 +460,14 @@ class Connection:
         self._last_read = self._loop.time()
         self._in_read = True
         reason: ConnectionClosedError | None = None
+        on_messages = self.on_messages
         try:
             for event in self._session.receive_data(chunk, decoded):
-                if isinstance(event, list):  # a run of messages (the hot path)
-                    self._deliver(event)
+                if event.__class__ is list:  # a run of messages (the hot path)
+                    if on_messages is not None:
+                        on_messages(self, event)
+                    else:
+                        self._deliver(event)
                 else:
                     self._on_event(event)
                 if self.closed is not None:
