@@ -605,7 +605,7 @@ def _drained(
         and added is not None
         and sum(added) == count
         and _sum(stats, "depth") == 0
-        and _sum(stats, "in_flight") == 0
+        and _sum(stats, "in_flight_count") == 0
         and _sum(stats, "timeout_count") == 0
     )
     return c.Measurement.of_peer(
@@ -1002,6 +1002,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    c.bytecode_as_installed()
     s = Settings(
         messages=args.messages,
         to_nsq_messages=args.to_nsq_messages,
