@@ -104,6 +104,23 @@ __all__ = [
 ]
 
 
+def bytecode_as_installed() -> None:
+    """Run nsqctl as a user's install runs it: with its bytecode cached.
+
+    pip compiles what it installs, but nsqctl is installed editable here and an
+    environment with ``PYTHONDONTWRITEBYTECODE`` would make every nsqctl process compile
+    its modules from source again (tens of milliseconds of start-up in each timed run).
+    This compiles the package once and lets the children use the cache.
+    """
+    import nsqctl
+
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(Path(nsqctl.__file__).parent)],
+        check=True,
+    )
+
+
 def say(msg: str) -> None:
     """Progress output (stderr, so the result table on stdout stays clean)."""
     print(msg, file=sys.stderr, flush=True)

@@ -385,6 +385,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    c.bytecode_as_installed()
     s = Settings(
         messages=args.messages,
         to_nsq_messages=args.to_nsq_messages,

@@ -202,17 +202,18 @@ def child_main(args: argparse.Namespace) -> int:
 def cpu_per_message(messages: int, size: int, max_in_flight: int, repeats: int) -> list[float]:
     """CPU seconds per message of nsqctl's consume path alone, without nsqd or a socket.
 
-    Pre-encoded MESSAGE frames (1,000 per read) go through ``Connection``'s read loop into
-    a ``Consumer`` with a no-op handler, and the FINs into a writer that drops them. This
-    is the Python cost per message that the throughput rows pay on top of nsqd and the
-    kernel - stable on a noisy machine, and what a change to the hot path should move.
-    It wires private attributes of Connection and Consumer (a benchmark, not an API).
+    Pre-encoded MESSAGE frames (1,000 per read) go to the connection's socket protocol as
+    asyncio hands reads over (``SocketProtocol.data_received``), through the session into
+    a ``Consumer`` with a no-op handler, and the FINs into a transport that drops them
+    (:mod:`inproc`). This is the Python cost per message that the throughput rows pay on
+    top of nsqd and the kernel - stable on a noisy machine, and what a change to the hot
+    path should move.
     """
     import asyncio
 
-    from nsqctl.connection import Connection
+    from inproc import attach
+
     from nsqctl.consumer import Consumer
-    from nsqctl.message import Delivery
     from nsqctl.protocol.frames import encode_frame
     from nsqctl.protocol.message import RawMessage, encode_message
 
@@ -225,26 +226,6 @@ def cpu_per_message(messages: int, size: int, max_in_flight: int, repeats: int) 
         for i in range(per_read)
     )
 
-    class Reader:
-        def __init__(self, reads: int) -> None:
-            self.left = reads
-
-        async def read(self, _size: int) -> bytes:
-            if not self.left:
-                return b""
-            self.left -= 1
-            await asyncio.sleep(0)
-            return chunk
-
-    class Writer:
-        written = 0
-
-        def write(self, data: bytes) -> None:
-            self.written += len(data)
-
-        def close(self) -> None:
-            pass
-
     async def once() -> float:
         handled = 0
 
@@ -254,20 +235,16 @@ def cpu_per_message(messages: int, size: int, max_in_flight: int, repeats: int) 
 
         address = "127.0.0.1:9"
         consumer = Consumer("t", "c", noop, nsqd_tcp=[address], max_in_flight=max_in_flight)
-        conn = Connection(address, on_messages=consumer._on_messages)
-        conn._loop = asyncio.get_running_loop()
-        conn._reader = Reader(messages // per_read)  # type: ignore[assignment]
-        writer = conn._writer = Writer()  # type: ignore[assignment]
-        consumer._conns[(address, None)] = conn
-        consumer._deliveries[id(conn)] = Delivery(conn, consumer, "t", "c", None)
-        consumer._rdy.add_connection(id(conn), max_in_flight, time.monotonic())
+        sock, transport, _conn = attach(consumer, address)
+        reads = messages // per_read
         start = time.process_time()
-        await conn._read_loop()
-        await asyncio.sleep(0)  # the last FIN flush
+        for _ in range(reads):
+            sock.data_received(chunk)
+            await asyncio.sleep(0)  # one event-loop turn per read, as asyncio reads
         seconds = time.process_time() - start
-        count = messages // per_read * per_read
-        if handled != count or writer.written < count * 21:
-            raise SystemExit(f"CPU run broken: {handled} handled, {writer.written} bytes of FIN")
+        count = reads * per_read
+        if handled != count or transport.written < count * 21:
+            raise SystemExit(f"CPU run broken: {handled} handled, {transport.written} bytes of FIN")
         return seconds / count
 
     return [asyncio.run(once()) for _ in range(repeats)]

@@ -211,13 +211,24 @@ def finish_all(messages: Iterable[Message]) -> None:
     in batches, after printing or durably storing them. Messages already answered raise
     :class:`AlreadyRespondedError` before any is FINed.
     """
-    msgs = list(messages)
+    msgs = messages if isinstance(messages, list) else list(messages)
     for msg in msgs:
-        msg._check_unanswered()
-    by_connection: dict[int, list[Message]] = {}
+        if msg.outcome is not None:
+            msg._check_unanswered()  # raises
+    if len(msgs) == 1:  # tail --ordered flushes every message on its own
+        msg = msgs[0]
+        msg.outcome = "FIN"
+        via = msg._via
+        via.responder.finish_messages(via.conn, [msg])
+        return
+    by_connection: dict[Delivery, list[Message]] = {}  # one Delivery per connection
     for msg in msgs:
         msg.outcome = "FIN"
-        by_connection.setdefault(id(msg._via), []).append(msg)
+        group = by_connection.get(msg._via)
+        if group is None:
+            by_connection[msg._via] = [msg]
+        else:
+            group.append(msg)
     for group in by_connection.values():
         via = group[0]._via
         via.responder.finish_messages(via.conn, group)

@@ -149,7 +149,7 @@ def parse_time(text: str) -> int:
     return int(when.timestamp())
 
 
-class _Output:
+class TailOutput:
     """Buffers formatted messages; flush writes them, then FINs exactly those messages."""
 
     def __init__(
@@ -175,13 +175,17 @@ class _Output:
         self.print_topic = print_topic
         self.limit = limit
         self.pending: list[Message] = []
-        self.chunks: list[bytes] = []
         self.written = 0
         # Set when the tail should end (-n reached, the reader gone, a signal): the main
         # loop waits on it, so a stop is acted on at once, not at the next timer flush.
         self.done = asyncio.Event()
         self.closing = False
         self.reader_gone = False
+        # The file descriptor written to, found once (None: an in-memory stream).
+        try:
+            self._fd: int | None = out.fileno()
+        except (AttributeError, OSError, ValueError):  # an in-memory stream (CliRunner)
+            self._fd = None
 
     def stop_intake(self) -> None:
         """RDY 0 (idempotent): nothing more is sent to this tail."""
@@ -206,7 +210,6 @@ class _Output:
         for msg in self.pending:
             msg.requeue(delay=0, backoff=False)
         self.pending.clear()
-        self.chunks.clear()
         # Python would report the broken pipe again when it flushes stdout at exit.
         devnull = os.open(os.devnull, os.O_WRONLY)
         with contextlib.suppress(OSError, ValueError):
@@ -224,11 +227,24 @@ class _Output:
         if self.keep is not None and not self.keep.matches(msg.body):
             msg.finish()  # filtered out: looked at and handled, nothing to print
             return
-        self.pending.append(msg)
-        self.chunks.append(_format(msg, self.fmt, self.print_topic))
-        at_limit = self.limit and self.written + len(self.pending) >= self.limit
-        if len(self.chunks) >= self.flush_at or at_limit:
+        pending = self.pending
+        pending.append(msg)
+        if len(pending) >= self.flush_at or (
+            self.limit and self.written + len(pending) >= self.limit
+        ):
             self.flush()
+
+    def _render(self, msgs: list[Message]) -> bytes:
+        """The output of ``msgs``, formatted when written (one join for the plain body
+        lines, not a concatenation per message)."""
+        if self.fmt == "raw" and not self.print_topic:
+            if len(msgs) == 1:
+                return msgs[0].body + b"\n"
+            lines = [msg.body for msg in msgs]
+            lines.append(b"")
+            return b"\n".join(lines)
+        fmt, print_topic = self.fmt, self.print_topic
+        return b"".join([_format(msg, fmt, print_topic) for msg in msgs])
 
     def _write(self, data: bytes) -> None:
         """All of ``data`` to the file descriptor, looping over partial writes.
@@ -237,13 +253,15 @@ class _Output:
         blocking write to a full pipe makes it return part way, and the buffered stream
         then dropped the bytes it had kept back: a line cut short, yet its message FINed.
         """
-        try:
-            fd = self.out.fileno()
-        except (AttributeError, OSError, ValueError):  # an in-memory stream (CliRunner)
+        fd = self._fd
+        if fd is None:
             self.out.write(data)
             self.out.flush()
             return
-        view = memoryview(data)
+        written = os.write(fd, data)
+        if written == len(data):  # the usual case: no memoryview needed
+            return
+        view = memoryview(data)[written:]
         while view:
             view = view[os.write(fd, view) :]
 
@@ -252,18 +270,19 @@ class _Output:
         quietly and gives the unwritten messages back."""
         if not self.pending or self.closing:
             return
+        pending = self.pending
         try:
-            self._write(b"".join(self.chunks))
+            self._write(self._render(pending))
         except BrokenPipeError:
             self._reader_gone()
             return
-        if self.limit and self.written + len(self.pending) >= self.limit:
+        limit = self.limit
+        if limit and self.written + len(pending) >= limit:
             self.stop_intake()
-        finish_all(self.pending)
-        self.written += len(self.pending)
-        self.pending.clear()
-        self.chunks.clear()
-        if self.limit and self.written >= self.limit:
+        finish_all(pending)
+        self.written += len(pending)
+        pending.clear()
+        if limit and self.written >= limit:
             self.done.set()
 
 
@@ -433,7 +452,7 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan, out: BinaryIO) -> Non
     # Ordered: one message in flight per partition, so each must be flushed (and FINed)
     # at once or the next never comes until the timer flush.
     window = 1 if plan.ordered else plan.max_in_flight
-    output = _Output(out, plan.fmt, plan.print_topic, plan.count, window, plan.keep)
+    output = TailOutput(out, plan.fmt, plan.print_topic, plan.count, window, plan.keep)
     log = TraceLog(plan.trace_log) if plan.trace_log is not None else None
     consumer = Consumer(
         plan.topic,

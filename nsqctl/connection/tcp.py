@@ -89,6 +89,9 @@ class Connection:
         self._socket: SocketProtocol | None = None
         self._transport: asyncio.Transport | None = None
         self._codec: p.Codec = p.IdentityCodec()
+        # The codec's compress, None without compression (the identity would copy every
+        # write for nothing).
+        self._compress: Callable[[bytes], bytes] | None = None
         self._session: Session[_Pending] = Session()
         # (deadline, future, context) of request() calls, oldest first; one timer watches
         # the oldest instead of a wait_for timer per request.
@@ -205,6 +208,8 @@ class Connection:
                     break
                 elif isinstance(event, SwitchCodec):
                     self._codec = event.codec
+                    if not isinstance(event.codec, p.IdentityCodec):
+                        self._compress = event.codec.compress
                 elif isinstance(event, Authenticated):
                     self.auth = event.response
                 else:
@@ -289,8 +294,9 @@ class Connection:
 
     def _write_raw(self, data: bytes) -> None:
         assert self._transport is not None
+        compress = self._compress
         try:
-            self._transport.write(self._codec.compress(data))
+            self._transport.write(data if compress is None else compress(data))
         except (OSError, RuntimeError) as err:
             self._shutdown(ConnectionClosedError(str(self.address), f"write failed: {err}"))
 
@@ -454,10 +460,14 @@ class Connection:
         self._last_read = self._loop.time()
         self._in_read = True
         reason: ConnectionClosedError | None = None
+        on_messages = self.on_messages
         try:
             for event in self._session.receive_data(chunk, decoded):
-                if isinstance(event, list):  # a run of messages (the hot path)
-                    self._deliver(event)
+                if event.__class__ is list:  # a run of messages (the hot path)
+                    if on_messages is not None:
+                        on_messages(self, event)
+                    else:
+                        self._deliver(event)
                 else:
                     self._on_event(event)
                 if self.closed is not None:

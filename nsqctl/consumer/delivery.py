@@ -327,7 +327,8 @@ class DeliveryPath:
         if self._trace is not None:
             for msg in msgs:
                 self._trace_outcome(msg, conn, msg.outcome or "FIN")
-        ids = [msg._raw.id for msg in msgs]
+        last = msgs[-1]._raw
+        ids = [last.id] if count == 1 else [msg._raw.id for msg in msgs]
         if conn.is_open:
             conn.fin_many(ids)
         via = msgs[0]._via  # one connection: one partition of one nsqd
@@ -335,7 +336,6 @@ class DeliveryPath:
         # ids are unique per partition on the redesign, per nsqd on the original family
         self._fins_add(partition, ids, via.nsqd_address)
         if self._ordered:
-            last = msgs[-1]._raw
             key = (last.offset, last.internal_id)
             self._fin_marks[partition] = key
             if self._ordered_pending.get(partition) == key:

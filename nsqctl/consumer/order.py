@@ -22,11 +22,9 @@ class OrderViolation:
     expected_offset: int | None = None
 
 
-@dataclass
-class _PartitionOrder:
-    offset: int
-    internal_id: int
-    size: int
+# A partition's last message: (offset, internal id, raw size). A tuple, not an object: the
+# check runs for every ordered message.
+_Mark = tuple[int, int, int]
 
 
 class OrderChecker:
@@ -50,8 +48,8 @@ class OrderChecker:
 
     def __init__(self, topic: str) -> None:
         self.topic = topic
-        self._last: dict[int | None, _PartitionOrder] = {}
-        self._rewound: dict[int | None, _PartitionOrder] = {}
+        self._last: dict[int | None, _Mark] = {}
+        self._rewound: dict[int | None, _Mark] = {}
         self._replaying: set[int | None] = set()
         self.redeliveries = 0
 
@@ -66,40 +64,48 @@ class OrderChecker:
         if offset is None or internal_id is None:
             return None
         last = self._last.get(partition)
-        current = _PartitionOrder(offset, internal_id, raw.size or 0)
+        current = (offset, internal_id, raw.size or 0)
         if last is None:
             self._last[partition] = current
             return None
-        if partition in self._replaying:
-            if offset <= last.offset:
+        last_offset, last_id, last_size = last
+        if self._replaying and partition in self._replaying:
+            if offset <= last_offset:
                 self.redeliveries += 1  # resent from the server's confirmed position
                 return None
             self._replaying.discard(partition)  # past the mark: checked as usual below
-        if offset == last.offset and internal_id == last.internal_id:
+        if offset == last_offset and internal_id == last_id:
             return None  # redelivery
-
-        def violation(kind: str, expected: int | None = None) -> OrderViolation:
-            return OrderViolation(
-                kind,
-                self.topic,
-                partition,
-                nsqd,
-                last.offset,
-                last.internal_id,
-                offset,
-                internal_id,
-                expected,
-            )
-
-        rewound = self._rewound.pop(partition, None)
-        if offset < last.offset or internal_id < last.internal_id:
-            if rewound is not None and offset == rewound.offset + rewound.size:
+        rewound = self._rewound.pop(partition, None) if self._rewound else None
+        if offset < last_offset or internal_id < last_id:
+            if rewound is not None and offset == rewound[0] + rewound[2]:
                 self._last[partition] = current  # the rewind goes on: follow it
                 return None
             self._rewound[partition] = current
-            return violation("regression")
+            return self._violation("regression", nsqd, partition, last, current)
         self._last[partition] = current
-        expected = last.offset + last.size if last.size else None
+        expected = last_offset + last_size if last_size else None
         if expected is not None and offset > expected:
-            return violation("gap", expected)
+            return self._violation("gap", nsqd, partition, last, current, expected)
         return None
+
+    def _violation(
+        self,
+        kind: str,
+        nsqd: str,
+        partition: int | None,
+        last: _Mark,
+        current: _Mark,
+        expected: int | None = None,
+    ) -> OrderViolation:
+        return OrderViolation(
+            kind,
+            self.topic,
+            partition,
+            nsqd,
+            last[0],
+            last[1],
+            current[0],
+            current[1],
+            expected,
+        )

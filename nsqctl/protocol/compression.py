@@ -13,8 +13,6 @@ from __future__ import annotations
 import zlib
 from typing import Protocol
 
-import snappy
-
 from nsqctl.errors import ConfigError
 from nsqctl.protocol.errors import CompressionError
 from nsqctl.protocol.replies import IdentifyResponse
@@ -63,6 +61,10 @@ class SnappyCodec:
     name = "snappy"
 
     def __init__(self) -> None:
+        # Imported here: its extension module adds to every process's memory (tail's peak
+        # RSS), and only a connection that negotiated snappy needs it.
+        import snappy
+
         self._compressor = snappy.StreamCompressor()
         self._decompressor = snappy.StreamDecompressor()
 

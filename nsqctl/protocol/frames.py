@@ -149,13 +149,23 @@ class FrameDecoder:
         if self._error is not None:
             raise self._error
         buf = self._buf
-        buf += data
-        end = len(buf)
-        if end < self._need:
-            return []
-        # One copy of the whole buffer to immutable bytes makes each field a single
-        # slice; the `_need` guard above keeps this linear overall.
-        view = bytes(buf)
+        # Nothing kept from the last read (the usual case: nsqd sends whole frames, and
+        # on an ordered channel every read is one): the read itself is sliced, no copy.
+        carried = bool(buf)
+        if carried:
+            buf += data
+            end = len(buf)
+            if end < self._need:
+                return []
+            # One copy of the whole buffer to immutable bytes makes each field a single
+            # slice; the `_need` guard above keeps this linear overall.
+            view = bytes(buf)
+        else:
+            view = data if data.__class__ is bytes else bytes(data)
+            end = len(view)
+            if end < self._need:
+                buf += view
+                return []
         pos = 0
         out: list[FrameEvent] = []
         append = out.append
@@ -179,6 +189,11 @@ class FrameDecoder:
             while end - pos >= _HEADER_SIZE:
                 if original and end - pos >= _ORIGINAL_MIN:
                     size, frame_type, ts, attempts = unpack_original(view, pos)
+                elif redesign and end - pos >= redesign_min:
+                    # the whole fixed part at once (one unpack, not a header and then this)
+                    size, frame_type, ts, attempts, internal_id, trace_id = unpack_redesign(
+                        view, pos
+                    )
                 else:
                     size, frame_type = unpack_header(view, pos)
                     ts = -1  # not unpacked
@@ -193,15 +208,14 @@ class FrameDecoder:
                     batch = None
                     pos = stop
                     continue
-                if ts >= 0 and stop - pos >= _ORIGINAL_MIN:
+                if original and ts >= 0 and stop - pos >= _ORIGINAL_MIN:
                     msg_id = view[pos + 18 : pos + 34]
                     body = view[pos + 34 : stop]
                     raw = new(
                         RawMessage,
                         (ts, attempts, msg_id, body, None, None, None, None, None, None),
                     )
-                elif redesign and stop - pos >= redesign_min:
-                    _, _, ts, attempts, internal_id, trace_id = unpack_redesign(view, pos)
+                elif redesign and ts >= 0 and stop - pos >= redesign_min:
                     if attempts > MAX_ATTEMPTS_REDESIGN:
                         attempts &= 0x0FFF
                     msg_id = view[pos + 18 : pos + 34]
@@ -237,8 +251,11 @@ class FrameDecoder:
             self._error = err
             self._buf.clear()
             raise
-        if pos:
-            del buf[:pos]
+        if carried:
+            if pos:
+                del buf[:pos]
+        elif pos < end:
+            buf += view[pos:] if pos else view
         self._need = need
         return out
 

@@ -1,0 +1,134 @@
+"""CPU per message of ``nsqctl tail --ordered``'s path alone, without nsqd: a profile tool.
+
+On an ordered channel youzan's nsqd sends a partition's next message only after the FIN
+of the last, so every read is one message and the client's time per message adds to the
+round trip directly. This feeds pre-encoded ordered MESSAGE frames of two partitions, one
+frame per read and the partitions taking turns (as nsqd sends them), through
+``SocketProtocol.data_received`` (:mod:`inproc`) into a ``Consumer(ordered=True)`` whose
+handler is tail's own output (raw format, to ``/dev/null``, flushed per message with its
+FIN after the write), and the FINs into a transport that counts them. What it measures:
+read callback -> frame decode -> Message -> order check -> output write -> FIN -> RDY
+bookkeeping, all the client does per message but the socket syscalls and loop polling.
+
+    python bench/cpu_ordered.py                 # CPU µs per message, 3 repeats
+    python bench/cpu_ordered.py --profile 30    # and a cProfile of one run, top 30
+    python bench/cpu_ordered.py --plain 50      # plain tail instead: 50 messages a read
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import os
+import pstats
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from inproc import attach
+
+from nsqctl.cli.tail import MessageFilter, TailOutput
+from nsqctl.consumer import Consumer
+from nsqctl.protocol.frames import encode_frame
+from nsqctl.protocol.message import MessageLayout, RawMessage, encode_message
+
+LAYOUT = MessageLayout(family="redesign", ordered=True)
+PLAIN = MessageLayout(family="redesign")
+PARTITIONS = (0, 1)
+ADDRESSES = ("127.0.0.1:9", "127.0.0.1:10")
+
+
+def frames(count: int, size: int, partition: int, layout: MessageLayout) -> list[bytes]:
+    """``count`` frames of one partition, consecutive disk-queue offsets."""
+    body = b"y" * size
+    disk_size = size + 30
+    return [
+        encode_frame(
+            2,
+            encode_message(
+                RawMessage(
+                    1_700_000_000_000_000_000,
+                    1,
+                    b"",
+                    body,
+                    internal_id=i + 1,
+                    trace_id=partition,
+                    offset=i * disk_size,
+                    size=disk_size,
+                ),
+                layout,
+            ),
+        )
+        for i in range(count)
+    ]
+
+
+async def run(
+    per_partition: list[list[bytes]], per_read: int, profile: cProfile.Profile | None
+) -> float:
+    """CPU seconds per message of one pass over the frames (``per_read`` 1: ordered)."""
+    ordered = per_read == 1
+    with open(os.devnull, "wb") as out:
+        output = TailOutput(out, "raw", False, 0, 1 if ordered else 200, MessageFilter())
+        consumer = Consumer(
+            "t", "c", output.add, nsqd_tcp=list(ADDRESSES), ordered=ordered, max_in_flight=200
+        )
+        output.intake_stopper = lambda: consumer.set_max_in_flight(0)
+        socks = []
+        for address, partition in zip(ADDRESSES, PARTITIONS, strict=True):
+            layout = LAYOUT if ordered else PLAIN
+            sock, transport, _conn = attach(consumer, address, partition, layout)
+            socks.append((sock, transport))
+        (sock0, t0), (sock1, t1) = socks
+        first, second = (
+            [b"".join(f[i : i + per_read]) for i in range(0, len(f), per_read)]
+            for f in per_partition
+        )
+        if profile is not None:
+            profile.enable()
+        start = time.process_time()
+        for a, b in zip(first, second, strict=True):
+            sock0.data_received(a)
+            sock1.data_received(b)
+            await asyncio.sleep(0)  # the loop's turn between reads
+        seconds = time.process_time() - start
+        if profile is not None:
+            profile.disable()
+        count = sum(map(len, per_partition))
+        output.flush()  # what the timer flush would write
+        fins = t0.written + t1.written
+        if output.written != count or fins < count * 21:
+            raise SystemExit(f"run broken: {output.written} written, {fins} bytes of FIN")
+        return seconds / count
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--messages", type=int, default=40_000, help="over both partitions")
+    ap.add_argument("--size", type=int, default=100)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--profile", type=int, metavar="N", help="cProfile one run, top N")
+    ap.add_argument("--plain", type=int, metavar="K", help="plain tail, K messages per read")
+    args = ap.parse_args()
+    per_read = args.plain or 1
+    layout = LAYOUT if per_read == 1 else PLAIN
+    per_partition = [frames(args.messages // 2, args.size, p, layout) for p in PARTITIONS]
+    runs = [asyncio.run(run(per_partition, per_read, None)) for _ in range(args.repeats)]
+    us = [r * 1e6 for r in runs]
+    what = "tail --ordered" if per_read == 1 else f"tail ({per_read} messages a read)"
+    print(
+        f"{what} path: {statistics.median(us):.2f} us CPU/msg (median of "
+        f"{len(us)}; runs {', '.join(f'{u:.2f}' for u in us)}), {args.messages:,} messages"
+    )
+    if args.profile:
+        prof = cProfile.Profile()
+        asyncio.run(run(per_partition, per_read, prof))
+        pstats.Stats(prof).sort_stats("tottime").print_stats(args.profile)
+
+
+if __name__ == "__main__":
+    main()
