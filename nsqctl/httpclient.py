@@ -2,9 +2,9 @@
 
 Every URL nsqctl builds for them is plain ``http://`` (neither has an HTTPS option in
 nsqctl), yet httpx loads the whole CA bundle into a fresh SSL context for each client it
-creates, a visible part of every command's start-up (bench/README.md, start-up). These clients get a context with no trusted
-roots instead, cheap to make, and one that fails closed should an ``https://`` URL ever
-reach it (verification stays on; nothing would verify).
+creates, a visible part of every command's start-up (bench/README.md). These clients get
+a context with no trusted roots instead, cheap to make, and one that fails closed should
+an ``https://`` URL ever reach it (verification stays on; nothing would verify).
 """
 
 from __future__ import annotations
