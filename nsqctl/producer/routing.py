@@ -74,12 +74,14 @@ def no_writable_nsqd(topic: str, topo: Topology) -> PublishError:
 
 
 class Router:
-    """Chooses a :class:`Target` per publish; holds only the round-robin position of each
-    topic (so unkeyed publishes spread over partitions and nodes)."""
+    """Chooses a :class:`Target` per publish; holds the round-robin position of each topic
+    (so unkeyed publishes spread over partitions and nodes) and, per topic, the targets of
+    the topology it last saw: an unkeyed publish would otherwise build that list anew."""
 
     def __init__(self, hash: str = DEFAULT_HASH) -> None:
         self.hash = hash
         self._rr: dict[str, itertools.count[int]] = {}
+        self._spread: dict[str, tuple[Topology, list[Target]]] = {}
 
     def choose(
         self, topic: str, topo: Topology, partition: int | None, shard_key: ShardKey | None
@@ -88,12 +90,17 @@ class Router:
             return self._pinned(topic, topo, partition)
         if shard_key is not None:
             return self._sharded(topic, topo, shard_key)
-        targets = topo.targets()
+        seen = self._spread.get(topic)
+        if seen is None or seen[0] is not topo:  # topologies are immutable: same object, same list
+            seen = self._spread[topic] = (
+                topo,
+                [Target(peer, part) for peer, part in topo.targets()],
+            )
+        targets = seen[1]
         if not targets:
             raise no_writable_nsqd(topic, topo)
         counter = self._rr.setdefault(topic, itertools.count())
-        peer, part = targets[next(counter) % len(targets)]
-        return Target(peer, part)
+        return targets[next(counter) % len(targets)]
 
     def _pinned(self, topic: str, topo: Topology, partition: int) -> Target:
         if not topo.is_redesign and not topo.partitions:
