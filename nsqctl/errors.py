@@ -7,6 +7,7 @@ The kinds::
     ├── ConfigError              bad input: an address, a name, an option combination
     ├── TransportError           a connection could not be made, or it ended
     │   ├── ConnectError           ...could not be opened or set up (TLS, AUTH, handshake)
+    │   │   ├── HandshakeTimeoutError  ...the handshake did not finish in time (a timeout too)
     │   │   └── NoConnectionError    ...to any nsqd of a topic, at start
     │   ├── ConnectionClosedError  ...ended (server closed, network error, we closed it)
     │   └── LookupUnavailableError no nsqlookupd answered
@@ -43,6 +44,7 @@ __all__ = [
     "ConnectError",
     "ConnectionClosedError",
     "FailoverTimeoutError",
+    "HandshakeTimeoutError",
     "LeaderUnavailableError",
     "LookupUnavailableError",
     "MessageNotFoundError",
@@ -122,6 +124,11 @@ class UsageError(NsqctlError):
 
 class ConnectError(TransportError):
     """Could not open or set up a connection to nsqd (refused, TLS, AUTH, handshake)."""
+
+
+class HandshakeTimeoutError(ConnectError, NsqctlTimeoutError):
+    """nsqd accepted the connection but did not finish the handshake in time: a failure
+    to connect, and a deadline that passed."""
 
 
 class NoConnectionError(ConnectError):

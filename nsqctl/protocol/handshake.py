@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, NoReturn
 
-from nsqctl.errors import ConnectError, NsqctlTimeoutError, UsageError
+from nsqctl.errors import ConnectError, HandshakeTimeoutError, UsageError
 from nsqctl.protocol.commands import MAGIC_V2, auth, identify
 from nsqctl.protocol.compression import Codec, IdentityCodec, codec_for
 from nsqctl.protocol.errors import FrameDecodeError, error_from_frame
@@ -54,11 +54,6 @@ __all__ = [
 # An HTTP server answers the magic and IDENTIFY line with "HTTP/1.1 400 Bad Request":
 # read as a frame header, "HTTP" is a size of 1213486160.
 _HTTP = b"HTTP"
-
-
-class HandshakeTimeoutError(ConnectError, NsqctlTimeoutError):
-    """nsqd accepted the connection but did not finish the handshake in time: a failure
-    to connect, and a deadline that passed."""
 
 
 # --------------------------------------------------------------------------- events
