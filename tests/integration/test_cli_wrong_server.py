@@ -88,15 +88,18 @@ def _one_error_line(err: str) -> str:
     return lines[0]
 
 
-WEB_SERVER_COMMANDS = {
-    "tail": ["tail", "t", "-n", "1"],
-    "archive": ["archive", "t", "--exit-when-idle", "1"],
-    "version": ["version"],
-    "version --json": ["version", "--json"],
-}
+#: archive needs the archive extra (pyarrow): it runs in the spark step, which has it
+NEEDS_PYARROW = pytest.mark.spark
+
+WEB_SERVER_COMMANDS = [
+    pytest.param(["tail", "t", "-n", "1"], id="tail"),
+    pytest.param(["archive", "t", "--exit-when-idle", "1"], id="archive", marks=NEEDS_PYARROW),
+    pytest.param(["version"], id="version"),
+    pytest.param(["version", "--json"], id="version --json"),
+]
 
 
-@pytest.mark.parametrize("args", WEB_SERVER_COMMANDS.values(), ids=WEB_SERVER_COMMANDS.keys())
+@pytest.mark.parametrize("args", WEB_SERVER_COMMANDS)
 def test_web_server_as_lookupd_is_named_as_not_an_nsqlookupd(
     web_server: str, args: list[str], tmp_path: Path
 ) -> None:
@@ -112,7 +115,13 @@ def test_web_server_as_lookupd_is_named_as_not_an_nsqlookupd(
     assert not any((tmp_path / "out").rglob("*.parquet"))
 
 
-@pytest.mark.parametrize("args", [["tail", "t", "-n", "1"], ["archive", "t"]], ids=str)
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["tail", "t", "-n", "1"], id="tail"),
+        pytest.param(["archive", "t"], id="archive", marks=NEEDS_PYARROW),
+    ],
+)
 def test_silent_lookupd_fails_within_the_lookup_deadline(
     silent_server: str, args: list[str], tmp_path: Path
 ) -> None:

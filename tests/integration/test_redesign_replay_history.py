@@ -24,7 +24,8 @@ from tests.helpers.redesign import (
     unique,
 )
 
-pytestmark = pytest.mark.redesign
+# replay needs the archive extra (pyarrow): the spark step, which has it, runs this
+pytestmark = [pytest.mark.redesign, pytest.mark.spark]
 
 PER_BATCH = 40
 
