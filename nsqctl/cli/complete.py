@@ -110,22 +110,25 @@ def _get(ctx: typer.Context, path: str, params: dict[str, str] | None = None) ->
     """The unwrapped JSON bodies of ``GET path`` from each lookupd, within the deadline."""
     import httpx
 
+    from nsqctl.httpclient import sync_http_client
+    from nsqctl.lookup.client import ACCEPT_V1
     from nsqctl.lookup.model import unwrap_payload
 
     bodies: list[Any] = []
     deadline = time.monotonic() + DEADLINE
-    for address in _lookupds(ctx):
-        left = deadline - time.monotonic()
-        if left <= 0.05:
-            break
-        url = address if "://" in address else f"http://{address}"
-        try:
-            resp = httpx.get(f"{url}{path}", params=params, timeout=left, verify=False)
-            data, status, _text = unwrap_payload(resp.json())
-        except (httpx.HTTPError, ValueError):
-            continue
-        if resp.status_code == 200 and status == 200:
-            bodies.append(data)
+    with sync_http_client(headers={"Accept": ACCEPT_V1}) as client:
+        for address in _lookupds(ctx):
+            left = deadline - time.monotonic()
+            if left <= 0.05:
+                break
+            url = address if "://" in address else f"http://{address}"
+            try:
+                resp = client.get(f"{url}{path}", params=params, timeout=left)
+                data, status, _text = unwrap_payload(resp.json())
+            except (httpx.HTTPError, ValueError):
+                continue
+            if resp.status_code == 200 and status == 200:
+                bodies.append(data)
     return bodies
 
 
