@@ -179,14 +179,16 @@ def partitions(ctx: typer.Context, incomplete: str) -> list[str]:
 
 def nodes(ctx: typer.Context, incomplete: str) -> list[str]:
     """nsqd nodes (their HTTP addresses, as ``lookup`` and ``dash`` show them)."""
+    from nsqctl.lookup.model import LookupProtocolError, Peer
+
     addresses: list[str] = []
     for body in _get(ctx, "/nodes"):
         producers = body.get("producers") if isinstance(body, dict) else None
         for producer in producers or []:
-            if not isinstance(producer, dict):
+            try:
+                peer = Peer.from_json(producer)
+            except LookupProtocolError:
                 continue
-            host = producer.get("broadcast_address") or producer.get("hostname")
-            port = producer.get("http_port")
-            if host and port:
-                addresses.append(f"{host}:{port}")
+            if peer.http_port > 0:
+                addresses.append(peer.http_key)
     return _strings(addresses, incomplete)

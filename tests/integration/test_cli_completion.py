@@ -109,6 +109,9 @@ async def test_topics_channels_and_profiles_complete_from_the_cluster(
     assert topic in offered
     offered, _ = _complete(["nsqctl", "tail", topic, "-c", ""], env)
     assert offered == ["audit"]
+    # nsqd nodes (their HTTP addresses, as lookup and dash show them) for topic move --to
+    offered, _ = _complete(["nsqctl", "topic", "move", topic, "--to", ""], env)
+    assert sorted(offered) == sorted(original_cluster.nsqd_http)
     # profiles from the config file
     offered, _ = _complete(["nsqctl", "lookup", "--profile", "s"], flag_env)
     assert offered == ["sandbox", "staging"]
