@@ -266,6 +266,8 @@ class Consumer:
             await first
         else:
             await asyncio.wait({first}, timeout=limit)
+            if first.done():
+                first.result()  # what the first connects raised, as awaiting them would
         if self._lookup is not None:
             self._tasks.append(
                 self._lookup.start_polling(
