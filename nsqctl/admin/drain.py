@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from nsqctl.admin.drain_defaults import DEFAULT_INTERVAL, DEFAULT_RESTORE_WAIT, DEFAULT_TIMEOUT
 from nsqctl.admin.drain_original import (
     find_peer,
     listed_topics,
@@ -48,11 +49,11 @@ Family = Literal["original", "redesign"]
 Outcome = Literal["drained", "timeout", "restored"]
 Say = Callable[[str], None]
 
-DEFAULT_TIMEOUT = 600.0
-DEFAULT_INTERVAL = 1.0
 RETOMBSTONE_EVERY = 20.0
 """Seconds between tombstones of a topic: well inside nsqlookupd's default
 ``--tombstone-lifetime`` (45 s), which it does not report."""
+RECORD_EVERY = 2.0
+"""Seconds between two progress writes to the state file (a dashboard reads it)."""
 MAX_MOVES_PER_PARTITION = 3
 """A leader the coordinator keeps putting back is moved at most this often, then reported."""
 
@@ -207,6 +208,7 @@ class _Drain:
     attempts: dict[tuple[str, int], int] = field(default_factory=dict)
     topics: set[str] = field(default_factory=set)
     last_tombstone: float = float("-inf")
+    last_record: float = float("-inf")
 
     def restored(self) -> bool:
         record = read_drains(self.state_dir).get(self.plan.node)
@@ -307,6 +309,8 @@ async def run_drain(
         pid=os.getpid(),
         detail="",
         last_tombstone=None,
+        remaining=plan.load.remaining if plan.load else None,
+        eta=None,
     )
     outcome: Outcome = "timeout"
     progress: DrainProgress | None = None
@@ -337,6 +341,9 @@ async def run_drain(
                     )
                     listed = sorted({t for _, t in pairs})
                 progress = run.progress(load, listed, interval)
+                if time.monotonic() - run.last_record >= RECORD_EVERY:
+                    run.record(remaining=load.remaining, eta=progress.eta)
+                    run.last_record = time.monotonic()
                 if on_progress is not None:
                     on_progress(progress)
                 if progress.done:
@@ -349,7 +356,12 @@ async def run_drain(
         if outcome != "restored":
             detail = "; ".join(progress.left()) if progress and outcome != "drained" else ""
             with contextlib.suppress(OSError):
-                run.record(state="drained" if outcome == "drained" else "stopped", detail=detail)
+                run.record(
+                    state="drained" if outcome == "drained" else "stopped",
+                    detail=detail,
+                    remaining=progress.load.remaining if progress else None,
+                    eta=progress.eta if progress else None,
+                )
     assert progress is not None or outcome == "restored"
     if progress is None:
         progress = DrainProgress(plan.node, 0.0, NodeLoad(0, 0, 0, 0, up=False))
@@ -405,7 +417,7 @@ async def restore_node(
     lookupd_http: Sequence[str],
     node: str,
     *,
-    wait: float = 120.0,
+    wait: float = DEFAULT_RESTORE_WAIT,
     say: Say | None = None,
     state_dir: Path | None = None,
 ) -> RestoreResult:

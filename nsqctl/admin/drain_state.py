@@ -8,7 +8,9 @@ replace the file) so that two writers never lose each other's entry.
 
 States: ``draining`` (a drain process runs, or was killed: ``pid`` tells which),
 ``drained`` (it finished: safe to stop the node), ``stopped`` (it gave up at its timeout
-or was interrupted), ``restored`` (undone; a running drain sees this and stops).
+or was interrupted), ``restored`` (undone; a running drain sees this and stops). A
+running drain also keeps ``remaining`` and ``eta`` current (every few seconds), so another
+process can show its progress.
 """
 
 from __future__ import annotations
@@ -53,6 +55,8 @@ class DrainRecord:
     pid: int = 0
     last_tombstone: float | None = None  # unix time of the last tombstone sent (original)
     detail: str = ""  # one line: why it stopped, what is left
+    remaining: int | None = None  # messages left on the node at the last look
+    eta: float | None = None  # seconds to empty at the drain rate then (None: not falling)
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -83,6 +87,8 @@ class DrainRecord:
                 float(obj["last_tombstone"]) if obj.get("last_tombstone") is not None else None
             ),
             detail=str(obj.get("detail", "")),
+            remaining=int(obj["remaining"]) if obj.get("remaining") is not None else None,
+            eta=float(obj["eta"]) if obj.get("eta") is not None else None,
         )
 
 

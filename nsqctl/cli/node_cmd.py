@@ -13,26 +13,20 @@ import asyncio
 import json
 import sys
 import time
+from typing import TYPE_CHECKING
 
 import typer
 
-from nsqctl.admin.drain import (
-    DEFAULT_INTERVAL,
-    DEFAULT_TIMEOUT,
-    DrainPlan,
-    DrainResult,
-    plan_drain,
-    restore_node,
-    run_drain,
-)
-from nsqctl.admin.drain_original import registered_peers
-from nsqctl.admin.drain_progress import DrainProgress
+from nsqctl.admin.drain_defaults import DEFAULT_INTERVAL, DEFAULT_RESTORE_WAIT, DEFAULT_TIMEOUT
 from nsqctl.admin.drain_state import read_drains
-from nsqctl.admin.requests import admin_client
 from nsqctl.cli import complete
 from nsqctl.cli.admin_cmd import cluster_addresses
 from nsqctl.cli.common import JsonOption, LookupdOption, ProfileOption
 from nsqctl.errors import AdminError, ConfigError, NsqctlTimeoutError
+
+if TYPE_CHECKING:  # the drain loads the stats model: only when a command runs (start-up)
+    from nsqctl.admin.drain import DrainPlan, DrainResult
+    from nsqctl.admin.drain_progress import DrainProgress
 
 app = typer.Typer(
     help="Drain an nsqd before stopping it, restore it, list nsqds and their drain state.",
@@ -149,6 +143,8 @@ def node_drain(
     lists it. Redesign: move every partition leader it holds to an in-sync copy elsewhere,
     then wait until no partition depends on it. Undo with `nsqctl node restore`.
     """
+    from nsqctl.admin.drain import plan_drain, run_drain
+
     lookupds = _lookupds(lookupd, profile)
     plan = asyncio.run(plan_drain(lookupds, node))
     if dry_run:
@@ -174,7 +170,10 @@ def node_drain(
 def node_restore(
     node: str = NodeArgument,
     wait: float = typer.Option(
-        120.0, "--wait", min=0, help="Seconds to wait until the node takes traffic again."
+        DEFAULT_RESTORE_WAIT,
+        "--wait",
+        min=0,
+        help="Seconds to wait until the node takes traffic again.",
     ),
     as_json: bool = JsonOption,
     lookupd: list[str] = LookupdOption,
@@ -182,6 +181,8 @@ def node_restore(
 ) -> None:
     """Undo a drain: stop it, let nsqlookupd list the nsqd again (original) or move back
     the partition leaders the drain moved (redesign)."""
+    from nsqctl.admin.drain import restore_node
+
     lookupds = _lookupds(lookupd, profile)
     result = asyncio.run(
         restore_node(lookupds, node, wait=wait, say=lambda s: typer.echo(s, err=True))
@@ -208,6 +209,9 @@ def node_list(
         raise ConfigError(
             "node list asks nsqlookupd: give its HTTP address", setting="lookupd_http"
         )
+
+    from nsqctl.admin.drain_original import registered_peers
+    from nsqctl.admin.requests import admin_client
 
     async def peers() -> dict[str, str]:
         async with admin_client() as client:
