@@ -31,6 +31,7 @@ from nsqctl.admin.drain_defaults import DEFAULT_INTERVAL, DEFAULT_RESTORE_WAIT, 
 from nsqctl.admin.drain_original import (
     find_peer,
     listed_topics,
+    node_lookupds,
     reregister,
     tombstone,
     tombstone_request,
@@ -144,6 +145,23 @@ def _draining_elsewhere(node: str, state_dir: Path | None) -> set[str]:
     return {n for n, r in read_drains(state_dir).items() if n != node and r.state == "draining"}
 
 
+async def _check_every_lookupd(client: Any, node: str, lookupd: Sequence[str]) -> None:
+    """Refuse a drain that would leave an nsqlookupd listing the node: publishers asking
+    that one would keep sending to it. nsqd tells how many it registers with (their TCP
+    addresses, which cannot be matched to the HTTP ones given: the count is compared)."""
+    try:
+        registered = await node_lookupds(client, node)
+    except NsqctlError:
+        return  # an nsqd that does not tell: the drain's own checks still hold for these
+    if len(registered) > len(lookupd):
+        raise ConfigError(
+            f"nsqd {node} registers with {len(registered)} nsqlookupds "
+            f"({', '.join(registered)}) but {len(lookupd)} HTTP address(es) were given: give "
+            "every nsqlookupd, or the others keep sending traffic to the node",
+            setting="lookupd_http",
+        )
+
+
 async def plan_drain(
     lookupd_http: Sequence[str], node: str, *, state_dir: Path | None = None
 ) -> DrainPlan:
@@ -164,6 +182,7 @@ async def plan_drain(
                     f"{node} is not an nsqd registered with nsqlookupd {', '.join(lookupd)}: "
                     "name it by its HTTP or TCP address as `nsqctl node list` shows it"
                 )
+            await _check_every_lookupd(client, peer.http_key, lookupd)
             async with _poller("original", lookupd, peer.http_key) as poller:
                 view = await _view(poller)
             load = node_load(view, peer.http_key)
@@ -203,6 +222,7 @@ class _Drain:
     say: Say
     started: float = field(default_factory=time.monotonic)
     history: list[int] = field(default_factory=list)
+    times: list[float] = field(default_factory=list)
     moved: list[MovedLeader] = field(default_factory=list)
     move_errors: list[str] = field(default_factory=list)
     attempts: dict[tuple[str, int], int] = field(default_factory=dict)
@@ -276,9 +296,10 @@ class _Drain:
         self.moved.append(moved)
         self.record(moved=tuple(self.moved))
 
-    def progress(self, load: NodeLoad, listed: Sequence[str], interval: float) -> DrainProgress:
+    def progress(self, load: NodeLoad, listed: Sequence[str]) -> DrainProgress:
         self.history.append(load.remaining)
-        rate, eta = estimate(self.history, interval)
+        self.times.append(time.monotonic())
+        rate, eta = estimate(self.history, self.times)
         return DrainProgress(
             self.plan.node, time.monotonic() - self.started, load, tuple(listed), rate, eta
         )
@@ -296,8 +317,10 @@ async def run_drain(
     """Drain ``plan.node`` until it is safe to stop (``drained``), ``timeout`` seconds
     pass (``timeout``: :meth:`DrainProgress.left` says what is left) or ``nsqctl node
     restore`` undoes it meanwhile (``restored``). ``on_progress`` gets every poll."""
-    if timeout < 0 or interval <= 0:
-        raise ConfigError("timeout must be >= 0 and interval > 0 seconds", setting="timeout")
+    if timeout < 0:
+        raise ConfigError(f"timeout must be >= 0 seconds, not {timeout}", setting="timeout")
+    if interval <= 0:
+        raise ConfigError(f"interval must be > 0 seconds, not {interval}", setting="interval")
     run = _Drain(plan, time.monotonic() + timeout, state_dir, say or (lambda _line: None))
     run.topics.update(plan.topics)
     run.record(
@@ -340,7 +363,7 @@ async def run_drain(
                         client, plan.lookupd, sorted(run.topics), plan.producer
                     )
                     listed = sorted({t for _, t in pairs})
-                progress = run.progress(load, listed, interval)
+                progress = run.progress(load, listed)
                 if time.monotonic() - run.last_record >= RECORD_EVERY:
                     run.record(remaining=load.remaining, eta=progress.eta)
                     run.last_record = time.monotonic()

@@ -174,9 +174,12 @@ RATE_SAMPLES = 10
 batches, short enough to follow a consumer that stopped."""
 
 
-def estimate(history: Sequence[int], interval: float) -> tuple[float | None, float | None]:
-    """(drain rate, time to empty) from the remaining counts of the last polls."""
+def estimate(history: Sequence[int], times: Sequence[float]) -> tuple[float | None, float | None]:
+    """(drain rate, time to empty) from the remaining counts of the last polls, taken at
+    ``times`` (monotonic seconds): the polls' real spacing, which a slow poll stretches."""
     recent = [float(v) for v in history[-RATE_SAMPLES:]]
-    rate_of_fall = drain_rate(recent, interval)
+    when = list(times[-RATE_SAMPLES:])
+    spacing = (when[-1] - when[0]) / (len(when) - 1) if len(when) > 1 else 0.0
+    rate_of_fall = drain_rate(recent, spacing)
     eta = time_to_drain(history[-1], rate_of_fall) if history else None
     return rate_of_fall, eta

@@ -20,7 +20,7 @@ from nsqctl.consumer import Consumer
 from nsqctl.message import Message
 from nsqctl.servers import build, cluster
 from nsqctl.servers.cluster import Cluster
-from tests.helpers.cli import clean_env, run_cli
+from tests.helpers.cli import assert_one_line_error, clean_env, run_cli
 from tests.helpers.redesign import unique
 from tests.helpers.wait import wait_for
 
@@ -101,6 +101,24 @@ def test_dry_run_shows_the_tombstones_and_changes_nothing(
     assert a in _listed(two, topic)  # nothing was tombstoned
     assert not (Path(env["NSQCTL_STATE_DIR"]) / "drains.json").exists()
     _post(f"http://{a}/topic/delete?topic={topic}")  # not in the way of the next drains
+
+
+def test_a_drain_that_would_leave_a_lookupd_listing_the_node_is_refused(
+    two: Cluster, env: dict[str, str]
+) -> None:
+    """The nsqd registers with one more nsqlookupd than given (a dead address: nsqd keeps
+    trying it, harmlessly): publishers asking that one would still be sent to the node."""
+    a = two.nsqd_http[0]
+    url = f"http://{a}/config/nsqlookupd_tcp_addresses"
+    own = httpx.get(url, timeout=10).json()
+    resp = httpx.put(url, content=json.dumps([*own, "127.0.0.1:1"]).encode(), timeout=10)
+    assert resp.status_code == 200, resp.text
+    try:
+        proc = run_cli(["node", "drain", a, "--lookupd", two.lookupd_http[0]], env=env)
+    finally:
+        httpx.put(url, content=json.dumps(own).encode(), timeout=10)
+    line = assert_one_line_error(proc, 2)
+    assert "registers with 2 nsqlookupds" in line and "--lookupd" in line
 
 
 def test_timeout_names_the_channel_nobody_consumes_and_restore_lists_the_node_again(

@@ -188,5 +188,7 @@ def test_progress_is_done_only_when_empty_unlisted_and_independent() -> None:
 
 
 def test_estimate_uses_the_shared_drain_rules() -> None:
-    assert estimate([100, 80, 60], 1.0) == (20.0, 3.0)
-    assert estimate([5, 5, 5], 1.0) == (None, None)
+    assert estimate([100, 80, 60], [0.0, 1.0, 2.0]) == (20.0, 3.0)
+    assert estimate([100, 80, 60], [0.0, 2.0, 4.0]) == (10.0, 6.0)  # slow polls: slower
+    assert estimate([5, 5, 5], [0.0, 1.0, 2.0]) == (None, None)
+    assert estimate([5], [0.0]) == (None, None)
