@@ -67,6 +67,15 @@ def _listed(c: Cluster, topic: str) -> set[str]:
     return {f"{p['broadcast_address']}:{p['http_port']}" for p in producers}
 
 
+def _state(env: dict[str, str], node: str) -> str | None:
+    """The node's drain state in the state file (None: no record)."""
+    path = Path(env["NSQCTL_STATE_DIR"]) / "drains.json"
+    if not path.exists():
+        return None
+    record = json.loads(path.read_text())["drains"].get(node)
+    return record["state"] if record else None
+
+
 def _drain(c: Cluster, env: dict[str, str], node: str, *args: str) -> tuple[int, str, str]:
     proc = run_cli(
         ["node", "drain", node, "--lookupd", c.lookupd_http[0], "--interval", "0.2", *args],
@@ -121,7 +130,7 @@ def test_a_drain_that_would_leave_a_lookupd_listing_the_node_is_refused(
     assert "registers with 2 nsqlookupds" in line and "--lookupd" in line
 
 
-def test_timeout_names_the_channel_nobody_consumes_and_restore_lists_the_node_again(
+def test_timeout_names_the_channel_nobody_consumes_and_restore_stops_a_running_drain(
     two: Cluster, env: dict[str, str]
 ) -> None:
     b = two.nsqd_http[1]
@@ -134,8 +143,17 @@ def test_timeout_names_the_channel_nobody_consumes_and_restore_lists_the_node_ag
     doc = json.loads(out)
     assert doc["outcome"] == "timeout" and doc["progress"]["remaining"] == 7
     assert b not in _listed(two, topic)  # tombstoned for nsqlookupd's lifetime (45 s)
-    restored = _restore(two, env, b)
-    assert restored["ok"] is True
+    assert _state(env, b) == "stopped"
+
+    async def undo_while_draining() -> tuple[tuple[int, str, str], dict[str, object]]:
+        drain = asyncio.create_task(asyncio.to_thread(_drain, two, env, b))  # never empties
+        await wait_for(lambda: _state(env, b) == "draining", 30, "the drain to start")
+        restored = await asyncio.to_thread(_restore, two, env, b)
+        return await asyncio.wait_for(drain, 30), restored
+
+    (code, _, err), restored = asyncio.run(undo_while_draining())
+    assert code == 1 and "undone by `nsqctl node restore`" in err.splitlines()[-1], err
+    assert restored["ok"] is True and _state(env, b) == "restored"
     assert b in _listed(two, topic)  # at once, not after the lifetime
     _post(f"http://{b}/topic/delete?topic={topic}")
 
@@ -170,9 +188,7 @@ def test_drain_with_a_consumer_exits_0_once_a_is_empty_and_unlisted(
     assert doc["outcome"] == "drained" and doc["progress"]["remaining"] == 0
     assert doc["progress"]["listed_for"] == []
     assert _listed(two, topic) == {b}  # nsqlookupd no longer lists A for the topic
-    state = json.loads((Path(env["NSQCTL_STATE_DIR"]) / "drains.json").read_text())
-    assert state["drains"][a]["state"] == "drained"
+    assert _state(env, a) == "drained"
     assert _restore(two, env, a)["ok"] is True
     assert _listed(two, topic) == {a, b}
-    state = json.loads((Path(env["NSQCTL_STATE_DIR"]) / "drains.json").read_text())
-    assert state["drains"][a]["state"] == "restored"
+    assert _state(env, a) == "restored"
