@@ -189,6 +189,9 @@ def test_drain_with_a_consumer_exits_0_once_a_is_empty_and_unlisted(
     assert doc["progress"]["listed_for"] == []
     assert _listed(two, topic) == {b}  # nsqlookupd no longer lists A for the topic
     assert _state(env, a) == "drained"
+    listing = run_cli(["node", "list", "--json", "--lookupd", two.lookupd_http[0]], env=env)
+    rows = {row["http"]: row["drain"] for row in json.loads(listing.stdout)["nodes"]}
+    assert rows == {a: "drained", b: None}  # nsqlookupd's /nodes still has both
     assert _restore(two, env, a)["ok"] is True
     assert _listed(two, topic) == {a, b}
     assert _state(env, a) == "restored"
