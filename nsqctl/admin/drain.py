@@ -256,6 +256,27 @@ class _Drain:
 
         update_drain(self.plan.node, change, self.state_dir)
 
+    def finish(self, outcome: Outcome, progress: DrainProgress | None) -> None:
+        """Record how the drain ended, unless a restore came in meanwhile (it wins: the
+        node is back in service, whatever this drain saw last)."""
+        detail = "; ".join(progress.left()) if progress and outcome != "drained" else ""
+
+        def change(old: DrainRecord | None) -> DrainRecord | None:
+            if old is not None and old.state == "restored":
+                return old
+            base = old or DrainRecord(
+                self.plan.node, self.plan.family, "draining", time.time(), time.time()
+            )
+            return replace(
+                base,
+                state="drained" if outcome == "drained" else "stopped",
+                detail=detail,
+                remaining=progress.load.remaining if progress else None,
+                eta=progress.eta if progress else None,
+            )
+
+        update_drain(self.plan.node, change, self.state_dir)
+
     async def tombstone_due(self, client: Any, listed: Sequence[str]) -> None:
         """Re-tombstone every topic when the period is up, and the listed ones at once."""
         plan, now = self.plan, time.monotonic()
@@ -390,14 +411,8 @@ async def run_drain(
                 await asyncio.sleep(interval)
     finally:
         if outcome != "restored":
-            detail = "; ".join(progress.left()) if progress and outcome != "drained" else ""
             with contextlib.suppress(OSError):
-                run.record(
-                    state="drained" if outcome == "drained" else "stopped",
-                    detail=detail,
-                    remaining=progress.load.remaining if progress else None,
-                    eta=progress.eta if progress else None,
-                )
+                run.finish(outcome, progress)
     assert progress is not None or outcome == "restored"
     if progress is None:
         progress = DrainProgress(plan.node, 0.0, NodeLoad(0, 0, 0, 0, up=False))
