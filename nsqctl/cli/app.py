@@ -124,6 +124,11 @@ COMMANDS: tuple[Entry, ...] = (
         "Print the completion script for SHELL.",
     ),
     Entry(
+        "node",
+        "nsqctl.cli.node_cmd:app",
+        "Drain an nsqd before stopping it, restore it, list nsqds and their drain state.",
+    ),
+    Entry(
         "dead-letter",
         "nsqctl.cli.deadletter_cmd:app",
         "List and replay the messages consumers gave up on (max attempts).",

@@ -60,6 +60,7 @@ EXPECTED: dict[str, set[str]] = {
     "channel": _ADMIN,
     "dead-letter": _CLIENT | {"rich"},
     "completion": set(),
+    "node": _ADMIN,  # the drain (and the stats model) loads only when it runs
 }
 
 

@@ -43,6 +43,9 @@ REPORTING = {
     "config profiles",
     "dead-letter list",
     "dead-letter replay",
+    "node drain",
+    "node restore",
+    "node list",
     *(
         f"topic {a}"
         for a in ("create", "delete", "list", "pause", "unpause", "empty", "expand", "move")

@@ -1,0 +1,419 @@
+"""Drain an nsqd before stopping it, and undo the drain: :func:`plan_drain`,
+:func:`run_drain`, :func:`restore_node` (``nsqctl node drain|restore``).
+
+Original family: tombstone the node's producer of each of its topics on every nsqlookupd,
+so publishers and new consumers stop finding it, keep the tombstones fresh, and watch what
+the node still holds until it is empty and no lookupd lists it (:mod:`.drain_original`).
+Consumers already connected take what is left: go-nsq keeps its connection to an
+nsqd that left ``/lookup``. nsqctl's own ``Consumer`` does not when it finds nsqds through
+nsqlookupd: it closes that connection at its next lookup, so the rest waits for a consumer
+connected to the nsqd directly (``nsqd_tcp``). A channel without a consumer never empties;
+the progress names it.
+
+Redesign: move every partition leader off the node (:mod:`.drain_redesign`, through the
+partition move) and wait until no partition depends on it: led by it, or with it as the
+only in-sync copy. Leaders the coordinator puts back on the node meanwhile are moved again.
+
+Both record the drain in the state directory (:mod:`.drain_state`) so that the dashboard
+can show it and ``restore`` can undo it: on the original, stop re-tombstoning and have the
+nsqd register afresh; on the redesign, move back the leaders the drain moved.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from nsqctl.admin.drain_defaults import DEFAULT_INTERVAL, DEFAULT_TIMEOUT
+from nsqctl.admin.drain_original import (
+    find_peer,
+    listed_topics,
+    node_lookupds,
+    tombstone,
+    tombstone_request,
+)
+from nsqctl.admin.drain_progress import DrainProgress, NodeLoad, estimate, node_load
+from nsqctl.admin.drain_redesign import LeaderMove, move_leader, plan_leader_moves
+from nsqctl.admin.drain_restore import RestoreResult, restore_node
+from nsqctl.admin.drain_state import DrainRecord, MovedLeader, read_drains, update_drain
+from nsqctl.admin.leader import find_leader
+from nsqctl.admin.partitions import leader_load_factors, registered_nsqds
+from nsqctl.admin.requests import AdminReport, admin_client
+from nsqctl.errors import ConfigError, NotFoundError, NsqctlError
+from nsqctl.stats.poller import StatsPoller
+from nsqctl.stats.view import ClusterView, build_view
+
+__all__ = [
+    "DrainPlan",
+    "DrainProgress",
+    "DrainResult",
+    "RestoreResult",
+    "plan_drain",
+    "restore_node",
+    "run_drain",
+]
+
+Family = Literal["original", "redesign"]
+Outcome = Literal["drained", "timeout", "restored"]
+Say = Callable[[str], None]
+
+RETOMBSTONE_EVERY = 20.0
+"""Seconds between tombstones of a topic: well inside nsqlookupd's default
+``--tombstone-lifetime`` (45 s), which it does not report."""
+RECORD_EVERY = 2.0
+"""Seconds between two progress writes to the state file (a dashboard reads it)."""
+MAX_MOVES_PER_PARTITION = 3
+"""A leader the coordinator keeps putting back is moved at most this often, then reported."""
+
+
+@dataclass(frozen=True)
+class DrainPlan:
+    """What a drain will do; ``steps()`` is what ``--dry-run`` prints."""
+
+    node: str  # the nsqd's HTTP address
+    family: Family
+    lookupd: tuple[str, ...]
+    topics: tuple[str, ...]
+    producer: str = ""  # original: BROADCAST:HTTP_PORT, how nsqlookupd names the nsqd
+    moves: tuple[LeaderMove, ...] = ()
+    blocked: tuple[str, ...] = ()
+    load: NodeLoad | None = None
+
+    def steps(self) -> list[str]:
+        if self.family == "original":
+            return [
+                f"nsqlookupd {lk}: {tombstone_request(lk, t, self.producer).describe()}"
+                for lk in self.lookupd
+                for t in self.topics
+            ]
+        return [m.describe() for m in self.moves] + [f"cannot move: {b}" for b in self.blocked]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "node": self.node,
+            "family": self.family,
+            "lookupd": list(self.lookupd),
+            "topics": list(self.topics),
+            "steps": self.steps(),
+            "moves": [
+                {"topic": m.topic, "partition": m.partition, "from": m.source, "to": m.target}
+                for m in self.moves
+            ],
+            "blocked": list(self.blocked),
+            "remaining": self.load.remaining if self.load else None,
+        }
+
+
+@dataclass
+class DrainResult:
+    plan: DrainPlan
+    outcome: Outcome
+    progress: DrainProgress
+    moved: list[MovedLeader] = field(default_factory=list)
+    move_errors: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == "drained"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "node": self.plan.node,
+            "family": self.plan.family,
+            "outcome": self.outcome,
+            "ok": self.ok,
+            "progress": self.progress.to_json(),
+            "left": [] if self.ok else self.progress.left(),
+            "moved": [
+                {"topic": m.topic, "partition": m.partition, "from": m.source, "to": m.target}
+                for m in self.moved
+            ],
+            "move_errors": self.move_errors,
+            "plan": self.plan.to_json(),
+        }
+
+
+# ------------------------------------------------------------------ planning
+
+
+async def _view(poller: StatsPoller) -> ClusterView:
+    return build_view(await poller.snapshot())
+
+
+def _poller(family: Family, lookupd: Sequence[str], node: str) -> StatsPoller:
+    """Original: the node's own ``/stats`` is all a drain needs. Redesign: the whole
+    cluster, with every topic's ISR (``focus=None``): "only in-sync copy" needs it."""
+    if family == "original":
+        return StatsPoller(nsqd_http=[node], focus=())
+    return StatsPoller(lookupd_http=list(lookupd), nsqd_http=[node], focus=None)
+
+
+def _draining_elsewhere(node: str, state_dir: Path | None) -> set[str]:
+    return {n for n, r in read_drains(state_dir).items() if n != node and r.state == "draining"}
+
+
+async def _check_every_lookupd(client: Any, node: str, lookupd: Sequence[str]) -> None:
+    """Refuse a drain that would leave an nsqlookupd listing the node: publishers asking
+    that one would keep sending to it. nsqd tells how many it registers with (their TCP
+    addresses, which cannot be matched to the HTTP ones given: the count is compared)."""
+    try:
+        registered = await node_lookupds(client, node)
+    except NsqctlError:
+        return  # an nsqd that does not tell: the drain's own checks still hold for these
+    if len(registered) > len(lookupd):
+        raise ConfigError(
+            f"nsqd {node} registers with {len(registered)} nsqlookupds "
+            f"({', '.join(registered)}) but {len(lookupd)} HTTP address(es) were given: give "
+            "every nsqlookupd, or the others keep sending traffic to the node",
+            setting="lookupd_http",
+        )
+
+
+async def plan_drain(
+    lookupd_http: Sequence[str], node: str, *, state_dir: Path | None = None
+) -> DrainPlan:
+    """Find the nsqd ``node`` (HTTP or TCP address) and what a drain would do; changes
+    nothing."""
+    lookupd = tuple(lookupd_http)
+    if not lookupd:
+        raise ConfigError(
+            "a drain works through nsqlookupd: give every nsqlookupd's HTTP address",
+            setting="lookupd_http",
+        )
+    async with admin_client() as client:
+        leader = await find_leader(client, lookupd)
+        if leader is None:
+            peer = await find_peer(client, lookupd, node)
+            if peer is None:
+                raise NotFoundError(
+                    f"{node} is not an nsqd registered with nsqlookupd {', '.join(lookupd)}: "
+                    "name it by its HTTP or TCP address as `nsqctl node list` shows it"
+                )
+            await _check_every_lookupd(client, peer.http_key, lookupd)
+            async with _poller("original", lookupd, peer.http_key) as poller:
+                view = await _view(poller)
+            load = node_load(view, peer.http_key)
+            topics = tuple(t.name for t in view.topics)
+            return DrainPlan(peer.http_key, "original", lookupd, topics, peer.http_key, load=load)
+        nodes = await registered_nsqds(client, leader)
+        http = next((n.http for n in nodes.values() if node in (n.http, n.tcp)), None)
+        if http is None:
+            known = ", ".join(sorted(nodes)) or "none"
+            raise NotFoundError(
+                f"{node} is not an nsqd registered with nsqlookupd {leader} (registered: {known})"
+            )
+        loads = await leader_load_factors(client, leader)
+    async with _poller("redesign", lookupd, http) as poller:
+        view = await _view(poller)
+    moves, blocked = plan_leader_moves(view, http, loads, _draining_elsewhere(http, state_dir))
+    topics = tuple(t.name for t in view.topics if http in t.nodes)
+    return DrainPlan(
+        http,
+        "redesign",
+        lookupd,
+        topics,
+        moves=tuple(moves),
+        blocked=tuple(blocked),
+        load=node_load(view, http),
+    )
+
+
+# ------------------------------------------------------------------ running
+
+
+@dataclass
+class _Drain:
+    plan: DrainPlan
+    deadline: float
+    state_dir: Path | None
+    say: Say
+    started: float = field(default_factory=time.monotonic)
+    history: list[int] = field(default_factory=list)
+    times: list[float] = field(default_factory=list)
+    moved: list[MovedLeader] = field(default_factory=list)
+    move_errors: list[str] = field(default_factory=list)
+    attempts: dict[tuple[str, int], int] = field(default_factory=dict)
+    topics: set[str] = field(default_factory=set)
+    last_tombstone: float = float("-inf")
+    last_record: float = float("-inf")
+
+    def restored(self) -> bool:
+        record = read_drains(self.state_dir).get(self.plan.node)
+        return record is not None and record.state == "restored"
+
+    def record(self, **changes: Any) -> None:
+        def change(old: DrainRecord | None) -> DrainRecord:
+            base = old or DrainRecord(
+                self.plan.node, self.plan.family, "draining", time.time(), time.time()
+            )
+            return replace(base, **changes)
+
+        update_drain(self.plan.node, change, self.state_dir)
+
+    def finish(self, outcome: Outcome, progress: DrainProgress | None) -> None:
+        """Record how the drain ended, unless a restore came in meanwhile (it wins: the
+        node is back in service, whatever this drain saw last)."""
+        detail = "; ".join(progress.left()) if progress and outcome != "drained" else ""
+
+        def change(old: DrainRecord | None) -> DrainRecord | None:
+            if old is not None and old.state == "restored":
+                return old
+            base = old or DrainRecord(
+                self.plan.node, self.plan.family, "draining", time.time(), time.time()
+            )
+            return replace(
+                base,
+                state="drained" if outcome == "drained" else "stopped",
+                detail=detail,
+                remaining=progress.load.remaining if progress else None,
+                eta=progress.eta if progress else None,
+            )
+
+        update_drain(self.plan.node, change, self.state_dir)
+
+    async def tombstone_due(self, client: Any, listed: Sequence[str]) -> None:
+        """Re-tombstone every topic when the period is up, and the listed ones at once."""
+        plan, now = self.plan, time.monotonic()
+        due = sorted(self.topics) if now - self.last_tombstone >= RETOMBSTONE_EVERY else listed
+        if not due:
+            return
+        results = await tombstone(client, plan.lookupd, due, plan.producer)
+        for r in results:
+            if r.outcome != "ok":
+                self.say(f"tombstone refused: {r.request.node}: {r.request.describe()}: {r.error}")
+        if len(due) == len(self.topics):
+            self.last_tombstone = now
+        self.record(last_tombstone=time.time(), topics=tuple(sorted(self.topics)))
+
+    async def move(self, view: ClusterView) -> None:
+        """Move the leaders still on the node (each at most MAX_MOVES_PER_PARTITION times)."""
+        plan = self.plan
+        async with admin_client() as client:
+            leader = await find_leader(client, plan.lookupd)
+            loads = await leader_load_factors(client, leader) if leader else {}
+        avoid = _draining_elsewhere(plan.node, self.state_dir)
+        moves, _ = plan_leader_moves(view, plan.node, loads, avoid)
+        for m in moves:
+            key = (m.topic, m.partition)
+            if self.attempts.get(key, 0) >= MAX_MOVES_PER_PARTITION or self.restored():
+                continue
+            self.attempts[key] = self.attempts.get(key, 0) + 1
+            wait = max(1.0, self.deadline - time.monotonic())
+            self.say(m.describe())
+            outcome = await move_leader(plan.lookupd, m, wait=wait, progress=self.say)
+            if isinstance(outcome, AdminReport) and not outcome.ok:
+                self.move_errors.extend(r.error for r in outcome.failures)
+            elif isinstance(outcome, str):
+                self.move_errors.append(f"{m.topic} partition {m.partition}: {outcome}")
+            await self.note_moved(m)
+
+    async def note_moved(self, m: LeaderMove) -> None:
+        """Record where leadership of ``m`` went, when it left the node (restore's input)."""
+        async with _poller("redesign", self.plan.lookupd, self.plan.node) as poller:
+            view = await _view(poller)
+        topic = view.topic(m.topic)
+        part = (
+            next((p for p in topic.partitions if p.partition == m.partition), None)
+            if topic
+            else None
+        )
+        if part is None or part.leader is None or part.leader == self.plan.node:
+            return
+        moved = MovedLeader(m.topic, m.partition, self.plan.node, part.leader)
+        self.moved = [x for x in self.moved if (x.topic, x.partition) != (m.topic, m.partition)]
+        self.moved.append(moved)
+        self.record(moved=tuple(self.moved))
+
+    def progress(self, load: NodeLoad, listed: Sequence[str]) -> DrainProgress:
+        self.history.append(load.remaining)
+        self.times.append(time.monotonic())
+        rate, eta = estimate(self.history, self.times)
+        return DrainProgress(
+            self.plan.node, time.monotonic() - self.started, load, tuple(listed), rate, eta
+        )
+
+
+async def run_drain(
+    plan: DrainPlan,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    interval: float = DEFAULT_INTERVAL,
+    on_progress: Callable[[DrainProgress], None] | None = None,
+    say: Say | None = None,
+    state_dir: Path | None = None,
+) -> DrainResult:
+    """Drain ``plan.node`` until it is safe to stop (``drained``), ``timeout`` seconds
+    pass (``timeout``: :meth:`DrainProgress.left` says what is left) or ``nsqctl node
+    restore`` undoes it meanwhile (``restored``). ``on_progress`` gets every poll."""
+    if timeout < 0:
+        raise ConfigError(f"timeout must be >= 0 seconds, not {timeout}", setting="timeout")
+    if interval <= 0:
+        raise ConfigError(f"interval must be > 0 seconds, not {interval}", setting="interval")
+    run = _Drain(plan, time.monotonic() + timeout, state_dir, say or (lambda _line: None))
+    run.topics.update(plan.topics)
+    run.record(
+        state="draining",
+        started=time.time(),
+        lookupd=plan.lookupd,
+        topics=plan.topics,
+        moved=(),
+        pid=os.getpid(),
+        detail="",
+        last_tombstone=None,
+        remaining=plan.load.remaining if plan.load else None,
+        eta=None,
+    )
+    outcome: Outcome = "timeout"
+    progress: DrainProgress | None = None
+    try:
+        async with (
+            admin_client() as client,
+            _poller(plan.family, plan.lookupd, plan.node) as poller,
+        ):
+            listed: list[str] = []
+            while True:
+                if run.restored():
+                    outcome = "restored"
+                    break
+                if plan.family == "original":
+                    await run.tombstone_due(client, listed)
+                view = await _view(poller)
+                if plan.family == "redesign" and any(
+                    p.leader == plan.node for t in view.topics for p in t.partitions
+                ):
+                    await run.move(view)
+                    view = await _view(poller)
+                else:
+                    run.topics.update(t.name for t in view.topics)
+                load = node_load(view, plan.node)
+                if plan.family == "original":
+                    pairs = await listed_topics(
+                        client, plan.lookupd, sorted(run.topics), plan.producer
+                    )
+                    listed = sorted({t for _, t in pairs})
+                progress = run.progress(load, listed)
+                if time.monotonic() - run.last_record >= RECORD_EVERY:
+                    run.record(remaining=load.remaining, eta=progress.eta)
+                    run.last_record = time.monotonic()
+                if on_progress is not None:
+                    on_progress(progress)
+                if progress.done:
+                    outcome = "drained"
+                    break
+                if time.monotonic() >= run.deadline:
+                    break
+                await asyncio.sleep(interval)
+    finally:
+        if outcome != "restored":
+            with contextlib.suppress(OSError):
+                run.finish(outcome, progress)
+    assert progress is not None or outcome == "restored"
+    if progress is None:
+        progress = DrainProgress(plan.node, 0.0, NodeLoad(0, 0, 0, 0, up=False))
+    return DrainResult(plan, outcome, progress, run.moved, run.move_errors)

@@ -1,0 +1,115 @@
+"""The redesign's side of a node drain: which partition leaders to move off the node and
+where, sent through the partition move (:mod:`nsqctl.admin.partitions`).
+
+youzan elects a moved leader itself, the in-sync copy (the old leader aside) with the least
+leader load factor, whatever ``move_to`` says (see :mod:`nsqctl.admin.partitions`). So the
+target we name is the copy it would elect anyway: an in-sync copy on another nsqd, least
+loaded first. A partition with no other in-sync copy (one replica) moves to an nsqd that
+holds no copy yet, which the server first fills (it catches up, then takes over); for an
+unordered topic that nsqd must hold no other partition of it (one copy per nsqd).
+
+For a drain the move is judged by where leadership ended, not by the move's own report:
+an election that picked another copy than the target still took the node out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+
+from nsqctl.admin.partitions import apply_plan, plan_move
+from nsqctl.admin.requests import AdminReport
+from nsqctl.errors import NsqctlError
+from nsqctl.stats.view import ClusterView, PartitionView, TopicView
+
+
+@dataclass(frozen=True)
+class LeaderMove:
+    """Leadership of ``topic``/``partition`` to go from ``source`` (the drained node) to
+    ``target``."""
+
+    topic: str
+    partition: int
+    source: str
+    target: str
+
+    def describe(self) -> str:
+        return f"move {self.topic} partition {self.partition} leader {self.source} -> {self.target}"
+
+
+def _holds_other(topic: TopicView, partition: int, node: str) -> bool:
+    return any(
+        node in (p.leader, *p.replicas, *(p.isr or ()))
+        for p in topic.partitions
+        if p.partition != partition
+    )
+
+
+def _target(
+    topic: TopicView,
+    p: PartitionView,
+    node: str,
+    nodes: Sequence[str],
+    loads: Mapping[str, float],
+    avoid: Collection[str],
+) -> str | None:
+    """Where leadership of ``p`` should go (module doc); None when nowhere can take it."""
+
+    def by_load(candidates: list[str]) -> list[str]:
+        return sorted(candidates, key=lambda a: (loads.get(a, float("inf")), a))
+
+    copies = p.isr if p.isr is not None else (p.leader, *p.replicas)
+    in_sync = [a for a in copies if a and a != node and a not in avoid]
+    if in_sync:
+        return by_load(in_sync)[0]
+    fresh = [
+        a
+        for a in nodes
+        if a != node
+        and a not in avoid
+        and a not in (p.leader, *p.replicas)
+        and (topic.ordered or not _holds_other(topic, p.partition or 0, a))
+    ]
+    return by_load(fresh)[0] if fresh else None
+
+
+def plan_leader_moves(
+    view: ClusterView,
+    node: str,
+    loads: Mapping[str, float],
+    avoid: Collection[str] = (),
+) -> tuple[list[LeaderMove], list[str]]:
+    """The moves that take every partition leader off ``node``, and one line for each
+    partition none can (``avoid``: nsqds not to move to, e.g. others being drained)."""
+    nodes = [n.address for n in view.nodes if n.stats.state != "down" and n.stats.is_redesign]
+    moves: list[LeaderMove] = []
+    blocked: list[str] = []
+    for topic in view.topics:
+        for p in topic.partitions:
+            if p.partition is None or p.leader != node:
+                continue
+            target = _target(topic, p, node, nodes, loads, avoid)
+            if target is None:
+                blocked.append(
+                    f"{topic.name} partition {p.partition}: no other nsqd can take it (no "
+                    "in-sync copy elsewhere and no free nsqd): add an nsqd or replicas"
+                )
+            else:
+                moves.append(LeaderMove(topic.name, p.partition, node, target))
+    return moves, blocked
+
+
+async def move_leader(
+    lookupd: Sequence[str],
+    move: LeaderMove,
+    *,
+    wait: float,
+    progress: Callable[[str], None] | None = None,
+) -> AdminReport | str:
+    """Send one move and wait for it (:func:`nsqctl.admin.partitions.apply_plan`); the
+    report, or the one-line reason it could not be planned (it may have moved already)."""
+    try:
+        plan = await plan_move(lookupd, move.topic, move.partition, move.target)
+    except NsqctlError as err:
+        return str(err)
+    return await apply_plan(plan, wait=wait, progress=progress)

@@ -1,0 +1,158 @@
+"""Undo a node drain (``nsqctl node restore``), from what the drain recorded in the state
+directory (:mod:`.drain_state`).
+
+First the record says ``restored``, so that a drain still running stops before its next
+tombstone or move, and we wait for its process to end. Then, on the original family, the
+nsqd drops and re-opens its nsqlookupd connections, which clears its tombstones at once
+(:mod:`.drain_original`; without it they would last nsqlookupd's tombstone lifetime). On
+the redesign, each leader the drain moved is moved back to the node; youzan elects leaders
+itself, so one may end elsewhere: that is reported, not hidden.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from nsqctl.admin.drain_defaults import DEFAULT_RESTORE_WAIT
+from nsqctl.admin.drain_original import find_peer, listed_topics, reregister
+from nsqctl.admin.drain_redesign import LeaderMove, move_leader
+from nsqctl.admin.drain_state import DrainRecord, read_drains, update_drain
+from nsqctl.admin.requests import AdminReport, admin_client
+from nsqctl.errors import NotFoundError, NsqctlError
+from nsqctl.stats.read import fetch_nsqd_stats
+
+Say = Callable[[str], None]
+
+
+@dataclass
+class RestoreResult:
+    node: str
+    family: str
+    ok: bool
+    notes: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "node": self.node,
+            "family": self.family,
+            "ok": self.ok,
+            "notes": self.notes,
+            "failed": self.failed,
+        }
+
+
+def _pid_runs(pid: int) -> bool:
+    if pid <= 0 or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+async def _drain_gone(record: DrainRecord, deadline: float) -> bool:
+    """Wait for a drain still running elsewhere to see ``restored`` and stop (it checks
+    before each step), so that no tombstone or move of it lands after the undo."""
+    if record.state != "draining":
+        return True
+    while _pid_runs(record.pid):
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.2)
+    return True
+
+
+async def restore_node(
+    lookupd_http: Sequence[str],
+    node: str,
+    *,
+    wait: float = DEFAULT_RESTORE_WAIT,
+    say: Say | None = None,
+    state_dir: Path | None = None,
+) -> RestoreResult:
+    """Undo the drain of ``node`` recorded in the state directory (see the module doc)."""
+    tell = say or (lambda _line: None)
+    records = read_drains(state_dir)
+    record = records.get(node) or next(
+        (r for r in records.values() if node in (r.node, r.node.rsplit(":", 1)[0])), None
+    )
+    if record is None:
+        raise NotFoundError(f"no drain of {node} is recorded on this machine: nothing to restore")
+    lookupd = tuple(lookupd_http) or record.lookupd
+    deadline = time.monotonic() + wait
+    update_drain(record.node, lambda old: replace(old or record, state="restored"), state_dir)
+    result = RestoreResult(record.node, record.family, ok=True)
+    if not await _drain_gone(record, deadline):
+        result.notes.append(f"the drain (pid {record.pid}) has not stopped yet")
+    if record.family == "original":
+        await _restore_original(record, lookupd, deadline, result, tell)
+    else:
+        await _restore_redesign(record, lookupd, deadline, result, tell)
+    result.ok = not result.failed
+    return result
+
+
+async def _restore_original(
+    record: DrainRecord, lookupd: Sequence[str], deadline: float, result: RestoreResult, say: Say
+) -> None:
+    async with admin_client() as client:
+        peer = await find_peer(client, lookupd, record.node)
+        if peer is None:
+            result.notes.append(
+                f"{record.node} is not registered with nsqlookupd (stopped?): it registers "
+                "afresh, without tombstones, when it starts"
+            )
+            return
+        say(f"{record.node}: reconnecting to its nsqlookupds to register afresh")
+        try:
+            await reregister(client, record.node, peer.http_key, lookupd, deadline)
+        except NsqctlError as err:
+            result.failed.append(str(err))
+            return
+        topics = sorted({t.topic for t in (await fetch_nsqd_stats(client, record.node)).topics})
+        pairs = len(lookupd) * len(topics)
+        while True:
+            listed = await listed_topics(client, lookupd, topics, peer.http_key)
+            if len(listed) == pairs:
+                result.notes.append(
+                    f"nsqlookupd lists {record.node} again for {len(topics)} topic(s)"
+                )
+                return
+            if time.monotonic() > deadline:
+                result.failed.append(
+                    f"nsqlookupd lists {record.node} for {len(listed)} of {pairs} "
+                    "topic registrations so far"
+                )
+                return
+            await asyncio.sleep(0.2)
+
+
+async def _restore_redesign(
+    record: DrainRecord, lookupd: Sequence[str], deadline: float, result: RestoreResult, say: Say
+) -> None:
+    """Move back each leader the drain moved (youzan may elect another copy: reported)."""
+    if not record.moved:
+        result.notes.append("the drain moved no leader: nothing to move back")
+    for m in record.moved:
+        back = LeaderMove(m.topic, m.partition, m.target, record.node)
+        say(back.describe())
+        wait = max(1.0, deadline - time.monotonic())
+        outcome = await move_leader(lookupd, back, wait=wait, progress=say)
+        if isinstance(outcome, str) and "already leads" not in outcome:
+            result.failed.append(f"{m.topic} partition {m.partition}: {outcome}")
+        elif isinstance(outcome, AdminReport) and not outcome.ok:
+            result.failed.extend(
+                f"{m.topic} partition {m.partition}: {r.error}" for r in outcome.failures
+            )
+        else:
+            result.notes.append(f"{m.topic} partition {m.partition}: led by {record.node} again")

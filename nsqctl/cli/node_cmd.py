@@ -1,0 +1,233 @@
+"""``nsqctl node drain|restore|list``: take an nsqd out of service safely, and back.
+
+Thin over :mod:`nsqctl.admin.drain`. ``drain`` shows its progress on stderr (one line kept
+up to date on a terminal, a line every few seconds otherwise) and exits 0 only when the
+node is safe to stop; 1 when ``--timeout`` passed first (naming what is left) or when
+``node restore`` undid it meanwhile. The drain state is kept in the state directory
+(``NSQCTL_STATE_DIR``), where ``restore``, ``list`` and the dashboard read it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from typing import TYPE_CHECKING
+
+import typer
+
+from nsqctl.admin.drain_defaults import DEFAULT_INTERVAL, DEFAULT_RESTORE_WAIT, DEFAULT_TIMEOUT
+from nsqctl.admin.drain_state import read_drains
+from nsqctl.cli import complete
+from nsqctl.cli.admin_cmd import cluster_addresses
+from nsqctl.cli.common import JsonOption, LookupdOption, ProfileOption
+from nsqctl.errors import AdminError, ConfigError, NsqctlTimeoutError
+
+if TYPE_CHECKING:  # the drain loads the stats model: only when a command runs (start-up)
+    from nsqctl.admin.drain import DrainPlan, DrainResult
+    from nsqctl.admin.drain_progress import DrainProgress
+
+app = typer.Typer(
+    help="Drain an nsqd before stopping it, restore it, list nsqds and their drain state.",
+    no_args_is_help=True,
+)
+
+NodeArgument = typer.Argument(
+    ...,
+    autocompletion=complete.nodes,
+    help="The nsqd: its HTTP address (as `nsqctl node list` and `dash` show) or TCP address.",
+)
+PRINT_EVERY = 5.0
+"""Seconds between progress lines when stderr is not a terminal (logs, CI)."""
+
+
+def _lookupds(lookupd: list[str] | None, profile: str | None) -> list[str]:
+    lookupds, _ = cluster_addresses(lookupd, None, None, profile, require=None)
+    return lookupds
+
+
+class _Display:
+    """The drain's progress on stderr: a refreshed line on a terminal, else periodic lines."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self.last_print = float("-inf")
+        self.open_line = False
+
+    def progress(self, step: DrainProgress) -> None:
+        line = step.line()
+        if self.tty:
+            sys.stderr.write("\r\x1b[K" + line)
+            sys.stderr.flush()
+            self.open_line = True
+            return
+        now = time.monotonic()
+        if now - self.last_print >= PRINT_EVERY or step.done:
+            typer.echo(line, err=True)
+            self.last_print = now
+
+    def say(self, line: str) -> None:
+        self.end()
+        typer.echo(line, err=True)
+
+    def end(self) -> None:
+        if self.open_line:
+            sys.stderr.write("\n")
+            self.open_line = False
+
+
+def _show_plan(plan: DrainPlan, as_json: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps({"dry_run": True, **plan.to_json()}, indent=2))
+        return
+    remaining = plan.load.remaining if plan.load else 0
+    typer.echo(f"drain {plan.node} ({plan.family}): {remaining} messages on it now")
+    for step in plan.steps():
+        typer.echo(f"  {step}")
+    if not plan.steps():
+        typer.echo("  (nothing to send: the node holds no topic)")
+    typer.echo("dry run: nothing was changed")
+
+
+def _finish(result: DrainResult, as_json: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps(result.to_json(), indent=2))
+    node = result.plan.node
+    if result.outcome == "restored":
+        raise AdminError(f"the drain of {node} was undone by `nsqctl node restore`: stopped")
+    if result.outcome == "timeout":
+        left = "; ".join(result.progress.left() + result.move_errors) or "not confirmed"
+        raise NsqctlTimeoutError(
+            f"{node} is not drained after {result.progress.elapsed:.0f}s: {left}",
+            setting="timeout",
+        )
+    if not as_json:
+        typer.echo(
+            f"{node} drained in {result.progress.elapsed:.0f}s: it holds nothing and nothing "
+            "depends on it; safe to stop"
+        )
+        for m in result.moved:
+            typer.echo(f"  moved {m.topic} partition {m.partition} leader to {m.target}")
+        if result.plan.family == "original":
+            typer.echo(
+                "  nsqlookupd lists it again once its tombstones expire (--tombstone-lifetime, "
+                f"45s by default) unless it is stopped; `nsqctl node restore {node}` undoes "
+                "the drain now"
+            )
+
+
+@app.command("drain")
+def node_drain(
+    node: str = NodeArgument,
+    timeout: float = typer.Option(
+        DEFAULT_TIMEOUT,
+        "--timeout",
+        min=0,
+        help="Give up after this long: exit 1, naming what is left.",
+    ),
+    interval: float = typer.Option(
+        DEFAULT_INTERVAL, "--interval", min=0.1, help="Seconds between two looks at the node."
+    ),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Show the tombstones or leader moves; change nothing."
+    ),
+    as_json: bool = JsonOption,
+    lookupd: list[str] = LookupdOption,
+    profile: str | None = ProfileOption,
+) -> None:
+    """Drain an nsqd: send traffic elsewhere, exit 0 once it is safe to stop it.
+
+    Original: tombstone the nsqd's topics on every nsqlookupd (kept fresh while it runs),
+    then wait until it holds no message (depth, in flight, deferred) and no nsqlookupd
+    lists it. Redesign: move every partition leader it holds to an in-sync copy elsewhere,
+    then wait until no partition depends on it. Undo with `nsqctl node restore`.
+    """
+    from nsqctl.admin.drain import plan_drain, run_drain
+
+    lookupds = _lookupds(lookupd, profile)
+    plan = asyncio.run(plan_drain(lookupds, node))
+    if dry_run:
+        _show_plan(plan, as_json)
+        return
+    display = _Display()
+    try:
+        result = asyncio.run(
+            run_drain(
+                plan,
+                timeout=timeout,
+                interval=interval,
+                on_progress=display.progress,
+                say=display.say,
+            )
+        )
+    finally:
+        display.end()
+    _finish(result, as_json)
+
+
+@app.command("restore")
+def node_restore(
+    node: str = NodeArgument,
+    wait: float = typer.Option(
+        DEFAULT_RESTORE_WAIT,
+        "--wait",
+        min=0,
+        help="Seconds to wait until the node takes traffic again.",
+    ),
+    as_json: bool = JsonOption,
+    lookupd: list[str] = LookupdOption,
+    profile: str | None = ProfileOption,
+) -> None:
+    """Undo a drain: stop it, let nsqlookupd list the nsqd again (original) or move back
+    the partition leaders the drain moved (redesign)."""
+    from nsqctl.admin.drain import restore_node
+
+    lookupds = _lookupds(lookupd, profile)
+    result = asyncio.run(
+        restore_node(lookupds, node, wait=wait, say=lambda s: typer.echo(s, err=True))
+    )
+    if as_json:
+        typer.echo(json.dumps(result.to_json(), indent=2))
+    else:
+        typer.echo(f"{result.node} restored ({result.family})")
+        for note in result.notes:
+            typer.echo(f"  {note}")
+    if result.failed:
+        raise AdminError(f"restore of {result.node} incomplete: {'; '.join(result.failed)}")
+
+
+@app.command("list")
+def node_list(
+    as_json: bool = JsonOption,
+    lookupd: list[str] = LookupdOption,
+    profile: str | None = ProfileOption,
+) -> None:
+    """List the nsqds nsqlookupd knows, with the drain state recorded on this machine."""
+    lookupds = _lookupds(lookupd, profile)
+    if not lookupds:
+        raise ConfigError(
+            "node list asks nsqlookupd: give its HTTP address", setting="lookupd_http"
+        )
+
+    from nsqctl.admin.drain_original import registered_peers
+    from nsqctl.admin.requests import admin_client
+
+    async def peers() -> dict[str, str]:
+        async with admin_client() as client:
+            found = await asyncio.gather(*(registered_peers(client, lk) for lk in lookupds))
+        return {p.http_key: p.key for lst in found for p in lst}
+
+    nodes = asyncio.run(peers())
+    drains = read_drains()
+    rows = [
+        {"http": http, "tcp": tcp, "drain": drains[http].state if http in drains else None}
+        for http, tcp in sorted(nodes.items())
+    ]
+    if as_json:
+        typer.echo(json.dumps({"nodes": rows}, indent=2))
+        return
+    for row in rows:
+        typer.echo(f"{row['http']:<22} tcp {row['tcp']:<22} {row['drain'] or '-'}")
+    if not rows:
+        typer.echo("(no nsqd registered)", err=True)
