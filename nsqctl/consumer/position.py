@@ -90,12 +90,24 @@ class ResumePlan:
 
 
 def plan_resume(
-    position: int | None, copy: TopicPartitionStats | None, channel: str
+    position: int | None,
+    copy: TopicPartitionStats | None,
+    channel: str,
+    *,
+    same_nsqd: bool = False,
 ) -> ResumePlan | None:
-    """A plan when the leader's ``copy`` of the partition (from its ``/stats``) has the
-    channel past ``position``, or lacks it while the topic's queue ends past it (a SUB
-    creates a missing channel at the end); None when nothing would be skipped, or when
-    the stats cannot tell (no copy, no byte counts)."""
+    """A plan when the leader's ``copy`` of the partition (from its ``/stats``) lacks the
+    channel while the topic's queue ends past ``position`` (a SUB creates a missing
+    channel at the end), or has it past ``position``; None when nothing would be skipped,
+    or when the stats cannot tell (no copy, no byte counts).
+
+    A channel past ``position`` counts only on another nsqd than the one read before
+    (``same_nsqd`` False: a new leader, whose copy may lag or have been made late at the
+    topic's end). On the same nsqd it was moved on purpose (``channel empty``,
+    ``setoffset``, other consumers), and undoing that would replay what was skipped on
+    purpose. A missing channel counts either way (an nsqd restarted without it). A wrong
+    guess costs messages delivered again, never a skip.
+    """
     if position is None or copy is None or copy.partition is None or not copy.depth_is_bytes:
         return None
     end = copy.depth  # the byte offset where the partition's queue ends
@@ -107,5 +119,5 @@ def plan_resume(
         if found.depth_bytes is None:
             return None
         at = end - found.depth_bytes  # confirmed offset: the unconsumed bytes end at `end`
-        ahead = at > position
+        ahead = at > position and not same_nsqd
     return ResumePlan(copy.partition, position, at) if ahead else None

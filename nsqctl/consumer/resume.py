@@ -7,6 +7,8 @@ then starts with SUB_ADVANCED ``virtual_queue:<position>`` (it applies when this
 channel's first consumer, as after a failover); youzan's SUB_ORDERED takes no start, so
 for an ordered one the channel is made if missing and its offset set first (nsqd's
 ``/channel/create`` and ``/channel/setoffset``, as the admin's ``channel setoffset``).
+
+Which channels are moved back: see :func:`.position.plan_resume`.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ class Resumer:
         self.ordered = ordered
         self.positions = ConfirmedPositions()
         self._plans: dict[int, ResumePlan] = {}  # resumed, not reported yet
+        self._read_from: dict[int, str] = {}  # partition -> HTTP address last subscribed
         self._http: httpx.AsyncClient | None = None
 
     async def start_for(self, partition: int | None, nsqd_http: HostPort | None) -> str | None:
@@ -49,15 +52,18 @@ class Resumer:
         asked is subscribed as usual (logged)."""
         if partition is None or nsqd_http is None:
             return None
+        address = str(nsqd_http)
+        same_nsqd = self._read_from.get(partition) == address
+        self._read_from[partition] = address
         position = self.positions.position(partition)
         if position is None:
             return None  # nothing received yet: nothing this consumer could skip
-        address = str(nsqd_http)
         try:
             node = await fetch_nsqd_stats(
                 self._client(), address, topic=self.topic, channel=self.channel
             )
-            plan = plan_resume(position, node.topic(self.topic, partition), self.channel)
+            copy = node.topic(self.topic, partition)
+            plan = plan_resume(position, copy, self.channel, same_nsqd=same_nsqd)
             if plan is None:
                 return None
             log.warning("%s", plan.describe(self.topic, self.channel, address))

@@ -78,6 +78,12 @@ def test_an_existing_channel_is_resumed_only_when_it_is_past_the_position() -> N
     assert plan_resume(40, copy(100, channel(80)), "c") is None  # behind: resent, not skipped
 
 
+def test_on_the_same_nsqd_only_a_missing_channel_is_resumed() -> None:
+    # moved on purpose there (channel empty, setoffset): not undone
+    assert plan_resume(40, copy(100, channel(30)), "c", same_nsqd=True) is None
+    assert plan_resume(40, copy(100, None), "c", same_nsqd=True) == ResumePlan(0, 40, None)
+
+
 def test_no_resume_when_it_cannot_be_told() -> None:
     assert plan_resume(None, copy(100, None), "c") is None
     assert plan_resume(40, None, "c") is None
