@@ -1,9 +1,9 @@
 """A redesign consumer's confirmed position per partition, and whether a new leader's
 channel is past it (sans-IO: the caller reads the leader's ``/stats``).
 
-A youzan channel can exist on the partition's leader only (replicas get a new channel
-some seconds after it was made, a replica that joined the ISR later gets it later still;
-ephemeral channels never). After a failover the new leader then has no such channel, the
+A youzan channel can exist on the partition's leader only (a replica that joined the
+ISR after the channel was made, or missed its copy, gets it on a later periodic sync;
+ephemeral channels are never copied). After a failover the new leader then has no such channel, the
 first SUB creates it at the topic's end, and every message in between would be skipped
 for the channel without a word. So the consumer keeps, per partition, the queue offset up
 to which it has handled every message it received (the frames carry each message's

@@ -1,8 +1,9 @@
 """A channel that exists only on the killed leader is resumed, not skipped (issue 25).
 
-youzan copies a new channel to a partition's replicas some seconds after it was made, so
-for a while the channel lives on the leader alone. If the leader dies then, the new
-leader has no such channel, the consumer's SUB creates it at the topic's end, and every
+youzan copies a new channel to the replicas in the partition's ISR when a SUB makes it
+(and again on its periodic sync when that failed), so a replica that joined the ISR later
+or missed the copy lacks it for a while, and an ephemeral channel is never copied. If the
+leader dies then, the new leader has no such channel, the consumer's SUB creates it at the topic's end, and every
 message in between would be skipped for that channel. The consumer keeps the partition's
 confirmed position and resumes from it on the new leader.
 
@@ -12,7 +13,8 @@ leader (one read plain, one ordered), part of the messages handled and FINed, th
 held in flight or not yet sent, and the leader killed while the replicas' ``/stats`` list
 neither channel (asserted, so the test proves the situation it claims). Then one more
 message is published: when it arrives, everything published before the kill must have
-arrived too. Without the resume the plain channel loses 46 of the 60 messages.
+arrived too. Without the resume (Resumer.start_for answering None) each channel loses
+every message that was neither handled nor in flight at the kill, and the test fails.
 """
 
 from __future__ import annotations
@@ -37,8 +39,8 @@ pytestmark = [pytest.mark.redesign, pytest.mark.timeout(300)]
 BEFORE = 60  # messages published before the kill
 HANDLED = 10  # of those, handled and FINed by each consumer before the kill
 # Ephemeral: youzan never copies such a channel to the replicas, so it lives on the leader
-# alone for as long as it exists, which forces the situation without a race against the
-# seconds a durable channel takes to reach them (a SUB syncs the channel list at once).
+# alone for as long as it exists. That forces the situation without a race: a durable
+# channel made by a SUB reaches the replicas in the ISR at once.
 PLAIN, ORDERED = "plain#ephemeral", "ordered#ephemeral"
 
 
