@@ -3,9 +3,9 @@
 youzan copies a new channel to the replicas in the partition's ISR when a SUB makes it
 (and again on its periodic sync when that failed), so a replica that joined the ISR later
 or missed the copy lacks it for a while, and an ephemeral channel is never copied. If the
-leader dies then, the new leader has no such channel, the consumer's SUB creates it at the topic's end, and every
-message in between would be skipped for that channel. The consumer keeps the partition's
-confirmed position and resumes from it on the new leader.
+leader dies then, the new leader has no such channel, the consumer's SUB creates it at
+the topic's end, and every message in between would be skipped for that channel. The
+consumer keeps the partition's confirmed position and resumes from it on the new leader.
 
 The situation is forced on real servers: 3 nsqd, a topic of replicas 3 (youzan elects a
 new leader without the killed node), two channels made by the consumers' own SUBs on the
