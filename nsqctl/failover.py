@@ -16,6 +16,11 @@ from typing import Literal
 #: seconds a publish or a consumer waits for a partition's new leader (0: give up at once)
 DEFAULT_FAILOVER_WINDOW = 180.0
 
+#: :attr:`FailoverEvent.reason` of a consumer's ``resumed`` event when the new leader's
+#: channel was missing or past what the consumer had confirmed: the consumer moved the
+#: channel back to its confirmed position, so nothing in between is skipped.
+RESUMED_FROM_CONFIRMED = "resumed from the confirmed position"
+
 
 @dataclass(frozen=True)
 class FailoverEvent:
@@ -29,7 +34,7 @@ class FailoverEvent:
     waited: float  # seconds since the partition was lost (or the publish first failed)
     window: float  # the failover window in force (0: none)
     nsqd: str = ""  # resumed: the nsqd it goes on with
-    reason: str = ""  # waiting: the last error, when there is one
+    reason: str = ""  # waiting: the last error; resumed: e.g. RESUMED_FROM_CONFIRMED
 
     @property
     def where(self) -> str:
@@ -39,7 +44,8 @@ class FailoverEvent:
         """One line for a log or a terminal."""
         if self.kind == "resumed":
             verb = "publishing" if self.role == "publish" else "consuming"
-            return f"{self.where}: {verb} again on {self.nsqd} after {self.waited:.1f}s"
+            text = f"{self.where}: {verb} again on {self.nsqd} after {self.waited:.1f}s"
+            return f"{text}, {self.reason}" if self.reason else text
         text = f"waiting for a leader for {self.where} ({self.waited:.0f}s of {self.window:.0f}s)"
         return f"{text}: {self.reason}" if self.reason else text
 

@@ -379,16 +379,23 @@ class Connection:
         *,
         ordered: bool = False,
         start: str | None = None,
+        detail: bool = False,
     ) -> None:
-        """SUB / SUB_ORDERED / SUB_ADVANCED; sets how messages will be decoded."""
+        """SUB / SUB_ORDERED / SUB_ADVANCED; sets how messages will be decoded.
+
+        ``detail``: on the redesign, SUB_ADVANCED without a start rather than SUB: the same
+        subscription, but each message frame carries its queue offset and size (a consumer
+        keeps its confirmed position with them). Ignored on the original family.
+        """
         part = self.partition_arg(partition)
+        detail = detail and self.is_redesign and not ordered
         if (ordered or start is not None) and not self.is_redesign:
             raise ConfigError(
                 f"nsqd {self.address} is an original NSQ server: an ordered subscription "
                 "and a start position need the redesign",
                 setting="start" if start is not None else "ordered",
             )
-        if start is not None:
+        if start is not None or detail:
             cmd = p.sub_advanced(topic, channel, part, start)
             context = "sub_advanced"
         elif ordered:
@@ -398,7 +405,7 @@ class Connection:
         self.layout = MessageLayout(
             family=self.family,
             ext=self.config.extend_support and self.is_redesign,
-            ordered=ordered or start is not None,
+            ordered=ordered or start is not None or detail,
         )
         try:
             await self.request(cmd, context)

@@ -13,6 +13,8 @@ and meet through narrow interfaces, so each can be read (and tested) on its own:
   they decide, and the loop of their timers.
 - :class:`.leaders.LeaderWatch`: partitions waiting for a new leader, duplicates after a
   reconnect, the order checker's reconnect bookkeeping.
+- :class:`.resume.Resumer` (with a lookupd): each redesign partition's confirmed position,
+  and a new leader's channel moved back to it when it is missing or past it.
 
 This module wires them and keeps the public face: construction (typed options), start,
 close, iteration and introspection. Nothing is acknowledged before the handler finished:
@@ -59,6 +61,7 @@ from nsqctl.tracelog import TraceLog
 
 if TYPE_CHECKING:
     from nsqctl.connection.tcp import CloseHandler, ErrorHandler
+    from nsqctl.consumer.resume import Resumer
     from nsqctl.lookup.client import LookupClient
 
 log = logging.getLogger("nsqctl.consumer")
@@ -139,8 +142,14 @@ class Consumer:
         self.error: BaseException | None = None
         self._nsqd = parse_addresses(nsqd_tcp, example="127.0.0.1:4150") if nsqd_tcp else []
         self._lookup: LookupClient | None = None
+        # Partitions that ride a failover (a lookupd; the redesign's partitions) keep their
+        # confirmed position, so a new leader without the channel skips nothing.
+        self._resumer: Resumer | None = None
         if lookupd_http:
-            from nsqctl.lookup.client import LookupClient  # httpx only when lookupd is used
+            from nsqctl.consumer.resume import Resumer  # httpx only when lookupd is used
+            from nsqctl.lookup.client import LookupClient
+
+            self._resumer = Resumer(self.topic, self.channel, ordered=opts.ordered)
 
             self._lookup = LookupClient(
                 lookupd_http, poll_interval=opts.lookup_interval, jitter=opts.lookup_jitter
@@ -182,6 +191,7 @@ class Consumer:
             giving_up=giving_up or DeadLetterFile(dead_letter_path(self.topic, self.channel)),
             on_order_violation=on_order_violation,
             trace_log=trace_log,
+            positions=self._resumer.positions if self._resumer is not None else None,
         )
         # What every connection hands its reads to (read when a connection is opened).
         self._on_messages = self._delivery.on_messages
@@ -196,6 +206,7 @@ class Consumer:
             rng=rng,
             refresh=refresh,
             waiting_for_leader=self._leaders.waiting_for_leader,
+            resume_start=self._resumer.start_for if self._resumer is not None else None,
         )
         self._tasks: list[asyncio.Task[Any]] = []  # the flow loop and the lookup polling
         self._started = False
@@ -217,7 +228,8 @@ class Consumer:
     def _connected(self, target: Target, conn: Connection) -> None:
         now = time.monotonic()
         self._delivery.add(conn, target[1])
-        self._leaders.joined(target[1], str(target[0]), now)
+        reason = self._resumer.take_reason(target[1]) if self._resumer is not None else ""
+        self._leaders.joined(target[1], str(target[0]), now, reason)
         self._flow.add_connection(conn, now)
 
     def _dropped(self, target: Target, conn: Connection, lost: bool) -> None:
@@ -310,6 +322,8 @@ class Consumer:
         await self._connections.close_all()
         if self._lookup is not None:
             await self._lookup.aclose()
+        if self._resumer is not None:
+            await self._resumer.aclose()
 
     async def stop(self, timeout: float | None = None) -> None:
         """The same as :meth:`close`."""

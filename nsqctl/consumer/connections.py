@@ -35,6 +35,9 @@ Dial = Callable[[HostPort, "ErrorHandler", "CloseHandler"], Awaitable["Connectio
 OnConnected = Callable[[Target, "Connection"], None]
 #: ``conn`` is gone; ``lost`` when it broke (not closed by us, not left the topic).
 OnDropped = Callable[[Target, "Connection", bool], None]
+#: The SUB_ADVANCED start for a partition's next subscription on the nsqd whose HTTP
+#: address is given (None if unknown); None to subscribe as usual.
+ResumeStart = Callable[[int | None, HostPort | None], Awaitable[str | None]]
 
 
 class ConnectionSet:
@@ -53,6 +56,7 @@ class ConnectionSet:
         rng: random.Random,
         refresh: Callable[[], None] | None = None,
         waiting_for_leader: Callable[[int | None], bool] = lambda partition: False,
+        resume_start: ResumeStart | None = None,
     ) -> None:
         self.topic = topic
         self.channel = channel
@@ -66,6 +70,8 @@ class ConnectionSet:
         # (then the targets are fixed and a lost one is only reconnected).
         self._refresh = refresh
         self._waiting_for_leader = waiting_for_leader
+        self._resume_start = resume_start
+        self._http_of: dict[HostPort, HostPort] = {}  # nsqd TCP address -> its HTTP address
         self._conns: dict[Target, Connection] = {}
         self._targets: set[Target] = set()
         self._connecting: dict[Target, asyncio.Task[None]] = {}
@@ -88,6 +94,8 @@ class ConnectionSet:
             if partitions is not None and part not in partitions:
                 continue
             wanted.add((peer.tcp_address, part))
+            if peer.http_port:
+                self._http_of[peer.tcp_address] = peer.http_address
         if topo.stale and not wanted:
             return
         if not topo.stale and self._refresh is not None:
@@ -167,9 +175,25 @@ class ConnectionSet:
             self._schedule_reconnect(target)
             return
         options = self._options
+        start = options.start
+        # A partition that rides a failover keeps its confirmed position: its frames carry
+        # each message's queue offset, and a leader whose channel is missing or past that
+        # position is subscribed from it (see .resume).
+        rides = self._refresh is not None and partition is not None
+        if rides and self._resume_start is not None:
+            try:
+                start = await self._resume_start(partition, self._http_of.get(address)) or start
+            except asyncio.CancelledError:
+                await conn.close()  # stopped while asking: nothing subscribed yet
+                raise
         try:
             await conn.subscribe(
-                self.topic, self.channel, partition, ordered=options.ordered, start=options.start
+                self.topic,
+                self.channel,
+                partition,
+                ordered=options.ordered,
+                start=start,
+                detail=rides,
             )
         except p.SubOrderIsMustError as err:
             self.fatal = ConfigError(ORDERED_START, setting="start") if options.start else err

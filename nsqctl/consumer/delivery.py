@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from nsqctl.consumer.failover import FinWindow
     from nsqctl.consumer.options import ConsumerOptions, ConsumerStats
     from nsqctl.consumer.order import OrderChecker
+    from nsqctl.consumer.position import ConfirmedPositions
     from nsqctl.flow import BackoffController, RateLimiter, RdyController, RdyUpdate
     from nsqctl.protocol.message import RawMessage
     from nsqctl.tracelog import TraceLog
@@ -110,6 +111,7 @@ class DeliveryPath:
         giving_up: GiveUpHook,
         on_order_violation: OrderEventHook | None = None,
         trace_log: TraceLog | None = None,
+        positions: ConfirmedPositions | None = None,
     ) -> None:
         self.topic = topic
         self.channel = channel
@@ -136,6 +138,10 @@ class DeliveryPath:
         self._count_duplicates = books.count_duplicates
         self._fins_add = books.fins.add_many
         self._order_check = books.order.check
+        # A partition's confirmed position (redesign partitions that ride a failover):
+        # what was handed out and what was handled, by queue offset.
+        self._positions_received = positions.received if positions is not None else None
+        self._positions_handled = positions.handled if positions is not None else None
         self._deliveries: dict[int, Delivery] = {}  # by id(connection)
         self._handler_tasks: set[asyncio.Task[None]] = set()
         self._in_flight = 0
@@ -190,6 +196,9 @@ class DeliveryPath:
             raws = self._ordered_arrivals(conn, via, raws, now)
             if not raws:
                 return
+        track = self._positions_received
+        if track is not None and via.partition is not None:
+            track(via.partition, raws)
         if self._closing:  # sent before nsqd saw RDY 0: straight back, never handed out
             epoch = self._backoff.epoch
             self._give_back(conn, [Message(raw, via, now, epoch) for raw in raws])
@@ -335,6 +344,9 @@ class DeliveryPath:
         partition = via.partition
         # ids are unique per partition on the redesign, per nsqd on the original family
         self._fins_add(partition, ids, via.nsqd_address)
+        handled = self._positions_handled
+        if handled is not None and partition is not None:
+            handled(partition, [msg._raw for msg in msgs])
         if self._ordered:
             key = (last.offset, last.internal_id)
             self._fin_marks[partition] = key

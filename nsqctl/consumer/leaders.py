@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Hashable
+from dataclasses import replace
 
 from nsqctl.consumer.failover import FinWindow, PartitionWatch, source_key
 from nsqctl.consumer.options import ConsumerStats
@@ -64,7 +65,9 @@ class LeaderWatch:
         self._refresh()
         return True
 
-    def joined(self, partition: int | None, address: str, now: float) -> None:
+    def joined(self, partition: int | None, address: str, now: float, reason: str = "") -> None:
+        """``partition`` is subscribed on ``address``; ``reason`` tells a resumed event
+        how (e.g. :data:`~nsqctl.failover.RESUMED_FROM_CONFIRMED`)."""
         # Back means the same source again: on the original family every nsqd is
         # partition None, and a second nsqd's first connection is no reconnect.
         source = source_key(partition, address)
@@ -72,7 +75,15 @@ class LeaderWatch:
             self.rejoined.add(partition)
             self.order.reconnected(partition)
         self._ever.add(source)
-        self._report(self.watch.resumed(partition, address, now))
+        event = self.watch.resumed(partition, address, now)
+        if reason:
+            if event is None:  # a reconnect that did not wait for a leader
+                watch = self.watch
+                event = FailoverEvent(
+                    "resumed", "consume", watch.topic, partition, 0.0, watch.window, address
+                )
+            event = replace(event, reason=reason)
+        self._report(event)
 
     def lost(self, partition: int | None, now: float) -> None:
         if self.rides(partition):
