@@ -34,6 +34,9 @@ SETTING_FLAGS: dict[str, str] = {
     "auth_secret": "--auth-secret-file FILE or NSQCTL_AUTH_SECRET",
     "compression": "--compression",
     "max_body_size": "--batch",
+    "timeout": "--timeout SECONDS",
+    "interval": "--interval SECONDS",
+    "wait": "--wait SECONDS",
 }
 
 
