@@ -4,11 +4,9 @@
 Original family: tombstone the node's producer of each of its topics on every nsqlookupd,
 so publishers and new consumers stop finding it, keep the tombstones fresh, and watch what
 the node still holds until it is empty and no lookupd lists it (:mod:`.drain_original`).
-Consumers already connected take what is left: go-nsq keeps its connection to an
-nsqd that left ``/lookup``. nsqctl's own ``Consumer`` does not when it finds nsqds through
-nsqlookupd: it closes that connection at its next lookup, so the rest waits for a consumer
-connected to the nsqd directly (``nsqd_tcp``). A channel without a consumer never empties;
-the progress names it.
+Consumers already connected take what is left: go-nsq and nsqctl's own ``Consumer`` keep
+their connection to an nsqd that left ``/lookup``. A channel without a consumer never
+empties; the progress names it.
 
 Redesign: move every partition leader off the node (:mod:`.drain_redesign`, through the
 partition move) and wait until no partition depends on it: led by it, or with it as the

@@ -87,7 +87,8 @@ class ConnectionSet:
         return self._conns
 
     async def sync(self, topo: Topology) -> None:
-        """Connect to every target of ``topo``; with a lookupd, drop the ones it left."""
+        """Connect to every target of ``topo``; with a lookupd, drop the partitions it moved
+        elsewhere (redesign)."""
         wanted = set()
         partitions = self._options.partitions
         for peer, part in topo.targets():
@@ -100,6 +101,12 @@ class ConnectionSet:
             return
         if not topo.stale and self._refresh is not None:
             for target in set(self._conns) - wanted:
+                if target[1] is None:
+                    # Original family: lookupd stops listing an nsqd that is tombstoned
+                    # (drained) or gone. A live connection keeps reading what that nsqd
+                    # still holds, as go-nsq does, or a drain would never empty it; it is
+                    # only not reconnected once it closes (it left ``_targets``).
+                    continue
                 log.info("nsqd %s partition %s left topic %s", *target, self.topic)
                 conn = self._conns.pop(target)
                 self._on_dropped(target, conn, False)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -158,6 +159,22 @@ def test_timeout_names_the_channel_nobody_consumes_and_restore_stops_a_running_d
     _post(f"http://{b}/topic/delete?topic={topic}")
 
 
+class _LookupCounter(logging.Handler):
+    """Counts the consumer's ``/lookup`` requests for ``topic`` (httpx logs each request)."""
+
+    def __init__(self, topic: str) -> None:
+        super().__init__(logging.INFO)
+        self.topic = topic
+        self.count = 0
+        logger = logging.getLogger("httpx")
+        logger.setLevel(logging.INFO)
+        logger.addHandler(self)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if f"/lookup?topic={self.topic}" in record.getMessage():
+            self.count += 1
+
+
 def test_drain_with_a_consumer_exits_0_once_a_is_empty_and_unlisted(
     two: Cluster, env: dict[str, str]
 ) -> None:
@@ -167,15 +184,30 @@ def test_drain_with_a_consumer_exits_0_once_a_is_empty_and_unlisted(
     _topic(b, topic)
     asyncio.run(wait_for(lambda: _listed(two, topic) == {a, b}, 10, "both nsqds listed"))
 
+    lookups = _LookupCounter(topic)
+
     async def scenario() -> tuple[tuple[int, str, str], list[Message]]:
-        drain = asyncio.create_task(asyncio.to_thread(_drain, two, env, a, "--json"))
-        # the drain tombstones first: only then does the consumer come to empty A
-        await wait_for(lambda: _listed(two, topic) == {b}, 30, "A tombstoned")
-        assert not drain.done()  # 50 messages still on A: it cannot be drained yet
+        # The usual consumer: nsqds found through nsqlookupd, connected to both before the
+        # drain and holding back (max in flight 0) until A is tombstoned and it has looked
+        # up again, so that it must keep A although nsqlookupd no longer lists it.
         got: list[Message] = []
-        consumer = Consumer(topic, "c", got.append, nsqd_tcp=[two.nsqd_tcp[0]])
+        consumer = Consumer(
+            topic,
+            "c",
+            got.append,
+            lookupd_http=two.lookupd_http,
+            lookup_interval=0.2,
+            max_in_flight=0,
+        )
         await consumer.start()
         try:
+            await wait_for(lambda: len(consumer.connections) == 2, 30, "connected to A and B")
+            drain = asyncio.create_task(asyncio.to_thread(_drain, two, env, a, "--json"))
+            await wait_for(lambda: _listed(two, topic) == {b}, 30, "A tombstoned")
+            seen = lookups.count
+            await wait_for(lambda: lookups.count >= seen + 2, 30, "the consumer to look up again")
+            assert not drain.done()  # 50 messages still on A: it cannot be drained yet
+            consumer.set_max_in_flight(10)
             result = await asyncio.wait_for(drain, 60)
         finally:
             await consumer.stop()
