@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import httpx
@@ -56,9 +56,16 @@ class Loss:
     in_flight: int = 0
     deferred: int = 0
     bytes_estimated: bool = False
+    within_stored: bool = False
+    """A redesign channel of a deleted partition: its bytes are part of the partition's
+    stored bytes (listed on their own row), so they are not added again to the total."""
 
     def describe(self) -> str:
         where = self.node if self.partition is None else f"{self.node} partition {self.partition}"
+        if self.channel is None and self.partition is not None:
+            return (
+                f"{where}  stored queue: {_bytes_text(self.bytes, False)} (every retained message)"
+            )
         queue = "topic queue" if self.channel is None else f"channel {self.channel}"
         count = "? messages" if self.messages is None else f"{self.messages} messages"
         if self.channel is not None and (self.in_flight or self.deferred):
@@ -80,6 +87,7 @@ class Loss:
             "depth": self.depth,
             "in_flight": self.in_flight,
             "deferred": self.deferred,
+            "within_stored": self.within_stored,
         }
 
 
@@ -108,7 +116,7 @@ class BlastRadius:
     @property
     def bytes(self) -> int | None:
         """Bytes at risk, None when any queue's are unknown."""
-        sizes = [loss.bytes for loss in self.losses]
+        sizes = [loss.bytes for loss in self.losses if not loss.within_stored]
         return None if any(s is None for s in sizes) else sum(s or 0 for s in sizes)
 
     @property
@@ -254,17 +262,7 @@ def _estimated(loss: Loss, average: float | None) -> Loss:
     """Original family: bytes as messages x the topic's average published size."""
     if average is None or loss.messages is None:
         return loss
-    return Loss(
-        loss.node,
-        loss.partition,
-        loss.channel,
-        loss.messages,
-        round(loss.messages * average),
-        depth=loss.depth,
-        in_flight=loss.in_flight,
-        deferred=loss.deferred,
-        bytes_estimated=True,
-    )
+    return replace(loss, bytes=round(loss.messages * average), bytes_estimated=True)
 
 
 async def measure_plan(
