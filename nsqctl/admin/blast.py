@@ -21,7 +21,7 @@ import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -29,9 +29,10 @@ from nsqctl.admin.placement import Placement
 from nsqctl.admin.requests import AdminRequest, Node, admin_client
 from nsqctl.errors import NsqctlError
 from nsqctl.protocol.message import Family
-from nsqctl.stats.model import ChannelStats, ClusterSnapshot, NodeStats
-from nsqctl.stats.read import fetch_nsqd_stats
-from nsqctl.stats.view import PartitionView, build_view
+
+if TYPE_CHECKING:
+    from nsqctl.stats.model import ChannelStats, NodeStats
+    from nsqctl.stats.view import PartitionView
 
 DEFAULT_CONFIRM_ABOVE = 1000
 """Above this many messages at risk, confirming means typing the topic name back: a
@@ -169,6 +170,12 @@ async def measure(
 ) -> BlastRadius:
     """What ``action`` (empty, delete, skip; on ``channel`` or, None, the topic) would lose
     on ``nodes``, from their ``/stats`` now."""
+    # The stats model loads only when something is measured: every admin command's
+    # start-up (and --help) would pay for it otherwise.
+    from nsqctl.stats.model import ClusterSnapshot, NodeStats
+    from nsqctl.stats.read import fetch_nsqd_stats
+    from nsqctl.stats.view import build_view
+
     topic = placement.topic
     addresses = list(dict.fromkeys(n.address for n in nodes))
 

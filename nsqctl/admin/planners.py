@@ -170,7 +170,7 @@ def select_nodes(
     if partition is not None:
         if placement.family != "redesign":
             raise ConfigError(
-                "only the redesign has partitions: name no partition on the original NSQ",
+                "a partition exists only on the redesign (partitioned topics)",
                 setting="partition",
             )
         nodes = tuple(n for n in nodes if n.partition == partition)

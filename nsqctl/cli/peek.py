@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, BinaryIO, cast
 
 import typer
 
-from nsqctl import peek as lib
 from nsqctl.cli import complete
 from nsqctl.cli.common import (
     SIGPIPE_STATUS,
@@ -36,6 +35,7 @@ if TYPE_CHECKING:
     from nsqctl.connection import Connection
 
 FORMATS = ("raw", "json", "pretty")
+DEFAULT_COUNT = 10  # as nsqctl.peek's, not imported for --help (start-up time)
 
 
 class _Shown:
@@ -102,7 +102,7 @@ def peek(
         autocompletion=complete.channels,
     ),
     count: int = typer.Option(
-        lib.DEFAULT_COUNT, "--count", "-n", min=1, help="Show this many messages."
+        DEFAULT_COUNT, "--count", "-n", min=1, help="Show this many messages."
     ),
     partition: int | None = typer.Option(
         None,
@@ -134,6 +134,8 @@ def peek(
     profile: str | None = ProfileOption,
 ) -> None:
     """Show a channel's next messages without consuming them (redesign; --borrow: original)."""
+    from nsqctl import peek as lib  # HTTP, stats and admin only when it runs
+
     if fmt not in FORMATS:
         raise ConfigError(f"unknown --format {fmt!r}: use raw, json or pretty")
     since = float(parse_time(from_time)) if from_time is not None else None
