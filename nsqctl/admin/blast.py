@@ -71,7 +71,7 @@ class Loss:
         count = "? messages" if self.messages is None else f"{self.messages} messages"
         if self.channel is not None and (self.in_flight or self.deferred):
             if self.partition is None:
-                count += f" ({self.depth} queued, {self.in_flight} in flight, "
+                count += f" ({self.depth} queued, "
             else:  # the redesign's depth already counts them
                 count += " (of which "
             count += f"{self.in_flight} in flight, {self.deferred} deferred)"
