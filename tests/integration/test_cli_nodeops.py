@@ -194,10 +194,9 @@ def test_json_carries_the_blast_radius(original_cluster: Cluster) -> None:
     assert blast["complete"] is True
     # each nsqd: its channel's 2 messages (the topic queue handed them over already)
     per_channel = {(x["node"], x["channel"]): x["messages"] for x in blast["losses"]}
-    assert per_channel == {
-        **{(a, "c"): 2 for a in c.nsqd_http},
-        **{(a, None): 0 for a in c.nsqd_http},
-    }
+    expected: dict[tuple[str, str | None], int] = {(a, "c"): 2 for a in c.nsqd_http}
+    expected.update({(a, None): 0 for a in c.nsqd_http})
+    assert per_channel == expected
     assert blast["messages"] == 4
 
 
