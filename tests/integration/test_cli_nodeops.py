@@ -345,6 +345,13 @@ def test_peek_reads_without_consuming(
         *lk(c),
     )
     assert first == "m0\n"
+    since = shown[1]["timestamp"] // 10**9  # m3's second: a binary search over m0..m4
+    by_time = ok(
+        "peek", topic, "--partition", "0", "--from-time", str(since), "--format", "raw", *lk(c)
+    )
+    assert by_time.splitlines()[-2:] == ["m3", "m4"]
+    later = invoke("peek", topic, "--partition", "0", "--from-time", "2999-01-01", *lk(c))
+    assert later.exit_code == 0 and later.stdout == "" and "no messages" in later.stderr
 
     after = channel_stats(c, topic, "c")[0]
     assert (after.depth, after.message_count, after.in_flight_count, after.client_count) == (
