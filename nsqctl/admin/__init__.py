@@ -18,15 +18,24 @@ stages and reports per node.
 The package is layered, each module importing only from those above it: ``base`` (errors,
 header, timeout), ``requests`` (requests, results, :func:`execute`), ``leader`` (what the
 lookupds say about the cluster), ``placement`` (where a topic lives), ``planners`` (pure),
-``versions``, ``operations``, ``listing`` and ``describe``; the redesign's partition
-operations (expand, move, meta update) are the package :mod:`nsqctl.admin.partitions`.
-Everything public is re-exported here; ``NUDGE_INTERVAL`` lives in
-:mod:`nsqctl.admin.operations` (patch it there).
+``versions``, ``operations``, ``listing``, ``describe`` and ``blast`` (what a destructive
+command would lose); the redesign's partition operations (expand, move, meta update)
+are the package :mod:`nsqctl.admin.partitions`. Everything public is re-exported here;
+``NUDGE_INTERVAL`` lives in :mod:`nsqctl.admin.operations` (patch it there).
 """
 
 from __future__ import annotations
 
 from nsqctl.admin.base import NSQ_V1, TIMEOUT, topic_not_found, unwrap_response
+from nsqctl.admin.blast import (
+    DEFAULT_CONFIRM_ABOVE,
+    MEASURED,
+    BlastRadius,
+    Loss,
+    measure,
+    measure_plan,
+    nodes_at_risk,
+)
 from nsqctl.admin.describe import describe_topic, lookup_topic
 from nsqctl.admin.leader import find_leader, lookupd_leader
 from nsqctl.admin.listing import Listing, list_channels, list_topics
@@ -76,6 +85,7 @@ from nsqctl.admin.planners import (
     plan_topic_action,
     plan_topic_create,
     plan_topic_delete,
+    select_nodes,
 )
 from nsqctl.admin.requests import AdminReport, AdminRequest, Node, NodeResult, Outcome, execute
 from nsqctl.admin.versions import ServerVersion, family_of, server_versions
@@ -84,8 +94,10 @@ from nsqctl.protocol.message import Family
 
 __all__ = [
     "CHANNEL_ACTIONS",
+    "DEFAULT_CONFIRM_ABOVE",
     "MAX_PARTITIONS",
     "MAX_REPLICAS",
+    "MEASURED",
     "NSQ_V1",
     "REDESIGN_ONLY",
     "TIMEOUT",
@@ -93,8 +105,10 @@ __all__ = [
     "AdminError",
     "AdminReport",
     "AdminRequest",
+    "BlastRadius",
     "Family",
     "Listing",
+    "Loss",
     "MetaChange",
     "Node",
     "NodeResult",
@@ -124,7 +138,10 @@ __all__ = [
     "locate_topic",
     "lookup_topic",
     "lookupd_leader",
+    "measure",
+    "measure_plan",
     "move_partition",
+    "nodes_at_risk",
     "parse_offset",
     "placement_from_leaders",
     "placement_from_stats",
@@ -141,6 +158,7 @@ __all__ = [
     "run_action",
     "run_plan",
     "run_sync",
+    "select_nodes",
     "server_versions",
     "topic_not_found",
     "unwrap_response",

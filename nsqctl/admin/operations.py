@@ -212,9 +212,11 @@ async def prepare(
     channel: str | None = None,
     partition: int | None = None,
     offset: str | None = None,
+    node: str | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
 ) -> tuple[Placement, list[list[AdminRequest]]]:
-    """Find the topic and plan ``kind`` ("topic"/"channel") ``action``, sending nothing.
+    """Find the topic and plan ``kind`` ("topic"/"channel") ``action``, sending nothing;
+    ``partition`` and ``node`` (an nsqd, see :func:`select_nodes`) narrow where it goes.
 
     The CLI shows the plan before asking for confirmation; :func:`run_plan` sends it.
     """
@@ -239,11 +241,17 @@ async def prepare(
         leader = await find_leader(client, lookupd_http) if needs_leader else None
     if kind == "topic":
         if action == "delete":
+            if node is not None:
+                raise ConfigError(
+                    "a topic is deleted from the whole cluster: it cannot be limited to one "
+                    "nsqd (empty it there instead)",
+                    setting="node",
+                )
             return placement, plan_topic_delete(placement, leader)
-        return placement, plan_topic_action(action, placement)
+        return placement, plan_topic_action(action, placement, node=node)
     assert channel is not None
     return placement, plan_channel_action(
-        action, placement, channel, partition=partition, offset=offset, leader=leader
+        action, placement, channel, partition=partition, offset=offset, leader=leader, node=node
     )
 
 

@@ -12,7 +12,7 @@ import httpx
 
 from nsqctl.admin.base import NSQ_V1, TIMEOUT, topic_not_found, unwrap_response
 from nsqctl.admin.requests import Node, error_text
-from nsqctl.errors import AdminError
+from nsqctl.errors import AdminError, ConfigError
 from nsqctl.httpclient import describe_http_error
 from nsqctl.lookup.client import LookupClient
 from nsqctl.lookup.model import TopicMeta, Topology
@@ -31,6 +31,23 @@ class Placement:
     channels: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     unreachable: tuple[tuple[str, str], ...] = ()
+    aliases: tuple[tuple[str, str], ...] = ()
+    """``(name, nsqd HTTP address)``: other names an operator may give a node (its TCP
+    address as ``nsqctl lookup`` shows it, its hostname), from the lookup."""
+
+    def resolve_node(self, name: str) -> str:
+        """The nsqd HTTP address ``name`` stands for: an HTTP address of a node holding
+        the topic is itself; else an alias (TCP address, hostname) naming exactly one.
+        An unknown name comes back unchanged (the caller says who holds the topic)."""
+        if any(n.address == name for n in self.nsqds):
+            return name
+        found = sorted({address for alias, address in self.aliases if alias == name})
+        if len(found) > 1:
+            raise ConfigError(
+                f"{name} names several nsqds ({', '.join(found)}): give one's HTTP address",
+                setting="node",
+            )
+        return found[0] if found else name
 
 
 def placement_from_topology(topo: Topology, lookupds: Sequence[str]) -> Placement:
@@ -43,7 +60,23 @@ def placement_from_topology(topo: Topology, lookupds: Sequence[str]) -> Placemen
     warnings = tuple(
         f"nsqlookupd {s.address} did not answer: {s.error}" for s in topo.sources if not s.ok
     )
-    return Placement(topo.topic, family, nodes, tuple(lookupds), topo.meta, topo.channels, warnings)
+    peers = [peer for peer, _ in topo.targets()]
+    aliases = tuple(
+        (alias, peer.http_key)
+        for peer in peers
+        for alias in {peer.key, peer.hostname} - {""}
+        if alias != peer.http_key
+    )
+    return Placement(
+        topo.topic,
+        family,
+        nodes,
+        tuple(lookupds),
+        topo.meta,
+        topo.channels,
+        warnings,
+        aliases=aliases,
+    )
 
 
 def placement_from_leaders(

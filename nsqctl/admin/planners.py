@@ -110,8 +110,11 @@ def plan_topic_delete(placement: Placement, leader: str | None = None) -> list[l
     ]
 
 
-def plan_topic_action(action: str, placement: Placement) -> list[list[AdminRequest]]:
-    """pause / unpause / empty on every nsqd holding the topic (original only)."""
+def plan_topic_action(
+    action: str, placement: Placement, *, node: str | None = None
+) -> list[list[AdminRequest]]:
+    """pause / unpause / empty on every nsqd holding the topic, or on ``node`` only
+    (original only)."""
     if action not in TOPIC_ACTIONS:
         raise ConfigError(f"unknown topic action {action!r}")
     if placement.family == "redesign":
@@ -120,7 +123,8 @@ def plan_topic_action(action: str, placement: Placement) -> list[list[AdminReque
             f"{placement.topic} CHANNEL` on each channel instead"
         )
     _need_nsqds(placement, action)
-    return [[_req(n, f"/topic/{action}", topic=placement.topic) for n in placement.nsqds]]
+    nodes = select_nodes(placement, node=node)
+    return [[_req(n, f"/topic/{action}", topic=placement.topic) for n in nodes]]
 
 
 def parse_offset(
@@ -152,17 +156,42 @@ def parse_offset(
     return f"{name}:{value}"
 
 
-def _select_partition(placement: Placement, partition: int | None) -> tuple[Node, ...]:
-    if partition is None:
-        return placement.nsqds
-    if placement.family != "redesign":
-        raise ConfigError("--partition exists only on the redesign (partitioned topics)")
-    nodes = tuple(n for n in placement.nsqds if n.partition == partition)
-    if not nodes:
-        have = sorted({n.partition for n in placement.nsqds if n.partition is not None})
-        raise ConfigError(
-            f"topic {placement.topic!r} has no partition {partition} (partitions: {have})"
-        )
+def select_nodes(
+    placement: Placement, *, partition: int | None = None, node: str | None = None
+) -> tuple[Node, ...]:
+    """The nsqds of ``placement`` an action goes to: all of them, or only ``partition``
+    (redesign) and/or only the nsqd ``node`` (its HTTP address, as ``dash`` and completion
+    show it, or another name :attr:`Placement.aliases` knows, e.g. its TCP address).
+
+    Unknown ones are a :class:`ConfigError` naming those the topic has, so the operator
+    can retype without looking them up.
+    """
+    nodes = placement.nsqds
+    if partition is not None:
+        if placement.family != "redesign":
+            raise ConfigError(
+                "a partition exists only on the redesign (partitioned topics)",
+                setting="partition",
+            )
+        nodes = tuple(n for n in nodes if n.partition == partition)
+        if not nodes:
+            have = sorted({n.partition for n in placement.nsqds if n.partition is not None})
+            raise ConfigError(
+                f"topic {placement.topic!r} has no partition {partition} (partitions: {have})",
+                setting="partition",
+            )
+    if node is not None:
+        address = placement.resolve_node(node)
+        chosen = tuple(n for n in nodes if n.address == address)
+        if not chosen:
+            holders = sorted({n.address for n in nodes})
+            where = "" if partition is None else f" partition {partition}"
+            raise ConfigError(
+                f"no nsqd {node} holds topic {placement.topic!r}{where} (nsqds that do: "
+                f"{', '.join(holders) or 'none'})",
+                setting="node",
+            )
+        nodes = chosen
     return nodes
 
 
@@ -174,8 +203,10 @@ def plan_channel_action(
     partition: int | None = None,
     offset: str | None = None,
     leader: str | None = None,
+    node: str | None = None,
 ) -> list[list[AdminRequest]]:
-    """A channel operation on every nsqd (original) or every partition leader (redesign).
+    """A channel operation on every nsqd (original) or every partition leader (redesign),
+    or only on ``partition`` / the nsqd ``node`` (see :func:`select_nodes`).
 
     Original create/delete also (un)register the channel on every lookupd, as nsqadmin does.
     On a redesign topic with ``disable_channel_auto_create`` the channel is (un)registered
@@ -190,7 +221,13 @@ def plan_channel_action(
             f"channel {action} exists only on the redesign (youzan) nsqd; on the original "
             f"NSQ use {hint}"
         )
-    nodes = _select_partition(placement, partition)
+    if node is not None and action in ("create", "delete"):
+        raise ConfigError(
+            f"channel {action} registers the channel with nsqlookupd for the whole topic: "
+            "it cannot be limited to one nsqd",
+            setting="node",
+        )
+    nodes = select_nodes(placement, partition=partition, node=node)
     body = None
     if action == "setoffset":
         if offset is None:

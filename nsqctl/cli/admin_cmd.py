@@ -3,7 +3,9 @@
 Each command prints one line per request it sent (``--json`` for machine output) and exits
 non-zero naming the nodes that failed. Destructive commands show what they will do and ask
 first; without a terminal they refuse unless ``--yes`` is given, so a script never hangs on
-a prompt nobody sees.
+a prompt nobody sees. Those that drop messages (empty, delete, skip) first measure what
+would be lost per nsqd/partition and print it; above ``--confirm-above`` messages the
+topic name must be typed back, since a reflexive "y" is too cheap for a real backlog.
 """
 
 from __future__ import annotations
@@ -49,6 +51,23 @@ PartitionOption = typer.Option(
 )
 
 
+NodeOption = typer.Option(
+    None,
+    "--node",
+    metavar="NSQD",
+    help="Only this nsqd: its HTTP address (as `nsqctl dash` shows it), TCP address or hostname.",
+    autocompletion=complete.nodes,
+)
+ConfirmAboveOption = typer.Option(
+    admin.DEFAULT_CONFIRM_ABOVE,
+    "--confirm-above",
+    metavar="MESSAGES",
+    min=0,
+    help="Ask for the topic name to be typed back when more messages than this would be "
+    "lost (or an nsqd cannot say how many).",
+)
+
+
 def _stdin_is_tty() -> bool:
     """A seam for tests: CliRunner's stdin is never a terminal."""
     return sys.stdin.isatty()
@@ -79,23 +98,59 @@ def refuse_without_tty(what: str, yes: bool) -> None:
         )
 
 
-def confirm_plan(what: str, stages: list[list[admin.AdminRequest]], yes: bool) -> None:
-    """Show every request of the plan and ask; a no changes nothing and exits 1."""
+def confirm_plan(
+    what: str,
+    stages: list[list[admin.AdminRequest]],
+    yes: bool,
+    *,
+    blast: admin.BlastRadius | None = None,
+    confirm_above: int = admin.DEFAULT_CONFIRM_ABOVE,
+) -> None:
+    """Show every request of the plan and ask; a no changes nothing and exits 1.
+
+    With ``blast`` over ``confirm_above`` messages (or incomplete) the answer must be the
+    topic's name instead of y."""
     if yes:
         return
     typer.echo(f"about to {what}:", err=True)
     for req in (r for stage in stages for r in stage):
         typer.echo(f"  {req.node}: {req.describe()}", err=True)
+    if blast is not None and blast.exceeds(confirm_above):
+        why = (
+            f"{blast.messages} messages"
+            if blast.complete
+            else "an unknown number of messages (an nsqd did not answer)"
+        )
+        typed = typer.prompt(
+            f"this drops {why}: type the topic name ({blast.topic}) to proceed",
+            default="",
+            show_default=False,
+            err=True,
+        )
+        if typed.strip() != blast.topic:
+            raise NsqctlError("aborted: the topic name was not typed back; nothing was changed")
+        return
     if not typer.confirm("proceed?", default=False, err=True):
         raise NsqctlError("aborted: nothing was changed")
 
 
-def emit_report(report: admin.AdminReport, as_json: bool) -> None:
+def show_blast(blast: admin.BlastRadius) -> None:
+    """What would be lost, on stderr, before anything is asked or sent."""
+    for line in blast.lines():
+        typer.echo(line, err=True)
+
+
+def emit_report(
+    report: admin.AdminReport, as_json: bool, blast: admin.BlastRadius | None = None
+) -> None:
     """Print per-request results, then fail (exit 1) naming every failed node."""
     for warning in report.warnings:
         typer.echo(f"warning: {warning}", err=True)
     if as_json:
-        typer.echo(json.dumps(report.to_json(), indent=2))
+        payload = report.to_json()
+        if blast is not None:
+            payload["blast_radius"] = blast.to_json()
+        typer.echo(json.dumps(payload, indent=2))
     else:
         subject = report.topic if report.channel is None else f"{report.topic}/{report.channel}"
         typer.echo(f"{report.action} {subject} ({report.family or '?'})")
@@ -121,11 +176,15 @@ def _act(
     as_json: bool = False,
     partition: int | None = None,
     offset: str | None = None,
+    node: str | None = None,
+    confirm_above: int = admin.DEFAULT_CONFIRM_ABOVE,
 ) -> None:
     validate_topic(topic)
     if channel is not None:
         validate_channel(channel)
     subject = f"{kind} {topic}" if channel is None else f"channel {topic}/{channel}"
+    if node is not None:
+        subject += f" on {node}"
     what = f"{action} {subject}"
     if destructive:
         refuse_without_tty(what, yes)
@@ -140,12 +199,18 @@ def _act(
             channel=channel,
             partition=partition,
             offset=offset,
+            node=node,
         )
     )
+    blast = None
+    if destructive and action in admin.MEASURED:
+        blast = asyncio.run(admin.measure_plan(action, placement, stages, channel=channel))
+        if not (yes and as_json):
+            show_blast(blast)
     if destructive:
-        confirm_plan(what, stages, yes)
+        confirm_plan(what, stages, yes, blast=blast, confirm_above=confirm_above)
     report = asyncio.run(admin.run_plan(f"{kind} {action}", placement, stages, channel=channel))
-    emit_report(report, as_json)
+    emit_report(report, as_json, blast)
 
 
 def _list(
@@ -216,9 +281,37 @@ def topic_create(
 def _topic_action(
     action: str, destructive: bool = False, topic_help: str = "Topic."
 ) -> Callable[..., None]:
+    if action == "delete":
+
+        def delete(
+            topic: str = typer.Argument(..., autocompletion=complete.topics, help=topic_help),
+            yes: bool = YesOption,
+            confirm_above: int = ConfirmAboveOption,
+            as_json: bool = JsonOption,
+            lookupd: list[str] = LookupdOption,
+            nsqd: list[str] = NsqdOption,
+            nsqd_http: list[str] = NsqdHttpOption,
+            profile: str | None = ProfileOption,
+        ) -> None:
+            cluster = cluster_addresses(lookupd, nsqd, nsqd_http, profile)
+            _act(
+                "topic",
+                action,
+                topic,
+                cluster,
+                destructive=True,
+                yes=yes,
+                as_json=as_json,
+                confirm_above=confirm_above,
+            )
+
+        return delete
+
     def command(
         topic: str = typer.Argument(..., autocompletion=complete.topics, help=topic_help),
+        node: str | None = NodeOption,
         yes: bool = YesOption,
+        confirm_above: int = ConfirmAboveOption,
         as_json: bool = JsonOption,
         lookupd: list[str] = LookupdOption,
         nsqd: list[str] = NsqdOption,
@@ -226,7 +319,17 @@ def _topic_action(
         profile: str | None = ProfileOption,
     ) -> None:
         cluster = cluster_addresses(lookupd, nsqd, nsqd_http, profile)
-        _act("topic", action, topic, cluster, destructive=destructive, yes=yes, as_json=as_json)
+        _act(
+            "topic",
+            action,
+            topic,
+            cluster,
+            destructive=destructive,
+            yes=yes,
+            as_json=as_json,
+            node=node,
+            confirm_above=confirm_above,
+        )
 
     return command
 
@@ -248,15 +351,17 @@ def topic_list(
     _list("topics", cluster_addresses(lookupd, nsqd, nsqd_http, profile), as_json)
 
 
-topic_app.command("pause", help="Pause a topic on every nsqd that has it (original NSQ).")(
-    _topic_action("pause")
-)
-topic_app.command("unpause", help="Unpause a topic on every nsqd that has it (original NSQ).")(
-    _topic_action("unpause")
-)
-topic_app.command("empty", help="Drop every queued message of a topic (original NSQ; asks first).")(
-    _topic_action("empty", destructive=True)
-)
+topic_app.command(
+    "pause", help="Pause a topic on every nsqd that has it, or on --node (original NSQ)."
+)(_topic_action("pause"))
+topic_app.command(
+    "unpause", help="Unpause a topic on every nsqd that has it, or on --node (original NSQ)."
+)(_topic_action("unpause"))
+topic_app.command(
+    "empty",
+    help="Drop every queued message of a topic, or only on --node (original NSQ; shows what "
+    "would be lost and asks first).",
+)(_topic_action("empty", destructive=True))
 
 
 # ----------------------------------------------------------------- channel
@@ -280,22 +385,56 @@ def channel_list(
 
 _CHANNEL_HELP = {
     "create": "Create a channel on every nsqd / partition leader of the topic.",
-    "delete": "Delete a channel with its queued messages (asks first).",
-    "pause": "Pause a channel everywhere (messages queue up, nothing is delivered).",
-    "unpause": "Unpause a channel everywhere.",
-    "empty": "Drop every queued message of a channel (asks first).",
+    "delete": "Delete a channel with its queued messages (shows what would be lost, asks).",
+    "pause": "Pause a channel everywhere or on --node/--partition (nothing is delivered).",
+    "unpause": "Unpause a channel everywhere or on --node/--partition.",
+    "empty": "Drop every queued message of a channel, or on --node/--partition (shows what "
+    "would be lost, asks first).",
     "skip": "Redesign: skip to the end of the queue and keep skipping new messages (asks first).",
     "unskip": "Redesign: stop skipping; new messages are delivered again.",
 }
 _DESTRUCTIVE = ("delete", "empty", "skip", "setoffset")
 
 
+_PER_NODE = ("pause", "unpause", "empty", "skip", "unskip")
+
+
 def _channel_action(action: str) -> Callable[..., None]:
+    if action not in _PER_NODE:
+
+        def whole(
+            topic: str = typer.Argument(..., autocompletion=complete.topics, help="Topic."),
+            channel: str = typer.Argument(..., autocompletion=complete.channels, help="Channel."),
+            partition: int | None = PartitionOption,
+            yes: bool = YesOption,
+            confirm_above: int = ConfirmAboveOption,
+            as_json: bool = JsonOption,
+            lookupd: list[str] = LookupdOption,
+            nsqd: list[str] = NsqdOption,
+            nsqd_http: list[str] = NsqdHttpOption,
+            profile: str | None = ProfileOption,
+        ) -> None:
+            cluster = cluster_addresses(lookupd, nsqd, nsqd_http, profile)
+            _channel_act(
+                action,
+                topic,
+                channel,
+                cluster,
+                partition=partition,
+                yes=yes,
+                as_json=as_json,
+                confirm_above=confirm_above,
+            )
+
+        return whole
+
     def command(
         topic: str = typer.Argument(..., autocompletion=complete.topics, help="Topic."),
         channel: str = typer.Argument(..., autocompletion=complete.channels, help="Channel."),
         partition: int | None = PartitionOption,
+        node: str | None = NodeOption,
         yes: bool = YesOption,
+        confirm_above: int = ConfirmAboveOption,
         as_json: bool = JsonOption,
         lookupd: list[str] = LookupdOption,
         nsqd: list[str] = NsqdOption,
@@ -303,7 +442,17 @@ def _channel_action(action: str) -> Callable[..., None]:
         profile: str | None = ProfileOption,
     ) -> None:
         cluster = cluster_addresses(lookupd, nsqd, nsqd_http, profile)
-        _channel_act(action, topic, channel, cluster, partition=partition, yes=yes, as_json=as_json)
+        _channel_act(
+            action,
+            topic,
+            channel,
+            cluster,
+            partition=partition,
+            yes=yes,
+            as_json=as_json,
+            node=node,
+            confirm_above=confirm_above,
+        )
 
     return command
 
@@ -318,6 +467,8 @@ def _channel_act(
     yes: bool,
     as_json: bool,
     offset: str | None = None,
+    node: str | None = None,
+    confirm_above: int = admin.DEFAULT_CONFIRM_ABOVE,
 ) -> None:
     _act(
         "channel",
@@ -330,6 +481,8 @@ def _channel_act(
         as_json=as_json,
         partition=partition,
         offset=offset,
+        node=node,
+        confirm_above=confirm_above,
     )
 
 

@@ -60,6 +60,11 @@ COMMANDS: tuple[Entry, ...] = (
         "Print messages as they arrive (raw: the body and a newline, like nsq_tail).",
     ),
     Entry(
+        "peek",
+        "nsqctl.cli.peek:peek",
+        "Show a channel's next messages without consuming them (redesign; --borrow: original).",
+    ),
+    Entry(
         "lookup",
         "nsqctl.cli.lookup_cmd:lookup",
         "Show a topic's partitions, leaders, nsqds, meta and channels (via nsqlookupd).",

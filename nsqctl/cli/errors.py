@@ -37,6 +37,11 @@ SETTING_FLAGS: dict[str, str] = {
     "timeout": "--timeout SECONDS",
     "interval": "--interval SECONDS",
     "wait": "--wait SECONDS",
+    "node": "--node NSQD",
+    "borrow": "--borrow N",
+    "count": "--count/-n",
+    "channel": "the CHANNEL argument",
+    "offset": "--from-offset/--from-time",
 }
 
 

@@ -47,6 +47,7 @@ _ADMIN = {"asyncio", "httpx", "nsqctl.admin"}
 EXPECTED: dict[str, set[str]] = {
     "pub": _CLIENT,
     "tail": {"asyncio", "nsqctl.connection", "nsqctl.consumer"},
+    "peek": {"asyncio", "nsqctl.connection", "nsqctl.consumer"},  # tail's output code
     "lookup": _ADMIN,
     "version": set(),
     "stat": _STATS,

@@ -4,7 +4,7 @@ command tree: a new command must be put in one of the two lists below, or this f
 "Reporting" means the command ends by telling what it found or did (a table, a summary, a
 count). Not reporting, each for its reason:
 
-* ``tail``: a stream of messages, whose own machine format is ``--format json``;
+* ``tail``, ``peek``: messages, whose own machine format is ``--format json``;
 * ``dash``: an interactive screen;
 * ``completion``, ``sandbox env``: scripts for a shell to run;
 * ``config path``, ``sandbox build``: one path, for ``$(...)``;
@@ -20,6 +20,7 @@ from nsqctl.cli.app import root_command
 
 NOT_REPORTING = {
     "tail",
+    "peek",
     "dash",
     "completion",
     "sandbox env",

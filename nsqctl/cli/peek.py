@@ -1,0 +1,192 @@
+"""``nsqctl peek``: a channel's next messages, printed in ``tail``'s formats, consumed by
+nobody.
+
+The printing is tail's own (:class:`~nsqctl.cli.tail.TailOutput`), so the formats and the
+closed-reader handling are the same. TailOutput acknowledges what it printed; here the
+messages it prints are stand-ins whose acknowledgement does nothing: a peeked message was
+only read, and a borrowed one is given back by :func:`nsqctl.peek.borrow` (exactly once,
+whatever was printed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from typing import TYPE_CHECKING, BinaryIO, cast
+
+import typer
+
+from nsqctl.cli import complete
+from nsqctl.cli.common import (
+    SIGPIPE_STATUS,
+    LookupdOption,
+    NsqdHttpOption,
+    NsqdOption,
+    ProfileOption,
+    resolve_cluster,
+)
+from nsqctl.cli.tail import TailOutput, parse_time
+from nsqctl.errors import ConfigError
+from nsqctl.message import Delivery, Message
+from nsqctl.protocol.message import RawMessage
+
+if TYPE_CHECKING:
+    from nsqctl.connection import Connection
+
+FORMATS = ("raw", "json", "pretty")
+DEFAULT_COUNT = 10  # as nsqctl.peek's, not imported for --help (start-up time)
+
+
+class _Shown:
+    """What a stand-in message says it came from (only its address is read)."""
+
+    def __init__(self, address: str) -> None:
+        self.address = address
+
+
+class _NothingToAnswer:
+    """The stand-ins' responder: printing one acknowledges nothing on any server."""
+
+    def finish_messages(self, conn: Connection, msgs: list[Message]) -> None:
+        return None
+
+    def requeue_message(
+        self, msg: Message, conn: Connection, delay: float | None, backoff: bool
+    ) -> None:
+        return None
+
+
+_NOTHING = _NothingToAnswer()
+
+
+def _stand_in(
+    raw: RawMessage, topic: str, channel: str, partition: int | None, nsqd: str
+) -> Message:
+    via = Delivery(cast("Connection", _Shown(nsqd)), _NOTHING, topic, channel, partition)
+    return Message(raw, via, time.monotonic(), 0)
+
+
+def _print(out: BinaryIO, fmt: str, messages: list[Message]) -> None:
+    output = TailOutput(out, fmt, False, 0, max(2, 2 * len(messages)))
+    for msg in messages:
+        output.add(msg)
+    output.flush()
+    if output.reader_gone:
+        raise typer.Exit(SIGPIPE_STATUS)
+
+
+def _warn_borrowing(count: int, topic: str, channel: str) -> None:
+    if count == 0:
+        return
+    print(
+        f"nsqctl peek: borrowing {count} message(s) from {topic}/{channel}: each is taken and "
+        "given straight back, so its attempts rise by one and it may now come after newer "
+        "messages",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def _stdout() -> BinaryIO:
+    if sys.stdout is None:
+        raise ConfigError("standard output is closed: peek prints the messages there")
+    return sys.stdout.buffer
+
+
+def peek(
+    topic: str = typer.Argument(..., help="Topic.", autocompletion=complete.topics),
+    channel: str | None = typer.Argument(
+        None,
+        help="Channel whose next messages to show (optional with --from-offset/--from-time).",
+        autocompletion=complete.channels,
+    ),
+    count: int = typer.Option(
+        DEFAULT_COUNT, "--count", "-n", min=1, help="Show this many messages."
+    ),
+    partition: int | None = typer.Option(
+        None,
+        "--partition",
+        min=0,
+        help="Only this partition (redesign).",
+        autocompletion=complete.partitions,
+    ),
+    from_offset: int | None = typer.Option(
+        None, "--from-offset", min=0, help="Read --partition from this disk-queue byte offset."
+    ),
+    from_time: str | None = typer.Option(
+        None,
+        "--from-time",
+        help="Read --partition from this publish time: Unix seconds or ISO 8601.",
+    ),
+    borrow: int | None = typer.Option(
+        None,
+        "--borrow",
+        min=1,
+        metavar="N",
+        help="Original NSQ: take N messages and give them straight back (their attempts "
+        "rise by one, their order may change).",
+    ),
+    fmt: str = typer.Option("pretty", "--format", help="raw | json | pretty (as tail)."),
+    lookupd: list[str] = LookupdOption,
+    nsqd: list[str] = NsqdOption,
+    nsqd_http: list[str] = NsqdHttpOption,
+    profile: str | None = ProfileOption,
+) -> None:
+    """Show a channel's next messages without consuming them (redesign; --borrow: original)."""
+    from nsqctl import peek as lib  # HTTP, stats and admin only when it runs
+
+    if fmt not in FORMATS:
+        raise ConfigError(f"unknown --format {fmt!r}: use raw, json or pretty")
+    since = float(parse_time(from_time)) if from_time is not None else None
+    cluster = resolve_cluster(lookupd, nsqd, profile, nsqd_http, require="http")
+    out = _stdout()
+    if borrow is not None:
+        if channel is None:
+            raise ConfigError("--borrow takes messages from a channel: name the CHANNEL")
+        if partition is not None or from_offset is not None or since is not None:
+            raise ConfigError(
+                "--partition/--from-offset/--from-time read the redesign in place: drop them "
+                "with --borrow"
+            )
+        asyncio.run(
+            lib.borrow(
+                topic,
+                channel,
+                borrow,
+                lambda msgs: _print(
+                    out,
+                    fmt,
+                    [
+                        _stand_in(m.raw, m.topic, m.channel, m.partition, m.nsqd_address)
+                        for m in msgs
+                    ],
+                ),
+                lookupd_http=cluster.lookupd,
+                nsqd_tcp=cluster.nsqd,
+                nsqd_http=cluster.nsqd_http,
+                config=cluster.connection_config(),
+                on_taking=lambda n: _warn_borrowing(n, topic, channel),
+            )
+        )
+        return
+    result = asyncio.run(
+        lib.peek(
+            topic,
+            channel,
+            lookupd_http=cluster.lookupd,
+            nsqd_http=cluster.nsqd_http,
+            count=count,
+            partition=partition,
+            offset=from_offset,
+            since=since,
+        )
+    )
+    shown = channel or "-"
+    _print(
+        out,
+        fmt,
+        [_stand_in(m.raw, m.topic, shown, m.partition, m.nsqd) for m in result.messages],
+    )
+    if not result.messages:
+        print(f"nsqctl peek: no messages waiting in {topic}/{shown}", file=sys.stderr)

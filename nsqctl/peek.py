@@ -1,0 +1,340 @@
+"""Looking at a channel's next messages without consuming them.
+
+Redesign (youzan): its nsqd reads a message at a position of a partition's queue over
+HTTP (``GET /message/get?search_mode=count|virtual_offset``), touching no channel. A
+channel's next message is the one after its confirmed position, which ``/stats`` gives as
+``message_count - depth`` (depth counts every unconfirmed message). :func:`peek` reads from
+there, or from a byte offset (``offset``) or a publish time (``since``) of one partition,
+and the channel is exactly as it was afterwards. Messages that were confirmed out of order
+(a consumer FINed a later one first) are shown too, since the confirmed position has not
+passed them yet. Bodies come through JSON as text: bytes that are not UTF-8 are replaced.
+
+Original: nsqd has no such API (nsqio/nsq #956, #1311). :func:`borrow` takes messages
+from the channel with a consumer and gives each back once with no delay: their attempt
+counts rise by one and their order may change, which is why it has its own name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from nsqctl.admin.base import NSQ_V1
+from nsqctl.admin.placement import Placement, locate_topic
+from nsqctl.admin.planners import select_nodes
+from nsqctl.admin.requests import admin_client, error_text
+from nsqctl.connection import ConnectionConfig
+from nsqctl.errors import ConfigError, NotFoundError, NsqctlError, TransportError
+from nsqctl.httpclient import describe_http_error
+from nsqctl.message import Message
+from nsqctl.protocol.message import RawMessage, make_redesign_id
+from nsqctl.protocol.names import validate_channel, validate_topic
+from nsqctl.stats.read import fetch_nsqd_stats
+
+DEFAULT_COUNT = 10
+BORROW_WAIT = 5.0
+"""Seconds :func:`borrow` waits for the messages the channel holds to arrive."""
+
+NO_PEEK_ON_ORIGINAL = (
+    "the original nsqd has no API to read a message without consuming it: only borrowing "
+    "works there (messages are taken and given back at once, their attempts rise by one "
+    "and their order may change)"
+)
+
+
+@dataclass(frozen=True)
+class Peeked:
+    """One message read in place: ``index`` is its position in the partition's queue
+    (counting from 1), ``raw`` the message as a consumer would decode it."""
+
+    topic: str
+    partition: int
+    nsqd: str
+    index: int
+    raw: RawMessage
+
+
+@dataclass(frozen=True)
+class PartitionWindow:
+    """Where one partition was read: from ``start`` up to ``end`` (queue positions)."""
+
+    partition: int
+    nsqd: str
+    start: int
+    end: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "partition": self.partition,
+            "nsqd": self.nsqd,
+            "start": self.start,
+            "end": self.end,
+        }
+
+
+@dataclass(frozen=True)
+class PeekResult:
+    messages: tuple[Peeked, ...]
+    windows: tuple[PartitionWindow, ...]
+
+
+async def _get(client: httpx.AsyncClient, nsqd: str, params: dict[str, str]) -> dict[str, Any]:
+    try:
+        resp = await client.get(f"http://{nsqd}/message/get", params=params, headers=NSQ_V1)
+    except httpx.HTTPError as err:
+        raise TransportError(f"nsqd {nsqd} /message/get: {describe_http_error(err)}") from None
+    if resp.status_code != 200:
+        raise NsqctlError(f"nsqd {nsqd} /message/get answered {error_text(resp)}")
+    try:
+        body = resp.json()
+    except ValueError:
+        raise NsqctlError(f"nsqd {nsqd} /message/get answered non-JSON") from None
+    if not isinstance(body, dict):
+        raise NsqctlError(f"nsqd {nsqd} /message/get answered {body!r}")
+    return body
+
+
+def _peeked(topic: str, partition: int, nsqd: str, body: dict[str, Any]) -> Peeked:
+    internal_id, trace_id = int(body.get("id") or 0), int(body.get("trace_id") or 0)
+    ext = str(body.get("ext") or "").encode() or None
+    raw = RawMessage(
+        timestamp=int(body.get("timestamp") or 0),
+        attempts=int(body.get("attempts") or 0),
+        id=make_redesign_id(internal_id, trace_id),
+        body=str(body.get("body") or "").encode(),
+        internal_id=internal_id,
+        trace_id=trace_id,
+        ext_header=ext,
+        offset=int(body.get("offset") or 0),
+    )
+    return Peeked(topic, partition, nsqd, int(body.get("queue_cnt_index") or 0), raw)
+
+
+async def _at(
+    client: httpx.AsyncClient, topic: str, partition: int, nsqd: str, mode: str, pos: int
+) -> Peeked:
+    params = {
+        "topic": topic,
+        "partition": str(partition),
+        "search_mode": mode,
+        "search_pos": str(pos),
+        "needext": "true",
+    }
+    return _peeked(topic, partition, nsqd, await _get(client, nsqd, params))
+
+
+async def _first_since(
+    client: httpx.AsyncClient, topic: str, partition: int, nsqd: str, lo: int, hi: int, ts: int
+) -> int:
+    """The first queue position in ``lo..hi`` published at or after ``ts`` (ns); ``hi + 1``
+    when none is. Publish times only grow along a partition's queue, so a binary search
+    reads about log2(hi - lo) messages."""
+    end = hi + 1
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        found = await _at(client, topic, partition, nsqd, "count", mid)
+        if found.raw.timestamp >= ts:
+            end, hi = mid, mid - 1
+        else:
+            lo = mid + 1
+    return end
+
+
+async def _window(
+    client: httpx.AsyncClient,
+    placement: Placement,
+    nsqd: str,
+    partition: int,
+    channel: str | None,
+    offset: int | None,
+    since: float | None,
+) -> PartitionWindow:
+    topic = placement.topic
+    stats = await fetch_nsqd_stats(client, nsqd, topic=topic, channel=channel)
+    held = stats.topic(topic, partition)
+    if held is None:
+        raise NotFoundError(f"nsqd {nsqd} does not hold topic {topic} partition {partition}")
+    if channel is not None and offset is None and since is None:
+        ch = held.channel(channel)
+        if ch is None:
+            raise NotFoundError(
+                f"topic {topic} partition {partition} has no channel {channel!r} (see "
+                f"`nsqctl channel list {topic}`)"
+            )
+        return PartitionWindow(partition, nsqd, ch.message_count - ch.depth + 1, ch.message_count)
+    end = held.message_count
+    if offset is not None:
+        try:
+            start = (await _at(client, topic, partition, nsqd, "virtual_offset", offset)).index
+        except NsqctlError as err:
+            raise NotFoundError(
+                f"partition {partition} has no message at byte offset {offset} ({err})",
+                setting="offset",
+            ) from None
+        return PartitionWindow(partition, nsqd, start, end)
+    assert since is not None
+    # The oldest retained message: the one at the queue's retained start.
+    first = await _at(client, topic, partition, nsqd, "virtual_offset", held.backend_start)
+    start = await _first_since(client, topic, partition, nsqd, first.index, end, int(since * 1e9))
+    return PartitionWindow(partition, nsqd, start, end)
+
+
+async def peek(
+    topic: str,
+    channel: str | None = None,
+    *,
+    lookupd_http: Sequence[str] = (),
+    nsqd_http: Sequence[str] = (),
+    count: int = DEFAULT_COUNT,
+    partition: int | None = None,
+    offset: int | None = None,
+    since: float | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> PeekResult:
+    """The next ``count`` messages of ``channel`` (by publish time over its partitions),
+    read in place on a redesign cluster: nothing is consumed or moved.
+
+    ``offset`` (a byte offset of the queue, as ``tail``'s start offsets) or ``since`` (Unix
+    seconds) read one ``partition`` from there instead of from a channel's position (then
+    ``channel`` may be None).
+    On the original family this raises :class:`ConfigError` (setting ``borrow``): see
+    :func:`borrow`.
+    """
+    validate_topic(topic)
+    if channel is not None:
+        validate_channel(channel)
+    elif offset is None and since is None:
+        raise ConfigError(
+            "name a channel, or a partition and a start offset or time", setting="channel"
+        )
+    if count < 1:
+        raise ConfigError("count must be at least 1", setting="count")
+    if (offset is not None or since is not None) and partition is None:
+        raise ConfigError(
+            "a start offset or time belongs to one partition: name the partition",
+            setting="partition",
+        )
+    if offset is not None and since is not None:
+        raise ConfigError("give a start offset or a start time, not both", setting="offset")
+    async with admin_client(transport) as client:
+        placement = await locate_topic(topic, lookupd_http, nsqd_http, client, transport=transport)
+        if placement.family != "redesign":
+            raise ConfigError(NO_PEEK_ON_ORIGINAL, setting="borrow")
+        nodes = select_nodes(placement, partition=partition)
+        windows = await asyncio.gather(
+            *(
+                _window(client, placement, n.address, n.partition or 0, channel, offset, since)
+                for n in nodes
+            )
+        )
+        found: list[Peeked] = []
+        for w in windows:
+            for index in range(w.start, min(w.end, w.start + count - 1) + 1):
+                found.append(await _at(client, topic, w.partition, w.nsqd, "count", index))
+    found.sort(key=lambda m: (m.raw.timestamp, m.partition, m.index))
+    return PeekResult(tuple(found[:count]), tuple(windows))
+
+
+async def borrow(
+    topic: str,
+    channel: str,
+    count: int,
+    show: Callable[[list[Message]], None],
+    *,
+    lookupd_http: Sequence[str] = (),
+    nsqd_tcp: Sequence[str] = (),
+    nsqd_http: Sequence[str] = (),
+    wait: float = BORROW_WAIT,
+    config: ConnectionConfig | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+    on_taking: Callable[[int], None] | None = None,
+) -> list[Message]:
+    """Take up to ``count`` messages from ``channel``, hand them to ``show``, then give
+    each back exactly once with no delay (REQ 0, no backoff) and disconnect.
+
+    Ends when ``count`` arrived, or as many as the channel held (its depth in ``/stats``)
+    did, or after ``wait`` seconds. Each given-back message's attempts rise by one when
+    it is next delivered, and it may come after messages published later. Returns the
+    messages borrowed (all answered). On the redesign this raises :class:`ConfigError`
+    (setting ``borrow``): :func:`peek` reads there without consuming. ``on_taking`` hears
+    how many will be taken, once the channel was found and before any is (the moment to
+    warn about attempts and order).
+    """
+    from nsqctl.consumer import Consumer  # the consumer only when borrowing
+
+    validate_topic(topic)
+    validate_channel(channel)
+    if count < 1:
+        raise ConfigError("count must be at least 1", setting="count")
+    if not lookupd_http and not (nsqd_tcp and nsqd_http):
+        raise ConfigError(
+            "borrowing finds the topic's nsqds through nsqlookupd, or needs both their TCP "
+            "and HTTP addresses",
+            setting="lookupd_http",
+        )
+    async with admin_client(transport) as client:
+        placement = await locate_topic(topic, lookupd_http, nsqd_http, client, transport=transport)
+        if placement.family == "redesign":
+            raise ConfigError(
+                "the redesign reads messages in place, without consuming them: peek "
+                "without borrowing",
+                setting="borrow",
+            )
+        held = 0
+        for node in placement.nsqds:
+            stats = await fetch_nsqd_stats(client, node.address, topic=topic, channel=channel)
+            ch = stats.channel(topic, channel)
+            held += ch.depth if ch is not None else 0
+    target = min(count, held)
+    if on_taking is not None:
+        on_taking(target)
+    if target == 0:
+        show([])
+        return []
+    taken: list[Message] = []
+    done = asyncio.Event()
+
+    def take(msg: Message) -> None:
+        msg.disable_auto_response()
+        if done.is_set() or len(taken) >= count:
+            msg.requeue(delay=0, backoff=False)  # sent before nsqd saw RDY 0: straight back
+            return
+        taken.append(msg)
+        if len(taken) >= target:
+            done.set()
+
+    consumer = Consumer(
+        topic,
+        channel,
+        take,
+        lookupd_http=list(lookupd_http) or None,
+        nsqd_tcp=list(nsqd_tcp) or None,
+        max_in_flight=count,
+        config=config,
+    )
+    started = time.monotonic()
+    try:
+        await consumer.start()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(max(0.0, wait - (time.monotonic() - started))):
+                await done.wait()
+        # RDY 0 before anything goes back, or nsqd would hand it straight back to us.
+        consumer.set_max_in_flight(0)
+        done.set()
+        try:
+            show(list(taken))
+        finally:
+            for msg in taken:
+                if not msg.has_responded:
+                    msg.requeue(delay=0, backoff=False)
+    finally:
+        await consumer.stop(timeout=5)
+    if consumer.error is not None:
+        raise consumer.error
+    return taken
