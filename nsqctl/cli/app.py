@@ -124,6 +124,16 @@ COMMANDS: tuple[Entry, ...] = (
         "Print the completion script for SHELL.",
     ),
     Entry(
+        "check",
+        "nsqctl.cli.check:check",
+        "Alert on cluster health: exit 0 ok, 1 warning, 2 critical, 3 unknown.",
+    ),
+    Entry(
+        "exporter",
+        "nsqctl.cli.exporter:exporter",
+        "Serve cluster stats and check verdicts as Prometheus metrics over HTTP.",
+    ),
+    Entry(
         "dead-letter",
         "nsqctl.cli.deadletter_cmd:app",
         "List and replay the messages consumers gave up on (max attempts).",
