@@ -80,7 +80,8 @@ def _judge(rule: Rule, value: float, what: str, unit: str, topic: str, channel: 
     assert rule.threshold is not None
     status = rule.threshold.severity(value)
     limit = rule.threshold.limit(status)
-    bound = rule.threshold.crit if limit is None else limit
+    first = rule.threshold.warn if rule.threshold.warn is not None else rule.threshold.crit
+    bound = first if limit is None else limit
     sign = "<=" if limit is None else ">"
     return Finding(
         status,

@@ -1,0 +1,98 @@
+"""Health rules: their syntax, precedence, and what they find on recorded polls."""
+
+from __future__ import annotations
+
+import pytest
+
+from nsqctl.errors import ConfigError
+from nsqctl.health import RuleSet, Threshold, evaluate, judge, parse_rule
+from nsqctl.health.findings import overall
+from nsqctl.stats.model import ClusterSnapshot, LookupdStatus, NodeStats
+from nsqctl.stats.series import KeyedSeries
+from nsqctl.stats.view import ClusterView, build_view
+from tests.unit.test_stats_model import B, original
+
+
+def polls(*ks: int) -> list[ClusterView]:
+    """Views of the recorded original polls ``ks`` taken 2 s apart, as a session makes them."""
+    history = KeyedSeries()
+    views, prev = [], None
+    for i, k in enumerate(ks):
+        snap = original(k, 100.0 + 2 * i)
+        views.append(build_view(snap, prev, history))
+        prev = snap
+    return views
+
+
+def lines(views: list[ClusterView], *rules: str) -> list[str]:
+    found = evaluate(views, RuleSet.parse(rules, defaults=False))
+    return [f.line() for f in found if f.status != "ok"]
+
+
+def test_rule_syntax_thresholds_and_globs() -> None:
+    rule = parse_rule("max-depth:orders*/bill*=50,100")
+    assert (rule.kind, rule.topic, rule.channel) == ("max-depth", "orders*", "bill*")
+    assert rule.threshold == Threshold(50, 100) and str(rule) == "max-depth:orders*/bill*=50,100"
+    assert [rule.threshold.severity(v) for v in (50, 51, 101)] == ["ok", "warn", "crit"]
+    assert rule.matches("orders", "billing") and not rule.matches("orders", "audit")
+    assert not rule.matches(None, None)  # a scoped rule never covers a node
+    assert parse_rule("orphan").level == "crit" and parse_rule("isr=off").enabled is False
+    for bad in ("max-depth", "max-depth=x", "max-depth=100,50", "depth=1", "orphan=loud"):
+        with pytest.raises(ConfigError):
+            parse_rule(bad)
+
+
+def test_the_last_matching_rule_of_a_kind_decides() -> None:
+    rules = RuleSet.parse(["max-depth=100", "max-depth:orders/*=1000", "orphan:orders=off"])
+    assert rules.rule_for("max-depth", "events", "archive").threshold == Threshold(None, 100)
+    assert rules.rule_for("max-depth", "orders", "audit").threshold == Threshold(None, 1000)
+    assert rules.rule_for("orphan", "orders", "audit") is None
+    assert rules.rule_for("orphan", "events", "archive").level == "warn"  # the default
+    assert rules.rule_for("node-down", None, None).level == "crit"
+
+
+def test_findings_on_recorded_polls() -> None:
+    views = polls(0, 1)
+    assert lines(views, "max-depth:orders/*=400") == [
+        "CRITICAL: max-depth orders/audit: depth 459 > 400"
+    ]
+    # depth rose between the polls: never drains; the channel without client is an orphan
+    assert lines(views, "max-time-to-drain:events=60", "orphan=warn") == [
+        "CRITICAL: max-time-to-drain events/archive: depth 154 is not falling: "
+        "it does not drain at this pace",
+        "WARNING: orphan events/archive: depth grew 125 -> 154 with no client connected",
+        "WARNING: orphan orders/audit: depth grew 374 -> 459 with no client connected",
+    ]
+    assert lines(views, "max-requeue-rate=0.1,1", "max-timeout-rate=0") == []
+    # falling depth (poll 1 then 0): 154 -> 125 in 2 s, so the 125 left drain in 8.6 s
+    assert lines(polls(1, 0), "max-time-to-drain:events=5,60") == [
+        "WARNING: max-time-to-drain events/archive: drains in 8.6s > 5s"
+    ]
+
+
+def test_rules_about_change_are_unknown_after_one_poll() -> None:
+    [view] = polls(0)
+    found = lines([view], "orphan", "max-requeue-rate=1", "max-depth=10000")
+    assert (
+        found[0] == "UNKNOWN: max-requeue-rate events/archive: needs 2 polls of the channel, got 1"
+    )
+    result = judge([view], RuleSet.parse(["max-depth=10000"]))
+    assert (result.status, result.exit_code) == ("unknown", 3)  # the default orphan rule
+    assert judge([view], RuleSet.parse(["max-depth=100"])).exit_code == 2  # crit beats unknown
+    assert overall(["ok", "unknown", "warn"]) == "warn" and overall([]) == "ok"
+
+
+def test_node_down_and_an_unreachable_cluster() -> None:
+    snap = original(0, 100.0)
+    dead = NodeStats(address=B, fetched_at=100.0, state="down", error="timed out")
+    lookupd = (LookupdStatus("127.0.0.1:4161", ok=True),)
+    view = build_view(ClusterSnapshot(100.0, (snap.nodes[0], dead), lookupds=lookupd))
+    assert lines([view], "node-down") == [
+        f"CRITICAL: node-down {B}: does not answer /stats: timed out"
+    ]
+    nobody = build_view(
+        ClusterSnapshot(100.0, (), lookupds=(LookupdStatus("127.0.0.1:1", ok=False),))
+    )
+    result = judge([nobody], RuleSet.parse([]))
+    assert result.lines() == ["UNKNOWN: cluster: no nsqlookupd answered (127.0.0.1:1)"]
+    assert result.to_json()["exit_code"] == 3
