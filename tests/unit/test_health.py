@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from nsqctl.errors import ConfigError
@@ -96,3 +98,25 @@ def test_node_down_and_an_unreachable_cluster() -> None:
     result = judge([nobody], RuleSet.parse([]))
     assert result.lines() == ["UNKNOWN: cluster: no nsqlookupd answered (127.0.0.1:1)"]
     assert result.to_json()["exit_code"] == 3
+
+
+def test_profile_rules_come_before_the_flags(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nsqctl.cli.check import build_rules, rule_texts
+    from nsqctl.config import load_config
+
+    path = tmp_path / "config.toml"
+    path.write_text('[profiles.p]\nlookupd = ["127.0.0.1:4161"]\ncheck = ["max-depth=5"]\n')
+    monkeypatch.setenv("NSQCTL_CONFIG", str(path))
+    assert load_config().profile("p").check == ("max-depth=5",)
+    flags = rule_texts([], ["orders*"], [], max_depth="10,20")
+    assert flags == ["max-depth:orders*/*=10,20"]
+    rules = build_rules("p", False, flags)
+    assert rules.rule_for("max-depth", "events", "archive").threshold == Threshold(None, 5)
+    assert rules.rule_for("max-depth", "orders", "audit").threshold == Threshold(10, 20)
+    path.write_text("[profiles.p]\ncheck = [1]\n")
+    with pytest.raises(ConfigError, match="check must be a list of rule strings"):
+        load_config()
+    with pytest.raises(ConfigError, match="scope the --max-"):
+        rule_texts([], ["orders*"], [])
