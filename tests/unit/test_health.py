@@ -10,9 +10,20 @@ from nsqctl.errors import ConfigError
 from nsqctl.health import RuleSet, Threshold, evaluate, judge, parse_rule
 from nsqctl.health.findings import overall
 from nsqctl.stats.model import ClusterSnapshot, LookupdStatus, NodeStats
+from nsqctl.stats.offline import snapshot_from_files
 from nsqctl.stats.series import KeyedSeries
 from nsqctl.stats.view import ClusterView, build_view
-from tests.unit.test_stats_model import B, original
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "stats"
+A, B = "127.0.0.1:4151", "127.0.0.1:4251"
+
+
+def original(k: int, taken_at: float) -> ClusterSnapshot:
+    """Recorded poll ``k`` (0 or 1) of two original nsqds."""
+    return snapshot_from_files(
+        {A: DATA / f"original_nsqd_a_t{k}.json", B: DATA / f"original_nsqd_b_t{k}.json"},
+        taken_at=taken_at,
+    )
 
 
 def polls(*ks: int) -> list[ClusterView]:
@@ -120,3 +131,37 @@ def test_profile_rules_come_before_the_flags(
         load_config()
     with pytest.raises(ConfigError, match="scope the --max-"):
         rule_texts([], ["orders*"], [])
+
+
+def test_collector_series_on_recorded_polls() -> None:
+    from prometheus_client import CollectorRegistry, generate_latest
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from nsqctl.health import Latest
+    from nsqctl.health.metrics import ClusterCollector
+
+    views = polls(0, 1)
+    result = judge(views, RuleSet.parse(["max-depth=400"]))
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(ClusterCollector(lambda: Latest(views[-1], result, 1.0, 0.5, 2)))
+    samples = [
+        s
+        for family in text_string_to_metric_families(generate_latest(registry).decode())
+        for s in family.samples
+    ]
+
+    def value(name: str, **labels: str) -> float:
+        [found] = [s.value for s in samples if s.name == name and s.labels == labels]
+        return found
+
+    billing = {"topic": "orders", "channel": "billing", "partition": ""}
+    assert value("nsq_channel_depth", **billing, node=A) == 181
+    assert value("nsq_channel_messages_total", **billing, node=B) == 230
+    clients = [
+        s for s in samples if s.name == "nsq_client_ready" and s.labels["channel"] == "billing"
+    ]
+    assert len(clients) == 2 and all(s.labels["client"] for s in clients)
+    status = {"rule": "max-depth", "partition": "", "node": ""}
+    assert value("nsqctl_check_status", **status, topic="orders", channel="audit") == 2
+    assert value("nsqctl_check_status", **status, topic="events", channel="archive") == 0
+    assert value("nsqctl_up") == 1 and value("nsqctl_poll_duration_seconds") == 0.5
