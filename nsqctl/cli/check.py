@@ -111,6 +111,8 @@ def rule_texts(
             parse_threshold(value, flag)  # the flag's own name in the message
             out.extend(scoped(kind, value, topics, channels))
     if orphan is not None:
+        if orphan not in ("warn", "crit", "off"):
+            raise ConfigError(f"bad --orphan {orphan!r}: give warn, crit or off")
         out.extend(scoped("orphan", orphan, topics, channels))
     return out
 

@@ -149,6 +149,10 @@ def parse_rule(text: str) -> Rule:
         if not value:
             raise ConfigError(f"bad rule {text!r}: {kind} needs a threshold (={kind.upper()})")
         return Rule(kind, topic, channel, threshold=parse_threshold(value), source=text)  # type: ignore[arg-type]
+    if kind == "node-down" and scope:
+        raise ConfigError(f"bad rule {text!r}: node-down is about nsqds, it takes no TOPIC")
+    if kind in ("no-leader", "isr") and channel != "*":
+        raise ConfigError(f"bad rule {text!r}: {kind} is about partitions, it takes no CHANNEL")
     level = (value or "crit").strip().lower()
     if level not in _FLAG_LEVELS:
         raise ConfigError(f"bad rule {text!r}: {kind} takes warn, crit or off")

@@ -50,7 +50,16 @@ def test_rule_syntax_thresholds_and_globs() -> None:
     assert rule.matches("orders", "billing") and not rule.matches("orders", "audit")
     assert not rule.matches(None, None)  # a scoped rule never covers a node
     assert parse_rule("orphan").level == "crit" and parse_rule("isr=off").enabled is False
-    for bad in ("max-depth", "max-depth=x", "max-depth=100,50", "depth=1", "orphan=loud"):
+    bad_rules = (
+        "max-depth",
+        "max-depth=x",
+        "max-depth=100,50",
+        "depth=1",
+        "orphan=loud",
+        "node-down:orders=off",
+        "isr:orders/c=warn",
+    )
+    for bad in bad_rules:
         with pytest.raises(ConfigError):
             parse_rule(bad)
 
