@@ -17,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from nsqctl.producer import Producer
 from nsqctl.servers import process
 from nsqctl.servers.cluster import Cluster
-from tests.helpers.cli import NSQCTL, clean_env, run_cli
+from tests.helpers.cli import NSQCTL, clean_env, invoke, run_cli
 from tests.helpers.failover import leader_of
 from tests.helpers.redesign import TopicSpec, create_topics
 from tests.helpers.wait import wait_for
@@ -62,22 +62,22 @@ async def test_check_max_depth_exits_2_naming_the_channel_then_0(any_cluster: Cl
     c = any_cluster
     topic = await _topic_with_channel(c, "chk")
     await _publish(c, topic, 150)
+    # in-process (the other tests run the entry point): an interpreter start-up less each
     over = await asyncio.to_thread(
-        run_cli, ["check", *_where(c), "--topic", topic, "--max-depth", "100", *FAST]
+        invoke, "check", *_where(c), "--topic", topic, "--max-depth", "100", *FAST
     )
-    assert over.returncode == 2, over
-    assert over.stdout.decode().splitlines() == [f"CRITICAL: max-depth {topic}/c: depth 150 > 100"]
+    assert over.exit_code == 2, over.output
+    assert over.stdout.splitlines() == [f"CRITICAL: max-depth {topic}/c: depth 150 > 100"]
     under = await asyncio.to_thread(
-        run_cli, ["check", *_where(c), "--topic", topic, "--max-depth", "200", *FAST]
+        invoke, "check", *_where(c), "--topic", topic, "--max-depth", "200", *FAST
     )
-    assert under.returncode == 0, under
-    [line] = under.stdout.decode().splitlines()
+    assert under.exit_code == 0, under.output
+    [line] = under.stdout.splitlines()
     assert line.startswith("OK: ") and "over 2 polls" in line
     warned = await asyncio.to_thread(
-        run_cli,
-        ["check", *_where(c), "--rule", f"max-depth:{topic[:5]}*/c=100,200", "--json", *FAST],
+        invoke, "check", *_where(c), "--rule", f"max-depth:{topic[:5]}*/c=100,200", "--json", *FAST
     )
-    assert warned.returncode == 1, warned
+    assert warned.exit_code == 1, warned.output
     doc = json.loads(warned.stdout)
     assert (doc["status"], doc["exit_code"], doc["error"], doc["samples"]) == ("warn", 1, None, 2)
     mine = [f for f in doc["findings"] if f["topic"] == topic]
