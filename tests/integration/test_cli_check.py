@@ -109,51 +109,24 @@ async def test_check_orphan_channel_growing_without_a_client(original_cluster: C
 
     publishing = asyncio.create_task(trickle())
     try:
-        proc = await asyncio.create_subprocess_exec(
-            NSQCTL,
-            "check",
-            *_where(c),
-            "--topic",
-            topic,
-            "--orphan",
-            "crit",
-            "--samples",
-            "4",
-            "--interval",
-            "0.3",
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=clean_env(),
-        )
-        out, err = await asyncio.wait_for(proc.communicate(), 60)
+        scope = ("check", *_where(c), "--topic", topic)
+        args = (*scope, "--orphan", "crit", "--samples", "4", "--interval", "0.3")
+        grown = await asyncio.to_thread(invoke, *args)
     finally:
         stop.set()
         await publishing
-    assert proc.returncode == 2, err
-    [line] = [ln for ln in out.decode().splitlines() if topic in ln]
+    assert grown.exit_code == 2, grown.output
+    [line] = [ln for ln in grown.stdout.splitlines() if topic in ln]
     assert line.startswith(f"CRITICAL: orphan {topic}/c: depth grew ")
     assert line.endswith("with no client connected")
     # Still: no longer growing, so not an orphan; with one poll, growth cannot be judged.
-    still = await asyncio.to_thread(
-        run_cli, ["check", *_where(c), "--topic", topic, "--orphan", "crit", *FAST]
-    )
-    assert still.returncode == 0, still
+    still = await asyncio.to_thread(invoke, *scope, "--orphan", "crit", *FAST)
+    assert still.exit_code == 0, still.output
     once = await asyncio.to_thread(
-        run_cli,
-        [
-            "check",
-            *_where(c),
-            "--no-default-rules",
-            "--topic",
-            topic,
-            "--orphan",
-            "warn",
-            "-n",
-            "1",
-        ],
+        invoke, *scope, "--no-default-rules", "--orphan", "warn", "-n", "1"
     )
-    assert once.returncode == 3, once
-    assert once.stdout.decode().splitlines() == [
+    assert once.exit_code == 3, once.output
+    assert once.stdout.splitlines() == [
         f"UNKNOWN: orphan {topic}/c: needs 2 polls of the channel, got 1"
     ]
 
@@ -164,9 +137,9 @@ def test_check_unreachable_lookupd_is_unknown_in_one_line() -> None:
     assert proc.stdout.decode().splitlines() == [
         "UNKNOWN: cluster: no nsqlookupd answered (127.0.0.1:1)"
     ]
-    bad = run_cli(["check", "--lookupd", "127.0.0.1:1", "--rule", "max-depth:x"])
-    assert bad.returncode == 3 and bad.stdout == b""
-    [line] = bad.stderr.decode().splitlines()
+    bad = invoke("check", "--lookupd", "127.0.0.1:1", "--rule", "max-depth:x")
+    assert bad.exit_code == 3 and bad.stdout == ""
+    [line] = bad.stderr.splitlines()
     assert line.startswith("nsqctl: error: bad rule 'max-depth:x': max-depth needs a threshold")
 
 
@@ -178,19 +151,17 @@ async def test_check_dead_redesign_leader_is_node_down_and_no_leader(start_clust
     process.kill_hard(leader)
     follower = next(n for n in c.nsqds if n is not leader)
     proc = await asyncio.to_thread(
-        run_cli,
-        [
-            "check",
-            "--lookupd",
-            c.lookupd_http[0],
-            *(a for n in c.nsqds for a in ("--nsqd-http", n.http_address)),
-            "--timeout",
-            "1",
-            "--json",
-            *FAST,
-        ],
+        invoke,
+        "check",
+        "--lookupd",
+        c.lookupd_http[0],
+        *(a for n in c.nsqds for a in ("--nsqd-http", n.http_address)),
+        "--timeout",
+        "1",
+        "--json",
+        *FAST,
     )
-    assert proc.returncode == 2, proc
+    assert proc.exit_code == 2, proc.output
     doc = json.loads(proc.stdout)
     found = {(f["rule"], f["node"], f["topic"], f["partition"]) for f in doc["findings"]}
     assert ("node-down", leader.http_address, None, None) in found
