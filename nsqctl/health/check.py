@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nsqctl.errors import ConfigError
-from nsqctl.health.evaluate import evaluate, needs_isr, unreachable
+from nsqctl.health.evaluate import evaluate, isr_focus, unreachable
 from nsqctl.health.findings import EXIT_CODES, LABELS, Finding, Status, overall, ranked
 from nsqctl.health.spec import RuleSet
 from nsqctl.stats.poller import DEFAULT_TIMEOUT, StatsPoller
@@ -121,11 +121,9 @@ def session_for(
     timeout: float = DEFAULT_TIMEOUT,
     history: int = 120,
 ) -> StatsSession:
-    """A polling session that asks what ``rules`` need (ISR for every topic only when an
-    ``isr`` rule is on: it costs one request per topic and leader)."""
-    poller = StatsPoller(
-        lookupd_http, nsqd_http, focus=None if needs_isr(rules) else (), timeout=timeout
-    )
+    """A polling session that asks what ``rules`` need (the ISR only of the topics an
+    ``isr`` rule can cover: see :func:`~nsqctl.health.evaluate.isr_focus`)."""
+    poller = StatsPoller(lookupd_http, nsqd_http, focus=isr_focus(rules), timeout=timeout)
     return StatsSession(poller, history_length=history)
 
 

@@ -223,6 +223,21 @@ def evaluate(views: Sequence[ClusterView], rules: RuleSet) -> list[Finding]:
     return findings
 
 
-def needs_isr(rules: RuleSet) -> bool:
-    """Whether polls must ask the redesign's ``/coordinator/stats`` (for every topic)."""
-    return rules.active("isr")
+def isr_focus(rules: RuleSet) -> frozenset[str] | None:
+    """The topics whose ISR polls must ask (the redesign's ``/coordinator/stats``, one
+    request per topic and leader): those the ``isr`` rules can cover, in their order (a
+    later rule for every topic resets the earlier ones); ``None`` for every topic, as
+    soon as an enabled rule is a glob."""
+    focus: set[str] | None = set()
+    for rule in rules.of("isr"):
+        glob = any(ch in rule.topic for ch in "*?[")
+        if rule.topic == "*":
+            focus = None if rule.enabled else set()
+        elif rule.enabled:
+            if glob:
+                focus = None
+            elif focus is not None:
+                focus.add(rule.topic)
+        elif not glob and focus is not None:
+            focus.discard(rule.topic)
+    return None if focus is None else frozenset(focus)

@@ -8,6 +8,7 @@ import pytest
 
 from nsqctl.errors import ConfigError
 from nsqctl.health import RuleSet, Threshold, evaluate, judge, parse_rule
+from nsqctl.health.evaluate import isr_focus
 from nsqctl.health.findings import overall
 from nsqctl.stats.model import ClusterSnapshot, LookupdStatus, NodeStats
 from nsqctl.stats.offline import snapshot_from_files
@@ -71,6 +72,10 @@ def test_the_last_matching_rule_of_a_kind_decides() -> None:
     assert rules.rule_for("orphan", "orders", "audit") is None
     assert rules.rule_for("orphan", "events", "archive").level == "warn"  # the default
     assert rules.rule_for("node-down", None, None).level == "crit"
+    assert isr_focus(rules) is None  # the default isr rule covers every topic
+    narrowed = RuleSet.parse(["isr=off", "isr:orders=warn", "isr:billing=crit"])
+    assert isr_focus(narrowed) == {"orders", "billing"}
+    assert isr_focus(RuleSet.parse(["isr=off"])) == frozenset()
 
 
 def test_findings_on_recorded_polls() -> None:
