@@ -10,7 +10,9 @@ Example (``nsqctl config path`` prints where it lives)::
     auth_secret_file = "~/.config/nsqctl/prod.secret"
 
 Keys of a profile: lookupd, nsqd, nsqd_http (lists of HOST:PORT), tls (bool), tls_ca,
-tls_cert, tls_key, tls_insecure, auth_secret_file, compression (none|snappy|deflate).
+tls_cert, tls_key, tls_insecure, auth_secret_file, compression (none|snappy|deflate),
+check (health rules for ``nsqctl check`` and ``nsqctl exporter``, e.g.
+``["max-depth:orders*/*=1000,5000", "orphan=crit"]``; see :mod:`nsqctl.health.spec`).
 The secret itself never lives in this file, only the path of a file holding it.
 """
 
@@ -32,6 +34,7 @@ PROFILE_ENV = "NSQCTL_PROFILE"
 _LIST_KEYS = ("lookupd", "nsqd", "nsqd_http")
 _STR_KEYS = ("tls_ca", "tls_cert", "tls_key", "auth_secret_file", "compression")
 _BOOL_KEYS = ("tls", "tls_insecure")
+_RULE_KEYS = ("check",)
 
 
 def config_path() -> Path:
@@ -57,6 +60,7 @@ class Profile:
     tls_insecure: bool = False
     auth_secret_file: str | None = None
     compression: str = "none"
+    check: tuple[str, ...] = ()
 
     def to_toml_table(self) -> dict[str, Any]:
         """The non-default keys, as written back to the file."""
@@ -114,8 +118,16 @@ def _profile_from_table(name: str, table: object, path: Path) -> Profile:
             if not isinstance(value, bool):
                 raise ConfigError(f"{where}: {key} must be true or false")
             values[key] = value
+        elif key in _RULE_KEYS:
+            if isinstance(value, str):
+                value = [value]
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ConfigError(
+                    f'{where}: {key} must be a list of rule strings ("max-depth=100")'
+                )
+            values[key] = tuple(value)
         else:
-            allowed = ", ".join((*_LIST_KEYS, *_STR_KEYS, *_BOOL_KEYS))
+            allowed = ", ".join((*_LIST_KEYS, *_STR_KEYS, *_BOOL_KEYS, *_RULE_KEYS))
             raise ConfigError(f"{where}: unknown key {key!r} (known keys: {allowed})")
     return Profile(name=name, **values)
 

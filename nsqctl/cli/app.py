@@ -134,6 +134,16 @@ COMMANDS: tuple[Entry, ...] = (
         "Drain an nsqd before stopping it, restore it, list nsqds and their drain state.",
     ),
     Entry(
+        "check",
+        "nsqctl.cli.check:check",
+        "Alert on cluster health: exit 0 ok, 1 warning, 2 critical, 3 unknown.",
+    ),
+    Entry(
+        "exporter",
+        "nsqctl.cli.exporter:exporter",
+        "Serve cluster stats and check verdicts as Prometheus metrics over HTTP.",
+    ),
+    Entry(
         "dead-letter",
         "nsqctl.cli.deadletter_cmd:app",
         "List and replay the messages consumers gave up on (max attempts).",

@@ -42,6 +42,7 @@ SETTING_FLAGS: dict[str, str] = {
     "count": "--count/-n",
     "channel": "the CHANNEL argument",
     "offset": "--from-offset/--from-time",
+    "samples": "--samples N",
 }
 
 

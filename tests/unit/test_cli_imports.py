@@ -52,6 +52,8 @@ EXPECTED: dict[str, set[str]] = {
     "version": set(),
     "stat": _STATS,
     "dash": _STATS,
+    "check": _STATS,
+    "exporter": _STATS,  # prometheus_client loads only when it serves
     "archive": {"asyncio"},  # pyarrow and the archiver load only when it runs
     "replay": {"asyncio"},  # pyspark loads only when it runs
     "trace": set(),  # pyspark loads only when it runs

@@ -8,7 +8,8 @@ count). Not reporting, each for its reason:
 * ``dash``: an interactive screen;
 * ``completion``, ``sandbox env``: scripts for a shell to run;
 * ``config path``, ``sandbox build``: one path, for ``$(...)``;
-* ``sandbox down``, ``config set-profile``: act, and say so in one line on stderr.
+* ``sandbox down``, ``config set-profile``: act, and say so in one line on stderr;
+* ``exporter``: a server, whose machine format is the Prometheus text it serves.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ NOT_REPORTING = {
     "sandbox build",
     "sandbox down",
     "config set-profile",
+    "exporter",
 }
 
 REPORTING = {
@@ -35,6 +37,7 @@ REPORTING = {
     "lookup",
     "version",
     "stat",
+    "check",
     "archive",
     "replay",
     "trace",

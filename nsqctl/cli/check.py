@@ -1,0 +1,193 @@
+"""``nsqctl check``: alert on a cluster's health the way Nagios plugins do.
+
+Exit 0 ok, 1 warning, 2 critical, 3 unknown (the cluster did not answer, a rule could not
+be judged, or the rules given were wrong); one line per finding that is not ok, or one
+``OK: ...`` line; ``--json`` for one JSON document. Rules come from the profile's
+``check`` list, then ``--rule``, then the shortcut flags (the last matching rule of a kind
+decides per subject); see :mod:`nsqctl.health.spec` for the syntax.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+
+import typer
+
+from nsqctl.cli.common import (
+    LookupdOption,
+    NsqdHttpOption,
+    NsqdOption,
+    ProfileOption,
+    resolve_cluster,
+)
+from nsqctl.cli.errors import cli_message
+from nsqctl.errors import ConfigError, NsqctlError
+from nsqctl.health.check import DEFAULT_INTERVAL, DEFAULT_SAMPLES, CheckResult, check_cluster
+from nsqctl.health.findings import EXIT_CODES
+from nsqctl.health.spec import KINDS, RuleSet, parse_threshold, scoped
+from nsqctl.stats.poller import DEFAULT_TIMEOUT
+
+RuleOption = typer.Option(
+    None,
+    "--rule",
+    "-r",
+    metavar="RULE",
+    help=(
+        "KIND[:TOPIC[/CHANNEL]][=VALUE], repeatable; TOPIC and CHANNEL are globs. KIND: "
+        f"{', '.join(KINDS)}. max-* take CRIT or WARN,CRIT; the others warn, crit or off."
+    ),
+)
+TopicGlobOption = typer.Option(
+    None, "--topic", "-t", metavar="GLOB", help="Scope of the --max-*/--orphan flags (repeatable)."
+)
+ChannelGlobOption = typer.Option(
+    None,
+    "--channel",
+    "-c",
+    metavar="GLOB",
+    help="Scope of the --max-*/--orphan flags (repeatable).",
+)
+MaxDepthOption = typer.Option(
+    None, "--max-depth", metavar="[WARN,]CRIT", help="Messages waiting on a channel."
+)
+MaxDrainOption = typer.Option(
+    None,
+    "--max-time-to-drain",
+    metavar="[WARN,]CRIT",
+    help="Seconds until a channel is empty at its pace (critical when it is not falling).",
+)
+MaxRequeueOption = typer.Option(
+    None, "--max-requeue-rate", metavar="[WARN,]CRIT", help="Requeues per second on a channel."
+)
+MaxTimeoutOption = typer.Option(
+    None, "--max-timeout-rate", metavar="[WARN,]CRIT", help="Timeouts per second on a channel."
+)
+OrphanOption = typer.Option(
+    None,
+    "--orphan",
+    metavar="LEVEL",
+    help="Severity of a channel growing with no client: warn (default), crit or off.",
+)
+NoDefaultsOption = typer.Option(
+    False,
+    "--no-default-rules",
+    help="Start from no rules instead of node-down=crit, no-leader=crit, isr=warn, orphan=warn.",
+)
+SamplesOption = typer.Option(
+    DEFAULT_SAMPLES, "--samples", "-n", help="Polls to take (rates and orphan need 2 or more)."
+)
+IntervalOption = typer.Option(DEFAULT_INTERVAL, "--interval", "-i", help="Seconds between polls.")
+TimeoutOption = typer.Option(
+    DEFAULT_TIMEOUT, "--timeout", help="Seconds before an nsqd counts as down for a poll."
+)
+
+
+def rule_texts(
+    rules: list[str],
+    topics: list[str],
+    channels: list[str],
+    *,
+    max_depth: str | None = None,
+    max_time_to_drain: str | None = None,
+    max_requeue_rate: str | None = None,
+    max_timeout_rate: str | None = None,
+    orphan: str | None = None,
+) -> list[str]:
+    """The rule strings of the flags in precedence order: ``--rule``, then the shortcuts
+    (``--max-depth 100`` over every ``--topic`` x ``--channel`` glob given)."""
+    shortcuts = (max_depth, max_time_to_drain, max_requeue_rate, max_timeout_rate, orphan)
+    if (topics or channels) and all(v is None for v in shortcuts):
+        raise ConfigError("--topic and --channel scope the --max-* and --orphan flags: give one")
+    out = list(rules)
+    for kind, flag, value in (
+        ("max-depth", "--max-depth", max_depth),
+        ("max-time-to-drain", "--max-time-to-drain", max_time_to_drain),
+        ("max-requeue-rate", "--max-requeue-rate", max_requeue_rate),
+        ("max-timeout-rate", "--max-timeout-rate", max_timeout_rate),
+    ):
+        if value is not None:
+            parse_threshold(value, flag)  # the flag's own name in the message
+            out.extend(scoped(kind, value, topics, channels))
+    if orphan is not None:
+        if orphan not in ("warn", "crit", "off"):
+            raise ConfigError(f"bad --orphan {orphan!r}: give warn, crit or off")
+        out.extend(scoped("orphan", orphan, topics, channels))
+    return out
+
+
+def profile_rules(profile: str | None) -> tuple[str, ...]:
+    """The ``check`` rules of the profile in use, if any."""
+    if profile is None:
+        return ()
+    from nsqctl.config import load_config
+
+    return load_config().profile(profile).check
+
+
+def build_rules(profile: str | None, no_defaults: bool, texts: list[str]) -> RuleSet:
+    return RuleSet.parse([*profile_rules(profile), *texts], defaults=not no_defaults)
+
+
+def report(result: CheckResult, as_json: bool) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps(result.to_json()) + "\n")
+    else:
+        for line in result.lines():
+            typer.echo(line)
+
+
+def check(
+    lookupd: list[str] = LookupdOption,
+    nsqd: list[str] = NsqdOption,
+    nsqd_http: list[str] = NsqdHttpOption,
+    profile: str | None = ProfileOption,
+    rule: list[str] = RuleOption,
+    topic: list[str] = TopicGlobOption,
+    channel: list[str] = ChannelGlobOption,
+    max_depth: str | None = MaxDepthOption,
+    max_time_to_drain: str | None = MaxDrainOption,
+    max_requeue_rate: str | None = MaxRequeueOption,
+    max_timeout_rate: str | None = MaxTimeoutOption,
+    orphan: str | None = OrphanOption,
+    no_default_rules: bool = NoDefaultsOption,
+    samples: int = SamplesOption,
+    interval: float = IntervalOption,
+    timeout: float = TimeoutOption,
+    as_json: bool = typer.Option(False, "--json", help="One JSON document with every finding."),
+) -> None:
+    """Alert on cluster health: exit 0 ok, 1 warning, 2 critical, 3 unknown."""
+    try:
+        if samples < 1:
+            raise ConfigError(f"bad --samples {samples}: must be >= 1")
+        if interval <= 0:
+            raise ConfigError(f"bad --interval {interval}: must be > 0 seconds")
+        sel = resolve_cluster(lookupd, nsqd, profile, nsqd_http, require="http")
+        texts = rule_texts(
+            rule or [],
+            topic or [],
+            channel or [],
+            max_depth=max_depth,
+            max_time_to_drain=max_time_to_drain,
+            max_requeue_rate=max_requeue_rate,
+            max_timeout_rate=max_timeout_rate,
+            orphan=orphan,
+        )
+        rules = build_rules(sel.profile, no_default_rules, texts)
+        result = asyncio.run(
+            check_cluster(
+                sel.lookupd,
+                sel.nsqd_http,
+                rules,
+                samples=samples,
+                interval=interval,
+                timeout=timeout,
+            )
+        )
+    except NsqctlError as err:
+        # Nagios reads anything but 0-2 as "could not check": a bad rule or flag too.
+        typer.echo(f"nsqctl: error: {cli_message(err)}", err=True)
+        raise typer.Exit(EXIT_CODES["unknown"]) from None
+    report(result, as_json)
+    raise typer.Exit(result.exit_code)

@@ -1,0 +1,243 @@
+"""Judge a window of cluster views against a :class:`RuleSet`.
+
+The window is consecutive :class:`ClusterView` polls, oldest first, from one
+:class:`~nsqctl.stats.session.StatsSession` (so each channel carries its depth history).
+State rules (depth, node down, leader, ISR) read the newest view; rules about change
+(rates, time to drain, orphan) read the window and, with fewer than two polls, are
+``unknown``: a check that could not see change must not say all is well.
+
+The operator definitions (orphan, drain rate, time to drain, growth, counter rates) are
+those of :mod:`nsqctl.stats.rules`; this module only applies thresholds and globs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from nsqctl.health.findings import Finding
+from nsqctl.health.spec import Rule, RuleSet
+from nsqctl.stats.rules import (
+    GROWING_SAMPLES,
+    drain_rate,
+    is_growing,
+    is_orphan,
+    rate,
+    time_to_drain,
+)
+from nsqctl.stats.view import ChannelView, ClusterView, TopicView
+
+
+def unreachable(view: ClusterView) -> str | None:
+    """Why nothing can be judged from ``view``, or None when the cluster answered.
+
+    No nsqd answered and no nsqlookupd either (or none was asked): a wrong address or a
+    network fault, not an outage to report node by node. When a lookupd answered, dead
+    nsqds are real and the node-down rule reports them.
+    """
+    lookupd_up = any(lk.ok for lk in view.lookupds)
+    if any(n.stats.state != "down" for n in view.nodes) or (view.nodes and lookupd_up):
+        return None
+    if view.lookupds and not lookupd_up:
+        where = ", ".join(lk.address for lk in view.lookupds)
+        return f"no nsqlookupd answered ({where})"
+    if view.nodes:
+        causes = "; ".join(f"{n.address}: {n.stats.error or n.stats.state}" for n in view.nodes)
+        return f"no nsqd answered /stats ({causes})"
+    return view.errors[0] if view.errors else "no nsqd found"
+
+
+@dataclass(frozen=True)
+class _Window:
+    views: Sequence[ClusterView]
+
+    @property
+    def last(self) -> ClusterView:
+        return self.views[-1]
+
+    @property
+    def span(self) -> float:
+        return self.last.taken_at - self.views[0].taken_at
+
+    def first_channel(self, topic: str, channel: str) -> tuple[ChannelView, float] | None:
+        """The channel in the oldest view that has it, with that view's time."""
+        for view in self.views[:-1]:
+            tv = view.topic(topic)
+            found = tv.channel(channel) if tv is not None else None
+            if found is not None:
+                return found, view.taken_at
+        return None
+
+    def depths(self, ch: ChannelView) -> tuple[float, ...]:
+        return ch.depth_history[-len(self.views) :]
+
+
+def _shown(value: float) -> str:
+    return str(int(value)) if value == int(value) else f"{value:.1f}"
+
+
+def _judge(rule: Rule, value: float, what: str, unit: str, topic: str, channel: str) -> Finding:
+    assert rule.threshold is not None
+    status = rule.threshold.severity(value)
+    limit = rule.threshold.limit(status)
+    first = rule.threshold.warn if rule.threshold.warn is not None else rule.threshold.crit
+    bound = first if limit is None else limit
+    sign = "<=" if limit is None else ">"
+    return Finding(
+        status,
+        rule.kind,
+        f"{what} {_shown(value)}{unit} {sign} {_shown(bound)}{unit}",
+        topic=topic,
+        channel=channel,
+        value=value,
+        threshold=bound,
+    )
+
+
+def _channel_findings(
+    rules: RuleSet, window: _Window, topic: TopicView, ch: ChannelView
+) -> Iterator[Finding]:
+    t, c = topic.name, ch.name
+    depths = window.depths(ch)
+    need = f"needs 2 polls of the channel, got {len(depths)}"
+
+    rule = rules.rule_for("max-depth", t, c)
+    if rule is not None:
+        yield _judge(rule, ch.depth, "depth", "", t, c)
+
+    rule = rules.rule_for("max-time-to-drain", t, c)
+    if rule is not None and rule.threshold is not None:
+        if len(depths) < 2 or window.span <= 0:
+            yield Finding("unknown", rule.kind, need, topic=t, channel=c)
+        else:
+            left = time_to_drain(ch.depth, drain_rate(depths, window.span / (len(depths) - 1)))
+            if left is None:
+                yield Finding(
+                    "crit",
+                    rule.kind,
+                    f"depth {ch.depth} is not falling: it does not drain at this pace",
+                    topic=t,
+                    channel=c,
+                    value=ch.depth,
+                    threshold=rule.threshold.crit,
+                )
+            else:
+                yield _judge(rule, left, "drains in", "s", t, c)
+
+    for kind, counter, what in (
+        ("max-requeue-rate", "requeued", "requeues"),
+        ("max-timeout-rate", "timed_out", "timeouts"),
+    ):
+        rule = rules.rule_for(kind, t, c)
+        if rule is None:
+            continue
+        earlier = window.first_channel(t, c)
+        per_second = None
+        if earlier is not None:
+            before, at = earlier
+            dt = window.last.taken_at - at
+            per_second = rate(getattr(ch, counter), getattr(before, counter), dt)
+        if per_second is None:
+            why = f"{need} (or its counters were reset)" if earlier is not None else need
+            yield Finding("unknown", rule.kind, why, topic=t, channel=c)
+        else:
+            yield _judge(rule, per_second, what, "/s", t, c)
+
+    rule = rules.rule_for("orphan", t, c)
+    if rule is not None:
+        if len(depths) < 2:
+            yield Finding("unknown", rule.kind, need, topic=t, channel=c)
+        else:
+            growing = is_growing(depths, min(GROWING_SAMPLES, len(depths) - 1))
+            orphan = is_orphan(ch.client_count, growing)
+            yield Finding(
+                rule.hit if orphan else "ok",
+                rule.kind,
+                (
+                    f"depth grew {_shown(depths[0])} -> {ch.depth} with no client connected"
+                    if orphan
+                    else f"depth {ch.depth}, {ch.client_count} client(s)"
+                ),
+                topic=t,
+                channel=c,
+                value=ch.depth,
+            )
+
+
+def _partition_findings(rules: RuleSet, topic: TopicView) -> Iterator[Finding]:
+    if not topic.is_redesign:
+        return
+    leader_rule = rules.rule_for("no-leader", topic.name, None)
+    isr_rule = rules.rule_for("isr", topic.name, None)
+    for p in topic.partitions:
+        if leader_rule is not None:
+            copies = ", ".join(p.replicas) or "no nsqd that is up"
+            yield Finding(
+                leader_rule.hit if p.no_leader else "ok",
+                leader_rule.kind,
+                f"no writable leader (copies on {copies})" if p.no_leader else "leader up",
+                topic=topic.name,
+                partition=p.partition,
+                node=p.leader,
+            )
+        if isr_rule is not None and p.isr is not None:
+            behind = p.out_of_sync
+            yield Finding(
+                isr_rule.hit if behind else "ok",
+                isr_rule.kind,
+                (
+                    f"{', '.join(behind)} not in the ISR ({len(p.isr)} in sync)"
+                    if behind
+                    else f"{len(p.isr)} in sync"
+                ),
+                topic=topic.name,
+                partition=p.partition,
+                node=p.leader,
+                value=len(p.isr),
+            )
+
+
+def evaluate(views: Sequence[ClusterView], rules: RuleSet) -> list[Finding]:
+    """Every rule on every subject it covers in the newest of ``views`` (oldest first):
+    ok ones too, so an exporter can show a status per rule and subject."""
+    if not views:
+        raise ValueError("evaluate needs at least one view")
+    window = _Window(views)
+    findings: list[Finding] = []
+    node_rule = rules.rule_for("node-down", None, None)
+    if node_rule is not None:
+        for node in window.last.nodes:
+            down = node.stats.state == "down"
+            findings.append(
+                Finding(
+                    node_rule.hit if down else "ok",
+                    node_rule.kind,
+                    f"does not answer /stats: {node.stats.error or 'down'}" if down else "up",
+                    node=node.address,
+                )
+            )
+    for topic in window.last.topics:
+        findings.extend(_partition_findings(rules, topic))
+        for ch in topic.channels:
+            findings.extend(_channel_findings(rules, window, topic, ch))
+    return findings
+
+
+def isr_focus(rules: RuleSet) -> frozenset[str] | None:
+    """The topics whose ISR polls must ask (the redesign's ``/coordinator/stats``, one
+    request per topic and leader): those the ``isr`` rules can cover, in their order (a
+    later rule for every topic resets the earlier ones); ``None`` for every topic, as
+    soon as an enabled rule is a glob."""
+    focus: set[str] | None = set()
+    for rule in rules.of("isr"):
+        glob = any(ch in rule.topic for ch in "*?[")
+        if rule.topic == "*":
+            focus = None if rule.enabled else set()
+        elif rule.enabled:
+            if glob:
+                focus = None
+            elif focus is not None:
+                focus.add(rule.topic)
+        elif not glob and focus is not None:
+            focus.discard(rule.topic)
+    return None if focus is None else frozenset(focus)

@@ -1,0 +1,180 @@
+"""The cluster model as Prometheus metrics, through ``prometheus_client``'s collector API.
+
+Series (labels as Prometheus conventions want: one name per quantity, the subject in
+labels; ``partition`` is empty on the original family, ``node`` the nsqd's HTTP address):
+
+* ``nsq_node_up{node}``; ``nsq_topic_depth`` and ``nsq_topic_messages_total``
+  ``{topic,partition,node}``; on the redesign ``nsq_partition_writable`` and, when the
+  ISR was asked, ``nsq_partition_isr`` ``{topic,partition}``;
+* ``nsq_channel_depth``, ``nsq_channel_in_flight``, ``nsq_channel_deferred``,
+  ``nsq_channel_clients`` and the counters ``nsq_channel_messages_total``,
+  ``nsq_channel_requeued_total``, ``nsq_channel_timed_out_total``
+  ``{topic,channel,partition,node}``;
+* ``nsq_client_ready``, ``nsq_client_in_flight`` and the counters
+  ``nsq_client_messages_total``, ``nsq_client_finished_total``,
+  ``nsq_client_requeued_total`` ``{topic,channel,partition,node,client}`` (``client``:
+  the connection's remote address);
+* ``nsqctl_check_status{rule,topic,channel,partition,node}``: 0 ok, 1 warning,
+  2 critical, 3 unknown, the exit codes of ``nsqctl check``;
+* ``nsqctl_up`` (the last poll reached the cluster), ``nsqctl_poll_duration_seconds``,
+  ``nsqctl_last_poll_timestamp_seconds`` and ``nsqctl_scrape_duration_seconds`` (the time
+  this scrape took to build).
+
+Values are those of the last poll of a :class:`~nsqctl.health.monitor.HealthMonitor`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from nsqctl.health.findings import EXIT_CODES
+from nsqctl.health.monitor import Latest
+from nsqctl.stats.view import ClusterView
+
+_TOPIC = ["topic", "partition", "node"]
+_CHANNEL = ["topic", "channel", "partition", "node"]
+_CLIENT = [*_CHANNEL, "client"]
+_CHECK = ["rule", "topic", "channel", "partition", "node"]
+
+
+def _label(value: object) -> str:
+    return "" if value is None else str(value)
+
+
+def _topic_metrics(view: ClusterView) -> Iterator[Metric]:
+    up = GaugeMetricFamily("nsq_node_up", "1 when the nsqd answered /stats.", labels=["node"])
+    for node in view.nodes:
+        up.add_metric([node.address], 0 if node.stats.state == "down" else 1)
+    yield up
+    depth = GaugeMetricFamily(
+        "nsq_topic_depth",
+        "Messages of the topic partition not yet confirmed by every channel (or held).",
+        labels=_TOPIC,
+    )
+    messages = CounterMetricFamily(
+        "nsq_topic_messages", "Messages published to the topic partition.", labels=_TOPIC
+    )
+    writable = GaugeMetricFamily(
+        "nsq_partition_writable",
+        "1 when the redesign partition has a writable leader.",
+        labels=["topic", "partition"],
+    )
+    isr = GaugeMetricFamily(
+        "nsq_partition_isr",
+        "nsqds in the redesign partition's ISR (in sync with its leader).",
+        labels=["topic", "partition"],
+    )
+    for topic in view.topics:
+        for p in topic.partitions:
+            labels = [topic.name, _label(p.partition), _label(p.leader)]
+            depth.add_metric(labels, p.depth)
+            messages.add_metric(labels, p.messages)
+            if topic.is_redesign:
+                writable.add_metric([topic.name, p.label], 1 if p.write_enabled else 0)
+                if p.isr is not None:
+                    isr.add_metric([topic.name, p.label], len(p.isr))
+    yield from (depth, messages, writable, isr)
+
+
+_CHANNEL_GAUGES: tuple[tuple[str, str, Callable[..., int]], ...] = (
+    ("nsq_channel_depth", "Messages waiting on the channel.", lambda s: s.depth),
+    ("nsq_channel_in_flight", "Messages sent and not yet answered.", lambda s: s.in_flight_count),
+    (
+        "nsq_channel_deferred",
+        "Messages deferred (requeued with a delay).",
+        lambda s: s.deferred_count,
+    ),
+    ("nsq_channel_clients", "Consumers connected to the channel.", lambda s: s.client_count),
+)
+_CHANNEL_COUNTERS: tuple[tuple[str, str, Callable[..., int]], ...] = (
+    ("nsq_channel_messages", "Messages the channel received.", lambda s: s.message_count),
+    ("nsq_channel_requeued", "Messages requeued by consumers.", lambda s: s.requeue_count),
+    ("nsq_channel_timed_out", "Messages that timed out in flight.", lambda s: s.timeout_count),
+)
+_CLIENT_GAUGES: tuple[tuple[str, str, Callable[..., int]], ...] = (
+    ("nsq_client_ready", "The consumer's RDY count.", lambda c: c.ready_count),
+    ("nsq_client_in_flight", "Messages in flight to the consumer.", lambda c: c.in_flight_count),
+)
+_CLIENT_COUNTERS: tuple[tuple[str, str, Callable[..., int]], ...] = (
+    ("nsq_client_messages", "Messages sent to the consumer.", lambda c: c.message_count),
+    ("nsq_client_finished", "Messages the consumer finished.", lambda c: c.finish_count),
+    ("nsq_client_requeued", "Messages the consumer requeued.", lambda c: c.requeue_count),
+)
+
+
+def _channel_metrics(view: ClusterView) -> Iterator[Metric]:
+    families: list[tuple[GaugeMetricFamily | CounterMetricFamily, Callable[..., int]]] = [
+        (GaugeMetricFamily(name, doc, labels=_CHANNEL), get) for name, doc, get in _CHANNEL_GAUGES
+    ]
+    families += [
+        (CounterMetricFamily(name, doc, labels=_CHANNEL), get)
+        for name, doc, get in _CHANNEL_COUNTERS
+    ]
+    clients: list[tuple[GaugeMetricFamily | CounterMetricFamily, Callable[..., int]]] = [
+        (GaugeMetricFamily(name, doc, labels=_CLIENT), get) for name, doc, get in _CLIENT_GAUGES
+    ]
+    clients += [
+        (CounterMetricFamily(name, doc, labels=_CLIENT), get) for name, doc, get in _CLIENT_COUNTERS
+    ]
+    for topic in view.topics:
+        for ch in topic.channels:
+            for part in ch.parts:
+                labels = [topic.name, ch.name, _label(part.partition), part.node]
+                for family, get in families:
+                    family.add_metric(labels, get(part.stats))
+                for client in part.stats.clients:
+                    for family, get in clients:
+                        family.add_metric([*labels, client.remote_address], get(client))
+    for family, _ in (*families, *clients):
+        yield family
+
+
+class ClusterCollector(Collector):
+    """Yields the metrics of ``latest()`` (a monitor's :attr:`HealthMonitor.latest`)."""
+
+    def __init__(self, latest: Callable[[], Latest]) -> None:
+        self._latest = latest
+
+    def collect(self) -> Iterator[Metric]:
+        started = time.monotonic()
+        latest = self._latest()
+        result = latest.result
+        up = GaugeMetricFamily("nsqctl_up", "1 when the last poll reached the cluster.")
+        up.add_metric([], 1 if result is not None and result.error is None else 0)
+        yield up
+        if latest.view is not None and result is not None and result.error is None:
+            yield from _topic_metrics(latest.view)
+            yield from _channel_metrics(latest.view)
+        status = GaugeMetricFamily(
+            "nsqctl_check_status",
+            "Health rule verdict: 0 ok, 1 warning, 2 critical, 3 unknown.",
+            labels=_CHECK,
+        )
+        if result is not None:
+            for f in result.findings:
+                labels = [f.rule, f.topic, f.channel, f.partition, f.node]
+                status.add_metric([_label(v) for v in labels], EXIT_CODES[f.status])
+            if result.error is not None:
+                status.add_metric(["cluster", "", "", "", ""], EXIT_CODES["unknown"])
+        yield status
+        poll = GaugeMetricFamily("nsqctl_poll_duration_seconds", "How long the last poll took.")
+        poll.add_metric([], latest.poll_seconds)
+        yield poll
+        when = GaugeMetricFamily(
+            "nsqctl_last_poll_timestamp_seconds", "When the last poll ended (Unix time)."
+        )
+        when.add_metric([], latest.polled_at)
+        yield when
+        took = GaugeMetricFamily(
+            "nsqctl_scrape_duration_seconds", "How long this scrape took to build."
+        )
+        took.add_metric([], time.monotonic() - started)
+        yield took
+
+    def describe(self) -> list[Metric]:
+        """Nothing up front: the series depend on the cluster (and registering must not poll)."""
+        return []

@@ -1,0 +1,76 @@
+"""Keep judging a cluster: poll every ``interval`` seconds and hold the latest verdict.
+
+The exporter serves what the monitor last saw instead of polling on every scrape, so a
+scrape is cheap, rates have a previous poll, and several Prometheus servers scraping do
+not multiply the load on nsqd. The latest :class:`Latest` is replaced whole (one
+reference assignment), so the HTTP thread reading it never sees half an update.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections import deque
+from dataclasses import dataclass
+
+from nsqctl.health.check import CheckResult, judge
+from nsqctl.health.spec import RuleSet
+from nsqctl.stats.session import ViewSource
+from nsqctl.stats.view import ClusterView
+
+
+@dataclass(frozen=True)
+class Latest:
+    """One poll and its verdict; ``view`` is None before the first poll ended."""
+
+    view: ClusterView | None
+    result: CheckResult | None
+    polled_at: float = 0.0
+    poll_seconds: float = 0.0
+    polls: int = 0
+
+
+class HealthMonitor:
+    """Polls ``source`` until :meth:`stop`; the rules see the last ``samples`` polls."""
+
+    def __init__(
+        self, source: ViewSource, rules: RuleSet, *, interval: float, samples: int
+    ) -> None:
+        self.source = source
+        self.rules = rules
+        self.interval = interval
+        self.window: deque[ClusterView] = deque(maxlen=max(2, samples))
+        self.latest = Latest(None, None)
+        self._stop = asyncio.Event()
+        self._polled = asyncio.Event()
+
+    async def poll_once(self) -> Latest:
+        started = time.monotonic()
+        view = await self.source.refresh()
+        self.window.append(view)
+        result = judge(list(self.window), self.rules)
+        self.latest = Latest(
+            view, result, time.time(), time.monotonic() - started, self.latest.polls + 1
+        )
+        self._polled.set()
+        return self.latest
+
+    async def run(self) -> None:
+        """Poll until :meth:`stop`; the source is closed on the way out."""
+        try:
+            while not self._stop.is_set():
+                started = time.monotonic()
+                await self.poll_once()
+                pause = max(0.0, self.interval - (time.monotonic() - started))
+                with contextlib.suppress(TimeoutError):  # the pause ended: poll again
+                    await asyncio.wait_for(self._stop.wait(), pause)
+        finally:
+            await self.source.aclose()
+
+    async def first_poll(self) -> Latest:
+        await self._polled.wait()
+        return self.latest
+
+    def stop(self) -> None:
+        self._stop.set()

@@ -1,0 +1,259 @@
+"""``nsqctl check`` and ``nsqctl exporter`` as an operator runs them, on real clusters of
+both families: Nagios exit codes and lines, ``--json``, orphan growth over polls, a dead
+redesign leader, an unreachable lookupd, and a Prometheus scrape of the exporter."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import uuid
+from collections.abc import AsyncIterator
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from nsqctl.producer import Producer
+from nsqctl.servers import process
+from nsqctl.servers.cluster import Cluster
+from tests.helpers.cli import NSQCTL, clean_env, invoke, run_cli
+from tests.helpers.failover import leader_of
+from tests.helpers.redesign import TopicSpec, create_topics
+from tests.helpers.wait import wait_for
+
+FAST = ("--samples", "2", "--interval", "0.2")
+
+
+def _topic(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:10]}"
+
+
+async def _topic_with_channel(c: Cluster, prefix: str) -> str:
+    """A fresh topic with channel ``c`` (made before publishing, so it keeps every message)."""
+    topic = _topic(prefix)
+    if c.flavor == "redesign":
+        await create_topics(c.lookupd_http, {topic: TopicSpec(partitions=2, replicas=1)})
+    else:
+        async with httpx.AsyncClient(timeout=10) as http:
+            for path, params in (
+                ("/topic/create", {"topic": topic}),
+                ("/channel/create", {"topic": topic, "channel": "c"}),
+            ):
+                resp = await http.post(f"http://{c.nsqd_http[0]}{path}", params=params)
+                resp.raise_for_status()
+    return topic
+
+
+def _where(c: Cluster) -> list[str]:
+    if c.flavor == "redesign":
+        return ["--lookupd", c.lookupd_http[0]]
+    return ["--nsqd-http", c.nsqd_http[0]]
+
+
+async def _publish(c: Cluster, topic: str, count: int) -> None:
+    where = {"lookupd_http": c.lookupd_http} if c.flavor == "redesign" else {}
+    nsqd = {} if where else {"nsqd_tcp": [c.nsqd_tcp[0]]}
+    async with Producer(**where, **nsqd) as producer:  # type: ignore[arg-type]
+        await producer.publish_many(topic, [b"m"] * count)
+
+
+async def test_check_max_depth_exits_2_naming_the_channel_then_0(any_cluster: Cluster) -> None:
+    c = any_cluster
+    topic = await _topic_with_channel(c, "chk")
+    await _publish(c, topic, 150)
+    # in-process (the other tests run the entry point): an interpreter start-up less each
+    over = await asyncio.to_thread(
+        invoke, "check", *_where(c), "--topic", topic, "--max-depth", "100", *FAST
+    )
+    assert over.exit_code == 2, over.output
+    assert over.stdout.splitlines() == [f"CRITICAL: max-depth {topic}/c: depth 150 > 100"]
+    under = await asyncio.to_thread(
+        invoke, "check", *_where(c), "--topic", topic, "--max-depth", "200", *FAST
+    )
+    assert under.exit_code == 0, under.output
+    [line] = under.stdout.splitlines()
+    assert line.startswith("OK: ") and "over 2 polls" in line
+    warned = await asyncio.to_thread(
+        invoke, "check", *_where(c), "--rule", f"max-depth:{topic[:5]}*/c=100,200", "--json", *FAST
+    )
+    assert warned.exit_code == 1, warned.output
+    doc = json.loads(warned.stdout)
+    assert (doc["status"], doc["exit_code"], doc["error"], doc["samples"]) == ("warn", 1, None, 2)
+    mine = [f for f in doc["findings"] if f["topic"] == topic]
+    assert mine == [
+        {
+            "status": "warn",
+            "rule": "max-depth",
+            "topic": topic,
+            "channel": "c",
+            "partition": None,
+            "node": None,
+            "value": 150,
+            "threshold": 100,
+            "message": "depth 150 > 100",
+        }
+    ]
+
+
+async def test_check_orphan_channel_growing_without_a_client(original_cluster: Cluster) -> None:
+    c = original_cluster
+    topic = await _topic_with_channel(c, "orph")
+    stop = asyncio.Event()
+
+    async def trickle() -> None:  # depth grows between every two polls, nobody consumes
+        async with Producer(nsqd_tcp=[c.nsqd_tcp[0]]) as producer:
+            while not stop.is_set():
+                await producer.publish(topic, b"m")
+                await asyncio.sleep(0.02)
+
+    publishing = asyncio.create_task(trickle())
+    try:
+        scope = ("check", *_where(c), "--topic", topic)
+        args = (*scope, "--orphan", "crit", "--samples", "4", "--interval", "0.3")
+        grown = await asyncio.to_thread(invoke, *args)
+    finally:
+        stop.set()
+        await publishing
+    assert grown.exit_code == 2, grown.output
+    [line] = [ln for ln in grown.stdout.splitlines() if topic in ln]
+    assert line.startswith(f"CRITICAL: orphan {topic}/c: depth grew ")
+    assert line.endswith("with no client connected")
+    # Still: no longer growing, so not an orphan; with one poll, growth cannot be judged.
+    still = await asyncio.to_thread(invoke, *scope, "--orphan", "crit", *FAST)
+    assert still.exit_code == 0, still.output
+    once = await asyncio.to_thread(
+        invoke, *scope, "--no-default-rules", "--orphan", "warn", "-n", "1"
+    )
+    assert once.exit_code == 3, once.output
+    assert once.stdout.splitlines() == [
+        f"UNKNOWN: orphan {topic}/c: needs 2 polls of the channel, got 1"
+    ]
+
+
+def test_check_unreachable_lookupd_is_unknown_in_one_line() -> None:
+    proc = run_cli(["check", "--lookupd", "127.0.0.1:1", "--timeout", "0.5"])
+    assert proc.returncode == 3, proc
+    assert proc.stdout.decode().splitlines() == [
+        "UNKNOWN: cluster: no nsqlookupd answered (127.0.0.1:1)"
+    ]
+    bad = invoke("check", "--lookupd", "127.0.0.1:1", "--rule", "max-depth:x")
+    assert bad.exit_code == 3 and bad.stdout == ""
+    [line] = bad.stderr.splitlines()
+    assert line.startswith("nsqctl: error: bad rule 'max-depth:x': max-depth needs a threshold")
+
+
+async def test_check_dead_redesign_leader_is_node_down_and_no_leader(start_cluster) -> None:
+    c = start_cluster("redesign", nsqd=2)
+    topic = _topic("dead")
+    await create_topics(c.lookupd_http, {topic: TopicSpec(partitions=1, replicas=2)})
+    leader = leader_of(c, topic)
+    process.kill_hard(leader)
+    follower = next(n for n in c.nsqds if n is not leader)
+    proc = await asyncio.to_thread(
+        invoke,
+        "check",
+        "--lookupd",
+        c.lookupd_http[0],
+        *(a for n in c.nsqds for a in ("--nsqd-http", n.http_address)),
+        "--timeout",
+        "1",
+        "--json",
+        *FAST,
+    )
+    assert proc.exit_code == 2, proc.output
+    doc = json.loads(proc.stdout)
+    found = {(f["rule"], f["node"], f["topic"], f["partition"]) for f in doc["findings"]}
+    assert ("node-down", leader.http_address, None, None) in found
+    assert ("no-leader", None, topic, 0) in found
+    [no_leader] = [f for f in doc["findings"] if f["rule"] == "no-leader"]
+    assert no_leader["status"] == "crit"
+    assert no_leader["message"] == f"no writable leader (copies on {follower.http_address})"
+
+
+@contextlib.asynccontextmanager
+async def _exporter(*args: str) -> AsyncIterator[tuple[asyncio.subprocess.Process, str]]:
+    """``nsqctl exporter ARGS --listen 127.0.0.1:0``; yields it and its /metrics URL, then
+    stops it with SIGTERM (by PID) and checks it exited cleanly."""
+    proc = await asyncio.create_subprocess_exec(
+        NSQCTL,
+        "exporter",
+        *args,
+        "--listen",
+        "127.0.0.1:0",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=clean_env(),
+    )
+    try:
+        assert proc.stderr is not None
+        line = (await asyncio.wait_for(proc.stderr.readline(), 60)).decode()
+        assert line.startswith("nsqctl exporter: serving http://127.0.0.1:"), line
+        yield proc, line.split()[-1]
+        proc.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(proc.wait(), 30)
+        assert proc.returncode == 0, await proc.stderr.read()
+    finally:
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+
+
+def _series(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    return {
+        (s.name, frozenset(s.labels.items())): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+async def test_exporter_serves_channel_depth_and_check_status(any_cluster: Cluster) -> None:
+    c = any_cluster
+    topic = await _topic_with_channel(c, "exp")
+    await _publish(c, topic, 7)
+    async with _exporter(*_where(c), "--interval", "0.2", "--topic", topic, "--max-depth", "5") as (
+        _,
+        url,
+    ):
+        series: dict[tuple[str, frozenset[tuple[str, str]]], float] = {}
+        status = ("nsqctl_check_status", "max-depth", topic)
+
+        async def scraped() -> bool:
+            nonlocal series
+            async with httpx.AsyncClient(timeout=5) as http:
+                resp = await http.get(url)
+            assert resp.status_code == 200
+            series = _series(resp.text)
+            return any(name == status[0] and ("topic", topic) in labels for name, labels in series)
+
+        await wait_for(scraped, 30, "the check status of the topic in a scrape")
+    depths = {
+        dict(labels)["partition"]: value
+        for (name, labels), value in series.items()
+        if name == "nsq_channel_depth" and ("topic", topic) in labels
+    }
+    assert sum(depths.values()) == 7
+    assert set(depths) == ({"0", "1"} if c.flavor == "redesign" else {""})
+    statuses = {
+        (dict(labels)["rule"], dict(labels)["channel"]): v
+        for (name, labels), v in series.items()
+        if name == "nsqctl_check_status" and ("topic", topic) in labels
+    }
+    assert statuses[("max-depth", "c")] == 2.0  # critical: 7 > 5
+    assert statuses[("orphan", "c")] in (0.0, 3.0)  # a default rule: ok, or unknown at first
+    messages = [
+        v
+        for (name, labels), v in series.items()
+        if name == "nsq_channel_messages_total" and ("topic", topic) in labels
+    ]
+    assert sum(messages) == 7
+    assert series[("nsqctl_up", frozenset())] == 1.0
+    assert series[("nsqctl_scrape_duration_seconds", frozenset())] >= 0.0
+
+
+def test_exporter_bad_listen_address_is_one_line() -> None:
+    proc = run_cli(["exporter", "--lookupd", "127.0.0.1:1", "--listen", "localhost"])
+    assert proc.returncode == 2, proc
+    [line] = proc.stderr.decode().splitlines()
+    assert line.startswith("nsqctl: error: bad address 'localhost'")
