@@ -607,7 +607,7 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan, out: BinaryIO) -> Non
         if until is not None and not any(c.is_redesign for c in consumer.connections.values()):
             output.unpartitioned = True
             output.close()
-        if plan.time_travel:
+        if plan.time_travel and not output.unpartitioned:
             print(
                 f"nsqctl tail: reading history on the temporary channel {plan.channel} "
                 "(nsqd deletes it when tail exits; no other channel is moved)",

@@ -57,8 +57,12 @@ class UntilTime:
 
 def _drained(part: PartitionView, channel: str) -> bool:
     ch = next((c for c in part.channels if c.name == channel), None)
-    if ch is None:  # not subscribed there yet: what it would deliver is unknown
-        return False
+    if ch is None:
+        # Not subscribed there (yet): caught up only if that copy holds nothing at all (a
+        # redesign partition with an empty log refuses a start position until it has one).
+        if part.stored_bytes is not None:
+            return part.stored_bytes == 0
+        return part.depth == 0
     return part.depth == 0 and ch.in_flight_count == 0 and ch.deferred_count == 0
 
 
