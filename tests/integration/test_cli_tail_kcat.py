@@ -140,7 +140,9 @@ async def test_until_reads_history_on_a_temporary_channel_on_the_redesign(
     its temporary channel gone; then --until-empty drains the real channel and exits 0.
     A partition with an empty log refuses a start position, yet counts as caught up."""
     c, topic, half_empty = redesign_cluster, unique("kcat-ext"), unique("kcat-half")
-    await create_topics(c.lookupd_http, {topic: TopicSpec(partitions=2, ext=True), half_empty: TopicSpec()})
+    await create_topics(
+        c.lookupd_http, {topic: TopicSpec(partitions=2, ext=True), half_empty: TopicSpec()}
+    )
     before: list[bytes] = []
     after: list[bytes] = []
     async with Producer(lookupd_http=c.lookupd_http) as producer:
