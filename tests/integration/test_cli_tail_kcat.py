@@ -182,8 +182,8 @@ async def test_until_reads_history_on_a_temporary_channel_on_the_redesign(
     by_body = {r[5]: r for r in rows}
     assert by_body[b"a-head"][:4] == [b"0", b"0", b"0", b"k=v,n=1"]
     assert by_body[b"a-trace"][:4] == [b"1", b"0", b"4242", b"##trace_id=4242"]
-    for part in (b"0", b"1"):
-        offsets = [int(r[1]) for r in rows if r[0] == part]
+    for label in (b"0", b"1"):
+        offsets = [int(r[1]) for r in rows if r[0] == label]
         assert offsets[0] == 0 and offsets == sorted(set(offsets)), offsets
 
     # TIME past every message: each partition ends caught up, not at a message
