@@ -423,7 +423,7 @@ def tail(
     Each message is FINed only after its line was written and flushed; Ctrl-C stops
     cleanly, giving back anything not yet printed.
 
-    --format takes a kcat-style template, e.g. '%T %a %s\n'; with --until-empty (kcat's
+    --format takes a kcat-style template, e.g. '%T %a %s\\n'; with --until-empty (kcat's
     -e) tail exits 0 once the channel is caught up. A history read (--from-start,
     --from-time, --from-offset, --until) uses a temporary channel that nsqd deletes when
     tail exits, so no real channel is moved; --channel is refused with them.

@@ -16,10 +16,12 @@ from __future__ import annotations
 import time
 from collections.abc import Collection
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from nsqctl.message import Message
-from nsqctl.stats.poller import StatsPoller
-from nsqctl.stats.view import ClusterView, PartitionView, build_view
+
+if TYPE_CHECKING:  # the stats stack (httpx, orjson) loads only when a check is made
+    from nsqctl.stats.view import ClusterView, PartitionView
 
 __all__ = ["CaughtUpCheck", "UntilTime", "caught_up"]
 
@@ -110,9 +112,13 @@ class CaughtUpCheck:
         self.topic = topic
         self.channel = channel
         self.partitions = partitions
+        from nsqctl.stats.poller import StatsPoller
+
         self._poller = StatsPoller(lookupd_http, nsqd_http, topic=topic, channel=channel)
 
     async def caught_up(self, done: Collection[int | None] = (), only_done: bool = False) -> bool:
+        from nsqctl.stats.view import build_view
+
         view = build_view(await self._poller.snapshot())
         return caught_up(view, self.topic, self.channel, self.partitions, done, only_done)
 
