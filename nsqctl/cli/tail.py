@@ -42,6 +42,10 @@ from nsqctl.protocol.names import is_ephemeral, validate_channel, validate_topic
 from nsqctl.tracelog import TraceLog
 
 FLUSH_INTERVAL = 0.1  # output reaches a terminal at least this often
+# --until-empty/--until: seconds between two /stats checks that found messages left,
+# doubling while nothing arrives (a channel another consumer holds back may stay so)
+STOP_CHECK_MIN = 0.1
+STOP_CHECK_MAX = 2.0
 
 
 def _format(msg: Message, fmt: str, print_topic: bool) -> bytes:
@@ -382,9 +386,9 @@ def tail(
         False,
         "--until-empty",
         "-e",
-        help="Exit 0 once the channel is caught up: every message printed and acknowledged "
-        "and its depth 0 on every nsqd/partition (read from nsqd's /stats, so it needs "
-        "--lookupd or --nsqd-http).",
+        help="Exit 0 once the channel is caught up: every message printed and acknowledged, "
+        "none left, in flight or deferred on any nsqd/partition (read from nsqd's /stats, "
+        "so it needs --lookupd or --nsqd-http).",
     ),
     discard_unmatched: bool = typer.Option(
         False,
@@ -615,6 +619,8 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan, out: BinaryIO) -> Non
                 flush=True,
             )
         seen = -1  # arrivals at the previous tick: a check runs after a tick with none
+        pause = STOP_CHECK_MIN  # between checks that found messages left: they cost a poll
+        next_check = 0.0
         while not output.done.is_set() and consumer.error is None:
             # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel that
             # lands just after the event is set (CPython gh-86296).
@@ -622,10 +628,13 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan, out: BinaryIO) -> Non
                 async with asyncio.timeout(FLUSH_INTERVAL):
                     await output.done.wait()
             output.flush()
-            quiet = output.arrivals == seen and not output.done.is_set()
-            if check is not None and quiet and await _finished(check, output, consumer, until):
-                break
-            seen = output.arrivals
+            if output.arrivals != seen:
+                seen, pause, next_check = output.arrivals, STOP_CHECK_MIN, 0.0
+            elif check is not None and not output.done.is_set() and loop.time() >= next_check:
+                if await _finished(check, output, consumer, until):
+                    break
+                next_check = loop.time() + pause
+                pause = min(pause * 2, STOP_CHECK_MAX)
     finally:
         output.stop_intake()  # RDY 0 first: the FINs below must not release more messages
         output.flush()  # FIN what was printed before the connections close
