@@ -16,10 +16,11 @@ from datetime import UTC, datetime
 import pytest
 
 from nsqctl.consumer import Consumer
+from nsqctl.errors import ConfigError
 from nsqctl.producer import Producer
 from nsqctl.servers.cluster import Cluster
 from nsqctl.stats import read_nsqd_stats
-from tests.helpers.cli import assert_one_line_error, run_cli
+from tests.helpers.cli import invoke, run_cli
 from tests.helpers.redesign import (
     TopicSpec,
     channel_depths,
@@ -48,6 +49,20 @@ def _tail(*args: str) -> list[bytes]:
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")
     assert proc.stdout.endswith(b"\n") or not proc.stdout
     return proc.stdout.splitlines()
+
+
+def _tail_here(*args: str) -> tuple[list[bytes], str]:
+    """``nsqctl tail ARGS`` in this process (no interpreter start-up), which must end by
+    itself with exit 0: its output lines and its stderr."""
+    result = invoke("tail", *args)
+    assert result.exit_code == 0, (result.exception, result.stderr)
+    assert result.stdout_bytes.endswith(b"\n") or not result.stdout_bytes
+    return result.stdout_bytes.splitlines(), str(result.stderr)
+
+
+async def _publish(producer: Producer, topic: str, bodies: list[bytes]) -> None:
+    async with producer:
+        await producer.publish_many(topic, bodies)
 
 
 def _original_channel(c: Cluster, topic: str, channel: str) -> list[tuple[int, int, int]]:
@@ -106,14 +121,12 @@ async def test_done_when_on_the_original_family(original_cluster: Cluster) -> No
 
 
 @pytest.mark.original
-async def test_ephemeral_default_channel_with_nsqd_addresses(original_cluster: Cluster) -> None:
+def test_ephemeral_default_channel_with_nsqd_addresses(original_cluster: Cluster) -> None:
     """No -c: tail's own ephemeral channel; --nsqd with --nsqd-http; %n is the nsqd, and
     the fields the original family lacks render as kcat renders them (-1, empty)."""
     c, topic = original_cluster, unique("kcat-eph")
-    async with Producer(nsqd_tcp=[c.nsqd_tcp[1]]) as producer:
-        await producer.publish_many(topic, [b"a", b"b", b"c"])
-    lines = await asyncio.to_thread(
-        _tail,
+    asyncio.run(_publish(Producer(nsqd_tcp=[c.nsqd_tcp[1]]), topic, [b"a", b"b", b"c"]))
+    lines, _ = _tail_here(
         topic,
         "--format",
         "%n|%p|%o|%r|%h|%t|%s\\n",
@@ -125,14 +138,13 @@ async def test_ephemeral_default_channel_with_nsqd_addresses(original_cluster: C
     )
     assert sorted(lines) == [f"{c.nsqd_tcp[1]}|-1|-1|||{topic}|{b}".encode() for b in "abc"]
 
-    refused = await asyncio.to_thread(
-        run_cli, ["tail", topic, "--until", "2030-01-01T00:00:00", "--lookupd", c.lookupd_http[0]]
-    )
-    assert "--until needs the redesign" in assert_one_line_error(refused, 2)
+    refused = invoke("tail", topic, "--until", "2030-01-01T00:00:00", "--lookupd", *c.lookupd_http)
+    assert isinstance(refused.exception, ConfigError) and refused.stdout_bytes == b""
+    assert "--until needs the redesign" in str(refused.exception)
 
 
 @pytest.mark.redesign
-async def test_until_reads_history_on_a_temporary_channel_on_the_redesign(
+def test_until_reads_history_on_a_temporary_channel_on_the_redesign(
     redesign_cluster: Cluster,
 ) -> None:
     """--until stops each partition at its first message past TIME (partition, offset,
@@ -140,43 +152,36 @@ async def test_until_reads_history_on_a_temporary_channel_on_the_redesign(
     its temporary channel gone; then --until-empty drains the real channel and exits 0.
     A partition with an empty log refuses a start position, yet counts as caught up."""
     c, topic, half_empty = redesign_cluster, unique("kcat-ext"), unique("kcat-half")
-    await create_topics(
-        c.lookupd_http, {topic: TopicSpec(partitions=2, ext=True), half_empty: TopicSpec()}
+    asyncio.run(
+        create_topics(
+            c.lookupd_http, {topic: TopicSpec(partitions=2, ext=True), half_empty: TopicSpec()}
+        )
     )
-    before: list[bytes] = []
-    after: list[bytes] = []
-    async with Producer(lookupd_http=c.lookupd_http) as producer:
-        await producer.publish_ext(topic, b"a-head", {"k": "v", "n": 1}, partition=0)
-        await producer.publish_ext(topic, b"a-trace", {"##trace_id": "4242"}, partition=1)
-        for part in (0, 1):
-            await producer.publish(topic, b"a-%d" % part, partition=part)
-        before += [b"a-head", b"a-trace", b"a-0", b"a-1"]
-        boundary = time.time_ns()
-        for part in (0, 1):
-            for i in range(2):
-                await producer.publish(topic, b"b-%d-%d" % (part, i), partition=part)
-                after.append(b"b-%d-%d" % (part, i))
+    before = [b"a-head", b"a-trace", b"a-0", b"a-1"]
+    after = [b"b-%d-%d" % (part, i) for part in (0, 1) for i in range(2)]
+
+    async def publish() -> int:
+        async with Producer(lookupd_http=c.lookupd_http) as producer:
+            await producer.publish_ext(topic, b"a-head", {"k": "v", "n": 1}, partition=0)
+            await producer.publish_ext(topic, b"a-trace", {"##trace_id": "4242"}, partition=1)
+            for part in (0, 1):
+                await producer.publish(topic, b"a-%d" % part, partition=part)
+            boundary = time.time_ns()
+            for body in after:
+                await producer.publish(topic, body, partition=int(body[2:3]))
+            await producer.publish_many(half_empty, [b"x", b"y"], partition=0)
+        return boundary
+
+    boundary = asyncio.run(publish())
     after_all = time.time_ns()
     real = channel_depths(c, topic, "c")
     assert real == {0: 4, 1: 4}
 
     lookupd = ["--lookupd", c.lookupd_http[0]]
-    proc = await asyncio.to_thread(
-        run_cli,
-        [
-            "tail",
-            topic,
-            "--from-start",
-            "--until",
-            _iso(boundary),
-            "--format",
-            "%p|%o|%r|%h|%T|%s\\n",
-            *lookupd,
-        ],
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert "temporary channel nsqctl_tail_" in proc.stderr.decode()
-    rows = [line.split(b"|") for line in proc.stdout.splitlines()]
+    until = ["--from-start", "--until", _iso(boundary)]
+    lines, err = _tail_here(topic, *until, "--format", "%p|%o|%r|%h|%T|%s\\n", *lookupd)
+    assert "temporary channel nsqctl_tail_" in err
+    rows = [line.split(b"|") for line in lines]
     assert sorted(r[5] for r in rows) == sorted(before)
     assert all(int(r[4]) <= boundary // 1_000_000 for r in rows)
     by_body = {r[5]: r for r in rows}
@@ -187,9 +192,8 @@ async def test_until_reads_history_on_a_temporary_channel_on_the_redesign(
         assert offsets[0] == 0 and offsets == sorted(set(offsets)), offsets
 
     # TIME past every message: each partition ends caught up, not at a message
-    everything = await asyncio.to_thread(
-        _tail, topic, "--from-start", "--until", _iso(after_all), "--format", "%s\\n", *lookupd
-    )
+    until = ["--from-start", "--until", _iso(after_all)]
+    everything, _ = _tail_here(topic, *until, "--format", "%s\\n", *lookupd)
     assert sorted(everything) == sorted(before + after)
 
     assert channel_depths(c, topic, "c") == real  # time travel did not move the real channel
@@ -205,16 +209,12 @@ async def test_until_reads_history_on_a_temporary_channel_on_the_redesign(
         "the temporary channels to be deleted",
     )
 
-    lines = await asyncio.to_thread(
-        _tail, topic, "-c", "c", "--format", DONE_WHEN, "--until-empty", *lookupd
-    )
+    lines, _ = _tail_here(topic, "-c", "c", "--format", DONE_WHEN, "--until-empty", *lookupd)
     assert sorted(line.split(b" ", 2)[2] for line in lines) == sorted(before + after)
     assert {line.split(b" ", 2)[1] for line in lines} == {b"1"}
     assert channel_depths(c, topic, "c") == {0: 0, 1: 0}
 
-    async with Producer(lookupd_http=c.lookupd_http) as producer:
-        await producer.publish_many(half_empty, [b"x", b"y"], partition=0)
-    lines = await asyncio.to_thread(
-        _tail, half_empty, "--from-start", "--until-empty", "--format", "%p %s\\n", *lookupd
+    lines, _ = _tail_here(
+        half_empty, "--from-start", "--until-empty", "--format", "%p %s\\n", *lookupd
     )
     assert lines == [b"0 x", b"0 y"]
