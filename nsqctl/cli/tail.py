@@ -638,13 +638,13 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan, out: BinaryIO) -> Non
     finally:
         output.stop_intake()  # RDY 0 first: the FINs below must not release more messages
         output.flush()  # FIN what was printed before the connections close
-        if until is not None:
-            until.give_back()  # what was past --until, unprinted: back once
-        if check is not None:
-            await check.aclose()
         # Anything still arriving (sent before nsqd saw RDY 0) goes straight back, once,
         # rather than sitting in flight until nsqd's msg_timeout.
         output.close()
+        if until is not None:
+            until.give_back()  # what was past --until, unprinted: back once, after close
+        if check is not None:
+            await check.aclose()
         await consumer.stop(timeout=5)
         if log is not None:
             log.close()
