@@ -17,7 +17,7 @@ from nsqctl.cli.template import TOKENS, TOKENS_HELP, compile_template, is_templa
 from nsqctl.errors import ConfigError
 from nsqctl.message import Delivery, Message
 from nsqctl.protocol.message import RawMessage, make_redesign_id
-from tests.helpers.cli import assert_one_line_error, run_cli
+from tests.helpers.cli import assert_one_line_error, invoke, run_cli
 
 TS_NS = 1_764_000_000_123_456_789
 
@@ -110,22 +110,27 @@ def test_a_bad_token_is_one_line_exit_2_before_connecting() -> None:
     assert "unknown token %q" in line and "%T" in line, line
 
 
+def _refusal(*args: str) -> str:
+    """What ``nsqctl tail ARGS`` refuses with, before connecting (in process)."""
+    result = invoke("tail", *args)
+    assert isinstance(result.exception, ConfigError), (result.exception, result.output)
+    assert result.stdout_bytes == b""
+    return str(result.exception)
+
+
 def test_print_topic_with_a_template_says_to_use_t() -> None:
-    proc = run_cli(["tail", "t", "--format", "%s", "--print-topic", "--nsqd", "127.0.0.1:1"])
-    assert "%t" in assert_one_line_error(proc, 2)
+    assert "%t" in _refusal("t", "--format", "%s", "--print-topic", "--nsqd", "127.0.0.1:1")
 
 
 @pytest.mark.parametrize("flag", [["--until", "2026-01-01T00:00:00"], ["--from-start"]])
 def test_history_on_a_named_channel_is_refused(flag: list[str]) -> None:
     """SUB_ADVANCED would move the user's channel for its other readers."""
-    proc = run_cli(["tail", "t", "-c", "work", *flag, "--lookupd", "127.0.0.1:1"])
-    line = assert_one_line_error(proc, 2)
+    line = _refusal("t", "-c", "work", *flag, "--lookupd", "127.0.0.1:1")
     assert "temporary channel" in line and "'work'" in line, line
 
 
 def test_until_empty_without_an_http_address_says_what_to_add() -> None:
-    proc = run_cli(["tail", "t", "--until-empty", "--nsqd", "127.0.0.1:1"])
-    assert "--nsqd-http" in assert_one_line_error(proc, 2)
+    assert "--nsqd-http" in _refusal("t", "--until-empty", "--nsqd", "127.0.0.1:1")
 
 
 def test_until_holds_a_partition_from_its_first_message_past_the_time() -> None:
