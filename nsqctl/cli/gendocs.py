@@ -32,6 +32,13 @@ def completion_script(shell: str) -> str:
     return script.rstrip("\n") + "\n"
 
 
+def roff_text(text: str) -> str:
+    """``text`` with its backslashes shown as such: troff reads ``\\n`` as a register (click-man
+    passes help text through as it is), so ``tail --format``'s escapes and ``pub
+    --delimiter``'s default would print garbled."""
+    return text.replace("\\", "\\e")
+
+
 def man_pages(command: Any, name: str = PROG, parent: Any = None) -> dict[str, str]:
     """``{file name: troff}`` for a command and every command below it.
 
@@ -46,12 +53,12 @@ def man_pages(command: Any, name: str = PROG, parent: Any = None) -> dict[str, s
     page.version = __version__
     page.date = __version__
     page.short_help = command.get_short_help_str(SHORT_HELP)
-    page.description = cleandoc(
-        "\n\n".join(text for text in (command.help, command.epilog) if text)
+    page.description = roff_text(
+        cleandoc("\n\n".join(text for text in (command.help, command.epilog) if text))
     )
     page.synopsis = " ".join(command.collect_usage_pieces(ctx))
     page.options = [
-        record
+        (record[0], roff_text(record[1]))
         for param in command.params
         if param.param_type_name == "option" and (record := param.get_help_record(ctx)) is not None
     ]

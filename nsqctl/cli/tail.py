@@ -25,20 +25,27 @@ from nsqctl.cli.common import (
     SIGPIPE_STATUS,
     ClusterSelection,
     LookupdOption,
+    NsqdHttpOption,
     NsqdOption,
     ProfileOption,
     resolve_cluster,
 )
+from nsqctl.cli.tail_stop import CaughtUpCheck, UntilTime
+from nsqctl.cli.template import TOKENS_HELP, Template, compile_template, is_template
 from nsqctl.cli.terminal import escape_controls
 from nsqctl.consumer import Consumer, FailoverEvent, OrderViolation
 from nsqctl.consumer.failover import DEFAULT_FAILOVER_WINDOW
 from nsqctl.errors import ConfigError
 from nsqctl.jsonfield import MISSING, get_field, scalar_text
 from nsqctl.message import Message, body_to_json, finish_all
-from nsqctl.protocol.names import validate_channel, validate_topic
+from nsqctl.protocol.names import is_ephemeral, validate_channel, validate_topic
 from nsqctl.tracelog import TraceLog
 
 FLUSH_INTERVAL = 0.1  # output reaches a terminal at least this often
+# --until-empty/--until: seconds between two /stats checks that found messages left,
+# doubling while nothing arrives (a channel another consumer holds back may stay so)
+STOP_CHECK_MIN = 0.1
+STOP_CHECK_MAX = 2.0
 
 
 def _format(msg: Message, fmt: str, print_topic: bool) -> bytes:
@@ -136,8 +143,13 @@ def parse_start(from_start: bool, from_time: str | None, from_offset: int | None
 
 def parse_time(text: str) -> int:
     """Unix seconds, or an ISO 8601 date/time (UTC unless it has an offset)."""
+    return parse_time_ns(text) // 1_000_000_000
+
+
+def parse_time_ns(text: str) -> int:
+    """:func:`parse_time` to the nanosecond (``--until`` compares message timestamps)."""
     if text.isdigit():
-        return int(text)
+        return int(text) * 1_000_000_000
     try:
         when = datetime.fromisoformat(text)
     except ValueError:
@@ -146,7 +158,8 @@ def parse_time(text: str) -> int:
         ) from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
-    return int(when.timestamp())
+    whole = int(when.replace(microsecond=0).timestamp())
+    return whole * 1_000_000_000 + when.microsecond * 1_000
 
 
 class TailOutput:
@@ -161,8 +174,17 @@ class TailOutput:
         window: int,
         keep: MessageFilter | None = None,
         intake_stopper: Callable[[], None] | None = None,
+        template: Template | None = None,
+        until: UntilTime | None = None,
     ) -> None:
         self.out = out
+        self.template = template
+        self.until = until
+        # Messages taken in (not held back by --until): a stop check that saw this
+        # unchanged from its start to its end raced with no delivery.
+        self.arrivals = 0
+        # Set when --until met a message of the original family (it has no partitions).
+        self.unpartitioned = False
         # Sets the consumer's RDY to 0. Called before anything is given back (else nsqd
         # sends it straight back) and before the last FIN when -n is reached (on an
         # ordered channel that FIN would release the next message, only to be given back).
@@ -221,6 +243,16 @@ class TailOutput:
         if self.closing:
             self.give_back(msg)  # sent before nsqd saw RDY 0
             return
+        until = self.until
+        if until is not None:
+            if msg.partition is None:  # --until needs the redesign: stop, print nothing
+                self.unpartitioned = True
+                self.give_back(msg)
+                self.close()
+                return
+            if until.holds(msg):
+                return
+        self.arrivals += 1
         if self.limit and self.written + len(self.pending) >= self.limit:
             self.give_back(msg)  # beyond -n: untouched
             return
@@ -237,6 +269,8 @@ class TailOutput:
     def _render(self, msgs: list[Message]) -> bytes:
         """The output of ``msgs``, formatted when written (one join for the plain body
         lines, not a concatenation per message)."""
+        if self.template is not None:
+            return self.template.render_all(msgs)
         if self.fmt == "raw" and not self.print_topic:
             if len(msgs) == 1:
                 return msgs[0].body + b"\n"
@@ -301,6 +335,10 @@ class TailPlan:
     trace_log: Path | None
     connect_timeout: float | None
     failover_window: float = DEFAULT_FAILOVER_WINDOW
+    template: Template | None = None
+    until_empty: bool = False
+    until_ns: int | None = None
+    time_travel: bool = False  # a --from-* or --until read: on a temporary channel
 
 
 def tail(
@@ -318,7 +356,11 @@ def tail(
     ),
     ordered: bool = typer.Option(False, "--ordered", help="Ordered subscription (redesign)."),
     max_in_flight: int = typer.Option(200, "--max-in-flight", min=1),
-    fmt: str = typer.Option("raw", "--format", help="raw | json | pretty"),
+    fmt: str = typer.Option(
+        "raw",
+        "--format",
+        help="raw | json | pretty, or a kcat-style template (any value with a %): " + TOKENS_HELP,
+    ),
     grep: str | None = typer.Option(None, "--grep", help="Only bodies matching this regex."),
     jq_field: list[str] = typer.Option(
         None, "--jq-field", help="Only JSON bodies with FIELD=VALUE (repeatable, dotted paths)."
@@ -331,6 +373,22 @@ def tail(
     ),
     from_offset: int | None = typer.Option(
         None, "--from-offset", help="Start at this disk-queue offset (redesign)."
+    ),
+    until: str | None = typer.Option(
+        None,
+        "--until",
+        metavar="TIME",
+        help="Stop each partition at its first message published after TIME (Unix seconds "
+        "or ISO 8601); exit 0 when every partition got there (or is caught up once TIME "
+        "has passed). Redesign only; messages past TIME are given back, not printed.",
+    ),
+    until_empty: bool = typer.Option(
+        False,
+        "--until-empty",
+        "-e",
+        help="Exit 0 once the channel is caught up: every message printed and acknowledged, "
+        "none left, in flight or deferred on any nsqd/partition (read from nsqd's /stats, "
+        "so it needs --lookupd or --nsqd-http).",
     ),
     discard_unmatched: bool = typer.Option(
         False,
@@ -361,24 +419,46 @@ def tail(
     ),
     lookupd: list[str] = LookupdOption,
     nsqd: list[str] = NsqdOption,
+    nsqd_http: list[str] = NsqdHttpOption,
     profile: str | None = ProfileOption,
 ) -> None:
     """Print messages as they arrive (raw: the body and a newline, like nsq_tail).
 
     Each message is FINed only after its line was written and flushed; Ctrl-C stops
     cleanly, giving back anything not yet printed.
+
+    --format takes a kcat-style template, e.g. '%T %a %s\\n'; with --until-empty (kcat's
+    -e) tail exits 0 once the channel is caught up. A history read (--from-start,
+    --from-time, --from-offset, --until) uses a temporary channel that nsqd deletes when
+    tail exits, so no real channel is moved; --channel is refused with them.
     """
-    if fmt not in ("raw", "json", "pretty"):
-        raise ConfigError(f"unknown --format {fmt!r}: use raw, json or pretty")
+    template = None
+    if is_template(fmt):
+        template = compile_template(fmt)
+        if print_topic:
+            raise ConfigError("--print-topic does not apply to a --format template: use %t")
+    elif fmt not in ("raw", "json", "pretty"):
+        raise ConfigError(
+            f"unknown --format {fmt!r}: use raw, json, pretty or a template with %s etc."
+        )
     validate_topic(topic)
     if channel is not None:
         validate_channel(channel)
     start = parse_start(from_start, from_time, from_offset)
+    until_ns = parse_time_ns(until) if until is not None else None
+    time_travel = start is not None or until_ns is not None
+    if time_travel and channel is not None and not is_ephemeral(channel):
+        _refuse_time_travel_on(channel)
     keep = MessageFilter.parse(grep, jq_field)
     if keep.active and channel is not None and not discard_unmatched:
         _refuse_filtering_durable(channel)
     out = _stdout()
-    cluster = resolve_cluster(lookupd, nsqd, profile)
+    cluster = resolve_cluster(lookupd, nsqd, profile, nsqd_http)
+    if (until_empty or until_ns is not None) and not (cluster.lookupd or cluster.nsqd_http):
+        raise ConfigError(
+            "--until-empty and --until read the channel's depth from nsqd's HTTP /stats: "
+            "pass --nsqd-http HOST:PORT with --nsqd (or use --lookupd)"
+        )
     if channel is None:
         suffix = "".join(random.choices(string.digits, k=6))
         channel = f"nsqctl_tail_{suffix}#ephemeral"
@@ -396,8 +476,22 @@ def tail(
         trace_log,
         connect_timeout or None,
         failover_window,
+        template,
+        until_empty,
+        until_ns,
+        time_travel,
     )
     asyncio.run(_tail(cluster, plan, out))
+
+
+def _refuse_time_travel_on(channel: str) -> None:
+    """SUB_ADVANCED moves the channel it subscribes: on a real channel that would skip or
+    repeat messages for whoever else reads it. History is read on a temporary channel."""
+    raise ConfigError(
+        f"--from-start/--from-time/--from-offset/--until read history on a temporary "
+        f"channel, never on {channel!r} (it would move that channel for its readers): "
+        "leave out --channel"
+    )
 
 
 def _refuse_filtering_durable(channel: str) -> None:
@@ -422,6 +516,27 @@ def _on_order(v: OrderViolation) -> None:
 
 def _on_failover(event: FailoverEvent) -> None:
     print(f"nsqctl tail: {event.describe()}", file=sys.stderr, flush=True)
+
+
+def _idle(output: TailOutput, consumer: Consumer, until: UntilTime | None) -> bool:
+    """Nothing unprinted or unanswered here but what --until holds back."""
+    held = len(until.held) if until is not None else 0
+    return not output.pending and consumer.in_flight == held
+
+
+async def _finished(
+    check: CaughtUpCheck, output: TailOutput, consumer: Consumer, until: UntilTime | None
+) -> bool:
+    """--until-empty / --until reached: the channel is caught up (every partition past
+    --until or, once TIME has passed, caught up), with no delivery during the check."""
+    if not _idle(output, consumer, until):
+        return False
+    before = output.arrivals
+    if until is None:
+        done = await check.caught_up()
+    else:
+        done = await check.caught_up(until.reached, only_done=not until.past())
+    return done and output.arrivals == before and _idle(output, consumer, until)
 
 
 def _summary(consumer: Consumer) -> None:
@@ -452,7 +567,22 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan, out: BinaryIO) -> Non
     # Ordered: one message in flight per partition, so each must be flushed (and FINed)
     # at once or the next never comes until the timer flush.
     window = 1 if plan.ordered else plan.max_in_flight
-    output = TailOutput(out, plan.fmt, plan.print_topic, plan.count, window, plan.keep)
+    until = UntilTime(plan.until_ns) if plan.until_ns is not None else None
+    output = TailOutput(
+        out,
+        plan.fmt,
+        plan.print_topic,
+        plan.count,
+        window,
+        plan.keep,
+        template=plan.template,
+        until=until,
+    )
+    check = (
+        CaughtUpCheck(cluster.lookupd, cluster.nsqd_http, plan.topic, plan.channel, plan.partitions)
+        if plan.until_empty or until is not None
+        else None
+    )
     log = TraceLog(plan.trace_log) if plan.trace_log is not None else None
     consumer = Consumer(
         plan.topic,
@@ -478,6 +608,19 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan, out: BinaryIO) -> Non
             loop.add_signal_handler(sig, output.done.set)
     try:
         await consumer.start()
+        if until is not None and not any(c.is_redesign for c in consumer.connections.values()):
+            output.unpartitioned = True
+            output.close()
+        if plan.time_travel and not output.unpartitioned:
+            print(
+                f"nsqctl tail: reading history on the temporary channel {plan.channel} "
+                "(nsqd deletes it when tail exits; no other channel is moved)",
+                file=sys.stderr,
+                flush=True,
+            )
+        seen = -1  # arrivals at the previous tick: a check runs after a tick with none
+        pause = STOP_CHECK_MIN  # between checks that found messages left: they cost a poll
+        next_check = 0.0
         while not output.done.is_set() and consumer.error is None:
             # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel that
             # lands just after the event is set (CPython gh-86296).
@@ -485,18 +628,34 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan, out: BinaryIO) -> Non
                 async with asyncio.timeout(FLUSH_INTERVAL):
                     await output.done.wait()
             output.flush()
+            if output.arrivals != seen:
+                seen, pause, next_check = output.arrivals, STOP_CHECK_MIN, 0.0
+            elif check is not None and not output.done.is_set() and loop.time() >= next_check:
+                if await _finished(check, output, consumer, until):
+                    break
+                next_check = loop.time() + pause
+                pause = min(pause * 2, STOP_CHECK_MAX)
     finally:
         output.stop_intake()  # RDY 0 first: the FINs below must not release more messages
         output.flush()  # FIN what was printed before the connections close
         # Anything still arriving (sent before nsqd saw RDY 0) goes straight back, once,
         # rather than sitting in flight until nsqd's msg_timeout.
         output.close()
+        if until is not None:
+            until.give_back()  # what was past --until, unprinted: back once, after close
+        if check is not None:
+            await check.aclose()
         await consumer.stop(timeout=5)
         if log is not None:
             log.close()
         _summary(consumer)
     if consumer.error is not None:
         raise consumer.error
+    if output.unpartitioned:
+        raise ConfigError(
+            "--until needs the redesign (youzan nsq): the original family keeps no history "
+            "to read up to a time; stop with -n N or --until-empty instead"
+        )
     if output.reader_gone:
         # Quietly, with the status a Unix tool killed by SIGPIPE has (128 + 13), so that
         # `set -o pipefail` sees tail stopped early, as it does for `yes | head`.
