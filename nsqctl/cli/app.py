@@ -461,6 +461,17 @@ def _skip_httpx_cli() -> None:
     sys.modules["httpx._main"] = placeholder
 
 
+def _usage_exit_code(err: Any) -> int:
+    """click's code for a usage error, except under ``check``: a Nagios plugin given bad
+    arguments answers UNKNOWN (3), since 2 would page someone for a CRITICAL that is not."""
+    ctx = getattr(err, "ctx", None)
+    if ctx is not None and ctx.info_name == "check" and err.exit_code == 2:
+        from nsqctl.health.findings import EXIT_CODES
+
+        return EXIT_CODES["unknown"]
+    return int(err.exit_code)
+
+
 def main() -> None:
     """Console entry point: run the app and turn errors into one-line messages."""
     _skip_httpx_cli()
@@ -483,7 +494,7 @@ def main() -> None:
             err.show()  # the command's help: it was given nothing to do
         else:
             typer.echo(_usage_line(err), err=True)
-        sys.exit(err.exit_code)
+        sys.exit(_usage_exit_code(err))
     except KeyboardInterrupt:
         sys.exit(130)
     except SystemExit as exit_:

@@ -17,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from nsqctl.producer import Producer
 from nsqctl.servers import process
 from nsqctl.servers.cluster import Cluster
-from tests.helpers.cli import NSQCTL, clean_env, invoke, run_cli
+from tests.helpers.cli import NSQCTL, assert_one_line_error, clean_env, invoke, run_cli
 from tests.helpers.failover import leader_of
 from tests.helpers.redesign import TopicSpec, create_topics
 from tests.helpers.wait import wait_for
@@ -141,6 +141,15 @@ def test_check_unreachable_lookupd_is_unknown_in_one_line() -> None:
     assert bad.exit_code == 3 and bad.stdout == ""
     [line] = bad.stderr.splitlines()
     assert line.startswith("nsqctl: error: bad rule 'max-depth:x': max-depth needs a threshold")
+
+
+def test_check_usage_errors_are_unknown_not_critical() -> None:
+    """Nagios reads 2 as CRITICAL: a mistyped check must page nobody, so it answers 3
+    (other commands keep click's 2 for a usage error)."""
+    for args in (["check", "--no-such-flag"], ["check", "--samples", "x"]):
+        line = assert_one_line_error(run_cli(args), 3)
+        assert "check --help" in line, line
+    assert_one_line_error(run_cli(["stat", "--no-such-flag"]), 2)
 
 
 async def test_check_dead_redesign_leader_is_node_down_and_no_leader(start_cluster) -> None:
