@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from nsqctl.connection.config import HEARTBEAT_INTERVAL_ENV
 from nsqctl.servers import process
 from nsqctl.servers.process import NodeRecord
+from nsqctl.stats.read import read_nsqd_stats
 from tests.helpers.cli import NSQCTL, clean_env
 
 HEARTBEAT_MS = 1000
@@ -80,7 +81,9 @@ async def nsqctl(*args: str, stdin: bytes = b"", bound: float = BOUND) -> Run:
     except TimeoutError:
         proc.kill()
         await proc.wait()
-        raise AssertionError(f"nsqctl {' '.join(args)} hung: still running after {bound}s")
+        raise AssertionError(
+            f"nsqctl {' '.join(args)} hung: still running after {bound}s"
+        ) from None
     return Run(proc.returncode or 0, out.decode(), err.decode(), time.monotonic() - start)
 
 
@@ -169,7 +172,9 @@ class DashWatch:
         from nsqctl.stats.session import StatsSession
         from nsqctl.tui.app import DashApp
 
-        self.app = DashApp(StatsSession(StatsPoller(lookupd_http, [], timeout=timeout)), interval=0.5)
+        self.app = DashApp(
+            StatsSession(StatsPoller(lookupd_http, [], timeout=timeout)), interval=0.5
+        )
 
     def node_rows(self) -> dict[str, list[str]]:
         from nsqctl.tui.rowtable import RowTable
@@ -192,3 +197,53 @@ class DashWatch:
                 raise AssertionError(f"the dashboard never showed {what}")
             await pilot.pause(0.1)  # type: ignore[attr-defined]
         return time.monotonic() - start
+
+
+async def until_consuming(
+    node: NodeRecord, topic: str, channel: str, command: asyncio.Task[Run]
+) -> None:
+    """Until ``channel`` of ``topic`` on ``node`` has a client (``command`` connected),
+    so the stop that follows cuts a live connection."""
+    deadline = time.monotonic() + BOUND
+    while True:
+        stats = await asyncio.to_thread(read_nsqd_stats, node.http_address, topic=topic)
+        found = stats.channel(topic, channel)
+        if found is not None and found.client_count > 0:
+            return
+        if command.done():
+            raise AssertionError(f"the command ended before it consumed: {command.result()}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"nothing consumed {topic}/{channel} on {node.name}")
+        await asyncio.sleep(0.1)
+
+
+async def archive_through_stop(
+    hung: NodeRecord,
+    topic: str,
+    out: str,
+    source: Sequence[str],
+    publish_during: Sequence[str],
+    total: int,
+) -> dict[str, object]:
+    """``nsqctl archive`` reading ``topic`` while ``hung`` is stopped and a slow publisher
+    (``publish_during``: the pub's target arguments) keeps the other node busy through the
+    window, so the archive is never idle long enough to exit before ``hung`` is back. Its
+    ``--json`` report once it exits (idle); every one of ``total`` messages archived."""
+    archive = asyncio.create_task(
+        nsqctl("archive", topic, "--out", out, "--exit-when-idle", "8", "--json", *source)
+    )
+    await until_consuming(hung, topic, "nsqctl_archive", archive)
+    during = bodies("d", int(STOP_WINDOW * 2))
+    async with stopped(hung):
+        pub = await nsqctl("pub", topic, *publish_during, "--rate", "2", stdin=lines_in(during))
+    assert pub.code == 0, pub.err
+    run = await archive
+    assert run.code == 0, run.err
+    import json
+
+    report: dict[str, object] = json.loads(run.out)
+    assert isinstance(report["archived"], int) and report["archived"] >= total + len(during), (
+        report,
+        run.err,
+    )
+    return report

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +21,7 @@ from tests.helpers.hang import (
     STOP_WINDOW,
     DashWatch,
     Tail,
+    archive_through_stop,
     bodies,
     lines_in,
     nsqctl,
@@ -74,8 +76,9 @@ async def test_through_a_stopped_nsqd(spread: Cluster) -> None:
                     nsqctl("stat", topic, *lookupd, "--json", "-i", "1", "-n", "3"),
                     dash.until(
                         pilot,
-                        lambda: NOT_ANSWERING
-                        in dash.node_rows().get(hung.http_address, [""] * 9)[8],
+                        lambda: (
+                            NOT_ANSWERING in dash.node_rows().get(hung.http_address, [""] * 9)[8]
+                        ),
                         "the stopped nsqd not answering",
                     ),
                     asyncio.sleep(STOP_WINDOW),  # the scenario: a hang longer than heartbeats
@@ -86,7 +89,6 @@ async def test_through_a_stopped_nsqd(spread: Cluster) -> None:
                 pilot, lambda: dash.node_rows()[hung.http_address][2] == "up", "it back up"
             )
         # pub went to the nsqd that answers, or said it could not: never a silent drop
-        print("pub", pub, "stat took", stat.took, "dash", shown, "tail stderr")
         assert pub.code == 0, pub.err
         assert pub.took < BOUND
         assert stat.code == 0, stat.err
@@ -97,7 +99,6 @@ async def test_through_a_stopped_nsqd(spread: Cluster) -> None:
         assert shown < STOP_WINDOW
         await tail.wait_for(before + during)
         code, err = await tail.interrupt()
-        print("TAIL ERR", err)
         assert code == 0, err
     finally:
         await tail.kill()
@@ -133,7 +134,6 @@ async def test_through_a_stopped_lookupd(spread: Cluster) -> None:
                 )
                 # the nsqds still answer: the dashboard keeps showing them up
                 assert {r[2] for r in dash.node_rows().values()} == {"up"}
-        print("LOOKUPD", direct, via_lookupd, stat, shown)
         assert direct.code == 0, direct.err
         # without lookupd a new publisher cannot find an nsqd: it says so, in one line
         assert "lookupd" in assert_one_line_error(via_lookupd, 1)  # type: ignore[arg-type]
@@ -147,3 +147,22 @@ async def test_through_a_stopped_lookupd(spread: Cluster) -> None:
     finally:
         await tail.kill()
         process.resume(hung)
+
+
+@pytest.mark.spark  # archive needs the archive extra (pyarrow)
+async def test_archive_through_a_stopped_nsqd(spread: Cluster, tmp_path: Path) -> None:
+    c = spread
+    topic, hung = unique("hanga"), c.nsqds[0]
+    before = bodies("a", 20)
+    for i, tcp in enumerate(c.nsqd_tcp):
+        run = await nsqctl("pub", topic, "--nsqd", tcp, stdin=lines_in(before[i::2]))
+        assert run.code == 0, run.err
+    report = await archive_through_stop(
+        hung,
+        topic,
+        str(tmp_path / "archive"),
+        ["--lookupd", c.lookupd_http[0]],
+        ["--nsqd", c.nsqd_tcp[1]],
+        total=len(before),
+    )
+    assert report["reconnects"] >= 1, report  # the hung node's connection was given up
