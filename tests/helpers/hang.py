@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import signal
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from nsqctl.connection.config import HEARTBEAT_INTERVAL_ENV
 from nsqctl.servers import process
@@ -115,10 +117,11 @@ class Tail:
         async for line in self.proc.stdout:
             self.seen.append(line.decode().rstrip("\n"))
 
-    async def wait_for(self, bodies: Iterable[str], timeout: float = BOUND) -> None:
-        """Until every one of ``bodies`` was printed (at least once)."""
+    async def wait_for(self, bodies: Iterable[str], timeout: float = BOUND) -> float:
+        """Seconds until every one of ``bodies`` was printed (at least once)."""
         want = set(bodies)
-        deadline = time.monotonic() + timeout
+        start = time.monotonic()
+        deadline = start + timeout
         while not want <= set(self.seen):
             if self.proc.returncode is not None:
                 raise AssertionError(f"tail exited early: {await self.stderr()}")
@@ -126,6 +129,7 @@ class Tail:
                 missing = sorted(want - set(self.seen))
                 raise AssertionError(f"tail never printed {len(missing)}: {missing[:5]}...")
             await asyncio.sleep(0.05)
+        return time.monotonic() - start
 
     async def stderr(self) -> str:
         assert self.proc.stderr is not None
@@ -224,7 +228,7 @@ async def archive_through_stop(
     source: Sequence[str],
     publish_during: Sequence[str],
     total: int,
-) -> dict[str, object]:
+) -> dict[str, Any]:
     """``nsqctl archive`` reading ``topic`` while ``hung`` is stopped and a slow publisher
     (``publish_during``: the pub's target arguments) keeps the other node busy through the
     window, so the archive is never idle long enough to exit before ``hung`` is back. Its
@@ -239,9 +243,7 @@ async def archive_through_stop(
     assert pub.code == 0, pub.err
     run = await archive
     assert run.code == 0, run.err
-    import json
-
-    report: dict[str, object] = json.loads(run.out)
+    report: dict[str, Any] = json.loads(run.out)
     assert isinstance(report["archived"], int) and report["archived"] >= total + len(during), (
         report,
         run.err,
