@@ -101,6 +101,11 @@ def up(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the cluster as JSON."),
     module_sources: Path | None = ModuleSourcesOption,
+    spread_addresses: bool = typer.Option(
+        False,
+        "--spread-addresses",
+        help="Each nsqd on its own loopback address (127.0.0.2, .3, ...), like separate hosts.",
+    ),
 ) -> None:
     """Build (if needed) and start a cluster; wait until every process is healthy."""
     target = directory or default_dir()
@@ -112,6 +117,7 @@ def up(
         port_base=port_base,
         progress=lambda msg: err_console.print(f"[dim]{msg}[/]", soft_wrap=True),
         module_sources=module_sources,
+        spread_addresses=spread_addresses,
     )
     _print_cluster(c, as_json)
 

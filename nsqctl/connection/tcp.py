@@ -452,7 +452,10 @@ class Connection:
             return
         due = self._last_read + self._idle_limit
         if self._loop.time() >= due:
-            reason = f"no data or heartbeat for {self._idle_limit:.0f}s"
+            # A hung nsqd (SIGSTOP, a full disk, a stalled VM) keeps its sockets open:
+            # this deadline is the only sign of it (the owner reports the close).
+            reason = f"not answering: no data or heartbeat for {self._idle_limit:.0f}s"
+            log.info("nsqd %s is %s; closing the connection", self.address, reason)
             self._shutdown(ConnectionClosedError(str(self.address), reason))
             return
         self._idle_timer = self._loop.call_at(due, self._check_idle)

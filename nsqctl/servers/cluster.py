@@ -1,5 +1,10 @@
 """A local NSQ cluster of real servers on 127.0.0.1: start, inspect, stop.
 
+Spread (``spread_addresses``), each nsqd listens on and broadcasts its own loopback
+address (127.0.0.2, 127.0.0.3, ...) while lookupds and etcd stay on 127.0.0.1: one
+machine shaped like several hosts, so code that assumes one host, or takes a listen
+address for a broadcast address, fails.
+
 One implementation serves ``nsqctl sandbox`` and the pytest fixtures. A cluster's state
 (PIDs, ports, logs) is saved as ``state.json`` in its directory so a later command can
 find and stop exactly what was started.
@@ -20,7 +25,7 @@ from nsqctl import admin
 from nsqctl.errors import ServerSetupError
 from nsqctl.servers import build, process
 from nsqctl.servers.catalog import TESTMODE_ENV, Flavor
-from nsqctl.servers.process import LOOPBACK, NodeRecord
+from nsqctl.servers.process import LOOPBACK, NodeRecord, loopback_host
 from nsqctl.servers.tools import find_etcd
 
 STATE_FILE = "state.json"
@@ -164,7 +169,13 @@ def _node(cluster: Cluster, role: str, index: int, exe: Path) -> NodeRecord:
 
 
 def _original(
-    cluster: Cluster, bins: Path, nsqd: int, lookupd: int, ports: _Ports, nsqd_args: list[str]
+    cluster: Cluster,
+    bins: Path,
+    nsqd: int,
+    lookupd: int,
+    ports: _Ports,
+    nsqd_args: list[str],
+    nsqd_host: Callable[[int], str],
 ) -> None:
     lookupds = []
     for i in range(lookupd):
@@ -180,11 +191,12 @@ def _original(
     for i in range(nsqd):
         node = _node(cluster, "nsqd", i, bins / "nsqd")
         node.tcp_port, node.http_port = ports.take(), ports.take()
+        node.host = nsqd_host(i)
         node.argv = [
             node.exe,
-            f"--tcp-address={LOOPBACK}:{node.tcp_port}",
-            f"--http-address={LOOPBACK}:{node.http_port}",
-            f"--broadcast-address={LOOPBACK}",
+            f"--tcp-address={node.tcp_address}",
+            f"--http-address={node.http_address}",
+            f"--broadcast-address={node.host}",
             f"--data-path={node.data_dir}",
             *[f"--lookupd-tcp-address={lk.tcp_address}" for lk in lookupds],
             *nsqd_args,
@@ -194,7 +206,13 @@ def _original(
 
 
 def _redesign(
-    cluster: Cluster, bins: Path, nsqd: int, lookupd: int, ports: _Ports, nsqd_args: list[str]
+    cluster: Cluster,
+    bins: Path,
+    nsqd: int,
+    lookupd: int,
+    ports: _Ports,
+    nsqd_args: list[str],
+    nsqd_host: Callable[[int], str],
 ) -> None:
     etcd_tool = find_etcd()
     etcd = _node(cluster, "etcd", 0, Path(etcd_tool.path))
@@ -246,6 +264,7 @@ def _redesign(
     for i in range(nsqd):
         node = _node(cluster, "nsqd", i, bins / "nsqd")
         node.tcp_port, node.http_port, node.rpc_port = ports.take(), ports.take(), ports.take()
+        node.host = nsqd_host(i)
         metric_port = ports.take()
         config = Path(node.data_dir) / "nsqd.cfg"
         config.write_text(
@@ -253,10 +272,11 @@ def _redesign(
                 {
                     **common,
                     "id": i + 1,
-                    "tcp_address": f"{LOOPBACK}:{node.tcp_port}",
-                    "http_address": f"{LOOPBACK}:{node.http_port}",
+                    "broadcast_address": node.host,
+                    "tcp_address": node.tcp_address,
+                    "http_address": node.http_address,
                     "rpc_port": str(node.rpc_port),
-                    "metric_address": f"{LOOPBACK}:{metric_port}",
+                    "metric_address": f"{node.host}:{metric_port}",
                     "data_path": node.data_dir,
                     "log_dir": node.data_dir,
                     "lookup_ping_interval": "1s",
@@ -267,6 +287,11 @@ def _redesign(
         node.argv = [node.exe, f"--config={config}", *nsqd_args]
         node.env = {TESTMODE_ENV: "1"}
         cluster.nodes.append(node)
+
+
+def nsqd_host_for(spread_addresses: bool) -> Callable[[int], str]:
+    """nsqd number -> the address it listens on and broadcasts."""
+    return loopback_host if spread_addresses else (lambda _i: LOOPBACK)
 
 
 def _port_count(flavor: Flavor, nsqd: int, lookupd: int) -> int:
@@ -304,11 +329,13 @@ def start(
     progress: Callable[[str], None] | None = None,
     nsqd_args: list[str] | None = None,
     module_sources: Path | None = None,
+    spread_addresses: bool = False,
 ) -> Cluster:
     """Build if needed, start and wait for a healthy cluster; on failure stop everything.
 
     ``nsqd_args`` are extra command-line flags for every nsqd (TLS, auth, limits);
-    ``module_sources`` is passed to the build (local Go module sources).
+    ``module_sources`` is passed to the build (local Go module sources);
+    ``spread_addresses`` gives each nsqd its own loopback address (see the module doc).
     """
     if nsqd < 1 or lookupd < 1:
         raise ServerSetupError("a cluster needs at least one nsqd and one nsqlookupd")
@@ -327,10 +354,11 @@ def start(
     directory.mkdir(parents=True, exist_ok=True)
     cluster = Cluster(flavor=flavor, directory=directory)
     ports = _Ports(_port_count(flavor, nsqd, lookupd), port_base)
+    nsqd_host = nsqd_host_for(spread_addresses)
     if flavor == "original":
-        _original(cluster, bin_dir, nsqd, lookupd, ports, list(nsqd_args or ()))
+        _original(cluster, bin_dir, nsqd, lookupd, ports, list(nsqd_args or ()), nsqd_host)
     else:
-        _redesign(cluster, bin_dir, nsqd, lookupd, ports, list(nsqd_args or ()))
+        _redesign(cluster, bin_dir, nsqd, lookupd, ports, list(nsqd_args or ()), nsqd_host)
     try:
         for node in cluster.nodes:
             say(f"starting {node.name}")

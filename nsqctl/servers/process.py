@@ -24,6 +24,15 @@ from nsqctl.errors import ServerSetupError
 LOOPBACK = "127.0.0.1"
 
 
+def loopback_host(index: int) -> str:
+    """The ``index``-th spare loopback address, 127.0.0.2 onwards: Linux routes all of
+    127/8 to ``lo``, so a node can listen on one of its own with no setup, and a cluster
+    spread over several looks like several hosts to code that confuses them."""
+    if not 0 <= index < 250:
+        raise ServerSetupError(f"no spare loopback address for node {index}: at most 250")
+    return f"127.0.0.{index + 2}"
+
+
 @dataclass
 class NodeRecord:
     """What we started: enough to reach it, read its log and stop it later."""
@@ -39,14 +48,16 @@ class NodeRecord:
     data_dir: str = ""
     argv: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
+    # The address it listens on and broadcasts (127.0.0.1 unless the cluster is spread).
+    host: str = LOOPBACK
 
     @property
     def tcp_address(self) -> str:
-        return f"{LOOPBACK}:{self.tcp_port}"
+        return f"{self.host}:{self.tcp_port}"
 
     @property
     def http_address(self) -> str:
-        return f"{LOOPBACK}:{self.http_port}"
+        return f"{self.host}:{self.http_port}"
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
@@ -223,6 +234,7 @@ def stop(record: NodeRecord, timeout: float = 10.0) -> bool:
         return False
     with contextlib.suppress(ProcessLookupError):
         os.kill(record.pid, signal.SIGTERM)
+        os.kill(record.pid, signal.SIGCONT)  # a paused node acts on the TERM only once resumed
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
@@ -235,6 +247,19 @@ def stop(record: NodeRecord, timeout: float = 10.0) -> bool:
     if proc is not None:
         proc.wait(timeout=5)
     return True
+
+
+def pause(record: NodeRecord) -> None:
+    """SIGSTOP our process: a hung node (fault tests). Its sockets stay open and answer
+    nothing, unlike a killed node's; always :func:`resume` it afterwards."""
+    if pid_runs(record.pid, record.exe):
+        os.kill(record.pid, signal.SIGSTOP)
+
+
+def resume(record: NodeRecord) -> None:
+    """SIGCONT a node :func:`pause` stopped (harmless on one that runs)."""
+    if pid_runs(record.pid, record.exe):
+        os.kill(record.pid, signal.SIGCONT)
 
 
 def kill_hard(record: NodeRecord) -> None:

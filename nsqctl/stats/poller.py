@@ -47,6 +47,8 @@ from nsqctl.stats.read import stats_params
 
 DEFAULT_TIMEOUT = 2.0
 SLOW_AFTER = 1.0
+NOT_ANSWERING = "not answering"
+"""How a node that timed out is described (its ``NodeStats.error`` starts with it)."""
 COORDINATOR_CONCURRENCY = 8
 """At most this many ``/coordinator/stats`` requests at once (focus on every topic)."""
 
@@ -197,11 +199,20 @@ class StatsPoller:
                 parse_nsqd_body, body, address, fetched_at=fetched_at, elapsed=elapsed
             )
         except (httpx.HTTPError, TimeoutError, NsqctlError, ValueError) as exc:
-            error = "timed out" if isinstance(exc, TimeoutError) else describe_http_error(exc)
-            return NodeStats(address=address, fetched_at=fetched_at, state="down", error=error)
+            return NodeStats(
+                address=address, fetched_at=fetched_at, state="down", error=self._why_down(exc)
+            )
         if node.state == "up" and elapsed > self.slow_after:
             node = replace(node, state="slow")
         return node
+
+    def _why_down(self, exc: BaseException) -> str:
+        """A node that accepted the connection and then said nothing (SIGSTOP, a full disk,
+        a stalled VM: its sockets stay open) is "not answering", apart from one that
+        refused it (dead) or answered badly."""
+        if isinstance(exc, (TimeoutError, httpx.TimeoutException)):
+            return f"{NOT_ANSWERING} within {self.timeout:g}s"
+        return describe_http_error(exc)
 
     def _coordinator_targets(self, nodes: Sequence[NodeStats]) -> list[tuple[str, str]]:
         """``(nsqd, topic)`` pairs to ask: for each partition of a focused topic its leader,

@@ -6,7 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from nsqctl.connection.config import ConnectionConfig, TLSSettings
+from nsqctl.connection.config import (
+    DEFAULT_HEARTBEAT_INTERVAL_MS,
+    HEARTBEAT_INTERVAL_ENV,
+    ConnectionConfig,
+    TLSSettings,
+)
 from nsqctl.errors import ConfigError
 
 
@@ -18,6 +23,26 @@ def test_identify_body_negotiates_features() -> None:
     assert body["heartbeat_interval"] == 12_345
     assert body["tls_v1"] is False and body["snappy"] is False and body["deflate"] is False
     assert "extend_support" not in body and "msg_timeout" not in body
+
+
+def test_heartbeat_interval_default_comes_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(HEARTBEAT_INTERVAL_ENV, raising=False)
+    assert ConnectionConfig().heartbeat_interval_ms == DEFAULT_HEARTBEAT_INTERVAL_MS
+    monkeypatch.setenv(HEARTBEAT_INTERVAL_ENV, "1500")
+    assert ConnectionConfig().identify_body()["heartbeat_interval"] == 1500
+    assert ConnectionConfig(heartbeat_interval_ms=9000).heartbeat_interval_ms == 9000
+
+
+@pytest.mark.parametrize("raw", ["fast", "999", "-1", "1.5"])
+def test_a_bad_heartbeat_interval_in_the_environment_names_the_setting(
+    monkeypatch: pytest.MonkeyPatch, raw: str
+) -> None:
+    monkeypatch.setenv(HEARTBEAT_INTERVAL_ENV, raw)
+    with pytest.raises(ConfigError, match=HEARTBEAT_INTERVAL_ENV) as caught:
+        ConnectionConfig()
+    assert caught.value.setting == "heartbeat_interval_ms"
 
 
 def test_identify_body_asks_for_what_is_configured() -> None:

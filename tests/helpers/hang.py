@@ -1,0 +1,251 @@
+"""Hung nodes for tests: SIGSTOP a server (its sockets stay open and answer nothing, unlike
+a killed one's) for a window, and run real ``nsqctl`` commands through it concurrently.
+
+Commands run with a 1 s heartbeat (:data:`HEARTBEAT_ENV`), so the connection idle deadline
+(about two missed heartbeats, at least 10 s) falls inside a stop window of
+:data:`STOP_WINDOW`, and with a bound (:data:`BOUND`) each must finish within.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from nsqctl.connection.config import HEARTBEAT_INTERVAL_ENV
+from nsqctl.servers import process
+from nsqctl.servers.process import NodeRecord
+from nsqctl.stats.read import read_nsqd_stats
+from tests.helpers.cli import NSQCTL, clean_env
+
+HEARTBEAT_MS = 1000
+#: Longer than the heartbeat and than the idle deadline it gives (10 s), so every
+#: connection to the stopped node is declared dead while it is stopped.
+STOP_WINDOW = 12.0
+#: What any one command may take through a stop window and its recovery.
+BOUND = 60.0
+
+
+def env() -> dict[str, str]:
+    return clean_env({HEARTBEAT_INTERVAL_ENV: str(HEARTBEAT_MS)})
+
+
+@contextlib.asynccontextmanager
+async def stopped(node: NodeRecord) -> AsyncIterator[None]:
+    """``node`` SIGSTOPped inside the block, SIGCONTed on the way out whatever happens."""
+    process.pause(node)
+    try:
+        yield
+    finally:
+        process.resume(node)
+
+
+@dataclass
+class Run:
+    """A finished command: exit code, output and how long it took."""
+
+    code: int
+    out: str
+    err: str
+    took: float
+
+    @property
+    def returncode(self) -> int:  # for tests.helpers.cli.assert_one_line_error
+        return self.code
+
+    @property
+    def stderr(self) -> str:
+        return self.err
+
+    @property
+    def lines(self) -> list[str]:
+        return [line for line in self.out.splitlines() if line]
+
+
+async def nsqctl(*args: str, stdin: bytes = b"", bound: float = BOUND) -> Run:
+    """``nsqctl ARGS`` to completion; fails the test if it runs longer than ``bound``."""
+    start = time.monotonic()
+    proc = await asyncio.create_subprocess_exec(
+        NSQCTL,
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env(),
+    )
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(stdin), bound)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+        raise AssertionError(
+            f"nsqctl {' '.join(args)} hung: still running after {bound}s"
+        ) from None
+    return Run(proc.returncode or 0, out.decode(), err.decode(), time.monotonic() - start)
+
+
+@dataclass
+class Tail:
+    """A running ``nsqctl tail``: every line it printed, as it prints them."""
+
+    proc: asyncio.subprocess.Process
+    seen: list[str] = field(default_factory=list)
+    reader: asyncio.Task[None] | None = None
+
+    @classmethod
+    async def start(cls, *args: str) -> Tail:
+        proc = await asyncio.create_subprocess_exec(
+            NSQCTL,
+            "tail",
+            *args,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=env(),
+        )
+        tail = cls(proc)
+        tail.reader = asyncio.create_task(tail._read())
+        return tail
+
+    async def _read(self) -> None:
+        assert self.proc.stdout is not None
+        async for line in self.proc.stdout:
+            self.seen.append(line.decode().rstrip("\n"))
+
+    async def wait_for(self, bodies: Iterable[str], timeout: float = BOUND) -> float:
+        """Seconds until every one of ``bodies`` was printed (at least once)."""
+        want = set(bodies)
+        start = time.monotonic()
+        deadline = start + timeout
+        while not want <= set(self.seen):
+            if self.proc.returncode is not None:
+                raise AssertionError(f"tail exited early: {await self.stderr()}")
+            if time.monotonic() > deadline:
+                missing = sorted(want - set(self.seen))
+                raise AssertionError(f"tail never printed {len(missing)}: {missing[:5]}...")
+            await asyncio.sleep(0.05)
+        return time.monotonic() - start
+
+    async def stderr(self) -> str:
+        assert self.proc.stderr is not None
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(5):
+                return (await self.proc.stderr.read()).decode()
+        return ""
+
+    async def interrupt(self, bound: float = 30.0) -> tuple[int, str]:
+        """Ctrl-C; the exit code and stderr, once it exits (within ``bound``)."""
+        if self.proc.returncode is None:
+            self.proc.send_signal(signal.SIGINT)
+        try:
+            async with asyncio.timeout(bound):
+                code = await self.proc.wait()
+                if self.reader is not None:
+                    await self.reader
+        except TimeoutError:
+            self.proc.kill()
+            await self.proc.wait()
+            raise AssertionError(f"tail did not exit within {bound}s of SIGINT") from None
+        return code, await self.stderr()
+
+    async def kill(self) -> None:
+        if self.proc.returncode is None:
+            self.proc.kill()
+            await self.proc.wait()
+
+
+def bodies(prefix: str, count: int) -> list[str]:
+    return [f"{prefix}{i}" for i in range(count)]
+
+
+def lines_in(payload: Sequence[str]) -> bytes:
+    return ("\n".join(payload) + "\n").encode()
+
+
+class DashWatch:
+    """``nsqctl dash`` (its app, under Textual's pilot) polling the cluster through a stop:
+    what its nodes table and lookupd line show."""
+
+    def __init__(self, lookupd_http: Sequence[str], timeout: float = 1.0) -> None:
+        from nsqctl.stats.poller import StatsPoller
+        from nsqctl.stats.session import StatsSession
+        from nsqctl.tui.app import DashApp
+
+        self.app = DashApp(
+            StatsSession(StatsPoller(lookupd_http, [], timeout=timeout)), interval=0.5
+        )
+
+    def node_rows(self) -> dict[str, list[str]]:
+        from nsqctl.tui.rowtable import RowTable
+
+        table = self.app.screen.query_one("#nodes", RowTable)
+        rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+        return {r[0]: r for r in rows}
+
+    def lookupd_line(self) -> str:
+        from nsqctl.tui import rows
+
+        view = self.app.view
+        return "" if view is None else rows.lookupd_line(view).plain
+
+    async def until(self, pilot: object, cond: Callable[[], bool], what: str) -> float:
+        """Seconds until ``cond`` holds on screen; fails after :data:`BOUND`."""
+        start = time.monotonic()
+        while not cond():
+            if time.monotonic() - start > BOUND:
+                raise AssertionError(f"the dashboard never showed {what}")
+            await pilot.pause(0.1)  # type: ignore[attr-defined]
+        return time.monotonic() - start
+
+
+async def until_consuming(
+    node: NodeRecord, topic: str, channel: str, command: asyncio.Task[Run]
+) -> None:
+    """Until ``channel`` of ``topic`` on ``node`` has a client (``command`` connected),
+    so the stop that follows cuts a live connection."""
+    deadline = time.monotonic() + BOUND
+    while True:
+        stats = await asyncio.to_thread(read_nsqd_stats, node.http_address, topic=topic)
+        found = stats.channel(topic, channel)
+        if found is not None and found.client_count > 0:
+            return
+        if command.done():
+            raise AssertionError(f"the command ended before it consumed: {command.result()}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"nothing consumed {topic}/{channel} on {node.name}")
+        await asyncio.sleep(0.1)
+
+
+async def archive_through_stop(
+    hung: NodeRecord,
+    topic: str,
+    out: str,
+    source: Sequence[str],
+    publish_during: Sequence[str],
+    total: int,
+) -> dict[str, Any]:
+    """``nsqctl archive`` reading ``topic`` while ``hung`` is stopped and a slow publisher
+    (``publish_during``: the pub's target arguments) keeps the other node busy through the
+    window, so the archive is never idle long enough to exit before ``hung`` is back. Its
+    ``--json`` report once it exits (idle); every one of ``total`` messages archived."""
+    archive = asyncio.create_task(
+        nsqctl("archive", topic, "--out", out, "--exit-when-idle", "8", "--json", *source)
+    )
+    await until_consuming(hung, topic, "nsqctl_archive", archive)
+    during = bodies("d", int(STOP_WINDOW * 2))
+    async with stopped(hung):
+        pub = await nsqctl("pub", topic, *publish_during, "--rate", "2", stdin=lines_in(during))
+    assert pub.code == 0, pub.err
+    run = await archive
+    assert run.code == 0, run.err
+    report: dict[str, Any] = json.loads(run.out)
+    assert isinstance(report["archived"], int) and report["archived"] >= total + len(during), (
+        report,
+        run.err,
+    )
+    return report

@@ -1,0 +1,165 @@
+"""A hung node on the original family (issue 25, items 4 and 6): pub, tail, stat and dash
+run through a SIGSTOP of an nsqd, then of nsqlookupd, on one cluster whose nsqds listen
+and broadcast on their own loopback addresses (127.0.0.2, 127.0.0.3) as separate hosts
+would. Each command finishes within a bound, nothing published is lost (consumed at least
+once), and stat and the dashboard show the stopped node as not answering."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from nsqctl.servers import build, cluster, process
+from nsqctl.servers.cluster import Cluster
+from nsqctl.stats.poller import NOT_ANSWERING
+from tests.helpers.cli import assert_one_line_error
+from tests.helpers.hang import (
+    STOP_WINDOW,
+    DashWatch,
+    Tail,
+    archive_through_stop,
+    bodies,
+    lines_in,
+    nsqctl,
+    stopped,
+)
+from tests.helpers.redesign import unique
+
+pytestmark = pytest.mark.original
+
+
+@pytest.fixture(scope="module")
+def spread(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """Two nsqds on 127.0.0.2 and 127.0.0.3; a short msg timeout, so what a dead connection
+    held in flight comes back within the test."""
+    c = cluster.start(
+        "original",
+        tmp_path_factory.mktemp("hung-original"),
+        nsqd=2,
+        bin_dir=build.build("original"),
+        spread_addresses=True,
+        nsqd_args=["--msg-timeout=3s"],
+    )
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+def test_spread_cluster_broadcasts_its_own_addresses(spread: Cluster) -> None:
+    assert [n.host for n in spread.nsqds] == ["127.0.0.2", "127.0.0.3"]
+    assert all(a.startswith(("127.0.0.2:", "127.0.0.3:")) for a in spread.nsqd_tcp)
+
+
+async def test_through_a_stopped_nsqd(spread: Cluster) -> None:
+    c = spread
+    topic, hung = unique("hang"), c.nsqds[0]
+    lookupd = ["--lookupd", c.lookupd_http[0]]
+    before = bodies("a", 30)
+    for i, tcp in enumerate(c.nsqd_tcp):  # the topic on both nsqds
+        run = await nsqctl("pub", topic, "--nsqd", tcp, stdin=lines_in(before[i::2]))
+        assert run.code == 0, run.err
+    tail = await Tail.start(topic, "-c", "hang", *lookupd)
+    dash = DashWatch(c.lookupd_http)
+    try:
+        await tail.wait_for(before)
+        async with dash.app.run_test(size=(200, 50)) as pilot:
+            await dash.until(pilot, lambda: len(dash.node_rows()) == 2, "both nsqds")
+            during = bodies("b", 40)
+            async with stopped(hung):
+                pub, stat, *_ = await asyncio.gather(
+                    nsqctl("pub", topic, *lookupd, stdin=lines_in(during)),
+                    nsqctl("stat", topic, *lookupd, "--json", "-i", "1", "-n", "3"),
+                    dash.until(
+                        pilot,
+                        lambda: (
+                            NOT_ANSWERING in dash.node_rows().get(hung.http_address, [""] * 9)[8]
+                        ),
+                        "the stopped nsqd not answering",
+                    ),
+                    asyncio.sleep(STOP_WINDOW),  # the scenario: a hang longer than heartbeats
+                )
+                assert dash.node_rows()[hung.http_address][2] == "down"
+                assert dash.node_rows()[c.nsqd_http[1]][2] == "up"
+            await dash.until(
+                pilot, lambda: dash.node_rows()[hung.http_address][2] == "up", "it back up"
+            )
+        # pub went to the nsqd that answers, or said it could not: never a silent drop
+        assert pub.code == 0, pub.err
+        assert stat.code == 0, stat.err
+        records = [__import__("json").loads(line) for line in stat.lines]
+        assert len(records) == 3
+        states = [{n["address"]: n for n in r["nodes"]}[hung.http_address] for r in records]
+        assert any(s["state"] == "down" and NOT_ANSWERING in s["error"] for s in states), states
+        await tail.wait_for(before + during)
+        code, err = await tail.interrupt()
+        assert code == 0, err
+    finally:
+        await tail.kill()
+        process.resume(hung)
+
+
+async def test_through_a_stopped_lookupd(spread: Cluster) -> None:
+    c = spread
+    topic, hung = unique("hangl"), c.lookupds[0]
+    lookupd = ["--lookupd", hung.http_address]
+    before = bodies("a", 20)
+    for i, tcp in enumerate(c.nsqd_tcp):
+        run = await nsqctl("pub", topic, "--nsqd", tcp, stdin=lines_in(before[i::2]))
+        assert run.code == 0, run.err
+    tail = await Tail.start(topic, "-c", "hang", *lookupd)
+    dash = DashWatch(c.lookupd_http)
+    try:
+        await tail.wait_for(before)
+        async with dash.app.run_test(size=(200, 50)) as pilot:
+            await dash.until(pilot, lambda: len(dash.node_rows()) == 2, "both nsqds")
+            during = bodies("b", 20)
+            # inside the stop until every check is done: each one happened while it hung
+            async with stopped(hung):
+                direct, via_lookupd, stat, *_ = await asyncio.gather(
+                    nsqctl("pub", topic, "--nsqd", c.nsqd_tcp[1], stdin=lines_in(during)),
+                    nsqctl("pub", topic, *lookupd, stdin=lines_in(["lost?"])),
+                    nsqctl("stat", topic, *lookupd, "--json", "-n", "1"),
+                    dash.until(
+                        pilot,
+                        lambda: f"{hung.http_address} DOWN" in dash.lookupd_line(),
+                        "the stopped lookupd down",
+                    ),
+                    # the running tail keeps its nsqd connections through the hang
+                    tail.wait_for(during),
+                    asyncio.sleep(STOP_WINDOW),
+                )
+                # the nsqds still answer: the dashboard keeps showing them up
+                assert {r[2] for r in dash.node_rows().values()} == {"up"}
+        assert direct.code == 0, direct.err
+        # without lookupd a new publisher cannot find an nsqd: it says so, in one line
+        assert "lookupd" in assert_one_line_error(via_lookupd, 1)  # type: ignore[arg-type]
+        assert via_lookupd.code != 0
+        assert "lookupd" in assert_one_line_error(stat, 1)  # type: ignore[arg-type]
+        code, err = await tail.interrupt()
+        assert code == 0, err
+    finally:
+        await tail.kill()
+        process.resume(hung)
+
+
+@pytest.mark.spark  # archive needs the archive extra (pyarrow)
+async def test_archive_through_a_stopped_nsqd(spread: Cluster, tmp_path: Path) -> None:
+    c = spread
+    topic, hung = unique("hanga"), c.nsqds[0]
+    before = bodies("a", 20)
+    for i, tcp in enumerate(c.nsqd_tcp):
+        run = await nsqctl("pub", topic, "--nsqd", tcp, stdin=lines_in(before[i::2]))
+        assert run.code == 0, run.err
+    report = await archive_through_stop(
+        hung,
+        topic,
+        str(tmp_path / "archive"),
+        ["--lookupd", c.lookupd_http[0]],
+        ["--nsqd", c.nsqd_tcp[1]],
+        total=len(before),
+    )
+    assert report["reconnects"] >= 1, report  # the hung node's connection was given up
