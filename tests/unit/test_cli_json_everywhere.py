@@ -34,6 +34,7 @@ REPORTING = {
     "lookup",
     "version",
     "stat",
+    "top",
     "archive",
     "replay",
     "trace",
