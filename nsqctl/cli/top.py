@@ -10,13 +10,9 @@ import asyncio
 import json
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
-from rich.live import Live
-from rich.table import Table
-from rich.text import Text
 
 from nsqctl.cli.common import (
     LookupdOption,
@@ -39,6 +35,11 @@ from nsqctl.stats.hotspots import (
 from nsqctl.stats.poller import DEFAULT_TIMEOUT, StatsPoller
 from nsqctl.stats.session import StatsSession, ViewSource
 from nsqctl.stats.view import ClusterView
+
+if TYPE_CHECKING:  # rich loads when a table is drawn, not for --help or --json
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
 
 REASON_STYLE = {"stalled": "bold red", "orphan": "bold red", "poison": "bold red"}
 
@@ -111,6 +112,8 @@ def _saturation(value: float | None) -> str:
 
 
 def _reasons(entry: HotSpot) -> Text:
+    from rich.text import Text
+
     text = Text()
     for i, reason in enumerate(entry.reasons):
         text.append(("" if i == 0 else " ") + reason, style=REASON_STYLE.get(reason, "yellow"))
@@ -118,6 +121,9 @@ def _reasons(entry: HotSpot) -> Text:
 
 
 def render_table(view: ClusterView, sort: SortKey, clients: bool, limit: int) -> Table:
+    from rich.table import Table
+    from rich.text import Text
+
     entries = ranked(view, sort, clients, limit)
     when = time.strftime("%H:%M:%S", time.localtime(view.taken_at))
     down = [n.address for n in view.nodes if n.stats.state == "down"]
@@ -173,6 +179,9 @@ async def run_top(
     console: Console | None = None,
 ) -> None:
     """Two polls ``interval`` apart, then print (``once``) or keep refreshing the table."""
+    from rich.console import Console
+    from rich.live import Live
+
     console = console or Console()
     try:
         await _first_view(source)

@@ -7,15 +7,22 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from pathlib import Path
 
+from rich.console import Console
+
+from nsqctl.cli.top import render_table, top_record
 from nsqctl.consumer import Consumer
 from nsqctl.message import Message
 from nsqctl.producer import Producer
 from nsqctl.servers.cluster import Cluster
+from nsqctl.stats.recording import play_back
+from nsqctl.stats.view import build_view
 from tests.helpers.cli import assert_one_line_error, cli
 from tests.helpers.redesign import TopicSpec, create_topics
 from tests.helpers.wait import wait_for
 
+DATA = Path(__file__).resolve().parent.parent / "data" / "stats"
 POISON = 3
 
 
@@ -85,3 +92,19 @@ def test_top_bad_sort_is_one_line() -> None:
     proc = cli("top", "--nsqd-http", "127.0.0.1:1", "--sort", "depth")
     line = assert_one_line_error(proc, 2)
     assert "--sort" in line and "requeue" in line
+
+
+async def test_top_table_on_recorded_redesign_polls() -> None:
+    """The human table: the same order as --json, channels or client connections."""
+    snaps = await play_back(DATA / "redesign_manifest.json", ["t0", "t1"], focus=None)
+    view = build_view(snaps[1], snaps[0])
+    for clients in (False, True):
+        console = Console(width=240, record=True)
+        console.print(render_table(view, "requeue", clients, 5))
+        lines = console.export_text().splitlines()
+        entries = top_record(view, "requeue", clients, 5)["entries"]
+        assert len(entries) == 5 if clients else len(entries) >= 2
+        first = next(i for i, line in enumerate(lines) if f"{entries[0]['topic']}/" in line)
+        second = next(i for i, line in enumerate(lines) if f"{entries[1]['topic']}/" in line)
+        assert first <= second
+        assert ("hot clients" if clients else "hot channels") in lines[0]

@@ -50,6 +50,7 @@ EXPECTED: dict[str, set[str]] = {
     "lookup": _ADMIN,
     "version": set(),
     "stat": _STATS,
+    "top": _STATS,  # rich loads only to draw the table
     "dash": _STATS,
     "archive": {"asyncio"},  # pyarrow and the archiver load only when it runs
     "replay": {"asyncio"},  # pyspark loads only when it runs
