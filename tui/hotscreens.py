@@ -8,18 +8,20 @@ through :mod:`nsqctl.tui.hotrows`. Their look is in ``hotscreens.tcss``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Static
 
-from nsqctl.stats.hotspots import SORT_KEYS, SortKey
+from nsqctl.stats.hotspots import SORT_KEYS, HotSpot, SortKey
 from nsqctl.stats.view import ClusterView
 from nsqctl.tui import hotrows
 from nsqctl.tui.rowtable import RowTable
 from nsqctl.tui.screens import ChannelScreen, ViewScreen
+from nsqctl.tui.tables import Row
 
 DrainStates = Callable[[], Mapping[str, str]]
 
@@ -97,12 +99,19 @@ class HotSpotsScreen(ViewScreen):
         )
 
     def refresh_view(self, view: ClusterView) -> None:
-        self._show_table()
-        ranked = (
-            hotrows.client_hot_rows(view, self.sort)
-            if self.clients
-            else hotrows.channel_hot_rows(view, self.sort)
-        )
+        if self.clients:
+            # every connection of the cluster is parsed to rank them: off the UI thread,
+            # so keys are handled meanwhile; a newer poll's ranking replaces an older one
+            self.run_worker(self._rank_clients(view, self.sort), group="hot", exclusive=True)
+            return
+        self._apply(hotrows.channel_hot_rows(view, self.sort))
+
+    async def _rank_clients(self, view: ClusterView, sort: SortKey) -> None:
+        ranked = await asyncio.to_thread(hotrows.client_hot_rows, view, sort)
+        if self.clients and sort == self.sort:  # not switched while it ran
+            self._apply(ranked)
+
+    def _apply(self, ranked: Sequence[tuple[Row, HotSpot]]) -> None:
         self._targets = {row[0]: (e.topic, e.channel) for row, e in ranked}
         self._table().set_rows([row for row, _ in ranked])
 

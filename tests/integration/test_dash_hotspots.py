@@ -64,7 +64,8 @@ async def test_node_and_hot_spot_screens_on_recorded_redesign() -> None:
         assert [r[0] for r in cells(app, "hot-channels")] == [
             e.key for e in rank_channels(view, "timeout")
         ]
-        await pilot.press("c")  # client connections
+        await pilot.press("c")  # client connections, ranked in a worker thread
+        await until(pilot, lambda: bool(cells(app, "hot-clients")), "the client ranking")
         rows = cells(app, "hot-clients")
         assert len(rows) == sum(len(c.clients) for t in view.topics for c in t.channels)
         await pilot.press("enter")  # opens the channel of the hottest connection
