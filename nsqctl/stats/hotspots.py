@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal, TypeVar, get_args
 
+from nsqctl.errors import ConfigError
 from nsqctl.stats.model import ChannelStats
 from nsqctl.stats.rules import (
     drain_rate,
@@ -192,7 +193,9 @@ def rank(entries: Iterable[_Entry], key: SortKey, limit: int | None = None) -> l
     """Hottest first by ``key``, flagged entries before unflagged ones on a tie, then by
     name so the order is stable between polls."""
     if key not in SORT_KEYS:
-        raise ValueError(f"unknown hot-spot sort {key!r}: one of {', '.join(SORT_KEYS)}")
+        raise ConfigError(
+            f"unknown hot-spot sort {key!r}: one of {', '.join(SORT_KEYS)}", setting="key"
+        )
     ordered = sorted(entries, key=lambda e: (-_sort_value(e, key), not e.reasons, e.key))
     return ordered if limit is None else ordered[:limit]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from nsqctl.errors import ConfigError
 from nsqctl.stats.hotspots import (
     SORT_KEYS,
     ChannelHotSpot,
@@ -214,8 +215,9 @@ def test_clients_ranked_with_their_own_rates_and_reasons() -> None:
 
 def test_unknown_sort_key_is_refused() -> None:
     assert set(SORT_KEYS) == {"requeue", "timeout", "drain", "saturation"}
-    with pytest.raises(ValueError, match="unknown hot-spot sort"):
+    with pytest.raises(ConfigError, match="unknown hot-spot sort") as caught:
         rank_channels(build_view(snapshot(1.0, [])), "depth")  # type: ignore[arg-type]
+    assert caught.value.setting == "key"
 
 
 def test_node_summary_totals_leaders_only_and_drain_state() -> None:
