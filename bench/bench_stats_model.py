@@ -1,14 +1,17 @@
 """CPU cost of the stats model per refresh, and dashboard key latency while polling.
 
-    python bench/bench_stats_model.py
+    python bench/bench_stats_model.py [--partitions N] [--channels N] [--clients N] [--cpu-only]
 
-1. A synthetic redesign ``/stats`` body with 1,000 partitions (10 topics × 100) × 4 channels
-   × 5 clients, run through the live refresh path: the poller's decode + parse
-   (:func:`parse_nsqd_body`), the session's :func:`build_view` (rates against the previous
-   poll, history) and the client views of one open channel (500 connections, as the channel
-   screen reads them) — ``time.process_time`` per refresh, target < 200 ms. Twice: with
-   the collector as it is (``nsqctl stat``), and as the dashboard runs it, with each
-   refresh's survivors frozen (:func:`freeze_after_bursts`).
+1. A synthetic redesign ``/stats`` body with 1,000 partitions (10 topics × 100, or
+   ``--partitions``) × 4 channels × 5 clients, run through the live refresh path: the
+   poller's decode + parse (:func:`parse_nsqd_body`), the session's :func:`build_view`
+   (rates against the previous poll, history), the client views of one open channel (one
+   topic's partitions × clients, as the channel screen reads them), the hot-spot ranking of
+   every channel and the per-node summary (what the hot-spots and node screens show) —
+   ``time.process_time`` per refresh, target < 200 ms at 1,000 partitions and < 500 ms at
+   10,000. Twice: with the collector as it is (``nsqctl stat``), and as the dashboard runs
+   it, with each refresh's survivors frozen (:func:`freeze_after_bursts`). The hot-client
+   ranking (every connection parsed; built only while the screen shows it) is timed apart.
 2. The Textual app polling that payload through the real :class:`StatsSession` (each refresh
    decodes/parses and builds the view in worker threads, then the screen updates): how long
    a key press takes to be handled (the key event reaches the app until the table cursor has
@@ -20,6 +23,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import statistics
@@ -35,7 +39,9 @@ if str(REPO) not in sys.path:
 from textual import events  # noqa: E402
 
 from nsqctl.stats.gcpause import freeze_after_bursts  # noqa: E402
+from nsqctl.stats.hotspots import rank_channels, rank_clients  # noqa: E402
 from nsqctl.stats.model import ClusterSnapshot  # noqa: E402
+from nsqctl.stats.nodes import node_summaries  # noqa: E402
 from nsqctl.stats.parse import parse_nsqd_body  # noqa: E402
 from nsqctl.stats.series import KeyedSeries  # noqa: E402
 from nsqctl.stats.session import StatsSession  # noqa: E402
@@ -44,6 +50,7 @@ from nsqctl.tui.app import DashApp  # noqa: E402
 from nsqctl.tui.rowtable import RowTable  # noqa: E402
 
 TOPICS, PARTS, CHANNELS, CLIENTS = 10, 100, 4, 5
+"""Overridden by the command line (``--partitions`` is spread over the 10 topics)."""
 NODE = "127.0.0.1:4151"
 
 
@@ -119,7 +126,10 @@ def snapshot(body: bytes, fetched_at: float) -> ClusterSnapshot:
     return ClusterSnapshot(taken_at=1700000100.0 + fetched_at, nodes=(node,))
 
 
-def bench_cpu(bodies: list[bytes], rounds: int = 15) -> list[float]:
+def bench_cpu(
+    bodies: list[bytes], rounds: int = 15, hot_share: list[float] | None = None
+) -> list[float]:
+    """Model CPU per refresh; ``hot_share`` collects the part spent on hot spots + nodes."""
     history = KeyedSeries()
     previous = snapshot(bodies[0], 0.0)
     build_view(previous, None, history)
@@ -132,7 +142,29 @@ def bench_cpu(bodies: list[bytes], rounds: int = 15) -> list[float]:
         topic = view.topic("topic0")
         channel = topic.channel("ch0") if topic else None
         assert channel is not None and len(channel.clients) == PARTS * CLIENTS
+        hot_start = time.process_time()
+        hot = rank_channels(view, "requeue")
+        nodes = node_summaries(view)
+        assert len(hot) == TOPICS * CHANNELS and len(nodes) == 1
+        end = time.process_time()
+        samples.append((end - start) * 1000)
+        if hot_share is not None:
+            hot_share.append((end - hot_start) * 1000)
+        previous = snap
+    return samples
+
+
+def bench_hot_clients(bodies: list[bytes], rounds: int = 3) -> list[float]:
+    """The hot-clients ranking alone, on a view whose clients were not parsed yet."""
+    previous = snapshot(bodies[0], 0.0)
+    samples = []
+    for i in range(rounds):
+        snap = snapshot(bodies[(i + 1) % len(bodies)], 2.0 * (i + 1))
+        view = build_view(snap, previous, KeyedSeries())
+        start = time.process_time()
+        ranked = rank_clients(view, "requeue", 200)
         samples.append((time.process_time() - start) * 1000)
+        assert len(ranked) == min(200, TOPICS * PARTS * CHANNELS * CLIENTS)
         previous = snap
     return samples
 
@@ -236,24 +268,38 @@ def summary(name: str, ms: list[float], target: float) -> None:
 
 
 def main() -> None:
+    global PARTS, CHANNELS, CLIENTS
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--partitions", type=int, default=TOPICS * PARTS, help="over 10 topics")
+    parser.add_argument("--channels", type=int, default=CHANNELS, help="per partition")
+    parser.add_argument("--clients", type=int, default=CLIENTS, help="per channel partition")
+    parser.add_argument("--cpu-only", action="store_true", help="skip the key-latency runs")
+    args = parser.parse_args()
+    PARTS, CHANNELS, CLIENTS = max(1, args.partitions // TOPICS), args.channels, args.clients
     bodies = [synthetic_payload(s) for s in range(3)]
     total_clients = TOPICS * PARTS * CHANNELS * CLIENTS
+    target = 200 if TOPICS * PARTS <= 1000 else 500
     print(
         f"payload: {TOPICS * PARTS} partitions × {CHANNELS} channels × {CLIENTS} clients "
         f"= {total_clients:,} client rows, {len(bodies[0]) / 1e6:.1f} MB JSON"
     )
-    summary("model CPU per refresh, collector as is", bench_cpu(bodies), 200)
+    hot_share: list[float] = []
+    summary("model CPU per refresh, collector as is", bench_cpu(bodies, 15, hot_share), target)
+    summary("  of which hot spots + node totals", hot_share, target)
     freeze_after_bursts()  # what DashApp turns on: each refresh's survivors are frozen
     try:
-        summary("model CPU per refresh, as dash runs it", bench_cpu(bodies), 200)
+        summary("model CPU per refresh, as dash runs it", bench_cpu(bodies), target)
     finally:
         freeze_after_bursts(0)
+    summary("hot clients ranking (only while shown)", bench_hot_clients(bodies), target)
+    if args.cpu_only:
+        return
     for interval in (2.0, 0.5):
         print(f"UI: key presses while polling every {interval} s")
         ms = asyncio.run(key_latencies(make_app(bodies, interval), "topics", 40))
         summary("key → handled, topics list", ms, 100)
         ms = asyncio.run(key_latencies(make_app(bodies, interval), "clients", 40))
-        summary("key → handled, channel screen (500 clients)", ms, 100)
+        summary(f"key → handled, channel screen ({PARTS * CLIENTS} clients)", ms, 100)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable, Mapping
 from typing import ClassVar
 
 from textual.app import App
@@ -16,6 +17,7 @@ from nsqctl.stats.session import ViewSource
 from nsqctl.stats.view import ClusterView, TopicView
 from nsqctl.tui.actions import Action, describe, run_action, unsupported
 from nsqctl.tui.events import PartitionTracker
+from nsqctl.tui.hotscreens import HotSpotsScreen, NodeScreen
 from nsqctl.tui.modals import ConfirmScreen, HelpScreen
 from nsqctl.tui.screens import ChannelScreen, MainScreen, TopicScreen, ViewScreen
 
@@ -29,12 +31,22 @@ class DashApp(App[None]):
         Binding("p", "toggle_channel_pause", "pause/unpause ch"),
         Binding("e", "empty_channel", "empty ch"),
         Binding("t", "toggle_topic_pause", "pause/unpause topic"),
+        Binding("n", "nodes", "nodes"),
+        Binding("h", "hot_spots", "hot spots"),
     ]
 
-    def __init__(self, source: ViewSource, interval: float = 2.0) -> None:
+    def __init__(
+        self,
+        source: ViewSource,
+        interval: float = 2.0,
+        drain_states: Callable[[], Mapping[str, str]] | None = None,
+    ) -> None:
+        """``drain_states`` tells the node screen which nsqd is being drained (nsqd HTTP
+        address → a short state), read at every refresh; without it none is."""
         super().__init__()
         self.source = source
         self.interval = interval
+        self.drain_states = drain_states
         self.view: ClusterView | None = None
         self.polls = 0
         self.focus_topics: tuple[str, ...] = ()
@@ -93,6 +105,14 @@ class DashApp(App[None]):
     def action_refresh(self) -> None:
         self._wake.set()
 
+    def action_nodes(self) -> None:
+        if not isinstance(self.screen, NodeScreen):
+            self.push_screen(NodeScreen(self.drain_states))
+
+    def action_hot_spots(self) -> None:
+        if not isinstance(self.screen, HotSpotsScreen):
+            self.push_screen(HotSpotsScreen())
+
     def _target(self) -> tuple[TopicView | None, str | None]:
         """The topic and channel the current screen points at."""
         screen = self.screen
@@ -105,6 +125,9 @@ class DashApp(App[None]):
         if isinstance(screen, MainScreen):
             name = screen.selected_topic()
             return (self.view.topic(name) if name else None), None
+        if isinstance(screen, HotSpotsScreen):
+            picked = screen.selected()
+            return (self.view.topic(picked[0]), picked[1]) if picked else (None, None)
         return None, None
 
     def _confirm_and_run(self, action: Action, topic: TopicView, channel: str | None) -> None:

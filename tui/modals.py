@@ -22,10 +22,14 @@ HELP_TEXT = """\
   [b]p[/b]         pause / unpause the selected channel (asks first)
   [b]e[/b]         empty the selected channel (asks first)
   [b]t[/b]         pause / unpause the topic (asks first)
+  [b]n[/b]         nodes: each nsqd's depth, in-flight, deferred, partitions led, drain
+  [b]h[/b]         hot spots: channels ([b]c[/b]: clients) ranked ([b]s[/b]: by requeue
+            rate, timeout rate, time to drain, in-flight/RDY) and why flagged
   [b]?[/b]         this help
   [b]q[/b]         quit
 
 Flags: [b]starved[/b] in-flight ≥ 85% of RDY · [b]stalled[/b] RDY 0 while depth waits
+· [b]orphan[/b] growing, no client · [b]poison[/b] a few messages requeued over and over
 · [b]no leader[/b] no nsqd takes writes for a partition (yet) · [b]out of ISR[/b] a copy
 not in sync · colours: yellow warn, red critical.
 

@@ -80,6 +80,11 @@ COMMANDS: tuple[Entry, ...] = (
         "Rolling per-interval stats (depth, in-flight, deferred, requeued, timeouts, rates).",
     ),
     Entry(
+        "top",
+        "nsqctl.cli.top:top",
+        "Rank channels (or clients) by requeues, timeouts, time to drain or RDY saturation.",
+    ),
+    Entry(
         "dash",
         "nsqctl.cli.dash:dash",
         "Live dashboard: nodes, topics, partitions, channels and consumers (? for keys).",

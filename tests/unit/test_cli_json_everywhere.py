@@ -38,6 +38,7 @@ REPORTING = {
     "version",
     "stat",
     "check",
+    "top",
     "archive",
     "replay",
     "trace",

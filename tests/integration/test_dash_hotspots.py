@@ -1,0 +1,122 @@
+"""The dashboard's node screen (``n``) and hot-spots screen (``h``), driven with Textual's
+pilot: on the recorded redesign polls (deterministic) and live on the original family with a
+consumer that requeues the same few messages (poison), whose channel the hot-spots screen
+ranks first and opens."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+from nsqctl.consumer import Consumer
+from nsqctl.message import Message
+from nsqctl.producer import Producer
+from nsqctl.stats.hotspots import rank_channels
+from nsqctl.stats.poller import StatsPoller
+from nsqctl.stats.recording import play_back
+from nsqctl.stats.session import StaticSource, StatsSession
+from nsqctl.tui import hotrows
+from nsqctl.tui.app import DashApp
+from nsqctl.tui.hotscreens import HotSpotsScreen, NodeScreen
+from nsqctl.tui.screens import ChannelScreen, MainScreen
+from tests.integration.test_dash import DATA, SIZE, cells, first_poll, until
+
+RECORDED = asyncio.run(play_back(DATA / "redesign_manifest.json", ["t0", "t1"], focus=None))
+"""The recorded t0/t1 polls of a 4-nsqd youzan cluster (tests/data/stats/README.md)."""
+
+
+def recorded_redesign_app() -> DashApp:
+    return DashApp(StaticSource(RECORDED), interval=3600)
+
+
+NODE = {name: i for i, name in enumerate(hotrows.NODE_SUMMARY_COLUMNS)}
+HOT = {name: i for i, name in enumerate(hotrows.HOT_CHANNEL_COLUMNS)}
+
+
+def footer_keys(app: DashApp) -> set[str]:
+    return {key for key, b in app.screen.active_bindings.items() if b.binding.show}
+
+
+async def test_node_and_hot_spot_screens_on_recorded_redesign() -> None:
+    app = recorded_redesign_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await first_poll(pilot)
+        assert {"n", "h"} <= footer_keys(app)
+        view = app.view
+        assert view is not None
+        await pilot.press("n")
+        assert isinstance(app.screen, NodeScreen)
+        shown = {r[0]: r for r in cells(app, "node-totals")}
+        assert sorted(shown) == sorted(n.address for n in view.nodes)
+        # every partition has one leader: the nodes' "led" add up to the partitions
+        led = sum(int(r[NODE["led"]]) for r in shown.values())
+        assert led == sum(len(t.partitions) for t in view.topics)
+        assert all(r[NODE["drain"]] == "-" for r in shown.values())
+        await pilot.press("escape")
+        assert isinstance(app.screen, MainScreen)
+        await pilot.press("h")
+        assert isinstance(app.screen, HotSpotsScreen)
+        assert {"s", "c"} <= footer_keys(app)
+        expected = [e.key for e in rank_channels(view, "requeue")]
+        assert [r[0] for r in cells(app, "hot-channels")] == expected
+        await pilot.press("s")  # by timeout rate
+        assert app.screen.sort == "timeout"
+        assert [r[0] for r in cells(app, "hot-channels")] == [
+            e.key for e in rank_channels(view, "timeout")
+        ]
+        await pilot.press("c")  # client connections, ranked in a worker thread
+        await until(pilot, lambda: bool(cells(app, "hot-clients")), "the client ranking")
+        rows = cells(app, "hot-clients")
+        assert len(rows) == sum(len(c.clients) for t in view.topics for c in t.channels)
+        await pilot.press("enter")  # opens the channel of the hottest connection
+        assert isinstance(app.screen, ChannelScreen)
+        assert f"{app.screen.topic}/{app.screen.channel}" == rows[0][0]
+
+
+async def test_drain_state_shown_from_the_lookup_given() -> None:
+    app = recorded_redesign_app()
+    draining: dict[str, str] = {}
+    app.drain_states = lambda: draining
+    async with app.run_test(size=SIZE) as pilot:
+        await first_poll(pilot)
+        node = app.view.nodes[0].address  # type: ignore[union-attr]
+        draining[node] = "draining 2/4"
+        await pilot.press("n")
+        shown = {r[0]: r for r in cells(app, "node-totals")}
+        assert shown[node][NODE["drain"]] == "draining 2/4"
+
+
+async def test_live_poison_channel_ranked_first_and_opened(original_cluster) -> None:
+    c = original_cluster
+    topic = f"dhot_{uuid.uuid4().hex[:10]}"
+    async with Producer(nsqd_tcp=[c.nsqd_tcp[0]]) as producer:
+        await producer.publish_many(topic, [b"bad1", b"bad2"])
+
+    async def give_back(msg: Message) -> None:
+        msg.requeue(delay=0.05, backoff=False)
+
+    consumer = Consumer(topic, "retries", give_back, nsqd_tcp=[c.nsqd_tcp[0]], max_in_flight=2)
+    await consumer.start()
+    app = DashApp(StatsSession(StatsPoller([], c.nsqd_http, timeout=2.0)), interval=0.5)
+    try:
+        async with app.run_test(size=(200, 50)) as pilot:
+            await first_poll(pilot)
+            await pilot.press("h")
+            key = f"{topic}/retries"
+
+            def poison_on_top() -> bool:
+                rows = cells(app, "hot-channels")
+                return bool(rows and rows[0][0] == key and "poison" in rows[0][HOT["reasons"]])
+
+            await until(pilot, poison_on_top, "the poison channel ranked first")
+            await pilot.press("n")
+            totals = {r[0]: r for r in cells(app, "node-totals")}
+            assert totals[c.nsqd_http[0]][NODE["state"]] == "up"
+            assert totals[c.nsqd_http[0]][NODE["led"]] == "-"  # no partitions on the original
+            await pilot.press("escape")
+            assert isinstance(app.screen, HotSpotsScreen)
+            await pilot.press("enter")
+            assert isinstance(app.screen, ChannelScreen)
+            assert (app.screen.topic, app.screen.channel) == (topic, "retries")
+    finally:
+        await consumer.stop(timeout=5)
