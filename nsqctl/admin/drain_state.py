@@ -129,6 +129,19 @@ def drain_states(state_dir: Path | None = None) -> Mapping[str, str]:
     return {node: record.state for node, record in read_drains(state_dir).items()}
 
 
+def drain_labels(state_dir: Path | None = None) -> Mapping[str, str]:
+    """node → what the dashboard's node screen shows: the state, and for a running drain
+    its progress at the drain's last look (messages left, time to empty at its pace)."""
+    labels: dict[str, str] = {}
+    for node, record in read_drains(state_dir).items():
+        label: str = record.state
+        if record.state == "draining" and record.remaining is not None:
+            eta = "not falling" if record.eta is None else f"~{record.eta:.0f}s"
+            label = f"draining: {record.remaining} left, {eta}"
+        labels[node] = label
+    return labels
+
+
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
     path.parent.mkdir(parents=True, exist_ok=True)

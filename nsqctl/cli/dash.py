@@ -32,7 +32,9 @@ def dash(
     if timeout <= 0:
         raise ConfigError(f"bad --timeout {timeout!r}: must be > 0 seconds")
     sel = resolve_cluster(lookupd, nsqd, profile, nsqd_http, require="http")
+    from nsqctl.admin.drain_state import drain_labels
     from nsqctl.tui.app import DashApp  # Textual loads only for this command
 
     poller = StatsPoller(sel.lookupd, sel.nsqd_http, timeout=timeout)
-    DashApp(StatsSession(poller), interval=interval).run()
+    # the node screen shows the drains `nsqctl node drain` records in the state dir
+    DashApp(StatsSession(poller), interval=interval, drain_states=drain_labels).run()

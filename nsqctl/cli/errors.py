@@ -43,6 +43,8 @@ SETTING_FLAGS: dict[str, str] = {
     "channel": "the CHANNEL argument",
     "offset": "--from-offset/--from-time",
     "samples": "--samples N",
+    "key": "--sort",
+    "heartbeat_interval_ms": "the NSQCTL_HEARTBEAT_INTERVAL_MS environment variable",
 }
 
 

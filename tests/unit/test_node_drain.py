@@ -12,6 +12,7 @@ from nsqctl.admin.drain_redesign import LeaderMove, plan_leader_moves
 from nsqctl.admin.drain_state import (
     DrainRecord,
     MovedLeader,
+    drain_labels,
     drain_states,
     drains_path,
     read_drains,
@@ -85,6 +86,19 @@ def test_records_round_trip_and_the_dashboard_mapping(tmp_path: Path) -> None:
     records = read_drains(tmp_path)
     assert records[A].state == "restored" and records[A].moved == moved
     assert dict(drain_states(tmp_path)) == {A: "restored", B: "drained"}
+
+
+def test_the_dashboard_label_shows_a_running_drains_progress(tmp_path: Path) -> None:
+    running = DrainRecord(A, "original", "draining", 1.0, 1.0, remaining=120, eta=30.4)
+    stuck = DrainRecord(B, "original", "draining", 1.0, 1.0, remaining=7, eta=None)
+    update_drain(A, lambda old: running, tmp_path)
+    update_drain(B, lambda old: stuck, tmp_path)
+    assert dict(drain_labels(tmp_path)) == {
+        A: "draining: 120 left, ~30s",
+        B: "draining: 7 left, not falling",
+    }
+    update_drain(A, lambda old: replace(old, state="drained") if old else None, tmp_path)
+    assert drain_labels(tmp_path)[A] == "drained"
 
 
 def test_a_torn_file_or_unknown_state_does_not_break_reading(tmp_path: Path) -> None:
