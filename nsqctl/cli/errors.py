@@ -40,11 +40,9 @@ SETTING_FLAGS: dict[str, str] = {
     "node": "--node NSQD",
     "borrow": "--borrow N",
     "count": "--count/-n",
-    "channel": "the CHANNEL argument",
     "offset": "--from-offset/--from-time",
     "samples": "--samples N",
     "key": "--sort",
-    "heartbeat_interval_ms": "the NSQCTL_HEARTBEAT_INTERVAL_MS environment variable",
 }
 
 
