@@ -7,6 +7,8 @@ handlers read: lookupd leader ``/topic/create?partition_num&replicator[&orderedm
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from nsqctl import admin
@@ -277,9 +279,9 @@ def test_placement_from_original_topology_uses_every_producer() -> None:
     assert all(n.partition is None for n in placement.nsqds)
 
 
-def _stats(bodies: dict[str, dict | str]) -> admin.NsqdStats:
-    """What :func:`admin.fetch_stats` gives for these ``/stats`` bodies (a string: the
-    reason that nsqd could not be read), parsed by the one parser."""
+def _stats(bodies: dict[str, dict[str, Any] | str]) -> admin.NsqdStats:
+    """What :func:`nsqctl.admin.placement.fetch_stats` gives for these ``/stats`` bodies
+    (a string: the reason that nsqd could not be read), parsed by the one parser."""
     return admin.NsqdStats(
         {
             a: parse_nsqd_stats(b, a, fetched_at=0.0)
