@@ -64,7 +64,7 @@ async def list_topics(
         stats = await fetch_stats(client, nsqd_http)
     if not stats.nodes:
         raise AdminError(
-            "no nsqd answered: " + "; ".join(f"{a}: {e}" for a, e in stats.errors.items()),
+            "no nsqd answered: " + "; ".join(stats.errors.values()),  # each names its nsqd
             setting="nsqd_http",
         )
     names = {t.topic for node in stats.nodes.values() for t in node.topics}

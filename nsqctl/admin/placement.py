@@ -94,7 +94,8 @@ def placement_from_leaders(
 @dataclass(frozen=True)
 class NsqdStats:
     """Several nsqds' ``/stats`` as the one reader (:mod:`nsqctl.stats.read`) gives them:
-    the records of those that answered, and why each other one did not."""
+    the records of those that answered, and why each other one did not (the reader's
+    message, which names the nsqd)."""
 
     nodes: dict[str, NodeStats] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
@@ -175,7 +176,7 @@ async def locate_topic(
     if not placement.nsqds:
         raise AdminError(
             "no nsqd answered: "
-            + "; ".join(f"{a} ({e})" for a, e in placement.unreachable)
+            + "; ".join(e for _, e in placement.unreachable)  # the reader's words name it
             + ": check the nsqd HTTP addresses (nsqd's HTTP port, default 4151)",
             setting="nsqd_http",
         )
