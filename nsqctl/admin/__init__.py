@@ -65,8 +65,8 @@ from nsqctl.admin.partitions import (
     update_topic_meta,
 )
 from nsqctl.admin.placement import (
+    NsqdStats,
     Placement,
-    fetch_stats,
     locate_topic,
     placement_from_leaders,
     placement_from_stats,
@@ -114,6 +114,7 @@ __all__ = [
     "NodeResult",
     "NotRedesignError",
     "NsqdNode",
+    "NsqdStats",
     "Outcome",
     "PartitionPlan",
     "PartitionState",
@@ -131,7 +132,6 @@ __all__ = [
     "execute",
     "expand_partitions",
     "family_of",
-    "fetch_stats",
     "find_leader",
     "list_channels",
     "list_topics",

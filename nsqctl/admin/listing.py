@@ -62,16 +62,13 @@ async def list_topics(
         return await _from_lookupds(lookupd_http, "topics", None, transport)
     async with admin_client(transport) as client:
         stats = await fetch_stats(client, nsqd_http)
-    names = {
-        t.get("topic_name", "")
-        for body in stats.values()
-        if isinstance(body, dict)
-        for t in body.get("topics") or []
-    }
-    errors = {a: b for a, b in stats.items() if isinstance(b, str)}
-    if len(errors) == len(stats):
-        raise AdminError("no nsqd answered: " + "; ".join(f"{a}: {e}" for a, e in errors.items()))
-    return Listing(sorted(n for n in names if n), errors)
+    if not stats.nodes:
+        raise AdminError(
+            "no nsqd answered: " + "; ".join(stats.errors.values()),  # each names its nsqd
+            setting="nsqd_http",
+        )
+    names = {t.topic for node in stats.nodes.values() for t in node.topics}
+    return Listing(sorted(n for n in names if n), dict(stats.errors))
 
 
 async def list_channels(

@@ -5,18 +5,20 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import httpx
 
-from nsqctl.admin.base import NSQ_V1, TIMEOUT, topic_not_found, unwrap_response
-from nsqctl.admin.requests import Node, error_text
-from nsqctl.errors import AdminError, ConfigError
-from nsqctl.httpclient import describe_http_error
+from nsqctl.admin.base import TIMEOUT, topic_not_found
+from nsqctl.admin.requests import Node
+from nsqctl.errors import AdminError, ConfigError, NsqctlError
 from nsqctl.lookup.client import LookupClient
 from nsqctl.lookup.model import TopicMeta, Topology
 from nsqctl.protocol.message import Family
+
+if TYPE_CHECKING:
+    from nsqctl.stats.model import NodeStats
 
 
 @dataclass(frozen=True)
@@ -89,25 +91,31 @@ def placement_from_leaders(
     return Placement(topic, family, nodes)
 
 
-def placement_from_stats(topic: str, stats: dict[str, dict[str, Any] | str]) -> Placement:
+@dataclass(frozen=True)
+class NsqdStats:
+    """Several nsqds' ``/stats`` as the one reader (:mod:`nsqctl.stats.read`) gives them:
+    the records of those that answered, and why each other one did not (the reader's
+    message, which names the nsqd)."""
+
+    nodes: dict[str, NodeStats] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+def placement_from_stats(topic: str, stats: NsqdStats) -> Placement:
     """Nodes from nsqd ``/stats`` (no lookupd): nsqds holding the topic; leaders only on the
-    redesign (its topics carry ``topic_partition`` and ``is_leader``)."""
+    redesign (its topics carry a partition and whether this nsqd leads it)."""
     nodes: list[Node] = []
-    unreachable: list[tuple[str, str]] = []
     channels: set[str] = set()
     redesign = False
-    for address, body in stats.items():
-        if isinstance(body, str):
-            unreachable.append((address, body))
-            continue
-        for t in body.get("topics") or []:
-            if t.get("topic_name") != topic:
+    for address, node in stats.nodes.items():
+        for t in node.topics:
+            if t.topic != topic:
                 continue
-            channels.update(c.get("channel_name", "") for c in t.get("channels") or [])
-            if "topic_partition" in t:
+            channels.update(c.name for c in t.channels)
+            if t.partition is not None:
                 redesign = True
-                if t.get("is_leader", True):
-                    nodes.append(Node(address, "nsqd", int(t["topic_partition"])))
+                if t.is_leader:
+                    nodes.append(Node(address, "nsqd", t.partition))
             else:
                 nodes.append(Node(address, "nsqd"))
     return Placement(
@@ -115,30 +123,33 @@ def placement_from_stats(topic: str, stats: dict[str, dict[str, Any] | str]) -> 
         "redesign" if redesign else "original",
         tuple(nodes),
         channels=tuple(sorted(c for c in channels if c)),
-        unreachable=tuple(unreachable),
+        unreachable=tuple(stats.errors.items()),
     )
 
 
 async def fetch_stats(
     client: httpx.AsyncClient, nsqd_http: Sequence[str], topic: str | None = None
-) -> dict[str, dict[str, Any] | str]:
-    """``/stats?format=json`` from each nsqd; an error string for those that fail."""
+) -> NsqdStats:
+    """Each nsqd's ``/stats`` (narrowed to ``topic`` when given), concurrently, through the
+    one reader; an nsqd that cannot be read is kept with the reason, not raised."""
+    # Loaded here, not at import: every admin command's start-up (and --help) would pay
+    # for the stats parser otherwise.
+    from nsqctl.stats.read import fetch_nsqd_stats
 
-    async def one(address: str) -> dict[str, Any] | str:
-        params = {"format": "json", **({"topic": topic} if topic else {})}
+    async def one(address: str) -> NodeStats | str:
         try:
-            resp = await client.get(f"http://{address}/stats", params=params, headers=NSQ_V1)
-        except httpx.HTTPError as err:
-            return describe_http_error(err)
-        if resp.status_code != 200:
-            return error_text(resp)
-        try:
-            return unwrap_response(resp.json())
-        except ValueError:
-            return "answered non-JSON: is this nsqd's HTTP port (default 4151)?"
+            return await fetch_nsqd_stats(client, address, topic=topic)
+        except NsqctlError as err:
+            return str(err)
 
     found = await asyncio.gather(*(one(a) for a in nsqd_http))
-    return dict(zip(nsqd_http, found, strict=True))
+    stats = NsqdStats()
+    for address, got in zip(nsqd_http, found, strict=True):
+        if isinstance(got, str):
+            stats.errors[address] = got
+        else:
+            stats.nodes[address] = got
+    return stats
 
 
 async def locate_topic(
@@ -165,7 +176,8 @@ async def locate_topic(
     if not placement.nsqds:
         raise AdminError(
             "no nsqd answered: "
-            + "; ".join(f"{a} ({e})" for a, e in placement.unreachable)
-            + ": check the --nsqd-http addresses (nsqd's HTTP port, default 4151)"
+            + "; ".join(e for _, e in placement.unreachable)  # the reader's words name it
+            + ": check the nsqd HTTP addresses (nsqd's HTTP port, default 4151)",
+            setting="nsqd_http",
         )
     return placement

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import httpx
 
-from nsqctl.errors import ConfigError
+from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.pipeline.filters import RowFilter, archive_filter, log_filter, to_spark
 from nsqctl.pipeline.schema import internal_id_from_hex, partition_of_id
 from nsqctl.pipeline.selection import TraceQuery
@@ -258,7 +258,7 @@ def from_live(
                             message=message,
                         )
                     )
-            events.extend(_channel_progress(client, http, q.topic, now))
+            events.extend(_channel_progress(http, q.topic, now, timeout))
     return events
 
 
@@ -299,30 +299,27 @@ def _message_on(
     return found if found is not None and found["id"] == iid else None
 
 
-def _channel_progress(
-    client: httpx.Client, http: str, topic: str, now: float
-) -> list[dict[str, Any]]:
+def _channel_progress(http: str, topic: str, now: float, timeout: float) -> list[dict[str, Any]]:
+    """Each channel of ``topic`` on nsqd ``http``, read through the one ``/stats`` reader; an
+    nsqd that cannot be read adds nothing (the trace shows what it could find)."""
+    from nsqctl.stats.read import read_nsqd_stats
+
     try:
-        resp = client.get(f"http://{http}/stats", params={"format": "json", "topic": topic})
-        data = resp.json()
-    except (httpx.HTTPError, ValueError):
+        node = read_nsqd_stats(http, topic=topic, timeout=timeout)
+    except NsqctlError:
         return []
-    data = data.get("data", data) if isinstance(data, dict) else {}
     events = []
-    for t in data.get("topics") or []:
-        redesign = "topic_partition" in t or "is_multi_ordered" in t
-        if t.get("topic_name") != topic or not redesign:
+    for t in node.topics:
+        if t.topic != topic or t.partition is None:
             continue  # original nsqd: nothing per message to say
-        for ch in t.get("channels") or []:
-            progress = {k: v for k, v in ch.items() if "offset" in k or "confirmed" in k}
+        for ch in t.channels:
             events.append(
                 _event(
                     now,
                     "channel progress",
-                    f"{http} {topic}/{ch.get('channel_name')} partition {t.get('topic_partition')}",
-                    depth=ch.get("depth"),
-                    in_flight=ch.get("in_flight_count"),
-                    **progress,
+                    f"{http} {topic}/{ch.name} partition {t.partition}",
+                    depth=ch.depth,
+                    in_flight=ch.in_flight_count,
                 )
             )
     return events

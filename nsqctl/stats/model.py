@@ -34,6 +34,9 @@ class ClientStats:
     snappy: bool = False
     deflate: bool = False
     desired_tag: str = ""
+    tls_version: str = ""  # e.g. "TLS1.3" once TLS is negotiated, "" without TLS
+    authed: bool = False  # the client passed nsqd's AUTH (nsqd with --auth-http-address)
+    auth_identity: str = ""  # the identity the auth server named (never the secret)
 
 
 @dataclass(slots=True)

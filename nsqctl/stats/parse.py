@@ -94,6 +94,9 @@ def parse_client(obj: Mapping[str, Any]) -> ClientStats:
         snappy=bool(obj.get("snappy", False)),
         deflate=bool(obj.get("deflate", False)),
         desired_tag=as_str(obj.get("desired_tag")),
+        tls_version=as_str(obj.get("tls_version")),
+        authed=bool(obj.get("authed", False)),
+        auth_identity=as_str(obj.get("auth_identity")),
     )
 
 

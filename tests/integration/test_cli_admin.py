@@ -13,14 +13,14 @@ import socket
 import uuid
 from typing import Any
 
-import httpx
 import pytest
 
-from nsqctl.admin import NSQ_V1, unwrap_response
 from nsqctl.cli import admin_cmd
 from nsqctl.errors import ConfigError
 from nsqctl.producer import Producer
 from nsqctl.servers.cluster import Cluster
+from nsqctl.stats import read_nsqd_stats
+from nsqctl.stats.model import ChannelStats, TopicPartitionStats
 from tests.helpers.cli import assert_one_line_error, cli, invoke
 
 
@@ -38,30 +38,18 @@ def ok(*args: str) -> Any:
     return result
 
 
-def topics_on(address: str, topic: str) -> list[dict]:
+def topics_on(address: str, topic: str) -> list[TopicPartitionStats]:
     """This nsqd's /stats entries for ``topic`` (one per partition on the redesign)."""
-    resp = httpx.get(
-        f"http://{address}/stats",
-        params={"format": "json", "topic": topic},
-        headers=NSQ_V1,
-        timeout=10,
-    )
-    resp.raise_for_status()
-    entries = unwrap_response(resp.json()).get("topics") or []
-    return [t for t in entries if t["topic_name"] == topic and t.get("is_leader", True)]
+    node = read_nsqd_stats(address, topic=topic)
+    return [t for t in node.topics if t.topic == topic and t.is_leader]
 
 
-def all_entries(c: Cluster, topic: str) -> list[dict]:
+def all_entries(c: Cluster, topic: str) -> list[TopicPartitionStats]:
     return [t for a in c.nsqd_http for t in topics_on(a, topic)]
 
 
-def channel_entries(c: Cluster, topic: str, channel: str) -> list[dict]:
-    return [
-        ch
-        for t in all_entries(c, topic)
-        for ch in t.get("channels") or []
-        if ch["channel_name"] == channel
-    ]
+def channel_entries(c: Cluster, topic: str, channel: str) -> list[ChannelStats]:
+    return [ch for t in all_entries(c, topic) if (ch := t.channel(channel)) is not None]
 
 
 def create(c: Cluster, topic: str) -> None:
@@ -127,18 +115,18 @@ def test_topic_pause_and_unpause_on_every_nsqd(original_cluster: Cluster) -> Non
     report = json.loads(result.stdout)
     assert report["ok"] is True
     assert {r["node"] for r in report["results"]} == set(original_cluster.nsqd_http)
-    assert [t["paused"] for t in all_entries(original_cluster, topic)] == [True, True]
+    assert [t.paused for t in all_entries(original_cluster, topic)] == [True, True]
     ok("topic", "unpause", topic, *lk(original_cluster))
-    assert [t["paused"] for t in all_entries(original_cluster, topic)] == [False, False]
+    assert [t.paused for t in all_entries(original_cluster, topic)] == [False, False]
 
 
 def test_topic_empty_drops_queued_messages(original_cluster: Cluster) -> None:
     topic = name("adm-tempty")
     create(original_cluster, topic)
     asyncio.run(publish(original_cluster, topic, 3))
-    assert [t["depth"] for t in all_entries(original_cluster, topic)] == [3, 3]
+    assert [t.depth for t in all_entries(original_cluster, topic)] == [3, 3]
     ok("topic", "empty", topic, "--yes", *lk(original_cluster))
-    assert [t["depth"] for t in all_entries(original_cluster, topic)] == [0, 0]
+    assert [t.depth for t in all_entries(original_cluster, topic)] == [0, 0]
 
 
 # ----------------------------------------------------------------- channels
@@ -149,9 +137,7 @@ def test_channel_create_list_delete(any_cluster: Cluster) -> None:
     create(any_cluster, topic)
     ok("channel", "create", topic, channel, *lk(any_cluster))
     entries = all_entries(any_cluster, topic)
-    assert entries and all(
-        channel in [ch["channel_name"] for ch in t.get("channels") or []] for t in entries
-    )
+    assert entries and all(channel in [ch.name for ch in t.channels] for t in entries)
     listed = ok("channel", "list", topic, "--json", *lk(any_cluster))
     assert json.loads(listed.stdout)["channels"] == [channel]
 
@@ -164,10 +150,10 @@ def test_channel_pause_and_unpause(any_cluster: Cluster) -> None:
     create(any_cluster, topic)
     ok("channel", "create", topic, channel, *lk(any_cluster))
     ok("channel", "pause", topic, channel, *lk(any_cluster))
-    paused = [ch["paused"] for ch in channel_entries(any_cluster, topic, channel)]
+    paused = [ch.paused for ch in channel_entries(any_cluster, topic, channel)]
     assert paused and all(paused)
     ok("channel", "unpause", topic, channel, *lk(any_cluster))
-    assert not any(ch["paused"] for ch in channel_entries(any_cluster, topic, channel))
+    assert not any(ch.paused for ch in channel_entries(any_cluster, topic, channel))
 
 
 def test_channel_empty_drops_queued_messages(any_cluster: Cluster) -> None:
@@ -175,9 +161,9 @@ def test_channel_empty_drops_queued_messages(any_cluster: Cluster) -> None:
     create(any_cluster, topic)
     ok("channel", "create", topic, channel, *lk(any_cluster))
     asyncio.run(publish(any_cluster, topic, 4))
-    assert sum(ch["depth"] for ch in channel_entries(any_cluster, topic, channel)) > 0
+    assert sum(ch.depth for ch in channel_entries(any_cluster, topic, channel)) > 0
     ok("channel", "empty", topic, channel, "--yes", *lk(any_cluster))
-    depths = [ch["depth"] for ch in channel_entries(any_cluster, topic, channel)]
+    depths = [ch.depth for ch in channel_entries(any_cluster, topic, channel)]
     assert depths and all(d == 0 for d in depths)
 
 
@@ -242,7 +228,7 @@ def test_a_failed_node_is_named_and_fails_the_command(original_cluster: Cluster)
     assert dead in line and "1 of 3" in line
     for address in original_cluster.nsqd_http:
         assert f"ok       nsqd {address}" in proc.stdout
-    assert [t["paused"] for t in all_entries(original_cluster, topic)] == [True, True]
+    assert [t.paused for t in all_entries(original_cluster, topic)] == [True, True]
 
 
 def test_original_refuses_partition_options(original_cluster: Cluster) -> None:
@@ -291,4 +277,4 @@ def test_nsqd_http_only_lists_and_acts(original_cluster: Cluster) -> None:
     assert topic in ok("topic", "list", *nodes).stdout.split()
     assert ok("channel", "list", topic, *nodes).stdout.split() == ["c"]
     ok("channel", "pause", topic, "c", *nodes)
-    assert all(ch["paused"] for ch in channel_entries(original_cluster, topic, "c"))
+    assert all(ch.paused for ch in channel_entries(original_cluster, topic, "c"))

@@ -16,10 +16,10 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from nsqctl.servers import cluster
+from nsqctl.stats import read_nsqd_stats
 from tests.helpers.cli import NSQCTL, assert_one_line_error, clean_env
 
 NOBODY = 65534
@@ -48,9 +48,8 @@ def state() -> Iterator[Path]:
 
 
 def _depth(nsqd_http: str, topic: str) -> int:
-    stats = httpx.get(f"http://{nsqd_http}/stats", params={"format": "json", "topic": topic}).json()
-    topics = stats.get("data", stats).get("topics") or []
-    return sum(t["message_count"] for t in topics if t["topic_name"] == topic)
+    node = read_nsqd_stats(nsqd_http, topic=topic)
+    return sum(t.message_count for t in node.topics if t.topic == topic)
 
 
 def test_replay_in_a_read_only_dir_publishes_nothing_and_says_so(

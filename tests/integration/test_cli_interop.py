@@ -26,6 +26,8 @@ import httpx
 import pytest
 
 from nsqctl.servers import cluster
+from nsqctl.stats import read_nsqd_stats
+from nsqctl.stats.model import ChannelStats
 from tests.helpers.cli import NSQCTL, clean_env
 
 pytestmark = pytest.mark.original
@@ -76,28 +78,19 @@ def _run(
     return subprocess.CompletedProcess(list(argv), proc.returncode, out, err)
 
 
-def _channel_stats(c: cluster.Cluster, topic: str, channel: str) -> dict:
-    data = httpx.get(
-        f"http://{c.nsqd_http[0]}/stats",
-        params={"format": "json", "topic": topic, "channel": channel},
-        timeout=10,
-    ).json()
-    for t in data.get("topics") or []:
-        if t["topic_name"] == topic:
-            for ch in t.get("channels") or []:
-                if ch["channel_name"] == channel:
-                    return ch
-    raise AssertionError(f"no channel {channel} of {topic}")
+def _channel_stats(c: cluster.Cluster, topic: str, channel: str) -> ChannelStats:
+    node = read_nsqd_stats(c.nsqd_http[0], topic=topic, channel=channel)
+    found = node.channel(topic, channel)
+    if found is None:
+        raise AssertionError(f"no channel {channel} of {topic}")
+    return found
 
 
 def _topic_count(c: cluster.Cluster, topic: str) -> tuple[int, int]:
-    data = httpx.get(
-        f"http://{c.nsqd_http[0]}/stats", params={"format": "json", "topic": topic}, timeout=10
-    ).json()
-    for t in data.get("topics") or []:
-        if t["topic_name"] == topic:
-            return int(t["message_count"]), int(t.get("message_bytes", -1))
-    raise AssertionError(f"no topic {topic}")
+    found = read_nsqd_stats(c.nsqd_http[0], topic=topic).topic(topic)
+    if found is None:
+        raise AssertionError(f"no topic {topic}")
+    return found.message_count, -1 if found.message_bytes is None else found.message_bytes
 
 
 def _nsqctl_pub(c: cluster.Cluster, topic: str, *args: str, stdin: bytes = b"") -> None:
@@ -159,7 +152,7 @@ def test_nsqctl_pub_lines_read_by_nsq_tail(
         assert _topic_count(c, topic) == (len(LINE_BODIES), sum(map(len, LINE_BODIES)))
         out = _nsq_tail(original_bins, c, topic, "interop", len(LINE_BODIES))
         assert Counter(_lines(out)) == Counter(LINE_BODIES)
-        assert _channel_stats(c, topic, "interop")["depth"] == 0
+        assert _channel_stats(c, topic, "interop").depth == 0
 
 
 def test_nsqctl_pub_many_batches_read_by_nsq_tail(
@@ -201,7 +194,7 @@ def test_nsqctl_pub_binary_files_read_by_nsq_tail(
         assert any(
             out == b"".join(b + b"\n" for b in order) for order in itertools.permutations(bodies)
         ), out[:200]
-        assert _channel_stats(c, topic, "interop")["depth"] == 0
+        assert _channel_stats(c, topic, "interop").depth == 0
 
 
 def test_to_nsq_lines_read_by_nsqctl_tail(
@@ -225,7 +218,7 @@ def test_to_nsq_lines_read_by_nsqctl_tail(
         assert Counter(_lines(out)) == Counter(LINE_BODIES)
         stats = _channel_stats(c, topic, "interop")
         # nsqctl tail FINs every printed message before it exits
-        assert (stats["depth"], stats["in_flight_count"], stats["requeue_count"]) == (0, 0, 0)
+        assert (stats.depth, stats.in_flight_count, stats.requeue_count) == (0, 0, 0)
 
 
 def test_to_nsq_many_lines_read_by_nsqctl_tail(
@@ -247,4 +240,4 @@ def test_to_nsq_many_lines_read_by_nsqctl_tail(
         out = _nsqctl_tail(c, topic, "interop", len(bodies))
         assert Counter(_lines(out)) == Counter(bodies)
         stats = _channel_stats(c, topic, "interop")
-        assert (stats["depth"], stats["in_flight_count"], stats["requeue_count"]) == (0, 0, 0)
+        assert (stats.depth, stats.in_flight_count, stats.requeue_count) == (0, 0, 0)

@@ -12,12 +12,12 @@ import subprocess
 import time
 import uuid
 
-import httpx
 import pytest
 
 from nsqctl.errors import ConfigError
 from nsqctl.producer import Producer, RetryPolicy
 from nsqctl.servers import cluster
+from nsqctl.stats import read_nsqd_stats
 from tests.helpers.cli import NSQCTL, assert_one_line_error, clean_env
 from tests.helpers.redesign import TopicSpec, create_topics, message_counts
 
@@ -28,10 +28,8 @@ def _topic(prefix: str) -> str:
 
 def _stored(http: str, topic: str) -> int:
     """Messages the nsqd took for ``topic`` (original family)."""
-    data = httpx.get(f"http://{http}/stats", params={"format": "json", "topic": topic}).json()
-    return sum(
-        int(t["message_count"]) for t in data.get("topics") or [] if t["topic_name"] == topic
-    )
+    node = read_nsqd_stats(http, topic=topic)
+    return sum(t.message_count for t in node.topics if t.topic == topic)
 
 
 def _shell(redirect: str, *args: str) -> subprocess.CompletedProcess[bytes]:

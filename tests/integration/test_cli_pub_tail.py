@@ -15,13 +15,14 @@ import time
 import uuid
 from pathlib import Path
 
-import httpx
 import pytest
 from typer.testing import CliRunner
 
 from nsqctl.cli.app import app
 from nsqctl.servers import cluster, process
 from nsqctl.sharding import pick_node_for_key
+from nsqctl.stats import read_nsqd_stats
+from nsqctl.stats.model import ChannelStats
 from tests.helpers.cli import NSQCTL, assert_one_line_error, clean_env, run_cli
 
 pytestmark = pytest.mark.original
@@ -36,20 +37,17 @@ def _nsqd(c: cluster.Cluster, index: int = 0) -> list[str]:
 
 
 def _topic_depth(http: str, topic: str) -> int:
-    data = httpx.get(f"http://{http}/stats", params={"format": "json", "topic": topic}).json()
-    for t in data.get("topics") or []:
-        if t["topic_name"] == topic:
-            return int(t["depth"]) + sum(int(ch["depth"]) for ch in t.get("channels") or [])
-    return 0
+    found = read_nsqd_stats(http, topic=topic).topic(topic)
+    if found is None:
+        return 0
+    return found.depth + sum(ch.depth for ch in found.channels)
 
 
-def _channel(http: str, topic: str, channel: str) -> dict:
-    data = httpx.get(f"http://{http}/stats", params={"format": "json", "topic": topic}).json()
-    for t in data.get("topics") or []:
-        for ch in t.get("channels") or [] if t["topic_name"] == topic else []:
-            if ch["channel_name"] == channel:
-                return ch
-    raise AssertionError(f"no channel {channel} on {http}")
+def _channel(http: str, topic: str, channel: str) -> ChannelStats:
+    found = read_nsqd_stats(http, topic=topic).channel(topic, channel)
+    if found is None:
+        raise AssertionError(f"no channel {channel} on {http}")
+    return found
 
 
 def test_pub_arguments_then_tail_gives_exact_bytes(original_cluster: cluster.Cluster) -> None:
@@ -248,12 +246,12 @@ def test_ctrl_c_loses_nothing(original_cluster: cluster.Cluster) -> None:
     deadline = time.monotonic() + 10
     while True:  # the server settles the closed connection's in-flight messages
         ch = _channel(http, topic, channel)
-        if ch["in_flight_count"] == 0 or time.monotonic() > deadline:
+        if ch.in_flight_count == 0 or time.monotonic() > deadline:
             break
         time.sleep(0.05)
-    assert ch["in_flight_count"] == 0
-    assert ch["depth"] + len(printed) == total
-    assert ch["message_count"] - ch["requeue_count"] >= len(printed)
+    assert ch.in_flight_count == 0
+    assert ch.depth + len(printed) == total
+    assert ch.message_count - ch.requeue_count >= len(printed)
 
 
 # ----------------------------------------------------------------------- errors
@@ -311,8 +309,8 @@ def test_tail_into_head_ends_quietly_and_gives_back_the_rest(
     assert proc.returncode == 141, proc.stderr
     assert proc.stderr == b""
     ch = _channel(http, topic, channel)
-    assert ch["in_flight_count"] == 0
-    assert 3 <= total - ch["depth"] < total  # what was written to the pipe was FINed
+    assert ch.in_flight_count == 0
+    assert 3 <= total - ch.depth < total  # what was written to the pipe was FINed
 
 
 def test_deferred_publish_counts_each_message(original_cluster: cluster.Cluster) -> None:

@@ -29,7 +29,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from nsqctl import protocol as p
@@ -38,6 +37,8 @@ from nsqctl.errors import ConfigError, ConnectError, ConnectionClosedError, Nsqc
 from nsqctl.protocol.message import RawMessage
 from nsqctl.secrets import Secret
 from nsqctl.servers import cluster
+from nsqctl.stats import read_nsqd_stats
+from nsqctl.stats.model import ClientStats
 from tests.helpers.auth_server import AuthServer
 from tests.helpers.certs import TLSFiles, make_tls_files, nsqd_tls_args
 
@@ -136,22 +137,17 @@ def _config(client_id: str, **kwargs: Any) -> ConnectionConfig:
     )
 
 
-def _channel_client(nsqd: cluster.Cluster, topic: str, client_id: str) -> dict[str, Any]:
+def _channel_client(nsqd: cluster.Cluster, topic: str, client_id: str) -> ClientStats:
     """nsqd's own view (``/stats``) of the subscribed client ``client_id``."""
-    stats = httpx.get(
-        f"http://{nsqd.nsqd_http[0]}/stats",
-        params={"format": "json", "topic": topic},
-        timeout=5,
-    ).json()
-    stats = stats.get("data", stats)
-    for t in stats["topics"]:
-        if t["topic_name"] != topic:
+    node = read_nsqd_stats(nsqd.nsqd_http[0], topic=topic, timeout=5)
+    for t in node.topics:
+        if t.topic != topic:
             continue
-        for ch in t["channels"]:
-            for client in ch["clients"]:
-                if client["client_id"] == client_id:
+        for ch in t.channels:
+            for client in ch.clients:
+                if client.client_id == client_id:
                     return client
-    raise AssertionError(f"client {client_id} not subscribed to {topic} in /stats: {stats}")
+    raise AssertionError(f"client {client_id} not subscribed to {topic} in /stats: {node}")
 
 
 def _bodies(count: int) -> list[bytes]:
@@ -171,7 +167,7 @@ async def _round_trip(
     bodies: list[bytes],
     *,
     nsqd: cluster.Cluster | None = None,
-) -> dict[str, Any] | None:
+) -> ClientStats | None:
     """Publish ``bodies`` (pipelined PUBs plus one MPUB), read them back, compare bytes.
 
     Returns nsqd's ``/stats`` entry for the subscriber when ``nsqd`` is given.
@@ -233,8 +229,8 @@ async def test_tls_with_ca_round_trip(tls_nsqd: cluster.Cluster, tls_files: TLSF
         await conn.close()
     stats = await _round_trip(tls_nsqd.nsqd_tcp[0], cfg, _bodies(50), nsqd=tls_nsqd)
     assert stats is not None
-    assert stats["tls"] is True and stats["tls_version"].startswith("TLS")
-    assert stats["snappy"] is False and stats["deflate"] is False
+    assert stats.tls is True and stats.tls_version.startswith("TLS")
+    assert stats.snappy is False and stats.deflate is False
 
 
 async def test_tls_without_ca_fails_verification(tls_nsqd: cluster.Cluster) -> None:
@@ -260,7 +256,7 @@ async def test_tls_wrong_server_hostname_fails(
 async def test_tls_insecure_skips_verification(tls_nsqd: cluster.Cluster) -> None:
     cfg = _config("tls-insecure", tls=TLSSettings(insecure=True))
     stats = await _round_trip(tls_nsqd.nsqd_tcp[0], cfg, _bodies(20), nsqd=tls_nsqd)
-    assert stats is not None and stats["tls"] is True
+    assert stats is not None and stats.tls is True
 
 
 async def test_tls_missing_ca_file_is_a_config_error(tls_nsqd: cluster.Cluster) -> None:
@@ -290,7 +286,7 @@ async def test_tls_client_certificate_require_verify(
     stats = await _round_trip(
         verify_nsqd.nsqd_tcp[0], _config("tls-cert", tls=tls), _bodies(30), nsqd=verify_nsqd
     )
-    assert stats is not None and stats["tls"] is True
+    assert stats is not None and stats.tls is True
 
 
 @pytest.mark.parametrize("which", ["none", "rogue"])
@@ -346,7 +342,7 @@ async def test_tls_required_server_rejects_plain_client(
     # The same server accepts a TLS client.
     cfg = _config("tls-req-tls", tls=TLSSettings(ca_file=str(tls_files.ca_cert)))
     stats = await _round_trip(address, cfg, _bodies(10), nsqd=tls_required_nsqd)
-    assert stats is not None and stats["tls"] is True
+    assert stats is not None and stats.tls is True
 
 
 # --------------------------------------------------------------------------- wrong port, errors
@@ -391,9 +387,9 @@ async def test_compression_round_trip_1000_messages(
     assert len(bodies) == 1000 and max(map(len, bodies)) == BIG
     stats = await _round_trip(plain_nsqd.nsqd_tcp[0], cfg, bodies, nsqd=plain_nsqd)
     assert stats is not None
-    assert stats["snappy"] is (compression == "snappy")
-    assert stats["deflate"] is (compression == "deflate")
-    assert stats["tls"] is False
+    assert stats.snappy is (compression == "snappy")
+    assert stats.deflate is (compression == "deflate")
+    assert stats.tls is False
 
 
 async def test_deflate_level_is_negotiated(plain_nsqd: cluster.Cluster) -> None:
@@ -419,9 +415,9 @@ async def test_tls_with_compression_round_trip(
     )
     stats = await _round_trip(tls_nsqd.nsqd_tcp[0], cfg, _bodies(300), nsqd=tls_nsqd)
     assert stats is not None
-    assert stats["tls"] is True
-    assert stats["snappy"] is (compression == "snappy")
-    assert stats["deflate"] is (compression == "deflate")
+    assert stats.tls is True
+    assert stats.snappy is (compression == "snappy")
+    assert stats.deflate is (compression == "deflate")
 
 
 async def test_compression_refused_by_server(
@@ -472,7 +468,7 @@ async def test_auth_good_secret(auth_nsqd: cluster.Cluster, auth_server: AuthSer
     assert query["remote_ip"] == "127.0.0.1"
     stats = await _round_trip(auth_nsqd.nsqd_tcp[0], cfg, _bodies(20), nsqd=auth_nsqd)
     assert stats is not None
-    assert stats["authed"] is True and stats["auth_identity"] == auth_server.identity
+    assert stats.authed is True and stats.auth_identity == auth_server.identity
 
 
 @pytest.mark.parametrize("compression", ["none", "snappy", "deflate"])
@@ -488,7 +484,7 @@ async def test_auth_over_tls_and_compression(
     )
     stats = await _round_trip(auth_nsqd.nsqd_tcp[0], cfg, _bodies(40), nsqd=auth_nsqd)
     assert stats is not None
-    assert stats["authed"] is True and stats["tls"] is True
+    assert stats.authed is True and stats.tls is True
     query = auth_server.queries[-1]
     assert query["tls"] == "true" and query["secret"] == GOOD_SECRET
 

@@ -6,7 +6,6 @@ import asyncio
 import time
 import uuid
 
-import httpx
 import pytest
 
 from nsqctl import admin
@@ -17,11 +16,15 @@ from nsqctl.protocol import BadMessageError
 from nsqctl.protocol.message import RawMessage
 from nsqctl.servers import cluster, process
 from nsqctl.sharding import murmur3_32, pick_node_for_key
+from nsqctl.stats import read_nsqd_stats
 from tests.helpers.cli import cli
 
 
-def _count(stats: dict, topic: str) -> int:
-    return sum(t["message_count"] for t in stats.get("topics") or [] if t["topic_name"] == topic)
+def _stored(http: str, topic: str) -> int:
+    """Messages nsqd ``http`` took for ``topic``, from its ``/stats`` (the one reader)."""
+    return sum(
+        t.message_count for t in read_nsqd_stats(http, topic=topic).topics if t.topic == topic
+    )
 
 
 def _topic(prefix: str) -> str:
@@ -120,10 +123,8 @@ async def test_lookup_publish_creates_topic_on_original(original_cluster: cluste
         await producer.publish(topic, b"first")
     counts = []
     for http in original_cluster.nsqd_http:
-        stats = httpx.get(f"http://{http}/stats?format=json&topic={topic}").json()
-        counts += [
-            t["message_count"] for t in stats.get("topics") or [] if t["topic_name"] == topic
-        ]
+        node = read_nsqd_stats(http, topic=topic)
+        counts += [t.message_count for t in node.topics if t.topic == topic]
     assert counts == [1]
 
 
@@ -137,13 +138,8 @@ async def test_shard_key_picks_one_nsqd_consistently(original_cluster: cluster.C
     by_node: dict[str, list[str]] = {}
     nodes = sorted(original_cluster.nsqd_tcp)
     for nsqd in nodes:
-        stats = httpx.get(
-            f"http://{original_cluster.nsqds[original_cluster.nsqd_tcp.index(nsqd)].http_address}"
-            f"/stats?format=json&topic={topic}"
-        ).json()
-        count = sum(
-            t["message_count"] for t in stats.get("topics") or [] if t["topic_name"] == topic
-        )
+        http = original_cluster.nsqds[original_cluster.nsqd_tcp.index(nsqd)].http_address
+        count = _stored(http, topic)
         msgs = await read_back(nsqd, topic, count) if count else []
         by_node[nsqd] = [m.body.decode().split("|")[0] for m in msgs]
     for key in keys:

@@ -26,12 +26,13 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-import httpx
 import pytest
 
 from nsqctl import protocol as p
+from nsqctl.errors import NsqctlError
 from nsqctl.message import Message
 from nsqctl.servers.cluster import Cluster
+from nsqctl.stats import read_nsqd_stats
 from tests.conftest import StartCluster
 from tests.helpers.cli import NSQCTL, clean_env
 from tests.helpers.failover import kill_leader, leader_of
@@ -179,26 +180,18 @@ def _channel_everywhere(c: Cluster, topic: str) -> dict[str, object]:
     out: dict[str, object] = {}
     for node in c.nsqds:
         try:
-            stats = httpx.get(
-                f"http://{node.http_address}/stats",
-                params={"format": "json", "topic": topic},
-                timeout=5,
-            ).json()
-        except httpx.HTTPError as err:
+            stats = read_nsqd_stats(node.http_address, topic=topic, timeout=5)
+        except NsqctlError as err:
             out[str(node.tcp_port)] = str(err)
             continue
-        topics = stats.get("topics") or stats.get("data", {}).get("topics") or []
         out[str(node.tcp_port)] = [
             (
-                t.get("topic_partition"),
-                t.get("is_leader"),
-                t.get("message_count"),
-                [
-                    (ch["channel_name"], ch.get("depth"), ch.get("in_flight_count"))
-                    for ch in t.get("channels") or []
-                ],
+                t.partition,
+                t.is_leader,
+                t.message_count,
+                [(ch.name, ch.depth, ch.in_flight_count) for ch in t.channels],
             )
-            for t in topics
-            if t.get("topic_name") == topic
+            for t in stats.topics
+            if t.topic == topic
         ]
     return out

@@ -12,12 +12,12 @@ import pytest
 from nsqctl import admin
 from nsqctl.errors import ServerSetupError
 from nsqctl.servers import cluster, process
+from nsqctl.stats import read_nsqd_stats
 
 
 def _stats_message_count(nsqd_http: str, topic: str) -> int:
-    stats = httpx.get(f"http://{nsqd_http}/stats?format=json&topic={topic}", timeout=5).json()
-    stats = stats.get("data", stats)
-    return sum(t["message_count"] for t in stats["topics"] if t["topic_name"] == topic)
+    node = read_nsqd_stats(nsqd_http, topic=topic, timeout=5)
+    return sum(t.message_count for t in node.topics if t.topic == topic)
 
 
 def test_http_publish_shows_in_stats(any_cluster: cluster.Cluster) -> None:

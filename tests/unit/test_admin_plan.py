@@ -7,12 +7,15 @@ handlers read: lookupd leader ``/topic/create?partition_num&replicator[&orderedm
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from nsqctl import admin
 from nsqctl.admin import AdminRequest, Node, Placement
 from nsqctl.errors import ConfigError
 from nsqctl.lookup.model import Peer, TopicMeta, Topology
+from nsqctl.stats.parse import parse_nsqd_stats
 
 
 def urls(stages: list[list[AdminRequest]]) -> list[list[str]]:
@@ -276,22 +279,37 @@ def test_placement_from_original_topology_uses_every_producer() -> None:
     assert all(n.partition is None for n in placement.nsqds)
 
 
-def test_placement_from_stats_keeps_leaders_and_unreachable_nodes() -> None:
-    stats: dict = {
-        "a:4151": {
-            "topics": [
-                {
-                    "topic_name": "t",
-                    "topic_partition": 0,
-                    "is_leader": True,
-                    "channels": [{"channel_name": "c1"}],
-                },
-                {"topic_name": "t", "topic_partition": 1, "is_leader": False, "channels": []},
-                {"topic_name": "other", "topic_partition": 0, "is_leader": True},
-            ]
+def _stats(bodies: dict[str, dict[str, Any] | str]) -> admin.NsqdStats:
+    """What :func:`nsqctl.admin.placement.fetch_stats` gives for these ``/stats`` bodies
+    (a string: the reason that nsqd could not be read), parsed by the one parser."""
+    return admin.NsqdStats(
+        {
+            a: parse_nsqd_stats(b, a, fetched_at=0.0)
+            for a, b in bodies.items()
+            if isinstance(b, dict)
         },
-        "b:4151": "connection refused",
-    }
+        {a: b for a, b in bodies.items() if isinstance(b, str)},
+    )
+
+
+def test_placement_from_stats_keeps_leaders_and_unreachable_nodes() -> None:
+    stats = _stats(
+        {
+            "a:4151": {
+                "topics": [
+                    {
+                        "topic_name": "t",
+                        "topic_partition": 0,
+                        "is_leader": True,
+                        "channels": [{"channel_name": "c1"}],
+                    },
+                    {"topic_name": "t", "topic_partition": 1, "is_leader": False, "channels": []},
+                    {"topic_name": "other", "topic_partition": 0, "is_leader": True},
+                ]
+            },
+            "b:4151": "connection refused",
+        }
+    )
     placement = admin.placement_from_stats("t", stats)
     assert placement.family == "redesign"
     assert placement.nsqds == (Node("a:4151", "nsqd", 0),)
@@ -300,7 +318,7 @@ def test_placement_from_stats_keeps_leaders_and_unreachable_nodes() -> None:
 
 
 def test_placement_from_original_stats() -> None:
-    stats: dict = {"a:4151": {"topics": [{"topic_name": "t", "channels": []}]}, "b:4151": {}}
+    stats = _stats({"a:4151": {"topics": [{"topic_name": "t", "channels": []}]}, "b:4151": {}})
     placement = admin.placement_from_stats("t", stats)
     assert placement.family == "original"
     assert placement.nsqds == (Node("a:4151", "nsqd"),)

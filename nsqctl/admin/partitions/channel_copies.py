@@ -41,22 +41,16 @@ async def channel_copies(
 ) -> dict[int, ChannelCopies]:
     """partition → its copies (leader and replicas) on ``nsqds`` (HTTP addresses); an nsqd
     that does not answer counts as holding no copy."""
-    answers = await fetch_stats(client, nsqds, topic)
+    stats = await fetch_stats(client, nsqds, topic)
     holders: dict[int, list[str]] = {}
     missing: dict[int, list[str]] = {}
-    for address, stats in answers.items():
-        if isinstance(stats, str):  # no answer
-            continue
-        for entry in stats.get("topics") or []:
-            if entry.get("topic_name") != topic:
+    for address, node in stats.nodes.items():  # an nsqd in stats.errors holds nothing
+        for entry in node.topics:
+            if entry.topic != topic:
                 continue
-            try:
-                part = int(entry.get("topic_partition", 0))
-            except (TypeError, ValueError):
-                continue
+            part = entry.partition or 0
             holders.setdefault(part, []).append(address)
-            names = {c.get("channel_name") for c in entry.get("channels") or []}
-            if channel not in names:
+            if entry.channel(channel) is None:
                 missing.setdefault(part, []).append(address)
     return {
         p: ChannelCopies(p, tuple(holders[p]), tuple(missing.get(p, ()))) for p in sorted(holders)
