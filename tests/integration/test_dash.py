@@ -21,8 +21,10 @@ from nsqctl.lookup.client import ACCEPT_V1
 from nsqctl.message import Message
 from nsqctl.producer import Producer
 from nsqctl.servers import cluster, process
+from nsqctl.stats.model import ChannelStats
 from nsqctl.stats.offline import snapshot_from_files
 from nsqctl.stats.poller import StatsPoller
+from nsqctl.stats.read import fetch_nsqd_stats
 from nsqctl.stats.recording import play_back
 from nsqctl.stats.session import StaticSource, StatsSession
 from nsqctl.tui import rows
@@ -222,7 +224,7 @@ class RedesignTruth:
     leaders: dict[int, str] = field(default_factory=dict)  # lookupd /lookup partitions
     replicas: dict[int, list[str]] = field(default_factory=dict)  # other nsqds holding it
     isr: dict[int, list[str]] = field(default_factory=dict)  # leader /coordinator/stats
-    channel: dict[int, dict] = field(default_factory=dict)  # leader's /stats of the channel
+    channel: dict[int, ChannelStats] = field(default_factory=dict)  # on each leader
 
 
 async def redesign_truth(c: cluster.Cluster, topic: str, channel: str) -> RedesignTruth:
@@ -238,15 +240,16 @@ async def redesign_truth(c: cluster.Cluster, topic: str, channel: str) -> Redesi
             host = n["broadcast_address"]
             http_of[f"{host}:{n['tcp_port']}"] = f"{host}:{n['http_port']}"
         for address in c.nsqd_http:
-            stats = (await http.get(f"http://{address}/stats?format=json&topic={topic}")).json()
-            for t in stats["topics"]:
-                part = int(t["topic_partition"])
+            node = await fetch_nsqd_stats(http, address, topic=topic)
+            for t in node.topics:
+                part = t.partition
+                assert part is not None  # a redesign topic is partitioned
                 if address != truth.leaders.get(part):
                     truth.replicas.setdefault(part, []).append(address)
                     continue
-                truth.channel[part] = next(
-                    ch for ch in t["channels"] if ch["channel_name"] == channel
-                )
+                found_channel = t.channel(channel)
+                if found_channel is not None:
+                    truth.channel[part] = found_channel
                 coord = (await http.get(f"http://{address}/coordinator/stats?topic={topic}")).json()
                 for item in coord["topic_coord_stats"]:
                     if item["partition"] == part:  # node id: ip:rpc_port:tcp_port:n
@@ -273,7 +276,7 @@ async def test_redesign_partitions_leaders_isr_rdy_in_flight_live(start_cluster)
     try:
         for _ in range(150):  # subscribed on both partitions before anything is published
             truth = await redesign_truth(c, topic, "held")
-            if len(truth.channel) == 2 and all(ch["clients"] for ch in truth.channel.values()):
+            if len(truth.channel) == 2 and all(ch.clients for ch in truth.channel.values()):
                 break
             await asyncio.sleep(0.1)
         async with Producer(lookupd_http=c.lookupd_http) as producer:
@@ -302,7 +305,7 @@ async def test_redesign_partitions_leaders_isr_rdy_in_flight_live(start_cluster)
             col = {name: i for i, name in enumerate(rows.CHANNEL_COLUMNS)}
             assert channel[col["in-flight"]] == "4" and channel[col["rdy"]] == "4"
             assert channel[col["depth"]] == "20"  # not confirmed yet: in flight included
-            assert channel[col["depth"]] == str(sum(ch["depth"] for ch in truth.channel.values()))
+            assert channel[col["depth"]] == str(sum(ch.depth for ch in truth.channel.values()))
             await pilot.press("t")  # no topic pause on the redesign: said, not asked
             assert isinstance(app.screen, TopicScreen)
             await pilot.press("enter")
@@ -316,9 +319,9 @@ async def test_redesign_partitions_leaders_isr_rdy_in_flight_live(start_cluster)
                 )
                 truth = await redesign_truth(c, topic, "held")
                 served = sorted(
-                    (str(p), truth.leaders[p], str(cl["ready_count"]), str(cl["in_flight_count"]))
+                    (str(p), truth.leaders[p], str(cl.ready_count), str(cl.in_flight_count))
                     for p, ch in truth.channel.items()
-                    for cl in ch["clients"]
+                    for cl in ch.clients
                 )
                 if shown_clients == served:
                     break
