@@ -302,8 +302,13 @@ class _Tail(_Child):
         got = set(self.bodies)
         return sum(1 for i in range(okd) if line(i) not in got)
 
+    def interrupt(self) -> None:
+        """Ctrl-C, as a user stops tail (it gives back what it did not print)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+
     def close(self, okd: int, pub_ok: bool) -> ConsumerReport:
-        self.proc.send_signal(signal.SIGINT)
+        """After :meth:`interrupt`: its exit and what it printed."""
         code = self.finish(60)
         self._reader.join(10)
         bodies = self.bodies
@@ -566,9 +571,13 @@ def run_soak(c: Cluster, plan: SoakPlan, workdir: Path) -> SoakReport:
         sampler.close()  # the last sample is the steady state's, not an exiting process's
         say(f"[{plan.family}] end of input after {report.seconds:.0f}s; draining")
         for pub in pubs:
+            pub.stop.set()  # every input ends at once; then each pub's result
+        for pub in pubs:
             report.topics.append(pub.close(timeout=300))
         for pub_report, tail in zip(report.topics, tails, strict=True):
             _drain(tail, pub_report.okd, plan.drain_stall)
+        for tail in tails:
+            tail.interrupt()
         for pub_report, tail in zip(report.topics, tails, strict=True):
             report.consumers.append(tail.close(pub_report.okd, pub_report.pub_exit == 0))
         for pub_report in report.topics:
@@ -620,7 +629,7 @@ def _drain(tail: _Tail, okd: int, stall: float) -> None:
     loss shows as a stall; slowness is waited out)."""
     best, since = tail.missing(okd), time.monotonic()
     while best > 0 and time.monotonic() - since < stall and tail.proc.poll() is None:
-        time.sleep(1.0)
+        time.sleep(0.25)
         now = tail.missing(okd)
         if now < best:
             best, since = now, time.monotonic()
