@@ -265,9 +265,15 @@ class _Publisher(_Child):
                 stdin.close()
 
     def close(self, timeout: float) -> TopicReport:
+        """End the input; pub's result once it has published what it read. A pub that
+        does not finish within ``timeout`` gets Ctrl-C (it still reports what got OK)."""
         self.stop.set()
-        self._feeder.join(timeout)
-        code = self.finish(timeout)
+        self._feeder.join(5.0)  # a pub that stopped reading leaves it blocked in a write
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.send_signal(signal.SIGINT)
+        code = self.finish(60)
         self._reader.join(10)
         report = TopicReport(self.topic, written=self.written, pub_exit=code)
         try:
@@ -307,7 +313,7 @@ class _Tail(_Child):
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGINT)
 
-    def close(self, okd: int, pub_ok: bool) -> ConsumerReport:
+    def close(self, okd: int, pub_ok: bool, written: int) -> ConsumerReport:
         """After :meth:`interrupt`: its exit and what it printed."""
         code = self.finish(60)
         self._reader.join(10)
@@ -319,8 +325,10 @@ class _Tail(_Child):
         report.order_violations = order_violations(bodies)
         if pub_ok:  # pub exited 0 on end of input: every line it was given got OK
             report.lost = sum(1 for i in range(okd) if line(i) not in distinct)
-        else:  # which ones got OK is unknown: at least this many were not consumed
-            report.lost = max(0, okd - sum(1 for i in range(okd) if line(i) in distinct))
+        else:
+            # Which lines got OK is unknown (keyed routes progress independently, so not
+            # the first ``okd``): at least this many were not consumed.
+            report.lost = max(0, okd - len(distinct & {line(i) for i in range(written)}))
         return report
 
 
@@ -579,7 +587,9 @@ def run_soak(c: Cluster, plan: SoakPlan, workdir: Path) -> SoakReport:
         for tail in tails:
             tail.interrupt()
         for pub_report, tail in zip(report.topics, tails, strict=True):
-            report.consumers.append(tail.close(pub_report.okd, pub_report.pub_exit == 0))
+            report.consumers.append(
+                tail.close(pub_report.okd, pub_report.pub_exit == 0, pub_report.written)
+            )
         for pub_report in report.topics:
             pub_report.stored = stored(c, plan.family, pub_report.topic)
     finally:
