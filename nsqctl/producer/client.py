@@ -330,6 +330,13 @@ class Producer:
             if err.partition is None or isinstance(err, NoSuchPartitionError):
                 raise
             return ("", err.partition)
+        except PublishError:
+            # Nothing writable for a topic this producer already wrote to: an nsqlookupd
+            # restarted and has not yet heard its nsqds register again. The publish waits
+            # for them within the failover window, as it waits for a new leader.
+            if not self._retry.has_written(topic):
+                raise
+            return ("", None)
 
     async def topology(self, topic: str, refresh: bool = False) -> Topology:
         """The producer's current view of where ``topic`` can be written."""

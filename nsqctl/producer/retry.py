@@ -88,6 +88,10 @@ class RetryLoop:
         self._tickets: dict[str, TicketLine] = {}
         self._routes: dict[tuple[str, int | HostPort], RouteOrder] = {}
 
+    def has_written(self, topic: str) -> bool:
+        """True once a publish to ``topic`` got OK: its failures may wait out a failover."""
+        return topic in self._written
+
     def begin(self, topic: str, partition: int | None, shard_key: ShardKey | None) -> PublishCall:
         """A new publish call, in call order: a keyed call takes its ticket here, before
         any await, so calls begun one after the other send in that order. Every call
