@@ -13,9 +13,7 @@ find and stop exactly what was started.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -390,20 +388,3 @@ def start(
         raise
     cluster.save()
     return cluster
-
-
-def pause(node: NodeRecord) -> bool:
-    """SIGSTOP our process (fault tests: a hung server keeps its sockets open but answers
-    nothing, unlike a killed one). True if it was running; :func:`resume` undoes it."""
-    if not process.pid_runs(node.pid, node.exe):
-        return False
-    os.kill(node.pid, signal.SIGSTOP)
-    return True
-
-
-def resume(node: NodeRecord) -> bool:
-    """SIGCONT a process :func:`pause` stopped. True if it was there to resume."""
-    if not process.pid_runs(node.pid, node.exe):
-        return False
-    os.kill(node.pid, signal.SIGCONT)
-    return True

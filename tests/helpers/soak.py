@@ -35,8 +35,8 @@ from nsqctl.admin.leader import lookupd_leader
 from nsqctl.admin.partitions.state import leader_load_factors
 from nsqctl.servers import process
 from nsqctl.servers.catalog import Flavor
-from nsqctl.servers.cluster import Cluster, pause, resume
-from nsqctl.servers.process import NodeRecord
+from nsqctl.servers.cluster import Cluster
+from nsqctl.servers.process import NodeRecord, pause, resume
 from tests.helpers.cli import NSQCTL, clean_env
 from tests.helpers.failover import lookup_partitions, wait_new_leader
 from tests.helpers.redesign import TopicSpec, create_topics, message_counts, nsqd_stats, unique
