@@ -231,6 +231,14 @@ class DashWatch:
         view = self.app.view
         return "" if view is None else rows.lookupd_line(view).plain
 
+    @contextlib.asynccontextmanager
+    async def showing_both_nsqds(self) -> AsyncIterator[object]:
+        """The app running under its pilot, once its nodes table lists both nsqds of a
+        spread cluster (:func:`spread_cluster`): what the stop is then measured against."""
+        async with self.app.run_test(size=(200, 50)) as pilot:
+            await self.until(pilot, lambda: len(self.node_rows()) == 2, "both nsqds")
+            yield pilot
+
     async def until_not_answering(self, pilot: object, node: NodeRecord, what: str) -> float:
         """Seconds until the nodes table says ``node`` is not answering (its last column)."""
         return await self.until(

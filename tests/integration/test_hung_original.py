@@ -53,8 +53,7 @@ async def test_through_a_stopped_nsqd(spread: Cluster) -> None:
     dash = DashWatch(c.lookupd_http)
     try:
         await tail.wait_for(before)
-        async with dash.app.run_test(size=(200, 50)) as pilot:
-            await dash.until(pilot, lambda: len(dash.node_rows()) == 2, "both nsqds")
+        async with dash.showing_both_nsqds() as pilot:
             during = bodies("b", 40)
             async with stopped(hung):
                 pub, stat, *_ = await asyncio.gather(
@@ -89,8 +88,7 @@ async def test_through_a_stopped_lookupd(spread: Cluster) -> None:
     dash = DashWatch(c.lookupd_http)
     try:
         await tail.wait_for(before)
-        async with dash.app.run_test(size=(200, 50)) as pilot:
-            await dash.until(pilot, lambda: len(dash.node_rows()) == 2, "both nsqds")
+        async with dash.showing_both_nsqds() as pilot:
             during = bodies("b", 20)
             # inside the stop until every check is done: each one happened while it hung
             async with stopped(hung):

@@ -68,8 +68,7 @@ async def test_through_a_stopped_leader(spread: Cluster) -> None:
     streaming: asyncio.Task[Run] | None = None
     try:
         await asyncio.gather(tail.wait_for(before), tail_o.wait_for(before_o))
-        async with dash.app.run_test(size=(200, 50)) as pilot:
-            await dash.until(pilot, lambda: len(dash.node_rows()) == 2, "both nsqds")
+        async with dash.showing_both_nsqds() as pilot:
             during, stream, fresh_o = bodies("b", 40), keyed("s", 40), keyed("f", 1)
             # a publisher already writing the ordered topic when its leader hangs
             streaming = asyncio.create_task(keyed_pub(ordered, lookupd, stream, rate=8))
@@ -132,8 +131,7 @@ async def test_through_a_stopped_lookupd(spread: Cluster) -> None:
     streaming: asyncio.Task[Run] | None = None
     try:
         await asyncio.gather(tail.wait_for(before), tail_o.wait_for(before))
-        async with dash.app.run_test(size=(200, 50)) as pilot:
-            await dash.until(pilot, lambda: len(dash.node_rows()) == 2, "both nsqds")
+        async with dash.showing_both_nsqds() as pilot:
             during, stream = bodies("b", 20), keyed("s", 40)
             # an ordered publisher that found its partitions before the lookupd hung (a new
             # one cannot: a shard key needs the partition count, which lookupd knows)
