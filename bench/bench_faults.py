@@ -70,6 +70,7 @@ from tests.helpers.redesign import (
     message_counts,
     unique,
 )
+from tests.helpers.soak import order_violations
 
 KEYS = 24
 RESUMED = re.compile(r"publishing again on \S+ after ([0-9.]+)s")
@@ -121,27 +122,6 @@ class Row:
     fault_at_s: float = 0.0
     fault_s: float = 0.0  # how long injecting took (a move: until the command returned)
     notes: list[str] = field(default_factory=list)
-
-
-def key_seq(body: bytes) -> tuple[str, int]:
-    record = json.loads(body)
-    return record["k"], int(record["seq"])
-
-
-def order_violations(bodies: list[bytes]) -> int:
-    """Per key, first copies out of input order (a later copy is a duplicate, not this)."""
-    last: dict[str, int] = {}
-    seen: set[bytes] = set()
-    bad = 0
-    for body in bodies:
-        if body in seen:
-            continue
-        seen.add(body)
-        key, seq = key_seq(body)
-        if seq < last.get(key, -1):
-            bad += 1
-        last[key] = max(seq, last.get(key, -1))
-    return bad
 
 
 class Lines:

@@ -14,6 +14,7 @@ import pytest
 
 from nsqctl.servers import build, cluster, process
 from nsqctl.servers.catalog import Flavor
+from tests.helpers.clusters import running_cluster
 
 # Servers started by this test run die with it, even when pytest is killed with -9.
 process.DIE_WITH_PARENT = True
@@ -58,13 +59,8 @@ def start_cluster(tmp_path: Path) -> Iterator[StartCluster]:
 def _session_cluster(
     flavor: Flavor, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[cluster.Cluster]:
-    bins = _bins(flavor)
     directory = tmp_path_factory.mktemp(f"{flavor}-cluster")
-    c = cluster.start(flavor, directory, nsqd=2, lookupd=1, bin_dir=bins)
-    try:
-        yield c
-    finally:
-        c.stop()
+    yield from running_cluster(flavor, directory, nsqd=2, lookupd=1)
 
 
 @pytest.fixture(scope="session")

@@ -126,20 +126,22 @@ def reasons_text(entry: HotSpot) -> Text:
     return text
 
 
+def _heat_cells(entry: HotSpot) -> list[Cell]:
+    """The columns a channel row and a client row share: why it is hot."""
+    return [
+        per_sec(entry.requeue_rate),
+        per_sec(entry.timeout_rate),
+        _drain(entry),
+        _saturation(entry),
+        reasons_text(entry),
+    ]
+
+
 def channel_hot_rows(view: ClusterView, sort: SortKey) -> list[tuple[Row, ChannelHotSpot]]:
     """Every channel, hottest first; each row with its entry (the screen opens it)."""
     out: list[tuple[Row, ChannelHotSpot]] = []
     for e in rank_channels(view, sort):
-        cells: list[Cell] = [
-            e.key,
-            num(e.depth),
-            str(e.client_count),
-            per_sec(e.requeue_rate),
-            per_sec(e.timeout_rate),
-            _drain(e),
-            _saturation(e),
-            reasons_text(e),
-        ]
+        cells: list[Cell] = [e.key, num(e.depth), str(e.client_count), *_heat_cells(e)]
         out.append(((e.key, cells), e))
     return out
 
@@ -155,11 +157,7 @@ def client_hot_rows(
             e.remote_address,
             e.node,
             "-" if e.partition is None else str(e.partition),
-            per_sec(e.requeue_rate),
-            per_sec(e.timeout_rate),
-            _drain(e),
-            _saturation(e),
-            reasons_text(e),
+            *_heat_cells(e),
         ]
         out.append(((e.key, cells), e))
     return out

@@ -11,6 +11,7 @@ topic name must be typed back, since a reflexive "y" is too cheap for a real bac
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import sys
 from collections.abc import Callable
@@ -278,37 +279,26 @@ def topic_create(
     emit_report(report, as_json)
 
 
-def _topic_action(
-    action: str, destructive: bool = False, topic_help: str = "Topic."
+def _plan_command(
+    kind: str,
+    action: str,
+    *,
+    destructive: bool,
+    per_node: bool,
+    topic_help: str = "Topic.",
 ) -> Callable[..., None]:
-    if action == "delete":
+    """The one body of every topic/channel action that sends a plan of requests.
 
-        def delete(
-            topic: str = typer.Argument(..., autocompletion=complete.topics, help=topic_help),
-            yes: bool = YesOption,
-            confirm_above: int = ConfirmAboveOption,
-            as_json: bool = JsonOption,
-            lookupd: list[str] = LookupdOption,
-            nsqd: list[str] = NsqdOption,
-            nsqd_http: list[str] = NsqdHttpOption,
-            profile: str | None = ProfileOption,
-        ) -> None:
-            cluster = cluster_addresses(lookupd, nsqd, nsqd_http, profile)
-            _act(
-                "topic",
-                action,
-                topic,
-                cluster,
-                destructive=True,
-                yes=yes,
-                as_json=as_json,
-                confirm_above=confirm_above,
-            )
+    Typer reads a command's arguments and options from its signature, so the template below
+    lists each one once and every command's signature keeps only those it takes: channel and
+    --partition for channel actions, --node for the actions an nsqd can do alone."""
 
-        return delete
-
-    def command(
+    def template(
         topic: str = typer.Argument(..., autocompletion=complete.topics, help=topic_help),
+        channel: str | None = typer.Argument(
+            ..., autocompletion=complete.channels, help="Channel."
+        ),
+        partition: int | None = PartitionOption,
         node: str | None = NodeOption,
         yes: bool = YesOption,
         confirm_above: int = ConfirmAboveOption,
@@ -320,22 +310,43 @@ def _topic_action(
     ) -> None:
         cluster = cluster_addresses(lookupd, nsqd, nsqd_http, profile)
         _act(
-            "topic",
+            kind,
             action,
             topic,
             cluster,
+            channel=channel,
             destructive=destructive,
             yes=yes,
             as_json=as_json,
+            partition=partition,
             node=node,
             confirm_above=confirm_above,
         )
 
+    dropped = set() if kind == "channel" else {"channel", "partition"}
+    if not per_node:
+        dropped.add("node")
+    signature = inspect.signature(template, eval_str=True)
+
+    absent: dict[str, Any] = dict.fromkeys(dropped)
+
+    def command(**given: Any) -> None:
+        template(**given, **absent)
+
+    command.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[p for p in signature.parameters.values() if p.name not in dropped]
+    )
     return command
 
 
 topic_app.command("delete", help="Delete a topic everywhere (asks first; --yes to skip).")(
-    _topic_action("delete", destructive=True, topic_help="Topic to delete, with all its messages.")
+    _plan_command(
+        "topic",
+        "delete",
+        destructive=True,
+        per_node=False,
+        topic_help="Topic to delete, with all its messages.",
+    )
 )
 
 
@@ -353,15 +364,15 @@ def topic_list(
 
 topic_app.command(
     "pause", help="Pause a topic on every nsqd that has it, or on --node (original NSQ)."
-)(_topic_action("pause"))
+)(_plan_command("topic", "pause", destructive=False, per_node=True))
 topic_app.command(
     "unpause", help="Unpause a topic on every nsqd that has it, or on --node (original NSQ)."
-)(_topic_action("unpause"))
+)(_plan_command("topic", "unpause", destructive=False, per_node=True))
 topic_app.command(
     "empty",
     help="Drop every queued message of a topic, or only on --node (original NSQ; shows what "
     "would be lost and asks first).",
-)(_topic_action("empty", destructive=True))
+)(_plan_command("topic", "empty", destructive=True, per_node=True))
 
 
 # ----------------------------------------------------------------- channel
@@ -399,64 +410,6 @@ _DESTRUCTIVE = ("delete", "empty", "skip", "setoffset")
 _PER_NODE = ("pause", "unpause", "empty", "skip", "unskip")
 
 
-def _channel_action(action: str) -> Callable[..., None]:
-    if action not in _PER_NODE:
-
-        def whole(
-            topic: str = typer.Argument(..., autocompletion=complete.topics, help="Topic."),
-            channel: str = typer.Argument(..., autocompletion=complete.channels, help="Channel."),
-            partition: int | None = PartitionOption,
-            yes: bool = YesOption,
-            confirm_above: int = ConfirmAboveOption,
-            as_json: bool = JsonOption,
-            lookupd: list[str] = LookupdOption,
-            nsqd: list[str] = NsqdOption,
-            nsqd_http: list[str] = NsqdHttpOption,
-            profile: str | None = ProfileOption,
-        ) -> None:
-            cluster = cluster_addresses(lookupd, nsqd, nsqd_http, profile)
-            _channel_act(
-                action,
-                topic,
-                channel,
-                cluster,
-                partition=partition,
-                yes=yes,
-                as_json=as_json,
-                confirm_above=confirm_above,
-            )
-
-        return whole
-
-    def command(
-        topic: str = typer.Argument(..., autocompletion=complete.topics, help="Topic."),
-        channel: str = typer.Argument(..., autocompletion=complete.channels, help="Channel."),
-        partition: int | None = PartitionOption,
-        node: str | None = NodeOption,
-        yes: bool = YesOption,
-        confirm_above: int = ConfirmAboveOption,
-        as_json: bool = JsonOption,
-        lookupd: list[str] = LookupdOption,
-        nsqd: list[str] = NsqdOption,
-        nsqd_http: list[str] = NsqdHttpOption,
-        profile: str | None = ProfileOption,
-    ) -> None:
-        cluster = cluster_addresses(lookupd, nsqd, nsqd_http, profile)
-        _channel_act(
-            action,
-            topic,
-            channel,
-            cluster,
-            partition=partition,
-            yes=yes,
-            as_json=as_json,
-            node=node,
-            confirm_above=confirm_above,
-        )
-
-    return command
-
-
 def _channel_act(
     action: str,
     topic: str,
@@ -487,7 +440,14 @@ def _channel_act(
 
 
 for _action, _help in _CHANNEL_HELP.items():
-    channel_app.command(_action, help=_help)(_channel_action(_action))
+    channel_app.command(_action, help=_help)(
+        _plan_command(
+            "channel",
+            _action,
+            destructive=_action in _DESTRUCTIVE,
+            per_node=_action in _PER_NODE,
+        )
+    )
 
 
 @channel_app.command("setoffset")

@@ -20,6 +20,7 @@ from nsqctl.cli.common import (
     NsqdHttpOption,
     NsqdOption,
     ProfileOption,
+    require_positive_seconds,
     resolve_cluster,
 )
 from nsqctl.cli.errors import cli_message
@@ -130,6 +131,20 @@ def build_rules(profile: str | None, no_defaults: bool, texts: list[str]) -> Rul
     return RuleSet.parse([*profile_rules(profile), *texts], defaults=not no_defaults)
 
 
+def rules_from_flags(
+    profile: str | None,
+    no_defaults: bool,
+    rules: list[str] | None,
+    topics: list[str] | None,
+    channels: list[str] | None,
+    **shortcuts: str | None,
+) -> RuleSet:
+    """The rules of a command that takes the check flags (check, exporter): the profile's,
+    then ``--rule``, then the shortcut flags, given by their keyword names."""
+    texts = rule_texts(rules or [], topics or [], channels or [], **shortcuts)
+    return build_rules(profile, no_defaults, texts)
+
+
 def report(result: CheckResult, as_json: bool) -> None:
     if as_json:
         sys.stdout.write(json.dumps(result.to_json()) + "\n")
@@ -161,20 +176,20 @@ def check(
     try:
         if samples < 1:
             raise ConfigError(f"bad --samples {samples}: must be >= 1")
-        if interval <= 0:
-            raise ConfigError(f"bad --interval {interval}: must be > 0 seconds")
+        require_positive_seconds(interval, "--interval")
         sel = resolve_cluster(lookupd, nsqd, profile, nsqd_http, require="http")
-        texts = rule_texts(
-            rule or [],
-            topic or [],
-            channel or [],
+        rules = rules_from_flags(
+            sel.profile,
+            no_default_rules,
+            rule,
+            topic,
+            channel,
             max_depth=max_depth,
             max_time_to_drain=max_time_to_drain,
             max_requeue_rate=max_requeue_rate,
             max_timeout_rate=max_timeout_rate,
             orphan=orphan,
         )
-        rules = build_rules(sel.profile, no_default_rules, texts)
         result = asyncio.run(
             check_cluster(
                 sel.lookupd,

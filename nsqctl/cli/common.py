@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from nsqctl.config import Profile
     from nsqctl.connection import ConnectionConfig, TLSSettings
     from nsqctl.secrets import Secret
+    from nsqctl.stats.view import ClusterView
 
 LookupdOption = typer.Option(
     None,
@@ -315,3 +316,18 @@ def resolve_cluster(
     elif require == "http":
         selection.require_http()
     return selection
+
+
+def require_positive_seconds(value: float, flag: str) -> None:
+    """Reject a poll interval or timeout of zero or less, naming the flag."""
+    if value <= 0:
+        raise ConfigError(f"bad {flag} {value!r}: must be > 0 seconds")
+
+
+def require_first_answer(view: ClusterView) -> None:
+    """Fail on a first poll that no nsqd answered: a wrong address, not an outage to watch."""
+    if not view.nodes and view.errors:
+        raise NsqctlError(view.errors[0])
+    if view.nodes and all(n.stats.state != "up" for n in view.nodes):
+        causes = "; ".join(f"{n.address}: {n.stats.error or n.stats.state}" for n in view.nodes)
+        raise NsqctlError(f"no nsqd answered /stats ({causes}): check the addresses")

@@ -9,9 +9,9 @@ from nsqctl.cli.common import (
     NsqdHttpOption,
     NsqdOption,
     ProfileOption,
+    require_positive_seconds,
     resolve_cluster,
 )
-from nsqctl.errors import ConfigError
 from nsqctl.stats.poller import DEFAULT_TIMEOUT, StatsPoller
 from nsqctl.stats.session import StatsSession
 
@@ -27,10 +27,8 @@ def dash(
     ),
 ) -> None:
     """Live dashboard: nodes, topics, partitions, channels and consumers (? for keys)."""
-    if interval <= 0:
-        raise ConfigError(f"bad --interval {interval!r}: must be > 0 seconds")
-    if timeout <= 0:
-        raise ConfigError(f"bad --timeout {timeout!r}: must be > 0 seconds")
+    require_positive_seconds(interval, "--interval")
+    require_positive_seconds(timeout, "--timeout")
     sel = resolve_cluster(lookupd, nsqd, profile, nsqd_http, require="http")
     from nsqctl.admin.drain_state import drain_labels
     from nsqctl.tui.app import DashApp  # Textual loads only for this command

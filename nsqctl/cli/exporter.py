@@ -27,14 +27,14 @@ from nsqctl.cli.check import (
     RuleOption,
     TimeoutOption,
     TopicGlobOption,
-    build_rules,
-    rule_texts,
+    rules_from_flags,
 )
 from nsqctl.cli.common import (
     LookupdOption,
     NsqdHttpOption,
     NsqdOption,
     ProfileOption,
+    require_positive_seconds,
     resolve_cluster,
 )
 from nsqctl.errors import ConfigError, NsqctlError
@@ -127,23 +127,23 @@ def exporter(
     timeout: float = TimeoutOption,
 ) -> None:
     """Serve cluster stats and check verdicts as Prometheus metrics over HTTP."""
-    if interval <= 0:
-        raise ConfigError(f"bad --interval {interval}: must be > 0 seconds")
+    require_positive_seconds(interval, "--interval")
     if samples < 2:
         raise ConfigError(f"bad --samples {samples}: must be >= 2 (rates need two polls)")
     address = listen_address(listen)
     sel = resolve_cluster(lookupd, nsqd, profile, nsqd_http, require="http")
-    texts = rule_texts(
-        rule or [],
-        topic or [],
-        channel or [],
+    rules = rules_from_flags(
+        sel.profile,
+        no_default_rules,
+        rule,
+        topic,
+        channel,
         max_depth=max_depth,
         max_time_to_drain=max_time_to_drain,
         max_requeue_rate=max_requeue_rate,
         max_timeout_rate=max_timeout_rate,
         orphan=orphan,
     )
-    rules = build_rules(sel.profile, no_default_rules, texts)
     asyncio.run(
         serve(
             sel.lookupd,

@@ -23,6 +23,8 @@ from nsqctl.cli.common import (
     NsqdHttpOption,
     NsqdOption,
     ProfileOption,
+    require_first_answer,
+    require_positive_seconds,
     resolve_cluster,
 )
 from nsqctl.errors import ConfigError, NsqctlError
@@ -222,14 +224,10 @@ async def run_stat(
         while True:
             started = time.monotonic()
             view = await source.refresh()
-            if not view.nodes and view.errors:
+            if n == 0:
+                require_first_answer(view)
+            elif not view.nodes and view.errors:
                 raise NsqctlError(view.errors[0])
-            if n == 0 and view.nodes and all(nd.stats.state != "up" for nd in view.nodes):
-                # Nothing answered the first sample: a wrong address, not an outage to watch.
-                causes = "; ".join(
-                    f"{nd.address}: {nd.stats.error or nd.stats.state}" for nd in view.nodes
-                )
-                raise NsqctlError(f"no nsqd answered /stats ({causes}): check the addresses")
             n += 1
             if as_json:
                 sys.stdout.write(json.dumps(interval_record(view, topic, channel)) + "\n")
@@ -278,8 +276,7 @@ def stat(
     ),
 ) -> None:
     """Rolling per-interval stats (depth, in-flight, deferred, requeued, timeouts, rates)."""
-    if interval <= 0:
-        raise ConfigError(f"bad --interval {interval!r}: must be > 0 seconds")
+    require_positive_seconds(interval, "--interval")
     if count < 0:
         raise ConfigError(f"bad --count {count!r}: must be >= 0")
     if topic is not None:

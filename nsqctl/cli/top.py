@@ -19,10 +19,12 @@ from nsqctl.cli.common import (
     NsqdHttpOption,
     NsqdOption,
     ProfileOption,
+    require_first_answer,
+    require_positive_seconds,
     resolve_cluster,
 )
 from nsqctl.cli.terminal import escape_controls
-from nsqctl.errors import ConfigError, NsqctlError
+from nsqctl.errors import ConfigError
 from nsqctl.stats.hotspots import (
     SORT_KEYS,
     ChannelHotSpot,
@@ -157,16 +159,6 @@ def render_table(view: ClusterView, sort: SortKey, clients: bool, limit: int) ->
     return table
 
 
-async def _first_view(source: ViewSource) -> ClusterView:
-    view = await source.refresh()
-    if not view.nodes and view.errors:
-        raise NsqctlError(view.errors[0])
-    if view.nodes and all(n.stats.state != "up" for n in view.nodes):
-        causes = "; ".join(f"{n.address}: {n.stats.error or n.stats.state}" for n in view.nodes)
-        raise NsqctlError(f"no nsqd answered /stats ({causes}): check the addresses")
-    return view
-
-
 async def run_top(
     source: ViewSource,
     *,
@@ -184,7 +176,7 @@ async def run_top(
 
     console = console or Console()
     try:
-        await _first_view(source)
+        require_first_answer(await source.refresh())
         await asyncio.sleep(interval)
         view = await source.refresh()
         if as_json:
@@ -231,10 +223,8 @@ def top(
         raise ConfigError(f"bad --sort {sort!r}: one of {', '.join(SORT_KEYS)}")
     if limit <= 0:
         raise ConfigError(f"bad -n {limit!r}: must be > 0")
-    if interval <= 0:
-        raise ConfigError(f"bad --interval {interval!r}: must be > 0 seconds")
-    if timeout <= 0:
-        raise ConfigError(f"bad --timeout {timeout!r}: must be > 0 seconds")
+    require_positive_seconds(interval, "--interval")
+    require_positive_seconds(timeout, "--timeout")
     sel = resolve_cluster(lookupd, nsqd, profile, nsqd_http, require="http")
     poller = StatsPoller(sel.lookupd, sel.nsqd_http, timeout=timeout)
     asyncio.run(

@@ -13,15 +13,20 @@ import contextlib
 import json
 import signal
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from nsqctl.connection.config import HEARTBEAT_INTERVAL_ENV
 from nsqctl.servers import process
+from nsqctl.servers.catalog import Flavor
+from nsqctl.servers.cluster import Cluster
 from nsqctl.servers.process import NodeRecord
+from nsqctl.stats.poller import NOT_ANSWERING
 from nsqctl.stats.read import read_nsqd_stats
 from tests.helpers.cli import NSQCTL, clean_env
+from tests.helpers.clusters import running_cluster
 
 HEARTBEAT_MS = 1000
 #: Longer than the heartbeat and than the idle deadline it gives (10 s), so every
@@ -29,6 +34,15 @@ HEARTBEAT_MS = 1000
 STOP_WINDOW = 12.0
 #: What any one command may take through a stop window and its recovery.
 BOUND = 60.0
+
+
+def spread_cluster(family: Flavor, directory: Path) -> Iterator[Cluster]:
+    """A module fixture's body: two nsqds on 127.0.0.2 and 127.0.0.3, as separate hosts
+    would be; a short msg timeout, so what a dead connection held in flight comes back
+    within the test."""
+    yield from running_cluster(
+        family, directory, nsqd=2, spread_addresses=True, nsqd_args=["--msg-timeout=3s"]
+    )
 
 
 def env() -> dict[str, str]:
@@ -167,6 +181,30 @@ def lines_in(payload: Sequence[str]) -> bytes:
     return ("\n".join(payload) + "\n").encode()
 
 
+async def publish_to_each(nsqd_tcp: Sequence[str], topic: str, payload: Sequence[str]) -> None:
+    """Publish ``payload`` split evenly over the nsqds, straight to each: the topic on all."""
+    for i, tcp in enumerate(nsqd_tcp):
+        run = await nsqctl("pub", topic, "--nsqd", tcp, stdin=lines_in(payload[i :: len(nsqd_tcp)]))
+        assert run.code == 0, run.err
+
+
+async def keyed_pub(topic: str, lookupd: Sequence[str], payload: Sequence[str], rate: int) -> Run:
+    """``nsqctl pub --shard-field k`` of JSON lines at ``rate`` a second."""
+    return await nsqctl(
+        "pub", topic, *lookupd, "--shard-field", "k", "--rate", str(rate), stdin=lines_in(payload)
+    )
+
+
+def assert_stat_saw_down(stat: Run, node: NodeRecord, samples: int) -> None:
+    """``stat --json`` ran through the stop: ``samples`` records, ``node`` down in one of
+    them with the not-answering error."""
+    assert stat.code == 0, stat.err
+    records = [json.loads(line) for line in stat.lines]
+    assert len(records) == samples
+    states = [{n["address"]: n for n in r["nodes"]}[node.http_address] for r in records]
+    assert any(s["state"] == "down" and NOT_ANSWERING in s["error"] for s in states), states
+
+
 class DashWatch:
     """``nsqctl dash`` (its app, under Textual's pilot) polling the cluster through a stop:
     what its nodes table and lookupd line show."""
@@ -192,6 +230,22 @@ class DashWatch:
 
         view = self.app.view
         return "" if view is None else rows.lookupd_line(view).plain
+
+    @contextlib.asynccontextmanager
+    async def showing_both_nsqds(self) -> AsyncIterator[object]:
+        """The app running under its pilot, once its nodes table lists both nsqds of a
+        spread cluster (:func:`spread_cluster`): what the stop is then measured against."""
+        async with self.app.run_test(size=(200, 50)) as pilot:
+            await self.until(pilot, lambda: len(self.node_rows()) == 2, "both nsqds")
+            yield pilot
+
+    async def until_not_answering(self, pilot: object, node: NodeRecord, what: str) -> float:
+        """Seconds until the nodes table says ``node`` is not answering (its last column)."""
+        return await self.until(
+            pilot,
+            lambda: NOT_ANSWERING in self.node_rows().get(node.http_address, [""] * 9)[8],
+            what,
+        )
 
     async def until(self, pilot: object, cond: Callable[[], bool], what: str) -> float:
         """Seconds until ``cond`` holds on screen; fails after :data:`BOUND`."""

@@ -12,18 +12,20 @@ from pathlib import Path
 
 import pytest
 
-from nsqctl.servers import build, cluster, process
+from nsqctl.servers import process
 from nsqctl.servers.cluster import Cluster
-from nsqctl.stats.poller import NOT_ANSWERING
 from tests.helpers.cli import assert_one_line_error
 from tests.helpers.hang import (
     STOP_WINDOW,
     DashWatch,
     Tail,
     archive_through_stop,
+    assert_stat_saw_down,
     bodies,
     lines_in,
     nsqctl,
+    publish_to_each,
+    spread_cluster,
     stopped,
 )
 from tests.helpers.redesign import unique
@@ -33,20 +35,7 @@ pytestmark = pytest.mark.original
 
 @pytest.fixture(scope="module")
 def spread(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """Two nsqds on 127.0.0.2 and 127.0.0.3; a short msg timeout, so what a dead connection
-    held in flight comes back within the test."""
-    c = cluster.start(
-        "original",
-        tmp_path_factory.mktemp("hung-original"),
-        nsqd=2,
-        bin_dir=build.build("original"),
-        spread_addresses=True,
-        nsqd_args=["--msg-timeout=3s"],
-    )
-    try:
-        yield c
-    finally:
-        c.stop()
+    yield from spread_cluster("original", tmp_path_factory.mktemp("hung-original"))
 
 
 def test_spread_cluster_broadcasts_its_own_addresses(spread: Cluster) -> None:
@@ -59,27 +48,18 @@ async def test_through_a_stopped_nsqd(spread: Cluster) -> None:
     topic, hung = unique("hang"), c.nsqds[0]
     lookupd = ["--lookupd", c.lookupd_http[0]]
     before = bodies("a", 30)
-    for i, tcp in enumerate(c.nsqd_tcp):  # the topic on both nsqds
-        run = await nsqctl("pub", topic, "--nsqd", tcp, stdin=lines_in(before[i::2]))
-        assert run.code == 0, run.err
+    await publish_to_each(c.nsqd_tcp, topic, before)
     tail = await Tail.start(topic, "-c", "hang", *lookupd)
     dash = DashWatch(c.lookupd_http)
     try:
         await tail.wait_for(before)
-        async with dash.app.run_test(size=(200, 50)) as pilot:
-            await dash.until(pilot, lambda: len(dash.node_rows()) == 2, "both nsqds")
+        async with dash.showing_both_nsqds() as pilot:
             during = bodies("b", 40)
             async with stopped(hung):
                 pub, stat, *_ = await asyncio.gather(
                     nsqctl("pub", topic, *lookupd, stdin=lines_in(during)),
                     nsqctl("stat", topic, *lookupd, "--json", "-i", "1", "-n", "3"),
-                    dash.until(
-                        pilot,
-                        lambda: (
-                            NOT_ANSWERING in dash.node_rows().get(hung.http_address, [""] * 9)[8]
-                        ),
-                        "the stopped nsqd not answering",
-                    ),
+                    dash.until_not_answering(pilot, hung, "the stopped nsqd not answering"),
                     asyncio.sleep(STOP_WINDOW),  # the scenario: a hang longer than heartbeats
                 )
                 assert dash.node_rows()[hung.http_address][2] == "down"
@@ -89,11 +69,7 @@ async def test_through_a_stopped_nsqd(spread: Cluster) -> None:
             )
         # pub went to the nsqd that answers, or said it could not: never a silent drop
         assert pub.code == 0, pub.err
-        assert stat.code == 0, stat.err
-        records = [__import__("json").loads(line) for line in stat.lines]
-        assert len(records) == 3
-        states = [{n["address"]: n for n in r["nodes"]}[hung.http_address] for r in records]
-        assert any(s["state"] == "down" and NOT_ANSWERING in s["error"] for s in states), states
+        assert_stat_saw_down(stat, hung, samples=3)
         await tail.wait_for(before + during)
         code, err = await tail.interrupt()
         assert code == 0, err
@@ -107,15 +83,12 @@ async def test_through_a_stopped_lookupd(spread: Cluster) -> None:
     topic, hung = unique("hangl"), c.lookupds[0]
     lookupd = ["--lookupd", hung.http_address]
     before = bodies("a", 20)
-    for i, tcp in enumerate(c.nsqd_tcp):
-        run = await nsqctl("pub", topic, "--nsqd", tcp, stdin=lines_in(before[i::2]))
-        assert run.code == 0, run.err
+    await publish_to_each(c.nsqd_tcp, topic, before)
     tail = await Tail.start(topic, "-c", "hang", *lookupd)
     dash = DashWatch(c.lookupd_http)
     try:
         await tail.wait_for(before)
-        async with dash.app.run_test(size=(200, 50)) as pilot:
-            await dash.until(pilot, lambda: len(dash.node_rows()) == 2, "both nsqds")
+        async with dash.showing_both_nsqds() as pilot:
             during = bodies("b", 20)
             # inside the stop until every check is done: each one happened while it hung
             async with stopped(hung):
@@ -151,9 +124,7 @@ async def test_archive_through_a_stopped_nsqd(spread: Cluster, tmp_path: Path) -
     c = spread
     topic, hung = unique("hanga"), c.nsqds[0]
     before = bodies("a", 20)
-    for i, tcp in enumerate(c.nsqd_tcp):
-        run = await nsqctl("pub", topic, "--nsqd", tcp, stdin=lines_in(before[i::2]))
-        assert run.code == 0, run.err
+    await publish_to_each(c.nsqd_tcp, topic, before)
     report = await archive_through_stop(
         hung,
         topic,

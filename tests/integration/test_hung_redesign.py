@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from nsqctl.servers import build, cluster, process
+from nsqctl.servers import process
 from nsqctl.servers.cluster import Cluster
-from nsqctl.stats.poller import NOT_ANSWERING
 from tests.helpers.cli import assert_one_line_error
 from tests.helpers.failover import leader_of
 from tests.helpers.hang import (
@@ -24,9 +23,12 @@ from tests.helpers.hang import (
     Run,
     Tail,
     archive_through_stop,
+    assert_stat_saw_down,
     bodies,
+    keyed_pub,
     lines_in,
     nsqctl,
+    spread_cluster,
     stopped,
 )
 from tests.helpers.redesign import TopicSpec, create_topics, unique
@@ -36,20 +38,7 @@ pytestmark = pytest.mark.redesign
 
 @pytest.fixture(scope="module")
 def spread(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """Two nsqds on 127.0.0.2 and 127.0.0.3; a short msg timeout, so what a dead connection
-    held in flight comes back within the test."""
-    c = cluster.start(
-        "redesign",
-        tmp_path_factory.mktemp("hung-redesign"),
-        nsqd=2,
-        bin_dir=build.build("redesign"),
-        spread_addresses=True,
-        nsqd_args=["--msg-timeout=3s"],
-    )
-    try:
-        yield c
-    finally:
-        c.stop()
+    yield from spread_cluster("redesign", tmp_path_factory.mktemp("hung-redesign"))
 
 
 def keyed(prefix: str, count: int) -> list[str]:
@@ -79,35 +68,17 @@ async def test_through_a_stopped_leader(spread: Cluster) -> None:
     streaming: asyncio.Task[Run] | None = None
     try:
         await asyncio.gather(tail.wait_for(before), tail_o.wait_for(before_o))
-        async with dash.app.run_test(size=(200, 50)) as pilot:
-            await dash.until(pilot, lambda: len(dash.node_rows()) == 2, "both nsqds")
+        async with dash.showing_both_nsqds() as pilot:
             during, stream, fresh_o = bodies("b", 40), keyed("s", 40), keyed("f", 1)
             # a publisher already writing the ordered topic when its leader hangs
-            streaming = asyncio.create_task(
-                nsqctl(
-                    "pub",
-                    ordered,
-                    *lookupd,
-                    "--shard-field",
-                    "k",
-                    "--rate",
-                    "8",
-                    stdin=lines_in(stream),
-                )
-            )
+            streaming = asyncio.create_task(keyed_pub(ordered, lookupd, stream, rate=8))
             await tail_o.wait_for(stream[:8])
             async with stopped(hung):
                 pub, pub_o, stat, *_ = await asyncio.gather(
                     nsqctl("pub", topic, *lookupd, stdin=lines_in(during)),
                     nsqctl("pub", ordered, *lookupd, "--shard-field", "k", stdin=lines_in(fresh_o)),
                     nsqctl("stat", topic, *lookupd, "--json", "-i", "1", "-n", "3"),
-                    dash.until(
-                        pilot,
-                        lambda: (
-                            NOT_ANSWERING in dash.node_rows().get(hung.http_address, [""] * 9)[8]
-                        ),
-                        "the stopped leader not answering",
-                    ),
+                    dash.until_not_answering(pilot, hung, "the stopped leader not answering"),
                     asyncio.sleep(STOP_WINDOW),  # the scenario: a hang longer than heartbeats
                 )
                 assert dash.node_rows()[hung.http_address][2] == "down"
@@ -124,11 +95,7 @@ async def test_through_a_stopped_leader(spread: Cluster) -> None:
         if pub_o.code != 0:
             assert "1 message(s) not published" in assert_one_line_error(pub_o, 1)  # type: ignore[arg-type]
             fresh_o = []
-        assert stat.code == 0, stat.err
-        records = [json.loads(line) for line in stat.lines]
-        assert len(records) == 3
-        states = [{n["address"]: n for n in r["nodes"]}[hung.http_address] for r in records]
-        assert any(s["state"] == "down" and NOT_ANSWERING in s["error"] for s in states), states
+        assert_stat_saw_down(stat, hung, samples=3)
         await asyncio.gather(
             tail.wait_for(before + during), tail_o.wait_for(before_o + stream + fresh_o)
         )
@@ -164,23 +131,11 @@ async def test_through_a_stopped_lookupd(spread: Cluster) -> None:
     streaming: asyncio.Task[Run] | None = None
     try:
         await asyncio.gather(tail.wait_for(before), tail_o.wait_for(before))
-        async with dash.app.run_test(size=(200, 50)) as pilot:
-            await dash.until(pilot, lambda: len(dash.node_rows()) == 2, "both nsqds")
+        async with dash.showing_both_nsqds() as pilot:
             during, stream = bodies("b", 20), keyed("s", 40)
             # an ordered publisher that found its partitions before the lookupd hung (a new
             # one cannot: a shard key needs the partition count, which lookupd knows)
-            streaming = asyncio.create_task(
-                nsqctl(
-                    "pub",
-                    ordered,
-                    *lookupd,
-                    "--shard-field",
-                    "k",
-                    "--rate",
-                    "4",
-                    stdin=lines_in(stream),
-                )
-            )
+            streaming = asyncio.create_task(keyed_pub(ordered, lookupd, stream, rate=4))
             await tail_o.wait_for(stream[:4])
             # inside the stop until every check is done: each one happened while it hung
             async with stopped(hung):

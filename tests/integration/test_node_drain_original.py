@@ -19,9 +19,9 @@ import pytest
 
 from nsqctl.consumer import Consumer
 from nsqctl.message import Message
-from nsqctl.servers import build, cluster
 from nsqctl.servers.cluster import Cluster
 from tests.helpers.cli import assert_one_line_error, clean_env, run_cli
+from tests.helpers.clusters import running_cluster
 from tests.helpers.redesign import unique
 from tests.helpers.wait import wait_for
 
@@ -30,13 +30,7 @@ pytestmark = [pytest.mark.original, pytest.mark.timeout(180)]
 
 @pytest.fixture(scope="module")
 def two(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = cluster.start(
-        "original", tmp_path_factory.mktemp("drain"), nsqd=2, bin_dir=build.build("original")
-    )
-    try:
-        yield c
-    finally:
-        c.stop()
+    yield from running_cluster("original", tmp_path_factory.mktemp("drain"), nsqd=2)
 
 
 @pytest.fixture

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from nsqctl.producer import Producer
-from nsqctl.servers import build, cluster
 from nsqctl.servers.cluster import Cluster
 from tests.helpers.cli import clean_env, run_cli
+from tests.helpers.clusters import running_cluster
 from tests.helpers.failover import leader_of
 from tests.helpers.redesign import TopicSpec, create_topics, unique
 
@@ -27,13 +27,7 @@ pytestmark = [pytest.mark.redesign, pytest.mark.timeout(300)]
 
 @pytest.fixture(scope="module")
 def three(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = cluster.start(
-        "redesign", tmp_path_factory.mktemp("drain"), nsqd=3, bin_dir=build.build("redesign")
-    )
-    try:
-        yield c
-    finally:
-        c.stop()
+    yield from running_cluster("redesign", tmp_path_factory.mktemp("drain"), nsqd=3)
 
 
 def _node(c: Cluster, args: list[str], env: dict[str, str]) -> tuple[int, str, str]:

@@ -11,20 +11,12 @@ from nsqctl.health import RuleSet, Threshold, evaluate, judge, parse_rule
 from nsqctl.health.evaluate import isr_focus
 from nsqctl.health.findings import overall
 from nsqctl.stats.model import ClusterSnapshot, LookupdStatus, NodeStats
-from nsqctl.stats.offline import snapshot_from_files
 from nsqctl.stats.series import KeyedSeries
 from nsqctl.stats.view import ClusterView, build_view
+from tests.helpers.stats import RECORDED_A, RECORDED_B
+from tests.helpers.stats import recorded_original as original
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "stats"
-A, B = "127.0.0.1:4151", "127.0.0.1:4251"
-
-
-def original(k: int, taken_at: float) -> ClusterSnapshot:
-    """Recorded poll ``k`` (0 or 1) of two original nsqds."""
-    return snapshot_from_files(
-        {A: DATA / f"original_nsqd_a_t{k}.json", B: DATA / f"original_nsqd_b_t{k}.json"},
-        taken_at=taken_at,
-    )
+A, B = RECORDED_A, RECORDED_B
 
 
 def polls(*ks: int) -> list[ClusterView]:

@@ -26,6 +26,7 @@ from nsqctl.stats.model import (
     TopicPartitionStats,
 )
 from nsqctl.stats.view import build_view
+from tests.helpers.stats import channel_stats, topic_stats
 
 A, B, C = "127.0.0.1:4151", "127.0.0.1:4251", "127.0.0.1:4351"
 
@@ -33,40 +34,7 @@ A, B, C = "127.0.0.1:4151", "127.0.0.1:4251", "127.0.0.1:4351"
 def _channel(
     name: str, depth: int, clients: int, in_flight: int = 0, deferred: int = 0
 ) -> ChannelStats:
-    return ChannelStats(
-        name=name,
-        depth=depth,
-        backend_depth=0,
-        in_flight_count=in_flight,
-        deferred_count=deferred,
-        message_count=0,
-        requeue_count=0,
-        timeout_count=0,
-        client_count=clients,
-        paused=False,
-    )
-
-
-def _topic(
-    node: str,
-    name: str,
-    *channels: ChannelStats,
-    depth: int = 0,
-    partition: int | None = None,
-    leader: bool = True,
-) -> TopicPartitionStats:
-    return TopicPartitionStats(
-        topic=name,
-        partition=partition,
-        node=node,
-        depth=depth,
-        backend_depth=0,
-        message_count=0,
-        paused=False,
-        is_leader=leader,
-        depth_is_bytes=partition is not None,
-        channels=channels,
-    )
+    return channel_stats(name, depth, in_flight=in_flight, deferred=deferred, client_count=clients)
 
 
 def _node(address: str, *topics: TopicPartitionStats, redesign: bool = False) -> NodeStats:
@@ -119,11 +87,11 @@ def test_original_load_counts_every_message_once_and_names_what_nothing_drains()
         (
             _node(
                 A,
-                _topic(A, "orders", _channel("c", 5, 1, in_flight=3, deferred=2), depth=4),
-                _topic(A, "orders2", _channel("archive", 120, 0)),
-                _topic(A, "raw", depth=9),
+                topic_stats(A, "orders", _channel("c", 5, 1, in_flight=3, deferred=2), depth=4),
+                topic_stats(A, "orders2", _channel("archive", 120, 0)),
+                topic_stats(A, "raw", depth=9),
             ),
-            _node(B, _topic(B, "orders", _channel("c", 50, 1))),
+            _node(B, topic_stats(B, "orders", _channel("c", 50, 1))),
         ),
     )
     load = node_load(build_view(snap), A)
@@ -140,11 +108,11 @@ def test_redesign_load_is_what_the_node_leads_and_what_depends_on_it() -> None:
     snap = ClusterSnapshot(
         0.0,
         (
-            _node(A, _topic(A, "t", _channel("c", 7, 1), partition=0), redesign=True),
+            _node(A, topic_stats(A, "t", _channel("c", 7, 1), partition=0), redesign=True),
             _node(
                 B,
-                _topic(B, "t", _channel("c", 7, 1), partition=0, leader=False),
-                _topic(B, "u", _channel("c", 4, 1), partition=0),
+                topic_stats(B, "t", _channel("c", 7, 1), partition=0, leader=False),
+                topic_stats(B, "u", _channel("c", 4, 1), partition=0),
                 redesign=True,
             ),
         ),
@@ -162,7 +130,7 @@ def test_redesign_load_is_what_the_node_leads_and_what_depends_on_it() -> None:
 
 def _leads(isr: tuple[str, ...], others: tuple[TopicPartitionStats, ...] = ()) -> ClusterSnapshot:
     nodes = {n: _node(n, redesign=True) for n in (A, B, C)}
-    nodes[A] = _node(A, _topic(A, "t", partition=0), redesign=True)
+    nodes[A] = _node(A, topic_stats(A, "t", partition=0), redesign=True)
     for t in others:
         nodes[t.node] = _node(t.node, *nodes[t.node].topics, t, redesign=True)
     coord = (CoordInfo("t", 0, A, isr=isr),)
@@ -180,7 +148,7 @@ def test_leadership_goes_to_the_least_loaded_in_sync_copy() -> None:
 def test_a_single_copy_moves_to_a_free_nsqd_or_is_reported() -> None:
     moves, blocked = plan_leader_moves(build_view(_leads((A,))), A, {})
     assert moves == [LeaderMove("t", 0, A, B)] and blocked == []
-    taken = (_topic(B, "t", partition=1), _topic(C, "t", partition=2))
+    taken = (topic_stats(B, "t", partition=1), topic_stats(C, "t", partition=2))
     moves, blocked = plan_leader_moves(build_view(_leads((A,), taken)), A, {})
     assert moves == [] and blocked and blocked[0].startswith("t partition 0: no other nsqd")
 

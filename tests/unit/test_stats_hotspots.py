@@ -18,11 +18,12 @@ from nsqctl.stats.model import (
     ClientStats,
     ClusterSnapshot,
     NodeStats,
-    TopicPartitionStats,
 )
 from nsqctl.stats.nodes import NO_DRAIN, node_summaries
 from nsqctl.stats.series import KeyedSeries
 from nsqctl.stats.view import build_view
+from tests.helpers.stats import channel_stats as channel
+from tests.helpers.stats import topic_stats
 
 A, B = "127.0.0.1:4151", "127.0.0.1:4251"
 
@@ -43,44 +44,9 @@ def client(addr: str, rdy: int, in_flight: int, requeued: int = 0, timeouts: int
     )
 
 
-def channel(
-    name: str,
-    depth: int = 0,
-    *,
-    in_flight: int = 0,
-    deferred: int = 0,
-    requeued: int = 0,
-    timeouts: int = 0,
-    clients: tuple[ClientStats, ...] = (),
-):
-    return ChannelStats(
-        name=name,
-        depth=depth,
-        backend_depth=0,
-        in_flight_count=in_flight,
-        deferred_count=deferred,
-        message_count=0,
-        requeue_count=requeued,
-        timeout_count=timeouts,
-        client_count=len(clients),
-        paused=False,
-        clients=clients,
-    )
-
-
 def snapshot(at: float, channels: list[ChannelStats], *, topic: str = "orders") -> ClusterSnapshot:
     """One original-family nsqd holding ``topic`` with ``channels``, polled at ``at``."""
-    tp = TopicPartitionStats(
-        topic=topic,
-        partition=None,
-        node=A,
-        depth=0,
-        backend_depth=0,
-        message_count=0,
-        paused=False,
-        is_leader=True,
-        channels=tuple(channels),
-    )
+    tp = topic_stats(A, topic, *channels)
     node = NodeStats(address=A, fetched_at=at, state="up", topics=(tp,))
     return ClusterSnapshot(taken_at=at, nodes=(node,))
 
@@ -151,18 +117,7 @@ def test_poison_a_few_messages_requeued_over_and_over() -> None:
 
 
 def test_redesign_held_is_the_channel_depth() -> None:
-    tp = TopicPartitionStats(
-        topic="orders",
-        partition=0,
-        node=A,
-        depth=4096,
-        backend_depth=0,
-        message_count=0,
-        paused=False,
-        is_leader=True,
-        depth_is_bytes=True,
-        channels=(channel("c", 7, in_flight=3, deferred=1),),
-    )
+    tp = topic_stats(A, "orders", channel("c", 7, in_flight=3, deferred=1), depth=4096, partition=0)
     view = build_view(
         ClusterSnapshot(
             taken_at=1.0,
@@ -221,42 +176,16 @@ def test_unknown_sort_key_is_refused() -> None:
 
 
 def test_node_summary_totals_leaders_only_and_drain_state() -> None:
-    led = TopicPartitionStats(
-        topic="orders",
+    led = topic_stats(
+        A,
+        "orders",
+        channel("c", 7, in_flight=3, deferred=1),
+        channel("d", 2),
+        depth=1 << 20,
         partition=0,
-        node=A,
-        depth=1 << 20,
-        backend_depth=0,
-        message_count=0,
-        paused=False,
-        is_leader=True,
-        depth_is_bytes=True,
-        channels=(channel("c", 7, in_flight=3, deferred=1), channel("d", 2)),
     )
-    other = TopicPartitionStats(
-        topic="events",
-        partition=1,
-        node=A,
-        depth=1 << 20,
-        backend_depth=0,
-        message_count=0,
-        paused=False,
-        is_leader=True,
-        depth_is_bytes=True,
-        channels=(channel("c", 1),),
-    )
-    replica = TopicPartitionStats(
-        topic="orders",
-        partition=1,
-        node=A,
-        depth=1 << 20,
-        backend_depth=0,
-        message_count=0,
-        paused=False,
-        is_leader=False,
-        depth_is_bytes=True,
-        channels=(channel("c", 900),),
-    )
+    other = topic_stats(A, "events", channel("c", 1), depth=1 << 20, partition=1)
+    replica = topic_stats(A, "orders", channel("c", 900), depth=1 << 20, partition=1, leader=False)
     nodes = (
         NodeStats(
             address=A, fetched_at=1.0, state="up", is_redesign=True, topics=(led, other, replica)

@@ -9,14 +9,13 @@ from __future__ import annotations
 import asyncio
 import gc
 from dataclasses import replace
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
 from nsqctl.stats.gcpause import freeze_after_bursts, gc_paused
 from nsqctl.stats.model import ClusterSnapshot, CoordInfo, NodeStats
-from nsqctl.stats.offline import load_json, snapshot_from_files
+from nsqctl.stats.offline import load_json
 from nsqctl.stats.parse import (
     LazyClients,
     StatsProtocolError,
@@ -31,16 +30,11 @@ from nsqctl.stats.recording import RecordedPoller, Recording, play_back
 from nsqctl.stats.rules import delta, is_growing, is_stalled, is_starved, rate
 from nsqctl.stats.series import KeyedSeries, sparkline
 from nsqctl.stats.view import build_view
+from tests.helpers.stats import RECORDED_A, RECORDED_B, STATS_DATA
+from tests.helpers.stats import recorded_original as original
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "stats"
-A, B = "127.0.0.1:4151", "127.0.0.1:4251"
-
-
-def original(k: int, taken_at: float) -> ClusterSnapshot:
-    return snapshot_from_files(
-        {A: DATA / f"original_nsqd_a_t{k}.json", B: DATA / f"original_nsqd_b_t{k}.json"},
-        taken_at=taken_at,
-    )
+DATA = STATS_DATA
+A, B = RECORDED_A, RECORDED_B
 
 
 MANIFEST = load_json(DATA / "redesign_manifest.json")
