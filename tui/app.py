@@ -10,6 +10,7 @@ from typing import ClassVar
 
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.worker import Worker, WorkerError
 
 from nsqctl.errors import NsqctlError
 from nsqctl.stats.gcpause import freeze_after_bursts
@@ -47,6 +48,7 @@ class DashApp(App[None]):
         self.source = source
         self.interval = interval
         self.drain_states = drain_states
+        self._poller: Worker[None] | None = None
         self.view: ClusterView | None = None
         self.polls = 0
         self.focus_topics: tuple[str, ...] = ()
@@ -58,10 +60,16 @@ class DashApp(App[None]):
         # key handling (bench/README.md, Dashboard).
         freeze_after_bursts()
         self.push_screen(MainScreen(self.tracker))
-        self.run_worker(self._poll_loop(), name="poll", exclusive=True)
+        self._poller = self.run_worker(self._poll_loop(), name="poll", exclusive=True)
 
     async def on_unmount(self) -> None:
         freeze_after_bursts(0)
+        # Stop the poll before closing what it reads: a poll still in flight would send on
+        # a closed HTTP client and end the app with an error instead of quietly.
+        if self._poller is not None:
+            self._poller.cancel()
+            with contextlib.suppress(WorkerError):
+                await self._poller.wait()
         await self.source.aclose()
 
     async def _poll_loop(self) -> None:

@@ -45,6 +45,8 @@ class Youzan:
     moves: list[tuple[int, int]] = field(default_factory=list)  # (from, to) accepted
     previous: int | None = None  # the leader before the last election
     stale_reads: int = 0  # plain lookups that still list ``previous``
+    settling: int = 0  # moves refused first as youzan does while an ISR change settles
+    refusal: str = "ErrType:4 ErrCode:10 : leaving isr need wait."  # CoordElectionTmpErr
 
     def move(self, request: httpx.Request) -> httpx.Response:
         params = request.url.params
@@ -52,6 +54,11 @@ class Youzan:
         dst = int(params["move_to"].rsplit(":", 1)[1])
         if src != self.leader:
             return httpx.Response(400, json={"message": "move from not the topic leader"})
+        if self.settling > 0:  # ErrLeavingISRWait: CoordElectionTmpErr (4), RpcErrLeavingISRWait
+            self.settling -= 1
+            return httpx.Response(
+                400, json={"message": "ErrType:4 ErrCode:10 : leaving isr need wait."}
+            )
         self.moves.append((src, dst))
         if self.elect:  # chooseNewLeaderByLeastLoadFactor over the ISR but the leader
             new = min((n for n in self.isr if n != self.leader), key=self.loads.__getitem__)
@@ -145,6 +152,27 @@ async def test_target_youzan_elects_is_one_move() -> None:
     assert report.ok, report.results
     assert fake.moves == [(1, 2)] and fake.leader == 2
     assert report.notes[-1].startswith(f"partition 0: leader {http(2)}")
+
+
+async def test_a_temporary_refusal_is_sent_again_until_it_settles() -> None:
+    """youzan refuses a move while an earlier ISR change settles ("leaving isr need wait",
+    a temporary coordinator error): nothing happened, so the move is sent again."""
+    fake = Youzan(loads={1: 0.9, 2: 0.8, 3: 0.85}, settling=2)
+    said: list[str] = []
+    report = await admin.move_partition(
+        [LOOKUPD], "t", 0, http(2), wait=10.0, transport=fake.transport(), progress=said.append
+    )
+    assert report.ok, report.results
+    assert fake.settling == 0 and fake.moves == [(1, 2)] and fake.leader == 2
+    assert sum("leaving isr need wait" in line for line in said) == 1, said
+
+
+async def test_a_refusal_that_is_not_temporary_is_sent_once() -> None:
+    fake = Youzan(loads={1: 0.9, 2: 0.8, 3: 0.85}, settling=2)
+    fake.refusal = "ErrType:5 ErrCode:0 : invalid coordinator state"  # CoordClusterErr
+    report = await _move(fake, to=2)
+    assert not report.ok and fake.settling == 1 and fake.moves == []
+    assert "invalid coordinator state" in report.results[0].error
 
 
 async def test_another_elected_copy_hands_leadership_on_to_the_target() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -32,6 +33,10 @@ Progress = Callable[[str], None]
 Check = Callable[[TopicState], bool]
 POLL = 0.25
 _UNSTABLE = "cluster is unstable"
+# youzan's coordinator errors of a temporary kind (CoordElectionTmpErr, CoordLocalTmpErr,
+# CoordTmpErr: its own IsRetryable), e.g. "ErrType:4 ... leaving isr need wait." while an
+# earlier ISR change settles: the request did nothing and is worth sending again.
+_TEMPORARY = re.compile(r"\bErrType:(4|8|9)\b")
 
 
 @dataclass
@@ -51,13 +56,18 @@ class _Run:
 
     async def send(self, req: AdminRequest) -> NodeResult:
         """Send ``req``; while nsqlookupd calls the cluster unstable, ask it to check the
-        cluster (a meta update that changes nothing) and send again until the deadline."""
+        cluster (a meta update that changes nothing) and send again until the deadline; a
+        temporary coordinator refusal is sent again until the deadline too."""
         nudge = leader_request(req.node.address, "/topic/meta/update", topic=self.plan.topic)
         started = time.monotonic()
         next_nudge = started
+        said_temporary = False
         while True:
             result, _ = await send_request(self.client, req)
-            if result.outcome == "ok" or _UNSTABLE not in result.error:
+            if result.outcome == "ok":
+                return result
+            temporary = _TEMPORARY.search(result.error) is not None
+            if not temporary and _UNSTABLE not in result.error:
                 return result
             now = time.monotonic()
             if now > self.deadline:
@@ -66,7 +76,11 @@ class _Run:
                     "repair; check `nsqctl dash`, then retry)"
                 )
                 return result
-            if now >= next_nudge:
+            if temporary:
+                if not said_temporary:
+                    said_temporary = True
+                    self.say(f"nsqlookupd: {result.error}; sending again until it settles")
+            elif now >= next_nudge:
                 await send_request(self.client, nudge)
                 next_nudge = now + NUDGE_INTERVAL
                 if now - started > 1:
