@@ -54,11 +54,9 @@ class Youzan:
         dst = int(params["move_to"].rsplit(":", 1)[1])
         if src != self.leader:
             return httpx.Response(400, json={"message": "move from not the topic leader"})
-        if self.settling > 0:  # ErrLeavingISRWait: CoordElectionTmpErr (4), RpcErrLeavingISRWait
+        if self.settling > 0:
             self.settling -= 1
-            return httpx.Response(
-                400, json={"message": "ErrType:4 ErrCode:10 : leaving isr need wait."}
-            )
+            return httpx.Response(400, json={"message": self.refusal})
         self.moves.append((src, dst))
         if self.elect:  # chooseNewLeaderByLeastLoadFactor over the ISR but the leader
             new = min((n for n in self.isr if n != self.leader), key=self.loads.__getitem__)
