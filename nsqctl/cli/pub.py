@@ -311,7 +311,10 @@ async def _publish(
     async def send_one(chunk: Batch) -> None:
         await pacer.wait(len(chunk))
         await send(chunk, window)
-        if len(window.tasks) >= WINDOW:
+        # Until the window has room again, not until any one batch settles: a keyed chunk
+        # launches a batch per route, and while one route stalls (a leader move) the
+        # others' OKs would let its batches pile up without bound, and input with them.
+        while len(window.tasks) >= WINDOW:
             await window.settle(False)
 
     _stop_on_sigint(result)
