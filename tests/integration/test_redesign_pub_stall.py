@@ -31,9 +31,8 @@ from nsqctl.cli.pub_input import Batch
 from nsqctl.connection import ConnectionConfig
 from nsqctl.failover import FailoverEvent
 from nsqctl.producer import Producer
-from nsqctl.servers import process
+from nsqctl.servers import cluster, process
 from nsqctl.servers.cluster import Cluster
-from tests.conftest import StartCluster
 from tests.helpers.cli import NSQCTL, clean_env
 from tests.helpers.failover import leader_of, lookup_partitions
 from tests.helpers.redesign import (
@@ -61,14 +60,25 @@ MOVED_RATE = 2000  # lines/s of the publish the leaders move under
 MOVED_LINES = 16_000  # long enough for two moves (each a few seconds)
 
 
+@pytest.fixture(scope="module")
+def cluster3(redesign_bins: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """3 nsqd for both tests: partitions on separate nodes, and replicas to move to (a
+    stalled node is always resumed, so one cluster serves both)."""
+    c = cluster.start(
+        "redesign", tmp_path_factory.mktemp("pubstall"), nsqd=3, bin_dir=redesign_bins
+    )
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
 def _line(i: int) -> bytes:
     return b'{"k":"k%02d","seq":%d}' % (i % KEYS, i // KEYS)
 
 
-def test_keyed_pub_stops_reading_while_a_partition_leader_stalls(
-    start_cluster: StartCluster, tmp_path: Path
-) -> None:
-    c = start_cluster("redesign", nsqd=3)
+def test_keyed_pub_stops_reading_while_a_partition_leader_stalls(cluster3: Cluster) -> None:
+    c = cluster3
     topic = unique("stall")
     asyncio.run(create_topics(c.lookupd_http, {topic: TopicSpec(partitions=2, replicas=1)}))
     leaders = lookup_partitions(c.lookupd_http[0], topic)
@@ -158,11 +168,11 @@ def _move(c: Cluster, topic: str, partition: int) -> None:
 
 
 def test_keyed_pub_through_leader_moves_publishes_every_line_in_key_order(
-    start_cluster: StartCluster, tmp_path: Path
+    cluster3: Cluster, tmp_path: Path
 ) -> None:
     """The soak's case: ``pub --shard-field`` at a steady rate while partition leaders
     move; it must end by itself, every line OK'd and stored in per-key order."""
-    c = start_cluster("redesign", nsqd=3)
+    c = cluster3
     topic = unique("moves")
     spec = TopicSpec(partitions=2, replicas=3, ordered=True)
     asyncio.run(create_topics(c.lookupd_http, {topic: spec}))
