@@ -199,7 +199,7 @@ def pub(
         on_failover=lambda event: progress.note(_failover_line(event)),
     )
     try:
-        asyncio.run(_publish(producer, plan, source, progress, result))
+        asyncio.run(publish_stream(producer, plan, source, progress, result))
     except (KeyboardInterrupt, asyncio.CancelledError):
         if not result.interrupted:
             raise  # before publishing started: nothing to report
@@ -296,13 +296,15 @@ class _Window:
         return unconfirmed
 
 
-async def _publish(
+async def publish_stream(
     producer: Producer,
     plan: PubPlan,
     source: Iterator[Batch],
     progress: LazyProgress,
     result: PubResult,
 ) -> None:
+    """Publish ``source`` as ``plan`` says, counting into ``result``: what ``pub`` runs
+    once its flags are checked (public so that tests can feed a generator and watch)."""
     window = _Window(result)
     pacer = Pacer(plan.rate)
     send = _sender(producer, plan, result)
@@ -311,7 +313,10 @@ async def _publish(
     async def send_one(chunk: Batch) -> None:
         await pacer.wait(len(chunk))
         await send(chunk, window)
-        if len(window.tasks) >= WINDOW:
+        # Until the window has room again, not until any one batch settles: a keyed chunk
+        # launches a batch per route, and while one route stalls (a leader move) the
+        # others' OKs would let its batches pile up without bound, and input with them.
+        while len(window.tasks) >= WINDOW:
             await window.settle(False)
 
     _stop_on_sigint(result)

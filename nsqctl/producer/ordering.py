@@ -18,43 +18,69 @@ small state machine plus an asyncio wait, testable without sockets.
 from __future__ import annotations
 
 import asyncio
+import heapq
 from collections.abc import Callable
 
 
-class _Changes:
-    """Waiting for a condition on a small state machine: one event, set and replaced on
-    every change, that each waiter re-checks its condition after."""
+class _Wakeups:
+    """The tasks waiting for their ticket's turn, one future per ticket, so a change wakes
+    only the tickets it made ready.
 
-    _changed: asyncio.Event | None = None
+    Waking every waiter on every change (one shared event) cost a pass over all waiters
+    per settled ticket, each re-checking its condition: quadratic in the waiters per
+    change. A route that stalled for a leader move gathered a thousand waiting batches,
+    and then draining them took longer than new ones arrived: the publish spun at full CPU
+    and never caught up.
+    """
 
-    async def _until(self, ready: Callable[[], bool]) -> bool:
-        """Wait until ``ready()``; True when it had to wait."""
+    def __init__(self) -> None:
+        self._futures: dict[int, asyncio.Future[None]] = {}
+
+    async def until(self, ticket: int, ready: Callable[[], bool]) -> bool:
+        """Wait until ``ready()``, re-checked whenever ``ticket`` is woken; True when it
+        had to wait."""
         waited = False
         while not ready():
             waited = True
-            if self._changed is None:
-                self._changed = asyncio.Event()
-            await self._changed.wait()
+            fut = self._futures.get(ticket)
+            if fut is None:
+                fut = asyncio.get_running_loop().create_future()
+                self._futures[ticket] = fut
+            try:
+                await fut
+            finally:
+                if self._futures.get(ticket) is fut:
+                    del self._futures[ticket]
         return waited
 
-    def _wake(self) -> None:
-        if self._changed is not None:
-            self._changed.set()
-            self._changed = None
+    def wake(self, ticket: int) -> None:
+        fut = self._futures.pop(ticket, None)
+        if fut is not None and not fut.done():
+            fut.set_result(None)
 
 
-class RouteOrder(_Changes):
+class RouteOrder:
     """The tickets of one route that are not settled, sent one at a time in ticket order."""
 
     def __init__(self) -> None:
         self._pending: set[int] = set()
+        self._heap: list[int] = []  # the pending tickets, and settled ones not yet popped
         self._highest = -1  # the highest ticket registered
         self._recover_through = -1  # tickets <= this were in flight at the last failure
+        self._wakeups = _Wakeups()
+
+    def _head(self) -> int | None:
+        """The oldest unsettled ticket (settled ones leave the heap lazily, when on top)."""
+        heap = self._heap
+        while heap and heap[0] not in self._pending:
+            heapq.heappop(heap)
+        return heap[0] if heap else None
 
     @property
     def recovering(self) -> bool:
         """True while a ticket issued before the last failure is still unsettled."""
-        return bool(self._pending) and min(self._pending) <= self._recover_through
+        head = self._head()
+        return head is not None and head <= self._recover_through
 
     @property
     def idle(self) -> bool:
@@ -62,37 +88,45 @@ class RouteOrder(_Changes):
 
     def describe(self) -> str:
         """For debug logs: the oldest unsettled tickets and the recovery bound."""
-        head = ",".join(str(t) for t in sorted(self._pending)[:4])
+        head = ",".join(str(t) for t in heapq.nsmallest(4, self._pending))
         more = f" (+{len(self._pending) - 4})" if len(self._pending) > 4 else ""
         state = f"recovering through {self._recover_through}" if self.recovering else "healthy"
         return f"pending {head or '-'}{more}, {state}"
 
     def register(self, ticket: int) -> None:
+        if ticket in self._pending:
+            return
         self._pending.add(ticket)
+        heapq.heappush(self._heap, ticket)
         self._highest = max(self._highest, ticket)
 
     def may_send(self, ticket: int) -> bool:
         """Only the oldest unsettled ticket of the route goes out (stop-and-wait)."""
-        return not self._pending or ticket == min(self._pending)
+        head = self._head()
+        return head is None or ticket == head
 
     def failed(self, ticket: int) -> None:
         """A send of ``ticket`` failed: the route recovers until everything registered so far
-        is settled (stated in debug logs while later tickets wait)."""
+        is settled (stated in debug logs while later tickets wait). Nobody's turn changes."""
         self._recover_through = max(self._recover_through, self._highest)
-        self._wake()
 
     def settle(self, ticket: int) -> None:
-        """``ticket`` got OK, gave up for good, or was cancelled."""
+        """``ticket`` got OK, gave up for good, or was cancelled: the next oldest ticket,
+        and only it, may go."""
+        if ticket not in self._pending:
+            return
         self._pending.discard(ticket)
-        self._wake()
+        head = self._head()
+        if head is not None:
+            self._wakeups.wake(head)
 
     async def turn(self, ticket: int) -> bool:
         """Wait until ``ticket`` may be sent; True when it had to wait (then the target it
         chose before waiting may be a dead leader: choose again)."""
-        return await self._until(lambda: self.may_send(ticket))
+        return await self._wakeups.until(ticket, lambda: self.may_send(ticket))
 
 
-class TicketLine(_Changes):
+class TicketLine:
     """Hands out one topic's tickets and lets them register on their routes in that order.
 
     A keyed publish learns its route (the partition) only after a topology lookup, an
@@ -105,6 +139,7 @@ class TicketLine(_Changes):
         self._issued = 0
         self._next = 0  # the oldest ticket that has not passed the line
         self._passed: set[int] = set()
+        self._wakeups = _Wakeups()
 
     def take(self) -> int:
         ticket = self._issued
@@ -113,14 +148,18 @@ class TicketLine(_Changes):
 
     async def turn(self, ticket: int) -> None:
         """Wait until every earlier ticket has passed."""
-        await self._until(lambda: self._next >= ticket)
+        await self._wakeups.until(ticket, lambda: self._next >= ticket)
 
     def passed(self, ticket: int) -> None:
         """``ticket`` registered on its route, or left without one (an error)."""
         if ticket < self._next or ticket in self._passed:
             return
         self._passed.add(ticket)
+        before = self._next
         while self._next in self._passed:
             self._passed.discard(self._next)
             self._next += 1
-        self._wake()
+        # Tickets up to ``before`` never waited; those after it up to the new ``_next``
+        # are ready now (all but the last have passed, so only it can still be waiting).
+        for ready in range(before + 1, self._next + 1):
+            self._wakeups.wake(ready)

@@ -177,7 +177,7 @@ class RetryLoop:
         self, call: PublishCall, order: RouteOrder, topo: Topology, target: Target
     ) -> Target:
         """Wait until the call may send on its route; the target to send to then."""
-        if order.recovering:
+        if order.recovering and log.isEnabledFor(logging.DEBUG):  # describe() scans every ticket
             log.debug(
                 "%s ticket %d for route %s waits: %s",
                 call.topic,

@@ -1,0 +1,224 @@
+"""Keyed ``pub`` while one partition's leader stalls, on real youzan servers.
+
+A keyed chunk of input becomes one batch per route. Batches of one route go stop-and-wait,
+so while a partition has no answering leader its batches wait. ``pub`` must then stop
+reading input once its window of batches in flight is full: the other partition's OKs
+used to make room again and again, so the stalled route's batches, and the input read for
+them, grew without bound (the soak saw RSS grow with the backlog, and the piled-up route
+then drained slower than input came).
+
+The stall is a SIGSTOP of partition 0's leader (its socket stays open and answers
+nothing). The generator that feeds ``pub`` notes at every read how many lines ``pub``
+holds unconfirmed; the leader is resumed when the stalled publish times out and reports
+its wait, or, without a bound, once ``pub`` has read far past it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import subprocess
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from nsqctl.cli.progress import LazyProgress
+from nsqctl.cli.pub import WINDOW, PubPlan, PubResult, publish_stream
+from nsqctl.cli.pub_input import Batch
+from nsqctl.connection import ConnectionConfig
+from nsqctl.failover import FailoverEvent
+from nsqctl.producer import Producer
+from nsqctl.servers import cluster, process
+from nsqctl.servers.cluster import Cluster
+from tests.helpers.cli import NSQCTL, clean_env
+from tests.helpers.failover import leader_of, lookup_partitions
+from tests.helpers.redesign import (
+    TopicSpec,
+    by_partition,
+    create_topics,
+    eventually,
+    message_counts,
+    read_messages,
+    unique,
+)
+
+pytestmark = [pytest.mark.redesign, pytest.mark.timeout(180)]
+
+BATCH = 200
+KEYS = 16
+#: Lines pub may hold read but not OK'd with a bounded window: WINDOW batches plus the
+#: chunk that overfills it, the reader's queue (2), the batch the reader thread holds
+#: while it waits to hand it over, and one to spare.
+BOUND = (WINDOW + 1 + 2 + 1 + 1) * BATCH
+#: How far past the bound an unbounded pub reads before the leader is resumed anyway.
+BEYOND = 10 * BOUND
+BEFORE_STALL = 5  # batches published with both leaders up
+MOVED_RATE = 2000  # lines/s of the publish the leaders move under
+MOVED_LINES = 16_000  # long enough for two moves (each a few seconds)
+
+
+@pytest.fixture(scope="module")
+def cluster3(redesign_bins: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """3 nsqd for both tests: partitions on separate nodes, and replicas to move to (a
+    stalled node is always resumed, so one cluster serves both)."""
+    c = cluster.start(
+        "redesign", tmp_path_factory.mktemp("pubstall"), nsqd=3, bin_dir=redesign_bins
+    )
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+def _line(i: int) -> bytes:
+    return b'{"k":"k%02d","seq":%d}' % (i % KEYS, i // KEYS)
+
+
+def test_keyed_pub_stops_reading_while_a_partition_leader_stalls(cluster3: Cluster) -> None:
+    c = cluster3
+    topic = unique("stall")
+    asyncio.run(create_topics(c.lookupd_http, {topic: TopicSpec(partitions=2, replicas=1)}))
+    leaders = lookup_partitions(c.lookupd_http[0], topic)
+    assert len(set(leaders.values())) == 2, leaders  # one stalled node leaves a route up
+    stalled = leader_of(c, topic, 0)
+    result = PubResult()
+    unconfirmed: list[int] = []  # lines read but not OK'd, at each read after the stall
+    total = (BEFORE_STALL * BATCH) + BOUND + BEYOND
+
+    def stored() -> int:
+        return sum(message_counts(c, topic).values())
+
+    def source() -> Iterator[Batch]:
+        for n in itertools.count():
+            start = n * BATCH
+            if n == BEFORE_STALL:
+                # Stored first: only publishes begun after the topic took one ride out a
+                # lost leader (the earlier ones would give up as on a typo).
+                eventually(
+                    lambda: stored() == BEFORE_STALL * BATCH, 30, "lines before the stall stored"
+                )
+                process.pause(stalled)
+            if n >= BEFORE_STALL:
+                unconfirmed.append(start - result.published)
+            if start >= total:
+                process.resume(stalled)  # read far past the bound: no bound
+                return
+            lines = [_line(i) for i in range(start, start + BATCH)]
+            yield Batch(lines, start + 1, None, 0, False)
+
+    def on_failover(event: FailoverEvent) -> None:
+        if event.kind == "waiting":  # the stalled publish timed out: the window is full
+            process.resume(stalled)
+
+    producer = Producer(
+        lookupd_http=c.lookupd_http,
+        config=ConnectionConfig(request_timeout=2.0, connect_timeout=1.0),
+        on_failover=on_failover,
+    )
+    plan = PubPlan(topic, BATCH, shard_field="k")
+    try:
+        asyncio.run(
+            publish_stream(producer, plan, source(), LazyProgress("", None, enabled=False), result)
+        )
+    finally:
+        process.resume(stalled)
+    assert result.error is None, result.error
+    assert result.published == total
+    assert max(unconfirmed) <= BOUND, (max(unconfirmed), BOUND)
+    # A batch the stalled nsqd took before its reply timed out is stored again by the retry.
+    assert total <= stored() <= total + BOUND, (stored(), total)
+
+
+def _led_elsewhere(c: Cluster, topic: str, partition: int, old: int) -> bool:
+    return lookup_partitions(c.lookupd_http[0], topic).get(partition, old) != old
+
+
+def _move(c: Cluster, topic: str, partition: int) -> None:
+    """``nsqctl topic move`` of the partition's leader away; done once ``/lookup`` names
+    another leader or the command ends (youzan elects the copy with the least load
+    factor, whatever ``--to`` says; the command's wait for a full ISR is cut short)."""
+    old = leader_of(c, topic, partition).tcp_port
+    target = next(n for n in c.nsqds if n.tcp_port != old)
+    argv = ["topic", "move", topic, "--partition", str(partition), "--to", target.http_address]
+    mover = subprocess.Popen(
+        [NSQCTL, *argv, "--lookupd", c.lookupd_http[0], "--wait", "60", "--yes"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=clean_env(),
+    )
+    moved = False
+
+    def done() -> bool:
+        nonlocal moved
+        moved = moved or _led_elsewhere(c, topic, partition, old)
+        return moved or mover.poll() is not None
+
+    try:
+        eventually(done, 60, f"{topic}/{partition} led by another nsqd than {old}")
+    finally:
+        if mover.poll() is None:
+            mover.terminate()
+        _, err = mover.communicate(timeout=30)
+    # Leadership left the old nsqd, maybe to come back to it: youzan may elect it again
+    # (the command then says whom it elected in turn).
+    assert moved or b"elected" in err, err.decode()[-500:]
+
+
+def test_keyed_pub_through_leader_moves_publishes_every_line_in_key_order(
+    cluster3: Cluster, tmp_path: Path
+) -> None:
+    """The soak's case: ``pub --shard-field`` at a steady rate while partition leaders
+    move; it must end by itself, every line OK'd and stored in per-key order."""
+    c = cluster3
+    topic = unique("moves")
+    spec = TopicSpec(partitions=2, replicas=3, ordered=True)
+    asyncio.run(create_topics(c.lookupd_http, {topic: spec}))
+    lines = [_line(i) for i in range(MOVED_LINES)]
+    source = tmp_path / "lines.txt"
+    source.write_bytes(b"\n".join(lines) + b"\n")
+    argv = ["pub", topic, "--lookupd", c.lookupd_http[0], "--shard-field", "k"]
+    argv += ["--rate", str(MOVED_RATE), "--json"]
+    with source.open("rb") as stdin:
+        proc = subprocess.Popen(
+            [NSQCTL, *argv],
+            stdin=stdin,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=clean_env(),
+        )
+    try:
+        for partition in (0, 1):
+            goal = sum(message_counts(c, topic).values()) + MOVED_RATE
+            eventually(
+                lambda: sum(message_counts(c, topic).values()) > goal,  # noqa: B023
+                30,
+                "pub publishing between moves",
+            )
+            assert proc.poll() is None, "pub ended before the moves: raise MOVED_LINES"
+            _move(c, topic, partition)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err.decode()[-2000:]
+    assert json.loads(out)["published"] == len(lines)
+    total = sum(message_counts(c, topic).values())
+    got = asyncio.run(
+        read_messages(c.lookupd_http, topic, "c", total, timeout=60, ordered=True, max_in_flight=4)
+    )
+    seqs: dict[str, list[int]] = defaultdict(list)
+    seen: set[bytes] = set()
+    for part in by_partition(got).values():  # storage order
+        for msg in part:
+            if msg.body not in seen:  # a resent batch's second copy is a duplicate
+                seen.add(msg.body)
+                record = json.loads(msg.body)
+                seqs[record["k"]].append(record["seq"])
+    assert seen == set(lines)
+    per_key = MOVED_LINES // KEYS
+    for key, got_seqs in seqs.items():
+        assert got_seqs == list(range(per_key)), f"{key} out of order across the moves"
