@@ -165,6 +165,7 @@ class DrainProgress:
                 {"topic": u.topic, "channel": u.channel, "messages": u.messages}
                 for u in load.undrained
             ],
+            "left": self.left(),
             "done": self.done,
         }
 

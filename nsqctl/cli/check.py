@@ -2,9 +2,10 @@
 
 Exit 0 ok, 1 warning, 2 critical, 3 unknown (the cluster did not answer, a rule could not
 be judged, or the rules given were wrong); one line per finding that is not ok, or one
-``OK: ...`` line; ``--json`` for one JSON document. Rules come from the profile's
-``check`` list, then ``--rule``, then the shortcut flags (the last matching rule of a kind
-decides per subject); see :mod:`nsqctl.health.spec` for the syntax.
+``OK: ...`` line, the first carrying the performance data of the threshold rules after a
+``|`` (:mod:`nsqctl.health.perfdata`); ``--json`` for one JSON document. Rules come from
+the profile's ``check`` list, then ``--rule``, then the shortcut flags (the last matching
+rule of a kind decides per subject); see :mod:`nsqctl.health.spec` for the syntax.
 """
 
 from __future__ import annotations
@@ -41,14 +42,18 @@ RuleOption = typer.Option(
     ),
 )
 TopicGlobOption = typer.Option(
-    None, "--topic", "-t", metavar="GLOB", help="Scope of the --max-*/--orphan flags (repeatable)."
+    None,
+    "--topic",
+    "-t",
+    metavar="GLOB",
+    help="Scope of the --max-*/--orphan/--poison flags (repeatable).",
 )
 ChannelGlobOption = typer.Option(
     None,
     "--channel",
     "-c",
     metavar="GLOB",
-    help="Scope of the --max-*/--orphan flags (repeatable).",
+    help="Scope of the --max-*/--orphan/--poison flags (repeatable).",
 )
 MaxDepthOption = typer.Option(
     None, "--max-depth", metavar="[WARN,]CRIT", help="Messages waiting on a channel."
@@ -70,6 +75,15 @@ OrphanOption = typer.Option(
     "--orphan",
     metavar="LEVEL",
     help="Severity of a channel growing with no client: warn (default), crit or off.",
+)
+PoisonOption = typer.Option(
+    None,
+    "--poison",
+    metavar="LEVEL",
+    help=(
+        "Severity of a channel requeueing the few messages it holds over and over (more "
+        "than twice each between the first and last poll): warn, crit or off (the default)."
+    ),
 )
 NoDefaultsOption = typer.Option(
     False,
@@ -95,12 +109,15 @@ def rule_texts(
     max_requeue_rate: str | None = None,
     max_timeout_rate: str | None = None,
     orphan: str | None = None,
+    poison: str | None = None,
 ) -> list[str]:
     """The rule strings of the flags in precedence order: ``--rule``, then the shortcuts
     (``--max-depth 100`` over every ``--topic`` x ``--channel`` glob given)."""
-    shortcuts = (max_depth, max_time_to_drain, max_requeue_rate, max_timeout_rate, orphan)
+    shortcuts = (max_depth, max_time_to_drain, max_requeue_rate, max_timeout_rate, orphan, poison)
     if (topics or channels) and all(v is None for v in shortcuts):
-        raise ConfigError("--topic and --channel scope the --max-* and --orphan flags: give one")
+        raise ConfigError(
+            "--topic and --channel scope the --max-*, --orphan and --poison flags: give one"
+        )
     out = list(rules)
     for kind, flag, value in (
         ("max-depth", "--max-depth", max_depth),
@@ -111,10 +128,11 @@ def rule_texts(
         if value is not None:
             parse_threshold(value, flag)  # the flag's own name in the message
             out.extend(scoped(kind, value, topics, channels))
-    if orphan is not None:
-        if orphan not in ("warn", "crit", "off"):
-            raise ConfigError(f"bad --orphan {orphan!r}: give warn, crit or off")
-        out.extend(scoped("orphan", orphan, topics, channels))
+    for kind, level in (("orphan", orphan), ("poison", poison)):
+        if level is not None:
+            if level not in ("warn", "crit", "off"):
+                raise ConfigError(f"bad --{kind} {level!r}: give warn, crit or off")
+            out.extend(scoped(kind, level, topics, channels))
     return out
 
 
@@ -166,13 +184,20 @@ def check(
     max_requeue_rate: str | None = MaxRequeueOption,
     max_timeout_rate: str | None = MaxTimeoutOption,
     orphan: str | None = OrphanOption,
+    poison: str | None = PoisonOption,
     no_default_rules: bool = NoDefaultsOption,
     samples: int = SamplesOption,
     interval: float = IntervalOption,
     timeout: float = TimeoutOption,
     as_json: bool = typer.Option(False, "--json", help="One JSON document with every finding."),
 ) -> None:
-    """Alert on cluster health: exit 0 ok, 1 warning, 2 critical, 3 unknown."""
+    """Alert on cluster health: exit 0 ok, 1 warning, 2 critical, 3 unknown.
+
+    One line per finding that is not ok (or one OK line); the first line is Nagios's
+    status line, the performance data of the --max-* rules after its `|`: with
+    --max-depth 100,200, 'TOPIC/CHANNEL depth'=150;100;200;0 (also time_to_drain in s,
+    requeue_rate and timeout_rate; U when not measured).
+    """
     try:
         if samples < 1:
             raise ConfigError(f"bad --samples {samples}: must be >= 1")
@@ -189,6 +214,7 @@ def check(
             max_requeue_rate=max_requeue_rate,
             max_timeout_rate=max_timeout_rate,
             orphan=orphan,
+            poison=poison,
         )
         result = asyncio.run(
             check_cluster(

@@ -24,6 +24,7 @@ from nsqctl.cli.check import (
     MaxTimeoutOption,
     NoDefaultsOption,
     OrphanOption,
+    PoisonOption,
     RuleOption,
     TimeoutOption,
     TopicGlobOption,
@@ -123,6 +124,7 @@ def exporter(
     max_requeue_rate: str | None = MaxRequeueOption,
     max_timeout_rate: str | None = MaxTimeoutOption,
     orphan: str | None = OrphanOption,
+    poison: str | None = PoisonOption,
     no_default_rules: bool = NoDefaultsOption,
     timeout: float = TimeoutOption,
 ) -> None:
@@ -143,6 +145,7 @@ def exporter(
         max_requeue_rate=max_requeue_rate,
         max_timeout_rate=max_timeout_rate,
         orphan=orphan,
+        poison=poison,
     )
     asyncio.run(
         serve(

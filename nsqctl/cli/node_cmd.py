@@ -1,10 +1,11 @@
 """``nsqctl node drain|restore|list``: take an nsqd out of service safely, and back.
 
 Thin over :mod:`nsqctl.admin.drain`. ``drain`` shows its progress on stderr (one line kept
-up to date on a terminal, a line every few seconds otherwise) and exits 0 only when the
-node is safe to stop; 1 when ``--timeout`` passed first (naming what is left) or when
-``node restore`` undid it meanwhile. The drain state is kept in the state directory
-(``NSQCTL_STATE_DIR``), where ``restore``, ``list`` and the dashboard read it.
+up to date on a terminal, a line every few seconds otherwise), or with ``--json-progress``
+one JSON object a poll on stdout, and exits 0 only when the node is safe to stop; 1 when
+``--timeout`` passed first (naming what is left) or when ``node restore`` undid it
+meanwhile. The drain state is kept in the state directory (``NSQCTL_STATE_DIR``), where
+``restore``, ``list`` and the dashboard read it.
 """
 
 from __future__ import annotations
@@ -77,6 +78,18 @@ class _Display:
             self.open_line = False
 
 
+class _JsonLines:
+    """``--json-progress``: every poll as one JSON line on stdout, each written (and
+    flushed) as the poll ends so a script reading the pipe follows the drain live; the
+    result is the last line. Lines carry ``"event"`` so a reader tells the two apart."""
+
+    def progress(self, step: DrainProgress) -> None:
+        typer.echo(json.dumps({"event": "progress", **step.to_json()}))
+
+    def result(self, result: DrainResult) -> None:
+        typer.echo(json.dumps({"event": "result", **result.to_json()}))
+
+
 def _show_plan(plan: DrainPlan, as_json: bool) -> None:
     if as_json:
         typer.echo(json.dumps({"dry_run": True, **plan.to_json()}, indent=2))
@@ -90,8 +103,10 @@ def _show_plan(plan: DrainPlan, as_json: bool) -> None:
     typer.echo("dry run: nothing was changed")
 
 
-def _finish(result: DrainResult, as_json: bool) -> None:
-    if as_json:
+def _finish(result: DrainResult, as_json: bool, lines: _JsonLines | None = None) -> None:
+    if lines is not None:
+        lines.result(result)
+    elif as_json:
         typer.echo(json.dumps(result.to_json(), indent=2))
     node = result.plan.node
     if result.outcome == "restored":
@@ -102,7 +117,7 @@ def _finish(result: DrainResult, as_json: bool) -> None:
             f"{node} is not drained after {result.progress.elapsed:.0f}s: {left}",
             setting="timeout",
         )
-    if not as_json:
+    if not as_json and lines is None:
         typer.echo(
             f"{node} drained in {result.progress.elapsed:.0f}s: it holds nothing and nothing "
             "depends on it; safe to stop"
@@ -133,6 +148,15 @@ def node_drain(
         False, "--dry-run", help="Show the tombstones or leader moves; change nothing."
     ),
     as_json: bool = JsonOption,
+    json_progress: bool = typer.Option(
+        False,
+        "--json-progress",
+        help=(
+            "Each poll as one JSON line on stdout (remaining, depth, in_flight, deferred, "
+            'rate, eta, left, ...; "event": "progress"), then the result as one line '
+            '("event": "result", as --json gives it).'
+        ),
+    ),
     lookupd: list[str] = LookupdOption,
     profile: str | None = ProfileOption,
 ) -> None:
@@ -148,22 +172,23 @@ def node_drain(
     lookupds = _lookupds(lookupd, profile)
     plan = asyncio.run(plan_drain(lookupds, node))
     if dry_run:
-        _show_plan(plan, as_json)
+        _show_plan(plan, as_json or json_progress)
         return
     display = _Display()
+    lines = _JsonLines() if json_progress else None
     try:
         result = asyncio.run(
             run_drain(
                 plan,
                 timeout=timeout,
                 interval=interval,
-                on_progress=display.progress,
+                on_progress=display.progress if lines is None else lines.progress,
                 say=display.say,
             )
         )
     finally:
         display.end()
-    _finish(result, as_json)
+    _finish(result, as_json, lines)
 
 
 @app.command("restore")

@@ -2,6 +2,12 @@
 
 Ranked by :mod:`nsqctl.stats.hotspots` from the same polls as ``stat`` and the dashboard;
 rates need two polls, so the first table (and ``--once``) comes after the second.
+
+``--once`` stays two polls, so it cannot flag an *orphan* (depth growing over
+:data:`~nsqctl.stats.rules.GROWING_SAMPLES` steps, so one more poll than that) and says so
+in one line. Taking more quick polls instead was left out: it would triple the wait of a
+command meant as a snapshot, and growth over a few polls a fraction of a second apart is
+a burst, not a channel left behind; ``nsqctl check --orphan`` is the one-shot that judges it.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from nsqctl.stats.hotspots import (
     rank_clients,
 )
 from nsqctl.stats.poller import DEFAULT_TIMEOUT, StatsPoller
+from nsqctl.stats.rules import GROWING_SAMPLES
 from nsqctl.stats.session import StatsSession, ViewSource
 from nsqctl.stats.view import ClusterView
 
@@ -44,6 +51,11 @@ if TYPE_CHECKING:  # rich loads when a table is drawn, not for --help or --json
     from rich.text import Text
 
 REASON_STYLE = {"stalled": "bold red", "orphan": "bold red", "poison": "bold red"}
+ONCE_POLLS = 2
+ONCE_NOTE = (
+    f"orphan not judged: it needs {GROWING_SAMPLES + 1} polls of growing depth, --once takes "
+    f"{ONCE_POLLS}; run top without --once, or `nsqctl check --orphan`"
+)
 
 
 def ranked(view: ClusterView, sort: SortKey, clients: bool, limit: int) -> list[HotSpot]:
@@ -85,7 +97,8 @@ def _entry_json(entry: HotSpot) -> dict[str, Any]:
 
 
 def top_record(view: ClusterView, sort: SortKey, clients: bool, limit: int) -> dict[str, Any]:
-    """The ``--json`` document: when, how ranked, the entries, and nodes that are not up."""
+    """The ``--json`` document (always one ``--once``): when, how ranked, the entries,
+    nodes that are not up, and the note that orphans are not judged."""
     return {
         "time": view.taken_at,
         "sort": sort,
@@ -96,6 +109,7 @@ def top_record(view: ClusterView, sort: SortKey, clients: bool, limit: int) -> d
             for n in view.nodes
             if n.stats.state != "up"
         ],
+        "notes": [ONCE_NOTE],
     }
 
 
@@ -185,6 +199,7 @@ async def run_top(
             return
         if once:
             console.print(render_table(view, sort, clients, limit))
+            console.print(ONCE_NOTE, style="dim", markup=False, highlight=False, soft_wrap=True)
             return
         with Live(render_table(view, sort, clients, limit), console=console) as live:
             while True:
@@ -209,7 +224,14 @@ def top(
     ),
     clients: bool = typer.Option(False, "--clients", help="Rank client connections instead."),
     limit: int = typer.Option(20, "-n", "--limit", help="Show the N hottest."),
-    once: bool = typer.Option(False, "--once", help="Two polls, print the ranking and exit."),
+    once: bool = typer.Option(
+        False,
+        "--once",
+        help=(
+            "Two polls, print the ranking and exit (too few to flag an orphan: that needs "
+            f"{GROWING_SAMPLES + 1} polls of growing depth)."
+        ),
+    ),
     as_json: bool = typer.Option(
         False, "--json", help="One JSON document after two polls (implies --once)."
     ),

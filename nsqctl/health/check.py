@@ -17,6 +17,7 @@ from typing import Any
 from nsqctl.errors import ConfigError
 from nsqctl.health.evaluate import evaluate, isr_focus, unreachable
 from nsqctl.health.findings import EXIT_CODES, LABELS, Finding, Status, overall, ranked
+from nsqctl.health.perfdata import PerfDatum, perf_data, perf_text
 from nsqctl.health.spec import RuleSet
 from nsqctl.stats.poller import DEFAULT_TIMEOUT, StatsPoller
 from nsqctl.stats.session import StatsSession, ViewSource
@@ -28,7 +29,8 @@ DEFAULT_INTERVAL = 1.0
 
 @dataclass(frozen=True)
 class CheckResult:
-    """The verdict; ``findings`` holds every judged rule and subject, ok ones included."""
+    """The verdict; ``findings`` holds every judged rule and subject, ok ones included;
+    ``perfdata`` what the threshold rules measured (:mod:`nsqctl.health.perfdata`)."""
 
     status: Status
     findings: tuple[Finding, ...]
@@ -38,6 +40,7 @@ class CheckResult:
     channels: int = 0
     nodes: int = 0
     rules: tuple[str, ...] = field(default_factory=tuple)
+    perfdata: tuple[PerfDatum, ...] = ()
 
     @property
     def exit_code(self) -> int:
@@ -58,10 +61,14 @@ class CheckResult:
         )
 
     def lines(self) -> list[str]:
-        """One line per finding that is not ok; the summary alone when there is none."""
+        """One line per finding that is not ok; the summary alone when there is none. The
+        first is Nagios's status line: the performance data follow its ``|``."""
         if self.error is not None:
             return [self.summary()]
-        return [f.line() for f in self.problems] or [self.summary()]
+        out = [f.line() for f in self.problems] or [self.summary()]
+        if self.perfdata:
+            out[0] += " | " + perf_text(self.perfdata)
+        return out
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -93,6 +100,7 @@ def judge(views: Sequence[ClusterView], rules: RuleSet) -> CheckResult:
         channels=sum(len(t.channels) for t in view.topics),
         nodes=len(view.nodes),
         rules=_texts(rules),
+        perfdata=perf_data(findings, rules),
     )
 
 

@@ -3,11 +3,13 @@
 The window is consecutive :class:`ClusterView` polls, oldest first, from one
 :class:`~nsqctl.stats.session.StatsSession` (so each channel carries its depth history).
 State rules (depth, node down, leader, ISR) read the newest view; rules about change
-(rates, time to drain, orphan) read the window and, with fewer than two polls, are
+(rates, time to drain, orphan, poison) read the window and, with fewer than two polls, are
 ``unknown``: a check that could not see change must not say all is well.
 
-The operator definitions (orphan, drain rate, time to drain, growth, counter rates) are
-those of :mod:`nsqctl.stats.rules`; this module only applies thresholds and globs.
+The operator definitions (orphan, poison, drain rate, time to drain, growth, counter
+rates) are those of :mod:`nsqctl.stats.rules`, and what a channel holds is that of
+:mod:`nsqctl.stats.hotspots` (so ``check``, ``top`` and the dashboard flag the same
+channels); this module only applies thresholds and globs.
 """
 
 from __future__ import annotations
@@ -17,11 +19,14 @@ from dataclasses import dataclass
 
 from nsqctl.health.findings import Finding
 from nsqctl.health.spec import Rule, RuleSet
+from nsqctl.stats.hotspots import held_messages
 from nsqctl.stats.rules import (
     GROWING_SAMPLES,
+    delta,
     drain_rate,
     is_growing,
     is_orphan,
+    is_poison,
     rate,
     time_to_drain,
 )
@@ -111,14 +116,13 @@ def _channel_findings(
             yield Finding("unknown", rule.kind, need, topic=t, channel=c)
         else:
             left = time_to_drain(ch.depth, drain_rate(depths, window.span / (len(depths) - 1)))
-            if left is None:
+            if left is None:  # no value: the time is unbounded, not the depth in seconds
                 yield Finding(
                     "crit",
                     rule.kind,
                     f"depth {ch.depth} is not falling: it does not drain at this pace",
                     topic=t,
                     channel=c,
-                    value=ch.depth,
                     threshold=rule.threshold.crit,
                 )
             else:
@@ -143,6 +147,10 @@ def _channel_findings(
         else:
             yield _judge(rule, per_second, what, "/s", t, c)
 
+    rule = rules.rule_for("poison", t, c)
+    if rule is not None:
+        yield _poison(rule, window, topic, ch, need)
+
     rule = rules.rule_for("orphan", t, c)
     if rule is not None:
         if len(depths) < 2:
@@ -162,6 +170,33 @@ def _channel_findings(
                 channel=c,
                 value=ch.depth,
             )
+
+
+def _poison(rule: Rule, window: _Window, topic: TopicView, ch: ChannelView, need: str) -> Finding:
+    """Requeues over the whole window against what the channel holds now: the window's
+    ends are the two polls :func:`~nsqctl.stats.rules.is_poison` compares."""
+    t, c = topic.name, ch.name
+    earlier = window.first_channel(t, c)
+    requeues = delta(ch.requeued, earlier[0].requeued) if earlier is not None else None
+    if earlier is None or requeues is None:
+        why = f"{need} (or its counters were reset)" if earlier is not None else need
+        return Finding("unknown", rule.kind, why, topic=t, channel=c)
+    held = held_messages(topic, ch)
+    span = window.last.taken_at - earlier[1]
+    poisoned = is_poison(held, requeues)
+    return Finding(
+        rule.hit if poisoned else "ok",
+        rule.kind,
+        (
+            f"{requeues} requeues of the {held} message(s) it holds in {span:.1f}s: "
+            "the same messages fail over and over"
+            if poisoned
+            else f"{requeues} requeues, {held} message(s) held"
+        ),
+        topic=t,
+        channel=c,
+        value=requeues,
+    )
 
 
 def _partition_findings(rules: RuleSet, topic: TopicView) -> Iterator[Finding]:

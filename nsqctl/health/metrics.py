@@ -10,6 +10,9 @@ labels; ``partition`` is empty on the original family, ``node`` the nsqd's HTTP 
   ``nsq_channel_clients`` and the counters ``nsq_channel_messages_total``,
   ``nsq_channel_requeued_total``, ``nsq_channel_timed_out_total``
   ``{topic,channel,partition,node}``;
+* ``nsq_channel_time_to_drain_seconds{topic,channel}``: the channel (all its partitions)
+  empties in this many seconds at the pace of its last polls, as ``nsqctl top`` ranks it
+  (:func:`time_to_drain_gauge` says what is served when it does not drain);
 * ``nsq_client_ready``, ``nsq_client_in_flight`` and the counters
   ``nsq_client_messages_total``, ``nsq_client_finished_total``,
   ``nsq_client_requeued_total`` ``{topic,channel,partition,node,client}`` (``client``:
@@ -25,6 +28,7 @@ Values are those of the last poll of a :class:`~nsqctl.health.monitor.HealthMoni
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterator
 
@@ -33,7 +37,8 @@ from prometheus_client.registry import Collector
 
 from nsqctl.health.findings import EXIT_CODES
 from nsqctl.health.monitor import Latest
-from nsqctl.stats.view import ClusterView
+from nsqctl.stats.hotspots import channel_hot_spot
+from nsqctl.stats.view import ChannelView, ClusterView, TopicView
 
 _TOPIC = ["topic", "partition", "node"]
 _CHANNEL = ["topic", "channel", "partition", "node"]
@@ -120,8 +125,16 @@ def _channel_metrics(view: ClusterView) -> Iterator[Metric]:
     clients += [
         (CounterMetricFamily(name, doc, labels=_CLIENT), get) for name, doc, get in _CLIENT_COUNTERS
     ]
+    drain = GaugeMetricFamily(
+        "nsq_channel_time_to_drain_seconds",
+        "Seconds until the channel is empty at its recent pace; +Inf when it does not drain.",
+        labels=["topic", "channel"],
+    )
     for topic in view.topics:
         for ch in topic.channels:
+            left = time_to_drain_gauge(topic, ch)
+            if left is not None:
+                drain.add_metric([topic.name, ch.name], left)
             for part in ch.parts:
                 labels = [topic.name, ch.name, _label(part.partition), part.node]
                 for family, get in families:
@@ -131,6 +144,24 @@ def _channel_metrics(view: ClusterView) -> Iterator[Metric]:
                         family.add_metric([*labels, client.remote_address], get(client))
     for family, _ in (*families, *clients):
         yield family
+    yield drain
+
+
+def time_to_drain_gauge(topic: TopicView, channel: ChannelView) -> float | None:
+    """Seconds until ``channel`` is empty, ``+Inf`` when it holds messages and does not
+    drain, None (no sample) before two polls of its depth.
+
+    ``+Inf`` rather than NaN or no sample, because that is what an alert on this gauge
+    needs: ``nsq_channel_time_to_drain_seconds > 600`` fires for a channel that never
+    empties (the worst case, and what ``nsqctl check --max-time-to-drain`` calls
+    critical), while NaN compares false with every number and a missing sample matches
+    no comparison, so both would silence exactly that alert. It is also the honest
+    value: depth over a drain rate of zero. Only before two polls, when the pace is not
+    known, is the sample left out (``absent()`` finds those)."""
+    if len(channel.depth_history) < 2:
+        return None
+    left = channel_hot_spot(topic, channel).time_to_drain
+    return math.inf if left is None else left
 
 
 class ClusterCollector(Collector):

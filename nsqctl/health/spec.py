@@ -26,7 +26,7 @@ from nsqctl.errors import ConfigError
 from nsqctl.stats.rules import Severity
 
 ThresholdKind = Literal["max-depth", "max-time-to-drain", "max-requeue-rate", "max-timeout-rate"]
-FlagKind = Literal["orphan", "node-down", "no-leader", "isr"]
+FlagKind = Literal["orphan", "poison", "node-down", "no-leader", "isr"]
 Kind = ThresholdKind | FlagKind
 
 THRESHOLD_KINDS: dict[str, str] = {
@@ -37,13 +37,16 @@ THRESHOLD_KINDS: dict[str, str] = {
 }
 FLAG_KINDS: dict[str, str] = {
     "orphan": "a channel's depth keeps growing and no client is connected",
+    "poison": "a few messages requeued over and over (more requeues than twice what it holds)",
     "node-down": "an nsqd does not answer /stats",
     "no-leader": "a redesign partition has no writable leader",
     "isr": "a copy of a redesign partition is not in its ISR (fewer in sync than replicas)",
 }
 KINDS: tuple[str, ...] = (*THRESHOLD_KINDS, *FLAG_KINDS)
 
-#: The rules every check starts from (those that need no threshold).
+#: The rules every check starts from (those that need no threshold). ``poison`` is not
+#: one: whether a few messages going round is a fault depends on the consumer's retry
+#: policy, so a check that was OK does not start warning unless the operator asks.
 DEFAULT_RULES: tuple[str, ...] = ("node-down=crit", "no-leader=crit", "isr=warn", "orphan=warn")
 
 FlagLevel = Severity | Literal["off"]

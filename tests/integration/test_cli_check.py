@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import signal
 import uuid
 from collections.abc import AsyncIterator
@@ -19,6 +20,7 @@ from nsqctl.servers import process
 from nsqctl.servers.cluster import Cluster
 from tests.helpers.cli import NSQCTL, assert_one_line_error, clean_env, invoke, run_cli
 from tests.helpers.failover import leader_of
+from tests.helpers.poison import POISON, poison_consumer
 from tests.helpers.redesign import TopicSpec, create_topics
 from tests.helpers.wait import wait_for
 
@@ -67,13 +69,16 @@ async def test_check_max_depth_exits_2_naming_the_channel_then_0(any_cluster: Cl
         invoke, "check", *_where(c), "--topic", topic, "--max-depth", "100", *FAST
     )
     assert over.exit_code == 2, over.output
-    assert over.stdout.splitlines() == [f"CRITICAL: max-depth {topic}/c: depth 150 > 100"]
+    # Nagios: the status line, then the performance data after its "|"
+    assert over.stdout.splitlines() == [
+        f"CRITICAL: max-depth {topic}/c: depth 150 > 100 | '{topic}/c depth'=150;;100;0"
+    ]
     under = await asyncio.to_thread(
         invoke, "check", *_where(c), "--topic", topic, "--max-depth", "200", *FAST
     )
     assert under.exit_code == 0, under.output
     [line] = under.stdout.splitlines()
-    assert line.startswith("OK: ") and "over 2 polls" in line
+    assert line.startswith("OK: ") and f"over 2 polls | '{topic}/c depth'=150;;200;0" in line
     warned = await asyncio.to_thread(
         invoke, "check", *_where(c), "--rule", f"max-depth:{topic[:5]}*/c=100,200", "--json", *FAST
     )
@@ -129,6 +134,55 @@ async def test_check_orphan_channel_growing_without_a_client(original_cluster: C
     assert once.stdout.splitlines() == [
         f"UNKNOWN: orphan {topic}/c: needs 2 polls of the channel, got 1"
     ]
+
+
+async def test_check_poison_channel_with_perf_data(original_cluster: Cluster) -> None:
+    """A consumer requeues its three messages over and over: ``--poison crit`` names the
+    channel; the status line carries the depth and time-to-drain data of the --max-* rules
+    after its "|" (``U`` for the time when the depth is not falling)."""
+    c = original_cluster
+    topic = _topic("pois")
+    consumer, seen = await poison_consumer(c, topic, redesign=False)
+    try:
+        await wait_for(lambda: seen[0] > 3 * POISON, 30, "the messages requeued a few times")
+        proc = await asyncio.to_thread(
+            invoke,
+            "check",
+            *_where(c),
+            "--topic",
+            topic,
+            "--poison",
+            "crit",
+            "--max-depth",
+            "100",
+            "--max-time-to-drain",
+            "60,600",
+            "--no-default-rules",
+            "--samples",
+            "2",
+            "--interval",
+            "1",
+        )
+    finally:
+        await consumer.stop(timeout=5)
+    assert proc.exit_code == 2, proc.output
+    lines = proc.stdout.splitlines()
+    # the most urgent first: poison, or a critical time to drain when the depth is not falling
+    status = [line.split(" | ")[0] for line in lines]
+    [poison] = [line for line in status if line.startswith("CRITICAL: poison")]
+    assert re.fullmatch(
+        rf"CRITICAL: poison {topic}/retries: \d+ requeues of the 3 message\(s\) it holds in "
+        r"1\.\ds: the same messages fail over and over",
+        poison,
+    ), poison
+    _, perf = lines[0].split(" | ")
+    data = re.findall(r"'([^']+)'=(\S+)", perf)
+    assert " ".join(f"'{label}'={value}" for label, value in data) == perf
+    found = dict(data)
+    assert set(found) == {f"{topic}/retries depth", f"{topic}/retries time_to_drain"}, perf
+    assert re.fullmatch(r"[0-3];;100;0", found[f"{topic}/retries depth"]), perf
+    assert re.fullmatch(r"(U|[\d.]+s);60;600;0", found[f"{topic}/retries time_to_drain"]), perf
+    assert all(" | " not in line for line in lines[1:])
 
 
 def test_check_unreachable_lookupd_is_unknown_in_one_line() -> None:
@@ -226,7 +280,6 @@ async def test_exporter_serves_channel_depth_and_check_status(any_cluster: Clust
         url,
     ):
         series: dict[tuple[str, frozenset[tuple[str, str]]], float] = {}
-        status = ("nsqctl_check_status", "max-depth", topic)
 
         async def scraped() -> bool:
             nonlocal series
@@ -234,9 +287,11 @@ async def test_exporter_serves_channel_depth_and_check_status(any_cluster: Clust
                 resp = await http.get(url)
             assert resp.status_code == 200
             series = _series(resp.text)
-            return any(name == status[0] and ("topic", topic) in labels for name, labels in series)
+            return {"nsqctl_check_status", "nsq_channel_time_to_drain_seconds"} <= {
+                name for name, labels in series if ("topic", topic) in labels
+            }
 
-        await wait_for(scraped, 30, "the check status of the topic in a scrape")
+        await wait_for(scraped, 30, "the check status and time to drain of the topic")
     depths = {
         dict(labels)["partition"]: value
         for (name, labels), value in series.items()
@@ -257,6 +312,9 @@ async def test_exporter_serves_channel_depth_and_check_status(any_cluster: Clust
         if name == "nsq_channel_messages_total" and ("topic", topic) in labels
     ]
     assert sum(messages) == 7
+    # 7 messages and nobody consuming: it never drains, +Inf (what `> N` alerts catch)
+    drain = frozenset({("topic", topic), ("channel", "c")})
+    assert series[("nsq_channel_time_to_drain_seconds", drain)] == float("inf")
     assert series[("nsqctl_up", frozenset())] == 1.0
     assert series[("nsqctl_scrape_duration_seconds", frozenset())] >= 0.0
 

@@ -12,45 +12,14 @@ from pathlib import Path
 from rich.console import Console
 
 from nsqctl.cli.top import render_table, top_record
-from nsqctl.consumer import Consumer
-from nsqctl.message import Message
-from nsqctl.producer import Producer
 from nsqctl.servers.cluster import Cluster
 from nsqctl.stats.recording import play_back
 from nsqctl.stats.view import build_view
-from tests.helpers.cli import assert_one_line_error, cli
-from tests.helpers.redesign import TopicSpec, create_topics
+from tests.helpers.cli import assert_one_line_error, cli, invoke
+from tests.helpers.poison import POISON, poison_consumer
 from tests.helpers.wait import wait_for
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "stats"
-POISON = 3
-
-
-async def poison_consumer(c: Cluster, topic: str, redesign: bool) -> tuple[Consumer, list[int]]:
-    """Publish three messages and start a consumer that requeues each one as it arrives;
-    nsqd's REQ delay (not the test) paces the round trip. On the redesign the channel is
-    made first: one made later starts at the end of the queue."""
-    seen = [0]
-
-    async def give_back(msg: Message) -> None:
-        seen[0] += 1
-        msg.requeue(delay=0.05, backoff=False)
-
-    if redesign:
-        await create_topics(c.lookupd_http, {topic: TopicSpec(partitions=1)}, ["retries"])
-        producer = Producer(lookupd_http=c.lookupd_http)
-        consumer = Consumer(
-            topic, "retries", give_back, lookupd_http=c.lookupd_http, max_in_flight=POISON
-        )
-    else:
-        producer = Producer(nsqd_tcp=[c.nsqd_tcp[0]])
-        consumer = Consumer(
-            topic, "retries", give_back, nsqd_tcp=[c.nsqd_tcp[0]], max_in_flight=POISON
-        )
-    async with producer:
-        await producer.publish_many(topic, [f"bad{i}".encode() for i in range(POISON)])
-    await consumer.start()
-    return consumer, seen
 
 
 async def test_top_once_json_ranks_a_poison_channel_first(any_cluster: Cluster) -> None:
@@ -86,6 +55,20 @@ async def test_top_once_json_ranks_a_poison_channel_first(any_cluster: Cluster) 
     assert "poison" in entry["reasons"], json.dumps(entry)
     assert entry["held"] == POISON and entry["requeue_rate"] * float(interval) > 2 * POISON
     assert doc["entries"][0]["requeue_rate"] >= entry["requeue_rate"]  # ranked by it
+    [note] = doc["notes"]  # two polls cannot show growth over three steps: it says so
+    assert note.startswith("orphan not judged: it needs 4 polls of growing depth"), note
+
+
+def test_top_once_table_says_in_one_line_that_orphans_are_not_judged(
+    original_cluster: Cluster,
+) -> None:
+    """In-process: an interpreter start-up less."""
+    run = invoke("top", "--nsqd-http", original_cluster.nsqd_http[0], "--once", "-i", "0.1")
+    assert run.exit_code == 0, run.output
+    out = run.stdout.splitlines()
+    assert out[-1].startswith("orphan not judged: it needs 4 polls"), out
+    assert "hot channels by requeue" in out[0]
+    assert "too few to flag an orphan" in " ".join(invoke("top", "--help").stdout.split())
 
 
 def test_top_bad_sort_is_one_line() -> None:

@@ -20,7 +20,7 @@ import pytest
 from nsqctl.consumer import Consumer
 from nsqctl.message import Message
 from nsqctl.servers.cluster import Cluster
-from tests.helpers.cli import assert_one_line_error, clean_env, run_cli
+from tests.helpers.cli import NSQCTL, assert_one_line_error, clean_env, run_cli
 from tests.helpers.clusters import running_cluster
 from tests.helpers.redesign import unique
 from tests.helpers.wait import wait_for
@@ -196,21 +196,53 @@ def test_drain_with_a_consumer_exits_0_once_a_is_empty_and_unlisted(
         await consumer.start()
         try:
             await wait_for(lambda: len(consumer.connections) == 2, 30, "connected to A and B")
-            drain = asyncio.create_task(asyncio.to_thread(_drain, two, env, a, "--json"))
-            await wait_for(lambda: _listed(two, topic) == {b}, 30, "A tombstoned")
-            seen = lookups.count
-            await wait_for(lambda: lookups.count >= seen + 2, 30, "the consumer to look up again")
-            assert not drain.done()  # 50 messages still on A: it cannot be drained yet
-            consumer.set_max_in_flight(10)
-            result = await asyncio.wait_for(drain, 60)
+            # --json-progress: a script follows the drain line by line while it runs
+            drain = await asyncio.create_subprocess_exec(
+                *(NSQCTL, "node", "drain", a, "--lookupd", two.lookupd_http[0]),
+                *("--interval", "0.2", "--json-progress"),
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=env,
+            )
+            try:
+                assert drain.stdout is not None
+                first = json.loads(await asyncio.wait_for(drain.stdout.readline(), 30))
+                await wait_for(lambda: _listed(two, topic) == {b}, 30, "A tombstoned")
+                seen = lookups.count
+                await wait_for(
+                    lambda: lookups.count >= seen + 2, 30, "the consumer to look up again"
+                )
+                assert drain.returncode is None  # 50 messages still on A: not drained yet
+                consumer.set_max_in_flight(10)
+                rest, err = await asyncio.wait_for(drain.communicate(), 60)
+            finally:
+                if drain.returncode is None:
+                    drain.kill()
+                    await drain.wait()
+            result = (drain.returncode, rest.decode(), err.decode(), first)
         finally:
             await consumer.stop()
         return result, got
 
-    (code, out, err), got = asyncio.run(scenario())
+    (code, out, err, first), got = asyncio.run(scenario())
     assert code == 0, err
     assert len(got) == 50
-    doc = json.loads(out)
+    # the first poll, read while the drain ran: all 50 on A, and what keeps it from done
+    assert (first["event"], first["remaining"], first["depth"], first["done"]) == (
+        "progress",
+        50,
+        50,
+        False,
+    )
+    assert first["in_flight"] == first["deferred"] == 0
+    assert "50 messages (depth 50, in flight 0, deferred 0)" in first["left"]
+    *steps, last = [json.loads(line) for line in out.splitlines()]
+    assert [s["event"] for s in steps] == ["progress"] * len(steps) and steps
+    assert [s["remaining"] for s in steps] == sorted((s["remaining"] for s in steps), reverse=True)
+    assert steps[-1]["done"] and steps[-1]["left"] == [] and steps[-1]["eta"] == 0
+    assert any(s["rate"] and s["rate"] > 0 for s in steps)  # the consumer's pace was seen
+    doc = last  # the result, as --json gives it, on the last line
+    assert doc["event"] == "result"
     assert doc["outcome"] == "drained" and doc["progress"]["remaining"] == 0
     assert doc["progress"]["listed_for"] == []
     assert _listed(two, topic) == {b}  # nsqlookupd no longer lists A for the topic

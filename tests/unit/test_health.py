@@ -13,7 +13,7 @@ from nsqctl.health.findings import overall
 from nsqctl.stats.model import ClusterSnapshot, LookupdStatus, NodeStats
 from nsqctl.stats.series import KeyedSeries
 from nsqctl.stats.view import ClusterView, build_view
-from tests.helpers.stats import RECORDED_A, RECORDED_B
+from tests.helpers.stats import RECORDED_A, RECORDED_B, channel_stats, topic_stats
 from tests.helpers.stats import recorded_original as original
 
 A, B = RECORDED_A, RECORDED_B
@@ -101,6 +101,56 @@ def test_rules_about_change_are_unknown_after_one_poll() -> None:
     assert overall(["ok", "unknown", "warn"]) == "warn" and overall([]) == "ok"
 
 
+def test_poison_compares_the_windows_requeues_with_what_the_channel_holds() -> None:
+    """Three messages held (waiting, in flight, deferred): 5 requeues over the window is a
+    consumer retrying, 7 (more than twice each) is poison; a deep channel never is."""
+
+    def window(requeued: list[int], depth: int = 1) -> list[ClusterView]:
+        history, views, prev = KeyedSeries(), [], None
+        for i, count in enumerate(requeued):
+            ch = channel_stats("retry", depth, in_flight=1, deferred=1, requeued=count)
+            at = 100.0 + i
+            node = NodeStats(RECORDED_A, at, "up", topics=(topic_stats(RECORDED_A, "t", ch),))
+            snap = ClusterSnapshot(at, (node,))
+            views.append(build_view(snap, prev, history))
+            prev = snap
+        return views
+
+    assert lines(window([10, 12, 15]), "poison=warn") == []
+    assert lines(window([10, 13, 17]), "poison:t/retry=crit") == [
+        "CRITICAL: poison t/retry: 7 requeues of the 3 message(s) it holds in 2.0s: "
+        "the same messages fail over and over"
+    ]
+    assert lines(window([10, 500], depth=5000), "poison") == []
+    assert lines(window([10]), "poison") == [
+        "UNKNOWN: poison t/retry: needs 2 polls of the channel, got 1"
+    ]
+    assert lines(window([10, 13, 17]), "poison=crit", "poison:t=off") == []
+    assert RuleSet.parse([]).rule_for("poison", "t", "retry") is None  # not a default
+
+
+def test_perf_data_follow_the_status_line() -> None:
+    """Nagios: ``'label'=value[UOM];warn;crit;min`` after the ``|`` of the first line only,
+    one per threshold rule and channel, most urgent first; ``U`` for what was not measured."""
+    rules = ["max-depth:orders/*=300,400", "max-time-to-drain:events=5,60", "orphan"]
+    first, *rest = judge(polls(0, 1), RuleSet.parse(rules, defaults=False)).lines()
+    assert first == (
+        "CRITICAL: max-depth orders/audit: depth 459 > 400 | 'orders/audit depth'=459;300;400;0 "
+        "'events/archive time_to_drain'=U;5;60;0 'orders/billing depth'=363;300;400;0"
+    )
+    assert rest and all("|" not in line for line in rest)
+    falling = judge(polls(1, 0), RuleSet.parse(rules[1:2], defaults=False))
+    assert falling.lines() == [
+        "WARNING: max-time-to-drain events/archive: drains in 8.6s > 5s "
+        "| 'events/archive time_to_drain'=8.621s;5;60;0"
+    ]
+    assert "perfdata" not in falling.to_json()  # --json keeps its shape
+    fine = judge(polls(0, 1), RuleSet.parse(["max-depth:events=1000"], defaults=False))
+    assert fine.lines()[0].endswith(" polls | 'events/archive depth'=154;;1000;0")
+    no_threshold = judge(polls(0, 1), RuleSet.parse(["orphan=off"], defaults=False))
+    assert "|" not in no_threshold.lines()[0]
+
+
 def test_node_down_and_an_unreachable_cluster() -> None:
     snap = original(0, 100.0)
     dead = NodeStats(address=B, fetched_at=100.0, state="down", error="timed out")
@@ -171,3 +221,11 @@ def test_collector_series_on_recorded_polls() -> None:
     assert value("nsqctl_check_status", **status, topic="orders", channel="audit") == 2
     assert value("nsqctl_check_status", **status, topic="events", channel="archive") == 0
     assert value("nsqctl_up") == 1 and value("nsqctl_poll_duration_seconds") == 0.5
+    # depth rose between the polls: the channel does not drain, and says so as +Inf
+    drain = "nsq_channel_time_to_drain_seconds"
+    assert value(drain, topic="events", channel="archive") == float("inf")
+    assert {s.labels["channel"] for s in samples if s.name == drain} == {
+        "archive",
+        "audit",
+        "billing",
+    }

@@ -1,0 +1,41 @@
+"""A consumer that gives the same few messages back over and over: what ``top``, the
+dashboard and ``check --poison`` call a poison channel, made on a real cluster."""
+
+from __future__ import annotations
+
+from nsqctl.consumer import Consumer
+from nsqctl.message import Message
+from nsqctl.producer import Producer
+from nsqctl.servers.cluster import Cluster
+from tests.helpers.redesign import TopicSpec, create_topics
+
+POISON = 3
+"""Messages published and requeued forever."""
+
+
+async def poison_consumer(c: Cluster, topic: str, redesign: bool) -> tuple[Consumer, list[int]]:
+    """Publish three messages and start a consumer on channel ``retries`` that requeues
+    each one as it arrives; nsqd's REQ delay (not the test) paces the round trip. On the
+    redesign the channel is made first: one made later starts at the end of the queue.
+    Returns the consumer (stop it) and a one-item list counting deliveries."""
+    seen = [0]
+
+    async def give_back(msg: Message) -> None:
+        seen[0] += 1
+        msg.requeue(delay=0.05, backoff=False)
+
+    if redesign:
+        await create_topics(c.lookupd_http, {topic: TopicSpec(partitions=1)}, ["retries"])
+        producer = Producer(lookupd_http=c.lookupd_http)
+        consumer = Consumer(
+            topic, "retries", give_back, lookupd_http=c.lookupd_http, max_in_flight=POISON
+        )
+    else:
+        producer = Producer(nsqd_tcp=[c.nsqd_tcp[0]])
+        consumer = Consumer(
+            topic, "retries", give_back, nsqd_tcp=[c.nsqd_tcp[0]], max_in_flight=POISON
+        )
+    async with producer:
+        await producer.publish_many(topic, [f"bad{i}".encode() for i in range(POISON)])
+    await consumer.start()
+    return consumer, seen
