@@ -35,8 +35,12 @@ def completion_script(shell: str) -> str:
 def roff_text(text: str) -> str:
     """``text`` with its backslashes shown as such: troff reads ``\\n`` as a register (click-man
     passes help text through as it is), so ``tail --format``'s escapes and ``pub
-    --delimiter``'s default would print garbled."""
-    return text.replace("\\", "\\e")
+    --delimiter``'s default would print garbled. A line that starts with ``.`` or ``'`` would
+    be read as a request (and dropped): ``\\&`` (a zero-width character) goes first."""
+    text = text.replace("\\", "\\e")
+    return "\n".join(
+        "\\&" + line if line.startswith((".", "'")) else line for line in text.split("\n")
+    )
 
 
 def man_pages(command: Any, name: str = PROG, parent: Any = None) -> dict[str, str]:

@@ -8,7 +8,9 @@ import json
 import os
 import random
 import re
+import select
 import signal
+import stat
 import string
 import sys
 from collections.abc import Callable
@@ -20,7 +22,7 @@ from typing import BinaryIO
 import typer
 
 from nsqctl import protocol as p
-from nsqctl.cli import complete
+from nsqctl.cli import complete, eventloop
 from nsqctl.cli.common import (
     SIGPIPE_STATUS,
     ClusterSelection,
@@ -208,6 +210,7 @@ class TailOutput:
             self._fd: int | None = out.fileno()
         except (AttributeError, OSError, ValueError):  # an in-memory stream (CliRunner)
             self._fd = None
+        self._hangup = _hangup_poll(self._fd)
 
     def stop_intake(self) -> None:
         """RDY 0 (idempotent): nothing more is sent to this tail."""
@@ -237,6 +240,13 @@ class TailOutput:
         with contextlib.suppress(OSError, ValueError):
             os.dup2(devnull, self.out.fileno())
         os.close(devnull)
+
+    def check_reader(self) -> None:
+        """End the tail as a broken pipe would when the pipe's reader has gone: ``tail T |
+        head -n 3`` on a quiet topic has nothing more to write, so no write would tell.
+        One ``poll`` per timer flush, not per message (as coreutils' ``tail -f`` does)."""
+        if self._hangup is not None and not self.closing and self._hangup.poll(0):
+            self._reader_gone()
 
     def add(self, msg: Message) -> None:
         msg.disable_auto_response()
@@ -318,6 +328,22 @@ class TailOutput:
         pending.clear()
         if limit and self.written >= limit:
             self.done.set()
+
+
+def _hangup_poll(fd: int | None) -> select.poll | None:
+    """A poll object that reports only errors on ``fd`` (event mask 0: POLLERR and
+    POLLHUP always come), when ``fd`` is a pipe or socket, whose reader can go away."""
+    if fd is None or not hasattr(select, "poll"):
+        return None
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return None
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+        return None
+    poller = select.poll()
+    poller.register(fd, 0)
+    return poller
 
 
 @dataclass(frozen=True)
@@ -481,7 +507,7 @@ def tail(
         until_ns,
         time_travel,
     )
-    asyncio.run(_tail(cluster, plan, out))
+    eventloop.run(_tail(cluster, plan, out))
 
 
 def _refuse_time_travel_on(channel: str) -> None:
@@ -628,6 +654,7 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan, out: BinaryIO) -> Non
                 async with asyncio.timeout(FLUSH_INTERVAL):
                     await output.done.wait()
             output.flush()
+            output.check_reader()
             if output.arrivals != seen:
                 seen, pause, next_check = output.arrivals, STOP_CHECK_MIN, 0.0
             elif check is not None and not output.done.is_set() and loop.time() >= next_check:

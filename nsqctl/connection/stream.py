@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import collections
 from collections.abc import Callable
+from typing import cast
 
 # asyncio's socket transport allocates its whole read size for every recv() (256 KiB by
 # default), and on an ordered channel every read is one small message. 64 KiB still
@@ -45,8 +46,8 @@ class SocketProtocol(asyncio.Protocol):
     # ------------------------------------------------------------------ asyncio callbacks
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # uvloop's transports do not subclass asyncio.Transport; both are duck-typed alike
+        self.transport = cast(asyncio.Transport, transport)
         if isinstance(getattr(transport, "max_size", None), int):  # the selector transport's
             transport.max_size = TRANSPORT_READ_SIZE  # type: ignore[attr-defined]
 

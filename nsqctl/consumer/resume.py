@@ -14,18 +14,17 @@ Which channels are moved back: see :func:`.position.plan_resume`.
 from __future__ import annotations
 
 import logging
-
-import httpx
+from typing import TYPE_CHECKING
 
 from nsqctl.addresses import HostPort
 from nsqctl.consumer.position import ConfirmedPositions, ResumePlan, plan_resume
 from nsqctl.errors import TransportError
 from nsqctl.failover import RESUMED_FROM_CONFIRMED
-from nsqctl.httpclient import describe_http_error, http_client
 from nsqctl.lookup.client import ACCEPT_V1
 from nsqctl.protocol.commands import start_virtual_queue
-from nsqctl.stats.parse import StatsProtocolError
-from nsqctl.stats.read import fetch_nsqd_stats
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger("nsqctl.consumer")
 
@@ -58,6 +57,12 @@ class Resumer:
         position = self.positions.position(partition)
         if position is None:
             return None  # nothing received yet: nothing this consumer could skip
+        # imported here, not at the top: every consumer imports this module, and only one
+        # that resubscribes after receiving anything reads /stats (httpx and the stats
+        # model are a visible part of a short tail's start-up)
+        from nsqctl.stats.parse import StatsProtocolError
+        from nsqctl.stats.read import fetch_nsqd_stats
+
         try:
             node = await fetch_nsqd_stats(
                 self._client(), address, topic=self.topic, channel=self.channel
@@ -97,12 +102,18 @@ class Resumer:
             self._http = None
 
     def _client(self) -> httpx.AsyncClient:
+        from nsqctl.httpclient import http_client
+
         if self._http is None:
             self._http = http_client(timeout=HTTP_TIMEOUT, headers={"Accept": ACCEPT_V1})
         return self._http
 
     async def _move_channel(self, address: str, plan: ResumePlan) -> None:
         """Make the channel (when missing) and set its offset to the plan's position."""
+        import httpx
+
+        from nsqctl.httpclient import describe_http_error
+
         params = {"topic": self.topic, "channel": self.channel, "partition": str(plan.partition)}
         client = self._client()
         steps: list[tuple[str, bytes | None]] = (

@@ -200,11 +200,16 @@ class RdyController:
         if self._credit is not None:
             self._credit = max(0, self._credit - count)
             return self._refresh(conn, now)
-        # _refresh without a rate cap, inlined (once per read): primed, so base == share
+        # _refresh without a rate cap, inlined (once per read): primed, so base == share.
+        # A window already at its share has nothing to commit, whatever is left of it: the
+        # steady state of an ordered channel (RDY 1), where this runs once per message.
         rdy = conn.rdy
+        share = conn.share
+        if share == rdy:
+            return []
         remaining = rdy - conn.in_flight
-        if remaining <= 1 or remaining * REFRESH_DIVISOR < rdy or conn.share < rdy:
-            return self._commit([(conn, conn.share)], now)
+        if remaining <= 1 or remaining * REFRESH_DIVISOR < rdy or share < rdy:
+            return self._commit([(conn, share)], now)
         return []
 
     def on_message_done(self, conn_id: ConnId, now: float) -> list[RdyUpdate]:
@@ -225,10 +230,13 @@ class RdyController:
         conn.in_flight = in_flight if in_flight > 0 else 0
         if self._credit is not None:
             return self._refresh(conn, now)
-        # _refresh without a rate cap, inlined (once per batch)
+        # _refresh without a rate cap, inlined (once per batch); nothing to commit when the
+        # window is at what it should be (as in on_messages)
         rdy = conn.rdy
-        remaining = rdy - conn.in_flight
         desired = conn.share if conn.primed else min(conn.share, 1)
+        if desired == rdy:
+            return []
+        remaining = rdy - conn.in_flight
         if remaining <= 1 or remaining * REFRESH_DIVISOR < rdy or desired < rdy:
             return self._commit([(conn, desired)], now)
         return []

@@ -1,7 +1,7 @@
 """Discovery through nsqlookupd for both server families (original and youzan redesign).
 
-``model`` is pure (parsing and merging); ``client`` does the HTTP. The client (and httpx
-with it) is imported on first use, so publishing straight to ``--nsqd`` starts faster.
+``model`` is pure (parsing and merging); ``client`` does the HTTP (over ``fetch``). The
+client is imported on first use, so publishing straight to ``--nsqd`` starts faster.
 """
 
 from typing import Any

@@ -31,13 +31,11 @@ import logging
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
-
-import httpx
+from typing import TYPE_CHECKING, Any, Literal
 
 from nsqctl.addresses import HostPort, parse_addresses
 from nsqctl.errors import ConfigError, LookupUnavailableError
-from nsqctl.httpclient import describe_http_error, http_client
+from nsqctl.lookup.fetch import Answer, Fetcher, HttpxFetcher, RequestError, StreamFetcher
 from nsqctl.lookup.model import (
     LookupAnswer,
     LookupdList,
@@ -60,6 +58,9 @@ __all__ = [
     "describe_lookup_error",
 ]
 
+if TYPE_CHECKING:
+    import httpx
+
 log = logging.getLogger("nsqctl.lookup")
 
 ACCEPT_V1 = "application/vnd.nsq; version=1.0"
@@ -74,11 +75,10 @@ class NotNsqlookupdError(LookupProtocolError):
 
 def describe_lookup_error(err: BaseException) -> str:
     """One short reason for a failed lookupd request."""
-    if isinstance(err, LookupProtocolError) or (
-        isinstance(err, httpx.TimeoutException) and str(err)
-    ):
+    if isinstance(err, LookupProtocolError | RequestError):
         return str(err)
-    return describe_http_error(err)
+    text = str(err).strip()
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
 
 
 @dataclass
@@ -128,17 +128,17 @@ class LookupClient:
         self._last: dict[tuple[str, str, bool], Topology] = {}
         self._warned: set[tuple[str, str, bool]] = set()
         self._refresh = asyncio.Event()
-        self._http = http_client(
-            transport=transport,
-            timeout=timeout,
-            headers={"Accept": ACCEPT_V1},
-            follow_redirects=False,
+        headers = {"Accept": ACCEPT_V1}
+        self._fetch: Fetcher = (
+            StreamFetcher(timeout=timeout, headers=headers)
+            if transport is None
+            else HttpxFetcher(transport, timeout=timeout, headers=headers)
         )
 
     # ----------------------------------------------------------------- lifecycle
 
     async def aclose(self) -> None:
-        await self._http.aclose()
+        await self._fetch.aclose()
 
     async def __aenter__(self) -> LookupClient:
         return self
@@ -205,25 +205,22 @@ class LookupClient:
 
     # ----------------------------------------------------------------- HTTP
 
-    async def _get(
-        self, address: str, path: str, params: dict[str, str] | None = None
-    ) -> httpx.Response:
-        """One GET, bounded as a whole by ``timeout``: httpx bounds each phase (connect,
-        each read) on its own, so a server that trickles bytes would outlast it."""
+    async def _get(self, address: str, path: str, params: dict[str, str] | None = None) -> Answer:
+        """One GET, bounded as a whole by ``timeout``: the fetchers bound each phase
+        (connect, each read) on their own, so a server that trickles bytes would outlast
+        it."""
         try:
             async with asyncio.timeout(self.timeout):
-                resp = await self._http.get(f"http://{address}{path}", params=params)
-        except (TimeoutError, httpx.TimeoutException) as exc:
-            raise httpx.TimeoutException(f"timed out: no answer within {self.timeout:g}s") from exc
-        reason = not_nsq_answer(
-            path, resp.status_code, resp.headers.get("content-type", ""), resp.content
-        )
+                resp = await self._fetch.get(address, path, params)
+        except TimeoutError:
+            raise RequestError(f"timed out: no answer within {self.timeout:g}s") from None
+        reason = not_nsq_answer(path, resp.status_code, resp.content_type, resp.content)
         if reason is not None:
             raise NotNsqlookupdError(f"not an nsqlookupd: {reason}")
         return resp
 
     @staticmethod
-    def _json(resp: httpx.Response) -> Any:
+    def _json(resp: Answer) -> Any:
         body = resp.content.strip()
         if not body:
             return None
@@ -231,7 +228,7 @@ class LookupClient:
             return json.loads(body)
         except ValueError as exc:
             raise NotNsqlookupdError(
-                f"not an nsqlookupd: {resp.request.url.path} answered HTTP {resp.status_code} "
+                f"not an nsqlookupd: {resp.path} answered HTTP {resp.status_code} "
                 "with a body that is not JSON"
             ) from exc
 
@@ -243,7 +240,7 @@ class LookupClient:
                 continue
             try:
                 resp = await self._get(address, "/listlookup")
-            except (httpx.HTTPError, NotNsqlookupdError) as exc:
+            except (RequestError, NotNsqlookupdError) as exc:
                 failed[address] = describe_lookup_error(exc)
                 continue
             if resp.status_code == 404:
@@ -323,7 +320,7 @@ class LookupClient:
                 sources.append(
                     SourceStatus(address, ok=True, topic_not_found=result.topic_not_found)
                 )
-            elif isinstance(result, httpx.HTTPError | LookupProtocolError):
+            elif isinstance(result, RequestError | LookupProtocolError):
                 failed[address] = describe_lookup_error(result)
             else:
                 raise result  # a bug, not a lookupd failure: don't hide it
@@ -419,7 +416,7 @@ class LookupClient:
         for addr in candidates:
             try:
                 resp = await self._get(addr, path, params)
-            except (httpx.HTTPError, NotNsqlookupdError) as exc:
+            except (RequestError, NotNsqlookupdError) as exc:
                 self._record_failure(addr, describe_lookup_error(exc))
                 errors.append(f"{addr} ({describe_lookup_error(exc)})")
                 continue
@@ -473,7 +470,7 @@ class LookupClient:
         for addr in candidates:
             try:
                 resp = await self._get(addr, "/listlookup")
-            except (httpx.HTTPError, NotNsqlookupdError) as exc:
+            except (RequestError, NotNsqlookupdError) as exc:
                 errors.append(f"{addr} ({describe_lookup_error(exc)})")
                 continue
             if resp.status_code == 404:

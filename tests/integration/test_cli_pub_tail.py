@@ -298,9 +298,10 @@ def test_tail_into_head_ends_quietly_and_gives_back_the_rest(
     topic, channel = _topic("pipe"), "durable"
     total = 2000
     http = original_cluster.nsqd_http[0]
-    run_cli(
-        ["pub", topic, *_nsqd(original_cluster)], input=b"\n".join(b"m%d" % i for i in range(total))
-    )
+    # 200 KB of lines: more than a pipe holds, so tail cannot have written them all
+    # before head goes (that case is the next test's)
+    lines = b"\n".join(b"m%d " % i + b"x" * 100 for i in range(total))
+    run_cli(["pub", topic, *_nsqd(original_cluster)], input=lines)
     cmd = f"{NSQCTL} tail {topic} -c {channel} --nsqd {original_cluster.nsqd_tcp[0]} | head -n 3"
     proc = subprocess.run(
         ["bash", "-o", "pipefail", "-c", cmd], capture_output=True, env=clean_env(), timeout=60
@@ -311,6 +312,28 @@ def test_tail_into_head_ends_quietly_and_gives_back_the_rest(
     ch = _channel(http, topic, channel)
     assert ch.in_flight_count == 0
     assert 3 <= total - ch.depth < total  # what was written to the pipe was FINed
+
+
+def test_tail_into_head_ends_when_head_goes_even_with_nothing_left_to_write(
+    original_cluster: cluster.Cluster,
+) -> None:
+    """A quiet topic: every message fits in the pipe before `head` exits, so no write can
+    fail; tail sees the reader gone (POLLERR on its stdout) and ends as above instead of
+    waiting for a message that may never come."""
+    topic, channel = _topic("pipe_quiet"), "durable"
+    http = original_cluster.nsqd_http[0]
+    run_cli(["pub", topic, *_nsqd(original_cluster)], input=b"a\nb\nc\nd\ne")
+    cmd = f"{NSQCTL} tail {topic} -c {channel} --nsqd {original_cluster.nsqd_tcp[0]} | head -n 2"
+    proc = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", cmd], capture_output=True, env=clean_env(), timeout=60
+    )
+    assert proc.stdout == b"a\nb\n"
+    assert proc.returncode == 141, proc.stderr
+    assert proc.stderr == b""
+    ch = _channel(http, topic, channel)
+    # a and b were printed, so FINed; the rest either reached the pipe too (FINed) or
+    # arrived after head went (given back): nothing stays in flight
+    assert ch.in_flight_count == 0 and ch.depth <= 3
 
 
 def test_deferred_publish_counts_each_message(original_cluster: cluster.Cluster) -> None:

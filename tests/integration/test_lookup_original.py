@@ -81,7 +81,8 @@ async def test_dead_lookupd_beside_live_one(cluster: Cluster) -> None:
     assert [p.key for p in topo.producers] == [cluster.nsqd_tcp]
     status = {s.address: s for s in topo.sources}
     assert status[cluster.lookupd_http].ok
-    assert not status[dead].ok and status[dead].error
+    assert not status[dead].ok
+    assert status[dead].error == "connection refused or host unreachable"
     assert not topo.stale
 
 
@@ -97,3 +98,4 @@ async def test_all_dead_after_success_returns_stale(cluster: Cluster) -> None:
     assert not fresh.stale and stale.stale
     assert stale.producers == fresh.producers
     assert not stale.sources[0].ok
+    assert stale.sources[0].error == "connection refused or host unreachable"

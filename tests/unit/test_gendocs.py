@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nsqctl.cli.gendocs import generate
+from nsqctl.cli.gendocs import generate, roff_text
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -63,3 +63,11 @@ def test_completion_of_a_lazily_loaded_command_options() -> None:
     env["COMP_CWORD"] = "3"
     out = subprocess.run([NSQCTL], env=env, capture_output=True, timeout=30, check=False)
     assert out.returncode == 0 and out.stdout.split() == [b"--shard", b"--shard-field"]
+
+
+def test_help_lines_troff_would_read_as_requests_are_kept() -> None:
+    """A help line starting with ``'`` or ``.`` is a troff request (the line vanishes from
+    the page); ``\\&`` before it keeps it text. Backslashes print as themselves."""
+    assert roff_text("one\n'quoted' two\n.dot\nback\\n") == (
+        "one\n\\&'quoted' two\n\\&.dot\nback\\en"
+    )

@@ -1,0 +1,169 @@
+"""The GET requests of :class:`~nsqctl.lookup.client.LookupClient`: h11 over asyncio
+streams, or httpx when a caller hands in an httpx transport.
+
+Every consumer and producer looks its topic up before it connects, so this request is
+on the start-up path of ``tail``, ``pub`` and ``archive``. httpx costs that path its
+import (httpx, httpcore, and anyio's asyncio backend set up on the first request: the
+largest single part of ``tail -n 1`` in bench/README.md's start-up profile) and about
+8 MB of resident memory, for what is here one small GET to a lookupd on the local
+network. h11 (the sans-IO HTTP/1.1 state machine httpx itself sits on, a fraction of its
+import) with asyncio's streams does that GET: one connection per request, closed after
+it (a lookupd is asked a few times a minute at most).
+
+A caller that passes an httpx transport (the admin commands share one client's transport
+with their lookups; unit tests script answers with ``httpx.MockTransport``) gets the
+httpx path instead, imported only then. Both raise :class:`RequestError` with a short
+reason, so the lookup client judges failures one way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+from urllib.parse import urlencode
+
+import h11
+
+from nsqctl.addresses import HostPort
+
+if TYPE_CHECKING:
+    import httpx
+
+READ_SIZE = 64 * 1024
+
+
+class RequestError(Exception):
+    """A GET that got no HTTP answer: refused, timed out, or not HTTP. ``str()`` is the
+    reason, short enough for an error line that names the server."""
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """An HTTP answer, whole."""
+
+    path: str
+    status_code: int
+    content_type: str
+    content: bytes
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", "replace")
+
+
+class Fetcher(Protocol):
+    async def get(
+        self, address: str, path: str, params: Mapping[str, str] | None = None
+    ) -> Answer: ...
+
+    async def aclose(self) -> None: ...
+
+
+def _target(path: str, params: Mapping[str, str] | None) -> str:
+    return f"{path}?{urlencode(params)}" if params else path
+
+
+class StreamFetcher:
+    """GET over h11 and ``asyncio.open_connection``, one connection per request.
+
+    ``timeout`` bounds connect and read each, as httpx's does; the lookup client bounds
+    the whole request on top."""
+
+    def __init__(self, *, timeout: float, headers: Mapping[str, str]) -> None:
+        self.timeout = timeout
+        self.headers = list(headers.items())
+
+    async def get(self, address: str, path: str, params: Mapping[str, str] | None = None) -> Answer:
+        hp = HostPort.parse(address)
+        try:
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(hp.host, hp.port), self.timeout
+            )
+        except TimeoutError:
+            raise RequestError("timed out") from None
+        except OSError:
+            raise RequestError("connection refused or host unreachable") from None
+        try:
+            return await self._exchange(reader, writer, address, path, params)
+        finally:
+            writer.close()
+            with contextlib.suppress(OSError):
+                await writer.wait_closed()
+
+    async def _exchange(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        address: str,
+        path: str,
+        params: Mapping[str, str] | None,
+    ) -> Answer:
+        conn = h11.Connection(h11.CLIENT)
+        request = h11.Request(
+            method="GET",
+            target=_target(path, params),
+            headers=[("Host", address), ("Connection", "close"), *self.headers],
+        )
+        writer.write(conn.send(request) + (conn.send(h11.EndOfMessage()) or b""))
+        status, content_type, body = 0, "", bytearray()
+        try:
+            while True:
+                event = conn.next_event()
+                if event is h11.NEED_DATA:
+                    try:
+                        data = await asyncio.wait_for(reader.read(READ_SIZE), self.timeout)
+                    except TimeoutError:
+                        raise RequestError("timed out") from None
+                    except OSError as err:
+                        raise RequestError(f"connection lost: {err.strerror or err}") from None
+                    conn.receive_data(data)  # b"": the server closed
+                elif isinstance(event, h11.Response):
+                    status = event.status_code
+                    for name, value in event.headers:
+                        if name == b"content-type":
+                            content_type = value.decode("latin-1")
+                elif isinstance(event, h11.Data):
+                    body += event.data
+                elif isinstance(event, h11.EndOfMessage):
+                    return Answer(path, status, content_type, bytes(body))
+                else:  # ConnectionClosed before the answer ended
+                    raise RequestError("the server closed the connection mid-answer")
+        except h11.RemoteProtocolError as err:
+            raise RequestError(f"not an HTTP answer ({err})") from None
+
+    async def aclose(self) -> None:
+        return None  # nothing kept between requests
+
+
+class HttpxFetcher:
+    """GET through an httpx client on ``transport`` (httpx imported only here)."""
+
+    def __init__(
+        self,
+        transport: httpx.AsyncBaseTransport,
+        *,
+        timeout: float,
+        headers: Mapping[str, str],
+    ) -> None:
+        from nsqctl.httpclient import http_client
+
+        self._http = http_client(
+            transport=transport, timeout=timeout, headers=dict(headers), follow_redirects=False
+        )
+
+    async def get(self, address: str, path: str, params: Mapping[str, str] | None = None) -> Answer:
+        import httpx
+
+        from nsqctl.httpclient import describe_http_error
+
+        try:
+            resp = await self._http.get(f"http://{address}{path}", params=params)
+        except httpx.HTTPError as err:
+            raise RequestError(describe_http_error(err)) from None
+        return Answer(path, resp.status_code, resp.headers.get("content-type", ""), resp.content)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
