@@ -168,8 +168,8 @@ def parse_channel(obj: Mapping[str, Any]) -> ChannelStats:
     depth_size = get("depth_size")
     name = get("channel_name")
     # Each counter is an int as decoded (_int, a call each, is for other spellings), and
-    # the record is built from positional arguments, in ChannelStats' field order: with
-    # keywords, matching them costs as much again as the rest of building it.
+    # the record is built from positional arguments, in ChannelStats' field order: matching
+    # keywords by name is a large share of building one (bench/README.md, Dashboard).
     depth, backend, in_flight = get("depth"), get("backend_depth"), get("in_flight_count")
     deferred, msgs = get("deferred_count"), get("message_count")
     requeued, timed_out = get("requeue_count"), get("timeout_count")
