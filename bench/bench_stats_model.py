@@ -5,20 +5,27 @@
 1. A synthetic redesign ``/stats`` body with 1,000 partitions (10 topics × 100, or
    ``--partitions``) × 4 channels × 5 clients, run through the live refresh path: the
    poller's decode + parse (:func:`parse_nsqd_body`), the session's :func:`build_view`
-   (rates against the previous poll, history), the client views of one open channel (one
-   topic's partitions × clients, as the channel screen reads them), the hot-spot ranking of
-   every channel and the per-node summary (what the hot-spots and node screens show) —
-   ``time.process_time`` per refresh, target < 200 ms at 1,000 partitions and < 500 ms at
-   10,000. Twice: with the collector as it is (``nsqctl stat``), and as the dashboard runs
-   it, with each refresh's survivors frozen (:func:`freeze_after_bursts`). The hot-client
-   ranking (every connection parsed; built only while the screen shows it) is timed apart.
+   (rates against the previous poll, history), what the screen reads of the view and the
+   per-node summary (the node screen) — ``time.process_time`` per refresh, target
+   < 200 ms at 1,000 partitions and < 500 ms at 10,000. Every client listed, with the
+   collector as it is (``nsqctl stat``), and then as the dashboard runs it (each refresh's
+   survivors frozen, :func:`freeze_after_bursts`) on each kind of screen: the hot-spots
+   screen polls every client and ranks every channel; every other screen polls the node
+   without clients plus, on the topic screen, the open topic with its clients (its
+   channels' RDY), on the channel screen the open channel with its clients (their client
+   views built). Those bodies are derived from the same synthetic data as nsqd answers
+   them (``"clients": null`` with the count kept in ``client_num``; the topic, or its
+   channel, alone with the clients listed). The hot-client ranking (every connection
+   parsed; built only while that screen shows it) is timed apart.
 2. The Textual app polling that payload through the real :class:`StatsSession` (each refresh
    decodes/parses and builds the view in worker threads, then the screen updates): how long
    a key press takes to be handled (the key event reaches the app until the table cursor has
    moved), on the topics list and on a channel screen listing 500 client connections; target
-   < 100 ms. Every fourth press is sent just as a refresh starts (with a varying offset) so
-   the worst case is hit rather than left to chance; ``pilot.press`` is not used to time,
-   since it also waits for the whole process to go idle (up to a second per call).
+   < 100 ms. The stand-in poller answers what the app asks for (no clients but the open
+   topic's, every client on the hot-spots screen). Every fourth press is sent just as a
+   refresh starts (with a varying offset) so the worst case is hit rather than left to
+   chance; ``pilot.press`` is not used to time, since it also waits for the whole process
+   to go idle (up to a second per call).
 """
 
 from __future__ import annotations
@@ -29,8 +36,10 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Collection
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
@@ -43,19 +52,24 @@ from nsqctl.stats.hotspots import rank_channels, rank_clients  # noqa: E402
 from nsqctl.stats.model import ClusterSnapshot  # noqa: E402
 from nsqctl.stats.nodes import node_summaries  # noqa: E402
 from nsqctl.stats.parse import parse_nsqd_body  # noqa: E402
+from nsqctl.stats.read import ClientScope  # noqa: E402
 from nsqctl.stats.series import KeyedSeries  # noqa: E402
 from nsqctl.stats.session import StatsSession  # noqa: E402
 from nsqctl.stats.view import build_view  # noqa: E402
 from nsqctl.tui.app import DashApp  # noqa: E402
 from nsqctl.tui.rowtable import RowTable  # noqa: E402
+from tests.helpers.nsqd_answers import narrowed, without_clients  # noqa: E402
 
 TOPICS, PARTS, CHANNELS, CLIENTS = 10, 100, 4, 5
 """Overridden by the command line (``--partitions`` is spread over the 10 topics)."""
 NODE = "127.0.0.1:4151"
+OPEN_TOPIC, OPEN_CHANNEL = "topic0", "ch0"
+"""What the dashboard has open: the first topic of the list and its first channel."""
 
 
-def synthetic_payload(step: int) -> bytes:
-    """One nsqd answering for every partition (as leader); counters advance with ``step``."""
+def synthetic_stats(step: int) -> dict[str, Any]:
+    """One nsqd answering for every partition (as leader), every client listed, as
+    ``/stats?needClients=true``; counters advance with ``step``."""
     topics: list[dict[str, Any]] = []
     for t in range(TOPICS):
         for p in range(PARTS):
@@ -95,6 +109,7 @@ def synthetic_payload(step: int) -> bytes:
                         "requeue_count": 10,
                         "timeout_count": step,
                         "clients": clients,
+                        "client_num": len(clients),
                         "paused": False,
                         "skipped": False,
                     }
@@ -112,54 +127,98 @@ def synthetic_payload(step: int) -> bytes:
                     "is_ext": t == 0,
                 }
             )
-    body = {
+    return {
         "version": "0.3.7-HA.1.13.0",
         "health": "OK",
         "start_time": 1700000000,
         "topics": topics,
     }
-    return json.dumps(body).encode()
 
 
-def snapshot(body: bytes, fetched_at: float) -> ClusterSnapshot:
-    node = parse_nsqd_body(body, NODE, fetched_at=fetched_at)
+@dataclass(frozen=True)
+class Poll:
+    """One poll's bodies: every client listed, none, and the open topic's and open
+    channel's alone (what the topic and the channel screen ask for besides)."""
+
+    full: bytes
+    lean: bytes
+    open_topic: bytes
+    open_channel: bytes
+
+
+def synthetic_poll(step: int) -> Poll:
+    body = synthetic_stats(step)
+    return Poll(
+        full=json.dumps(body).encode(),
+        lean=json.dumps(without_clients(body)).encode(),
+        open_topic=json.dumps(narrowed(body, OPEN_TOPIC)).encode(),
+        open_channel=json.dumps(narrowed(body, OPEN_TOPIC, OPEN_CHANNEL)).encode(),
+    )
+
+
+Screen = Literal["hot spots", "topic", "channel"]
+"""Which screen the dashboard shows, so what it polls: every client (the hot-spots screen),
+or none but the open topic's or the open channel's."""
+
+
+def snapshot(poll: Poll, fetched_at: float, screen: Screen = "hot spots") -> ClusterSnapshot:
+    """What the poller makes of one poll for ``screen``."""
+    if screen == "hot spots":
+        node = parse_nsqd_body(poll.full, NODE, fetched_at=fetched_at)
+    else:
+        detail = poll.open_topic if screen == "topic" else poll.open_channel
+        node = parse_nsqd_body(poll.lean, NODE, fetched_at=fetched_at, details=[detail])
     return ClusterSnapshot(taken_at=1700000100.0 + fetched_at, nodes=(node,))
 
 
 def bench_cpu(
-    bodies: list[bytes], rounds: int = 15, hot_share: list[float] | None = None
+    polls: list[Poll],
+    rounds: int = 15,
+    hot_share: list[float] | None = None,
+    screen: Screen = "hot spots",
 ) -> list[float]:
-    """Model CPU per refresh; ``hot_share`` collects the part spent on hot spots + nodes."""
+    """Model CPU per refresh of ``screen``: parse, view, then what the screen reads of it
+    (and the node totals); ``hot_share`` collects the part spent on hot spots + nodes.
+
+    The hot-spots screen ranks every channel; the channel screen reads the open channel's
+    client views; the topic screen its channels (in the view already)."""
     history = KeyedSeries()
-    previous = snapshot(bodies[0], 0.0)
+    previous = snapshot(polls[0], 0.0, screen)
     build_view(previous, None, history)
     samples = []
     for i in range(rounds):
-        body = bodies[(i + 1) % len(bodies)]
+        poll = polls[(i + 1) % len(polls)]
         start = time.process_time()
-        snap = snapshot(body, 2.0 * (i + 1))
+        snap = snapshot(poll, 2.0 * (i + 1), screen)
         view = build_view(snap, previous, history)
-        topic = view.topic("topic0")
-        channel = topic.channel("ch0") if topic else None
-        assert channel is not None and len(channel.clients) == PARTS * CLIENTS
+        topic = view.topic(OPEN_TOPIC)
+        channel = topic.channel(OPEN_CHANNEL) if topic else None
+        assert channel is not None and channel.ready == PARTS * CLIENTS * 10
+        assert channel.client_count == PARTS * CLIENTS
+        if screen != "topic":
+            assert len(channel.clients) == PARTS * CLIENTS
         hot_start = time.process_time()
-        hot = rank_channels(view, "requeue")
-        nodes = node_summaries(view)
-        assert len(hot) == TOPICS * CHANNELS and len(nodes) == 1
+        if screen == "hot spots":
+            assert len(rank_channels(view, "requeue")) == TOPICS * CHANNELS
+        assert len(node_summaries(view)) == 1
         end = time.process_time()
         samples.append((end - start) * 1000)
         if hot_share is not None:
             hot_share.append((end - hot_start) * 1000)
         previous = snap
+    if screen != "hot spots":  # the other topics: their clients counted, not listed
+        other = view.topic(f"topic{TOPICS - 1}")
+        assert other is not None and not other.clients_listed
+        assert all(c.client_count == PARTS * CLIENTS for c in other.channels)
     return samples
 
 
-def bench_hot_clients(bodies: list[bytes], rounds: int = 3) -> list[float]:
+def bench_hot_clients(polls: list[Poll], rounds: int = 3) -> list[float]:
     """The hot-clients ranking alone, on a view whose clients were not parsed yet."""
-    previous = snapshot(bodies[0], 0.0)
+    previous = snapshot(polls[0], 0.0)
     samples = []
     for i in range(rounds):
-        snap = snapshot(bodies[(i + 1) % len(bodies)], 2.0 * (i + 1))
+        snap = snapshot(polls[(i + 1) % len(polls)], 2.0 * (i + 1))
         view = build_view(snap, previous, KeyedSeries())
         start = time.process_time()
         ranked = rank_clients(view, "requeue", 200)
@@ -170,24 +229,40 @@ def bench_hot_clients(bodies: list[bytes], rounds: int = 3) -> list[float]:
 
 
 class SyntheticPoller:
-    """Stands in for :class:`StatsPoller`: the same threaded decode+parse, no HTTP.
+    """Stands in for :class:`StatsPoller`: the same threaded decode+parse, no HTTP, and the
+    same requests as the app asks for (:meth:`set_clients`): every client, or none but the
+    open topic's.
 
     ``busy`` records each refresh's span (work start → view applied) to tell which key
     presses overlapped one; ``started`` is set when a refresh begins.
     """
 
-    def __init__(self, bodies: list[bytes]) -> None:
-        self.bodies = bodies
+    def __init__(self, polls: list[Poll]) -> None:
+        self.polls = polls
         self.n = 0
+        self.clients: frozenset[ClientScope] | None = None
         self.started = asyncio.Event()
         self.busy: list[list[float]] = []
+
+    def set_clients(self, scopes: Collection[ClientScope] | None) -> None:
+        self.clients = None if scopes is None else frozenset(scopes)
+        opened = {OPEN_TOPIC, (OPEN_TOPIC, OPEN_CHANNEL)}
+        assert self.clients is None or self.clients <= opened, self.clients
 
     async def snapshot(self) -> ClusterSnapshot:
         self.n += 1
         self.busy.append([time.perf_counter(), float("inf")])
         self.started.set()
-        body = self.bodies[self.n % len(self.bodies)]
-        node = await asyncio.to_thread(parse_nsqd_body, body, NODE, fetched_at=2.0 * self.n)
+        poll = self.polls[self.n % len(self.polls)]
+        body, details = poll.full, []
+        if self.clients is not None:
+            body = poll.lean
+            details = [
+                poll.open_topic if s == OPEN_TOPIC else poll.open_channel for s in self.clients
+            ]
+        node = await asyncio.to_thread(
+            parse_nsqd_body, body, NODE, fetched_at=2.0 * self.n, details=details
+        )
         return ClusterSnapshot(taken_at=1700000100.0 + 2.0 * self.n, nodes=(node,))
 
     async def aclose(self) -> None:
@@ -205,8 +280,8 @@ class BenchApp(DashApp):
             self.poller.busy[-1][1] = time.perf_counter()
 
 
-def make_app(bodies: list[bytes], interval: float) -> BenchApp:
-    poller = SyntheticPoller(bodies)
+def make_app(polls: list[Poll], interval: float) -> BenchApp:
+    poller = SyntheticPoller(polls)
     app = BenchApp(StatsSession(poller), interval=interval)
     app.poller = poller
     return app
@@ -276,29 +351,35 @@ def main() -> None:
     parser.add_argument("--cpu-only", action="store_true", help="skip the key-latency runs")
     args = parser.parse_args()
     PARTS, CHANNELS, CLIENTS = max(1, args.partitions // TOPICS), args.channels, args.clients
-    bodies = [synthetic_payload(s) for s in range(3)]
+    polls = [synthetic_poll(s) for s in range(3)]
     total_clients = TOPICS * PARTS * CHANNELS * CLIENTS
     target = 200 if TOPICS * PARTS <= 1000 else 500
     print(
         f"payload: {TOPICS * PARTS} partitions × {CHANNELS} channels × {CLIENTS} clients "
-        f"= {total_clients:,} client rows, {len(bodies[0]) / 1e6:.1f} MB JSON"
+        f"= {total_clients:,} client rows, {len(polls[0].full) / 1e6:.1f} MB JSON; without "
+        f"clients {len(polls[0].lean) / 1e6:.1f} MB; {OPEN_TOPIC} alone with its "
+        f"{PARTS * CHANNELS * CLIENTS:,} clients {len(polls[0].open_topic) / 1e6:.1f} MB, "
+        f"{OPEN_TOPIC}/{OPEN_CHANNEL} {len(polls[0].open_channel) / 1e6:.1f} MB"
     )
     hot_share: list[float] = []
-    summary("model CPU per refresh, collector as is", bench_cpu(bodies, 15, hot_share), target)
+    every = bench_cpu(polls, 15, hot_share)
+    summary("model CPU per refresh, all clients, gc as is", every, target)
     summary("  of which hot spots + node totals", hot_share, target)
     freeze_after_bursts()  # what DashApp turns on: each refresh's survivors are frozen
     try:
-        summary("model CPU per refresh, as dash runs it", bench_cpu(bodies), target)
+        summary("as dash runs it: hot-spots screen", bench_cpu(polls), target)
+        summary("as dash runs it: topic screen", bench_cpu(polls, screen="topic"), target)
+        summary("as dash runs it: channel screen", bench_cpu(polls, screen="channel"), target)
     finally:
         freeze_after_bursts(0)
-    summary("hot clients ranking (only while shown)", bench_hot_clients(bodies), target)
+    summary("hot clients ranking (only while shown)", bench_hot_clients(polls), target)
     if args.cpu_only:
         return
     for interval in (2.0, 0.5):
         print(f"UI: key presses while polling every {interval} s")
-        ms = asyncio.run(key_latencies(make_app(bodies, interval), "topics", 40))
+        ms = asyncio.run(key_latencies(make_app(polls, interval), "topics", 40))
         summary("key → handled, topics list", ms, 100)
-        ms = asyncio.run(key_latencies(make_app(bodies, interval), "clients", 40))
+        ms = asyncio.run(key_latencies(make_app(polls, interval), "clients", 40))
         summary(f"key → handled, channel screen ({PARTS * CLIENTS} clients)", ms, 100)
 
 

@@ -14,6 +14,7 @@ from textual.worker import Worker, WorkerError
 
 from nsqctl.errors import NsqctlError
 from nsqctl.stats.gcpause import freeze_after_bursts
+from nsqctl.stats.read import ClientScope
 from nsqctl.stats.session import ViewSource
 from nsqctl.stats.view import ClusterView, TopicView
 from nsqctl.tui.actions import Action, describe, run_action, unsupported
@@ -52,6 +53,8 @@ class DashApp(App[None]):
         self.view: ClusterView | None = None
         self.polls = 0
         self.focus_topics: tuple[str, ...] = ()
+        self.client_scopes: tuple[ClientScope, ...] | None = ()
+        """Whose clients the polls list (None: every topic's): what the screen shows."""
         self.tracker = PartitionTracker()
         self._wake = asyncio.Event()
 
@@ -59,6 +62,9 @@ class DashApp(App[None]):
         # Each poll's model leaves the collector's reach, so its collections do not stall
         # key handling (bench/README.md, Dashboard).
         freeze_after_bursts()
+        # Most of a big cluster's /stats is client connections, shown only for the open
+        # topic or channel and on the hot-spots screen: the first poll lists none.
+        self.source.show_clients(self.client_scopes)
         self.push_screen(MainScreen(self.tracker))
         self._poller = self.run_worker(self._poll_loop(), name="poll", exclusive=True)
 
@@ -96,12 +102,18 @@ class DashApp(App[None]):
             self.screen.refresh_view(view)
 
     def on_view_screen_shown(self, message: ViewScreen.Shown) -> None:
-        """Ask for ISR/catch-up of the topic on screen only, and at once when it changes."""
+        """Ask for ISR/catch-up and the clients of what is on screen only, and at once
+        when that needs more than the last poll asked."""
         focus = (message.topic,) if message.topic else ()
         if focus != self.focus_topics:
             self.focus_topics = focus
             self.source.focus(focus)
             if focus:
+                self._wake.set()
+        if message.clients != self.client_scopes:
+            self.client_scopes = message.clients
+            self.source.show_clients(message.clients)
+            if message.clients is None or message.clients:
                 self._wake.set()
 
     # ------------------------------------------------------------- actions

@@ -17,6 +17,7 @@ from nsqctl.stats.hotspots import (
 from nsqctl.stats.nodes import NO_DRAIN, node_summaries
 from nsqctl.stats.view import ClusterView
 from nsqctl.tui.format import STATE_STYLE, num, per_sec, styled
+from nsqctl.tui.rows import PENDING
 from nsqctl.tui.tables import Cell, Row
 
 NODE_SUMMARY_COLUMNS = (
@@ -116,7 +117,8 @@ def _drain(entry: HotSpot) -> str:
 
 def _saturation(entry: HotSpot) -> str:
     share = "" if entry.saturation is None else f" {entry.saturation:.0%}"
-    return f"{entry.in_flight}/{entry.ready}{share}"
+    ready = PENDING if entry.ready is None else entry.ready
+    return f"{entry.in_flight}/{ready}{share}"
 
 
 def reasons_text(entry: HotSpot) -> Text:

@@ -17,6 +17,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Static
 
 from nsqctl.stats.hotspots import SORT_KEYS, HotSpot, SortKey
+from nsqctl.stats.read import ClientScope
 from nsqctl.stats.view import ClusterView
 from nsqctl.tui import hotrows
 from nsqctl.tui.rowtable import RowTable
@@ -72,6 +73,11 @@ class HotSpotsScreen(ViewScreen):
         self.sort: SortKey = sort
         self.clients = clients
         self._targets: dict[str, tuple[str, str]] = {}  # row key → (topic, channel)
+
+    @property
+    def client_scopes(self) -> tuple[ClientScope, ...] | None:
+        """Every topic's: starved, stalled and saturation need each channel's RDY."""
+        return None
 
     def compose(self) -> ComposeResult:
         yield Static(id="hot-title", classes="section")

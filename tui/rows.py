@@ -62,7 +62,10 @@ CHANNEL_COLUMNS = (
     "state",
 )
 PENDING = "…"
-"""ISR / catch-up not fetched yet: the poller asks for them once a topic is in focus."""
+"""ISR / catch-up not fetched yet: the poller asks for them once a topic is in focus; the
+same for RDY, asked (with the clients) for the topic on screen."""
+CLIENTS_NOTE = "consumers' RDY (starved/stalled) checked in an open topic and on hot spots (h)"
+"""Said over the topics list while some topics were polled without their clients."""
 CLIENT_COLUMNS = (
     "client",
     "host",
@@ -139,6 +142,11 @@ def summary_line(view: ClusterView) -> Text:
     for err in view.errors:
         text.append(f" · {err}", style="red")
     return text
+
+
+def clients_note(view: ClusterView) -> str:
+    """:data:`CLIENTS_NOTE` when the topics' severity lacks the RDY rules for some of them."""
+    return "" if all(t.clients_listed for t in view.topics) else CLIENTS_NOTE
 
 
 def topic_flags(t: TopicView) -> str:
@@ -283,7 +291,7 @@ def channel_rows(topic: TopicView) -> list[Row]:
                 num(c.messages),
                 per_sec(c.msg_rate),
                 str(c.client_count),
-                str(c.ready),
+                PENDING if c.ready is None else str(c.ready),
                 severity_text(channel_state(c), c.severity),
             ],
         )

@@ -20,6 +20,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
+from nsqctl.stats.read import ClientScope
 from nsqctl.stats.series import sparkline
 from nsqctl.stats.view import ClusterView
 from nsqctl.tui import rows
@@ -49,18 +50,26 @@ class ViewScreen(Screen[None]):
     """Base: re-render from the app's current view when shown and after every poll."""
 
     class Shown(Message):
-        """A view screen came to the front; ``topic`` is the one it details (ISR wanted)."""
+        """A view screen came to the front; ``topic`` is the one it details (ISR wanted),
+        ``clients`` whose client connections it shows (None: every topic's)."""
 
-        def __init__(self, topic: str | None) -> None:
+        def __init__(self, topic: str | None, clients: tuple[ClientScope, ...] | None = ()) -> None:
             super().__init__()
             self.topic = topic
+            self.clients = clients
 
     @property
     def detail_topic(self) -> str | None:
         return None
 
+    @property
+    def client_scopes(self) -> tuple[ClientScope, ...] | None:
+        """Whose clients (and the RDY they add up to) this screen shows: those of the
+        topic it details; ``None`` for every topic's."""
+        return (self.detail_topic,) if self.detail_topic else ()
+
     def on_screen_resume(self) -> None:
-        self.post_message(self.Shown(self.detail_topic))
+        self.post_message(self.Shown(self.detail_topic, self.client_scopes))
         holder = self.app
         if isinstance(holder, ViewHolder) and holder.view is not None:
             self.refresh_view(holder.view)
@@ -107,9 +116,10 @@ class MainScreen(ViewScreen):
         self.query_one("#topics", RowTable).focus()
         self._title()
 
-    def _title(self) -> None:
+    def _title(self, note: str = "") -> None:
         shown = f" · filter: {self.filter_text!r}" if self.filter_text else ""
-        self.query_one("#topics-title", Static).update(f"topics (sort: {self.sort}){shown}")
+        note = f" · {note}" if note else ""
+        self.query_one("#topics-title", Static).update(f"topics (sort: {self.sort}){shown}{note}")
 
     def refresh_view(self, view: ClusterView) -> None:
         self.query_one("#summary", Static).update(rows.summary_line(view))
@@ -119,7 +129,7 @@ class MainScreen(ViewScreen):
             rows.topic_rows(view, self.filter_text, self.sort)
         )
         _show_events(self.query_one("#last-event", Static), self.tracker.recent(count=1))
-        self._title()
+        self._title(rows.clients_note(view))
 
     def action_filter(self) -> None:
         box = self.query_one("#filter", Input)
@@ -219,6 +229,9 @@ class TopicScreen(ViewScreen):
         return self.query_one("#channels", RowTable).selected_key
 
 
+CLIENTS_TITLE = "client connections"
+
+
 class ChannelScreen(ViewScreen):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,backspace", "app.pop_screen", "back")]
     DEFAULT_CSS = """
@@ -236,9 +249,14 @@ class ChannelScreen(ViewScreen):
     def detail_topic(self) -> str | None:
         return self.topic
 
+    @property
+    def client_scopes(self) -> tuple[ClientScope, ...] | None:
+        """The channel's only: the topic's other channels are not shown here."""
+        return ((self.topic, self.channel),)
+
     def compose(self) -> ComposeResult:
         yield Static(id="channel-summary")
-        yield Static("client connections", classes="section")
+        yield Static(CLIENTS_TITLE, id="clients-title", classes="section")
         yield _table("clients", rows.CLIENT_COLUMNS)
         yield Footer()
 
@@ -257,12 +275,15 @@ class ChannelScreen(ViewScreen):
             return
         text = Text(f"channel {self.topic}/{channel.name}", style="bold")
         depth_size = "" if channel.depth_bytes is None else f" ({size(channel.depth_bytes)})"
+        ready = rows.PENDING if channel.ready is None else str(channel.ready)
         text.append(
             f" · depth {num(channel.depth)} msgs{depth_size} {sparkline(channel.depth_history, 30)}"
-            f" · in-flight {channel.in_flight} · rdy {channel.ready}"
+            f" · in-flight {channel.in_flight} · rdy {ready}"
             f" · {per_sec(channel.msg_rate)} msg/s {sparkline(channel.rate_history, 30)}"
             f" · requeued {num(channel.requeued)} · timed out {num(channel.timed_out)}"
         )
         text.append(f" · {rows.channel_state(channel)}", style="bold yellow")
         summary.update(text)
+        title = CLIENTS_TITLE if channel.clients_listed else f"{CLIENTS_TITLE} {rows.PENDING}"
+        self.query_one("#clients-title", Static).update(title)
         self.query_one("#clients", RowTable).set_rows(rows.client_rows(channel, view.taken_at))

@@ -8,6 +8,9 @@ and defined nowhere else. ``nsqctl top`` and the dashboard's hot-spots screen bo
 
 Channel entries are cheap (the channel views are already built every poll); client
 entries parse every connection of the cluster, so they are built only when asked for.
+Both need the clients listed in the poll (RDY: starved, stalled, saturation); a channel
+polled without them has no RDY (``ready`` None), so it is neither flagged for them nor
+ranked by saturation.
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ class ChannelHotSpot:
     depth: int
     held: int
     in_flight: int
-    ready: int
+    ready: int | None  # None: its clients were not listed (see ChannelView.ready)
     client_count: int
     requeue_rate: float | None
     timeout_rate: float | None
@@ -100,9 +103,10 @@ HotSpot = ChannelHotSpot | ClientHotSpot
 _Entry = TypeVar("_Entry", ChannelHotSpot, ClientHotSpot)
 
 
-def saturation(in_flight: int, ready: int) -> float | None:
-    """In flight as a share of RDY (1.0: the consumer takes no more); None without RDY."""
-    return in_flight / ready if ready > 0 else None
+def saturation(in_flight: int, ready: int | None) -> float | None:
+    """In flight as a share of RDY (1.0: the consumer takes no more); None without RDY
+    (or when RDY is not known)."""
+    return in_flight / ready if ready else None
 
 
 def held_messages(topic: TopicView, channel: ChannelView) -> int:

@@ -56,6 +56,9 @@ class ChannelStats:
     skipped: bool = False
     clients: Sequence[ClientStats] = ()  # lazily parsed: see parse.LazyClients
     depth_bytes: int | None = None  # redesign ``depth_size``: bytes of the ``depth`` messages
+    clients_listed: bool = True
+    """False when nsqd was asked without its clients (``clients`` is then empty, not the
+    connections; ``client_count`` still counts them): RDY and its rules are unknown."""
 
 
 @dataclass(slots=True)

@@ -153,58 +153,135 @@ def client_loads(clients: Sequence[ClientStats]) -> Sequence[tuple[int, int]]:
 
 def parse_channel(obj: Mapping[str, Any]) -> ChannelStats:
     """On the redesign ``depth`` counts messages not yet confirmed (in flight included) and
-    ``depth_size`` their bytes; the original's ``depth`` excludes in-flight messages."""
-    clients = LazyClients(_objects(obj, "clients"))
-    depth_size = obj.get("depth_size")
+    ``depth_size`` their bytes; the original's ``depth`` excludes in-flight messages.
+
+    Asked without clients, both families send ``"clients": null`` (an empty list when
+    asked with them and none is connected) and still count them: the original as
+    ``client_count``, the redesign as ``client_num``.
+    """
+    get = obj.get  # a big cluster has tens of thousands of channel records per poll
+    listed = type(get("clients")) is list
+    clients: Sequence[ClientStats] = LazyClients(_objects(obj, "clients")) if listed else ()
+    count = get("client_count")
+    if count is None:
+        count = get("client_num")
+    depth_size = get("depth_size")
+    name = get("channel_name")
+    # Each counter is an int as decoded (_int, a call each, is for other spellings), and
+    # the record is built from positional arguments, in ChannelStats' field order: matching
+    # keywords by name is a large share of building one (bench/README.md, Dashboard).
+    depth, backend, in_flight = get("depth"), get("backend_depth"), get("in_flight_count")
+    deferred, msgs = get("deferred_count"), get("message_count")
+    requeued, timed_out = get("requeue_count"), get("timeout_count")
     return ChannelStats(
-        name=as_str(obj.get("channel_name")),
-        depth=_int(obj.get("depth")),
-        backend_depth=_int(obj.get("backend_depth")),
-        in_flight_count=_int(obj.get("in_flight_count")),
-        deferred_count=_int(obj.get("deferred_count")),
-        message_count=_int(obj.get("message_count")),
-        requeue_count=_int(obj.get("requeue_count")),
-        timeout_count=_int(obj.get("timeout_count")),
-        # the redesign has no client_count: count the listed clients instead
-        client_count=as_int(obj.get("client_count"), len(clients)),
-        paused=bool(obj.get("paused", False)),
-        skipped=bool(obj.get("skipped", False)),
-        clients=clients,
-        depth_bytes=None if depth_size is None else _int(depth_size),
+        name if type(name) is str else as_str(name),
+        depth if type(depth) is int else as_int(depth),
+        backend if type(backend) is int else as_int(backend),
+        in_flight if type(in_flight) is int else as_int(in_flight),
+        deferred if type(deferred) is int else as_int(deferred),
+        msgs if type(msgs) is int else as_int(msgs),
+        requeued if type(requeued) is int else as_int(requeued),
+        timed_out if type(timed_out) is int else as_int(timed_out),
+        count if type(count) is int else as_int(count, len(clients)),  # client_count
+        bool(get("paused", False)),
+        bool(get("skipped", False)),
+        clients,
+        None if depth_size is None else _int(depth_size),  # depth_bytes
+        listed,  # clients_listed
     )
+
+
+def _partition(obj: Mapping[str, Any], redesign: bool) -> int | None:
+    """A redesign copy's partition (sent as a string of digits); None on the original."""
+    if not redesign:
+        return None
+    part = obj.get("topic_partition")
+    return int(part) if type(part) is str and part.isdigit() else as_int(part, 0)
 
 
 def parse_topic(obj: Mapping[str, Any], node: str, redesign: bool) -> TopicPartitionStats:
-    partition: int | None = None
-    if redesign:
-        partition = as_int(obj.get("topic_partition"), 0)
+    get = obj.get
+    message_bytes = get("message_bytes")
+    # positional, in TopicPartitionStats' field order (see parse_channel: tens of thousands)
     return TopicPartitionStats(
-        topic=as_str(obj.get("topic_name")),
-        partition=partition,
-        node=node,
-        depth=_int(obj.get("depth")),
-        backend_depth=_int(obj.get("backend_depth")),
-        message_count=_int(obj.get("message_count")),
-        paused=bool(obj.get("paused", False)),
-        is_leader=bool(obj.get("is_leader", True)) if redesign else True,
-        ordered=bool(obj.get("is_multi_ordered", False)),
-        ext=bool(obj.get("is_ext", False)),
-        depth_is_bytes=redesign,
-        backend_start=_int(obj.get("backend_start")) if redesign else 0,
-        channels=tuple(parse_channel(c) for c in _objects(obj, "channels")),
-        message_bytes=None if obj.get("message_bytes") is None else _int(obj["message_bytes"]),
+        as_str(get("topic_name")),
+        _partition(obj, redesign),
+        node,
+        _int(get("depth")),
+        _int(get("backend_depth")),
+        _int(get("message_count")),
+        bool(get("paused", False)),
+        bool(get("is_leader", True)) if redesign else True,  # is_leader
+        bool(get("is_multi_ordered", False)),  # ordered
+        bool(get("is_ext", False)),  # ext
+        redesign,  # depth_is_bytes
+        _int(get("backend_start")) if redesign else 0,
+        tuple([parse_channel(c) for c in _objects(obj, "channels")]),
+        None if message_bytes is None else _int(message_bytes),
     )
 
 
+CopyKey = tuple[str, int | None]
+"""A topic copy on one nsqd: topic and partition (None on the original family)."""
+
+
+def _overlaid(base: TopicPartitionStats, top: TopicPartitionStats) -> TopicPartitionStats:
+    """``top`` (the same copy read later, maybe narrowed to some channels) with the
+    channels it lacks taken from ``base``."""
+    names = {c.name for c in top.channels}
+    kept = tuple(c for c in base.channels if c.name not in names)
+    return replace(top, channels=top.channels + kept) if kept else top
+
+
+def _completed(detail: TopicPartitionStats, obj: Mapping[str, Any]) -> TopicPartitionStats:
+    """``detail`` with the channels it lacks parsed from ``obj`` (the same copy, as the
+    whole node's answer has it): only those are parsed."""
+    names = {c.name for c in detail.channels}
+    missing = tuple(
+        parse_channel(c)
+        for c in _objects(obj, "channels")
+        if as_str(c.get("channel_name")) not in names
+    )
+    return replace(detail, channels=detail.channels + missing) if missing else detail
+
+
+def _topics(
+    objs: list[Mapping[str, Any]],
+    node: str,
+    redesign: bool,
+    details: Mapping[CopyKey, TopicPartitionStats],
+) -> tuple[TopicPartitionStats, ...]:
+    """The topic copies, each one in ``details`` taken from there (its channels there
+    are not parsed again); a detailed copy that ``objs`` lacks (made meanwhile) comes last."""
+    if not details:
+        return tuple(parse_topic(t, node, redesign) for t in objs)
+    detailed = {topic for topic, _ in details}
+    left = dict(details)
+    out: list[TopicPartitionStats] = []
+    for obj in objs:
+        name = as_str(obj.get("topic_name"))
+        detail = left.pop((name, _partition(obj, redesign)), None) if name in detailed else None
+        out.append(parse_topic(obj, node, redesign) if detail is None else _completed(detail, obj))
+    out.extend(left.values())
+    return tuple(out)
+
+
 def parse_nsqd_stats(
-    payload: Any, address: str, *, fetched_at: float, elapsed: float = 0.0
+    payload: Any,
+    address: str,
+    *,
+    fetched_at: float,
+    elapsed: float = 0.0,
+    details: Mapping[CopyKey, TopicPartitionStats] | None = None,
 ) -> NodeStats:
     """One nsqd's ``/stats?format=json`` into a :class:`NodeStats` (state ``up`` or
-    ``unhealthy`` when nsqd itself reports a health other than OK)."""
+    ``unhealthy`` when nsqd itself reports a health other than OK). ``details``: topic
+    copies from narrower answers of the same nsqd, used instead of this payload's, which
+    gives only the channels they lack."""
     data = _data(payload, f"nsqd {address} /stats")
     redesign = is_redesign_payload(data)
     health = as_str(data.get("health")) or "OK"
-    topics = tuple(parse_topic(t, address, redesign) for t in _objects(data, "topics"))
+    topics = _topics(_objects(data, "topics"), address, redesign, details or {})
     return NodeStats(
         address=address,
         fetched_at=fetched_at,
@@ -219,11 +296,34 @@ def parse_nsqd_stats(
 
 
 def parse_nsqd_body(
-    body: bytes | str, address: str, *, fetched_at: float, elapsed: float = 0.0
+    body: bytes | str,
+    address: str,
+    *,
+    fetched_at: float,
+    elapsed: float = 0.0,
+    details: Sequence[bytes | str] = (),
 ) -> NodeStats:
-    """Decode and parse one ``/stats`` body: the whole per-node work of a poll."""
+    """Decode and parse one ``/stats`` body: the whole per-node work of a poll.
+
+    ``details`` are the same nsqd's answers narrowed to a topic or one of its channels with
+    the clients listed (the dashboard asks the whole node without clients, and what it
+    shows with them): their copies' channels replace the body's, in place. A detail that
+    is not a stats body is left out, so that topic stays as the body has it (its clients
+    not listed).
+    """
     with gc_paused():
-        return parse_nsqd_stats(decode(body), address, fetched_at=fetched_at, elapsed=elapsed)
+        copies: dict[CopyKey, TopicPartitionStats] = {}
+        for detail in details:
+            try:
+                narrow = parse_nsqd_stats(decode(detail), address, fetched_at=fetched_at)
+            except (ValueError, StatsProtocolError):  # bad JSON, an error envelope
+                continue
+            for t in narrow.topics:
+                key = (t.topic, t.partition)
+                copies[key] = _overlaid(copies[key], t) if key in copies else t
+        return parse_nsqd_stats(
+            decode(body), address, fetched_at=fetched_at, elapsed=elapsed, details=copies
+        )
 
 
 def _node_ids(items: Any) -> tuple[str, ...]:

@@ -10,6 +10,13 @@ unless asked for one topic. So, like youzan's own nsqadmin, the poller asks only
 topics in focus (the one ``nsqctl stat`` names, the one the dashboard shows), each of the
 nsqds leading one of its partitions; their node ids are turned into HTTP addresses with
 lookupd ``/nodes`` (or, without a lookupd, each nsqd's ``/info``, asked once).
+
+Client connections are most of a big cluster's ``/stats`` and of the time spent reading
+it, while the dashboard shows them for one topic at a time. So a poller told which topics'
+clients are shown (``clients``: topics or ``(topic, channel)`` pairs; ``None``, the
+default, lists every client, as ``nsqctl stat`` and the rules need) asks each nsqd for its
+stats without clients and, at the same time, for those with theirs, whose records then
+replace the first answer's.
 """
 
 from __future__ import annotations
@@ -43,7 +50,7 @@ from nsqctl.stats.parse import (
     parse_nsqd_info,
     resolve_node_ids,
 )
-from nsqctl.stats.read import stats_params
+from nsqctl.stats.read import ClientScope, scope_params, stats_params
 
 DEFAULT_TIMEOUT = 2.0
 SLOW_AFTER = 1.0
@@ -57,7 +64,10 @@ class StatsPoller:
     """Fetches a :class:`ClusterSnapshot`; ``topic``/``channel`` narrow the ``/stats`` asked.
 
     ``focus`` names the topics whose ISR to ask (``None``: every topic); ``topic`` is always
-    in focus. ``transport`` is for replaying recorded payloads (:mod:`nsqctl.stats.recording`).
+    in focus. ``clients`` names whose client connections to list: topics, or ``(topic,
+    channel)`` for one channel's (``None``: every topic's; ignored when ``topic`` narrows
+    the poll, which lists its clients).
+    ``transport`` is for replaying recorded payloads (:mod:`nsqctl.stats.recording`).
     """
 
     def __init__(
@@ -68,6 +78,7 @@ class StatsPoller:
         topic: str | None = None,
         channel: str | None = None,
         focus: Iterable[str] | None = (),
+        clients: Iterable[ClientScope] | None = None,
         timeout: float = DEFAULT_TIMEOUT,
         slow_after: float = SLOW_AFTER,
         transport: httpx.AsyncBaseTransport | None = None,
@@ -80,6 +91,8 @@ class StatsPoller:
         self.slow_after = slow_after
         self._focus: frozenset[str] | None = None
         self.set_focus(focus)
+        self._clients: tuple[ClientScope, ...] | None = None
+        self.set_clients(clients)
         self._lookupd = [str(a) for a in parse_addresses(list(lookupd_http))]
         self._known: dict[str, None] = {
             str(a): None for a in parse_addresses(list(nsqd_http), example="127.0.0.1:4151")
@@ -105,6 +118,11 @@ class StatsPoller:
 
     def focused(self, topic: str) -> bool:
         return self._focus is None or topic in self._focus or topic == self.topic
+
+    def set_clients(self, scopes: Iterable[ClientScope] | None) -> None:
+        """Whose client connections later polls list (topics, or ``(topic, channel)``);
+        ``None`` for every topic's."""
+        self._clients = None if scopes is None else tuple(dict.fromkeys(scopes))
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -179,8 +197,12 @@ class StatsPoller:
 
     # ------------------------------------------------------------- nsqd
 
-    def _stats_params(self) -> dict[str, str]:
-        return stats_params(self.topic, self.channel)
+    def _stats_requests(self) -> tuple[dict[str, str], list[dict[str, str]]]:
+        """The ``/stats`` query of each nsqd, and of the narrower ones whose topics (with
+        their clients) replace its records."""
+        if self.topic or self._clients is None:
+            return stats_params(self.topic, self.channel), []
+        return stats_params(clients=False), [scope_params(s) for s in self._clients]
 
     async def _fetch(self, address: str, path: str, params: dict[str, str]) -> tuple[bytes, float]:
         start = time.monotonic()
@@ -189,14 +211,34 @@ class StatsPoller:
             raise NsqctlError(f"HTTP {resp.status_code}")
         return resp.content, time.monotonic() - start
 
+    async def _stats_bodies(self, address: str) -> tuple[bytes, list[bytes], float]:
+        """The node's ``/stats`` and the narrower ones, asked at once; a narrower one that
+        fails is left out (its topic then shows no clients), the node's own fails the node."""
+        params, narrower = self._stats_requests()
+        main, *details = await asyncio.gather(
+            self._fetch(address, "/stats", params),
+            *(self._fetch(address, "/stats", p) for p in narrower),
+            return_exceptions=True,
+        )
+        if isinstance(main, BaseException):
+            raise main
+        body, elapsed = main
+        found = [d for d in details if not isinstance(d, BaseException)]
+        return body, [d[0] for d in found], max([elapsed, *(d[1] for d in found)])
+
     async def _node(self, address: str) -> NodeStats:
         fetched_at = time.monotonic()
         try:
-            body, elapsed = await asyncio.wait_for(
-                self._fetch(address, "/stats", self._stats_params()), self.timeout
+            body, details, elapsed = await asyncio.wait_for(
+                self._stats_bodies(address), self.timeout
             )
             node = await asyncio.to_thread(
-                parse_nsqd_body, body, address, fetched_at=fetched_at, elapsed=elapsed
+                parse_nsqd_body,
+                body,
+                address,
+                fetched_at=fetched_at,
+                elapsed=elapsed,
+                details=details,
             )
         except (httpx.HTTPError, TimeoutError, NsqctlError, ValueError) as exc:
             return NodeStats(

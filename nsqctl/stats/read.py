@@ -21,16 +21,34 @@ from nsqctl.stats.parse import StatsProtocolError, parse_nsqd_body
 
 TIMEOUT = 10.0
 
+ClientScope = str | tuple[str, str]
+"""Whose client connections to list: a topic's (every channel), or ``(topic, channel)``."""
 
-def stats_params(topic: str | None = None, channel: str | None = None) -> dict[str, str]:
-    """``/stats`` query parameters: JSON with every client listed (the redesign lists them
-    only when asked), narrowed to ``topic`` (and its ``channel``) when given."""
+
+def stats_params(
+    topic: str | None = None, channel: str | None = None, *, clients: bool = True
+) -> dict[str, str]:
+    """``/stats`` query parameters: JSON narrowed to ``topic`` (and its ``channel``) when
+    given, with every client listed or (``clients`` False) none.
+
+    The redesign lists clients for ``needClients=true`` and leaves them out for ``false``,
+    the original lists them unless told ``include_clients=false``; each ignores the
+    other's parameter (nsqd/http.go ``doStats`` of both). On a big cluster the clients are
+    most of the body.
+    """
     params = {"format": "json", "needClients": "true"}
+    if not clients:
+        params.update(needClients="false", include_clients="false")
     if topic:
         params["topic"] = topic
         if channel:
             params["channel"] = channel
     return params
+
+
+def scope_params(scope: ClientScope) -> dict[str, str]:
+    """``/stats`` query parameters listing the clients of ``scope`` only."""
+    return stats_params(scope) if isinstance(scope, str) else stats_params(*scope)
 
 
 def _node(address: str, resp: httpx.Response, fetched_at: float) -> NodeStats:

@@ -11,6 +11,7 @@ from collections.abc import Collection, Sequence
 from typing import Protocol, runtime_checkable
 
 from nsqctl.stats.model import ClusterSnapshot
+from nsqctl.stats.read import ClientScope
 from nsqctl.stats.series import KeyedSeries
 from nsqctl.stats.view import ClusterView, build_view
 
@@ -20,6 +21,11 @@ class ViewSource(Protocol):
 
     def focus(self, topics: Collection[str]) -> None:
         """The topics a viewer shows in detail (their ISR is worth asking for)."""
+
+    def show_clients(self, scopes: Collection[ClientScope] | None) -> None:
+        """Whose client connections (and the RDY they add up to) a viewer shows: topics,
+        or ``(topic, channel)`` pairs; ``None``: every topic's, what a source lists until
+        told otherwise."""
 
     async def aclose(self) -> None: ...
 
@@ -39,6 +45,13 @@ class FocusablePoller(Protocol):
     def set_focus(self, topics: Collection[str] | None) -> None: ...
 
 
+@runtime_checkable
+class ClientSelectingPoller(Protocol):
+    """A snapshot source that can list clients of some topics only (:class:`StatsPoller`)."""
+
+    def set_clients(self, scopes: Collection[ClientScope] | None) -> None: ...
+
+
 class StatsSession:
     """Keeps the previous snapshot (for rates) and the session history (for sparklines)."""
 
@@ -56,6 +69,10 @@ class StatsSession:
     def focus(self, topics: Collection[str]) -> None:
         if isinstance(self.poller, FocusablePoller):
             self.poller.set_focus(topics)
+
+    def show_clients(self, scopes: Collection[ClientScope] | None) -> None:
+        if isinstance(self.poller, ClientSelectingPoller):
+            self.poller.set_clients(scopes)
 
     async def aclose(self) -> None:
         await self.poller.aclose()
@@ -79,6 +96,9 @@ class StaticSource:
         return self._views[-1]
 
     def focus(self, topics: Collection[str]) -> None:
+        return None  # the views are fixed
+
+    def show_clients(self, scopes: Collection[ClientScope] | None) -> None:
         return None  # the views are fixed
 
     async def aclose(self) -> None:

@@ -15,6 +15,11 @@ focus: ``None`` means not asked, ``()`` asked and empty.
 
 Per-client views are built only when read (:attr:`ChannelView.clients`): a poll of a big
 cluster carries tens of thousands of connections, the dashboard shows one channel's.
+
+A channel polled without its clients (the dashboard asks for the shown topic's only) keeps
+its client count but not their RDY: its ``ready`` is None, ``clients_listed`` False, and
+the rules that need RDY (starved, stalled) are not applied to it, so they do not raise its
+severity either.
 """
 
 from __future__ import annotations
@@ -107,7 +112,7 @@ class ChannelView:
     timed_out: int
     messages: int
     client_count: int
-    ready: int
+    ready: int | None  # None: polled without its clients (see clients_listed)
     paused: bool
     skipped: bool
     depth_bytes: int | None
@@ -122,6 +127,9 @@ class ChannelView:
     parts: tuple[ChannelPartView, ...] = ()
     depth_history: tuple[float, ...] = ()
     rate_history: tuple[float, ...] = ()
+    clients_listed: bool = True
+    """Every partition's nsqd listed the clients: ``ready``, ``starved`` and ``stalled``
+    are known (False: ``ready`` is None, the two flags are False for want of data)."""
 
     @cached_property
     def clients(self) -> tuple[ClientView, ...]:
@@ -187,6 +195,8 @@ class TopicView:
     severity: Severity
     depth_history: tuple[float, ...] = ()
     rate_history: tuple[float, ...] = ()
+    clients_listed: bool = True
+    """Every channel's clients were listed, so its severity includes starved/stalled."""
 
     @property
     def nodes(self) -> tuple[str, ...]:
@@ -249,15 +259,15 @@ _Key = tuple[str, str, int | None]  # node, topic, partition
 
 @dataclass
 class _Prev:
-    """Counters of the previous snapshot keyed for O(1) lookup."""
+    """Counters of the previous snapshot keyed for O(1) lookup: per topic copy its message
+    count and its channels by name (one lookup per copy, not one per channel)."""
 
     fetched: dict[str, float]
-    topic: dict[_Key, int]
-    channel: dict[tuple[_Key, str], ChannelStats]
+    topic: dict[_Key, TopicPartitionStats]
 
     @classmethod
     def index(cls, snap: ClusterSnapshot | None) -> _Prev:
-        prev = cls({}, {}, {})
+        prev = cls({}, {})
         if snap is None:
             return prev
         for node in snap.nodes:
@@ -265,19 +275,11 @@ class _Prev:
                 continue
             prev.fetched[node.address] = node.fetched_at
             for t in node.topics:
-                key = (node.address, t.topic, t.partition)
-                prev.topic[key] = t.message_count
-                for ch in t.channels:
-                    prev.channel[(key, ch.name)] = ch
+                prev.topic[(node.address, t.topic, t.partition)] = t
         return prev
 
 
 def _sum_opt(values: Iterable[float | None]) -> float | None:
-    known = [v for v in values if v is not None]
-    return sum(known) if known else None
-
-
-def _int_sum_opt(values: Iterable[int | None]) -> int | None:
     known = [v for v in values if v is not None]
     return sum(known) if known else None
 
@@ -315,106 +317,146 @@ def _coord_info(
     return max(held, key=lambda r: len(r.isr))
 
 
+@dataclass(slots=True)
+class _Copy:
+    """The copy of a partition a view counts (its leader's) with what it is compared to."""
+
+    stats: TopicPartitionStats
+    dt: float  # seconds since the previous poll of its nsqd
+    before: dict[str, ChannelStats]  # the previous poll's channels of the copy, by name
+
+
 def _partition_view(
     rows: list[TopicPartitionStats],
     coord: dict[tuple[str, int], list[CoordInfo]],
     prev: _Prev,
-    now: dict[str, float],
-) -> tuple[PartitionView, TopicPartitionStats]:
-    leader_row = next((r for r in rows if r.is_leader), None)
+    dts: dict[str, float],
+) -> tuple[PartitionView, _Copy]:
+    # one row per copy: a big cluster has tens of thousands of partitions, most with one
+    # to three copies, so no generator is made for them
+    leader_row = None
+    for r in rows:
+        if r.is_leader:
+            leader_row = r
+            break
     main = leader_row or rows[0]
+    leader = leader_row.node if leader_row else None
     info = None
     if main.partition is not None:
-        reports = coord.get((main.topic, main.partition), [])
-        info = _coord_info(reports, leader_row.node if leader_row else None, (r.node for r in rows))
+        reports = coord.get((main.topic, main.partition))
+        if reports:
+            info = _coord_info(reports, leader, [r.node for r in rows])
     key = (main.node, main.topic, main.partition)
-    dt = now.get(main.node, 0.0) - prev.fetched.get(main.node, 0.0)
-    depth = sum(ch.depth for ch in main.channels)
+    dt = dts.get(main.node, 0.0)
+    before = prev.topic.get(key)
+    depth = 0
+    for ch in main.channels:
+        depth += ch.depth
     if not main.depth_is_bytes:
         depth += main.depth
     view = PartitionView(
         topic=main.topic,
         partition=main.partition,
-        leader=leader_row.node if leader_row else None,
-        replicas=tuple(r.node for r in rows if r is not leader_row),
+        leader=leader,
+        replicas=tuple([r.node for r in rows if r is not leader_row]),
         isr=info.isr if info else None,
         catchup=info.catchup if info else None,
         write_enabled=leader_row is not None,
         depth=depth,
         stored_bytes=max(0, main.depth - main.backend_start) if main.depth_is_bytes else None,
         messages=main.message_count,
-        rate=rate(main.message_count, prev.topic.get(key), dt) if key in prev.topic else None,
+        rate=rate(main.message_count, before.message_count, dt) if before is not None else None,
         paused=main.paused,
         channels=main.channels,
-        holder_messages=tuple((r.node, r.message_count) for r in rows),
+        holder_messages=tuple([(r.node, r.message_count) for r in rows]),
     )
-    return view, main
+    channels = {ch.name: ch for ch in before.channels} if before is not None else {}
+    return view, _Copy(main, dt, channels)
 
 
 def _channel_view(
     topic: str,
     name: str,
-    parts: list[tuple[TopicPartitionStats, ChannelStats]],
-    prev: _Prev,
-    now: dict[str, float],
+    parts: list[tuple[_Copy, ChannelStats]],
     history: KeyedSeries | None,
 ) -> ChannelView:
+    # One pass over the partitions: a big topic has thousands, so every total is summed
+    # here rather than in a pass of its own.
     part_views: list[ChannelPartView] = []
-    rates: list[float | None] = []
-    req_deltas: list[int | None] = []
-    to_deltas: list[int | None] = []
+    msg_rate: float | None = None
+    req_delta: int | None = None
+    to_delta: int | None = None
+    depth = in_flight = deferred = requeued = timed_out = messages = counted = 0
+    depth_bytes: int | None = 0
+    paused = skipped = False
     ready = listed = 0
     starved = False
-    for tp, ch in parts:
-        dt = now.get(tp.node, 0.0) - prev.fetched.get(tp.node, 0.0)
-        before = prev.channel.get(((tp.node, tp.topic, tp.partition), ch.name))
-        rates.append(rate(ch.message_count, before.message_count if before else None, dt))
-        req_deltas.append(delta(ch.requeue_count, before.requeue_count if before else None))
-        to_deltas.append(delta(ch.timeout_count, before.timeout_count if before else None))
-        part_views.append(
-            ChannelPartView(
-                tp.node, tp.partition, ch, rates[-1], to_deltas[-1], req_deltas[-1], before, dt
-            )
-        )
+    all_listed = True
+    for copy, ch in parts:
+        before = copy.before.get(name)
+        r = rd = td = None
+        if before is not None:
+            r = rate(ch.message_count, before.message_count, copy.dt)
+            rd = delta(ch.requeue_count, before.requeue_count)
+            td = delta(ch.timeout_count, before.timeout_count)
+            if r is not None:
+                msg_rate = r if msg_rate is None else msg_rate + r
+            if rd is not None:
+                req_delta = rd if req_delta is None else req_delta + rd
+            if td is not None:
+                to_delta = td if to_delta is None else to_delta + td
+        tp = copy.stats
+        part_views.append(ChannelPartView(tp.node, tp.partition, ch, r, td, rd, before, copy.dt))
+        depth += ch.depth
+        in_flight += ch.in_flight_count
+        deferred += ch.deferred_count
+        requeued += ch.requeue_count
+        timed_out += ch.timeout_count
+        messages += ch.message_count
+        counted += ch.client_count
+        paused = paused or ch.paused
+        skipped = skipped or ch.skipped
+        if depth_bytes is not None:
+            depth_bytes = None if ch.depth_bytes is None else depth_bytes + ch.depth_bytes
+        if not ch.clients_listed:
+            all_listed = False
+            continue
         loads = client_loads(ch.clients)
         listed += len(loads)
-        ready += sum(r for r, _ in loads)
-        starved = starved or any(is_starved(r, f) for r, f in loads)
-    chans = [ch for _, ch in parts]
-    depth = sum(c.depth for c in chans)
-    sizes = [c.depth_bytes for c in chans if c.depth_bytes is not None]
-    client_count = max(sum(c.client_count for c in chans), listed)
-    msg_rate = _sum_opt(rates)
-    timeout_delta = _int_sum_opt(to_deltas)
+        for rdy, held in loads:
+            ready += rdy
+            starved = starved or is_starved(rdy, held)
+    client_count = max(counted, listed)
     depth_hist: tuple[float, ...] = ()
     rate_hist: tuple[float, ...] = ()
     if history is not None:
         depth_hist = history.push(("channel", topic, name, "depth"), depth)
         rate_hist = history.push(("channel", topic, name, "rate"), msg_rate or 0.0)
     growing = is_growing(depth_hist)
-    stalled = listed > 0 and is_stalled(ready, depth)
+    # a starved client seen on one partition is one; RDY 0 needs every partition's clients
+    stalled = all_listed and listed > 0 and is_stalled(ready, depth)
     no_consumers = client_count == 0 and depth > 0
     severity = worst(
         "crit" if stalled else "ok",
-        "warn" if starved or growing or no_consumers or (timeout_delta or 0) > 0 else "ok",
+        "warn" if starved or growing or no_consumers or (to_delta or 0) > 0 else "ok",
     )
     return ChannelView(
         topic=topic,
         name=name,
         depth=depth,
-        in_flight=sum(c.in_flight_count for c in chans),
-        deferred=sum(c.deferred_count for c in chans),
-        requeued=sum(c.requeue_count for c in chans),
-        timed_out=sum(c.timeout_count for c in chans),
-        messages=sum(c.message_count for c in chans),
+        in_flight=in_flight,
+        deferred=deferred,
+        requeued=requeued,
+        timed_out=timed_out,
+        messages=messages,
         client_count=client_count,
-        ready=ready,
-        paused=any(c.paused for c in chans),
-        skipped=any(c.skipped for c in chans),
-        depth_bytes=sum(sizes) if len(sizes) == len(chans) else None,
+        ready=ready if all_listed else None,
+        paused=paused,
+        skipped=skipped,
+        depth_bytes=depth_bytes,
         msg_rate=msg_rate,
-        requeue_delta=_int_sum_opt(req_deltas),
-        timeout_delta=timeout_delta,
+        requeue_delta=req_delta,
+        timeout_delta=to_delta,
         starved=starved,
         stalled=stalled,
         no_consumers=no_consumers,
@@ -423,6 +465,7 @@ def _channel_view(
         parts=tuple(part_views),
         depth_history=depth_hist,
         rate_history=rate_hist,
+        clients_listed=all_listed,
     )
 
 
@@ -431,22 +474,22 @@ def _topic_view(
     groups: dict[tuple[int | None, str], list[TopicPartitionStats]],
     coord: dict[tuple[str, int], list[CoordInfo]],
     prev: _Prev,
-    now: dict[str, float],
+    dts: dict[str, float],
     history: KeyedSeries | None,
 ) -> TopicView:
     partitions: list[PartitionView] = []
-    mains: list[TopicPartitionStats] = []
+    copies: list[_Copy] = []
     for gkey in sorted(groups, key=lambda k: (k[0] if k[0] is not None else -1, k[1])):
-        pv, main = _partition_view(groups[gkey], coord, prev, now)
+        pv, copy = _partition_view(groups[gkey], coord, prev, dts)
         partitions.append(pv)
-        mains.append(main)
-    by_channel: dict[str, list[tuple[TopicPartitionStats, ChannelStats]]] = defaultdict(list)
-    for main in mains:
-        for ch in main.channels:
-            by_channel[ch.name].append((main, ch))
+        copies.append(copy)
+    mains = [c.stats for c in copies]
+    by_channel: dict[str, list[tuple[_Copy, ChannelStats]]] = defaultdict(list)
+    for copy in copies:
+        for ch in copy.stats.channels:
+            by_channel[ch.name].append((copy, ch))
     channels = tuple(
-        _channel_view(name, ch_name, by_channel[ch_name], prev, now, history)
-        for ch_name in sorted(by_channel)
+        _channel_view(name, ch_name, by_channel[ch_name], history) for ch_name in sorted(by_channel)
     )
     depth = sum(p.depth for p in partitions)
     topic_rate = _sum_opt(p.rate for p in partitions)
@@ -477,6 +520,7 @@ def _topic_view(
         severity=severity,
         depth_history=depth_hist,
         rate_history=rate_hist,
+        clients_listed=all(c.clients_listed for c in channels),
     )
 
 
@@ -525,11 +569,15 @@ def _build_view(
     snapshot: ClusterSnapshot, previous: ClusterSnapshot | None, history: KeyedSeries | None
 ) -> ClusterView:
     prev = _Prev.index(previous)
-    now = {n.address: n.fetched_at for n in snapshot.nodes if n.state != "down"}
+    dts = {
+        n.address: n.fetched_at - prev.fetched.get(n.address, 0.0)
+        for n in snapshot.nodes
+        if n.state != "down"
+    }
     coord = _coord_index(snapshot.coordinator)
     grouped = _group_partitions(snapshot.nodes)
     topics = tuple(
-        _topic_view(name, grouped[name], coord, prev, now, history) for name in sorted(grouped)
+        _topic_view(name, grouped[name], coord, prev, dts, history) for name in sorted(grouped)
     )
     if history is not None:
         keep: set[Hashable] = set()

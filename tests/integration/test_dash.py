@@ -1,7 +1,9 @@
 """``nsqctl dash`` (nsqctl.tui.app.DashApp): snapshots of payloads recorded from real servers of
 both families (deterministic), and pilot runs against live clusters: a known consumer's
 RDY and a dead nsqd on the original family; leaders, replicas, ISR, RDY and in-flight of a
-partitioned, replicated topic on the redesign."""
+partitioned, replicated topic on the redesign. On both, the dashboard polls each nsqd
+without clients and the open topic with them: the topics list is checked before a topic is
+opened (client counts without the clients), the channel screen after."""
 
 from __future__ import annotations
 
@@ -10,10 +12,12 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
 
 import httpx
 import pytest
 from textual.pilot import Pilot
+from textual.widgets import Static
 
 from nsqctl import admin
 from nsqctl.consumer import Consumer
@@ -24,8 +28,8 @@ from nsqctl.servers import cluster, process
 from nsqctl.stats.model import ChannelStats
 from nsqctl.stats.offline import snapshot_from_files
 from nsqctl.stats.poller import StatsPoller
-from nsqctl.stats.read import fetch_nsqd_stats
-from nsqctl.stats.recording import play_back
+from nsqctl.stats.read import fetch_nsqd_stats, stats_params
+from nsqctl.stats.recording import RecordingTransport, play_back
 from nsqctl.stats.session import StaticSource, StatsSession
 from nsqctl.tui import rows
 from nsqctl.tui.app import DashApp
@@ -70,9 +74,17 @@ async def until(pilot: Pilot[None], cond: Callable[[], bool], what: str, tries: 
 
 
 async def open_topic_once_in_flight(
-    pilot: Pilot[None], app: DashApp, topic: str, channel: str, in_flight: int
+    pilot: Pilot[None],
+    app: DashApp,
+    topic: str,
+    channel: str,
+    in_flight: int,
+    listed: dict[str, str],
 ) -> None:
-    """Wait until the channel shows ``in_flight`` messages, then filter to the topic and open it."""
+    """Wait until the channel shows ``in_flight`` messages; check the topics list shows
+    the topic's ``listed`` columns and that the channel's consumers (``listed["clients"]``)
+    were counted though none was listed (the dashboard asks nsqd for the clients of the
+    open topic only); then filter to the topic and open it."""
 
     def held() -> bool:
         t = app.view.topic(topic) if app.view else None
@@ -80,8 +92,36 @@ async def open_topic_once_in_flight(
         return bool(ch and ch.in_flight == in_flight)
 
     await until(pilot, held, f"{in_flight} messages in flight")
+    row = {r[0]: r for r in cells(app, "topics")}[topic]
+    col = {name: i for i, name in enumerate(rows.TOPIC_COLUMNS)}
+    assert {k: row[col[k]] for k in listed if k != "clients"} == {
+        k: v for k, v in listed.items() if k != "clients"
+    }
+    lean = app.view.topic(topic).channel(channel)  # type: ignore[union-attr]
+    assert lean is not None and not lean.clients_listed and lean.ready is None
+    assert str(lean.client_count) == listed["clients"]
+    title = app.screen.query_one("#topics-title", Static).content
+    assert rows.CLIENTS_NOTE in str(title)
     await pilot.press("slash", *topic, "enter", "enter")
     assert isinstance(app.screen, TopicScreen) and app.screen.topic == topic
+
+
+def stats_asked(transport: RecordingTransport) -> list[dict[str, str]]:
+    """The query of every ``/stats`` request the dashboard made."""
+    urls = [urlsplit(ex.url) for ex in transport.exchanges]
+    return [dict(parse_qsl(u.query)) for u in urls if u.path == "/stats"]
+
+
+def assert_clients_asked_for(transport: RecordingTransport, topic: str, channel: str) -> None:
+    """Every nsqd was asked without clients, and with them for ``topic`` (the topic screen)
+    and its ``channel`` (the channel screen) only, never another's."""
+    asked = stats_asked(transport)
+    assert stats_params(clients=False) in asked
+    detailed = [q for q in asked if q.get("needClients") == "true"]
+    assert {(q.get("topic"), q.get("channel")) for q in detailed} == {
+        (topic, None),
+        (topic, channel),
+    }
 
 
 def cells(app: DashApp, table_id: str) -> list[list[str]]:
@@ -156,11 +196,13 @@ async def test_live_consumer_rdy_and_starvation_shown(original_cluster) -> None:
 
     consumer = Consumer(topic, "held", hold, nsqd_tcp=[c.nsqd_tcp[0]], max_in_flight=5)
     await consumer.start()
-    poller = StatsPoller(c.lookupd_http, [], timeout=2.0)
+    transport = RecordingTransport()
+    poller = StatsPoller(c.lookupd_http, [], timeout=2.0, transport=transport)
     app = DashApp(StatsSession(poller), interval=0.3)
     try:
         async with app.run_test(size=(200, 50)) as pilot:
-            await open_topic_once_in_flight(pilot, app, topic, "held", 5)
+            listed = {"depth": "15", "msgs": "20", "channels": "1", "clients": "1"}
+            await open_topic_once_in_flight(pilot, app, topic, "held", 5, listed)
             channels = cells(app, "channels")
             assert channels[0][0] == "held" and channels[0][1] == "15"  # depth 20 - 5
             await pilot.press("enter")
@@ -180,6 +222,7 @@ async def test_live_consumer_rdy_and_starvation_shown(original_cluster) -> None:
     finally:
         release.set()
         await consumer.stop(timeout=5)
+    assert_clients_asked_for(transport, topic, "held")
 
 
 async def test_dead_nsqd_shown_down_while_the_rest_updates(start_cluster) -> None:
@@ -282,9 +325,13 @@ async def test_redesign_partitions_leaders_isr_rdy_in_flight_live(start_cluster)
         async with Producer(lookupd_http=c.lookupd_http) as producer:
             for part in (0, 1):
                 await producer.publish_many(topic, [b"m"] * 10, partition=part)
-        app = DashApp(StatsSession(StatsPoller(c.lookupd_http, [], timeout=2.0)), interval=0.3)
+        transport = RecordingTransport()
+        poller = StatsPoller(c.lookupd_http, [], timeout=2.0, transport=transport)
+        app = DashApp(StatsSession(poller), interval=0.3)
         async with app.run_test(size=(200, 50)) as pilot:
-            await open_topic_once_in_flight(pilot, app, topic, "held", 4)
+            # the redesign's channel depth counts the 4 in flight; 2 partitions, 1 consumer each
+            listed = {"parts": "2", "depth": "20", "msgs": "20", "clients": "2"}
+            await open_topic_once_in_flight(pilot, app, topic, "held", 4, listed)
             isr_col = rows.PARTITION_COLUMNS.index("isr")
             await until(
                 pilot,
@@ -328,6 +375,7 @@ async def test_redesign_partitions_leaders_isr_rdy_in_flight_live(start_cluster)
                 await pilot.pause(0.1)
             assert shown_clients == served
             assert sum(int(r[3]) for r in served) == 4 and {r[0] for r in served} == {"0", "1"}
+        assert_clients_asked_for(transport, topic, "held")
     finally:
         release.set()
         await consumer.stop(timeout=5)

@@ -109,6 +109,14 @@ async def test_live_poison_channel_ranked_first_and_opened(original_cluster) -> 
                 return bool(rows and rows[0][0] == key and "poison" in rows[0][HOT["reasons"]])
 
             await until(pilot, poison_on_top, "the poison channel ranked first")
+
+            def rdy_known() -> bool:  # the hot-spots screen has every client listed
+                shown = app.view.topic(topic) if app.view else None
+                return bool(shown and shown.clients_listed)
+
+            await until(pilot, rdy_known, "the channel's RDY on the hot-spots screen")
+            row = next(r for r in cells(app, "hot-channels") if r[0] == key)
+            assert row[HOT["in-flight/rdy"]].split()[0].split("/")[1] == "2"  # max_in_flight
             await pilot.press("n")
             totals = {r[0]: r for r in cells(app, "node-totals")}
             assert totals[c.nsqd_http[0]][NODE["state"]] == "up"

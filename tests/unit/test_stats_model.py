@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 from dataclasses import replace
 from urllib.parse import urlsplit
 
@@ -21,6 +22,7 @@ from nsqctl.stats.parse import (
     StatsProtocolError,
     node_id_key,
     nsqd_http_addresses,
+    parse_channel,
     parse_client,
     parse_nsqd_body,
     parse_nsqd_stats,
@@ -29,7 +31,8 @@ from nsqctl.stats.parse import (
 from nsqctl.stats.recording import RecordedPoller, Recording, play_back
 from nsqctl.stats.rules import delta, is_growing, is_stalled, is_starved, rate
 from nsqctl.stats.series import KeyedSeries, sparkline
-from nsqctl.stats.view import build_view
+from nsqctl.stats.view import ClusterView, build_view
+from tests.helpers.nsqd_answers import narrowed, without_clients
 from tests.helpers.stats import RECORDED_A, RECORDED_B, STATS_DATA
 from tests.helpers.stats import recorded_original as original
 
@@ -87,6 +90,43 @@ def test_history_is_bounded_and_sparkline_scales() -> None:
 
 
 # ------------------------------------------------------------------ original (recorded)
+
+
+CHANNEL_COUNTERS = (
+    "depth",
+    "backend_depth",
+    "in_flight_count",
+    "deferred_count",
+    "message_count",
+    "requeue_count",
+    "timeout_count",
+)
+"""Channel counters named alike in nsqd's JSON and in ChannelStats."""
+
+
+def test_a_channel_record_field_by_field() -> None:
+    """Every field from its own key (distinct values, so no two can be swapped unseen)."""
+    record = {
+        "channel_name": "c",
+        **{k: i for i, k in enumerate(CHANNEL_COUNTERS, start=1)},
+        "client_num": 8,
+        "depth_size": 9,
+        "paused": True,
+        "skipped": False,
+        "clients": None,
+    }
+    ch = parse_channel(record)
+    assert [getattr(ch, k) for k in CHANNEL_COUNTERS] == [1, 2, 3, 4, 5, 6, 7]
+    assert (ch.name, ch.client_count, ch.depth_bytes, ch.paused, ch.skipped) == (
+        "c",
+        8,
+        9,
+        True,
+        False,
+    )
+    assert not ch.clients_listed and ch.clients == ()
+    listed = parse_channel({**record, "clients": [], "client_num": None, "client_count": "2"})
+    assert listed.clients_listed and listed.client_count == 2 and len(listed.clients) == 0
 
 
 def test_parse_original_payload() -> None:
@@ -418,6 +458,114 @@ def test_node_ids_resolve_to_addresses_or_stay_as_they_are() -> None:
     [resolved] = resolve_node_ids([info], {"10.0.0.1:4150": "10.0.0.1:4151"})
     assert resolved.isr == ("10.0.0.1:4151", "odd")
     assert resolved.catchup == ("10.0.0.2:1:4150:2",)
+
+
+# ------------------------------------------------------------------ polled without clients
+#
+# The dashboard asks each nsqd without clients and the topic it shows with them. The
+# payloads here are the recorded ones as nsqd answers that (its nsqd/stats.go of both
+# families): ``"clients": null`` with the count kept, and the topic alone with its clients.
+# tests/integration/test_dash.py checks that real servers answer so.
+
+
+def polled(
+    bodies: dict[str, dict],
+    taken_at: float,
+    *,
+    lean: bool = False,
+    shown: str | None = None,
+    channel: str | None = None,
+) -> ClusterSnapshot:
+    """The snapshot of ``bodies`` (nsqd address → /stats) as the poller makes it: every
+    client listed, or (``lean``) none but those of topic ``shown`` (of its ``channel``)."""
+
+    def node(address: str, body: dict) -> NodeStats:
+        main = without_clients(body) if lean else body
+        details = []
+        if lean and shown:
+            details = [json.dumps(narrowed(body, shown, channel)).encode()]
+        return parse_nsqd_body(
+            json.dumps(main).encode(), address, fetched_at=taken_at, details=details
+        )
+
+    return ClusterSnapshot(taken_at, tuple(node(a, b) for a, b in bodies.items()))
+
+
+def recorded_bodies(family: str, k: int) -> dict[str, dict]:
+    if family == "redesign":
+        return raw_stats(f"t{k}")
+    return {a: load_json(DATA / f"original_nsqd_{n}_t{k}.json") for a, n in ((A, "a"), (B, "b"))}
+
+
+def counters(view: ClusterView) -> dict[tuple[str, str], tuple[object, ...]]:
+    """What a channel shows that needs no client record."""
+    return {
+        (t.name, c.name): (c.depth, c.in_flight, c.client_count, c.msg_rate, c.no_consumers)
+        for t in view.topics
+        for c in t.channels
+    }
+
+
+def rdy_rules(view: ClusterView, topic: str) -> list[tuple[object, ...]]:
+    return [
+        (c.name, c.ready, c.starved, c.stalled, c.severity, [v.stats for v in c.clients])
+        for c in view.topic(topic).channels  # type: ignore[union-attr]
+    ]
+
+
+@pytest.mark.parametrize("family", ["original", "redesign"])
+def test_polled_without_clients_counts_them_and_leaves_rdy_unknown(family: str) -> None:
+    t0, t1 = recorded_bodies(family, 0), recorded_bodies(family, 1)
+    full = build_view(polled(t1, 102.0), polled(t0, 100.0))
+    lean = build_view(polled(t1, 102.0, lean=True), polled(t0, 100.0, lean=True))
+    assert counters(lean) == counters(full)  # client counts from client_count / client_num
+    billing = full.topic("orders").channel("billing")  # type: ignore[union-attr]
+    assert billing is not None and billing.starved and billing.client_count > 0
+    for topic in lean.topics:
+        assert not topic.clients_listed
+        for c in topic.channels:
+            assert not c.clients_listed and c.ready is None and c.clients == ()
+            assert not c.starved and not c.stalled  # unknown, so not flagged
+    lean_billing = lean.topic("orders").channel("billing")  # type: ignore[union-attr]
+    assert lean_billing is not None and lean_billing.severity == "ok"
+
+    shown = build_view(
+        polled(t1, 102.0, lean=True, shown="orders"), polled(t0, 100.0, lean=True, shown="orders")
+    )
+    assert counters(shown) == counters(full)
+    assert rdy_rules(shown, "orders") == rdy_rules(full, "orders")
+    assert shown.topic("orders").clients_listed  # type: ignore[union-attr]
+    assert not shown.topic("events").clients_listed  # type: ignore[union-attr]
+
+    one = build_view(  # the channel screen: that channel's clients only
+        polled(t1, 102.0, lean=True, shown="orders", channel="billing"),
+        polled(t0, 100.0, lean=True, shown="orders", channel="billing"),
+    )
+    assert counters(one) == counters(full)
+    [billing_rules] = [r for r in rdy_rules(full, "orders") if r[0] == "billing"]
+    assert [r for r in rdy_rules(one, "orders") if r[1] is not None] == [billing_rules]
+
+
+def test_a_topics_detail_replaces_its_copies_in_place() -> None:
+    body = load_json(DATA / "original_nsqd_a_t1.json")
+    names = [t["topic_name"] for t in body["topics"]]  # type: ignore[index]
+    fresh = {**body, "topics": [{**narrowed(body, "orders")["topics"][0], "topic_name": "new"}]}
+    error = {"status_code": 500, "status_txt": "INTERNAL_ERROR", "data": None}
+    details = [json.dumps(d).encode() for d in (narrowed(body, "orders"), fresh, error)]
+    node = parse_nsqd_body(
+        json.dumps(without_clients(body)).encode(), A, fetched_at=1.0, details=[*details, b"{"]
+    )
+    assert [t.topic for t in node.topics] == [*names, "new"]  # order kept; a new one last
+    listed = {t.topic: all(c.clients_listed for c in t.channels) for t in node.topics}
+    assert listed == {"events": False, "orders": True, "new": True}  # bad details left out
+    full = parse_nsqd_body(json.dumps(body).encode(), A, fetched_at=1.0)
+    assert node.channel("orders", "billing") == full.channel("orders", "billing")
+    # a channel's detail and its topic's for the same copy add up
+    both = [json.dumps(narrowed(body, "orders", c)).encode() for c in ("billing", None)]
+    node = parse_nsqd_body(
+        json.dumps(without_clients(body)).encode(), A, fetched_at=1.0, details=both
+    )
+    assert node.topic("orders") == full.topic("orders")
 
 
 # ------------------------------------------------------------------ laziness and GC
