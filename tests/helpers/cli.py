@@ -95,6 +95,35 @@ def invoke(*args: str, input: str | None = None) -> Any:
     return CliRunner().invoke(app, list(args), env=RUNNER_ENV, input=input)
 
 
+def run_main(*args: str) -> subprocess.CompletedProcess[str]:
+    """``nsqctl ARGS`` through the console script's own ``main()`` (its one-line errors and
+    exit codes) in this process, with :data:`RUNNER_ENV` and no stdin.
+
+    For commands that start Spark: ``spark_session`` is get-or-create, so they use the test
+    session's SparkSession (tests/helpers/spark.py) instead of starting a JVM of their own,
+    the slowest part of a Spark command. Everything Python writes to stdout and stderr is
+    captured; the JVM's own stderr went to its log file when it started."""
+    from nsqctl.cli.app import main
+
+    argv = ["nsqctl", *args]
+    saved_argv, sys.argv = sys.argv, argv
+    try:
+        with CliRunner().isolation(input="", env=RUNNER_ENV) as (stdout, stderr, _both):
+            try:
+                main()
+                code = 0
+            except SystemExit as exit_:  # as the interpreter ends a process with it
+                code = exit_.code if isinstance(exit_.code, int) else int(exit_.code is not None)
+                if isinstance(exit_.code, str):
+                    print(exit_.code, file=sys.stderr)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            out, err = stdout.getvalue().decode(), stderr.getvalue().decode()
+    finally:
+        sys.argv = saved_argv
+    return subprocess.CompletedProcess(argv, code, out, err)
+
+
 def assert_one_line_error(
     proc: subprocess.CompletedProcess[bytes] | subprocess.CompletedProcess[str], code: int
 ) -> str:

@@ -242,8 +242,10 @@ def test_trace_timeline_from_trace_log_and_archive(archived: Archived, spark: An
 
 
 def test_cli_replay_dry_run_and_trace_not_found(archived: Archived) -> None:
+    """Two CLI runs, each its own Spark driver. They only read the archive, so they run
+    side by side: most of each is a JVM start and a one-core (local[1]) job."""
     env = dict(os.environ, NSQCTL_SPARK_MEMORY="512m")
-    r = subprocess.run(
+    replay = subprocess.Popen(
         [
             NSQCTL,
             "replay",
@@ -258,15 +260,13 @@ def test_cli_replay_dry_run_and_trace_not_found(archived: Archived) -> None:
             "--grep",
             '"k": "k5"',
         ],
-        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
         env=env,
-        timeout=600,
     )
-    assert r.returncode == 0, r.stderr
-    assert "spark master local[1]" in r.stderr
-    assert f"{N_MESSAGES // KEYS} to publish" in r.stdout
-    r = subprocess.run(
+    trace = subprocess.Popen(
         [
             NSQCTL,
             "trace",
@@ -276,11 +276,23 @@ def test_cli_replay_dry_run_and_trace_not_found(archived: Archived) -> None:
             "--trace-log",
             str(archived.trace_log),
         ],
-        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
         env=dict(env, SPARK_MASTER="local[1]"),
-        timeout=600,
     )
-    assert r.returncode == 1
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and "trace id 987654321 not found" in lines[0], r.stderr
+    try:
+        out, err = replay.communicate(timeout=600)
+        assert replay.returncode == 0, err
+        assert "spark master local[1]" in err
+        assert f"{N_MESSAGES // KEYS} to publish" in out
+        _, err = trace.communicate(timeout=600)
+        assert trace.returncode == 1
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and "trace id 987654321 not found" in lines[0], err
+    finally:
+        for proc in (replay, trace):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()

@@ -27,6 +27,7 @@ import subprocess
 import time
 import uuid
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -64,41 +65,79 @@ def auth_server() -> Iterator[AuthServer]:
         yield server
 
 
-def _start(
-    bins: Path, factory: pytest.TempPathFactory, name: str, args: list[str]
-) -> Iterator[tuple[cluster.Cluster, dict[str, str]]]:
-    c = cluster.start(
-        "redesign", factory.mktemp(name), nsqd=2, lookupd=1, bin_dir=bins, nsqd_args=args
-    )
-    try:
-        topics = {kind: f"{name}_{kind}_{uuid.uuid4().hex[:8]}" for kind in TOPICS}
-        asyncio.run(create_topics(c.lookupd_http, {topics[k]: s for k, s in TOPICS.items()}))
-        yield c, topics
-    finally:
-        c.stop()
+Secured = tuple[cluster.Cluster, dict[str, str]]
+
+
+def _nsqd_args(name: str, tls_files: TLSFiles, auth_server: AuthServer) -> list[str]:
+    if name == "verify":
+        return [
+            *nsqd_tls_args(tls_files),
+            "--tls-client-auth-policy=require-verify",
+            "--tls-required=tcp-https",
+        ]
+    return [*nsqd_tls_args(tls_files), f"--auth-http-address={auth_server.address}"]
 
 
 @pytest.fixture(scope="module")
-def verify(
-    redesign_bins: Path, tmp_path_factory: pytest.TempPathFactory, tls_files: TLSFiles
-) -> Iterator[tuple[cluster.Cluster, dict[str, str]]]:
-    args = [
-        *nsqd_tls_args(tls_files),
-        "--tls-client-auth-policy=require-verify",
-        "--tls-required=tcp-https",
-    ]
-    yield from _start(redesign_bins, tmp_path_factory, "verify", args)
-
-
-@pytest.fixture(scope="module")
-def optional(
+def secured(
+    request: pytest.FixtureRequest,
     redesign_bins: Path,
     tmp_path_factory: pytest.TempPathFactory,
     tls_files: TLSFiles,
     auth_server: AuthServer,
-) -> Iterator[tuple[cluster.Cluster, dict[str, str]]]:
-    args = [*nsqd_tls_args(tls_files), f"--auth-http-address={auth_server.address}"]
-    yield from _start(redesign_bins, tmp_path_factory, "optional", args)
+) -> Iterator[dict[str, Secured]]:
+    """The clusters (``verify``, ``optional``) that this run's tests of the module use:
+    the core step runs both kinds, the spark step only ``optional``. Their servers start
+    one cluster after the other (each takes its ports when it starts), then every topic of
+    both is made at once: a new topic waits for nsqlookupd's periodic check, which
+    dominates a start, and the two clusters' checks overlap."""
+    names = [
+        name
+        for name in ("verify", "optional")
+        if any(
+            name in item.fixturenames
+            for item in request.session.items
+            if getattr(item, "module", None) is request.module
+        )
+    ]
+    started: dict[str, Secured] = {}
+    try:
+        for name in names:
+            c = cluster.start(
+                "redesign",
+                tmp_path_factory.mktemp(name),
+                nsqd=2,
+                lookupd=1,
+                bin_dir=redesign_bins,
+                nsqd_args=_nsqd_args(name, tls_files, auth_server),
+            )
+            started[name] = c, {kind: f"{name}_{kind}_{uuid.uuid4().hex[:8]}" for kind in TOPICS}
+
+        async def make_topics() -> None:
+            await asyncio.gather(
+                *(
+                    create_topics(c.lookupd_http, {topics[k]: s for k, s in TOPICS.items()})
+                    for c, topics in started.values()
+                )
+            )
+
+        asyncio.run(make_topics())
+        yield started
+    finally:
+        with ThreadPoolExecutor(max_workers=2) as pool:  # each stop waits on its nsqds
+            list(pool.map(lambda pair: pair[0].stop(), started.values()))
+
+
+@pytest.fixture(scope="module")
+def verify(secured: dict[str, Secured]) -> Secured:
+    """TLS required on TCP, client certificates signed by the test CA required."""
+    return secured["verify"]
+
+
+@pytest.fixture(scope="module")
+def optional(secured: dict[str, Secured]) -> Secured:
+    """TLS offered, not required; AUTH against the test auth server."""
+    return secured["optional"]
 
 
 @pytest.fixture(scope="module")

@@ -1,23 +1,32 @@
 """A corrupt Parquet file in an archive: ``replay`` and ``trace`` with ``--engine spark``
 end with one line naming the file and exit 1, as the local engine does, not with a Py4J
 and Java stack trace. The archive is a real one (``nsqctl archive`` from a real nsqd), with
-one file overwritten by garbage; Spark runs for real (local mode)."""
+one file overwritten by garbage; Spark runs for real (local mode).
+
+The Spark commands run through the console script's ``main()`` in this process
+(:func:`~tests.helpers.cli.run_main`), so they share the test session's SparkSession
+rather than start a JVM each; a fresh JVM's stderr kept off the terminal is checked by
+test_pipeline_archive's CLI runs."""
 
 from __future__ import annotations
 
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from nsqctl.servers import cluster
-from tests.helpers.cli import assert_one_line_error, run_cli
+from tests.helpers.cli import assert_one_line_error, run_cli, run_main
+from tests.helpers.spark import spark  # noqa: F401
 
 pytestmark = pytest.mark.spark
 
 
 def test_spark_engine_reports_a_corrupt_parquet_file_in_one_line(
-    original_cluster: cluster.Cluster, tmp_path: Path
+    original_cluster: cluster.Cluster,
+    tmp_path: Path,
+    spark: Any,  # noqa: F811 - the session's Spark, which the in-process commands get
 ) -> None:
     topic = f"corrupt_{uuid.uuid4().hex[:10]}"
     nsqd = ["--nsqd", original_cluster.nsqd_tcp[0]]
@@ -33,15 +42,12 @@ def test_spark_engine_reports_a_corrupt_parquet_file_in_one_line(
     local = run_cli(["replay", str(out), "--to-topic", "x", "--engine", "local", "--dry-run", "-q"])
     assert bad.name in assert_one_line_error(local, 2)  # the local engine's word for it
 
-    replay = run_cli(
-        ["replay", str(out), "--to-topic", "x", "--engine", "spark", "--dry-run", "-q"],
-        timeout=240,
-    )
+    replay = run_main("replay", str(out), "--to-topic", "x", "--engine", "spark", "--dry-run", "-q")
     line = assert_one_line_error(replay, 1)
     assert bad.name in line and "not a Parquet file" in line, line
 
-    trace = run_cli(
-        ["trace", "0000000000000001", "--archive", str(out), "--engine", "spark"], timeout=240
-    )
+    trace = run_main("trace", "0000000000000001", "--archive", str(out), "--engine", "spark")
     line = assert_one_line_error(trace, 1)
     assert bad.name in line and "not a Parquet file" in line, line
+    # the failed jobs left the shared session usable
+    assert spark.range(3).count() == 3

@@ -166,28 +166,36 @@ def test_replay_and_trace_spread_over_both_workers(setup: Setup) -> None:
     assert set(tasks) <= workers and sum(tasks.values()) > 0, tasks  # ran on the executors
 
 
-# A driver that runs nsqctl's executor check on the cluster and prints its outcome.
+# A driver that runs nsqctl's executor check on the cluster and prints its outcomes. Each
+# round is an application of its own (executors start the Python that PYSPARK_PYTHON names
+# when the SparkContext starts); the rounds share this driver's JVM, since starting a
+# driver JVM costs more than the check itself.
 CHECK_DRIVER = textwrap.dedent("""
-    import json, sys
+    import json, os, sys
     from nsqctl.pipeline.spark import ExecutorError, check_executors, spark_session
-    spark = spark_session(sys.argv[1], "nsqctl-check")
-    out = []
-    for reach in json.loads(sys.argv[2]):
-        try:
-            out.append({"ok": len(check_executors(spark, reach, timeout=90))})
-        except ExecutorError as err:
-            out.append({"error": str(err)})
-    print(json.dumps(out))
-    spark.stop()
+    rounds = []
+    for python, reaches in json.loads(sys.argv[2]):
+        os.environ["PYSPARK_PYTHON"] = python
+        spark = spark_session(sys.argv[1], "nsqctl-check")
+        out = []
+        for reach in reaches:
+            try:
+                out.append({"ok": len(check_executors(spark, reach, timeout=90))})
+            except ExecutorError as err:
+                out.append({"error": str(err)})
+        spark.stop()
+        rounds.append(out)
+    print(json.dumps(rounds))
 """)
 
 
-def _check(s: Setup, reaches: list[list[str]], python: str | None = None) -> list[dict[str, Any]]:
+def _check(s: Setup, rounds: list[tuple[str, list[list[str]]]]) -> list[list[dict[str, Any]]]:
+    """Each round's outcomes: (executors' Python, the address lists to check with it)."""
     r = subprocess.run(
-        [sys.executable, "-c", CHECK_DRIVER, s.spark.master_url, json.dumps(reaches)],
+        [sys.executable, "-c", CHECK_DRIVER, s.spark.master_url, json.dumps(rounds)],
         capture_output=True,
         text=True,
-        env=s.spark.env(python),
+        env=s.spark.env(),
         timeout=300,
     )
     assert r.returncode == 0, r.stderr
@@ -197,27 +205,34 @@ def _check(s: Setup, reaches: list[list[str]], python: str | None = None) -> lis
 def test_executor_check_one_line_errors(setup: Setup, tmp_path: Path) -> None:
     s = setup
     (dead,) = free_ports(1)  # nobody listens here
-    good, unreachable = _check(s, [s.nsq.nsqd_tcp, [s.nsq.nsqd_tcp[0], f"127.0.0.1:{dead}"]])
+    # Executors whose Python has pyspark (Spark ships it) but not nsqctl: the same
+    # interpreter with site-packages off, so the editable nsqctl install is not seen.
+    bare = tmp_path / "python-without-nsqctl"
+    bare.write_text(f'#!/bin/sh\nexec {sys.executable} -S "$@"\n')
+    bare.chmod(0o755)
+    # A PYSPARK_PYTHON that does not exist on the workers: Spark cannot start the task.
+    absent = tmp_path / "no-such-python"
+    (good, unreachable), (missing,), (no_python,) = _check(
+        s,
+        [
+            (sys.executable, [s.nsq.nsqd_tcp, [s.nsq.nsqd_tcp[0], f"127.0.0.1:{dead}"]]),
+            (str(bare), [[]]),
+            (str(absent), [[]]),
+        ],
+    )
+
     assert good == {"ok": 2}  # one report per core: both executors checked in
     error = unreachable["error"]
     assert "\n" not in error
     assert f"cannot reach 127.0.0.1:{dead} (Connection refused)" in error
     assert "every worker needs network access" in error
 
-    # Executors whose Python has pyspark (Spark ships it) but not nsqctl: the same
-    # interpreter with site-packages off, so the editable nsqctl install is not seen.
-    bare = tmp_path / "python-without-nsqctl"
-    bare.write_text(f'#!/bin/sh\nexec {sys.executable} -S "$@"\n')
-    bare.chmod(0o755)
-    (missing,) = _check(s, [[]], python=str(bare))
     error = missing["error"]
     assert "\n" not in error
     assert "cannot import nsqctl (ModuleNotFoundError: No module named 'nsqctl')" in error
     assert "set PYSPARK_PYTHON" in error and str(bare) in error
 
-    # A PYSPARK_PYTHON that does not exist on the workers: Spark cannot start the task.
-    (absent,) = _check(s, [[]], python=str(tmp_path / "no-such-python"))
-    error = absent["error"]
+    error = no_python["error"]
     assert "\n" not in error
     assert error.startswith("Spark executors could not run Python (Cannot run program"), error
     assert "set PYSPARK_PYTHON to a Python that exists on every worker" in error
