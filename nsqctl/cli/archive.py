@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from nsqctl.cli import complete, eventloop
+from nsqctl.cli import complete
 from nsqctl.cli.common import (
     JsonOption,
     LookupdOption,
@@ -96,7 +96,7 @@ def archive(
         failover_window=failover_window,
         on_failover=None if quiet else _on_failover,
     )
-    stats = eventloop.run(_run(opts, quiet))
+    stats = asyncio.run(_run(opts, quiet))
     if as_json:
         typer.echo(json.dumps(archive_json(topic, channel, out, stats), indent=2))
         return

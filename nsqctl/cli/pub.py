@@ -21,7 +21,7 @@ from typing import Any
 
 import typer
 
-from nsqctl.cli import complete, eventloop
+from nsqctl.cli import complete
 from nsqctl.cli.common import (
     LookupdOption,
     NsqdOption,
@@ -199,7 +199,7 @@ def pub(
         on_failover=lambda event: progress.note(_failover_line(event)),
     )
     try:
-        eventloop.run(publish_stream(producer, plan, source, progress, result))
+        asyncio.run(publish_stream(producer, plan, source, progress, result))
     except (KeyboardInterrupt, asyncio.CancelledError):
         if not result.interrupted:
             raise  # before publishing started: nothing to report

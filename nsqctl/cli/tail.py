@@ -22,7 +22,7 @@ from typing import BinaryIO
 import typer
 
 from nsqctl import protocol as p
-from nsqctl.cli import complete, eventloop
+from nsqctl.cli import complete
 from nsqctl.cli.common import (
     SIGPIPE_STATUS,
     ClusterSelection,
@@ -507,7 +507,7 @@ def tail(
         until_ns,
         time_travel,
     )
-    eventloop.run(_tail(cluster, plan, out))
+    asyncio.run(_tail(cluster, plan, out))
 
 
 def _refuse_time_travel_on(channel: str) -> None:

@@ -46,7 +46,7 @@ class SocketProtocol(asyncio.Protocol):
     # ------------------------------------------------------------------ asyncio callbacks
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        # uvloop's transports do not subclass asyncio.Transport; both are duck-typed alike
+        # not an isinstance check: other loops' transports (uvloop's) do not subclass it
         self.transport = cast(asyncio.Transport, transport)
         if isinstance(getattr(transport, "max_size", None), int):  # the selector transport's
             transport.max_size = TRANSPORT_READ_SIZE  # type: ignore[attr-defined]
