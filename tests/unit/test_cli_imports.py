@@ -38,7 +38,7 @@ HEAVY = (
     "tui",
 )
 
-# httpx comes with the lookup client, which loads only when --lookupd is used.
+# The client commands look topics up over h11 (nsqctl/lookup/fetch.py), never httpx.
 _CLIENT = {"asyncio", "nsqctl.connection", "nsqctl.producer"}
 _STATS = {"asyncio", "httpx", "nsqctl.stats", "orjson"}
 _ADMIN = {"asyncio", "httpx", "nsqctl.admin"}
@@ -147,3 +147,21 @@ def test_httpx_own_cli_still_loads_when_called() -> None:
     proc = run_python("-c", code)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "Usage: httpx" in proc.stdout
+
+
+def test_the_client_lookup_path_imports_no_httpx() -> None:
+    """A consumer's or producer's lookups (and a consumer's resume, until it reads /stats)
+    go over h11 (nsqctl/lookup/fetch.py): httpx, httpcore and anyio stay out of tail's and
+    pub's start-up. Only a caller that hands in an httpx transport loads httpx."""
+    code = (
+        "import sys, asyncio, nsqctl.lookup.client, nsqctl.consumer.resume, "
+        "nsqctl.producer.discovery\n"
+        "async def main():\n"
+        "    async with nsqctl.lookup.client.LookupClient(['127.0.0.1:1'], timeout=1):\n"
+        "        pass\n"
+        "asyncio.run(main())\n"
+        "print(sorted(m for m in ('httpx', 'httpcore', 'anyio') if m in sys.modules))"
+    )
+    proc = run_python("-c", code)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
