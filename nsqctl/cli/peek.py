@@ -26,10 +26,11 @@ from nsqctl.cli.common import (
     ProfileOption,
     resolve_cluster,
 )
-from nsqctl.cli.tail import TailOutput, parse_time
+from nsqctl.cli.tail import TailOutput
 from nsqctl.errors import ConfigError
 from nsqctl.message import Delivery, Message
 from nsqctl.protocol.message import RawMessage
+from nsqctl.timeparse import parse_time_s
 
 if TYPE_CHECKING:
     from nsqctl.connection import Connection
@@ -138,7 +139,7 @@ def peek(
 
     if fmt not in FORMATS:
         raise ConfigError(f"unknown --format {fmt!r}: use raw, json or pretty")
-    since = float(parse_time(from_time)) if from_time is not None else None
+    since = float(parse_time_s(from_time)) if from_time is not None else None
     cluster = resolve_cluster(lookupd, nsqd, profile, nsqd_http, require="http")
     out = _stdout()
     if borrow is not None:

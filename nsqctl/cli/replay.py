@@ -26,6 +26,7 @@ from nsqctl.cli.trace import EngineOption
 from nsqctl.errors import ConfigError
 from nsqctl.paths import state_dir
 from nsqctl.protocol.names import validate_topic
+from nsqctl.timeparse import parse_time_ns
 
 if TYPE_CHECKING:
     from nsqctl.pipeline.history import HistoryReport
@@ -76,13 +77,12 @@ def replay(
     profile: str | None = ProfileOption,
 ) -> None:
     """Re-publish messages to --to-topic, in per-partition (or per --shard-field) order."""
-    from nsqctl.pipeline.replay import parse_time_ns
     from nsqctl.pipeline.selection import ReplayFilters
 
     validate_topic(to_topic)
     filters = ReplayFilters(
-        since_ns=parse_time_ns(since),
-        until_ns=parse_time_ns(until),
+        since_ns=None if since is None else parse_time_ns(since),
+        until_ns=None if until is None else parse_time_ns(until),
         topics=list(source_topic or []),
         partitions=list(partitions or []),
         trace_id=trace_id,
@@ -256,7 +256,6 @@ def _history(
     as_json: bool,
 ) -> None:
     from nsqctl.pipeline import history
-    from nsqctl.pipeline.replay import parse_time_ns
 
     validate_topic(topic)
     f = filters
@@ -265,7 +264,9 @@ def _history(
     opts = history.HistoryOptions(
         topic=topic,
         to_topic=to_topic,
-        start=history.start_arg(parse_time_ns(from_time), from_offset),
+        start=history.start_arg(
+            None if from_time is None else parse_time_ns(from_time), from_offset
+        ),
         lookupd=sel.lookupd,
         nsqd=sel.nsqd,
         config=sel.connection_config(),

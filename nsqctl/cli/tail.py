@@ -41,6 +41,7 @@ from nsqctl.errors import ConfigError
 from nsqctl.jsonfield import MISSING, get_field, scalar_text
 from nsqctl.message import Message, body_to_json, finish_all
 from nsqctl.protocol.names import is_ephemeral, validate_channel, validate_topic
+from nsqctl.timeparse import parse_time_ns, parse_time_s
 from nsqctl.tracelog import TraceLog
 
 FLUSH_INTERVAL = 0.1  # output reaches a terminal at least this often
@@ -139,29 +140,8 @@ def parse_start(from_start: bool, from_time: str | None, from_offset: int | None
     if from_offset is not None:
         return p.start_virtual_queue(from_offset)
     if from_time is not None:
-        return p.start_timestamp(parse_time(from_time))
+        return p.start_timestamp(parse_time_s(from_time))
     return None
-
-
-def parse_time(text: str) -> int:
-    """Unix seconds, or an ISO 8601 date/time (UTC unless it has an offset)."""
-    return parse_time_ns(text) // 1_000_000_000
-
-
-def parse_time_ns(text: str) -> int:
-    """:func:`parse_time` to the nanosecond (``--until`` compares message timestamps)."""
-    if text.isdigit():
-        return int(text) * 1_000_000_000
-    try:
-        when = datetime.fromisoformat(text)
-    except ValueError:
-        raise ConfigError(
-            f"bad time {text!r}: use Unix seconds or ISO 8601 like 2026-11-21T10:00:00"
-        ) from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    whole = int(when.replace(microsecond=0).timestamp())
-    return whole * 1_000_000_000 + when.microsecond * 1_000
 
 
 class TailOutput:

@@ -12,7 +12,6 @@ node for the whole key). Acknowledged batches advance a per-key checkpoint.
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import functools
 import re
 import threading
@@ -53,25 +52,6 @@ class ReplayResult:
     skipped: int = 0  # already acknowledged according to the checkpoint
     batches: int = 0
     tasks: int = 0
-
-
-def parse_time_ns(text: str | None) -> int | None:
-    """ISO 8601 (UTC unless it says otherwise) or unix seconds → nanoseconds."""
-    if text is None:
-        return None
-    try:
-        return int(float(text) * 1e9)
-    except ValueError:
-        pass
-    try:
-        when = dt.datetime.fromisoformat(text)
-    except ValueError as err:
-        raise ConfigError(
-            f"cannot read time {text!r}: use ISO 8601 (2024-05-01T12:00:00) or unix seconds"
-        ) from err
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.UTC)
-    return int(when.timestamp() * 1e9)
 
 
 def _analysis_error(err: Exception, what: str) -> ConfigError:

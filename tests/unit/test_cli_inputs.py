@@ -19,8 +19,9 @@ from nsqctl.cli.pub_input import (
     split_batches,
     split_stream,
 )
-from nsqctl.cli.tail import MessageFilter, parse_start, parse_time
+from nsqctl.cli.tail import MessageFilter, parse_start
 from nsqctl.errors import ConfigError
+from nsqctl.timeparse import parse_time_ns, parse_time_s
 
 
 def test_split_stream_numbers_lines_and_skips_blank_ones() -> None:
@@ -124,12 +125,24 @@ def test_message_filter_bad_input() -> None:
 
 
 def test_parse_time_forms() -> None:
-    assert parse_time("1700000000") == 1700000000
+    assert parse_time_s("1700000000") == 1700000000
     expected = int(datetime(2026, 11, 21, 10, 0, tzinfo=UTC).timestamp())
-    assert parse_time("2026-11-21T10:00:00") == expected
-    assert parse_time("2026-11-21T11:00:00+01:00") == expected
+    assert parse_time_s("2026-11-21T10:00:00") == expected
+    assert parse_time_s("2026-11-21T11:00:00+01:00") == expected
     with pytest.raises(ConfigError, match="bad time"):
-        parse_time("yesterday")
+        parse_time_s("yesterday")
+
+
+def test_parse_time_ns_is_exact_to_the_nanosecond() -> None:
+    """One reader for tail and replay: fractions of a second are kept exactly (a float
+    would round 1764151200.123456789 s), ISO 8601 keeps its microseconds."""
+    assert parse_time_ns("1764151200.123456789") == 1_764_151_200_123_456_789
+    assert parse_time_ns("1764151200.5") == 1_764_151_200_500_000_000
+    assert parse_time_ns(" 10 ") == 10 * 10**9
+    assert parse_time_ns("1970-01-01T00:00:01.000002") == 1_000_002_000
+    for bad in ("1.", ".5", "-1", "1e9", "1.1234567891"):
+        with pytest.raises(ConfigError, match="Unix seconds"):
+            parse_time_ns(bad)
 
 
 def test_parse_start_maps_flags_to_sub_advanced() -> None:

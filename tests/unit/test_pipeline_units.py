@@ -17,7 +17,6 @@ ds = pytest.importorskip("pyarrow.dataset", reason="needs the spark extra")
 
 from nsqctl.errors import ConfigError
 from nsqctl.pipeline import checkpoint
-from nsqctl.pipeline.replay import parse_time_ns
 from nsqctl.pipeline.schema import (
     NO_PARTITION,
     OfflineMessage,
@@ -37,6 +36,7 @@ from nsqctl.pipeline.writer import (
     remove_stale_tmp,
 )
 from nsqctl.protocol.message import RawMessage
+from nsqctl.timeparse import parse_time_ns
 
 
 def test_original_id_maps_to_signed_int64() -> None:
