@@ -148,6 +148,12 @@ class Message:
     def raw(self) -> RawMessage:
         return self._raw
 
+    @property
+    def delivery(self) -> Delivery:
+        """How it came: the connection, the partition and the nsqd, and who answers for it
+        (the consumer's delivery path, which FINs and REQs it)."""
+        return self._via
+
     def describe(self) -> dict[str, Any]:
         """Metadata as a JSON-ready dict (trace log, ``tail --format json``, dead letters)."""
         record: dict[str, Any] = {

@@ -301,7 +301,7 @@ class DeliveryPath:
             return
         self.stats.given_up += 1
         msg._respond("giving-up")
-        self.finish_messages(msg._via.conn, [msg])
+        self.finish_messages(msg.delivery.conn, [msg])
 
     def _report_order(self, violation: OrderViolation) -> None:
         if violation.kind == "regression":
@@ -336,17 +336,17 @@ class DeliveryPath:
         if self._trace is not None:
             for msg in msgs:
                 self._trace_outcome(msg, conn, msg.outcome or "FIN")
-        last = msgs[-1]._raw
-        ids = [last.id] if count == 1 else [msg._raw.id for msg in msgs]
+        last = msgs[-1].raw
+        ids = [last.id] if count == 1 else [msg.raw.id for msg in msgs]
         if conn.is_open:
             conn.fin_many(ids)
-        via = msgs[0]._via  # one connection: one partition of one nsqd
+        via = msgs[0].delivery  # one connection: one partition of one nsqd
         partition = via.partition
         # ids are unique per partition on the redesign, per nsqd on the original family
         self._fins_add(partition, ids, via.nsqd_address)
         handled = self._positions_handled
         if handled is not None and partition is not None:
-            handled(partition, [msg._raw for msg in msgs])
+            handled(partition, [msg.raw for msg in msgs])
         if self._ordered:
             key = (last.offset, last.internal_id)
             self._fin_marks[partition] = key
@@ -361,7 +361,7 @@ class DeliveryPath:
     ) -> None:
         """REQ one message of ``conn`` (already marked answered)."""
         if self._ordered:
-            self._ordered_pending.pop(msg._via.partition, None)
+            self._ordered_pending.pop(msg.delivery.partition, None)
         if delay is None:
             delay = self._default_requeue_delay * msg.attempts
         cap = self._max_requeue_delay
@@ -418,10 +418,10 @@ class DeliveryPath:
         while not queue.empty():
             msg = queue.get_nowait()
             if msg is not END_OF_STREAM:
-                waiting.setdefault(id(msg._via), []).append(msg)
+                waiting.setdefault(id(msg.delivery), []).append(msg)
         queue.put_nowait(END_OF_STREAM)
         for msgs in waiting.values():
-            self._give_back(msgs[0]._via.conn, msgs)
+            self._give_back(msgs[0].delivery.conn, msgs)
         return sum(len(msgs) for msgs in waiting.values())
 
     def _give_back(self, conn: Connection, msgs: list[Message]) -> None:
@@ -430,7 +430,7 @@ class DeliveryPath:
         count = len(msgs)
         self._settle(conn, count)
         if self._ordered:
-            self._ordered_pending.pop(msgs[0]._via.partition, None)
+            self._ordered_pending.pop(msgs[0].delivery.partition, None)
         is_open = conn.is_open
         trace = self._trace
         for msg in msgs:
@@ -438,7 +438,7 @@ class DeliveryPath:
             if trace is not None:
                 self._trace_outcome(msg, conn, "REQ")
             if is_open:
-                conn.req(msg._raw.id, 0)
+                conn.req(msg.raw.id, 0)
         self.stats.requeued += count
 
     async def wait_idle(self, timeout: float) -> int:
