@@ -35,7 +35,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from nsqctl.addresses import HostPort, parse_addresses
 from nsqctl.errors import ConfigError, LookupUnavailableError
-from nsqctl.lookup.fetch import Answer, Fetcher, HttpxFetcher, RequestError, StreamFetcher
+from nsqctl.lookup.fetch import (
+    Answer,
+    Fetcher,
+    HttpxFetcher,
+    RequestError,
+    StreamFetcher,
+    target,
+)
 from nsqctl.lookup.model import (
     LookupAnswer,
     LookupdList,
@@ -214,6 +221,8 @@ class LookupClient:
                 resp = await self._fetch.get(address, path, params)
         except TimeoutError:
             raise RequestError(f"timed out: no answer within {self.timeout:g}s") from None
+        # what httpx logged for each request, for NSQCTL_LOG=debug (and tests that count)
+        log.debug("GET http://%s%s: HTTP %d", address, target(path, params), resp.status_code)
         reason = not_nsq_answer(path, resp.status_code, resp.content_type, resp.content)
         if reason is not None:
             raise NotNsqlookupdError(f"not an nsqlookupd: {reason}")

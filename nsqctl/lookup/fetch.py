@@ -62,7 +62,8 @@ class Fetcher(Protocol):
     async def aclose(self) -> None: ...
 
 
-def _target(path: str, params: Mapping[str, str] | None) -> str:
+def target(path: str, params: Mapping[str, str] | None) -> str:
+    """The request target: ``path`` and its query."""
     return f"{path}?{urlencode(params)}" if params else path
 
 
@@ -104,7 +105,7 @@ class StreamFetcher:
         conn = h11.Connection(h11.CLIENT)
         request = h11.Request(
             method="GET",
-            target=_target(path, params),
+            target=target(path, params),
             headers=[("Host", address), ("Connection", "close"), *self.headers],
         )
         writer.write(conn.send(request) + (conn.send(h11.EndOfMessage()) or b""))

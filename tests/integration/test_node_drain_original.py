@@ -154,14 +154,15 @@ def test_timeout_names_the_channel_nobody_consumes_and_restore_stops_a_running_d
 
 
 class _LookupCounter(logging.Handler):
-    """Counts the consumer's ``/lookup`` requests for ``topic`` (httpx logs each request)."""
+    """Counts the consumer's ``/lookup`` requests for ``topic`` (the lookup client logs
+    each request at debug level)."""
 
     def __init__(self, topic: str) -> None:
-        super().__init__(logging.INFO)
+        super().__init__(logging.DEBUG)
         self.topic = topic
         self.count = 0
-        logger = logging.getLogger("httpx")
-        logger.setLevel(logging.INFO)
+        logger = logging.getLogger("nsqctl.lookup")
+        logger.setLevel(logging.DEBUG)
         logger.addHandler(self)
 
     def emit(self, record: logging.LogRecord) -> None:
