@@ -376,7 +376,8 @@ class LookupClient:
             self._refresh.clear()
             yield await self.lookup(topic, access, metainfo)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._refresh.wait(), timeout=self.next_delay())
+                async with asyncio.timeout(self.next_delay()):  # not wait_for: see fetch.py
+                    await self._refresh.wait()
 
     def start_polling(
         self,
@@ -408,7 +409,8 @@ class LookupClient:
                     except Exception:
                         log.exception("lookup callback failed for topic %r", topic)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._refresh.wait(), timeout=self.next_delay())
+                    async with asyncio.timeout(self.next_delay()):  # not wait_for: see fetch.py
+                        await self._refresh.wait()
 
         return asyncio.create_task(run(), name=f"nsqctl-lookup-poll:{topic}")
 

@@ -79,10 +79,12 @@ class StreamFetcher:
 
     async def get(self, address: str, path: str, params: Mapping[str, str] | None = None) -> Answer:
         hp = HostPort.parse(address)
+        # asyncio.timeout, never wait_for: on 3.11 wait_for can swallow a cancel that lands
+        # as the inner call completes (CPython gh-86296), and on loopback a connect or read
+        # completes at once: a stopping consumer's lookup poller then never ended.
         try:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(hp.host, hp.port), self.timeout
-            )
+            async with asyncio.timeout(self.timeout):
+                reader, writer = await asyncio.open_connection(hp.host, hp.port)
         except TimeoutError:
             raise RequestError("timed out") from None
         except OSError:
@@ -115,7 +117,8 @@ class StreamFetcher:
                 event = conn.next_event()
                 if event is h11.NEED_DATA:
                     try:
-                        data = await asyncio.wait_for(reader.read(READ_SIZE), self.timeout)
+                        async with asyncio.timeout(self.timeout):
+                            data = await reader.read(READ_SIZE)
                     except TimeoutError:
                         raise RequestError("timed out") from None
                     except OSError as err:
