@@ -10,6 +10,7 @@ from typing import ClassVar
 
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.css.query import NoMatches
 from textual.worker import Worker, WorkerError
 
 from nsqctl.errors import NsqctlError
@@ -99,7 +100,10 @@ class DashApp(App[None]):
         if not self.screen_stack:
             return
         if isinstance(self.screen, ViewScreen) and self.screen.is_mounted:
-            self.screen.refresh_view(view)
+            # A screen is mounted a moment before its widgets are, and while the app exits
+            # they go first: a poll landing then finds none (it renders on resume instead)
+            with contextlib.suppress(NoMatches):
+                self.screen.refresh_view(view)
 
     def on_view_screen_shown(self, message: ViewScreen.Shown) -> None:
         """Ask for ISR/catch-up and the clients of what is on screen only, and at once
