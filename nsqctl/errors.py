@@ -60,6 +60,7 @@ __all__ = [
     "TopicNotFoundError",
     "TransportError",
     "UsageError",
+    "describe_exception",
 ]
 
 
@@ -195,3 +196,10 @@ class ArchiveWriteError(NsqctlError):
 
 class ServerSetupError(NsqctlError):
     """A local server could not be built or started (sandbox and test fixtures)."""
+
+
+def describe_exception(err: BaseException) -> str:
+    """An unexpected failure in one short phrase for an error line: its type and its text
+    (the type alone when it has none)."""
+    text = str(err).strip()
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__

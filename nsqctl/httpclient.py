@@ -14,6 +14,8 @@ from typing import Any
 
 import httpx
 
+from nsqctl.errors import describe_exception
+
 
 def http_client(**kwargs: Any) -> httpx.AsyncClient:
     """An ``httpx.AsyncClient`` for plain-HTTP cluster APIs (same arguments)."""
@@ -34,5 +36,4 @@ def describe_http_error(err: BaseException) -> str:
         return "connection refused or host unreachable"
     if isinstance(err, httpx.TimeoutException):
         return "timed out"
-    text = str(err).strip()
-    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+    return describe_exception(err)

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from nsqctl.addresses import HostPort, parse_addresses
-from nsqctl.errors import ConfigError, LookupUnavailableError
+from nsqctl.errors import ConfigError, LookupUnavailableError, describe_exception
 from nsqctl.lookup.fetch import (
     Answer,
     Fetcher,
@@ -84,8 +84,7 @@ def describe_lookup_error(err: BaseException) -> str:
     """One short reason for a failed lookupd request."""
     if isinstance(err, LookupProtocolError | RequestError):
         return str(err)
-    text = str(err).strip()
-    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+    return describe_exception(err)
 
 
 @dataclass
