@@ -32,10 +32,12 @@ from nsqctl.cli.common import (
     ProfileOption,
     resolve_cluster,
 )
+from nsqctl.cli.library_warnings import command_warnings
 from nsqctl.cli.tail_stop import CaughtUpCheck, UntilTime
 from nsqctl.cli.template import TOKENS_HELP, Template, compile_template, is_template
 from nsqctl.cli.terminal import escape_controls
-from nsqctl.consumer import Consumer, FailoverEvent, OrderViolation
+from nsqctl.connection import ConnectionConfig
+from nsqctl.consumer import Consumer, FailoverEvent
 from nsqctl.consumer.failover import DEFAULT_FAILOVER_WINDOW
 from nsqctl.errors import ConfigError
 from nsqctl.jsonfield import MISSING, get_field, scalar_text
@@ -487,7 +489,8 @@ def tail(
         until_ns,
         time_travel,
     )
-    asyncio.run(_tail(cluster, plan, out))
+    with command_warnings("tail"):
+        asyncio.run(_tail(cluster, plan, out))
 
 
 def _refuse_time_travel_on(channel: str) -> None:
@@ -512,12 +515,12 @@ def _refuse_filtering_durable(channel: str) -> None:
     )
 
 
-def _on_order(v: OrderViolation) -> None:
-    print(
-        f"nsqctl: order {v.kind} on partition {v.partition}: offset {v.offset} after "
-        f"{v.previous_offset}",
-        file=sys.stderr,
-    )
+def _connection_config(cluster: ClusterSelection, plan: TailPlan) -> ConnectionConfig:
+    """Each connection's own deadlines follow --connect-timeout too: a handshake timeout
+    names that flag as the one to change (it is twice the connect timeout)."""
+    if plan.connect_timeout is None:  # 0: keep trying, each attempt with the default
+        return cluster.connection_config()
+    return cluster.connection_config(connect_timeout=plan.connect_timeout)
 
 
 def _on_failover(event: FailoverEvent) -> None:
@@ -596,12 +599,11 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan, out: BinaryIO) -> Non
         output.add,
         lookupd_http=cluster.lookupd or None,
         nsqd_tcp=cluster.nsqd or None,
-        config=cluster.connection_config(),
+        config=_connection_config(cluster, plan),
         max_in_flight=plan.max_in_flight,
         partitions=plan.partitions,
         ordered=plan.ordered,
         start=plan.start,
-        on_order_violation=_on_order,
         trace_log=log,
         connect_timeout=plan.connect_timeout,
         failover_window=plan.failover_window,

@@ -164,7 +164,9 @@ class ConnectionSet:
             if self._connecting.get(target) is task:  # a scheduled retry may have replaced us
                 del self._connecting[target]
 
-    async def _connect(self, target: Target) -> None:
+    async def _connect(self, target: Target, at_end: bool = False) -> None:
+        """Dial and subscribe ``target``; ``at_end``: from the partition's end instead of
+        the start asked for (see :func:`holds_nothing_to_start_at`)."""
         address, partition = target
         try:
             conn = await self._dial(
@@ -182,7 +184,7 @@ class ConnectionSet:
             self._schedule_reconnect(target)
             return
         options = self._options
-        start = options.start
+        start = p.start_end() if at_end else options.start
         # A partition that rides a failover keeps its confirmed position: its frames carry
         # each message's queue offset, and a leader whose channel is missing or past that
         # position is subscribed from it (see .resume).
@@ -216,6 +218,23 @@ class ConnectionSet:
         ) as err:
             self.fatal = err
             await conn.close()
+            return
+        except p.InvalidError as err:
+            await conn.close()
+            if at_end or start is None or not holds_nothing_to_start_at(err):
+                log.warning("subscribe on %s failed: %s", address, err)
+                self._schedule_reconnect(target)
+                return
+            # Nothing in the partition before or after the start: read it from its end
+            # (its first message will be the first after the start) rather than retry a
+            # subscription that fails the same way until something is published.
+            log.info(
+                "partition %s of %s on %s holds no message yet: reading it from its end",
+                partition,
+                self.topic,
+                address,
+            )
+            await self._connect(target, at_end=True)
             return
         except NsqctlError as err:
             log.warning("subscribe on %s failed: %s", address, err)
@@ -271,3 +290,13 @@ class ConnectionSet:
             log.info("nsqd %s: %s (expected after an ordered reset)", conn.address, err)
             return
         log.warning("nsqd %s: %s", conn.address, err)
+
+
+def holds_nothing_to_start_at(err: p.ServerError) -> bool:
+    """True when a SUB with a start position failed because the partition is empty.
+
+    youzan nsqd searches the partition's commit log for the start (a time, an offset, a
+    message count) and answers ``E_INVALID commit log end of file`` when the log has no
+    entry at all; a start past the end of a log that has entries is moved to its end.
+    """
+    return err.code == "E_INVALID" and "commit log end of file" in err.description

@@ -38,7 +38,7 @@ from nsqctl.producer.discovery import TopologyCache
 from nsqctl.producer.failover import FailoverNotes, RetryClock, RetryPolicy
 from nsqctl.producer.ordering import RouteOrder, TicketLine
 from nsqctl.producer.pool import ConnectionPool
-from nsqctl.producer.routing import Router, Target
+from nsqctl.producer.routing import Router, Target, check_keyed_send
 from nsqctl.sharding import ShardKey
 
 __all__ = ["PublishCall", "RetryLoop", "Send"]
@@ -163,6 +163,7 @@ class RetryLoop:
         if call.order is not None:
             target = await self._turn(call, call.order, topo, target)
         conn = await self.pool.connection(topic, target)
+        check_keyed_send(topic, target, call.shard_key, conn.is_redesign)
         return await send(conn, conn.partition_arg(target.partition)), conn
 
     async def _register(self, call: PublishCall, line: TicketLine, route: int | HostPort) -> None:

@@ -12,7 +12,8 @@ The rules:
 * ``shard_key=``: ``hash(key) mod partition_num`` on the redesign (the count from the
   lookup ``meta``, as the official clients compute it), or one nsqd chosen the same way
   over the sorted node list on the original. Never another partition when the key's has
-  no leader: that would break the key's order.
+  no leader: that would break the key's order. Without lookupds there is no partition
+  count, so a shard key cannot be routed on a redesign nsqd (:func:`check_keyed_send`).
 * neither: round-robin over the writable partitions (redesign) or nodes (original).
 """
 
@@ -31,7 +32,7 @@ from nsqctl.errors import (
 from nsqctl.lookup.model import Peer, Topology
 from nsqctl.sharding import DEFAULT_HASH, ShardKey, partition_for_key, pick_node_for_key
 
-__all__ = ["Router", "Target", "check_partition", "no_writable_nsqd"]
+__all__ = ["Router", "Target", "check_keyed_send", "check_partition", "no_writable_nsqd"]
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,28 @@ def check_partition(partition: int | None) -> None:
         raise ConfigError(
             f"bad partition {partition!r}: partitions are numbered from 0", setting="partition"
         )
+
+
+def check_keyed_send(
+    topic: str, target: Target, shard_key: ShardKey | None, is_redesign: bool
+) -> None:
+    """Refuse a shard-keyed send that no partition was chosen for, once the connection
+    shows the nsqd is a redesign server.
+
+    A topology of direct nsqd addresses has no partition count (only the lookupd's topic
+    meta has one, and go-nsq shards only with it), so the key was routed to a node, not
+    to ``hash(key) % partitions``. Sent without a partition, nsqd would put it on its
+    default partition (a plain topic: the key's order silently broken against publishes
+    routed by lookupd) or answer E_BAD_PARTITION (an ordered topic).
+    """
+    if shard_key is None or target.partition is not None or not is_redesign:
+        return
+    raise ConfigError(
+        f"topic {topic!r} is on a redesign nsqd ({target.peer.tcp_address}), where a shard "
+        "key picks its partition from the topic's partition count, known only to "
+        "nsqlookupd: publish through the lookupds",
+        setting="lookupd_http",
+    )
 
 
 def no_writable_nsqd(topic: str, topo: Topology) -> PublishError:

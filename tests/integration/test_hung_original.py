@@ -119,6 +119,34 @@ async def test_through_a_stopped_lookupd(spread: Cluster) -> None:
         process.resume(hung)
 
 
+async def test_tail_words_a_handshake_timeout_as_its_own_warning(spread: Cluster) -> None:
+    """The library only logs that a stopped nsqd never finished the handshake; tail prints
+    it as its own line, prefixed like its other warnings (it came out bare before), and
+    within twice its --connect-timeout, the flag the line names."""
+    c = spread
+    topic, hung = unique("hangh"), c.nsqds[0]
+    live = bodies("a", 3)
+    published = await nsqctl("pub", topic, "--nsqd", c.nsqd_tcp[1], stdin=lines_in(live))
+    assert published.code == 0, published.err
+    nsqds = ["--nsqd", c.nsqd_tcp[0], "--nsqd", c.nsqd_tcp[1]]
+    async with stopped(hung):
+        tail = await Tail.start(topic, "-c", "hang", *nsqds, "--connect-timeout", "1")
+        try:
+            await tail.wait_for(live)
+            assert tail.proc.stderr is not None
+            async with asyncio.timeout(STOP_WINDOW):
+                first = (await tail.proc.stderr.readline()).decode()
+            code, rest = await tail.interrupt()
+        finally:
+            await tail.kill()
+    assert first == (
+        f"nsqctl tail: nsqd {c.nsqd_tcp[0]} did not finish the handshake within 2s "
+        "(twice the connect timeout)\n"
+    )
+    assert code == 0, rest
+    assert all(line.startswith("nsqctl tail: ") for line in rest.splitlines() if line), rest
+
+
 @pytest.mark.spark  # archive needs the archive extra (pyarrow)
 async def test_archive_through_a_stopped_nsqd(spread: Cluster, tmp_path: Path) -> None:
     c = spread

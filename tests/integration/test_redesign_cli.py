@@ -5,8 +5,10 @@ pause|skip|unskip|setoffset --partition``, ``lookup``, ``stat``, and ``tail --fr
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
+import re
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -16,7 +18,7 @@ import pytest
 from nsqctl.message import body_from_json
 from nsqctl.servers.cluster import Cluster
 from tests.conftest import StartCluster
-from tests.helpers.cli import assert_one_line_error, cli
+from tests.helpers.cli import NSQCTL, assert_one_line_error, clean_env, cli
 from tests.helpers.redesign import (
     channel_depths,
     channel_stats,
@@ -38,19 +40,18 @@ pytestmark = pytest.mark.redesign
 class Topics:
     admin: str  # 2 partitions, channel c
     tail: str  # 2 partitions, channel c
+    empty: str  # 2 partitions, channel c; partition 1 empty until a test publishes
 
 
 @pytest.fixture(scope="module")
 def topics(redesign_cluster: Cluster) -> Topics:
-    names = Topics(unique("cli-adm"), unique("cli-tail"))
+    names = Topics(unique("cli-adm"), unique("cli-tail"), unique("cli-empty"))
+    every = (names.admin, names.tail, names.empty)
     lk = ["--lookupd", redesign_cluster.lookupd_http[0]]
     nsqctl_all(
-        *(
-            ["topic", "create", name, "--partitions", "2", "--replicas", "1", *lk]
-            for name in (names.admin, names.tail)
-        )
+        *(["topic", "create", name, "--partitions", "2", "--replicas", "1", *lk] for name in every)
     )
-    nsqctl_all(*(["channel", "create", name, "c", *lk] for name in (names.admin, names.tail)))
+    nsqctl_all(*(["channel", "create", name, "c", *lk] for name in every))
     return names
 
 
@@ -259,3 +260,50 @@ def test_tail_from_start_time_and_offset_start_exactly_there(
     )
     assert [body_from_json(r) for r in rest] == [body_from_json(r) for r in p0[7:]]
     assert {r["partition"] for r in rest} == {0}
+
+
+async def test_tail_from_time_reads_an_empty_partition_from_its_end(
+    redesign_cluster: Cluster, topics: Topics
+) -> None:
+    """youzan answers a start on a partition whose log is empty with E_INVALID "commit log
+    end of file": tail reads that partition from its end, saying nothing, and the others
+    from the start (before, it printed the error on every retry and never read it)."""
+    c, topic = redesign_cluster, topics.empty
+    lk = ["--lookupd", c.lookupd_http[0]]
+    old = [b"p0-%d" % i for i in range(3)]
+    nsqctl("pub", topic, "--partition", "0", *lk, "-q", stdin=lines(*old))
+    args = ["-n", "4", "--format", "json", "--from-time", "2000-01-01T00:00:00Z", *lk]
+    proc = await asyncio.create_subprocess_exec(
+        NSQCTL,
+        "tail",
+        topic,
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=clean_env(),
+    )
+    try:
+        assert proc.stderr is not None
+        async with asyncio.timeout(30):
+            said = (await proc.stderr.readline()).decode()
+        channel = re.search(r"temporary channel (\S+) ", said)
+        assert channel is not None, said
+        eventually(
+            lambda: getattr(channel_stats(c, topic, channel[1]).get(1), "client_count", 0),
+            30,
+            "tail reading the empty partition",
+        )
+        nsqctl("pub", topic, "--partition", "1", *lk, "-q", stdin=lines(b"p1-new"))
+        async with asyncio.timeout(30):
+            out, err = await proc.communicate()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode == 0, err
+    assert err == b"", err  # only the temporary-channel line above: no retried error
+    records = [json.loads(line) for line in out.splitlines()]
+    assert sorted((r["partition"], body_from_json(r)) for r in records) == [
+        *((0, body) for body in old),
+        (1, b"p1-new"),
+    ]

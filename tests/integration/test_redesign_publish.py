@@ -44,6 +44,7 @@ class Topics:
     traced: str
     ext: str
     big: str
+    ordered: str
 
 
 @pytest.fixture(scope="module")
@@ -56,10 +57,12 @@ def topics(redesign_cluster: Cluster) -> Topics:
         unique("pub-trace"),
         unique("pub-ext"),
         unique("pub-big"),
+        unique("pub-ord"),
     )
     specs = {name: TopicSpec() for name in (names.round_robin, names.cli, names.shard)}
     specs[names.traced] = specs[names.big] = TopicSpec()
     specs[names.ext] = TopicSpec(ext=True)
+    specs[names.ordered] = TopicSpec(ordered=True)
     asyncio.run(create_topics(redesign_cluster.lookupd_http, specs, channels=("c", "t")))
     return names
 
@@ -177,6 +180,26 @@ def test_cli_pub_shard_field_and_shard_key_follow_murmur3(
             seqs.setdefault(record["key"], []).append(record["seq"])
     assert {k: s for k, s in seqs.items() if k in keys} == {k: list(range(8)) for k in keys}
     assert [seqs[k] for k in shard_keys] == [list(range(6))] * 2
+
+
+def test_cli_pub_shard_key_given_only_an_nsqd_says_to_use_the_lookupds(
+    redesign_cluster: Cluster, topics: Topics
+) -> None:
+    """go-nsq shards by the partition count in the lookupd's topic meta; an nsqd alone does
+    not give it. Refused in one line, nothing stored (an ordered topic's nsqd would answer
+    E_BAD_PARTITION; a key must never land where hash(key) does not put it)."""
+    c, topic = redesign_cluster, topics.ordered
+    record = json.dumps({"k": "user-7"})
+    for keyed in (["--shard-field", "k"], ["--shard", "user-7"]):
+        proc = cli("pub", topic, record, *keyed, "--nsqd", c.nsqd_tcp[0])
+        line = assert_one_line_error(proc, 2)
+        assert "publish through the lookupds" in line and "--lookupd" in line, line
+        assert "E_BAD_PARTITION" not in line
+    assert message_counts(c, topic) == {0: 0, 1: 0}
+    # What it says to do works: the key lands on its murmur3 partition.
+    nsqctl("pub", topic, record, "--shard-field", "k", "--lookupd", c.lookupd_http[0], "-q")
+    part = murmur3_partition("user-7", 2)
+    assert message_counts(c, topic) == {part: 1, 1 - part: 0}
 
 
 async def test_traced_publish_receipts_and_trace_ids_on_delivery(

@@ -12,7 +12,7 @@ from nsqctl.errors import (
     PublishError,
 )
 from nsqctl.lookup.model import Peer, TopicMeta, Topology
-from nsqctl.producer.routing import Router, Target, check_partition
+from nsqctl.producer.routing import Router, Target, check_keyed_send, check_partition
 from nsqctl.sharding import murmur3_partition, partition_for_key, pick_node_for_key
 
 A = Peer("127.0.0.1", 4150)
@@ -68,6 +68,19 @@ def test_partition_on_the_original_family_is_bad_input() -> None:
         Router().choose("t", original(A), 0, None)
     assert err.value.setting == "partition"
     assert "--partition" not in str(err.value)  # a library message: no CLI flags
+
+
+def test_a_shard_key_without_a_partition_count_is_refused_only_on_the_redesign() -> None:
+    """Direct nsqd addresses give no partition count: the key was routed to a node."""
+    target = Router().choose("t", original(A, B), None, "user-1")
+    assert target.partition is None
+    check_keyed_send("t", target, "user-1", is_redesign=False)  # original: a node per key
+    check_keyed_send("t", target, None, is_redesign=True)  # unkeyed: nsqd picks
+    check_keyed_send("t", Target(A, 1), "user-1", is_redesign=True)  # routed by the meta
+    with pytest.raises(ConfigError, match="publish through the lookupds") as err:
+        check_keyed_send("t", target, "user-1", is_redesign=True)
+    assert err.value.setting == "lookupd_http"
+    assert "--lookupd" not in str(err.value)  # a library message: no CLI flags
 
 
 @pytest.mark.parametrize("bad", [-1, True, 1.0])
