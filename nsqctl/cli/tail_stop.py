@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from nsqctl.message import Message
 
-if TYPE_CHECKING:  # the stats stack (httpx, orjson) loads only when a check is made
+if TYPE_CHECKING:  # the stats stack (httpx, msgspec) loads only when a check is made
     from nsqctl.stats.view import ClusterView, PartitionView
 
 __all__ = ["CaughtUpCheck", "UntilTime", "caught_up"]

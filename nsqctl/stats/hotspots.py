@@ -16,12 +16,11 @@ ranked by saturation.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal, TypeVar, get_args
 
 from nsqctl.errors import ConfigError
-from nsqctl.stats.model import ChannelStats
 from nsqctl.stats.rules import (
     drain_rate,
     is_orphan,
@@ -31,7 +30,7 @@ from nsqctl.stats.rules import (
     rate,
     time_to_drain,
 )
-from nsqctl.stats.view import ChannelPartView, ChannelView, ClusterView, TopicView
+from nsqctl.stats.view import ChannelView, ClusterView, TopicView
 
 SortKey = Literal["requeue", "timeout", "drain", "saturation"]
 SORT_KEYS: tuple[SortKey, ...] = get_args(SortKey)
@@ -117,40 +116,19 @@ def held_messages(topic: TopicView, channel: ChannelView) -> int:
     return channel.depth + channel.in_flight + channel.deferred
 
 
-def _counter_rate(
-    parts: Iterable[ChannelPartView], counter: Callable[[ChannelStats], int]
-) -> float | None:
-    """Sum over partitions of a channel counter's per-second rate (None: none known)."""
-    total: float | None = None
-    for part in parts:
-        if part.previous is None:
-            continue
-        r = rate(counter(part.stats), counter(part.previous), part.dt)
-        if r is not None:
-            total = r if total is None else total + r
-    return total
-
-
-def _interval(channel: ChannelView) -> float:
-    """Seconds between the last two polls (the parts' mean: each nsqd is timed apart)."""
-    dts = [p.dt for p in channel.parts if p.previous is not None and p.dt > 0]
-    return sum(dts) / len(dts) if dts else 0.0
-
-
 def _recent_depths(channel: ChannelView) -> list[float]:
     """The channel's depth over the last polls: the history when kept, else the previous
     poll's depth and this one's."""
     if len(channel.depth_history) >= 2:
         return list(channel.depth_history[-DRAIN_SAMPLES:])
-    if channel.parts and all(p.previous is not None for p in channel.parts):
-        before = sum(p.previous.depth for p in channel.parts if p.previous is not None)
-        return [float(before), float(channel.depth)]
+    if channel.previous_depth is not None:
+        return [float(channel.previous_depth), float(channel.depth)]
     return []
 
 
 def channel_hot_spot(topic: TopicView, channel: ChannelView) -> ChannelHotSpot:
     held = held_messages(topic, channel)
-    fall = drain_rate(_recent_depths(channel), _interval(channel))
+    fall = drain_rate(_recent_depths(channel), channel.interval)
     reasons: list[Reason] = []
     if channel.starved:
         reasons.append("starved")
@@ -168,8 +146,8 @@ def channel_hot_spot(topic: TopicView, channel: ChannelView) -> ChannelHotSpot:
         in_flight=channel.in_flight,
         ready=channel.ready,
         client_count=channel.client_count,
-        requeue_rate=_counter_rate(channel.parts, lambda s: s.requeue_count),
-        timeout_rate=_counter_rate(channel.parts, lambda s: s.timeout_count),
+        requeue_rate=channel.requeue_rate,
+        timeout_rate=channel.timeout_rate,
         drain_rate=fall,
         time_to_drain=time_to_drain(channel.depth, fall),
         saturation=saturation(channel.in_flight, channel.ready),

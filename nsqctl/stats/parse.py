@@ -1,23 +1,28 @@
 """Parse nsqd ``/stats``, ``/coordinator/stats`` and lookupd ``/cluster/stats`` (both families).
 
-Pure functions over already-decoded JSON. Bodies may arrive wrapped in the v1
-``{status_code, status_txt, data}`` envelope; :func:`unwrap_payload` from the lookup
-package removes it, so every endpoint is handled the same way.
+Bodies may arrive wrapped in the v1 ``{status_code, status_txt, data}`` envelope;
+:func:`unwrap_payload` from the lookup package removes it, so every endpoint is handled
+the same way.
 
-A big cluster's ``/stats`` lists tens of thousands of client connections per poll while the
-dashboard shows one channel's at a time, so clients are parsed lazily (:class:`LazyClients`);
-only RDY and in-flight, which the channel rules need, are read eagerly.
+nsqd's ``/stats`` is decoded by msgspec straight into the records of :mod:`.wire` (a big
+cluster's is tens of megabytes); a payload already decoded (a recording, a test) takes the
+same path. A big cluster's ``/stats`` lists tens of thousands of client connections per
+poll while the dashboard shows one channel's at a time, so clients are parsed lazily
+(:class:`LazyClients`); only the RDY and in-flight totals the channel rules need are read
+at once.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, overload
+from typing import Any, NamedTuple, overload
+
+import msgspec
 
 from nsqctl.errors import NsqctlError, ProtocolError
 from nsqctl.lookup.model import Peer, as_int, as_str, unwrap_payload
+from nsqctl.stats import wire
 from nsqctl.stats.gcpause import gc_paused
 from nsqctl.stats.model import (
     ChannelStats,
@@ -28,12 +33,7 @@ from nsqctl.stats.model import (
     NodeStats,
     TopicPartitionStats,
 )
-
-_loads: Callable[[bytes | str], Any]
-try:  # much faster than the stdlib on multi-megabyte /stats bodies
-    from orjson import loads as _loads
-except ImportError:  # pragma: no cover - orjson is a dependency; keep working without it
-    _loads = json.loads
+from nsqctl.stats.rules import is_starved
 
 
 class StatsProtocolError(ProtocolError):
@@ -42,7 +42,7 @@ class StatsProtocolError(ProtocolError):
 
 def decode(body: bytes | str) -> Any:
     """Decode a JSON body (raises ``ValueError`` on bad JSON, like :func:`json.loads`)."""
-    return _loads(body)
+    return msgspec.json.decode(body)
 
 
 def _int(value: Any) -> int:
@@ -64,64 +64,133 @@ def _list(obj: Mapping[str, Any], key: str) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _objects(obj: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
-    """The JSON objects listed under ``key`` (decoded JSON gives dicts: checked first)."""
-    return [x for x in _list(obj, key) if type(x) is dict or isinstance(x, Mapping)]
-
-
-def is_redesign_payload(data: Mapping[str, Any]) -> bool:
-    """Redesign nsqd versions carry ``-HA.``; its topics carry ``topic_partition``."""
-    if "HA" in as_str(data.get("version")):
-        return True
-    return any(isinstance(t, Mapping) and "topic_partition" in t for t in _list(data, "topics"))
+def _client(w: wire.WireClient) -> ClientStats:
+    client_id = w.client_id
+    return ClientStats(
+        (client_id if type(client_id) is str else str(client_id)) or w.name,
+        w.hostname,
+        w.remote_address,
+        w.user_agent,
+        w.ready_count,
+        w.in_flight_count,
+        w.message_count,
+        w.finish_count,
+        w.requeue_count,
+        w.timeout_count,
+        w.connect_ts,
+        w.tls,
+        w.snappy,
+        w.deflate,
+        w.desired_tag,
+        w.tls_version,
+        w.authed,
+        w.auth_identity,
+    )
 
 
 def parse_client(obj: Mapping[str, Any]) -> ClientStats:
-    timeout = obj.get("timeout_count")
-    return ClientStats(
-        client_id=as_str(obj.get("client_id")) or as_str(obj.get("name")),
-        hostname=as_str(obj.get("hostname")),
-        remote_address=as_str(obj.get("remote_address")),
-        user_agent=as_str(obj.get("user_agent")),
-        ready_count=_int(obj.get("ready_count")),
-        in_flight_count=_int(obj.get("in_flight_count")),
-        message_count=_int(obj.get("message_count")),
-        finish_count=_int(obj.get("finish_count")),
-        requeue_count=_int(obj.get("requeue_count")),
-        timeout_count=None if timeout is None else _int(timeout),
-        connect_ts=_int(obj.get("connect_ts")),
-        tls=bool(obj.get("tls", False)),
-        snappy=bool(obj.get("snappy", False)),
-        deflate=bool(obj.get("deflate", False)),
-        desired_tag=as_str(obj.get("desired_tag")),
-        tls_version=as_str(obj.get("tls_version")),
-        authed=bool(obj.get("authed", False)),
-        auth_identity=as_str(obj.get("auth_identity")),
-    )
+    """One client record of a decoded ``/stats`` payload."""
+    return _client(wire.CLIENT.decode(_encoded(obj)))
+
+
+class ClientTotals(NamedTuple):
+    """What a channel's rules read of its clients on every poll: how many are listed,
+    their RDY summed, and whether one of them is starved (:func:`is_starved`). A tuple:
+    one is made per channel copy, tens of thousands per poll."""
+
+    listed: int
+    ready: int
+    starved: bool
+
+    @classmethod
+    def of(cls, loads: Iterable[tuple[int, int]]) -> ClientTotals:
+        listed = ready = 0
+        starved = False
+        for rdy, held in loads:
+            listed += 1
+            ready += rdy
+            if not starved and is_starved(rdy, held):
+                starved = True
+        return cls(listed, ready, starved)
+
+
+def _load_totals(loads: list[wire.WireClientLoad]) -> ClientTotals:
+    # one pass per channel copy, tens of thousands per poll: the rule is only called
+    # until a starved client is found
+    ready = 0
+    starved = False
+    for c in loads:
+        rdy = c.ready_count
+        ready += rdy
+        if not starved and is_starved(rdy, c.in_flight_count):
+            starved = True
+    return ClientTotals(len(loads), ready, starved)
+
+
+class BodyClients:
+    """Where a decoded body's client lists are, for reading one channel's in full later:
+    the body is decoded again (client lists kept as bytes, all else skipped) on the first
+    read, then each channel's list on its own."""
+
+    __slots__ = ("_body", "_topics")
+
+    def __init__(self, body: bytes | str) -> None:
+        self._body = body
+        self._topics: list[wire.RawTopic] | None = None
+
+    def raw(self, topic: int, channel: int) -> msgspec.Raw:
+        """The undecoded client list of the ``channel``-th channel of the ``topic``-th topic."""
+        if self._topics is None:
+            found = wire.RAW_NSQD_STATS.decode(self._body)
+            while found.topics is None and found.data != wire.NULL:  # the pre-v1 envelope
+                found = wire.RAW_NSQD_STATS.decode(found.data)
+            self._topics = found.topics or []
+            self._body = ""  # the lists are views into it: they keep what they need
+        channels = self._topics[topic].channels or []
+        return channels[channel].clients
+
+
+class ChannelClients:
+    """The client list of one channel record (:func:`parse_channel`), as :class:`BodyClients`
+    gives those of a body's channels."""
+
+    __slots__ = ("_body",)
+
+    def __init__(self, body: bytes) -> None:
+        self._body = body
+
+    def raw(self, topic: int, channel: int) -> msgspec.Raw:
+        return wire.RAW_CHANNEL.decode(self._body).clients
+
+
+ClientLists = BodyClients | ChannelClients
 
 
 class LazyClients(Sequence[ClientStats]):
     """A channel's clients as a sequence of :class:`ClientStats`, parsed on first access.
 
-    ``loads`` holds every client's ``(ready_count, in_flight_count)``, read at once because
-    the channel's starved/stalled rules and RDY total need them on every poll.
+    ``totals`` (count, RDY, starved) is known at once because the channel's rules need it
+    on every poll; the connections themselves are read from the body when first asked for.
     """
 
-    __slots__ = ("_parsed", "_raw", "loads")
+    __slots__ = ("_at", "_lists", "_parsed", "totals")
 
-    def __init__(self, raw: Sequence[Mapping[str, Any]]) -> None:
-        self._raw = raw
+    def __init__(self, totals: ClientTotals, lists: ClientLists, at: tuple[int, int]) -> None:
+        self._lists: ClientLists | None = lists
+        self._at = at  # (topic, channel): where in ``lists``
         self._parsed: tuple[ClientStats, ...] | None = None
-        self.loads = [(_int(c.get("ready_count")), _int(c.get("in_flight_count"))) for c in raw]
+        self.totals = totals
 
     def _all(self) -> tuple[ClientStats, ...]:
         if self._parsed is None:
-            self._parsed = tuple(parse_client(c) for c in self._raw)
-            self._raw = ()  # the records replace the decoded JSON
+            assert self._lists is not None
+            raw = self._lists.raw(*self._at)
+            self._parsed = tuple([_client(c) for c in wire.CLIENTS.decode(raw) or ()])
+            self._lists = None  # the records replace the body's bytes
         return self._parsed
 
     def __len__(self) -> int:
-        return len(self.loads)
+        return self.totals.listed
 
     @overload
     def __getitem__(self, index: int) -> ClientStats: ...
@@ -144,81 +213,90 @@ class LazyClients(Sequence[ClientStats]):
         return f"LazyClients({len(self)} clients)"
 
 
-def client_loads(clients: Sequence[ClientStats]) -> Sequence[tuple[int, int]]:
-    """``(ready_count, in_flight_count)`` per client without parsing lazy clients."""
+def client_totals(clients: Sequence[ClientStats]) -> ClientTotals:
+    """Count, RDY and starved of a channel's clients without parsing lazy ones."""
     if isinstance(clients, LazyClients):
-        return clients.loads
-    return [(c.ready_count, c.in_flight_count) for c in clients]
+        return clients.totals
+    return ClientTotals.of((c.ready_count, c.in_flight_count) for c in clients)
 
 
-def parse_channel(obj: Mapping[str, Any]) -> ChannelStats:
+def _channel(w: wire.WireChannel, lists: ClientLists, at: tuple[int, int]) -> ChannelStats:
     """On the redesign ``depth`` counts messages not yet confirmed (in flight included) and
     ``depth_size`` their bytes; the original's ``depth`` excludes in-flight messages.
 
     Asked without clients, both families send ``"clients": null`` (an empty list when
     asked with them and none is connected) and still count them: the original as
-    ``client_count``, the redesign as ``client_num``.
+    ``client_count``, the redesign as ``client_num``. The clients are read in full from
+    ``lists`` (at ``at``) when they are shown.
     """
-    get = obj.get  # a big cluster has tens of thousands of channel records per poll
-    listed = type(get("clients")) is list
-    clients: Sequence[ClientStats] = LazyClients(_objects(obj, "clients")) if listed else ()
-    count = get("client_count")
+    loads = w.clients
+    listed = loads is not None
+    clients: Sequence[ClientStats] = (
+        LazyClients(_load_totals(loads), lists, at) if loads is not None else ()
+    )
+    count = w.client_count
     if count is None:
-        count = get("client_num")
-    depth_size = get("depth_size")
-    name = get("channel_name")
-    # Each counter is an int as decoded (_int, a call each, is for other spellings), and
-    # the record is built from positional arguments, in ChannelStats' field order: matching
-    # keywords by name is a large share of building one (bench/README.md, Dashboard).
-    depth, backend, in_flight = get("depth"), get("backend_depth"), get("in_flight_count")
-    deferred, msgs = get("deferred_count"), get("message_count")
-    requeued, timed_out = get("requeue_count"), get("timeout_count")
+        count = w.client_num
+    # positional, in ChannelStats' field order: matching keywords by name is a large share
+    # of building one, and a big cluster has tens of thousands (bench/README.md, Dashboard)
     return ChannelStats(
-        name if type(name) is str else as_str(name),
-        depth if type(depth) is int else as_int(depth),
-        backend if type(backend) is int else as_int(backend),
-        in_flight if type(in_flight) is int else as_int(in_flight),
-        deferred if type(deferred) is int else as_int(deferred),
-        msgs if type(msgs) is int else as_int(msgs),
-        requeued if type(requeued) is int else as_int(requeued),
-        timed_out if type(timed_out) is int else as_int(timed_out),
-        count if type(count) is int else as_int(count, len(clients)),  # client_count
-        bool(get("paused", False)),
-        bool(get("skipped", False)),
+        w.channel_name,
+        w.depth,
+        w.backend_depth,
+        w.in_flight_count,
+        w.deferred_count,
+        w.message_count,
+        w.requeue_count,
+        w.timeout_count,
+        len(clients) if count is None else count,  # client_count
+        w.paused,
+        w.skipped,
         clients,
-        None if depth_size is None else _int(depth_size),  # depth_bytes
+        w.depth_size,  # depth_bytes
         listed,  # clients_listed
     )
 
 
-def _partition(obj: Mapping[str, Any], redesign: bool) -> int | None:
+def _partition(w: wire.WireTopic, redesign: bool) -> int | None:
     """A redesign copy's partition (sent as a string of digits); None on the original."""
     if not redesign:
         return None
-    part = obj.get("topic_partition")
-    return int(part) if type(part) is str and part.isdigit() else as_int(part, 0)
+    return w.topic_partition or 0
 
 
-def parse_topic(obj: Mapping[str, Any], node: str, redesign: bool) -> TopicPartitionStats:
-    get = obj.get
-    message_bytes = get("message_bytes")
-    # positional, in TopicPartitionStats' field order (see parse_channel: tens of thousands)
+def _topic(
+    w: wire.WireTopic, node: str, redesign: bool, body: BodyClients, index: int
+) -> TopicPartitionStats:
+    """The ``index``-th topic record of ``body``."""
+    # positional, in TopicPartitionStats' field order (see _channel: tens of thousands)
     return TopicPartitionStats(
-        as_str(get("topic_name")),
-        _partition(obj, redesign),
+        w.topic_name,
+        _partition(w, redesign),
         node,
-        _int(get("depth")),
-        _int(get("backend_depth")),
-        _int(get("message_count")),
-        bool(get("paused", False)),
-        bool(get("is_leader", True)) if redesign else True,  # is_leader
-        bool(get("is_multi_ordered", False)),  # ordered
-        bool(get("is_ext", False)),  # ext
+        w.depth,
+        w.backend_depth,
+        w.message_count,
+        w.paused,
+        w.is_leader if redesign else True,  # is_leader
+        w.is_multi_ordered,  # ordered
+        w.is_ext,  # ext
         redesign,  # depth_is_bytes
-        _int(get("backend_start")) if redesign else 0,
-        tuple([parse_channel(c) for c in _objects(obj, "channels")]),
-        None if message_bytes is None else _int(message_bytes),
+        w.backend_start if redesign else 0,
+        tuple([_channel(c, body, (index, i)) for i, c in enumerate(w.channels or ())]),
+        w.message_bytes,
     )
+
+
+def _encoded(obj: Any) -> bytes:
+    """An already decoded record as JSON again, for the same decoder as a body (tests,
+    recordings)."""
+    return msgspec.json.encode(obj)
+
+
+def parse_channel(obj: Mapping[str, Any]) -> ChannelStats:
+    """One channel record of a decoded ``/stats`` payload."""
+    body = _encoded(obj)
+    return _channel(wire.CHANNEL.decode(body), ChannelClients(body), (0, 0))
 
 
 CopyKey = tuple[str, int | None]
@@ -233,37 +311,96 @@ def _overlaid(base: TopicPartitionStats, top: TopicPartitionStats) -> TopicParti
     return replace(top, channels=top.channels + kept) if kept else top
 
 
-def _completed(detail: TopicPartitionStats, obj: Mapping[str, Any]) -> TopicPartitionStats:
-    """``detail`` with the channels it lacks parsed from ``obj`` (the same copy, as the
-    whole node's answer has it): only those are parsed."""
+def _completed(
+    detail: TopicPartitionStats, w: wire.WireTopic, body: BodyClients, index: int
+) -> TopicPartitionStats:
+    """``detail`` with the channels it lacks parsed from ``w`` (the same copy, as the
+    whole node's answer has it, its ``index``-th topic): only those are parsed."""
     names = {c.name for c in detail.channels}
     missing = tuple(
-        parse_channel(c)
-        for c in _objects(obj, "channels")
-        if as_str(c.get("channel_name")) not in names
+        _channel(c, body, (index, i))
+        for i, c in enumerate(w.channels or ())
+        if c.channel_name not in names
     )
     return replace(detail, channels=detail.channels + missing) if missing else detail
 
 
 def _topics(
-    objs: list[Mapping[str, Any]],
+    records: list[wire.WireTopic],
     node: str,
     redesign: bool,
+    body: BodyClients,
     details: Mapping[CopyKey, TopicPartitionStats],
 ) -> tuple[TopicPartitionStats, ...]:
     """The topic copies, each one in ``details`` taken from there (its channels there
-    are not parsed again); a detailed copy that ``objs`` lacks (made meanwhile) comes last."""
+    are not parsed again); a detailed copy that ``records`` lacks (made meanwhile) comes
+    last."""
     if not details:
-        return tuple(parse_topic(t, node, redesign) for t in objs)
+        return tuple([_topic(t, node, redesign, body, i) for i, t in enumerate(records)])
     detailed = {topic for topic, _ in details}
     left = dict(details)
     out: list[TopicPartitionStats] = []
-    for obj in objs:
-        name = as_str(obj.get("topic_name"))
-        detail = left.pop((name, _partition(obj, redesign)), None) if name in detailed else None
-        out.append(parse_topic(obj, node, redesign) if detail is None else _completed(detail, obj))
+    for i, w in enumerate(records):
+        name = w.topic_name
+        detail = left.pop((name, _partition(w, redesign)), None) if name in detailed else None
+        out.append(
+            _topic(w, node, redesign, body, i) if detail is None else _completed(detail, w, body, i)
+        )
     out.extend(left.values())
     return tuple(out)
+
+
+def _unwrapped(stats: wire.WireNsqdStats, what: str) -> wire.WireNsqdStats:
+    """The body inside the pre-v1 envelope; v1's and the envelope's errors raised."""
+    if stats.status_code is not None and stats.data != wire.NULL:
+        if stats.status_code != 200:
+            raise StatsProtocolError(
+                f"{what} answered an error: {stats.status_txt or stats.status_code}"
+            )
+        return _unwrapped(wire.NSQD_STATS.decode(stats.data), what)
+    if stats.status_code is not None and stats.status_code != 200:
+        raise StatsProtocolError(
+            f"{what} answered an error: {stats.status_txt or stats.status_code}"
+        )
+    if stats.message is not None and stats.topics is None and not stats.version:
+        raise StatsProtocolError(f"{what} answered an error: {stats.message}")
+    return stats
+
+
+def _decoded(body: bytes | str) -> wire.WireNsqdStats:
+    """The body as records; a top level that is no JSON object is a protocol error."""
+    try:
+        return wire.NSQD_STATS.decode(body)
+    except msgspec.ValidationError as exc:
+        if " - at `$" in str(exc):  # a field that does not fit: the message names it
+            raise
+        raise StatsProtocolError("nsqd sent a non-object /stats body") from exc
+
+
+def _node(
+    body: bytes | str,
+    address: str,
+    *,
+    fetched_at: float,
+    elapsed: float = 0.0,
+    details: Mapping[CopyKey, TopicPartitionStats] | None = None,
+) -> NodeStats:
+    stats = _unwrapped(_decoded(body), f"nsqd {address} /stats")
+    topics = stats.topics or []
+    # Redesign versions carry ``-HA.``; its topics carry ``topic_partition``.
+    redesign = "HA" in stats.version or any(t.topic_partition is not None for t in topics)
+    health = stats.health or "OK"
+    return NodeStats(
+        address=address,
+        fetched_at=fetched_at,
+        state="up" if health == "OK" else "unhealthy",
+        version=stats.version,
+        health=health,
+        start_time=stats.start_time,
+        is_redesign=redesign,
+        elapsed=elapsed,
+        topics=_topics(topics, address, redesign, BodyClients(body), details or {}),
+    )
 
 
 def parse_nsqd_stats(
@@ -274,24 +411,14 @@ def parse_nsqd_stats(
     elapsed: float = 0.0,
     details: Mapping[CopyKey, TopicPartitionStats] | None = None,
 ) -> NodeStats:
-    """One nsqd's ``/stats?format=json`` into a :class:`NodeStats` (state ``up`` or
-    ``unhealthy`` when nsqd itself reports a health other than OK). ``details``: topic
+    """One nsqd's decoded ``/stats?format=json`` into a :class:`NodeStats` (state ``up``
+    or ``unhealthy`` when nsqd itself reports a health other than OK). ``details``: topic
     copies from narrower answers of the same nsqd, used instead of this payload's, which
     gives only the channels they lack."""
-    data = _data(payload, f"nsqd {address} /stats")
-    redesign = is_redesign_payload(data)
-    health = as_str(data.get("health")) or "OK"
-    topics = _topics(_objects(data, "topics"), address, redesign, details or {})
-    return NodeStats(
-        address=address,
-        fetched_at=fetched_at,
-        state="up" if health == "OK" else "unhealthy",
-        version=as_str(data.get("version")),
-        health=health,
-        start_time=as_int(data.get("start_time")),
-        is_redesign=redesign,
-        elapsed=elapsed,
-        topics=topics,
+    if not isinstance(payload, Mapping):
+        raise StatsProtocolError(f"nsqd {address} /stats sent a non-object body")
+    return _node(
+        _encoded(payload), address, fetched_at=fetched_at, elapsed=elapsed, details=details
     )
 
 
@@ -315,15 +442,13 @@ def parse_nsqd_body(
         copies: dict[CopyKey, TopicPartitionStats] = {}
         for detail in details:
             try:
-                narrow = parse_nsqd_stats(decode(detail), address, fetched_at=fetched_at)
+                narrow = _node(detail, address, fetched_at=fetched_at)
             except (ValueError, StatsProtocolError):  # bad JSON, an error envelope
                 continue
             for t in narrow.topics:
                 key = (t.topic, t.partition)
                 copies[key] = _overlaid(copies[key], t) if key in copies else t
-        return parse_nsqd_stats(
-            decode(body), address, fetched_at=fetched_at, elapsed=elapsed, details=copies
-        )
+        return _node(body, address, fetched_at=fetched_at, elapsed=elapsed, details=copies)
 
 
 def _node_ids(items: Any) -> tuple[str, ...]:

@@ -254,6 +254,8 @@ class StatsPoller:
         refused it (dead) or answered badly."""
         if isinstance(exc, (TimeoutError, httpx.TimeoutException)):
             return f"{NOT_ANSWERING} within {self.timeout:g}s"
+        if isinstance(exc, ValueError):  # bad JSON, or a field that does not fit
+            return f"/stats is unreadable: {exc}"
         return describe_http_error(exc)
 
     def _coordinator_targets(self, nodes: Sequence[NodeStats]) -> list[tuple[str, str]]:

@@ -57,7 +57,8 @@ def _node(address: str, resp: httpx.Response, fetched_at: float) -> NodeStats:
     try:
         return parse_nsqd_body(resp.content, address, fetched_at=fetched_at)
     except ValueError as err:
-        raise StatsProtocolError(f"nsqd {address} /stats sent bad JSON: {err}") from None
+        # bad JSON, or a field that does not fit (msgspec's message names it)
+        raise StatsProtocolError(f"nsqd {address} /stats is unreadable: {err}") from None
 
 
 async def fetch_nsqd_stats(

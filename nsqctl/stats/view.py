@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Hashable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from nsqctl.stats.gcpause import gc_paused
@@ -41,7 +41,7 @@ from nsqctl.stats.model import (
     NodeStats,
     TopicPartitionStats,
 )
-from nsqctl.stats.parse import client_loads
+from nsqctl.stats.parse import client_totals
 from nsqctl.stats.rules import (
     Severity,
     delta,
@@ -124,12 +124,27 @@ class ChannelView:
     no_consumers: bool
     depth_growing: bool
     severity: Severity
-    parts: tuple[ChannelPartView, ...] = ()
     depth_history: tuple[float, ...] = ()
     rate_history: tuple[float, ...] = ()
     clients_listed: bool = True
     """Every partition's nsqd listed the clients: ``ready``, ``starved`` and ``stalled``
     are known (False: ``ready`` is None, the two flags are False for want of data)."""
+    requeue_rate: float | None = None
+    timeout_rate: float | None = None
+    """Per second, summed over the partitions (None: no partition's rate is known)."""
+    interval: float = 0.0
+    """Seconds between the last two polls (the partitions' mean: each nsqd is timed apart;
+    0 when no partition was polled before)."""
+    previous_depth: int | None = None
+    """The depth one poll earlier, when every partition was polled then."""
+    sources: tuple[tuple[_Copy, ChannelStats], ...] = field(default=(), repr=False, compare=False)
+    """What :attr:`parts` is built from: a big topic has thousands of partitions, most
+    screens read only the totals."""
+
+    @cached_property
+    def parts(self) -> tuple[ChannelPartView, ...]:
+        """The channel on each partition, built on first read."""
+        return tuple([_part_view(copy, ch) for copy, ch in self.sources])
 
     @cached_property
     def clients(self) -> tuple[ClientView, ...]:
@@ -139,9 +154,12 @@ class ChannelView:
         return tuple(views)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class PartitionView:
     """One partition (one nsqd's copy of the topic on the original family).
+
+    Slots, not frozen: a big cluster has tens of thousands per poll, and a frozen
+    record's construction costs several times a plain one's. Treat it as read-only.
 
     ``leader`` is the nsqd whose copy takes writes (youzan reports ``is_leader`` as "writes
     enabled"), so a partition nsqlookupd has not enabled yet shows no leader.
@@ -342,7 +360,7 @@ def _partition_view(
     main = leader_row or rows[0]
     leader = leader_row.node if leader_row else None
     info = None
-    if main.partition is not None:
+    if coord and main.partition is not None:
         reports = coord.get((main.topic, main.partition))
         if reports:
             info = _coord_info(reports, leader, [r.node for r in rows])
@@ -354,24 +372,42 @@ def _partition_view(
         depth += ch.depth
     if not main.depth_is_bytes:
         depth += main.depth
+    # positional, in PartitionView's field order (tens of thousands per poll: see parse)
     view = PartitionView(
-        topic=main.topic,
-        partition=main.partition,
-        leader=leader,
-        replicas=tuple([r.node for r in rows if r is not leader_row]),
-        isr=info.isr if info else None,
-        catchup=info.catchup if info else None,
-        write_enabled=leader_row is not None,
-        depth=depth,
-        stored_bytes=max(0, main.depth - main.backend_start) if main.depth_is_bytes else None,
-        messages=main.message_count,
-        rate=rate(main.message_count, before.message_count, dt) if before is not None else None,
-        paused=main.paused,
-        channels=main.channels,
-        holder_messages=tuple([(r.node, r.message_count) for r in rows]),
+        main.topic,
+        main.partition,
+        leader,
+        tuple([r.node for r in rows if r is not leader_row]),  # replicas
+        info.isr if info else None,
+        info.catchup if info else None,
+        leader_row is not None,  # write_enabled
+        depth,
+        max(0, main.depth - main.backend_start) if main.depth_is_bytes else None,
+        main.message_count,
+        rate(main.message_count, before.message_count, dt) if before is not None else None,
+        main.paused,
+        main.channels,
+        tuple([(r.node, r.message_count) for r in rows]),  # holder_messages
     )
     channels = {ch.name: ch for ch in before.channels} if before is not None else {}
     return view, _Copy(main, dt, channels)
+
+
+def _part_view(copy: _Copy, ch: ChannelStats) -> ChannelPartView:
+    before = copy.before.get(ch.name)
+    r = rd = td = None
+    if before is not None:
+        r = rate(ch.message_count, before.message_count, copy.dt)
+        rd = delta(ch.requeue_count, before.requeue_count)
+        td = delta(ch.timeout_count, before.timeout_count)
+    tp = copy.stats
+    return ChannelPartView(tp.node, tp.partition, ch, r, td, rd, before, copy.dt)
+
+
+def _add(total: float | None, value: float | None) -> float | None:
+    if value is None:
+        return total
+    return value if total is None else total + value
 
 
 def _channel_view(
@@ -381,32 +417,45 @@ def _channel_view(
     history: KeyedSeries | None,
 ) -> ChannelView:
     # One pass over the partitions: a big topic has thousands, so every total is summed
-    # here rather than in a pass of its own.
-    part_views: list[ChannelPartView] = []
+    # here rather than in a pass of its own, and no per-partition view is made (see
+    # ChannelView.parts).
     msg_rate: float | None = None
     req_delta: int | None = None
     to_delta: int | None = None
+    req_rate: float | None = None
+    to_rate: float | None = None
     depth = in_flight = deferred = requeued = timed_out = messages = counted = 0
     depth_bytes: int | None = 0
     paused = skipped = False
     ready = listed = 0
     starved = False
     all_listed = True
+    before_depth: int | None = 0
+    timed = 0
+    dt_sum = 0.0
     for copy, ch in parts:
         before = copy.before.get(name)
-        r = rd = td = None
         if before is not None:
-            r = rate(ch.message_count, before.message_count, copy.dt)
+            dt = copy.dt
+            if dt > 0:
+                timed += 1
+                dt_sum += dt
+            msg_rate = _add(msg_rate, rate(ch.message_count, before.message_count, dt))
+            # a rate is its delta over dt (rules.rate): derived here, not asked again
             rd = delta(ch.requeue_count, before.requeue_count)
-            td = delta(ch.timeout_count, before.timeout_count)
-            if r is not None:
-                msg_rate = r if msg_rate is None else msg_rate + r
             if rd is not None:
                 req_delta = rd if req_delta is None else req_delta + rd
+                if dt > 0:
+                    req_rate = rd / dt if req_rate is None else req_rate + rd / dt
+            td = delta(ch.timeout_count, before.timeout_count)
             if td is not None:
                 to_delta = td if to_delta is None else to_delta + td
-        tp = copy.stats
-        part_views.append(ChannelPartView(tp.node, tp.partition, ch, r, td, rd, before, copy.dt))
+                if dt > 0:
+                    to_rate = td / dt if to_rate is None else to_rate + td / dt
+            if before_depth is not None:
+                before_depth += before.depth
+        else:
+            before_depth = None
         depth += ch.depth
         in_flight += ch.in_flight_count
         deferred += ch.deferred_count
@@ -421,11 +470,10 @@ def _channel_view(
         if not ch.clients_listed:
             all_listed = False
             continue
-        loads = client_loads(ch.clients)
-        listed += len(loads)
-        for rdy, held in loads:
-            ready += rdy
-            starved = starved or is_starved(rdy, held)
+        totals = client_totals(ch.clients)
+        listed += totals.listed
+        ready += totals.ready
+        starved = starved or totals.starved
     client_count = max(counted, listed)
     depth_hist: tuple[float, ...] = ()
     rate_hist: tuple[float, ...] = ()
@@ -462,10 +510,14 @@ def _channel_view(
         no_consumers=no_consumers,
         depth_growing=growing,
         severity=severity,
-        parts=tuple(part_views),
         depth_history=depth_hist,
         rate_history=rate_hist,
         clients_listed=all_listed,
+        requeue_rate=req_rate,
+        timeout_rate=to_rate,
+        interval=dt_sum / timed if timed else 0.0,
+        previous_depth=before_depth if parts else None,
+        sources=tuple(parts),
     )
 
 

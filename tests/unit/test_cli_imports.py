@@ -29,7 +29,7 @@ HEAVY = (
     "nsqctl.pipeline",
     "nsqctl.producer",
     "nsqctl.stats",
-    "orjson",
+    "msgspec",
     "pyarrow",
     "pydantic",
     "pyspark",
@@ -40,7 +40,7 @@ HEAVY = (
 
 # The client commands look topics up over h11 (nsqctl/lookup/fetch.py), never httpx.
 _CLIENT = {"asyncio", "nsqctl.connection", "nsqctl.producer"}
-_STATS = {"asyncio", "httpx", "nsqctl.stats", "orjson"}
+_STATS = {"asyncio", "httpx", "msgspec", "nsqctl.stats"}
 _ADMIN = {"asyncio", "httpx", "nsqctl.admin"}
 
 #: The heavy modules each command's ``--help`` may load (no more, no fewer).

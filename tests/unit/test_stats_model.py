@@ -12,6 +12,7 @@ import json
 from dataclasses import replace
 from urllib.parse import urlsplit
 
+import httpx
 import pytest
 
 from nsqctl.stats.gcpause import freeze_after_bursts, gc_paused
@@ -28,6 +29,7 @@ from nsqctl.stats.parse import (
     parse_nsqd_stats,
     resolve_node_ids,
 )
+from nsqctl.stats.poller import StatsPoller
 from nsqctl.stats.recording import RecordedPoller, Recording, play_back
 from nsqctl.stats.rules import delta, is_growing, is_stalled, is_starved, rate
 from nsqctl.stats.series import KeyedSeries, sparkline
@@ -195,6 +197,27 @@ def test_original_depth_sums_channels_and_starvation_from_recording() -> None:
     assert audit.no_consumers and audit.client_count == 0
 
 
+def test_channel_rates_interval_and_previous_depth_sum_the_partitions() -> None:
+    """The totals hot spots rank by are folded with the channel, without reading its
+    per-partition views: they must equal what those views add up to."""
+    view = build_view(original(1, 102.0), original(0, 100.0))
+    billing = view.topic("orders").channel("billing")  # type: ignore[union-attr]
+    assert billing is not None and len(billing.parts) == 2
+    parts = billing.parts
+    assert all(p.previous is not None for p in parts)
+    assert billing.interval == pytest.approx(sum(p.dt for p in parts) / len(parts))
+    assert billing.previous_depth == sum(p.previous.depth for p in parts)  # type: ignore[union-attr]
+    for total, counter in (
+        (billing.requeue_rate, "requeue_count"),
+        (billing.timeout_rate, "timeout_count"),
+    ):
+        rates = [rate(getattr(p.stats, counter), getattr(p.previous, counter), p.dt) for p in parts]
+        assert total == pytest.approx(sum(r for r in rates if r is not None))
+    first = build_view(original(1, 102.0)).topic("orders").channel("billing")  # type: ignore[union-attr]
+    assert first is not None and first.requeue_rate is None and first.previous_depth is None
+    assert first.interval == 0.0
+
+
 def test_counter_reset_gives_no_rate() -> None:
     # swapping the polls makes every counter go down, as after an nsqd restart
     view = build_view(original(0, 102.0), original(1, 100.0))
@@ -244,6 +267,43 @@ def test_error_payload_is_a_protocol_error() -> None:
         parse_nsqd_stats(
             {"status_code": 500, "status_txt": "INTERNAL_ERROR", "data": None}, A, fetched_at=0
         )
+
+
+def test_numbers_spelled_as_digits_are_read_and_a_misfit_field_is_named() -> None:
+    body = {
+        "version": "0.3.7-HA.1.12.7",
+        "topics": [
+            {
+                "topic_name": "t",
+                "topic_partition": "3",
+                "depth": "40",
+                "channels": [{"channel_name": "c", "depth": "7", "client_num": "2"}],
+            }
+        ],
+    }
+    node = parse_nsqd_body(json.dumps(body).encode(), A, fetched_at=0)
+    topic = node.topic("t")
+    assert topic is not None and (topic.partition, topic.depth) == (3, 40)
+    assert node.channel("t", "c") is not None
+    assert (node.channel("t", "c").depth, node.channel("t", "c").client_count) == (7, 2)  # type: ignore[union-attr]
+    body["topics"][0]["channels"][0]["depth"] = [7]  # type: ignore[index]
+    with pytest.raises(ValueError, match=r"topics\[0\]\.channels\[0\]\.depth"):
+        parse_nsqd_body(json.dumps(body).encode(), A, fetched_at=0)
+    with pytest.raises(StatsProtocolError, match="non-object"):
+        parse_nsqd_body(b"[1, 2]", A, fetched_at=0)
+
+
+def test_clients_of_an_enveloped_body_are_read_from_inside_the_envelope() -> None:
+    """The pre-v1 envelope wraps the body in ``data``: RDY totals come from the first
+    decode, each connection later from a second one that must unwrap it the same way."""
+    raw = load_json(DATA / "original_nsqd_a_t1.json")
+    plain = parse_nsqd_body(json.dumps(raw).encode(), A, fetched_at=1.0)
+    wrapped = {"status_code": 200, "status_txt": "OK", "data": raw}
+    node = parse_nsqd_body(json.dumps(wrapped).encode(), A, fetched_at=1.0)
+    billing = node.channel("orders", "billing")
+    assert billing is not None and len(billing.clients) > 0
+    assert billing.clients == plain.channel("orders", "billing").clients  # type: ignore[union-attr]
+    assert billing.clients[0].user_agent.startswith("nsqctl/")
 
 
 # ------------------------------------------------------------------ redesign (recorded)
@@ -425,6 +485,22 @@ async def test_replay_answers_only_what_was_recorded() -> None:
         await source.aclose()
     assert next(n for n in snap.nodes if n.address == "127.0.0.1:1").state == "down"
     assert source.transport.missed == ["GET http://127.0.0.1:1/stats?format=json&needClients=true"]
+
+
+async def test_a_stats_body_that_does_not_fit_marks_its_node_down_naming_the_field() -> None:
+    """A scripted answer: no real nsqd sends a list where a count belongs."""
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"version": "1.3.0", "topics": [{"depth": [1]}]})
+
+    poller = StatsPoller(nsqd_http=["127.0.0.1:4151"], transport=httpx.MockTransport(answer))
+    try:
+        snap = await poller.snapshot()
+    finally:
+        await poller.aclose()
+    (node,) = snap.nodes
+    assert node.state == "down"
+    assert node.error.startswith("/stats is unreadable: ") and "$.topics[0].depth" in node.error
 
 
 def test_dead_leader_leaves_the_partition_without_leader() -> None:

@@ -1,0 +1,122 @@
+"""nsqd's ``/stats`` JSON as it comes over the wire (both families), for msgspec to decode.
+
+A big cluster's ``/stats`` is tens of megabytes, most of it client connections. Decoding
+it into dicts and then reading them field by field was most of a dashboard refresh;
+msgspec decodes straight into these records and skips every key not named here without building
+it. Of each client connection only RDY and in flight are decoded (the channel rules need
+them every poll); the whole connection is read only when one is shown, by decoding the
+body again into the ``Raw*`` records, which keep each channel's client list as undecoded
+bytes (:class:`msgspec.Raw`) and skip everything else. Only the fields the model reads
+are declared.
+
+Decoding is lax (``strict=False``): both families spell some numbers as strings (the
+redesign's ``topic_partition`` always). Fields a server may send as ``null`` are
+optional. Anything else that does not fit fails the decode with msgspec's message, which
+names the field (a ``ValueError``, as bad JSON is).
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+NULL = msgspec.Raw(b"null")
+"""A field that was sent as ``null`` or not at all."""
+
+
+class WireClientLoad(msgspec.Struct, gc=False):
+    """Of each client connection, what the channel rules need on every poll (RDY and
+    in flight); the rest of the record is read only when the connection is shown."""
+
+    ready_count: int = 0
+    in_flight_count: int = 0
+
+
+class WireClient(msgspec.Struct, gc=False):
+    """One client connection in full (read when shown)."""
+
+    client_id: str | int = ""
+    name: str = ""  # what older nsqds sent instead of client_id
+    hostname: str = ""
+    remote_address: str = ""
+    user_agent: str = ""
+    ready_count: int = 0
+    in_flight_count: int = 0
+    message_count: int = 0
+    finish_count: int = 0
+    requeue_count: int = 0
+    timeout_count: int | None = None  # the original family does not count it per client
+    connect_ts: int = 0
+    tls: bool = False
+    snappy: bool = False
+    deflate: bool = False
+    desired_tag: str = ""
+    tls_version: str = ""
+    authed: bool = False
+    auth_identity: str = ""
+
+
+class WireChannel(msgspec.Struct, gc=False):
+    channel_name: str = ""
+    depth: int = 0
+    backend_depth: int = 0
+    in_flight_count: int = 0
+    deferred_count: int = 0
+    message_count: int = 0
+    requeue_count: int = 0
+    timeout_count: int = 0
+    clients: list[WireClientLoad] | None = None
+    client_count: int | None = None  # the original family's count
+    client_num: int | None = None  # the redesign's
+    paused: bool = False
+    skipped: bool = False
+    depth_size: int | None = None
+
+
+class WireTopic(msgspec.Struct, gc=False):
+    topic_name: str = ""
+    topic_partition: int | None = None  # redesign only, sent as a string of digits
+    channels: list[WireChannel] | None = None
+    depth: int = 0
+    backend_depth: int = 0
+    message_count: int = 0
+    paused: bool = False
+    is_leader: bool = True
+    is_multi_ordered: bool = False
+    is_ext: bool = False
+    backend_start: int = 0
+    message_bytes: int | None = None
+
+
+class WireNsqdStats(msgspec.Struct, gc=False):
+    """The body; ``status_code``/``data`` are the pre-v1 envelope, ``message`` v1's error."""
+
+    version: str = ""
+    health: str = ""
+    start_time: int = 0
+    topics: list[WireTopic] | None = None
+    status_code: int | None = None
+    status_txt: str = ""
+    data: msgspec.Raw = NULL
+    message: str | None = None
+
+
+class RawChannel(msgspec.Struct, gc=False):
+    clients: msgspec.Raw = NULL
+
+
+class RawTopic(msgspec.Struct, gc=False):
+    channels: list[RawChannel] | None = None
+
+
+class RawNsqdStats(msgspec.Struct, gc=False):
+    topics: list[RawTopic] | None = None
+    data: msgspec.Raw = NULL  # the pre-v1 envelope
+
+
+NSQD_STATS = msgspec.json.Decoder(WireNsqdStats, strict=False)
+CHANNEL = msgspec.json.Decoder(WireChannel, strict=False)
+TOPIC = msgspec.json.Decoder(WireTopic, strict=False)
+CLIENT = msgspec.json.Decoder(WireClient, strict=False)
+CLIENTS = msgspec.json.Decoder(list[WireClient] | None, strict=False)
+RAW_NSQD_STATS = msgspec.json.Decoder(RawNsqdStats)
+RAW_CHANNEL = msgspec.json.Decoder(RawChannel)
