@@ -69,9 +69,13 @@ class ChannelHotSpot:
         return f"{self.topic}/{self.channel}"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ClientHotSpot:
     """One consumer connection (one partition's on the redesign) of a channel.
+
+    Not frozen, unlike :class:`ChannelHotSpot`: one is made per connection of the cluster
+    while they are ranked, tens of thousands, and a frozen record costs several times a
+    plain one to build. Treat it as read-only.
 
     ``timeout_rate`` is None on the original family (its nsqd does not count timeouts per
     client); ``time_to_drain`` is its channel's, so clients rank by drain as their channel.
@@ -212,24 +216,23 @@ def _client_hot_spots(
             timeout_rate = None
             if cl.timeout_count is not None and prev is not None:
                 timeout_rate = rate(cl.timeout_count, prev.timeout_count, part.dt)
+            # positional, in ClientHotSpot's field order (one per connection: see above)
             out.append(
                 ClientHotSpot(
-                    topic=topic.name,
-                    channel=channel.name,
-                    node=part.node,
-                    partition=part.partition,
-                    client_id=cl.client_id,
-                    hostname=cl.hostname,
-                    remote_address=cl.remote_address,
-                    ready=cl.ready_count,
-                    in_flight=cl.in_flight_count,
-                    requeue_rate=rate(
-                        cl.requeue_count, prev.requeue_count if prev else None, part.dt
-                    ),
-                    timeout_rate=timeout_rate,
-                    time_to_drain=drain,
-                    saturation=saturation(cl.in_flight_count, cl.ready_count),
-                    reasons=tuple(reasons),
+                    topic.name,
+                    channel.name,
+                    part.node,
+                    part.partition,
+                    cl.client_id,
+                    cl.hostname,
+                    cl.remote_address,
+                    cl.ready_count,
+                    cl.in_flight_count,
+                    rate(cl.requeue_count, prev.requeue_count if prev else None, part.dt),
+                    timeout_rate,
+                    drain,
+                    saturation(cl.in_flight_count, cl.ready_count),
+                    tuple(reasons),
                 )
             )
     return out

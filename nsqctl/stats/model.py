@@ -12,24 +12,30 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+import msgspec
+
 NodeState = Literal["up", "slow", "unhealthy", "down"]
 
 
-@dataclass(slots=True)
-class ClientStats:
-    """One consumer connection on one channel of one nsqd (one partition on the redesign)."""
+class ClientStats(msgspec.Struct, gc=False):
+    """One consumer connection on one channel of one nsqd (one partition on the redesign).
 
-    client_id: str
-    hostname: str
-    remote_address: str
-    user_agent: str
-    ready_count: int
-    in_flight_count: int
-    message_count: int
-    finish_count: int
-    requeue_count: int
-    timeout_count: int | None  # the original family does not report it per client
-    connect_ts: int
+    The field names are nsqd's JSON keys: msgspec decodes a channel's client list
+    straight into these (:mod:`nsqctl.stats.wire`), a large cluster's tens of thousands
+    of them when its connections are ranked.
+    """
+
+    client_id: str = ""
+    hostname: str = ""
+    remote_address: str = ""
+    user_agent: str = ""
+    ready_count: int = 0
+    in_flight_count: int = 0
+    message_count: int = 0
+    finish_count: int = 0
+    requeue_count: int = 0
+    timeout_count: int | None = None  # the original family does not report it per client
+    connect_ts: int = 0
     tls: bool = False
     snappy: bool = False
     deflate: bool = False

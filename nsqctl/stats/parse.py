@@ -64,33 +64,9 @@ def _list(obj: Mapping[str, Any], key: str) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _client(w: wire.WireClient) -> ClientStats:
-    client_id = w.client_id
-    return ClientStats(
-        (client_id if type(client_id) is str else str(client_id)) or w.name,
-        w.hostname,
-        w.remote_address,
-        w.user_agent,
-        w.ready_count,
-        w.in_flight_count,
-        w.message_count,
-        w.finish_count,
-        w.requeue_count,
-        w.timeout_count,
-        w.connect_ts,
-        w.tls,
-        w.snappy,
-        w.deflate,
-        w.desired_tag,
-        w.tls_version,
-        w.authed,
-        w.auth_identity,
-    )
-
-
 def parse_client(obj: Mapping[str, Any]) -> ClientStats:
     """One client record of a decoded ``/stats`` payload."""
-    return _client(wire.CLIENT.decode(_encoded(obj)))
+    return wire.CLIENT.decode(_encoded(obj))
 
 
 class ClientTotals(NamedTuple):
@@ -185,7 +161,7 @@ class LazyClients(Sequence[ClientStats]):
         if self._parsed is None:
             assert self._lists is not None
             raw = self._lists.raw(*self._at)
-            self._parsed = tuple([_client(c) for c in wire.CLIENTS.decode(raw) or ()])
+            self._parsed = tuple(wire.CLIENTS.decode(raw) or ())
             self._lists = None  # the records replace the body's bytes
         return self._parsed
 

@@ -7,7 +7,7 @@ it. Of each client connection only RDY and in flight are decoded (the channel ru
 them every poll); the whole connection is read only when one is shown, by decoding the
 body again into the ``Raw*`` records, which keep each channel's client list as undecoded
 bytes (:class:`msgspec.Raw`) and skip everything else. Only the fields the model reads
-are declared.
+are declared; a connection decodes straight into the model's :class:`ClientStats`.
 
 Decoding is lax (``strict=False``): both families spell some numbers as strings (the
 redesign's ``topic_partition`` always). Fields a server may send as ``null`` are
@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import msgspec
 
+from nsqctl.stats.model import ClientStats
+
 NULL = msgspec.Raw(b"null")
 """A field that was sent as ``null`` or not at all."""
 
@@ -29,30 +31,6 @@ class WireClientLoad(msgspec.Struct, gc=False):
 
     ready_count: int = 0
     in_flight_count: int = 0
-
-
-class WireClient(msgspec.Struct, gc=False):
-    """One client connection in full (read when shown)."""
-
-    client_id: str | int = ""
-    name: str = ""  # what older nsqds sent instead of client_id
-    hostname: str = ""
-    remote_address: str = ""
-    user_agent: str = ""
-    ready_count: int = 0
-    in_flight_count: int = 0
-    message_count: int = 0
-    finish_count: int = 0
-    requeue_count: int = 0
-    timeout_count: int | None = None  # the original family does not count it per client
-    connect_ts: int = 0
-    tls: bool = False
-    snappy: bool = False
-    deflate: bool = False
-    desired_tag: str = ""
-    tls_version: str = ""
-    authed: bool = False
-    auth_identity: str = ""
 
 
 class WireChannel(msgspec.Struct, gc=False):
@@ -116,7 +94,7 @@ class RawNsqdStats(msgspec.Struct, gc=False):
 NSQD_STATS = msgspec.json.Decoder(WireNsqdStats, strict=False)
 CHANNEL = msgspec.json.Decoder(WireChannel, strict=False)
 TOPIC = msgspec.json.Decoder(WireTopic, strict=False)
-CLIENT = msgspec.json.Decoder(WireClient, strict=False)
-CLIENTS = msgspec.json.Decoder(list[WireClient] | None, strict=False)
+CLIENT = msgspec.json.Decoder(ClientStats, strict=False)
+CLIENTS = msgspec.json.Decoder(list[ClientStats] | None, strict=False)
 RAW_NSQD_STATS = msgspec.json.Decoder(RawNsqdStats)
 RAW_CHANNEL = msgspec.json.Decoder(RawChannel)
