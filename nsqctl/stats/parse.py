@@ -14,9 +14,9 @@ at once.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, NamedTuple, overload
+from typing import Any, NamedTuple, Protocol, overload
 
 import msgspec
 
@@ -45,11 +45,6 @@ def decode(body: bytes | str) -> Any:
     return msgspec.json.decode(body)
 
 
-def _int(value: Any) -> int:
-    """:func:`as_int` with a fast path for the common case (already an int)."""
-    return value if type(value) is int else as_int(value)
-
-
 def _data(payload: Any, what: str) -> Mapping[str, Any]:
     data, status, text = unwrap_payload(payload)
     if status != 200:
@@ -69,6 +64,17 @@ def parse_client(obj: Mapping[str, Any]) -> ClientStats:
     return wire.CLIENT.decode(_encoded(obj))
 
 
+class ClientLoad(Protocol):
+    """What the channel rules read of a connection: a parsed :class:`ClientStats`, or only
+    the two fields decoded on every poll (:class:`wire.WireClientLoad`)."""
+
+    @property
+    def ready_count(self) -> int: ...
+
+    @property
+    def in_flight_count(self) -> int: ...
+
+
 class ClientTotals(NamedTuple):
     """What a channel's rules read of its clients on every poll: how many are listed,
     their RDY summed, and whether one of them is starved (:func:`is_starved`). A tuple:
@@ -79,28 +85,17 @@ class ClientTotals(NamedTuple):
     starved: bool
 
     @classmethod
-    def of(cls, loads: Iterable[tuple[int, int]]) -> ClientTotals:
-        listed = ready = 0
+    def of(cls, clients: Sequence[ClientLoad]) -> ClientTotals:
+        # one pass per channel copy, tens of thousands per poll: the rule is only called
+        # until a starved client is found
+        ready = 0
         starved = False
-        for rdy, held in loads:
-            listed += 1
+        for c in clients:
+            rdy = c.ready_count
             ready += rdy
-            if not starved and is_starved(rdy, held):
+            if not starved and is_starved(rdy, c.in_flight_count):
                 starved = True
-        return cls(listed, ready, starved)
-
-
-def _load_totals(loads: list[wire.WireClientLoad]) -> ClientTotals:
-    # one pass per channel copy, tens of thousands per poll: the rule is only called
-    # until a starved client is found
-    ready = 0
-    starved = False
-    for c in loads:
-        rdy = c.ready_count
-        ready += rdy
-        if not starved and is_starved(rdy, c.in_flight_count):
-            starved = True
-    return ClientTotals(len(loads), ready, starved)
+        return cls(len(clients), ready, starved)
 
 
 class BodyClients:
@@ -193,7 +188,7 @@ def client_totals(clients: Sequence[ClientStats]) -> ClientTotals:
     """Count, RDY and starved of a channel's clients without parsing lazy ones."""
     if isinstance(clients, LazyClients):
         return clients.totals
-    return ClientTotals.of((c.ready_count, c.in_flight_count) for c in clients)
+    return ClientTotals.of(clients)
 
 
 def _channel(w: wire.WireChannel, lists: ClientLists, at: tuple[int, int]) -> ChannelStats:
@@ -208,7 +203,7 @@ def _channel(w: wire.WireChannel, lists: ClientLists, at: tuple[int, int]) -> Ch
     loads = w.clients
     listed = loads is not None
     clients: Sequence[ClientStats] = (
-        LazyClients(_load_totals(loads), lists, at) if loads is not None else ()
+        LazyClients(ClientTotals.of(loads), lists, at) if loads is not None else ()
     )
     count = w.client_count
     if count is None:
@@ -328,16 +323,13 @@ def _topics(
 
 def _unwrapped(stats: wire.WireNsqdStats, what: str) -> wire.WireNsqdStats:
     """The body inside the pre-v1 envelope; v1's and the envelope's errors raised."""
-    if stats.status_code is not None and stats.data != wire.NULL:
+    if stats.status_code is not None:
         if stats.status_code != 200:
             raise StatsProtocolError(
                 f"{what} answered an error: {stats.status_txt or stats.status_code}"
             )
-        return _unwrapped(wire.NSQD_STATS.decode(stats.data), what)
-    if stats.status_code is not None and stats.status_code != 200:
-        raise StatsProtocolError(
-            f"{what} answered an error: {stats.status_txt or stats.status_code}"
-        )
+        if stats.data != wire.NULL:
+            return _unwrapped(wire.NSQD_STATS.decode(stats.data), what)
     if stats.message is not None and stats.topics is None and not stats.version:
         raise StatsProtocolError(f"{what} answered an error: {stats.message}")
     return stats

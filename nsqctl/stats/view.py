@@ -393,13 +393,22 @@ def _partition_view(
     return view, _Copy(main, dt, channels)
 
 
+def _changes(
+    ch: ChannelStats, before: ChannelStats, dt: float
+) -> tuple[float | None, int | None, int | None]:
+    """A channel copy's message rate, requeue delta and timeout delta since ``before``."""
+    return (
+        rate(ch.message_count, before.message_count, dt),
+        delta(ch.requeue_count, before.requeue_count),
+        delta(ch.timeout_count, before.timeout_count),
+    )
+
+
 def _part_view(copy: _Copy, ch: ChannelStats) -> ChannelPartView:
     before = copy.before.get(ch.name)
     r = rd = td = None
     if before is not None:
-        r = rate(ch.message_count, before.message_count, copy.dt)
-        rd = delta(ch.requeue_count, before.requeue_count)
-        td = delta(ch.timeout_count, before.timeout_count)
+        r, rd, td = _changes(ch, before, copy.dt)
     tp = copy.stats
     return ChannelPartView(tp.node, tp.partition, ch, r, td, rd, before, copy.dt)
 
@@ -440,14 +449,13 @@ def _channel_view(
             if dt > 0:
                 timed += 1
                 dt_sum += dt
-            msg_rate = _add(msg_rate, rate(ch.message_count, before.message_count, dt))
+            r, rd, td = _changes(ch, before, dt)
+            msg_rate = _add(msg_rate, r)
             # a rate is its delta over dt (rules.rate): derived here, not asked again
-            rd = delta(ch.requeue_count, before.requeue_count)
             if rd is not None:
                 req_delta = rd if req_delta is None else req_delta + rd
                 if dt > 0:
                     req_rate = rd / dt if req_rate is None else req_rate + rd / dt
-            td = delta(ch.timeout_count, before.timeout_count)
             if td is not None:
                 to_delta = td if to_delta is None else to_delta + td
                 if dt > 0:

@@ -93,7 +93,6 @@ class RawNsqdStats(msgspec.Struct, gc=False):
 
 NSQD_STATS = msgspec.json.Decoder(WireNsqdStats, strict=False)
 CHANNEL = msgspec.json.Decoder(WireChannel, strict=False)
-TOPIC = msgspec.json.Decoder(WireTopic, strict=False)
 CLIENT = msgspec.json.Decoder(ClientStats, strict=False)
 CLIENTS = msgspec.json.Decoder(list[ClientStats] | None, strict=False)
 RAW_NSQD_STATS = msgspec.json.Decoder(RawNsqdStats)
