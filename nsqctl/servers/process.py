@@ -12,6 +12,7 @@ import os
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -77,8 +78,62 @@ def port_in_use(port: int) -> bool:
     return False
 
 
+# Where pooled ports start: high enough to stay clear of the well-known services below.
+POOL_START = 20000
+
+
+def _ephemeral_floor() -> int:
+    """The lowest port the kernel picks on its own (a bind to port 0, the local end of an
+    outgoing connection); 0 when it cannot be read (not Linux)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _pooled_ports(count: int) -> list[int] | None:
+    """``count`` free ports below the kernel's ephemeral range, handed out in turn by every
+    process of this user through a locked counter file; None where that cannot be done.
+
+    A port the OS chose for a bind to 0 and that we then release is in the ephemeral
+    range: until the server binds it, any outgoing connection on the machine may be given
+    it (seen in CI: an nsqd of a test cluster failing with "address already in use" while
+    the other test worker's clients connected). Below that range only an explicit bind
+    takes a port, and the shared counter keeps concurrent test workers and sandboxes from
+    picking the same one; a port is handed out again only after the whole pool went round.
+    """
+    floor = _ephemeral_floor()
+    if floor - POOL_START < 1000:
+        return None
+    try:
+        import fcntl
+    except ImportError:
+        return None
+    counter = Path(tempfile.gettempdir()) / f"nsqctl-next-port-{os.getuid()}"
+    try:
+        with counter.open("a+") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)  # released when the file closes
+            f.seek(0)
+            text = f.read().strip()
+            port = int(text) if text.isdigit() and POOL_START <= int(text) < floor else POOL_START
+            ports: list[int] = []
+            for _ in range(floor - POOL_START):  # at most once round the pool
+                if not port_in_use(port):
+                    ports.append(port)
+                port = port + 1 if port + 1 < floor else POOL_START
+                if len(ports) == count:
+                    break
+            f.seek(0)
+            f.truncate()
+            f.write(str(port))
+    except OSError:
+        return None
+    return ports if len(ports) == count else None
+
+
 def free_ports(count: int, base: int | None = None) -> list[int]:
-    """``count`` ports that are free on loopback: sequential from ``base`` or OS-chosen."""
+    """``count`` ports that are free on loopback: sequential from ``base``, else from the
+    pool below the ephemeral range (:func:`_pooled_ports`), else OS-chosen."""
     if base is not None:
         ports = list(range(base, base + count))
         for port in ports:
@@ -90,6 +145,9 @@ def free_ports(count: int, base: int | None = None) -> list[int]:
                     "another --port-base"
                 )
         return ports
+    pooled = _pooled_ports(count)
+    if pooled is not None:
+        return pooled
     held: list[socket.socket] = []
     try:
         for _ in range(count):

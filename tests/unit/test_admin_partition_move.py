@@ -47,6 +47,9 @@ class Youzan:
     stale_reads: int = 0  # plain lookups that still list ``previous``
     settling: int = 0  # moves refused first as youzan does while an ISR change settles
     refusal: str = "ErrType:4 ErrCode:10 : leaving isr need wait."  # CoordElectionTmpErr
+    # Who wins each tie in turn: youzan keeps the first least load factor of a Go map's
+    # (random) iteration; empty: the first in the ISR's order.
+    tie_winners: list[int] = field(default_factory=list)
 
     def move(self, request: httpx.Request) -> httpx.Response:
         params = request.url.params
@@ -59,7 +62,11 @@ class Youzan:
             return httpx.Response(400, json={"message": self.refusal})
         self.moves.append((src, dst))
         if self.elect:  # chooseNewLeaderByLeastLoadFactor over the ISR but the leader
-            new = min((n for n in self.isr if n != self.leader), key=self.loads.__getitem__)
+            candidates = [n for n in self.isr if n != self.leader]
+            least = min(self.loads[n] for n in candidates)
+            tied = [n for n in candidates if self.loads[n] == least]
+            new = self.tie_winners.pop(0) if len(tied) > 1 and self.tie_winners else tied[0]
+            assert new in tied
             self.isr = [n for n in self.isr if n != self.leader] + [self.leader]
             self.previous, self.leader = self.leader, new
             self.stale_reads = 3
@@ -197,6 +204,30 @@ async def test_a_target_youzan_never_elects_fails_once_the_elections_go_round() 
     with pytest.raises(admin.AdminError, match="topic move failed on 1 of 2") as err:
         report.raise_for_failures()
     assert "\n" not in str(err.value)  # one line for the CLI
+
+
+async def test_a_tie_in_load_factor_is_moved_on_until_the_target_wins_it() -> None:
+    """All three weigh the same (seen in CI): 2 wins the first tie, 1 the second (back
+    where it started), the target the third. A tie is a coin toss, not a going round."""
+    fake = Youzan(loads={1: 0.8, 2: 0.8, 3: 0.8}, tie_winners=[2, 1, 3])
+    said: list[str] = []
+    report = await admin.move_partition(
+        [LOOKUPD], "t", 0, http(3), wait=10.0, transport=fake.transport(), progress=said.append
+    )
+    assert report.ok, report.results
+    assert fake.moves == [(1, 3), (2, 3), (1, 3)] and fake.leader == 3
+    assert any(f"{http(3)} ties with it in leader load factor" in line for line in said), said
+
+
+async def test_ties_the_target_keeps_losing_fail_after_a_bounded_number_of_moves(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(admin.partitions.apply, "POLL", 0.02)  # eight moves' second looks
+    fake = Youzan(loads={1: 0.8, 2: 0.8, 3: 0.8}, tie_winners=[2, 1] * 20)
+    report = await _move(fake, to=3)
+    assert fake.leader in (1, 2) and not report.ok
+    assert len(fake.moves) == admin.partitions.apply.MAX_LEADER_MOVES
+    assert f"not {http(3)}: youzan makes the in-sync copy" in report.results[-1].error
 
 
 async def test_a_move_accepted_without_effect_fails_not_warns() -> None:

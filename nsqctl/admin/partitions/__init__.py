@@ -28,7 +28,9 @@ seen on a 3-nsqd cluster are in bench/README.md (Server timings):
   move leadership on from each copy it elects until the target leads; with replicas 3 on
   3 nsqd the old leader stays in the ISR, and a target loaded more than both other copies
   is never elected (1 → 2 → 1): the move fails once an election comes back to a copy that
-  already led. A move accepted but not done (that, or not settled within the wait) is a
+  already led, unless the target ties with it (youzan takes the first least load factor
+  of a Go map, so a tie is a coin toss): then it moves on again, a bounded number of
+  times. A move accepted but not done (that, or not settled within the wait) is a
   failed result, not a warning.
 - ``/topic/meta/update`` takes ``replicator`` (1-5), ``syncdisk`` (≤ 4000),
   ``retention`` (days, ≤ 60), ``upgradeext=true`` (one way, writes paused meanwhile) and

@@ -33,6 +33,9 @@ Progress = Callable[[str], None]
 Check = Callable[[TopicState], bool]
 POLL = 0.25
 _UNSTABLE = "cluster is unstable"
+# Leader moves one ``topic move`` makes at most while youzan's elections tie: each round
+# is a coin toss between the target and another copy, so this many misses are unlikely.
+MAX_LEADER_MOVES = 8
 # youzan's coordinator errors of a temporary kind (CoordElectionTmpErr, CoordLocalTmpErr,
 # CoordTmpErr: its own IsRetryable), e.g. "ErrType:4 ... leaving isr need wait." while an
 # earlier ISR change settles: the request did nothing and is worth sending again.
@@ -200,7 +203,9 @@ class _Run:
         the least leader load factor (``move_to`` only says where a missing copy goes). So
         move on from each copy it chose; when it chooses one that already led here it would
         only go round (a target loaded more than both others never gets elected): stop, a
-        failure. True when the target leads or time ran out (the final wait says so).
+        failure. Unless the target weighs no more than that copy: youzan breaks ties at
+        random, so move on again, up to ``MAX_LEADER_MOVES`` moves in all. True when the
+        target leads or time ran out (the final wait says so).
         """
         plan, part, target = self.plan, self.plan.partition, self.plan.target
         assert part is not None and target is not None and plan.source is not None
@@ -218,8 +223,14 @@ class _Run:
                 again_p = again_state.partitions.get(part) if again_state else None
                 if again_p is not None and again_p.leader != p.leader:
                     continue
-                await self.went_round([*moved_from[1:], p.leader])
-                return False
+                tied = await self.ties_with_target(p.leader)
+                if not tied or len(moved_from) >= MAX_LEADER_MOVES:
+                    await self.went_round([*moved_from[1:], p.leader])
+                    return False
+                self.say(
+                    f"nsqlookupd elected {p.leader} again: {target} ties with it in leader load "
+                    "factor, a tie youzan breaks at random"
+                )
             again = leader_request(
                 plan.leader,
                 "/topic/partition/move",
@@ -240,6 +251,14 @@ class _Run:
                 return False
             self.report.notes.append(f"nsqlookupd elected {p.leader}; moved leadership on")
             moved_from.append(elected)
+
+    async def ties_with_target(self, elected: str) -> bool:
+        """The target weighs no more than the copy just elected, so the next election may
+        go its way: youzan ranges over a Go map of load factors (random order) and keeps
+        the first least one, and its figures are up to a minute old."""
+        loads = await leader_load_factors(self.client, self.plan.leader)
+        ours, theirs = loads.get(self.plan.target or ""), loads.get(elected)
+        return ours is not None and theirs is not None and ours <= theirs
 
     async def went_round(self, elected: list[str]) -> None:
         """Fail the move: youzan's elections came back to a copy that already led."""
