@@ -283,8 +283,9 @@ class BadChannelError(ServerError):
 class BadPartitionError(ServerError):
     codes = ("E_BAD_PARTITION",)
     hint = (
-        "invalid partition for {topic}: ordered topics need an explicit partition "
-        "when publishing (a partition or a shard key)"
+        "topic {topic} is ordered: each publish to it names its partition, or carries a "
+        "shard key routed through the lookupds; a producer with lookupds also gives "
+        "unkeyed publishes a partition"
     )
     setting = "partition"
 

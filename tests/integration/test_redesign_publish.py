@@ -223,6 +223,21 @@ def test_cli_pub_partition_given_only_nsqds_publishes_on_its_leader(
     assert message_counts(c, topic) == {0: before[0], 1: before[1] + 3}
 
 
+def test_cli_pub_unkeyed_to_an_ordered_topic_through_an_nsqd_says_what_to_pass(
+    redesign_cluster: Cluster, topics: Topics
+) -> None:
+    """youzan nsqd refuses a publish without a partition to an ordered topic
+    (E_BAD_PARTITION, then it closes the connection): one line naming the flags that give
+    each message a partition, nothing stored."""
+    c, topic = redesign_cluster, topics.ordered
+    before = message_counts(c, topic)
+    line = assert_one_line_error(cli("pub", topic, "x", "y", "--nsqd", c.nsqd_tcp[0]), 2)
+    assert f"topic {topic!r} is ordered" in line and "2 message(s) not published" in line
+    for flag in ("--partition", "--lookupd", "--shard-field", "--shard "):
+        assert flag in line, line
+    assert message_counts(c, topic) == before
+
+
 async def test_traced_publish_receipts_and_trace_ids_on_delivery(
     redesign_cluster: Cluster, topics: Topics, tmp_path: Path
 ) -> None:
