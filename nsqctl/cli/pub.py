@@ -39,6 +39,7 @@ from nsqctl.cli.pub_input import (
 from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.failover import DEFAULT_FAILOVER_WINDOW, FailoverEvent
 from nsqctl.producer import Producer, Receipt, RetryPolicy
+from nsqctl.protocol.errors import BadPartitionError
 from nsqctl.protocol.names import validate_topic
 from nsqctl.tracelog import TraceLog
 
@@ -242,6 +243,16 @@ def _report(plan: PubPlan, result: PubResult, quiet: bool, as_json: bool) -> Non
         raise typer.Exit(INTERRUPTED)
     if not as_json and not quiet and result.error is None:
         typer.echo(f"published {result.published} message(s) to {plan.topic}", err=True)
+    if isinstance(result.error, BadPartitionError) and plan.partition is None:
+        # The library's wording names its keywords; a CLI user needs the flags, and one
+        # given only --nsqd can shard only after adding --lookupd.
+        raise ConfigError(
+            f"{result.unpublished} message(s) not published ({result.published} were): "
+            f"topic {plan.topic!r} is ordered, and nsqd takes no message for it without a "
+            "partition: pass --partition N, or give --lookupd (then --shard-field FIELD or "
+            "--shard KEY route each message by its key; without them the messages are "
+            f"spread over the partitions) [nsqd said {result.error.code}]"
+        )
     if result.error is not None:
         raise NsqctlError(
             f"{result.unpublished} message(s) not published ({result.published} were): "

@@ -272,7 +272,7 @@ class Consumer:
         # nsqd that accepts and never answers would otherwise hold start() for its whole
         # handshake deadline before the timeout even began.
         started = asyncio.get_running_loop().time()
-        first = asyncio.ensure_future(self._connections.sync(topo))
+        first = asyncio.create_task(self._connections.sync(topo), name="nsq-connect")
         self._tasks.append(first)  # close() cancels it if it is still connecting
         if limit is None:
             await first
@@ -299,8 +299,9 @@ class Consumer:
         are given back (REQ, no delay, no backoff), as is every message that still arrives
         (nsqd sent it before it saw RDY 0); handlers in progress (and messages taken from
         the iterator) get up to ``timeout`` seconds (default ``stop_timeout``) to be
-        answered; then CLS and close. What is still unanswered after that is redelivered
-        by nsqd after its message timeout.
+        answered; the background tasks (flow, connecting, lookup polling) are stopped,
+        waiting at most the connect timeout for them; then CLS and close. What is still
+        unanswered after that is redelivered by nsqd after its message timeout.
         """
         if self._stopping:
             return
@@ -316,14 +317,45 @@ class Consumer:
                 "its message timeout",
                 left,
             )
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._stop_tasks()
         await self._connections.close_all()
         if self._lookup is not None:
             await self._lookup.aclose()
         if self._resumer is not None:
             await self._resumer.aclose()
+
+    async def _stop_tasks(self) -> None:
+        """Cancel the background tasks and wait for them, within a bound.
+
+        A cancelled task may still await its cleanup (a connect in progress closes the
+        connection it opened), and a cleanup stuck on a peer that never answers would keep
+        close() from returning. Such a cleanup is only ever a connection's, so the bound is
+        the time one connect may take; what is left after it is cancelled once more and
+        not waited for. No message is at stake: everything handled was answered before,
+        and the connections are closed (CLS) after this either way.
+        """
+        tasks = [task for task in self._tasks if not task.done()]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=self.config.connect_timeout)
+        left = [task for task in tasks if not task.done()]
+        for task in left:
+            task.cancel()
+            task.add_done_callback(_retrieve)  # it may end later: nobody awaits it then
+        if left:
+            log.warning(
+                "closing %s/%s: %d background task(s) did not stop within %gs and were "
+                "abandoned: %s",
+                self.topic,
+                self.channel,
+                len(left),
+                self.config.connect_timeout,
+                ", ".join(sorted(task.get_name() for task in left)),
+            )
+        for task in self._tasks:
+            if task.done():
+                _retrieve(task)
 
     async def stop(self, timeout: float | None = None) -> None:
         """The same as :meth:`close`."""
@@ -383,3 +415,10 @@ class Consumer:
     def in_flight(self) -> int:
         """Messages received and not answered yet."""
         return self._delivery.in_flight
+
+
+def _retrieve(task: asyncio.Task[Any]) -> None:
+    """Take a finished background task's outcome, so asyncio does not report an exception
+    nobody retrieved (close() ends them; what they raised then is of no use)."""
+    if not task.cancelled():
+        task.exception()

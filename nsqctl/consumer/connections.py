@@ -166,7 +166,7 @@ class ConnectionSet:
 
     async def _connect(self, target: Target, at_end: bool = False) -> None:
         """Dial and subscribe ``target``; ``at_end``: from the partition's end instead of
-        the start asked for (see :func:`holds_nothing_to_start_at`)."""
+        the start asked for (after :class:`nsqctl.protocol.EmptyPartitionError`)."""
         address, partition = target
         try:
             conn = await self._dial(
@@ -219,9 +219,9 @@ class ConnectionSet:
             self.fatal = err
             await conn.close()
             return
-        except p.InvalidError as err:
+        except p.EmptyPartitionError as err:
             await conn.close()
-            if at_end or start is None or not holds_nothing_to_start_at(err):
+            if at_end:  # its end is no start either: retry later, as for any refusal
                 log.warning("subscribe on %s failed: %s", address, err)
                 self._schedule_reconnect(target)
                 return
@@ -290,13 +290,3 @@ class ConnectionSet:
             log.info("nsqd %s: %s (expected after an ordered reset)", conn.address, err)
             return
         log.warning("nsqd %s: %s", conn.address, err)
-
-
-def holds_nothing_to_start_at(err: p.ServerError) -> bool:
-    """True when a SUB with a start position failed because the partition is empty.
-
-    youzan nsqd searches the partition's commit log for the start (a time, an offset, a
-    message count) and answers ``E_INVALID commit log end of file`` when the log has no
-    entry at all; a start past the end of a log that has entries is moved to its end.
-    """
-    return err.code == "E_INVALID" and "commit log end of file" in err.description

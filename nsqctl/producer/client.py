@@ -104,7 +104,7 @@ class Producer:
         self.max_body_size = max_body_size
         self.on_receipt = on_receipt
         self._topologies = TopologyCache(lookupd_http, nsqd_tcp, lookup_interval)
-        self._router = Router(hash)
+        self._router = Router(hash, direct=not lookupd_http)
         self._pool = ConnectionPool(self.config)
         self._retry = RetryLoop(
             self._topologies, self._router, self._pool, retry or RetryPolicy(), on_failover

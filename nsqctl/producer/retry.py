@@ -18,7 +18,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from nsqctl import protocol as p
@@ -38,7 +38,7 @@ from nsqctl.producer.discovery import TopologyCache
 from nsqctl.producer.failover import FailoverNotes, RetryClock, RetryPolicy
 from nsqctl.producer.ordering import RouteOrder, TicketLine
 from nsqctl.producer.pool import ConnectionPool
-from nsqctl.producer.routing import Router, Target, check_keyed_send
+from nsqctl.producer.routing import Router, Target, check_keyed_send, not_led_by_given
 from nsqctl.sharding import ShardKey
 
 __all__ = ["PublishCall", "RetryLoop", "Send"]
@@ -65,6 +65,8 @@ class PublishCall:
     order: RouteOrder | None = None  # once registered on its route
     where: int | None = None  # the partition being waited for, once known
     refresh: bool = False
+    target: Target | None = None  # where the last attempt went
+    refused: list[str] = field(default_factory=list)  # given nsqds that do not lead it
 
 
 class RetryLoop:
@@ -122,6 +124,7 @@ class RetryLoop:
                 except NoSuchPartitionError:
                     raise
                 except p.ServerError as err:
+                    self._check_pin(call, err)
                     if not (err.retryable_on_publish or err.needs_lookup_refresh):
                         err.topic = err.topic or topic
                         raise
@@ -162,6 +165,7 @@ class RetryLoop:
             await self._register(call, call.line, target.route)
         if call.order is not None:
             target = await self._turn(call, call.order, topo, target)
+        call.target = target
         conn = await self.pool.connection(topic, target)
         check_keyed_send(topic, target, call.shard_key, conn.is_redesign)
         return await send(conn, conn.partition_arg(target.partition)), conn
@@ -194,6 +198,23 @@ class RetryLoop:
         # order).
         topo = self.topologies.cached(call.topic) or topo
         return self.router.choose(call.topic, topo, call.partition, call.shard_key)
+
+    def _check_pin(self, call: PublishCall, err: p.ServerError) -> None:
+        """A partition pinned on given nsqd addresses, refused by the nsqd it went to as
+        not its leader: the next attempt goes to the next given nsqd; once every one of
+        them refused it, no retry can help (nothing looks its leader up), so say so."""
+        target = call.target
+        if not self.router.direct or call.partition is None or target is None:
+            return
+        if not isinstance(err, p.NotLeaderError | p.TopicNotExistError):
+            return
+        address = str(target.peer.tcp_address)
+        if address not in call.refused:
+            call.refused.append(address)
+        topo = self.topologies.cached(call.topic)
+        if topo is None or {str(peer.tcp_address) for peer in topo.producers} <= set(call.refused):
+            raise not_led_by_given(call.topic, call.partition, call.refused, err) from err
+        self.router.not_led_by(call.topic, topo, target)
 
     def _succeeded(self, call: PublishCall, conn: Connection) -> None:
         self._written.add(call.topic)

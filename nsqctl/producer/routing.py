@@ -9,6 +9,11 @@ The rules:
 * ``partition=``: that partition's writable leader (redesign only). A partition beyond
   the topic's count cannot appear by waiting (:class:`NoSuchPartitionError`); one without
   a leader now may get one (:class:`PartitionUnavailableError`, the caller retries).
+  Given only nsqd addresses (``direct``), nothing says which leads the partition, nor
+  even whether they are redesign servers: the partition is pinned on the first given
+  nsqd, the connection tells its family (an original one refuses the partition), and
+  one that answers it does not lead the partition hands the pin on to the next given
+  nsqd (:meth:`Router.not_led_by`, :func:`not_led_by_given`).
 * ``shard_key=``: ``hash(key) mod partition_num`` on the redesign (the count from the
   lookup ``meta``, as the official clients compute it), or one nsqd chosen the same way
   over the sorted node list on the original. Never another partition when the key's has
@@ -20,6 +25,7 @@ The rules:
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from nsqctl.addresses import HostPort
@@ -30,9 +36,17 @@ from nsqctl.errors import (
     PublishError,
 )
 from nsqctl.lookup.model import Peer, Topology
+from nsqctl.protocol.errors import ServerError
 from nsqctl.sharding import DEFAULT_HASH, ShardKey, partition_for_key, pick_node_for_key
 
-__all__ = ["Router", "Target", "check_keyed_send", "check_partition", "no_writable_nsqd"]
+__all__ = [
+    "Router",
+    "Target",
+    "check_keyed_send",
+    "check_partition",
+    "no_writable_nsqd",
+    "not_led_by_given",
+]
 
 
 @dataclass(frozen=True)
@@ -96,15 +110,48 @@ def no_writable_nsqd(topic: str, topo: Topology) -> PublishError:
     return PublishError(f"no writable nsqd for topic {topic!r}: check `nsqctl lookup {topic}`")
 
 
+def not_led_by_given(
+    topic: str, partition: int, refused: Sequence[str], answer: ServerError
+) -> ConfigError:
+    """The error for a partition that no given nsqd leads: only a lookup knows where its
+    leader is. ``answer`` is the last refusal: E_TOPIC_NOT_EXIST from an nsqd that holds
+    no copy of the partition, E_FAILED_ON_NOT_LEADER from one that holds a replica."""
+    if len(refused) == 1:
+        who = f"nsqd {refused[0]} does not lead"
+    else:
+        who = f"none of the nsqds {', '.join(refused)} leads"
+    return ConfigError(
+        f"{who} partition {partition} of topic {topic!r} (answered {answer.code}): publish "
+        "through the lookupds, which find the partition's leader",
+        setting="lookupd_http",
+    )
+
+
 class Router:
     """Chooses a :class:`Target` per publish; holds the round-robin position of each topic
     (so unkeyed publishes spread over partitions and nodes) and, per topic, the targets of
-    the topology it last saw: an unkeyed publish would otherwise build that list anew."""
+    the topology it last saw: an unkeyed publish would otherwise build that list anew.
 
-    def __init__(self, hash: str = DEFAULT_HASH) -> None:
+    ``direct``: the topologies are the nsqd addresses given instead of lookupds; then a
+    pinned partition goes to the given nsqd that last took it (see the module docstring).
+    """
+
+    def __init__(self, hash: str = DEFAULT_HASH, *, direct: bool = False) -> None:
         self.hash = hash
+        self.direct = direct
         self._rr: dict[str, itertools.count[int]] = {}
         self._spread: dict[str, tuple[Topology, list[Target]]] = {}
+        self._pins: dict[tuple[str, int], int] = {}  # (topic, partition) -> given nsqd index
+
+    def not_led_by(self, topic: str, topo: Topology, target: Target) -> None:
+        """``target``'s nsqd answered that it does not lead ``target``'s partition: pin
+        the partition on the next given nsqd (once, however many publishes it refused)."""
+        if target.partition is None or not topo.producers:
+            return
+        key = (topic, target.partition)
+        at = self._pins.get(key, 0)
+        if topo.producers[at % len(topo.producers)].tcp_address == target.peer.tcp_address:
+            self._pins[key] = at + 1
 
     def choose(
         self, topic: str, topo: Topology, partition: int | None, shard_key: ShardKey | None
@@ -126,6 +173,11 @@ class Router:
         return targets[next(counter) % len(targets)]
 
     def _pinned(self, topic: str, topo: Topology, partition: int) -> Target:
+        if self.direct and not topo.partitions:
+            if not topo.producers:
+                raise no_writable_nsqd(topic, topo)
+            at = self._pins.get((topic, partition), 0)
+            return Target(topo.producers[at % len(topo.producers)], partition)
         if not topo.is_redesign and not topo.partitions:
             raise ConfigError(
                 f"topic {topic!r} is on original NSQ servers, which have no partitions: "

@@ -44,6 +44,7 @@ __all__ = [
     "CompressionError",
     "CreateTopicFailedError",
     "DPubFailedError",
+    "EmptyPartitionError",
     "ExtNotSupportError",
     "FinFailedError",
     "FrameDecodeError",
@@ -226,6 +227,22 @@ class TLSRequiredError(InvalidError):
     hint = "nsqd requires TLS on this connection: connect with TLS (ConnectionConfig(tls=...))"
 
 
+class EmptyPartitionError(InvalidError):
+    """A subscription with a start position (SUB_ADVANCED) on a redesign partition whose
+    commit log holds no entry at all: there is no message to start at.
+
+    youzan nsqd searches the log for the start (a time, an offset, a message count) and
+    answers ``E_INVALID commit log end of file`` when it is empty (a start past the end
+    of a log that has entries is moved to its end instead). Told apart by that text, as
+    :class:`TLSRequiredError` is, so that a consumer can read such a partition from its
+    end rather than retry a subscription that fails the same way until a publish."""
+
+    hint = (
+        "the partition of {topic} holds no message yet, so the subscription's start "
+        "position matches nothing: subscribe from its end"
+    )
+
+
 @_register
 class BadBodyError(ServerError):
     codes = ("E_BAD_BODY",)
@@ -266,8 +283,9 @@ class BadChannelError(ServerError):
 class BadPartitionError(ServerError):
     codes = ("E_BAD_PARTITION",)
     hint = (
-        "invalid partition for {topic}: ordered topics need an explicit partition "
-        "when publishing (a partition or a shard key)"
+        "topic {topic} is ordered: each publish to it names its partition, or carries a "
+        "shard key routed through the lookupds; a producer with lookupds also gives "
+        "unkeyed publishes a partition"
     )
     setting = "partition"
 
@@ -443,8 +461,8 @@ def error_from_frame(
     text = data.decode("utf-8", errors="replace").strip()
     word, _, rest = text.partition(" ")
     cls = _REGISTRY.get(word)
-    if cls is InvalidError and "TLS required" in rest:
-        cls = TLSRequiredError
+    if cls is InvalidError:
+        cls = _invalid_kind(rest)
     if cls is not None:
         return cls(word, rest.strip(), context=context, topic=topic)
     for known in _KNOWN_CODES:
@@ -453,3 +471,13 @@ def error_from_frame(
     if _CODE_RE.match(word):
         return ServerError(word, rest.strip(), context=context, topic=topic)
     return ServerError("", text, context=context, topic=topic)
+
+
+def _invalid_kind(description: str) -> type[InvalidError]:
+    """The class of an ``E_INVALID`` frame: that code covers many conditions, and the few
+    a caller acts on are known only by the server's text."""
+    if "TLS required" in description:
+        return TLSRequiredError
+    if "commit log end of file" in description:  # youzan's consistence.ErrCommitLogEOF
+        return EmptyPartitionError
+    return InvalidError

@@ -18,7 +18,7 @@ from nsqctl.errors import ConfigError
 from nsqctl.producer import Producer, RetryPolicy
 from nsqctl.servers import cluster
 from nsqctl.stats import read_nsqd_stats
-from tests.helpers.cli import NSQCTL, assert_one_line_error, clean_env
+from tests.helpers.cli import NSQCTL, assert_one_line_error, clean_env, cli
 from tests.helpers.redesign import TopicSpec, create_topics, message_counts
 
 
@@ -73,6 +73,22 @@ def test_pub_with_stdin_closed_is_a_one_line_usage_error(
     proc = _shell("<&-", "pub", topic, "--binary", "--nsqd", original_cluster.nsqd_tcp[0])
     assert "stdin is closed" in assert_one_line_error(proc, 2)
     assert _stored(original_cluster.nsqd_http[0], topic) == 0
+
+
+@pytest.mark.original
+def test_partition_given_an_original_nsqd_is_a_one_line_error_naming_its_family(
+    original_cluster: cluster.Cluster,
+) -> None:
+    """With --nsqd alone the family is known only once connected: an original nsqd has no
+    partitions, and the error says so about that nsqd (not about the topic's servers)."""
+    c = original_cluster
+    topic = _topic("origpart")
+    line = assert_one_line_error(
+        cli("pub", topic, "x", "--partition", "1", "--nsqd", c.nsqd_tcp[0]), 2
+    )
+    assert f"nsqd {c.nsqd_tcp[0]} is an original NSQ server (no partitions)" in line, line
+    assert "do not give a partition" in line
+    assert _stored(c.nsqd_http[0], topic) == 0
 
 
 @pytest.mark.original

@@ -202,6 +202,42 @@ def test_cli_pub_shard_key_given_only_an_nsqd_says_to_use_the_lookupds(
     assert message_counts(c, topic) == {part: 1, 1 - part: 0}
 
 
+def test_cli_pub_partition_given_only_nsqds_publishes_on_its_leader(
+    redesign_cluster: Cluster, topics: Topics
+) -> None:
+    """--partition with --nsqd alone: the connection shows a redesign nsqd and the message
+    goes to that partition there. Of several given nsqds, one that does not lead the
+    partition hands it on to the next; given alone, it is refused in one line that names
+    the partition and says to give the lookupds."""
+    c, topic = redesign_cluster, topics.ordered  # ordered: nsqd refuses it unpartitioned
+    leader = c.nsqd_tcp[c.nsqd_http.index(leader_stats(c, topic)[1].node)]
+    other = next(tcp for tcp in c.nsqd_tcp if tcp != leader)
+    before = message_counts(c, topic)
+    nsqctl("pub", topic, "p1-a", "--partition", "1", "--nsqd", leader, "-q")
+    nsqctl("pub", topic, "p1-b", "p1-c", "--partition", "1", "--nsqd", other, "--nsqd", leader)
+    assert message_counts(c, topic) == {0: before[0], 1: before[1] + 3}
+
+    line = assert_one_line_error(cli("pub", topic, "x", "--partition", "1", "--nsqd", other), 2)
+    assert f"nsqd {other} does not lead partition 1 of topic {topic!r}" in line, line
+    assert "--lookupd" in line and "original" not in line
+    assert message_counts(c, topic) == {0: before[0], 1: before[1] + 3}
+
+
+def test_cli_pub_unkeyed_to_an_ordered_topic_through_an_nsqd_says_what_to_pass(
+    redesign_cluster: Cluster, topics: Topics
+) -> None:
+    """youzan nsqd refuses a publish without a partition to an ordered topic
+    (E_BAD_PARTITION, then it closes the connection): one line naming the flags that give
+    each message a partition, nothing stored."""
+    c, topic = redesign_cluster, topics.ordered
+    before = message_counts(c, topic)
+    line = assert_one_line_error(cli("pub", topic, "x", "y", "--nsqd", c.nsqd_tcp[0]), 2)
+    assert f"topic {topic!r} is ordered" in line and "2 message(s) not published" in line
+    for flag in ("--partition", "--lookupd", "--shard-field", "--shard "):
+        assert flag in line, line
+    assert message_counts(c, topic) == before
+
+
 async def test_traced_publish_receipts_and_trace_ids_on_delivery(
     redesign_cluster: Cluster, topics: Topics, tmp_path: Path
 ) -> None:

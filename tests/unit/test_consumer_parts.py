@@ -20,7 +20,7 @@ import pytest
 
 from nsqctl import protocol as p
 from nsqctl.addresses import HostPort, parse_address
-from nsqctl.connection import Connection
+from nsqctl.connection import Connection, ConnectionConfig
 from nsqctl.consumer import Consumer, ConsumerOptions, ConsumerStats, FailoverEvent
 from nsqctl.consumer.connections import ConnectionSet, Target
 from nsqctl.consumer.delivery import END_OF_STREAM, DeliveryPath
@@ -28,7 +28,7 @@ from nsqctl.consumer.failover import PartitionWatch
 from nsqctl.consumer.leaders import LeaderWatch
 from nsqctl.consumer.options import OPTION_NAMES
 from nsqctl.consumer.rdy import FlowControl
-from nsqctl.errors import ConfigError, FailoverTimeoutError
+from nsqctl.errors import ConfigError, FailoverTimeoutError, NoConnectionError
 from nsqctl.flow import BackoffController, RdyController
 from nsqctl.lookup.model import Topology
 from nsqctl.message import Message
@@ -361,6 +361,57 @@ async def test_connection_set_refused_subscription_is_fatal() -> None:
     await conns.sync(Topology.from_nsqd_addresses([parse_address(NSQD)], topic="t"))
     assert isinstance(conns.fatal, p.SubOrderIsMustError) and events == []
     assert not dialer.opened[0].is_open
+
+
+# -- closing a consumer whose background task hangs -------------------------------------------
+
+
+class StuckDialConsumer(Consumer):
+    """A consumer whose connect never ends and whose cleanup after a cancel never ends
+    either: what a peer that accepts and then never answers can do to a connect and to
+    the CLS that closes it. A real nsqd cannot be made to hang a client's cleanup on cue,
+    so the hang is injected through the consumer's dial."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.cleanup_began = asyncio.Event()
+        self.cleanup_cut = False
+
+    async def _dial(self, address: HostPort, on_error: Any, on_close: Any) -> Connection:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.cleanup_began.set()
+            try:
+                await asyncio.Event().wait()  # a cleanup that never ends on its own
+            except asyncio.CancelledError:
+                self.cleanup_cut = True
+                raise
+        raise AssertionError("unreachable")
+
+
+async def test_close_abandons_a_background_task_stuck_after_its_cancel(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """start() gives up on the silent nsqd and closes: close() must return although the
+    connecting task ignores its cancel, with one warning naming the task it abandoned."""
+    consumer = StuckDialConsumer(
+        "t",
+        "c",
+        lambda msg: None,
+        nsqd_tcp=NSQD,
+        config=ConnectionConfig(connect_timeout=0.2),
+        connect_timeout=0.1,
+    )
+    caplog.set_level("WARNING", logger="nsqctl.consumer")
+    async with asyncio.timeout(20):  # a hang guard: without the bound close() never returns
+        with pytest.raises(NoConnectionError):
+            await consumer.start()
+    assert consumer.cleanup_began.is_set()
+    await wait_for(lambda: consumer.cleanup_cut, 5.0, "the stuck cleanup to be cancelled")
+    warnings = [r.getMessage() for r in caplog.records if "abandoned" in r.getMessage()]
+    assert len(warnings) == 1 and "nsq-connect" in warnings[0], warnings
+    assert "nsq-flow" not in warnings[0]  # a task that stopped on its cancel is not named
 
 
 # -- leader watch ---------------------------------------------------------------------------

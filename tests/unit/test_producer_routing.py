@@ -51,6 +51,24 @@ def test_pinned_partition_goes_to_its_leader() -> None:
     assert target.key == ("127.0.0.1:4250", 1) and target.route == 1
 
 
+def test_pinned_partition_on_given_nsqds_moves_on_when_one_does_not_lead_it() -> None:
+    """Given nsqd addresses only (no lookupd), nothing says which leads a partition: it is
+    pinned on the first, and moved on once per refusal of the nsqd it is pinned on (a
+    second publish refused by that same nsqd, still in flight then, moves it no further)."""
+    router = Router(direct=True)
+    topo = Topology.from_nsqd_addresses(["127.0.0.1:4150", "127.0.0.1:4250"], topic="t")
+    first = router.choose("t", topo, 1, None)
+    assert first == Target(A, 1)
+    router.not_led_by("t", topo, first)
+    router.not_led_by("t", topo, first)
+    assert router.choose("t", topo, 1, None) == Target(B, 1)
+    assert router.choose("t", topo, 0, None) == Target(A, 0)  # each partition its own pin
+    router.not_led_by("t", topo, Target(B, 1))
+    assert router.choose("t", topo, 1, None) == Target(A, 1)  # round again: a leader moves
+    with pytest.raises(ConfigError, match="no partitions"):
+        Router().choose("t", topo, 1, None)  # from lookupds: an original cluster
+
+
 def test_pinned_partition_beyond_the_count_cannot_appear_by_waiting() -> None:
     with pytest.raises(NoSuchPartitionError, match="numbered 0-1") as err:
         Router().choose("t", redesign({0: A, 1: B}, 2), 2, None)

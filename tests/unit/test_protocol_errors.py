@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from nsqctl import protocol as p
 from nsqctl.errors import NsqctlError
 from nsqctl.protocol import errors as e
 from nsqctl.protocol.errors import ServerError, error_from_frame
@@ -165,3 +166,15 @@ def test_e_invalid_tls_required_says_to_connect_with_tls() -> None:
     assert "requires TLS" in str(err) and "TLS required" in str(err)
     other = error_from_frame(b"E_INVALID cannot SUB in current state", "sub")
     assert type(other) is e.InvalidError and other.setting is None
+
+
+def test_e_invalid_commit_log_end_of_file_is_an_empty_partition() -> None:
+    """youzan answers a SUB_ADVANCED start on a partition with an empty commit log with
+    E_INVALID and its ErrCommitLogEOF text: that becomes the type a consumer catches to
+    read the partition from its end; any other E_INVALID stays the generic class."""
+    err = error_from_frame(b"E_INVALID commit log end of file", "sub", topic="t1")
+    assert isinstance(err, p.EmptyPartitionError) and isinstance(err, e.InvalidError)
+    assert err.code == "E_INVALID" and err.description == "commit log end of file"
+    assert err.fatal and "holds no message yet" in str(err) and "'t1'" in str(err)
+    other = error_from_frame(b"E_INVALID cannot SUB in current state", "sub")
+    assert type(other) is e.InvalidError
