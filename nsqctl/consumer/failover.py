@@ -16,11 +16,13 @@ those redeliveries are counted.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections import deque
+from collections.abc import Hashable, Sequence
 
 from nsqctl.errors import FailoverTimeoutError
 from nsqctl.failover import DEFAULT_FAILOVER_WINDOW as DEFAULT_FAILOVER_WINDOW
 from nsqctl.failover import FailoverEvent
+from nsqctl.protocol import MSG_ID_LENGTH
 
 NOTE_INTERVAL = 5.0  # seconds between "waiting for a leader" notes of one partition
 FIN_WINDOW = 8192  # FINed ids remembered per partition
@@ -81,38 +83,68 @@ class PartitionWatch:
 
 
 class FinWindow:
-    """FINed message ids of each source, at least the last ``size`` (at most twice that):
-    a later copy of one from the same source is a duplicate.
+    """FINed message ids of each source, at least the last ``size`` (at most that plus one
+    batch): a later copy of one from the same source is a duplicate.
 
     A source is a partition on the redesign (its ids continue across leaders, so a new
     leader's resend is caught) and an nsqd on the original family, whose ids are unique
     only per nsqd: two nsqds can issue the same id, and that is no duplicate. Callers
     that do not name the nsqd (``nsqd=None``) share one source per partition.
 
-    Two generations of sets, the newer filled until it holds ``size`` ids, then it becomes
-    the older and the older is dropped: a batch of FINs costs one ``set.update``, where an
-    exact window would pay an eviction per message on the consumer's hot path.
+    Every FIN adds to the window, but it is only read for a partition that just rejoined
+    after a failover. So each batch of FINs is kept as one bytes object (its ids joined,
+    :data:`~nsqctl.protocol.MSG_ID_LENGTH` bytes each): no hashing on the consumer's hot
+    path, and about a sixth of the memory of a set of the ids (one object and one table
+    slot per id), which was most of what a long ``tail`` grew by. The set a lookup needs
+    is built on the first lookup and kept up to date until the oldest batch is dropped,
+    then built again only if lookups go on.
     """
 
     def __init__(self, size: int = FIN_WINDOW) -> None:
         self.size = size
-        self._ids: dict[Hashable, tuple[set[bytes], set[bytes]]] = {}
+        self._ids: dict[Hashable, _Batches] = {}
 
     def add_many(
-        self, partition: int | None, msg_ids: Iterable[bytes], nsqd: str | None = None
+        self, partition: int | None, msg_ids: Sequence[bytes], nsqd: str | None = None
     ) -> None:
         key = source_key(partition, nsqd)
-        gens = self._ids.get(key)
-        if gens is None:
-            gens = self._ids[key] = (set(), set())
-        newer = gens[0]
-        newer.update(msg_ids)
-        if len(newer) >= self.size:
-            self._ids[key] = (set(), newer)
+        batches = self._ids.get(key)
+        if batches is None:
+            batches = self._ids[key] = _Batches()
+        batches.add(msg_ids, self.size)
 
     def seen(self, partition: int | None, msg_id: bytes, nsqd: str | None = None) -> bool:
-        gens = self._ids.get(source_key(partition, nsqd))
-        return gens is not None and (msg_id in gens[0] or msg_id in gens[1])
+        batches = self._ids.get(source_key(partition, nsqd))
+        return batches is not None and msg_id in batches.index()
+
+
+class _Batches:
+    """One source's FINed ids, a joined bytes object per batch, oldest first."""
+
+    __slots__ = ("count", "joined", "looked_up")
+
+    def __init__(self) -> None:
+        self.joined: deque[bytes] = deque()
+        self.count = 0
+        self.looked_up: set[bytes] | None = None
+
+    def add(self, msg_ids: Sequence[bytes], size: int) -> None:
+        self.joined.append(b"".join(msg_ids))
+        self.count += len(msg_ids)
+        if self.looked_up is not None:
+            self.looked_up.update(msg_ids)
+        joined = self.joined
+        while len(joined) > 1 and self.count - len(joined[0]) // MSG_ID_LENGTH >= size:
+            self.count -= len(joined.popleft()) // MSG_ID_LENGTH
+            self.looked_up = None
+
+    def index(self) -> set[bytes]:
+        if self.looked_up is None:
+            step = MSG_ID_LENGTH
+            self.looked_up = {
+                batch[i : i + step] for batch in self.joined for i in range(0, len(batch), step)
+            }
+        return self.looked_up
 
 
 def source_key(partition: int | None, nsqd: str | None) -> Hashable:

@@ -160,13 +160,30 @@ def test_partition_watch_resumes_and_window_zero_waits_forever() -> None:
 def test_fin_window_is_bounded_per_partition() -> None:
     from nsqctl.consumer.failover import FinWindow
 
+    def msg_id(n: int) -> bytes:  # 16 bytes, as every id nsqd sends
+        return n.to_bytes(8, "big") + b"trace-id"
+
     fins = FinWindow(size=3)
     for i in range(20):
-        fins.add_many(0, [bytes([i])])
-        remembered = [j for j in range(i + 1) if fins.seen(0, bytes([j]))]
-        # at least the last 3, at most the last 6, and always a run up to the newest
-        assert 3 <= len(remembered) <= 6 or len(remembered) == i + 1, (i, remembered)
+        fins.add_many(0, [msg_id(i)])
+        remembered = [j for j in range(i + 1) if fins.seen(0, msg_id(j))]
+        # at least the last 3, at most the last 3 + one batch, and a run up to the newest
+        assert 3 <= len(remembered) <= 4 or len(remembered) == i + 1, (i, remembered)
         assert remembered == list(range(i + 1 - len(remembered), i + 1)), (i, remembered)
-    fins.add_many(0, [bytes([100 + k]) for k in range(10)])  # a batch larger than the window
-    assert all(fins.seen(0, bytes([100 + k])) for k in range(10))
-    assert not fins.seen(1, bytes([19]))
+    fins.add_many(0, [msg_id(100 + k) for k in range(10)])  # a batch larger than the window
+    assert all(fins.seen(0, msg_id(100 + k)) for k in range(10))
+    assert not fins.seen(0, msg_id(19)) and not fins.seen(1, msg_id(109))
+    fins.add_many(0, [msg_id(200), msg_id(201)])  # added while looked up: found at once
+    assert fins.seen(0, msg_id(201)) and fins.seen(0, msg_id(109))
+
+
+def test_fin_window_keeps_sources_apart() -> None:
+    """The original family's ids are unique per nsqd only: the same id FINed on one nsqd
+    is no duplicate when another sends it."""
+    from nsqctl.consumer.failover import FinWindow
+
+    fins = FinWindow(size=8)
+    same = b"0123456789abcdef"
+    fins.add_many(None, [same], nsqd="127.0.0.1:4150")
+    assert fins.seen(None, same, nsqd="127.0.0.1:4150")
+    assert not fins.seen(None, same, nsqd="127.0.0.1:4250")
