@@ -83,8 +83,8 @@ class PartitionWatch:
 
 
 class FinWindow:
-    """FINed message ids of each source, at least the last ``size`` (at most that plus one
-    batch): a later copy of one from the same source is a duplicate.
+    """FINed message ids of each source, at least the last ``size`` (at most that plus a
+    chunk and a batch): a later copy of one from the same source is a duplicate.
 
     A source is a partition on the redesign (its ids continue across leaders, so a new
     leader's resend is caught) and an nsqd on the original family, whose ids are unique
@@ -92,11 +92,11 @@ class FinWindow:
     that do not name the nsqd (``nsqd=None``) share one source per partition.
 
     Every FIN adds to the window, but it is only read for a partition that just rejoined
-    after a failover. So each batch of FINs is kept as one bytes object (its ids joined,
-    :data:`~nsqctl.protocol.MSG_ID_LENGTH` bytes each): no hashing on the consumer's hot
+    after a failover. So the ids are kept joined in chunks of :data:`CHUNK_IDS`
+    (:data:`~nsqctl.protocol.MSG_ID_LENGTH` bytes each): no hashing on the consumer's hot
     path, and about a sixth of the memory of a set of the ids (one object and one table
     slot per id), which was most of what a long ``tail`` grew by. The set a lookup needs
-    is built on the first lookup and kept up to date until the oldest batch is dropped,
+    is built on the first lookup and kept up to date until the oldest chunk is dropped,
     then built again only if lookups go on.
     """
 
@@ -118,31 +118,44 @@ class FinWindow:
         return batches is not None and msg_id in batches.index()
 
 
-class _Batches:
-    """One source's FINed ids, a joined bytes object per batch, oldest first."""
+# FINed ids gathered before they are sealed into one bytes object: a tail --ordered FINs
+# one message at a time, and a bytes object per id would cost what a set entry did.
+CHUNK_IDS = 256
 
-    __slots__ = ("count", "joined", "looked_up")
+
+class _Batches:
+    """One source's FINed ids: sealed chunks of joined ids, oldest first, and the chunk
+    still being filled."""
+
+    __slots__ = ("count", "filling", "looked_up", "sealed")
 
     def __init__(self) -> None:
-        self.joined: deque[bytes] = deque()
+        self.sealed: deque[bytes] = deque()
+        self.filling = bytearray()
         self.count = 0
         self.looked_up: set[bytes] | None = None
 
     def add(self, msg_ids: Sequence[bytes], size: int) -> None:
-        self.joined.append(b"".join(msg_ids))
+        filling = self.filling
+        filling += b"".join(msg_ids)
         self.count += len(msg_ids)
         if self.looked_up is not None:
             self.looked_up.update(msg_ids)
-        joined = self.joined
-        while len(joined) > 1 and self.count - len(joined[0]) // MSG_ID_LENGTH >= size:
-            self.count -= len(joined.popleft()) // MSG_ID_LENGTH
+        if len(filling) < CHUNK_IDS * MSG_ID_LENGTH:
+            return
+        self.sealed.append(bytes(filling))
+        filling.clear()
+        sealed = self.sealed
+        while self.count - len(sealed[0]) // MSG_ID_LENGTH >= size:
+            self.count -= len(sealed.popleft()) // MSG_ID_LENGTH
             self.looked_up = None
 
     def index(self) -> set[bytes]:
         if self.looked_up is None:
             step = MSG_ID_LENGTH
+            chunks = [*self.sealed, bytes(self.filling)]
             self.looked_up = {
-                batch[i : i + step] for batch in self.joined for i in range(0, len(batch), step)
+                chunk[i : i + step] for chunk in chunks for i in range(0, len(chunk), step)
             }
         return self.looked_up
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from nsqctl.consumer import OrderChecker
 from nsqctl.protocol.message import RawMessage
 
@@ -157,24 +159,26 @@ def test_partition_watch_resumes_and_window_zero_waits_forever() -> None:
     assert not watch.waiting and watch.resumed(0, "x", now=23.0) is None
 
 
-def test_fin_window_is_bounded_per_partition() -> None:
-    from nsqctl.consumer.failover import FinWindow
+def test_fin_window_is_bounded_per_partition(monkeypatch: pytest.MonkeyPatch) -> None:
+    from nsqctl.consumer import failover
+
+    monkeypatch.setattr(failover, "CHUNK_IDS", 2)  # sealed every 2 ids, so the bound shows
 
     def msg_id(n: int) -> bytes:  # 16 bytes, as every id nsqd sends
         return n.to_bytes(8, "big") + b"trace-id"
 
-    fins = FinWindow(size=3)
+    fins = failover.FinWindow(size=3)
     for i in range(20):
         fins.add_many(0, [msg_id(i)])
         remembered = [j for j in range(i + 1) if fins.seen(0, msg_id(j))]
-        # at least the last 3, at most the last 3 + one batch, and a run up to the newest
-        assert 3 <= len(remembered) <= 4 or len(remembered) == i + 1, (i, remembered)
+        # at least the last 3, at most 3 + a chunk, and always a run up to the newest
+        assert 3 <= len(remembered) <= 5 or len(remembered) == i + 1, (i, remembered)
         assert remembered == list(range(i + 1 - len(remembered), i + 1)), (i, remembered)
     fins.add_many(0, [msg_id(100 + k) for k in range(10)])  # a batch larger than the window
     assert all(fins.seen(0, msg_id(100 + k)) for k in range(10))
-    assert not fins.seen(0, msg_id(19)) and not fins.seen(1, msg_id(109))
-    fins.add_many(0, [msg_id(200), msg_id(201)])  # added while looked up: found at once
-    assert fins.seen(0, msg_id(201)) and fins.seen(0, msg_id(109))
+    assert not fins.seen(0, msg_id(15)) and not fins.seen(1, msg_id(109))
+    fins.add_many(0, [msg_id(200)])  # added while looked up: found at once, unsealed
+    assert fins.seen(0, msg_id(200)) and fins.seen(0, msg_id(109))
 
 
 def test_fin_window_keeps_sources_apart() -> None:
