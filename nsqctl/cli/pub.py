@@ -360,10 +360,12 @@ async def publish_stream(
             except (NsqctlError, OSError) as publish_err:
                 await window.abandon()
                 also = f"; publishing had also failed: {publish_err}"
-            raise ConfigError(
-                f"{err} ({result.published} message(s) before it were published{also})",
-                setting=err.setting,
-            ) from None
+            done = (
+                f"the {result.published} message(s) before it were published"
+                if result.published
+                else "nothing was published"
+            )
+            raise ConfigError(f"{err} ({done}{also})", setting=err.setting) from None
         except (NsqctlError, OSError) as err:
             await window.abandon()
             result.error = err

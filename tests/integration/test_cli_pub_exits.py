@@ -87,7 +87,7 @@ def test_partition_given_an_original_nsqd_is_a_one_line_error_naming_its_family(
         cli("pub", topic, "x", "--partition", "1", "--nsqd", c.nsqd_tcp[0]), 2
     )
     assert f"nsqd {c.nsqd_tcp[0]} is an original NSQ server (no partitions)" in line, line
-    assert "do not give a partition" in line
+    assert "do not give a partition" in line and "(nothing was published)" in line
     assert _stored(c.nsqd_http[0], topic) == 0
 
 
