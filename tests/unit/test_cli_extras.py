@@ -5,19 +5,19 @@ both). ``archive``, ``replay`` and ``trace`` then fail with one line and exit 1 
 touching any cluster, while their ``--help`` and usage errors work as for any command.
 Here the extra is hidden from a real nsqctl process by an import finder that refuses it
 (so the test runs with or without the extra installed); the last test runs the console
-script as is, in a core-only install.
+script as installed, the extra hidden the same way.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
+from pathlib import Path
 
 import pytest
 
-from tests.helpers.cli import assert_one_line_error, run_cli, run_python
+from tests.helpers.cli import assert_one_line_error, clean_env, run_cli, run_python
 
-HIDE_SPARK = """
+HIDER = """
 import sys
 
 class HideSpark:
@@ -28,10 +28,16 @@ class HideSpark:
         return None
 
 sys.meta_path.insert(0, HideSpark)
+"""
+
+HIDE_SPARK = (
+    HIDER
+    + """
 from nsqctl.cli.app import main
 sys.argv = ["nsqctl", *sys.argv[1:]]
 main()
 """
+)
 
 CALLS = {
     "archive": ["archive", "orders", "--out", "/nonexistent/archive", "--nsqd", "127.0.0.1:1"],
@@ -63,9 +69,11 @@ def test_other_commands_do_not_need_the_extra() -> None:
     assert proc.returncode == 0 and proc.stdout.startswith("nsqctl "), proc.stderr
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("pyspark") is not None, reason="the spark extra is installed"
-)
-def test_core_install_console_script() -> None:
-    line = assert_one_line_error(run_cli(CALLS["archive"]), 1)
+def test_core_install_console_script(tmp_path: Path) -> None:
+    """The installed console script itself, the extra hidden by a ``sitecustomize`` on
+    PYTHONPATH (imported at interpreter start, before the entry point runs): what a core
+    install runs, whether or not this environment has the extra."""
+    (tmp_path / "sitecustomize.py").write_text(HIDER)
+    proc = run_cli(CALLS["archive"], env=clean_env({"PYTHONPATH": str(tmp_path)}))
+    line = assert_one_line_error(proc, 1)
     assert "pip install 'nsqctl[archive]'" in line, line

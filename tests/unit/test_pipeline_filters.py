@@ -61,7 +61,6 @@ def _write(out: Path, rows_per_partition: int = 3000, files: int = 3) -> None:
 
 @pytest.fixture(scope="module")
 def archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    pytest.importorskip("pyarrow", reason="needs the archive extra")
     out = tmp_path_factory.mktemp("filters") / "archive"
     _write(out)
     return out
