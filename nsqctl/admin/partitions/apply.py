@@ -223,9 +223,9 @@ class _Run:
                 again_p = again_state.partitions.get(part) if again_state else None
                 if again_p is not None and again_p.leader != p.leader:
                     continue
-                tied = await self.ties_with_target(p.leader)
-                if not tied or len(moved_from) >= MAX_LEADER_MOVES:
-                    await self.went_round([*moved_from[1:], p.leader])
+                loads = await leader_load_factors(self.client, plan.leader)
+                if not _ties(loads, target, p.leader) or len(moved_from) >= MAX_LEADER_MOVES:
+                    self.went_round([*moved_from[1:], p.leader], loads)
                     return False
                 self.say(
                     f"nsqlookupd elected {p.leader} again: {target} ties with it in leader load "
@@ -252,18 +252,10 @@ class _Run:
             self.report.notes.append(f"nsqlookupd elected {p.leader}; moved leadership on")
             moved_from.append(elected)
 
-    async def ties_with_target(self, elected: str) -> bool:
-        """The target weighs no more than the copy just elected, so the next election may
-        go its way: youzan ranges over a Go map of load factors (random order) and keeps
-        the first least one, and its figures are up to a minute old."""
-        loads = await leader_load_factors(self.client, self.plan.leader)
-        ours, theirs = loads.get(self.plan.target or ""), loads.get(elected)
-        return ours is not None and theirs is not None and ours <= theirs
-
-    async def went_round(self, elected: list[str]) -> None:
-        """Fail the move: youzan's elections came back to a copy that already led."""
+    def went_round(self, elected: list[str], loads: dict[str, float]) -> None:
+        """Fail the move: youzan's elections came back to a copy that already led
+        (``loads``: the leader load factors that election was judged by)."""
         plan = self.plan
-        loads = await leader_load_factors(self.client, plan.leader)
         shown = ", ".join(f"{a} {loads[a]:.4f}" for a in sorted(loads, key=loads.__getitem__))
         self.fail(
             f"the move was accepted but nsqlookupd elected {' then '.join(elected)}, not "
@@ -288,6 +280,14 @@ class _Run:
             )
             return
         self.report.notes.extend(state.describe(p) for p in state.partitions)
+
+
+def _ties(loads: dict[str, float], target: str, elected: str) -> bool:
+    """The target weighs no more than the copy just elected, so the next election may go
+    its way: youzan ranges over a Go map of load factors (random order) and keeps the
+    first least one, and its figures are up to a minute old."""
+    ours, theirs = loads.get(target), loads.get(elected)
+    return ours is not None and theirs is not None and ours <= theirs
 
 
 def _settled(plan: PartitionPlan, moved_from: str) -> Check:
