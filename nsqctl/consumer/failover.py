@@ -102,20 +102,20 @@ class FinWindow:
 
     def __init__(self, size: int = FIN_WINDOW) -> None:
         self.size = size
-        self._ids: dict[Hashable, _Batches] = {}
+        self._ids: dict[Hashable, _Chunks] = {}
 
     def add_many(
         self, partition: int | None, msg_ids: Sequence[bytes], nsqd: str | None = None
     ) -> None:
         key = source_key(partition, nsqd)
-        batches = self._ids.get(key)
-        if batches is None:
-            batches = self._ids[key] = _Batches()
-        batches.add(msg_ids, self.size)
+        chunks = self._ids.get(key)
+        if chunks is None:
+            chunks = self._ids[key] = _Chunks()
+        chunks.add(msg_ids, self.size)
 
     def seen(self, partition: int | None, msg_id: bytes, nsqd: str | None = None) -> bool:
-        batches = self._ids.get(source_key(partition, nsqd))
-        return batches is not None and msg_id in batches.index()
+        chunks = self._ids.get(source_key(partition, nsqd))
+        return chunks is not None and msg_id in chunks.index()
 
 
 # FINed ids gathered before they are sealed into one bytes object: a tail --ordered FINs
@@ -123,7 +123,7 @@ class FinWindow:
 CHUNK_IDS = 256
 
 
-class _Batches:
+class _Chunks:
     """One source's FINed ids: sealed chunks of joined ids, oldest first, and the chunk
     still being filled."""
 
@@ -146,7 +146,7 @@ class _Batches:
         self.sealed.append(bytes(filling))
         filling.clear()
         sealed = self.sealed
-        while self.count - len(sealed[0]) // MSG_ID_LENGTH >= size:
+        while len(sealed) > 1 and self.count - len(sealed[0]) // MSG_ID_LENGTH >= size:
             self.count -= len(sealed.popleft()) // MSG_ID_LENGTH
             self.looked_up = None
 
