@@ -3,11 +3,15 @@ dashboard and ``check --poison`` call a poison channel, made on a real cluster."
 
 from __future__ import annotations
 
+import math
+import time
+
 from nsqctl.consumer import Consumer
 from nsqctl.message import Message
 from nsqctl.producer import Producer
 from nsqctl.servers.cluster import Cluster
 from tests.helpers.redesign import TopicSpec, create_topics
+from tests.helpers.wait import wait_for
 
 POISON = 3
 """Messages published and requeued forever."""
@@ -39,3 +43,16 @@ async def poison_consumer(c: Cluster, topic: str, redesign: bool) -> tuple[Consu
         await producer.publish_many(topic, [f"bad{i}".encode() for i in range(POISON)])
     await consumer.start()
     return consumer, seen
+
+
+async def poll_interval_for_poison(seen: list[int], floor: float, margin: float = 2.0) -> float:
+    """A poll interval (whole seconds, at least ``floor``) over which the channel requeues
+    ``margin`` times the ``2 * POISON`` requeues the poison rule needs, from the pace the
+    consumer sees now. The pace is the server's and the machine's: youzan's nsqd redelivers
+    a deferred message a few times a second on a quiet machine and a third of that under
+    a loaded CI run, so a fixed interval was either slow everywhere or flaky there."""
+    needed = 2 * POISON
+    start, began = seen[0], time.monotonic()
+    await wait_for(lambda: seen[0] >= start + needed, 30, f"{needed} more redeliveries")
+    per_second = (seen[0] - start) / (time.monotonic() - began)
+    return float(max(floor, math.ceil(margin * needed / per_second)))

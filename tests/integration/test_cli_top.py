@@ -16,7 +16,7 @@ from nsqctl.servers.cluster import Cluster
 from nsqctl.stats.recording import play_back
 from nsqctl.stats.view import build_view
 from tests.helpers.cli import assert_one_line_error, cli, invoke
-from tests.helpers.poison import POISON, poison_consumer
+from tests.helpers.poison import POISON, poison_consumer, poll_interval_for_poison
 from tests.helpers.wait import wait_for
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "stats"
@@ -29,9 +29,8 @@ async def test_top_once_json_ranks_a_poison_channel_first(any_cluster: Cluster) 
     consumer, seen = await poison_consumer(c, topic, redesign)
     try:
         await wait_for(lambda: seen[0] > 3 * POISON, 30, "the messages requeued a few times")
-        # youzan's nsqd redelivers a requeued message a few times a second at most: a longer
-        # interval lets it requeue them more than twice each between the two polls
-        interval = "3" if redesign else "1"
+        # long enough for more than twice the held messages to be requeued between the polls
+        interval = f"{await poll_interval_for_poison(seen, floor=1):g}"
         args = [
             "top",
             "--lookupd",
