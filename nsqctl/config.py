@@ -19,7 +19,6 @@ The secret itself never lives in this file, only the path of a file holding it.
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -141,6 +140,8 @@ def load_config(path: Path | None = None) -> ConfigFile:
         return ConfigFile(path)
     except OSError as err:
         raise ConfigError(f"cannot read the config file {path}: {err.strerror}") from None
+    import tomllib  # here: every command reads the config, most find no file
+
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:

@@ -12,7 +12,6 @@ import binascii
 import json
 import logging
 import os
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,6 +127,8 @@ def check_movable(path: Path) -> None:
     Creating and removing a file there is the test, not the permission bits: it also
     catches a read-only file system, and it says no for root exactly when rename would.
     """
+    import tempfile  # here: every consumer imports this module, only a replay needs it
+
     try:
         with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".nsqctl-probe-"):
             pass

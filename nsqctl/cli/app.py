@@ -29,6 +29,7 @@ import typer.core
 import typer.main
 
 from nsqctl.cli import common
+from nsqctl.cli.collector import imports_done
 from nsqctl.cli.errors import cli_message
 from nsqctl.errors import ConfigError, NsqctlError
 
@@ -358,6 +359,7 @@ def load(entry: Entry) -> Any:
     polish(command)
     if entry.extra:
         _with_extra(command, entry)
+    imports_done()  # the command is built: from here on its own objects are collected
     return command
 
 
