@@ -23,6 +23,21 @@ from nsqctl.errors import NsqctlError
 
 #: seconds one completion may spend on the network, all requests together
 DEADLINE = 0.5
+#: Environment variable that replaces :data:`DEADLINE`'s half second: a lookupd
+#: over a slow link, or a machine too busy to answer a TAB in half a second, would
+#: otherwise complete nothing.
+DEADLINE_ENV = "NSQCTL_COMPLETION_DEADLINE"
+
+
+def completion_deadline() -> float:
+    """:data:`DEADLINE`, or the environment's replacement. A value that is not a positive
+    number of seconds is ignored: completion never prints an error into the shell."""
+    raw = os.environ.get(DEADLINE_ENV, "").strip()
+    try:
+        value = float(raw) if raw else DEADLINE
+    except ValueError:
+        return DEADLINE
+    return value if 0 < value < float("inf") else DEADLINE
 
 
 class TypedLine(Protocol):
@@ -115,7 +130,7 @@ def _get(ctx: typer.Context, path: str, params: dict[str, str] | None = None) ->
     from nsqctl.lookup.model import unwrap_payload
 
     bodies: list[Any] = []
-    deadline = time.monotonic() + DEADLINE
+    deadline = time.monotonic() + completion_deadline()
     with sync_http_client(headers={"Accept": ACCEPT_V1}) as client:
         for address in _lookupds(ctx):
             left = deadline - time.monotonic()

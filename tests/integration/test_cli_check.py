@@ -9,6 +9,7 @@ import contextlib
 import json
 import re
 import signal
+import time
 import uuid
 from collections.abc import AsyncIterator
 
@@ -20,7 +21,7 @@ from nsqctl.servers import process
 from nsqctl.servers.cluster import Cluster
 from tests.helpers.cli import NSQCTL, assert_one_line_error, clean_env, invoke, run_cli
 from tests.helpers.failover import leader_of
-from tests.helpers.poison import POISON, poison_consumer
+from tests.helpers.poison import POISON, poison_consumer, poll_interval_for_poison
 from tests.helpers.redesign import TopicSpec, create_topics
 from tests.helpers.wait import wait_for
 
@@ -145,6 +146,10 @@ async def test_check_poison_channel_with_perf_data(original_cluster: Cluster) ->
     consumer, seen = await poison_consumer(c, topic, redesign=False)
     try:
         await wait_for(lambda: seen[0] > 3 * POISON, 30, "the messages requeued a few times")
+        # long enough for more than twice the held messages to be requeued between the polls
+        # at the pace the channel goes round on this machine now
+        interval = await poll_interval_for_poison(seen, floor=1)
+        began = time.monotonic()
         proc = await asyncio.to_thread(
             invoke,
             "check",
@@ -161,8 +166,9 @@ async def test_check_poison_channel_with_perf_data(original_cluster: Cluster) ->
             "--samples",
             "2",
             "--interval",
-            "1",
+            f"{interval:g}",
         )
+        took = time.monotonic() - began
     finally:
         await consumer.stop(timeout=5)
     assert proc.exit_code == 2, proc.output
@@ -170,11 +176,15 @@ async def test_check_poison_channel_with_perf_data(original_cluster: Cluster) ->
     # the most urgent first: poison, or a critical time to drain when the depth is not falling
     status = [line.split(" | ")[0] for line in lines]
     [poison] = [line for line in status if line.startswith("CRITICAL: poison")]
-    assert re.fullmatch(
+    said = re.fullmatch(
         rf"CRITICAL: poison {topic}/retries: \d+ requeues of the 3 message\(s\) it holds in "
-        r"1\.\ds: the same messages fail over and over",
+        r"(\d+\.\d)s: the same messages fail over and over",
         poison,
-    ), poison
+    )
+    assert said, poison
+    # the time between the two polls: they start `interval` apart, and each takes a moment
+    # that load stretches, so no closer than that; never more than the whole check ran
+    assert interval / 2 <= float(said[1]) <= took, (poison, interval, took)
     _, perf = lines[0].split(" | ")
     data = re.findall(r"'([^']+)'=(\S+)", perf)
     assert " ".join(f"'{label}'={value}" for label, value in data) == perf

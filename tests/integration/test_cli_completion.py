@@ -90,13 +90,16 @@ async def test_topics_channels_and_profiles_complete_from_the_cluster(
     assert made.returncode == 0, made.stderr
     config = tmp_path / "nsqctl.toml"
     config.write_text(f'[profiles.sandbox]\nlookupd = ["{lookupd}"]\n[profiles.staging]\n')
-    env = clean_env({"NSQCTL_LOOKUPD": lookupd}, config=config)
+    # What is offered, not how fast (the silent-cluster test bounds that): a loaded machine
+    # can take more than the default half second to ask the lookupd, and offer nothing.
+    patient = {complete.DEADLINE_ENV: "30"}
+    env = clean_env({"NSQCTL_LOOKUPD": lookupd, **patient}, config=config)
 
     # topics from the lookupd in the environment
     offered, _ = _complete(["nsqctl", "lookup", "compl_"], env)
     assert topic in offered
     # channels of the topic on the line, from a lookupd typed on the line
-    flag_env = clean_env(config=config)
+    flag_env = clean_env(patient, config=config)
     words = ["nsqctl", "channel", "empty", "--lookupd", lookupd, topic, ""]
     offered, _ = _complete(words, flag_env)
     assert offered == ["audit"]
@@ -143,3 +146,11 @@ def test_an_unreachable_or_silent_cluster_completes_nothing_within_a_second() ->
             assert offered == [] and took < 10, (address, took)
     finally:
         silent.close()
+
+
+def test_the_completion_deadline_comes_from_the_environment_and_ignores_nonsense(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for raw, expected in (("", 0.5), ("2.5", 2.5), ("x", 0.5), ("0", 0.5), ("inf", 0.5)):
+        monkeypatch.setenv(complete.DEADLINE_ENV, raw)
+        assert complete.completion_deadline() == expected, raw

@@ -156,26 +156,43 @@ async def test_lookupd_consumer_drains_every_nsqd_within_max_in_flight(start_clu
 
 async def test_backoff_visible_in_server_ready_count(original_cluster: cluster.Cluster) -> None:
     """Failures drop the server-side RDY to 0, the window ends with RDY 1 (the test
-    message), and a successful test restores the full max_in_flight."""
+    message), and a successful test restores the full max_in_flight.
+
+    The handlers wait for the sampler to have seen each RDY state on the server before
+    they leave it (the failures wait for RDY 4, the test message for RDY 1), so a slow
+    /stats poll cannot miss a state; only the backoff window itself is timed by the
+    consumer, and it is long enough to be sampled on a loaded machine."""
     topic = _topic("bo")
     nsqd, http = original_cluster.nsqd_tcp[0], original_cluster.nsqd_http[0]
     bodies = {f"b{i}".encode() for i in range(30)}
     async with Producer(nsqd_tcp=[nsqd]) as producer:
         await producer.publish_many(topic, sorted(bodies))
 
+    window = 1.0  # backoff_multiplier: the first failure's window, in seconds
     calls = 0
     done: set[bytes] = set()
+    failed_at: list[float] = []
+    tested_at: list[float] = []
+    series: list[tuple[float, int]] = []
+
+    def seen(*pattern: int) -> bool:
+        """The server's RDY went through ``pattern`` in order (repeats collapsed)."""
+        values = iter(v for _, v in series)
+        return all(any(v == want for v in values) for want in pattern)
 
     async def handler(msg: Message) -> None:
         nonlocal calls
         calls += 1
         mine = calls
-        await asyncio.sleep(0.1)
         if mine <= 3:
+            await wait_for(lambda: seen(4), 20.0, "the server holding RDY 4")
+            failed_at.append(time.monotonic())
             raise RuntimeError(f"failure #{mine}")
+        if consumer.total_rdy == 1 and not tested_at:  # the backoff's test message
+            tested_at.append(time.monotonic())
+            await wait_for(lambda: seen(4, 0, 1), 20.0, "the server holding the test RDY 1")
         done.add(msg.body)
 
-    series: list[tuple[float, int]] = []
     stop_sampling = asyncio.Event()
 
     async def sampler() -> None:
@@ -193,14 +210,14 @@ async def test_backoff_visible_in_server_ready_count(original_cluster: cluster.C
         handler,
         nsqd_tcp=[nsqd],
         max_in_flight=4,
-        backoff_multiplier=0.3,
+        backoff_multiplier=window,
         default_requeue_delay=0,
     )
     await consumer.start()
     task = asyncio.create_task(sampler())
     try:
         await wait_for(lambda: done >= bodies, 20.0, "all messages after the backoff", 0.05)
-        await asyncio.sleep(0.1)
+        await wait_for(lambda: seen(4, 0, 1, 4), 10.0, "RDY restored on the server", 0.05)
     finally:
         stop_sampling.set()
         await task
@@ -219,8 +236,11 @@ async def test_backoff_visible_in_server_ready_count(original_cluster: cluster.C
     first_one = first_zero + after.index(1)
     assert 4 in values[first_one:], f"RDY not restored after successes: {values}"
     assert max(values) <= 4
-    window = changes[first_one][0] - changes[first_zero][0]
-    assert window >= 0.2, f"backoff window on the wire lasted only {window:.3f}s (want ~0.3s)"
+    # The test message can only arrive after the window that the first failure opened:
+    # a lower bound that load can only lengthen (sampled times could shorten it).
+    assert tested_at, "no message arrived under the test RDY 1"
+    waited = tested_at[0] - failed_at[0]
+    assert waited >= window * 0.95, f"test message {waited:.3f}s after the failure (window 1 s)"
     assert consumer.stats.backoff_level == 0
     assert consumer.stats.requeued >= 3
 
@@ -714,19 +734,21 @@ async def test_stop_under_rate_limit_closes_the_window(original_cluster: cluster
         received.append(time.monotonic())
         await asyncio.sleep(0.3)
 
+    # stop_timeout far above what the handlers need: a stop() that waited for it (a
+    # window reopened by the rate refills) is told apart from a loaded machine's slowness
     consumer = Consumer(
-        topic, "sr", handler, nsqd_tcp=[nsqd], max_in_flight=4, max_rate=40, stop_timeout=2
+        topic, "sr", handler, nsqd_tcp=[nsqd], max_in_flight=4, max_rate=40, stop_timeout=30
     )
     await consumer.start()
     await wait_for(lambda: len(received) >= 8, 10.0, "messages flowing")
     began = time.monotonic()
-    returned, took = await stop_bounded(consumer, 6.0)
+    returned, took = await stop_bounded(consumer, 40.0)
     async with httpx.AsyncClient() as client:
         stats = await channel_stats(client, http, topic, "sr")
     late = [t for t in received if t > began]
     assert returned, "stop() did not return"
     assert len(late) <= 4, f"{len(late)} messages delivered after stop() began"
-    assert took < 1.5, f"stop() took {took:.2f}s for handlers of 0.3s"
+    assert took < 10, f"stop() took {took:.2f}s for handlers of 0.3s (stop_timeout 30 s)"
     assert stats is not None and stats.in_flight_count == 0, stats
 
 
@@ -753,14 +775,14 @@ async def test_stop_returns_when_the_last_handler_fails(
         nsqd_tcp=[nsqd],
         default_requeue_delay=0,
         backoff_multiplier=0.1,
-        stop_timeout=1,
+        stop_timeout=30,  # far above the handlers' 0.2 s: waiting it out cannot pass
     )
     await consumer.start()
     await wait_for(lambda: len(received) >= 2, 10.0, "messages flowing")
     stopping = True
-    returned, took = await stop_bounded(consumer, 3.0)
-    assert returned, f"stop() still running after {took:.1f}s with stop_timeout=1"
-    assert took < 1.0
+    returned, took = await stop_bounded(consumer, 40.0)
+    assert returned, f"stop() still running after {took:.1f}s with stop_timeout=30"
+    assert took < 10, f"stop() took {took:.2f}s: it waited for stop_timeout, not the handlers"
     assert consumer.connections == {}
     assert consumer.stats.requeued >= 1
 

@@ -30,6 +30,7 @@ from nsqctl.lookup import (
     parse_listlookup,
     parse_lookup_response,
 )
+from tests.helpers.wait import wait_for
 
 
 def peer(host: str, tcp: int, http: int = 0, **extra: Any) -> dict[str, Any]:
@@ -472,8 +473,10 @@ async def test_poll_jitter_and_refresh() -> None:
                 return
 
     task = asyncio.create_task(consume())
-    await asyncio.sleep(0.05)
-    assert len(got) == 1  # first poll immediate; next one is ~100 s away
+    # first poll immediate (within the wait, where a delayed one would be >= 70 s away);
+    # the next one is ~100 s away, so there is still just the one
+    await wait_for(lambda: got, 5, "the first poll")
+    assert len(got) == 1
     lc.request_refresh()
     await asyncio.wait_for(task, 2)
     assert len(got) == 2
