@@ -45,6 +45,10 @@ from nsqctl.tracelog import TraceLog
 
 WINDOW = 8  # MPUB batches in flight at once
 INTERRUPTED = 130  # exit code after SIGINT, as shells report it (128 + 2)
+INTERRUPT_GRACE = 2.0
+"""Seconds Ctrl-C waits for the batches already sent to be answered before it gives up
+on them: nsqd may have stored one whose OK is still on its way, and counting that batch
+as not published would have the operator send it twice. A second Ctrl-C stops at once."""
 
 
 @dataclass
@@ -291,6 +295,12 @@ class _Window:
         if failure is not None:
             raise failure
 
+    async def answered(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for every batch in flight to be answered (OK or
+        an error); :meth:`abandon` then counts them."""
+        if self.tasks:
+            await asyncio.wait(self.tasks, timeout=timeout)
+
     async def abandon(self) -> int:
         """Cancel what is in flight; returns how many messages that leaves unconfirmed.
         Batches that got OK before (or while) being cancelled are counted as published."""
@@ -372,8 +382,10 @@ async def publish_stream(
             # Everything read but not confirmed, plus what was never read (unknown: 0).
             result.unpublished = read - result.published
         except asyncio.CancelledError:  # SIGINT: asyncio.run cancels this task
-            await window.abandon()
             result.interrupted = True
+            with contextlib.suppress(asyncio.CancelledError):  # a second Ctrl-C
+                await window.answered(INTERRUPT_GRACE)
+            await window.abandon()
             result.unpublished = read - result.published
             raise
 

@@ -16,7 +16,7 @@ import pytest
 
 from nsqctl.errors import ConfigError
 from nsqctl.producer import Producer, RetryPolicy
-from nsqctl.servers import cluster
+from nsqctl.servers import cluster, process
 from nsqctl.stats import read_nsqd_stats
 from tests.helpers.cli import NSQCTL, assert_one_line_error, clean_env, cli
 from tests.helpers.redesign import TopicSpec, create_topics, message_counts
@@ -128,6 +128,66 @@ def test_sigint_says_how_many_messages_were_published(original_cluster: cluster.
         "unpublished": 0,
         "error": "interrupted",
     }
+
+
+def _unread_on(port: int) -> int:
+    """Bytes waiting unread in the receive queues of established TCP connections whose
+    local port is ``port`` (a stopped nsqd's, from /proc/net/tcp): what clients sent it."""
+    waiting = 0
+    with open("/proc/net/tcp") as table:
+        next(table)
+        for row in table:
+            fields = row.split()
+            local, state, queues = fields[1], fields[3], fields[4]
+            if state == "01" and int(local.rsplit(":", 1)[1], 16) == port:
+                waiting += int(queues.split(":")[1], 16)
+    return waiting
+
+
+@pytest.mark.original
+def test_sigint_counts_the_batch_nsqd_answers_after_it(original_cluster: cluster.Cluster) -> None:
+    """Ctrl-C while a batch is on its way: nsqd (stopped when the batch reached it,
+    resumed as Ctrl-C lands) stores it and answers within pub's grace, so pub counts it
+    published instead of telling the operator to send it again."""
+    c = original_cluster
+    nsqd = c.nsqds[0]
+    topic = _topic("grace")
+    proc = subprocess.Popen(
+        [NSQCTL, "pub", topic, "--json", "--nsqd", nsqd.tcp_address],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=clean_env(),
+    )
+    try:
+        assert proc.stdin is not None
+        proc.stdin.write(b"".join(b"a%d\n" % i for i in range(5)))
+        proc.stdin.flush()
+        deadline = time.monotonic() + 30
+        while _stored(nsqd.http_address, topic) < 5:  # connected, and published through
+            assert time.monotonic() < deadline, "the first 5 lines were not published"
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.05)
+        process.pause(nsqd)
+        try:
+            proc.stdin.write(b"".join(b"b%d\n" % i for i in range(20)))
+            proc.stdin.flush()  # stdin stays open: pub waits for more input
+            while _unread_on(nsqd.tcp_port) == 0:  # the MPUB is in the stopped nsqd's queue
+                assert time.monotonic() < deadline, "pub sent nothing to the stopped nsqd"
+                time.sleep(0.02)
+            proc.send_signal(signal.SIGINT)
+        finally:
+            process.resume(nsqd)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        process.resume(nsqd)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert f"interrupted: 25 message(s) published to {topic}".encode() in err, err
+    assert json.loads(out)["published"] == 25 and json.loads(out)["unpublished"] == 0, out
+    assert _stored(nsqd.http_address, topic) == 25
 
 
 @pytest.mark.redesign
