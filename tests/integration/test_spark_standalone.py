@@ -3,7 +3,8 @@
 which Spark's event log shows task by task; and a cluster whose executors lack what
 replay needs must fail the executor check with one line.
 
-Takes ~1-2 minutes (cluster start ~10 s, each Spark application ~15-25 s).
+Most of its time is Spark applications starting their executors, so it runs four: the
+replay, the trace, every executor-check round (one driver), the unreachable replay.
 """
 
 from __future__ import annotations
