@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from nsqctl.servers.process import free_ports
+from tests.helpers.spark import FAST_JVM, spark_defaults
 
 LOOPBACK = "127.0.0.1"
 WORKER_MEMORY = "768m"
@@ -119,16 +120,19 @@ def start(base: Path, workers: int = 2) -> StandaloneCluster:
     c = StandaloneCluster(base, master_port, master_ui, worker_ui)
     c.event_log.mkdir(exist_ok=True)
     c.conf_dir.mkdir(exist_ok=True)
-    (c.conf_dir / "spark-defaults.conf").write_text(
-        f"spark.eventLog.enabled true\n"
-        f"spark.eventLog.dir file://{c.event_log}\n"
-        "spark.eventLog.rolling.enabled false\n"
-        "spark.eventLog.compress false\n"
-        f"spark.executor.memory {EXECUTOR_MEMORY}\n"
-        # a job starts once every worker's executor registered (or after 120 s), not
-        # when 80% did: on a loaded machine one executor may be seconds late
-        "spark.scheduler.minRegisteredResourcesRatio 1.0\n"
-        "spark.scheduler.maxRegisteredResourcesWaitingTime 120s\n"
+    spark_defaults(
+        c.conf_dir,
+        {
+            "spark.eventLog.enabled": "true",
+            "spark.eventLog.dir": f"file://{c.event_log}",
+            "spark.eventLog.rolling.enabled": "false",
+            "spark.eventLog.compress": "false",
+            "spark.executor.memory": EXECUTOR_MEMORY,
+            # a job starts once every worker's executor registered (or after 120 s), not
+            # when 80% did: on a loaded machine one executor may be seconds late
+            "spark.scheduler.minRegisteredResourcesRatio": "1.0",
+            "spark.scheduler.maxRegisteredResourcesWaitingTime": "120s",
+        },
     )
     env = dict(os.environ)
     env.update(
@@ -136,6 +140,7 @@ def start(base: Path, workers: int = 2) -> StandaloneCluster:
         SPARK_LOG_DIR=str(base / "logs"),
         SPARK_CONF_DIR=str(c.conf_dir),
         SPARK_NO_DAEMONIZE="1",
+        SPARK_DAEMON_JAVA_OPTS=FAST_JVM,  # the master's and workers' JVMs
         PYSPARK_PYTHON=sys.executable,
     )
     env.pop("SPARK_HOME", None)  # spark-class finds the pyspark it belongs to

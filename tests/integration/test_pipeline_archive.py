@@ -37,10 +37,13 @@ from nsqctl.pipeline.selection import ReplayFilters
 from nsqctl.producer import Producer
 from nsqctl.servers import cluster
 from tests.helpers.cli import NSQCTL
-from tests.helpers.spark import TEST_MASTER, spark  # noqa: F401
+from tests.helpers.spark import TEST_MASTER, spark, spark_defaults  # noqa: F401
 
-N_MESSAGES = 50_000
+N_MESSAGES = 10_000  # a multiple of KEYS: the --grep dry run counts N_MESSAGES // KEYS
 KEYS = 16
+#: the first archiver is killed once this many rows are on disk (surely mid-way: its small
+#: window FINs a file's messages only after the file is written)
+ROWS_AT_KILL = N_MESSAGES // 10
 
 
 @dataclass
@@ -115,7 +118,7 @@ def archived(original_bins: Path, tmp_path_factory: pytest.TempPathFactory) -> I
             _archive_cmd(topic, out, lk, log, "--max-in-flight", "100", "--rotate-seconds", "0.3")
         )
         procs.append(first)
-        _wait(lambda: _rows(out) >= 3000, 300, "the first archiver to write 3000 rows")
+        _wait(lambda: _rows(out) >= ROWS_AT_KILL, 300, f"the first archiver's {ROWS_AT_KILL} rows")
         first.send_signal(signal.SIGKILL)
         first.wait(30)
         rows_at_kill = _rows(out)
@@ -242,10 +245,11 @@ def test_trace_timeline_from_trace_log_and_archive(archived: Archived, spark: An
     assert archived_ev["detail"]["id"] == msg_id and archived_ev["where"].endswith(".parquet")
 
 
-def test_cli_replay_dry_run_and_trace_not_found(archived: Archived) -> None:
+def test_cli_replay_dry_run_and_trace_not_found(archived: Archived, tmp_path: Path) -> None:
     """Two CLI runs, each its own Spark driver. They only read the archive, so they run
     side by side: most of each is a JVM start and a one-core (local[1]) job."""
-    env = dict(os.environ, NSQCTL_SPARK_MEMORY="512m")
+    conf = spark_defaults(tmp_path / "spark-conf")  # the test JVM options (FAST_JVM)
+    env = dict(os.environ, NSQCTL_SPARK_MEMORY="512m", SPARK_CONF_DIR=str(conf))
     replay = subprocess.Popen(
         [
             NSQCTL,

@@ -3,7 +3,8 @@
 which Spark's event log shows task by task; and a cluster whose executors lack what
 replay needs must fail the executor check with one line.
 
-Takes ~1-2 minutes (cluster start ~10 s, each Spark application ~15-25 s).
+Most of its time is Spark applications starting their executors, so it runs four: the
+replay, the trace, every executor-check round (one driver), the unreachable replay.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from tests.helpers.redesign import read_messages
 
 pytestmark = pytest.mark.spark  # pyarrow is imported inside: core CI deselects, not skips
 
-N_MESSAGES = 20_000
+#: enough for eight archive files and four replay tasks of a few batches each
+N_MESSAGES = 2_000
 
 
 @dataclass
@@ -74,7 +76,7 @@ def setup(original_bins: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
                     "--exit-when-idle",
                     "1",
                     "--rotate-rows",
-                    "2500",
+                    str(N_MESSAGES // 8),
                     "-q",
                 ],
                 capture_output=True,
@@ -115,7 +117,7 @@ def test_replay_and_trace_spread_over_both_workers(setup: Setup) -> None:
             "--tasks",
             "4",
             "--batch-size",
-            "500",
+            "100",
         ],
         capture_output=True,
         text=True,
@@ -166,25 +168,28 @@ def test_replay_and_trace_spread_over_both_workers(setup: Setup) -> None:
     assert set(tasks) <= workers and sum(tasks.values()) > 0, tasks  # ran on the executors
 
 
-# A driver that runs nsqctl's executor check on the cluster and prints its outcomes. Each
-# round is an application of its own (executors start the Python that PYSPARK_PYTHON names
-# when the SparkContext starts); the rounds share this driver's JVM, since starting a
-# driver JVM costs more than the check itself.
+# A driver that runs nsqctl's executor check on the cluster and prints its outcomes. The
+# rounds share one application and its executors: the Python an executor starts for a task
+# is the one named in the task's function, which pyspark takes from the context's
+# ``pythonExec`` (PYSPARK_PYTHON when the context started) as each job is submitted, and an
+# executor keeps a worker pool per Python. So a round sets ``pythonExec`` instead of
+# starting a context of its own, whose executors would take longer to start than the check
+# takes to run.
 CHECK_DRIVER = textwrap.dedent("""
-    import json, os, sys
+    import json, sys
     from nsqctl.pipeline.spark import ExecutorError, check_executors, spark_session
+    spark = spark_session(sys.argv[1], "nsqctl-check")
     rounds = []
     for python, reaches in json.loads(sys.argv[2]):
-        os.environ["PYSPARK_PYTHON"] = python
-        spark = spark_session(sys.argv[1], "nsqctl-check")
+        spark.sparkContext.pythonExec = python
         out = []
         for reach in reaches:
             try:
                 out.append({"ok": len(check_executors(spark, reach, timeout=90))})
             except ExecutorError as err:
                 out.append({"error": str(err)})
-        spark.stop()
         rounds.append(out)
+    spark.stop()
     print(json.dumps(rounds))
 """)
 
