@@ -88,6 +88,18 @@ def run_python(*args: str) -> subprocess.CompletedProcess[str]:
     return _run_text([sys.executable, *args])
 
 
+def pub_process(*args: str) -> subprocess.Popen[bytes]:
+    """``nsqctl pub ARGS`` as a process whose stdin the test writes, and may leave open
+    (pub then waits for more input), with :func:`clean_env`."""
+    return subprocess.Popen(
+        [NSQCTL, "pub", *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=clean_env(),
+    )
+
+
 def invoke(*args: str, input: str | None = None) -> Any:
     """``nsqctl ARGS`` in-process (Typer's ``CliRunner``) with :data:`RUNNER_ENV`."""
     from nsqctl.cli.app import app

@@ -18,7 +18,7 @@ from nsqctl.errors import ConfigError
 from nsqctl.producer import Producer, RetryPolicy
 from nsqctl.servers import cluster, process
 from nsqctl.stats import read_nsqd_stats
-from tests.helpers.cli import NSQCTL, assert_one_line_error, clean_env, cli
+from tests.helpers.cli import NSQCTL, assert_one_line_error, clean_env, cli, pub_process
 from tests.helpers.redesign import TopicSpec, create_topics, message_counts
 
 
@@ -91,28 +91,30 @@ def test_partition_given_an_original_nsqd_is_a_one_line_error_naming_its_family(
     assert _stored(c.nsqd_http[0], topic) == 0
 
 
+def _publish_through(
+    proc: subprocess.Popen[bytes], http: str, topic: str, lines: list[bytes]
+) -> None:
+    """Write ``lines`` to a running ``pub``'s stdin (left open: it waits for more) and wait
+    until nsqd (``http``) stored them all."""
+    assert proc.stdin is not None
+    proc.stdin.write(b"".join(line + b"\n" for line in lines))
+    proc.stdin.flush()
+    deadline = time.monotonic() + 30
+    while _stored(http, topic) < len(lines):
+        assert time.monotonic() < deadline, f"the {len(lines)} lines were not published"
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+
+
 @pytest.mark.original
 def test_sigint_says_how_many_messages_were_published(original_cluster: cluster.Cluster) -> None:
     """Ctrl-C while stdin is still open: exit 130, and stderr and the --json report count
     what got OK."""
     c = original_cluster
     topic = _topic("sigint")
-    proc = subprocess.Popen(
-        [NSQCTL, "pub", topic, "--json", "--nsqd", c.nsqd_tcp[0]],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=clean_env(),
-    )
+    proc = pub_process(topic, "--json", "--nsqd", c.nsqd_tcp[0])
     try:
-        assert proc.stdin is not None
-        proc.stdin.write(b"".join(b"m%d\n" % i for i in range(25)))
-        proc.stdin.flush()  # stdin stays open: pub waits for more input
-        deadline = time.monotonic() + 30
-        while _stored(c.nsqd_http[0], topic) < 25:
-            assert time.monotonic() < deadline, "the 25 lines were not published"
-            assert proc.poll() is None, proc.communicate()
-            time.sleep(0.05)
+        _publish_through(proc, c.nsqd_http[0], topic, [b"m%d" % i for i in range(25)])
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
     finally:
@@ -152,24 +154,13 @@ def test_sigint_counts_the_batch_nsqd_answers_after_it(original_cluster: cluster
     c = original_cluster
     nsqd = c.nsqds[0]
     topic = _topic("grace")
-    proc = subprocess.Popen(
-        [NSQCTL, "pub", topic, "--json", "--nsqd", nsqd.tcp_address],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=clean_env(),
-    )
+    proc = pub_process(topic, "--json", "--nsqd", nsqd.tcp_address)
     try:
-        assert proc.stdin is not None
-        proc.stdin.write(b"".join(b"a%d\n" % i for i in range(5)))
-        proc.stdin.flush()
-        deadline = time.monotonic() + 30
-        while _stored(nsqd.http_address, topic) < 5:  # connected, and published through
-            assert time.monotonic() < deadline, "the first 5 lines were not published"
-            assert proc.poll() is None, proc.communicate()
-            time.sleep(0.05)
+        _publish_through(proc, nsqd.http_address, topic, [b"a%d" % i for i in range(5)])
         process.pause(nsqd)
+        deadline = time.monotonic() + 30
         try:
+            assert proc.stdin is not None
             proc.stdin.write(b"".join(b"b%d\n" % i for i in range(20)))
             proc.stdin.flush()  # stdin stays open: pub waits for more input
             while _unread_on(nsqd.tcp_port) == 0:  # the MPUB is in the stopped nsqd's queue

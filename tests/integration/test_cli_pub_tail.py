@@ -23,7 +23,7 @@ from nsqctl.servers import cluster, process
 from nsqctl.sharding import pick_node_for_key
 from nsqctl.stats import read_nsqd_stats
 from nsqctl.stats.model import ChannelStats
-from tests.helpers.cli import NSQCTL, assert_one_line_error, clean_env, run_cli
+from tests.helpers.cli import NSQCTL, assert_one_line_error, clean_env, pub_process, run_cli
 
 pytestmark = pytest.mark.original
 
@@ -190,13 +190,7 @@ def test_pub_publishes_trickling_stdin_as_it_comes(original_cluster: cluster.Clu
     until a full batch or the end of input."""
     topic = _topic("trickle")
     http = original_cluster.nsqd_http[0]
-    proc = subprocess.Popen(
-        [NSQCTL, "pub", topic, *_nsqd(original_cluster)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=clean_env(),
-    )
+    proc = pub_process(topic, *_nsqd(original_cluster))
     try:
         assert proc.stdin is not None
         for sent in (1, 2, 3):
