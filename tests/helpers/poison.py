@@ -50,7 +50,9 @@ async def poll_interval_for_poison(seen: list[int], floor: float, margin: float 
     ``margin`` times the ``2 * POISON`` requeues the poison rule needs, from the pace the
     consumer sees now. The pace is the server's and the machine's: youzan's nsqd redelivers
     a deferred message a few times a second on a quiet machine and a third of that under
-    a loaded CI run, so a fixed interval was either slow everywhere or flaky there."""
+    a loaded CI run, so a fixed interval was either slow everywhere or flaky there. Waits
+    first for the messages to have gone round a few times, so the pace is a steady one."""
+    await wait_for(lambda: seen[0] > 3 * POISON, 30, "the messages requeued a few times")
     needed = 2 * POISON
     start, began = seen[0], time.monotonic()
     await wait_for(lambda: seen[0] >= start + needed, 30, f"{needed} more redeliveries")
