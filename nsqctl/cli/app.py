@@ -446,7 +446,7 @@ def _log_to_stderr(level: str | None) -> None:
     root.setLevel(level.upper())
 
 
-def _skip_httpx_cli() -> None:
+def skip_httpx_cli() -> None:
     """Keep ``import httpx`` from loading httpx's own command-line tool.
 
     httpx 0.28's ``__init__`` imports ``httpx._main`` (its ``httpx`` console script), which
@@ -481,7 +481,7 @@ def _usage_exit_code(err: Any) -> int:
 
 def main() -> None:
     """Console entry point: run the app and turn errors into one-line messages."""
-    _skip_httpx_cli()
+    skip_httpx_cli()
     exc = click_module().exceptions
     aborts = tuple({typer.Abort, getattr(exc, "Abort", typer.Abort)})
     no_args = getattr(exc, "NoArgsIsHelpError", ())

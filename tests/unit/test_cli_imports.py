@@ -80,7 +80,7 @@ def heavy_imports(*args: str) -> set[str]:
 def _own_imports(importtime: str) -> set[str]:
     """Modules named in ``-X importtime`` output. Everything counts, third-party imports
     included: httpx would load click and rich (its own CLI) where click is installed, which
-    nsqctl's entry point prevents (``_skip_httpx_cli``), and this is where that shows."""
+    nsqctl's entry point prevents (``skip_httpx_cli``), and this is where that shows."""
     names = set()
     for line in importtime.splitlines():
         if line.startswith("import time:") and line.count("|") == 2:
@@ -134,8 +134,8 @@ def test_httpx_own_cli_still_loads_when_called() -> None:
     """The placeholder for httpx's CLI module hands over to the real one on first use."""
     code = (
         "import sys\n"
-        "from nsqctl.cli.app import _skip_httpx_cli\n"
-        "_skip_httpx_cli()\n"
+        "from nsqctl.cli.app import skip_httpx_cli\n"
+        "skip_httpx_cli()\n"
         "import httpx\n"
         "assert 'rich.console' not in sys.modules and 'click' not in sys.modules\n"
         "try:\n"
