@@ -14,9 +14,10 @@ Publishers (``--messages`` (250k) bodies of ``--size`` (100) bytes):
 
 * ``nsqctl pub`` - ``nsqctl pub TOPIC --lookupd ADDR -q < FILE``, timed spawn to exit
   (interpreter start-up, lookup and connects included); stock options (batch 200).
-* ``nsqctl publish_many`` - the library: one Producer through the lookupd, 8 batches of
-  200 in flight, timed from creating the Producer (lookup, connects included) to the last
-  OK, in this process. Information: the row that runs like bench_writer does.
+* ``nsqctl publish_many`` - the library: one Producer through the lookupd, batches of 200,
+  8 in flight per partition leader (as ``nsqctl pub``), timed from creating the Producer
+  (lookup, connects included) to the last OK, in this process. Information: the row that
+  runs like bench_writer does.
 * ``to_nsq`` - youzan's ``to_nsq --topic T --lookupd-http-address ADDR < FILE`` (one
   synchronous PUB per line), ``--to-nsq-messages`` lines, timed spawn to exit.
   Reference for >= 20x.
@@ -92,6 +93,7 @@ import bench_consumer
 import httpx
 
 from nsqctl import admin
+from nsqctl.cli.pub import WINDOW
 
 PUB = "nsqctl pub"
 MANY = "nsqctl publish_many"
@@ -136,7 +138,7 @@ STARTUP = {OTAIL: OTAIL1, NSQ_OTAIL: NSQ_OTAIL1}
 RDY = 2500  # youzan nsqd's max RDY per connection; bench_reader's default
 TAIL_MAX_IN_FLIGHT = 200  # nsq_tail's and nsqctl tail's default
 PUB_BATCH = 200  # nsqctl pub's default batch
-PUB_WINDOW = 8
+PUB_WINDOW = WINDOW  # batches in flight per partition leader, as nsqctl pub keeps
 
 
 # --------------------------------------------------------------------------- topics
@@ -344,7 +346,8 @@ def measure_cli_pub(
 
 
 def measure_publish_many(b: Redesign, count: int, rss: c.PeakRss) -> c.Measurement:
-    """nsqctl's Producer in this process, through the lookupd, 8 batches in flight."""
+    """nsqctl's Producer in this process, through the lookupd, PUB_WINDOW batches in flight
+    per partition leader."""
     run = b.publisher_run()
     rss.reset()
     srv0 = c.nsqds_cpu_seconds(b.cluster)
@@ -354,7 +357,7 @@ def measure_publish_many(b: Redesign, count: int, rss: c.PeakRss) -> c.Measureme
         count,
         b.s.size,
         batch=PUB_BATCH,
-        window=PUB_WINDOW,
+        window=PUB_WINDOW * b.s.partitions,
         lookupd_http=[b.lookupd],
     )
     cpu = time.process_time() - cpu0

@@ -43,7 +43,13 @@ from nsqctl.protocol.errors import BadPartitionError
 from nsqctl.protocol.names import validate_topic
 from nsqctl.tracelog import TraceLog
 
-WINDOW = 8  # MPUB batches in flight at once
+WINDOW = 8
+"""MPUB batches in flight per connection an unkeyed publish takes turns on (a partition
+leader on the redesign, an nsqd on the original family): nsqd answers one connection's
+commands in order, so what keeps each busy is the depth of its own pipeline, and a window
+shared by all of them would leave each partition of a wide topic one or two. A keyed or
+pinned publish sends stop-and-wait per partition to keep order, so its window is WINDOW
+in all: there it only bounds the input read ahead."""
 INTERRUPTED = 130  # exit code after SIGINT, as shells report it (128 + 2)
 INTERRUPT_GRACE = 2.0
 """Seconds Ctrl-C waits for the batches already sent to be answered before it gives up
@@ -330,14 +336,22 @@ async def publish_stream(
     pacer = Pacer(plan.rate)
     send = _sender(producer, plan, result)
     read = 0
+    capacity = WINDOW
+    spread = plan.partition is None and plan.shard is None and plan.shard_field is None
 
     async def send_one(chunk: Batch) -> None:
+        nonlocal capacity, spread
         await pacer.wait(len(chunk))
         await send(chunk, window)
+        if spread:  # known once the first publish has asked where the topic lives
+            known = producer.known_topology(plan.topic)
+            if known is not None and known.targets():
+                spread = False
+                capacity = WINDOW * len(known.targets())
         # Until the window has room again, not until any one batch settles: a keyed chunk
         # launches a batch per route, and while one route stalls (a leader move) the
         # others' OKs would let its batches pile up without bound, and input with them.
-        while len(window.tasks) >= WINDOW:
+        while len(window.tasks) >= capacity:
             await window.settle(False)
 
     _stop_on_sigint(result)

@@ -342,6 +342,11 @@ class Producer:
         """The producer's current view of where ``topic`` can be written."""
         return await self._topologies.get(topic, refresh)
 
+    def known_topology(self, topic: str) -> Topology | None:
+        """The topology of ``topic`` this producer last fetched, without asking anyone:
+        None before its first publish to the topic (or :meth:`topology` call)."""
+        return self._topologies.cached(topic)
+
     async def close(self) -> None:
         """Close every pooled connection."""
         self._closed = True

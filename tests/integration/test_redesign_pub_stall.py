@@ -132,6 +132,66 @@ def test_keyed_pub_stops_reading_while_a_partition_leader_stalls(cluster3: Clust
     assert total <= stored() <= total + BOUND, (stored(), total)
 
 
+def test_unkeyed_pub_keeps_a_window_per_partition_leader(cluster3: Cluster) -> None:
+    """An unkeyed publish pipelines WINDOW batches on each partition leader's connection.
+    With both leaders stalled it reads ahead that many per leader, more than one window
+    shared by the topic would allow, and no further; once they resume, every line is
+    published."""
+    c = cluster3
+    topic = unique("spread")
+    asyncio.run(create_topics(c.lookupd_http, {topic: TopicSpec(partitions=2, replicas=1)}))
+    assert len(set(lookup_partitions(c.lookupd_http[0], topic).values())) == 2
+    stalled = [leader_of(c, topic, partition) for partition in (0, 1)]
+    result = PubResult()
+    unconfirmed: list[int] = []
+    per_leader = (2 * WINDOW + 1 + 2 + 1 + 1) * BATCH  # as BOUND, with a window per leader
+    total = BEFORE_STALL * BATCH + 2 * per_leader
+
+    def resume() -> None:
+        for node in stalled:
+            process.resume(node)
+
+    def source() -> Iterator[Batch]:
+        for n in itertools.count():
+            start = n * BATCH
+            if n == BEFORE_STALL:
+                eventually(
+                    lambda: sum(message_counts(c, topic).values()) == BEFORE_STALL * BATCH,
+                    30,
+                    "lines before the stall stored",
+                )
+                for node in stalled:
+                    process.pause(node)
+            if n >= BEFORE_STALL:
+                unconfirmed.append(start - result.published)
+            if start >= total:
+                resume()  # read far past the bound: no bound
+                return
+            yield Batch([b"spread-%06d" % i for i in range(start, start + BATCH)], start + 1)
+
+    producer = Producer(
+        lookupd_http=c.lookupd_http,
+        config=ConnectionConfig(request_timeout=2.0, connect_timeout=1.0),
+        on_failover=lambda event: resume(),  # a stalled publish gave up waiting on its reply
+    )
+    try:
+        asyncio.run(
+            publish_stream(
+                producer,
+                PubPlan(topic, BATCH),
+                source(),
+                LazyProgress("", None, enabled=False),
+                result,
+            )
+        )
+    finally:
+        resume()
+    assert result.error is None, result.error
+    assert result.published == total
+    assert BOUND < max(unconfirmed) <= per_leader, (max(unconfirmed), BOUND, per_leader)
+    assert total <= sum(message_counts(c, topic).values()) <= total + per_leader
+
+
 def _led_elsewhere(c: Cluster, topic: str, partition: int, old: int) -> bool:
     return lookup_partitions(c.lookupd_http[0], topic).get(partition, old) != old
 
