@@ -107,7 +107,10 @@ async def test_check_orphan_channel_growing_without_a_client(original_cluster: C
     topic = await _topic_with_channel(c, "orph")
     stop = asyncio.Event()
 
-    async def trickle() -> None:  # depth grows between every two polls, nobody consumes
+    # Depth must grow between every two polls, with nobody consuming. The trickle shares
+    # the test's event loop and the GIL with the command: a poll interval well above the
+    # stalls a loaded machine gives either keeps one stall from reading as "not growing".
+    async def trickle() -> None:
         async with Producer(nsqd_tcp=[c.nsqd_tcp[0]]) as producer:
             while not stop.is_set():
                 await producer.publish(topic, b"m")
@@ -116,7 +119,7 @@ async def test_check_orphan_channel_growing_without_a_client(original_cluster: C
     publishing = asyncio.create_task(trickle())
     try:
         scope = ("check", *_where(c), "--topic", topic)
-        args = (*scope, "--orphan", "crit", "--samples", "4", "--interval", "0.3")
+        args = (*scope, "--orphan", "crit", "--samples", "4", "--interval", "1")
         grown = await asyncio.to_thread(invoke, *args)
     finally:
         stop.set()

@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -40,6 +39,7 @@ from tests.helpers.redesign import (
     TopicSpec,
     by_partition,
     create_topics,
+    eventually,
     message_counts,
     read_messages,
     unique,
@@ -63,6 +63,17 @@ def _pub(
         )
 
 
+def _mid_stream(c: Cluster, topic: str, proc: subprocess.Popen[bytes], stored: int) -> None:
+    """Wait until ``stored`` messages are in ``topic`` with ``pub`` still going: the kill
+    that follows lands mid-stream, however slowly the machine started ``pub``."""
+    eventually(
+        lambda: proc.poll() is not None or sum(message_counts(c, topic).values()) >= stored,
+        120,
+        f"{stored} messages published",
+    )
+    assert proc.poll() is None, proc.communicate()
+
+
 def _stored(c: Cluster, topic: str, **kwargs: object) -> list[bytes]:
     """Every message stored in ``topic``, in storage order per partition: on channel
     ``c`` (made before publishing), or from ``start`` on a fresh one."""
@@ -81,8 +92,7 @@ def test_pub_waits_for_the_leader_and_publishes_every_line(
     asyncio.run(create_topics(c.lookupd_http, {topic: TopicSpec(partitions=1, replicas=2)}))
     lines = [b"ha-%05d" % i for i in range(20_000)]
     proc = _pub(c, topic, lines, tmp_path, "--rate", "2000")
-    time.sleep(4.0)
-    assert proc.poll() is None, proc.communicate()
+    _mid_stream(c, topic, proc, len(lines) // 5)
     killed = kill_leader(c, topic)
     _, err = proc.communicate(timeout=300)
     stderr = err.decode()
@@ -107,8 +117,7 @@ def test_sharded_pub_keeps_key_order_across_a_new_leader(
     keys = [f"k{i:02d}" for i in range(24)]
     lines = [json.dumps({"k": keys[i % 24], "seq": i // 24}).encode() for i in range(12_000)]
     proc = _pub(c, topic, lines, tmp_path, "--shard-field", "k", "--rate", "3000")
-    time.sleep(2.0)
-    assert proc.poll() is None, proc.communicate()
+    _mid_stream(c, topic, proc, len(lines) // 4)
     killed = kill_leader(c, topic, 0)
     _, err = proc.communicate(timeout=300)
     stderr = err.decode()
