@@ -124,12 +124,19 @@ class RetryLoop:
                 except NoSuchPartitionError:
                     raise
                 except p.ServerError as err:
-                    self._check_pin(call, err)
+                    repinned = self._check_pin(call, err)
                     if not (err.retryable_on_publish or err.needs_lookup_refresh):
                         err.topic = err.topic or topic
                         raise
                     if err.needs_lookup_refresh:
                         await self.pool.drop_topic(topic)
+                    if repinned:
+                        # Asking the given nsqds in turn which leads the partition is not
+                        # a failed attempt: more of them than the retry budget would
+                        # otherwise leave the last ones (maybe the leader) unasked.
+                        if call.order is not None:
+                            call.order.failed(call.ticket)
+                        continue
                     last: BaseException = err
                 except (ConnectionClosedError, ConnectError) as err:
                     last = err  # a closed connection already left the pool
@@ -199,22 +206,25 @@ class RetryLoop:
         topo = self.topologies.cached(call.topic) or topo
         return self.router.choose(call.topic, topo, call.partition, call.shard_key)
 
-    def _check_pin(self, call: PublishCall, err: p.ServerError) -> None:
+    def _check_pin(self, call: PublishCall, err: p.ServerError) -> bool:
         """A partition pinned on given nsqd addresses, refused by the nsqd it went to as
         not its leader: the next attempt goes to the next given nsqd; once every one of
-        them refused it, no retry can help (nothing looks its leader up), so say so."""
+        them refused it, no retry can help (nothing looks its leader up), so say so.
+        True when this refusal was the first from that nsqd (a given nsqd is asked once)."""
         target = call.target
         if not self.router.direct or call.partition is None or target is None:
-            return
+            return False
         if not isinstance(err, p.NotLeaderError | p.TopicNotExistError):
-            return
+            return False
         address = str(target.peer.tcp_address)
-        if address not in call.refused:
+        first = address not in call.refused
+        if first:
             call.refused.append(address)
         topo = self.topologies.cached(call.topic)
         if topo is None or {str(peer.tcp_address) for peer in topo.producers} <= set(call.refused):
             raise not_led_by_given(call.topic, call.partition, call.refused, err) from err
         self.router.not_led_by(call.topic, topo, target)
+        return first
 
     def _succeeded(self, call: PublishCall, conn: Connection) -> None:
         self._written.add(call.topic)

@@ -18,7 +18,7 @@ import pytest
 from nsqctl import protocol as p
 from nsqctl.connection import ConnectionConfig
 from nsqctl.message import body_from_json
-from nsqctl.producer import Producer
+from nsqctl.producer import Producer, RetryPolicy
 from nsqctl.servers.cluster import Cluster
 from tests.helpers.cli import assert_one_line_error, cli
 from tests.helpers.redesign import (
@@ -221,6 +221,21 @@ def test_cli_pub_partition_given_only_nsqds_publishes_on_its_leader(
     assert f"nsqd {other} does not lead partition 1 of topic {topic!r}" in line, line
     assert "--lookupd" in line and "original" not in line
     assert message_counts(c, topic) == {0: before[0], 1: before[1] + 3}
+
+
+async def test_pinned_partition_asks_every_given_nsqd_whatever_the_retry_budget(
+    redesign_cluster: Cluster, topics: Topics
+) -> None:
+    """Given nsqds that do not lead the partition are asked in turn, outside the retry
+    budget: with a budget of one attempt, the leader given second still takes it."""
+    c, topic = redesign_cluster, topics.ordered
+    leader = c.nsqd_tcp[c.nsqd_http.index(leader_stats(c, topic)[1].node)]
+    other = next(tcp for tcp in c.nsqd_tcp if tcp != leader)
+    before = message_counts(c, topic)
+    one_try = RetryPolicy(attempts=1, failover_window=0)
+    async with Producer(nsqd_tcp=[other, leader], retry=one_try) as producer:
+        await producer.publish_many(topic, [b"budget-a", b"budget-b"], partition=1)
+    assert message_counts(c, topic) == {0: before[0], 1: before[1] + 2}
 
 
 def test_cli_pub_unkeyed_to_an_ordered_topic_through_an_nsqd_says_what_to_pass(
