@@ -159,8 +159,11 @@ class ServerError(NsqctlError):
             server = "(empty error frame)"
         if not self.hint:
             return f"server error {server}"
-        topic = repr(self.topic) if self.topic else "the topic"
-        return f"{self.hint.format(topic=topic)} [server said {server}]"
+        if self.topic:
+            text = self.hint.format(topic=repr(self.topic))
+        else:  # "topic {topic}" must not read "topic the topic"
+            text = self.hint.replace("topic {topic}", "{topic}").format(topic="the topic")
+        return f"{text} [server said {server}]"
 
 
 _REGISTRY: dict[str, type[ServerError]] = {}
