@@ -345,9 +345,10 @@ async def publish_stream(
         await send(chunk, window)
         if spread:  # known once the first publish has asked where the topic lives
             known = producer.known_topology(plan.topic)
-            if known is not None and known.targets():
+            connections = len(known.targets()) if known is not None else 0
+            if connections:
                 spread = False
-                capacity = WINDOW * len(known.targets())
+                capacity = WINDOW * connections
         # Until the window has room again, not until any one batch settles: a keyed chunk
         # launches a batch per route, and while one route stalls (a leader move) the
         # others' OKs would let its batches pile up without bound, and input with them.
