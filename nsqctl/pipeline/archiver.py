@@ -15,7 +15,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from nsqctl import protocol as p
@@ -82,6 +82,7 @@ class Archiver:
         self._writer_lock = asyncio.Lock()
         self._wake = asyncio.Event()  # a write ended, or stop
         self._max_rows = opts.policy.max_rows  # lowered to half the window by _size_batches
+        self._policy = opts.policy  # its max_age bounded by nsqd's msg timeout, likewise
         self._running: Consumer | None = None  # set once started: _give_back stops its RDY
 
     def _on_message(self, msg: Message) -> None:
@@ -93,11 +94,23 @@ class Archiver:
 
     def _size_batches(self, consumer: Consumer) -> None:
         """Rotate at half the RDY window actually granted, so the server keeps sending
-        while the previous batch is written. The window can be far below max-in-flight:
+        while the previous batch is written, and before nsqd's msg timeout (below). The window can be far below max-in-flight:
         nsqd caps each connection's RDY at its max-rdy-count (2500 by default)."""
         window = consumer.total_rdy
         limit = self.opts.policy.max_rows
         self._max_rows = min(limit, window // 2) if window >= 2 else limit
+        # A held message is in flight on nsqd: held past the msg timeout it negotiated
+        # (IDENTIFY's msg_timeout; operators lower nsqd's --msg-timeout) it times out there
+        # and is requeued, and its FIN after the write fails. So a batch is written within
+        # half the shortest timeout of the connections, whatever the policy's age says.
+        timeouts = [
+            conn.identify.msg_timeout / 1000
+            for conn in consumer.connections.values()
+            if conn.identify is not None and conn.identify.msg_timeout > 0
+        ]
+        age = min(self.opts.policy.max_age, min(timeouts) / 2) if timeouts else None
+        if age is not None and age != self._policy.max_age:
+            self._policy = replace(self.opts.policy, max_age=age)
 
     def _consumer(self, ordered: bool, trace: TraceLog | None) -> Consumer:
         o = self.opts
@@ -202,7 +215,7 @@ class Archiver:
         await self._reap(wait_all=True)
 
     def _should_rotate(self, consumer: Consumer) -> bool:
-        if self.buffer.due(self.opts.policy) or self.buffer.rows >= self._max_rows:
+        if self.buffer.due(self._policy) or self.buffer.rows >= self._max_rows:
             return True
         # Starved: the window is full of held messages, so nothing more arrives until a
         # batch is FINed. With a write under way its FINs reopen the window; wait for it.

@@ -277,6 +277,7 @@ async def until_consuming(
 
 async def archive_through_stop(
     hung: NodeRecord,
+    healthy: NodeRecord,
     topic: str,
     out: str,
     source: Sequence[str],
@@ -284,9 +285,11 @@ async def archive_through_stop(
     total: int,
 ) -> dict[str, Any]:
     """``nsqctl archive`` reading ``topic`` while ``hung`` is stopped and a slow publisher
-    (``publish_during``: the pub's target arguments) keeps the other node busy through the
+    (``publish_during``: the pub's target arguments) keeps ``healthy`` busy through the
     window, so the archive is never idle long enough to exit before ``hung`` is back. Its
-    ``--json`` report once it exits (idle); every one of ``total`` messages archived."""
+    ``--json`` report once it exits (idle); every one of ``total`` messages archived, and
+    none of ``healthy``'s timed out in the archive's hands (the cluster's msg timeout is
+    shorter than the archive's default batch age: it must write and FIN sooner)."""
     archive = asyncio.create_task(
         nsqctl("archive", topic, "--out", out, "--exit-when-idle", "8", "--json", *source)
     )
@@ -302,4 +305,7 @@ async def archive_through_stop(
         report,
         run.err,
     )
+    stats = await asyncio.to_thread(read_nsqd_stats, healthy.http_address, topic=topic)
+    held = stats.channel(topic, "nsqctl_archive")
+    assert held is not None and held.timeout_count == 0, (held, run.err)
     return report

@@ -155,6 +155,7 @@ async def test_archive_through_a_stopped_nsqd(spread: Cluster, tmp_path: Path) -
     await publish_to_each(c.nsqd_tcp, topic, before)
     report = await archive_through_stop(
         hung,
+        c.nsqds[1],
         topic,
         str(tmp_path / "archive"),
         ["--lookupd", c.lookupd_http[0]],
