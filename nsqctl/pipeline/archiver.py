@@ -94,8 +94,9 @@ class Archiver:
 
     def _size_batches(self, consumer: Consumer) -> None:
         """Rotate at half the RDY window actually granted, so the server keeps sending
-        while the previous batch is written, and before nsqd's msg timeout (below). The window can be far below max-in-flight:
-        nsqd caps each connection's RDY at its max-rdy-count (2500 by default)."""
+        while the previous batch is written, and before nsqd's msg timeout (below). The
+        window can be far below max-in-flight: nsqd caps each connection's RDY at its
+        max-rdy-count (2500 by default)."""
         window = consumer.total_rdy
         limit = self.opts.policy.max_rows
         self._max_rows = min(limit, window // 2) if window >= 2 else limit
