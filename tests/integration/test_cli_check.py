@@ -108,8 +108,8 @@ async def test_check_orphan_channel_growing_without_a_client(original_cluster: C
     stop = asyncio.Event()
 
     # Depth must grow between every two polls, with nobody consuming. The trickle shares
-    # the test's event loop and the GIL with the command: a poll interval well above the
-    # stalls a loaded machine gives either keeps one stall from reading as "not growing".
+    # the test's event loop and the GIL with the command, and a loaded machine stalls
+    # either now and then: polls far apart keep one such stall from reading as no growth.
     async def trickle() -> None:
         async with Producer(nsqd_tcp=[c.nsqd_tcp[0]]) as producer:
             while not stop.is_set():
