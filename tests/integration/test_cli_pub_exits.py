@@ -19,7 +19,7 @@ from nsqctl.producer import Producer, RetryPolicy
 from nsqctl.servers import cluster, process
 from nsqctl.stats import read_nsqd_stats
 from tests.helpers.cli import NSQCTL, assert_one_line_error, clean_env, cli, pub_process
-from tests.helpers.redesign import TopicSpec, create_topics, message_counts
+from tests.helpers.redesign import TopicSpec, create_topics, eventually, message_counts
 
 
 def _topic(prefix: str) -> str:
@@ -158,14 +158,13 @@ def test_sigint_counts_the_batch_nsqd_answers_after_it(original_cluster: cluster
     try:
         _publish_through(proc, nsqd.http_address, topic, [b"a%d" % i for i in range(5)])
         process.pause(nsqd)
-        deadline = time.monotonic() + 30
         try:
             assert proc.stdin is not None
             proc.stdin.write(b"".join(b"b%d\n" % i for i in range(20)))
             proc.stdin.flush()  # stdin stays open: pub waits for more input
-            while _unread_on(nsqd.tcp_port) == 0:  # the MPUB is in the stopped nsqd's queue
-                assert time.monotonic() < deadline, "pub sent nothing to the stopped nsqd"
-                time.sleep(0.02)
+            eventually(  # the MPUB is in the stopped nsqd's receive queue
+                lambda: _unread_on(nsqd.tcp_port) > 0, 30, "pub sending to the stopped nsqd"
+            )
             proc.send_signal(signal.SIGINT)
         finally:
             process.resume(nsqd)
