@@ -20,7 +20,7 @@ import itertools
 import json
 import subprocess
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -33,6 +33,7 @@ from nsqctl.failover import FailoverEvent
 from nsqctl.producer import Producer
 from nsqctl.servers import cluster, process
 from nsqctl.servers.cluster import Cluster
+from nsqctl.servers.process import NodeRecord
 from tests.helpers.cli import NSQCTL, clean_env
 from tests.helpers.failover import leader_of, lookup_partitions
 from tests.helpers.redesign import (
@@ -77,19 +78,29 @@ def _line(i: int) -> bytes:
     return b'{"k":"k%02d","seq":%d}' % (i % KEYS, i // KEYS)
 
 
-def test_keyed_pub_stops_reading_while_a_partition_leader_stalls(cluster3: Cluster) -> None:
-    c = cluster3
-    topic = unique("stall")
-    asyncio.run(create_topics(c.lookupd_http, {topic: TopicSpec(partitions=2, replicas=1)}))
-    leaders = lookup_partitions(c.lookupd_http[0], topic)
-    assert len(set(leaders.values())) == 2, leaders  # one stalled node leaves a route up
-    stalled = leader_of(c, topic, 0)
-    result = PubResult()
-    unconfirmed: list[int] = []  # lines read but not OK'd, at each read after the stall
-    total = (BEFORE_STALL * BATCH) + BOUND + BEYOND
+def _stored(c: Cluster, topic: str) -> int:
+    return sum(message_counts(c, topic).values())
 
-    def stored() -> int:
-        return sum(message_counts(c, topic).values())
+
+def _publish_through_stall(
+    c: Cluster,
+    plan: PubPlan,
+    stalled: list[NodeRecord],
+    total: int,
+    line: Callable[[int], bytes],
+    resume_on: Callable[[FailoverEvent], bool],
+) -> tuple[PubResult, list[int]]:
+    """``publish_stream`` of ``plan`` fed ``total`` lines, a batch of BATCH a read. The
+    ``stalled`` nodes are SIGSTOPped once the first BEFORE_STALL batches are stored, and
+    resumed on a failover event ``resume_on`` picks, or once the input was read to its end
+    (far past any bound), or on the way out whatever happens. Returns pub's result and the
+    lines it held read but not OK'd at each read after the stall."""
+    result = PubResult()
+    unconfirmed: list[int] = []
+
+    def resume() -> None:
+        for node in stalled:
+            process.resume(node)
 
     def source() -> Iterator[Batch]:
         for n in itertools.count():
@@ -98,38 +109,57 @@ def test_keyed_pub_stops_reading_while_a_partition_leader_stalls(cluster3: Clust
                 # Stored first: only publishes begun after the topic took one ride out a
                 # lost leader (the earlier ones would give up as on a typo).
                 eventually(
-                    lambda: stored() == BEFORE_STALL * BATCH, 30, "lines before the stall stored"
+                    lambda: _stored(c, plan.topic) == BEFORE_STALL * BATCH,
+                    30,
+                    "lines before the stall stored",
                 )
-                process.pause(stalled)
+                for node in stalled:
+                    process.pause(node)
             if n >= BEFORE_STALL:
                 unconfirmed.append(start - result.published)
             if start >= total:
-                process.resume(stalled)  # read far past the bound: no bound
+                resume()  # read far past the bound: no bound
                 return
-            lines = [_line(i) for i in range(start, start + BATCH)]
-            yield Batch(lines, start + 1, None, 0, False)
+            yield Batch([line(i) for i in range(start, start + BATCH)], start + 1, None, 0, False)
 
     def on_failover(event: FailoverEvent) -> None:
-        if event.kind == "waiting":  # the stalled publish timed out: the window is full
-            process.resume(stalled)
+        if resume_on(event):
+            resume()
 
     producer = Producer(
         lookupd_http=c.lookupd_http,
         config=ConnectionConfig(request_timeout=2.0, connect_timeout=1.0),
         on_failover=on_failover,
     )
-    plan = PubPlan(topic, BATCH, shard_field="k")
+    progress = LazyProgress("", None, enabled=False)
     try:
-        asyncio.run(
-            publish_stream(producer, plan, source(), LazyProgress("", None, enabled=False), result)
-        )
+        asyncio.run(publish_stream(producer, plan, source(), progress, result))
     finally:
-        process.resume(stalled)
+        resume()
+    return result, unconfirmed
+
+
+def test_keyed_pub_stops_reading_while_a_partition_leader_stalls(cluster3: Cluster) -> None:
+    c = cluster3
+    topic = unique("stall")
+    asyncio.run(create_topics(c.lookupd_http, {topic: TopicSpec(partitions=2, replicas=1)}))
+    leaders = lookup_partitions(c.lookupd_http[0], topic)
+    assert len(set(leaders.values())) == 2, leaders  # one stalled node leaves a route up
+    total = (BEFORE_STALL * BATCH) + BOUND + BEYOND
+    result, unconfirmed = _publish_through_stall(
+        c,
+        PubPlan(topic, BATCH, shard_field="k"),
+        [leader_of(c, topic, 0)],
+        total,
+        _line,
+        # the stalled publish timed out: the window is full
+        lambda event: event.kind == "waiting",
+    )
     assert result.error is None, result.error
     assert result.published == total
     assert max(unconfirmed) <= BOUND, (max(unconfirmed), BOUND)
     # A batch the stalled nsqd took before its reply timed out is stored again by the retry.
-    assert total <= stored() <= total + BOUND, (stored(), total)
+    assert total <= _stored(c, topic) <= total + BOUND, (_stored(c, topic), total)
 
 
 def test_unkeyed_pub_keeps_a_window_per_partition_leader(cluster3: Cluster) -> None:
@@ -141,55 +171,20 @@ def test_unkeyed_pub_keeps_a_window_per_partition_leader(cluster3: Cluster) -> N
     topic = unique("spread")
     asyncio.run(create_topics(c.lookupd_http, {topic: TopicSpec(partitions=2, replicas=1)}))
     assert len(set(lookup_partitions(c.lookupd_http[0], topic).values())) == 2
-    stalled = [leader_of(c, topic, partition) for partition in (0, 1)]
-    result = PubResult()
-    unconfirmed: list[int] = []
     per_leader = (2 * WINDOW + 1 + 2 + 1 + 1) * BATCH  # as BOUND, with a window per leader
     total = BEFORE_STALL * BATCH + 2 * per_leader
-
-    def resume() -> None:
-        for node in stalled:
-            process.resume(node)
-
-    def source() -> Iterator[Batch]:
-        for n in itertools.count():
-            start = n * BATCH
-            if n == BEFORE_STALL:
-                eventually(
-                    lambda: sum(message_counts(c, topic).values()) == BEFORE_STALL * BATCH,
-                    30,
-                    "lines before the stall stored",
-                )
-                for node in stalled:
-                    process.pause(node)
-            if n >= BEFORE_STALL:
-                unconfirmed.append(start - result.published)
-            if start >= total:
-                resume()  # read far past the bound: no bound
-                return
-            yield Batch([b"spread-%06d" % i for i in range(start, start + BATCH)], start + 1)
-
-    producer = Producer(
-        lookupd_http=c.lookupd_http,
-        config=ConnectionConfig(request_timeout=2.0, connect_timeout=1.0),
-        on_failover=lambda event: resume(),  # a stalled publish gave up waiting on its reply
+    result, unconfirmed = _publish_through_stall(
+        c,
+        PubPlan(topic, BATCH),
+        [leader_of(c, topic, partition) for partition in (0, 1)],
+        total,
+        lambda i: b"spread-%06d" % i,
+        lambda event: True,  # a stalled publish gave up waiting on its reply
     )
-    try:
-        asyncio.run(
-            publish_stream(
-                producer,
-                PubPlan(topic, BATCH),
-                source(),
-                LazyProgress("", None, enabled=False),
-                result,
-            )
-        )
-    finally:
-        resume()
     assert result.error is None, result.error
     assert result.published == total
     assert BOUND < max(unconfirmed) <= per_leader, (max(unconfirmed), BOUND, per_leader)
-    assert total <= sum(message_counts(c, topic).values()) <= total + per_leader
+    assert total <= _stored(c, topic) <= total + per_leader
 
 
 def _led_elsewhere(c: Cluster, topic: str, partition: int, old: int) -> bool:
