@@ -44,6 +44,11 @@ published with nsqctl's Producer through the lookupd and not timed):
 * ``ordered floor`` - ``ordered_floor.py``: the least a client can do on an ordered
   channel (blocking socket and thread per partition, recv -> FIN, no output), timed from
   the first SUB to the last FIN. Information: what nsqd's round trip leaves to any client.
+* ``ordered floor, one loop`` - the same round trip on one asyncio event loop for all
+  partitions (``--asyncio``), read in the transport's callback: nsqctl's process model
+  with nothing of nsqctl's path. Information: what the loop costs against the threads.
+* ``ordered floor, a loop each`` - the same with an event loop per partition, each on
+  its own thread (``--loops``).
 * ``nsqctl tail --ordered -n 1`` / ``nsq_tail -ordered -n 1`` - the ordered tails reading
   one message: their start-up (spawn, lookup, connect, SUB, exit). The summary also
   gives the ordered tails' rates with this taken out, comparable with the floor's.
@@ -105,6 +110,8 @@ NSQ_TAIL = "nsq_tail"
 OTAIL = "nsqctl tail --ordered"
 NSQ_OTAIL = "nsq_tail -ordered"
 FLOOR = "ordered floor"
+LOOP_FLOOR = "ordered floor, one loop"
+LOOPS_FLOOR = "ordered floor, a loop each"
 OTAIL1 = "nsqctl tail --ordered -n 1"
 NSQ_OTAIL1 = "nsq_tail -ordered -n 1"
 CONSUMER = "nsqctl Consumer"
@@ -127,6 +134,8 @@ REFERENCES = {
     TAIL: (NSQ_TAIL,),
     OTAIL: (NSQ_OTAIL, FLOOR),
     FLOOR: (NSQ_OTAIL,),
+    LOOP_FLOOR: (NSQ_OTAIL, FLOOR),
+    LOOPS_FLOOR: (NSQ_OTAIL, FLOOR),
     OTAIL1: (NSQ_OTAIL1,),
     CONSUMER: (BR,),
 }
@@ -544,8 +553,9 @@ def measure_tail(
     )
 
 
-def measure_floor(b: Redesign) -> c.Measurement:
-    """``ordered_floor.py`` over the ordered topic's prefilled messages."""
+def measure_floor(b: Redesign, variant: str = FLOOR) -> c.Measurement:
+    """``ordered_floor.py`` over the ordered topic's prefilled messages (``--asyncio`` for
+    the one-loop row)."""
     count = b.s.ordered_messages
     run = b.consumer_run(count, ordered=True)
     assert run.channel is not None
@@ -560,9 +570,10 @@ def measure_floor(b: Redesign) -> c.Measurement:
         run.channel,
         "--count",
         str(count),
+        *({LOOP_FLOOR: ["--asyncio"], LOOPS_FLOOR: ["--loops"]}.get(variant, [])),
     ]
     peer, server_cpu = c.run_peer_on(b.cluster, argv, timeout=max(300.0, count / 500))
-    return _drained(b, FLOOR, run, count, peer, server_cpu, bench_consumer.child_report(peer))
+    return _drained(b, variant, run, count, peer, server_cpu, bench_consumer.child_report(peer))
 
 
 def measure_consumer(b: Redesign) -> c.Measurement:
@@ -833,6 +844,8 @@ def plan(
             ),
         ),
         (FLOOR, lambda: measure_floor(b)),
+        (LOOP_FLOOR, lambda: measure_floor(b, LOOP_FLOOR)),
+        (LOOPS_FLOOR, lambda: measure_floor(b, LOOPS_FLOOR)),
         (OTAIL1, lambda: measure_tail(b, OTAIL1, nsqctl_tail(1, True), 1, True)),
         (NSQ_OTAIL1, lambda: measure_tail(b, NSQ_OTAIL1, nsq_tail(1, True), 1, True)),
         (CONSUMER, lambda: measure_consumer(b)),
@@ -1000,7 +1013,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "max_in_flight",
         "repeats",
     )
-    unknown = set(args.skip) - {*REFERENCES, BW, BW1, TO_NSQ, NSQ_TAIL, NSQ_OTAIL, BR, FLOOR}
+    unknown = set(args.skip) - {
+        *REFERENCES,
+        BW,
+        BW1,
+        TO_NSQ,
+        NSQ_TAIL,
+        NSQ_OTAIL,
+        BR,
+        FLOOR,
+        LOOP_FLOOR,
+    }
     if unknown:
         ap.error(f"unknown --skip {', '.join(sorted(unknown))}")
     return args

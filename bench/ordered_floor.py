@@ -7,8 +7,13 @@ thread per partition leader, ``recv`` -> decode (nsqctl's sans-IO protocol) -> `
 no output, no bookkeeping. Timed from the first SUB to the last FIN (connects, the lookup
 and the closing CLS excluded), so what is left is nsqd's side of the round trip and the kernel's.
 
+``--asyncio`` does the same round trip on one asyncio event loop for every partition
+(nsqctl's process model), ``--loops`` on an event loop per partition, each on its own
+thread: what the process model costs apart from anything nsqctl does per message.
+
 Prints one JSON line: ``{"received": N, "seconds": S, "per_partition": {...}}``.
-Used by ``bench_redesign.py`` (row ``ordered floor``); runs alone too::
+Used by ``bench_redesign.py`` (rows ``ordered floor``, ``ordered floor, one loop``,
+``ordered floor, a loop each``); runs alone too::
 
     python bench/ordered_floor.py --lookupd 127.0.0.1:4161 --topic T --channel C --count N
 """
@@ -16,15 +21,18 @@ Used by ``bench_redesign.py`` (row ``ordered floor``); runs alone too::
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import socket
 import sys
 import threading
 import time
+from typing import Any
 
 import httpx
 
 from nsqctl import protocol as p
+from nsqctl.connection.stream import TRANSPORT_READ_SIZE
 from nsqctl.protocol.frames import CLOSE_WAIT, HEARTBEAT, FrameDecoder
 from nsqctl.protocol.message import MessageLayout
 
@@ -50,9 +58,20 @@ class Goal:
         self.readers: list[Reader] = []
         self.finished = 0.0
         self.lock = threading.Lock()
+        self.loop_readers: list[LoopReader] = []  # --asyncio, --loops
 
     def reached(self) -> bool:
         return sum(r.count for r in self.readers) >= self.want
+
+    def finish_loops(self) -> None:
+        """``finish`` for the asyncio readers: CLS through each one's own loop."""
+        with self.lock:
+            if self.finished:
+                return
+            self.finished = time.perf_counter()
+            for proto in self.loop_readers:
+                assert proto.transport is not None
+                proto.loop.call_soon_threadsafe(proto.transport.write, p.cls())
 
     def finish(self) -> None:
         """The last message was FINed: stop the clock, then close every connection cleanly
@@ -117,20 +136,103 @@ class Reader(threading.Thread):
             self.error = repr(err)
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+class LoopReader(asyncio.Protocol):
+    """One partition of the ``--asyncio``/``--loops`` floor: the same round trip as
+    ``Reader``, on an asyncio event loop (one for every partition, as nsqctl has, or one
+    per partition), read in the transport's callback: what the loop itself costs."""
+
+    def __init__(self, reader: Reader, goal: Goal) -> None:
+        self.reader, self.goal = reader, goal
+        self.loop = asyncio.get_running_loop()
+        self.closed: asyncio.Future[None] = self.loop.create_future()
+        self.transport: asyncio.Transport | None = None
+        self.subscribed = False
+        self.last = b""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        # nsqctl's own read size: asyncio's default allocates 256 KiB a read (an mmap)
+        transport.max_size = TRANSPORT_READ_SIZE  # type: ignore[attr-defined]
+        r = self.reader
+        transport.write(p.sub_ordered(r.topic, r.channel, r.part))
+
+    def data_received(self, data: bytes) -> None:
+        transport, goal, r = self.transport, self.goal, self.reader
+        assert transport is not None
+        for event in r.decoder.feed_events(data, LAYOUT):
+            if event.__class__ is list:
+                for msg in event:  # type: ignore[union-attr]
+                    transport.write(p.fin(msg.id))
+                    if msg.id != self.last:  # youzan's resend after an ordered SUB
+                        r.count += 1
+                        self.last = msg.id
+                        if not goal.finished and goal.reached():
+                            goal.finish_loops()
+            elif not self.subscribed:
+                if event[1] != p.OK:  # type: ignore[index]
+                    r.error = f"SUB_ORDERED answered {event[1]!r}"  # type: ignore[index]
+                    transport.close()
+                    return
+                self.subscribed = True
+                transport.write(p.rdy(1))
+            elif event[1] == HEARTBEAT:  # type: ignore[index]
+                transport.write(p.nop())
+            elif event[1] == CLOSE_WAIT:  # type: ignore[index]
+                transport.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+
+async def run_on_loop(goal: Goal, readers: list[Reader], timeout: float) -> None:
+    """Read ``readers`` on this thread's event loop until each has closed."""
+    loop = asyncio.get_running_loop()
+    protos = []
+    for r in readers:
+        r.sock.setblocking(False)
+        _, proto = await loop.create_connection(lambda r=r: LoopReader(r, goal), sock=r.sock)
+        protos.append(proto)
+    with goal.lock:
+        goal.loop_readers.extend(protos)
+    await asyncio.wait_for(asyncio.gather(*(proto.closed for proto in protos)), timeout)
+
+
+def channel_args(description: str) -> argparse.ArgumentParser:
+    """The options every ordered probe takes: where, what and how many to read."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--lookupd", required=True)
     ap.add_argument("--topic", required=True)
     ap.add_argument("--channel", required=True)
     ap.add_argument("--count", type=int, required=True, help="messages over all partitions")
-    args = ap.parse_args()
+    return ap
+
+
+def lookup_partitions(lookupd: str, topic: str) -> dict[str, Any]:
+    """The lookupd's partitions of ``topic`` (number -> its leader's producer record);
+    exits when there are none."""
     answer = httpx.get(
-        f"http://{args.lookupd}/lookup", params={"topic": args.topic, "access": "r"}, timeout=10
+        f"http://{lookupd}/lookup", params={"topic": topic, "access": "r"}, timeout=10
     ).json()
-    parts = answer.get("partitions") or answer.get("data", {}).get("partitions") or {}
+    parts: dict[str, Any] = (
+        answer.get("partitions") or answer.get("data", {}).get("partitions") or {}
+    )
     if not parts:
-        print(f"ordered_floor: no partitions of {args.topic} in the lookup", file=sys.stderr)
-        return 1
+        raise SystemExit(f"{sys.argv[0]}: no partitions of {topic} in the lookup")
+    return parts
+
+
+def main() -> int:
+    ap = channel_args(__doc__.splitlines()[0])
+    ap.add_argument(
+        "--asyncio",
+        action="store_true",
+        help="one event loop for all partitions instead of a thread each",
+    )
+    ap.add_argument("--loops", action="store_true", help="an event loop per partition")
+    args = ap.parse_args()
+    parts = lookup_partitions(args.lookupd, args.topic)
     goal = Goal(args.count)
     goal.readers = [
         Reader(v["broadcast_address"], v["tcp_port"], args.topic, args.channel, int(k), goal)
@@ -138,11 +240,23 @@ def main() -> int:
     ]
     readers = goal.readers
     started = time.perf_counter()
-    for r in readers:
-        r.start()
-        r.go.set()
-    for r in readers:
-        r.join(timeout=max(60.0, args.count / 1000))
+    timeout = max(60.0, args.count / 1000)
+    if args.loops or args.asyncio:
+        groups = [[r] for r in readers] if args.loops else [readers]
+        threads = [
+            threading.Thread(target=asyncio.run, args=(run_on_loop(goal, group, timeout),))
+            for group in groups
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    else:
+        for r in readers:
+            r.start()
+            r.go.set()
+        for r in readers:
+            r.join(timeout=timeout)
     seconds = goal.finished - started if goal.finished else time.perf_counter() - started
     errors = [r.error for r in readers if r.error]
     if not goal.finished:
