@@ -133,7 +133,8 @@ class HandshakeTimeoutError(ConnectError, NsqctlTimeoutError):
 
 
 class NoConnectionError(ConnectError):
-    """No nsqd of the topic could be reached at start, within the connect timeout."""
+    """No nsqd of the topic could be reached at start, within the connect timeout; or a
+    source lost later stayed out of reach for the whole time a caller waits for it."""
 
 
 class ConnectionClosedError(TransportError):

@@ -50,7 +50,12 @@ def archive(
     rotate_mb: float = typer.Option(64.0, "--rotate-mb", min=0.001),
     rotate_seconds: float = typer.Option(5.0, "--rotate-seconds", min=0.01, max=50.0),
     exit_when_idle: float | None = typer.Option(
-        None, "--exit-when-idle", min=0.1, help="Stop after this many seconds without messages."
+        None,
+        "--exit-when-idle",
+        min=0.1,
+        help="Stop after this many seconds without messages, counted while every nsqd "
+        "(partition) of the topic is connected: one cut off is waited for, up to "
+        "--failover-window, then archive exits 1 naming it.",
     ),
     trace_log: Path | None = typer.Option(
         None, "--trace-log", help="Append a consume record per archived message (JSONL)."
@@ -59,7 +64,8 @@ def archive(
         DEFAULT_FAILOVER_WINDOW,
         "--failover-window",
         min=0,
-        help="Redesign: seconds to wait for a partition's new leader before stopping.",
+        help="Redesign: seconds to wait for a partition's new leader before stopping "
+        "(0: wait for ever); with --exit-when-idle, for any nsqd cut off.",
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines."),
     as_json: bool = JsonOption,

@@ -404,6 +404,24 @@ class Consumer:
     def connections(self) -> dict[Target, Connection]:
         return dict(self._connections.connections)
 
+    @property
+    def unconnected(self) -> list[tuple[HostPort | None, int | None]]:
+        """What this consumer should read and has no connection to now, as (nsqd, partition)
+        pairs: an nsqd (partition None on the original family) or a partition being
+        connected or reconnected, and a redesign partition waiting for a new leader (nsqd
+        None when the lookup lists no leader for it yet). Empty when every source is read;
+        a quiet consumer with something here is not caught up, only cut off."""
+        targets = self._connections.unconnected()
+        pending = {part for _address, part in targets}
+        down: list[tuple[HostPort | None, int | None]] = sorted(
+            targets, key=lambda t: (str(t[0]), -1 if t[1] is None else t[1])
+        )
+        # a lost partition that the lookup lists on no nsqd (its leader is gone, none new yet)
+        down += [
+            (None, part) for part in self._leaders.watch.lost_partitions() if part not in pending
+        ]
+        return down
+
     def rdy_of(self, target: Target) -> int:
         return self._flow.rdy_of(self._connections.connections[target])
 

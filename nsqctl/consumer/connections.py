@@ -86,6 +86,11 @@ class ConnectionSet:
         """The subscribed connections (the live mapping: read it, never change it)."""
         return self._conns
 
+    def unconnected(self) -> set[Target]:
+        """The targets to read that have no subscribed connection now: connecting, or
+        waiting to be reconnected (a target the lookup no longer lists is not one)."""
+        return self._targets - self._conns.keys()
+
     async def sync(self, topo: Topology) -> None:
         """Connect to every target of ``topo``; with a lookupd, drop the partitions it moved
         elsewhere (redesign)."""

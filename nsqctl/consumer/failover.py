@@ -42,6 +42,10 @@ class PartitionWatch:
     def waiting(self) -> bool:
         return bool(self._lost)
 
+    def lost_partitions(self) -> list[int | None]:
+        """The partitions without a connection, in the order they were lost."""
+        return list(self._lost)
+
     def lost(self, partition: int | None, now: float) -> None:
         self._lost.setdefault(partition, now)
         self._noted.setdefault(partition, now)

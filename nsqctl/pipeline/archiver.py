@@ -19,9 +19,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from nsqctl import protocol as p
+from nsqctl.addresses import HostPort
 from nsqctl.connection import ConnectionConfig
 from nsqctl.consumer import Consumer, FailoverHook
-from nsqctl.errors import ArchiveWriteError, LookupUnavailableError, NsqctlError
+from nsqctl.errors import (
+    ArchiveWriteError,
+    LookupUnavailableError,
+    NoConnectionError,
+    NsqctlError,
+)
 from nsqctl.failover import DEFAULT_FAILOVER_WINDOW
 from nsqctl.message import Message, finish_all
 from nsqctl.pipeline.writer import ArchiveBuffer, ArchiveWriter, RotationPolicy, remove_stale_tmp
@@ -45,10 +51,12 @@ class ArchiveOptions:
     ordered: bool | None = None  # None: as the topic needs (lookupd meta, else nsqd's refusal)
     partitions: list[int] | None = None
     policy: RotationPolicy = field(default_factory=RotationPolicy)
-    exit_when_idle: float | None = None  # seconds without messages → stop (None: run on)
+    # seconds without messages, every source connected → stop (None: run on)
+    exit_when_idle: float | None = None
     trace_log: Path | None = None
     fsync: bool = True
-    failover_window: float = DEFAULT_FAILOVER_WINDOW  # redesign: wait for a new leader
+    # redesign: wait for a new leader; with exit_when_idle, for any source cut off (0: ever)
+    failover_window: float = DEFAULT_FAILOVER_WINDOW
     on_failover: FailoverHook | None = None  # "waiting for a leader" / "consuming again"
 
 
@@ -60,6 +68,57 @@ class ArchiveStats:
     ordered: bool = False
     reconnects: int = 0
     duplicates: int = 0  # delivered again after a reconnect (at-least-once), archived again
+
+
+class IdleHold:
+    """What ``--exit-when-idle`` waits for besides quiet: sources cut off from the archive.
+
+    A quiet archive with an nsqd (or a partition) it cannot reach is not done: that
+    source's messages are still to come. So the idle time counts from when every source
+    is read again, and a quiet archive waits for a cut-off source. The redesign's consumer
+    gives up on a partition without a leader after its failover window; a lost nsqd of
+    the original family (or one given with ``--nsqd``) would be retried for ever, so a
+    quiet archive stops waiting after that window too, with an error naming the source.
+    """
+
+    def __init__(self, window: float) -> None:
+        self.window = window  # 0: wait for ever
+        self.back_at = float("-inf")  # when every source was read again, last
+        self._since: float | None = None
+
+    def update(self, down: list[tuple[HostPort | None, int | None]], now: float) -> None:
+        """``down``: what the consumer cannot read at ``now`` (empty: every source)."""
+        if down:
+            if self._since is None:
+                self._since = now
+                log.info("not idle while %s cannot be read", describe_sources(down))
+        elif self._since is not None:
+            self._since = None
+            self.back_at = now
+
+    def give_up(self, down: list[tuple[HostPort | None, int | None]], now: float) -> None:
+        """Raise once ``down`` has been cut off for the whole window."""
+        if self._since is not None and self.window and now - self._since >= self.window:
+            raise NoConnectionError(
+                f"{describe_sources(down)} could not be read for the failover window of "
+                f"{self.window:g}s, so the archive is not complete: everything received is "
+                "written and acknowledged; run it again once that source is back",
+                setting="failover_window",
+            )
+
+
+def describe_sources(down: list[tuple[HostPort | None, int | None]]) -> str:
+    """``[(nsqd, partition)]`` as words: "nsqd 127.0.0.1:4150", "partition 1 on ...",
+    "partition 1 (no leader)"."""
+    names = []
+    for address, part in down:
+        if part is None:
+            names.append(f"nsqd {address}")
+        elif address is None:
+            names.append(f"partition {part} (no leader)")
+        else:
+            names.append(f"partition {part} on {address}")
+    return ", ".join(names)
 
 
 class Archiver:
@@ -256,6 +315,7 @@ class Archiver:
         stop_waiter.add_done_callback(lambda _: self._wake.set())
         idle = self.opts.exit_when_idle
         last_message, seen = time.monotonic(), consumer.stats.received
+        cut_off = IdleHold(self.opts.failover_window)
         try:
             while not stop.is_set():
                 await self._tick(stop)
@@ -271,12 +331,15 @@ class Archiver:
                     break
                 if consumer.stats.received != seen:
                     last_message, seen = now, consumer.stats.received
-                elif (
-                    idle is not None
-                    and not self.buffer.rows
-                    and not self._writes
-                    and now - last_message >= idle
-                ):
+                if idle is None:
+                    continue
+                down = consumer.unconnected
+                cut_off.update(down, now)
+                if self.buffer.rows or self._writes or now - last_message < idle:
+                    continue
+                if down:
+                    cut_off.give_up(down, now)  # quiet, but that source's messages may come
+                elif now - cut_off.back_at >= idle:  # and quiet since every source is back
                     break
             # Stop deliveries, write what is held, then close (held messages count as
             # in flight, so the consumer's stop would otherwise wait for them).

@@ -30,7 +30,7 @@ from nsqctl.consumer.options import OPTION_NAMES
 from nsqctl.consumer.rdy import FlowControl
 from nsqctl.errors import ConfigError, FailoverTimeoutError, NoConnectionError
 from nsqctl.flow import BackoffController, RdyController
-from nsqctl.lookup.model import Topology
+from nsqctl.lookup.model import Peer, Topology
 from nsqctl.message import Message
 from nsqctl.protocol.message import RawMessage
 from tests.helpers.wait import wait_for
@@ -361,6 +361,44 @@ async def test_connection_set_refused_subscription_is_fatal() -> None:
     await conns.sync(Topology.from_nsqd_addresses([parse_address(NSQD)], topic="t"))
     assert isinstance(conns.fatal, p.SubOrderIsMustError) and events == []
     assert not dialer.opened[0].is_open
+
+
+class DialerConsumer(Consumer):
+    """A consumer whose connections are :class:`FakeConn` (through a :class:`Dialer`)."""
+
+    def __init__(self, dialer: Dialer, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.dialer = dialer
+
+    async def _dial(self, address: HostPort, on_error: Any, on_close: Any) -> Connection:
+        return await self.dialer(address, on_error, on_close)
+
+
+async def test_unconnected_names_what_is_cut_off_until_it_is_read_again() -> None:
+    a, b, c = (parse_address(f"127.0.0.1:{port}") for port in (4150, 4250, 4350))
+    slow = {"reconnect_initial": 30.0, "reconnect_max": 30.0}  # no reconnect in the test
+    # the original family, nsqds given: a lost nsqd stays a source, being reconnected
+    direct = DialerConsumer(Dialer(), "t", "c", lambda m: None, nsqd_tcp=[str(a), str(b)], **slow)
+    await direct._connections.sync(Topology.from_nsqd_addresses([a, b], topic="t"))
+    assert direct.unconnected == []
+    next(f for f in direct.dialer.opened if f.address == a).breaks()
+    assert direct.unconnected == [(a, None)]
+    await direct._connections.close_all()
+
+    # the redesign through a lookupd: a partition that lost its leader
+    leaders = DialerConsumer(
+        Dialer(), "t", "c", lambda m: None, lookupd_http=["127.0.0.1:4161"], **slow
+    )
+    lookup = leaders._connections
+    await lookup.sync(Topology("t", partitions={0: Peer.from_address(a), 1: Peer.from_address(b)}))
+    assert leaders.unconnected == []
+    next(f for f in leaders.dialer.opened if f.address == b).breaks()
+    assert leaders.unconnected == [(b, 1)]  # still listed there: reconnected there
+    await lookup.sync(Topology("t", partitions={0: Peer.from_address(a)}))
+    assert leaders.unconnected == [(None, 1)]  # listed nowhere: waiting for a new leader
+    await lookup.sync(Topology("t", partitions={0: Peer.from_address(a), 1: Peer.from_address(c)}))
+    assert leaders.unconnected == []  # read again, from its new leader
+    await lookup.close_all()
 
 
 # -- closing a consumer whose background task hangs -------------------------------------------
