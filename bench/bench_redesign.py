@@ -49,6 +49,9 @@ published with nsqctl's Producer through the lookupd and not timed):
   with nothing of nsqctl's path. Information: what the loop costs against the threads.
 * ``ordered floor, a loop each`` - the same with an event loop per partition, each on
   its own thread (``--loops``).
+* ``ordered floor, writing lines`` - the thread floor doing what ``tail --ordered`` must
+  do before each FIN: check the message's order and write its line (``--write-lines``):
+  what a tail on a thread per partition could reach.
 * ``nsqctl tail --ordered -n 1`` / ``nsq_tail -ordered -n 1`` - the ordered tails reading
   one message: their start-up (spawn, lookup, connect, SUB, exit). The summary also
   gives the ordered tails' rates with this taken out, comparable with the floor's.
@@ -112,6 +115,7 @@ NSQ_OTAIL = "nsq_tail -ordered"
 FLOOR = "ordered floor"
 LOOP_FLOOR = "ordered floor, one loop"
 LOOPS_FLOOR = "ordered floor, a loop each"
+LINES_FLOOR = "ordered floor, writing lines"
 OTAIL1 = "nsqctl tail --ordered -n 1"
 NSQ_OTAIL1 = "nsq_tail -ordered -n 1"
 CONSUMER = "nsqctl Consumer"
@@ -136,6 +140,7 @@ REFERENCES = {
     FLOOR: (NSQ_OTAIL,),
     LOOP_FLOOR: (NSQ_OTAIL, FLOOR),
     LOOPS_FLOOR: (NSQ_OTAIL, FLOOR),
+    LINES_FLOOR: (NSQ_OTAIL, FLOOR),
     OTAIL1: (NSQ_OTAIL1,),
     CONSUMER: (BR,),
 }
@@ -553,6 +558,14 @@ def measure_tail(
     )
 
 
+#: ordered_floor.py's flags for each floor row
+FLOOR_FLAGS = {
+    LOOP_FLOOR: ("--asyncio",),
+    LOOPS_FLOOR: ("--loops",),
+    LINES_FLOOR: ("--write-lines",),
+}
+
+
 def measure_floor(b: Redesign, variant: str = FLOOR) -> c.Measurement:
     """``ordered_floor.py`` over the ordered topic's prefilled messages (``--asyncio`` for
     the one-loop row)."""
@@ -570,7 +583,7 @@ def measure_floor(b: Redesign, variant: str = FLOOR) -> c.Measurement:
         run.channel,
         "--count",
         str(count),
-        *({LOOP_FLOOR: ["--asyncio"], LOOPS_FLOOR: ["--loops"]}.get(variant, [])),
+        *FLOOR_FLAGS.get(variant, ()),
     ]
     peer, server_cpu = c.run_peer_on(b.cluster, argv, timeout=max(300.0, count / 500))
     return _drained(b, variant, run, count, peer, server_cpu, bench_consumer.child_report(peer))
@@ -846,6 +859,7 @@ def plan(
         (FLOOR, lambda: measure_floor(b)),
         (LOOP_FLOOR, lambda: measure_floor(b, LOOP_FLOOR)),
         (LOOPS_FLOOR, lambda: measure_floor(b, LOOPS_FLOOR)),
+        (LINES_FLOOR, lambda: measure_floor(b, LINES_FLOOR)),
         (OTAIL1, lambda: measure_tail(b, OTAIL1, nsqctl_tail(1, True), 1, True)),
         (NSQ_OTAIL1, lambda: measure_tail(b, NSQ_OTAIL1, nsq_tail(1, True), 1, True)),
         (CONSUMER, lambda: measure_consumer(b)),

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import socket
 import sys
 import threading
@@ -33,8 +34,9 @@ import httpx
 
 from nsqctl import protocol as p
 from nsqctl.connection.stream import TRANSPORT_READ_SIZE
+from nsqctl.consumer.order import OrderChecker
 from nsqctl.protocol.frames import CLOSE_WAIT, HEARTBEAT, FrameDecoder
-from nsqctl.protocol.message import MessageLayout
+from nsqctl.protocol.message import MessageLayout, RawMessage
 
 LAYOUT = MessageLayout(family="redesign", ordered=True)
 
@@ -50,11 +52,31 @@ def _reply(sock: socket.socket, decoder: FrameDecoder) -> bytes:
             return frames[0].data
 
 
+class LineOutput:
+    """``--write-lines``: what ``tail --ordered`` must do with a message before its FIN,
+    at the least: check its order and write its line (one ``write`` to ``/dev/null``,
+    under a lock the readers share, as one output stream needs)."""
+
+    def __init__(self) -> None:
+        self.fd = os.open(os.devnull, os.O_WRONLY)
+        self.lock = threading.Lock()
+        self.order = OrderChecker("floor")
+
+    def write(self, address: str, part: int, msg: RawMessage) -> None:
+        violation = self.order.check(address, part, msg)
+        if violation is not None:
+            raise AssertionError(f"out of order: {violation}")
+        line = msg.body + b"\n"
+        with self.lock:
+            os.write(self.fd, line)
+
+
 class Goal:
     """The messages to read over all partitions (the prefill need not split evenly)."""
 
-    def __init__(self, want: int) -> None:
+    def __init__(self, want: int, output: LineOutput | None = None) -> None:
         self.want = want
+        self.output = output
         self.readers: list[Reader] = []
         self.finished = 0.0
         self.lock = threading.Lock()
@@ -112,10 +134,13 @@ class Reader(threading.Thread):
             events: list = []
             fin, nop = p.fin, p.nop()
             last = b""
+            output, address = goal.output, f"{self.sock.getpeername()}"
             while True:
                 for event in events:
                     if event.__class__ is list:
                         for msg in event:  # type: ignore[union-attr]
+                            if output is not None and msg.id != last:
+                                output.write(address, self.part, msg)
                             sock.sendall(fin(msg.id))
                             # youzan resends the last message when an ordered SUB resets
                             # the channel's reader: FIN it again, count it once.
@@ -231,9 +256,14 @@ def main() -> int:
         help="one event loop for all partitions instead of a thread each",
     )
     ap.add_argument("--loops", action="store_true", help="an event loop per partition")
+    ap.add_argument(
+        "--write-lines",
+        action="store_true",
+        help="threads: check each message's order and write its line before its FIN",
+    )
     args = ap.parse_args()
     parts = lookup_partitions(args.lookupd, args.topic)
-    goal = Goal(args.count)
+    goal = Goal(args.count, LineOutput() if args.write_lines else None)
     goal.readers = [
         Reader(v["broadcast_address"], v["tcp_port"], args.topic, args.channel, int(k), goal)
         for k, v in parts.items()
