@@ -10,10 +10,12 @@ and the closing CLS excluded), so what is left is nsqd's side of the round trip 
 ``--asyncio`` does the same round trip on one asyncio event loop for every partition
 (nsqctl's process model), ``--loops`` on an event loop per partition, each on its own
 thread: what the process model costs apart from anything nsqctl does per message.
+``--write-lines`` keeps the threads and adds what ``tail --ordered`` must do before each
+FIN (the order checked, the line written): what a tail on threads could reach.
 
 Prints one JSON line: ``{"received": N, "seconds": S, "per_partition": {...}}``.
 Used by ``bench_redesign.py`` (rows ``ordered floor``, ``ordered floor, one loop``,
-``ordered floor, a loop each``); runs alone too::
+``ordered floor, a loop each``, ``ordered floor, writing lines``); runs alone too::
 
     python bench/ordered_floor.py --lookupd 127.0.0.1:4161 --topic T --channel C --count N
 """
