@@ -87,8 +87,10 @@ class Goal:
     def reached(self) -> bool:
         return sum(r.count for r in self.readers) >= self.want
 
-    def finish_loops(self) -> None:
-        """``finish`` for the asyncio readers: CLS through each one's own loop."""
+    def finish(self) -> None:
+        """The last message was FINed: stop the clock, then close every connection cleanly
+        (CLS; each reader ends at its CLOSE_WAIT), waking readers whose partition is done.
+        An asyncio reader's socket belongs to its loop: its CLS goes through that loop."""
         with self.lock:
             if self.finished:
                 return
@@ -96,16 +98,9 @@ class Goal:
             for proto in self.loop_readers:
                 assert proto.transport is not None
                 proto.loop.call_soon_threadsafe(proto.transport.write, p.cls())
-
-    def finish(self) -> None:
-        """The last message was FINed: stop the clock, then close every connection cleanly
-        (CLS; each reader ends at its CLOSE_WAIT), waking readers whose partition is done."""
-        with self.lock:
-            if self.finished:
-                return
-            self.finished = time.perf_counter()
-            for r in self.readers:
-                r.sock.sendall(p.cls())
+            if not self.loop_readers:
+                for r in self.readers:
+                    r.sock.sendall(p.cls())
 
 
 class Reader(threading.Thread):
@@ -195,7 +190,7 @@ class LoopReader(asyncio.Protocol):
                         r.count += 1
                         self.last = msg.id
                         if not goal.finished and goal.reached():
-                            goal.finish_loops()
+                            goal.finish()
             elif not self.subscribed:
                 if event[1] != p.OK:  # type: ignore[index]
                     r.error = f"SUB_ORDERED answered {event[1]!r}"  # type: ignore[index]
