@@ -9,8 +9,9 @@ written and acknowledged.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -46,6 +47,8 @@ def _acknowledged(node: NodeRecord, topic: str, count: int) -> bool:
     )
 
 
+#: Published before the archive starts, split evenly over the two nsqds.
+BEFORE = bodies("a", 20)
 #: The slow publisher's lines: 8 s at --rate 4, a message every 0.25 s, far inside IDLE.
 TRICKLE = bodies("t", 32)
 
@@ -107,29 +110,41 @@ def _received(node: NodeRecord, topic: str) -> int:
     return found.message_count if found is not None else 0
 
 
+@contextlib.asynccontextmanager
+async def _archive_losing(
+    c: Cluster, topic: str, lost: NodeRecord, out: Path, *extra: str
+) -> AsyncIterator[asyncio.Task[Run]]:
+    """:data:`BEFORE` published to both nsqds, the archive (``extra``: its further
+    arguments) started under the slow publisher, and ``lost`` stopped while it is busy:
+    the block runs with that nsqd away and the publisher done, and is given the archive.
+    ``lost`` is started again after the block, however it ended."""
+    survivor = next(n for n in c.nsqds if n is not lost)
+    await publish_to_each(c.nsqd_tcp, topic, BEFORE)
+    pub, archive = await _archive_while_trickling(c, topic, out, survivor, *extra)
+    try:
+        await _lose_while_busy(topic, lost, len(BEFORE) // 2, pub, archive)
+        yield archive
+    finally:
+        c.restart(lost)
+
+
 async def test_idle_exit_waits_for_a_lost_nsqd_and_archives_it_once_back(
     pair: Cluster, tmp_path: Path
 ) -> None:
     c, topic = pair, unique("idle")
-    lost, survivor = c.nsqds
-    before = bodies("a", 20)
-    await publish_to_each(c.nsqd_tcp, topic, before)
-    pub, archive = await _archive_while_trickling(c, topic, tmp_path / "out", survivor)
-    try:
-        await _lose_while_busy(topic, lost, len(before) // 2, pub, archive)
+    lost = c.nsqds[0]
+    async with _archive_losing(c, topic, lost, tmp_path / "out") as archive:
         # A window in which nothing may happen: several idle periods, the nsqd away.
         # Before the fix the archive exited 0 here, never to read what that nsqd holds.
         await asyncio.sleep(IDLE * 3)
         assert not archive.done(), (await archive).err
-    finally:
-        c.restart(lost)
     after = bodies("b", 10)
     pub = await nsqctl("pub", topic, "--nsqd", lost.tcp_address, stdin=lines_in(after))
     assert pub.code == 0, pub.err
     run = await archive
     assert run.code == 0, run.err
     report = json.loads(run.out)
-    assert report["archived"] == len(before) + len(TRICKLE) + len(after), (report, run.err)
+    assert report["archived"] == len(BEFORE) + len(TRICKLE) + len(after), (report, run.err)
     assert report["reconnects"] >= 1, report
 
 
@@ -138,20 +153,13 @@ async def test_idle_exit_gives_up_on_an_nsqd_gone_for_the_failover_window(
 ) -> None:
     c, topic = pair, unique("gone")
     survivor, lost = c.nsqds
-    before = bodies("a", 20)
-    await publish_to_each(c.nsqd_tcp, topic, before)
-    pub, archive = await _archive_while_trickling(
-        c, topic, tmp_path / "out", survivor, "--failover-window", "4"
-    )
-    try:
-        await _lose_while_busy(topic, lost, len(before) // 2, pub, archive)
+    window = ("--failover-window", "4")
+    async with _archive_losing(c, topic, lost, tmp_path / "out", *window) as archive:
         run = await archive
-    finally:
-        c.restart(lost)
     assert run.code == 1, (run.out, run.err)
     assert "Traceback" not in run.err, run.err
     last = run.err.strip().splitlines()[-1]
     assert last.startswith("nsqctl: error: "), run.err
     assert f"nsqd {lost.tcp_address}" in last and "--failover-window" in last, last
     # everything the surviving nsqd got, before and during, is written and acknowledged
-    assert _acknowledged(survivor, topic, len(before) // 2 + len(TRICKLE)), run.err
+    assert _acknowledged(survivor, topic, len(BEFORE) // 2 + len(TRICKLE)), run.err
