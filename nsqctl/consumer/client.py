@@ -207,6 +207,7 @@ class Consumer:
             refresh=refresh,
             waiting_for_leader=self._leaders.waiting_for_leader,
             resume_start=self._resumer.start_for if self._resumer is not None else None,
+            skipped_start=self._resumer.skipped_start if self._resumer is not None else None,
         )
         self._tasks: list[asyncio.Task[Any]] = []  # the flow loop and the lookup polling
         self._started = False

@@ -38,6 +38,10 @@ OnDropped = Callable[[Target, "Connection", bool], None]
 #: The SUB_ADVANCED start for a partition's next subscription on the nsqd whose HTTP
 #: address is given (None if unknown); None to subscribe as usual.
 ResumeStart = Callable[[int | None, HostPort | None], Awaitable[str | None]]
+#: Whether the channel just subscribed from the end of a partition whose log was empty
+#: starts past the partition's first message (on the nsqd whose HTTP address is given);
+#: None when that cannot be told.
+SkippedStart = Callable[[int | None, HostPort | None], Awaitable[bool | None]]
 
 
 class ConnectionSet:
@@ -57,6 +61,7 @@ class ConnectionSet:
         refresh: Callable[[], None] | None = None,
         waiting_for_leader: Callable[[int | None], bool] = lambda partition: False,
         resume_start: ResumeStart | None = None,
+        skipped_start: SkippedStart | None = None,
     ) -> None:
         self.topic = topic
         self.channel = channel
@@ -71,6 +76,7 @@ class ConnectionSet:
         self._refresh = refresh
         self._waiting_for_leader = waiting_for_leader
         self._resume_start = resume_start
+        self._skipped_start = skipped_start
         self._http_of: dict[HostPort, HostPort] = {}  # nsqd TCP address -> its HTTP address
         self._conns: dict[Target, Connection] = {}
         self._targets: set[Target] = set()
@@ -246,10 +252,39 @@ class ConnectionSet:
             await conn.close()
             self._schedule_reconnect(target)
             return
+        if at_end and await self._published_in_between(target, conn):
+            return
         self._conns[target] = conn
         self._reconnect_delay.pop(target, None)
         self.stats.connections = len(self._conns)
         self._on_connected(target, conn)
+
+    async def _published_in_between(self, target: Target, conn: Connection) -> bool:
+        """After a partition whose log was empty was subscribed from its end (``conn``, not
+        READY yet): was a message published between nsqd's refusal of the start and this
+        subscription? Then ``conn`` is closed and the partition subscribed again with the
+        start asked for, which its log, no longer empty, now answers (True); that message
+        lies before the end, and a read from the start would otherwise never see it."""
+        address, partition = target
+        if self._skipped_start is None:
+            return False  # nsqds given directly: no HTTP address to ask
+        try:
+            skipped = await self._skipped_start(partition, self._http_of.get(address))
+        except asyncio.CancelledError:
+            await conn.close()  # stopped while asking: nothing READY yet
+            raise
+        if not skipped:
+            return False
+        log.info(
+            "partition %s of %s on %s got its first message while being subscribed: "
+            "subscribing again from the start asked for",
+            partition,
+            self.topic,
+            address,
+        )
+        await conn.close()
+        await self._connect(target)
+        return True
 
     def _on_close(self, target: Target, conn: Connection, err: BaseException | None) -> None:
         if self._conns.get(target) is not conn:

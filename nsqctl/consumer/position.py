@@ -121,3 +121,21 @@ def plan_resume(
         at = end - found.depth_bytes  # confirmed offset: the unconsumed bytes end at `end`
         ahead = at > position and not same_nsqd
     return ResumePlan(copy.partition, position, at) if ahead else None
+
+
+def skips_start(copy: TopicPartitionStats | None, channel: str) -> bool | None:
+    """Whether ``channel`` on the leader's ``copy`` of a partition (from its ``/stats``)
+    starts past the partition's first retained message; None when the stats cannot tell
+    (no copy, no channel, no byte counts).
+
+    Asked right after a partition whose log was empty was subscribed from its end, before
+    anything was consumed (see :class:`.connections.ConnectionSet`): the log was empty
+    when nsqd refused the start, so anything before the channel's offset was published in
+    between and would be skipped.
+    """
+    if copy is None or not copy.depth_is_bytes:
+        return None
+    found = copy.channel(channel)
+    if found is None or found.depth_bytes is None:
+        return None
+    return copy.depth - found.depth_bytes > copy.backend_start

@@ -9,6 +9,11 @@ for an ordered one the channel is made if missing and its offset set first (nsqd
 ``/channel/create`` and ``/channel/setoffset``, as the admin's ``channel setoffset``).
 
 Which channels are moved back: see :func:`.position.plan_resume`.
+
+The same ``/stats`` read answers a second question, right after a partition whose log was
+empty was subscribed from its end (youzan refuses every start there): does the channel
+start past the partition's first message, i.e. was something published in between
+(:meth:`Resumer.skipped_start`)?
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from nsqctl.addresses import HostPort
-from nsqctl.consumer.position import ConfirmedPositions, ResumePlan, plan_resume
+from nsqctl.consumer.position import ConfirmedPositions, ResumePlan, plan_resume, skips_start
 from nsqctl.errors import TransportError
 from nsqctl.failover import RESUMED_FROM_CONFIRMED
 from nsqctl.lookup.client import ACCEPT_V1
@@ -25,6 +30,8 @@ from nsqctl.protocol.commands import start_virtual_queue
 
 if TYPE_CHECKING:
     import httpx
+
+    from nsqctl.stats.model import TopicPartitionStats
 
 log = logging.getLogger("nsqctl.consumer")
 
@@ -57,24 +64,15 @@ class Resumer:
         position = self.positions.position(partition)
         if position is None:
             return None  # nothing received yet: nothing this consumer could skip
-        # imported here, not at the top: every consumer imports this module, and only one
-        # that resubscribes after receiving anything reads /stats (httpx and the stats
-        # model are a visible part of a short tail's start-up)
-        from nsqctl.stats.parse import StatsProtocolError
-        from nsqctl.stats.read import fetch_nsqd_stats
-
         try:
-            node = await fetch_nsqd_stats(
-                self._client(), address, topic=self.topic, channel=self.channel
-            )
-            copy = node.topic(self.topic, partition)
+            copy = await self._copy(partition, address)
             plan = plan_resume(position, copy, self.channel, same_nsqd=same_nsqd)
             if plan is None:
                 return None
             log.warning("%s", plan.describe(self.topic, self.channel, address))
             if self.ordered:
                 await self._move_channel(address, plan)
-        except (TransportError, StatsProtocolError) as err:
+        except TransportError as err:
             log.warning(
                 "%s/%s: cannot tell whether %s has channel %r at the confirmed offset %d "
                 "(subscribing as usual): %s",
@@ -88,6 +86,48 @@ class Resumer:
             return None
         self._plans[partition] = plan
         return None if self.ordered else start_virtual_queue(plan.position)
+
+    async def skipped_start(self, partition: int | None, nsqd_http: HostPort | None) -> bool | None:
+        """Whether the channel just subscribed from the end of ``partition``, whose log was
+        empty when nsqd refused the start asked for, starts past the partition's first
+        message: then something was published in between (:func:`.position.skips_start`).
+        None when that cannot be told (logged): the subscription stays as it is."""
+        if partition is None or nsqd_http is None:
+            return None
+        address = str(nsqd_http)
+        try:
+            skipped = skips_start(await self._copy(partition, address), self.channel)
+        except TransportError as err:
+            skipped, why = None, str(err)
+        else:
+            why = "its /stats lists no byte offsets for the channel"
+        if skipped is None:
+            log.warning(
+                "%s/%s: cannot tell whether a message was published on %s between its "
+                "refusal of the start and the subscription from its end: %s",
+                self.topic,
+                partition,
+                address,
+                why,
+            )
+        return skipped
+
+    async def _copy(self, partition: int, address: str) -> TopicPartitionStats | None:
+        """The copy of the partition on the nsqd at ``address`` (HTTP), from its ``/stats``;
+        raises :class:`TransportError` when it cannot be read."""
+        # imported here, not at the top: every consumer imports this module, and only one
+        # that resubscribes after receiving anything reads /stats (httpx and the stats
+        # model are a visible part of a short tail's start-up)
+        from nsqctl.stats.parse import StatsProtocolError
+        from nsqctl.stats.read import fetch_nsqd_stats
+
+        try:
+            node = await fetch_nsqd_stats(
+                self._client(), address, topic=self.topic, channel=self.channel
+            )
+        except StatsProtocolError as err:
+            raise TransportError(str(err)) from None
+        return node.topic(self.topic, partition)
 
     def take_reason(self, partition: int | None) -> str:
         """The failover event's reason for ``partition`` just subscribed: set once after a

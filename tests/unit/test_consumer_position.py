@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from nsqctl.consumer.leaders import LeaderWatch
 from nsqctl.consumer.options import ConsumerStats
-from nsqctl.consumer.position import ConfirmedPositions, ResumePlan, plan_resume
+from nsqctl.consumer.position import ConfirmedPositions, ResumePlan, plan_resume, skips_start
 from nsqctl.failover import RESUMED_FROM_CONFIRMED, FailoverEvent
 from nsqctl.protocol.message import RawMessage
 from nsqctl.stats.model import ChannelStats, TopicPartitionStats
@@ -88,6 +90,21 @@ def test_no_resume_when_it_cannot_be_told() -> None:
     assert plan_resume(None, copy(100, None), "c") is None
     assert plan_resume(40, None, "c") is None
     assert plan_resume(40, copy(100, channel(None)), "c") is None
+
+
+def test_a_channel_made_at_the_end_of_a_partition_that_was_empty_skips_what_came_since() -> None:
+    """The channel a subscription from the end made: anything before it was published
+    after nsqd found the log empty (tests/integration/test_redesign_empty_partition.py
+    forces it on real servers)."""
+    assert skips_start(copy(0, channel(0)), "c") is False  # still empty
+    assert skips_start(copy(100, channel(100)), "c") is False  # it starts at the first
+    assert skips_start(copy(100, channel(40)), "c") is True  # 60 bytes before it
+    retained = replace(copy(100, channel(40)), backend_start=60)  # older ones deleted
+    assert skips_start(retained, "c") is False
+    assert skips_start(replace(retained, backend_start=50), "c") is True
+    assert skips_start(None, "c") is None
+    assert skips_start(copy(100, None), "c") is None
+    assert skips_start(copy(100, channel(None)), "c") is None
 
 
 def test_the_resumed_event_says_it_resumed_from_the_confirmed_position() -> None:
