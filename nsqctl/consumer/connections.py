@@ -318,6 +318,11 @@ class ConnectionSet:
         async def later() -> None:
             await asyncio.sleep(jittered)
             self._connecting.pop(target, None)
+            if self._refresh is not None and target not in self._targets:
+                # The lookup moved the partition (or dropped the nsqd) while this waited:
+                # a SUB there would be refused by a follower, or would read a drained nsqd
+                # again; the new target has its own connection.
+                return
             await self._ensure(target)
 
         task = asyncio.create_task(later(), name=f"nsq-reconnect-{target[0]}")

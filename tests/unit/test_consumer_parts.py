@@ -353,6 +353,33 @@ async def test_connection_set_connects_reconnects_and_closes() -> None:
     assert conns.stats.connections == 0 and conns.fatal is None
 
 
+async def test_a_reconnect_waiting_when_the_lookup_moves_its_partition_is_dropped() -> None:
+    """A lost leader's reconnect waits out its delay; if the lookup lists the partition on
+    another nsqd meanwhile, the old address is not dialled when the delay ends."""
+    old, new = parse_address("127.0.0.1:4150"), parse_address("127.0.0.1:4250")
+    dialer = Dialer()
+    events: list[tuple[str, Target, bool]] = []
+    conns = ConnectionSet(
+        "t",
+        "c",
+        ConsumerOptions(reconnect_initial=0.05, reconnect_max=0.05),
+        ConsumerStats(),
+        dial=dialer,
+        on_connected=lambda target, conn: events.append(("connected", target, False)),
+        on_dropped=lambda target, conn, lost: events.append(("dropped", target, lost)),
+        rng=random.Random(1),
+        refresh=lambda: None,
+    )
+    await conns.sync(Topology("t", partitions={0: Peer.from_address(old)}))
+    dialer.opened[0].breaks()
+    waiting = conns._connecting[(old, 0)]  # the reconnect, sleeping out its delay
+    await conns.sync(Topology("t", partitions={0: Peer.from_address(new)}))
+    await waiting
+    assert [f.address for f in dialer.opened] == [old, new]
+    assert set(conns.connections) == {(new, 0)} and conns.unconnected() == set()
+    await conns.close_all()
+
+
 async def test_connection_set_refused_subscription_is_fatal() -> None:
     dialer = Dialer()
     dialer.subscribe_error = p.SubOrderIsMustError("E_SUB_ORDER_IS_MUST")
