@@ -175,9 +175,11 @@ class ConnectionSet:
             if self._connecting.get(target) is task:  # a scheduled retry may have replaced us
                 del self._connecting[target]
 
-    async def _connect(self, target: Target, at_end: bool = False) -> None:
+    async def _connect(self, target: Target, at_end: bool = False, check_gap: bool = True) -> None:
         """Dial and subscribe ``target``; ``at_end``: from the partition's end instead of
-        the start asked for (after :class:`nsqctl.protocol.EmptyPartitionError`)."""
+        the start asked for (after :class:`nsqctl.protocol.EmptyPartitionError`), then
+        ``check_gap`` whether something was published in between (see
+        :meth:`_published_in_between`; False once that led here, so it happens once)."""
         address, partition = target
         try:
             conn = await self._dial(
@@ -245,15 +247,19 @@ class ConnectionSet:
                 self.topic,
                 address,
             )
-            await self._connect(target, at_end=True)
+            await self._connect(target, at_end=True, check_gap=check_gap)
             return
         except NsqctlError as err:
             log.warning("subscribe on %s failed: %s", address, err)
             await conn.close()
             self._schedule_reconnect(target)
             return
-        if at_end and await self._published_in_between(target, conn):
-            return
+        if at_end and check_gap and start == p.start_end():
+            if await self._published_in_between(target, conn):
+                return
+            if not conn.is_open:  # lost while /stats was read: _on_close ignored it
+                self._schedule_reconnect(target)
+                return
         self._conns[target] = conn
         self._reconnect_delay.pop(target, None)
         self.stats.connections = len(self._conns)
@@ -264,7 +270,9 @@ class ConnectionSet:
         READY yet): was a message published between nsqd's refusal of the start and this
         subscription? Then ``conn`` is closed and the partition subscribed again with the
         start asked for, which its log, no longer empty, now answers (True); that message
-        lies before the end, and a read from the start would otherwise never see it."""
+        lies before the end, and a read from the start would otherwise never see it. Done
+        once: should the start be refused again, the partition is read from its
+        end as before, never subscribed round and round."""
         address, partition = target
         if self._skipped_start is None:
             return False  # nsqds given directly: no HTTP address to ask
@@ -283,12 +291,12 @@ class ConnectionSet:
             address,
         )
         await conn.close()
-        await self._connect(target)
+        await self._connect(target, check_gap=False)
         return True
 
     def _on_close(self, target: Target, conn: Connection, err: BaseException | None) -> None:
         if self._conns.get(target) is not conn:
-            return  # closed while connecting or subscribing: _connect handles that
+            return  # closed while connecting, subscribing or checking: _connect handles that
         del self._conns[target]
         lost = err is not None and not self._stopping
         self.stats.connections = len(self._conns)
@@ -322,6 +330,7 @@ class ConnectionSet:
                 # The lookup moved the partition (or dropped the nsqd) while this waited:
                 # a SUB there would be refused by a follower, or would read a drained nsqd
                 # again; the new target has its own connection.
+                self._reconnect_delay.pop(target, None)
                 return
             await self._ensure(target)
 

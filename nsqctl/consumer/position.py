@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from nsqctl.protocol.message import RawMessage
 
 if TYPE_CHECKING:
-    from nsqctl.stats.model import TopicPartitionStats
+    from nsqctl.stats.model import ChannelStats, TopicPartitionStats
 
 
 class ConfirmedPositions:
@@ -110,15 +110,14 @@ def plan_resume(
     """
     if position is None or copy is None or copy.partition is None or not copy.depth_is_bytes:
         return None
-    end = copy.depth  # the byte offset where the partition's queue ends
     found = copy.channel(channel)
     if found is None:
         at = None
-        ahead = end > position
+        ahead = copy.depth > position  # depth: the byte offset where the queue ends
     else:
-        if found.depth_bytes is None:
+        at = _channel_offset(copy, found)
+        if at is None:
             return None
-        at = end - found.depth_bytes  # confirmed offset: the unconsumed bytes end at `end`
         ahead = at > position and not same_nsqd
     return ResumePlan(copy.partition, position, at) if ahead else None
 
@@ -136,6 +135,11 @@ def skips_start(copy: TopicPartitionStats | None, channel: str) -> bool | None:
     if copy is None or not copy.depth_is_bytes:
         return None
     found = copy.channel(channel)
-    if found is None or found.depth_bytes is None:
-        return None
-    return copy.depth - found.depth_bytes > copy.backend_start
+    at = None if found is None else _channel_offset(copy, found)
+    return None if at is None else at > copy.backend_start
+
+
+def _channel_offset(copy: TopicPartitionStats, found: ChannelStats) -> int | None:
+    """The channel's confirmed offset on a redesign copy: its unconsumed bytes end where
+    the queue does (``depth``); None without byte counts."""
+    return None if found.depth_bytes is None else copy.depth - found.depth_bytes

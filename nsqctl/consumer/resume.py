@@ -64,6 +64,8 @@ class Resumer:
         position = self.positions.position(partition)
         if position is None:
             return None  # nothing received yet: nothing this consumer could skip
+        from nsqctl.stats.parse import StatsProtocolError  # see _copy
+
         try:
             copy = await self._copy(partition, address)
             plan = plan_resume(position, copy, self.channel, same_nsqd=same_nsqd)
@@ -72,7 +74,7 @@ class Resumer:
             log.warning("%s", plan.describe(self.topic, self.channel, address))
             if self.ordered:
                 await self._move_channel(address, plan)
-        except TransportError as err:
+        except (TransportError, StatsProtocolError) as err:
             log.warning(
                 "%s/%s: cannot tell whether %s has channel %r at the confirmed offset %d "
                 "(subscribing as usual): %s",
@@ -91,16 +93,19 @@ class Resumer:
         """Whether the channel just subscribed from the end of ``partition``, whose log was
         empty when nsqd refused the start asked for, starts past the partition's first
         message: then something was published in between (:func:`.position.skips_start`).
-        None when that cannot be told (logged): the subscription stays as it is."""
+        None when that cannot be told (logged, unless no HTTP address is known): the
+        subscription stays as it is."""
         if partition is None or nsqd_http is None:
             return None
+        from nsqctl.stats.parse import StatsProtocolError  # see _copy
+
         address = str(nsqd_http)
         try:
             skipped = skips_start(await self._copy(partition, address), self.channel)
-        except TransportError as err:
+        except (TransportError, StatsProtocolError) as err:
             skipped, why = None, str(err)
         else:
-            why = "its /stats lists no byte offsets for the channel"
+            why = "its /stats list no copy of the partition with the channel's byte offsets"
         if skipped is None:
             log.warning(
                 "%s/%s: cannot tell whether a message was published on %s between its "
@@ -114,19 +119,17 @@ class Resumer:
 
     async def _copy(self, partition: int, address: str) -> TopicPartitionStats | None:
         """The copy of the partition on the nsqd at ``address`` (HTTP), from its ``/stats``;
-        raises :class:`TransportError` when it cannot be read."""
-        # imported here, not at the top: every consumer imports this module, and only one
-        # that resubscribes after receiving anything reads /stats (httpx and the stats
-        # model are a visible part of a short tail's start-up)
-        from nsqctl.stats.parse import StatsProtocolError
+        raises :class:`TransportError` when it cannot be asked and ``StatsProtocolError``
+        when it answers something else."""
+        # imported here (the stats modules, as StatsProtocolError in the callers), not at
+        # the top: every consumer imports this module, and only one that resubscribes after
+        # receiving anything, or reads an empty partition's history, reads /stats (httpx
+        # and the stats model are a visible part of a short tail's start-up)
         from nsqctl.stats.read import fetch_nsqd_stats
 
-        try:
-            node = await fetch_nsqd_stats(
-                self._client(), address, topic=self.topic, channel=self.channel
-            )
-        except StatsProtocolError as err:
-            raise TransportError(str(err)) from None
+        node = await fetch_nsqd_stats(
+            self._client(), address, topic=self.topic, channel=self.channel
+        )
         return node.topic(self.topic, partition)
 
     def take_reason(self, partition: int | None) -> str:

@@ -380,6 +380,100 @@ async def test_a_reconnect_waiting_when_the_lookup_moves_its_partition_is_droppe
     await conns.close_all()
 
 
+class EmptyPartitionDialer(Dialer):
+    """Connections to a partition whose log is empty for the first ``refusals`` history
+    starts: each is refused as youzan refuses it ("commit log end of file"); a
+    subscription from the end is accepted. Records every start asked for."""
+
+    def __init__(self, refusals: int) -> None:
+        super().__init__()
+        self.refusals = refusals
+        self.starts: list[str | None] = []
+
+    async def __call__(self, address: HostPort, on_error: Any, on_close: Any) -> Connection:
+        conn = await super().__call__(address, on_error, on_close)
+        fake, accept = self.opened[-1], self.opened[-1].subscribe
+
+        async def subscribe(
+            topic: str, channel: str, partition: int | None = None, **kw: Any
+        ) -> None:
+            self.starts.append(kw.get("start"))
+            if kw.get("start") != END and self.refusals:
+                self.refusals -= 1
+                raise p.EmptyPartitionError("E_INVALID", "commit log end of file")
+            await accept(topic, channel, partition)
+
+        fake.subscribe = subscribe  # type: ignore[method-assign]
+        return conn
+
+
+START, END = p.start_msgcount(0), p.start_end()
+
+
+def gap_checked_set(dialer: Dialer, answers: list[bool | None]) -> ConnectionSet:
+    """A lookup's ConnectionSet reading partition 0 from START whose gap check gives
+    ``answers`` in turn (the last one again once they run out)."""
+
+    async def skipped_start(partition: int | None, nsqd_http: HostPort | None) -> bool | None:
+        return answers.pop(0) if len(answers) > 1 else answers[0]
+
+    return ConnectionSet(
+        "t",
+        "c",
+        ConsumerOptions(start=START, reconnect_initial=0.01, reconnect_max=0.02),
+        ConsumerStats(),
+        dial=dialer,
+        on_connected=lambda target, conn: None,
+        on_dropped=lambda target, conn, lost: None,
+        rng=random.Random(1),
+        refresh=lambda: None,
+        skipped_start=skipped_start,
+    )
+
+
+ONE_PARTITION = Topology("t", partitions={0: Peer.from_address(parse_address(NSQD))})
+
+
+@pytest.mark.parametrize(
+    ("refusals", "answers", "starts"),
+    [
+        (1, [False], [START, END]),  # nothing came in between: read from the end
+        (1, [None], [START, END]),  # cannot tell: as before, read from the end
+        (1, [True], [START, END, START]),  # something came: the start again, answered now
+        (9, [True], [START, END, START, END]),  # refused again: the end, never round again
+    ],
+)
+async def test_an_empty_partition_read_from_its_end_is_read_from_its_start_if_one_came_between(
+    refusals: int, answers: list[bool | None], starts: list[str]
+) -> None:
+    dialer = EmptyPartitionDialer(refusals)
+    conns = gap_checked_set(dialer, answers)
+    await conns.sync(ONE_PARTITION)
+    assert dialer.starts == starts
+    assert [f.is_open for f in dialer.opened] == [False] * (len(starts) - 1) + [True]
+    assert set(conns.connections) == {(parse_address(NSQD), 0)}
+    await conns.close_all()
+
+
+async def test_a_connection_lost_during_the_gap_check_is_reconnected() -> None:
+    dialer = EmptyPartitionDialer(refusals=1)
+    broken: list[bool | None] = []
+
+    async def breaks_then_answers(partition: int | None, nsqd_http: HostPort | None) -> bool:
+        if not broken:
+            broken.append(True)
+            dialer.opened[-1].breaks()  # nsqd went away while /stats was read
+        return False
+
+    conns = gap_checked_set(dialer, [False])
+    conns._skipped_start = breaks_then_answers
+    await conns.sync(ONE_PARTITION)
+    assert not conns.connections  # the broken one was not kept as if it read the partition
+    await wait_for(lambda: conns.connections, 2.0, "the reconnect")
+    assert dialer.starts == [START, END, START]  # the log answers a start by now
+    await conns.close_all()
+
+
 async def test_connection_set_refused_subscription_is_fatal() -> None:
     dialer = Dialer()
     dialer.subscribe_error = p.SubOrderIsMustError("E_SUB_ORDER_IS_MUST")
