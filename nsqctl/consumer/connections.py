@@ -163,8 +163,19 @@ class ConnectionSet:
         self._conns.clear()
         self.stats.connections = 0
 
+    def _unlisted(self, target: Target) -> bool:
+        """The lookup no longer lists ``target`` (its partition moved, its nsqd was dropped):
+        it is not connected again, the new target has its own connection. Never with nsqds
+        given directly (their targets are fixed)."""
+        return self._refresh is not None and target not in self._targets
+
     async def _ensure(self, target: Target) -> None:
         if target in self._conns or target in self._connecting or self._stopping:
+            return
+        if self._unlisted(target):
+            # dropped while a reconnect waited out its delay: a SUB there would be refused
+            # by a follower, or would read a drained nsqd again
+            self._reconnect_delay.pop(target, None)
             return
         task = asyncio.current_task()
         assert task is not None
@@ -312,7 +323,7 @@ class ConnectionSet:
         pending = self._connecting.get(target)
         if self._stopping or (pending is not None and pending is not asyncio.current_task()):
             return  # another attempt is already under way
-        if self._refresh is not None and target not in self._targets:
+        if self._unlisted(target):
             return
         options = self._options
         delay = self._reconnect_delay.get(target, options.reconnect_initial)
@@ -326,12 +337,6 @@ class ConnectionSet:
         async def later() -> None:
             await asyncio.sleep(jittered)
             self._connecting.pop(target, None)
-            if self._refresh is not None and target not in self._targets:
-                # The lookup moved the partition (or dropped the nsqd) while this waited:
-                # a SUB there would be refused by a follower, or would read a drained nsqd
-                # again; the new target has its own connection.
-                self._reconnect_delay.pop(target, None)
-                return
             await self._ensure(target)
 
         task = asyncio.create_task(later(), name=f"nsq-reconnect-{target[0]}")

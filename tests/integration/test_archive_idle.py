@@ -105,11 +105,6 @@ async def _lose_while_busy(
     assert not archive.done(), await archive
 
 
-def _received(node: NodeRecord, topic: str) -> int:
-    found = read_nsqd_stats(node.http_address, topic=topic).channel(topic, "nsqctl_archive")
-    return found.message_count if found is not None else 0
-
-
 @contextlib.asynccontextmanager
 async def _archive_losing(
     c: Cluster, topic: str, lost: NodeRecord, out: Path, *extra: str

@@ -22,7 +22,7 @@ from nsqctl import protocol as p
 from nsqctl.addresses import HostPort, parse_address
 from nsqctl.connection import Connection, ConnectionConfig
 from nsqctl.consumer import Consumer, ConsumerOptions, ConsumerStats, FailoverEvent
-from nsqctl.consumer.connections import ConnectionSet, Target
+from nsqctl.consumer.connections import ConnectionSet, SkippedStart, Target
 from nsqctl.consumer.delivery import END_OF_STREAM, DeliveryPath
 from nsqctl.consumer.failover import PartitionWatch
 from nsqctl.consumer.leaders import LeaderWatch
@@ -317,18 +317,28 @@ class Dialer:
 
 
 def connection_set(
-    dialer: Dialer, events: list[tuple[str, Target, bool]], **option_overrides: Any
+    dialer: Dialer,
+    events: list[tuple[str, Target, bool]] | None = None,
+    *,
+    lookup: bool = False,
+    skipped_start: SkippedStart | None = None,
+    **option_overrides: Any,
 ) -> ConnectionSet:
-    options = ConsumerOptions(reconnect_initial=0.01, reconnect_max=0.02, **option_overrides)
+    """A ConnectionSet on ``dialer`` recording its reports in ``events``; ``lookup``: its
+    targets follow a lookup (a refresh callback), as with lookupd addresses."""
+    seen = events if events is not None else []
+    options = {"reconnect_initial": 0.01, "reconnect_max": 0.02, **option_overrides}
     return ConnectionSet(
         "t",
         "c",
-        options,
+        ConsumerOptions(**options),
         ConsumerStats(),
         dial=dialer,
-        on_connected=lambda target, conn: events.append(("connected", target, False)),
-        on_dropped=lambda target, conn, lost: events.append(("dropped", target, lost)),
+        on_connected=lambda target, conn: seen.append(("connected", target, False)),
+        on_dropped=lambda target, conn, lost: seen.append(("dropped", target, lost)),
         rng=random.Random(1),
+        refresh=(lambda: None) if lookup else None,
+        skipped_start=skipped_start,
     )
 
 
@@ -358,18 +368,7 @@ async def test_a_reconnect_waiting_when_the_lookup_moves_its_partition_is_droppe
     another nsqd meanwhile, the old address is not dialled when the delay ends."""
     old, new = parse_address("127.0.0.1:4150"), parse_address("127.0.0.1:4250")
     dialer = Dialer()
-    events: list[tuple[str, Target, bool]] = []
-    conns = ConnectionSet(
-        "t",
-        "c",
-        ConsumerOptions(reconnect_initial=0.05, reconnect_max=0.05),
-        ConsumerStats(),
-        dial=dialer,
-        on_connected=lambda target, conn: events.append(("connected", target, False)),
-        on_dropped=lambda target, conn, lost: events.append(("dropped", target, lost)),
-        rng=random.Random(1),
-        refresh=lambda: None,
-    )
+    conns = connection_set(dialer, lookup=True, reconnect_initial=0.05, reconnect_max=0.05)
     await conns.sync(Topology("t", partitions={0: Peer.from_address(old)}))
     dialer.opened[0].breaks()
     waiting = conns._connecting[(old, 0)]  # the reconnect, sleeping out its delay
@@ -417,18 +416,7 @@ def gap_checked_set(dialer: Dialer, answers: list[bool | None]) -> ConnectionSet
     async def skipped_start(partition: int | None, nsqd_http: HostPort | None) -> bool | None:
         return answers.pop(0) if len(answers) > 1 else answers[0]
 
-    return ConnectionSet(
-        "t",
-        "c",
-        ConsumerOptions(start=START, reconnect_initial=0.01, reconnect_max=0.02),
-        ConsumerStats(),
-        dial=dialer,
-        on_connected=lambda target, conn: None,
-        on_dropped=lambda target, conn, lost: None,
-        rng=random.Random(1),
-        refresh=lambda: None,
-        skipped_start=skipped_start,
-    )
+    return connection_set(dialer, lookup=True, skipped_start=skipped_start, start=START)
 
 
 ONE_PARTITION = Topology("t", partitions={0: Peer.from_address(parse_address(NSQD))})
@@ -465,8 +453,7 @@ async def test_a_connection_lost_during_the_gap_check_is_reconnected() -> None:
             dialer.opened[-1].breaks()  # nsqd went away while /stats was read
         return False
 
-    conns = gap_checked_set(dialer, [False])
-    conns._skipped_start = breaks_then_answers
+    conns = connection_set(dialer, lookup=True, skipped_start=breaks_then_answers, start=START)
     await conns.sync(ONE_PARTITION)
     assert not conns.connections  # the broken one was not kept as if it read the partition
     await wait_for(lambda: conns.connections, 2.0, "the reconnect")
