@@ -59,7 +59,7 @@ BIG = "nsqctl pub 1 GB"
 
 TARGET_PUB_VS_TO_NSQ = 20.0
 TARGET_TAIL_VS_NSQ_TAIL = 1.5
-BIG_RSS_LIMIT_MB = 200  # MB = 10^6 bytes, as the issue states it
+BIG_RSS_LIMIT_MB = 200  # MB = 10^6 bytes (the budget is in MB, not MiB)
 CHANNEL = "bench"
 
 

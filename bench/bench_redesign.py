@@ -121,7 +121,7 @@ NSQ_OTAIL1 = "nsq_tail -ordered -n 1"
 CONSUMER = "nsqctl Consumer"
 BR = "bench_reader"
 
-#: (row, reference, target ratio) from issue 22.
+#: (row, reference, target ratio): what the summary checks (``--require-targets``).
 TARGETS = (
     (PUB, BW, 0.6),
     (PUB, TO_NSQ, 20.0),

@@ -48,7 +48,7 @@ PUB = "nsqctl pub"
 TO_NSQ = "to_nsq"
 PYTHON = "python -c pass"
 
-#: milliseconds, as issue 13 states them
+#: the start-up budgets, in milliseconds, spawn to exit
 TARGETS_MS = {HELP: 150.0, VERSION: 150.0, PUB: 300.0}
 
 
