@@ -109,6 +109,7 @@ class Consumer:
         rdy_redistribute_interval: float | NotGiven = NOT_GIVEN,
         low_rdy_idle_timeout: float | NotGiven = NOT_GIVEN,
         low_rdy_timeout: float | NotGiven = NOT_GIVEN,
+        rdy_idle_turn: float | NotGiven = NOT_GIVEN,
         lookup_interval: float | NotGiven = NOT_GIVEN,
         lookup_jitter: float | NotGiven = NOT_GIVEN,
         reconnect_initial: float | NotGiven = NOT_GIVEN,
@@ -164,6 +165,7 @@ class Consumer:
                 redistribute_interval=opts.rdy_redistribute_interval,
                 low_rdy_idle_timeout=opts.low_rdy_idle_timeout,
                 low_rdy_timeout=opts.low_rdy_timeout,
+                idle_turn=opts.rdy_idle_turn,
             ),
             BackoffController(
                 backoff_multiplier=opts.backoff_multiplier, max_backoff_duration=opts.max_backoff
