@@ -66,6 +66,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("nsqctl.consumer")
 
+#: Seconds close() lets cancelled handlers unwind (their messages were given back
+#: already); one that ignores its cancellation is not waited for longer.
+HANDLER_CANCEL_GRACE = 1.0
+
 __all__ = ["Consumer", "FailoverHook", "GiveUpHook", "Handler", "OrderEventHook"]
 
 
@@ -210,6 +214,7 @@ class Consumer:
             waiting_for_leader=self._leaders.waiting_for_leader,
             resume_start=self._resumer.start_for if self._resumer is not None else None,
             skipped_start=self._resumer.skipped_start if self._resumer is not None else None,
+            on_fatal=self._fail,
         )
         self._tasks: list[asyncio.Task[Any]] = []  # the flow loop and the lookup polling
         self._started = False
@@ -243,8 +248,14 @@ class Consumer:
             self._leaders.lost(target[1], now)
 
     def _fail(self, error: BaseException) -> None:
+        """The consumer cannot go on: :meth:`run_forever` and the iterator raise ``error``."""
+        if self.error is not None:
+            return
         self.error = error
         self.failed.set()
+        queue = self._delivery.queue
+        if queue is not None:
+            queue.put_nowait(END_OF_STREAM)  # wakes an iterator waiting for a message
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -299,12 +310,15 @@ class Consumer:
         """Stop receiving and close, giving back what was not handled, once.
 
         In order: RDY 0 on every connection; the messages waiting in the iterator's queue
-        are given back (REQ, no delay, no backoff), as is every message that still arrives
-        (nsqd sent it before it saw RDY 0); handlers in progress (and messages taken from
-        the iterator) get up to ``timeout`` seconds (default ``stop_timeout``) to be
-        answered; the background tasks (flow, connecting, lookup polling) are stopped,
-        waiting at most the connect timeout for them; then CLS and close. What is still
-        unanswered after that is redelivered by nsqd after its message timeout.
+        are given back at once (REQ, no delay, no backoff), as is every message that still
+        arrives (nsqd sent it before it saw RDY 0) and every message taken from an
+        iterator that was left (``break``) without answering it; handlers in progress
+        (and messages taken by an iteration still in progress) get up to ``timeout``
+        seconds (default ``stop_timeout``) to be answered; what is still unanswered then
+        is given back at once and its handler cancelled (a handler that answers after
+        that gets AlreadyRespondedError: each message is given back once, never FINed
+        after); the background tasks (flow, connecting, lookup polling) are stopped,
+        waiting at most the connect timeout for them; then CLS and close.
         """
         if self._stopping:
             return
@@ -315,11 +329,18 @@ class Consumer:
         self._delivery.close()
         left = await self._delivery.wait_idle(timeout)
         if left:
+            handlers = self._delivery.abandon()
             log.warning(
-                "closing with %d message(s) still unanswered: nsqd redelivers them after "
-                "its message timeout",
+                "closing %s/%s: %d message(s) still unanswered after %gs were given back "
+                "(requeued at once) and %d overrunning handler(s) cancelled",
+                self.topic,
+                self.channel,
                 left,
+                timeout,
+                len(handlers),
             )
+            if handlers:  # let the cancelled handlers unwind, within a bound
+                await asyncio.wait(handlers, timeout=HANDLER_CANCEL_GRACE)
         await self._stop_tasks()
         await self._connections.close_all()
         if self._lookup is not None:
@@ -365,9 +386,13 @@ class Consumer:
         await self.close(timeout)
 
     async def run_forever(self) -> None:
+        """Start, then run until the consumer fails (raising its :attr:`error`, e.g.
+        FailoverTimeoutError) or is cancelled; closes either way."""
         await self.start()
         try:
-            await asyncio.Event().wait()
+            await self.failed.wait()
+            assert self.error is not None
+            raise self.error
         finally:
             await self.close()
 
@@ -379,16 +404,28 @@ class Consumer:
         return self._iterate()
 
     async def _iterate(self) -> AsyncIterator[Message]:
-        queue = self._delivery.queue
+        delivery = self._delivery
+        queue = delivery.queue
         assert queue is not None
         if not self._started:
             await self.start()
-        while True:
-            msg = await queue.get()
-            if msg is END_OF_STREAM:
-                queue.put_nowait(END_OF_STREAM)  # a second iterator ends too
-                return
-            yield msg
+        delivery.iteration_started()
+        try:
+            while True:
+                msg = await queue.get()
+                if self.error is not None:  # failed: raise, whatever is queued
+                    if msg is END_OF_STREAM:
+                        queue.put_nowait(END_OF_STREAM)  # a second iterator raises too
+                    else:
+                        delivery.take(msg)  # close gives it back
+                    raise self.error
+                if msg is END_OF_STREAM:
+                    queue.put_nowait(END_OF_STREAM)  # a second iterator ends too
+                    return
+                delivery.take(msg)
+                yield msg
+        finally:
+            delivery.iteration_ended()
 
     # ------------------------------------------------------------------ introspection
 

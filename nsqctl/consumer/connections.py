@@ -62,6 +62,7 @@ class ConnectionSet:
         waiting_for_leader: Callable[[int | None], bool] = lambda partition: False,
         resume_start: ResumeStart | None = None,
         skipped_start: SkippedStart | None = None,
+        on_fatal: Callable[[BaseException], None] = lambda error: None,
     ) -> None:
         self.topic = topic
         self.channel = channel
@@ -77,6 +78,7 @@ class ConnectionSet:
         self._waiting_for_leader = waiting_for_leader
         self._resume_start = resume_start
         self._skipped_start = skipped_start
+        self._on_fatal = on_fatal
         self._http_of: dict[HostPort, HostPort] = {}  # nsqd TCP address -> its HTTP address
         self._conns: dict[Target, Connection] = {}
         self._targets: set[Target] = set()
@@ -86,6 +88,13 @@ class ConnectionSet:
         self._stopping = False
         #: An error no reconnect can cure (a bad topic, a refused subscription option).
         self.fatal: BaseException | None = None
+
+    def _set_fatal(self, error: BaseException) -> None:
+        """Keep the first error no reconnect can cure, and report it (a consumer that
+        is running raises it to whoever waits on it)."""
+        if self.fatal is None:
+            self.fatal = error
+            self._on_fatal(error)
 
     @property
     def connections(self) -> dict[Target, Connection]:
@@ -141,9 +150,11 @@ class ConnectionSet:
                 tried = " | ".join(self._connect_errors.values()) or (
                     f"no answer from {', '.join(silent)} (not an nsqd's TCP port?)"
                 )
-                self.fatal = NoConnectionError(
-                    f"no nsqd of topic {self.topic!r} reachable within {limit:g}s: {tried}",
-                    setting="connect_timeout",
+                self._set_fatal(
+                    NoConnectionError(
+                        f"no nsqd of topic {self.topic!r} reachable within {limit:g}s: {tried}",
+                        setting="connect_timeout",
+                    )
                 )
                 return
             await asyncio.sleep(0.05)
@@ -229,7 +240,7 @@ class ConnectionSet:
                 detail=rides,
             )
         except p.SubOrderIsMustError as err:
-            self.fatal = ConfigError(ORDERED_START, setting="start") if options.start else err
+            self._set_fatal(ConfigError(ORDERED_START, setting="start") if options.start else err)
             await conn.close()
             return
         except (
@@ -240,7 +251,7 @@ class ConnectionSet:
             p.TLSRequiredError,
             ConfigError,
         ) as err:
-            self.fatal = err
+            self._set_fatal(err)
             await conn.close()
             return
         except p.EmptyPartitionError as err:

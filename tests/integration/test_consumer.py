@@ -857,3 +857,68 @@ async def test_close_gives_back_what_was_not_taken_once(original_cluster: cluste
     ):
         await wait_for(lambda: len(again) >= len(bodies) - 3, 10.0, "the rest delivered")
     assert sorted(again) == sorted(set(bodies) - set(taken))
+
+
+async def _redelivered(nsqd: str, topic: str, channel: str, timeout: float) -> Message:
+    """The next message another consumer of the channel gets, within ``timeout`` seconds
+    (far below nsqd's 60 s message timeout: only a message given back comes this soon)."""
+    got: list[Message] = []
+    async with Consumer(topic, channel, got.append, nsqd_tcp=[nsqd]):
+        await wait_for(lambda: got, timeout, "the message given back to come again")
+        await asyncio.sleep(0)
+    return got[0]
+
+
+async def test_close_cancels_an_overrunning_handler_and_gives_its_message_back_once(
+    original_cluster: cluster.Cluster,
+) -> None:
+    """A 3 s handler, stop_timeout 1: close() returns after about 1 s having cancelled
+    the handler and given its message back, so another consumer has it at once (not
+    after nsqd's message timeout), and the first handler never FINs it."""
+    topic = _topic("overrun")
+    nsqd, http = original_cluster.nsqd_tcp[0], original_cluster.nsqd_http[0]
+    async with Producer(nsqd_tcp=[nsqd]) as producer:
+        await producer.publish(topic, b"slow")
+    events: list[str] = []
+
+    async def slow(msg: Message) -> None:
+        events.append("started")
+        try:
+            await asyncio.sleep(3)
+        except asyncio.CancelledError:
+            events.append("cancelled")
+            raise
+        events.append("completed")
+
+    consumer = Consumer(topic, "ov", slow, nsqd_tcp=[nsqd], stop_timeout=1)
+    await consumer.start()
+    await wait_for(lambda: events, 10.0, "the handler to start")
+    await consumer.close()
+    again = await _redelivered(nsqd, topic, "ov", 15.0)
+    assert again.body == b"slow" and again.attempts == 2
+    assert events == ["started", "cancelled"]
+    assert consumer.stats.finished == 0 and consumer.stats.requeued == 1
+    ch = await _channel_counters(http, topic, "ov")
+    assert ch.requeue_count == 1 and ch.timeout_count == 0, ch
+
+
+async def test_leaving_the_iterator_unanswered_gives_the_message_back_at_close(
+    original_cluster: cluster.Cluster,
+) -> None:
+    """``break`` before answering, then the ``async with`` exit: nothing can answer the
+    message any more, so close() gives it back at once instead of waiting stop_timeout
+    (60 s here) and leaving it to nsqd's message timeout."""
+    topic = _topic("brk")
+    nsqd, http = original_cluster.nsqd_tcp[1], original_cluster.nsqd_http[1]
+    async with Producer(nsqd_tcp=[nsqd]) as producer:
+        await producer.publish(topic, b"left")
+    async with asyncio.timeout(20):  # stop_timeout is 60: waiting it out cannot pass
+        async with Consumer(topic, "brk", nsqd_tcp=[nsqd], stop_timeout=60) as consumer:
+            async for msg in consumer:
+                assert msg.body == b"left"
+                break
+    assert consumer.in_flight == 0 and consumer.stats.requeued == 1
+    again = await _redelivered(nsqd, topic, "brk", 15.0)
+    assert again.body == b"left" and again.attempts == 2
+    ch = await _channel_counters(http, topic, "brk")
+    assert ch.requeue_count == 1 and ch.timeout_count == 0, ch

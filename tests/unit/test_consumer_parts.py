@@ -255,6 +255,22 @@ async def test_failing_handler_requeues_with_backoff() -> None:
     assert stats.requeued == 1 and flow.backoff.level == 1
 
 
+async def test_a_handler_failure_is_logged_with_its_type_and_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def fail(msg: Message) -> None:
+        raise KeyError("customer-17")
+
+    path, flow, _, _stats = make_path(fail)
+    conn = connect(path, flow, FakeConn())
+    with caplog.at_level("WARNING", logger="nsqctl.consumer"):
+        path.on_messages(conn, [raw(1)])
+    [record] = [r for r in caplog.records if "handler failed" in r.getMessage()]
+    assert "KeyError: 'customer-17'" in record.getMessage()
+    assert record.exc_info is not None and record.exc_info[0] is KeyError
+    assert "in fail" in caplog.text  # the traceback, down to the handler's frame
+
+
 async def test_ordered_second_copy_of_a_message_in_hand_is_dropped() -> None:
     kept: list[Message] = []
 
