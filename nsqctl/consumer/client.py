@@ -138,8 +138,26 @@ class Consumer:
                 "nsqd_tcp= (nsqd TCP addresses)",
                 setting="lookupd_http",
             )
+        if lookupd_http and nsqd_tcp:
+            raise ConfigError(
+                "both lookupd_http= and nsqd_tcp= given: pass one (with lookupd_http the "
+                "nsqds come from the lookup, and nsqd_tcp would be ignored)",
+                setting="nsqd_tcp",
+            )
+        if handler is not None and not callable(handler):
+            raise ConfigError(
+                f"handler must be a function taking a Message (or None to iterate), got "
+                f"{type(handler).__name__} {handler!r}",
+                setting="handler",
+            )
         opts = replace(options if options is not None else ConsumerOptions(), **given)
         opts.validate()
+        if nsqd_tcp and opts.partitions is not None:
+            raise ConfigError(
+                "partitions= needs lookupd_http=: the lookup says which nsqd leads each "
+                "partition; with nsqd_tcp= nothing would be read",
+                setting="partitions",
+            )
         self.options = opts
         self.config = config or ConnectionConfig()
         self.stats = ConsumerStats()

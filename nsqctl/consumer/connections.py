@@ -88,6 +88,7 @@ class ConnectionSet:
         self._stopping = False
         #: An error no reconnect can cure (a bad topic, a refused subscription option).
         self.fatal: BaseException | None = None
+        self._warned_missing = False  # the missing topic was logged (once per consumer)
 
     def _set_fatal(self, error: BaseException) -> None:
         """Keep the first error no reconnect can cure, and report it (a consumer that
@@ -95,6 +96,42 @@ class ConnectionSet:
         if self.fatal is None:
             self.fatal = error
             self._on_fatal(error)
+
+    def _check_topology(self, topo: Topology) -> None:
+        """Say so when the lookup's answer means nothing will be read: a topic no nsqd
+        has (a warning, once: it may be created later), or partitions asked of a topic
+        that has no such partitions (fatal: no waiting makes them appear)."""
+        if topo.is_empty:
+            if not self._warned_missing:
+                self._warned_missing = True
+                log.warning(
+                    "topic %r is on no nsqd the lookup knows: waiting for it to be created "
+                    "(or check the topic name)",
+                    self.topic,
+                )
+            return
+        partitions = self._options.partitions
+        if partitions is None:
+            return
+        if not topo.partitions:
+            self._set_fatal(
+                ConfigError(
+                    f"partitions={list(partitions)!r} given, but topic {self.topic!r} is on "
+                    "nsqds of the original NSQ family, which has no partitions: leave "
+                    "partitions unset",
+                    setting="partitions",
+                )
+            )
+        elif topo.meta is not None and topo.meta.valid:
+            beyond = sorted(p for p in partitions if p >= topo.meta.partition_num)
+            if beyond:
+                self._set_fatal(
+                    ConfigError(
+                        f"partitions {beyond} do not exist: topic {self.topic!r} has "
+                        f"partitions 0..{topo.meta.partition_num - 1}",
+                        setting="partitions",
+                    )
+                )
 
     @property
     def connections(self) -> dict[Target, Connection]:
@@ -111,6 +148,8 @@ class ConnectionSet:
         elsewhere (redesign)."""
         wanted = set()
         partitions = self._options.partitions
+        if not topo.stale:
+            self._check_topology(topo)
         for peer, part in topo.targets():
             if partitions is not None and part not in partitions:
                 continue

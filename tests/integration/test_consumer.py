@@ -18,10 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
+from nsqctl import admin
 from nsqctl.connection import Connection, ConnectionConfig
 from nsqctl.consumer import Consumer, DeadLetterFile
-from nsqctl.errors import AlreadyRespondedError
+from nsqctl.errors import AlreadyRespondedError, ConfigError
 from nsqctl.message import Message, finish_all
 from nsqctl.producer import Producer
 from nsqctl.protocol.message import RawMessage
@@ -922,3 +924,52 @@ async def test_leaving_the_iterator_unanswered_gives_the_message_back_at_close(
     assert again.body == b"left" and again.attempts == 2
     ch = await _channel_counters(http, topic, "brk")
     assert ch.requeue_count == 1 and ch.timeout_count == 0, ch
+
+
+# ---------------------------------------------------------------- settings that do nothing
+
+
+async def test_partitions_on_the_original_family_are_refused_at_start(
+    original_cluster: cluster.Cluster,
+) -> None:
+    topic = _topic("noparts")
+    async with Producer(nsqd_tcp=[original_cluster.nsqd_tcp[0]]) as producer:
+        await producer.publish(topic, b"x")
+    await wait_lookupd_producers(original_cluster.lookupd_http[0], topic, 1)
+    consumer = Consumer(topic, "np", lookupd_http=original_cluster.lookupd_http, partitions=[0])
+    with pytest.raises(ConfigError) as caught:
+        await consumer.start()
+    assert caught.value.setting == "partitions"
+    assert "original NSQ family" in str(caught.value) and topic in str(caught.value)
+    assert consumer.connections == {}
+
+
+async def test_a_missing_topic_is_logged_once_while_the_consumer_waits_for_it(
+    original_cluster: cluster.Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    topic = _topic("missing")
+    got: list[Message] = []
+    consumer = Consumer(
+        topic, "m", got.append, lookupd_http=original_cluster.lookupd_http, lookup_interval=0.2
+    )
+    with caplog.at_level("WARNING", logger="nsqctl.consumer"):
+        async with consumer:
+            async with Producer(nsqd_tcp=[original_cluster.nsqd_tcp[0]]) as producer:
+                await producer.publish(topic, b"late")
+            # the lookups polled in between (it was found), and the warning stayed one
+            await wait_for(lambda: got, 15.0, "the topic, created after the start, read")
+    warned = [r.getMessage() for r in caplog.records if "on no nsqd" in r.getMessage()]
+    assert len(warned) == 1 and repr(topic) in warned[0], warned
+
+
+async def test_partitions_a_redesign_topic_does_not_have_are_refused_at_start(
+    redesign_cluster: cluster.Cluster,
+) -> None:
+    topic = _topic("beyond")
+    await admin.create_topic_async(redesign_cluster.lookupd_http, topic, partitions=2, replicas=1)
+    consumer = Consumer(topic, "b", lookupd_http=redesign_cluster.lookupd_http, partitions=[1, 5])
+    with pytest.raises(ConfigError) as caught:
+        await consumer.start()
+    assert caught.value.setting == "partitions"
+    assert "partitions [5] do not exist" in str(caught.value), caught.value
+    assert "0..1" in str(caught.value)

@@ -191,6 +191,27 @@ def test_no_cluster_names_the_library_settings() -> None:
     assert "lookupd_http=" in str(caught.value) and "--" not in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "setting", "says"),
+    [
+        (
+            dict(lookupd_http=["127.0.0.1:4161"], nsqd_tcp=[NSQD]),
+            "nsqd_tcp",
+            "both lookupd_http= and nsqd_tcp=",
+        ),
+        (dict(nsqd_tcp=[NSQD], handler="print"), "handler", "handler must be a function"),
+        (dict(nsqd_tcp=[NSQD], partitions=[0]), "partitions", "partitions= needs lookupd_http="),
+    ],
+)
+def test_a_setting_that_would_do_nothing_is_refused_at_construction(
+    kwargs: dict[str, Any], setting: str, says: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        Consumer("t", "c", **kwargs)
+    assert caught.value.setting == setting
+    assert says in str(caught.value) and "--" not in str(caught.value)
+
+
 # -- delivery path --------------------------------------------------------------------------
 
 
