@@ -314,6 +314,18 @@ async def test_ordered_second_copy_of_a_message_in_hand_is_dropped() -> None:
 # -- flow control ---------------------------------------------------------------------------
 
 
+async def test_a_connection_beyond_the_budget_wakes_the_flow_loop() -> None:
+    """It gets no RDY, but it starts rotation: the loop must take the new deadline now,
+    not when its previous wait (up to a second) ends."""
+    flow = FlowControl(RdyController(1, rng=random.Random(1)), BackoffController(), None)
+    a, b = FakeConn("127.0.0.1:1"), FakeConn("127.0.0.1:2")
+    flow.add_connection(as_conn(a), 0.0)
+    flow.wake.clear()
+    flow.add_connection(as_conn(b), 0.0)
+    assert b.rdys == [] and flow.rdy.next_deadline() is not None
+    assert flow.wake.is_set()
+
+
 async def test_flow_sends_rdy_on_its_connection_and_close_window_ends_the_loop() -> None:
     flow = FlowControl(RdyController(10, rng=random.Random(1)), BackoffController(), None)
     a, b = FakeConn("127.0.0.1:1"), FakeConn("127.0.0.1:2")
