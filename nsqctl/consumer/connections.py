@@ -105,8 +105,8 @@ class ConnectionSet:
             if not self._warned_missing:
                 self._warned_missing = True
                 log.warning(
-                    "topic %r is on no nsqd the lookup knows: waiting for it to be created "
-                    "(or check the topic name)",
+                    "topic %r is on no nsqd the lookup knows (not created yet, a wrong "
+                    "name, or no leader listed): waiting for it",
                     self.topic,
                 )
             return
