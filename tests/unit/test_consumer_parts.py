@@ -28,7 +28,12 @@ from nsqctl.consumer.failover import PartitionWatch
 from nsqctl.consumer.leaders import LeaderWatch
 from nsqctl.consumer.options import OPTION_NAMES
 from nsqctl.consumer.rdy import FlowControl
-from nsqctl.errors import ConfigError, FailoverTimeoutError, NoConnectionError
+from nsqctl.errors import (
+    AlreadyRespondedError,
+    ConfigError,
+    FailoverTimeoutError,
+    NoConnectionError,
+)
 from nsqctl.flow import BackoffController, RdyController
 from nsqctl.lookup.model import Peer, Topology
 from nsqctl.message import Message
@@ -251,6 +256,51 @@ async def test_closing_gives_back_queued_and_late_messages_once() -> None:
     assert path.in_flight == 0
     assert await path.wait_idle(0.0) == 0
     assert fake.fins == [[raw(0).id], [raw(1).id]]
+
+
+async def test_what_an_iterator_took_is_given_back_once_when_nobody_can_answer_it() -> None:
+    """Taken by an iteration still in progress: close waits for it, and the stop timeout
+    (abandon) gives it back. Taken by an iteration that was left: the caller may still
+    answer it (a batch finished after the loop) until close, which gives it back."""
+    path, flow, _, stats = make_path()  # iterator form
+    fake = FakeConn()
+    conn = connect(path, flow, fake)
+    path.on_messages(conn, [raw(n) for n in range(4)])
+    queue = path.queue
+    assert queue is not None
+    path.iteration_started()
+    held = [queue.get_nowait() for _ in range(3)]
+    for msg in held:
+        path.take(msg)
+    path.iteration_ended()  # left with 3 unanswered
+    held[0].finish()  # answered after the loop: still the caller's to answer
+    path.iteration_started()  # a second iteration, in progress at close
+    path.take(later := queue.get_nowait())
+
+    path.close()
+    assert reqs_by_id(fake) == {}  # an iteration is in progress: close waits
+    path.iteration_ended()  # it was left while closing: nothing can answer them now
+    assert reqs_by_id(fake) == {raw(n).id: 1 for n in (1, 2, 3)}
+    assert path.in_flight == 0 and later.outcome == "REQ"
+    assert path.abandon() == [] and stats.requeued == 3  # given back once
+    with pytest.raises(AlreadyRespondedError):
+        held[1].finish()  # too late: it was given back, and no FIN leaves
+    assert fake.fins == [[raw(0).id]]
+
+
+async def test_abandon_gives_back_a_message_held_by_an_iteration_in_progress() -> None:
+    path, flow, _, _stats = make_path()
+    fake = FakeConn()
+    conn = connect(path, flow, fake)
+    path.on_messages(conn, [raw(1)])
+    queue = path.queue
+    assert queue is not None
+    path.iteration_started()
+    path.take(msg := queue.get_nowait())
+    path.close()
+    assert await path.wait_idle(0.0) == 1  # the stop timeout ran out
+    path.abandon()
+    assert fake.reqs == [(raw(1).id, 0)] and msg.outcome == "REQ" and path.in_flight == 0
 
 
 async def test_closing_hands_out_nothing_to_a_handler() -> None:
