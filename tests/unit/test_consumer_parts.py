@@ -142,6 +142,19 @@ def reqs_by_id(*fakes: FakeConn) -> dict[bytes, int]:
     return counts
 
 
+def iterator_with(
+    count: int,
+) -> tuple[DeliveryPath, FlowControl, ConsumerStats, FakeConn, asyncio.Queue[Message]]:
+    """An iterator-form delivery path on one connection that received ``count`` messages
+    (in its queue, none taken yet)."""
+    path, flow, _, stats = make_path()
+    fake = FakeConn()
+    path.on_messages(connect(path, flow, fake), [raw(n) for n in range(count)])
+    queue = path.queue
+    assert queue is not None
+    return path, flow, stats, fake, queue
+
+
 # -- options --------------------------------------------------------------------------------
 
 
@@ -232,12 +245,8 @@ async def test_a_read_is_handled_and_fined_in_one_write() -> None:
 
 
 async def test_closing_gives_back_queued_and_late_messages_once() -> None:
-    path, flow, _, stats = make_path()  # iterator form
-    fake = FakeConn()
-    conn = connect(path, flow, fake)
-    path.on_messages(conn, [raw(n) for n in range(5)])
-    queue = path.queue
-    assert queue is not None
+    path, flow, stats, fake, queue = iterator_with(5)
+    conn = as_conn(fake)
     taken = [queue.get_nowait(), queue.get_nowait()]
     taken[0].finish()
 
@@ -262,12 +271,7 @@ async def test_what_an_iterator_took_is_given_back_once_when_nobody_can_answer_i
     """Taken by an iteration still in progress: close waits for it, and the stop timeout
     (abandon) gives it back. Taken by an iteration that was left: the caller may still
     answer it (a batch finished after the loop) until close, which gives it back."""
-    path, flow, _, stats = make_path()  # iterator form
-    fake = FakeConn()
-    conn = connect(path, flow, fake)
-    path.on_messages(conn, [raw(n) for n in range(4)])
-    queue = path.queue
-    assert queue is not None
+    path, _, stats, fake, queue = iterator_with(4)
     path.iteration_started()
     held = [queue.get_nowait() for _ in range(3)]
     for msg in held:
@@ -289,18 +293,13 @@ async def test_what_an_iterator_took_is_given_back_once_when_nobody_can_answer_i
 
 
 async def test_abandon_gives_back_a_message_held_by_an_iteration_in_progress() -> None:
-    path, flow, _, _stats = make_path()
-    fake = FakeConn()
-    conn = connect(path, flow, fake)
-    path.on_messages(conn, [raw(1)])
-    queue = path.queue
-    assert queue is not None
+    path, _, _, fake, queue = iterator_with(1)
     path.iteration_started()
     path.take(msg := queue.get_nowait())
     path.close()
     assert await path.wait_idle(0.0) == 1  # the stop timeout ran out
     path.abandon()
-    assert fake.reqs == [(raw(1).id, 0)] and msg.outcome == "REQ" and path.in_flight == 0
+    assert fake.reqs == [(raw(0).id, 0)] and msg.outcome == "REQ" and path.in_flight == 0
 
 
 async def test_closing_hands_out_nothing_to_a_handler() -> None:
