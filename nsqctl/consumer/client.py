@@ -162,6 +162,7 @@ class Consumer:
         self.config = config or ConnectionConfig()
         self.stats = ConsumerStats()
         self.failed = asyncio.Event()  # set with ``error`` when the consumer cannot go on
+        self._ended = asyncio.Event()  # failed, or closed: what run_forever waits for
         self.error: BaseException | None = None
         self._nsqd = parse_addresses(nsqd_tcp, example="127.0.0.1:4150") if nsqd_tcp else []
         self._lookup: LookupClient | None = None
@@ -271,6 +272,7 @@ class Consumer:
             return
         self.error = error
         self.failed.set()
+        self._ended.set()
         queue = self._delivery.queue
         if queue is not None:
             queue.put_nowait(END_OF_STREAM)  # wakes an iterator waiting for a message
@@ -365,6 +367,7 @@ class Consumer:
             await self._lookup.aclose()
         if self._resumer is not None:
             await self._resumer.aclose()
+        self._ended.set()
 
     async def _stop_tasks(self) -> None:
         """Cancel the background tasks and wait for them, within a bound.
@@ -405,12 +408,13 @@ class Consumer:
 
     async def run_forever(self) -> None:
         """Start, then run until the consumer fails (raising its :attr:`error`, e.g.
-        FailoverTimeoutError) or is cancelled; closes either way."""
+        FailoverTimeoutError), is closed (returning once :meth:`close` finished) or is
+        cancelled; closes either way."""
         await self.start()
         try:
-            await self.failed.wait()
-            assert self.error is not None
-            raise self.error
+            await self._ended.wait()
+            if self.error is not None:
+                raise self.error
         finally:
             await self.close()
 

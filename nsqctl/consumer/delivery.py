@@ -313,7 +313,13 @@ class DeliveryPath:
             if inspect.isawaitable(result):
                 await result
         except Exception as err:
-            log.error("giving-up hook failed on %s (%s): requeueing it", msg.id_text, err)
+            log.error(
+                "giving-up hook failed on %s (%s: %s): requeueing it",
+                msg.id_text,
+                type(err).__name__,
+                err,
+                exc_info=err,
+            )
             msg.requeue(backoff=False)
             return
         self.stats.given_up += 1

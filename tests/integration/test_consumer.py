@@ -973,3 +973,18 @@ async def test_partitions_a_redesign_topic_does_not_have_are_refused_at_start(
     assert caught.value.setting == "partitions"
     assert "partitions [5] do not exist" in str(caught.value), caught.value
     assert "0..1" in str(caught.value)
+
+
+async def test_run_forever_returns_when_another_task_closes_the_consumer(
+    original_cluster: cluster.Cluster,
+) -> None:
+    topic = _topic("runclose")
+    consumer = Consumer(topic, "rc", lambda msg: None, nsqd_tcp=original_cluster.nsqd_tcp[:1])
+    running = asyncio.create_task(consumer.run_forever())
+    try:
+        await wait_for(lambda: consumer.connections, 10.0, "the consumer connected")
+        await consumer.close()
+        async with asyncio.timeout(10):
+            assert await running is None
+    finally:
+        running.cancel()
