@@ -314,7 +314,7 @@ async def borrow(
         channel,
         take,
         lookupd_http=list(lookupd_http) or None,
-        nsqd_tcp=list(nsqd_tcp) or None,
+        nsqd_tcp=None if lookupd_http else (list(nsqd_tcp) or None),  # the lookup's nsqds win
         max_in_flight=count,
         config=config,
     )

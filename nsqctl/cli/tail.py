@@ -598,7 +598,7 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan, out: BinaryIO) -> Non
         plan.channel,
         output.add,
         lookupd_http=cluster.lookupd or None,
-        nsqd_tcp=cluster.nsqd or None,
+        nsqd_tcp=None if cluster.lookupd else (cluster.nsqd or None),  # the lookup's win
         config=_connection_config(cluster, plan),
         max_in_flight=plan.max_in_flight,
         partitions=plan.partitions,

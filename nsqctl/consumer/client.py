@@ -66,6 +66,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("nsqctl.consumer")
 
+#: Seconds close() lets cancelled handlers unwind (their messages were given back
+#: already); one that ignores its cancellation is not waited for longer.
+HANDLER_CANCEL_GRACE = 1.0
+
 __all__ = ["Consumer", "FailoverHook", "GiveUpHook", "Handler", "OrderEventHook"]
 
 
@@ -109,6 +113,7 @@ class Consumer:
         rdy_redistribute_interval: float | NotGiven = NOT_GIVEN,
         low_rdy_idle_timeout: float | NotGiven = NOT_GIVEN,
         low_rdy_timeout: float | NotGiven = NOT_GIVEN,
+        rdy_idle_turn: float | NotGiven = NOT_GIVEN,
         lookup_interval: float | NotGiven = NOT_GIVEN,
         lookup_jitter: float | NotGiven = NOT_GIVEN,
         reconnect_initial: float | NotGiven = NOT_GIVEN,
@@ -133,12 +138,31 @@ class Consumer:
                 "nsqd_tcp= (nsqd TCP addresses)",
                 setting="lookupd_http",
             )
+        if lookupd_http and nsqd_tcp:
+            raise ConfigError(
+                "both lookupd_http= and nsqd_tcp= given: pass one (with lookupd_http the "
+                "nsqds come from the lookup, and nsqd_tcp would be ignored)",
+                setting="nsqd_tcp",
+            )
+        if handler is not None and not callable(handler):
+            raise ConfigError(
+                f"handler must be a function taking a Message (or None to iterate), got "
+                f"{type(handler).__name__} {handler!r}",
+                setting="handler",
+            )
         opts = replace(options if options is not None else ConsumerOptions(), **given)
         opts.validate()
+        if nsqd_tcp and opts.partitions is not None:
+            raise ConfigError(
+                "partitions= needs lookupd_http=: the lookup says which nsqd leads each "
+                "partition; with nsqd_tcp= nothing would be read",
+                setting="partitions",
+            )
         self.options = opts
         self.config = config or ConnectionConfig()
         self.stats = ConsumerStats()
         self.failed = asyncio.Event()  # set with ``error`` when the consumer cannot go on
+        self._ended = asyncio.Event()  # failed, or closed: what run_forever waits for
         self.error: BaseException | None = None
         self._nsqd = parse_addresses(nsqd_tcp, example="127.0.0.1:4150") if nsqd_tcp else []
         self._lookup: LookupClient | None = None
@@ -164,6 +188,7 @@ class Consumer:
                 redistribute_interval=opts.rdy_redistribute_interval,
                 low_rdy_idle_timeout=opts.low_rdy_idle_timeout,
                 low_rdy_timeout=opts.low_rdy_timeout,
+                idle_turn=opts.rdy_idle_turn,
             ),
             BackoffController(
                 backoff_multiplier=opts.backoff_multiplier, max_backoff_duration=opts.max_backoff
@@ -208,6 +233,7 @@ class Consumer:
             waiting_for_leader=self._leaders.waiting_for_leader,
             resume_start=self._resumer.start_for if self._resumer is not None else None,
             skipped_start=self._resumer.skipped_start if self._resumer is not None else None,
+            on_fatal=self._fail,
         )
         self._tasks: list[asyncio.Task[Any]] = []  # the flow loop and the lookup polling
         self._started = False
@@ -241,8 +267,15 @@ class Consumer:
             self._leaders.lost(target[1], now)
 
     def _fail(self, error: BaseException) -> None:
+        """The consumer cannot go on: :meth:`run_forever` and the iterator raise ``error``."""
+        if self.error is not None:
+            return
         self.error = error
         self.failed.set()
+        self._ended.set()
+        queue = self._delivery.queue
+        if queue is not None:
+            queue.put_nowait(END_OF_STREAM)  # wakes an iterator waiting for a message
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -297,12 +330,15 @@ class Consumer:
         """Stop receiving and close, giving back what was not handled, once.
 
         In order: RDY 0 on every connection; the messages waiting in the iterator's queue
-        are given back (REQ, no delay, no backoff), as is every message that still arrives
-        (nsqd sent it before it saw RDY 0); handlers in progress (and messages taken from
-        the iterator) get up to ``timeout`` seconds (default ``stop_timeout``) to be
-        answered; the background tasks (flow, connecting, lookup polling) are stopped,
-        waiting at most the connect timeout for them; then CLS and close. What is still
-        unanswered after that is redelivered by nsqd after its message timeout.
+        are given back at once (REQ, no delay, no backoff), as is every message that still
+        arrives (nsqd sent it before it saw RDY 0) and every message taken from an
+        iterator that was left (``break``) without answering it; handlers in progress
+        (and messages taken by an iteration still in progress) get up to ``timeout``
+        seconds (default ``stop_timeout``) to be answered; what is still unanswered then
+        is given back at once and its handler cancelled (a handler that answers after
+        that gets AlreadyRespondedError: each message is given back once, never FINed
+        after); the background tasks (flow, connecting, lookup polling) are stopped,
+        waiting at most the connect timeout for them; then CLS and close.
         """
         if self._stopping:
             return
@@ -313,17 +349,25 @@ class Consumer:
         self._delivery.close()
         left = await self._delivery.wait_idle(timeout)
         if left:
+            handlers = self._delivery.abandon()
             log.warning(
-                "closing with %d message(s) still unanswered: nsqd redelivers them after "
-                "its message timeout",
+                "closing %s/%s: %d message(s) still unanswered after %gs were given back "
+                "(requeued at once) and %d overrunning handler(s) cancelled",
+                self.topic,
+                self.channel,
                 left,
+                timeout,
+                len(handlers),
             )
+            if handlers:  # let the cancelled handlers unwind, within a bound
+                await asyncio.wait(handlers, timeout=HANDLER_CANCEL_GRACE)
         await self._stop_tasks()
         await self._connections.close_all()
         if self._lookup is not None:
             await self._lookup.aclose()
         if self._resumer is not None:
             await self._resumer.aclose()
+        self._ended.set()
 
     async def _stop_tasks(self) -> None:
         """Cancel the background tasks and wait for them, within a bound.
@@ -363,9 +407,14 @@ class Consumer:
         await self.close(timeout)
 
     async def run_forever(self) -> None:
+        """Start, then run until the consumer fails (raising its :attr:`error`, e.g.
+        FailoverTimeoutError), is closed (returning once :meth:`close` finished) or is
+        cancelled; closes either way."""
         await self.start()
         try:
-            await asyncio.Event().wait()
+            await self._ended.wait()
+            if self.error is not None:
+                raise self.error
         finally:
             await self.close()
 
@@ -377,16 +426,28 @@ class Consumer:
         return self._iterate()
 
     async def _iterate(self) -> AsyncIterator[Message]:
-        queue = self._delivery.queue
+        delivery = self._delivery
+        queue = delivery.queue
         assert queue is not None
         if not self._started:
             await self.start()
-        while True:
-            msg = await queue.get()
-            if msg is END_OF_STREAM:
-                queue.put_nowait(END_OF_STREAM)  # a second iterator ends too
-                return
-            yield msg
+        delivery.iteration_started()
+        try:
+            while True:
+                msg = await queue.get()
+                if self.error is not None:  # failed: raise, whatever is queued
+                    if msg is END_OF_STREAM:
+                        queue.put_nowait(END_OF_STREAM)  # a second iterator raises too
+                    else:
+                        delivery.take(msg)  # close gives it back
+                    raise self.error
+                if msg is END_OF_STREAM:
+                    queue.put_nowait(END_OF_STREAM)  # a second iterator ends too
+                    return
+                delivery.take(msg)
+                yield msg
+        finally:
+            delivery.iteration_ended()
 
     # ------------------------------------------------------------------ introspection
 

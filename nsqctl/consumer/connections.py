@@ -62,6 +62,7 @@ class ConnectionSet:
         waiting_for_leader: Callable[[int | None], bool] = lambda partition: False,
         resume_start: ResumeStart | None = None,
         skipped_start: SkippedStart | None = None,
+        on_fatal: Callable[[BaseException], None] = lambda error: None,
     ) -> None:
         self.topic = topic
         self.channel = channel
@@ -77,6 +78,7 @@ class ConnectionSet:
         self._waiting_for_leader = waiting_for_leader
         self._resume_start = resume_start
         self._skipped_start = skipped_start
+        self._on_fatal = on_fatal
         self._http_of: dict[HostPort, HostPort] = {}  # nsqd TCP address -> its HTTP address
         self._conns: dict[Target, Connection] = {}
         self._targets: set[Target] = set()
@@ -86,6 +88,50 @@ class ConnectionSet:
         self._stopping = False
         #: An error no reconnect can cure (a bad topic, a refused subscription option).
         self.fatal: BaseException | None = None
+        self._warned_missing = False  # the missing topic was logged (once per consumer)
+
+    def _set_fatal(self, error: BaseException) -> None:
+        """Keep the first error no reconnect can cure, and report it (a consumer that
+        is running raises it to whoever waits on it)."""
+        if self.fatal is None:
+            self.fatal = error
+            self._on_fatal(error)
+
+    def _check_topology(self, topo: Topology) -> None:
+        """Say so when the lookup's answer means nothing will be read: a topic no nsqd
+        has (a warning, once: it may be created later), or partitions asked of a topic
+        that has no such partitions (fatal: no waiting makes them appear)."""
+        if topo.is_empty:
+            if not self._warned_missing:
+                self._warned_missing = True
+                log.warning(
+                    "topic %r is on no nsqd the lookup knows (not created yet, a wrong "
+                    "name, or no leader listed): waiting for it",
+                    self.topic,
+                )
+            return
+        partitions = self._options.partitions
+        if partitions is None:
+            return
+        if not topo.partitions:
+            self._set_fatal(
+                ConfigError(
+                    f"partitions={list(partitions)!r} given, but topic {self.topic!r} is on "
+                    "nsqds of the original NSQ family, which has no partitions: leave "
+                    "partitions unset",
+                    setting="partitions",
+                )
+            )
+        elif topo.meta is not None and topo.meta.valid:
+            beyond = sorted(p for p in partitions if p >= topo.meta.partition_num)
+            if beyond:
+                self._set_fatal(
+                    ConfigError(
+                        f"partitions {beyond} do not exist: topic {self.topic!r} has "
+                        f"partitions 0..{topo.meta.partition_num - 1}",
+                        setting="partitions",
+                    )
+                )
 
     @property
     def connections(self) -> dict[Target, Connection]:
@@ -102,6 +148,8 @@ class ConnectionSet:
         elsewhere (redesign)."""
         wanted = set()
         partitions = self._options.partitions
+        if not topo.stale:
+            self._check_topology(topo)
         for peer, part in topo.targets():
             if partitions is not None and part not in partitions:
                 continue
@@ -141,9 +189,11 @@ class ConnectionSet:
                 tried = " | ".join(self._connect_errors.values()) or (
                     f"no answer from {', '.join(silent)} (not an nsqd's TCP port?)"
                 )
-                self.fatal = NoConnectionError(
-                    f"no nsqd of topic {self.topic!r} reachable within {limit:g}s: {tried}",
-                    setting="connect_timeout",
+                self._set_fatal(
+                    NoConnectionError(
+                        f"no nsqd of topic {self.topic!r} reachable within {limit:g}s: {tried}",
+                        setting="connect_timeout",
+                    )
                 )
                 return
             await asyncio.sleep(0.05)
@@ -229,7 +279,7 @@ class ConnectionSet:
                 detail=rides,
             )
         except p.SubOrderIsMustError as err:
-            self.fatal = ConfigError(ORDERED_START, setting="start") if options.start else err
+            self._set_fatal(ConfigError(ORDERED_START, setting="start") if options.start else err)
             await conn.close()
             return
         except (
@@ -240,7 +290,7 @@ class ConnectionSet:
             p.TLSRequiredError,
             ConfigError,
         ) as err:
-            self.fatal = err
+            self._set_fatal(err)
             await conn.close()
             return
         except p.EmptyPartitionError as err:

@@ -9,9 +9,13 @@ worth can be done at once. The collaborators it reports to are reached through b
 methods stored at construction, so a message costs no extra lookups.
 
 Closing gives back once: :meth:`DeliveryPath.close` requeues (delay 0, no backoff) the
-messages still waiting in the iterator's queue, and every message that arrives after it
-(sent by nsqd before it saw RDY 0) is requeued as it arrives, never handed out; a message
-given back is answered, so nothing requeues it a second time.
+messages still waiting in the iterator's queue and those taken from an iterator that was
+left, and every message that arrives after it (sent by nsqd before it saw RDY 0) is
+requeued as it arrives, never handed out. What is still in hand when the consumer stops
+waiting (a handler overrunning the stop timeout, a message an iteration in progress did
+not answer) is given back by :meth:`DeliveryPath.abandon`, which also cancels the
+overrunning handlers. A message given back is answered, so nothing requeues it a second
+time, and a late ``finish()`` raises instead of sending a FIN nsqd would refuse.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import asyncio
 import inspect
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from nsqctl.consumer.order import OrderViolation
@@ -143,7 +147,12 @@ class DeliveryPath:
         self._positions_received = positions.received if positions is not None else None
         self._positions_handled = positions.handled if positions is not None else None
         self._deliveries: dict[int, Delivery] = {}  # by id(connection)
-        self._handler_tasks: set[asyncio.Task[None]] = set()
+        # Running handler (and giving-up hook) tasks, with the message each holds.
+        self._handler_tasks: dict[asyncio.Task[None], Message] = {}
+        # Messages the iterators handed out (answered ones pruned as it grows), and how
+        # many iterations are in progress: they may still answer what they took.
+        self._taken: list[Message] = []
+        self._iterating = 0
         self._in_flight = 0
         # Resolved when _in_flight drops to 0 while close waits for it (created there, so
         # the per-message path does not toggle an Event twice per message).
@@ -214,17 +223,17 @@ class DeliveryPath:
             for raw in raws:
                 msg = Message(raw, via, now, epoch)
                 if max_attempts and raw.attempts > max_attempts:
-                    self._spawn(self._give_up(msg))
+                    self._spawn(self._give_up(msg), msg)
                 elif queue is not None:
                     queue.put_nowait(msg)
                 else:
-                    self._spawn(self._run_async(msg))
+                    self._spawn(self._run_async(msg), msg)
             return
         done: list[Message] = []
         for raw in raws:
             msg = Message(raw, via, now, epoch)
             if max_attempts and raw.attempts > max_attempts:
-                self._spawn(self._give_up(msg))
+                self._spawn(self._give_up(msg), msg)
                 continue
             try:
                 handler(msg)
@@ -271,10 +280,11 @@ class DeliveryPath:
             fresh.append(raw)
         return fresh
 
-    def _spawn(self, coro: Awaitable[None]) -> None:
+    def _spawn(self, coro: Awaitable[None], msg: Message) -> None:
         task = asyncio.ensure_future(coro)
-        self._handler_tasks.add(task)
-        task.add_done_callback(self._handler_tasks.discard)
+        tasks = self._handler_tasks
+        tasks[task] = msg
+        task.add_done_callback(tasks.pop)
 
     async def _run_async(self, msg: Message) -> None:
         try:
@@ -286,7 +296,14 @@ class DeliveryPath:
             msg.finish()
 
     def _handler_failed(self, msg: Message, err: Exception) -> None:
-        log.warning("handler failed on message %s (attempt %d): %s", msg.id_text, msg.attempts, err)
+        log.warning(
+            "handler failed on message %s (attempt %d): %s: %s",
+            msg.id_text,
+            msg.attempts,
+            type(err).__name__,
+            err,
+            exc_info=err,
+        )
         if msg.auto_response and msg.outcome is None:
             msg.requeue(backoff=True)
 
@@ -296,7 +313,13 @@ class DeliveryPath:
             if inspect.isawaitable(result):
                 await result
         except Exception as err:
-            log.error("giving-up hook failed on %s (%s): requeueing it", msg.id_text, err)
+            log.error(
+                "giving-up hook failed on %s (%s: %s): requeueing it",
+                msg.id_text,
+                type(err).__name__,
+                err,
+                exc_info=err,
+            )
             msg.requeue(backoff=False)
             return
         self.stats.given_up += 1
@@ -414,15 +437,59 @@ class DeliveryPath:
         queue = self._queue
         if queue is None:
             return 0
-        waiting: dict[int, list[Message]] = {}  # by id(Delivery): one connection each
+        waiting: list[Message] = []
         while not queue.empty():
             msg = queue.get_nowait()
             if msg is not END_OF_STREAM:
-                waiting.setdefault(id(msg.delivery), []).append(msg)
+                waiting.append(msg)
         queue.put_nowait(END_OF_STREAM)
-        for msgs in waiting.values():
-            self._give_back(msgs[0].delivery.conn, msgs)
-        return sum(len(msgs) for msgs in waiting.values())
+        if not self._iterating:  # nobody left to answer what was taken
+            waiting += self._taken
+        return self.give_back(waiting)
+
+    def give_back(self, msgs: Iterable[Message]) -> int:
+        """Give back (REQ, no delay, no backoff) those of ``msgs`` still unanswered, one
+        write per connection; returns how many."""
+        by_conn: dict[int, list[Message]] = {}  # by id(Delivery): one connection each
+        for msg in msgs:
+            if msg.outcome is None:
+                by_conn.setdefault(id(msg.delivery), []).append(msg)
+        for group in by_conn.values():
+            self._give_back(group[0].delivery.conn, group)
+        return sum(len(group) for group in by_conn.values())
+
+    # -- the iterator's messages ----------------------------------------------------------
+
+    def iteration_started(self) -> None:
+        self._iterating += 1
+
+    def take(self, msg: Message) -> None:
+        """``msg`` is handed out by an iterator: close gives it back if it is unanswered
+        when nobody iterates any more (answered ones are dropped as the list grows, so it
+        stays about the size of what is in hand)."""
+        taken = self._taken
+        taken.append(msg)
+        if len(taken) > 2 * self._in_flight + 64:
+            self._taken = [m for m in taken if m.outcome is None]
+
+    def iteration_ended(self) -> None:
+        """An iteration was left (``break``, an exception, the end of the stream). What
+        it took stays the caller's to answer while the consumer runs (a batch collected
+        in the loop may be finished after it); once closing, it is given back now."""
+        self._iterating -= 1
+        if self._closing and not self._iterating:
+            self.give_back(self._taken)
+
+    def abandon(self) -> list[asyncio.Task[None]]:
+        """The consumer stops waiting: give back every message still unanswered (held
+        by a handler or taken from an iterator) and cancel the handlers still running.
+        Returns the cancelled tasks. A handler that answers after this gets
+        AlreadyRespondedError: its message was given back, once."""
+        tasks = list(self._handler_tasks)
+        self.give_back([*self._handler_tasks.values(), *self._taken])
+        for task in tasks:
+            task.cancel()
+        return tasks
 
     def _give_back(self, conn: Connection, msgs: list[Message]) -> None:
         """REQ with no delay and no backoff (a closing consumer, not a failing handler):

@@ -61,6 +61,10 @@ class ConsumerOptions:
     rdy_redistribute_interval: float = 5.0
     low_rdy_idle_timeout: float = 10.0
     low_rdy_timeout: float = 30.0
+    # max_in_flight below the connection count (RDY rotates): seconds a connection handed
+    # RDY may stay quiet (nothing in flight, no message) before RDY moves to the next one.
+    # Costs at most two RDY commands per this interval on an idle consumer.
+    rdy_idle_turn: float = 0.25
     lookup_interval: float = 60.0
     lookup_jitter: float = 0.3
     reconnect_initial: float = 0.5
@@ -87,6 +91,7 @@ class ConsumerOptions:
             "rdy_redistribute_interval",
             "low_rdy_idle_timeout",
             "low_rdy_timeout",
+            "rdy_idle_turn",
             "lookup_interval",
             "reconnect_initial",
             "reconnect_max",

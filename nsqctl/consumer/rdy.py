@@ -45,11 +45,15 @@ class FlowControl:
     def add_connection(self, conn: Connection, now: float) -> None:
         self._conns[id(conn)] = conn
         self.apply(self.rdy.add_connection(id(conn), conn.max_rdy_count, now))
+        # even without an RDY change (a connection beyond the budget starts at 0), the
+        # count of connections can start RDY rotation and move the loop's next deadline
+        self.wake.set()
 
     def remove_connection(self, conn: Connection, now: float) -> None:
         self._conns.pop(id(conn), None)
         with contextlib.suppress(KeyError):  # never added (closed while subscribing)
             self.apply(self.rdy.remove_connection(id(conn), now))
+        self.wake.set()
 
     def rdy_of(self, conn: Connection) -> int:
         return self.rdy.rdy(id(conn))

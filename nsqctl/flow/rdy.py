@@ -20,6 +20,13 @@ Rules (client guide, go-nsq):
   connection; otherwise (budget < n) shares of 1 rotate at random on :meth:`tick`, taken back
   from connections idle longer than ``low_rdy_idle_timeout`` or holding their share longer
   than ``low_rdy_timeout``, so every connection with messages is served eventually.
+  That go-nsq rotation is only the floor: a holder that stays quiet (nothing in flight, no
+  message) for ``idle_turn`` seconds after it was handed RDY, its last message or its last
+  answer passes its share to the next waiting connection, in turn order. nsqd pushes as
+  soon as a window opens, so a quiet holder is an empty one, and a connection with
+  messages waits at most about ``idle_turn`` times the number of connections, not
+  multiples of ``low_rdy_idle_timeout`` (an ordered partition, one message at a time and
+  RDY 1, would otherwise wait its turn out behind empty partitions).
 * A new connection starts at RDY 1 and is raised to its share on its first message (the
   refresh rule below), so connections to empty nsqds hold 1, not a full share. When the
   budget is already spent (budget < n) a new connection starts at 0 and waits for rotation.
@@ -69,6 +76,7 @@ class _Conn:
     primed: bool = False
     granted_at: float = 0.0
     raised_at: float = 0.0
+    answered_at: float = 0.0
 
     @property
     def open(self) -> int:
@@ -92,12 +100,14 @@ class RdyController:
         redistribute_interval: float = 5.0,
         low_rdy_idle_timeout: float = 10.0,
         low_rdy_timeout: float = 30.0,
+        idle_turn: float = 0.25,
     ) -> None:
         _check_count("max_in_flight", max_in_flight)
         for name, value in (
             ("redistribute_interval", redistribute_interval),
             ("low_rdy_idle_timeout", low_rdy_idle_timeout),
             ("low_rdy_timeout", low_rdy_timeout),
+            ("idle_turn", idle_turn),
         ):
             if value <= 0:
                 raise ConfigError(f"{name} must be > 0, got {value}")
@@ -107,6 +117,8 @@ class RdyController:
         self._interval = redistribute_interval
         self._idle_timeout = low_rdy_idle_timeout
         self._hold_timeout = low_rdy_timeout
+        self._idle_turn = idle_turn
+        self._turn: ConnId | None = None  # the connection handed a turn last
         self._conns: dict[ConnId, _Conn] = {}
         self._mode = RdyMode.NORMAL
         self._credit: int | None = None
@@ -158,7 +170,11 @@ class RdyController:
 
     def next_deadline(self) -> float | None:
         """When to call :meth:`tick`; None while nothing rotates (budget covers everyone)."""
-        return self._next_tick
+        tick = self._next_tick
+        if tick is None or not self._rotating():
+            return tick
+        quiet = [self._turn_ends(c) for c in self._conns.values() if c.share and not c.in_flight]
+        return min(tick, *quiet) if quiet else tick
 
     # -- events ----------------------------------------------------------------------------
 
@@ -228,6 +244,7 @@ class RdyController:
             return []
         in_flight = conn.in_flight - count
         conn.in_flight = in_flight if in_flight > 0 else 0
+        conn.answered_at = now
         if self._credit is not None:
             return self._refresh(conn, now)
         # _refresh without a rate cap, inlined (once per batch); nothing to commit when the
@@ -242,9 +259,13 @@ class RdyController:
         return []
 
     def tick(self, now: float) -> list[RdyUpdate]:
-        """Periodic redistribution (go-nsq ``rdyLoop``); early calls do nothing."""
-        if self._next_tick is None or now < self._next_tick:
+        """Quiet holders pass their turn; then, at its interval, the periodic
+        redistribution (go-nsq ``rdyLoop``). Early calls do nothing."""
+        if self._next_tick is None:
             return []
+        if now < self._next_tick:
+            return self._sync(now) if self._pass_turns(now) else []
+        self._pass_turns(now)
         self._next_tick = now + self._interval
         revoked: set[ConnId] = set()
         if self._rotating():
@@ -317,6 +338,34 @@ class RdyController:
         # measured from the later of the last message and the last raise, so a connection
         # just handed RDY gets a full timeout to show it has messages
         return now - max(conn.last_msg_at, conn.raised_at) > self._idle_timeout
+
+    def _turn_ends(self, conn: _Conn) -> float:
+        """When a quiet holder's turn is over: ``idle_turn`` after it was handed its share
+        or RDY, got its last message or sent its last answer (an ordered partition's next
+        message comes only after the FIN of the one before)."""
+        return (
+            max(conn.granted_at, conn.raised_at, conn.last_msg_at, conn.answered_at)
+            + self._idle_turn
+        )
+
+    def _pass_turns(self, now: float) -> bool:
+        """Each holder whose turn is over hands its share to the next waiting connection,
+        in connection order from the one served last, so every connection gets a turn
+        within one round. Returns whether a share moved."""
+        if not self._rotating():
+            return False
+        conns = list(self._conns.values())
+        over = [c for c in conns if c.share and not c.in_flight and now >= self._turn_ends(c)]
+        if not over:
+            return False
+        ids = list(self._conns)
+        start = ids.index(self._turn) + 1 if self._turn in self._conns else 0
+        waiting = [c for c in conns[start:] + conns[:start] if c.share == 0]
+        for holder, successor in zip(over, waiting, strict=False):
+            self._set_share(holder, 0, now)
+            self._set_share(successor, 1, now)
+            self._turn = successor.conn_id
+        return bool(waiting)
 
     def _set_share(self, conn: _Conn, share: int, now: float) -> None:
         if share > 0 and conn.share == 0:

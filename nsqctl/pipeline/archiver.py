@@ -179,7 +179,7 @@ class Archiver:
             o.channel,
             self._on_message,
             lookupd_http=o.lookupd or None,
-            nsqd_tcp=o.nsqd or None,
+            nsqd_tcp=None if o.lookupd else (o.nsqd or None),  # the lookup's nsqds win
             config=o.config,
             max_in_flight=o.max_in_flight,
             ordered=ordered,

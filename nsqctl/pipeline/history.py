@@ -149,7 +149,7 @@ async def replay_history(opts: HistoryOptions, stop: asyncio.Event) -> HistoryRe
         report.channel,
         handler,
         lookupd_http=opts.lookupd or None,
-        nsqd_tcp=opts.nsqd or None,
+        nsqd_tcp=None if opts.lookupd else (opts.nsqd or None),  # the lookup's nsqds win
         config=opts.config,
         partitions=opts.partitions,
         start=opts.start,

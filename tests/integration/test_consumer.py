@@ -18,10 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
+from nsqctl import admin
 from nsqctl.connection import Connection, ConnectionConfig
 from nsqctl.consumer import Consumer, DeadLetterFile
-from nsqctl.errors import AlreadyRespondedError
+from nsqctl.errors import AlreadyRespondedError, ConfigError
 from nsqctl.message import Message, finish_all
 from nsqctl.producer import Producer
 from nsqctl.protocol.message import RawMessage
@@ -857,3 +859,132 @@ async def test_close_gives_back_what_was_not_taken_once(original_cluster: cluste
     ):
         await wait_for(lambda: len(again) >= len(bodies) - 3, 10.0, "the rest delivered")
     assert sorted(again) == sorted(set(bodies) - set(taken))
+
+
+async def _redelivered(nsqd: str, topic: str, channel: str, timeout: float) -> Message:
+    """The next message another consumer of the channel gets, within ``timeout`` seconds
+    (far below nsqd's 60 s message timeout: only a message given back comes this soon)."""
+    got: list[Message] = []
+    async with Consumer(topic, channel, got.append, nsqd_tcp=[nsqd]):
+        await wait_for(lambda: got, timeout, "the message given back to come again")
+        await asyncio.sleep(0)
+    return got[0]
+
+
+async def test_close_cancels_an_overrunning_handler_and_gives_its_message_back_once(
+    original_cluster: cluster.Cluster,
+) -> None:
+    """A 3 s handler, stop_timeout 1: close() returns after about 1 s having cancelled
+    the handler and given its message back, so another consumer has it at once (not
+    after nsqd's message timeout), and the first handler never FINs it."""
+    topic = _topic("overrun")
+    nsqd, http = original_cluster.nsqd_tcp[0], original_cluster.nsqd_http[0]
+    async with Producer(nsqd_tcp=[nsqd]) as producer:
+        await producer.publish(topic, b"slow")
+    events: list[str] = []
+
+    async def slow(msg: Message) -> None:
+        events.append("started")
+        try:
+            await asyncio.sleep(3)
+        except asyncio.CancelledError:
+            events.append("cancelled")
+            raise
+        events.append("completed")
+
+    consumer = Consumer(topic, "ov", slow, nsqd_tcp=[nsqd], stop_timeout=1)
+    await consumer.start()
+    await wait_for(lambda: events, 10.0, "the handler to start")
+    await consumer.close()
+    again = await _redelivered(nsqd, topic, "ov", 15.0)
+    assert again.body == b"slow" and again.attempts == 2
+    assert events == ["started", "cancelled"]
+    assert consumer.stats.finished == 0 and consumer.stats.requeued == 1
+    ch = await _channel_counters(http, topic, "ov")
+    assert ch.requeue_count == 1 and ch.timeout_count == 0, ch
+
+
+async def test_leaving_the_iterator_unanswered_gives_the_message_back_at_close(
+    original_cluster: cluster.Cluster,
+) -> None:
+    """``break`` before answering, then the ``async with`` exit: nothing can answer the
+    message any more, so close() gives it back at once instead of waiting stop_timeout
+    (60 s here) and leaving it to nsqd's message timeout."""
+    topic = _topic("brk")
+    nsqd, http = original_cluster.nsqd_tcp[1], original_cluster.nsqd_http[1]
+    async with Producer(nsqd_tcp=[nsqd]) as producer:
+        await producer.publish(topic, b"left")
+    async with asyncio.timeout(20):  # stop_timeout is 60: waiting it out cannot pass
+        async with Consumer(topic, "brk", nsqd_tcp=[nsqd], stop_timeout=60) as consumer:
+            async for msg in consumer:
+                assert msg.body == b"left"
+                break
+    assert consumer.in_flight == 0 and consumer.stats.requeued == 1
+    again = await _redelivered(nsqd, topic, "brk", 15.0)
+    assert again.body == b"left" and again.attempts == 2
+    ch = await _channel_counters(http, topic, "brk")
+    assert ch.requeue_count == 1 and ch.timeout_count == 0, ch
+
+
+# ---------------------------------------------------------------- settings that do nothing
+
+
+async def test_partitions_on_the_original_family_are_refused_at_start(
+    original_cluster: cluster.Cluster,
+) -> None:
+    topic = _topic("noparts")
+    async with Producer(nsqd_tcp=[original_cluster.nsqd_tcp[0]]) as producer:
+        await producer.publish(topic, b"x")
+    await wait_lookupd_producers(original_cluster.lookupd_http[0], topic, 1)
+    consumer = Consumer(topic, "np", lookupd_http=original_cluster.lookupd_http, partitions=[0])
+    with pytest.raises(ConfigError) as caught:
+        await consumer.start()
+    assert caught.value.setting == "partitions"
+    assert "original NSQ family" in str(caught.value) and topic in str(caught.value)
+    assert consumer.connections == {}
+
+
+async def test_a_missing_topic_is_logged_once_while_the_consumer_waits_for_it(
+    original_cluster: cluster.Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    topic = _topic("missing")
+    got: list[Message] = []
+    consumer = Consumer(
+        topic, "m", got.append, lookupd_http=original_cluster.lookupd_http, lookup_interval=0.2
+    )
+    with caplog.at_level("WARNING", logger="nsqctl.consumer"):
+        async with consumer:
+            async with Producer(nsqd_tcp=[original_cluster.nsqd_tcp[0]]) as producer:
+                await producer.publish(topic, b"late")
+            # the lookups polled in between (it was found), and the warning stayed one
+            await wait_for(lambda: got, 15.0, "the topic, created after the start, read")
+    warned = [r.getMessage() for r in caplog.records if "on no nsqd" in r.getMessage()]
+    assert len(warned) == 1 and repr(topic) in warned[0], warned
+
+
+async def test_partitions_a_redesign_topic_does_not_have_are_refused_at_start(
+    redesign_cluster: cluster.Cluster,
+) -> None:
+    topic = _topic("beyond")
+    await admin.create_topic_async(redesign_cluster.lookupd_http, topic, partitions=2, replicas=1)
+    consumer = Consumer(topic, "b", lookupd_http=redesign_cluster.lookupd_http, partitions=[1, 5])
+    with pytest.raises(ConfigError) as caught:
+        await consumer.start()
+    assert caught.value.setting == "partitions"
+    assert "partitions [5] do not exist" in str(caught.value), caught.value
+    assert "0..1" in str(caught.value)
+
+
+async def test_run_forever_returns_when_another_task_closes_the_consumer(
+    original_cluster: cluster.Cluster,
+) -> None:
+    topic = _topic("runclose")
+    consumer = Consumer(topic, "rc", lambda msg: None, nsqd_tcp=original_cluster.nsqd_tcp[:1])
+    running = asyncio.create_task(consumer.run_forever())
+    try:
+        await wait_for(lambda: consumer.connections, 10.0, "the consumer connected")
+        await consumer.close()
+        async with asyncio.timeout(10):
+            assert await running is None
+    finally:
+        running.cancel()

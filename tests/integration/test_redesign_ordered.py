@@ -285,3 +285,35 @@ async def test_a_start_position_on_a_plain_topic_is_not_an_ordered_subscription(
     assert sorted(handled) == sorted(bodies), "a message was lost or handled twice"
     assert events == [] and consumer.stats.order_regressions == 0
     assert consumer.stats.order_gaps == 0
+
+
+async def test_an_ordered_partition_with_messages_is_served_while_others_are_empty(
+    redesign_cluster: cluster.Cluster,
+) -> None:
+    """max_in_flight 1 over 3 ordered partitions: RDY 1 can sit on one partition at a
+    time, and the one holding messages must get it within a round of quick turns, not
+    after go-nsq's idle rotation (made a minute long here, so a stall cannot pass). Each
+    partition in turn holds the messages, for a fresh consumer: whichever partition got
+    the first RDY, at least two of the three runs find it on an empty one."""
+    lookupd = redesign_cluster.lookupd_http
+    topic = _topic("ordturn")
+    admin.create_topic(lookupd, topic, partitions=3, replicas=1, ordered=True)
+    _create_channel(topic, "ledger", lookupd)
+    async with Producer(lookupd_http=lookupd) as producer:
+        for partition in range(3):
+            bodies = [f"{partition}:{i}".encode() for i in range(5)]
+            await producer.publish_many(topic, bodies, partition=partition)
+            got, _ = await _consume(
+                dict(
+                    topic=topic,
+                    channel="ledger",
+                    lookupd_http=lookupd,
+                    ordered=True,
+                    max_in_flight=1,
+                    low_rdy_idle_timeout=60.0,
+                    rdy_redistribute_interval=60.0,
+                ),
+                until=5,
+                timeout=15,
+            )
+            assert [m.body for m in got] == bodies

@@ -28,7 +28,12 @@ from nsqctl.consumer.failover import PartitionWatch
 from nsqctl.consumer.leaders import LeaderWatch
 from nsqctl.consumer.options import OPTION_NAMES
 from nsqctl.consumer.rdy import FlowControl
-from nsqctl.errors import ConfigError, FailoverTimeoutError, NoConnectionError
+from nsqctl.errors import (
+    AlreadyRespondedError,
+    ConfigError,
+    FailoverTimeoutError,
+    NoConnectionError,
+)
 from nsqctl.flow import BackoffController, RdyController
 from nsqctl.lookup.model import Peer, Topology
 from nsqctl.message import Message
@@ -137,6 +142,19 @@ def reqs_by_id(*fakes: FakeConn) -> dict[bytes, int]:
     return counts
 
 
+def iterator_with(
+    count: int,
+) -> tuple[DeliveryPath, FlowControl, ConsumerStats, FakeConn, asyncio.Queue[Message]]:
+    """An iterator-form delivery path on one connection that received ``count`` messages
+    (in its queue, none taken yet)."""
+    path, flow, _, stats = make_path()
+    fake = FakeConn()
+    path.on_messages(connect(path, flow, fake), [raw(n) for n in range(count)])
+    queue = path.queue
+    assert queue is not None
+    return path, flow, stats, fake, queue
+
+
 # -- options --------------------------------------------------------------------------------
 
 
@@ -191,6 +209,27 @@ def test_no_cluster_names_the_library_settings() -> None:
     assert "lookupd_http=" in str(caught.value) and "--" not in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "setting", "says"),
+    [
+        (
+            dict(lookupd_http=["127.0.0.1:4161"], nsqd_tcp=[NSQD]),
+            "nsqd_tcp",
+            "both lookupd_http= and nsqd_tcp=",
+        ),
+        (dict(nsqd_tcp=[NSQD], handler="print"), "handler", "handler must be a function"),
+        (dict(nsqd_tcp=[NSQD], partitions=[0]), "partitions", "partitions= needs lookupd_http="),
+    ],
+)
+def test_a_setting_that_would_do_nothing_is_refused_at_construction(
+    kwargs: dict[str, Any], setting: str, says: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        Consumer("t", "c", **kwargs)
+    assert caught.value.setting == setting
+    assert says in str(caught.value) and "--" not in str(caught.value)
+
+
 # -- delivery path --------------------------------------------------------------------------
 
 
@@ -206,12 +245,8 @@ async def test_a_read_is_handled_and_fined_in_one_write() -> None:
 
 
 async def test_closing_gives_back_queued_and_late_messages_once() -> None:
-    path, flow, _, stats = make_path()  # iterator form
-    fake = FakeConn()
-    conn = connect(path, flow, fake)
-    path.on_messages(conn, [raw(n) for n in range(5)])
-    queue = path.queue
-    assert queue is not None
+    path, flow, stats, fake, queue = iterator_with(5)
+    conn = as_conn(fake)
     taken = [queue.get_nowait(), queue.get_nowait()]
     taken[0].finish()
 
@@ -230,6 +265,41 @@ async def test_closing_gives_back_queued_and_late_messages_once() -> None:
     assert path.in_flight == 0
     assert await path.wait_idle(0.0) == 0
     assert fake.fins == [[raw(0).id], [raw(1).id]]
+
+
+async def test_what_an_iterator_took_is_given_back_once_when_nobody_can_answer_it() -> None:
+    """Taken by an iteration still in progress: close waits for it, and the stop timeout
+    (abandon) gives it back. Taken by an iteration that was left: the caller may still
+    answer it (a batch finished after the loop) until close, which gives it back."""
+    path, _, stats, fake, queue = iterator_with(4)
+    path.iteration_started()
+    held = [queue.get_nowait() for _ in range(3)]
+    for msg in held:
+        path.take(msg)
+    path.iteration_ended()  # left with 3 unanswered
+    held[0].finish()  # answered after the loop: still the caller's to answer
+    path.iteration_started()  # a second iteration, in progress at close
+    path.take(later := queue.get_nowait())
+
+    path.close()
+    assert reqs_by_id(fake) == {}  # an iteration is in progress: close waits
+    path.iteration_ended()  # it was left while closing: nothing can answer them now
+    assert reqs_by_id(fake) == {raw(n).id: 1 for n in (1, 2, 3)}
+    assert path.in_flight == 0 and later.outcome == "REQ"
+    assert path.abandon() == [] and stats.requeued == 3  # given back once
+    with pytest.raises(AlreadyRespondedError):
+        held[1].finish()  # too late: it was given back, and no FIN leaves
+    assert fake.fins == [[raw(0).id]]
+
+
+async def test_abandon_gives_back_a_message_held_by_an_iteration_in_progress() -> None:
+    path, _, _, fake, queue = iterator_with(1)
+    path.iteration_started()
+    path.take(msg := queue.get_nowait())
+    path.close()
+    assert await path.wait_idle(0.0) == 1  # the stop timeout ran out
+    path.abandon()
+    assert fake.reqs == [(raw(0).id, 0)] and msg.outcome == "REQ" and path.in_flight == 0
 
 
 async def test_closing_hands_out_nothing_to_a_handler() -> None:
@@ -255,6 +325,22 @@ async def test_failing_handler_requeues_with_backoff() -> None:
     assert stats.requeued == 1 and flow.backoff.level == 1
 
 
+async def test_a_handler_failure_is_logged_with_its_type_and_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def fail(msg: Message) -> None:
+        raise KeyError("customer-17")
+
+    path, flow, _, _stats = make_path(fail)
+    conn = connect(path, flow, FakeConn())
+    with caplog.at_level("WARNING", logger="nsqctl.consumer"):
+        path.on_messages(conn, [raw(1)])
+    [record] = [r for r in caplog.records if "handler failed" in r.getMessage()]
+    assert "KeyError: 'customer-17'" in record.getMessage()
+    assert record.exc_info is not None and record.exc_info[0] is KeyError
+    assert "in fail" in caplog.text  # the traceback, down to the handler's frame
+
+
 async def test_ordered_second_copy_of_a_message_in_hand_is_dropped() -> None:
     kept: list[Message] = []
 
@@ -275,6 +361,18 @@ async def test_ordered_second_copy_of_a_message_in_hand_is_dropped() -> None:
 
 
 # -- flow control ---------------------------------------------------------------------------
+
+
+async def test_a_connection_beyond_the_budget_wakes_the_flow_loop() -> None:
+    """It gets no RDY, but it starts rotation: the loop must take the new deadline now,
+    not when its previous wait (up to a second) ends."""
+    flow = FlowControl(RdyController(1, rng=random.Random(1)), BackoffController(), None)
+    a, b = FakeConn("127.0.0.1:1"), FakeConn("127.0.0.1:2")
+    flow.add_connection(as_conn(a), 0.0)
+    flow.wake.clear()
+    flow.add_connection(as_conn(b), 0.0)
+    assert b.rdys == [] and flow.rdy.next_deadline() is not None
+    assert flow.wake.is_set()
 
 
 async def test_flow_sends_rdy_on_its_connection_and_close_window_ends_the_loop() -> None:

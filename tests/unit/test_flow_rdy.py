@@ -81,8 +81,12 @@ def test_unchanged_window_is_never_resent() -> None:
 # -- fewer RDY than connections: rotation ---------------------------------------------------
 
 
+#: Quick turns off, so a test sees go-nsq's periodic redistribution alone.
+NO_QUICK_TURNS = 1e9
+
+
 def test_connections_beyond_the_budget_start_at_zero() -> None:
-    ctl = RdyController(2, rng=random.Random(1))
+    ctl = RdyController(2, rng=random.Random(1), idle_turn=NO_QUICK_TURNS)
     for name in "abcd":
         ctl.add_connection(name, 2500, 0.0)
     assert rdys(ctl) == {"a": 1, "b": 1, "c": 0, "d": 0}
@@ -90,7 +94,7 @@ def test_connections_beyond_the_budget_start_at_zero() -> None:
 
 
 def test_idle_holder_gives_way_after_low_rdy_idle_timeout() -> None:
-    ctl = RdyController(1, rng=random.Random(1))
+    ctl = RdyController(1, rng=random.Random(1), idle_turn=NO_QUICK_TURNS)
     ctl.add_connection("a", 2500, 0.0)
     ctl.add_connection("b", 2500, 0.0)
     assert ctl.tick(5.0) == []
@@ -130,13 +134,56 @@ def test_rotation_eventually_reaches_every_connection() -> None:
 
 
 def test_no_deadline_while_budget_covers_every_connection() -> None:
-    ctl = primed(10, "ab")
+    ctl = primed(10, "ab", idle_turn=NO_QUICK_TURNS)
     assert ctl.next_deadline() is None
     ctl.set_max_in_flight(1, 1000.0)
     assert ctl.next_deadline() == 1005.0  # the timer starts when rotation does
     assert ctl.tick(1004.0) == []  # early ticks do nothing
     ctl.set_max_in_flight(10, 1006.0)
     assert ctl.next_deadline() is None
+
+
+def test_a_quiet_holder_passes_its_turn_to_the_next_connection_in_order() -> None:
+    ctl = RdyController(1, rng=random.Random(1), idle_turn=0.25)
+    for name in "abc":
+        ctl.add_connection(name, 2500, 0.0)
+    assert rdys(ctl) == {"a": 1, "b": 0, "c": 0}
+    assert ctl.next_deadline() == 0.25  # the quiet holder's turn ends, not the 5 s tick
+    assert ctl.tick(0.2) == []
+    assert ctl.tick(0.25) == [RdyUpdate("a", 0), RdyUpdate("b", 1)]
+    assert ctl.next_deadline() == 0.5
+    assert ctl.tick(0.5) == [RdyUpdate("b", 0), RdyUpdate("c", 1)]
+    assert ctl.tick(0.75) == [RdyUpdate("c", 0), RdyUpdate("a", 1)]
+
+
+def test_a_holder_with_a_message_in_flight_keeps_its_turn() -> None:
+    """An ordered partition: one message at a time, the next only after its FIN."""
+    ctl = RdyController(1, rng=random.Random(1), fixed_rdy_one=True, idle_turn=0.25)
+    for name in "abc":
+        ctl.add_connection(name, 2500, 0.0)
+    ctl.on_message("a", 0.1)
+    assert ctl.tick(3.0) == []  # a slow handler: still "a"'s turn
+    assert ctl.next_deadline() == 5.0
+    ctl.on_message_done("a", 3.0)  # FIN; nsqd sends the next message after it
+    assert ctl.next_deadline() == 3.25
+    assert ctl.tick(3.2) == []
+    assert as_dict(ctl.tick(3.25)) == {"a": 0, "b": 1}
+
+
+def test_quick_turns_reach_every_connection_within_one_round() -> None:
+    ctl = RdyController(2, rng=random.Random(7), idle_turn=0.25)
+    names = [f"c{i}" for i in range(12)]
+    for name in names:
+        ctl.add_connection(name, 2500, 0.0)
+    served = {cid for cid, count in rdys(ctl).items() if count}
+    now = 0.0
+    while served != set(names):
+        now = ctl.next_deadline() or 0.0
+        assert now <= 6 * 0.25, "a connection waited longer than one round"
+        for update in ctl.tick(now):
+            if update.count:
+                served.add(update.conn_id)
+        assert ctl.total_rdy == 2
 
 
 # -- starvation, max_in_flight at run time --------------------------------------------------
@@ -303,6 +350,8 @@ def test_bad_configuration_is_rejected() -> None:
         RdyController(1, redistribute_interval=0)
     with pytest.raises(ConfigError):
         RdyController(1, low_rdy_idle_timeout=-1)
+    with pytest.raises(ConfigError):
+        RdyController(1, idle_turn=0)
     ctl = RdyController(1)
     with pytest.raises(ConfigError):
         ctl.add_connection("a", 0, 0.0)
