@@ -9,9 +9,9 @@ from nsqctl.cli.common import (
     NsqdHttpOption,
     NsqdOption,
     ProfileOption,
-    require_positive_seconds,
     resolve_cluster,
 )
+from nsqctl.cli.numbers import seconds
 from nsqctl.stats.poller import DEFAULT_TIMEOUT, StatsPoller
 from nsqctl.stats.session import StatsSession
 
@@ -21,14 +21,17 @@ def dash(
     nsqd: list[str] = NsqdOption,
     nsqd_http: list[str] = NsqdHttpOption,
     profile: str | None = ProfileOption,
-    interval: float = typer.Option(2.0, "--interval", "-i", help="Seconds between polls."),
+    interval: float = typer.Option(
+        2.0, "--interval", "-i", parser=seconds(), help="Seconds between polls."
+    ),
     timeout: float = typer.Option(
-        DEFAULT_TIMEOUT, "--timeout", help="Seconds before an nsqd counts as down for a poll."
+        DEFAULT_TIMEOUT,
+        "--timeout",
+        parser=seconds(),
+        help="Seconds before an nsqd counts as down for a poll.",
     ),
 ) -> None:
     """Live dashboard: nodes, topics, partitions, channels and consumers (? for keys)."""
-    require_positive_seconds(interval, "--interval")
-    require_positive_seconds(timeout, "--timeout")
     sel = resolve_cluster(lookupd, nsqd, profile, nsqd_http, require="http")
     from nsqctl.admin.drain_state import drain_labels
     from nsqctl.tui.app import DashApp  # Textual loads only for this command

@@ -28,6 +28,7 @@ from nsqctl.cli.common import (
     ProfileOption,
     resolve_cluster,
 )
+from nsqctl.cli.numbers import rate, seconds
 from nsqctl.cli.progress import LazyProgress
 from nsqctl.cli.pub_input import (
     Batch,
@@ -84,8 +85,6 @@ class PubPlan:
             raise ConfigError(f"use only one of {', '.join(routing)}")
         if self.defer_ms is not None and self.trace is not None:
             raise ConfigError("--defer and --trace cannot be combined (DPUB has no trace)")
-        if self.defer_ms is not None and self.defer_ms < 0:
-            raise ConfigError("--defer must be >= 0 milliseconds")
         if self.rate is not None and self.rate <= 0:
             raise ConfigError("--rate must be a positive number of messages per second")
         if self.trace is not None and self.trace != "auto":
@@ -148,7 +147,9 @@ def pub(
         False, "--binary", help="One message per file argument (or all of --file / stdin)."
     ),
     batch: int = typer.Option(200, "--batch", min=1, max=100_000, help="Messages per MPUB."),
-    rate: float | None = typer.Option(None, "--rate", help="Publish at most N messages/s."),
+    rate: float | None = typer.Option(
+        None, "--rate", parser=rate(), help="Publish at most N messages/s."
+    ),
     partition: int | None = typer.Option(
         None,
         "--partition",
@@ -166,11 +167,13 @@ def pub(
     trace_log: Path | None = typer.Option(
         None, "--trace-log", help="Append publish receipts to this JSONL trace log."
     ),
-    defer_ms: int | None = typer.Option(None, "--defer", help="Deferred publish in ms (original)."),
+    defer_ms: int | None = typer.Option(
+        None, "--defer", min=0, help="Deferred publish in ms (original)."
+    ),
     failover_window: float = typer.Option(
         DEFAULT_FAILOVER_WINDOW,
         "--failover-window",
-        min=0,
+        parser=seconds(zero=True),
         help="Seconds to wait for a new leader when one is lost mid-publish (0: fail at once).",
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress, nothing on success."),
