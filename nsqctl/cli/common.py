@@ -359,6 +359,10 @@ def resolve_cluster(
         g.auth_secret_file, "NSQCTL_AUTH_SECRET_FILE", prof.auth_secret_file if prof else None
     )
     secret = resolve_auth_secret(None, secret_file) if secret_file else resolve_auth_secret()
+    if secret_file:
+        warn_if_open("auth secret file", secret_file)
+    if tls is not None and tls.key_file:
+        warn_if_open("TLS key file", tls.key_file)
     compression = _pick(g.compression, "NSQCTL_COMPRESSION", prof.compression if prof else "none")
     validate_compression(compression)
     selection = ClusterSelection(
@@ -376,6 +380,26 @@ def resolve_cluster(
     elif require == "http":
         selection.require_http()
     return selection
+
+
+#: files already warned about in this process: a command may resolve its cluster twice
+_WARNED_OPEN: set[str] = set()
+
+
+def warn_if_open(what: str, path: str) -> None:
+    """One stderr line, once per file, when a secret's file is open to other users (as
+    ssh warns of a private key): the secret is still used, the operator is told the fix."""
+    from nsqctl.secrets import open_permissions
+
+    bits = open_permissions(path)
+    if bits is None or path in _WARNED_OPEN:
+        return
+    _WARNED_OPEN.add(path)
+    typer.echo(
+        f"nsqctl: warning: the {what} {path} can be read by other users (mode {bits:04o}): "
+        f"chmod 600 {path}",
+        err=True,
+    )
 
 
 def require_positive_seconds(value: float, flag: str) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import typer
 
 from nsqctl.cli.common import (
@@ -12,6 +14,7 @@ from nsqctl.cli.common import (
     resolve_cluster,
 )
 from nsqctl.cli.numbers import seconds
+from nsqctl.errors import ConfigError
 from nsqctl.stats.poller import DEFAULT_TIMEOUT, StatsPoller
 from nsqctl.stats.session import StatsSession
 
@@ -32,6 +35,7 @@ def dash(
     ),
 ) -> None:
     """Live dashboard: nodes, topics, partitions, channels and consumers (? for keys)."""
+    require_terminal()
     sel = resolve_cluster(lookupd, nsqd, profile, nsqd_http, require="http")
     from nsqctl.admin.drain_state import drain_labels
     from nsqctl.tui.app import DashApp  # Textual loads only for this command
@@ -39,3 +43,16 @@ def dash(
     poller = StatsPoller(sel.lookupd, sel.nsqd_http, timeout=timeout)
     # the node screen shows the drains `nsqctl node drain` records in the state dir
     DashApp(StatsSession(poller), interval=interval, drain_states=drain_labels).run()
+
+
+def require_terminal() -> None:
+    """Refuse to start without a terminal on stdin and stdout: the dashboard draws with
+    escape codes and is left with keys, so redirected it fills a file with escape codes
+    and, with no key to read, never ends."""
+    for name, stream in (("stdout", sys.stdout), ("stdin", sys.stdin)):
+        if stream is None or not stream.isatty():
+            raise ConfigError(
+                f"dash needs a terminal, and its {name} is not one: run it in a terminal; "
+                "for output to a file or a pipe use `nsqctl stat --json` or "
+                "`nsqctl top --json`"
+            )
