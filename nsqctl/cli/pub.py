@@ -37,12 +37,12 @@ from nsqctl.cli.pub_input import (
     read_in_thread,
     shard_key_from_json,
 )
-from nsqctl.cli.pub_lines import LineLedger, Span, spans_of
+from nsqctl.cli.pub_lines import LineLedger, Span, merge, spans_of, text_of
 from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.failover import DEFAULT_FAILOVER_WINDOW, FailoverEvent
 from nsqctl.producer import Producer, Receipt, RetryPolicy
 from nsqctl.protocol import MPUB_ENTRY_OVERHEAD, MPUB_TRACE_ENTRY_OVERHEAD, mpub_body_size
-from nsqctl.protocol.errors import BadPartitionError
+from nsqctl.protocol.errors import BadMessageError, BadPartitionError
 from nsqctl.protocol.names import validate_topic
 from nsqctl.tracelog import TraceLog
 
@@ -72,6 +72,7 @@ class PubPlan:
     trace: str | None = None  # a trace id, "auto", or None
     defer_ms: int | None = None
     rate: float | None = None
+    skip_too_large: bool = False  # skip a line nsqd cannot take instead of stopping there
 
     def check(self) -> None:
         routing = [
@@ -180,6 +181,12 @@ def pub(
         parser=seconds(zero=True),
         help="Seconds to wait for a new leader when one is lost mid-publish (0: fail at once).",
     ),
+    skip_too_large: bool = typer.Option(
+        False,
+        "--skip-too-large",
+        help="Skip each line larger than nsqd takes (named on stderr and in --json) and go "
+        "on; without it pub stops at the first such line and sends nothing after it.",
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress, nothing on success."),
     as_json: bool = typer.Option(False, "--json", help="Print the result (and receipts) as JSON."),
     lookupd: list[str] = LookupdOption,
@@ -188,7 +195,9 @@ def pub(
 ) -> None:
     """Publish messages; exit 0 only when every message got OK."""
     validate_topic(topic)
-    plan = PubPlan(topic, batch, partition, shard, shard_field, trace, defer_ms, rate)
+    plan = PubPlan(
+        topic, batch, partition, shard, shard_field, trace, defer_ms, rate, skip_too_large
+    )
     plan.check()
     if trace_log is not None and trace is None:
         raise ConfigError("--trace-log records traced publishes: add --trace ID or --trace auto")
@@ -248,6 +257,7 @@ def _report(plan: PubPlan, result: PubResult, quiet: bool, as_json: bool) -> Non
                     "published": result.published,
                     "unpublished": result.unpublished,
                     "skipped": result.skipped,
+                    "too_large": result.lines.too_large,
                     "error": "interrupted" if result.interrupted else _text(result.error),
                 }
             )
@@ -259,6 +269,13 @@ def _report(plan: PubPlan, result: PubResult, quiet: bool, as_json: bool) -> Non
             err=True,
         )
         raise typer.Exit(INTERRUPTED)
+    if result.lines.too_large:
+        lines = text_of(merge((n, n) for n in result.lines.too_large))
+        typer.echo(
+            f"nsqctl pub: skipped {len(result.lines.too_large)} line(s) larger than nsqd "
+            f"takes (--skip-too-large): input line(s) {lines}",
+            err=True,
+        )
     if not as_json and not quiet and result.error is None:
         typer.echo(f"published {result.published} message(s) to {plan.topic}", err=True)
     if isinstance(result.error, BadPartitionError) and plan.partition is None:
@@ -379,7 +396,9 @@ async def publish_stream(
                 result.skipped += batch.blank
                 progress.advance(batch.size)
                 whole, refused = batch, fits(batch)
-                if refused is not None:  # publish what came before it, then stop
+                if refused is not None and plan.skip_too_large:
+                    batch, refused = _skip_too_large(whole, fits, result.lines), None
+                elif refused is not None:  # publish what came before it, then stop
                     batch = whole.cut(0, refused)
                 read += len(batch)
                 for piece, alone in _around_large(batch):
@@ -392,7 +411,12 @@ async def publish_stream(
                             held = Batch([])
                         await window.settle(True)
                         await send_one(piece)
-                        await window.settle(True)
+                        try:
+                            await window.settle(True)
+                        except BadMessageError:
+                            if not plan.skip_too_large:
+                                raise
+                            result.lines.skipped(piece.number(0))
                         continue
                     held = held.join(piece)
                     start = 0
@@ -469,11 +493,27 @@ def _fits(producer: Producer, plan: PubPlan) -> Callable[[Batch], int | None]:
     return lambda batch: _first_longer(batch.bodies, largest)
 
 
+def _skip_too_large(batch: Batch, fits: Callable[[Batch], int | None], lines: LineLedger) -> Batch:
+    """``batch`` without its lines too large to publish, each noted in ``lines``."""
+    kept: list[int] = []
+    start = 0
+    while (index := fits(batch.cut(start, len(batch)))) is not None:
+        kept.extend(range(start, start + index))
+        lines.skipped(batch.number(start + index))
+        start += index + 1
+    kept.extend(range(start, len(batch)))
+    if not kept:
+        return Batch([])
+    numbers = [batch.number(i) for i in kept]
+    return Batch([batch.bodies[i] for i in kept], numbers[0], numbers)
+
+
 def _too_large(batch: Batch, index: int, limit: int) -> ConfigError:
     return ConfigError(
         f"input line {batch.number(index)} ({len(batch.bodies[index])} bytes) is larger "
         f"than nsqd takes: one message must fit nsqd's --max-msg-size (1 MiB by default) "
-        f"and {limit} bytes here; split the input into smaller messages",
+        f"and {limit} bytes here; split the input into smaller messages, or pass "
+        "--skip-too-large to publish the other lines",
         setting="max_body_size",
     )
 

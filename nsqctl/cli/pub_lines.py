@@ -56,6 +56,7 @@ class LineLedger:
 
     last_launched: int = 0
     unconfirmed: list[Span] = field(default_factory=list)
+    too_large: list[int] = field(default_factory=list)  # skipped as asked, not published
 
     def launched(self, spans: list[Span]) -> None:
         if spans:
@@ -64,12 +65,18 @@ class LineLedger:
     def not_confirmed(self, spans: list[Span]) -> None:
         self.unconfirmed.extend(spans)
 
+    def skipped(self, number: int) -> None:
+        """Line ``number`` was skipped as too large (perhaps after nsqd refused it)."""
+        if (number, number) in self.unconfirmed:
+            self.unconfirmed.remove((number, number))
+        self.too_large.append(number)
+
     def published(self) -> list[Span]:
         """The lines up to the last launched one, less those not confirmed (a blank line
         inside a published span was skipped, not published)."""
         out: list[Span] = []
         start = 1
-        for first, last in merge(self.unconfirmed):
+        for first, last in merge([*self.unconfirmed, *((n, n) for n in self.too_large)]):
             if first > start:
                 out.append((start, first - 1))
             start = max(start, last + 1)
@@ -86,6 +93,8 @@ class LineLedger:
             if published
             else "no input line was published"
         )
+        if self.too_large:
+            said += f"; line(s) {text_of(merge((n, n) for n in self.too_large))} were skipped"
         unconfirmed = merge(self.unconfirmed)
         if unconfirmed:
             said += f"; line(s) {text_of(unconfirmed)} were sent but not confirmed"

@@ -6,6 +6,7 @@ after it is sent, whatever the batch size."""
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import pytest
@@ -102,3 +103,24 @@ def test_a_line_nsqd_refuses_stops_the_publish_at_that_line(
     assert "line(s) 2 were sent but not confirmed" in line, line
     assert "nothing after line 2 was sent" in line, line
     assert _stored(c.nsqd_http[0], topic) == 1
+
+
+@pytest.mark.original
+def test_skip_too_large_publishes_every_other_line_and_names_the_skipped(
+    original_cluster: cluster.Cluster,
+) -> None:
+    """Asked to skip: the line nsqd refuses (2 MiB) and the one no publish can carry
+    (10 MB) are named, by input line, and everything else is published."""
+    c = original_cluster
+    topic = _topic()
+    proc = run_cli(
+        ["pub", topic, "--nsqd", c.nsqd_tcp[0], "--skip-too-large", "--json"],
+        input=b"s1\n" + b"z" * (2 << 20) + b"\ns2\n" + TEN_MB + b"\n\ns3\n",
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout.splitlines()[-1])
+    assert summary["too_large"] == [2, 4] and summary["published"] == 3, summary
+    assert summary["skipped"] == 1  # the blank line
+    assert b"skipped 2 line(s) larger than nsqd takes" in proc.stderr
+    assert _stored(c.nsqd_http[0], topic) == 3

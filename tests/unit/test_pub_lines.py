@@ -35,3 +35,14 @@ def test_a_long_account_stays_one_short_line() -> None:
     text = ledger.describe(stopped=False)
     assert "\n" not in text and "more span(s)" in text and len(text) < 300
     assert text.count(",") <= 2 * SHOWN_SPANS + 2
+
+
+def test_skipped_lines_are_neither_published_nor_unconfirmed() -> None:
+    ledger = LineLedger()
+    ledger.launched([(1, 5)])
+    ledger.not_confirmed([(3, 3)])
+    ledger.skipped(3)  # nsqd refused it, and skipping was asked for
+    assert ledger.published() == [(1, 2), (4, 5)]
+    assert ledger.describe(stopped=False) == (
+        "input line(s) 1-2, 4-5 were published; line(s) 3 were skipped"
+    )
