@@ -58,6 +58,7 @@ def test_pub_with_stderr_closed_still_publishes(original_cluster: cluster.Cluste
         "published": 1,
         "unpublished": 0,
         "skipped": 0,
+        "too_large": [],
         "error": None,
     }
     assert _stored(c.nsqd_http[0], topic) == 3
@@ -130,6 +131,7 @@ def test_sigint_says_how_many_messages_were_published(original_cluster: cluster.
         "published": 25,
         "unpublished": 0,
         "skipped": 0,
+        "too_large": [],
         "error": "interrupted",
     }
 

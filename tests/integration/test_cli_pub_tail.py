@@ -182,6 +182,7 @@ def test_json_result_and_exit_code(original_cluster: cluster.Cluster) -> None:
         "published": 2,
         "unpublished": 0,
         "skipped": 0,
+        "too_large": [],
         "error": None,
     }
 

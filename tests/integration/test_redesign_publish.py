@@ -122,6 +122,7 @@ def test_cli_pub_partition_flag_then_batches_round_robin(
         "published": 70,
         "unpublished": 0,
         "skipped": 0,
+        "too_large": [],
         "error": None,
     }
     assert message_counts(c, topic) == {0: 35, 1: 45}  # ten MPUBs of 7, alternating
@@ -303,6 +304,7 @@ async def test_traced_publish_receipts_and_trace_ids_on_delivery(
         "published": 13,
         "unpublished": 0,
         "skipped": 0,
+        "too_large": [],
         "error": None,
     }
     assert sorted(r["count"] for r in receipts) == [1, 4, 4, 4]  # in the order they landed
