@@ -96,7 +96,11 @@ class FailoverNotes:
         """The event to report for a publish that waits, or None (one was just reported)."""
         event = FailoverEvent("waiting", "publish", topic, partition, 0.0, self.window)
         where = event.where
-        since = min(self._since.get(where, now - waited), now - waited)
+        since = now - waited
+        earlier = self._since.get(where)
+        # a start older than any publish may wait belongs to a wait that ended in giving up
+        if earlier is not None and now - earlier <= self.window + self.interval:
+            since = min(since, earlier)
         self._since[where] = since
         last = self._noted.get(where)
         if last is not None and now - last < self.interval:

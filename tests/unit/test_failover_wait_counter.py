@@ -22,3 +22,11 @@ def test_a_new_wait_after_a_resumption_counts_from_its_own_start() -> None:
     assert notes.resumed("ha", 0, 12.0, "127.0.0.1:4150") is not None
     again = notes.waiting("ha", 0, 1.0, "refused", now=300.0)
     assert again is not None and again.waited == 1.0
+
+
+def test_a_wait_after_one_that_gave_up_counts_from_its_own_start() -> None:
+    """Publishes that gave up report no resumption; their start is not the next wait's."""
+    notes = FailoverNotes(window=30, interval=5)
+    notes.waiting("ha", 0, 29.0, "refused", now=129.0)  # then gave up at 130
+    again = notes.waiting("ha", 0, 2.0, "refused", now=500.0)
+    assert again is not None and again.waited == 2.0
