@@ -10,7 +10,8 @@ Example (``nsqctl config path`` prints where it lives)::
     auth_secret_file = "~/.config/nsqctl/prod.secret"
 
 Keys of a profile: lookupd, nsqd, nsqd_http (lists of HOST:PORT), tls (bool), tls_ca,
-tls_cert, tls_key, tls_insecure, auth_secret_file, compression (none|snappy|deflate),
+tls_cert, tls_key (only with tls_cert), tls_insecure (any tls_* key turns TLS on, as its
+flag does), auth_secret_file, compression (none|snappy|deflate),
 check (health rules for ``nsqctl check`` and ``nsqctl exporter``, e.g.
 ``["max-depth:orders*/*=1000,5000", "orphan=crit"]``; see :mod:`nsqctl.health.spec`).
 The secret itself never lives in this file, only the path of a file holding it.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from nsqctl.errors import ConfigError
@@ -57,3 +58,14 @@ def resolve_auth_secret(
     if from_env:
         return Secret(from_env, f"${env}")
     return None
+
+
+def open_permissions(path: str | Path) -> int | None:
+    """The permission bits of ``path`` when anyone but its owner may read or use it (the
+    rule ssh applies to a private key file), else None (also when it cannot be read: the
+    reader says why)."""
+    try:
+        bits = stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        return None
+    return bits if bits & 0o077 else None

@@ -30,6 +30,7 @@ from nsqctl.cli.common import (
     ProfileOption,
     resolve_cluster,
 )
+from nsqctl.cli.numbers import seconds
 from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.protocol.names import validate_channel, validate_topic
 
@@ -245,12 +246,17 @@ def _emit_listing(listing: admin.Listing, key: str, as_json: bool, extra: dict[s
 @topic_app.command("create")
 def topic_create(
     topic: str = typer.Argument(..., autocompletion=complete.topics, help="Topic to create."),
-    partitions: int = typer.Option(1, "--partitions", help="Partitions (redesign; 1-255)."),
-    replicas: int = typer.Option(1, "--replicas", help="Replicas per partition (redesign; 1-5)."),
+    partitions: int = typer.Option(1, "--partitions", min=1, help="Partitions (redesign; 1-255)."),
+    replicas: int = typer.Option(
+        1, "--replicas", min=1, help="Replicas per partition (redesign; 1-5)."
+    ),
     ordered: bool = typer.Option(False, "--ordered", help="Ordered topic (redesign)."),
     ext: bool = typer.Option(False, "--ext", help="Ext-header topic (redesign)."),
     wait: float = typer.Option(
-        60.0, "--wait", min=0, help="Redesign: seconds to wait for writable partitions (0: don't)."
+        60.0,
+        "--wait",
+        parser=seconds(zero=True),
+        help="Redesign: seconds to wait for writable partitions (0: don't).",
     ),
     as_json: bool = JsonOption,
     lookupd: list[str] = LookupdOption,
@@ -455,14 +461,15 @@ def channel_setoffset(
     topic: str = typer.Argument(..., autocompletion=complete.topics, help="Topic."),
     channel: str = typer.Argument(..., autocompletion=complete.channels, help="Channel."),
     timestamp: int | None = typer.Option(
-        None, "--timestamp", help="Resume from messages published at/after this Unix time."
+        None, "--timestamp", min=0, help="Resume from messages published at/after this Unix time."
     ),
     virtual_offset: int | None = typer.Option(
-        None, "--virtual-offset", help="Resume at this byte offset of the partition queue."
+        None, "--virtual-offset", min=0, help="Resume at this byte offset of the partition queue."
     ),
     msgcount: int | None = typer.Option(
         None,
         "--msgcount",
+        min=0,
         help="Resume at the N-th message of the partition queue, counting from 1.",
     ),
     end: bool = typer.Option(False, "--end", help="Jump to the end (like empty)."),

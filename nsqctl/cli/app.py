@@ -31,6 +31,7 @@ import typer.main
 from nsqctl.cli import common
 from nsqctl.cli.collector import imports_done
 from nsqctl.cli.errors import cli_message
+from nsqctl.cli.numbers import Number
 from nsqctl.errors import ConfigError, NsqctlError
 
 
@@ -237,12 +238,16 @@ def _is_number(param: Any) -> bool:
 def default_metavar(param: Any) -> str:
     """A placeholder naming what a value option or argument takes (instead of typer's
     ``<str>``/``<int range>``): :data:`PLACEHOLDERS`, else ``N`` or ``SECONDS`` for
-    numbers, else the last word of its name in capitals (``--to-topic`` → ``TOPIC``,
+    numbers (a :class:`~nsqctl.cli.numbers.Number` parser names its own), else the last
+    word of its name in capitals (``--to-topic`` → ``TOPIC``,
     argument ``topic`` → ``TOPIC``)."""
     longs = [o for o in param.opts if o.startswith("--")]
     if longs and longs[0] in PLACEHOLDERS:
         return PLACEHOLDERS[longs[0]]
     name = (longs[0].lstrip("-") if longs else param.name or "value").replace("_", "-")
+    parser = getattr(getattr(param, "type", None), "func", None)
+    if isinstance(parser, Number):
+        return parser.metavar
     if _is_number(param):
         return "SECONDS" if any(w in name for w in _SECONDS_WORDS) else "N"
     return name.rsplit("-", 1)[-1].upper()

@@ -20,6 +20,7 @@ from nsqctl.cli.common import (
     ProfileOption,
     resolve_cluster,
 )
+from nsqctl.cli.numbers import seconds, size
 from nsqctl.errors import ConfigError
 from nsqctl.failover import DEFAULT_FAILOVER_WINDOW
 from nsqctl.protocol.names import validate_channel, validate_topic
@@ -38,7 +39,11 @@ def archive(
         "nsqctl_archive", "--channel", "-c", help="Channel (durable: a restart resumes)."
     ),
     partitions: list[int] = typer.Option(
-        None, "--partition", help="Only these partition(s).", autocompletion=complete.partitions
+        None,
+        "--partition",
+        min=0,
+        help="Only these partition(s).",
+        autocompletion=complete.partitions,
     ),
     ordered: bool | None = typer.Option(
         None, "--ordered/--no-ordered", help="SUB_ORDERED (default: when the topic needs it)."
@@ -47,12 +52,14 @@ def archive(
     rotate_rows: int = typer.Option(
         0, "--rotate-rows", min=0, help="0: half the max-in-flight (the RDY window)."
     ),
-    rotate_mb: float = typer.Option(64.0, "--rotate-mb", min=0.001),
-    rotate_seconds: float = typer.Option(5.0, "--rotate-seconds", min=0.01, max=50.0),
+    rotate_mb: float = typer.Option(64.0, "--rotate-mb", parser=size("megabytes", minimum=0.001)),
+    rotate_seconds: float = typer.Option(
+        5.0, "--rotate-seconds", parser=seconds(minimum=0.01, maximum=50.0)
+    ),
     exit_when_idle: float | None = typer.Option(
         None,
         "--exit-when-idle",
-        min=0.1,
+        parser=seconds(minimum=0.1),
         help="Stop after this many seconds without messages, counted while every nsqd "
         "(partition) of the topic is connected: one cut off is waited for, up to "
         "--failover-window, then archive exits 1 naming it.",
@@ -63,7 +70,7 @@ def archive(
     failover_window: float = typer.Option(
         DEFAULT_FAILOVER_WINDOW,
         "--failover-window",
-        min=0,
+        parser=seconds(zero=True),
         help="Redesign: seconds to wait for a partition's new leader before stopping "
         "(0: wait for ever); with --exit-when-idle, for any nsqd cut off.",
     ),

@@ -25,6 +25,7 @@ from nsqctl.cli.common import (
     resolve_cluster,
 )
 from nsqctl.cli.errors import cli_message
+from nsqctl.cli.numbers import seconds
 from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.health.check import DEFAULT_INTERVAL, DEFAULT_SAMPLES, CheckResult, check_cluster
 from nsqctl.health.findings import EXIT_CODES
@@ -93,9 +94,14 @@ NoDefaultsOption = typer.Option(
 SamplesOption = typer.Option(
     DEFAULT_SAMPLES, "--samples", "-n", help="Polls to take (rates and orphan need 2 or more)."
 )
-IntervalOption = typer.Option(DEFAULT_INTERVAL, "--interval", "-i", help="Seconds between polls.")
+IntervalOption = typer.Option(
+    DEFAULT_INTERVAL, "--interval", "-i", parser=seconds(), help="Seconds between polls."
+)
 TimeoutOption = typer.Option(
-    DEFAULT_TIMEOUT, "--timeout", help="Seconds before an nsqd counts as down for a poll."
+    DEFAULT_TIMEOUT,
+    "--timeout",
+    parser=seconds(),
+    help="Seconds before an nsqd counts as down for a poll.",
 )
 
 

@@ -101,14 +101,21 @@ def global_flags(
         help="Cluster profile from the config file (env NSQCTL_PROFILE).",
         autocompletion=complete_profiles,
     ),
-    tls: bool | None = typer.Option(None, "--tls/--no-tls", help="TLS to nsqd (verified)."),
+    tls: bool | None = typer.Option(
+        None, "--tls/--no-tls", help="TLS to nsqd (verified); any --tls-* option turns it on."
+    ),
     tls_ca: str | None = typer.Option(
         None, "--tls-ca", metavar="FILE", help="CA file (env NSQCTL_TLS_CA)."
     ),
     tls_cert: str | None = typer.Option(
-        None, "--tls-cert", metavar="FILE", help="Client certificate file."
+        None, "--tls-cert", metavar="FILE", help="Client certificate file (env NSQCTL_TLS_CERT)."
     ),
-    tls_key: str | None = typer.Option(None, "--tls-key", metavar="FILE", help="Client key file."),
+    tls_key: str | None = typer.Option(
+        None,
+        "--tls-key",
+        metavar="FILE",
+        help="Client key file, with --tls-cert (env NSQCTL_TLS_KEY).",
+    ),
     tls_insecure: bool | None = typer.Option(
         None, "--tls-insecure", help="TLS without certificate verification (testing only)."
     ),
@@ -176,8 +183,15 @@ class ClusterSelection:
         return self
 
     def connection_config(self, **overrides: Any) -> ConnectionConfig:
-        """A ConnectionConfig carrying the selected TLS, AUTH and compression."""
+        """A ConnectionConfig carrying the selected TLS, AUTH and compression.
+
+        The TLS files are loaded here, before any connection: a missing or unreadable
+        one is named as such, instead of surfacing after the TCP connect as a failure
+        that seems to be the server's (or never, against an nsqd that offers no TLS)."""
         from nsqctl.connection import ConnectionConfig
+
+        if self.tls is not None:
+            self.tls.context()
 
         base = ConnectionConfig(
             tls=self.tls, auth_secret=self.auth_secret, compression=self.compression
@@ -235,6 +249,62 @@ def _pick(flag: Any, env: str | None, profile_value: Any) -> Any:
     return profile_value
 
 
+def _pick_source(
+    name: str, flag: Any, env: str | None, profile: Profile | None, sources: dict[str, str]
+) -> Any:
+    """:func:`_pick` for the profile key ``name``, recording in ``sources`` where a value
+    that was found came from."""
+    if flag is not None:
+        sources[name] = "flag"
+        return flag
+    if env and os.environ.get(env):
+        sources[name] = f"${env}"
+        return os.environ[env]
+    value = getattr(profile, name) if profile is not None else None
+    if value:
+        sources[name] = f"profile {profile.name}" if profile is not None else ""
+    return value
+
+
+#: the TLS settings, their flag and environment variable (None: no environment variable)
+_TLS_SETTINGS = (
+    ("tls", "--tls", None),
+    ("tls_ca", "--tls-ca", "NSQCTL_TLS_CA"),
+    ("tls_cert", "--tls-cert", "NSQCTL_TLS_CERT"),
+    ("tls_key", "--tls-key", "NSQCTL_TLS_KEY"),
+    ("tls_insecure", "--tls-insecure", None),
+)
+
+
+def _resolve_tls(prof: Profile | None, sources: dict[str, str]) -> TLSSettings | None:
+    """TLS from flags, env and profile: any TLS setting, wherever it came from, turns TLS
+    on (a CA, a certificate, a key or --tls-insecure given for plaintext would be a
+    silent downgrade); a key without its certificate is refused."""
+    from nsqctl.connection import TLSSettings
+
+    values = {
+        name: _pick_source(name, getattr(GLOBAL_FLAGS, name), env, prof, sources)
+        for name, _, env in _TLS_SETTINGS
+    }
+    key, cert = values["tls_key"], values["tls_cert"]
+    if key and not cert:
+        raise ConfigError(
+            f"--tls-key needs --tls-cert: a client key (here from {sources['tls_key']}) is "
+            "half of a client identity; give its certificate with --tls-cert FILE "
+            "(or NSQCTL_TLS_CERT, or the profile's tls_cert)",
+            setting="tls_key",
+        )
+    wanted = values["tls"] or any(values[n] for n in ("tls_ca", "tls_cert", "tls_key"))
+    if not (wanted or values["tls_insecure"]):
+        return None
+    return TLSSettings(
+        ca_file=values["tls_ca"],
+        cert_file=cert,
+        key_file=key,
+        insecure=bool(values["tls_insecure"]),
+    )
+
+
 def _active_profile(flag: str | None) -> Profile | None:
     from nsqctl.config import PROFILE_ENV, load_config
 
@@ -261,7 +331,6 @@ def resolve_cluster(
     and profile addresses are ignored (mixing a flag's nsqd with a profile's lookupd
     would silently talk to two clusters). ``require`` is "tcp", "http" or None.
     """
-    from nsqctl.connection import TLSSettings
     from nsqctl.protocol.compression import validate_compression
     from nsqctl.secrets import resolve_auth_secret
 
@@ -285,20 +354,15 @@ def resolve_cluster(
         nh = _pick_list("nsqd_http", "NSQCTL_NSQD_HTTP", use, sources)
 
     g = GLOBAL_FLAGS
-    ca = _pick(g.tls_ca, "NSQCTL_TLS_CA", prof.tls_ca if prof else None)
-    cert = _pick(g.tls_cert, "NSQCTL_TLS_CERT", prof.tls_cert if prof else None)
-    key = _pick(g.tls_key, "NSQCTL_TLS_KEY", prof.tls_key if prof else None)
-    insecure = bool(_pick(g.tls_insecure, None, prof.tls_insecure if prof else False))
-    want_tls = bool(_pick(g.tls, None, prof.tls if prof else False)) or bool(ca or cert or insecure)
-    tls = (
-        TLSSettings(ca_file=ca, cert_file=cert, key_file=key, insecure=insecure)
-        if want_tls
-        else None
-    )
+    tls = _resolve_tls(prof, sources)
     secret_file = _pick(
         g.auth_secret_file, "NSQCTL_AUTH_SECRET_FILE", prof.auth_secret_file if prof else None
     )
     secret = resolve_auth_secret(None, secret_file) if secret_file else resolve_auth_secret()
+    if secret_file:
+        warn_if_open("auth secret file", secret_file)
+    if tls is not None and tls.key_file:
+        warn_if_open("TLS key file", tls.key_file)
     compression = _pick(g.compression, "NSQCTL_COMPRESSION", prof.compression if prof else "none")
     validate_compression(compression)
     selection = ClusterSelection(
@@ -316,6 +380,26 @@ def resolve_cluster(
     elif require == "http":
         selection.require_http()
     return selection
+
+
+#: files already warned about in this process: a command may resolve its cluster twice
+_WARNED_OPEN: set[str] = set()
+
+
+def warn_if_open(what: str, path: str) -> None:
+    """One stderr line, once per file, when a secret's file is open to other users (as
+    ssh warns of a private key): the secret is still used, the operator is told the fix."""
+    from nsqctl.secrets import open_permissions
+
+    bits = open_permissions(path)
+    if bits is None or path in _WARNED_OPEN:
+        return
+    _WARNED_OPEN.add(path)
+    typer.echo(
+        f"nsqctl: warning: the {what} {path} can be read by other users (mode {bits:04o}): "
+        f"chmod 600 {path}",
+        err=True,
+    )
 
 
 def require_positive_seconds(value: float, flag: str) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import typer
 
 from nsqctl.cli.common import (
@@ -9,9 +11,10 @@ from nsqctl.cli.common import (
     NsqdHttpOption,
     NsqdOption,
     ProfileOption,
-    require_positive_seconds,
     resolve_cluster,
 )
+from nsqctl.cli.numbers import seconds
+from nsqctl.errors import ConfigError
 from nsqctl.stats.poller import DEFAULT_TIMEOUT, StatsPoller
 from nsqctl.stats.session import StatsSession
 
@@ -21,14 +24,18 @@ def dash(
     nsqd: list[str] = NsqdOption,
     nsqd_http: list[str] = NsqdHttpOption,
     profile: str | None = ProfileOption,
-    interval: float = typer.Option(2.0, "--interval", "-i", help="Seconds between polls."),
+    interval: float = typer.Option(
+        2.0, "--interval", "-i", parser=seconds(), help="Seconds between polls."
+    ),
     timeout: float = typer.Option(
-        DEFAULT_TIMEOUT, "--timeout", help="Seconds before an nsqd counts as down for a poll."
+        DEFAULT_TIMEOUT,
+        "--timeout",
+        parser=seconds(),
+        help="Seconds before an nsqd counts as down for a poll.",
     ),
 ) -> None:
     """Live dashboard: nodes, topics, partitions, channels and consumers (? for keys)."""
-    require_positive_seconds(interval, "--interval")
-    require_positive_seconds(timeout, "--timeout")
+    require_terminal()
     sel = resolve_cluster(lookupd, nsqd, profile, nsqd_http, require="http")
     from nsqctl.admin.drain_state import drain_labels
     from nsqctl.tui.app import DashApp  # Textual loads only for this command
@@ -36,3 +43,16 @@ def dash(
     poller = StatsPoller(sel.lookupd, sel.nsqd_http, timeout=timeout)
     # the node screen shows the drains `nsqctl node drain` records in the state dir
     DashApp(StatsSession(poller), interval=interval, drain_states=drain_labels).run()
+
+
+def require_terminal() -> None:
+    """Refuse to start without a terminal on stdin and stdout: the dashboard draws with
+    escape codes and is left with keys, so redirected it fills a file with escape codes
+    and, with no key to read, never ends."""
+    for name, stream in (("stdout", sys.stdout), ("stdin", sys.stdin)):
+        if stream is None or not stream.isatty():
+            raise ConfigError(
+                f"dash needs a terminal, and its {name} is not one: run it in a terminal; "
+                "for output to a file or a pipe use `nsqctl stat --json` or "
+                "`nsqctl top --json`"
+            )

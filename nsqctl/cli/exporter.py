@@ -38,6 +38,7 @@ from nsqctl.cli.common import (
     require_positive_seconds,
     resolve_cluster,
 )
+from nsqctl.cli.numbers import seconds
 from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.health.check import DEFAULT_SAMPLES, session_for
 from nsqctl.health.monitor import HealthMonitor
@@ -111,7 +112,11 @@ def exporter(
         DEFAULT_LISTEN, "--listen", metavar="HOST:PORT", help="Where to serve /metrics."
     ),
     interval: float = typer.Option(
-        DEFAULT_POLL_INTERVAL, "--interval", "-i", help="Seconds between polls of the cluster."
+        DEFAULT_POLL_INTERVAL,
+        "--interval",
+        "-i",
+        parser=seconds(),
+        help="Seconds between polls of the cluster.",
     ),
     samples: int = typer.Option(
         DEFAULT_SAMPLES, "--samples", "-n", help="Polls the rules see (rates need 2 or more)."

@@ -23,6 +23,7 @@ from nsqctl.admin.drain_state import read_drains
 from nsqctl.cli import complete
 from nsqctl.cli.admin_cmd import cluster_addresses
 from nsqctl.cli.common import JsonOption, LookupdOption, ProfileOption
+from nsqctl.cli.numbers import seconds
 from nsqctl.errors import AdminError, ConfigError, NsqctlTimeoutError
 
 if TYPE_CHECKING:  # the drain loads the stats model: only when a command runs (start-up)
@@ -138,11 +139,14 @@ def node_drain(
     timeout: float = typer.Option(
         DEFAULT_TIMEOUT,
         "--timeout",
-        min=0,
+        parser=seconds(zero=True),
         help="Give up after this long: exit 1, naming what is left.",
     ),
     interval: float = typer.Option(
-        DEFAULT_INTERVAL, "--interval", min=0.1, help="Seconds between two looks at the node."
+        DEFAULT_INTERVAL,
+        "--interval",
+        parser=seconds(minimum=0.1),
+        help="Seconds between two looks at the node.",
     ),
     dry_run: bool = typer.Option(
         False, "--dry-run", help="Show the tombstones or leader moves; change nothing."
@@ -197,7 +201,7 @@ def node_restore(
     wait: float = typer.Option(
         DEFAULT_RESTORE_WAIT,
         "--wait",
-        min=0,
+        parser=seconds(zero=True),
         help="Seconds to wait until the node takes traffic again.",
     ),
     as_json: bool = JsonOption,

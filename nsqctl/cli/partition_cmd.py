@@ -25,13 +25,14 @@ from nsqctl.cli.admin_cmd import (
     refuse_without_tty,
 )
 from nsqctl.cli.common import JsonOption, LookupdOption, ProfileOption
+from nsqctl.cli.numbers import seconds
 from nsqctl.protocol.names import validate_topic
 
 #: The partition commands, added to ``nsqctl topic`` by the CLI app.
 commands = typer.Typer()
 
 WaitOption = typer.Option(
-    120.0, "--wait", min=0, help="Seconds to wait until the change is visible."
+    120.0, "--wait", parser=seconds(zero=True), help="Seconds to wait until the change is visible."
 )
 
 
@@ -56,7 +57,7 @@ def topic_expand(
         ..., autocompletion=complete.topics, help="Redesign topic to grow."
     ),
     partitions: int = typer.Option(
-        ..., "--partitions", help="The new partition count (more than now; cannot shrink)."
+        ..., "--partitions", min=1, help="The new partition count (more than now; cannot shrink)."
     ),
     wait: float = WaitOption,
     yes: bool = YesOption,

@@ -28,6 +28,7 @@ from nsqctl.cli.common import (
     ProfileOption,
     resolve_cluster,
 )
+from nsqctl.cli.numbers import rate, seconds
 from nsqctl.cli.progress import LazyProgress
 from nsqctl.cli.pub_input import (
     Batch,
@@ -36,10 +37,12 @@ from nsqctl.cli.pub_input import (
     read_in_thread,
     shard_key_from_json,
 )
+from nsqctl.cli.pub_lines import LineLedger, Span, merge, spans_of, text_of
 from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.failover import DEFAULT_FAILOVER_WINDOW, FailoverEvent
 from nsqctl.producer import Producer, Receipt, RetryPolicy
-from nsqctl.protocol.errors import BadPartitionError
+from nsqctl.protocol import MPUB_ENTRY_OVERHEAD, MPUB_TRACE_ENTRY_OVERHEAD, mpub_body_size
+from nsqctl.protocol.errors import BadMessageError, BadPartitionError
 from nsqctl.protocol.names import validate_topic
 from nsqctl.tracelog import TraceLog
 
@@ -69,6 +72,7 @@ class PubPlan:
     trace: str | None = None  # a trace id, "auto", or None
     defer_ms: int | None = None
     rate: float | None = None
+    skip_too_large: bool = False  # skip a line nsqd cannot take instead of stopping there
 
     def check(self) -> None:
         routing = [
@@ -84,8 +88,6 @@ class PubPlan:
             raise ConfigError(f"use only one of {', '.join(routing)}")
         if self.defer_ms is not None and self.trace is not None:
             raise ConfigError("--defer and --trace cannot be combined (DPUB has no trace)")
-        if self.defer_ms is not None and self.defer_ms < 0:
-            raise ConfigError("--defer must be >= 0 milliseconds")
         if self.rate is not None and self.rate <= 0:
             raise ConfigError("--rate must be a positive number of messages per second")
         if self.trace is not None and self.trace != "auto":
@@ -111,9 +113,11 @@ def parse_trace_id(text: str) -> int:
 class PubResult:
     published: int = 0
     unpublished: int = 0
+    skipped: int = 0  # blank input lines: not messages, counted so the numbers add up
     error: BaseException | None = None
     interrupted: bool = False  # SIGINT stopped it: published counts what got OK
     receipts: list[dict[str, Any]] = field(default_factory=list)
+    lines: LineLedger = field(default_factory=LineLedger)
 
 
 class Pacer:
@@ -148,7 +152,9 @@ def pub(
         False, "--binary", help="One message per file argument (or all of --file / stdin)."
     ),
     batch: int = typer.Option(200, "--batch", min=1, max=100_000, help="Messages per MPUB."),
-    rate: float | None = typer.Option(None, "--rate", help="Publish at most N messages/s."),
+    rate: float | None = typer.Option(
+        None, "--rate", parser=rate(), help="Publish at most N messages/s."
+    ),
     partition: int | None = typer.Option(
         None,
         "--partition",
@@ -166,12 +172,20 @@ def pub(
     trace_log: Path | None = typer.Option(
         None, "--trace-log", help="Append publish receipts to this JSONL trace log."
     ),
-    defer_ms: int | None = typer.Option(None, "--defer", help="Deferred publish in ms (original)."),
+    defer_ms: int | None = typer.Option(
+        None, "--defer", min=0, help="Deferred publish in ms (original)."
+    ),
     failover_window: float = typer.Option(
         DEFAULT_FAILOVER_WINDOW,
         "--failover-window",
-        min=0,
+        parser=seconds(zero=True),
         help="Seconds to wait for a new leader when one is lost mid-publish (0: fail at once).",
+    ),
+    skip_too_large: bool = typer.Option(
+        False,
+        "--skip-too-large",
+        help="Skip each line larger than nsqd takes (named on stderr and in --json) and go "
+        "on; without it pub stops at the first such line and sends nothing after it.",
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress, nothing on success."),
     as_json: bool = typer.Option(False, "--json", help="Print the result (and receipts) as JSON."),
@@ -181,7 +195,9 @@ def pub(
 ) -> None:
     """Publish messages; exit 0 only when every message got OK."""
     validate_topic(topic)
-    plan = PubPlan(topic, batch, partition, shard, shard_field, trace, defer_ms, rate)
+    plan = PubPlan(
+        topic, batch, partition, shard, shard_field, trace, defer_ms, rate, skip_too_large
+    )
     plan.check()
     if trace_log is not None and trace is None:
         raise ConfigError("--trace-log records traced publishes: add --trace ID or --trace auto")
@@ -240,6 +256,8 @@ def _report(plan: PubPlan, result: PubResult, quiet: bool, as_json: bool) -> Non
                     "topic": plan.topic,
                     "published": result.published,
                     "unpublished": result.unpublished,
+                    "skipped": result.skipped,
+                    "too_large": result.lines.too_large,
                     "error": "interrupted" if result.interrupted else _text(result.error),
                 }
             )
@@ -251,6 +269,13 @@ def _report(plan: PubPlan, result: PubResult, quiet: bool, as_json: bool) -> Non
             err=True,
         )
         raise typer.Exit(INTERRUPTED)
+    if result.lines.too_large:
+        lines = text_of(merge((n, n) for n in result.lines.too_large))
+        typer.echo(
+            f"nsqctl pub: skipped {len(result.lines.too_large)} line(s) larger than nsqd "
+            f"takes (--skip-too-large): input line(s) {lines}",
+            err=True,
+        )
     if not as_json and not quiet and result.error is None:
         typer.echo(f"published {result.published} message(s) to {plan.topic}", err=True)
     if isinstance(result.error, BadPartitionError) and plan.partition is None:
@@ -266,7 +291,7 @@ def _report(plan: PubPlan, result: PubResult, quiet: bool, as_json: bool) -> Non
     if result.error is not None:
         raise NsqctlError(
             f"{result.unpublished} message(s) not published ({result.published} were): "
-            f"{result.error}",
+            f"{result.error} ({result.lines.describe(stopped=True)})",
             setting=getattr(result.error, "setting", None),
         )
 
@@ -280,10 +305,12 @@ class _Window:
 
     def __init__(self, result: PubResult) -> None:
         self.result = result
-        self.tasks: dict[asyncio.Future[object], int] = {}
+        # each batch in flight: how many messages its OK counts, and its input lines
+        self.tasks: dict[asyncio.Future[object], tuple[int, list[Span]]] = {}
 
-    def launch(self, coro: Awaitable[object], count: int) -> None:
-        self.tasks[asyncio.ensure_future(coro)] = count
+    def launch(self, coro: Awaitable[object], count: int, lines: list[Span]) -> None:
+        self.tasks[asyncio.ensure_future(coro)] = (count, lines)
+        self.result.lines.launched(lines)
 
     async def settle(self, wait_all: bool) -> None:
         if not self.tasks:
@@ -293,10 +320,12 @@ class _Window:
         )
         failure: BaseException | None = None
         for task in done:
-            count = self.tasks.pop(task)
+            count, lines = self.tasks.pop(task)
             if task.exception() is None:
                 self.result.published += count
-            elif failure is None:
+                continue
+            self.result.lines.not_confirmed(lines)
+            if failure is None:
                 failure = task.exception()
         if failure is not None:
             raise failure
@@ -314,11 +343,12 @@ class _Window:
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)
         unconfirmed = 0
-        for task, count in self.tasks.items():
+        for task, (count, lines) in self.tasks.items():
             if not task.cancelled() and task.exception() is None:
                 self.result.published += count
             else:
                 unconfirmed += count
+                self.result.lines.not_confirmed(lines)
         self.tasks.clear()
         return unconfirmed
 
@@ -335,6 +365,7 @@ async def publish_stream(
     window = _Window(result)
     pacer = Pacer(plan.rate)
     send = _sender(producer, plan, result)
+    fits = _fits(producer, plan)
     read = 0
     capacity = WINDOW
     spread = plan.partition is None and plan.shard is None and plan.shard_field is None
@@ -362,17 +393,42 @@ async def publish_stream(
             async for batch in read_in_thread(source):
                 if result.interrupted:  # the cancel below was lost: stop here all the same
                     raise asyncio.CancelledError
-                read += len(batch)
+                result.skipped += batch.blank
                 progress.advance(batch.size)
-                held = held.join(batch)
-                start = 0
-                while len(held) - start >= plan.batch:
-                    await send_one(held.cut(start, start + plan.batch))
-                    start += plan.batch
-                held = held.cut(start, len(held))
-                if batch.flush and held:  # the input paused: don't sit on what came
+                whole, refused = batch, fits(batch)
+                if refused is not None and plan.skip_too_large:
+                    batch, refused = _skip_too_large(whole, fits, result.lines), None
+                elif refused is not None:  # publish what came before it, then stop
+                    batch = whole.cut(0, refused)
+                read += len(batch)
+                for piece, alone in _around_large(batch):
+                    if alone:
+                        # A line nsqd may refuse for its size goes on its own, once all
+                        # before it is confirmed, and before anything after it is sent:
+                        # a refusal then stops the publish at that line.
+                        if held:
+                            await send_one(held)
+                            held = Batch([])
+                        await window.settle(True)
+                        await send_one(piece)
+                        try:
+                            await window.settle(True)
+                        except BadMessageError:
+                            if not plan.skip_too_large:
+                                raise
+                            result.lines.skipped(piece.number(0))
+                        continue
+                    held = held.join(piece)
+                    start = 0
+                    while len(held) - start >= plan.batch:
+                        await send_one(held.cut(start, start + plan.batch))
+                        start += plan.batch
+                    held = held.cut(start, len(held))
+                if (batch.flush or refused is not None) and held:  # don't sit on what came
                     await send_one(held)
                     held = Batch([])
+                if refused is not None:
+                    raise _too_large(whole, refused, producer.max_body_size)
             if held:
                 await send_one(held)
             await window.settle(True)
@@ -385,11 +441,7 @@ async def publish_stream(
             except (NsqctlError, OSError) as publish_err:
                 await window.abandon()
                 also = f"; publishing had also failed: {publish_err}"
-            done = (
-                f"the {result.published} message(s) before it were published"
-                if result.published
-                else "nothing was published"
-            )
+            done = result.lines.describe(stopped=True)
             raise ConfigError(f"{err} ({done}{also})", setting=err.setting) from None
         except (NsqctlError, OSError) as err:
             await window.abandon()
@@ -403,6 +455,67 @@ async def publish_stream(
             await window.abandon()
             result.unpublished = read - result.published
             raise
+
+
+#: nsqd's default --max-msg-size: a longer message may be refused, and nsqd does not say
+#: its own limit, so such a line is sent on its own (see :func:`_around_large`)
+NSQD_DEFAULT_MAX_MSG_SIZE = 1 << 20
+
+
+def _first_longer(bodies: list[bytes], size: int) -> int | None:
+    """The index of the first body longer than ``size`` bytes, else None."""
+    if not bodies or len(max(bodies, key=len)) <= size:
+        return None  # the usual case: one pass over the lengths
+    return next(i for i, body in enumerate(bodies) if len(body) > size)
+
+
+def _around_large(batch: Batch) -> Iterator[tuple[Batch, bool]]:
+    """``batch`` in consecutive pieces, each line longer than nsqd's default
+    --max-msg-size a piece of its own (``True``)."""
+    while batch.bodies:
+        index = _first_longer(batch.bodies, NSQD_DEFAULT_MAX_MSG_SIZE)
+        if index is None:
+            yield batch, False
+            return
+        if index:
+            yield batch.cut(0, index), False
+        yield batch.cut(index, index + 1), True
+        batch = batch.cut(index + 1, len(batch))
+
+
+def _fits(producer: Producer, plan: PubPlan) -> Callable[[Batch], int | None]:
+    """The check of each batch read: the index of its first message that no publish can
+    carry (larger alone than the producer's body limit), else None. Checked before the
+    batch is sent, so that nothing after a refused line goes out; the library would
+    refuse it only inside a pipelined batch, with batches after it already sent."""
+    overhead = MPUB_TRACE_ENTRY_OVERHEAD if plan.trace is not None else MPUB_ENTRY_OVERHEAD
+    largest = producer.max_body_size - mpub_body_size([b""], overhead)
+    return lambda batch: _first_longer(batch.bodies, largest)
+
+
+def _skip_too_large(batch: Batch, fits: Callable[[Batch], int | None], lines: LineLedger) -> Batch:
+    """``batch`` without its lines too large to publish, each noted in ``lines``."""
+    kept: list[int] = []
+    start = 0
+    while (index := fits(batch.cut(start, len(batch)))) is not None:
+        kept.extend(range(start, start + index))
+        lines.skipped(batch.number(start + index))
+        start += index + 1
+    kept.extend(range(start, len(batch)))
+    if not kept:
+        return Batch([])
+    numbers = [batch.number(i) for i in kept]
+    return Batch([batch.bodies[i] for i in kept], numbers[0], numbers)
+
+
+def _too_large(batch: Batch, index: int, limit: int) -> ConfigError:
+    return ConfigError(
+        f"input line {batch.number(index)} ({len(batch.bodies[index])} bytes) is larger "
+        f"than nsqd takes: one message must fit nsqd's --max-msg-size (1 MiB by default) "
+        f"and {limit} bytes here; split the input into smaller messages, or pass "
+        "--skip-too-large to publish the other lines",
+        setting="max_body_size",
+    )
 
 
 def _stop_on_sigint(result: PubResult) -> None:
@@ -431,41 +544,51 @@ def _sender(producer: Producer, plan: PubPlan, result: PubResult) -> Sender:
     if plan.defer_ms is not None:
         delay = plan.defer_ms / 1000  # the flag is in milliseconds, the library in seconds
 
-        async def deferred(bodies: list[bytes]) -> None:
+        async def deferred(chunk: Batch) -> None:
             # DPUB has no batch form. Each OK is counted on its own, so after a failure
             # the report names exactly what was not confirmed.
-            for body in bodies:
-                await producer.publish_deferred(topic, body, delay)
-                result.published += 1
+            done = 0
+            try:
+                for body in chunk.bodies:
+                    await producer.publish_deferred(topic, body, delay)
+                    result.published += 1
+                    done += 1
+            except BaseException:
+                result.lines.not_confirmed(spans_of(chunk.cut(done, len(chunk))))
+                raise
 
         async def send_deferred(chunk: Batch, window: _Window) -> None:
-            window.launch(deferred(chunk.bodies), 0)
+            window.launch(deferred(chunk), 0, [])
+            result.lines.launched(spans_of(chunk))
 
         return send_deferred
 
-    def launch(window: _Window, bodies: list[bytes], part: int | None, key: Any) -> None:
+    def launch(window: _Window, chunk: Batch, part: int | None, key: Any) -> None:
+        bodies, lines = chunk.bodies, spans_of(chunk)
         if plan.trace is None:
-            window.launch(
-                producer.publish_many(topic, bodies, partition=part, shard_key=key), len(bodies)
-            )
+            publish = producer.publish_many(topic, bodies, partition=part, shard_key=key)
+            window.launch(publish, len(bodies), lines)
             return
         fixed = None if plan.trace == "auto" else parse_trace_id(plan.trace)
         items = [(fixed if fixed is not None else random.getrandbits(63), b) for b in bodies]
         # counted by the receipt hook, batch by batch
-        window.launch(producer.publish_traced_many(topic, items, partition=part, shard_key=key), 0)
+        traced = producer.publish_traced_many(topic, items, partition=part, shard_key=key)
+        window.launch(traced, 0, lines)
 
     async def send(chunk: Batch, window: _Window) -> None:
         if plan.shard_field is None:
-            launch(window, chunk.bodies, plan.partition, plan.shard)
+            launch(window, chunk, plan.partition, plan.shard)
             return
         # Group the chunk by where each key lands, keeping input order within a group.
-        groups: dict[tuple[str, int | None], tuple[Any, list[bytes]]] = {}
+        groups: dict[tuple[str, int | None], tuple[Any, list[bytes], list[int]]] = {}
         for record in chunk.records():
             key = shard_key_from_json(record, plan.shard_field)
             route = await producer.route(topic, key)
-            groups.setdefault(route, (key, []))[1].append(record.body)
-        for key, bodies in groups.values():
-            launch(window, bodies, None, key)
+            group = groups.setdefault(route, (key, [], []))
+            group[1].append(record.body)
+            group[2].append(record.number)
+        for key, bodies, numbers in groups.values():
+            launch(window, Batch(bodies, numbers[0], numbers), None, key)
 
     return send
 

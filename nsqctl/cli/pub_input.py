@@ -36,7 +36,8 @@ class Batch:
     line among them), the common case: a Record or a number per line would cost about as
     much as splitting the input itself. ``size`` is the input bytes the batch covers (for
     progress); ``flush`` says the input paused (a short read), so what is held back waiting
-    for a full MPUB should go now.
+    for a full MPUB should go now; ``blank`` counts the blank lines of that input, skipped
+    (a report counts them, so that its numbers add up to the input's lines).
     """
 
     bodies: list[bytes]
@@ -44,6 +45,7 @@ class Batch:
     numbers: list[int] | None = None
     size: int = 0
     flush: bool = True
+    blank: int = 0
 
     def __len__(self) -> int:
         return len(self.bodies)
@@ -76,7 +78,9 @@ def _batch(parts: list[bytes], first: int, size: int, flush: bool) -> Batch:
         return Batch(parts, first, None, size, flush)
     numbered = [(first + i, part) for i, part in enumerate(parts) if part]
     numbers = [n for n, _ in numbered]
-    return Batch([b for _, b in numbered], numbers[0] if numbers else first, numbers, size, flush)
+    first = numbers[0] if numbers else first
+    blank = len(parts) - len(numbered)
+    return Batch([b for _, b in numbered], first, numbers, size, flush, blank)
 
 
 def split_batches(stream: BinaryIO, delimiter: bytes, chunk_size: int = 1 << 20) -> Iterator[Batch]:

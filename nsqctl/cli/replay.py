@@ -22,6 +22,7 @@ from nsqctl.cli.common import (
     ProfileOption,
     resolve_cluster,
 )
+from nsqctl.cli.numbers import rate
 from nsqctl.cli.trace import EngineOption
 from nsqctl.errors import ConfigError
 from nsqctl.paths import state_dir
@@ -46,14 +47,16 @@ def replay(
     since: str | None = typer.Option(None, "--since", help="Published at or after (ISO/unix)."),
     until: str | None = typer.Option(None, "--until", help="Published before (ISO/unix)."),
     source_topic: list[str] = typer.Option(None, "--topic", help="Only this archived topic."),
-    partitions: list[int] = typer.Option(None, "--partition", help="Only these partition(s)."),
+    partitions: list[int] = typer.Option(
+        None, "--partition", min=0, help="Only these partition(s)."
+    ),
     trace_id: int | None = typer.Option(None, "--trace-id", help="Only this trace id."),
     grep: str | None = typer.Option(None, "--grep", help="Body matches this regex."),
     where: str | None = typer.Option(None, "--where", help="Spark SQL predicate on columns."),
     shard_field: str | None = typer.Option(
         None, "--shard-field", help="Keep order per this JSON field (ext header, then body)."
     ),
-    rate: float | None = typer.Option(None, "--rate", min=0.001, help="Total msgs/s."),
+    rate: float | None = typer.Option(None, "--rate", parser=rate(), help="Total msgs/s."),
     batch_size: int = typer.Option(200, "--batch-size", min=1, max=10000),
     tasks: int = typer.Option(0, "--tasks", min=0, help="Spark tasks (0: default parallelism)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print counts, publish nothing."),
@@ -65,7 +68,10 @@ def replay(
         None, "--from-time", help="Redesign: replay SOURCE topic's history from this time."
     ),
     from_offset: int | None = typer.Option(
-        None, "--from-offset", help="Redesign: replay SOURCE topic's history from this offset."
+        None,
+        "--from-offset",
+        min=0,
+        help="Redesign: replay SOURCE topic's history from this offset.",
     ),
     count: int = typer.Option(0, "--count", "-n", min=0, help="History mode: stop after N."),
     engine: str = EngineOption,

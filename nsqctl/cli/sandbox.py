@@ -97,7 +97,11 @@ def up(
     lookupd: int = typer.Option(1, "--lookupd", min=1, max=5, help="How many nsqlookupd."),
     directory: Path | None = DirOption,
     port_base: int | None = typer.Option(
-        None, "--port-base", help="Use consecutive ports from here instead of free ones."
+        None,
+        "--port-base",
+        min=1,
+        max=65535,
+        help="Use consecutive ports from here instead of free ones.",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the cluster as JSON."),
     module_sources: Path | None = ModuleSourcesOption,

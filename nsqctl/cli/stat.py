@@ -27,6 +27,7 @@ from nsqctl.cli.common import (
     require_positive_seconds,
     resolve_cluster,
 )
+from nsqctl.cli.numbers import seconds
 from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.protocol.names import validate_channel, validate_topic
 from nsqctl.stats.poller import DEFAULT_TIMEOUT, StatsPoller
@@ -268,11 +269,16 @@ def stat(
     nsqd: list[str] = NsqdOption,
     nsqd_http: list[str] = NsqdHttpOption,
     profile: str | None = ProfileOption,
-    interval: float = typer.Option(2.0, "--interval", "-i", help="Seconds between samples."),
+    interval: float = typer.Option(
+        2.0, "--interval", "-i", parser=seconds(), help="Seconds between samples."
+    ),
     count: int = typer.Option(0, "--count", "-n", help="Stop after N samples (0: run forever)."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per interval (NDJSON)."),
     timeout: float = typer.Option(
-        DEFAULT_TIMEOUT, "--timeout", help="Seconds before an nsqd counts as down for a sample."
+        DEFAULT_TIMEOUT,
+        "--timeout",
+        parser=seconds(),
+        help="Seconds before an nsqd counts as down for a sample.",
     ),
 ) -> None:
     """Rolling per-interval stats (depth, in-flight, deferred, requeued, timeouts, rates)."""

@@ -33,6 +33,7 @@ from nsqctl.cli.common import (
     resolve_cluster,
 )
 from nsqctl.cli.library_warnings import command_warnings
+from nsqctl.cli.numbers import seconds
 from nsqctl.cli.tail_stop import CaughtUpCheck, UntilTime
 from nsqctl.cli.template import TOKENS_HELP, Template, compile_template, is_template
 from nsqctl.cli.terminal import escape_controls
@@ -360,7 +361,7 @@ def tail(
     ),
     count: int = typer.Option(0, "--count", "-n", min=0, help="Stop after N messages."),
     partitions: list[int] = typer.Option(
-        None, "--partition", help="Partition(s) to read.", autocompletion=complete.partitions
+        None, "--partition", min=0, help="Partition(s) to read.", autocompletion=complete.partitions
     ),
     ordered: bool = typer.Option(False, "--ordered", help="Ordered subscription (redesign)."),
     max_in_flight: int = typer.Option(200, "--max-in-flight", min=1),
@@ -380,7 +381,7 @@ def tail(
         None, "--from-time", help="Start at this time: Unix seconds or ISO 8601 (redesign)."
     ),
     from_offset: int | None = typer.Option(
-        None, "--from-offset", help="Start at this disk-queue offset (redesign)."
+        None, "--from-offset", min=0, help="Start at this disk-queue offset (redesign)."
     ),
     until: str | None = typer.Option(
         None,
@@ -412,7 +413,7 @@ def tail(
         5.0,
         "--connect-timeout",
         metavar="SECONDS",
-        min=0,
+        parser=seconds(zero=True),
         help="Give up when no nsqd of the topic can be reached at start within this time "
         "(0: keep trying); once connected, lost connections are retried (a partition of the "
         "redesign within --failover-window).",
@@ -421,7 +422,7 @@ def tail(
         DEFAULT_FAILOVER_WINDOW,
         "--failover-window",
         metavar="SECONDS",
-        min=0,
+        parser=seconds(zero=True),
         help="Seconds a partition may wait for a new leader (redesign, with --lookupd) "
         "before tail gives up (0: wait forever).",
     ),

@@ -29,6 +29,7 @@ from nsqctl.cli.common import (
     require_positive_seconds,
     resolve_cluster,
 )
+from nsqctl.cli.numbers import seconds
 from nsqctl.cli.terminal import escape_controls
 from nsqctl.errors import ConfigError
 from nsqctl.stats.hotspots import (
@@ -235,9 +236,14 @@ def top(
     as_json: bool = typer.Option(
         False, "--json", help="One JSON document after two polls (implies --once)."
     ),
-    interval: float = typer.Option(2.0, "--interval", "-i", help="Seconds between polls."),
+    interval: float = typer.Option(
+        2.0, "--interval", "-i", parser=seconds(), help="Seconds between polls."
+    ),
     timeout: float = typer.Option(
-        DEFAULT_TIMEOUT, "--timeout", help="Seconds before an nsqd counts as down for a poll."
+        DEFAULT_TIMEOUT,
+        "--timeout",
+        parser=seconds(),
+        help="Seconds before an nsqd counts as down for a poll.",
     ),
 ) -> None:
     """Rank channels (or clients) by requeues, timeouts, time to drain or RDY saturation."""

@@ -26,6 +26,16 @@ class TLSSettings:
     insecure: bool = False
     server_hostname: str | None = None
 
+    def __post_init__(self) -> None:
+        # A key is half of a client identity: without its certificate ssl would load
+        # nothing and the connection would go out without one, which nsqd's
+        # require-verify answers with an alert that blames the certificate, not the key.
+        if self.key_file and not self.cert_file:
+            raise ConfigError(
+                "a TLS client key (key_file) needs its certificate (cert_file)",
+                setting="tls_key",
+            )
+
     def context(self) -> ssl.SSLContext:
         """The client's SSL context; a file that cannot be loaded is a :class:`ConfigError`
         whose ``setting`` names it (``tls_ca``, or ``tls_cert`` for the certificate/key)."""

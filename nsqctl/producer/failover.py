@@ -16,7 +16,7 @@ is tested without servers.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from nsqctl.failover import DEFAULT_FAILOVER_WINDOW, FailoverEvent
 
@@ -78,26 +78,35 @@ class FailoverNotes:
     Many publishes in flight wait for the same leader at once; each would report its own
     wait and its own resumption. So "waiting" is reported at most every ``interval``
     seconds per topic/partition, and "resumed" once, by the first publish that goes on
-    after a reported wait.
+    after a reported wait. The time waited is the topic/partition's, counted from the
+    first failure of any publish waiting for it: each publish's own clock starts at its
+    own first failure, and a batch sent later would report a shorter wait, so the
+    operator's counter ran backwards.
     """
 
     def __init__(self, window: float, interval: float = WAIT_NOTE_INTERVAL) -> None:
         self.window = window
         self.interval = interval
         self._noted: dict[str, float] = {}  # where -> when its last waiting event was
+        self._since: dict[str, float] = {}  # where -> when the first publish waiting failed
 
     def waiting(
         self, topic: str, partition: int | None, waited: float, reason: str, now: float
     ) -> FailoverEvent | None:
         """The event to report for a publish that waits, or None (one was just reported)."""
-        event = FailoverEvent(
-            "waiting", "publish", topic, partition, waited, self.window, reason=reason
-        )
-        last = self._noted.get(event.where)
+        event = FailoverEvent("waiting", "publish", topic, partition, 0.0, self.window)
+        where = event.where
+        since = now - waited
+        earlier = self._since.get(where)
+        # a start older than any publish may wait belongs to a wait that ended in giving up
+        if earlier is not None and now - earlier <= self.window + self.interval:
+            since = min(since, earlier)
+        self._since[where] = since
+        last = self._noted.get(where)
         if last is not None and now - last < self.interval:
             return None
-        self._noted[event.where] = now
-        return event
+        self._noted[where] = now
+        return replace(event, waited=max(waited, now - since), reason=reason)
 
     def resumed(
         self, topic: str, partition: int | None, waited: float, nsqd: str
@@ -105,6 +114,7 @@ class FailoverNotes:
         """The event to report for a publish that went on after waiting, or None (another
         publish already reported it, or no wait was reported)."""
         event = FailoverEvent("resumed", "publish", topic, partition, waited, self.window, nsqd)
+        self._since.pop(event.where, None)
         if self._noted.pop(event.where, None) is None:
             return None
         return event

@@ -57,6 +57,8 @@ def test_pub_with_stderr_closed_still_publishes(original_cluster: cluster.Cluste
         "topic": topic,
         "published": 1,
         "unpublished": 0,
+        "skipped": 0,
+        "too_large": [],
         "error": None,
     }
     assert _stored(c.nsqd_http[0], topic) == 3
@@ -87,7 +89,7 @@ def test_partition_given_an_original_nsqd_is_a_one_line_error_naming_its_family(
         cli("pub", topic, "x", "--partition", "1", "--nsqd", c.nsqd_tcp[0]), 2
     )
     assert f"nsqd {c.nsqd_tcp[0]} is an original NSQ server (no partitions)" in line, line
-    assert "do not give a partition" in line and "(nothing was published)" in line
+    assert "do not give a partition" in line and "(no input line was published;" in line
     assert _stored(c.nsqd_http[0], topic) == 0
 
 
@@ -128,6 +130,8 @@ def test_sigint_says_how_many_messages_were_published(original_cluster: cluster.
         "topic": topic,
         "published": 25,
         "unpublished": 0,
+        "skipped": 0,
+        "too_large": [],
         "error": "interrupted",
     }
 

@@ -1,23 +1,126 @@
-"""One very long line on stdin to ``pub`` on a real nsqd: split in linear time (a 20 MB
-line is split like many short ones) and refused with advice that helps: nsqd's
---max-msg-size limits one message, so split the input; nothing is published."""
+"""Lines longer than nsqd takes, on stdin to ``pub`` on a real nsqd: split in linear time
+(a 20 MB line is split like many short ones) and refused with advice that helps (nsqd's
+--max-msg-size limits one message, so split the input). The report says which input
+lines were published, by line number: the lines before the refused one are, nothing
+after it is sent, whatever the batch size."""
 
 from __future__ import annotations
 
+import json
 import uuid
 
+import pytest
+
 from nsqctl.servers import cluster
+from nsqctl.stats import read_nsqd_stats
 from tests.helpers.cli import assert_one_line_error, run_cli
 
 LINE = b"x" * (20 << 20)
+TEN_MB = b"y" * (10 << 20)
 
 
+def _stored(http: str, topic: str) -> int:
+    node = read_nsqd_stats(http, topic=topic)
+    return sum(t.message_count for t in node.topics if t.topic == topic)
+
+
+def _topic() -> str:
+    return f"long_{uuid.uuid4().hex[:10]}"
+
+
+@pytest.mark.original
 def test_a_line_longer_than_nsqd_accepts_is_refused_with_advice_that_helps(
     original_cluster: cluster.Cluster,
 ) -> None:
-    topic = f"long_{uuid.uuid4().hex[:10]}"
+    topic = _topic()
     nsqd = ["--nsqd", original_cluster.nsqd_tcp[0]]
     proc = run_cli(["pub", topic, *nsqd], input=b"first\n" + LINE + b"\nlast\n", timeout=120)
     line = assert_one_line_error(proc, 2)  # bad input
     assert "--max-msg-size" in line and "split the input" in line, line
     assert "use PUB" not in line and "--max-body-size" not in line, line
+    assert f"input line 2 ({len(LINE)} bytes)" in line, line
+    assert _stored(original_cluster.nsqd_http[0], topic) == 1  # "first"; not "last"
+
+
+@pytest.mark.original
+def test_nothing_after_a_refused_line_is_published_one_message_per_batch(
+    original_cluster: cluster.Cluster,
+) -> None:
+    """Each line its own MPUB: s2's batch used to go out in the same pipeline, be stored,
+    and be counted as "before" the refused message (numbered 0 within its batch)."""
+    c = original_cluster
+    topic = _topic()
+    proc = run_cli(
+        ["pub", topic, "--nsqd", c.nsqd_tcp[0], "--batch", "1"],
+        input=b"s1\n" + TEN_MB + b"\ns2\n",
+        timeout=120,
+    )
+    line = assert_one_line_error(proc, 2)
+    assert f"input line 2 ({len(TEN_MB)} bytes)" in line, line
+    assert "input line(s) 1 were published" in line and "nothing after line 1 was sent" in line
+    assert _stored(c.nsqd_http[0], topic) == 1
+    tail = run_cli(["tail", topic, "--nsqd", c.nsqd_tcp[0], "-n", "1"])
+    assert tail.stdout == b"s1\n", tail.stderr
+
+
+@pytest.mark.original
+def test_a_refused_line_in_the_second_batch_is_named_by_its_input_line(
+    original_cluster: cluster.Cluster,
+) -> None:
+    """300 lines, a 10 MB line, 5 more, default batch (200): line 301 is named as such,
+    lines 201-300 (its batch) are published, lines 302-306 are not."""
+    c = original_cluster
+    topic = _topic()
+    lines = b"".join(b"m%d\n" % i for i in range(1, 301))
+    proc = run_cli(
+        ["pub", topic, "--nsqd", c.nsqd_tcp[0]],
+        input=lines + TEN_MB + b"\n" + b"a\nb\nc\nd\ne\n",
+        timeout=120,
+    )
+    line = assert_one_line_error(proc, 2)
+    assert f"input line 301 ({len(TEN_MB)} bytes)" in line, line
+    assert "input line(s) 1-300 were published" in line, line
+    assert "nothing after line 300 was sent" in line, line
+    assert _stored(c.nsqd_http[0], topic) == 300
+
+
+@pytest.mark.original
+def test_a_line_nsqd_refuses_stops_the_publish_at_that_line(
+    original_cluster: cluster.Cluster,
+) -> None:
+    """A 2 MiB line fits the client's limit but not nsqd's default --max-msg-size (1 MiB):
+    nsqd refuses it. The lines after it were pipelined behind it and stored; now it goes
+    on its own, and nothing after it is sent."""
+    c = original_cluster
+    topic = _topic()
+    proc = run_cli(
+        ["pub", topic, "--nsqd", c.nsqd_tcp[0], "--batch", "1"],
+        input=b"s1\n" + b"z" * (2 << 20) + b"\ns2\ns3\n",
+        timeout=120,
+    )
+    line = assert_one_line_error(proc, 1)  # the server refused it
+    assert "too big" in line and "input line(s) 1 were published" in line, line
+    assert "line(s) 2 were sent but not confirmed" in line, line
+    assert "nothing after line 2 was sent" in line, line
+    assert _stored(c.nsqd_http[0], topic) == 1
+
+
+@pytest.mark.original
+def test_skip_too_large_publishes_every_other_line_and_names_the_skipped(
+    original_cluster: cluster.Cluster,
+) -> None:
+    """Asked to skip: the line nsqd refuses (2 MiB) and the one no publish can carry
+    (10 MB) are named, by input line, and everything else is published."""
+    c = original_cluster
+    topic = _topic()
+    proc = run_cli(
+        ["pub", topic, "--nsqd", c.nsqd_tcp[0], "--skip-too-large", "--json"],
+        input=b"s1\n" + b"z" * (2 << 20) + b"\ns2\n" + TEN_MB + b"\n\ns3\n",
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout.splitlines()[-1])
+    assert summary["too_large"] == [2, 4] and summary["published"] == 3, summary
+    assert summary["skipped"] == 1  # the blank line
+    assert b"skipped 2 line(s) larger than nsqd takes" in proc.stderr
+    assert _stored(c.nsqd_http[0], topic) == 3

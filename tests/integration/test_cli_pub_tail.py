@@ -181,6 +181,8 @@ def test_json_result_and_exit_code(original_cluster: cluster.Cluster) -> None:
         "topic": topic,
         "published": 2,
         "unpublished": 0,
+        "skipped": 0,
+        "too_large": [],
         "error": None,
     }
 

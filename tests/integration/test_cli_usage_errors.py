@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from nsqctl.cli.app import default_metavar, root_command
-from tests.helpers.cli import assert_one_line_error, run_cli
+from tests.helpers.cli import assert_one_line_error, run_cli, run_main
 
 
 def _walk(command: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
@@ -42,7 +42,7 @@ def _filler(cmd: Any) -> list[str]:
     args = ["x" for _ in _required_arguments(cmd)]
     for p in cmd.params:
         if p.param_type_name == "option" and p.required:
-            args += [p.opts[0], "x"]
+            args += [p.opts[0], "1" if default_metavar(p) in ("N", "SECONDS") else "x"]
     return args
 
 
@@ -132,3 +132,40 @@ def test_group_without_a_subcommand_shows_its_help() -> None:
     err = proc.stderr.decode()
     assert proc.returncode == 2 and "Traceback" not in err
     assert "Usage: nsqctl topic" in err and "create" in err
+
+
+def _numeric_options(cmd: Any) -> list[Any]:
+    return [
+        p
+        for p in cmd.params
+        if p.param_type_name == "option"
+        and not p.hidden
+        and not (p.is_flag or p.count)
+        and default_metavar(p) in ("N", "SECONDS")
+    ]
+
+
+#: every numeric option of every command, given a value no option takes
+NOT_NUMBERS = [
+    (path, option.opts[0], value)
+    for path, cmd in LEAVES.items()
+    for option in _numeric_options(cmd)
+    for value in ("nan", "inf", "-inf", "-1", "1e999")
+]
+
+
+@pytest.mark.parametrize(
+    ("path", "option", "value"),
+    NOT_NUMBERS,
+    ids=[f"{' '.join(p)} {o} {v}" for p, o, v in NOT_NUMBERS],
+)
+def test_no_numeric_option_takes_nan_inf_or_a_negative(
+    path: tuple[str, ...], option: str, value: str
+) -> None:
+    """In-process through the console script's ``main()`` (its error handling, no
+    subprocess per case: there are hundreds, and the parser refuses each before a
+    command's body runs, so nothing reaches a server)."""
+    cmd = LEAVES[path]
+    proc = run_main(*path, *_filler(cmd), f"{option}={value}")
+    line = assert_one_line_error(proc, usage_exit(path))
+    assert option in line, line

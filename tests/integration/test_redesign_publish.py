@@ -117,7 +117,14 @@ def test_cli_pub_partition_flag_then_batches_round_robin(
 
     lines = [b"rr-%02d" % i for i in range(70)]
     out = nsqctl("pub", topic, "--batch", "7", "--json", *lk, stdin=b"\n".join(lines) + b"\n")
-    assert json.loads(out) == {"topic": topic, "published": 70, "unpublished": 0, "error": None}
+    assert json.loads(out) == {
+        "topic": topic,
+        "published": 70,
+        "unpublished": 0,
+        "skipped": 0,
+        "too_large": [],
+        "error": None,
+    }
     assert message_counts(c, topic) == {0: 35, 1: 45}  # ten MPUBs of 7, alternating
 
     parts = by_partition(asyncio.run(read_messages(c.lookupd_http, topic, "c", 80)))
@@ -292,7 +299,14 @@ async def test_traced_publish_receipts_and_trace_ids_on_delivery(
         stdin=b"\n".join(lines) + b"\n",
     )
     *receipts, summary = [json.loads(line) for line in out.splitlines()]
-    assert summary == {"topic": topic, "published": 13, "unpublished": 0, "error": None}
+    assert summary == {
+        "topic": topic,
+        "published": 13,
+        "unpublished": 0,
+        "skipped": 0,
+        "too_large": [],
+        "error": None,
+    }
     assert sorted(r["count"] for r in receipts) == [1, 4, 4, 4]  # in the order they landed
     assert {r["partition"] for r in receipts} == {0, 1}
     auto: dict[int, tuple[int, int]] = {}  # internal id -> partition, trace id

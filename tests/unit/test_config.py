@@ -27,12 +27,15 @@ def cfg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         "NSQCTL_AUTH_SECRET",
         "NSQCTL_AUTH_SECRET_FILE",
         "NSQCTL_TLS_CA",
+        "NSQCTL_TLS_CERT",
+        "NSQCTL_TLS_KEY",
         "NSQCTL_COMPRESSION",
     ):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setattr(common, "GLOBAL_FLAGS", common.SecurityFlags())
     secret = tmp_path / "prod.secret"
     secret.write_text(SECRET + "\n")
+    secret.chmod(0o600)  # as a secret file should be (else a warning joins the output)
     path = tmp_path / "config.toml"
     path.write_text(
         f"""

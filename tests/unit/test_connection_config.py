@@ -68,3 +68,9 @@ def test_unloadable_tls_files_name_their_setting(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="client certificate") as info:
         TLSSettings(cert_file=str(bad), key_file=str(bad)).context()
     assert info.value.setting == "tls_cert" and "--" not in str(info.value)
+
+
+def test_a_tls_key_without_its_certificate_is_refused() -> None:
+    with pytest.raises(ConfigError, match="needs its certificate") as info:
+        TLSSettings(key_file="/etc/nsq/client.key")
+    assert info.value.setting == "tls_key" and "--" not in str(info.value)

@@ -1,0 +1,106 @@
+"""Which input lines ``nsqctl pub`` published, by line number, for its reports.
+
+A publish that stops part-way must say exactly what was stored: counts alone mislead once
+batches are pipelined (a batch after a failed one may be stored) and the library numbers
+messages within a batch. ``pub`` launches its batches in input order and stops launching
+at the first failure, so three facts describe any outcome: the last input line launched,
+the lines of the batches that were launched but not confirmed, and, for bad input, the
+line refused. Everything launched and not unconfirmed was published; nothing after the
+last launched line was sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from nsqctl.cli.pub_input import Batch
+
+Span = tuple[int, int]  # first and last input line, inclusive
+
+#: spans a message names before it says "and N more" (one line, not the whole input)
+SHOWN_SPANS = 6
+
+
+def spans_of(batch: Batch) -> list[Span]:
+    """The input lines of ``batch`` as spans (a span per run without a blank line)."""
+    if not batch.bodies:
+        return []
+    if batch.numbers is None:
+        return [(batch.first, batch.first + len(batch) - 1)]
+    return merge((n, n) for n in batch.numbers)
+
+
+def merge(spans: Iterable[Span]) -> list[Span]:
+    """Sorted, overlapping and adjacent spans joined."""
+    out: list[Span] = []
+    for first, last in sorted(spans):
+        if out and first <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], last))
+        else:
+            out.append((first, last))
+    return out
+
+
+def text_of(spans: list[Span]) -> str:
+    """``1-200, 301-305`` (the first :data:`SHOWN_SPANS`, then how many more)."""
+    parts = [str(a) if a == b else f"{a}-{b}" for a, b in spans[:SHOWN_SPANS]]
+    if len(spans) > SHOWN_SPANS:
+        parts.append(f"and {len(spans) - SHOWN_SPANS} more span(s)")
+    return ", ".join(parts)
+
+
+@dataclass
+class LineLedger:
+    """What ``pub`` launched and what of it was not confirmed, by input line."""
+
+    last_launched: int = 0
+    unconfirmed: list[Span] = field(default_factory=list)
+    too_large: list[int] = field(default_factory=list)  # skipped as asked, not published
+
+    def launched(self, spans: list[Span]) -> None:
+        if spans:
+            self.last_launched = max(self.last_launched, spans[-1][1])
+
+    def not_confirmed(self, spans: list[Span]) -> None:
+        self.unconfirmed.extend(spans)
+
+    def skipped(self, number: int) -> None:
+        """Line ``number`` was skipped as too large (perhaps after nsqd refused it)."""
+        if (number, number) in self.unconfirmed:
+            self.unconfirmed.remove((number, number))
+        self.too_large.append(number)
+
+    def published(self) -> list[Span]:
+        """The lines up to the last launched one, less those not confirmed (a blank line
+        inside a published span was skipped, not published)."""
+        out: list[Span] = []
+        start = 1
+        for first, last in merge([*self.unconfirmed, *((n, n) for n in self.too_large)]):
+            if first > start:
+                out.append((start, first - 1))
+            start = max(start, last + 1)
+        if start <= self.last_launched:
+            out.append((start, self.last_launched))
+        return out
+
+    def describe(self, stopped: bool) -> str:
+        """``input lines 1-300 were published; ...`` for an error message; ``stopped``:
+        input after the last launched line was left unread or unsent."""
+        published = self.published()
+        said = (
+            f"input line(s) {text_of(published)} were published"
+            if published
+            else "no input line was published"
+        )
+        if self.too_large:
+            said += f"; line(s) {text_of(merge((n, n) for n in self.too_large))} were skipped"
+        unconfirmed = merge(self.unconfirmed)
+        if unconfirmed:
+            said += f"; line(s) {text_of(unconfirmed)} were sent but not confirmed"
+        if stopped:
+            if self.last_launched:
+                said += f"; nothing after line {self.last_launched} was sent"
+            else:
+                said += "; nothing was sent"
+        return said

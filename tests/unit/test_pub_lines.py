@@ -1,0 +1,48 @@
+"""``pub``'s account of which input lines were published (:mod:`nsqctl.cli.pub_lines`)."""
+
+from __future__ import annotations
+
+from nsqctl.cli.pub_input import Batch
+from nsqctl.cli.pub_lines import SHOWN_SPANS, LineLedger, spans_of
+
+
+def test_spans_follow_the_input_numbering_across_blank_lines() -> None:
+    assert spans_of(Batch([b"a", b"b"], 5)) == [(5, 6)]
+    assert spans_of(Batch([b"a", b"b", b"c"], 1, [1, 2, 4])) == [(1, 2), (4, 4)]
+    assert spans_of(Batch([])) == []
+
+
+def test_published_is_what_was_launched_less_what_was_not_confirmed() -> None:
+    ledger = LineLedger()
+    for spans in ([(1, 200)], [(201, 300)], [(301, 305)]):
+        ledger.launched(spans)
+    ledger.not_confirmed([(201, 300)])
+    assert ledger.published() == [(1, 200), (301, 305)]
+    assert ledger.describe(stopped=True) == (
+        "input line(s) 1-200, 301-305 were published; line(s) 201-300 were sent but not "
+        "confirmed; nothing after line 305 was sent"
+    )
+
+
+def test_nothing_launched_says_so() -> None:
+    assert LineLedger().describe(stopped=True) == "no input line was published; nothing was sent"
+
+
+def test_a_long_account_stays_one_short_line() -> None:
+    ledger = LineLedger()
+    ledger.launched([(1, 1000)])
+    ledger.not_confirmed([(n, n) for n in range(10, 1000, 10)])
+    text = ledger.describe(stopped=False)
+    assert "\n" not in text and "more span(s)" in text and len(text) < 300
+    assert text.count(",") <= 2 * SHOWN_SPANS + 2
+
+
+def test_skipped_lines_are_neither_published_nor_unconfirmed() -> None:
+    ledger = LineLedger()
+    ledger.launched([(1, 5)])
+    ledger.not_confirmed([(3, 3)])
+    ledger.skipped(3)  # nsqd refused it, and skipping was asked for
+    assert ledger.published() == [(1, 2), (4, 5)]
+    assert ledger.describe(stopped=False) == (
+        "input line(s) 1-2, 4-5 were published; line(s) 3 were skipped"
+    )
