@@ -37,11 +37,17 @@ from nsqctl.admin.drain_original import (
     tombstone_request,
 )
 from nsqctl.admin.drain_progress import DrainProgress, NodeLoad, estimate, node_load
-from nsqctl.admin.drain_redesign import LeaderMove, move_leader, plan_leader_moves
+from nsqctl.admin.drain_redesign import (
+    LeaderMove,
+    move_leader,
+    plan_leader_moves,
+    read_topic_states,
+)
 from nsqctl.admin.drain_restore import RestoreResult, restore_node
+from nsqctl.admin.drain_safety import Blocker, readable, stop_blockers
 from nsqctl.admin.drain_state import DrainRecord, MovedLeader, read_drains, update_drain
 from nsqctl.admin.leader import find_leader
-from nsqctl.admin.partitions import leader_load_factors, registered_nsqds
+from nsqctl.admin.partitions import NsqdNode, leader_load_factors, registered_nsqds
 from nsqctl.admin.requests import AdminReport, admin_client
 from nsqctl.errors import ConfigError, NotFoundError, NsqctlError
 from nsqctl.stats.poller import StatsPoller
@@ -58,7 +64,7 @@ __all__ = [
 ]
 
 Family = Literal["original", "redesign"]
-Outcome = Literal["drained", "timeout", "restored"]
+Outcome = Literal["drained", "timeout", "restored", "blocked"]
 Say = Callable[[str], None]
 
 RETOMBSTONE_EVERY = 20.0
@@ -80,7 +86,9 @@ class DrainPlan:
     topics: tuple[str, ...]
     producer: str = ""  # original: BROADCAST:HTTP_PORT, how nsqlookupd names the nsqd
     moves: tuple[LeaderMove, ...] = ()
-    blocked: tuple[str, ...] = ()
+    blocked: tuple[Blocker, ...] = ()
+    """Redesign: partitions that keep the node from being drained now; a drain with any
+    refuses at once (nothing is moved)."""
     load: NodeLoad | None = None
 
     def steps(self) -> list[str]:
@@ -90,7 +98,7 @@ class DrainPlan:
                 for lk in self.lookupd
                 for t in self.topics
             ]
-        return [m.describe() for m in self.moves] + [f"cannot move: {b}" for b in self.blocked]
+        return [m.describe() for m in self.moves]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -103,7 +111,7 @@ class DrainPlan:
                 {"topic": m.topic, "partition": m.partition, "from": m.source, "to": m.target}
                 for m in self.moves
             ],
-            "blocked": list(self.blocked),
+            "blocked": [b.describe() for b in self.blocked],
             "remaining": self.load.remaining if self.load else None,
         }
 
@@ -115,6 +123,7 @@ class DrainResult:
     progress: DrainProgress
     moved: list[MovedLeader] = field(default_factory=list)
     move_errors: list[str] = field(default_factory=list)
+    blocked: list[Blocker] = field(default_factory=list)  # outcome "blocked": why
 
     @property
     def ok(self) -> bool:
@@ -133,6 +142,7 @@ class DrainResult:
                 for m in self.moved
             ],
             "move_errors": self.move_errors,
+            "blocked": [b.describe() for b in self.blocked],
             "plan": self.plan.to_json(),
         }
 
@@ -173,6 +183,30 @@ async def _check_every_lookupd(client: Any, node: str, lookupd: Sequence[str]) -
         )
 
 
+def _topics_on(view: ClusterView, node: str) -> list[str]:
+    """Redesign topics with a copy on ``node``: held there, or in sync there by the ISR."""
+    return [
+        t.name
+        for t in view.topics
+        if node in t.nodes or any(node in (p.isr or ()) for p in t.partitions)
+    ]
+
+
+async def _stop_blockers(
+    client: Any, leader: str, nodes: dict[str, NsqdNode], view: ClusterView, node: str
+) -> list[Blocker]:
+    """The partitions that would stop taking writes if ``node`` stopped now
+    (:mod:`.drain_safety`), from the lookup's records; those it could not read count."""
+    states, unread = await read_topic_states(client, leader, _topics_on(view, node), nodes)
+    return unread + stop_blockers(states, node, set(nodes))
+
+
+def _merge(first: Sequence[Blocker], more: Sequence[Blocker]) -> tuple[Blocker, ...]:
+    """``first``, then those of ``more`` about another partition (one line each)."""
+    seen = {(b.topic, b.partition) for b in first}
+    return (*first, *(b for b in more if (b.topic, b.partition) not in seen))
+
+
 async def plan_drain(
     lookupd_http: Sequence[str], node: str, *, state_dir: Path | None = None
 ) -> DrainPlan:
@@ -207,9 +241,10 @@ async def plan_drain(
                 f"{node} is not an nsqd registered with nsqlookupd {leader} (registered: {known})"
             )
         loads = await leader_load_factors(client, leader)
-    async with _poller("redesign", lookupd, http) as poller:
-        view = await _view(poller)
-    moves, blocked = plan_leader_moves(view, http, loads, _draining_elsewhere(http, state_dir))
+        async with _poller("redesign", lookupd, http) as poller:
+            view = await _view(poller)
+        moves, blocked = plan_leader_moves(view, http, loads, _draining_elsewhere(http, state_dir))
+        unsafe = await _stop_blockers(client, leader, nodes, view, http)
     topics = tuple(t.name for t in view.topics if http in t.nodes)
     return DrainPlan(
         http,
@@ -217,7 +252,7 @@ async def plan_drain(
         lookupd,
         topics,
         moves=tuple(moves),
-        blocked=tuple(blocked),
+        blocked=_merge(unsafe, blocked),
         load=node_load(view, http),
     )
 
@@ -237,6 +272,8 @@ class _Drain:
     moved: list[MovedLeader] = field(default_factory=list)
     move_errors: list[str] = field(default_factory=list)
     attempts: dict[tuple[str, int], int] = field(default_factory=dict)
+    last_error: dict[tuple[str, int], str] = field(default_factory=dict)
+    blocked: list[Blocker] = field(default_factory=list)
     topics: set[str] = field(default_factory=set)
     last_tombstone: float = float("-inf")
     last_record: float = float("-inf")
@@ -257,7 +294,8 @@ class _Drain:
     def finish(self, outcome: Outcome, progress: DrainProgress | None) -> None:
         """Record how the drain ended, unless a restore came in meanwhile (it wins: the
         node is back in service, whatever this drain saw last)."""
-        detail = "; ".join(progress.left()) if progress and outcome != "drained" else ""
+        left = [b.describe() for b in self.blocked] or (progress.left() if progress else [])
+        detail = "; ".join(left) if outcome != "drained" else ""
 
         def change(old: DrainRecord | None) -> DrainRecord | None:
             if old is not None and old.state == "restored":
@@ -305,11 +343,41 @@ class _Drain:
             wait = max(1.0, self.deadline - time.monotonic())
             self.say(m.describe())
             outcome = await move_leader(plan.lookupd, m, wait=wait, progress=self.say)
+            errors: list[str] = []
             if isinstance(outcome, AdminReport) and not outcome.ok:
-                self.move_errors.extend(r.error for r in outcome.failures)
+                errors = [readable(r.error) for r in outcome.failures]
             elif isinstance(outcome, str):
-                self.move_errors.append(f"{m.topic} partition {m.partition}: {outcome}")
+                errors = [readable(outcome)]
+            for error in errors:
+                self.move_errors.append(f"{m.topic}/{m.partition}: {error}")
+                self.last_error[key] = error
             await self.note_moved(m)
+
+    async def check_blockers(self, view: ClusterView, done: bool) -> list[Blocker]:
+        """What keeps the node from being drained, once waiting cannot help: when it looks
+        done, whether stopping it leaves every partition writable; when every leader still
+        on it was moved as often as allowed, those leaders too. [] otherwise."""
+        node = self.plan.node
+        led = [(t.name, p.partition) for t in view.topics for p in t.partitions if p.leader == node]
+        stuck = [
+            Blocker(
+                topic,
+                part,
+                f"its leader stayed on {node} after {MAX_MOVES_PER_PARTITION} moves: "
+                + self.last_error.get((topic, part), "youzan kept electing it"),
+            )
+            for topic, part in led
+            if part is not None and self.attempts.get((topic, part), 0) >= MAX_MOVES_PER_PARTITION
+        ]
+        if not done and (not stuck or len(stuck) < len(led)):
+            return []
+        async with admin_client() as client:
+            leader = await find_leader(client, self.plan.lookupd)
+            if leader is None:
+                return stuck
+            nodes = await registered_nsqds(client, leader)
+            unsafe = await _stop_blockers(client, leader, nodes, view, node)
+        return list(_merge(unsafe, stuck))
 
     async def note_moved(self, m: LeaderMove) -> None:
         """Record where leadership of ``m`` went, when it left the node (restore's input)."""
@@ -353,6 +421,9 @@ async def run_drain(
         raise ConfigError(f"timeout must be >= 0 seconds, not {timeout}", setting="timeout")
     if interval <= 0:
         raise ConfigError(f"interval must be > 0 seconds, not {interval}", setting="interval")
+    if plan.blocked:  # refused before any change: the same answer as the dry run
+        now = DrainProgress(plan.node, 0.0, plan.load or NodeLoad(0, 0, 0, 0))
+        return DrainResult(plan, "blocked", now, blocked=list(plan.blocked))
     run = _Drain(plan, time.monotonic() + timeout, state_dir, say or (lambda _line: None))
     run.topics.update(plan.topics)
     run.record(
@@ -401,6 +472,11 @@ async def run_drain(
                     run.last_record = time.monotonic()
                 if on_progress is not None:
                     on_progress(progress)
+                if plan.family == "redesign":
+                    run.blocked = await run.check_blockers(view, progress.done)
+                    if run.blocked:
+                        outcome = "blocked"
+                        break
                 if progress.done:
                     outcome = "drained"
                     break
@@ -414,4 +490,4 @@ async def run_drain(
     assert progress is not None or outcome == "restored"
     if progress is None:
         progress = DrainProgress(plan.node, 0.0, NodeLoad(0, 0, 0, 0, up=False))
-    return DrainResult(plan, outcome, progress, run.moved, run.move_errors)
+    return DrainResult(plan, outcome, progress, run.moved, run.move_errors, run.blocked)

@@ -3,9 +3,11 @@
 Thin over :mod:`nsqctl.admin.drain`. ``drain`` shows its progress on stderr (one line kept
 up to date on a terminal, a line every few seconds otherwise), or with ``--json-progress``
 one JSON object a poll on stdout, and exits 0 only when the node is safe to stop; 1 when
-``--timeout`` passed first (naming what is left) or when ``node restore`` undid it
-meanwhile. The drain state is kept in the state directory (``NSQCTL_STATE_DIR``), where
-``restore``, ``list`` and the dashboard read it.
+``--timeout`` passed first (naming what is left), when ``node restore`` undid it
+meanwhile, or at once (dry run too) when partitions keep it from being drained: stopping
+it would leave one without enough in-sync copies to take writes, or a leader cannot move.
+The drain state is kept in the state directory (``NSQCTL_STATE_DIR``), where ``restore``,
+``list`` and the dashboard read it.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ import asyncio
 import json
 import sys
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NoReturn
 
 import typer
 
@@ -28,6 +31,7 @@ from nsqctl.errors import AdminError, ConfigError, NsqctlTimeoutError
 if TYPE_CHECKING:  # the drain loads the stats model: only when a command runs (start-up)
     from nsqctl.admin.drain import DrainPlan, DrainResult
     from nsqctl.admin.drain_progress import DrainProgress
+    from nsqctl.admin.drain_safety import Blocker
 
 app = typer.Typer(
     help="Drain an nsqd before stopping it, restore it, list nsqds and their drain state.",
@@ -99,8 +103,20 @@ def _show_plan(plan: DrainPlan, as_json: bool) -> None:
     for step in plan.steps():
         typer.echo(f"  {step}")
     if not plan.steps():
-        typer.echo("  (nothing to send: the node holds no topic)")
+        typer.echo("  (nothing to send: the node holds no leader or topic)")
     typer.echo("dry run: nothing was changed")
+
+
+def _refuse(node: str, blocked: Sequence[Blocker], moved: bool = False) -> NoReturn:
+    """What keeps ``node`` from being drained, one line each on stderr, then exit 1: the
+    same for a dry run and a real one."""
+    for b in blocked:
+        typer.echo(f"  {b.describe()}", err=True)
+    undo = f"; `nsqctl node restore {node}` moves back the leaders moved" if moved else ""
+    raise AdminError(
+        f"{node} cannot be drained now: {len(blocked)} partition(s) above would stop taking "
+        f"writes or cannot be moved off it{undo}; do not stop it"
+    )
 
 
 def _finish(result: DrainResult, as_json: bool, lines: _JsonLines | None = None) -> None:
@@ -109,6 +125,8 @@ def _finish(result: DrainResult, as_json: bool, lines: _JsonLines | None = None)
     elif as_json:
         typer.echo(json.dumps(result.to_json(), indent=2))
     node = result.plan.node
+    if result.outcome == "blocked":
+        _refuse(node, result.blocked, moved=bool(result.moved))
     if result.outcome == "restored":
         raise AdminError(f"the drain of {node} was undone by `nsqctl node restore`: stopped")
     if result.outcome == "timeout":
@@ -173,6 +191,8 @@ def node_drain(
     plan = asyncio.run(plan_drain(lookupds, node))
     if dry_run:
         _show_plan(plan, as_json or json_progress)
+        if plan.blocked:
+            _refuse(plan.node, plan.blocked)
         return
     display = _Display()
     lines = _JsonLines() if json_progress else None

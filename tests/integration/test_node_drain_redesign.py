@@ -1,26 +1,32 @@
 """``nsqctl node drain|restore`` on real youzan servers (3 nsqd, one lookupd, etcd).
 
 A private cluster: a drain moves every leader off its node, which would reshuffle the
-session cluster under other tests. The topic has one partition with two replicas, so the
-leader has an in-sync copy to hand over to; nsqlookupd's ``/lookup?access=w`` (where
-publishers are sent) tells who leads before and after.
+session cluster under other tests, and the last test kills an nsqd. The first topic has
+one partition with three replicas, so the leader has in-sync copies to hand over to and
+stopping it leaves two of three (enough for writes); nsqlookupd's ``/lookup?access=w``
+(where publishers are sent) tells who leads before and after.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from nsqctl.admin.operations import NUDGE_INTERVAL
+from nsqctl.admin.partitions import redesign_leader, registered_nsqds, topic_state
+from nsqctl.admin.requests import admin_client
 from nsqctl.producer import Producer
+from nsqctl.servers import process
 from nsqctl.servers.cluster import Cluster
 from tests.helpers.cli import clean_env, run_cli
 from tests.helpers.clusters import running_cluster
 from tests.helpers.failover import leader_of
-from tests.helpers.redesign import TopicSpec, create_topics, unique
+from tests.helpers.redesign import TopicSpec, create_topics, eventually, nsqd_stats, unique
 
 pytestmark = [pytest.mark.redesign, pytest.mark.timeout(300)]
 
@@ -46,7 +52,7 @@ def test_drain_moves_every_leader_off_the_node_and_restore_moves_it_back(
     c = three
     env = clean_env({"NSQCTL_STATE_DIR": str(tmp_path / "state")})
     topic = unique("drain")
-    asyncio.run(create_topics(c.lookupd_http, {topic: TopicSpec(partitions=1, replicas=2)}))
+    asyncio.run(create_topics(c.lookupd_http, {topic: TopicSpec(partitions=1, replicas=3)}))
     asyncio.run(_publish(c, topic, 20))
     node = leader_of(c, topic).http_address
 
@@ -73,3 +79,93 @@ def test_drain_moves_every_leader_off_the_node_and_restore_moves_it_back(
     assert leader_of(c, topic).http_address == node
     state = json.loads((tmp_path / "state" / "drains.json").read_text())
     assert state["drains"][node]["state"] == "restored"
+
+
+def _refused(c: Cluster, node: str, env: dict[str, str]) -> tuple[list[str], list[str], str]:
+    """A dry run and a real drain of ``node``: both exit 1 at once, naming the blockers (a
+    drain waiting for its --timeout would end in "not drained after"); the blockers of
+    each, and the real run's stderr."""
+    code, dry_out, dry_err = _node(c, ["drain", node, "--dry-run", "--json"], env)
+    assert code == 1, dry_err
+    code, out, err = _node(c, ["drain", node, "--timeout", "40", "--json"], env)
+    assert code == 1, err
+    assert "not drained after" not in err and "cannot be drained now" in err
+    doc = json.loads(out)
+    assert doc["outcome"] == "blocked" and doc["moved"] == []
+    assert all(f"  {b}" in err.splitlines() for b in doc["blocked"])  # each on its own line
+    return json.loads(dry_out)["blocked"], doc["blocked"], err
+
+
+class _Isr:
+    """The ISR of a topic's partition 0 as its leader reports it (HTTP addresses), read
+    at most once a second. Each read asks nsqlookupd for a topic check too (a meta update
+    that changes nothing, every ``NUDGE_INTERVAL``, which it does not drop): its emergency
+    migration of a partition short of copies runs in a check, otherwise every 60 s."""
+
+    def __init__(self, c: Cluster, topic: str) -> None:
+        self.c, self.topic = c, topic
+        self.last_read = self.last_nudge = float("-inf")
+
+    async def read(self) -> set[str]:
+        async with admin_client() as client:
+            leader = await redesign_leader(client, self.c.lookupd_http, "test")
+            if time.monotonic() - self.last_nudge >= NUDGE_INTERVAL:
+                self.last_nudge = time.monotonic()
+                await client.post(
+                    f"http://{leader}/topic/meta/update", params={"topic": self.topic}
+                )
+            nodes = await registered_nsqds(client, leader)
+            state = await topic_state(client, leader, self.topic, nodes)
+        part = state.partitions.get(0)
+        return set(part.isr) if part else set()
+
+    def equals(self, expected: set[str]) -> bool:
+        if time.monotonic() - self.last_read < 1.0:
+            return False
+        self.last_read = time.monotonic()
+        return asyncio.run(self.read()) == expected
+
+
+def _where(blocked: list[str]) -> list[str]:
+    return sorted(b.split(": ", 1)[0] for b in blocked)
+
+
+def test_a_drain_that_would_leave_a_partition_unwritable_is_refused_at_once(
+    three: Cluster, tmp_path: Path
+) -> None:
+    """3 nsqd, a replicas-2 partition whose follower is killed: its leader is not safe to
+    stop; once nsqlookupd copied the partition to the third nsqd, neither is that one.
+    Last in the module: it kills an nsqd of the module's cluster."""
+    c = three
+    env = clean_env({"NSQCTL_STATE_DIR": str(tmp_path / "state")})
+    dr = unique("dr")
+    asyncio.run(create_topics(c.lookupd_http, {dr: TopicSpec(partitions=1, replicas=2)}))
+    leader = leader_of(c, dr)
+    follower = next(n for n in c.nsqds if n is not leader and nsqd_stats(n.http_address, dr))
+    other = next(n for n in c.nsqds if n not in (leader, follower))
+    process.kill_hard(follower)
+
+    # at once, while the dead follower is still in the ISR (or nsqlookupd is copying the
+    # partition to the third nsqd: either way fewer than 2 copies are left)
+    dry, real, err = _refused(c, leader.http_address, env)
+    assert f"{dr}/0" in _where(real) and _where(dry) == _where(real)
+    assert f":{follower.rpc_port}:" not in err  # never youzan's node id
+    assert leader_of(c, dr, access="r").http_address == leader.http_address  # nothing moved
+
+    # nsqlookupd's emergency migration makes the third nsqd an in-sync copy: a second
+    # node of the two left is not safe to stop either
+    isr = _Isr(c, dr)
+    eventually(
+        lambda: isr.equals({leader.http_address, other.http_address}),
+        240,
+        f"{dr} in sync on {other.http_address} instead of the dead nsqd",
+    )
+    dry, real, err = _refused(c, other.http_address, env)
+    assert dry == real
+    line = next(b for b in real if b.startswith(f"{dr}/0: "))
+    assert line == (
+        f"{dr}/0: stopping {other.http_address} leaves 1 in-sync copy ({leader.http_address}); "
+        "with replicas 2 it takes writes and elects a leader only with 2: add an nsqd (or "
+        "lower its replicas) first"
+    )
+    assert not (tmp_path / "state" / "drains.json").exists()  # a refusal records nothing

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from nsqctl.admin.drain_progress import DrainProgress, NodeLoad, estimate, node_load
 from nsqctl.admin.drain_redesign import LeaderMove, plan_leader_moves
+from nsqctl.admin.drain_safety import node_name, readable, stop_blockers
 from nsqctl.admin.drain_state import (
     DrainRecord,
     MovedLeader,
@@ -18,6 +19,8 @@ from nsqctl.admin.drain_state import (
     read_drains,
     update_drain,
 )
+from nsqctl.admin.partitions import PartitionState, TopicState
+from nsqctl.lookup.model import TopicMeta
 from nsqctl.stats.model import (
     ChannelStats,
     ClusterSnapshot,
@@ -150,7 +153,7 @@ def test_a_single_copy_moves_to_a_free_nsqd_or_is_reported() -> None:
     assert moves == [LeaderMove("t", 0, A, B)] and blocked == []
     taken = (topic_stats(B, "t", partition=1), topic_stats(C, "t", partition=2))
     moves, blocked = plan_leader_moves(build_view(_leads((A,), taken)), A, {})
-    assert moves == [] and blocked and blocked[0].startswith("t partition 0: no other nsqd")
+    assert moves == [] and blocked and blocked[0].describe().startswith("t/0: no other nsqd")
 
 
 # ------------------------------------------------------------------ progress
@@ -174,3 +177,89 @@ def test_estimate_uses_the_shared_drain_rules() -> None:
     assert estimate([100, 80, 60], [0.0, 2.0, 4.0]) == (10.0, 6.0)  # slow polls: slower
     assert estimate([5, 5, 5], [0.0, 1.0, 2.0]) == (None, None)
     assert estimate([5], [0.0]) == (None, None)
+
+
+def test_a_leader_is_never_moved_to_an_isr_member_that_is_down() -> None:
+    # youzan keeps a dead nsqd in the ISR (by its node id, no lookupd lists it) while
+    # dropping it would leave too few copies: it cannot take leadership
+    dead = "127.0.0.1:20913:20911:2"
+    moves, blocked = plan_leader_moves(build_view(_leads((A, dead))), A, {dead: 0.0})
+    assert [m.target for m in moves] in ([B], [C]) and blocked == []
+
+
+# ------------------------------------------------------------------ safe to stop
+
+
+def _topic(name: str, replicas: int, *parts: PartitionState, ordered: bool = False) -> TopicState:
+    """A topic as the lookup gives it: ``metainfo`` as nsqlookupd sends it, partitions with
+    leader and ISR as nsqd HTTP addresses (a node id for an nsqd no lookupd lists)."""
+    meta = TopicMeta.from_json(
+        {"partition_num": len(parts), "replica": replicas, "ordered": ordered}
+    )
+    return TopicState(name, meta, {p.partition: p for p in parts})
+
+
+DEAD = "127.0.0.1:20913:20911:2"  # youzan's id of C, which is down (tcp 127.0.0.1:20911)
+
+
+def test_stopping_must_leave_more_than_half_the_replicas_in_sync() -> None:
+    """3 nsqd, C dead, replicas 2: stopping B leaves T/0 and O/0 without enough copies."""
+    states = [
+        _topic("T", 2, PartitionState(0, A, (A, B))),
+        _topic("O", 2, PartitionState(0, B, (B, DEAD)), PartitionState(1, A, (A, B))),
+        _topic("three", 3, PartitionState(0, A, (A, B, C))),
+        _topic("single", 1, PartitionState(0, A, (A,))),
+    ]
+    up = {A, B}
+    blockers = stop_blockers(states, B, up)
+    assert [(b.topic, b.partition) for b in blockers] == [
+        ("T", 0),
+        ("O", 0),
+        ("O", 1),
+        ("three", 0),  # C, down, counts for nothing
+    ]
+    assert blockers[0].describe() == (
+        f"T/0: stopping {B} leaves 1 in-sync copy ({A}); with replicas 2 it takes writes and "
+        "elects a leader only with 2: add an nsqd (or lower its replicas) first"
+    )
+    assert blockers[1].describe() == (
+        f"O/0: stopping {B} leaves 0 in-sync copies; with replicas 2 it takes writes and "
+        "elects a leader only with 2 (127.0.0.1:20911 in its ISR is down): bring "
+        "127.0.0.1:20911 back first"
+    )
+    assert all(DEAD not in b.describe() for b in blockers)
+    # all three up: replicas 3 keeps 2 of 3 after A stops; replicas 1 on A is lost with A
+    every = {A, B, C}
+    assert [(b.topic, b.partition) for b in stop_blockers(states, A, every)] == [
+        ("T", 0),
+        ("O", 1),
+        ("single", 0),
+    ]
+    assert stop_blockers(states[2:3], C, every) == []
+
+
+def test_a_blocker_names_the_move_that_unblocks_it() -> None:
+    free = stop_blockers([_topic("T", 2, PartitionState(0, A, (A, B)))], B, {A, B, C})
+    assert free[0].why.endswith(f"first (`nsqctl topic move T --partition 0 --from {B} --to {C}`)")
+    led = stop_blockers([_topic("T", 2, PartitionState(0, B, (B, A)))], B, {A, B, C})
+    assert led[0].why.endswith(f"(`nsqctl topic move T --partition 0 --to {C}`)")
+    # an unordered topic keeps one partition per nsqd: C holds T/1, nowhere to go
+    parts = (PartitionState(0, A, (A, B)), PartitionState(1, C, (C,)))
+    assert "add an nsqd" in stop_blockers([_topic("T", 2, *parts)], B, {A, B, C})[0].why
+
+
+def test_a_partition_without_leader_or_isr_is_not_called_safe() -> None:
+    states = [_topic("T", 2, PartitionState(0, None, ()), PartitionState(1, A, ()))]
+    whys = [b.why for b in stop_blockers(states, A, {A, B})]
+    assert whys == [
+        f"its leader {A} did not report the ISR: cannot tell if it stays writable",
+    ]
+    states = [_topic("T", 2, PartitionState(0, None, (A, B)))]
+    assert stop_blockers(states, A, {A, B})[0].why.startswith("it has no leader now")
+
+
+def test_server_messages_name_nodes_by_address_not_by_youzan_id() -> None:
+    text = "--to 127.0.0.1:20913:20911:2: not an nsqd registered with nsqlookupd"
+    assert readable(text) == "--to 127.0.0.1:20911: not an nsqd registered with nsqlookupd"
+    assert readable(f"{A} and {B}") == f"{A} and {B}"
+    assert node_name(DEAD) == "127.0.0.1:20911" and node_name(A) == A
