@@ -45,11 +45,17 @@ from nsqctl.admin.drain_redesign import (
 )
 from nsqctl.admin.drain_restore import RestoreResult, restore_node
 from nsqctl.admin.drain_safety import Blocker, readable, stop_blockers
-from nsqctl.admin.drain_state import DrainRecord, MovedLeader, read_drains, update_drain
+from nsqctl.admin.drain_state import (
+    DrainRecord,
+    MovedLeader,
+    read_drains,
+    running_elsewhere,
+    update_drain,
+)
 from nsqctl.admin.leader import find_leader
 from nsqctl.admin.partitions import NsqdNode, leader_load_factors, registered_nsqds
 from nsqctl.admin.requests import AdminReport, admin_client
-from nsqctl.errors import ConfigError, NotFoundError, NsqctlError
+from nsqctl.errors import AdminError, ConfigError, NotFoundError, NsqctlError
 from nsqctl.stats.poller import StatsPoller
 from nsqctl.stats.view import ClusterView, build_view
 
@@ -64,7 +70,7 @@ __all__ = [
 ]
 
 Family = Literal["original", "redesign"]
-Outcome = Literal["drained", "timeout", "restored", "blocked"]
+Outcome = Literal["drained", "timeout", "restored", "blocked", "interrupted"]
 Say = Callable[[str], None]
 
 RETOMBSTONE_EVERY = 20.0
@@ -282,6 +288,32 @@ class _Drain:
         record = read_drains(self.state_dir).get(self.plan.node)
         return record is not None and record.state == "restored"
 
+    def start(self) -> None:
+        """Record the drain as running; refused while another process drains the node
+        (two drains would move the same leaders and overwrite each other's record)."""
+        plan, load = self.plan, self.plan.load
+
+        def change(old: DrainRecord | None) -> DrainRecord:
+            if old is not None and running_elsewhere(old):
+                raise AdminError(
+                    f"{plan.node} is being drained already, by process {old.pid}: wait for "
+                    f"it to end, or stop it (`nsqctl node restore {plan.node}` undoes it)"
+                )
+            now = time.time()
+            return DrainRecord(
+                plan.node,
+                plan.family,
+                "draining",
+                now,
+                now,
+                lookupd=plan.lookupd,
+                topics=plan.topics,
+                pid=os.getpid(),
+                remaining=load.remaining if load else None,
+            )
+
+        update_drain(plan.node, change, self.state_dir)
+
     def record(self, **changes: Any) -> None:
         def change(old: DrainRecord | None) -> DrainRecord:
             base = old or DrainRecord(
@@ -296,6 +328,9 @@ class _Drain:
         node is back in service, whatever this drain saw last)."""
         left = [b.describe() for b in self.blocked] or (progress.left() if progress else [])
         detail = "; ".join(left) if outcome != "drained" else ""
+        if outcome == "interrupted":
+            elapsed = time.monotonic() - self.started
+            detail = f"interrupted after {elapsed:.0f}s" + (f"; left: {detail}" if detail else "")
 
         def change(old: DrainRecord | None) -> DrainRecord | None:
             if old is not None and old.state == "restored":
@@ -426,18 +461,7 @@ async def run_drain(
         return DrainResult(plan, "blocked", now, blocked=list(plan.blocked))
     run = _Drain(plan, time.monotonic() + timeout, state_dir, say or (lambda _line: None))
     run.topics.update(plan.topics)
-    run.record(
-        state="draining",
-        started=time.time(),
-        lookupd=plan.lookupd,
-        topics=plan.topics,
-        moved=(),
-        pid=os.getpid(),
-        detail="",
-        last_tombstone=None,
-        remaining=plan.load.remaining if plan.load else None,
-        eta=None,
-    )
+    run.start()
     outcome: Outcome = "timeout"
     progress: DrainProgress | None = None
     try:
@@ -483,6 +507,9 @@ async def run_drain(
                 if time.monotonic() >= run.deadline:
                     break
                 await asyncio.sleep(interval)
+    except asyncio.CancelledError:  # SIGINT/SIGTERM in the CLI: record it, then end
+        outcome = "interrupted"
+        raise
     finally:
         if outcome != "restored":
             with contextlib.suppress(OSError):

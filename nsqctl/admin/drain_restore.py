@@ -12,7 +12,6 @@ itself, so one may end elsewhere: that is reported, not hidden.
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -22,7 +21,7 @@ from typing import Any
 from nsqctl.admin.drain_defaults import DEFAULT_RESTORE_WAIT
 from nsqctl.admin.drain_original import find_peer, listed_topics, reregister
 from nsqctl.admin.drain_redesign import LeaderMove, move_leader
-from nsqctl.admin.drain_state import DrainRecord, read_drains, update_drain
+from nsqctl.admin.drain_state import DrainRecord, pid_runs, read_drains, update_drain
 from nsqctl.admin.requests import AdminReport, admin_client
 from nsqctl.errors import NotFoundError, NsqctlError
 from nsqctl.stats.read import fetch_nsqd_stats
@@ -48,24 +47,12 @@ class RestoreResult:
         }
 
 
-def _pid_runs(pid: int) -> bool:
-    if pid <= 0 or pid == os.getpid():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 async def _drain_gone(record: DrainRecord, deadline: float) -> bool:
     """Wait for a drain still running elsewhere to see ``restored`` and stop (it checks
     before each step), so that no tombstone or move of it lands after the undo."""
     if record.state != "draining":
         return True
-    while _pid_runs(record.pid):
+    while pid_runs(record.pid):
         if time.monotonic() > deadline:
             return False
         await asyncio.sleep(0.2)

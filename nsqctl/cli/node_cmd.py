@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, NoReturn
 import typer
 
 from nsqctl.admin.drain_defaults import DEFAULT_INTERVAL, DEFAULT_RESTORE_WAIT, DEFAULT_TIMEOUT
-from nsqctl.admin.drain_state import read_drains
+from nsqctl.admin.drain_state import read_drains, running_elsewhere, state_word
 from nsqctl.cli import complete
 from nsqctl.cli.admin_cmd import cluster_addresses
 from nsqctl.cli.common import JsonOption, LookupdOption, ProfileOption
@@ -190,22 +191,38 @@ def node_drain(
     lookupds = _lookupds(lookupd, profile)
     plan = asyncio.run(plan_drain(lookupds, node))
     if dry_run:
+        if running_elsewhere(read_drains().get(plan.node)):
+            typer.echo(f"note: a drain of {plan.node} is running now", err=True)
         _show_plan(plan, as_json or json_progress)
         if plan.blocked:
             _refuse(plan.node, plan.blocked)
         return
     display = _Display()
     lines = _JsonLines() if json_progress else None
-    try:
-        result = asyncio.run(
-            run_drain(
-                plan,
-                timeout=timeout,
-                interval=interval,
-                on_progress=display.progress if lines is None else lines.progress,
-                say=display.say,
-            )
+
+    async def drain() -> DrainResult:
+        # SIGTERM (a service manager, `kill`) ends the drain as Ctrl-C does: cancelled, so
+        # that it records how far it got instead of staying "draining" for good
+        task = asyncio.current_task()
+        if task is not None:
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+        return await run_drain(
+            plan,
+            timeout=timeout,
+            interval=interval,
+            on_progress=display.progress if lines is None else lines.progress,
+            say=display.say,
         )
+
+    try:
+        result = asyncio.run(drain())
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        display.end()
+        raise AdminError(
+            f"the drain of {plan.node} was interrupted: recorded as given up (`nsqctl node "
+            f"list`); leaders it moved stay moved (`nsqctl node restore {plan.node}` moves "
+            "them back)"
+        ) from None
     finally:
         display.end()
     _finish(result, as_json, lines)
@@ -272,7 +289,12 @@ def node_list(
     if as_json:
         typer.echo(json.dumps({"nodes": rows}, indent=2))
         return
-    for row in rows:
-        typer.echo(f"{row['http']:<22} tcp {row['tcp']:<22} {row['drain'] or '-'}")
     if not rows:
         typer.echo("(no nsqd registered)", err=True)
+        return
+    typer.echo(f"{'HTTP':<22} {'TCP':<22} DRAIN")
+    for http, tcp in sorted(nodes.items()):
+        record = drains.get(http)
+        word = state_word(record.state) if record else "-"
+        why = f": {record.detail}" if record and record.state == "stopped" and record.detail else ""
+        typer.echo(f"{http:<22} {tcp:<22} {word}{why}")

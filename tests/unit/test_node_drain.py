@@ -77,7 +77,7 @@ def test_a_torn_file_or_unknown_state_does_not_break_reading(tmp_path: Path) -> 
     path.write_text("{not json")
     assert read_drains(tmp_path) == {}
     path.write_text(json.dumps({"drains": {A: {"node": A, "state": "weird"}, "x": {}}}))
-    assert dict(drain_states(tmp_path)) == {A: "stopped"}
+    assert dict(drain_states(tmp_path)) == {A: "gave up"}  # "stopped" reads as the nsqd
     assert drain_states(tmp_path / "none") == {}
 
 
