@@ -11,6 +11,11 @@ empties; the progress names it.
 Redesign: move every partition leader off the node (:mod:`.drain_redesign`, through the
 partition move) and wait until no partition depends on it: led by it, or with it as the
 only in-sync copy. Leaders the coordinator puts back on the node meanwhile are moved again.
+Safe to stop also means every partition with an in-sync copy on the node keeps enough
+in-sync copies on nsqds that are up to take writes without it (:mod:`.drain_safety`).
+That is checked before anything moves, and again when the node looks drained: a partition
+short of copies (or a leader no nsqd can take) refuses the drain at once, naming it, in
+the dry run and the real run alike; waiting for ``timeout`` would not change it.
 
 Both record the drain in the state directory (:mod:`.drain_state`) so that the dashboard
 can show it and ``restore`` can undo it: on the original, stop re-tombstoning and have the

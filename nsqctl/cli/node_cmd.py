@@ -184,7 +184,9 @@ def node_drain(
     Original: tombstone the nsqd's topics on every nsqlookupd (kept fresh while it runs),
     then wait until it holds no message (depth, in flight, deferred) and no nsqlookupd
     lists it. Redesign: move every partition leader it holds to an in-sync copy elsewhere,
-    then wait until no partition depends on it. Undo with `nsqctl node restore`.
+    then wait until no partition depends on it; refused at once (exit 1, the dry run too)
+    when stopping it would leave a partition without more than replicas/2 in-sync copies
+    up (youzan then takes no writes for it), naming each. Undo with `nsqctl node restore`.
     """
     from nsqctl.admin.drain import plan_drain, run_drain
 
