@@ -28,12 +28,13 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from nsqctl.admin.drain_defaults import DEFAULT_INTERVAL, DEFAULT_TIMEOUT
+from nsqctl.admin.drain_moves import LeaderMove
 from nsqctl.admin.drain_original import (
     find_peer,
     listed_topics,
@@ -42,14 +43,9 @@ from nsqctl.admin.drain_original import (
     tombstone_request,
 )
 from nsqctl.admin.drain_progress import DrainProgress, NodeLoad, estimate, node_load
-from nsqctl.admin.drain_redesign import (
-    LeaderMove,
-    move_leader,
-    plan_leader_moves,
-    read_topic_states,
-)
+from nsqctl.admin.drain_redesign import move_leader, plan_leader_moves, read_topic_states
 from nsqctl.admin.drain_restore import RestoreResult, restore_node
-from nsqctl.admin.drain_safety import Blocker, readable, stop_blockers
+from nsqctl.admin.drain_safety import Blocker, readable, stop_plan
 from nsqctl.admin.drain_state import (
     DrainRecord,
     MovedLeader,
@@ -119,7 +115,13 @@ class DrainPlan:
             "topics": list(self.topics),
             "steps": self.steps(),
             "moves": [
-                {"topic": m.topic, "partition": m.partition, "from": m.source, "to": m.target}
+                {
+                    "topic": m.topic,
+                    "partition": m.partition,
+                    "from": m.source,
+                    "to": m.target,
+                    "copy": m.copy,
+                }
                 for m in self.moves
             ],
             "blocked": [b.describe() for b in self.blocked],
@@ -149,7 +151,13 @@ class DrainResult:
             "progress": self.progress.to_json(),
             "left": [] if self.ok else self.progress.left(),
             "moved": [
-                {"topic": m.topic, "partition": m.partition, "from": m.source, "to": m.target}
+                {
+                    "topic": m.topic,
+                    "partition": m.partition,
+                    "from": m.source,
+                    "to": m.target,
+                    "copy": m.copy,
+                }
                 for m in self.moved
             ],
             "move_errors": self.move_errors,
@@ -203,13 +211,29 @@ def _topics_on(view: ClusterView, node: str) -> list[str]:
     ]
 
 
-async def _stop_blockers(
-    client: Any, leader: str, nodes: dict[str, NsqdNode], view: ClusterView, node: str
-) -> list[Blocker]:
-    """The partitions that would stop taking writes if ``node`` stopped now
-    (:mod:`.drain_safety`), from the lookup's records; those it could not read count."""
+async def _stop_plan(
+    client: Any,
+    leader: str,
+    nodes: dict[str, NsqdNode],
+    view: ClusterView,
+    node: str,
+    avoid: Collection[str],
+) -> tuple[list[LeaderMove], list[Blocker]]:
+    """For the partitions that would stop taking writes if ``node`` stopped now, the copy
+    moves that prevent it and why the others cannot be (:mod:`.drain_safety`), from the
+    lookup's records; a topic that could not be read blocks."""
     states, unread = await read_topic_states(client, leader, _topics_on(view, node), nodes)
-    return unread + stop_blockers(states, node, set(nodes))
+    loads = await leader_load_factors(client, leader)
+    copies, blocked = stop_plan(states, node, set(nodes), loads, avoid)
+    return copies, unread + blocked
+
+
+def _same_move(copy: LeaderMove, moves: Sequence[LeaderMove]) -> bool:
+    """A leader move already takes the node's copy there (a partition with no other copy
+    in sync: its leadership goes to a free nsqd, the same one the copy would go to)."""
+    return any(
+        (m.topic, m.partition, m.target) == (copy.topic, copy.partition, copy.target) for m in moves
+    )
 
 
 def _merge(first: Sequence[Blocker], more: Sequence[Blocker]) -> tuple[Blocker, ...]:
@@ -254,15 +278,16 @@ async def plan_drain(
         loads = await leader_load_factors(client, leader)
         async with _poller("redesign", lookupd, http) as poller:
             view = await _view(poller)
-        moves, blocked = plan_leader_moves(view, http, loads, _draining_elsewhere(http, state_dir))
-        unsafe = await _stop_blockers(client, leader, nodes, view, http)
+        avoid = _draining_elsewhere(http, state_dir)
+        moves, blocked = plan_leader_moves(view, http, loads, avoid)
+        copies, unsafe = await _stop_plan(client, leader, nodes, view, http, avoid)
     topics = tuple(t.name for t in view.topics if http in t.nodes)
     return DrainPlan(
         http,
         "redesign",
         lookupd,
         topics,
-        moves=tuple(moves),
+        moves=(*moves, *(c for c in copies if not _same_move(c, moves))),
         blocked=_merge(unsafe, blocked),
         load=node_load(view, http),
     )
@@ -282,8 +307,8 @@ class _Drain:
     times: list[float] = field(default_factory=list)
     moved: list[MovedLeader] = field(default_factory=list)
     move_errors: list[str] = field(default_factory=list)
-    attempts: dict[tuple[str, int], int] = field(default_factory=dict)
-    last_error: dict[tuple[str, int], str] = field(default_factory=dict)
+    attempts: dict[tuple[str, int, bool], int] = field(default_factory=dict)  # (t, p, copy)
+    last_error: dict[tuple[str, int, bool], str] = field(default_factory=dict)
     blocked: list[Blocker] = field(default_factory=list)
     topics: set[str] = field(default_factory=set)
     last_tombstone: float = float("-inf")
@@ -375,8 +400,14 @@ class _Drain:
             loads = await leader_load_factors(client, leader) if leader else {}
         avoid = _draining_elsewhere(plan.node, self.state_dir)
         moves, _ = plan_leader_moves(view, plan.node, loads, avoid)
+        await self.send(moves)
+
+    async def send(self, moves: Sequence[LeaderMove]) -> None:
+        """Send each move not yet tried MAX_MOVES_PER_PARTITION times, one at a time (youzan
+        runs one partition move at once), recording where each copy went."""
+        plan = self.plan
         for m in moves:
-            key = (m.topic, m.partition)
+            key = (m.topic, m.partition, m.copy)
             if self.attempts.get(key, 0) >= MAX_MOVES_PER_PARTITION or self.restored():
                 continue
             self.attempts[key] = self.attempts.get(key, 0) + 1
@@ -393,34 +424,45 @@ class _Drain:
                 self.last_error[key] = error
             await self.note_moved(m)
 
-    async def check_blockers(self, view: ClusterView, done: bool) -> list[Blocker]:
-        """What keeps the node from being drained, once waiting cannot help: when it looks
-        done, whether stopping it leaves every partition writable; when every leader still
-        on it was moved as often as allowed, those leaders too. [] otherwise."""
+    def exhausted(self, topic: str, part: int, copy: bool) -> Blocker | None:
+        """A blocker when the move of ``topic``/``part`` was tried as often as allowed."""
+        key = (topic, part, copy)
+        if self.attempts.get(key, 0) < MAX_MOVES_PER_PARTITION:
+            return None
+        what = "its copy stayed in sync" if copy else "its leader stayed"
+        why = self.last_error.get(key, "youzan kept electing it" if not copy else "no error")
+        return Blocker(
+            topic, part, f"{what} on {self.plan.node} after {MAX_MOVES_PER_PARTITION} moves: {why}"
+        )
+
+    async def check_stop(
+        self, view: ClusterView, done: bool
+    ) -> tuple[list[LeaderMove], list[Blocker]]:
+        """Once the node looks done, or every leader still on it was moved as often as
+        allowed: the copy moves still needed for every partition to stay writable without
+        it, and what blocks the drain (waiting would not help). ([], []) otherwise."""
         node = self.plan.node
         led = [(t.name, p.partition) for t in view.topics for p in t.partitions if p.leader == node]
         stuck = [
-            Blocker(
-                topic,
-                part,
-                f"its leader stayed on {node} after {MAX_MOVES_PER_PARTITION} moves: "
-                + self.last_error.get((topic, part), "youzan kept electing it"),
-            )
+            b
             for topic, part in led
-            if part is not None and self.attempts.get((topic, part), 0) >= MAX_MOVES_PER_PARTITION
+            if part is not None and (b := self.exhausted(topic, part, False)) is not None
         ]
         if not done and (not stuck or len(stuck) < len(led)):
-            return []
+            return [], []
         async with admin_client() as client:
             leader = await find_leader(client, self.plan.lookupd)
             if leader is None:
-                return stuck
+                return [], stuck
             nodes = await registered_nsqds(client, leader)
-            unsafe = await _stop_blockers(client, leader, nodes, view, node)
-        return list(_merge(unsafe, stuck))
+            avoid = _draining_elsewhere(node, self.state_dir)
+            copies, unsafe = await _stop_plan(client, leader, nodes, view, node, avoid)
+        spent = [b for m in copies if (b := self.exhausted(m.topic, m.partition, True)) is not None]
+        return copies, list(_merge(unsafe, [*stuck, *spent]))
 
     async def note_moved(self, m: LeaderMove) -> None:
-        """Record where leadership of ``m`` went, when it left the node (restore's input)."""
+        """Record where leadership of ``m`` went, when it left the node, or with ``m.copy``
+        that the node's copy went to ``m.target`` (restore's input)."""
         async with _poller("redesign", self.plan.lookupd, self.plan.node) as poller:
             view = await _view(poller)
         topic = view.topic(m.topic)
@@ -429,10 +471,16 @@ class _Drain:
             if topic
             else None
         )
-        if part is None or part.leader is None or part.leader == self.plan.node:
+        if m.copy:
+            if part is None or self.plan.node in (part.isr or (self.plan.node,)):
+                return
+            moved = MovedLeader(m.topic, m.partition, self.plan.node, m.target, copy=True)
+        elif part is None or part.leader is None or part.leader == self.plan.node:
             return
-        moved = MovedLeader(m.topic, m.partition, self.plan.node, part.leader)
-        self.moved = [x for x in self.moved if (x.topic, x.partition) != (m.topic, m.partition)]
+        else:
+            moved = MovedLeader(m.topic, m.partition, self.plan.node, part.leader)
+        same = (m.topic, m.partition, m.copy)
+        self.moved = [x for x in self.moved if (x.topic, x.partition, x.copy) != same]
         self.moved.append(moved)
         self.record(moved=tuple(self.moved))
 
@@ -502,9 +550,14 @@ async def run_drain(
                 if on_progress is not None:
                     on_progress(progress)
                 if plan.family == "redesign":
-                    run.blocked = await run.check_blockers(view, progress.done)
+                    copies, run.blocked = await run.check_stop(view, progress.done)
                     if run.blocked:
                         outcome = "blocked"
+                        break
+                    if copies:  # not done yet: look again once they moved
+                        await run.send(copies)
+                        if time.monotonic() < run.deadline:
+                            continue
                         break
                 if progress.done:
                     outcome = "drained"

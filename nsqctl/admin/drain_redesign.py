@@ -16,29 +16,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
 
 import httpx
 
+from nsqctl.admin.drain_moves import LeaderMove
 from nsqctl.admin.drain_safety import Blocker
 from nsqctl.admin.partitions import NsqdNode, TopicState, apply_plan, plan_move, topic_state
 from nsqctl.admin.requests import AdminReport
 from nsqctl.errors import NotFoundError, NsqctlError
 from nsqctl.stats.view import ClusterView, PartitionView, TopicView
-
-
-@dataclass(frozen=True)
-class LeaderMove:
-    """Leadership of ``topic``/``partition`` to go from ``source`` (the drained node) to
-    ``target``."""
-
-    topic: str
-    partition: int
-    source: str
-    target: str
-
-    def describe(self) -> str:
-        return f"move {self.topic} partition {self.partition} leader {self.source} -> {self.target}"
 
 
 def _holds_other(topic: TopicView, partition: int, node: str) -> bool:
@@ -116,10 +102,12 @@ async def move_leader(
     wait: float,
     progress: Callable[[str], None] | None = None,
 ) -> AdminReport | str:
-    """Send one move and wait for it (:func:`nsqctl.admin.partitions.apply_plan`); the
-    report, or the one-line reason it could not be planned (it may have moved already)."""
+    """Send one move (of leadership, or with ``move.copy`` of the copy on ``move.source``)
+    and wait for it (:func:`nsqctl.admin.partitions.apply_plan`); the report, or the
+    one-line reason it could not be planned (it may have moved already)."""
+    source = move.source if move.copy else None
     try:
-        plan = await plan_move(lookupd, move.topic, move.partition, move.target)
+        plan = await plan_move(lookupd, move.topic, move.partition, move.target, source=source)
     except NsqctlError as err:
         return str(err)
     return await apply_plan(plan, wait=wait, progress=progress)

@@ -10,7 +10,9 @@ may still be listed in an ISR, and counts for nothing. Stopping a node is safe o
 for every partition with an in-sync copy on it, the ISR members that are up, the node
 aside, are still more than ``Replica/2``. Otherwise writes stop until the coordinator has
 copied the partition to another nsqd (10 s after the failure at the earliest, plus the
-catch-up), or for good when no other nsqd is up.
+catch-up), or for good when no other nsqd is up. The drain does that copy first, while
+the node still serves: it moves the node's copy to a free nsqd (youzan has it catch up,
+then drops the node from the ISR), when one is up and that is enough.
 
 The inputs are the records the lookup gives (:class:`nsqctl.admin.partitions.TopicState`:
 the topic's replica count, each partition's leader and ISR as nsqd HTTP addresses, or
@@ -20,9 +22,10 @@ youzan's node id for a node no lookupd lists) and the nsqds registered now.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
+from nsqctl.admin.drain_moves import LeaderMove
 from nsqctl.admin.partitions import PartitionState, TopicState
 from nsqctl.stats.parse import node_id_key
 
@@ -60,54 +63,84 @@ class Blocker:
         return f"{where}: {self.why}"
 
 
-def _free(state: TopicState, p: PartitionState, node: str, up: Collection[str]) -> list[str]:
-    """nsqds the node's copy of ``p`` could move to: up, holding no copy of ``p`` yet and,
-    for an unordered topic, no copy of another of its partitions (youzan keeps one each)."""
+@dataclass(frozen=True)
+class _Around:
+    """The node to stop and the nsqds around it."""
+
+    node: str
+    up: Collection[str]  # registered now (HTTP addresses)
+    loads: Mapping[str, float]  # leader load factors
+    avoid: Collection[str]  # not to move to
+
+
+def _free(state: TopicState, p: PartitionState, at: _Around) -> list[str]:
+    """nsqds the node's copy of ``p`` could move to, least loaded first: up, holding no copy
+    of ``p`` yet and, for an unordered topic, no copy of another of its partitions (youzan
+    keeps one each)."""
     holding = {a for q in state.partitions.values() for a in (q.leader, *q.isr, *q.catchup)}
     own = {p.leader, *p.isr, *p.catchup}
-    return sorted(
-        a for a in up if a != node and a not in own and (state.allow_multi or a not in holding)
-    )
+    free = [
+        a
+        for a in at.up
+        if a != at.node
+        and a not in at.avoid
+        and a not in own
+        and (state.allow_multi or a not in holding)
+    ]
+    return sorted(free, key=lambda a: (at.loads.get(a, float("inf")), a))
 
 
-def _why(state: TopicState, p: PartitionState, node: str, up: Collection[str]) -> str | None:
+def _check(state: TopicState, p: PartitionState, at: _Around) -> LeaderMove | Blocker | None:
+    """None when ``p`` stays writable without ``node``; else the move of the node's copy
+    to a free nsqd that makes it so, or why nothing can."""
     replicas = state.meta.replica
     need = quorum(replicas)
     if p.leader is None:
-        return "it has no leader now (not writable): wait for nsqlookupd to elect one"
+        why = "it has no leader now (not writable): wait for nsqlookupd to elect one"
+        return Blocker(state.topic, p.partition, why)
     if not p.isr:
-        return f"its leader {p.leader} did not report the ISR: cannot tell if it stays writable"
-    left = [a for a in p.isr if a != node and a in up]
+        why = f"its leader {p.leader} did not report the ISR: cannot tell if it stays writable"
+        return Blocker(state.topic, p.partition, why)
+    node = at.node
+    left = [a for a in p.isr if a != node and a in at.up]
     if len(left) >= need:
         return None
-    down = [node_name(a) for a in p.isr if a != node and a not in up]
+    free = _free(state, p, at)
+    if free and len(left) + 1 >= need:
+        return LeaderMove(state.topic, p.partition, node, free[0], copy=True)
+    down = [node_name(a) for a in p.isr if a != node and a not in at.up]
     copies = f"{len(left)} in-sync cop{'y' if len(left) == 1 else 'ies'}"
     why = f"stopping {node} leaves {copies}" + (f" ({', '.join(left)})" if left else "")
     why += f"; with replicas {replicas} it takes writes and elects a leader only with {need}"
     if down:
-        why += f" ({', '.join(down)} in its ISR is down)"
-    free = _free(state, p, node, up)
-    if free and len(left) + 1 >= need:
-        source = "" if p.leader == node else f" --from {node}"
-        return (
-            f"{why}: move the copy elsewhere first (`nsqctl topic move {state.topic} "
-            f"--partition {p.partition}{source} --to {free[0]}`)"
-        )
-    if down:
-        return f"{why}: bring {', '.join(down)} back first"
-    return f"{why}: add an nsqd (or lower its replicas) first"
+        why += f" ({', '.join(down)} in its ISR is down): bring {', '.join(down)} back first"
+    else:
+        why += ": add an nsqd (or lower its replicas) first"
+    return Blocker(state.topic, p.partition, why)
 
 
-def stop_blockers(states: Sequence[TopicState], node: str, up: Collection[str]) -> list[Blocker]:
-    """Every partition with a copy on ``node`` (leader or in sync) that would stop taking
-    writes if ``node`` stopped (module doc). ``up``: the nsqds registered now (HTTP
-    addresses); an ISR member not among them is down."""
+def stop_plan(
+    states: Sequence[TopicState],
+    node: str,
+    up: Collection[str],
+    loads: Mapping[str, float] | None = None,
+    avoid: Collection[str] = (),
+) -> tuple[list[LeaderMove], list[Blocker]]:
+    """For every partition with a copy on ``node`` (leader or in sync) that would stop
+    taking writes if ``node`` stopped (module doc): the move of the node's copy to a free
+    nsqd (``copy=True``; least leader load factor first, by ``loads``; none of ``avoid``)
+    that keeps it writable, or why none can. ``up``: the nsqds registered now (HTTP
+    addresses); an ISR member not among them counts as down."""
+    at = _Around(node, up, loads or {}, avoid)
+    moves: list[LeaderMove] = []
     blockers: list[Blocker] = []
     for state in states:
         for p in state.partitions.values():
             if node != p.leader and node not in p.isr:
                 continue
-            why = _why(state, p, node, up)
-            if why is not None:
-                blockers.append(Blocker(state.topic, p.partition, why))
-    return blockers
+            found = _check(state, p, at)
+            if isinstance(found, LeaderMove):
+                moves.append(found)
+            elif found is not None:
+                blockers.append(found)
+    return moves, blockers

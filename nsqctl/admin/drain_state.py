@@ -40,7 +40,8 @@ class MovedLeader:
     topic: str
     partition: int
     source: str  # the drained nsqd (HTTP address)
-    target: str  # where leadership went
+    target: str  # where leadership went (with ``copy``: where the node's copy went)
+    copy: bool = False  # the node's in-sync copy moved, not leadership
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,11 @@ class DrainRecord:
             topics=tuple(str(t) for t in obj.get("topics") or ()),
             moved=tuple(
                 MovedLeader(
-                    str(m["topic"]), int(m["partition"]), str(m["source"]), str(m["target"])
+                    str(m["topic"]),
+                    int(m["partition"]),
+                    str(m["source"]),
+                    str(m["target"]),
+                    bool(m.get("copy", False)),
                 )
                 for m in obj.get("moved") or ()
             ),

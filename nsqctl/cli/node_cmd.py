@@ -142,7 +142,8 @@ def _finish(result: DrainResult, as_json: bool, lines: _JsonLines | None = None)
             "depends on it; safe to stop"
         )
         for m in result.moved:
-            typer.echo(f"  moved {m.topic} partition {m.partition} leader to {m.target}")
+            what = "its copy" if m.copy else "leader"
+            typer.echo(f"  moved {m.topic} partition {m.partition} {what} to {m.target}")
         if result.plan.family == "original":
             typer.echo(
                 "  nsqlookupd lists it again once its tombstones expire (--tombstone-lifetime, "

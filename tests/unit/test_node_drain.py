@@ -7,9 +7,10 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+from nsqctl.admin.drain_moves import LeaderMove
 from nsqctl.admin.drain_progress import DrainProgress, NodeLoad, estimate, node_load
-from nsqctl.admin.drain_redesign import LeaderMove, plan_leader_moves
-from nsqctl.admin.drain_safety import node_name, readable, stop_blockers
+from nsqctl.admin.drain_redesign import plan_leader_moves
+from nsqctl.admin.drain_safety import node_name, readable, stop_plan
 from nsqctl.admin.drain_state import (
     DrainRecord,
     MovedLeader,
@@ -31,7 +32,7 @@ from nsqctl.stats.model import (
 from nsqctl.stats.view import build_view
 from tests.helpers.stats import channel_stats, topic_stats
 
-A, B, C = "127.0.0.1:4151", "127.0.0.1:4251", "127.0.0.1:4351"
+A, B, C, D = "127.0.0.1:4151", "127.0.0.1:4251", "127.0.0.1:4351", "127.0.0.1:4451"
 
 
 def _channel(
@@ -203,15 +204,16 @@ DEAD = "127.0.0.1:20913:20911:2"  # youzan's id of C, which is down (tcp 127.0.0
 
 
 def test_stopping_must_leave_more_than_half_the_replicas_in_sync() -> None:
-    """3 nsqd, C dead, replicas 2: stopping B leaves T/0 and O/0 without enough copies."""
+    """3 nsqd, C dead, replicas 2: stopping B leaves T/0 and O/0 without enough copies,
+    and no nsqd is free to take B's copy first."""
     states = [
         _topic("T", 2, PartitionState(0, A, (A, B))),
         _topic("O", 2, PartitionState(0, B, (B, DEAD)), PartitionState(1, A, (A, B))),
         _topic("three", 3, PartitionState(0, A, (A, B, C))),
         _topic("single", 1, PartitionState(0, A, (A,))),
     ]
-    up = {A, B}
-    blockers = stop_blockers(states, B, up)
+    moves, blockers = stop_plan(states, B, {A, B})
+    assert moves == []
     assert [(b.topic, b.partition) for b in blockers] == [
         ("T", 0),
         ("O", 0),
@@ -228,34 +230,38 @@ def test_stopping_must_leave_more_than_half_the_replicas_in_sync() -> None:
         "127.0.0.1:20911 back first"
     )
     assert all(DEAD not in b.describe() for b in blockers)
-    # all three up: replicas 3 keeps 2 of 3 after A stops; replicas 1 on A is lost with A
-    every = {A, B, C}
-    assert [(b.topic, b.partition) for b in stop_blockers(states, A, every)] == [
-        ("T", 0),
-        ("O", 1),
-        ("single", 0),
-    ]
-    assert stop_blockers(states[2:3], C, every) == []
+    # C free, so B's copy can go there first... but O/0 would still have only one copy up
+    moves, blockers = stop_plan(states[:1], B, {A, B, C})
+    assert moves == [LeaderMove("T", 0, B, C, copy=True)] and blockers == []
+    # replicas 3 keeps 2 of 3 when C stops: nothing to do
+    assert stop_plan(states[2:3], C, {A, B, C}) == ([], [])
 
 
-def test_a_blocker_names_the_move_that_unblocks_it() -> None:
-    free = stop_blockers([_topic("T", 2, PartitionState(0, A, (A, B)))], B, {A, B, C})
-    assert free[0].why.endswith(f"first (`nsqctl topic move T --partition 0 --from {B} --to {C}`)")
-    led = stop_blockers([_topic("T", 2, PartitionState(0, B, (B, A)))], B, {A, B, C})
-    assert led[0].why.endswith(f"(`nsqctl topic move T --partition 0 --to {C}`)")
+def test_a_copy_moves_to_the_least_loaded_free_nsqd_of_another_partition_s_topic() -> None:
+    up = {A, B, C, D}
+    moves, _ = stop_plan([_topic("T", 2, PartitionState(0, A, (A, B)))], B, up, {C: 0.9, D: 0.1})
+    assert moves == [LeaderMove("T", 0, B, D, copy=True)]
+    moves, _ = stop_plan(
+        [_topic("T", 2, PartitionState(0, A, (A, B)))], B, up, {C: 0.9, D: 0.1}, avoid={D}
+    )
+    assert moves == [LeaderMove("T", 0, B, C, copy=True)]  # D drains too
     # an unordered topic keeps one partition per nsqd: C holds T/1, nowhere to go
     parts = (PartitionState(0, A, (A, B)), PartitionState(1, C, (C,)))
-    assert "add an nsqd" in stop_blockers([_topic("T", 2, *parts)], B, {A, B, C})[0].why
+    moves, blockers = stop_plan([_topic("T", 2, *parts)], B, {A, B, C})
+    assert moves == [] and "add an nsqd" in blockers[0].why
+    # an ordered one may share: C takes it
+    moves, _ = stop_plan([_topic("T", 2, *parts, ordered=True)], B, {A, B, C})
+    assert moves == [LeaderMove("T", 0, B, C, copy=True)]
 
 
 def test_a_partition_without_leader_or_isr_is_not_called_safe() -> None:
     states = [_topic("T", 2, PartitionState(0, None, ()), PartitionState(1, A, ()))]
-    whys = [b.why for b in stop_blockers(states, A, {A, B})]
+    whys = [b.why for b in stop_plan(states, A, {A, B})[1]]
     assert whys == [
         f"its leader {A} did not report the ISR: cannot tell if it stays writable",
     ]
     states = [_topic("T", 2, PartitionState(0, None, (A, B)))]
-    assert stop_blockers(states, A, {A, B})[0].why.startswith("it has no leader now")
+    assert stop_plan(states, A, {A, B})[1][0].why.startswith("it has no leader now")
 
 
 def test_server_messages_name_nodes_by_address_not_by_youzan_id() -> None:
