@@ -430,7 +430,8 @@ class _Drain:
         if self.attempts.get(key, 0) < MAX_MOVES_PER_PARTITION:
             return None
         what = "its copy stayed in sync" if copy else "its leader stayed"
-        why = self.last_error.get(key, "youzan kept electing it" if not copy else "no error")
+        kept = "youzan kept it in the ISR" if copy else "youzan kept electing it"
+        why = self.last_error.get(key, kept)
         return Blocker(
             topic, part, f"{what} on {self.plan.node} after {MAX_MOVES_PER_PARTITION} moves: {why}"
         )

@@ -137,9 +137,14 @@ def _finish(result: DrainResult, as_json: bool, lines: _JsonLines | None = None)
             setting="timeout",
         )
     if not as_json and lines is None:
+        copies = (
+            ", and every partition keeps enough in-sync copies up without it"
+            if result.plan.family == "redesign"
+            else ""
+        )
         typer.echo(
             f"{node} drained in {result.progress.elapsed:.0f}s: it holds nothing and nothing "
-            "depends on it; safe to stop"
+            f"depends on it{copies}; safe to stop"
         )
         for m in result.moved:
             what = "its copy" if m.copy else "leader"
