@@ -11,6 +11,11 @@ empties; the progress names it.
 Redesign: move every partition leader off the node (:mod:`.drain_redesign`, through the
 partition move) and wait until no partition depends on it: led by it, or with it as the
 only in-sync copy. Leaders the coordinator puts back on the node meanwhile are moved again.
+Safe to stop also means every partition with an in-sync copy on the node keeps enough
+in-sync copies on nsqds that are up to take writes without it (:mod:`.drain_safety`).
+That is checked before anything moves, and again when the node looks drained: a partition
+short of copies (or a leader no nsqd can take) refuses the drain at once, naming it, in
+the dry run and the real run alike; waiting for ``timeout`` would not change it.
 
 Both record the drain in the state directory (:mod:`.drain_state`) so that the dashboard
 can show it and ``restore`` can undo it: on the original, stop re-tombstoning and have the
@@ -23,12 +28,13 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from nsqctl.admin.drain_defaults import DEFAULT_INTERVAL, DEFAULT_TIMEOUT
+from nsqctl.admin.drain_moves import LeaderMove
 from nsqctl.admin.drain_original import (
     find_peer,
     listed_topics,
@@ -37,13 +43,20 @@ from nsqctl.admin.drain_original import (
     tombstone_request,
 )
 from nsqctl.admin.drain_progress import DrainProgress, NodeLoad, estimate, node_load
-from nsqctl.admin.drain_redesign import LeaderMove, move_leader, plan_leader_moves
+from nsqctl.admin.drain_redesign import move_leader, plan_leader_moves, read_topic_states
 from nsqctl.admin.drain_restore import RestoreResult, restore_node
-from nsqctl.admin.drain_state import DrainRecord, MovedLeader, read_drains, update_drain
+from nsqctl.admin.drain_safety import Blocker, readable, stop_plan
+from nsqctl.admin.drain_state import (
+    DrainRecord,
+    MovedLeader,
+    read_drains,
+    running_elsewhere,
+    update_drain,
+)
 from nsqctl.admin.leader import find_leader
-from nsqctl.admin.partitions import leader_load_factors, registered_nsqds
+from nsqctl.admin.partitions import NsqdNode, leader_load_factors, registered_nsqds
 from nsqctl.admin.requests import AdminReport, admin_client
-from nsqctl.errors import ConfigError, NotFoundError, NsqctlError
+from nsqctl.errors import AdminError, ConfigError, NotFoundError, NsqctlError
 from nsqctl.stats.poller import StatsPoller
 from nsqctl.stats.view import ClusterView, build_view
 
@@ -58,7 +71,7 @@ __all__ = [
 ]
 
 Family = Literal["original", "redesign"]
-Outcome = Literal["drained", "timeout", "restored"]
+Outcome = Literal["drained", "timeout", "restored", "blocked", "interrupted"]
 Say = Callable[[str], None]
 
 RETOMBSTONE_EVERY = 20.0
@@ -80,7 +93,9 @@ class DrainPlan:
     topics: tuple[str, ...]
     producer: str = ""  # original: BROADCAST:HTTP_PORT, how nsqlookupd names the nsqd
     moves: tuple[LeaderMove, ...] = ()
-    blocked: tuple[str, ...] = ()
+    blocked: tuple[Blocker, ...] = ()
+    """Redesign: partitions that keep the node from being drained now; a drain with any
+    refuses at once (nothing is moved)."""
     load: NodeLoad | None = None
 
     def steps(self) -> list[str]:
@@ -90,7 +105,7 @@ class DrainPlan:
                 for lk in self.lookupd
                 for t in self.topics
             ]
-        return [m.describe() for m in self.moves] + [f"cannot move: {b}" for b in self.blocked]
+        return [m.describe() for m in self.moves]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -100,10 +115,16 @@ class DrainPlan:
             "topics": list(self.topics),
             "steps": self.steps(),
             "moves": [
-                {"topic": m.topic, "partition": m.partition, "from": m.source, "to": m.target}
+                {
+                    "topic": m.topic,
+                    "partition": m.partition,
+                    "from": m.source,
+                    "to": m.target,
+                    "copy": m.copy,
+                }
                 for m in self.moves
             ],
-            "blocked": list(self.blocked),
+            "blocked": [b.describe() for b in self.blocked],
             "remaining": self.load.remaining if self.load else None,
         }
 
@@ -115,6 +136,7 @@ class DrainResult:
     progress: DrainProgress
     moved: list[MovedLeader] = field(default_factory=list)
     move_errors: list[str] = field(default_factory=list)
+    blocked: list[Blocker] = field(default_factory=list)  # outcome "blocked": why
 
     @property
     def ok(self) -> bool:
@@ -129,10 +151,17 @@ class DrainResult:
             "progress": self.progress.to_json(),
             "left": [] if self.ok else self.progress.left(),
             "moved": [
-                {"topic": m.topic, "partition": m.partition, "from": m.source, "to": m.target}
+                {
+                    "topic": m.topic,
+                    "partition": m.partition,
+                    "from": m.source,
+                    "to": m.target,
+                    "copy": m.copy,
+                }
                 for m in self.moved
             ],
             "move_errors": self.move_errors,
+            "blocked": [b.describe() for b in self.blocked],
             "plan": self.plan.to_json(),
         }
 
@@ -173,6 +202,46 @@ async def _check_every_lookupd(client: Any, node: str, lookupd: Sequence[str]) -
         )
 
 
+def _topics_on(view: ClusterView, node: str) -> list[str]:
+    """Redesign topics with a copy on ``node``: held there, or in sync there by the ISR."""
+    return [
+        t.name
+        for t in view.topics
+        if node in t.nodes or any(node in (p.isr or ()) for p in t.partitions)
+    ]
+
+
+async def _stop_plan(
+    client: Any,
+    leader: str,
+    nodes: dict[str, NsqdNode],
+    view: ClusterView,
+    node: str,
+    avoid: Collection[str],
+) -> tuple[list[LeaderMove], list[Blocker]]:
+    """For the partitions that would stop taking writes if ``node`` stopped now, the copy
+    moves that prevent it and why the others cannot be (:mod:`.drain_safety`), from the
+    lookup's records; a topic that could not be read blocks."""
+    states, unread = await read_topic_states(client, leader, _topics_on(view, node), nodes)
+    loads = await leader_load_factors(client, leader)
+    copies, blocked = stop_plan(states, node, set(nodes), loads, avoid)
+    return copies, unread + blocked
+
+
+def _same_move(copy: LeaderMove, moves: Sequence[LeaderMove]) -> bool:
+    """A leader move already takes the node's copy there (a partition with no other copy
+    in sync: its leadership goes to a free nsqd, the same one the copy would go to)."""
+    return any(
+        (m.topic, m.partition, m.target) == (copy.topic, copy.partition, copy.target) for m in moves
+    )
+
+
+def _merge(first: Sequence[Blocker], more: Sequence[Blocker]) -> tuple[Blocker, ...]:
+    """``first``, then those of ``more`` about another partition (one line each)."""
+    seen = {(b.topic, b.partition) for b in first}
+    return (*first, *(b for b in more if (b.topic, b.partition) not in seen))
+
+
 async def plan_drain(
     lookupd_http: Sequence[str], node: str, *, state_dir: Path | None = None
 ) -> DrainPlan:
@@ -207,17 +276,19 @@ async def plan_drain(
                 f"{node} is not an nsqd registered with nsqlookupd {leader} (registered: {known})"
             )
         loads = await leader_load_factors(client, leader)
-    async with _poller("redesign", lookupd, http) as poller:
-        view = await _view(poller)
-    moves, blocked = plan_leader_moves(view, http, loads, _draining_elsewhere(http, state_dir))
+        async with _poller("redesign", lookupd, http) as poller:
+            view = await _view(poller)
+        avoid = _draining_elsewhere(http, state_dir)
+        moves, blocked = plan_leader_moves(view, http, loads, avoid)
+        copies, unsafe = await _stop_plan(client, leader, nodes, view, http, avoid)
     topics = tuple(t.name for t in view.topics if http in t.nodes)
     return DrainPlan(
         http,
         "redesign",
         lookupd,
         topics,
-        moves=tuple(moves),
-        blocked=tuple(blocked),
+        moves=(*moves, *(c for c in copies if not _same_move(c, moves))),
+        blocked=_merge(unsafe, blocked),
         load=node_load(view, http),
     )
 
@@ -236,7 +307,9 @@ class _Drain:
     times: list[float] = field(default_factory=list)
     moved: list[MovedLeader] = field(default_factory=list)
     move_errors: list[str] = field(default_factory=list)
-    attempts: dict[tuple[str, int], int] = field(default_factory=dict)
+    attempts: dict[tuple[str, int, bool], int] = field(default_factory=dict)  # (t, p, copy)
+    last_error: dict[tuple[str, int, bool], str] = field(default_factory=dict)
+    blocked: list[Blocker] = field(default_factory=list)
     topics: set[str] = field(default_factory=set)
     last_tombstone: float = float("-inf")
     last_record: float = float("-inf")
@@ -244,6 +317,32 @@ class _Drain:
     def restored(self) -> bool:
         record = read_drains(self.state_dir).get(self.plan.node)
         return record is not None and record.state == "restored"
+
+    def start(self) -> None:
+        """Record the drain as running; refused while another process drains the node
+        (two drains would move the same leaders and overwrite each other's record)."""
+        plan, load = self.plan, self.plan.load
+
+        def change(old: DrainRecord | None) -> DrainRecord:
+            if old is not None and running_elsewhere(old):
+                raise AdminError(
+                    f"{plan.node} is being drained already, by process {old.pid}: wait for "
+                    f"it to end, or stop it (`nsqctl node restore {plan.node}` undoes it)"
+                )
+            now = time.time()
+            return DrainRecord(
+                plan.node,
+                plan.family,
+                "draining",
+                now,
+                now,
+                lookupd=plan.lookupd,
+                topics=plan.topics,
+                pid=os.getpid(),
+                remaining=load.remaining if load else None,
+            )
+
+        update_drain(plan.node, change, self.state_dir)
 
     def record(self, **changes: Any) -> None:
         def change(old: DrainRecord | None) -> DrainRecord:
@@ -257,7 +356,11 @@ class _Drain:
     def finish(self, outcome: Outcome, progress: DrainProgress | None) -> None:
         """Record how the drain ended, unless a restore came in meanwhile (it wins: the
         node is back in service, whatever this drain saw last)."""
-        detail = "; ".join(progress.left()) if progress and outcome != "drained" else ""
+        left = [b.describe() for b in self.blocked] or (progress.left() if progress else [])
+        detail = "; ".join(left) if outcome != "drained" else ""
+        if outcome == "interrupted":
+            elapsed = time.monotonic() - self.started
+            detail = f"interrupted after {elapsed:.0f}s" + (f"; left: {detail}" if detail else "")
 
         def change(old: DrainRecord | None) -> DrainRecord | None:
             if old is not None and old.state == "restored":
@@ -297,22 +400,70 @@ class _Drain:
             loads = await leader_load_factors(client, leader) if leader else {}
         avoid = _draining_elsewhere(plan.node, self.state_dir)
         moves, _ = plan_leader_moves(view, plan.node, loads, avoid)
+        await self.send(moves)
+
+    async def send(self, moves: Sequence[LeaderMove]) -> None:
+        """Send each move not yet tried MAX_MOVES_PER_PARTITION times, one at a time (youzan
+        runs one partition move at once), recording where each copy went."""
+        plan = self.plan
         for m in moves:
-            key = (m.topic, m.partition)
+            key = (m.topic, m.partition, m.copy)
             if self.attempts.get(key, 0) >= MAX_MOVES_PER_PARTITION or self.restored():
                 continue
             self.attempts[key] = self.attempts.get(key, 0) + 1
             wait = max(1.0, self.deadline - time.monotonic())
             self.say(m.describe())
             outcome = await move_leader(plan.lookupd, m, wait=wait, progress=self.say)
+            errors: list[str] = []
             if isinstance(outcome, AdminReport) and not outcome.ok:
-                self.move_errors.extend(r.error for r in outcome.failures)
+                errors = [readable(r.error) for r in outcome.failures]
             elif isinstance(outcome, str):
-                self.move_errors.append(f"{m.topic} partition {m.partition}: {outcome}")
+                errors = [readable(outcome)]
+            for error in errors:
+                self.move_errors.append(f"{m.topic}/{m.partition}: {error}")
+                self.last_error[key] = error
             await self.note_moved(m)
 
+    def exhausted(self, topic: str, part: int, copy: bool) -> Blocker | None:
+        """A blocker when the move of ``topic``/``part`` was tried as often as allowed."""
+        key = (topic, part, copy)
+        if self.attempts.get(key, 0) < MAX_MOVES_PER_PARTITION:
+            return None
+        what = "its copy stayed in sync" if copy else "its leader stayed"
+        kept = "youzan kept it in the ISR" if copy else "youzan kept electing it"
+        why = self.last_error.get(key, kept)
+        return Blocker(
+            topic, part, f"{what} on {self.plan.node} after {MAX_MOVES_PER_PARTITION} moves: {why}"
+        )
+
+    async def check_stop(
+        self, view: ClusterView, done: bool
+    ) -> tuple[list[LeaderMove], list[Blocker]]:
+        """Once the node looks done, or every leader still on it was moved as often as
+        allowed: the copy moves still needed for every partition to stay writable without
+        it, and what blocks the drain (waiting would not help). ([], []) otherwise."""
+        node = self.plan.node
+        led = [(t.name, p.partition) for t in view.topics for p in t.partitions if p.leader == node]
+        stuck = [
+            b
+            for topic, part in led
+            if part is not None and (b := self.exhausted(topic, part, False)) is not None
+        ]
+        if not done and (not stuck or len(stuck) < len(led)):
+            return [], []
+        async with admin_client() as client:
+            leader = await find_leader(client, self.plan.lookupd)
+            if leader is None:
+                return [], stuck
+            nodes = await registered_nsqds(client, leader)
+            avoid = _draining_elsewhere(node, self.state_dir)
+            copies, unsafe = await _stop_plan(client, leader, nodes, view, node, avoid)
+        spent = [b for m in copies if (b := self.exhausted(m.topic, m.partition, True)) is not None]
+        return copies, list(_merge(unsafe, [*stuck, *spent]))
+
     async def note_moved(self, m: LeaderMove) -> None:
-        """Record where leadership of ``m`` went, when it left the node (restore's input)."""
+        """Record where leadership of ``m`` went, when it left the node, or with ``m.copy``
+        that the node's copy went to ``m.target`` (restore's input)."""
         async with _poller("redesign", self.plan.lookupd, self.plan.node) as poller:
             view = await _view(poller)
         topic = view.topic(m.topic)
@@ -321,10 +472,16 @@ class _Drain:
             if topic
             else None
         )
-        if part is None or part.leader is None or part.leader == self.plan.node:
+        if m.copy:
+            if part is None or self.plan.node in (part.isr or (self.plan.node,)):
+                return
+            moved = MovedLeader(m.topic, m.partition, self.plan.node, m.target, copy=True)
+        elif part is None or part.leader is None or part.leader == self.plan.node:
             return
-        moved = MovedLeader(m.topic, m.partition, self.plan.node, part.leader)
-        self.moved = [x for x in self.moved if (x.topic, x.partition) != (m.topic, m.partition)]
+        else:
+            moved = MovedLeader(m.topic, m.partition, self.plan.node, part.leader)
+        same = (m.topic, m.partition, m.copy)
+        self.moved = [x for x in self.moved if (x.topic, x.partition, x.copy) != same]
         self.moved.append(moved)
         self.record(moved=tuple(self.moved))
 
@@ -353,20 +510,12 @@ async def run_drain(
         raise ConfigError(f"timeout must be >= 0 seconds, not {timeout}", setting="timeout")
     if interval <= 0:
         raise ConfigError(f"interval must be > 0 seconds, not {interval}", setting="interval")
+    if plan.blocked:  # refused before any change: the same answer as the dry run
+        now = DrainProgress(plan.node, 0.0, plan.load or NodeLoad(0, 0, 0, 0))
+        return DrainResult(plan, "blocked", now, blocked=list(plan.blocked))
     run = _Drain(plan, time.monotonic() + timeout, state_dir, say or (lambda _line: None))
     run.topics.update(plan.topics)
-    run.record(
-        state="draining",
-        started=time.time(),
-        lookupd=plan.lookupd,
-        topics=plan.topics,
-        moved=(),
-        pid=os.getpid(),
-        detail="",
-        last_tombstone=None,
-        remaining=plan.load.remaining if plan.load else None,
-        eta=None,
-    )
+    run.start()
     outcome: Outcome = "timeout"
     progress: DrainProgress | None = None
     try:
@@ -401,12 +550,25 @@ async def run_drain(
                     run.last_record = time.monotonic()
                 if on_progress is not None:
                     on_progress(progress)
+                if plan.family == "redesign":
+                    copies, run.blocked = await run.check_stop(view, progress.done)
+                    if run.blocked:
+                        outcome = "blocked"
+                        break
+                    if copies:  # not done yet: look again once they moved
+                        await run.send(copies)
+                        if time.monotonic() < run.deadline:
+                            continue
+                        break
                 if progress.done:
                     outcome = "drained"
                     break
                 if time.monotonic() >= run.deadline:
                     break
                 await asyncio.sleep(interval)
+    except asyncio.CancelledError:  # SIGINT/SIGTERM in the CLI: record it, then end
+        outcome = "interrupted"
+        raise
     finally:
         if outcome != "restored":
             with contextlib.suppress(OSError):
@@ -414,4 +576,4 @@ async def run_drain(
     assert progress is not None or outcome == "restored"
     if progress is None:
         progress = DrainProgress(plan.node, 0.0, NodeLoad(0, 0, 0, 0, up=False))
-    return DrainResult(plan, outcome, progress, run.moved, run.move_errors)
+    return DrainResult(plan, outcome, progress, run.moved, run.move_errors, run.blocked)

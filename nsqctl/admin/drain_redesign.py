@@ -14,27 +14,17 @@ an election that picked another copy than the target still took the node out.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
 
-from nsqctl.admin.partitions import apply_plan, plan_move
+import httpx
+
+from nsqctl.admin.drain_moves import LeaderMove
+from nsqctl.admin.drain_safety import Blocker
+from nsqctl.admin.partitions import NsqdNode, TopicState, apply_plan, plan_move, topic_state
 from nsqctl.admin.requests import AdminReport
-from nsqctl.errors import NsqctlError
+from nsqctl.errors import NotFoundError, NsqctlError
 from nsqctl.stats.view import ClusterView, PartitionView, TopicView
-
-
-@dataclass(frozen=True)
-class LeaderMove:
-    """Leadership of ``topic``/``partition`` to go from ``source`` (the drained node) to
-    ``target``."""
-
-    topic: str
-    partition: int
-    source: str
-    target: str
-
-    def describe(self) -> str:
-        return f"move {self.topic} partition {self.partition} leader {self.source} -> {self.target}"
 
 
 def _holds_other(topic: TopicView, partition: int, node: str) -> bool:
@@ -59,7 +49,9 @@ def _target(
         return sorted(candidates, key=lambda a: (loads.get(a, float("inf")), a))
 
     copies = p.isr if p.isr is not None else (p.leader, *p.replicas)
-    in_sync = [a for a in copies if a and a != node and a not in avoid]
+    # an ISR may still list an nsqd that is down (youzan keeps it while dropping it would
+    # leave too few): only an nsqd that is up can take leadership
+    in_sync = [a for a in copies if a and a != node and a not in avoid and a in nodes]
     if in_sync:
         return by_load(in_sync)[0]
     fresh = [
@@ -78,12 +70,12 @@ def plan_leader_moves(
     node: str,
     loads: Mapping[str, float],
     avoid: Collection[str] = (),
-) -> tuple[list[LeaderMove], list[str]]:
+) -> tuple[list[LeaderMove], list[Blocker]]:
     """The moves that take every partition leader off ``node``, and one line for each
     partition none can (``avoid``: nsqds not to move to, e.g. others being drained)."""
     nodes = [n.address for n in view.nodes if n.stats.state != "down" and n.stats.is_redesign]
     moves: list[LeaderMove] = []
-    blocked: list[str] = []
+    blocked: list[Blocker] = []
     for topic in view.topics:
         for p in topic.partitions:
             if p.partition is None or p.leader != node:
@@ -91,8 +83,12 @@ def plan_leader_moves(
             target = _target(topic, p, node, nodes, loads, avoid)
             if target is None:
                 blocked.append(
-                    f"{topic.name} partition {p.partition}: no other nsqd can take it (no "
-                    "in-sync copy elsewhere and no free nsqd): add an nsqd or replicas"
+                    Blocker(
+                        topic.name,
+                        p.partition,
+                        "no other nsqd can lead it (no in-sync copy on an nsqd that is up, "
+                        "and no free nsqd): add an nsqd or replicas",
+                    )
                 )
             else:
                 moves.append(LeaderMove(topic.name, p.partition, node, target))
@@ -106,10 +102,36 @@ async def move_leader(
     wait: float,
     progress: Callable[[str], None] | None = None,
 ) -> AdminReport | str:
-    """Send one move and wait for it (:func:`nsqctl.admin.partitions.apply_plan`); the
-    report, or the one-line reason it could not be planned (it may have moved already)."""
+    """Send one move (of leadership, or with ``move.copy`` of the copy on ``move.source``)
+    and wait for it (:func:`nsqctl.admin.partitions.apply_plan`); the report, or the
+    one-line reason it could not be planned (it may have moved already)."""
+    source = move.source if move.copy else None
     try:
-        plan = await plan_move(lookupd, move.topic, move.partition, move.target)
+        plan = await plan_move(lookupd, move.topic, move.partition, move.target, source=source)
     except NsqctlError as err:
         return str(err)
     return await apply_plan(plan, wait=wait, progress=progress)
+
+
+async def read_topic_states(
+    client: httpx.AsyncClient, leader: str, topics: Sequence[str], nodes: dict[str, NsqdNode]
+) -> tuple[list[TopicState], list[Blocker]]:
+    """Each topic's partitions as the lookup tells them (replicas, leader, ISR), and a
+    blocker for each topic that could not be read: what cannot be seen is not safe."""
+
+    async def one(topic: str) -> TopicState | str | None:
+        try:
+            return await topic_state(client, leader, topic, nodes)
+        except NotFoundError:
+            return None  # deleted meanwhile: nothing of it depends on the node
+        except NsqctlError as err:
+            return str(err)
+
+    states: list[TopicState] = []
+    unread: list[Blocker] = []
+    for topic, got in zip(topics, await asyncio.gather(*(one(t) for t in topics)), strict=True):
+        if isinstance(got, TopicState):
+            states.append(got)
+        elif got is not None:
+            unread.append(Blocker(topic, None, f"its partitions could not be read: {got}"))
+    return states, unread

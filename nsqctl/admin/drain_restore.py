@@ -5,14 +5,14 @@ First the record says ``restored``, so that a drain still running stops before i
 tombstone or move, and we wait for its process to end. Then, on the original family, the
 nsqd drops and re-opens its nsqlookupd connections, which clears its tombstones at once
 (:mod:`.drain_original`; without it they would last nsqlookupd's tombstone lifetime). On
-the redesign, each leader the drain moved is moved back to the node; youzan elects leaders
-itself, so one may end elsewhere: that is reported, not hidden.
+the redesign, each leader the drain moved is moved back to the node, and each copy it moved
+off comes back; youzan elects leaders itself, so one may end elsewhere: that is reported,
+not hidden.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from nsqctl.admin.drain_defaults import DEFAULT_RESTORE_WAIT
+from nsqctl.admin.drain_moves import LeaderMove
 from nsqctl.admin.drain_original import find_peer, listed_topics, reregister
-from nsqctl.admin.drain_redesign import LeaderMove, move_leader
-from nsqctl.admin.drain_state import DrainRecord, read_drains, update_drain
+from nsqctl.admin.drain_redesign import move_leader
+from nsqctl.admin.drain_state import DrainRecord, pid_runs, read_drains, update_drain
 from nsqctl.admin.requests import AdminReport, admin_client
 from nsqctl.errors import NotFoundError, NsqctlError
 from nsqctl.stats.read import fetch_nsqd_stats
@@ -48,24 +49,12 @@ class RestoreResult:
         }
 
 
-def _pid_runs(pid: int) -> bool:
-    if pid <= 0 or pid == os.getpid():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 async def _drain_gone(record: DrainRecord, deadline: float) -> bool:
     """Wait for a drain still running elsewhere to see ``restored`` and stop (it checks
     before each step), so that no tombstone or move of it lands after the undo."""
     if record.state != "draining":
         return True
-    while _pid_runs(record.pid):
+    while pid_runs(record.pid):
         if time.monotonic() > deadline:
             return False
         await asyncio.sleep(0.2)
@@ -143,8 +132,8 @@ async def _restore_redesign(
     """Move back each leader the drain moved (youzan may elect another copy: reported)."""
     if not record.moved:
         result.notes.append("the drain moved no leader: nothing to move back")
-    for m in record.moved:
-        back = LeaderMove(m.topic, m.partition, m.target, record.node)
+    for m in reversed(record.moved):  # undone last first: a copy back before its leader
+        back = LeaderMove(m.topic, m.partition, m.target, record.node, copy=m.copy)
         say(back.describe())
         wait = max(1.0, deadline - time.monotonic())
         outcome = await move_leader(lookupd, back, wait=wait, progress=say)
@@ -155,4 +144,5 @@ async def _restore_redesign(
                 f"{m.topic} partition {m.partition}: {r.error}" for r in outcome.failures
             )
         else:
-            result.notes.append(f"{m.topic} partition {m.partition}: led by {record.node} again")
+            again = "in sync on" if m.copy else "led by"
+            result.notes.append(f"{m.topic} partition {m.partition}: {again} {record.node} again")

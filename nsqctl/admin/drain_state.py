@@ -7,8 +7,9 @@ per nsqd HTTP address, rewritten whole under an exclusive lock (read, change one
 replace the file) so that two writers never lose each other's entry.
 
 States: ``draining`` (a drain process runs, or was killed: ``pid`` tells which),
-``drained`` (it finished: safe to stop the node), ``stopped`` (it gave up at its timeout
-or was interrupted), ``restored`` (undone; a running drain sees this and stops). A
+``drained`` (it finished: safe to stop the node), ``stopped`` (it gave up: at its
+timeout, because something blocks it, or interrupted; ``detail`` says which and what is
+left; shown as "gave up"), ``restored`` (undone; a running drain sees this and stops). A
 running drain also keeps ``remaining`` and ``eta`` current (every few seconds), so another
 process can show its progress.
 """
@@ -39,7 +40,8 @@ class MovedLeader:
     topic: str
     partition: int
     source: str  # the drained nsqd (HTTP address)
-    target: str  # where leadership went
+    target: str  # where leadership went (with ``copy``: where the node's copy went)
+    copy: bool = False  # the node's in-sync copy moved, not leadership
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,11 @@ class DrainRecord:
             topics=tuple(str(t) for t in obj.get("topics") or ()),
             moved=tuple(
                 MovedLeader(
-                    str(m["topic"]), int(m["partition"]), str(m["source"]), str(m["target"])
+                    str(m["topic"]),
+                    int(m["partition"]),
+                    str(m["source"]),
+                    str(m["target"]),
+                    bool(m.get("copy", False)),
                 )
                 for m in obj.get("moved") or ()
             ),
@@ -90,6 +96,30 @@ class DrainRecord:
             remaining=int(obj["remaining"]) if obj.get("remaining") is not None else None,
             eta=float(obj["eta"]) if obj.get("eta") is not None else None,
         )
+
+
+def state_word(state: str) -> str:
+    """A state as operators read it: ``stopped`` (the file's word, kept for the records
+    already written) means the drain gave up, not that the nsqd was stopped."""
+    return "gave up" if state == "stopped" else state
+
+
+def pid_runs(pid: int) -> bool:
+    """Whether process ``pid`` (another than this one) still runs."""
+    if pid <= 0 or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def running_elsewhere(record: DrainRecord | None) -> bool:
+    """A drain of the record's node runs in another process now."""
+    return record is not None and record.state == "draining" and pid_runs(record.pid)
 
 
 @dataclass
@@ -126,7 +156,7 @@ def read_drains(state_dir: Path | None = None) -> dict[str, DrainRecord]:
 
 def drain_states(state_dir: Path | None = None) -> Mapping[str, str]:
     """node (nsqd HTTP address) → its drain state, for the dashboard's node screen."""
-    return {node: record.state for node, record in read_drains(state_dir).items()}
+    return {node: state_word(record.state) for node, record in read_drains(state_dir).items()}
 
 
 def drain_labels(state_dir: Path | None = None) -> Mapping[str, str]:
@@ -134,7 +164,7 @@ def drain_labels(state_dir: Path | None = None) -> Mapping[str, str]:
     its progress at the drain's last look (messages left, time to empty at its pace)."""
     labels: dict[str, str] = {}
     for node, record in read_drains(state_dir).items():
-        label: str = record.state
+        label = state_word(record.state)
         if record.state == "draining" and record.remaining is not None:
             eta = "not falling" if record.eta is None else f"~{record.eta:.0f}s"
             label = f"draining: {record.remaining} left, {eta}"

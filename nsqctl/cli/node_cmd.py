@@ -3,23 +3,27 @@
 Thin over :mod:`nsqctl.admin.drain`. ``drain`` shows its progress on stderr (one line kept
 up to date on a terminal, a line every few seconds otherwise), or with ``--json-progress``
 one JSON object a poll on stdout, and exits 0 only when the node is safe to stop; 1 when
-``--timeout`` passed first (naming what is left) or when ``node restore`` undid it
-meanwhile. The drain state is kept in the state directory (``NSQCTL_STATE_DIR``), where
-``restore``, ``list`` and the dashboard read it.
+``--timeout`` passed first (naming what is left), when ``node restore`` undid it
+meanwhile, or at once (dry run too) when partitions keep it from being drained: stopping
+it would leave one without enough in-sync copies to take writes, or a leader cannot move.
+The drain state is kept in the state directory (``NSQCTL_STATE_DIR``), where ``restore``,
+``list`` and the dashboard read it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import sys
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NoReturn
 
 import typer
 
 from nsqctl.admin.drain_defaults import DEFAULT_INTERVAL, DEFAULT_RESTORE_WAIT, DEFAULT_TIMEOUT
-from nsqctl.admin.drain_state import read_drains
+from nsqctl.admin.drain_state import read_drains, running_elsewhere, state_word
 from nsqctl.cli import complete
 from nsqctl.cli.admin_cmd import cluster_addresses
 from nsqctl.cli.common import JsonOption, LookupdOption, ProfileOption
@@ -29,6 +33,7 @@ from nsqctl.errors import AdminError, ConfigError, NsqctlTimeoutError
 if TYPE_CHECKING:  # the drain loads the stats model: only when a command runs (start-up)
     from nsqctl.admin.drain import DrainPlan, DrainResult
     from nsqctl.admin.drain_progress import DrainProgress
+    from nsqctl.admin.drain_safety import Blocker
 
 app = typer.Typer(
     help="Drain an nsqd before stopping it, restore it, list nsqds and their drain state.",
@@ -100,8 +105,20 @@ def _show_plan(plan: DrainPlan, as_json: bool) -> None:
     for step in plan.steps():
         typer.echo(f"  {step}")
     if not plan.steps():
-        typer.echo("  (nothing to send: the node holds no topic)")
+        typer.echo("  (nothing to send: the node holds no leader or topic)")
     typer.echo("dry run: nothing was changed")
+
+
+def _refuse(node: str, blocked: Sequence[Blocker], moved: bool = False) -> NoReturn:
+    """What keeps ``node`` from being drained, one line each on stderr, then exit 1: the
+    same for a dry run and a real one."""
+    for b in blocked:
+        typer.echo(f"  {b.describe()}", err=True)
+    undo = f"; `nsqctl node restore {node}` moves back the leaders moved" if moved else ""
+    raise AdminError(
+        f"{node} cannot be drained now: {len(blocked)} partition(s) above would stop taking "
+        f"writes or cannot be moved off it{undo}; do not stop it"
+    )
 
 
 def _finish(result: DrainResult, as_json: bool, lines: _JsonLines | None = None) -> None:
@@ -110,6 +127,8 @@ def _finish(result: DrainResult, as_json: bool, lines: _JsonLines | None = None)
     elif as_json:
         typer.echo(json.dumps(result.to_json(), indent=2))
     node = result.plan.node
+    if result.outcome == "blocked":
+        _refuse(node, result.blocked, moved=bool(result.moved))
     if result.outcome == "restored":
         raise AdminError(f"the drain of {node} was undone by `nsqctl node restore`: stopped")
     if result.outcome == "timeout":
@@ -119,12 +138,18 @@ def _finish(result: DrainResult, as_json: bool, lines: _JsonLines | None = None)
             setting="timeout",
         )
     if not as_json and lines is None:
+        copies = (
+            ", and every partition keeps enough in-sync copies up without it"
+            if result.plan.family == "redesign"
+            else ""
+        )
         typer.echo(
             f"{node} drained in {result.progress.elapsed:.0f}s: it holds nothing and nothing "
-            "depends on it; safe to stop"
+            f"depends on it{copies}; safe to stop"
         )
         for m in result.moved:
-            typer.echo(f"  moved {m.topic} partition {m.partition} leader to {m.target}")
+            what = "its copy" if m.copy else "leader"
+            typer.echo(f"  moved {m.topic} partition {m.partition} {what} to {m.target}")
         if result.plan.family == "original":
             typer.echo(
                 "  nsqlookupd lists it again once its tombstones expire (--tombstone-lifetime, "
@@ -169,27 +194,47 @@ def node_drain(
     Original: tombstone the nsqd's topics on every nsqlookupd (kept fresh while it runs),
     then wait until it holds no message (depth, in flight, deferred) and no nsqlookupd
     lists it. Redesign: move every partition leader it holds to an in-sync copy elsewhere,
-    then wait until no partition depends on it. Undo with `nsqctl node restore`.
+    then wait until no partition depends on it; refused at once (exit 1, the dry run too)
+    when stopping it would leave a partition without more than replicas/2 in-sync copies
+    up (youzan then takes no writes for it), naming each. Undo with `nsqctl node restore`.
     """
     from nsqctl.admin.drain import plan_drain, run_drain
 
     lookupds = _lookupds(lookupd, profile)
     plan = asyncio.run(plan_drain(lookupds, node))
     if dry_run:
+        if running_elsewhere(read_drains().get(plan.node)):
+            typer.echo(f"note: a drain of {plan.node} is running now", err=True)
         _show_plan(plan, as_json or json_progress)
+        if plan.blocked:
+            _refuse(plan.node, plan.blocked)
         return
     display = _Display()
     lines = _JsonLines() if json_progress else None
-    try:
-        result = asyncio.run(
-            run_drain(
-                plan,
-                timeout=timeout,
-                interval=interval,
-                on_progress=display.progress if lines is None else lines.progress,
-                say=display.say,
-            )
+
+    async def drain() -> DrainResult:
+        # SIGTERM (a service manager, `kill`) ends the drain as Ctrl-C does: cancelled, so
+        # that it records how far it got instead of staying "draining" for good
+        task = asyncio.current_task()
+        if task is not None:
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+        return await run_drain(
+            plan,
+            timeout=timeout,
+            interval=interval,
+            on_progress=display.progress if lines is None else lines.progress,
+            say=display.say,
         )
+
+    try:
+        result = asyncio.run(drain())
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        display.end()
+        raise AdminError(
+            f"the drain of {plan.node} was interrupted: recorded as given up (`nsqctl node "
+            f"list`); leaders it moved stay moved (`nsqctl node restore {plan.node}` moves "
+            "them back)"
+        ) from None
     finally:
         display.end()
     _finish(result, as_json, lines)
@@ -256,7 +301,12 @@ def node_list(
     if as_json:
         typer.echo(json.dumps({"nodes": rows}, indent=2))
         return
-    for row in rows:
-        typer.echo(f"{row['http']:<22} tcp {row['tcp']:<22} {row['drain'] or '-'}")
     if not rows:
         typer.echo("(no nsqd registered)", err=True)
+        return
+    typer.echo(f"{'HTTP':<22} {'TCP':<22} DRAIN")
+    for http, tcp in sorted(nodes.items()):
+        record = drains.get(http)
+        word = state_word(record.state) if record else "-"
+        why = f": {record.detail}" if record and record.state == "stopped" and record.detail else ""
+        typer.echo(f"{http:<22} {tcp:<22} {word}{why}")

@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import signal
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -150,6 +152,42 @@ def test_timeout_names_the_channel_nobody_consumes_and_restore_stops_a_running_d
     assert code == 1 and "undone by `nsqctl node restore`" in err.splitlines()[-1], err
     assert restored["ok"] is True and _state(env, b) == "restored"
     assert b in _listed(two, topic)  # at once, not after the lifetime
+    _post(f"http://{b}/topic/delete?topic={topic}")
+
+
+def test_a_second_drain_is_refused_and_sigterm_is_recorded_as_given_up(
+    two: Cluster, env: dict[str, str]
+) -> None:
+    """While one drain runs, a second of the same node is refused; SIGTERM ends the first
+    with its end recorded, which `node list` shows under a header as "gave up"."""
+    b = two.nsqd_http[1]
+    topic = unique("held")
+    _topic(b, topic, "archive", messages=3)  # no consumer: the drain never ends by itself
+    asyncio.run(wait_for(lambda: b in _listed(two, topic), 10, "nsqlookupd to list B"))
+    first = subprocess.Popen(
+        [NSQCTL, "node", "drain", b, "--lookupd", two.lookupd_http[0], "--interval", "0.2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    try:
+        asyncio.run(wait_for(lambda: _state(env, b) == "draining", 30, "the drain to start"))
+        code, _, err = _drain(two, env, b, "--timeout", "30")
+        assert code == 1, err
+        assert f"{b} is being drained already, by process {first.pid}" in err.splitlines()[-1]
+        first.send_signal(signal.SIGTERM)
+        _, first_err = first.communicate(timeout=30)
+    finally:
+        first.kill()
+    assert first.returncode == 1
+    assert f"the drain of {b} was interrupted" in first_err.decode().splitlines()[-1]
+    assert _state(env, b) == "stopped"
+    listing = run_cli(["node", "list", "--lookupd", two.lookupd_http[0]], env=env)
+    lines = listing.stdout.decode().splitlines()
+    assert lines[0].split() == ["HTTP", "TCP", "DRAIN"]
+    row = next(line for line in lines if line.startswith(f"{b} "))
+    assert " gave up: interrupted after " in row and f"no consumer drains {topic}/archive" in row
+    _restore(two, env, b)
     _post(f"http://{b}/topic/delete?topic={topic}")
 
 

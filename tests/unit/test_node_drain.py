@@ -7,8 +7,10 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+from nsqctl.admin.drain_moves import LeaderMove
 from nsqctl.admin.drain_progress import DrainProgress, NodeLoad, estimate, node_load
-from nsqctl.admin.drain_redesign import LeaderMove, plan_leader_moves
+from nsqctl.admin.drain_redesign import plan_leader_moves
+from nsqctl.admin.drain_safety import node_name, readable, stop_plan
 from nsqctl.admin.drain_state import (
     DrainRecord,
     MovedLeader,
@@ -18,6 +20,8 @@ from nsqctl.admin.drain_state import (
     read_drains,
     update_drain,
 )
+from nsqctl.admin.partitions import PartitionState, TopicState
+from nsqctl.lookup.model import TopicMeta
 from nsqctl.stats.model import (
     ChannelStats,
     ClusterSnapshot,
@@ -28,7 +32,7 @@ from nsqctl.stats.model import (
 from nsqctl.stats.view import build_view
 from tests.helpers.stats import channel_stats, topic_stats
 
-A, B, C = "127.0.0.1:4151", "127.0.0.1:4251", "127.0.0.1:4351"
+A, B, C, D = "127.0.0.1:4151", "127.0.0.1:4251", "127.0.0.1:4351", "127.0.0.1:4451"
 
 
 def _channel(
@@ -74,7 +78,7 @@ def test_a_torn_file_or_unknown_state_does_not_break_reading(tmp_path: Path) -> 
     path.write_text("{not json")
     assert read_drains(tmp_path) == {}
     path.write_text(json.dumps({"drains": {A: {"node": A, "state": "weird"}, "x": {}}}))
-    assert dict(drain_states(tmp_path)) == {A: "stopped"}
+    assert dict(drain_states(tmp_path)) == {A: "gave up"}  # "stopped" reads as the nsqd
     assert drain_states(tmp_path / "none") == {}
 
 
@@ -150,7 +154,7 @@ def test_a_single_copy_moves_to_a_free_nsqd_or_is_reported() -> None:
     assert moves == [LeaderMove("t", 0, A, B)] and blocked == []
     taken = (topic_stats(B, "t", partition=1), topic_stats(C, "t", partition=2))
     moves, blocked = plan_leader_moves(build_view(_leads((A,), taken)), A, {})
-    assert moves == [] and blocked and blocked[0].startswith("t partition 0: no other nsqd")
+    assert moves == [] and blocked and blocked[0].describe().startswith("t/0: no other nsqd")
 
 
 # ------------------------------------------------------------------ progress
@@ -174,3 +178,94 @@ def test_estimate_uses_the_shared_drain_rules() -> None:
     assert estimate([100, 80, 60], [0.0, 2.0, 4.0]) == (10.0, 6.0)  # slow polls: slower
     assert estimate([5, 5, 5], [0.0, 1.0, 2.0]) == (None, None)
     assert estimate([5], [0.0]) == (None, None)
+
+
+def test_a_leader_is_never_moved_to_an_isr_member_that_is_down() -> None:
+    # youzan keeps a dead nsqd in the ISR (by its node id, no lookupd lists it) while
+    # dropping it would leave too few copies: it cannot take leadership
+    dead = "127.0.0.1:20913:20911:2"
+    moves, blocked = plan_leader_moves(build_view(_leads((A, dead))), A, {dead: 0.0})
+    assert [m.target for m in moves] in ([B], [C]) and blocked == []
+
+
+# ------------------------------------------------------------------ safe to stop
+
+
+def _topic(name: str, replicas: int, *parts: PartitionState, ordered: bool = False) -> TopicState:
+    """A topic as the lookup gives it: ``metainfo`` as nsqlookupd sends it, partitions with
+    leader and ISR as nsqd HTTP addresses (a node id for an nsqd no lookupd lists)."""
+    meta = TopicMeta.from_json(
+        {"partition_num": len(parts), "replica": replicas, "ordered": ordered}
+    )
+    return TopicState(name, meta, {p.partition: p for p in parts})
+
+
+DEAD = "127.0.0.1:20913:20911:2"  # youzan's id of C, which is down (tcp 127.0.0.1:20911)
+
+
+def test_stopping_must_leave_more_than_half_the_replicas_in_sync() -> None:
+    """3 nsqd, C dead, replicas 2: stopping B leaves T/0 and O/0 without enough copies,
+    and no nsqd is free to take B's copy first."""
+    states = [
+        _topic("T", 2, PartitionState(0, A, (A, B))),
+        _topic("O", 2, PartitionState(0, B, (B, DEAD)), PartitionState(1, A, (A, B))),
+        _topic("three", 3, PartitionState(0, A, (A, B, C))),
+        _topic("single", 1, PartitionState(0, A, (A,))),
+    ]
+    moves, blockers = stop_plan(states, B, {A, B})
+    assert moves == []
+    assert [(b.topic, b.partition) for b in blockers] == [
+        ("T", 0),
+        ("O", 0),
+        ("O", 1),
+        ("three", 0),  # C, down, counts for nothing
+    ]
+    assert blockers[0].describe() == (
+        f"T/0: stopping {B} leaves 1 in-sync copy ({A}); with replicas 2 it takes writes and "
+        "elects a leader only with 2: add an nsqd (or lower its replicas) first"
+    )
+    assert blockers[1].describe() == (
+        f"O/0: stopping {B} leaves 0 in-sync copies; with replicas 2 it takes writes and "
+        "elects a leader only with 2 (127.0.0.1:20911 in its ISR is down): bring "
+        "127.0.0.1:20911 back first"
+    )
+    assert all(DEAD not in b.describe() for b in blockers)
+    # C free, so B's copy can go there first... but O/0 would still have only one copy up
+    moves, blockers = stop_plan(states[:1], B, {A, B, C})
+    assert moves == [LeaderMove("T", 0, B, C, copy=True)] and blockers == []
+    # replicas 3 keeps 2 of 3 when C stops: nothing to do
+    assert stop_plan(states[2:3], C, {A, B, C}) == ([], [])
+
+
+def test_a_copy_moves_to_the_least_loaded_free_nsqd_of_another_partition_s_topic() -> None:
+    up = {A, B, C, D}
+    moves, _ = stop_plan([_topic("T", 2, PartitionState(0, A, (A, B)))], B, up, {C: 0.9, D: 0.1})
+    assert moves == [LeaderMove("T", 0, B, D, copy=True)]
+    moves, _ = stop_plan(
+        [_topic("T", 2, PartitionState(0, A, (A, B)))], B, up, {C: 0.9, D: 0.1}, avoid={D}
+    )
+    assert moves == [LeaderMove("T", 0, B, C, copy=True)]  # D drains too
+    # an unordered topic keeps one partition per nsqd: C holds T/1, nowhere to go
+    parts = (PartitionState(0, A, (A, B)), PartitionState(1, C, (C,)))
+    moves, blockers = stop_plan([_topic("T", 2, *parts)], B, {A, B, C})
+    assert moves == [] and "add an nsqd" in blockers[0].why
+    # an ordered one may share: C takes it
+    moves, _ = stop_plan([_topic("T", 2, *parts, ordered=True)], B, {A, B, C})
+    assert moves == [LeaderMove("T", 0, B, C, copy=True)]
+
+
+def test_a_partition_without_leader_or_isr_is_not_called_safe() -> None:
+    states = [_topic("T", 2, PartitionState(0, None, ()), PartitionState(1, A, ()))]
+    whys = [b.why for b in stop_plan(states, A, {A, B})[1]]
+    assert whys == [
+        f"its leader {A} did not report the ISR: cannot tell if it stays writable",
+    ]
+    states = [_topic("T", 2, PartitionState(0, None, (A, B)))]
+    assert stop_plan(states, A, {A, B})[1][0].why.startswith("it has no leader now")
+
+
+def test_server_messages_name_nodes_by_address_not_by_youzan_id() -> None:
+    text = "--to 127.0.0.1:20913:20911:2: not an nsqd registered with nsqlookupd"
+    assert readable(text) == "--to 127.0.0.1:20911: not an nsqd registered with nsqlookupd"
+    assert readable(f"{A} and {B}") == f"{A} and {B}"
+    assert node_name(DEAD) == "127.0.0.1:20911" and node_name(A) == A
