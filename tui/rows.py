@@ -219,7 +219,9 @@ def partition_rows(
         isr = _nodes(p.isr, topic.is_redesign)
         moved = tracker is not None and tracker.leader_changed(topic.name, p.partition, now)
         shrunk = tracker is not None and tracker.isr_shrunk(topic.name, p.partition, now)
-        leader: Cell = p.leader or styled("NO LEADER", "bold red")
+        leader: Cell = p.leader or styled(
+            "NO LEADER" if p.live else "NO LEADER (no live copy)", "bold red"
+        )
         if moved and p.leader:
             leader = styled(p.leader, "bold reverse green")
         isr_cell: Cell = styled(isr, "bold yellow") if p.out_of_sync else isr
@@ -235,9 +237,9 @@ def partition_rows(
                     isr_cell,
                     _catchup(p, topic.is_redesign),
                     "yes" if p.write_enabled else styled("no", "bold red"),
-                    num(p.depth),
+                    num(p.depth) if p.live else "?",
                     size(p.stored_bytes),
-                    num(p.messages),
+                    num(p.messages) if p.live else "?",
                     per_sec(p.rate),
                 ],
             )

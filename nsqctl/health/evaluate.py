@@ -207,10 +207,15 @@ def _partition_findings(rules: RuleSet, topic: TopicView) -> Iterator[Finding]:
     for p in topic.partitions:
         if leader_rule is not None:
             copies = ", ".join(p.replicas) or "no nsqd that is up"
+            why = (
+                f"no writable leader (copies on {copies})"
+                if p.live
+                else "no leader and no live copy: every nsqd holding it is down or not answering"
+            )
             yield Finding(
                 leader_rule.hit if p.no_leader else "ok",
                 leader_rule.kind,
-                f"no writable leader (copies on {copies})" if p.no_leader else "leader up",
+                why if p.no_leader else "leader up",
                 topic=topic.name,
                 partition=p.partition,
                 node=p.leader,
