@@ -37,6 +37,8 @@ def _partition(
         "leader_http": None if leader is None else leader.http_key,
         "hostname": None if leader is None else leader.hostname,
         "leader_answering": None if leader is None else leader.http_key not in down,
+        # what the nsqds say: the lookupd may name a leader that does not take writes
+        "leader_writable": None if held is None or not held.live else held.write_enabled,
         "live_copy": held is not None and held.live,
         "replicas": None if copies is None else [c for c in copies if c],
         "isr": None if held is None or held.isr is None else list(held.isr),
@@ -68,6 +70,11 @@ def describe_topic(
         if p["leader_answering"] is False:
             warnings.append(
                 f"partition {p['partition']}: its leader {p['leader_http']} does not answer"
+            )
+        elif p["leader_writable"] is False:
+            warnings.append(
+                f"partition {p['partition']}: nsqlookupd names a leader, but no nsqd holding "
+                "it takes writes (no writable leader)"
             )
     channels_seen = (
         {*channels, *topo.channels, *(c.name for c in held.channels)}

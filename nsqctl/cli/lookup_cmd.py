@@ -66,6 +66,8 @@ def _partition_line(p: dict[str, Any]) -> str:
         line = f"{head}leader tcp {p['leader_tcp']}  http {p['leader_http']}"
         if p["leader_answering"] is False:
             line += " NOT ANSWERING"
+        elif p.get("leader_writable") is False:
+            line += " NOT WRITABLE"
     if p["live_copy"]:
         line += f"  replicas {_nodes(p['replicas'])}  isr {_nodes(p['isr'])}"
     return line
