@@ -101,8 +101,16 @@ class StatsPoller:
         self._tcp_to_http: dict[str, str] = {}  # nsqd ``host:tcp_port`` → polled HTTP address
         self._info_asked: set[str] = set()
         self._meta: dict[str, TopicMeta] = {}  # redesign topic → its meta, from nsqlookupd
+        self._meta_answered: set[str] = set()  # topics a lookupd answered the meta of
         self._lookup = (
             LookupClient(self._lookupd, timeout=timeout, transport=transport)
+            if self._lookupd
+            else None
+        )
+        # the metas: one /lookup per topic, so no /listlookup before each (``_lookup``
+        # learns the lookupds once per poll already)
+        self._meta_lookup = (
+            LookupClient(self._lookupd, timeout=timeout, transport=transport, discover=False)
             if self._lookupd
             else None
         )
@@ -130,6 +138,8 @@ class StatsPoller:
         await self._http.aclose()
         if self._lookup is not None:
             await self._lookup.aclose()
+        if self._meta_lookup is not None:
+            await self._meta_lookup.aclose()
 
     async def __aenter__(self) -> StatsPoller:
         return self
@@ -308,7 +318,7 @@ class StatsPoller:
         each whose partitions seen on the nsqds that answered are not exactly the ones
         its meta counts (a partition with no live copy, or one added since). A cluster
         that is whole asks nothing after its first poll."""
-        if self._lookup is None:
+        if self._meta_lookup is None:
             return []
         seen: dict[str, set[int]] = defaultdict(set)
         if self.topic is None:  # a topic once seen is asked until it is back or deleted
@@ -324,21 +334,25 @@ class StatsPoller:
         wanted = []
         for topic, parts in seen.items():
             meta = self._meta.get(topic)
-            if meta is None or parts != set(range(meta.partition_num)):
+            if meta is not None and parts != set(range(meta.partition_num)):
                 wanted.append(topic)
+            elif meta is None and topic not in self._meta_answered:
+                wanted.append(topic)  # once: an original topic (or an old nsqd's) has none
         return wanted
 
     async def _topic_meta(self, topic: str, limit: asyncio.Semaphore) -> None:
         """Refresh one topic's meta; kept as it was when no lookupd answers."""
-        assert self._lookup is not None
+        assert self._meta_lookup is not None
         with contextlib.suppress(NsqctlError):
             async with limit:
-                topo = await self._lookup.lookup(topic, "r", metainfo=True)
+                topo = await self._meta_lookup.lookup(topic, "r", metainfo=True)
             if topo.stale:
                 return
             if topo.topic_not_found:
-                self._meta.pop(topic, None)  # deleted
+                self._meta.pop(topic, None)  # deleted: asked again if it comes back
+                self._meta_answered.discard(topic)
                 return
+            self._meta_answered.add(topic)
             if topo.meta is not None and topo.meta.valid:
                 self._meta[topic] = topo.meta
 
