@@ -4,9 +4,9 @@ One private cluster (3 nsqd) serves the module: a topic of 3 partitions with 1 r
 (each partition on its own nsqd) and one of 1 partition with 2 replicas. The healthy
 cluster is read first (no false alarm, replicas and ISR shown), then the nsqd leading
 partition 1 of the first topic is killed with -9, so that partition has no live copy;
-every surface must still list it, with no leader. Last, a second nsqd is stopped
-(SIGSTOP: its sockets stay open, it answers nothing) and the views must say, within a
-bounded time, that they cannot see it.
+every surface (the ``topic delete`` preview too) must still list it, with no leader.
+Last, a second nsqd is stopped (SIGSTOP: its sockets stay open, it answers nothing) and
+the views must say, within a bounded time, that they cannot see it.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
+from nsqctl import admin
 from nsqctl.health.check import judge
 from nsqctl.health.metrics import ClusterCollector
 from nsqctl.health.monitor import Latest
@@ -143,6 +144,21 @@ def test_topic_and_channel_lists_say_they_may_be_incomplete(degraded: Degraded) 
     unknown = run_main("channel", "list", unique("nowhere"), *d.lookupd)
     line = assert_one_line_error(unknown, 1)
     assert "may be incomplete" in line and "topic create" not in line
+
+
+async def test_the_delete_preview_names_the_partition_it_cannot_measure(
+    degraded: Degraded,
+) -> None:
+    """What ``topic delete`` shows before asking (the plan is never sent here)."""
+    d = degraded
+    placement, stages = await admin.prepare("topic", d.split, d.c.lookupd_http, (), action="delete")
+    assert placement.leaderless == (1,)
+    blast = await admin.measure_plan("delete", placement, stages)
+    assert not blast.complete and blast.exceeds(10**9)  # the name must be typed back
+    assert (
+        "  partition 1: could not ask (no leader and no live copy: its nsqds are down)"
+        in blast.lines()
+    )
 
 
 async def _view(d: Degraded) -> ClusterView:
