@@ -194,6 +194,12 @@ async def test_dashboard_check_and_exporter_flag_the_partition(degraded: Degrade
     assert [value("nsq_partition_copies", p) for p in "012"] == [1.0, 0.0, 1.0]
     assert [value("nsq_partition_replicas", p) for p in "012"] == [1.0, 1.0, 1.0]
     assert value("nsq_partition_replicas", "0", d.copied) == 2.0
+    leaders = {
+        dict(labels)["partition"]: dict(labels)["node"]
+        for name, labels in scraped
+        if name == "nsq_partition_leader" and ("topic", d.split) in labels
+    }
+    assert sorted(leaders) == ["0", "2"] and leaders["0"] == topic.partitions[0].leader
     check = await asyncio.to_thread(
         invoke, "check", "--rule", "node-down=off", "--json", "-n", "1", *d.lookupd
     )
