@@ -11,6 +11,12 @@ topics in focus (the one ``nsqctl stat`` names, the one the dashboard shows), ea
 nsqds leading one of its partitions; their node ids are turned into HTTP addresses with
 lookupd ``/nodes`` (or, without a lookupd, each nsqd's ``/info``, asked once).
 
+A redesign topic's partition count comes from lookupd ``/lookup?metainfo=true``: the
+nsqds' ``/stats`` cannot show a partition whose only copies are on nsqds that are down.
+Each topic is asked once per session, and again only while the partitions the nsqds report
+differ from that count (an outage, or partitions added), so a whole cluster costs nothing
+after the first poll.
+
 Client connections are most of a big cluster's ``/stats`` and of the time spent reading
 it, while the dashboard shows them for one topic at a time. So a poller told which topics'
 clients are shown (``clients``: topics or ``(topic, channel)`` pairs; ``None``, the

@@ -13,6 +13,11 @@ Replicas are the nsqds holding a partition besides its leader (from their ``/sta
 and catch-up come from ``/coordinator/stats``, which the poller asks only for the topics in
 focus: ``None`` means not asked, ``()`` asked and empty.
 
+A redesign topic's partitions are the ones its meta counts (nsqlookupd's partition count,
+:func:`nsqctl.lookup.model.counted_partitions`), not only those some nsqd reported: a
+partition whose every copy is on an nsqd that is down is listed with no leader and
+``live`` False (its counters unknown), so it is flagged instead of vanishing.
+
 Per-client views are built only when read (:attr:`ChannelView.clients`): a poll of a big
 cluster carries tens of thousands of connections, the dashboard shows one channel's.
 
