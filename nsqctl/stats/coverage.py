@@ -42,18 +42,20 @@ class Coverage:
         """One line per blind spot, each saying ``what`` may be incomplete."""
         out = []
         if self.not_answering:
-            names = ", ".join(f"{a} ({why})" for a, why in self.not_answering)
+            names = "; ".join(f"{a}: {why}" for a, why in self.not_answering)
             out.append(
-                f"{len(self.not_answering)} of {self.nsqds} nsqd not answering: "
-                f"{what} may be incomplete ({names})"
+                f"{len(self.not_answering)} of {self.nsqds} nsqd not answering ({names}): "
+                f"{what} may be incomplete"
             )
         by_topic: dict[str, list[int]] = {}
         for topic, partition in self.unseen:
             by_topic.setdefault(topic, []).append(partition)
         for topic, parts in by_topic.items():
-            listed = ", ".join(str(p) for p in parts)
+            listed = ("partition " if len(parts) == 1 else "partitions ") + ", ".join(
+                str(p) for p in parts
+            )
             out.append(
-                f"topic {topic} partition {listed}: no leader and no live copy (every nsqd "
+                f"topic {topic} {listed}: no leader and no live copy (every nsqd "
                 f"holding it is down or not answering): {what} may be incomplete"
             )
         if self.lookupds_down:
