@@ -1,5 +1,6 @@
 """Views of a degraded cluster, from built records: a partition the topic's meta counts
-but no answering nsqd holds, and check rules that match nothing.
+but no answering nsqd holds, check rules that match nothing, and the dashboard's words
+for each server family.
 
 The same states on real servers are in tests/integration/test_degraded_views.py; these
 pin the model's rules without a cluster.
@@ -12,7 +13,8 @@ from nsqctl.health.spec import RuleSet
 from nsqctl.lookup.model import Peer, TopicMeta, Topology, counted_partitions
 from nsqctl.stats.model import ClusterSnapshot, NodeStats
 from nsqctl.stats.view import ClusterView, build_view
-from tests.helpers.stats import RECORDED_A, channel_stats, topic_stats
+from nsqctl.tui import hotrows, rows
+from tests.helpers.stats import RECORDED_A, channel_stats, recorded_original, topic_stats
 
 META = TopicMeta(partition_num=3, replica=1)
 
@@ -84,3 +86,21 @@ def test_no_leader_names_the_missing_copy_and_a_rule_matching_nothing_warns() ->
     # rules for everything, and rules turned off, cover an empty cluster without a word
     empty = build_view(ClusterSnapshot(1.0, ()))
     assert _problems(empty, "max-depth=100", "no-leader", "orphan:tmp-*=off") == []
+
+
+def test_the_dashboard_speaks_each_familys_words() -> None:
+    """An original nsqd holds whole topics: no partitions, no leaders in its columns."""
+    original = build_view(recorded_original(0, 1.0))
+    redesign = _view({"t": META})
+    assert "partitions" not in rows.node_columns(original)
+    assert "leaders" not in rows.node_columns(original)
+    assert rows.topic_columns(original)[1] == "nsqds"
+    assert "partitions" not in hotrows.node_summary_columns(original)
+    assert hotrows.node_summary_title(original) == "nsqd nodes (totals of the topics each holds)"
+    orders = original.topic("orders")
+    assert orders is not None and rows.copies_text(orders) == "on 2 nsqd(s)"
+    assert rows.partition_columns(orders)[1] == "nsqd"
+    assert "partition" not in rows.summary_line(original).plain
+    assert {"partitions", "leaders"} <= set(rows.node_columns(redesign))
+    assert "partitions" in hotrows.node_summary_columns(redesign)
+    assert rows.topic_columns(redesign)[1] == "parts"
