@@ -32,6 +32,20 @@ NODE_SUMMARY_COLUMNS = (
     "drain",
     "",
 )
+ORIGINAL_NODE_SUMMARY_COLUMNS = (*NODE_SUMMARY_COLUMNS[:6], "copies", "", *NODE_SUMMARY_COLUMNS[8:])
+"""An original nsqd holds copies of whole topics and leads nothing: no partitions."""
+
+
+def node_summary_columns(view: ClusterView) -> tuple[str, ...]:
+    """The node screen's header in the family's words."""
+    return NODE_SUMMARY_COLUMNS if view.is_redesign else ORIGINAL_NODE_SUMMARY_COLUMNS
+
+
+def node_summary_title(view: ClusterView) -> str:
+    what = "the partitions each leads" if view.is_redesign else "the topics each holds"
+    return f"nsqd nodes (totals of {what})"
+
+
 HOT_CHANNEL_COLUMNS = (
     "channel",
     "depth",

@@ -43,7 +43,11 @@ class NodeScreen(ViewScreen):
 
     def compose(self) -> ComposeResult:
         yield Static(id="node-summary")
-        yield Static("nsqd nodes (totals of the partitions each leads)", classes="section")
+        yield Static(
+            "nsqd nodes (totals of the partitions each leads)",
+            id="node-totals-title",
+            classes="section",
+        )
         yield RowTable(*hotrows.NODE_SUMMARY_COLUMNS, id="node-totals")
         yield Footer()
 
@@ -52,9 +56,10 @@ class NodeScreen(ViewScreen):
 
     def refresh_view(self, view: ClusterView) -> None:
         self.query_one("#node-summary", Static).update(hotrows.node_summary_line(view))
-        self.query_one("#node-totals", RowTable).set_rows(
-            hotrows.node_summary_rows(view, self.drain_states())
-        )
+        self.query_one("#node-totals-title", Static).update(hotrows.node_summary_title(view))
+        totals = self.query_one("#node-totals", RowTable)
+        totals.set_columns(hotrows.node_summary_columns(view))
+        totals.set_rows(hotrows.node_summary_rows(view, self.drain_states()))
 
 
 class HotSpotsScreen(ViewScreen):

@@ -23,6 +23,8 @@ from nsqctl.tui.format import (
 from nsqctl.tui.tables import Cell, Row
 
 NODE_COLUMNS = ("nsqd", "version", "state", "health", "topics", "partitions", "leaders", "ms", "")
+ORIGINAL_NODE_COLUMNS = (*NODE_COLUMNS[:5], "channels", "clients", *NODE_COLUMNS[7:])
+"""The original family has no partitions or leaders: an nsqd holds whole topics."""
 TOPIC_COLUMNS = (
     "topic",
     "parts",
@@ -92,10 +94,39 @@ SORTS: dict[str, Callable[[TopicView], object]] = {
 }
 
 
+def node_columns(view: ClusterView) -> tuple[str, ...]:
+    """The nodes table's header in the family's words."""
+    return NODE_COLUMNS if view.is_redesign else ORIGINAL_NODE_COLUMNS
+
+
+def topic_columns(view: ClusterView) -> tuple[str, ...]:
+    """The topics table's header: an original topic's copies are its nsqds, not parts."""
+    return TOPIC_COLUMNS if view.is_redesign else ("topic", "nsqds", *TOPIC_COLUMNS[2:])
+
+
+def partition_columns(topic: TopicView) -> tuple[str, ...]:
+    """The topic screen's per-copy table: an original topic's rows are its nsqds."""
+    return PARTITION_COLUMNS if topic.is_redesign else ("part", "nsqd", *PARTITION_COLUMNS[2:])
+
+
+def copies_text(topic: TopicView) -> str:
+    """How many partitions (redesign) or nsqds (original) hold the topic, in words."""
+    if topic.is_redesign:
+        return f"{len(topic.partitions)} partition(s)"
+    return f"on {len(topic.partitions)} nsqd(s)"
+
+
 def node_rows(view: ClusterView) -> list[Row]:
+    redesign = view.is_redesign
+
     def row(n: NodeView) -> Row:
         s = n.stats
         down = s.state == "down"
+        if redesign:
+            middle = (str(n.partition_count), str(n.leader_count))
+        else:
+            channels = [c for t in s.topics for c in t.channels]
+            middle = (str(len(channels)), str(sum(c.client_count for c in channels)))
         return (
             s.address,
             [
@@ -104,8 +135,8 @@ def node_rows(view: ClusterView) -> list[Row]:
                 styled(s.state, STATE_STYLE[s.state]),
                 "-" if down else s.health,
                 "-" if down else str(n.topic_count),
-                "-" if down else str(n.partition_count),
-                "-" if down else str(n.leader_count),
+                "-" if down else middle[0],
+                "-" if down else middle[1],
                 "-" if down else f"{s.elapsed * 1000:.0f}",
                 styled(s.error, "red") if s.error else "",
             ],
@@ -134,7 +165,7 @@ def summary_line(view: ClusterView) -> Text:
     family = "redesign (partitioned)" if view.is_redesign else "original"
     up = sum(1 for n in view.nodes if n.stats.state != "down")
     text = Text(f"{family} · {up}/{len(view.nodes)} nsqd up · {len(view.topics)} topics")
-    leaderless = sum(t.leaderless for t in view.topics)
+    leaderless = sum(t.leaderless for t in view.topics if t.is_redesign)
     if leaderless:
         text.append(f" · {leaderless} partitions without leader", style="bold red")
     if view.nodes_down:
@@ -219,7 +250,9 @@ def partition_rows(
         isr = _nodes(p.isr, topic.is_redesign)
         moved = tracker is not None and tracker.leader_changed(topic.name, p.partition, now)
         shrunk = tracker is not None and tracker.isr_shrunk(topic.name, p.partition, now)
-        leader: Cell = p.leader or styled("NO LEADER", "bold red")
+        leader: Cell = p.leader or styled(
+            "NO LEADER" if p.live else "NO LEADER (no live copy)", "bold red"
+        )
         if moved and p.leader:
             leader = styled(p.leader, "bold reverse green")
         isr_cell: Cell = styled(isr, "bold yellow") if p.out_of_sync else isr
@@ -235,9 +268,9 @@ def partition_rows(
                     isr_cell,
                     _catchup(p, topic.is_redesign),
                     "yes" if p.write_enabled else styled("no", "bold red"),
-                    num(p.depth),
+                    num(p.depth) if p.live else "?",
                     size(p.stored_bytes),
-                    num(p.messages),
+                    num(p.messages) if p.live else "?",
                     per_sec(p.rate),
                 ],
             )

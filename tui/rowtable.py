@@ -171,6 +171,19 @@ class RowTable(ScrollView, can_focus=True):
     def get_row(self, key: str) -> tuple[Cell, ...]:
         return self._cells[self._index[key]]
 
+    def set_columns(self, columns: tuple[str, ...]) -> None:
+        """New header labels, as many as before (a view of the other server family names
+        its columns differently); the widths are measured afresh."""
+        if columns == self.columns:
+            return
+        self.columns = columns
+        self._widths = [cell_len(c) for c in columns]
+        self._grow(range(len(self._keys)))
+        self._layout += 1
+        self._header = None
+        self._update_virtual_size()
+        self.refresh()
+
     def set_rows(self, rows: Sequence[Row]) -> None:
         """Show ``rows``. With the same keys in the same order only the changed rows are
         repainted; otherwise the table is rebuilt and the cursor follows its row's key (or

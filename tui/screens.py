@@ -124,10 +124,12 @@ class MainScreen(ViewScreen):
     def refresh_view(self, view: ClusterView) -> None:
         self.query_one("#summary", Static).update(rows.summary_line(view))
         self.query_one("#lookupds", Static).update(rows.lookupd_line(view))
-        self.query_one("#nodes", RowTable).set_rows(rows.node_rows(view))
-        self.query_one("#topics", RowTable).set_rows(
-            rows.topic_rows(view, self.filter_text, self.sort)
-        )
+        nodes = self.query_one("#nodes", RowTable)
+        nodes.set_columns(rows.node_columns(view))
+        nodes.set_rows(rows.node_rows(view))
+        topics = self.query_one("#topics", RowTable)
+        topics.set_columns(rows.topic_columns(view))
+        topics.set_rows(rows.topic_rows(view, self.filter_text, self.sort))
         _show_events(self.query_one("#last-event", Static), self.tracker.recent(count=1))
         self._title(rows.clients_note(view))
 
@@ -187,7 +189,7 @@ class TopicScreen(ViewScreen):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(id="topic-summary")
-            yield Static("partitions", classes="section")
+            yield Static("partitions", id="partitions-title", classes="section")
             yield _table("partitions", rows.PARTITION_COLUMNS)
             yield Static(id="events")
             yield Static("channels", classes="section")
@@ -207,7 +209,7 @@ class TopicScreen(ViewScreen):
             return
         text = Text(f"topic {topic.name}", style="bold")
         text.append(
-            f" · {len(topic.partitions)} partition(s) · depth {num(topic.depth)} msgs "
+            f" · {rows.copies_text(topic)} · depth {num(topic.depth)} msgs "
             f"{sparkline(topic.depth_history, 30)} · {per_sec(topic.rate)} msg/s "
             f"{sparkline(topic.rate_history, 30)}"
         )
@@ -215,9 +217,12 @@ class TopicScreen(ViewScreen):
         if flags:
             text.append(f" · {flags}", style="bold yellow")
         summary.update(text)
-        self.query_one("#partitions", RowTable).set_rows(
-            rows.partition_rows(topic, self.tracker, view.taken_at)
+        self.query_one("#partitions-title", Static).update(
+            "partitions" if topic.is_redesign else "nsqds holding it"
         )
+        copies = self.query_one("#partitions", RowTable)
+        copies.set_columns(rows.partition_columns(topic))
+        copies.set_rows(rows.partition_rows(topic, self.tracker, view.taken_at))
         _show_events(self.query_one("#events", Static), self.tracker.recent(self.topic))
         self.query_one("#channels", RowTable).set_rows(rows.channel_rows(topic))
 

@@ -187,7 +187,10 @@ async def measure(
 
     found = dict(zip(addresses, await asyncio.gather(*(one(a) for a in addresses)), strict=True))
     stats = {a: s for a, s in found.items() if isinstance(s, NodeStats)}
-    unreachable = tuple((a, s) for a, s in found.items() if isinstance(s, str))
+    unreachable = tuple((a, s) for a, s in found.items() if isinstance(s, str)) + tuple(
+        (f"partition {p}", "no leader and no live copy: its nsqds are down")
+        for p in placement.leaderless
+    )
     view = build_view(ClusterSnapshot(time.monotonic(), tuple(stats.values())))
     wanted = {(n.address, n.partition) for n in nodes}
     losses: list[Loss] = []

@@ -1,27 +1,92 @@
-"""One topic described for ``nsqctl lookup``: family, meta, partition leaders, nsqds and
-channels."""
+"""One topic described for ``nsqctl lookup``: family, meta, every partition (leader,
+replicas, ISR), nsqds and channels, and what could not be seen.
+
+The lookupd's answer is checked against the nsqds themselves (one ``/stats`` poll of the
+topic, plus the redesign's ``/coordinator/stats`` for the ISR): a lookupd lists a
+partition only while a live nsqd registers it, and keeps listing a hung leader, so its
+answer alone would leave out a partition with no live copy, or show a leader that does not
+answer, and "no channels" when the nsqds holding them are down.
+"""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from nsqctl.admin.base import TIMEOUT, topic_not_found
-from nsqctl.errors import NsqctlError
+from nsqctl.errors import AdminError, NsqctlError
 from nsqctl.lookup.client import LookupClient
-from nsqctl.lookup.model import Topology
+from nsqctl.lookup.model import Topology, counted_partitions
 from nsqctl.protocol.names import validate_topic
 
+if TYPE_CHECKING:
+    from nsqctl.stats.view import ClusterView, PartitionView
 
-def describe_topic(topo: Topology, channels: Sequence[str]) -> dict[str, Any]:
-    """What ``nsqctl lookup`` shows: family, meta, partition leaders, nsqds, channels."""
+
+def _partition(
+    partition: int, topo: Topology, held: PartitionView | None, down: set[str]
+) -> dict[str, Any]:
+    leader = topo.partitions.get(partition)
+    copies = None if held is None or not held.live else [held.leader, *held.replicas]
+    return {
+        "partition": partition,
+        "leader_tcp": None if leader is None else str(leader.tcp_address),
+        "leader_http": None if leader is None else leader.http_key,
+        "hostname": None if leader is None else leader.hostname,
+        "leader_answering": None if leader is None else leader.http_key not in down,
+        # what the nsqds say: the lookupd may name a leader that does not take writes
+        "leader_writable": None if held is None or not held.live else held.write_enabled,
+        "live_copy": held is not None and held.live,
+        "replicas": None if copies is None else [c for c in copies if c],
+        "isr": None if held is None or held.isr is None else list(held.isr),
+        "catchup": None if held is None or held.catchup is None else list(held.catchup),
+    }
+
+
+def describe_topic(
+    topo: Topology, channels: Sequence[str], view: ClusterView | None = None
+) -> dict[str, Any]:
+    """What ``nsqctl lookup`` shows: family, meta, every partition, nsqds, channels, and
+    (with ``view``, the nsqds' own account) what could not be seen."""
+    from nsqctl.stats.coverage import coverage
+
     meta = topo.meta
+    held = view.topic(topo.topic) if view is not None else None
+    by_partition = {p.partition: p for p in held.partitions} if held is not None else {}
+    down = {n.address for n in view.nodes if n.stats.state == "down"} if view else set()
+    redesign = topo.is_redesign or (held is not None and held.is_redesign)
+    parts: list[dict[str, Any]] = []
+    if redesign:
+        seen = {*topo.partitions, *(p for p in by_partition if p is not None)}
+        count = meta.partition_num if meta is not None and meta.valid else 0
+        parts = [
+            _partition(p, topo, by_partition.get(p), down) for p in counted_partitions(count, seen)
+        ]
+    warnings = coverage(view, topo.topic).warnings("channels and copies") if view else []
+    for p in parts:
+        if p["leader_answering"] is False:
+            warnings.append(
+                f"partition {p['partition']}: its leader {p['leader_http']} does not answer"
+            )
+        elif p["leader_writable"] is False:
+            warnings.append(
+                f"partition {p['partition']}: nsqlookupd names a leader, but no nsqd holding "
+                "it takes writes (no writable leader)"
+            )
+    channels_seen = (
+        {*channels, *topo.channels, *(c.name for c in held.channels)}
+        if held
+        else {
+            *channels,
+            *topo.channels,
+        }
+    )
     return {
         "topic": topo.topic,
-        "family": "redesign" if topo.is_redesign else "original",
+        "family": "redesign" if redesign else "original",
         "meta": None
         if meta is None
         else {
@@ -32,46 +97,54 @@ def describe_topic(topo: Topology, channels: Sequence[str]) -> dict[str, Any]:
             "multi_part": meta.multi_part,
             "disable_channel_auto_create": meta.disable_channel_auto_create,
         },
-        "partition_count": topo.partition_num,
-        "partitions": [
-            {
-                "partition": p.partition,
-                "leader_tcp": str(p.leader.tcp_address),
-                "leader_http": p.leader.http_key,
-                "hostname": p.leader.hostname,
-            }
-            for p in topo.partition_infos
-        ],
+        "partition_count": max(topo.partition_num, len(parts)),
+        "partitions": parts,
         "nsqds": [
             {
                 "tcp": str(peer.tcp_address),
                 "http": peer.http_key,
                 "hostname": peer.hostname,
                 "version": peer.version,
+                "answering": peer.http_key not in down,
             }
             for peer in topo.producers
         ],
-        "channels": sorted(set(channels) | set(topo.channels)),
+        "channels": sorted(channels_seen),
         "lookupds": [
             {"address": s.address, "ok": s.ok, "error": s.error or None} for s in topo.sources
         ],
         "stale": topo.stale,
+        "complete": not warnings,
+        "warnings": warnings,
     }
 
 
 async def lookup_topic(
     topic: str,
     lookupd_http: Sequence[str],
+    nsqd_http: Sequence[str] = (),
     *,
     transport: httpx.AsyncBaseTransport | None = None,
 ) -> dict[str, Any]:
-    """Look a topic up (read access, with meta) plus ``/channels``; unknown → error."""
+    """Look a topic up (read access, with meta) plus ``/channels``, checked against one
+    poll of the nsqds; unknown → error (not when part of the cluster did not answer)."""
+    # the stats model loads only when a lookup runs, not for every admin command's --help
+    from nsqctl.stats.coverage import look_once, not_seen_warnings
+
     validate_topic(topic)
     async with LookupClient(list(lookupd_http), timeout=TIMEOUT, transport=transport) as lk:
         topo = await lk.lookup(topic, "r", metainfo=True)
-        if topo.topic_not_found:
-            raise topic_not_found(topic, [f"nsqlookupd {a}" for a in lk.addresses])
         channels: list[str] = []
-        with contextlib.suppress(NsqctlError):
-            channels = await lk.channels(topic)
-    return describe_topic(topo, channels)
+        if not topo.topic_not_found:
+            with contextlib.suppress(NsqctlError):
+                channels = await lk.channels(topic)
+    view = await look_once(lookupd_http, nsqd_http, topic=topic, transport=transport)
+    if topo.topic_not_found and view.topic(topic) is None:
+        blind = await not_seen_warnings(lookupd_http, nsqd_http, transport=transport)
+        if blind:  # not seen is not absent: never advise creating it
+            raise AdminError(
+                f"topic {topic!r} not found on the nsqlookupds and nsqds that answered; "
+                + "; ".join(blind)
+            )
+        raise topic_not_found(topic, [f"nsqlookupd {a}" for a in lookupd_http])
+    return describe_topic(topo, channels, view)

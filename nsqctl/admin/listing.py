@@ -1,5 +1,11 @@
 """Listing topics and channels: the union over every lookupd (as nsqadmin), else over
-the nsqds' ``/stats``."""
+the nsqds' ``/stats``.
+
+With lookupds, the nsqds are asked too (one ``/stats`` poll, without clients): a lookupd
+lists only what live nsqds registered, so when some are down the list is short, and the
+listing says so (:mod:`nsqctl.stats.coverage`) rather than pass a short list, or "not
+found", off as the whole truth.
+"""
 
 from __future__ import annotations
 
@@ -25,6 +31,8 @@ class Listing:
     names: list[str]
     errors: dict[str, str] = field(default_factory=dict)
     family: Family | None = None
+    warnings: list[str] = field(default_factory=list)
+    """What the listing could not see (nsqds down, partitions without a live copy)."""
 
 
 async def _from_lookupds(
@@ -59,7 +67,15 @@ async def list_topics(
 ) -> Listing:
     """Union of every lookupd's ``/topics`` (as nsqadmin), else of the nsqds' ``/stats``."""
     if lookupd_http:
-        return await _from_lookupds(lookupd_http, "topics", None, transport)
+        # the stats model loads only when a listing runs: not for every admin command's
+        # start-up (and --help)
+        from nsqctl.stats.coverage import coverage, look_once
+
+        listing = await _from_lookupds(lookupd_http, "topics", None, transport)
+        view = await look_once(lookupd_http, nsqd_http, transport=transport)
+        listing.names = sorted({*listing.names, *(t.name for t in view.topics)})
+        listing.warnings = coverage(view).warnings("this list")
+        return listing
     async with admin_client(transport) as client:
         stats = await fetch_stats(client, nsqd_http)
     if not stats.nodes:
@@ -81,10 +97,24 @@ async def list_channels(
     """Channels of ``topic``; an unknown topic raises :class:`TopicNotFoundError`."""
     validate_topic(topic)
     if lookupd_http:
+        from nsqctl.stats.coverage import coverage, look_once, not_seen_warnings
+
         listing = await _from_lookupds(lookupd_http, "channels", topic, transport)
+        view = await look_once(lookupd_http, nsqd_http, topic=topic, transport=transport)
+        held = view.topic(topic)
+        seen = [c.name for c in held.channels] if held is not None else []
+        listing.names = sorted({*listing.names, *seen})
+        listing.warnings = coverage(view, topic).warnings("this list")
         if not listing.names:
             topics = await _from_lookupds(lookupd_http, "topics", None, transport)
-            if topic not in topics.names:
+            known = topic in topics.names or held is not None
+            if not known:
+                blind = await not_seen_warnings(lookupd_http, nsqd_http, transport=transport)
+                if blind:  # not seen is not absent: never advise creating it
+                    raise AdminError(
+                        f"topic {topic!r} not found on the nsqlookupds and nsqds that "
+                        f"answered; {'; '.join(blind)}",
+                    )
                 raise topic_not_found(topic, [f"nsqlookupd {a}" for a in lookupd_http])
         return listing
     async with admin_client(transport) as client:

@@ -36,6 +36,9 @@ class Placement:
     aliases: tuple[tuple[str, str], ...] = ()
     """``(name, nsqd HTTP address)``: other names an operator may give a node (its TCP
     address as ``nsqctl lookup`` shows it, its hostname), from the lookup."""
+    leaderless: tuple[int, ...] = ()
+    """Redesign partitions the topic's meta counts that no lookupd names a leader for
+    (every nsqd holding them down): not in ``nsqds``, and not measurable."""
 
     def resolve_node(self, name: str) -> str:
         """The nsqd HTTP address ``name`` stands for: an HTTP address of a node holding
@@ -78,6 +81,7 @@ def placement_from_topology(topo: Topology, lookupds: Sequence[str]) -> Placemen
         topo.channels,
         warnings,
         aliases=aliases,
+        leaderless=topo.leaderless_partitions if family == "redesign" else (),
     )
 
 

@@ -230,14 +230,23 @@ def _list(
 def _emit_listing(listing: admin.Listing, key: str, as_json: bool, extra: dict[str, Any]) -> None:
     for address, error in listing.errors.items():
         typer.echo(f"warning: {address} did not answer: {error}", err=True)
+    for warning in listing.warnings:
+        typer.echo(f"warning: {warning}", err=True)
     if as_json:
-        payload = {**extra, key: listing.names, "errors": listing.errors}
+        payload = {
+            **extra,
+            key: listing.names,
+            "errors": listing.errors,
+            "warnings": listing.warnings,
+            "complete": not listing.errors and not listing.warnings,
+        }
         typer.echo(json.dumps(payload, indent=2))
         return
     for name in listing.names:
         typer.echo(name)
     if not listing.names:
-        typer.echo(f"(no {key})", err=True)
+        seen = " seen (some of the cluster did not answer)" if listing.warnings else ""
+        typer.echo(f"(no {key}{seen})", err=True)
 
 
 # ----------------------------------------------------------------- topic

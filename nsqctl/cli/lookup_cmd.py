@@ -27,17 +27,21 @@ def render(info: dict[str, Any]) -> list[str]:
         )
     if info["partitions"]:
         lines.append("partitions")
-        for p in info["partitions"]:
-            lines.append(
-                f"  {p['partition']:>4}  leader tcp {p['leader_tcp']}  http {p['leader_http']}"
-            )
+        lines.extend(_partition_line(p) for p in info["partitions"])
     lines.append(f"nsqds     {len(info['nsqds'])}")
     for n in info["nsqds"]:
         version = f"  v{n['version']}" if n["version"] else ""
-        lines.append(f"  tcp {n['tcp']}  http {n['http']}{version}")
+        hung = "" if n.get("answering", True) else "  NOT ANSWERING"
+        lines.append(f"  tcp {n['tcp']}  http {n['http']}{version}{hung}")
     if not info["nsqds"]:
         lines.append("  (none yet: publish to the topic, or check that its nsqds are up)")
-    lines.append(f"channels  {', '.join(info['channels']) or '(none)'}")
+    complete = info.get("complete", True)
+    none = "(none)" if complete else "(none seen: see the warnings)"
+    listed = ", ".join(info["channels"])
+    if listed and not complete:
+        listed += "  (may be incomplete: see the warnings)"
+    lines.append(f"channels  {listed or none}")
+    lines.extend(f"warning   {w}" for w in info.get("warnings", ()))
     for source in info["lookupds"]:
         if not source["ok"]:
             lines.append(
@@ -46,6 +50,27 @@ def render(info: dict[str, Any]) -> list[str]:
     if info["stale"]:
         lines.append("warning   no lookupd answered: this is the last known answer")
     return lines
+
+
+def _nodes(nodes: list[str] | None) -> str:
+    return "?" if nodes is None else ",".join(nodes) or "-"
+
+
+def _partition_line(p: dict[str, Any]) -> str:
+    """One partition, as ``kcat -L`` shows it: leader, replicas (copies seen), ISR."""
+    head = f"  {p['partition']:>4}  "
+    if p["leader_tcp"] is None:
+        why = "" if p["live_copy"] else " (no live copy: its nsqds are down or not answering)"
+        line = f"{head}NO LEADER{why}"
+    else:
+        line = f"{head}leader tcp {p['leader_tcp']}  http {p['leader_http']}"
+        if p["leader_answering"] is False:
+            line += " NOT ANSWERING"
+        elif p.get("leader_writable") is False:
+            line += " NOT WRITABLE"
+    if p["live_copy"]:
+        line += f"  replicas {_nodes(p['replicas'])}  isr {_nodes(p['isr'])}"
+    return line
 
 
 def lookup(
@@ -58,12 +83,12 @@ def lookup(
 ) -> None:
     """Show a topic's partitions, leaders, nsqds, meta and channels (via nsqlookupd)."""
     validate_topic(topic)
-    lookupds, _ = cluster_addresses(lookupd, nsqd, nsqd_http, profile)
+    lookupds, nsqds = cluster_addresses(lookupd, nsqd, nsqd_http, profile)
     if not lookupds:
         raise ConfigError(
             "lookup asks nsqlookupd: pass --lookupd HOST:PORT (its HTTP port, usually 4161)"
         )
-    info = asyncio.run(admin.lookup_topic(topic, lookupds))
+    info = asyncio.run(admin.lookup_topic(topic, lookupds, nsqds))
     if as_json:
         typer.echo(json.dumps(info, indent=2))
         return

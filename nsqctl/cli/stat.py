@@ -123,6 +123,7 @@ def _topic_rows(topic: TopicView) -> list[dict[str, Any]]:
             msg_rate=topic.rate,
             partitions=len(topic.partitions),
             leaderless=topic.leaderless,
+            unseen=topic.unseen,
             paused=topic.paused,
         )
     ]
@@ -140,13 +141,14 @@ def _topic_rows(topic: TopicView) -> list[dict[str, Any]]:
                     isr=None if p.isr is None else list(p.isr),
                     catchup=None if p.catchup is None else list(p.catchup),
                     write_enabled=p.write_enabled,
-                    depth=p.depth,
+                    live=p.live,
+                    depth=p.depth if p.live else None,
                     stored_bytes=p.stored_bytes,
                     in_flight=sum(c.in_flight_count for c in p.channels),
                     deferred=sum(c.deferred_count for c in p.channels),
                     requeued=sum(c.requeue_count for c in p.channels),
                     timed_out=sum(c.timeout_count for c in p.channels),
-                    messages=p.messages,
+                    messages=p.messages if p.live else None,
                     clients=sum(c.client_count for c in p.channels),
                     msg_rate=p.rate,
                 )
@@ -174,17 +176,22 @@ def _fmt_delta(total: int, change: int | None) -> str:
     return str(total) if change is None else f"+{change}"
 
 
+def _count(value: int | None) -> str:
+    """A counter; ``?`` when nobody could say (a partition with no live copy)."""
+    return "?" if value is None else str(value)
+
+
 def format_row(when: str, row: dict[str, Any]) -> str:
     rate = row.get("msg_rate")
     values = (
         when,
         row["what"][:32],
-        str(row["depth"]),
+        _count(row["depth"]),
         str(row["in_flight"]),
         str(row["deferred"]),
         _fmt_delta(row["requeued"], row.get("requeued_delta")),
         _fmt_delta(row["timed_out"], row.get("timed_out_delta")),
-        str(row["messages"]),
+        _count(row["messages"]),
         str(row["clients"]),
         "-" if rate is None else f"{rate:.1f}",
     )
@@ -242,6 +249,14 @@ async def run_stat(
                             err=True,
                         )
                 rows = stat_rows(view, topic, channel)
+                for row in rows:
+                    if row["scope"] == "partition" and row["leader"] is None:
+                        why = "no live copy: its nsqds are down or not answering"
+                        typer.echo(
+                            f"{when} {row['topic']}#{row['partition']} has no leader"
+                            + (f" ({why})" if not row["live"] else ""),
+                            err=True,
+                        )
                 if not rows:
                     missing = f"{topic}/{channel}" if channel else topic
                     typer.echo(f"{when} (no {missing or 'topics'} on any nsqd)")

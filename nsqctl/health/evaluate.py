@@ -207,10 +207,15 @@ def _partition_findings(rules: RuleSet, topic: TopicView) -> Iterator[Finding]:
     for p in topic.partitions:
         if leader_rule is not None:
             copies = ", ".join(p.replicas) or "no nsqd that is up"
+            why = (
+                f"no writable leader (copies on {copies})"
+                if p.live
+                else "no leader and no live copy: every nsqd holding it is down or not answering"
+            )
             yield Finding(
                 leader_rule.hit if p.no_leader else "ok",
                 leader_rule.kind,
-                f"no writable leader (copies on {copies})" if p.no_leader else "leader up",
+                why if p.no_leader else "leader up",
                 topic=topic.name,
                 partition=p.partition,
                 node=p.leader,
@@ -255,7 +260,39 @@ def evaluate(views: Sequence[ClusterView], rules: RuleSet) -> list[Finding]:
         findings.extend(_partition_findings(rules, topic))
         for ch in topic.channels:
             findings.extend(_channel_findings(rules, window, topic, ch))
+    findings.extend(unmatched(rules, window.last))
     return findings
+
+
+PARTITION_RULES = ("no-leader", "isr")
+"""Rule kinds judged per redesign partition; every other scoped kind is per channel."""
+
+
+def unmatched(rules: RuleSet, view: ClusterView) -> Iterator[Finding]:
+    """A warning for each enabled rule naming a topic or channel that matches nothing.
+
+    A check that passes because its rule covers nothing watches nothing: a misspelt name,
+    or a topic gone (deleted, or every nsqd holding it down), would otherwise read as all
+    clear. Rules for every topic and channel (``*``) are left alone: an empty cluster is
+    not a mistake in them."""
+    for rule in rules:
+        if not rule.enabled or (rule.topic, rule.channel) == ("*", "*"):
+            continue
+        if rule.kind in PARTITION_RULES:
+            what = "redesign topic"
+            hit = any(t.is_redesign and rule.matches(t.name, None) for t in view.topics)
+        else:
+            what = "channel"
+            hit = any(rule.matches(t.name, c.name) for t in view.topics for c in t.channels)
+        if not hit:
+            yield Finding(
+                "warn",
+                rule.kind,
+                f"rule {rule} matches no {what} the cluster shows: check the name, or the "
+                "topic is gone (deleted, or on nsqds that are down)",
+                topic=rule.topic,
+                channel=None if rule.channel == "*" else rule.channel,
+            )
 
 
 def isr_focus(rules: RuleSet) -> frozenset[str] | None:

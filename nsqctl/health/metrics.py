@@ -4,8 +4,13 @@ Series (labels as Prometheus conventions want: one name per quantity, the subjec
 labels; ``partition`` is empty on the original family, ``node`` the nsqd's HTTP address):
 
 * ``nsq_node_up{node}``; ``nsq_topic_depth`` and ``nsq_topic_messages_total``
-  ``{topic,partition,node}``; on the redesign ``nsq_partition_writable`` and, when the
-  ISR was asked, ``nsq_partition_isr`` ``{topic,partition}``;
+  ``{topic,partition,node}`` (not served for a partition no answering nsqd holds: its
+  counters are unknown); on the redesign ``nsq_partition_writable`` (0 for a partition
+  with no leader, one with no live copy included), ``nsq_partition_copies`` (copies on
+  nsqds that answered), ``nsq_partition_replicas`` (copies configured, when nsqlookupd
+  gave the meta) and, when the ISR was asked, ``nsq_partition_isr`` ``{topic,partition}``:
+  ``nsq_partition_isr < nsq_partition_replicas`` is a partition short of copies; and
+  ``nsq_partition_leader{topic,partition,node}`` 1 for each partition's leader;
 * ``nsq_channel_depth``, ``nsq_channel_in_flight``, ``nsq_channel_deferred``,
   ``nsq_channel_clients`` and the counters ``nsq_channel_messages_total``,
   ``nsq_channel_requeued_total``, ``nsq_channel_timed_out_total``
@@ -50,6 +55,20 @@ def _label(value: object) -> str:
     return "" if value is None else str(value)
 
 
+_PARTITION_GAUGES = (
+    ("nsq_partition_writable", "1 when the redesign partition has a writable leader."),
+    ("nsq_partition_isr", "nsqds in the redesign partition's ISR (in sync with its leader)."),
+    (
+        "nsq_partition_replicas",
+        "Copies the redesign topic was created with per partition (nsqlookupd's meta).",
+    ),
+    (
+        "nsq_partition_copies",
+        "Copies of the redesign partition on nsqds that answered /stats (leader included).",
+    ),
+)
+
+
 def _topic_metrics(view: ClusterView) -> Iterator[Metric]:
     up = GaugeMetricFamily("nsq_node_up", "1 when the nsqd answered /stats.", labels=["node"])
     for node in view.nodes:
@@ -63,26 +82,32 @@ def _topic_metrics(view: ClusterView) -> Iterator[Metric]:
     messages = CounterMetricFamily(
         "nsq_topic_messages", "Messages published to the topic partition.", labels=_TOPIC
     )
-    writable = GaugeMetricFamily(
-        "nsq_partition_writable",
-        "1 when the redesign partition has a writable leader.",
-        labels=["topic", "partition"],
+    writable, isr, replicas, copies = (
+        GaugeMetricFamily(name, doc, labels=["topic", "partition"])
+        for name, doc in _PARTITION_GAUGES
     )
-    isr = GaugeMetricFamily(
-        "nsq_partition_isr",
-        "nsqds in the redesign partition's ISR (in sync with its leader).",
-        labels=["topic", "partition"],
+    leader = GaugeMetricFamily(
+        "nsq_partition_leader",
+        "1 for the nsqd leading the redesign partition (none when it has no leader).",
+        labels=_TOPIC,
     )
     for topic in view.topics:
         for p in topic.partitions:
             labels = [topic.name, _label(p.partition), _label(p.leader)]
-            depth.add_metric(labels, p.depth)
-            messages.add_metric(labels, p.messages)
+            if p.live:  # a partition no answering nsqd holds has no counters to report
+                depth.add_metric(labels, p.depth)
+                messages.add_metric(labels, p.messages)
             if topic.is_redesign:
-                writable.add_metric([topic.name, p.label], 1 if p.write_enabled else 0)
+                part = [topic.name, p.label]
+                writable.add_metric(part, 1 if p.write_enabled else 0)
+                copies.add_metric(part, p.copies)
+                if p.leader is not None:
+                    leader.add_metric(labels, 1)
                 if p.isr is not None:
-                    isr.add_metric([topic.name, p.label], len(p.isr))
-    yield from (depth, messages, writable, isr)
+                    isr.add_metric(part, len(p.isr))
+                if topic.replicas_configured is not None:
+                    replicas.add_metric(part, topic.replicas_configured)
+    yield from (depth, messages, writable, isr, replicas, copies, leader)
 
 
 _CHANNEL_GAUGES: tuple[tuple[str, str, Callable[..., int]], ...] = (

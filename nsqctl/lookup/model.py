@@ -38,12 +38,14 @@ __all__ = [
     "LookupdList",
     "LookupdNode",
     "PartitionInfo",
+    "PartitionSlot",
     "Peer",
     "SourceStatus",
     "TopicMeta",
     "Topology",
     "as_int",
     "as_str",
+    "counted_partitions",
     "is_topic_not_found_text",
     "merge_answers",
     "not_nsq_answer",
@@ -177,6 +179,33 @@ class PartitionInfo:
 
 
 @dataclass(frozen=True)
+class PartitionSlot:
+    """A partition the topic has, whether or not a live nsqd lists it.
+
+    ``leader`` is None when the meta counts the partition but no lookupd answer names a
+    leader for it: every nsqd holding a copy is down (or has not registered yet). Views
+    show such a partition as having no leader instead of leaving it out.
+    """
+
+    partition: int
+    leader: Peer | None
+
+    @property
+    def no_leader(self) -> bool:
+        return self.leader is None
+
+
+def counted_partitions(partition_num: int, seen: Iterable[int]) -> list[int]:
+    """Every partition id a topic has: ``0 .. partition_num - 1`` (its meta's count) and
+    any other id some server reports (a partition added since the count was read).
+
+    The one rule for "which partitions exist", so a partition whose only copies are on
+    dead nsqds counts in every view that lists partitions (lookup, stats, health).
+    """
+    return sorted(set(range(max(0, partition_num))) | set(seen))
+
+
+@dataclass(frozen=True)
 class TopicMeta:
     """Topic metadata from a redesign cluster lookup (``metainfo=true``)."""
 
@@ -285,7 +314,23 @@ class Topology:
 
     @property
     def partition_infos(self) -> tuple[PartitionInfo, ...]:
+        """The partitions a lookupd names a leader for (what a client can connect to)."""
         return tuple(PartitionInfo(p, self.partitions[p]) for p in sorted(self.partitions))
+
+    @property
+    def partition_slots(self) -> tuple[PartitionSlot, ...]:
+        """Every partition the topic has (see :func:`counted_partitions`), with its leader
+        or None: what a view lists, so a partition with no live copy is not left out."""
+        count = self.meta.partition_num if self.meta is not None and self.meta.valid else 0
+        return tuple(
+            PartitionSlot(p, self.partitions.get(p))
+            for p in counted_partitions(count, self.partitions)
+        )
+
+    @property
+    def leaderless_partitions(self) -> tuple[int, ...]:
+        """Partitions the meta counts that no lookupd names a leader for."""
+        return tuple(s.partition for s in self.partition_slots if s.leader is None)
 
     def targets(self) -> list[tuple[Peer, int | None]]:
         """Connections to make: one per partition on the redesign, one per producer otherwise.

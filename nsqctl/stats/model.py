@@ -8,11 +8,13 @@ derived apart lets a test build either from a recorded payload without any IO.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 import msgspec
+
+from nsqctl.lookup.model import TopicMeta
 
 NodeState = Literal["up", "slow", "unhealthy", "down"]
 
@@ -185,3 +187,6 @@ class ClusterSnapshot:
     coordinator: tuple[CoordInfo, ...] = ()
     cluster: ClusterStability | None = None
     errors: tuple[str, ...] = field(default_factory=tuple)
+    topic_meta: Mapping[str, TopicMeta] = field(default_factory=dict)
+    """Redesign topics' meta from nsqlookupd (partition count, replicas): what tells the
+    view a partition exists when no nsqd that answered holds a copy of it."""

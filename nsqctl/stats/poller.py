@@ -11,6 +11,12 @@ topics in focus (the one ``nsqctl stat`` names, the one the dashboard shows), ea
 nsqds leading one of its partitions; their node ids are turned into HTTP addresses with
 lookupd ``/nodes`` (or, without a lookupd, each nsqd's ``/info``, asked once).
 
+A redesign topic's partition count comes from lookupd ``/lookup?metainfo=true``: the
+nsqds' ``/stats`` cannot show a partition whose only copies are on nsqds that are down.
+Each topic is asked once per session, and again only while the partitions the nsqds report
+differ from that count (an outage, or partitions added), so a whole cluster costs nothing
+after the first poll.
+
 Client connections are most of a big cluster's ``/stats`` and of the time spent reading
 it, while the dashboard shows them for one topic at a time. So a poller told which topics'
 clients are shown (``clients``: topics or ``(topic, channel)`` pairs; ``None``, the
@@ -34,6 +40,7 @@ from nsqctl.addresses import parse_addresses
 from nsqctl.errors import NsqctlError
 from nsqctl.httpclient import describe_http_error, http_client
 from nsqctl.lookup.client import ACCEPT_V1, LookupClient
+from nsqctl.lookup.model import TopicMeta
 from nsqctl.stats.model import (
     ClusterSnapshot,
     ClusterStability,
@@ -99,8 +106,17 @@ class StatsPoller:
         }
         self._tcp_to_http: dict[str, str] = {}  # nsqd ``host:tcp_port`` → polled HTTP address
         self._info_asked: set[str] = set()
+        self._meta: dict[str, TopicMeta] = {}  # redesign topic → its meta, from nsqlookupd
+        self._meta_answered: set[str] = set()  # topics a lookupd answered the meta of
         self._lookup = (
             LookupClient(self._lookupd, timeout=timeout, transport=transport)
+            if self._lookupd
+            else None
+        )
+        # the metas: one /lookup per topic, so no /listlookup before each (``_lookup``
+        # learns the lookupds once per poll already)
+        self._meta_lookup = (
+            LookupClient(self._lookupd, timeout=timeout, transport=transport, discover=False)
             if self._lookupd
             else None
         )
@@ -128,6 +144,8 @@ class StatsPoller:
         await self._http.aclose()
         if self._lookup is not None:
             await self._lookup.aclose()
+        if self._meta_lookup is not None:
+            await self._meta_lookup.aclose()
 
     async def __aenter__(self) -> StatsPoller:
         return self
@@ -301,6 +319,56 @@ class StatsPoller:
             return
         self._tcp_to_http.setdefault(tcp, address)
 
+    def _meta_wanted(self, nodes: Sequence[NodeStats]) -> list[str]:
+        """Redesign topics whose meta to ask nsqlookupd for: each one not asked yet, and
+        each whose partitions seen on the nsqds that answered are not exactly the ones
+        its meta counts (a partition with no live copy, or one added since). A cluster
+        that is whole asks nothing after its first poll."""
+        if self._meta_lookup is None:
+            return []
+        seen: dict[str, set[int]] = defaultdict(set)
+        if self.topic is None:  # a topic once seen is asked until it is back or deleted
+            seen.update((t, set()) for t in self._meta)
+        for node in nodes:
+            if node.state == "down" or not node.is_redesign:
+                continue
+            for t in node.topics:
+                if t.partition is not None and (self.topic is None or t.topic == self.topic):
+                    seen[t.topic].add(t.partition)
+        if self.topic is not None:
+            seen.setdefault(self.topic, set())  # held by no nsqd that answered: ask anyway
+        wanted = []
+        for topic, parts in seen.items():
+            meta = self._meta.get(topic)
+            if meta is not None and parts != set(range(meta.partition_num)):
+                wanted.append(topic)
+            elif meta is None and topic not in self._meta_answered:
+                wanted.append(topic)  # once: an original topic (or an old nsqd's) has none
+        return wanted
+
+    async def _topic_meta(self, topic: str, limit: asyncio.Semaphore) -> None:
+        """Refresh one topic's meta; kept as it was when no lookupd answers."""
+        assert self._meta_lookup is not None
+        with contextlib.suppress(NsqctlError):
+            async with limit:
+                topo = await self._meta_lookup.lookup(topic, "r", metainfo=True)
+            if topo.stale:
+                return
+            if topo.topic_not_found:
+                self._meta.pop(topic, None)  # deleted: asked again if it comes back
+                self._meta_answered.discard(topic)
+                return
+            self._meta_answered.add(topic)
+            if topo.meta is not None and topo.meta.valid:
+                self._meta[topic] = topo.meta
+
+    def _known_meta(self) -> dict[str, TopicMeta]:
+        """The metas of the topics this poll shows."""
+        if self.topic is not None:
+            meta = self._meta.get(self.topic)
+            return {self.topic: meta} if meta is not None else {}
+        return dict(self._meta)
+
     async def snapshot(self) -> ClusterSnapshot:
         errors: list[str] = []
         lookupds, leader = await self._lookupds(errors)
@@ -318,10 +386,11 @@ class StatsPoller:
                 and n.address not in self._info_asked
             }
         limit = asyncio.Semaphore(COORDINATOR_CONCURRENCY)
-        coord_lists, cluster, _ = await asyncio.gather(
+        coord_lists, cluster, _, _ = await asyncio.gather(
             asyncio.gather(*(self._coordinator(a, t, limit) for a, t in targets)),
             self._cluster_stats(leader),
             asyncio.gather(*(self._learn_tcp_address(a) for a in unmapped)),
+            asyncio.gather(*(self._topic_meta(t, limit) for t in self._meta_wanted(nodes))),
         )
         coordinator = resolve_node_ids([c for lst in coord_lists for c in lst], self._tcp_to_http)
         return ClusterSnapshot(
@@ -331,4 +400,5 @@ class StatsPoller:
             coordinator=coordinator,
             cluster=cluster,
             errors=tuple(errors),
+            topic_meta=self._known_meta(),
         )

@@ -13,6 +13,11 @@ Replicas are the nsqds holding a partition besides its leader (from their ``/sta
 and catch-up come from ``/coordinator/stats``, which the poller asks only for the topics in
 focus: ``None`` means not asked, ``()`` asked and empty.
 
+A redesign topic's partitions are the ones its meta counts (nsqlookupd's partition count,
+:func:`nsqctl.lookup.model.counted_partitions`), not only those some nsqd reported: a
+partition whose every copy is on an nsqd that is down is listed with no leader and
+``live`` False (its counters unknown), so it is flagged instead of vanishing.
+
 Per-client views are built only when read (:attr:`ChannelView.clients`): a poll of a big
 cluster carries tens of thousands of connections, the dashboard shows one channel's.
 
@@ -29,6 +34,7 @@ from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from nsqctl.lookup.model import TopicMeta, counted_partitions
 from nsqctl.stats.gcpause import gc_paused
 from nsqctl.stats.model import (
     ChannelStats,
@@ -180,10 +186,19 @@ class PartitionView:
     channels: tuple[ChannelStats, ...]
     holder_messages: tuple[tuple[str, int], ...] = ()
     """``(nsqd, message_count)`` of every copy: how far a catching-up replica has come."""
+    live: bool = True
+    """A copy was seen on an nsqd that answered. False: the topic's meta counts the
+    partition but every nsqd holding it is down or not answering, so nothing about it is
+    known (its counters read 0) but that it has no leader."""
 
     @property
     def no_leader(self) -> bool:
         return self.leader is None
+
+    @property
+    def copies(self) -> int:
+        """Copies seen on nsqds that answered (leader and replicas)."""
+        return (self.leader is not None) + len(self.replicas)
 
     @property
     def out_of_sync(self) -> tuple[str, ...]:
@@ -215,6 +230,14 @@ class TopicView:
     rate_history: tuple[float, ...] = ()
     clients_listed: bool = True
     """Every channel's clients were listed, so its severity includes starved/stalled."""
+    replicas_configured: int | None = None
+    """Copies per partition the topic was created with (nsqlookupd's meta; None: unknown,
+    and on the original family)."""
+
+    @property
+    def unseen(self) -> int:
+        """Partitions no nsqd that answered holds a copy of (see :attr:`PartitionView.live`)."""
+        return sum(1 for p in self.partitions if not p.live)
 
     @property
     def nodes(self) -> tuple[str, ...]:
@@ -393,6 +416,31 @@ def _partition_view(
     return view, _Copy(main, dt, channels)
 
 
+def _unseen_partition(
+    topic: str, partition: int, coord: dict[tuple[str, int], list[CoordInfo]]
+) -> PartitionView:
+    """A partition the meta counts that no nsqd which answered holds: no leader, no copy,
+    counters unknown (0). The ISR a surviving nsqd reports for it is kept."""
+    reports = coord.get((topic, partition))
+    info = _coord_info(reports, None, ()) if reports else None
+    return PartitionView(
+        topic,
+        partition,
+        None,
+        (),
+        info.isr if info else None,
+        info.catchup if info else None,
+        False,
+        0,
+        None,
+        0,
+        None,
+        False,
+        (),
+        live=False,
+    )
+
+
 def _changes(
     ch: ChannelStats, before: ChannelStats, dt: float
 ) -> tuple[float | None, int | None, int | None]:
@@ -536,6 +584,7 @@ def _topic_view(
     prev: _Prev,
     dts: dict[str, float],
     history: KeyedSeries | None,
+    meta: TopicMeta | None = None,
 ) -> TopicView:
     partitions: list[PartitionView] = []
     copies: list[_Copy] = []
@@ -543,6 +592,12 @@ def _topic_view(
         pv, copy = _partition_view(groups[gkey], coord, prev, dts)
         partitions.append(pv)
         copies.append(copy)
+    if meta is not None and meta.valid:
+        seen = {p.partition for p in partitions if p.partition is not None}
+        unseen = [p for p in counted_partitions(meta.partition_num, seen) if p not in seen]
+        if unseen:
+            partitions.extend(_unseen_partition(name, p, coord) for p in unseen)
+            partitions.sort(key=lambda p: -1 if p.partition is None else p.partition)
     mains = [c.stats for c in copies]
     by_channel: dict[str, list[tuple[_Copy, ChannelStats]]] = defaultdict(list)
     for copy in copies:
@@ -559,7 +614,7 @@ def _topic_view(
         depth_hist = history.push(("topic", name, "depth"), depth)
         rate_hist = history.push(("topic", name, "rate"), topic_rate or 0.0)
     growing = is_growing(depth_hist)
-    redesign = any(m.partition is not None for m in mains)
+    redesign = meta is not None or any(m.partition is not None for m in mains)
     severity = worst(
         "crit" if any(p.no_leader for p in partitions) else "ok",
         *(c.severity for c in channels),
@@ -572,8 +627,8 @@ def _topic_view(
         depth=depth,
         messages=sum(p.messages for p in partitions),
         rate=topic_rate,
-        ordered=any(m.ordered for m in mains),
-        ext=any(m.ext for m in mains),
+        ordered=any(m.ordered for m in mains) or (meta is not None and meta.ordered),
+        ext=any(m.ext for m in mains) or (meta is not None and meta.extend_support),
         paused=any(m.paused for m in mains),
         is_redesign=redesign,
         depth_growing=growing,
@@ -581,6 +636,7 @@ def _topic_view(
         depth_history=depth_hist,
         rate_history=rate_hist,
         clients_listed=all(c.clients_listed for c in channels),
+        replicas_configured=meta.replica if meta is not None and meta.valid else None,
     )
 
 
@@ -636,8 +692,12 @@ def _build_view(
     }
     coord = _coord_index(snapshot.coordinator)
     grouped = _group_partitions(snapshot.nodes)
+    metas = snapshot.topic_meta
+    # a topic whose every copy is on nsqds that did not answer is still listed, from its meta
+    names = sorted(set(grouped) | {t for t, m in metas.items() if m.valid})
     topics = tuple(
-        _topic_view(name, grouped[name], coord, prev, dts, history) for name in sorted(grouped)
+        _topic_view(name, grouped.get(name, {}), coord, prev, dts, history, metas.get(name))
+        for name in names
     )
     if history is not None:
         keep: set[Hashable] = set()

@@ -14,13 +14,13 @@ import uuid
 from collections.abc import AsyncIterator
 
 import httpx
-from prometheus_client.parser import text_string_to_metric_families
 
 from nsqctl.producer import Producer
 from nsqctl.servers import process
 from nsqctl.servers.cluster import Cluster
 from tests.helpers.cli import NSQCTL, assert_one_line_error, clean_env, invoke, run_cli
 from tests.helpers.failover import leader_of
+from tests.helpers.metrics import metric_samples
 from tests.helpers.poison import poison_consumer, poll_interval_for_poison
 from tests.helpers.redesign import TopicSpec, create_topics
 from tests.helpers.wait import wait_for
@@ -275,14 +275,6 @@ async def _exporter(*args: str) -> AsyncIterator[tuple[asyncio.subprocess.Proces
             await proc.wait()
 
 
-def _series(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
-    return {
-        (s.name, frozenset(s.labels.items())): s.value
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
-    }
-
-
 async def test_exporter_serves_channel_depth_and_check_status(any_cluster: Cluster) -> None:
     c = any_cluster
     topic = await _topic_with_channel(c, "exp")
@@ -298,7 +290,7 @@ async def test_exporter_serves_channel_depth_and_check_status(any_cluster: Clust
             async with httpx.AsyncClient(timeout=5) as http:
                 resp = await http.get(url)
             assert resp.status_code == 200
-            series = _series(resp.text)
+            series = metric_samples(resp.text)
             return {"nsqctl_check_status", "nsq_channel_time_to_drain_seconds"} <= {
                 name for name, labels in series if ("topic", topic) in labels
             }

@@ -1,0 +1,124 @@
+"""What a view could not see: nsqds that did not answer, partitions no answering nsqd
+holds, lookupds down.
+
+A redesign lookupd's "cluster not stable" is not among them: it also reads unstable for
+a minute after any topic is created or a node joins (until its next full topic check), so
+it would cry wolf on every healthy new cluster; the dashboard shows it as it is.
+
+One-shot views (``topic list``, ``channel list``, ``lookup``) read the cluster once; when
+part of it is down, an empty or short answer is not the truth, and these say so instead of
+reporting emptiness (or advising to create what exists). The words are the same in every
+view: :meth:`Coverage.warnings`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import httpx
+
+from nsqctl.stats.poller import DEFAULT_TIMEOUT, StatsPoller
+from nsqctl.stats.view import ClusterView, build_view
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """The blind spots of one view."""
+
+    nsqds: int
+    """nsqds known (configured, or listed by a lookupd)."""
+    not_answering: tuple[tuple[str, str], ...] = ()
+    """``(nsqd, why)`` for each known nsqd that did not answer ``/stats``."""
+    unseen: tuple[tuple[str, int], ...] = ()
+    """``(topic, partition)`` the meta counts that no answering nsqd holds."""
+    lookupds_down: tuple[str, ...] = ()
+
+    @property
+    def complete(self) -> bool:
+        return not (self.not_answering or self.unseen or self.lookupds_down)
+
+    def warnings(self, what: str) -> list[str]:
+        """One line per blind spot, each saying ``what`` may be incomplete."""
+        out = []
+        if self.not_answering:
+            names = "; ".join(f"{a}: {why}" for a, why in self.not_answering)
+            out.append(
+                f"{len(self.not_answering)} of {self.nsqds} nsqd not answering ({names}): "
+                f"{what} may be incomplete"
+            )
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in self.unseen:
+            by_topic.setdefault(topic, []).append(partition)
+        for topic, parts in by_topic.items():
+            listed = ("partition " if len(parts) == 1 else "partitions ") + ", ".join(
+                str(p) for p in parts
+            )
+            out.append(
+                f"topic {topic} {listed}: no leader and no live copy (every nsqd "
+                f"holding it is down or not answering): {what} may be incomplete"
+            )
+        if self.lookupds_down:
+            out.append(
+                f"nsqlookupd {', '.join(self.lookupds_down)} not answering: "
+                f"{what} may be incomplete"
+            )
+        return out
+
+
+def coverage(view: ClusterView, topic: str | None = None) -> Coverage:
+    """The blind spots of ``view`` (of ``topic``'s partitions only, when given)."""
+    down = tuple(
+        (n.address, n.stats.error or "down") for n in view.nodes if n.stats.state == "down"
+    )
+    unseen = tuple(
+        (t.name, p.partition)
+        for t in view.topics
+        if topic is None or t.name == topic
+        for p in t.partitions
+        if not p.live and p.partition is not None
+    )
+    return Coverage(
+        nsqds=len(view.nodes),
+        not_answering=down,
+        unseen=unseen,
+        lookupds_down=tuple(lk.address for lk in view.lookupds if not lk.ok),
+    )
+
+
+async def not_seen_warnings(
+    lookupd_http: Sequence[str],
+    nsqd_http: Sequence[str],
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> list[str]:
+    """Why a topic nobody that answered knows may still exist: the whole cluster's blind
+    spots (an nsqd down, any partition without a live copy), [] when it was all seen.
+    Asked only on the way to a "not found", so a view never advises creating a topic
+    that lives on nsqds it could not see."""
+    view = await look_once(lookupd_http, nsqd_http, timeout=timeout, transport=transport)
+    return coverage(view).warnings("what was seen")
+
+
+async def look_once(
+    lookupd_http: Sequence[str],
+    nsqd_http: Sequence[str],
+    *,
+    topic: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> ClusterView:
+    """One poll of the cluster (of ``topic`` only, when given), without client connections:
+    what a one-shot view checks its answer against. An nsqd that does not answer within
+    ``timeout`` (a hung one too) is down for it, so the view is bounded in time."""
+    async with StatsPoller(
+        lookupd_http,
+        nsqd_http,
+        topic=topic,
+        focus=[topic] if topic else (),
+        clients=(),
+        timeout=timeout,
+        transport=transport,
+    ) as poller:
+        return build_view(await poller.snapshot())

@@ -1,0 +1,106 @@
+"""Views of a degraded cluster, from built records: a partition the topic's meta counts
+but no answering nsqd holds, check rules that match nothing, and the dashboard's words
+for each server family.
+
+The same states on real servers are in tests/integration/test_degraded_views.py; these
+pin the model's rules without a cluster.
+"""
+
+from __future__ import annotations
+
+from nsqctl.health.evaluate import evaluate
+from nsqctl.health.spec import RuleSet
+from nsqctl.lookup.model import Peer, TopicMeta, Topology, counted_partitions
+from nsqctl.stats.model import ClusterSnapshot, NodeStats
+from nsqctl.stats.view import ClusterView, build_view
+from nsqctl.tui import hotrows, rows
+from tests.helpers.stats import RECORDED_A, channel_stats, recorded_original, topic_stats
+
+META = TopicMeta(partition_num=3, replica=1)
+
+
+def _view(meta: dict[str, TopicMeta]) -> ClusterView:
+    """Partitions 0 and 2 of ``t`` on one nsqd; partition 1's only nsqd is gone."""
+    parts = tuple(
+        topic_stats(RECORDED_A, "t", channel_stats("c"), partition=p, leader=True) for p in (0, 2)
+    )
+    node = NodeStats(RECORDED_A, 1.0, "up", is_redesign=True, topics=parts)
+    return build_view(ClusterSnapshot(1.0, (node,), topic_meta=meta))
+
+
+def test_the_meta_counts_partitions_no_lookupd_or_nsqd_lists() -> None:
+    assert counted_partitions(3, [0, 2]) == [0, 1, 2]
+    assert counted_partitions(2, [0, 1, 4]) == [0, 1, 4]  # one added since the count
+    leader = Peer("127.0.0.1", 4150, 4151)
+    topo = Topology("t", partitions={0: leader, 2: leader}, meta=META, is_redesign=True)
+    assert [(s.partition, s.leader) for s in topo.partition_slots] == [
+        (0, leader),
+        (1, None),
+        (2, leader),
+    ]
+    assert topo.leaderless_partitions == (1,)
+    topic = _view({"t": META}).topic("t")
+    assert topic is not None
+    assert [(p.partition, p.leader, p.live) for p in topic.partitions] == [
+        (0, RECORDED_A, True),
+        (1, None, False),
+        (2, RECORDED_A, True),
+    ]
+    assert (topic.leaderless, topic.unseen, topic.severity) == (1, 1, "crit")
+    assert topic.replicas_configured == 1
+    # without the meta the view cannot know partition 1 exists
+    blind = _view({}).topic("t")
+    assert blind is not None and [p.partition for p in blind.partitions] == [0, 2]
+
+
+def test_a_topic_whose_every_copy_is_down_is_still_listed_from_its_meta() -> None:
+    gone = _view({"t": META, "gone": TopicMeta(partition_num=2, replica=1)}).topic("gone")
+    assert gone is not None and gone.is_redesign
+    assert [(p.partition, p.live) for p in gone.partitions] == [(0, False), (1, False)]
+
+
+def _problems(view: ClusterView, *rules: str) -> list[str]:
+    found = evaluate([view], RuleSet.parse(rules, defaults=False))
+    return [f.line() for f in found if f.status != "ok"]
+
+
+def test_no_leader_names_the_missing_copy_and_a_rule_matching_nothing_warns() -> None:
+    view = _view({"t": META})
+    assert _problems(view, "no-leader") == [
+        "CRITICAL: no-leader t#1: no leader and no live copy: every nsqd holding it is down "
+        "or not answering"
+    ]
+    assert _problems(view, "max-depth:t/c=100", "isr:t", "no-leader:t") == [
+        "CRITICAL: no-leader t#1: no leader and no live copy: every nsqd holding it is down "
+        "or not answering"
+    ]
+    warned = _problems(view, "max-depth:tt*/c=100", "isr:nope=warn", "orphan:t/nope")
+    assert warned == [
+        "WARNING: max-depth tt*/c: rule max-depth:tt*/c=100 matches no channel the cluster "
+        "shows: check the name, or the topic is gone (deleted, or on nsqds that are down)",
+        "WARNING: isr nope: rule isr:nope=warn matches no redesign topic the cluster shows: "
+        "check the name, or the topic is gone (deleted, or on nsqds that are down)",
+        "WARNING: orphan t/nope: rule orphan:t/nope=crit matches no channel the cluster "
+        "shows: check the name, or the topic is gone (deleted, or on nsqds that are down)",
+    ]
+    # rules for everything, and rules turned off, cover an empty cluster without a word
+    empty = build_view(ClusterSnapshot(1.0, ()))
+    assert _problems(empty, "max-depth=100", "no-leader", "orphan:tmp-*=off") == []
+
+
+def test_the_dashboard_speaks_each_familys_words() -> None:
+    """An original nsqd holds whole topics: no partitions, no leaders in its columns."""
+    original = build_view(recorded_original(0, 1.0))
+    redesign = _view({"t": META})
+    assert "partitions" not in rows.node_columns(original)
+    assert "leaders" not in rows.node_columns(original)
+    assert rows.topic_columns(original)[1] == "nsqds"
+    assert "partitions" not in hotrows.node_summary_columns(original)
+    assert hotrows.node_summary_title(original) == "nsqd nodes (totals of the topics each holds)"
+    orders = original.topic("orders")
+    assert orders is not None and rows.copies_text(orders) == "on 2 nsqd(s)"
+    assert rows.partition_columns(orders)[1] == "nsqd"
+    assert "partition" not in rows.summary_line(original).plain
+    assert {"partitions", "leaders"} <= set(rows.node_columns(redesign))
+    assert "partitions" in hotrows.node_summary_columns(redesign)
+    assert rows.topic_columns(redesign)[1] == "parts"
