@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -31,6 +31,7 @@ from nsqctl.errors import (
     NsqctlError,
     PartitionUnavailableError,
     PublishError,
+    TopicNotFoundError,
 )
 from nsqctl.failover import FailoverHook
 from nsqctl.lookup.model import Topology
@@ -144,6 +145,7 @@ class Producer:
         shard_key: ShardKey | None = None,
     ) -> None:
         """PUB one message; returns after OK."""
+        check_body(body)
 
         async def send(conn: Connection, part: int | None) -> None:
             await conn.request(p.pub(topic, body, part), "pub")
@@ -162,6 +164,7 @@ class Producer:
         when every batch got OK, or raises the first error (then batches other than the
         failed one may have been stored)."""
         validate_topic(topic)
+        check_bodies(bodies, "bodies")
         if not bodies:
             return
         batches = p.split_mpub(bodies, self.max_body_size)
@@ -180,6 +183,7 @@ class Producer:
     async def publish_deferred(self, topic: str, body: bytes, delay: float) -> None:
         """DPUB (original family only): the message is delivered ``delay`` seconds from now
         (nsqd refuses more than its ``--max-req-timeout``, one hour by default)."""
+        check_body(body)
         delay_ms = _delay_ms(delay)
 
         async def send(conn: Connection, part: int | None) -> None:
@@ -203,6 +207,7 @@ class Producer:
         shard_key: ShardKey | None = None,
     ) -> Receipt:
         """PUB_TRACE (redesign): returns where the message landed."""
+        check_body(body)
         send = self._traced_send(
             topic, lambda part: (p.pub_trace(topic, trace_id, body, part), "pub_trace"), (trace_id,)
         )
@@ -221,6 +226,16 @@ class Producer:
         receipt per batch, in item order. ``on_receipt`` sees each batch as it is
         acknowledged, so after an error it has seen exactly the batches that were stored."""
         validate_topic(topic)
+        if (
+            isinstance(items, (str, *BODY_TYPES))
+            or not isinstance(items, Sequence)
+            or not all(isinstance(item, tuple) and len(item) == 2 for item in items)
+        ):
+            raise ConfigError(
+                f"items must be a sequence of (trace id, body) pairs, got {type(items).__name__}",
+                setting="items",
+            )
+        check_bodies([body for _, body in items], "items", "[1]")
         if not items:
             return []
         groups = p.split_mpub(
@@ -267,6 +282,11 @@ class Producer:
         shard_key: ShardKey | None = None,
     ) -> Receipt | None:
         """PUB_EXT (redesign ext topics): a JSON header beside the body."""
+        check_body(body)
+        if not isinstance(ext, Mapping):
+            raise ConfigError(
+                f"ext must be a dict (the JSON header), got {type(ext).__name__}", setting="ext"
+            )
 
         async def send(conn: Connection, part: int | None) -> Receipt | None:
             _require_redesign(conn, "ext publish")
@@ -330,7 +350,7 @@ class Producer:
             if err.partition is None or isinstance(err, NoSuchPartitionError):
                 raise
             return ("", err.partition)
-        except PublishError:
+        except (PublishError, TopicNotFoundError):
             # Nothing writable for a topic this producer already wrote to: an nsqlookupd
             # restarted and has not yet heard its nsqds register again. The publish waits
             # for them within the failover window, as it waits for a new leader.
@@ -352,6 +372,38 @@ class Producer:
         self._closed = True
         await self._pool.close()
         await self._topologies.close()
+
+
+#: What a message body may be: bytes as they go on the wire. Text is refused rather
+#: than encoded here, since which encoding the consumers expect is the caller's choice.
+BODY_TYPES = (bytes, bytearray, memoryview)
+
+
+def check_body(body: object, argument: str = "body") -> None:
+    """Refuse a body that is not bytes at the call, with what to do, rather than as a
+    TypeError from deep inside the command encoder (or, worse, after connecting)."""
+    if not isinstance(body, BODY_TYPES):
+        hint = f": encode it first, e.g. {argument}.encode()" if isinstance(body, str) else ""
+        raise ConfigError(
+            f"{argument} must be bytes (or bytearray, memoryview), got {type(body).__name__}{hint}",
+            setting=argument,
+        )
+
+
+def check_bodies(bodies: object, argument: str, suffix: str = "") -> None:
+    """:func:`check_body` for each of a batch, which must be a sequence of bodies (not one
+    body: bytes are a sequence too, of ints). ``suffix`` ends the name of a bad one
+    (``[1]``: the body is the second of a pair)."""
+    if isinstance(bodies, (str, *BODY_TYPES)) or not isinstance(bodies, Sequence):
+        raise ConfigError(
+            f"{argument} must be a sequence (e.g. a list) of message bodies, got "
+            f"{type(bodies).__name__}: publish one message with publish()",
+            setting=argument,
+        )
+    if all(isinstance(body, BODY_TYPES) for body in bodies):
+        return  # the usual case: one pass, no per-item call
+    index, bad = next((i, b) for i, b in enumerate(bodies) if not isinstance(b, BODY_TYPES))
+    check_body(bad, f"{argument}[{index}]{suffix}")
 
 
 def _end_call(retry: RetryLoop, call: PublishCall, _task: object) -> None:
