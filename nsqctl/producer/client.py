@@ -40,6 +40,7 @@ from nsqctl.producer.failover import RetryPolicy
 from nsqctl.producer.pool import ConnectionPool
 from nsqctl.producer.retry import PublishCall, RetryLoop, Send
 from nsqctl.producer.routing import Router, check_partition
+from nsqctl.protocol.commands import mpub_encoded
 from nsqctl.protocol.names import validate_topic
 from nsqctl.protocol.replies import parse_traced_reply
 from nsqctl.sharding import DEFAULT_HASH, ShardKey
@@ -164,14 +165,18 @@ class Producer:
         when every batch got OK, or raises the first error (then batches other than the
         failed one may have been stored)."""
         validate_topic(topic)
-        check_bodies(bodies, "bodies")
+        check_batch(bodies, "bodies")
         if not bodies:
             return
-        batches = p.split_mpub(bodies, self.max_body_size)
+        try:  # each batch's body is built here, once: a body of the wrong type fails here
+            batches = [p.mpub_body(b) for b in p.split_mpub(bodies, self.max_body_size)]
+        except TypeError:
+            check_bodies(bodies, "bodies")  # names the first one that is not bytes
+            raise
 
-        def mpub(batch: Sequence[bytes]) -> Send[None]:
+        def mpub(batch: bytes) -> Send[None]:
             async def send(conn: Connection, part: int | None) -> None:
-                await conn.request(p.mpub(topic, batch, part), "mpub")
+                await conn.request(mpub_encoded(topic, batch, part), "mpub")
 
             return send
 
@@ -226,21 +231,20 @@ class Producer:
         receipt per batch, in item order. ``on_receipt`` sees each batch as it is
         acknowledged, so after an error it has seen exactly the batches that were stored."""
         validate_topic(topic)
-        if (
-            isinstance(items, (str, *BODY_TYPES))
-            or not isinstance(items, Sequence)
-            or not all(isinstance(item, tuple) and len(item) == 2 for item in items)
-        ):
-            raise ConfigError(
-                f"items must be a sequence of (trace id, body) pairs, got {type(items).__name__}",
-                setting="items",
-            )
-        check_bodies([body for _, body in items], "items", "[1]")
+        pairs = ConfigError(
+            f"items must be a sequence of (trace id, body) pairs, got {type(items).__name__}",
+            setting="items",
+        )
+        if isinstance(items, (str, *BODY_TYPES)) or not isinstance(items, Sequence):
+            raise pairs
+        try:
+            bodies = [body for _, body in items]
+        except (TypeError, ValueError):
+            raise pairs from None
+        check_bodies(bodies, "items", "[1]")
         if not items:
             return []
-        groups = p.split_mpub(
-            [body for _, body in items], self.max_body_size, p.MPUB_TRACE_ENTRY_OVERHEAD
-        )
+        groups = p.split_mpub(bodies, self.max_body_size, p.MPUB_TRACE_ENTRY_OVERHEAD)
         publishes = []
         start = 0
         for group in groups:
@@ -377,6 +381,7 @@ class Producer:
 #: What a message body may be: bytes as they go on the wire. Text is refused rather
 #: than encoded here, since which encoding the consumers expect is the caller's choice.
 BODY_TYPES = (bytes, bytearray, memoryview)
+_BODY_TYPE_SET = frozenset(BODY_TYPES)
 
 
 def check_body(body: object, argument: str = "body") -> None:
@@ -390,20 +395,25 @@ def check_body(body: object, argument: str = "body") -> None:
         )
 
 
-def check_bodies(bodies: object, argument: str, suffix: str = "") -> None:
-    """:func:`check_body` for each of a batch, which must be a sequence of bodies (not one
-    body: bytes are a sequence too, of ints). ``suffix`` ends the name of a bad one
-    (``[1]``: the body is the second of a pair)."""
+def check_batch(bodies: object, argument: str) -> None:
+    """A batch must be a sequence of bodies, not one body (bytes are a sequence too, of
+    ints; text, of characters)."""
     if isinstance(bodies, (str, *BODY_TYPES)) or not isinstance(bodies, Sequence):
         raise ConfigError(
             f"{argument} must be a sequence (e.g. a list) of message bodies, got "
             f"{type(bodies).__name__}: publish one message with publish()",
             setting=argument,
         )
-    if all(isinstance(body, BODY_TYPES) for body in bodies):
-        return  # the usual case: one pass, no per-item call
-    index, bad = next((i, b) for i, b in enumerate(bodies) if not isinstance(b, BODY_TYPES))
-    check_body(bad, f"{argument}[{index}]{suffix}")
+
+
+def check_bodies(bodies: Sequence[object], argument: str, suffix: str = "") -> None:
+    """:func:`check_body` for each of a batch. ``suffix`` ends the name of a bad one
+    (``[1]``: the body is the second of a pair)."""
+    if _BODY_TYPE_SET.issuperset(map(type, bodies)):
+        return  # the usual case, in one pass in C (about 60% of an isinstance loop's cost)
+    for index, body in enumerate(bodies):  # a subclass of bytes, or a wrong one to name
+        if not isinstance(body, BODY_TYPES):
+            check_body(body, f"{argument}[{index}]{suffix}")
 
 
 def _end_call(retry: RetryLoop, call: PublishCall, _task: object) -> None:
