@@ -121,25 +121,38 @@ else:
 
     def _exports() -> dict[str, str]:
         """Public name -> the module that defines it, read from the ``if TYPE_CHECKING:``
-        imports of this file's source, once (on the first name asked for: the look-up
-        imports that name's module, which costs more than this)."""
-        table = _exports_cache
-        if not table:
-            import ast
+        imports of this file's source, once, on the first name asked for.
 
-            with open(__file__, encoding="utf-8") as f:
-                tree = ast.parse(f.read())
-            block = next(
-                n
-                for n in tree.body
-                if isinstance(n, ast.If)
-                and isinstance(n.test, ast.Name)
-                and n.test.id == "TYPE_CHECKING"
-            )
-            for node in block.body:
-                if isinstance(node, ast.ImportFrom) and node.module is not None:
-                    for alias in node.names:
-                        table[alias.asname or alias.name] = node.module
+        Read line by line, not with :mod:`ast`: ``from nsqctl import protocol`` asks this
+        module for ``protocol`` before importing it, so the first CLI command pays for
+        this, and parsing the file would cost 20 times as much. The imports are written
+        one ``from M import X as X`` per name (ruff format wraps a long one in
+        parentheses); tests/unit/test_public_api.py checks that this reading agrees with
+        Python's."""
+        table = _exports_cache
+        if table:
+            return table
+        with open(__file__, encoding="utf-8") as f:
+            text = f.read()
+        block = text.partition("\nif TYPE_CHECKING:")[2].partition("\nelse:")[0]
+        module = ""
+        for raw in block.splitlines():
+            line = raw.strip()
+            if line.startswith("from ") and " import " in line:
+                module, _, names = line[5:].partition(" import ")
+                if names == "(":
+                    continue  # the names follow, one a line
+            elif module and line != ")":
+                names = line
+            else:
+                module = ""
+                continue
+            for item in names.rstrip(",").split(","):
+                name = item.split(" as ")[-1].strip()
+                if name:
+                    table[name] = module
+            if not raw.rstrip().endswith(","):
+                module = ""
         return table
 
     _exports_cache: dict[str, str] = {}
