@@ -172,3 +172,5 @@ else:
 
     def __dir__() -> list[str]:
         return sorted(set(globals()) | set(_exports()))
+
+    del TYPE_CHECKING  # only for the block above: not a name of the package
