@@ -10,13 +10,14 @@ by an operator, before any publish):
 
 A block without a marker fails. Each block runs in its own Python process (so it is run
 exactly as a reader would run it) and must exit 0; the examples assert their own
-results. The original NSQ's blocks run one after another, in the guide's order, with one
-``TOPIC``, as a reader runs them on one sandbox (so an example that leaves something
-behind for the next one fails here too); the others each get a fresh topic, made as their
-marker says. What a block gets in its environment:
+results. They run one after another, in the guide's order, with one ``TOPIC`` per
+cluster, as a reader runs them on one sandbox (so an example that leaves something
+behind for the next one fails here too); the original NSQ's in one test, since they
+share its cluster's state. What a block gets in its environment:
 
-* ``TOPIC``: for original blocks, one topic name shared by them all; otherwise a topic
-  name no other block uses;
+* ``TOPIC``: one name for all the blocks of a cluster; each block publishes to a topic
+  of its own, ``TOPIC`` plus the suffix its code adds (:data:`OWN_TOPIC`), which on the
+  redesign is made as its marker says before any block runs;
 * original: ``LOOKUPD_HTTP`` and ``NSQD_TCP`` of the session's original cluster;
 * redesign: ``LOOKUPD_HTTP`` of the session's redesign cluster, the topic created with the
   marker's partitions (replicas 1) and its channel created before anything is published
@@ -54,6 +55,8 @@ BLOCK_TIMEOUT = 60.0
 AUTH_SECRET = f"guide-s3cret-{uuid.uuid4().hex}"
 
 FENCE = re.compile(r"^```python\n(.*?)^```$", re.M | re.S)
+#: how a block names its own topic: TOPIC and a suffix
+OWN_TOPIC = re.compile(r'^TOPIC = os\.environ\["TOPIC"\] \+ "(\w+)"', re.M)
 MARKER = re.compile(r"<!--\s*run:\s*(?P<spec>[^>]*?)\s*-->\s*\Z")
 
 
@@ -72,6 +75,12 @@ class Block:
     @property
     def id(self) -> str:
         return f"L{self.line}-{self.kind or 'unmarked'}"
+
+    @property
+    def suffix(self) -> str:
+        """What the block adds to ``TOPIC`` for its own topic ("" when it adds nothing)."""
+        match = OWN_TOPIC.search(self.code)
+        return match.group(1) if match else ""
 
 
 def parse_guide(text: str) -> list[Block]:
@@ -118,6 +127,14 @@ def test_the_guide_has_examples_of_every_kind() -> None:
     assert {"original", "redesign", "tls"} <= set(kinds), kinds
 
 
+def test_each_example_sharing_a_cluster_has_a_topic_of_its_own() -> None:
+    """Run in order on one sandbox, examples sharing a topic would see each other's
+    messages (or, on the original NSQ, miss their own: a channel made after a publish)."""
+    for kind in ("original", "redesign"):
+        suffixes = [b.suffix for b in BLOCKS if b.kind == kind]
+        assert all(suffixes) and len(set(suffixes)) == len(suffixes), (kind, suffixes)
+
+
 def test_the_parser_sees_markers_and_their_absence() -> None:
     text = (
         "Intro.\n\n<!-- run: redesign partitions=2 ordered channel=c1 -->\n"
@@ -142,17 +159,18 @@ def test_the_parser_sees_markers_and_their_absence() -> None:
 
 
 @pytest.fixture(scope="module")
-def redesign_topics(redesign_cluster: cluster.Cluster) -> dict[int, str]:
-    """A topic per redesign block (by its line), all created at once: nsqlookupd makes new
-    topics writable in one periodic check, so several cost about as much as one."""
-    topics = {b.line: f"guide_{uuid.uuid4().hex[:10]}" for b in REDESIGN}
+def redesign_topic(redesign_cluster: cluster.Cluster) -> str:
+    """``TOPIC`` for the redesign blocks, and each block's own topic made as its marker
+    says, all at once: nsqlookupd makes new topics writable in one periodic check, so
+    several cost about as much as one."""
+    base = f"guide_{uuid.uuid4().hex[:10]}"
 
     async def create() -> None:
         await asyncio.gather(
             *(
                 create_topics(
                     redesign_cluster.lookupd_http,
-                    {topics[b.line]: TopicSpec(partitions=b.partitions, ordered=b.ordered)},
+                    {base + b.suffix: TopicSpec(partitions=b.partitions, ordered=b.ordered)},
                     channels=(b.channel,) if b.channel else (),
                 )
                 for b in REDESIGN
@@ -160,7 +178,7 @@ def redesign_topics(redesign_cluster: cluster.Cluster) -> dict[int, str]:
         )
 
     asyncio.run(create())
-    return topics
+    return base
 
 
 @pytest.fixture(scope="module")
@@ -245,7 +263,7 @@ def test_guide_example_runs(block: Block, request: pytest.FixtureRequest, tmp_pa
     env = {**os.environ, "NSQCTL_STATE_DIR": str(tmp_path / "state")}
     if block.kind == "redesign":
         c: cluster.Cluster = request.getfixturevalue("redesign_cluster")
-        topic = request.getfixturevalue("redesign_topics")[block.line]
+        topic = request.getfixturevalue("redesign_topic")
         env.update(LOOKUPD_HTTP=c.lookupd_http[0])
     else:
         c = request.getfixturevalue("tls_nsqd")
