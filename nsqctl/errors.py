@@ -1,33 +1,51 @@
 """The one exception tree of nsqctl: every error it raises on purpose is a
-:class:`NsqctlError`, and every one is also of exactly one *kind* a caller can catch.
+:class:`NsqctlError`, and every one is also of at least one *kind* a caller can catch.
+Every class below, and every subclass defined elsewhere, is also at ``nsqctl.X``.
 
-The kinds::
+The tree: a class of two kinds is drawn under one, and ``+Kind`` names the other
+(``tests/unit/test_public_api.py`` checks this drawing against the classes)::
 
     NsqctlError
     ├── ConfigError              bad input: an address, a name, an option combination
     ├── TransportError           a connection could not be made, or it ended
     │   ├── ConnectError           ...could not be opened or set up (TLS, AUTH, handshake)
-    │   │   ├── HandshakeTimeoutError  ...the handshake did not finish in time (a timeout too)
-    │   │   └── NoConnectionError    ...to any nsqd of a topic, at start
+    │   │   ├── HandshakeTimeoutError  +NsqctlTimeoutError: the handshake did not finish
+    │   │   ├── NoConnectionError      ...to any nsqd of a topic, at start
+    │   │   └── PublishConnectError    +PublishTransportError: a publish could not connect
+    │   ├── PublishTransportError  +PublishError: a publish's connections kept failing
     │   ├── ConnectionClosedError  ...ended (server closed, network error, we closed it)
     │   └── LookupUnavailableError no nsqlookupd answered
     ├── ProtocolError            a server sent bytes that are not the protocol
-    │                            (decode errors live in :mod:`nsqctl.protocol.errors`)
-    ├── ServerError              nsqd answered a command with an ``E_*`` error frame
-    │                            (defined with one subclass per code in
-    │                            :mod:`nsqctl.protocol.errors`, where frames are decoded)
+    ├── ServerError              a server refused the request: nsqd's ``E_*`` error frame
+    │   │                        (``err.code``; one subclass per code, defined where
+    │   │                        frames are decoded: :mod:`nsqctl.protocol.errors`)
+    │   └── TopicNotFoundError     +NotFoundError +AdminError: no such topic (nsqd's
+    │                              ``E_TOPIC_NOT_EXIST``, or no lookupd/nsqd knows it)
     ├── NsqctlTimeoutError       a deadline passed
     ├── LeaderUnavailableError   a partition has no writable/reachable leader (redesign)
-    │   ├── PartitionUnavailableError  a publish's partition had none within the budget
-    │   └── FailoverTimeoutError       a consumer's partition had none within the window
+    │   ├── PartitionUnavailableError  +PublishError: a publish's partition had none
+    │   │   └── NoSuchPartitionError     +NotFoundError: beyond the partition count
+    │   └── FailoverTimeoutError       +NsqctlTimeoutError: a consumer's had none in time
     ├── NotFoundError            a topic, channel, partition or message does not exist
+    │   └── MessageNotFoundError   a message id is in none of the sources searched
     ├── PublishError             a publish got no OK: nothing was acknowledged
-    ├── UsageError               the library was used out of order (answered twice, ...)
-    └── ...                      admin, archive and sandbox errors, each under NsqctlError
+    ├── UsageError               the library was used out of order
+    │   └── AlreadyRespondedError  a message answered twice
+    ├── AdminError               an admin request was refused or could not be made
+    ├── ArchiveWriteError        a batch could not be written durably
+    ├── MissingExtraError        an archive engine's optional package is not installed
+    ├── ExecutorError            Spark executors lack what an nsqctl job needs
+    └── ServerSetupError         a local server could not be built or started
 
-Some errors are of two kinds (``NoSuchPartitionError`` is a ``NotFoundError`` and a
-``PartitionUnavailableError``; nsqd's ``E_TOPIC_NOT_EXIST`` is a ``ServerError`` and a
-``NotFoundError``).
+Other modules' errors subclass these kinds: decode errors are ``ProtocolError``
+subclasses, bad names ``ConfigError`` ones, and so on.
+
+A publish that gives up says why by its kind, and chains the last failure as
+``__cause__``: :class:`PublishConnectError` when no nsqd could be connected to,
+:class:`PublishTransportError` when its connections ended, :class:`TopicNotFoundError`
+when the topic does not exist, :class:`PartitionUnavailableError` when a partition had no
+leader; a plain :class:`PublishError` otherwise. An error the server will give again
+(a bad message, a bad topic name) is raised as that :class:`ServerError` at once.
 
 Messages speak of the library: where a setting would fix the error, ``err.setting``
 names it (the keyword argument, e.g. ``"failover_window"``), and front ends such as the
@@ -55,7 +73,10 @@ __all__ = [
     "NsqctlTimeoutError",
     "PartitionUnavailableError",
     "ProtocolError",
+    "PublishConnectError",
     "PublishError",
+    "PublishTransportError",
+    "ServerError",
     "ServerSetupError",
     "TopicNotFoundError",
     "TransportError",
@@ -92,6 +113,72 @@ class TransportError(NsqctlError):
 
 class ProtocolError(NsqctlError):
     """Bytes from a server could not be decoded; the stream cannot be trusted."""
+
+
+class ServerError(NsqctlError):
+    """A server refused the request: mostly an error frame sent by nsqd,
+    ``E_CODE description`` (each code's subclass is in :mod:`nsqctl.protocol.errors`).
+
+    ``message``, when given, is the whole text (for the same condition found another
+    way than by an error frame, e.g. a lookupd's "not found"). ``context`` is the
+    lower-case command the error answers ("pub", "sub", "fin", ...),
+    when the caller knows it; it decides fatality for the mixed codes. ``topic`` only
+    makes the message more helpful.
+    """
+
+    #: Codes handled by this class (the registry maps each one here).
+    codes: tuple[str, ...] = ()
+    #: Whether the server closes the connection after this error.
+    default_fatal: bool = True
+    #: Whether a publish that got this error may be sent again.
+    default_retryable_on_publish: bool = False
+    #: Whether the error means "this partition moved": refresh the lookup first.
+    needs_lookup_refresh: bool = False
+    #: What the user should do; ``{topic}`` is filled in when known.
+    hint: str = ""
+
+    def __init__(
+        self,
+        code: str = "",
+        description: str = "",
+        *,
+        context: str | None = None,
+        topic: str | None = None,
+        message: str | None = None,
+    ) -> None:
+        self.code = code
+        self.description = description
+        self.context = context
+        self.topic = topic
+        self.message = message
+        super().__init__(self._format())
+
+    @property
+    def fatal(self) -> bool:
+        """True when nsqd closes the connection after sending this error."""
+        return self.default_fatal
+
+    @property
+    def retryable_on_publish(self) -> bool:
+        """True when publishing the same message again can succeed."""
+        return self.default_retryable_on_publish
+
+    def __str__(self) -> str:
+        return self._format()  # recomputed: callers may set ``topic`` after construction
+
+    def _format(self) -> str:
+        if self.message is not None:  # said by the library, not by an error frame
+            return self.message
+        server = f"{self.code}: {self.description}" if self.description else self.code
+        if not server:
+            server = "(empty error frame)"
+        if not self.hint:
+            return f"server error {server}"
+        if self.topic:
+            text = self.hint.format(topic=repr(self.topic))
+        else:  # "topic {topic}" must not read "topic the topic"
+            text = self.hint.replace("topic {topic}", "{topic}").format(topic="the topic")
+        return f"{text} [server said {server}]"
 
 
 class NsqctlTimeoutError(NsqctlError):
@@ -137,6 +224,18 @@ class NoConnectionError(ConnectError):
     source lost later stayed out of reach for the whole time a caller waits for it."""
 
 
+class PublishTransportError(TransportError, PublishError):
+    """A publish gave up because its connections kept failing (closed by the server or
+    the network) within the retry budget; nothing was acknowledged. The last failure is
+    its ``__cause__``."""
+
+
+class PublishConnectError(ConnectError, PublishTransportError):
+    """A publish gave up because no nsqd it could go to could be connected to (refused,
+    unresolvable, TLS, AUTH, handshake); nothing was acknowledged. The last failure is
+    its ``__cause__``."""
+
+
 class ConnectionClosedError(TransportError):
     """The connection ended (server closed, network error, or we closed it)."""
 
@@ -173,8 +272,21 @@ class AdminError(NsqctlError):
     """An admin request was refused or could not be made."""
 
 
-class TopicNotFoundError(NotFoundError, AdminError):
-    """No lookupd or nsqd knows the topic."""
+class TopicNotFoundError(ServerError, NotFoundError, AdminError):
+    """The topic (or that partition of it) does not exist: nsqd answered
+    ``E_TOPIC_NOT_EXIST``, or no lookupd or nsqd knows it (then ``message`` says where it
+    was looked for, and ``code`` is empty). One class for both, so that one ``except``
+    catches it whichever way it was found; an :class:`AdminError` as well, since the
+    admin functions raise it."""
+
+    codes = ("E_TOPIC_NOT_EXIST",)
+    # a topic just created may not have reached every nsqd and lookupd yet
+    default_retryable_on_publish = True
+    needs_lookup_refresh = True
+    hint = (
+        "topic {topic} (or that partition) does not exist on this nsqd: refresh the "
+        "lookup, or create it on the lookupd leader (/topic/create)"
+    )
 
 
 class MessageNotFoundError(NotFoundError):

@@ -23,6 +23,7 @@ def unwrap_response(body: object) -> dict[str, Any]:
 def topic_not_found(topic: str, where: Sequence[str]) -> TopicNotFoundError:
     """The one-line unknown-topic error every command uses."""
     return TopicNotFoundError(
-        f"topic {topic!r} not found (asked {', '.join(where) or 'nobody'}): list topics with "
-        f"`nsqctl topic list`, or create it with `nsqctl topic create {topic}`"
+        topic=topic,
+        message=f"topic {topic!r} not found (asked {', '.join(where) or 'nobody'}): list "
+        f"topics with `nsqctl topic list`, or create it with `nsqctl topic create {topic}`",
     )

@@ -167,7 +167,7 @@ class Connection:
             raise ConnectError(
                 f"cannot connect to nsqd {self.address}: {reason or err}; check the address "
                 "and that nsqd is running"
-            ) from None
+            ) from err
         transport = self._socket.transport
         assert transport is not None
         self._transport = transport
@@ -184,7 +184,7 @@ class Connection:
             converted = self._handshake_error(err)
             if converted is err:
                 raise
-            raise converted from None
+            raise converted from err
         if handshake.secret_unused:
             log.info("nsqd %s does not require AUTH; the secret was not sent", self.address)
         self._start_reading(leftover)

@@ -28,6 +28,7 @@ from urllib.parse import urlencode
 import h11
 
 from nsqctl.addresses import HostPort
+from nsqctl.errors import TransportError
 
 if TYPE_CHECKING:
     import httpx
@@ -35,9 +36,10 @@ if TYPE_CHECKING:
 READ_SIZE = 64 * 1024
 
 
-class RequestError(Exception):
+class RequestError(TransportError):
     """A GET that got no HTTP answer: refused, timed out, or not HTTP. ``str()`` is the
-    reason, short enough for an error line that names the server."""
+    reason, short enough for an error line that names the server; the failure under it
+    is its ``__cause__``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,10 +87,10 @@ class StreamFetcher:
         try:
             async with asyncio.timeout(self.timeout):
                 reader, writer = await asyncio.open_connection(hp.host, hp.port)
-        except TimeoutError:
-            raise RequestError("timed out") from None
-        except OSError:
-            raise RequestError("connection refused or host unreachable") from None
+        except TimeoutError as err:
+            raise RequestError("timed out") from err
+        except OSError as err:
+            raise RequestError("connection refused or host unreachable") from err
         try:
             return await self._exchange(reader, writer, address, path, params)
         finally:
@@ -119,10 +121,10 @@ class StreamFetcher:
                     try:
                         async with asyncio.timeout(self.timeout):
                             data = await reader.read(READ_SIZE)
-                    except TimeoutError:
-                        raise RequestError("timed out") from None
+                    except TimeoutError as err:
+                        raise RequestError("timed out") from err
                     except OSError as err:
-                        raise RequestError(f"connection lost: {err.strerror or err}") from None
+                        raise RequestError(f"connection lost: {err.strerror or err}") from err
                     conn.receive_data(data)  # b"": the server closed
                 elif isinstance(event, h11.Response):
                     status = event.status_code
@@ -136,7 +138,7 @@ class StreamFetcher:
                 else:  # ConnectionClosed before the answer ended
                     raise RequestError("the server closed the connection mid-answer")
         except h11.RemoteProtocolError as err:
-            raise RequestError(f"not an HTTP answer ({err})") from None
+            raise RequestError(f"not an HTTP answer ({err})") from err
 
     async def aclose(self) -> None:
         return None  # nothing kept between requests
@@ -166,7 +168,7 @@ class HttpxFetcher:
         try:
             resp = await self._http.get(f"http://{address}{path}", params=params)
         except httpx.HTTPError as err:
-            raise RequestError(describe_http_error(err)) from None
+            raise RequestError(describe_http_error(err)) from err
         return Answer(path, resp.status_code, resp.headers.get("content-type", ""), resp.content)
 
     async def aclose(self) -> None:

@@ -30,7 +30,11 @@ from nsqctl.errors import (
     NoSuchPartitionError,
     NsqctlError,
     PartitionUnavailableError,
+    PublishConnectError,
     PublishError,
+    PublishTransportError,
+    TopicNotFoundError,
+    TransportError,
 )
 from nsqctl.failover import FailoverEvent, FailoverHook
 from nsqctl.lookup.model import Topology
@@ -214,7 +218,7 @@ class RetryLoop:
         target = call.target
         if not self.router.direct or call.partition is None or target is None:
             return False
-        if not isinstance(err, p.NotLeaderError | p.TopicNotExistError):
+        if not isinstance(err, p.NotLeaderError | TopicNotFoundError):
             return False
         address = str(target.peer.tcp_address)
         first = address not in call.refused
@@ -250,7 +254,10 @@ class RetryLoop:
         now = time.monotonic()
         delay = call.clock.failed(now, leader_lost=True)
         if delay is None:
-            raise self._gave_up(call, last)
+            final = self._gave_up(call, last)
+            if final is last:
+                raise final
+            raise final from last
         if call.clock.riding:
             waited = call.clock.waited(now)
             self._report(self._notes.waiting(call.topic, call.where, waited, str(last), now))
@@ -264,7 +271,9 @@ class RetryLoop:
         )
         await asyncio.sleep(delay)
 
-    def _gave_up(self, call: PublishCall, last: BaseException) -> PublishError:
+    def _gave_up(self, call: PublishCall, last: BaseException) -> NsqctlError:
+        """The error a publish call ends with: of the kind of its last failure (which the
+        caller chains as its cause), so that it is caught by that kind."""
         topic, clock = call.topic, call.clock
         if clock.riding:
             window = self.policy.failover_window
@@ -275,11 +284,19 @@ class RetryLoop:
                 call.where,
                 setting="failover_window",
             )
-        if isinstance(last, PublishError):
+        if isinstance(last, PublishError | TopicNotFoundError):
+            if isinstance(last, TopicNotFoundError):
+                last.topic = last.topic or topic
             return last
-        return PublishError(
-            f"publish to topic {topic!r} failed after {clock.attempts} attempt(s): {last}"
-        )
+        text = f"publish to topic {topic!r} failed after {clock.attempts} attempt(s): {last}"
+        setting = last.setting if isinstance(last, NsqctlError) else None
+        if isinstance(last, ConnectError):
+            # given addresses are the setting to fix; a lookupd's answer is not a setting
+            direct = "nsqd_tcp" if self.router.direct else None
+            return PublishConnectError(text, setting=setting or direct)
+        if isinstance(last, TransportError):
+            return PublishTransportError(text, setting=setting)
+        return PublishError(text, setting=setting)
 
     def _report(self, event: FailoverEvent | None) -> None:
         if event is None:

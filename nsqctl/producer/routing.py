@@ -34,6 +34,7 @@ from nsqctl.errors import (
     NoSuchPartitionError,
     PartitionUnavailableError,
     PublishError,
+    TopicNotFoundError,
 )
 from nsqctl.lookup.model import Peer, Topology
 from nsqctl.protocol.errors import ServerError
@@ -100,12 +101,13 @@ def check_keyed_send(
     )
 
 
-def no_writable_nsqd(topic: str, topo: Topology) -> PublishError:
+def no_writable_nsqd(topic: str, topo: Topology) -> PublishError | TopicNotFoundError:
     """The error for a topology with nothing to publish to."""
     if topo.topic_not_found:
-        return PublishError(
-            f"topic {topic!r} does not exist on any lookupd: create it first "
-            f"(`nsqctl topic create {topic}`)"
+        return TopicNotFoundError(
+            topic=topic,
+            message=f"topic {topic!r} does not exist on any lookupd: create it first "
+            f"(`nsqctl topic create {topic}`)",
         )
     return PublishError(f"no writable nsqd for topic {topic!r}: check `nsqctl lookup {topic}`")
 

@@ -36,6 +36,7 @@ __all__ = [
     "mpub",
     "mpub_body",
     "mpub_body_size",
+    "mpub_encoded",
     "mpub_ext",
     "mpub_trace",
     "nop",
@@ -223,7 +224,13 @@ def mpub_body(bodies: Sequence[bytes]) -> bytes:
 
 def mpub(topic: str, bodies: Sequence[bytes], partition: int | None = None) -> bytes:
     """``MPUB topic [partition]`` + batch body; the batch is stored atomically."""
-    return _with_body(b"MPUB %s%s\n" % (_topic(topic), _partition(partition)), mpub_body(bodies))
+    return mpub_encoded(topic, mpub_body(bodies), partition)
+
+
+def mpub_encoded(topic: str, body: bytes, partition: int | None = None) -> bytes:
+    """:func:`mpub` of a batch body already built by :func:`mpub_body` (a publisher
+    builds it once, where the call is made, and sends it to whichever partition)."""
+    return _with_body(b"MPUB %s%s\n" % (_topic(topic), _partition(partition)), body)
 
 
 def split_mpub(

@@ -10,7 +10,10 @@ Two families, kept apart on purpose:
   (:attr:`ServerError.fatal`) and whether a publish that hit it may be retried
   (:attr:`ServerError.retryable_on_publish`). Where one library setting would avoid
   it, the class names that in ``setting``; hints speak of the library (and of server
-  flags), never of CLI flags.
+  flags), never of CLI flags. The base class lives in :mod:`nsqctl.errors`, with
+  :class:`~nsqctl.errors.TopicNotFoundError` (``E_TOPIC_NOT_EXIST``, and a topic no
+  lookupd knows: one class), so that the tree has one home; the per-code classes and
+  the registry are here.
 
 Retry policy (decided from the servers' code, see docs/nsq-protocol.md):
 
@@ -30,7 +33,7 @@ from __future__ import annotations
 
 import re
 
-from nsqctl.errors import ConfigError, NsqctlError, ProtocolError
+from nsqctl.errors import ConfigError, ProtocolError, ServerError, TopicNotFoundError
 
 __all__ = [
     "PUBLISH_CONTEXTS",
@@ -69,6 +72,7 @@ __all__ = [
     "SubOrderIsMustError",
     "TLSRequiredError",
     "TopicNotExistError",
+    "TopicNotFoundError",
     "TouchFailedError",
     "UnauthorizedError",
     "error_from_frame",
@@ -105,65 +109,6 @@ class InvalidCommandError(ConfigError):
 PUBLISH_CONTEXTS = frozenset(
     {"pub", "mpub", "dpub", "pub_trace", "mpub_trace", "pub_ext", "mpub_ext"}
 )
-
-
-class ServerError(NsqctlError):
-    """An error frame sent by nsqd: ``E_CODE description``.
-
-    ``context`` is the lower-case command the error answers ("pub", "sub", "fin", ...),
-    when the caller knows it; it decides fatality for the mixed codes. ``topic`` only
-    makes the message more helpful.
-    """
-
-    #: Codes handled by this class (the registry maps each one here).
-    codes: tuple[str, ...] = ()
-    #: Whether the server closes the connection after this error.
-    default_fatal: bool = True
-    #: Whether a publish that got this error may be sent again.
-    default_retryable_on_publish: bool = False
-    #: Whether the error means "this partition moved": refresh the lookup first.
-    needs_lookup_refresh: bool = False
-    #: What the user should do; ``{topic}`` is filled in when known.
-    hint: str = ""
-
-    def __init__(
-        self,
-        code: str,
-        description: str = "",
-        *,
-        context: str | None = None,
-        topic: str | None = None,
-    ) -> None:
-        self.code = code
-        self.description = description
-        self.context = context
-        self.topic = topic
-        super().__init__(self._format())
-
-    @property
-    def fatal(self) -> bool:
-        """True when nsqd closes the connection after sending this error."""
-        return self.default_fatal
-
-    @property
-    def retryable_on_publish(self) -> bool:
-        """True when publishing the same message again can succeed."""
-        return self.default_retryable_on_publish
-
-    def __str__(self) -> str:
-        return self._format()  # recomputed: callers may set ``topic`` after construction
-
-    def _format(self) -> str:
-        server = f"{self.code}: {self.description}" if self.description else self.code
-        if not server:
-            server = "(empty error frame)"
-        if not self.hint:
-            return f"server error {server}"
-        if self.topic:
-            text = self.hint.format(topic=repr(self.topic))
-        else:  # "topic {topic}" must not read "topic the topic"
-            text = self.hint.replace("topic {topic}", "{topic}").format(topic="the topic")
-        return f"{text} [server said {server}]"
 
 
 _REGISTRY: dict[str, type[ServerError]] = {}
@@ -204,15 +149,10 @@ class NotWritableError(_MixedFatalityError):
     )
 
 
-@_register
-class TopicNotExistError(ServerError):
-    codes = ("E_TOPIC_NOT_EXIST",)
-    default_retryable_on_publish = True
-    needs_lookup_refresh = True
-    hint = (
-        "topic {topic} (or that partition) does not exist on this nsqd: refresh the "
-        "lookup, or create it on the lookupd leader (/topic/create)"
-    )
+_register(TopicNotFoundError)
+#: The former name of :class:`~nsqctl.errors.TopicNotFoundError` (one class, one
+#: meaning); kept so that code importing it from here goes on working.
+TopicNotExistError = TopicNotFoundError
 
 
 @_register

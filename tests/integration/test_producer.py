@@ -8,6 +8,7 @@ import uuid
 
 import pytest
 
+import nsqctl
 from nsqctl import admin
 from nsqctl.connection import Connection
 from nsqctl.errors import PartitionUnavailableError, PublishError
@@ -224,3 +225,37 @@ async def test_sharded_publish_to_missing_partition_fails(
     async with Producer(lookupd_http=redesign_cluster.lookupd_http, retry=policy) as producer:
         with pytest.raises(PartitionUnavailableError):
             await producer.publish(topic, b"x", partition=7)
+
+
+async def test_publish_to_a_missing_redesign_topic_is_not_found(
+    redesign_cluster: cluster.Cluster,
+) -> None:
+    """Found missing by the lookupds or by nsqd's E_TOPIC_NOT_EXIST: one error, caught as
+    the NotFoundError it is, after the retries a just-created topic would get."""
+    topic = _topic("missing")
+    policy = RetryPolicy(attempts=2, backoff=0.05)
+    async with Producer(lookupd_http=redesign_cluster.lookupd_http, retry=policy) as producer:
+        with pytest.raises(
+            nsqctl.NotFoundError, match="does not exist on any lookupd"
+        ) as by_lookup:
+            await producer.publish(topic, b"x")
+    async with Producer(nsqd_tcp=redesign_cluster.nsqd_tcp[:1], retry=policy) as producer:
+        with pytest.raises(nsqctl.NotFoundError, match="does not exist on this nsqd") as by_nsqd:
+            await producer.publish(topic, b"x")
+    for caught in (by_lookup, by_nsqd):
+        assert isinstance(caught.value, nsqctl.TopicNotFoundError)
+        assert caught.value.topic == topic
+    assert by_nsqd.value.code == "E_TOPIC_NOT_EXIST"
+    assert isinstance(by_nsqd.value, nsqctl.ServerError)
+
+
+async def test_a_text_body_is_refused_before_anything_is_sent(
+    original_cluster: cluster.Cluster,
+) -> None:
+    topic = _topic("textbody")
+    async with Producer(nsqd_tcp=original_cluster.nsqd_tcp[:1]) as producer:
+        with pytest.raises(nsqctl.ConfigError, match=r"body must be bytes.*got str") as caught:
+            await producer.publish(topic, "text")  # type: ignore[arg-type]
+        await producer.publish(topic, b"bytes")  # the producer is still usable
+    assert caught.value.setting == "body"
+    assert _stored(original_cluster.nsqd_http[0], topic) == 1  # the text was not stored

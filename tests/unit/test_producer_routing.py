@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+import nsqctl
 from nsqctl.addresses import HostPort
 from nsqctl.errors import (
     ConfigError,
@@ -146,8 +147,10 @@ def test_shard_key_on_the_original_picks_one_node_whatever_the_list_order() -> N
 
 
 def test_nothing_to_publish_to_says_whether_the_topic_exists() -> None:
-    with pytest.raises(PublishError, match="does not exist on any lookupd"):
+    with pytest.raises(nsqctl.NotFoundError, match="does not exist on any lookupd") as caught:
         Router().choose("t", Topology(topic="t", topic_not_found=True), None, None)
+    assert isinstance(caught.value, nsqctl.TopicNotFoundError)
+    assert caught.value.topic == "t"
     with pytest.raises(PublishError, match="no writable nsqd"):
         Router().choose("t", Topology(topic="t"), None, None)
     with pytest.raises(PublishError, match="no writable nsqd"):

@@ -3,8 +3,15 @@ tree, and an ``import nsqctl`` that stays cheap for the CLI."""
 
 from __future__ import annotations
 
+import ast
+import importlib
+import inspect
+import os
+import pkgutil
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -25,10 +32,93 @@ def test_the_documented_names_import_from_the_top() -> None:
 
 
 def test_every_public_name_resolves_and_all_is_the_export_table() -> None:
-    assert set(nsqctl.__all__) - {"__version__"} == set(nsqctl._EXPORTS)
+    assert "__version__" in nsqctl.__all__
+    assert "Producer" in nsqctl.__all__ and "TopicNotFoundError" in nsqctl.__all__
     for name in nsqctl.__all__:
         assert getattr(nsqctl, name) is not None, name
     assert set(nsqctl.__all__) <= set(dir(nsqctl))
+
+
+def test_the_public_names_are_listed_once_as_type_checking_imports() -> None:
+    """``__all__`` and the run-time look-up come from the imports a type checker reads,
+    so the three cannot disagree: every such import is a public name, and nothing else."""
+    tree = ast.parse(Path(nsqctl.__file__).read_text(encoding="utf-8"))
+    block = next(
+        n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING"
+    )
+    imported = {
+        alias.asname or alias.name
+        for node in block.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    assert set(nsqctl.__all__) == imported | {"__version__"}
+    for node in block.body:  # "X as X": what mypy --strict treats as a re-export
+        if isinstance(node, ast.ImportFrom):
+            assert all(alias.asname == alias.name for alias in node.names), ast.unparse(node)
+
+
+def test_import_nsqctl_does_not_load_typing() -> None:
+    """``typing`` was most of ``import nsqctl``'s cost: the names come without it."""
+    code = "import sys, nsqctl\nprint('typing' in sys.modules)\n"
+    out = subprocess.run(
+        [sys.executable, "-S", "-c", code], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "False"
+
+
+MYPY_SNIPPET = """\
+import nsqctl
+
+
+async def publish() -> None:
+    async with nsqctl.Producer(nsqd_tcp="127.0.0.1:4150") as producer:
+        try:
+            await producer.publish("t", b"x")
+        except nsqctl.ConectError:
+            pass
+        except nsqctl.TransportError:
+            pass
+    nsqctl.Consumr("t", "c")
+"""
+
+
+def test_mypy_strict_rejects_a_misspelt_top_level_name(tmp_path: Path) -> None:
+    """The names a program uses at ``nsqctl.X`` are checked, not waved through as Any.
+    The modules behind them are not analysed (``follow_imports = skip``): this checks
+    the front door only, in about a second."""
+    package = Path(nsqctl.__file__).parent
+    behind = sorted(
+        f"nsqctl.{p.name}.*" if p.is_dir() else f"nsqctl.{p.stem}"
+        for p in package.iterdir()
+        if (p.is_dir() and (p / "__init__.py").exists())
+        or (p.suffix == ".py" and p.stem != "__init__")
+    )
+    config = tmp_path / "mypy.ini"
+    config.write_text(f"[mypy]\nstrict = True\n[mypy-{','.join(behind)}]\nfollow_imports = skip\n")
+    snippet = tmp_path / "snippet.py"
+    snippet.write_text(MYPY_SNIPPET)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--config-file",
+            str(config),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            str(snippet),
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MYPYPATH": str(package.parent)},
+        cwd=tmp_path,
+    )
+    errors_seen = [line for line in proc.stdout.splitlines() if ": error:" in line]
+    assert [line.split(": error: ")[1] for line in errors_seen] == [
+        'Module has no attribute "ConectError"  [attr-defined]',
+        'Module has no attribute "Consumr"  [attr-defined]',
+    ], proc.stdout + proc.stderr
 
 
 def test_an_unknown_name_is_an_attribute_error() -> None:
@@ -48,29 +138,13 @@ def test_import_nsqctl_loads_no_client() -> None:
     assert out.stdout.strip() == "[]"
 
 
-KINDS = (
-    errors.ConfigError,
-    errors.TransportError,
-    errors.ProtocolError,
-    nsqctl.ServerError,
-    errors.NsqctlTimeoutError,
-    errors.LeaderUnavailableError,
-    errors.NotFoundError,
-    errors.PublishError,
-    errors.UsageError,
-    errors.AdminError,
-    errors.ArchiveWriteError,
-    errors.ServerSetupError,
-)
-
-
 @pytest.mark.parametrize(
     "name", [n for n in nsqctl.__all__ if n.endswith("Error") and n != "NsqctlError"]
 )
 def test_every_public_error_is_an_nsqctl_error_of_a_kind(name: str) -> None:
     cls = getattr(nsqctl, name)
     assert issubclass(cls, nsqctl.NsqctlError)
-    assert any(issubclass(cls, kind) for kind in KINDS), name
+    assert any(issubclass(cls, kind) for kind in drawn_kinds()), name
 
 
 def test_errors_carry_the_setting_that_would_change_the_outcome() -> None:
@@ -79,3 +153,91 @@ def test_errors_carry_the_setting_that_would_change_the_outcome() -> None:
     assert isinstance(err, errors.LeaderUnavailableError)
     assert isinstance(err, errors.NsqctlTimeoutError)
     assert errors.ConfigError("bad").setting is None
+
+
+# --------------------------------------------------------------------------- the tree
+
+
+def drawn_tree() -> dict[str, set[str]]:
+    """The tree drawn in nsqctl/errors.py's docstring: each drawn class -> the parents
+    the drawing gives it (the one it hangs under, and each ``+Kind``)."""
+    assert errors.__doc__ is not None
+    parents: dict[str, set[str]] = {}
+    path: list[str] = []
+    for line in errors.__doc__.splitlines():
+        if line.strip() == "NsqctlError":
+            root_col = line.index("NsqctlError")
+            path = ["NsqctlError"]
+            parents["NsqctlError"] = set()
+            continue
+        if not path:
+            continue
+        branch = re.match(r"^(.*?)[├└]── (\w+)(.*)$", line)
+        if branch is None:
+            if not line.strip():
+                break  # the drawing ends at its first blank line
+            continue  # a description's second line
+        depth = (len(branch.group(1)) - root_col) // 4 + 1
+        name = branch.group(2)
+        del path[depth:]
+        parents[name] = {path[-1], *re.findall(r"\+(\w+)", branch.group(3))}
+        path.append(name)
+    return parents
+
+
+def drawn_kinds() -> set[type[BaseException]]:
+    """The kinds: the classes drawn right under the root."""
+    return {getattr(nsqctl, name) for name, ps in drawn_tree().items() if ps == {"NsqctlError"}}
+
+
+def test_the_drawn_tree_is_the_class_hierarchy() -> None:
+    tree = drawn_tree()
+    assert len(tree) > 20, tree
+    for name, drawn_parents in tree.items():
+        cls = getattr(nsqctl, name)
+        real = {base.__name__ for base in cls.__bases__} - {"Exception"}
+        assert drawn_parents == real, f"{name}: drawn under {drawn_parents}, is under {real}"
+        assert all(getattr(nsqctl, b) in cls.__bases__ for b in drawn_parents), name
+    defined_here = {
+        n
+        for n, obj in vars(errors).items()
+        if inspect.isclass(obj)
+        and issubclass(obj, BaseException)
+        and obj.__module__ == errors.__name__
+    }
+    assert defined_here <= set(tree), f"not drawn: {sorted(defined_here - set(tree))}"
+
+
+def library_exception_classes() -> set[type[BaseException]]:
+    """Every exception class defined in the library (nsqctl, its CLI included)."""
+    found: set[type[BaseException]] = set()
+    for info in pkgutil.walk_packages(nsqctl.__path__, "nsqctl."):
+        try:
+            module = importlib.import_module(info.name)
+        except ModuleNotFoundError as err:
+            # an optional extra's package (pyarrow, pyspark) is not installed here: that
+            # module cannot run, so no caller can meet its errors
+            assert err.name is not None and not err.name.startswith("nsqctl"), err
+            continue
+        for obj in vars(module).values():
+            if (
+                inspect.isclass(obj)
+                and issubclass(obj, BaseException)
+                and obj.__module__.startswith("nsqctl")
+            ):
+                found.add(obj)
+    return found
+
+
+def test_every_exception_class_is_under_the_one_root_and_at_the_top_level() -> None:
+    classes = library_exception_classes()
+    assert len(classes) > 60, classes
+    kinds = drawn_kinds()
+    for cls in classes - {nsqctl.NsqctlError}:
+        where = f"{cls.__module__}.{cls.__qualname__}"
+        assert issubclass(cls, nsqctl.NsqctlError), f"{where} is not an NsqctlError"
+        assert any(issubclass(cls, kind) for kind in kinds), f"{where} is of no drawn kind"
+        if not cls.__name__.startswith("_"):
+            assert getattr(nsqctl, cls.__name__, None) is cls, (
+                f"{where} is not nsqctl.{cls.__name__}"
+            )

@@ -1,0 +1,62 @@
+"""A publish that cannot be made fails by its kind, with its cause: no server is needed
+to be refused (a loopback port nobody listens on, a name that cannot resolve), and a
+body of the wrong type is refused before anything is sent."""
+
+from __future__ import annotations
+
+import re
+import socket
+
+import pytest
+
+import nsqctl
+
+QUICK = nsqctl.RetryPolicy(attempts=2, backoff=0.01, max_backoff=0.01)
+
+
+def nowhere() -> str:
+    """A loopback address nobody listens on."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{s.getsockname()[1]}"
+
+
+@pytest.mark.parametrize("address", [nowhere(), "no-such-host.invalid:4150"])
+async def test_a_refused_publish_is_a_connect_error_with_its_cause(address: str) -> None:
+    async with nsqctl.Producer(nsqd_tcp=[address], retry=QUICK) as producer:
+        with pytest.raises(nsqctl.TransportError) as caught:
+            await producer.publish("t", b"x")
+    err = caught.value
+    assert isinstance(err, nsqctl.ConnectError)
+    assert isinstance(err, nsqctl.PublishError)  # a publish's failure, as before
+    assert isinstance(err, nsqctl.PublishConnectError)
+    assert err.setting == "nsqd_tcp"  # the address given is what to fix
+    assert "after 2 attempt(s)" in str(err) and address in str(err)
+    cause = err.__cause__
+    assert isinstance(cause, nsqctl.ConnectError) and not isinstance(cause, nsqctl.PublishError)
+    assert isinstance(cause.__cause__, OSError)  # and what the socket said, under that
+
+
+@pytest.mark.parametrize(
+    ("call", "setting", "text"),
+    [
+        (lambda p: p.publish("t", "text"), "body", "body must be bytes"),
+        (lambda p: p.publish_deferred("t", "text", 1), "body", "got str: encode it first"),
+        (lambda p: p.publish_traced("t", 7, 1), "body", "got int"),  # arguments swapped
+        (lambda p: p.publish_many("t", "text"), "bodies", "sequence (e.g. a list)"),
+        (lambda p: p.publish_many("t", b"bytes"), "bodies", "got bytes"),
+        (lambda p: p.publish_many("t", [b"ok", "text"]), "bodies[1]", "bodies[1] must be"),
+        (lambda p: p.publish_traced_many("t", [b"x"]), "items", "(trace id, body) pairs"),
+        (lambda p: p.publish_traced_many("t", [(1, "x")]), "items[0][1]", "items[0][1] must be"),
+        (lambda p: p.publish_ext("t", b"x", "k=v"), "ext", "ext must be a dict"),
+    ],
+)
+async def test_a_body_of_the_wrong_type_is_refused_at_the_call(
+    call: object, setting: str, text: str
+) -> None:
+    """Refused before connecting: the address is one nobody listens on, so reaching
+    the network would raise a ConnectError instead."""
+    async with nsqctl.Producer(nsqd_tcp=[nowhere()], retry=QUICK) as producer:
+        with pytest.raises(nsqctl.ConfigError, match=re.escape(text)) as caught:
+            await call(producer)  # type: ignore[operator]
+    assert caught.value.setting == setting
