@@ -15,6 +15,7 @@ import httpx
 
 from nsqctl.admin.base import NSQ_V1, TIMEOUT
 from nsqctl.admin.operations import NUDGE_INTERVAL, wait_partitions_writable
+from nsqctl.admin.partitions.carry import create_until_led, rewind_early_writes
 from nsqctl.admin.partitions.plans import (
     MetaChange,
     PartitionPlan,
@@ -130,12 +131,33 @@ class _Run:
     # ---------------------------------------------------------------- per operation
 
     async def expand(self, req: AdminRequest, wait: float) -> None:
-        """Wait until every partition is writable, re-sending the expand as the nudge."""
+        """Create the topic's channels on the new partitions as soon as their leaders
+        accept them (see :mod:`nsqctl.admin.partitions.carry`), meanwhile waiting until
+        every partition is writable, re-sending the expand as the nudge."""
         p, left = self.plan, max(0.0, self.deadline - time.monotonic())
         n = p.partition_num
-        seen = await wait_partitions_writable(
-            self.client, p.leader, p.topic, n, left, req, self.progress
+        new_parts = range(p.before.meta.partition_num, n)
+        carrying = asyncio.create_task(
+            create_until_led(
+                self.client, sorted(p.nodes), p.topic, p.channels, new_parts, self.deadline
+            )
         )
+        try:
+            seen = await wait_partitions_writable(
+                self.client, p.leader, p.topic, n, left, req, self.progress
+            )
+            carried = await carrying
+        finally:
+            carrying.cancel()
+        if p.channels:
+            await rewind_early_writes(self.client, p.topic, carried)
+            self.report.results.extend(carried.results())
+            self.report.notes.extend(carried.notes)
+            if not carried.refused.keys() - carried.created.keys():
+                self.report.notes.append(
+                    f"channel(s) {', '.join(p.channels)} created on new partition(s) "
+                    f"{', '.join(map(str, new_parts))} before the expand was reported done"
+                )
         self.report.notes.append(f"{seen}/{n} partition(s) writable")
         if seen < n:
             self.report.warnings.append(
