@@ -26,7 +26,13 @@ are the package :mod:`nsqctl.admin.partitions`. Everything public is re-exported
 
 from __future__ import annotations
 
-from nsqctl.admin.base import NSQ_V1, TIMEOUT, topic_not_found, unwrap_response
+from nsqctl.admin.base import (
+    NSQ_V1,
+    TIMEOUT,
+    FamilyUnsupportedError,
+    topic_not_found,
+    unwrap_response,
+)
 from nsqctl.admin.blast import (
     DEFAULT_CONFIRM_ABOVE,
     MEASURED,
@@ -37,6 +43,7 @@ from nsqctl.admin.blast import (
     nodes_at_risk,
 )
 from nsqctl.admin.describe import describe_topic, lookup_topic
+from nsqctl.admin.guard import Confirmation, confirmation
 from nsqctl.admin.leader import find_leader, lookupd_leader
 from nsqctl.admin.listing import Listing, list_channels, list_topics
 from nsqctl.admin.operations import (
@@ -87,6 +94,7 @@ from nsqctl.admin.planners import (
     plan_topic_delete,
     select_nodes,
 )
+from nsqctl.admin.preview import describe_plan
 from nsqctl.admin.requests import AdminReport, AdminRequest, Node, NodeResult, Outcome, execute
 from nsqctl.admin.versions import ServerVersion, family_of, server_versions
 from nsqctl.errors import AdminError, TopicNotFoundError
@@ -106,7 +114,9 @@ __all__ = [
     "AdminReport",
     "AdminRequest",
     "BlastRadius",
+    "Confirmation",
     "Family",
+    "FamilyUnsupportedError",
     "Listing",
     "Loss",
     "MetaChange",
@@ -126,8 +136,10 @@ __all__ = [
     "apply_plan",
     "check_create_options",
     "check_node_count",
+    "confirmation",
     "create_topic",
     "create_topic_async",
+    "describe_plan",
     "describe_topic",
     "execute",
     "expand_partitions",

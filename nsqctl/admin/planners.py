@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from nsqctl.admin.base import FamilyUnsupportedError
 from nsqctl.admin.placement import Placement
 from nsqctl.admin.requests import AdminRequest, Node
 from nsqctl.errors import AdminError, ConfigError
@@ -118,7 +119,7 @@ def plan_topic_action(
     if action not in TOPIC_ACTIONS:
         raise ConfigError(f"unknown topic action {action!r}")
     if placement.family == "redesign":
-        raise AdminError(
+        raise FamilyUnsupportedError(
             f"the redesign nsqd has no topic {action}: use `nsqctl channel {action} "
             f"{placement.topic} CHANNEL` on each channel instead"
         )
@@ -217,7 +218,7 @@ def plan_channel_action(
     topic = placement.topic
     if placement.family == "original" and action in REDESIGN_ONLY:
         hint = "`nsqctl channel empty`" if action != "unskip" else "`nsqctl channel unpause`"
-        raise ConfigError(
+        raise FamilyUnsupportedError(
             f"channel {action} exists only on the redesign (youzan) nsqd; on the original "
             f"NSQ use {hint}"
         )
