@@ -15,7 +15,8 @@ import httpx
 
 from nsqctl.admin.base import NSQ_V1, TIMEOUT
 from nsqctl.admin.operations import NUDGE_INTERVAL, wait_partitions_writable
-from nsqctl.admin.partitions.carry import create_until_led, rewind_early_writes
+from nsqctl.admin.partitions.carry import Carried, create_until_led, rewind_early_writes
+from nsqctl.admin.partitions.channel_copies import wait_channel_copied
 from nsqctl.admin.partitions.plans import (
     MetaChange,
     PartitionPlan,
@@ -158,12 +159,27 @@ class _Run:
                     f"channel(s) {', '.join(p.channels)} created on new partition(s) "
                     f"{', '.join(map(str, new_parts))} before the expand was reported done"
                 )
+                await self.channels_copied(carried)
         self.report.notes.append(f"{seen}/{n} partition(s) writable")
         if seen < n:
             self.report.warnings.append(
                 f"only {seen}/{n} partitions became writable within {wait:.0f}s: check the "
                 f"nsqd logs and `nsqctl lookup {p.topic}`"
             )
+
+    async def channels_copied(self, carried: Carried) -> None:
+        """Wait until every replica of the new partitions holds the carried channels, as
+        `channel create` does: a failover to a replica without one would start it at the
+        end there."""
+        if self.plan.before.meta.replica <= 1:
+            return
+        for channel in self.plan.channels:
+            again = [r.request for (_, c), r in carried.created.items() if c == channel]
+            note, warning = await wait_channel_copied(
+                self.client, [self.plan.leader], self.plan.topic, channel, again
+            )
+            self.report.notes.extend([note] if note else [])
+            self.report.warnings.extend([warning] if warning else [])
 
     async def move(self) -> None:
         plan, part = self.plan, self.plan.partition
