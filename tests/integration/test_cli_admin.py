@@ -200,7 +200,9 @@ def test_prompt_declined_changes_nothing_and_accepted_deletes(
     declined = invoke("topic", "delete", topic, *lk(original_cluster), input="n\n")
     assert declined.exit_code == 1
     assert "aborted" in str(declined.exception)
-    assert f"POST /topic/delete?topic={topic}" in declined.stderr
+    said = declined.stderr
+    assert f"unregister topic {topic} on lookupd {original_cluster.lookupd_http[0]}" in said
+    assert f"delete topic {topic} with its queued messages on nsqds" in said
     assert len(all_entries(original_cluster, topic)) == 2
 
     accepted = invoke("topic", "delete", topic, *lk(original_cluster), input="y\n")
