@@ -18,9 +18,12 @@ stages and reports per node.
 The package is layered, each module importing only from those above it: ``base`` (errors,
 header, timeout), ``requests`` (requests, results, :func:`execute`), ``leader`` (what the
 lookupds say about the cluster), ``placement`` (where a topic lives), ``planners`` (pure),
-``versions``, ``operations``, ``listing``, ``describe`` and ``blast`` (what a destructive
-command would lose); the redesign's partition operations (expand, move, meta update)
-are the package :mod:`nsqctl.admin.partitions`. Everything public is re-exported here;
+``versions``, ``offsets`` (a setoffset checked on every partition before any moves),
+``operations``, ``listing``, ``describe``, ``blast`` (what a destructive command would
+lose), ``guard`` (the one confirmation rule, :func:`confirmation`, for the CLI's prompt
+and any other front end) and ``preview`` (a plan in words, for prompts and dry runs);
+the redesign's partition operations (expand, move, meta update) are the package
+:mod:`nsqctl.admin.partitions`. Everything public is re-exported here;
 ``NUDGE_INTERVAL`` lives in :mod:`nsqctl.admin.operations` (patch it there).
 """
 
