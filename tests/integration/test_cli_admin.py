@@ -318,21 +318,14 @@ def test_setoffset_by_time_checks_every_partition_first(redesign_cluster: Cluste
     assert "nothing was changed" in line and "partition 1 holds no messages" in line, line
     assert "--partition (0)" in line, line
     assert partition_depths(c, topic, "c") == {0: 5, 1: 0}  # partition 0 did not move
-    ok(
-        "channel",
-        "setoffset",
-        topic,
-        "c",
-        "--partition",
-        "0",
-        "--timestamp",
-        later,
-        "--yes",
-        *lk(c),
-    )
+
+    def setoffset(when: str) -> None:
+        offset = ["--partition", "0", "--timestamp", when]
+        ok("channel", "setoffset", topic, "c", *offset, "--yes", *lk(c))
+
+    setoffset(later)
     assert partition_depths(c, topic, "c") == {0: 0, 1: 0}
-    back = "2000-01-01T00:00:00+00:00"
-    ok("channel", "setoffset", topic, "c", "--partition", "0", "--timestamp", back, "--yes", *lk(c))
+    setoffset("2000-01-01T00:00:00+00:00")
     assert partition_depths(c, topic, "c") == {0: 5, 1: 0}
 
 

@@ -147,18 +147,8 @@ def test_expand_carries_the_channels_so_a_durable_tail_gets_every_message(
     assert "POST" not in dry and "nothing was changed" in dry, dry
     leader = leader_of(c, topic).http_address
     target = next(a for a in c.nsqd_http if a != leader)
-    dry_move = run_ok(
-        "topic",
-        "move",
-        topic,
-        "--partition",
-        "0",
-        "--to",
-        target,
-        "--dry-run",
-        "--lookupd",
-        lookupd,
-    )
+    move = ["topic", "move", topic, "--partition", "0", "--to", target]
+    dry_move = run_ok(*move, "--dry-run", "--lookupd", lookupd)
     assert f"move the leader of {topic} partition 0 from {leader} to {target}" in dry_move
     assert "POST" not in dry_move and "nothing was changed" in dry_move, dry_move
     assert sorted(lookup_partitions(lookupd, topic)) == [0]
