@@ -210,8 +210,9 @@ def plan_channel_action(
     or only on ``partition`` / the nsqd ``node`` (see :func:`select_nodes`).
 
     Original create/delete also (un)register the channel on every lookupd, as nsqadmin does.
-    On a redesign topic with ``disable_channel_auto_create`` the channel is (un)registered
-    on the lookupd leader, and its nsqds refuse local create/delete.
+    On a redesign topic with ``disable_channel_auto_create`` the channel is only
+    (un)registered on the lookupd leader: its nsqds follow the registered list and refuse
+    local create/delete.
     """
     if action not in CHANNEL_ACTIONS:
         raise ConfigError(f"unknown channel action {action!r}")
@@ -269,8 +270,8 @@ def plan_channel_action(
             raise AdminError(
                 f"topic {topic!r} registers channels on the lookupd leader: pass --lookupd"
             )
-        reg = [_req(Node(leader, "lookupd"), f"/channel/{action}", topic=topic, channel=channel)]
-        if action == "delete":
-            return [reg]  # its nsqds refuse local deletes (HTTP 403)
-        return [reg, [_req(n, "/channel/create", **params(n)) for n in nodes]]
+        # Only the registration: the nsqds create (or delete) the channel from the
+        # registered list nsqlookupd hands them, and refuse a local create or delete
+        # (HTTP 403) on such a topic whatever the list says.
+        return [[_req(Node(leader, "lookupd"), f"/channel/{action}", topic=topic, channel=channel)]]
     return [[_req(n, f"/channel/{action}", body, **params(n)) for n in nodes]]

@@ -15,7 +15,14 @@ import httpx
 
 from nsqctl.admin.base import NSQ_V1, TIMEOUT
 from nsqctl.admin.operations import NUDGE_INTERVAL, wait_partitions_writable
-from nsqctl.admin.partitions.carry import Carried, create_until_led, rewind_early_writes
+from nsqctl.admin.partitions.carry import (
+    Carried,
+    NewPartitions,
+    create_until_led,
+    register_again,
+    rewind_early_writes,
+    wait_registered,
+)
 from nsqctl.admin.partitions.channel_copies import wait_channel_copied
 from nsqctl.admin.partitions.plans import (
     MetaChange,
@@ -133,15 +140,19 @@ class _Run:
 
     async def expand(self, req: AdminRequest, wait: float) -> None:
         """Create the topic's channels on the new partitions as soon as their leaders
-        accept them (see :mod:`nsqctl.admin.partitions.carry`), meanwhile waiting until
-        every partition is writable, re-sending the expand as the nudge."""
+        accept them, or for a topic whose channels nsqlookupd registers have it write the
+        list onto the new partitions (see :mod:`nsqctl.admin.partitions.carry`), meanwhile
+        waiting until every partition is writable, re-sending the expand as the nudge."""
         p, left = self.plan, max(0.0, self.deadline - time.monotonic())
         n = p.partition_num
         new_parts = range(p.before.meta.partition_num, n)
+        new = NewPartitions(p.topic, p.channels, new_parts, sorted(p.nodes), self.deadline)
+        registered = p.before.meta.disable_channel_auto_create and bool(p.channels)
+        registrations = await register_again(self.send, p.leader, p.topic) if registered else []
         carrying = asyncio.create_task(
-            create_until_led(
-                self.client, sorted(p.nodes), p.topic, p.channels, new_parts, self.deadline
-            )
+            wait_registered(self.client, p.leader, new)
+            if registered
+            else create_until_led(self.client, new)
         )
         try:
             seen = await wait_partitions_writable(
@@ -150,13 +161,14 @@ class _Run:
             carried = await carrying
         finally:
             carrying.cancel()
+        carried.registered = registrations
         if p.channels:
             await rewind_early_writes(self.client, p.topic, carried)
             self.report.results.extend(carried.results())
             self.report.notes.extend(carried.notes)
-            if not carried.refused.keys() - carried.created.keys():
+            if carried.complete:
                 self.report.notes.append(
-                    f"channel(s) {', '.join(p.channels)} created on new partition(s) "
+                    f"channel(s) {', '.join(p.channels)} present on new partition(s) "
                     f"{', '.join(map(str, new_parts))} before the expand was reported done"
                 )
                 await self.channels_copied(carried)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 import httpx
@@ -36,21 +36,37 @@ POLL = 0.05
 REWIND = b"virtual_queue:0"
 
 
+TEMPORARY = "nsqctl-carry-channels"
+"""Registered and unregistered at once to make nsqlookupd write the registered channel
+list onto every partition (see :func:`register_again`)."""
+
+Key = tuple[int, str]  # (partition, channel)
+
+
 @dataclass
 class Carried:
-    """Per new partition and channel: the create that worked (or the last refusal), and
-    the set-backs sent for messages written before a channel existed."""
+    """Per new partition and channel: the nsqd leading it that holds the channel, the
+    create that worked (or the last refusal), the registration requests of a topic whose
+    channels nsqlookupd keeps, and the set-backs for messages written before a channel
+    existed."""
 
-    created: dict[tuple[int, str], NodeResult] = field(default_factory=dict)
-    refused: dict[tuple[int, str], NodeResult] = field(default_factory=dict)
+    leaders: dict[Key, str] = field(default_factory=dict)
+    created: dict[Key, NodeResult] = field(default_factory=dict)
+    refused: dict[Key, NodeResult] = field(default_factory=dict)
+    registered: list[NodeResult] = field(default_factory=list)
     rewound: list[NodeResult] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def complete(self) -> bool:
+        return not self.refused.keys() - self.leaders.keys()
+
     def results(self) -> list[NodeResult]:
-        """One result per (partition, channel): created, or why not; then the set-backs."""
+        """The registrations; one result per (partition, channel) created, or why not;
+        then the set-backs."""
         keys = sorted({*self.created, *self.refused})
         out = [self.created.get(k) or self.refused[k] for k in keys]
-        return [*out, *self.rewound]
+        return [*self.registered, *out, *self.rewound]
 
 
 def channel_create(address: str, topic: str, channel: str, partition: int) -> AdminRequest:
@@ -58,30 +74,36 @@ def channel_create(address: str, topic: str, channel: str, partition: int) -> Ad
     return AdminRequest(Node(address, "nsqd", partition), "/channel/create", params)
 
 
-async def create_until_led(
-    client: httpx.AsyncClient,
-    nsqds: Sequence[str],
-    topic: str,
-    channels: Sequence[str],
-    partitions: Sequence[int],
-    deadline: float,
-) -> Carried:
-    """Create every channel on every partition in ``partitions`` on whichever of ``nsqds``
-    leads it, asking all of them every ``POLL`` s until each is created or ``deadline``
-    (``time.monotonic``) passes. Before the topic check a new partition's nsqds answer
-    "not leader" or "topic not exist": those are the expected refusals, kept only as the
-    reason when time runs out."""
-    carried = Carried()
-    wanted = [(p, c) for p in partitions for c in channels]
+@dataclass(frozen=True)
+class NewPartitions:
+    """What to carry where: ``channels`` of ``topic`` onto ``partitions``, led by some of
+    ``nsqds`` (HTTP addresses), until ``deadline`` (``time.monotonic``)."""
+
+    topic: str
+    channels: Sequence[str]
+    partitions: Sequence[int]
+    nsqds: Sequence[str]
+    deadline: float
+
+    def wanted(self) -> list[Key]:
+        return [(p, c) for p in self.partitions for c in self.channels]
+
+
+async def create_until_led(client: httpx.AsyncClient, new: NewPartitions) -> Carried:
+    """Create every channel on every new partition on whichever nsqd leads it, asking
+    all of them every ``POLL`` s until each is created or the deadline passes. Before the
+    topic check a new partition's nsqds answer "not leader" or "topic not exist": those
+    are the expected refusals, kept only as the reason when time runs out."""
+    carried, topic = Carried(), new.topic
     while True:
-        missing = [k for k in wanted if k not in carried.created]
+        missing = [k for k in new.wanted() if k not in carried.created]
         if not missing:
             return carried
         sent = await asyncio.gather(
             *(
                 send_request(client, channel_create(a, topic, c, p))
                 for p, c in missing
-                for a in nsqds
+                for a in new.nsqds
             )
         )
         for result, _ in sent:
@@ -89,11 +111,12 @@ async def create_until_led(
             key = (node.partition or 0, dict(result.request.params)["channel"])
             if result.outcome == "ok":
                 carried.created.setdefault(key, result)
+                carried.leaders.setdefault(key, node.address)
             elif key not in carried.created and (
                 key not in carried.refused or "NOT_LEADER" in result.error
             ):
                 carried.refused[key] = result  # a leader's refusal says the most
-        if time.monotonic() > deadline:
+        if time.monotonic() > new.deadline:
             for key in missing:
                 if key in carried.created:
                     continue
@@ -111,10 +134,8 @@ async def create_until_led(
 async def rewind_early_writes(client: httpx.AsyncClient, topic: str, carried: Carried) -> None:
     """Set a carried channel back to its partition's start when the partition took
     messages before the channel existed there (more stored than the channel holds)."""
-    leaders = sorted({r.request.node.address for r in carried.created.values()})
-    stats = await fetch_stats(client, leaders, topic)
-    for (part, channel), created in sorted(carried.created.items()):
-        address = created.request.node.address
+    stats = await fetch_stats(client, sorted(set(carried.leaders.values())), topic)
+    for (part, channel), address in sorted(carried.leaders.items()):
         entry = partition_stats(stats, address, topic, part)
         found = entry.channel(channel) if entry is not None else None
         if entry is None or found is None:
@@ -141,3 +162,56 @@ async def rewind_early_writes(client: httpx.AsyncClient, topic: str, carried: Ca
                 f"setoffset {topic} {channel} --partition {part} --virtual-offset 0`"
             )
         carried.rewound.append(result)
+
+
+def _lookupd_channel(leader: str, topic: str, channel: str, action: str) -> AdminRequest:
+    params = (("topic", topic), ("channel", channel))
+    return AdminRequest(Node(leader, "lookupd"), f"/channel/{action}", params)
+
+
+async def register_again(
+    send: Callable[[AdminRequest], Awaitable[NodeResult]], leader: str, topic: str
+) -> list[NodeResult]:
+    """For a topic whose channels nsqlookupd registers (channel auto-create disabled):
+    its nsqds create on a partition exactly the registered list stored with that
+    partition, and refuse any other create. youzan's expand stores new partitions with no
+    list, and writes the list onto every partition only when it changes (a name already
+    registered is refused). So register a temporary channel and unregister it: the
+    registered list lands on the new partitions too, and their nsqds create the channels
+    when nsqlookupd hands them the partition (before writes, when this comes before the
+    topic check that enables them; :func:`rewind_early_writes` covers it otherwise).
+    ``send`` sends one request to nsqlookupd, as the partition operations do (again
+    while it calls the cluster unstable)."""
+    create = await send(_lookupd_channel(leader, topic, TEMPORARY, "create"))
+    if create.outcome != "ok":
+        return [create]
+    return [create, await send(_lookupd_channel(leader, topic, TEMPORARY, "delete"))]
+
+
+async def wait_registered(client: httpx.AsyncClient, leader: str, new: NewPartitions) -> Carried:
+    """Wait until each new partition's leader holds every registered channel, or the
+    deadline; what is missing then is a failure (``leader``: the lookupd leader)."""
+    carried, topic, channels = Carried(), new.topic, new.channels
+    while True:
+        stats = await fetch_stats(client, new.nsqds, topic)
+        for address, node in stats.nodes.items():
+            for entry in node.topics:
+                if entry.topic != topic or not entry.is_leader or entry.partition is None:
+                    continue
+                for channel in channels:
+                    if entry.channel(channel) is not None:
+                        carried.leaders.setdefault((entry.partition, channel), address)
+        missing = [k for k in new.wanted() if k not in carried.leaders]
+        if not missing:
+            return carried
+        if time.monotonic() > new.deadline:
+            for part, channel in missing:
+                failed = NodeResult(_lookupd_channel(leader, topic, channel, "create"), "failed")
+                failed.error = (
+                    f"registered channel {channel} did not reach new partition {part} before "
+                    f"the wait ran out: consumers of {channel} cannot read what is published "
+                    f"there; check `nsqctl stat {topic}` and the nsqd logs"
+                )
+                carried.refused[(part, channel)] = failed
+            return carried
+        await asyncio.sleep(POLL * 5)

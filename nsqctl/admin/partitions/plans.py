@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from nsqctl.admin.partitions.carry import TEMPORARY
 from nsqctl.admin.partitions.state import (
     NsqdNode,
     TopicState,
@@ -108,14 +109,6 @@ async def plan_expand(
     async with admin_client(transport) as client:
         holders = {a for p in state.partitions.values() for a in (p.leader, *p.isr) if a}
         channels = await topic_channels(client, sorted(holders), topic)
-    if channels and state.meta.disable_channel_auto_create:
-        raise AdminError(
-            f"topic {topic} registers its channels with nsqlookupd ({', '.join(channels)}), "
-            "and youzan creates new partitions without them while its nsqds refuse a local "
-            "channel create: the new partitions would take writes no channel delivers. "
-            f"Allow channel auto-create first (`nsqctl topic update {topic} "
-            "--channel-auto-create`), expand, then disallow it again"
-        )
     req = leader_request(
         leader, "/topic/partition/expand", topic=topic, partition_num=str(partitions)
     )
@@ -135,16 +128,29 @@ async def plan_expand(
         f"cannot be removed), asking nsqlookupd leader {leader}",
         f"nsqlookupd places each new partition ({state.meta.replica} replica(s)) on the "
         f"registered nsqds: {', '.join(sorted(nodes))}",
-        (
-            f"create channel(s) {', '.join(channels)} on each new partition's leader as "
-            "soon as it accepts them, before the expand is reported done; set a channel "
-            "back to its partition's start if that partition took messages first"
-            if channels
-            else "no channel exists yet: nothing to carry onto the new partitions"
-        ),
+        carry_words(channels, state.meta.disable_channel_auto_create, leader),
         "wait until every partition is writable",
     ]
     return plan
+
+
+def carry_words(channels: Sequence[str], registered: bool, leader: str) -> str:
+    """How an expand carries ``channels`` onto the new partitions, in words."""
+    if not channels:
+        return "no channel exists yet: nothing to carry onto the new partitions"
+    named = ", ".join(channels)
+    back = "; set a channel back to its partition's start if that partition took messages first"
+    if registered:
+        return (
+            f"have nsqlookupd leader {leader} write the registered channel(s) {named} onto "
+            f"the new partitions (registering and unregistering {TEMPORARY}), and wait "
+            f"until each new partition's leader holds them before the expand is reported "
+            f"done{back}"
+        )
+    return (
+        f"create channel(s) {named} on each new partition's leader as soon as it accepts "
+        f"them, before the expand is reported done{back}"
+    )
 
 
 async def topic_channels(
