@@ -16,7 +16,12 @@ import time
 import httpx
 import pytest
 
-from nsqctl.admin.partitions.carry import Carried, create_until_led, rewind_early_writes
+from nsqctl.admin.partitions.carry import (
+    Carried,
+    NewPartitions,
+    create_until_led,
+    rewind_early_writes,
+)
 from nsqctl.producer import Producer
 from nsqctl.servers.cluster import Cluster
 from tests.helpers.redesign import TopicSpec, channel_depths, create_topics, unique
@@ -26,9 +31,8 @@ pytestmark = [pytest.mark.redesign, pytest.mark.timeout(120)]
 
 async def _carry(c: Cluster, topic: str, partitions: list[int], wait: float) -> Carried:
     async with httpx.AsyncClient(timeout=10) as client:
-        carried = await create_until_led(
-            client, c.nsqd_http, topic, ["late"], partitions, time.monotonic() + wait
-        )
+        new = NewPartitions(topic, ["late"], partitions, c.nsqd_http, time.monotonic() + wait)
+        carried = await create_until_led(client, new)
         await rewind_early_writes(client, topic, carried)
         return carried
 

@@ -48,6 +48,7 @@ SPECS = {
     "full": TopicSpec(partitions=1, replicas=3),
     "round": TopicSpec(partitions=1, replicas=3),
     "carry": TopicSpec(partitions=1, replicas=1),
+    "registered": TopicSpec(partitions=1, replicas=1),
 }
 
 
@@ -157,10 +158,29 @@ def test_expand_carries_the_channels_so_a_durable_tail_gets_every_message(
     out = run_ok("topic", "expand", topic, "--partitions", "3", "--yes", "--lookupd", lookupd)
     for part in (1, 2):
         assert f"(partition {part})  POST /channel/create?topic={topic}&channel=c" in out, out
-    assert "channel(s) c created on new partition(s) 1, 2 before the expand" in out, out
+    assert "channel(s) c present on new partition(s) 1, 2 before the expand" in out, out
     nsqctl("pub", topic, "--lookupd", lookupd, stdin=b"".join(b"%d\n" % i for i in range(1, 601)))
     got = nsqctl("tail", topic, "-c", "c", "--until-empty", "--lookupd", lookupd, timeout=120)
     assert sorted(int(line) for line in got.split()) == list(range(1, 601))
+
+
+def test_expand_writes_registered_channels_onto_the_new_partitions(
+    three: Cluster, topics: dict[str, str]
+) -> None:
+    """A topic whose channels nsqlookupd registers: its nsqds refuse a local create, and
+    youzan stores new partitions without the list, so without nsqctl's re-registration
+    the new partitions would have no channel to read (a SUB there is refused)."""
+    c = three
+    topic, lookupd = topics["registered"], c.lookupd_http[0]
+    run_ok("topic", "update", topic, "--no-channel-auto-create", "--yes", "--lookupd", lookupd)
+    created = run_ok("channel", "create", topic, "reg", "--lookupd", lookupd)
+    assert "channel reg is on every copy" in created, created
+    out = run_ok("topic", "expand", topic, "--partitions", "3", "--yes", "--lookupd", lookupd)
+    assert "POST /channel/create?topic=" in out and "nsqctl-carry-channels" in out, out
+    assert "channel(s) reg present on new partition(s) 1, 2 before the expand" in out, out
+    nsqctl("pub", topic, "--lookupd", lookupd, stdin=b"".join(b"%d\n" % i for i in range(1, 301)))
+    got = nsqctl("tail", topic, "-c", "reg", "--until-empty", "--lookupd", lookupd, timeout=120)
+    assert sorted(int(line) for line in got.split()) == list(range(1, 301))
 
 
 def test_move_leader_keeps_every_message_and_fills_the_isr(
