@@ -134,6 +134,18 @@ def test_expand_adds_writable_partitions_that_take_and_serve_messages(
     assert sorted(_read_all(c, topic, 60)) == sorted(b for items in bodies.values() for b in items)
 
 
+def _expand_publish_read(lookupd: str, topic: str, channel: str, count: int) -> str:
+    """The operator's sequence on a 1-partition topic: expand to 3, publish ``count``
+    numbers, read ``channel`` until empty; every number arrives. The expand's output."""
+    out = run_ok("topic", "expand", topic, "--partitions", "3", "--yes", "--lookupd", lookupd)
+    assert f"channel(s) {channel} present on new partition(s) 1, 2 before the expand" in out, out
+    numbers = b"".join(b"%d\n" % i for i in range(1, count + 1))
+    nsqctl("pub", topic, "--lookupd", lookupd, stdin=numbers)
+    got = nsqctl("tail", topic, "-c", channel, "--until-empty", "--lookupd", lookupd, timeout=120)
+    assert sorted(int(line) for line in got.split()) == list(range(1, count + 1))
+    return out
+
+
 def test_expand_carries_the_channels_so_a_durable_tail_gets_every_message(
     three: Cluster, topics: dict[str, str]
 ) -> None:
@@ -155,13 +167,9 @@ def test_expand_carries_the_channels_so_a_durable_tail_gets_every_message(
     assert sorted(lookup_partitions(lookupd, topic)) == [0]
     assert leader_of(c, topic).http_address == leader
 
-    out = run_ok("topic", "expand", topic, "--partitions", "3", "--yes", "--lookupd", lookupd)
+    out = _expand_publish_read(lookupd, topic, "c", 600)
     for part in (1, 2):
         assert f"(partition {part})  POST /channel/create?topic={topic}&channel=c" in out, out
-    assert "channel(s) c present on new partition(s) 1, 2 before the expand" in out, out
-    nsqctl("pub", topic, "--lookupd", lookupd, stdin=b"".join(b"%d\n" % i for i in range(1, 601)))
-    got = nsqctl("tail", topic, "-c", "c", "--until-empty", "--lookupd", lookupd, timeout=120)
-    assert sorted(int(line) for line in got.split()) == list(range(1, 601))
 
 
 def test_expand_writes_registered_channels_onto_the_new_partitions(
@@ -175,12 +183,8 @@ def test_expand_writes_registered_channels_onto_the_new_partitions(
     run_ok("topic", "update", topic, "--no-channel-auto-create", "--yes", "--lookupd", lookupd)
     created = run_ok("channel", "create", topic, "reg", "--lookupd", lookupd)
     assert "channel reg is on every copy" in created, created
-    out = run_ok("topic", "expand", topic, "--partitions", "3", "--yes", "--lookupd", lookupd)
+    out = _expand_publish_read(lookupd, topic, "reg", 300)
     assert "POST /channel/create?topic=" in out and "nsqctl-carry-channels" in out, out
-    assert "channel(s) reg present on new partition(s) 1, 2 before the expand" in out, out
-    nsqctl("pub", topic, "--lookupd", lookupd, stdin=b"".join(b"%d\n" % i for i in range(1, 301)))
-    got = nsqctl("tail", topic, "-c", "reg", "--until-empty", "--lookupd", lookupd, timeout=120)
-    assert sorted(int(line) for line in got.split()) == list(range(1, 301))
 
 
 def test_move_leader_keeps_every_message_and_fills_the_isr(
