@@ -18,15 +18,24 @@ stages and reports per node.
 The package is layered, each module importing only from those above it: ``base`` (errors,
 header, timeout), ``requests`` (requests, results, :func:`execute`), ``leader`` (what the
 lookupds say about the cluster), ``placement`` (where a topic lives), ``planners`` (pure),
-``versions``, ``operations``, ``listing``, ``describe`` and ``blast`` (what a destructive
-command would lose); the redesign's partition operations (expand, move, meta update)
-are the package :mod:`nsqctl.admin.partitions`. Everything public is re-exported here;
+``versions``, ``offsets`` (a setoffset checked on every partition before any moves),
+``operations``, ``listing``, ``describe``, ``blast`` (what a destructive command would
+lose), ``guard`` (the one confirmation rule, :func:`confirmation`, for the CLI's prompt
+and any other front end) and ``preview`` (a plan in words, for prompts and dry runs);
+the redesign's partition operations (expand, move, meta update) are the package
+:mod:`nsqctl.admin.partitions`. Everything public is re-exported here;
 ``NUDGE_INTERVAL`` lives in :mod:`nsqctl.admin.operations` (patch it there).
 """
 
 from __future__ import annotations
 
-from nsqctl.admin.base import NSQ_V1, TIMEOUT, topic_not_found, unwrap_response
+from nsqctl.admin.base import (
+    NSQ_V1,
+    TIMEOUT,
+    FamilyUnsupportedError,
+    topic_not_found,
+    unwrap_response,
+)
 from nsqctl.admin.blast import (
     DEFAULT_CONFIRM_ABOVE,
     MEASURED,
@@ -37,6 +46,7 @@ from nsqctl.admin.blast import (
     nodes_at_risk,
 )
 from nsqctl.admin.describe import describe_topic, lookup_topic
+from nsqctl.admin.guard import Confirmation, confirmation
 from nsqctl.admin.leader import find_leader, lookupd_leader
 from nsqctl.admin.listing import Listing, list_channels, list_topics
 from nsqctl.admin.operations import (
@@ -87,6 +97,7 @@ from nsqctl.admin.planners import (
     plan_topic_delete,
     select_nodes,
 )
+from nsqctl.admin.preview import describe_plan
 from nsqctl.admin.requests import AdminReport, AdminRequest, Node, NodeResult, Outcome, execute
 from nsqctl.admin.versions import ServerVersion, family_of, server_versions
 from nsqctl.errors import AdminError, TopicNotFoundError
@@ -106,7 +117,9 @@ __all__ = [
     "AdminReport",
     "AdminRequest",
     "BlastRadius",
+    "Confirmation",
     "Family",
+    "FamilyUnsupportedError",
     "Listing",
     "Loss",
     "MetaChange",
@@ -126,8 +139,10 @@ __all__ = [
     "apply_plan",
     "check_create_options",
     "check_node_count",
+    "confirmation",
     "create_topic",
     "create_topic_async",
+    "describe_plan",
     "describe_topic",
     "execute",
     "expand_partitions",

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from nsqctl.errors import TopicNotFoundError
+from nsqctl.errors import AdminError, ConfigError, TopicNotFoundError
 from nsqctl.lookup.model import unwrap_payload
 
 NSQ_V1 = {"Accept": "application/vnd.nsq; version=1.0"}
@@ -27,3 +27,10 @@ def topic_not_found(topic: str, where: Sequence[str]) -> TopicNotFoundError:
         message=f"topic {topic!r} not found (asked {', '.join(where) or 'nobody'}): list "
         f"topics with `nsqctl topic list`, or create it with `nsqctl topic create {topic}`",
     )
+
+
+class FamilyUnsupportedError(ConfigError, AdminError):
+    """The cluster's family has no such action (a topic pause on the redesign, a partition
+    operation on the original NSQ). Asking for it is bad input for that cluster, found
+    before anything is sent, so front ends treat it as they treat any bad input (the CLI:
+    exit 2), whichever family and command."""

@@ -15,6 +15,7 @@ import httpx
 
 from nsqctl.admin.base import NSQ_V1, unwrap_response
 from nsqctl.admin.leader import find_leader, lookupd_nsqds
+from nsqctl.admin.offsets import check_setoffset
 from nsqctl.admin.placement import Placement, locate_topic
 from nsqctl.admin.planners import (
     check_create_options,
@@ -250,9 +251,13 @@ async def prepare(
             return placement, plan_topic_delete(placement, leader)
         return placement, plan_topic_action(action, placement, node=node)
     assert channel is not None
-    return placement, plan_channel_action(
+    stages = plan_channel_action(
         action, placement, channel, partition=partition, offset=offset, leader=leader, node=node
     )
+    if action == "setoffset":
+        async with admin_client(transport) as client:
+            await check_setoffset(client, topic, channel, stages)
+    return placement, stages
 
 
 async def run_action(

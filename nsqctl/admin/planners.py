@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from nsqctl.admin.base import FamilyUnsupportedError
 from nsqctl.admin.placement import Placement
 from nsqctl.admin.requests import AdminRequest, Node
 from nsqctl.errors import AdminError, ConfigError
@@ -118,7 +119,7 @@ def plan_topic_action(
     if action not in TOPIC_ACTIONS:
         raise ConfigError(f"unknown topic action {action!r}")
     if placement.family == "redesign":
-        raise AdminError(
+        raise FamilyUnsupportedError(
             f"the redesign nsqd has no topic {action}: use `nsqctl channel {action} "
             f"{placement.topic} CHANNEL` on each channel instead"
         )
@@ -209,15 +210,16 @@ def plan_channel_action(
     or only on ``partition`` / the nsqd ``node`` (see :func:`select_nodes`).
 
     Original create/delete also (un)register the channel on every lookupd, as nsqadmin does.
-    On a redesign topic with ``disable_channel_auto_create`` the channel is (un)registered
-    on the lookupd leader, and its nsqds refuse local create/delete.
+    On a redesign topic with ``disable_channel_auto_create`` the channel is only
+    (un)registered on the lookupd leader: its nsqds follow the registered list and refuse
+    local create/delete.
     """
     if action not in CHANNEL_ACTIONS:
         raise ConfigError(f"unknown channel action {action!r}")
     topic = placement.topic
     if placement.family == "original" and action in REDESIGN_ONLY:
         hint = "`nsqctl channel empty`" if action != "unskip" else "`nsqctl channel unpause`"
-        raise ConfigError(
+        raise FamilyUnsupportedError(
             f"channel {action} exists only on the redesign (youzan) nsqd; on the original "
             f"NSQ use {hint}"
         )
@@ -268,8 +270,8 @@ def plan_channel_action(
             raise AdminError(
                 f"topic {topic!r} registers channels on the lookupd leader: pass --lookupd"
             )
-        reg = [_req(Node(leader, "lookupd"), f"/channel/{action}", topic=topic, channel=channel)]
-        if action == "delete":
-            return [reg]  # its nsqds refuse local deletes (HTTP 403)
-        return [reg, [_req(n, "/channel/create", **params(n)) for n in nodes]]
+        # Only the registration: the nsqds create (or delete) the channel from the
+        # registered list nsqlookupd hands them, and refuse a local create or delete
+        # (HTTP 403) on such a topic whatever the list says.
+        return [[_req(Node(leader, "lookupd"), f"/channel/{action}", topic=topic, channel=channel)]]
     return [[_req(n, f"/channel/{action}", body, **params(n)) for n in nodes]]

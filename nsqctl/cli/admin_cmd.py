@@ -33,6 +33,7 @@ from nsqctl.cli.common import (
 from nsqctl.cli.numbers import seconds
 from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.protocol.names import validate_channel, validate_topic
+from nsqctl.timeparse import parse_time_s
 
 topic_app = typer.Typer(
     help="Create, delete, list, pause and empty topics; expand, move, update partitions.",
@@ -44,6 +45,11 @@ channel_app = typer.Typer(
 )
 
 YesOption = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation.")
+DryRunOption = typer.Option(
+    False,
+    "--dry-run",
+    help="Check the action and print what it would do (and lose), on which nodes; send nothing.",
+)
 PartitionOption = typer.Option(
     None,
     "--partition",
@@ -102,38 +108,45 @@ def refuse_without_tty(what: str, yes: bool) -> None:
 
 def confirm_plan(
     what: str,
-    stages: list[list[admin.AdminRequest]],
+    preview: list[str],
     yes: bool,
     *,
     blast: admin.BlastRadius | None = None,
     confirm_above: int = admin.DEFAULT_CONFIRM_ABOVE,
 ) -> None:
-    """Show every request of the plan and ask; a no changes nothing and exits 1.
-
-    With ``blast`` over ``confirm_above`` messages (or incomplete) the answer must be the
-    topic's name instead of y."""
+    """Say what the plan does (``preview``, in words) and ask as :func:`admin.confirmation`
+    rules: a no changes nothing and exits 1."""
     if yes:
         return
     typer.echo(f"about to {what}:", err=True)
-    for req in (r for stage in stages for r in stage):
-        typer.echo(f"  {req.node}: {req.describe()}", err=True)
-    if blast is not None and blast.exceeds(confirm_above):
-        why = (
-            f"{blast.messages} messages"
-            if blast.complete
-            else "an unknown number of messages (an nsqd did not answer)"
-        )
-        typed = typer.prompt(
-            f"this drops {why}: type the topic name ({blast.topic}) to proceed",
-            default="",
-            show_default=False,
-            err=True,
-        )
-        if typed.strip() != blast.topic:
+    for line in preview:
+        typer.echo(f"  {line}", err=True)
+    ask = admin.confirmation(blast, confirm_above)
+    if ask.answer == "name":
+        typed = typer.prompt(ask.prompt, default="", show_default=False, err=True)
+        if not ask.accepts(typed):
             raise NsqctlError("aborted: the topic name was not typed back; nothing was changed")
         return
-    if not typer.confirm("proceed?", default=False, err=True):
+    if not typer.confirm(ask.prompt, default=False, err=True):
         raise NsqctlError("aborted: nothing was changed")
+
+
+def show_dry_run(
+    what: str, preview: list[str], as_json: bool, blast: admin.BlastRadius | None = None
+) -> None:
+    """``--dry-run``: what the command would do, on stdout; nothing is sent."""
+    if as_json:
+        payload: dict[str, Any] = {"dry_run": True, "would": what, "plan": preview}
+        if blast is not None:
+            payload["blast_radius"] = blast.to_json()
+        typer.echo(json.dumps(payload, indent=2))
+        return
+    typer.echo(f"dry run: would {what}:")
+    for line in preview:
+        typer.echo(f"  {line}")
+    for line in blast.lines() if blast is not None else ():
+        typer.echo(line)
+    typer.echo("nothing was changed")
 
 
 def show_blast(blast: admin.BlastRadius) -> None:
@@ -180,6 +193,7 @@ def _act(
     offset: str | None = None,
     node: str | None = None,
     confirm_above: int = admin.DEFAULT_CONFIRM_ABOVE,
+    dry_run: bool = False,
 ) -> None:
     validate_topic(topic)
     if channel is not None:
@@ -188,7 +202,7 @@ def _act(
     if node is not None:
         subject += f" on {node}"
     what = f"{action} {subject}"
-    if destructive:
+    if destructive and not dry_run:
         refuse_without_tty(what, yes)
     lookupds, nsqds = cluster
     placement, stages = asyncio.run(
@@ -205,12 +219,19 @@ def _act(
         )
     )
     blast = None
+    preview = admin.describe_plan(stages)
     if destructive and action in admin.MEASURED:
         blast = asyncio.run(admin.measure_plan(action, placement, stages, channel=channel))
+        if dry_run:
+            show_dry_run(what, preview, as_json, blast)
+            return
         if not (yes and as_json):
             show_blast(blast)
+    if dry_run:
+        show_dry_run(what, preview, as_json)
+        return
     if destructive:
-        confirm_plan(what, stages, yes, blast=blast, confirm_above=confirm_above)
+        confirm_plan(what, preview, yes, blast=blast, confirm_above=confirm_above)
     report = asyncio.run(admin.run_plan(f"{kind} {action}", placement, stages, channel=channel))
     emit_report(report, as_json, blast)
 
@@ -316,6 +337,7 @@ def _plan_command(
         partition: int | None = PartitionOption,
         node: str | None = NodeOption,
         yes: bool = YesOption,
+        dry_run: bool = DryRunOption,
         confirm_above: int = ConfirmAboveOption,
         as_json: bool = JsonOption,
         lookupd: list[str] = LookupdOption,
@@ -336,6 +358,7 @@ def _plan_command(
             partition=partition,
             node=node,
             confirm_above=confirm_above,
+            dry_run=dry_run,
         )
 
     dropped = set() if kind == "channel" else {"channel", "partition"}
@@ -437,6 +460,7 @@ def _channel_act(
     offset: str | None = None,
     node: str | None = None,
     confirm_above: int = admin.DEFAULT_CONFIRM_ABOVE,
+    dry_run: bool = False,
 ) -> None:
     _act(
         "channel",
@@ -451,6 +475,7 @@ def _channel_act(
         offset=offset,
         node=node,
         confirm_above=confirm_above,
+        dry_run=dry_run,
     )
 
 
@@ -469,8 +494,12 @@ for _action, _help in _CHANNEL_HELP.items():
 def channel_setoffset(
     topic: str = typer.Argument(..., autocompletion=complete.topics, help="Topic."),
     channel: str = typer.Argument(..., autocompletion=complete.channels, help="Channel."),
-    timestamp: int | None = typer.Option(
-        None, "--timestamp", min=0, help="Resume from messages published at/after this Unix time."
+    timestamp: str | None = typer.Option(
+        None,
+        "--timestamp",
+        metavar="TIME",
+        help="Resume from messages published at/after this time: Unix seconds or ISO 8601 "
+        "(UTC unless it names an offset), as `tail --from-time` takes.",
     ),
     virtual_offset: int | None = typer.Option(
         None, "--virtual-offset", min=0, help="Resume at this byte offset of the partition queue."
@@ -484,15 +513,23 @@ def channel_setoffset(
     end: bool = typer.Option(False, "--end", help="Jump to the end (like empty)."),
     partition: int | None = PartitionOption,
     yes: bool = YesOption,
+    dry_run: bool = DryRunOption,
     as_json: bool = JsonOption,
     lookupd: list[str] = LookupdOption,
     nsqd: list[str] = NsqdOption,
     nsqd_http: list[str] = NsqdHttpOption,
     profile: str | None = ProfileOption,
 ) -> None:
-    """Redesign: move a channel's consume position (asks first)."""
+    """Redesign: move a channel's consume position on every partition (asks first).
+
+    Every partition is checked first and the command is refused, changing nothing, when
+    one cannot take the offset (a time on a partition holding no messages); a partition
+    that still fails while sending is reported with exit 1, the others named as moved."""
     offset = admin.parse_offset(
-        timestamp=timestamp, virtual_offset=virtual_offset, msgcount=msgcount, end=end
+        timestamp=None if timestamp is None else parse_time_s(timestamp),
+        virtual_offset=virtual_offset,
+        msgcount=msgcount,
+        end=end,
     )
     cluster = cluster_addresses(lookupd, nsqd, nsqd_http, profile)
     _channel_act(
@@ -504,4 +541,5 @@ def channel_setoffset(
         yes=yes,
         as_json=as_json,
         offset=offset,
+        dry_run=dry_run,
     )

@@ -18,11 +18,13 @@ import typer
 from nsqctl import admin
 from nsqctl.cli import complete
 from nsqctl.cli.admin_cmd import (
+    DryRunOption,
     YesOption,
     cluster_addresses,
     confirm_plan,
     emit_report,
     refuse_without_tty,
+    show_dry_run,
 )
 from nsqctl.cli.common import JsonOption, LookupdOption, ProfileOption
 from nsqctl.cli.numbers import seconds
@@ -45,8 +47,13 @@ def _say(line: str) -> None:
     typer.echo(line, err=True)
 
 
-def _run(plan: admin.PartitionPlan, what: str, yes: bool, wait: float, as_json: bool) -> None:
-    confirm_plan(what, plan.stages, yes)
+def _run(
+    plan: admin.PartitionPlan, what: str, yes: bool, wait: float, as_json: bool, dry_run: bool
+) -> None:
+    if dry_run:
+        show_dry_run(what, plan.preview, as_json)
+        return
+    confirm_plan(what, plan.preview, yes)
     report = asyncio.run(admin.apply_plan(plan, wait=wait, progress=_say))
     emit_report(report, as_json)
 
@@ -61,16 +68,22 @@ def topic_expand(
     ),
     wait: float = WaitOption,
     yes: bool = YesOption,
+    dry_run: bool = DryRunOption,
     as_json: bool = JsonOption,
     lookupd: list[str] = LookupdOption,
     profile: str | None = ProfileOption,
 ) -> None:
-    """Redesign: add partitions to a topic, waiting until they are writable (asks first)."""
+    """Redesign: add partitions to a topic, waiting until they are writable (asks first).
+
+    Every channel of the topic is created on each new partition before the command
+    reports success, so no channel misses what is published there; a channel that cannot
+    be created there makes it exit 1."""
     validate_topic(topic)
     what = f"expand topic {topic} to {partitions} partitions (cannot be undone)"
-    refuse_without_tty(what, yes)
+    if not dry_run:
+        refuse_without_tty(what, yes)
     plan = asyncio.run(admin.plan_expand(_lookupds(lookupd, profile), topic, partitions))
-    _run(plan, what, yes, wait, as_json)
+    _run(plan, what, yes, wait, as_json, dry_run)
 
 
 @commands.command("move")
@@ -92,6 +105,7 @@ def topic_move(
     ),
     wait: float = WaitOption,
     yes: bool = YesOption,
+    dry_run: bool = DryRunOption,
     as_json: bool = JsonOption,
     lookupd: list[str] = LookupdOption,
     profile: str | None = ProfileOption,
@@ -107,11 +121,12 @@ def topic_move(
     validate_topic(topic)
     copy = f"the copy on {source}" if source else "the leader"
     what = f"move {copy} of {topic} partition {partition} to {to}"
-    refuse_without_tty(what, yes)
+    if not dry_run:
+        refuse_without_tty(what, yes)
     plan = asyncio.run(
         admin.plan_move(_lookupds(lookupd, profile), topic, partition, to, source=source)
     )
-    _run(plan, what, yes, wait, as_json)
+    _run(plan, what, yes, wait, as_json, dry_run)
 
 
 @commands.command("update")
@@ -134,6 +149,7 @@ def topic_update(
     ),
     wait: float = WaitOption,
     yes: bool = YesOption,
+    dry_run: bool = DryRunOption,
     as_json: bool = JsonOption,
     lookupd: list[str] = LookupdOption,
     profile: str | None = ProfileOption,
@@ -143,6 +159,7 @@ def topic_update(
     change = admin.MetaChange(replicas, sync_every, retention_days, channel_auto_create, ext)
     change.params()  # bad values fail here, before the cluster is asked anything
     what = f"update topic {topic}"
-    refuse_without_tty(what, yes)
+    if not dry_run:
+        refuse_without_tty(what, yes)
     plan = asyncio.run(admin.plan_update(_lookupds(lookupd, profile), topic, change))
-    _run(plan, what, yes, wait, as_json)
+    _run(plan, what, yes, wait, as_json, dry_run)

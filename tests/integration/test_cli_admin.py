@@ -200,7 +200,9 @@ def test_prompt_declined_changes_nothing_and_accepted_deletes(
     declined = invoke("topic", "delete", topic, *lk(original_cluster), input="n\n")
     assert declined.exit_code == 1
     assert "aborted" in str(declined.exception)
-    assert f"POST /topic/delete?topic={topic}" in declined.stderr
+    said = declined.stderr
+    assert f"unregister topic {topic} on lookupd {original_cluster.lookupd_http[0]}" in said
+    assert f"delete topic {topic} with its queued messages on nsqds" in said
     assert len(all_entries(original_cluster, topic)) == 2
 
     accepted = invoke("topic", "delete", topic, *lk(original_cluster), input="y\n")
@@ -278,3 +280,94 @@ def test_nsqd_http_only_lists_and_acts(original_cluster: Cluster) -> None:
     assert ok("channel", "list", topic, *nodes).stdout.split() == ["c"]
     ok("channel", "pause", topic, "c", *nodes)
     assert all(ch.paused for ch in channel_entries(original_cluster, topic, "c"))
+
+
+# ----------------------------------------------------------------- all or nothing, dry runs
+
+
+def partition_depths(c: Cluster, topic: str, channel: str) -> dict[int, int]:
+    """partition → the channel's depth on its leader (redesign)."""
+    out: dict[int, int] = {}
+    for t in all_entries(c, topic):
+        ch = t.channel(channel)
+        if ch is not None and t.partition is not None:
+            out[t.partition] = ch.depth
+    return out
+
+
+async def publish_to(c: Cluster, topic: str, partition: int, count: int) -> None:
+    async with Producer(lookupd_http=c.lookupd_http) as p:
+        await p.publish_many(topic, [b"x"] * count, partition=partition)
+
+
+def test_setoffset_by_time_checks_every_partition_first(redesign_cluster: Cluster) -> None:
+    """A time cannot be searched on a partition holding no messages (youzan: HTTP 500
+    "commit log end of file"): the command is refused before any partition moves. Times
+    are ISO 8601 or Unix seconds, as `tail --from-time` takes them."""
+    c = redesign_cluster
+    topic = name("adm-offset")
+    create(c, topic)
+    ok("channel", "create", topic, "c", *lk(c))
+    asyncio.run(publish_to(c, topic, 0, 5))
+    assert partition_depths(c, topic, "c") == {0: 5, 1: 0}
+    later = "2099-01-01T00:00:00"  # after every message: the end of partition 0
+    unix_later = "4070908800"  # the same, in Unix seconds
+    line = assert_one_line_error(
+        cli("channel", "setoffset", topic, "c", "--timestamp", unix_later, "--yes", *lk(c)), 1
+    )
+    assert "nothing was changed" in line and "partition 1 holds no messages" in line, line
+    assert "--partition (0)" in line, line
+    assert partition_depths(c, topic, "c") == {0: 5, 1: 0}  # partition 0 did not move
+
+    def setoffset(when: str) -> None:
+        offset = ["--partition", "0", "--timestamp", when]
+        ok("channel", "setoffset", topic, "c", *offset, "--yes", *lk(c))
+
+    setoffset(later)
+    assert partition_depths(c, topic, "c") == {0: 0, 1: 0}
+    setoffset("2000-01-01T00:00:00+00:00")
+    assert partition_depths(c, topic, "c") == {0: 5, 1: 0}
+
+
+def test_dry_runs_change_nothing_and_say_what_the_real_run_does(
+    redesign_cluster: Cluster,
+) -> None:
+    c = redesign_cluster
+    topic = name("adm-dry")
+    create(c, topic)
+    ok("channel", "create", topic, "c", *lk(c))
+    asyncio.run(publish_to(c, topic, 0, 3))
+    asyncio.run(publish_to(c, topic, 1, 4))
+    before = partition_depths(c, topic, "c")
+    assert before == {0: 3, 1: 4}
+    leaders = {t.partition: t.node for t in all_entries(c, topic)}
+    where = [f"{leaders[p]} (partition {p})" for p in (0, 1)]
+    said: dict[str, str] = {}
+    for args in (
+        ["channel", "empty", topic, "c"],
+        ["channel", "skip", topic, "c"],
+        ["channel", "delete", topic, "c"],
+        ["channel", "setoffset", topic, "c", "--end"],
+        ["topic", "delete", topic],
+    ):
+        proc = cli(*args, "--dry-run", *lk(c))  # no terminal, no --yes: a dry run asks nothing
+        assert proc.returncode == 0, (args, proc.stderr)
+        out = proc.stdout
+        assert out.startswith("dry run: would ") and "nothing was changed" in out, out
+        assert "POST" not in out and "?" not in out, out  # words, not requests
+        said[args[1]] = out
+    for text in (said["empty"], said["skip"], said["setoffset"]):
+        assert all(w in text for w in where), (text, where)
+    assert "drop every queued message of channel" in said["empty"]
+    assert "would lose:" in said["empty"] and "total: 7 messages" in said["empty"]
+    assert f"delete topic {topic} on every partition" in said["delete"]
+    assert partition_depths(c, topic, "c") == before
+    assert not any(ch.skipped for ch in channel_entries(c, topic, "c"))
+    real = json.loads(ok("channel", "empty", topic, "c", "--yes", "--json", *lk(c)).stdout)
+    done = [f"{r['node']} (partition {r['partition']})" for r in real["results"]]
+    assert sorted(done) == sorted(where) and all(w in said["empty"] for w in done)
+    assert partition_depths(c, topic, "c") == {0: 0, 1: 0}
+    # an action the family lacks is bad input for that cluster: exit 2, like `peek`
+    for args in (["topic", "pause", topic], ["topic", "empty", topic, "--dry-run"]):
+        line = assert_one_line_error(cli(*args, *lk(c)), 2)
+        assert "the redesign nsqd has no topic" in line, line

@@ -28,6 +28,7 @@ from tests.helpers.redesign import (
     create_topics,
     eventually,
     leader_stats,
+    nsqctl,
     read_messages,
     run_ok,
     run_process,
@@ -46,6 +47,8 @@ SPECS = {
     "lib": TopicSpec(partitions=1, replicas=1),
     "full": TopicSpec(partitions=1, replicas=3),
     "round": TopicSpec(partitions=1, replicas=3),
+    "carry": TopicSpec(partitions=1, replicas=1),
+    "registered": TopicSpec(partitions=1, replicas=1),
 }
 
 
@@ -129,6 +132,59 @@ def test_expand_adds_writable_partitions_that_take_and_serve_messages(
     counts = {part: t.message_count for part, t in leader_stats(c, topic).items()}
     assert counts == {0: 20, 1: 20, 2: 20}
     assert sorted(_read_all(c, topic, 60)) == sorted(b for items in bodies.values() for b in items)
+
+
+def _expand_publish_read(lookupd: str, topic: str, channel: str, count: int) -> str:
+    """The operator's sequence on a 1-partition topic: expand to 3, publish ``count``
+    numbers, read ``channel`` until empty; every number arrives. The expand's output."""
+    out = run_ok("topic", "expand", topic, "--partitions", "3", "--yes", "--lookupd", lookupd)
+    assert f"channel(s) {channel} present on new partition(s) 1, 2 before the expand" in out, out
+    numbers = b"".join(b"%d\n" % i for i in range(1, count + 1))
+    nsqctl("pub", topic, "--lookupd", lookupd, stdin=numbers)
+    got = nsqctl("tail", topic, "-c", channel, "--until-empty", "--lookupd", lookupd, timeout=120)
+    assert sorted(int(line) for line in got.split()) == list(range(1, count + 1))
+    return out
+
+
+def test_expand_carries_the_channels_so_a_durable_tail_gets_every_message(
+    three: Cluster, topics: dict[str, str]
+) -> None:
+    """The operator's sequence: a 1-partition topic with a channel, expand to 3, publish
+    600, read the channel until empty: all 600 (the new partitions had the channel before
+    they took writes). The dry runs before it change nothing and say what it will do."""
+    c = three
+    topic, lookupd = topics["carry"], c.lookupd_http[0]
+    dry = run_ok("topic", "expand", topic, "--partitions", "3", "--dry-run", "--lookupd", lookupd)
+    assert "dry run: would expand topic" in dry and "add partition(s) 1-2" in dry, dry
+    assert "create channel(s) c on each new partition's leader" in dry, dry
+    assert "POST" not in dry and "nothing was changed" in dry, dry
+    leader = leader_of(c, topic).http_address
+    target = next(a for a in c.nsqd_http if a != leader)
+    move = ["topic", "move", topic, "--partition", "0", "--to", target]
+    dry_move = run_ok(*move, "--dry-run", "--lookupd", lookupd)
+    assert f"move the leader of {topic} partition 0 from {leader} to {target}" in dry_move
+    assert "POST" not in dry_move and "nothing was changed" in dry_move, dry_move
+    assert sorted(lookup_partitions(lookupd, topic)) == [0]
+    assert leader_of(c, topic).http_address == leader
+
+    out = _expand_publish_read(lookupd, topic, "c", 600)
+    for part in (1, 2):
+        assert f"(partition {part})  POST /channel/create?topic={topic}&channel=c" in out, out
+
+
+def test_expand_writes_registered_channels_onto_the_new_partitions(
+    three: Cluster, topics: dict[str, str]
+) -> None:
+    """A topic whose channels nsqlookupd registers: its nsqds refuse a local create, and
+    youzan stores new partitions without the list, so without nsqctl's re-registration
+    the new partitions would have no channel to read (a SUB there is refused)."""
+    c = three
+    topic, lookupd = topics["registered"], c.lookupd_http[0]
+    run_ok("topic", "update", topic, "--no-channel-auto-create", "--yes", "--lookupd", lookupd)
+    created = run_ok("channel", "create", topic, "reg", "--lookupd", lookupd)
+    assert "channel reg is on every copy" in created, created
+    out = _expand_publish_read(lookupd, topic, "reg", 300)
+    assert "POST /channel/create?topic=" in out and "nsqctl-carry-channels" in out, out
 
 
 def test_move_leader_keeps_every_message_and_fills_the_isr(
@@ -296,7 +352,8 @@ def test_bad_input_is_one_line_with_exit_code(
         ["move", "t", "--partition", "0", "--to", "127.0.0.1:4151"],
         ["update", "t", "--replicas", "2"],
     ):
-        err = assert_one_line_error(run_cli(["topic", *args, "--yes", "--lookupd", original]), 1)
+        # an operation the family lacks is bad input for that cluster: exit 2
+        err = assert_one_line_error(run_cli(["topic", *args, "--yes", "--lookupd", original]), 2)
         assert "needs a redesign (youzan) cluster" in err, err
     # no terminal and no --yes: refused before anything is sent
     err = assert_one_line_error(

@@ -16,7 +16,9 @@ seen on a 3-nsqd cluster are in bench/README.md (Server timings):
   is accepted and does nothing). The new partitions become writable in the next topic
   check, like a new topic: re-sending the expand is idempotent and triggers one, so
   :func:`nsqctl.admin.operations.wait_partitions_writable` (create's wait) is reused as
-  is.
+  is. New partitions have no channels, and a channel created later starts at the end:
+  the topic's channels are created on them as soon as their leaders accept, before the
+  expand is reported done (:mod:`nsqctl.admin.partitions.carry` says what remains).
 - ``/topic/partition/move`` takes node ids (``ip:rpc_port:tcp_port:id``), which operators
   never see: we map nsqd HTTP addresses to them (``/config/rpc_port`` and ``/config/id``
   of each nsqd). The request blocks while the target catches up (server limit 10 min; it

@@ -15,6 +15,15 @@ import httpx
 
 from nsqctl.admin.base import NSQ_V1, TIMEOUT
 from nsqctl.admin.operations import NUDGE_INTERVAL, wait_partitions_writable
+from nsqctl.admin.partitions.carry import (
+    Carried,
+    NewPartitions,
+    create_until_led,
+    register_again,
+    rewind_early_writes,
+    wait_registered,
+)
+from nsqctl.admin.partitions.channel_copies import wait_channel_copied
 from nsqctl.admin.partitions.plans import (
     MetaChange,
     PartitionPlan,
@@ -130,18 +139,59 @@ class _Run:
     # ---------------------------------------------------------------- per operation
 
     async def expand(self, req: AdminRequest, wait: float) -> None:
-        """Wait until every partition is writable, re-sending the expand as the nudge."""
+        """Create the topic's channels on the new partitions as soon as their leaders
+        accept them, or for a topic whose channels nsqlookupd registers have it write the
+        list onto the new partitions (see :mod:`nsqctl.admin.partitions.carry`), meanwhile
+        waiting until every partition is writable, re-sending the expand as the nudge."""
         p, left = self.plan, max(0.0, self.deadline - time.monotonic())
         n = p.partition_num
-        seen = await wait_partitions_writable(
-            self.client, p.leader, p.topic, n, left, req, self.progress
+        new_parts = range(p.before.meta.partition_num, n)
+        new = NewPartitions(p.topic, p.channels, new_parts, sorted(p.nodes), self.deadline)
+        registered = p.before.meta.disable_channel_auto_create and bool(p.channels)
+        registrations = await register_again(self.send, p.leader, p.topic) if registered else []
+        carrying = asyncio.create_task(
+            wait_registered(self.client, p.leader, new)
+            if registered
+            else create_until_led(self.client, new)
         )
+        try:
+            seen = await wait_partitions_writable(
+                self.client, p.leader, p.topic, n, left, req, self.progress
+            )
+            carried = await carrying
+        finally:
+            carrying.cancel()
+        carried.registered = registrations
+        if p.channels:
+            await rewind_early_writes(self.client, p.topic, carried)
+            self.report.results.extend(carried.results())
+            self.report.notes.extend(carried.notes)
+            if carried.complete:
+                self.report.notes.append(
+                    f"channel(s) {', '.join(p.channels)} present on new partition(s) "
+                    f"{', '.join(map(str, new_parts))} before the expand was reported done"
+                )
+                await self.channels_copied(carried)
         self.report.notes.append(f"{seen}/{n} partition(s) writable")
         if seen < n:
             self.report.warnings.append(
                 f"only {seen}/{n} partitions became writable within {wait:.0f}s: check the "
                 f"nsqd logs and `nsqctl lookup {p.topic}`"
             )
+
+    async def channels_copied(self, carried: Carried) -> None:
+        """Wait until every replica of the new partitions holds the carried channels, as
+        `channel create` does: a failover to a replica without one would start it at the
+        end there."""
+        if self.plan.before.meta.replica <= 1:
+            return
+        for channel in self.plan.channels:
+            again = [r.request for (_, c), r in carried.created.items() if c == channel]
+            note, warning = await wait_channel_copied(
+                self.client, [self.plan.leader], self.plan.topic, channel, again
+            )
+            self.report.notes.extend([note] if note else [])
+            self.report.warnings.extend([warning] if warning else [])
 
     async def move(self) -> None:
         plan, part = self.plan, self.plan.partition

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from nsqctl.admin.partitions.carry import TEMPORARY
 from nsqctl.admin.partitions.state import (
     NsqdNode,
     TopicState,
@@ -15,6 +16,7 @@ from nsqctl.admin.partitions.state import (
     registered_nsqds,
     topic_state,
 )
+from nsqctl.admin.placement import fetch_stats
 from nsqctl.admin.planners import MAX_REPLICAS, check_node_count
 from nsqctl.admin.requests import AdminRequest, Node, admin_client
 from nsqctl.errors import AdminError, ConfigError
@@ -41,7 +43,10 @@ class PartitionPlan:
     source: str | None = None  # move
     move_leader: bool = False
     replicas: int | None = None  # update
+    channels: tuple[str, ...] = ()  # expand: the channels carried onto the new partitions
     notes: list[str] = field(default_factory=list)
+    preview: list[str] = field(default_factory=list)
+    """What the plan will do, in words (nodes by host:port), for the prompt and --dry-run."""
 
 
 def _node(nodes: dict[str, NsqdNode], address: str, flag: str) -> NsqdNode:
@@ -101,12 +106,72 @@ async def plan_expand(
     if partitions > MAX_EXPAND:
         raise ConfigError(f"--partitions must be at most {MAX_EXPAND} (nsqlookupd's limit)")
     check_node_count(topic, partitions, state.meta.replica, state.allow_multi, len(nodes))
+    async with admin_client(transport) as client:
+        holders = {a for p in state.partitions.values() for a in (p.leader, *p.isr) if a}
+        channels = await topic_channels(client, sorted(holders), topic)
     req = leader_request(
         leader, "/topic/partition/expand", topic=topic, partition_num=str(partitions)
     )
-    return PartitionPlan(
-        "topic expand", topic, leader, [[req]], state, nodes, partition_num=partitions
+    plan = PartitionPlan(
+        "topic expand",
+        topic,
+        leader,
+        [[req]],
+        state,
+        nodes,
+        partition_num=partitions,
+        channels=channels,
     )
+    added = f"{now}" if partitions == now + 1 else f"{now}-{partitions - 1}"
+    plan.preview = [
+        f"add partition(s) {added} to topic {topic} ({now} -> {partitions}; partitions "
+        f"cannot be removed), asking nsqlookupd leader {leader}",
+        f"nsqlookupd places each new partition ({state.meta.replica} replica(s)) on the "
+        f"registered nsqds: {', '.join(sorted(nodes))}",
+        carry_words(channels, state.meta.disable_channel_auto_create, leader),
+        "wait until every partition is writable",
+    ]
+    return plan
+
+
+def carry_words(channels: Sequence[str], registered: bool, leader: str) -> str:
+    """How an expand carries ``channels`` onto the new partitions, in words."""
+    if not channels:
+        return "no channel exists yet: nothing to carry onto the new partitions"
+    named = ", ".join(channels)
+    back = "; set a channel back to its partition's start if that partition took messages first"
+    if registered:
+        return (
+            f"have nsqlookupd leader {leader} write the registered channel(s) {named} onto "
+            f"the new partitions (registering and unregistering {TEMPORARY}), and wait "
+            f"until each new partition's leader holds them before the expand is reported "
+            f"done{back}"
+        )
+    return (
+        f"create channel(s) {named} on each new partition's leader as soon as it accepts "
+        f"them, before the expand is reported done{back}"
+    )
+
+
+async def topic_channels(
+    client: httpx.AsyncClient, nsqds: Sequence[str], topic: str
+) -> tuple[str, ...]:
+    """Every channel any copy of ``topic`` holds on ``nsqds`` (their ``/stats``); an nsqd
+    that does not answer is an error: a channel it alone holds would not be carried."""
+    stats = await fetch_stats(client, nsqds, topic)
+    if stats.errors:
+        raise AdminError(
+            "cannot list the topic's channels to carry onto the new partitions: "
+            + "; ".join(stats.errors.values())
+        )
+    names = {
+        c.name
+        for node in stats.nodes.values()
+        for t in node.topics
+        if t.topic == topic
+        for c in t.channels
+    }
+    return tuple(sorted(n for n in names if n))
 
 
 async def plan_move(
@@ -169,7 +234,7 @@ async def plan_move(
         "move_to": target.node_id,
     }
     req = leader_request(leader, "/topic/partition/move", **params)
-    return PartitionPlan(
+    plan = PartitionPlan(
         "topic move",
         topic,
         leader,
@@ -181,6 +246,23 @@ async def plan_move(
         source=src.http,
         move_leader=move_leader,
     )
+    if move_leader:
+        plan.preview = [
+            f"move the leader of {topic} partition {partition} from {src.http} to "
+            f"{target.http}, asking nsqlookupd leader {leader}",
+            f"{target.http} catches up first if it holds no in-sync copy; writes to the "
+            "partition pause while leadership changes hands",
+            "youzan elects the new leader itself; if it picks another copy, leadership "
+            "is moved on from there until the target leads (or the move fails)",
+        ]
+    else:
+        plan.preview = [
+            f"move the copy of {topic} partition {partition} on {src.http} to "
+            f"{target.http}, asking nsqlookupd leader {leader}; the leader "
+            f"({part.leader}) stays",
+            f"{target.http} catches up, then {src.http} leaves the in-sync replicas",
+        ]
+    return plan
 
 
 @dataclass(frozen=True)
@@ -238,6 +320,8 @@ async def plan_update(
         check_node_count(topic, state.meta.partition_num, replicas, state.allow_multi, len(nodes))
     req = leader_request(leader, "/topic/meta/update", **params)
     plan = PartitionPlan("topic update", topic, leader, [[req]], state, nodes, replicas=replicas)
+    changes = ", ".join(f"{k}={v}" for k, v in params.items() if k != "topic")
+    plan.preview = [f"set {changes} on topic {topic}, asking nsqlookupd leader {leader}"]
     if change.sync_every is not None or change.retention_days is not None:
         plan.notes.append(
             "sync-every and retention-days are kept in etcd; nsqlookupd does not show them "

@@ -11,14 +11,20 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from nsqctl.admin.base import NSQ_V1, TIMEOUT, topic_not_found, unwrap_response
+from nsqctl.admin.base import (
+    NSQ_V1,
+    TIMEOUT,
+    FamilyUnsupportedError,
+    topic_not_found,
+    unwrap_response,
+)
 from nsqctl.admin.leader import find_leader
 from nsqctl.errors import AdminError, ConfigError, NsqctlError
 from nsqctl.lookup.client import LookupClient
 from nsqctl.lookup.model import Peer, TopicMeta
 
 
-class NotRedesignError(AdminError):
+class NotRedesignError(FamilyUnsupportedError):
     """The cluster is the original NSQ, which has no partitions to operate on."""
 
 
