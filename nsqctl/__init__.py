@@ -29,6 +29,7 @@ __version__ = "0.1.0"
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:  # the public API, the one list of it (see the module docstring)
+    from nsqctl.admin.base import FamilyUnsupportedError as FamilyUnsupportedError
     from nsqctl.admin.partitions.state import NotRedesignError as NotRedesignError
     from nsqctl.connection import ConnectionConfig as ConnectionConfig
     from nsqctl.connection import TLSSettings as TLSSettings
