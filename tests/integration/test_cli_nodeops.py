@@ -1,5 +1,5 @@
 """One-node operations, the blast radius shown before a destructive command asks, and
-``nsqctl peek``, on real servers of both families (issue 24, items 5 and 6).
+``nsqctl peek``, on real servers of both families.
 
 The session clusters (2 nsqd each) are shared: every test has its own topic. Counters are
 read through the one ``/stats`` reader (:func:`nsqctl.stats.read_nsqd_stats`).

@@ -1,4 +1,4 @@
-"""``nsqctl tail`` as kcat (issue 24, item 4) on real servers of both families:
+"""``nsqctl tail`` as kcat on real servers of both families:
 ``--format`` templates with real fields, ``--until-empty`` exiting 0 once the channel is
 caught up, and ``--until TIME`` on the redesign reading history on a temporary channel
 that leaves the real channel where it was.

@@ -1,4 +1,4 @@
-"""A hung node on the original family (issue 25, items 4 and 6): pub, tail, stat and dash
+"""A hung node on the original family: pub, tail, stat and dash
 run through a SIGSTOP of an nsqd, then of nsqlookupd, on one cluster whose nsqds listen
 and broadcast on their own loopback addresses (127.0.0.2, 127.0.0.3) as separate hosts
 would. Each command finishes within a bound, nothing published is lost (consumed at least

@@ -1,4 +1,4 @@
-"""A hung node on the redesign (issue 25, items 4 and 6): pub, tail, tail --ordered, stat
+"""A hung node on the redesign: pub, tail, tail --ordered, stat
 and dash run through a SIGSTOP of a partition leader, then of nsqlookupd, on one cluster
 whose nsqds listen and broadcast on their own loopback addresses (127.0.0.2, 127.0.0.3).
 Each command finishes within a bound, nothing published is lost (consumed at least once),

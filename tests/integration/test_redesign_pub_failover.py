@@ -1,6 +1,6 @@
 """`nsqctl pub` rides through a partition leader's kill -9 on real youzan servers.
 
-The first test is issue 14's scenario: a topic of 1 partition and 2 replicas, ``nsqctl
+The first test is the leader-kill scenario: a topic of 1 partition and 2 replicas, ``nsqctl
 pub --rate 2000`` of 20,000 lines, kill -9 of the leader 4 s in. The issue ran it on 2
 nsqd; there nsqlookupd never enables writes again without the killed node (writes need
 more than replicas/2 nodes in the ISR), and when the node is started again within seconds

@@ -1,4 +1,4 @@
-"""A channel that exists only on the killed leader is resumed, not skipped (issue 25).
+"""A channel that exists only on the killed leader is resumed, not skipped.
 
 youzan copies a new channel to the replicas in the partition's ISR when a SUB makes it
 (and again on its periodic sync when that failed), so a replica that joined the ISR later

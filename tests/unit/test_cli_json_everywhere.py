@@ -1,4 +1,4 @@
-"""Every reporting command accepts ``--json`` (issue 23 item 5), proved by walking the
+"""Every reporting command accepts ``--json``, proved by walking the
 command tree: a new command must be put in one of the two lists below, or this fails.
 
 "Reporting" means the command ends by telling what it found or did (a table, a summary, a
