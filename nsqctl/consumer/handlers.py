@@ -179,8 +179,8 @@ class HandlerRunner:
         )
         interval = timeout_ms / 2000.0
         loop_now = asyncio.get_running_loop().time()
-        # received_at is time.monotonic(), the clock asyncio's default loop runs on too;
-        # the difference is taken, so only the elapsed time matters.
+        # received_at is on time.monotonic(): only the time since then is carried over to
+        # the loop's clock, so the two clocks need not be the same.
         elapsed = max(0.0, time.monotonic() - msg.received_at)
         return AutoTouch(msg, loop_now + max(0.0, interval - elapsed), interval, self._stats)
 
