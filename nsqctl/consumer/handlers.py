@@ -36,7 +36,11 @@ DEFAULT_MSG_TIMEOUT_MS = 60_000
 
 
 def is_async_handler(handler: Handler) -> bool:
-    return inspect.iscoroutinefunction(handler)
+    """An ``async def`` function, or an object whose ``__call__`` is one: called, it only
+    makes a coroutine, which must be awaited for the handler to run at all."""
+    if inspect.iscoroutinefunction(handler):
+        return True
+    return callable(handler) and inspect.iscoroutinefunction(type(handler).__call__)
 
 
 def check_handler_settings(handler: Handler | None, options: ConsumerOptions) -> None:

@@ -270,6 +270,23 @@ def test_a_setting_that_would_do_nothing_is_refused_at_construction(
 # -- delivery path --------------------------------------------------------------------------
 
 
+async def test_an_object_with_an_async_call_is_awaited_as_an_async_handler() -> None:
+    """Called in line, such a handler only makes a coroutine: the message would be FINed
+    without the handler having run."""
+    seen: list[bytes] = []
+
+    class Handler:
+        async def __call__(self, msg: Message) -> None:
+            await asyncio.sleep(0)
+            seen.append(msg.body)
+
+    path, flow, _, stats = make_path(Handler())
+    fake = FakeConn()
+    path.on_messages(connect(path, flow, fake), [raw(1)])
+    await wait_for(lambda: stats.finished == 1, 5.0, "the message finished")
+    assert seen == [raw(1).body] and fake.fins == [[raw(1).id]]
+
+
 async def test_a_read_is_handled_and_fined_in_one_write() -> None:
     seen: list[bytes] = []
     path, flow, _, stats = make_path(lambda msg: seen.append(msg.body))
