@@ -1,12 +1,22 @@
 """The message object handlers receive: the decoded frame plus where it came from and
-the three responses (FIN, REQ, TOUCH) a handler may give."""
+the three responses (FIN, REQ, TOUCH) a handler may give.
+
+The answers are kept on the consumer's event loop: the books they change (in-flight,
+RDY, backoff) and the connection they write to belong to it. A handler running in a
+thread (a consumer with ``threads=True``) may still call ``finish()``, ``requeue()``,
+``touch()`` and :func:`finish_all`: the call is carried to the loop and waits for it
+there, so an error (AlreadyRespondedError for a message given back at close) is raised in
+the handler's thread.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import concurrent.futures
 import json
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from nsqctl.errors import AlreadyRespondedError
 from nsqctl.protocol.message import RawMessage
@@ -38,7 +48,7 @@ class Delivery:
     instead of five (a consumer creates hundreds of thousands of messages a second).
     """
 
-    __slots__ = ("channel", "conn", "nsqd_address", "partition", "responder", "topic")
+    __slots__ = ("channel", "conn", "loop", "nsqd_address", "partition", "responder", "topic")
 
     def __init__(
         self,
@@ -47,6 +57,7 @@ class Delivery:
         topic: str,
         channel: str,
         partition: int | None,
+        loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
         self.conn = conn
         self.responder = responder
@@ -54,6 +65,39 @@ class Delivery:
         self.channel = channel
         self.partition = partition
         self.nsqd_address = str(conn.address)
+        # The loop answers must be given on, when handlers may run in other threads; None
+        # when every answer comes from the loop itself (no check, no cost).
+        self.loop = loop
+
+
+_T = TypeVar("_T")
+
+
+def off_loop(loop: asyncio.AbstractEventLoop | None) -> bool:
+    """True when ``loop`` is given and this thread is not running it."""
+    if loop is None:
+        return False
+    try:
+        return asyncio.get_running_loop() is not loop
+    except RuntimeError:  # no loop running in this thread: a handler thread
+        return True
+
+
+def call_on_loop(loop: asyncio.AbstractEventLoop, call: Callable[[], _T]) -> _T:
+    """Run ``call`` on ``loop`` from another thread and wait for it: its result, or its
+    exception raised here."""
+    done: concurrent.futures.Future[_T] = concurrent.futures.Future()
+
+    def run() -> None:
+        if not done.set_running_or_notify_cancel():
+            return
+        try:
+            done.set_result(call())
+        except BaseException as err:
+            done.set_exception(err)
+
+    loop.call_soon_threadsafe(run)
+    return done.result()
 
 
 class Message:
@@ -186,18 +230,34 @@ class Message:
 
     def finish(self) -> None:
         """FIN: the message was handled (or durably stored)."""
+        via = self._via
+        if via.loop is not None and off_loop(via.loop):
+            self._check_unanswered()  # given back at close: raise without the loop
+            call_on_loop(via.loop, self.finish)
+            return
         self._respond("FIN")
-        self._via.responder.finish_messages(self._via.conn, [self])
+        via.responder.finish_messages(via.conn, [self])
 
     def requeue(self, delay: float | None = None, backoff: bool = True) -> None:
         """REQ: give it back; ``delay`` seconds (default: attempts × the default delay)."""
+        via = self._via
+        if via.loop is not None and off_loop(via.loop):
+            self._check_unanswered()
+            call_on_loop(via.loop, lambda: self.requeue(delay, backoff))
+            return
         self._respond("REQ")
-        self._via.responder.requeue_message(self, self._via.conn, delay, backoff)
+        via.responder.requeue_message(self, via.conn, delay, backoff)
 
     def touch(self) -> None:
-        """TOUCH: reset the server's timeout for this message (the library never does)."""
+        """TOUCH: reset the server's timeout for this message (the consumer does it
+        itself only with ``auto_touch=True``)."""
+        via = self._via
+        if via.loop is not None and off_loop(via.loop):
+            self._check_unanswered()
+            call_on_loop(via.loop, self.touch)
+            return
         self._check_unanswered()
-        self._via.conn.touch(self.id)
+        via.conn.touch(self.id)
 
     def _respond(self, outcome: str) -> None:
         self._check_unanswered()
@@ -221,6 +281,11 @@ def finish_all(messages: Iterable[Message]) -> None:
     for msg in msgs:
         if msg.outcome is not None:
             msg._check_unanswered()  # raises
+    if msgs:
+        loop = msgs[0]._via.loop
+        if loop is not None and off_loop(loop):  # a handler thread: answer on the loop
+            call_on_loop(loop, lambda: finish_all(msgs))
+            return
     if len(msgs) == 1:  # tail --ordered flushes every message on its own
         msg = msgs[0]
         msg.outcome = "FIN"

@@ -38,9 +38,9 @@ from nsqctl.consumer.delivery import (
     END_OF_STREAM,
     DeliveryPath,
     GiveUpHook,
-    Handler,
     OrderEventHook,
 )
+from nsqctl.consumer.handlers import Handler, check_handler_settings
 from nsqctl.consumer.leaders import LeaderWatch
 from nsqctl.consumer.options import (
     NOT_GIVEN,
@@ -79,6 +79,9 @@ class Consumer:
     A handler that returns normally gets its message FINed; one that raises gets it
     requeued with backoff; one that called ``finish()``/``requeue()`` (or
     ``disable_auto_response()``) answers itself. In the iterator form the caller must answer.
+    An async handler runs as a task per message (up to ``max_in_flight`` at once, or
+    ``concurrency``); a plain function runs on the event loop, one message at a time,
+    unless ``threads=True`` runs it in ``concurrency`` threads.
 
     Options come from ``options`` (a :class:`ConsumerOptions`, never changed) with any of
     its fields given as keywords on top (``Consumer(..., options=base, max_in_flight=50)``);
@@ -122,6 +125,9 @@ class Consumer:
         stop_timeout: float | NotGiven = NOT_GIVEN,
         failover_window: float | NotGiven = NOT_GIVEN,
         seed: int | NotGiven | None = NOT_GIVEN,
+        concurrency: int | NotGiven | None = NOT_GIVEN,
+        threads: bool | NotGiven = NOT_GIVEN,
+        auto_touch: bool | NotGiven = NOT_GIVEN,
     ) -> None:
         # The option keywords actually passed (first statement: locals() is the arguments
         # only); a test keeps this signature and ConsumerOptions' fields the same.
@@ -152,6 +158,7 @@ class Consumer:
             )
         opts = replace(options if options is not None else ConsumerOptions(), **given)
         opts.validate()
+        check_handler_settings(handler, opts)
         if nsqd_tcp and opts.partitions is not None:
             raise ConfigError(
                 "partitions= needs lookupd_http=: the lookup says which nsqd leads each "
@@ -330,14 +337,16 @@ class Consumer:
         """Stop receiving and close, giving back what was not handled, once.
 
         In order: RDY 0 on every connection; the messages waiting in the iterator's queue
-        are given back at once (REQ, no delay, no backoff), as is every message that still
-        arrives (nsqd sent it before it saw RDY 0) and every message taken from an
-        iterator that was left (``break``) without answering it; handlers in progress
-        (and messages taken by an iteration still in progress) get up to ``timeout``
-        seconds (default ``stop_timeout``) to be answered; what is still unanswered then
-        is given back at once and its handler cancelled (a handler that answers after
-        that gets AlreadyRespondedError: each message is given back once, never FINed
-        after); the background tasks (flow, connecting, lookup polling) are stopped,
+        (or for a free handler, with ``concurrency``) are given back at once (REQ, no
+        delay, no backoff), as is every message that still arrives (nsqd sent it before it
+        saw RDY 0) and every message taken from an iterator that was left (``break``)
+        without answering it; handlers in progress (and messages taken by an iteration
+        still in progress) get up to ``timeout`` seconds (default ``stop_timeout``) to be
+        answered; what is still unanswered then is given back at once and its handler
+        cancelled (a handler that answers after that gets AlreadyRespondedError: each
+        message is given back once, never FINed after; a handler thread cannot be
+        cancelled and runs on, its late answer raising AlreadyRespondedError in that
+        thread); the background tasks (flow, connecting, lookup polling) are stopped,
         waiting at most the connect timeout for them; then CLS and close.
         """
         if self._stopping:
@@ -352,15 +361,20 @@ class Consumer:
             handlers = self._delivery.abandon()
             log.warning(
                 "closing %s/%s: %d message(s) still unanswered after %gs were given back "
-                "(requeued at once) and %d overrunning handler(s) cancelled",
+                "(requeued at once) and %d overrunning handler(s) cancelled%s",
                 self.topic,
                 self.channel,
                 left,
                 timeout,
                 len(handlers),
+                " (a handler thread cannot be stopped: it runs on, and what it answers "
+                "now raises AlreadyRespondedError)"
+                if handlers and self._delivery.threads
+                else "",
             )
             if handlers:  # let the cancelled handlers unwind, within a bound
                 await asyncio.wait(handlers, timeout=HANDLER_CANCEL_GRACE)
+        self._delivery.shutdown()
         await self._stop_tasks()
         await self._connections.close_all()
         if self._lookup is not None:

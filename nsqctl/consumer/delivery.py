@@ -27,6 +27,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from nsqctl.consumer.handlers import Handler, HandlerRunner, is_async_handler
 from nsqctl.consumer.order import OrderViolation
 from nsqctl.message import Delivery, Message
 
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("nsqctl.consumer")
 _monotonic = time.monotonic
 
-Handler = Callable[[Message], Awaitable[Any] | Any]
 GiveUpHook = Callable[[Message], Awaitable[Any] | Any]
 OrderEventHook = Callable[[OrderViolation], Any]
 
@@ -126,7 +126,26 @@ class DeliveryPath:
         self._default_requeue_delay = options.default_requeue_delay
         self._max_requeue_delay = options.max_requeue_delay
         self._handler = handler
-        self._handler_is_async = handler is not None and inspect.iscoroutinefunction(handler)
+        self._handler_is_async = handler is not None and is_async_handler(handler)
+        # Handlers as tasks: async ones, and plain functions sent to threads. A plain
+        # function without threads runs right in on_messages, on the loop.
+        self._tasked = handler is not None and (self._handler_is_async or options.threads)
+        # How a task runs its message: as before (one task per message, nothing more), or
+        # through the runner that bounds concurrency, uses threads and touches.
+        self._runner: HandlerRunner | None = None
+        self._run: Callable[[Message], Awaitable[None]] = self._run_async
+        if handler is not None and (
+            options.concurrency is not None or options.threads or options.auto_touch
+        ):
+            self._runner = HandlerRunner(
+                handler,
+                concurrency=options.concurrency,
+                threads=options.threads,
+                auto_touch=options.auto_touch,
+                stats=stats,
+                on_failure=self._handler_failed,
+            )
+            self._run = self._runner.run
         self._queue: asyncio.Queue[Message] | None = None if handler else asyncio.Queue()
         self._on_order = on_order_violation
         self._trace = trace_log
@@ -166,7 +185,9 @@ class DeliveryPath:
     # -- connections ----------------------------------------------------------------------
 
     def add(self, conn: Connection, partition: int | None) -> None:
-        self._deliveries[id(conn)] = Delivery(conn, self, self.topic, self.channel, partition)
+        # with handler threads, a message's answers are carried to this (the running) loop
+        loop = asyncio.get_running_loop() if self._runner and self._runner.threads else None
+        self._deliveries[id(conn)] = Delivery(conn, self, self.topic, self.channel, partition, loop)
 
     def remove(self, conn: Connection) -> None:
         self._deliveries.pop(id(conn), None)
@@ -218,8 +239,9 @@ class DeliveryPath:
         epoch = self._backoff.epoch
         max_attempts = self._max_attempts
         handler = self._handler
-        if handler is None or self._handler_is_async:
+        if handler is None or self._tasked:
             queue = self._queue
+            run = self._run
             for raw in raws:
                 msg = Message(raw, via, now, epoch)
                 if max_attempts and raw.attempts > max_attempts:
@@ -227,7 +249,7 @@ class DeliveryPath:
                 elif queue is not None:
                     queue.put_nowait(msg)
                 else:
-                    self._spawn(self._run_async(msg), msg)
+                    self._spawn(run(msg), msg)
             return
         done: list[Message] = []
         for raw in raws:
@@ -435,8 +457,8 @@ class DeliveryPath:
             return 0
         self._closing = True
         queue = self._queue
-        if queue is None:
-            return 0
+        if queue is None:  # handlers: those waiting for a free one are not started
+            return self.give_back(self._runner.waiting()) if self._runner is not None else 0
         waiting: list[Message] = []
         while not queue.empty():
             msg = queue.get_nowait()
@@ -490,6 +512,17 @@ class DeliveryPath:
         for task in tasks:
             task.cancel()
         return tasks
+
+    @property
+    def threads(self) -> bool:
+        """Handlers run in threads (which a cancel cannot stop)."""
+        return self._runner is not None and self._runner.threads
+
+    def shutdown(self) -> None:
+        """The consumer is closed: let the handler threads go (a thread still running a
+        handler ends when the handler returns)."""
+        if self._runner is not None:
+            self._runner.shutdown()
 
     def _give_back(self, conn: Connection, msgs: list[Message]) -> None:
         """REQ with no delay and no backoff (a closing consumer, not a failing handler):

@@ -42,6 +42,9 @@ class ConsumerStats:
     order_redeliveries: int = 0
     reconnects: int = 0
     backoff_level: int = 0
+    # auto_touch: TOUCH commands sent for messages held by a handler past half their
+    # message timeout.
+    touched: int = 0
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,16 @@ class ConsumerOptions:
     # consumer fails (FailoverTimeoutError); 0 waits forever.
     failover_window: float = DEFAULT_FAILOVER_WINDOW
     seed: int | None = None
+    # How many handlers may run at once. None: an async handler runs for every message in
+    # flight (up to max_in_flight at once), a plain function one message at a time on the
+    # event loop. N: at most N at once (async handlers, or threads=True).
+    concurrency: int | None = None
+    # A plain-function handler runs in a pool of ``concurrency`` threads instead of on the
+    # event loop (a blocking handler then neither stalls the connections nor the others).
+    threads: bool = False
+    # TOUCH every message a handler holds before its message timeout (the one nsqd
+    # negotiated in IDENTIFY) runs out, until it is answered or given back.
+    auto_touch: bool = False
 
     def validate(self) -> None:
         """Raise :class:`ConfigError` (``setting`` = the option) for a value that cannot work."""
@@ -128,6 +141,23 @@ class ConsumerOptions:
             )
         if self.ordered and self.start is not None:
             raise ConfigError(ORDERED_START, setting="start")
+        concurrency = self.concurrency
+        if concurrency is not None and (
+            isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1
+        ):
+            raise ConfigError(
+                f"concurrency must be an integer >= 1 (or None), got {concurrency!r}",
+                setting="concurrency",
+            )
+        for name in ("threads", "auto_touch"):
+            value = getattr(self, name)
+            if not isinstance(value, bool):
+                raise ConfigError(f"{name} must be True or False, got {value!r}", setting=name)
+        if self.threads and concurrency is None:
+            raise ConfigError(
+                "threads=True needs concurrency=N: the number of handler threads",
+                setting="concurrency",
+            )
 
 
 class NotGiven(enum.Enum):

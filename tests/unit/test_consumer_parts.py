@@ -158,6 +158,19 @@ def iterator_with(
 # -- options --------------------------------------------------------------------------------
 
 
+async def _async_handler(msg: Message) -> None:
+    """An async handler, for the settings checked against the handler's kind."""
+
+
+def test_handler_concurrency_settings_that_fit_their_handler_are_accepted() -> None:
+    """The default keeps today's behaviour; each setting is taken where it works."""
+    plain = Consumer("t", "c", print, nsqd_tcp=[NSQD])
+    assert (plain.options.concurrency, plain.options.threads) == (None, False)
+    Consumer("t", "c", print, nsqd_tcp=[NSQD], concurrency=1)  # one at a time on the loop
+    Consumer("t", "c", print, nsqd_tcp=[NSQD], concurrency=3, threads=True, auto_touch=True)
+    Consumer("t", "c", _async_handler, nsqd_tcp=[NSQD], concurrency=3, auto_touch=True)
+
+
 def test_options_are_frozen_and_overrides_compose_without_changing_the_callers() -> None:
     base = ConsumerOptions(max_in_flight=7, max_attempts=3)
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -193,6 +206,12 @@ def test_every_option_is_a_typed_keyword_of_consumer() -> None:
         ({"reconnect_initial": 5.0, "reconnect_max": 1.0}, "reconnect_max"),
         ({"partitions": [0, -1]}, "partitions"),
         ({"ordered": True, "start": "earliest"}, "start"),
+        ({"concurrency": 0}, "concurrency"),
+        ({"concurrency": "4"}, "concurrency"),
+        ({"concurrency": True}, "concurrency"),
+        ({"threads": "yes"}, "threads"),
+        ({"auto_touch": 1}, "auto_touch"),
+        ({"threads": True}, "concurrency"),  # how many threads: not guessed
     ],
 )
 def test_bad_option_values_fail_at_construction(overrides: dict[str, Any], setting: str) -> None:
@@ -219,6 +238,24 @@ def test_no_cluster_names_the_library_settings() -> None:
         ),
         (dict(nsqd_tcp=[NSQD], handler="print"), "handler", "handler must be a function"),
         (dict(nsqd_tcp=[NSQD], partitions=[0]), "partitions", "partitions= needs lookupd_http="),
+        # handler concurrency: each refused where it could not work with this handler
+        (dict(nsqd_tcp=[NSQD], concurrency=4), "concurrency", "without one the consumer"),
+        (dict(nsqd_tcp=[NSQD], auto_touch=True), "auto_touch", "without one the consumer"),
+        (
+            dict(nsqd_tcp=[NSQD], handler=print, concurrency=4),
+            "concurrency",
+            "concurrency=4 needs threads=True",
+        ),
+        (
+            dict(nsqd_tcp=[NSQD], handler=print, auto_touch=True),
+            "auto_touch",
+            "the handler holds the loop",
+        ),
+        (
+            dict(nsqd_tcp=[NSQD], handler=_async_handler, threads=True, concurrency=2),
+            "threads",
+            "this handler is async",
+        ),
     ],
 )
 def test_a_setting_that_would_do_nothing_is_refused_at_construction(
@@ -231,6 +268,23 @@ def test_a_setting_that_would_do_nothing_is_refused_at_construction(
 
 
 # -- delivery path --------------------------------------------------------------------------
+
+
+async def test_an_object_with_an_async_call_is_awaited_as_an_async_handler() -> None:
+    """Called in line, such a handler only makes a coroutine: the message would be FINed
+    without the handler having run."""
+    seen: list[bytes] = []
+
+    class Handler:
+        async def __call__(self, msg: Message) -> None:
+            await asyncio.sleep(0)
+            seen.append(msg.body)
+
+    path, flow, _, stats = make_path(Handler())
+    fake = FakeConn()
+    path.on_messages(connect(path, flow, fake), [raw(1)])
+    await wait_for(lambda: stats.finished == 1, 5.0, "the message finished")
+    assert seen == [raw(1).body] and fake.fins == [[raw(1).id]]
 
 
 async def test_a_read_is_handled_and_fined_in_one_write() -> None:
