@@ -166,8 +166,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {"archive": ("pyarrow",), "spark": ("pyspar
 
 GLOBAL_EPILOG = (
     "Global options (--debug, --profile, --tls*, --auth-secret-file, --compression, "
-    "--read-only) work "
-    "before or after the command: see nsqctl --help."
+    "--read-only) work before or after the command: see nsqctl --help."
 )
 
 

@@ -2,9 +2,9 @@
 
 Order: flags beat environment beat profile. Addresses come per command (``--lookupd``,
 ``--nsqd``, ``--nsqd-http``, ``--profile``); connection security (TLS, AUTH, compression),
-``--read-only`` and ``--debug`` are global flags (:func:`global_flags`), accepted before the command
-(``nsqctl --tls-ca ca.pem tail ...``) and after it (``nsqctl tail ... --tls-ca ca.pem``),
-then env, then the profile.
+``--read-only`` and ``--debug`` are global flags (:func:`global_flags`), accepted before
+the command (``nsqctl --tls-ca ca.pem tail ...``) and after it (``nsqctl tail ...
+--tls-ca ca.pem``), then env, then the profile.
 
 This module is imported by every command at start-up: it must stay cheap (the config,
 connection and secrets modules load only when a selection is resolved).
@@ -344,7 +344,7 @@ def _read_only(prof: Profile | None) -> ReadOnlySetting:
         if raw not in _TRUE_WORDS + _FALSE_WORDS:
             raise ConfigError(
                 f"{READ_ONLY_ENV}={os.environ[READ_ONLY_ENV]!r} is neither on nor off: "
-                f"set it to 1 (refuse writes) or 0, or unset it"
+                "set it to 1 (refuse writes) or 0, or unset it"
             )
         return ReadOnlySetting(raw in _TRUE_WORDS, f"${READ_ONLY_ENV}")
     if prof is not None and prof.read_only:
