@@ -11,7 +11,8 @@ Example (``nsqctl config path`` prints where it lives)::
 
 Keys of a profile: lookupd, nsqd, nsqd_http (lists of HOST:PORT), tls (bool), tls_ca,
 tls_cert, tls_key (only with tls_cert), tls_insecure (any tls_* key turns TLS on, as its
-flag does), auth_secret_file, compression (none|snappy|deflate),
+flag does), auth_secret_file, compression (none|snappy|deflate), read_only (bool: refuse
+every command that changes the cluster or consumes a durable channel, as ``--read-only``),
 check (health rules for ``nsqctl check`` and ``nsqctl exporter``, e.g.
 ``["max-depth:orders*/*=1000,5000", "orphan=crit"]``; see :mod:`nsqctl.health.spec`).
 The secret itself never lives in this file, only the path of a file holding it.
@@ -33,7 +34,7 @@ CONFIG_ENV = "NSQCTL_CONFIG"
 PROFILE_ENV = "NSQCTL_PROFILE"
 _LIST_KEYS = ("lookupd", "nsqd", "nsqd_http")
 _STR_KEYS = ("tls_ca", "tls_cert", "tls_key", "auth_secret_file", "compression")
-_BOOL_KEYS = ("tls", "tls_insecure")
+_BOOL_KEYS = ("tls", "tls_insecure", "read_only")
 _RULE_KEYS = ("check",)
 
 
@@ -61,6 +62,7 @@ class Profile:
     auth_secret_file: str | None = None
     compression: str = "none"
     check: tuple[str, ...] = ()
+    read_only: bool = False
 
     def to_toml_table(self) -> dict[str, Any]:
         """The non-default keys, as written back to the file."""

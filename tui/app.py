@@ -43,13 +43,17 @@ class DashApp(App[None]):
         source: ViewSource,
         interval: float = 2.0,
         drain_states: Callable[[], Mapping[str, str]] | None = None,
+        read_only: str | None = None,
     ) -> None:
         """``drain_states`` tells the node screen which nsqd is being drained (nsqd HTTP
-        address → a short state), read at every refresh; without it none is."""
+        address → a short state), read at every refresh; without it none is.
+        ``read_only``, when given, names what set read-only (``--read-only``, a profile):
+        every action is then refused with a notification, and nothing is sent."""
         super().__init__()
         self.source = source
         self.interval = interval
         self.drain_states = drain_states
+        self.read_only = read_only
         self._poller: Worker[None] | None = None
         self.view: ClusterView | None = None
         self.polls = 0
@@ -155,6 +159,13 @@ class DashApp(App[None]):
         return None, None
 
     def _confirm_and_run(self, action: Action, topic: TopicView, channel: str | None) -> None:
+        if self.read_only is not None:
+            self.notify(
+                f"read-only (from {self.read_only}): {describe(action, topic.name, channel)} "
+                "changes the cluster; not sent",
+                severity="warning",
+            )
+            return
         reason = unsupported(action, topic, channel)
         if reason:
             self.notify(reason, severity="warning")

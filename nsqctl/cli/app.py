@@ -5,6 +5,9 @@ Start-up: ``nsqctl --help`` and ``nsqctl version --client`` must answer in well 
 completion or the docs are asked for). :data:`COMMANDS` names each command's module and
 short help; :class:`LazyGroup` loads the one that runs. A new command is added there.
 
+Read-only: every command is classified in :mod:`nsqctl.cli.readonly`, whose guard wraps
+each write command as it is built here (a new command is added there too).
+
 Errors: anything nsqctl raises on purpose (``NsqctlError``) becomes one line on stderr
 and exit code 1 (``ConfigError``: 2, a usage error); parser errors (unknown option,
 missing argument, bad value) are one line and exit 2; ``--debug`` shows the traceback.
@@ -28,7 +31,7 @@ import typer
 import typer.core
 import typer.main
 
-from nsqctl.cli import common
+from nsqctl.cli import common, readonly
 from nsqctl.cli.collector import imports_done
 from nsqctl.cli.errors import cli_message
 from nsqctl.cli.numbers import Number
@@ -162,8 +165,8 @@ COMMANDS: tuple[Entry, ...] = (
 EXTRAS: dict[str, tuple[str, ...]] = {"archive": ("pyarrow",), "spark": ("pyspark", "pyarrow")}
 
 GLOBAL_EPILOG = (
-    "Global options (--debug, --profile, --tls*, --auth-secret-file, --compression) work "
-    "before or after the command: see nsqctl --help."
+    "Global options (--debug, --profile, --tls*, --auth-secret-file, --compression, "
+    "--read-only) work before or after the command: see nsqctl --help."
 )
 
 
@@ -364,6 +367,7 @@ def load(entry: Entry) -> Any:
     polish(command)
     if entry.extra:
         _with_extra(command, entry)
+    readonly.guard(command, (entry.name,))  # outermost: refused before the extra is checked
     imports_done()  # the command is built: from here on its own objects are collected
     return command
 

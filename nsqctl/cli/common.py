@@ -1,10 +1,10 @@
 """Options every cluster command shares, and how they resolve.
 
 Order: flags beat environment beat profile. Addresses come per command (``--lookupd``,
-``--nsqd``, ``--nsqd-http``, ``--profile``); connection security (TLS, AUTH, compression)
-and ``--debug`` are global flags (:func:`global_flags`), accepted before the command
-(``nsqctl --tls-ca ca.pem tail ...``) and after it (``nsqctl tail ... --tls-ca ca.pem``),
-then env, then the profile.
+``--nsqd``, ``--nsqd-http``, ``--profile``); connection security (TLS, AUTH, compression),
+``--read-only`` and ``--debug`` are global flags (:func:`global_flags`), accepted before
+the command (``nsqctl --tls-ca ca.pem tail ...``) and after it (``nsqctl tail ...
+--tls-ca ca.pem``), then env, then the profile.
 
 This module is imported by every command at start-up: it must stay cheap (the config,
 connection and secrets modules load only when a selection is resolved).
@@ -85,6 +85,7 @@ class SecurityFlags:
     tls_insecure: bool | None = None
     auth_secret_file: str | None = None
     compression: str | None = None
+    read_only: bool | None = None
 
 
 GLOBAL_FLAGS = SecurityFlags()
@@ -131,6 +132,12 @@ def global_flags(
         metavar="CODEC",
         help="none | snappy | deflate (env NSQCTL_COMPRESSION).",
     ),
+    read_only: bool | None = typer.Option(
+        None,
+        "--read-only/--no-read-only",
+        help="Refuse every command that changes the cluster or consumes a durable channel "
+        "(env NSQCTL_READ_ONLY=1, or a profile's read_only = true).",
+    ),
 ) -> None:
     """The global flags, declared once: the root callback, and (through
     :func:`store_global_flag`) the same options accepted after every command.
@@ -163,6 +170,7 @@ class ClusterSelection:
     tls: TLSSettings | None = None
     auth_secret: Secret | None = None
     compression: str = "none"
+    read_only: bool = False
     sources: dict[str, str] = field(default_factory=dict)
 
     def require(self) -> ClusterSelection:
@@ -198,6 +206,10 @@ class ClusterSelection:
         )
         return replace(base, **overrides) if overrides else base
 
+    def read_only_setting(self) -> ReadOnlySetting:
+        """:attr:`read_only` with where it came from."""
+        return ReadOnlySetting(self.read_only, self.sources.get("read_only", ""))
+
     def describe(self) -> dict[str, Any]:
         """Resolved settings for display; the secret shows only where it came from."""
         tls = None
@@ -217,6 +229,7 @@ class ClusterSelection:
             "auth_secret": None if self.auth_secret is None else "<hidden>",
             "auth_secret_source": None if self.auth_secret is None else self.auth_secret.source,
             "compression": self.compression,
+            "read_only": self.read_only,
             "sources": self.sources,
         }
 
@@ -305,6 +318,46 @@ def _resolve_tls(prof: Profile | None, sources: dict[str, str]) -> TLSSettings |
     )
 
 
+READ_ONLY_ENV = "NSQCTL_READ_ONLY"
+_TRUE_WORDS = ("1", "true", "yes", "on")
+_FALSE_WORDS = ("0", "false", "no", "off")
+
+
+@dataclass(frozen=True)
+class ReadOnlySetting:
+    """Whether commands that write are refused, and where that was decided: ``source`` as
+    :attr:`ClusterSelection.sources` writes it ("flag", "$NSQCTL_READ_ONLY", "profile
+    NAME"), "" when nothing set it."""
+
+    on: bool
+    source: str = ""
+
+
+def _read_only(prof: Profile | None) -> ReadOnlySetting:
+    """Flag, else the environment, else the profile: ``--no-read-only`` (or
+    ``NSQCTL_READ_ONLY=0``) lifts a profile's read_only for one command, as a flag lifts
+    any profile setting."""
+    if GLOBAL_FLAGS.read_only is not None:
+        return ReadOnlySetting(GLOBAL_FLAGS.read_only, "flag")
+    raw = os.environ.get(READ_ONLY_ENV, "").strip().lower()
+    if raw:
+        if raw not in _TRUE_WORDS + _FALSE_WORDS:
+            raise ConfigError(
+                f"{READ_ONLY_ENV}={os.environ[READ_ONLY_ENV]!r} is neither on nor off: "
+                "set it to 1 (refuse writes) or 0, or unset it"
+            )
+        return ReadOnlySetting(raw in _TRUE_WORDS, f"${READ_ONLY_ENV}")
+    if prof is not None and prof.read_only:
+        return ReadOnlySetting(True, f"profile {prof.name}")
+    return ReadOnlySetting(False)
+
+
+def resolve_read_only(profile: str | None = None) -> ReadOnlySetting:
+    """The read-only setting for a command given ``--profile profile`` (or none): only the
+    config file is read, nothing is connected to."""
+    return _read_only(_active_profile(profile))
+
+
 def _active_profile(flag: str | None) -> Profile | None:
     from nsqctl.config import PROFILE_ENV, load_config
 
@@ -365,6 +418,9 @@ def resolve_cluster(
         warn_if_open("TLS key file", tls.key_file)
     compression = _pick(g.compression, "NSQCTL_COMPRESSION", prof.compression if prof else "none")
     validate_compression(compression)
+    read_only = _read_only(prof)
+    if read_only.source:
+        sources["read_only"] = read_only.source
     selection = ClusterSelection(
         lookupd=lk,
         nsqd=nd,
@@ -373,6 +429,7 @@ def resolve_cluster(
         tls=tls,
         auth_secret=secret,
         compression=compression,
+        read_only=read_only.on,
         sources=sources,
     )
     if require == "tcp":

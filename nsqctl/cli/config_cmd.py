@@ -35,7 +35,9 @@ def show(
     nsqd_http: list[str] = NsqdHttpOption,
     profile: str | None = ProfileOption,
 ) -> None:
-    """Show the settings commands would use (flags > env > profile); secrets masked."""
+    """Show the settings commands would use (flags > env > profile); secrets masked.
+
+    read_only shows whether commands that write are refused, and what set it."""
     if ctx.invoked_subcommand is not None:
         return
     sel = resolve_cluster(lookupd, nsqd, profile, nsqd_http, require=None)
@@ -103,6 +105,11 @@ def set_profile(
         None, "--auth-secret-file", help="Path of a file holding the AUTH secret."
     ),
     compression: str = typer.Option("none", "--compression", help="none | snappy | deflate"),
+    read_only: bool = typer.Option(
+        False,
+        "--read-only",
+        help="Refuse every command that changes this cluster or consumes a durable channel.",
+    ),
     default: bool = typer.Option(False, "--default", help="Make it the default profile."),
 ) -> None:
     """Add or replace a profile in the config file."""
@@ -122,6 +129,7 @@ def set_profile(
         tls_insecure=tls_insecure,
         auth_secret_file=auth_secret_file,
         compression=compression,
+        read_only=read_only,
     )
     path = save_profile(prof, make_default=default)
     typer.echo(f"saved profile {name} in {path}", err=True)

@@ -14,6 +14,7 @@ from nsqctl.cli.common import (
     resolve_cluster,
 )
 from nsqctl.cli.numbers import seconds
+from nsqctl.cli.readonly import origin
 from nsqctl.errors import ConfigError
 from nsqctl.stats.poller import DEFAULT_TIMEOUT, StatsPoller
 from nsqctl.stats.session import StatsSession
@@ -42,7 +43,11 @@ def dash(
 
     poller = StatsPoller(sel.lookupd, sel.nsqd_http, timeout=timeout)
     # the node screen shows the drains `nsqctl node drain` records in the state dir
-    DashApp(StatsSession(poller), interval=interval, drain_states=drain_labels).run()
+    # under read-only the dashboard still shows everything; its actions are refused
+    read_only = origin(sel.read_only_setting()) if sel.read_only else None
+    DashApp(
+        StatsSession(poller), interval=interval, drain_states=drain_labels, read_only=read_only
+    ).run()
 
 
 def require_terminal() -> None:

@@ -32,6 +32,7 @@ RUNNER_ENV: dict[str, str | None] = {
     "NSQCTL_NSQD": None,
     "NSQCTL_NSQD_HTTP": None,
     "NSQCTL_PROFILE": None,
+    "NSQCTL_READ_ONLY": None,
     "NSQCTL_STATE_DIR": None,
 }
 
