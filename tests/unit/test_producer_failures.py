@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import socket
+from collections.abc import Callable
 
 import pytest
 
@@ -21,8 +22,15 @@ def nowhere() -> str:
         return f"127.0.0.1:{s.getsockname()[1]}"
 
 
-@pytest.mark.parametrize("address", [nowhere(), "no-such-host.invalid:4150"])
-async def test_a_refused_publish_is_a_connect_error_with_its_cause(address: str) -> None:
+# The closed port is found when the test runs, not at collection: parameters must be the
+# same in every pytest-xdist worker.
+@pytest.mark.parametrize(
+    "where", [nowhere, lambda: "no-such-host.invalid:4150"], ids=["closed-port", "unresolvable"]
+)
+async def test_a_refused_publish_is_a_connect_error_with_its_cause(
+    where: Callable[[], str],
+) -> None:
+    address = where()
     async with nsqctl.Producer(nsqd_tcp=[address], retry=QUICK) as producer:
         with pytest.raises(nsqctl.TransportError) as caught:
             await producer.publish("t", b"x")
