@@ -8,9 +8,7 @@ import json
 import os
 import random
 import re
-import select
 import signal
-import stat
 import string
 import sys
 from collections.abc import Callable
@@ -33,6 +31,7 @@ from nsqctl.cli.common import (
     resolve_cluster,
 )
 from nsqctl.cli.library_warnings import command_warnings
+from nsqctl.cli.pipe_acks import hangup_poll, pipe_acks_for
 from nsqctl.cli.tail_stop import CaughtUpCheck, UntilTime
 from nsqctl.cli.template import TOKENS_HELP, Template, compile_template, is_template
 from nsqctl.cli.terminal import escape_controls
@@ -47,6 +46,10 @@ from nsqctl.timeparse import parse_time_ns, parse_time_s
 from nsqctl.tracelog import TraceLog
 
 FLUSH_INTERVAL = 0.1  # output reaches a terminal at least this often
+# On a pipe, how often to look whether the reader took what is owed (while anything is)
+PIPE_CHECK_INTERVAL = 0.002
+# At exit, seconds to wait for the pipe's reader to handle what is owed to it
+SETTLE_TIMEOUT = 5.0
 # --until-empty/--until: seconds between two /stats checks that found messages left,
 # doubling while nothing arrives (a channel another consumer holds back may stay so)
 STOP_CHECK_MIN = 0.1
@@ -192,7 +195,13 @@ class TailOutput:
             self._fd: int | None = out.fileno()
         except (AttributeError, OSError, ValueError):  # an in-memory stream (CliRunner)
             self._fd = None
-        self._hangup = _hangup_poll(self._fd)
+        self._hangup = hangup_poll(self._fd)
+        # On a pipe a message is FINed once its reader has handled it, not when written.
+        self.pipe = pipe_acks_for(self._fd, self._hangup)
+        if self.pipe is not None:
+            # What was written stays in flight until its reader comes back for more:
+            # smaller batches keep the window from filling with what it owes.
+            self.flush_at = max(1, min(512, window // 4))
 
     def stop_intake(self) -> None:
         """RDY 0 (idempotent): nothing more is sent to this tail."""
@@ -214,7 +223,8 @@ class TailOutput:
     def _reader_gone(self) -> None:
         self.reader_gone = True
         self.close()  # RDY 0 before the REQs below
-        for msg in self.pending:
+        owed = self.pipe.take_all() if self.pipe is not None else []
+        for msg in owed + self.pending:
             msg.requeue(delay=0, backoff=False)
         self.pending.clear()
         # Python would report the broken pipe again when it flushes stdout at exit.
@@ -226,7 +236,8 @@ class TailOutput:
     def check_reader(self) -> None:
         """End the tail as a broken pipe would when the pipe's reader has gone: ``tail T |
         head -n 3`` on a quiet topic has nothing more to write, so no write would tell.
-        One ``poll`` per timer flush, not per message (as coreutils' ``tail -f`` does)."""
+        One ``poll`` per tick of the main loop, not per message (as coreutils' ``tail -f``
+        does)."""
         if self._hangup is not None and not self.closing and self._hangup.poll(0):
             self._reader_gone()
 
@@ -253,6 +264,8 @@ class TailOutput:
             return
         pending = self.pending
         pending.append(msg)
+        if self.pipe is not None and self.pipe.owed_batches:
+            self.ack_handled()  # the window is shared with what the reader still owes
         if len(pending) >= self.flush_at or (
             self.limit and self.written + len(pending) >= self.limit
         ):
@@ -297,35 +310,65 @@ class TailOutput:
         if not self.pending or self.closing:
             return
         pending = self.pending
+        data = self._render(pending)
         try:
-            self._write(self._render(pending))
+            self._write(data)
         except BrokenPipeError:
             self._reader_gone()
             return
         limit = self.limit
         if limit and self.written + len(pending) >= limit:
             self.stop_intake()
-        finish_all(pending)
         self.written += len(pending)
-        pending.clear()
+        if self.pipe is None:
+            finish_all(pending)
+            pending.clear()
+        else:
+            self.pipe.wrote(len(data), pending)
+            self.pending = []
+            self.ack_handled()
         if limit and self.written >= limit:
             self.done.set()
 
+    def ack_handled(self) -> None:
+        """FIN what the pipe's reader has handled (see :mod:`nsqctl.cli.pipe_acks`)."""
+        if self.pipe is not None:
+            handled = self.pipe.handled()
+            if handled:
+                finish_all(handled)
 
-def _hangup_poll(fd: int | None) -> select.poll | None:
-    """A poll object that reports only errors on ``fd`` (event mask 0: POLLERR and
-    POLLHUP always come), when ``fd`` is a pipe or socket, whose reader can go away."""
-    if fd is None or not hasattr(select, "poll"):
-        return None
-    try:
-        mode = os.fstat(fd).st_mode
-    except OSError:
-        return None
-    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
-        return None
-    poller = select.poll()
-    poller.register(fd, 0)
-    return poller
+    @property
+    def owed(self) -> int:
+        """Messages written into the pipe and not yet handled by its reader."""
+        return self.pipe.owed if self.pipe is not None else 0
+
+    async def settle(self, timeout: float = SETTLE_TIMEOUT) -> None:
+        """At exit: FIN what the pipe's reader handles within ``timeout`` seconds; give
+        back what it leaves (all of it when it goes away), saying so when it is still there."""
+        pipe = self.pipe
+        if pipe is None:
+            return
+        deadline = asyncio.get_running_loop().time() + timeout
+        while pipe.owed and not pipe.reader_gone():
+            self.ack_handled()
+            if asyncio.get_running_loop().time() >= deadline:
+                break
+            await asyncio.sleep(PIPE_CHECK_INTERVAL)
+        if not pipe.owed:
+            return
+        if pipe.reader_gone():
+            self.reader_gone = True
+        else:
+            print(
+                f"nsqctl tail: {pipe.unread()} message(s) still unread in the pipe after "
+                f"{timeout:g}s: given back to nsqd, so they come again (the reader may "
+                "print them too)",
+                file=sys.stderr,
+                flush=True,
+            )
+        self.stop_intake()
+        for msg in pipe.take_all():
+            msg.requeue(delay=0, backoff=False)
 
 
 @dataclass(frozen=True)
@@ -629,14 +672,22 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan, out: BinaryIO) -> Non
         seen = -1  # arrivals at the previous tick: a check runs after a tick with none
         pause = STOP_CHECK_MIN  # between checks that found messages left: they cost a poll
         next_check = 0.0
+        next_flush = loop.time() + FLUSH_INTERVAL
         while not output.done.is_set() and consumer.error is None:
             # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel that
             # lands just after the event is set (CPython gh-86296).
+            # While the pipe's reader owes an answer, look often: until it takes what was
+            # written, those messages fill the window and nsqd sends no more.
+            tick = PIPE_CHECK_INTERVAL if output.owed else FLUSH_INTERVAL
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(FLUSH_INTERVAL):
+                async with asyncio.timeout(tick):
                     await output.done.wait()
-            output.flush()
             output.check_reader()
+            output.ack_handled()
+            if output.pending and (not output.owed or loop.time() >= next_flush):
+                output.flush()
+            if loop.time() >= next_flush:
+                next_flush = loop.time() + FLUSH_INTERVAL
             if output.arrivals != seen:
                 seen, pause, next_check = output.arrivals, STOP_CHECK_MIN, 0.0
             elif check is not None and not output.done.is_set() and loop.time() >= next_check:
@@ -647,6 +698,7 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan, out: BinaryIO) -> Non
     finally:
         output.stop_intake()  # RDY 0 first: the FINs below must not release more messages
         output.flush()  # FIN what was printed before the connections close
+        await output.settle()  # on a pipe: once its reader has it, else given back
         # Anything still arriving (sent before nsqd saw RDY 0) goes straight back, once,
         # rather than sitting in flight until nsqd's msg_timeout.
         output.close()

@@ -1,0 +1,145 @@
+"""When a message written into a pipe may be FINed: once its reader has handled it.
+
+A write into a pipe only puts bytes in the kernel's pipe buffer (64 KiB on Linux). A
+reader such as ``head -n 3`` then takes a whole buffer's worth in one ``read``, prints
+three lines and exits: FINing at write time deletes every message it took and dropped,
+and every message still in the pipe. So a message written into a pipe is *owed* until
+the reader has taken its bytes (``ioctl(FIONREAD)`` says how many bytes are still unread)
+and has shown it handled them. A sequential reader handles what one ``read`` returned
+before it reads again, so:
+
+- bytes taken by one check are handled once a later check sees more taken (the reader
+  came back for more);
+- when the reader took everything and stays (no hangup) for :data:`GRACE` seconds, it
+  handled what it took: a reader that drops what it read (``head``) exits at once, and
+  a quiet topic must not leave its last lines in flight until nsqd's timeout.
+
+What is owed when the reader goes is given back (REQ), once: a line it printed before
+going may then come again (at-least-once), but nothing it never printed is lost. A
+regular file or a terminal keeps what was written: there a write is handled at once.
+"""
+
+from __future__ import annotations
+
+import array
+import fcntl
+import os
+import select
+import stat
+import termios
+import time
+from collections import deque
+from collections.abc import Callable
+
+from nsqctl.message import Message
+
+__all__ = ["GRACE", "PipeAcks", "hangup_poll", "pipe_acks_for"]
+
+GRACE = 0.5
+"""Seconds a reader that took every byte must stay before what it took counts as handled:
+far longer than ``head`` takes to exit once it has printed its lines."""
+
+
+def hangup_poll(fd: int | None) -> select.poll | None:
+    """A poll object that reports only errors on ``fd`` (event mask 0: POLLERR and
+    POLLHUP always come), when ``fd`` is a pipe or socket, whose reader can go away."""
+    if fd is None or not hasattr(select, "poll"):
+        return None
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return None
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+        return None
+    poller = select.poll()
+    poller.register(fd, 0)
+    return poller
+
+
+def unread_bytes(fd: int) -> int:
+    """Bytes written into the pipe ``fd`` that its reader has not taken yet."""
+    buf = array.array("i", [0])
+    fcntl.ioctl(fd, termios.FIONREAD, buf, True)
+    return buf[0]
+
+
+def pipe_acks_for(fd: int | None, hangup: select.poll | None) -> PipeAcks | None:
+    """A :class:`PipeAcks` when ``fd`` is a pipe whose unread bytes can be counted."""
+    if fd is None or hangup is None or not hasattr(termios, "FIONREAD"):
+        return None
+    try:
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return None
+        unread_bytes(fd)
+    except OSError:
+        return None
+    return PipeAcks(fd, hangup)
+
+
+class PipeAcks:
+    """The messages written into one pipe and not FINed yet, in write order."""
+
+    def __init__(
+        self, fd: int, hangup: select.poll, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._fd = fd
+        self._hangup = hangup
+        self._clock = clock
+        self.written = 0  # bytes written into the pipe
+        self._owed: deque[tuple[int, list[Message]]] = deque()  # (end offset, batch)
+        self._taken = 0  # bytes the reader had taken at the last check
+        self._taken_at = clock()  # when that changed
+
+    @property
+    def owed(self) -> int:
+        """Messages written and not yet handed out to FIN."""
+        return sum(len(batch) for _, batch in self._owed)
+
+    @property
+    def owed_batches(self) -> int:
+        return len(self._owed)
+
+    def wrote(self, size: int, batch: list[Message]) -> None:
+        """``batch`` was written into the pipe as ``size`` bytes."""
+        self.written += size
+        self._owed.append((self.written, batch))
+
+    def reader_gone(self) -> bool:
+        return bool(self._hangup.poll(0))
+
+    def handled(self) -> list[Message]:
+        """The messages the reader has handled since the last call (to FIN), by the rules
+        in the module doc; none once the reader is gone."""
+        if not self._owed or self.reader_gone():
+            return []
+        try:
+            taken = self.written - unread_bytes(self._fd)
+        except OSError:
+            return []
+        now = self._clock()
+        if taken > self._taken:
+            safe = self._taken  # it came back for more: what it had before is handled
+            self._taken, self._taken_at = taken, now
+        elif taken == self.written and now - self._taken_at >= GRACE:
+            safe = taken
+        else:
+            return []
+        done: list[Message] = []
+        owed = self._owed
+        while owed and owed[0][0] <= safe:
+            done.extend(owed.popleft()[1])
+        return done
+
+    def unread(self) -> int:
+        """Messages whose bytes have not all been taken by the reader."""
+        try:
+            taken = self.written - unread_bytes(self._fd)
+        except OSError:
+            taken = 0
+        return sum(len(batch) for end, batch in self._owed if end > taken)
+
+    def take_all(self) -> list[Message]:
+        """Every owed message (to give back), forgetting them."""
+        out = [msg for _, batch in self._owed for msg in batch]
+        self._owed.clear()
+        return out
