@@ -43,7 +43,7 @@ from nsqctl.jsonfield import MISSING, get_field, scalar_text
 from nsqctl.message import Message, body_to_json, finish_all
 from nsqctl.protocol.names import is_ephemeral, validate_channel, validate_topic
 from nsqctl.timeparse import parse_time_ns, parse_time_s
-from nsqctl.tracelog import TraceLog
+from nsqctl.tracelog import TraceLog, TraceLogWriteError
 
 FLUSH_INTERVAL = 0.1  # output reaches a terminal at least this often
 # On a pipe, how often to look whether the reader took what is owed (while anything is)
@@ -591,6 +591,11 @@ async def _finished(
     return done and output.arrivals == before and _idle(output, consumer, until)
 
 
+def _log_failed(log: TraceLog | None) -> bool:
+    """The trace log could not be written: tail stops rather than print untraced."""
+    return log is not None and log.error is not None
+
+
 def _summary(consumer: Consumer) -> None:
     """After a reconnect: what came twice (at-least-once), so a reader can account for it."""
     stats = consumer.stats
@@ -673,7 +678,7 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan, out: BinaryIO) -> Non
         pause = STOP_CHECK_MIN  # between checks that found messages left: they cost a poll
         next_check = 0.0
         next_flush = loop.time() + FLUSH_INTERVAL
-        while not output.done.is_set() and consumer.error is None:
+        while not output.done.is_set() and consumer.error is None and not _log_failed(log):
             # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel that
             # lands just after the event is set (CPython gh-86296).
             # While the pipe's reader owes an answer, look often: until it takes what was
@@ -712,6 +717,11 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan, out: BinaryIO) -> Non
         _summary(consumer)
     if consumer.error is not None:
         raise consumer.error
+    if log is not None and log.error is not None:
+        raise TraceLogWriteError(
+            f"{log.error}: stopped; what was printed was acknowledged (without its trace "
+            "record), the rest given back"
+        )
     if output.unpartitioned:
         raise ConfigError(
             "--until needs the redesign (youzan nsq): the original family keeps no history "

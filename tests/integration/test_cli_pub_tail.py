@@ -369,3 +369,23 @@ def test_deferred_publish_counts_each_message(original_cluster: cluster.Cluster)
         run_cli(["pub", topic, "--defer", "50", "x", "y", "--nsqd", dead]), 1
     )
     assert "2 message(s) not published (0 were)" in line
+
+
+def test_trace_log_on_a_full_disk_stops_with_one_line_and_loses_nothing(
+    original_cluster: cluster.Cluster,
+) -> None:
+    """`--trace-log /dev/full`: the write fails with ENOSPC. tail says so in one line
+    (naming the file and the cause), exits 1, prints no body twice, and leaves nothing
+    in flight: what it printed is acknowledged once, the rest given back."""
+    topic, channel = _topic("trace_full"), "durable"
+    http = original_cluster.nsqd_http[0]
+    run_cli(["pub", topic, *_nsqd(original_cluster)], input=b"a\nb\nc")
+    stop = ["-e", *_nsqd(original_cluster), "--nsqd-http", http]
+    proc = run_cli(["tail", topic, "-c", channel, "--trace-log", "/dev/full", *stop])
+    line = assert_one_line_error(proc, 1)
+    assert "/dev/full" in line and "No space left on device" in line, line
+    printed = proc.stdout.split()
+    assert len(printed) == len(set(printed)) and set(printed) <= {b"a", b"b", b"c"}
+    ch = _channel(http, topic, channel)
+    assert ch.in_flight_count == 0
+    assert ch.depth == 3 - len(printed)
