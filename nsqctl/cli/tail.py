@@ -32,6 +32,7 @@ from nsqctl.cli.common import (
 )
 from nsqctl.cli.library_warnings import command_warnings
 from nsqctl.cli.pipe_acks import hangup_poll, pipe_acks_for
+from nsqctl.cli.tail_partitions import check_partitions
 from nsqctl.cli.tail_stop import CaughtUpCheck, UntilTime
 from nsqctl.cli.template import TOKENS_HELP, Template, compile_template, is_template
 from nsqctl.cli.terminal import escape_controls
@@ -663,6 +664,7 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan, out: BinaryIO) -> Non
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, output.done.set)
     try:
+        await check_partitions(cluster.lookupd, plan.topic, plan.partitions or ())
         await consumer.start()
         if until is not None and not any(c.is_redesign for c in consumer.connections.values()):
             output.unpartitioned = True

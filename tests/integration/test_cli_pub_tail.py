@@ -389,3 +389,25 @@ def test_trace_log_on_a_full_disk_stops_with_one_line_and_loses_nothing(
     ch = _channel(http, topic, channel)
     assert ch.in_flight_count == 0
     assert ch.depth == 3 - len(printed)
+
+
+def test_a_partition_on_the_original_family_is_refused(original_cluster: cluster.Cluster) -> None:
+    """The original family has no partitions: `--partition 0` matched nothing and tail
+    waited in silence for ever; the lookup shows the family, so it is refused up front."""
+    topic = _topic("part")
+    run_cli(["pub", topic, "x", *_nsqd(original_cluster)])
+    proc = run_cli(
+        [
+            "tail",
+            topic,
+            "--partition",
+            "0",
+            "-n",
+            "1",
+            "--lookupd",
+            original_cluster.lookupd_http[0],
+        ],
+        timeout=30,
+    )
+    line = assert_one_line_error(proc, 2)
+    assert "no partitions" in line and "--partition" in line, line
