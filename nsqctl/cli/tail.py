@@ -33,7 +33,7 @@ from nsqctl.cli.common import (
 from nsqctl.cli.library_warnings import command_warnings
 from nsqctl.cli.pipe_acks import hangup_poll, pipe_acks_for
 from nsqctl.cli.tail_partitions import check_partitions
-from nsqctl.cli.tail_stop import CaughtUpCheck, UntilTime
+from nsqctl.cli.tail_stop import CaughtUpCheck, UnansweredWait, UntilTime
 from nsqctl.cli.template import TOKENS_HELP, Template, compile_template, is_template
 from nsqctl.cli.terminal import escape_controls
 from nsqctl.connection import ConnectionConfig
@@ -578,10 +578,15 @@ def _idle(output: TailOutput, consumer: Consumer, until: UntilTime | None) -> bo
 
 
 async def _finished(
-    check: CaughtUpCheck, output: TailOutput, consumer: Consumer, until: UntilTime | None
+    check: CaughtUpCheck,
+    output: TailOutput,
+    consumer: Consumer,
+    until: UntilTime | None,
+    down: UnansweredWait,
 ) -> bool:
     """--until-empty / --until reached: the channel is caught up (every partition past
-    --until or, once TIME has passed, caught up), with no delivery during the check."""
+    --until or, once TIME has passed, caught up), with no delivery during the check.
+    Raises when only nsqds that do not answer /stats have stood in the way too long."""
     if not _idle(output, consumer, until):
         return False
     before = output.arrivals
@@ -589,7 +594,9 @@ async def _finished(
         done = await check.caught_up()
     else:
         done = await check.caught_up(until.reached, only_done=not until.past())
-    return done and output.arrivals == before and _idle(output, consumer, until)
+    quiet = output.arrivals == before and _idle(output, consumer, until)
+    down.update(check.unanswered if quiet else (), asyncio.get_running_loop().time())
+    return done and quiet
 
 
 def _log_failed(log: TraceLog | None) -> bool:
@@ -680,12 +687,13 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan, out: BinaryIO) -> Non
         pause = STOP_CHECK_MIN  # between checks that found messages left: they cost a poll
         next_check = 0.0
         next_flush = loop.time() + FLUSH_INTERVAL
+        down = UnansweredWait(plan.connect_timeout)
         while not output.done.is_set() and consumer.error is None and not _log_failed(log):
-            # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel that
-            # lands just after the event is set (CPython gh-86296).
             # While the pipe's reader owes an answer, look often: until it takes what was
             # written, those messages fill the window and nsqd sends no more.
             tick = PIPE_CHECK_INTERVAL if output.owed else FLUSH_INTERVAL
+            # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel that
+            # lands just after the event is set (CPython gh-86296).
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(tick):
                     await output.done.wait()
@@ -698,7 +706,7 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan, out: BinaryIO) -> Non
             if output.arrivals != seen:
                 seen, pause, next_check = output.arrivals, STOP_CHECK_MIN, 0.0
             elif check is not None and not output.done.is_set() and loop.time() >= next_check:
-                if await _finished(check, output, consumer, until):
+                if await _finished(check, output, consumer, until, down):
                     break
                 next_check = loop.time() + pause
                 pause = min(pause * 2, STOP_CHECK_MAX)

@@ -411,3 +411,24 @@ def test_a_partition_on_the_original_family_is_refused(original_cluster: cluster
     )
     line = assert_one_line_error(proc, 2)
     assert "no partitions" in line and "--partition" in line, line
+
+
+def test_until_empty_names_an_nsqd_http_address_that_does_not_answer(
+    original_cluster: cluster.Cluster,
+) -> None:
+    """`tail -e` with one --nsqd-http address down: once everything was printed, tail
+    waits --connect-timeout for that nsqd, then exits 1 naming it (it waited in silence
+    for ever)."""
+    topic, channel = _topic("down_http"), "durable"
+    http = original_cluster.nsqd_http[0]
+    run_cli(["pub", topic, *_nsqd(original_cluster)], input=b"a\nb")
+    down = "127.0.0.1:1"  # nothing listens on port 1
+    stats = ["--nsqd-http", http, "--nsqd-http", down, "--connect-timeout", "1"]
+    proc = run_cli(
+        ["tail", topic, "-c", channel, "-e", *_nsqd(original_cluster), *stats], timeout=30
+    )
+    line = assert_one_line_error(proc, 1)
+    assert down in line and "/stats" in line, line
+    assert sorted(proc.stdout.split()) == [b"a", b"b"]
+    ch = _channel(http, topic, channel)
+    assert (ch.depth, ch.in_flight_count) == (0, 0)
