@@ -10,9 +10,15 @@ before it reads again, so:
 
 - bytes taken by one check are handled once a later check sees more taken (the reader
   came back for more);
+- when the reader took everything and is blocked reading the pipe again (Linux shows
+  that in ``/proc/PID/wchan``; the reader is found once through ``/proc/*/fd``), it
+  handled what it took: without this the last lines of a quiet topic, and each message
+  of an ordered subscription (one in flight per partition), would wait for the rule
+  below;
 - when the reader took everything and stays (no hangup) for :data:`GRACE` seconds, it
   handled what it took: a reader that drops what it read (``head``) exits at once, and
-  a quiet topic must not leave its last lines in flight until nsqd's timeout.
+  a quiet topic must not leave its last lines in flight until nsqd's timeout (the
+  fallback where the reader cannot be seen in ``/proc``).
 
 What is owed when the reader goes is given back (REQ), once: a line it printed before
 going may then come again (at-least-once), but nothing it never printed is lost. A
@@ -63,6 +69,59 @@ def unread_bytes(fd: int) -> int:
     return buf[0]
 
 
+READER_SEARCH_INTERVAL = 1.0
+"""Seconds between two searches of ``/proc`` for the pipe's reader while none is found."""
+
+
+def pipe_readers(fd: int) -> list[int]:
+    """The processes (but this one) holding the pipe ``fd`` open for reading."""
+    try:
+        target = f"pipe:[{os.fstat(fd).st_ino}]"
+        pids = [name for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return []
+    own, found = os.getpid(), []
+    for pid in pids:
+        if int(pid) == own:
+            continue
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:  # gone, or not ours to look at
+            continue
+        for name in fds:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{name}") != target:
+                    continue
+                with open(f"/proc/{pid}/fdinfo/{name}") as info:
+                    flags = next(
+                        int(line.split()[1], 8) for line in info if line.startswith("flags:")
+                    )
+            except (OSError, StopIteration, ValueError):
+                continue
+            if flags & os.O_ACCMODE == os.O_RDONLY:
+                found.append(int(pid))
+                break
+    return found
+
+
+def open_wchan(pid: int) -> int | None:
+    """``/proc/PID/wchan`` opened once, to be read again and again (one ``pread`` each)."""
+    try:
+        return os.open(f"/proc/{pid}/wchan", os.O_RDONLY)
+    except OSError:
+        return None
+
+
+def blocked_reading_a_pipe(wchan: int) -> bool:
+    """The process whose ``wchan`` file this is sleeps in the kernel's pipe read
+    (``anon_pipe_read``, ``pipe_read``; older kernels ``pipe_wait``)."""
+    try:
+        where = os.pread(wchan, 64, 0)
+    except OSError:  # the process is gone
+        return False
+    return b"pipe_read" in where or where == b"pipe_wait"
+
+
 def pipe_acks_for(fd: int | None, hangup: select.poll | None) -> PipeAcks | None:
     """A :class:`PipeAcks` when ``fd`` is a pipe whose unread bytes can be counted."""
     if fd is None or hangup is None or not hasattr(termios, "FIONREAD"):
@@ -87,22 +146,22 @@ class PipeAcks:
         self._clock = clock
         self.written = 0  # bytes written into the pipe
         self._owed: deque[tuple[int, list[Message]]] = deque()  # (end offset, batch)
+        self._owed_count = 0
         self._taken = 0  # bytes the reader had taken at the last check
         self._taken_at = clock()  # when that changed
+        self._readers: list[int] = []  # their /proc/PID/wchan, open
+        self._searched_at = float("-inf")
 
     @property
     def owed(self) -> int:
         """Messages written and not yet handed out to FIN."""
-        return sum(len(batch) for _, batch in self._owed)
-
-    @property
-    def owed_batches(self) -> int:
-        return len(self._owed)
+        return self._owed_count
 
     def wrote(self, size: int, batch: list[Message]) -> None:
         """``batch`` was written into the pipe as ``size`` bytes."""
         self.written += size
         self._owed.append((self.written, batch))
+        self._owed_count += len(batch)
 
     def reader_gone(self) -> bool:
         return bool(self._hangup.poll(0))
@@ -110,25 +169,44 @@ class PipeAcks:
     def handled(self) -> list[Message]:
         """The messages the reader has handled since the last call (to FIN), by the rules
         in the module doc; none once the reader is gone."""
-        if not self._owed or self.reader_gone():
+        if not self._owed:
             return []
         try:
             taken = self.written - unread_bytes(self._fd)
         except OSError:
             return []
         now = self._clock()
-        if taken > self._taken:
+        drained = taken == self.written
+        if drained and self._reader_waiting(now):
+            safe = taken  # it took everything and is back for more (so it is there)
+        elif taken > self._taken:
             safe = self._taken  # it came back for more: what it had before is handled
-            self._taken, self._taken_at = taken, now
-        elif taken == self.written and now - self._taken_at >= GRACE:
+        elif drained and now - self._taken_at >= GRACE and not self.reader_gone():
             safe = taken
         else:
             return []
+        if taken != self._taken:
+            self._taken, self._taken_at = taken, now
         done: list[Message] = []
         owed = self._owed
         while owed and owed[0][0] <= safe:
             done.extend(owed.popleft()[1])
+        self._owed_count -= len(done)
         return done
+
+    def _reader_waiting(self, now: float) -> bool:
+        """Some reader of the pipe is blocked reading it again (see the module doc)."""
+        if not self._readers and now - self._searched_at >= READER_SEARCH_INTERVAL:
+            self._searched_at = now
+            found = (open_wchan(pid) for pid in pipe_readers(self._fd))
+            self._readers = [fd for fd in found if fd is not None]
+        return any(blocked_reading_a_pipe(wchan) for wchan in self._readers)
+
+    def close(self) -> None:
+        """Close the ``/proc`` files held open."""
+        for wchan in self._readers:
+            os.close(wchan)
+        self._readers = []
 
     def unread(self) -> int:
         """Messages whose bytes have not all been taken by the reader."""
@@ -142,4 +220,5 @@ class PipeAcks:
         """Every owed message (to give back), forgetting them."""
         out = [msg for _, batch in self._owed for msg in batch]
         self._owed.clear()
+        self._owed_count = 0
         return out

@@ -31,7 +31,7 @@ from nsqctl.cli.common import (
     resolve_cluster,
 )
 from nsqctl.cli.library_warnings import command_warnings
-from nsqctl.cli.pipe_acks import hangup_poll, pipe_acks_for
+from nsqctl.cli.pipe_acks import PipeAcks, hangup_poll, pipe_acks_for
 from nsqctl.cli.tail_partitions import check_partitions
 from nsqctl.cli.tail_stop import CaughtUpCheck, UnansweredWait, UntilTime
 from nsqctl.cli.template import TOKENS_HELP, Template, compile_template, is_template
@@ -49,6 +49,8 @@ from nsqctl.tracelog import TraceLog, TraceLogWriteError
 FLUSH_INTERVAL = 0.1  # output reaches a terminal at least this often
 # On a pipe, how often to look whether the reader took what is owed (while anything is)
 PIPE_CHECK_INTERVAL = 0.002
+# On a pipe, arrivals between two looks at what its reader took (a syscall each)
+PIPE_CHECK_EVERY = 8
 # At exit, seconds to wait for the pipe's reader to handle what is owed to it
 SETTLE_TIMEOUT = 5.0
 # --until-empty/--until: seconds between two /stats checks that found messages left,
@@ -164,6 +166,7 @@ class TailOutput:
         intake_stopper: Callable[[], None] | None = None,
         template: Template | None = None,
         until: UntilTime | None = None,
+        ack_when_read: bool = False,
     ) -> None:
         self.out = out
         self.template = template
@@ -197,8 +200,10 @@ class TailOutput:
         except (AttributeError, OSError, ValueError):  # an in-memory stream (CliRunner)
             self._fd = None
         self._hangup = hangup_poll(self._fd)
-        # On a pipe a message is FINed once its reader has handled it, not when written.
-        self.pipe = pipe_acks_for(self._fd, self._hangup)
+        # ``ack_when_read`` (a durable channel, whose messages outlive tail): on a pipe a
+        # message is FINed once its reader has handled it, not when written. An ephemeral
+        # channel goes with tail, and everything in it: there is nothing to keep.
+        self.pipe = pipe_acks_for(self._fd, self._hangup) if ack_when_read else None
         if self.pipe is not None:
             # What was written stays in flight until its reader comes back for more:
             # smaller batches keep the window from filling with what it owes.
@@ -265,7 +270,7 @@ class TailOutput:
             return
         pending = self.pending
         pending.append(msg)
-        if self.pipe is not None and self.pipe.owed_batches:
+        if self.pipe is not None and self.pipe.owed and not len(pending) % PIPE_CHECK_EVERY:
             self.ack_handled()  # the window is shared with what the reader still owes
         if len(pending) >= self.flush_at or (
             self.limit and self.written + len(pending) >= self.limit
@@ -349,6 +354,12 @@ class TailOutput:
         pipe = self.pipe
         if pipe is None:
             return
+        try:
+            await self._settle(pipe, timeout)
+        finally:
+            pipe.close()
+
+    async def _settle(self, pipe: PipeAcks, timeout: float) -> None:
         deadline = asyncio.get_running_loop().time() + timeout
         while pipe.owed and not pipe.reader_gone():
             self.ack_handled()
@@ -642,6 +653,7 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan, out: BinaryIO) -> Non
         plan.keep,
         template=plan.template,
         until=until,
+        ack_when_read=not is_ephemeral(plan.channel),
     )
     check = (
         CaughtUpCheck(cluster.lookupd, cluster.nsqd_http, plan.topic, plan.channel, plan.partitions)
