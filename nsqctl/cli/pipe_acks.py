@@ -70,7 +70,8 @@ def unread_bytes(fd: int) -> int:
 
 
 READER_SEARCH_INTERVAL = 1.0
-"""Seconds between two searches of ``/proc`` for the pipe's reader while none is found."""
+"""Seconds between two searches of ``/proc`` for the pipe's readers while none of those
+found is reading (a search reads every process's open files: some 30 ms)."""
 
 
 def pipe_readers(fd: int) -> list[int]:
@@ -195,11 +196,17 @@ class PipeAcks:
         return done
 
     def _reader_waiting(self, now: float) -> bool:
-        """Some reader of the pipe is blocked reading it again (see the module doc)."""
-        if not self._readers and now - self._searched_at >= READER_SEARCH_INTERVAL:
-            self._searched_at = now
-            found = (open_wchan(pid) for pid in pipe_readers(self._fd))
-            self._readers = [fd for fd in found if fd is not None]
+        """Some reader of the pipe is blocked reading it again (see the module doc). The
+        readers are looked for again (at most once a :data:`READER_SEARCH_INTERVAL`)
+        while none is: ``(sleep 1; wc -l)`` reads in a process that starts later."""
+        if any(blocked_reading_a_pipe(wchan) for wchan in self._readers):
+            return True
+        if now - self._searched_at < READER_SEARCH_INTERVAL:
+            return False
+        self._searched_at = now
+        self.close()
+        found = (open_wchan(pid) for pid in pipe_readers(self._fd))
+        self._readers = [wchan for wchan in found if wchan is not None]
         return any(blocked_reading_a_pipe(wchan) for wchan in self._readers)
 
     def close(self) -> None:
