@@ -10,11 +10,11 @@ before it reads again, so:
 
 - bytes taken by one check are handled once a later check sees more taken (the reader
   came back for more);
-- when the reader took everything and is blocked reading the pipe again (Linux shows
-  that in ``/proc/PID/wchan``; the reader is found once through ``/proc/*/fd``), it
-  handled what it took: without this the last lines of a quiet topic, and each message
-  of an ordered subscription (one in flight per partition), would wait for the rule
-  below;
+- when the reader took everything and sleeps waiting for more (in a read of the pipe, or
+  in ``poll``/``select``/``epoll``: Linux shows where in ``/proc/PID/wchan``; the reader
+  is found through ``/proc/*/fd``), it handled what it took: without this the last
+  lines of a quiet topic, and each message of an ordered subscription (one in flight
+  per partition), would wait for the rule below;
 - when the reader took everything and stays (no hangup) for :data:`GRACE` seconds, it
   handled what it took: a reader that drops what it read (``head``) exits at once, and
   a quiet topic must not leave its last lines in flight until nsqd's timeout (the
@@ -23,6 +23,8 @@ before it reads again, so:
 What is owed when the reader goes is given back (REQ), once: a line it printed before
 going may then come again (at-least-once), but nothing it never printed is lost. A
 regular file or a terminal keeps what was written: there a write is handled at once.
+A reader that stops reading (a paused pager) keeps what it has not taken in flight: past
+nsqd's message timeout nsqd sends it again (at-least-once, as any slow consumer).
 """
 
 from __future__ import annotations
@@ -113,14 +115,21 @@ def open_wchan(pid: int) -> int | None:
         return None
 
 
-def blocked_reading_a_pipe(wchan: int) -> bool:
-    """The process whose ``wchan`` file this is sleeps in the kernel's pipe read
-    (``anon_pipe_read``, ``pipe_read``; older kernels ``pipe_wait``)."""
+WAITING_FOR_INPUT = (b"pipe_read", b"pipe_wait", b"poll", b"select")
+"""Where, in ``/proc/PID/wchan``, a process sleeps when it waits for input: in a read of
+the pipe (``anon_pipe_read``; ``pipe_read``, ``pipe_wait`` on older kernels) or in
+``poll``/``select``/``epoll_wait`` (``poll_schedule_timeout``, ``do_epoll_wait``,
+``ep_poll``, ``do_select``), as event loops and Python's ``communicate`` do."""
+
+
+def waiting_for_input(wchan: int) -> bool:
+    """The process whose ``wchan`` file this is sleeps waiting for input (see
+    :data:`WAITING_FOR_INPUT`): it has handled what it read before."""
     try:
         where = os.pread(wchan, 64, 0)
     except OSError:  # the process is gone
         return False
-    return b"pipe_read" in where or where == b"pipe_wait"
+    return any(mark in where for mark in WAITING_FOR_INPUT)
 
 
 def pipe_acks_for(fd: int | None, hangup: select.poll | None) -> PipeAcks | None:
@@ -196,10 +205,10 @@ class PipeAcks:
         return done
 
     def _reader_waiting(self, now: float) -> bool:
-        """Some reader of the pipe is blocked reading it again (see the module doc). The
+        """Some reader of the pipe sleeps waiting for more (see the module doc). The
         readers are looked for again (at most once a :data:`READER_SEARCH_INTERVAL`)
         while none is: ``(sleep 1; wc -l)`` reads in a process that starts later."""
-        if any(blocked_reading_a_pipe(wchan) for wchan in self._readers):
+        if any(waiting_for_input(wchan) for wchan in self._readers):
             return True
         if now - self._searched_at < READER_SEARCH_INTERVAL:
             return False
@@ -207,7 +216,7 @@ class PipeAcks:
         self.close()
         found = (open_wchan(pid) for pid in pipe_readers(self._fd))
         self._readers = [wchan for wchan in found if wchan is not None]
-        return any(blocked_reading_a_pipe(wchan) for wchan in self._readers)
+        return any(waiting_for_input(wchan) for wchan in self._readers)
 
     def close(self) -> None:
         """Close the ``/proc`` files held open."""
