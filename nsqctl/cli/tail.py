@@ -204,6 +204,7 @@ class TailOutput:
         # message is FINed once its reader has handled it, not when written. An ephemeral
         # channel goes with tail, and everything in it: there is nothing to keep.
         self.pipe = pipe_acks_for(self._fd, self._hangup) if ack_when_read else None
+        self._look: asyncio.TimerHandle | None = None
         if self.pipe is not None:
             # What was written stays in flight until its reader comes back for more:
             # smaller batches keep the window from filling with what it owes.
@@ -333,8 +334,24 @@ class TailOutput:
             self.pipe.wrote(len(data), pending)
             self.pending = []
             self.ack_handled()
+            self._look_again()
         if limit and self.written >= limit:
             self.done.set()
+
+    def _look_again(self) -> None:
+        """While the pipe's reader owes anything, look every PIPE_CHECK_INTERVAL: until
+        it took what was written, those messages fill the window and nsqd sends no more
+        (on an ordered subscription, the next message of the partition never comes)."""
+        if self._look is None and self.pipe is not None and self.pipe.owed:
+            self._look = asyncio.get_running_loop().call_later(
+                PIPE_CHECK_INTERVAL, self._timed_look
+            )
+
+    def _timed_look(self) -> None:
+        self._look = None
+        if not self.closing:
+            self.ack_handled()
+            self._look_again()
 
     def ack_handled(self) -> None:
         """FIN what the pipe's reader has handled (see :mod:`nsqctl.cli.pipe_acks`)."""
@@ -698,23 +715,15 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan, out: BinaryIO) -> Non
         seen = -1  # arrivals at the previous tick: a check runs after a tick with none
         pause = STOP_CHECK_MIN  # between checks that found messages left: they cost a poll
         next_check = 0.0
-        next_flush = loop.time() + FLUSH_INTERVAL
         down = UnansweredWait(plan.connect_timeout)
         while not output.done.is_set() and consumer.error is None and not _log_failed(log):
-            # While the pipe's reader owes an answer, look often: until it takes what was
-            # written, those messages fill the window and nsqd sends no more.
-            tick = PIPE_CHECK_INTERVAL if output.owed else FLUSH_INTERVAL
             # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel that
             # lands just after the event is set (CPython gh-86296).
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(tick):
+                async with asyncio.timeout(FLUSH_INTERVAL):
                     await output.done.wait()
+            output.flush()
             output.check_reader()
-            output.ack_handled()
-            if output.pending and (not output.owed or loop.time() >= next_flush):
-                output.flush()
-            if loop.time() >= next_flush:
-                next_flush = loop.time() + FLUSH_INTERVAL
             if output.arrivals != seen:
                 seen, pause, next_check = output.arrivals, STOP_CHECK_MIN, 0.0
             elif check is not None and not output.done.is_set() and loop.time() >= next_check:
