@@ -259,7 +259,8 @@ async def borrow(
     each back exactly once with no delay (REQ 0, no backoff) and disconnect.
 
     Ends when ``count`` arrived, or as many as the channel held (its depth in ``/stats``)
-    did, or after ``wait`` seconds. Each given-back message's attempts rise by one when
+    did, or after ``wait`` seconds (then fewer than ``on_taking`` heard: another consumer
+    of the channel took them first). Each given-back message's attempts rise by one when
     it is next delivered, and it may come after messages published later. Returns the
     messages borrowed (all answered). On the redesign this raises :class:`ConfigError`
     (setting ``borrow``): :func:`peek` reads there without consuming. ``on_taking`` hears
@@ -286,7 +287,7 @@ async def borrow(
                 "without borrowing",
                 setting="borrow",
             )
-        held = 0
+        held, nodes = 0, len(placement.nsqds)
         for node in placement.nsqds:
             stats = await fetch_nsqd_stats(client, node.address, topic=topic, channel=channel)
             ch = stats.channel(topic, channel)
@@ -309,13 +310,17 @@ async def borrow(
         if len(taken) >= target:
             done.set()
 
+    # The consumer shares its window among its connections (max_in_flight // nsqds) and a
+    # borrowed message holds its place until the end: with a window of ``count`` each
+    # nsqd could lend only its share, fewer than asked. So every nsqd gets a window of
+    # ``count``; what arrives beyond it is given straight back (attempts + 1 there too).
     consumer = Consumer(
         topic,
         channel,
         take,
         lookupd_http=list(lookupd_http) or None,
         nsqd_tcp=None if lookupd_http else (list(nsqd_tcp) or None),  # the lookup's nsqds win
-        max_in_flight=count,
+        max_in_flight=count * max(1, nodes),
         config=config,
     )
     started = time.monotonic()

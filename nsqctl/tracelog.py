@@ -27,11 +27,23 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from nsqctl.errors import ConfigError
+from nsqctl.errors import ConfigError, NsqctlError
+
+__all__ = ["TraceLog", "TraceLogWriteError"]
+
+
+class TraceLogWriteError(NsqctlError):
+    """The trace log file could not be written (a full disk, an I/O error)."""
 
 
 class TraceLog:
-    """Writes trace records to a file (appended, line-buffered) or to a logger."""
+    """Writes trace records to a file (appended, line-buffered) or to a logger.
+
+    A write that fails does not raise: records are written while messages are being
+    answered, and an exception there would leave a message marked answered whose FIN
+    was never sent. The first failure is kept in :attr:`error` (naming the file and the
+    cause) and the file is closed; whoever runs the log checks it and stops.
+    """
 
     def __init__(
         self, path: str | Path | None = None, *, logger: logging.Logger | None = None
@@ -42,6 +54,7 @@ class TraceLog:
         self._logger = logger
         self._lock = threading.Lock()
         self._fh: IO[str] | None = None
+        self.error: TraceLogWriteError | None = None
         if self.path is not None:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -58,7 +71,27 @@ class TraceLog:
             self._logger.info(line)
         if self._fh is not None:
             with self._lock:
-                self._fh.write(line + "\n")
+                try:
+                    self._fh.write(line + "\n")
+                except OSError as err:
+                    self._failed(err)
+
+    def _failed(self, err: OSError) -> None:
+        """Keep the first failure and stop writing (called with the lock held)."""
+        if self.error is None:
+            self.error = TraceLogWriteError(
+                f"cannot write the trace log {self.path}: {err.strerror or err}"
+            )
+        self._close_file()
+
+    def _close_file(self) -> None:
+        fh, self._fh = self._fh, None
+        if fh is None:
+            return
+        try:
+            fh.close()  # flushes what is still buffered (Python closes the file anyway)
+        except OSError as err:
+            self._failed(err)
 
     def publish(self, receipt: Any) -> None:
         """Record a traced publish receipt (a :class:`nsqctl.producer.Receipt`): one record
@@ -90,6 +123,6 @@ class TraceLog:
             )
 
     def close(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
+        """Close the file; a failure to flush its last lines is kept in :attr:`error`."""
+        with self._lock:
+            self._close_file()

@@ -27,7 +27,7 @@ from nsqctl.cli.common import (
     resolve_cluster,
 )
 from nsqctl.cli.tail import TailOutput
-from nsqctl.errors import ConfigError
+from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.message import Delivery, Message
 from nsqctl.protocol.message import RawMessage
 from nsqctl.timeparse import parse_time_s
@@ -77,7 +77,8 @@ def _print(out: BinaryIO, fmt: str, messages: list[Message]) -> None:
         raise typer.Exit(SIGPIPE_STATUS)
 
 
-def _warn_borrowing(count: int, topic: str, channel: str) -> None:
+def _warn_borrowing(count: int, topic: str, channel: str, expected: list[int]) -> None:
+    expected.append(count)
     if count == 0:
         return
     print(
@@ -87,6 +88,24 @@ def _warn_borrowing(count: int, topic: str, channel: str) -> None:
         file=sys.stderr,
         flush=True,
     )
+
+
+def _borrowed_fewer(got: int, asked: int, waiting: int, wait: float) -> None:
+    """Say why fewer than ``asked`` were shown: the channel held only ``waiting`` (exit
+    0: that is all there was), or some of those did not arrive in time (exit 1)."""
+    if got < waiting:
+        raise NsqctlError(
+            f"borrowed {got} of the {waiting} message(s) the channel held (of {asked} "
+            f"asked): the rest did not arrive within {wait:g}s (another consumer of "
+            "the channel may have taken them first)"
+        )
+    if got < asked:
+        print(
+            f"nsqctl peek: borrowed {got} of {asked} message(s) asked: the channel held only "
+            f"{waiting} waiting (its depth; messages in flight to other consumers are not "
+            "waiting)",
+            file=sys.stderr,
+        )
 
 
 def _stdout() -> BinaryIO:
@@ -150,7 +169,8 @@ def peek(
                 "--partition/--from-offset/--from-time read the redesign in place: drop them "
                 "with --borrow"
             )
-        asyncio.run(
+        expected: list[int] = []
+        borrowed = asyncio.run(
             lib.borrow(
                 topic,
                 channel,
@@ -167,9 +187,10 @@ def peek(
                 nsqd_tcp=cluster.nsqd,
                 nsqd_http=cluster.nsqd_http,
                 config=cluster.connection_config(),
-                on_taking=lambda n: _warn_borrowing(n, topic, channel),
+                on_taking=lambda n: _warn_borrowing(n, topic, channel, expected),
             )
         )
+        _borrowed_fewer(len(borrowed), borrow, expected[0] if expected else borrow, lib.BORROW_WAIT)
         return
     result = asyncio.run(
         lib.peek(

@@ -8,9 +8,7 @@ import json
 import os
 import random
 import re
-import select
 import signal
-import stat
 import string
 import sys
 from collections.abc import Callable
@@ -34,7 +32,9 @@ from nsqctl.cli.common import (
 )
 from nsqctl.cli.library_warnings import command_warnings
 from nsqctl.cli.numbers import seconds
-from nsqctl.cli.tail_stop import CaughtUpCheck, UntilTime
+from nsqctl.cli.pipe_acks import PipeAcks, hangup_poll, pipe_acks_for
+from nsqctl.cli.tail_partitions import check_partitions
+from nsqctl.cli.tail_stop import CaughtUpCheck, UnansweredWait, UntilTime
 from nsqctl.cli.template import TOKENS_HELP, Template, compile_template, is_template
 from nsqctl.cli.terminal import escape_controls
 from nsqctl.connection import ConnectionConfig
@@ -45,9 +45,15 @@ from nsqctl.jsonfield import MISSING, get_field, scalar_text
 from nsqctl.message import Message, body_to_json, finish_all
 from nsqctl.protocol.names import is_ephemeral, validate_channel, validate_topic
 from nsqctl.timeparse import parse_time_ns, parse_time_s
-from nsqctl.tracelog import TraceLog
+from nsqctl.tracelog import TraceLog, TraceLogWriteError
 
 FLUSH_INTERVAL = 0.1  # output reaches a terminal at least this often
+# On a pipe, how often to look whether the reader took what is owed (while anything is)
+PIPE_CHECK_INTERVAL = 0.002
+# On a pipe, arrivals between two looks at what its reader took (a syscall each)
+PIPE_CHECK_EVERY = 8
+# At exit, seconds to wait for the pipe's reader to handle what is owed to it
+SETTLE_TIMEOUT = 5.0
 # --until-empty/--until: seconds between two /stats checks that found messages left,
 # doubling while nothing arrives (a channel another consumer holds back may stay so)
 STOP_CHECK_MIN = 0.1
@@ -161,6 +167,7 @@ class TailOutput:
         intake_stopper: Callable[[], None] | None = None,
         template: Template | None = None,
         until: UntilTime | None = None,
+        ack_when_read: bool = False,
     ) -> None:
         self.out = out
         self.template = template
@@ -193,7 +200,16 @@ class TailOutput:
             self._fd: int | None = out.fileno()
         except (AttributeError, OSError, ValueError):  # an in-memory stream (CliRunner)
             self._fd = None
-        self._hangup = _hangup_poll(self._fd)
+        self._hangup = hangup_poll(self._fd)
+        # ``ack_when_read`` (a durable channel, whose messages outlive tail): on a pipe a
+        # message is FINed once its reader has handled it, not when written. An ephemeral
+        # channel goes with tail, and everything in it: there is nothing to keep.
+        self.pipe = pipe_acks_for(self._fd, self._hangup) if ack_when_read else None
+        self._look: asyncio.TimerHandle | None = None
+        if self.pipe is not None:
+            # What was written stays in flight until its reader comes back for more:
+            # smaller batches keep the window from filling with what it owes.
+            self.flush_at = max(1, min(512, window // 4))
 
     def stop_intake(self) -> None:
         """RDY 0 (idempotent): nothing more is sent to this tail."""
@@ -215,7 +231,8 @@ class TailOutput:
     def _reader_gone(self) -> None:
         self.reader_gone = True
         self.close()  # RDY 0 before the REQs below
-        for msg in self.pending:
+        owed = self.pipe.take_all() if self.pipe is not None else []
+        for msg in owed + self.pending:
             msg.requeue(delay=0, backoff=False)
         self.pending.clear()
         # Python would report the broken pipe again when it flushes stdout at exit.
@@ -227,7 +244,8 @@ class TailOutput:
     def check_reader(self) -> None:
         """End the tail as a broken pipe would when the pipe's reader has gone: ``tail T |
         head -n 3`` on a quiet topic has nothing more to write, so no write would tell.
-        One ``poll`` per timer flush, not per message (as coreutils' ``tail -f`` does)."""
+        One ``poll`` per tick of the main loop, not per message (as coreutils' ``tail -f``
+        does)."""
         if self._hangup is not None and not self.closing and self._hangup.poll(0):
             self._reader_gone()
 
@@ -254,6 +272,8 @@ class TailOutput:
             return
         pending = self.pending
         pending.append(msg)
+        if self.pipe is not None and self.pipe.owed and not len(pending) % PIPE_CHECK_EVERY:
+            self.ack_handled()  # the window is shared with what the reader still owes
         if len(pending) >= self.flush_at or (
             self.limit and self.written + len(pending) >= self.limit
         ):
@@ -298,35 +318,87 @@ class TailOutput:
         if not self.pending or self.closing:
             return
         pending = self.pending
+        data = self._render(pending)
         try:
-            self._write(self._render(pending))
+            self._write(data)
         except BrokenPipeError:
             self._reader_gone()
             return
         limit = self.limit
         if limit and self.written + len(pending) >= limit:
             self.stop_intake()
-        finish_all(pending)
         self.written += len(pending)
-        pending.clear()
+        if self.pipe is None:
+            finish_all(pending)
+            pending.clear()
+        else:
+            self.pipe.wrote(len(data), pending)
+            self.pending = []
+            self.ack_handled()
+            self._look_again()
         if limit and self.written >= limit:
             self.done.set()
 
+    def _look_again(self) -> None:
+        """While the pipe's reader owes anything, look every PIPE_CHECK_INTERVAL: until
+        it took what was written, those messages fill the window and nsqd sends no more
+        (on an ordered subscription, the next message of the partition never comes)."""
+        if self._look is None and self.pipe is not None and self.pipe.owed:
+            self._look = asyncio.get_running_loop().call_later(
+                PIPE_CHECK_INTERVAL, self._timed_look
+            )
 
-def _hangup_poll(fd: int | None) -> select.poll | None:
-    """A poll object that reports only errors on ``fd`` (event mask 0: POLLERR and
-    POLLHUP always come), when ``fd`` is a pipe or socket, whose reader can go away."""
-    if fd is None or not hasattr(select, "poll"):
-        return None
-    try:
-        mode = os.fstat(fd).st_mode
-    except OSError:
-        return None
-    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
-        return None
-    poller = select.poll()
-    poller.register(fd, 0)
-    return poller
+    def _timed_look(self) -> None:
+        self._look = None
+        if not self.closing:
+            self.ack_handled()
+            self._look_again()
+
+    def ack_handled(self) -> None:
+        """FIN what the pipe's reader has handled (see :mod:`nsqctl.cli.pipe_acks`)."""
+        if self.pipe is not None:
+            handled = self.pipe.handled()
+            if handled:
+                finish_all(handled)
+
+    @property
+    def owed(self) -> int:
+        """Messages written into the pipe and not yet handled by its reader."""
+        return self.pipe.owed if self.pipe is not None else 0
+
+    async def settle(self, timeout: float = SETTLE_TIMEOUT) -> None:
+        """At exit: FIN what the pipe's reader handles within ``timeout`` seconds; give
+        back what it leaves (all of it when it goes away), saying so when it is still there."""
+        pipe = self.pipe
+        if pipe is None:
+            return
+        try:
+            await self._settle(pipe, timeout)
+        finally:
+            pipe.close()
+
+    async def _settle(self, pipe: PipeAcks, timeout: float) -> None:
+        deadline = asyncio.get_running_loop().time() + timeout
+        while pipe.owed and not pipe.reader_gone():
+            self.ack_handled()
+            if asyncio.get_running_loop().time() >= deadline:
+                break
+            await asyncio.sleep(PIPE_CHECK_INTERVAL)
+        if not pipe.owed:
+            return
+        if pipe.reader_gone():
+            self.reader_gone = True
+        else:
+            print(
+                f"nsqctl tail: {pipe.unread()} message(s) still unread in the pipe after "
+                f"{timeout:g}s: given back to nsqd, so they come again (the reader may "
+                "print them too)",
+                file=sys.stderr,
+                flush=True,
+            )
+        self.stop_intake()
+        for msg in pipe.take_all():
+            msg.requeue(delay=0, backoff=False)
 
 
 @dataclass(frozen=True)
@@ -535,10 +607,15 @@ def _idle(output: TailOutput, consumer: Consumer, until: UntilTime | None) -> bo
 
 
 async def _finished(
-    check: CaughtUpCheck, output: TailOutput, consumer: Consumer, until: UntilTime | None
+    check: CaughtUpCheck,
+    output: TailOutput,
+    consumer: Consumer,
+    until: UntilTime | None,
+    down: UnansweredWait,
 ) -> bool:
     """--until-empty / --until reached: the channel is caught up (every partition past
-    --until or, once TIME has passed, caught up), with no delivery during the check."""
+    --until or, once TIME has passed, caught up), with no delivery during the check.
+    Raises when only nsqds that do not answer /stats have stood in the way too long."""
     if not _idle(output, consumer, until):
         return False
     before = output.arrivals
@@ -546,7 +623,14 @@ async def _finished(
         done = await check.caught_up()
     else:
         done = await check.caught_up(until.reached, only_done=not until.past())
-    return done and output.arrivals == before and _idle(output, consumer, until)
+    quiet = output.arrivals == before and _idle(output, consumer, until)
+    down.update(check.unanswered if quiet else (), asyncio.get_running_loop().time())
+    return done and quiet
+
+
+def _log_failed(log: TraceLog | None) -> bool:
+    """The trace log could not be written: tail stops rather than print untraced."""
+    return log is not None and log.error is not None
 
 
 def _summary(consumer: Consumer) -> None:
@@ -587,6 +671,7 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan, out: BinaryIO) -> Non
         plan.keep,
         template=plan.template,
         until=until,
+        ack_when_read=not is_ephemeral(plan.channel),
     )
     check = (
         CaughtUpCheck(cluster.lookupd, cluster.nsqd_http, plan.topic, plan.channel, plan.partitions)
@@ -616,6 +701,7 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan, out: BinaryIO) -> Non
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, output.done.set)
     try:
+        await check_partitions(cluster.lookupd, plan.topic, plan.partitions or ())
         await consumer.start()
         if until is not None and not any(c.is_redesign for c in consumer.connections.values()):
             output.unpartitioned = True
@@ -630,7 +716,8 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan, out: BinaryIO) -> Non
         seen = -1  # arrivals at the previous tick: a check runs after a tick with none
         pause = STOP_CHECK_MIN  # between checks that found messages left: they cost a poll
         next_check = 0.0
-        while not output.done.is_set() and consumer.error is None:
+        down = UnansweredWait(plan.connect_timeout)
+        while not output.done.is_set() and consumer.error is None and not _log_failed(log):
             # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel that
             # lands just after the event is set (CPython gh-86296).
             with contextlib.suppress(TimeoutError):
@@ -641,13 +728,14 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan, out: BinaryIO) -> Non
             if output.arrivals != seen:
                 seen, pause, next_check = output.arrivals, STOP_CHECK_MIN, 0.0
             elif check is not None and not output.done.is_set() and loop.time() >= next_check:
-                if await _finished(check, output, consumer, until):
+                if await _finished(check, output, consumer, until, down):
                     break
                 next_check = loop.time() + pause
                 pause = min(pause * 2, STOP_CHECK_MAX)
     finally:
         output.stop_intake()  # RDY 0 first: the FINs below must not release more messages
         output.flush()  # FIN what was printed before the connections close
+        await output.settle()  # on a pipe: once its reader has it, else given back
         # Anything still arriving (sent before nsqd saw RDY 0) goes straight back, once,
         # rather than sitting in flight until nsqd's msg_timeout.
         output.close()
@@ -661,6 +749,11 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan, out: BinaryIO) -> Non
         _summary(consumer)
     if consumer.error is not None:
         raise consumer.error
+    if log is not None and log.error is not None:
+        raise TraceLogWriteError(
+            f"{log.error}: stopped; what was printed was acknowledged (without its trace "
+            "record), the rest given back"
+        )
     if output.unpartitioned:
         raise ConfigError(
             "--until needs the redesign (youzan nsq): the original family keeps no history "

@@ -13,17 +13,19 @@ leader, the channel not yet on a partition) is "not yet", never "empty".
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from nsqctl.errors import NsqctlError
 from nsqctl.message import Message
 
 if TYPE_CHECKING:  # the stats stack (httpx, msgspec) loads only when a check is made
     from nsqctl.stats.view import ClusterView, PartitionView
 
-__all__ = ["CaughtUpCheck", "UntilTime", "caught_up"]
+__all__ = ["CaughtUpCheck", "StatsUnansweredError", "UnansweredWait", "UntilTime", "caught_up"]
 
 
 @dataclass
@@ -75,11 +77,13 @@ def caught_up(
     partitions: Collection[int] | None = None,
     done: Collection[int | None] = (),
     only_done: bool = False,
+    ignore_down: bool = False,
 ) -> bool:
     """Every copy of ``topic``/``channel`` (only ``partitions`` when given) is in ``done``
     or has nothing left to deliver, as far as ``view`` can tell; with ``only_done`` every
-    copy must be in ``done``."""
-    if any(node.stats.state == "down" for node in view.nodes):
+    copy must be in ``done``. An nsqd that did not answer makes it False, unless
+    ``ignore_down`` (then: every copy that can be seen)."""
+    if not ignore_down and unanswered(view):
         return False
     found = view.topic(topic)
     if found is None:
@@ -96,6 +100,52 @@ def caught_up(
         if not _drained(part, channel):
             return False
     return True
+
+
+def unanswered(view: ClusterView) -> tuple[str, ...]:
+    """The nsqd addresses that did not answer ``/stats`` (with why, when known)."""
+    return tuple(
+        f"{node.address} ({node.stats.error})" if node.stats.error else node.address
+        for node in view.nodes
+        if node.stats.state == "down"
+    )
+
+
+class StatsUnansweredError(NsqctlError):
+    """An nsqd's ``/stats`` did not answer, so whether the channel is caught up there
+    cannot be told."""
+
+
+class UnansweredWait:
+    """How long tail waits, once everything it can see is caught up, for nsqds that do not
+    answer ``/stats``: ``window`` seconds, then it stops with an error naming them (None:
+    for ever, saying once on stderr what it waits for)."""
+
+    def __init__(self, window: float | None) -> None:
+        self.window = window
+        self._since: float | None = None
+
+    def update(self, down: tuple[str, ...], now: float) -> None:
+        if not down:
+            self._since = None
+            return
+        if self._since is None:
+            self._since = now
+            if self.window is None:
+                print(
+                    f"nsqctl tail: everything else is caught up; waiting for nsqd "
+                    f"{', '.join(down)} to answer /stats",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            return
+        if self.window is not None and now - self._since >= self.window:
+            raise StatsUnansweredError(
+                f"nsqd {', '.join(down)} did not answer /stats for {self.window:g}s, so "
+                "tail cannot tell whether the channel is caught up there; everything "
+                "received was printed and acknowledged",
+                setting="connect_timeout",
+            )
 
 
 class CaughtUpCheck:
@@ -115,12 +165,20 @@ class CaughtUpCheck:
         from nsqctl.stats.poller import StatsPoller
 
         self._poller = StatsPoller(lookupd_http, nsqd_http, topic=topic, channel=channel)
+        # The nsqds that did not answer the last check when every other copy was caught
+        # up: all that stands between tail and its end.
+        self.unanswered: tuple[str, ...] = ()
 
     async def caught_up(self, done: Collection[int | None] = (), only_done: bool = False) -> bool:
         from nsqctl.stats.view import build_view
 
         view = build_view(await self._poller.snapshot())
-        return caught_up(view, self.topic, self.channel, self.partitions, done, only_done)
+        down = unanswered(view)
+        rest = caught_up(
+            view, self.topic, self.channel, self.partitions, done, only_done, ignore_down=True
+        )
+        self.unanswered = down if rest else ()
+        return rest and not down
 
     async def aclose(self) -> None:
         await self._poller.aclose()

@@ -79,8 +79,9 @@ def _nsqd(msg: Message) -> bytes:
 
 
 def _trace_id(msg: Message) -> bytes:
+    """The redesign sends trace id 0 for a message published untraced: no trace id."""
     trace = msg.trace_id
-    return b"" if trace is None else str(trace).encode()
+    return str(trace).encode() if trace else b""
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,7 @@ TOKENS: tuple[Token, ...] = (
     Token("i", _id, "message id"),
     Token("a", _attempts, "attempts"),
     Token("n", _nsqd, "nsqd address it came from"),
-    Token("r", _trace_id, "trace id (empty on the original family)"),
+    Token("r", _trace_id, "trace id (empty when untraced or on the original family)"),
 )
 _BY_LETTER = {t.letter: t.getter for t in TOKENS}
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\"}

@@ -31,7 +31,7 @@ from nsqctl.errors import (
 from nsqctl.failover import DEFAULT_FAILOVER_WINDOW
 from nsqctl.message import Message, finish_all
 from nsqctl.pipeline.writer import ArchiveBuffer, ArchiveWriter, RotationPolicy, remove_stale_tmp
-from nsqctl.tracelog import TraceLog
+from nsqctl.tracelog import TraceLog, TraceLogWriteError
 
 log = logging.getLogger("nsqctl.pipeline.archiver")
 
@@ -329,6 +329,8 @@ class Archiver:
                 self.stats.duplicates = consumer.stats.duplicates
                 if consumer.error is not None:  # e.g. no new leader within the window
                     break
+                if trace is not None and trace.error is not None:
+                    break  # what is held is still written and acknowledged below
                 if consumer.stats.received != seen:
                     last_message, seen = now, consumer.stats.received
                 if idle is None:
@@ -362,4 +364,9 @@ class Archiver:
                 trace.close()
         if consumer.error is not None:  # what was held is on disk and FINed; then say why
             raise consumer.error
+        if trace is not None and trace.error is not None:
+            raise TraceLogWriteError(
+                f"{trace.error}: stopped; the {self.stats.written} message(s) received were "
+                "archived and acknowledged, without their trace records"
+            )
         return self.stats

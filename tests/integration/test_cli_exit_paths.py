@@ -154,15 +154,15 @@ def _check_exit_path(
     assert len(reqs) == len(set(reqs)), Counter(reqs).most_common(3)
     assert totals.requeued == len(reqs) <= MAX_IN_FLIGHT, (totals, len(reqs))
     assert totals.timed_out == 0, totals  # nothing was left in flight to time out
-    # Nothing lost: the FINed (written) and the remaining are all 1000. Ids, not records:
-    # an ordered redesign channel may resend the message FINed last when its reader is
-    # reset, and the consumer FINs that copy again (recorded as a second FIN).
+    # Nothing lost: the FINed (handled by the pipe's reader) and the remaining are all
+    # 1000. What head read and dropped, and what it printed from its last read (tail
+    # cannot tell the two apart), is given back: printed lines may come again. Ids, not
+    # records: an ordered redesign channel may resend the message FINed last when its
+    # reader is reset, and the consumer FINs that copy again (recorded as a second FIN).
     written = set(fins)
-    assert len(written) >= 3
     assert totals.depth + len(written) == MESSAGES, (totals, len(written))
     remaining = _drain(where, topic, channel, totals.depth, *extra)
     assert not {r["id"] for r in remaining} & written
-    assert not {r["body"].encode() for r in remaining} & set(head)
     return totals.requeued, len(written)
 
 

@@ -185,7 +185,7 @@ def test_until_reads_history_on_a_temporary_channel_on_the_redesign(
     assert sorted(r[5] for r in rows) == sorted(before)
     assert all(int(r[4]) <= boundary // 1_000_000 for r in rows)
     by_body = {r[5]: r for r in rows}
-    assert by_body[b"a-head"][:4] == [b"0", b"0", b"0", b"k=v,n=1"]
+    assert by_body[b"a-head"][:4] == [b"0", b"0", b"", b"k=v,n=1"]  # untraced: no %r
     assert by_body[b"a-trace"][:4] == [b"1", b"0", b"4242", b"##trace_id=4242"]
     for label in (b"0", b"1"):
         offsets = [int(r[1]) for r in rows if r[0] == label]

@@ -1,0 +1,57 @@
+"""``nsqctl peek --borrow N`` on the original session cluster (2 nsqd): it lends what
+was asked when the channel holds it, and says why when it lends fewer."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from nsqctl.servers.cluster import Cluster
+from nsqctl.stats import read_nsqd_stats
+from tests.helpers.cli import cli, invoke
+from tests.helpers.redesign import eventually
+
+pytestmark = pytest.mark.original
+
+
+def _waiting(c: Cluster, topic: str) -> int:
+    """Messages waiting in channel c over both nsqds, when none is in flight or deferred."""
+    total = 0
+    for http in c.nsqd_http:
+        ch = read_nsqd_stats(http, topic=topic, channel="c").channel(topic, "c")
+        if ch is None or ch.in_flight_count or ch.deferred_count:
+            return -1
+        total += ch.depth
+    return total
+
+
+def test_borrow_lends_what_was_asked_over_two_nsqds_or_says_why_not(
+    original_cluster: Cluster,
+) -> None:
+    """Two on one nsqd, one on the other: `--borrow 3` got one from each (its window of
+    3 shared as 1 per nsqd), after waiting 5 s, and said nothing."""
+    c = original_cluster
+    topic = f"borrow_two-{uuid.uuid4().hex[:8]}"
+    for index, bodies in ((0, ["a", "b"]), (1, ["c"])):
+        pub = invoke("pub", topic, *bodies, "--nsqd", c.nsqd_tcp[index])
+        assert pub.exit_code == 0, pub.output
+        made = invoke("channel", "create", topic, "c", "--nsqd-http", c.nsqd_http[index])
+        assert made.exit_code == 0, made.output
+    # the channel was made after the publish: nsqd hands the topic's queue to it
+    eventually(lambda: _waiting(c, topic) == 3, 30, "3 messages waiting in c")
+    where = ["--lookupd", c.lookupd_http[0], "--format", "json"]
+    proc = cli("peek", topic, "c", "--borrow", "3", *where)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(json.loads(line)["body"] for line in proc.stdout.splitlines()) == [
+        "a",
+        "b",
+        "c",
+    ]
+    assert "borrowed" not in proc.stderr
+    eventually(lambda: _waiting(c, topic) == 3, 30, "the borrowed messages back")
+    more = cli("peek", topic, "c", "--borrow", "5", *where)
+    assert more.returncode == 0, more.stderr
+    assert len(more.stdout.splitlines()) == 3
+    assert "borrowed 3 of 5 message(s) asked: the channel held only 3" in more.stderr

@@ -1,0 +1,75 @@
+"""When a message written into a pipe counts as handled by its reader: on a real pipe
+(``os.pipe``), with a clock the test moves. The reader end is this process's own, so no
+other process is found reading it: the rules seen here are "came back for more" and the
+grace period."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from nsqctl.cli.pipe_acks import GRACE, PipeAcks, hangup_poll
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def pipe() -> Iterator[tuple[int, int]]:
+    r, w = os.pipe()
+    yield r, w
+    for fd in (r, w):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+def _acks(w: int, clock: Clock) -> PipeAcks:
+    hangup = hangup_poll(w)
+    assert hangup is not None
+    return PipeAcks(w, hangup, clock)
+
+
+def _write(acks: PipeAcks, w: int, msgs: list[Any]) -> None:
+    data = b"".join(b"%s\n" % m.encode() for m in msgs)
+    os.write(w, data)
+    acks.wrote(len(data), msgs)
+
+
+def test_taken_bytes_count_once_the_reader_comes_back_or_stays(pipe: tuple[int, int]) -> None:
+    r, w = pipe
+    clock = Clock()
+    acks = _acks(w, clock)
+    _write(acks, w, ["a", "b"])
+    _write(acks, w, ["c"])
+    assert acks.handled() == []  # nothing taken yet
+    os.read(r, 4)  # a and b: taken, not yet known to be handled
+    assert acks.handled() == []
+    os.read(r, 2)  # it came back for more: a and b were handled
+    assert acks.handled() == ["a", "b"]
+    assert acks.handled() == []  # c taken, everything taken: the grace period runs
+    clock.now += GRACE
+    assert acks.handled() == ["c"]
+    assert acks.owed == 0
+
+
+def test_what_a_reader_that_went_away_took_is_given_back(pipe: tuple[int, int]) -> None:
+    r, w = pipe
+    clock = Clock()
+    acks = _acks(w, clock)
+    _write(acks, w, ["a", "b", "c"])
+    os.read(r, 6)  # took everything, as head does, then goes
+    os.close(r)
+    clock.now += GRACE
+    assert acks.reader_gone()
+    assert acks.handled() == []
+    assert acks.take_all() == ["a", "b", "c"]
+    assert acks.owed == 0
