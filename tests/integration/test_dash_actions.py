@@ -1,0 +1,96 @@
+"""The dashboard's destructive-action guard and its navigation, driven with Textual's pilot
+against the session cluster of the original family: ``e`` on a channel holding more than
+the confirmation threshold shows the CLI's plan and loss preview and asks for the topic
+name (a wrong name changes nothing, the right one empties it); enter on an nsqd opens its
+screen; ``:`` jumps to a topic or an nsqd by name."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+from textual.widgets import Label
+
+from nsqctl import admin
+from nsqctl.producer import Producer
+from nsqctl.servers.cluster import Cluster
+from nsqctl.stats.poller import StatsPoller
+from nsqctl.stats.read import fetch_nsqd_stats
+from nsqctl.stats.session import StatsSession
+from nsqctl.tui.app import DashApp
+from nsqctl.tui.screens import TopicScreen
+from tests.helpers.redesign import unique
+from tests.integration.test_dash import cells, until
+
+
+class NotedApp(DashApp):
+    """The dashboard, keeping what it told the operator in a notification."""
+
+    def __init__(self, c: Cluster) -> None:
+        poller = StatsPoller(c.lookupd_http, [], timeout=2.0)
+        super().__init__(StatsSession(poller), interval=0.3)
+        self.notes: list[str] = []
+
+    def notify(self, message: str, **kwargs: Any) -> None:  # type: ignore[override]
+        self.notes.append(message)
+        super().notify(message, **kwargs)
+
+
+def shown(app: DashApp, screen: str) -> bool:
+    """Whether ``screen`` is in front, by name, so this module imports on the code it tests
+    before the screens existed (and fails there on behaviour, not on an import)."""
+    return type(app.screen).__name__ == screen
+
+
+BACKLOG = 1500  # over admin.DEFAULT_CONFIRM_ABOVE: the name must be typed back
+
+
+async def channel_depth(nsqd_http: str, topic: str, channel: str) -> int:
+    """The channel's depth as the nsqd itself says, read apart from the dashboard."""
+    async with httpx.AsyncClient(timeout=5) as http:
+        node = await fetch_nsqd_stats(http, nsqd_http, topic=topic)
+    found = node.channel(topic, channel)
+    assert found is not None
+    return found.depth
+
+
+async def test_empty_over_the_threshold_asks_for_the_topic_name(original_cluster) -> None:
+    c = original_cluster
+    topic = unique("dempty")
+    created = await admin.create_topic_async(c.lookupd_http, topic, nsqd_http=[c.nsqd_http[0]])
+    created.raise_for_failures()
+    placement, stages = await admin.prepare(
+        "channel", topic, (), [c.nsqd_http[0]], action="create", channel="held"
+    )
+    (await admin.run_plan("channel create", placement, stages, channel="held")).raise_for_failures()
+    async with Producer(nsqd_tcp=[c.nsqd_tcp[0]]) as producer:
+        await producer.publish_many(topic, [b"m"] * BACKLOG)
+    assert BACKLOG > admin.DEFAULT_CONFIRM_ABOVE
+    app = NotedApp(c)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await until(pilot, lambda: topic in [r[0] for r in cells(app, "topics")], "the topic")
+        await pilot.press("slash", *topic, "enter", "enter")
+        assert isinstance(app.screen, TopicScreen) and app.screen.topic == topic
+        await until(pilot, lambda: bool(cells(app, "channels")), "the channel row")
+
+        await pilot.press("e")
+        await until(pilot, lambda: shown(app, "TypeNameScreen"), "the name dialog")
+        question = str(app.screen.query_one("#question", Label).content)
+        assert f"drop every queued message of channel {topic}/held on nsqd" in question
+        assert f"total: {BACKLOG} messages" in question  # the CLI's loss preview
+        assert topic in str(app.screen.query_one("#prompt", Label).content)
+        await pilot.press("y", "enter")  # a reflexive yes is not the name
+        await until(pilot, lambda: isinstance(app.screen, TopicScreen), "the dialog closed")
+        assert any("the topic name was not typed back" in n for n in app.notes)
+        assert await channel_depth(c.nsqd_http[0], topic, "held") == BACKLOG
+
+        await pilot.press("e")
+        await until(pilot, lambda: shown(app, "TypeNameScreen"), "the name dialog")
+        await pilot.press(*topic, "enter")
+        await until(pilot, lambda: isinstance(app.screen, TopicScreen), "the dialog closed")
+        await until(
+            pilot,
+            lambda: bool(app.view and app.view.topic(topic).channel("held").depth == 0),  # type: ignore[union-attr]
+            "the channel emptied",
+        )
+    assert await channel_depth(c.nsqd_http[0], topic, "held") == 0
