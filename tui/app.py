@@ -29,7 +29,8 @@ from nsqctl.tui.actions import (
 )
 from nsqctl.tui.events import PartitionTracker
 from nsqctl.tui.hotscreens import HotSpotsScreen, NodeScreen
-from nsqctl.tui.modals import ConfirmScreen, HelpScreen, TypeNameScreen
+from nsqctl.tui.modals import CommandLine, ConfirmScreen, HelpScreen, TypeNameScreen
+from nsqctl.tui.nsqdscreen import NsqdScreen
 from nsqctl.tui.screens import ChannelScreen, MainScreen, TopicScreen, ViewScreen
 
 
@@ -46,6 +47,7 @@ class DashApp(App[None]):
         Binding("t", "toggle_topic_pause", "pause/unpause topic"),
         Binding("n", "nodes", "nodes"),
         Binding("h", "hot_spots", "hot spots"),
+        Binding("colon", "command_line", "go to", show=False),
     ]
 
     def __init__(
@@ -130,7 +132,28 @@ class DashApp(App[None]):
             if message.clients is None or message.clients:
                 self._wake.set()
 
+    def on_view_screen_open_nsqd(self, message: ViewScreen.OpenNsqd) -> None:
+        self.push_screen(NsqdScreen(message.address, self.drain_states, self.tracker))
+
     # ------------------------------------------------------------- actions
+
+    def action_command_line(self) -> None:
+        if not isinstance(self.screen, CommandLine):
+            self.push_screen(CommandLine(), self.go_to)
+
+    def go_to(self, name: str | None) -> None:
+        """Open the screen of topic or nsqd ``name`` (as the last poll knows them): a
+        topic first, then an nsqd by its HTTP address; anything else is said, not opened."""
+        if not name:
+            return
+        view = self.view
+        if view is not None and view.topic(name) is not None:
+            self.push_screen(TopicScreen(name, self.tracker))
+        elif view is not None and any(n.address == name for n in view.nodes):
+            self.push_screen(NsqdScreen(name, self.drain_states, self.tracker))
+        else:
+            known = "" if view is not None else " (no poll has landed yet)"
+            self.notify(f"no topic or nsqd named {name!r}{known}", severity="warning")
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

@@ -1,5 +1,5 @@
-"""Modal screens: confirmation before a change (a yes, or a name typed back), and the key
-help."""
+"""Modal screens: confirmation before a change (a yes, or a name typed back), the ``:``
+command line, and the key help."""
 
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ HELP_TEXT = """\
 
   [b]enter[/b]     open the selected topic / channel
   [b]escape[/b]    back (or close the filter)
+  [b]enter[/b]     on an nsqd (main or nodes screen): that nsqd's topics
+  [b]:[/b]         go to a topic or nsqd by name (:orders, :127.0.0.1:4151)
   [b]/[/b]         filter topics by name (type; enter to keep, escape to clear)
   [b]s[/b]         cycle the topics sort: name, depth, rate, channels
   [b]r[/b]         refresh now
@@ -128,3 +130,26 @@ class TypeNameScreen(ModalScreen[bool]):
 
     def action_cancel(self) -> None:
         self.dismiss(False)
+
+
+class CommandLine(ModalScreen[str]):
+    """The ``:`` line: dismisses with what was typed (enter), or "" on escape."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "cancel")]
+    DEFAULT_CSS = """
+    CommandLine { align: center bottom; }
+    CommandLine > Input { width: 100%; margin: 0 0 1 0; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Input(placeholder=":topic or :nsqd host:port", id="command")
+
+    def on_mount(self) -> None:
+        self.query_one("#command", Input).focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.dismiss(event.value.strip().removeprefix(":").strip())
+
+    def action_cancel(self) -> None:
+        self.dismiss("")

@@ -58,6 +58,13 @@ class ViewScreen(Screen[None]):
             self.topic = topic
             self.clients = clients
 
+    class OpenNsqd(Message):
+        """Enter on an nsqd: the app opens its screen (it holds what that screen needs)."""
+
+        def __init__(self, address: str) -> None:
+            super().__init__()
+            self.address = address
+
     @property
     def detail_topic(self) -> str | None:
         return None
@@ -161,6 +168,8 @@ class MainScreen(ViewScreen):
     def on_row_table_row_selected(self, event: RowTable.RowSelected) -> None:
         if event.table.id == "topics":
             self.app.push_screen(TopicScreen(event.row_key, self.tracker))
+        elif event.table.id == "nodes":
+            self.post_message(self.OpenNsqd(event.row_key))
 
     def selected_topic(self) -> str | None:
         return self.query_one("#topics", RowTable).selected_key

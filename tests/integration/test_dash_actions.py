@@ -18,7 +18,7 @@ from nsqctl.stats.poller import StatsPoller
 from nsqctl.stats.read import fetch_nsqd_stats
 from nsqctl.stats.session import StatsSession
 from nsqctl.tui.app import DashApp
-from nsqctl.tui.screens import TopicScreen
+from nsqctl.tui.screens import MainScreen, TopicScreen
 from tests.helpers.redesign import unique
 from tests.integration.test_dash import cells, until
 
@@ -94,3 +94,30 @@ async def test_empty_over_the_threshold_asks_for_the_topic_name(original_cluster
             "the channel emptied",
         )
     assert await channel_depth(c.nsqd_http[0], topic, "held") == 0
+
+
+async def test_enter_on_an_nsqd_and_colon_jumps(original_cluster) -> None:
+    c = original_cluster
+    topic = unique("djump")
+    async with Producer(nsqd_tcp=[c.nsqd_tcp[1]]) as producer:
+        await producer.publish_many(topic, [b"j"] * 3)
+    app = NotedApp(c)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await until(pilot, lambda: topic in [r[0] for r in cells(app, "topics")], "the topic")
+        await pilot.press("shift+tab")  # from the topics table to the nodes table
+        nodes = [r[0] for r in cells(app, "nodes")]
+        await pilot.press(*["down"] * nodes.index(c.nsqd_http[1]), "enter")
+        assert shown(app, "NsqdScreen") and app.screen.address == c.nsqd_http[1]  # type: ignore[attr-defined]
+        await until(pilot, lambda: bool(cells(app, "nsqd-topics")), "its topics")
+        held = {r[0]: r for r in cells(app, "nsqd-topics")}
+        assert held[topic][3] == "3"  # depth, as that nsqd holds it
+        await pilot.press("escape")
+        assert isinstance(app.screen, MainScreen)
+
+        await pilot.press("colon", *topic, "enter")
+        assert isinstance(app.screen, TopicScreen) and app.screen.topic == topic
+        await pilot.press("escape", "colon", *c.nsqd_http[0], "enter")
+        assert shown(app, "NsqdScreen") and app.screen.address == c.nsqd_http[0]  # type: ignore[attr-defined]
+        await pilot.press("escape", "colon", *"no-such-topic", "enter")
+        assert isinstance(app.screen, MainScreen)
+        assert any("no topic or nsqd named 'no-such-topic'" in n for n in app.notes)
