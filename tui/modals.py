@@ -20,7 +20,8 @@ HELP_TEXT = """\
   [b]escape[/b]    back (or close the filter)
   [b]enter[/b]     on an nsqd (main or nodes screen): that nsqd's topics
   [b]:[/b]         go to a topic or nsqd by name (:orders, :127.0.0.1:4151)
-  [b]/[/b]         filter topics by name (type; enter to keep, escape to clear)
+  [b]/[/b]         filter topics (on a topic: its channels) by name (type; enter to
+            keep, escape to clear)
   [b]s[/b]         cycle the topics sort: name, depth, rate, channels
   [b]r[/b]         refresh now
   [b]tab[/b]       move between tables

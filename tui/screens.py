@@ -77,6 +77,10 @@ class ViewScreen(Screen[None]):
 
     def on_screen_resume(self) -> None:
         self.post_message(self.Shown(self.detail_topic, self.client_scopes))
+        self.rerender()
+
+    def rerender(self) -> None:
+        """Render the app's latest view again (after a local change: filter, sort)."""
         holder = self.app
         if isinstance(holder, ViewHolder) and holder.view is not None:
             self.refresh_view(holder.view)
@@ -176,9 +180,14 @@ class MainScreen(ViewScreen):
 
 
 class TopicScreen(ViewScreen):
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,backspace", "app.pop_screen", "back")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,backspace", "back", "back"),
+        Binding("slash", "filter", "filter"),
+    ]
     DEFAULT_CSS = """
     #topic-summary { height: auto; padding: 0 1; }
+    #channel-filter { display: none; height: 3; }
+    #channel-filter.visible { display: block; }
     #partitions { height: auto; max-height: 50%; }
     #events { height: auto; max-height: 6; padding: 0 1; display: none; }
     #events.visible { display: block; }
@@ -190,6 +199,7 @@ class TopicScreen(ViewScreen):
         super().__init__()
         self.topic = topic
         self.tracker = tracker or PartitionTracker()
+        self.filter_text = ""
 
     @property
     def detail_topic(self) -> str | None:
@@ -201,7 +211,8 @@ class TopicScreen(ViewScreen):
             yield Static("partitions", id="partitions-title", classes="section")
             yield _table("partitions", rows.PARTITION_COLUMNS)
             yield Static(id="events")
-            yield Static("channels", classes="section")
+            yield Static("channels", id="channels-title", classes="section")
+            yield Input(placeholder="filter channels…", id="channel-filter")
             yield _table("channels", rows.CHANNEL_COLUMNS)
         yield Footer()
 
@@ -233,11 +244,38 @@ class TopicScreen(ViewScreen):
         copies.set_columns(rows.partition_columns(topic))
         copies.set_rows(rows.partition_rows(topic, self.tracker, view.taken_at))
         _show_events(self.query_one("#events", Static), self.tracker.recent(self.topic))
-        self.query_one("#channels", RowTable).set_rows(rows.channel_rows(topic))
+        channels = self.query_one("#channels", RowTable)
+        channels.set_rows(rows.channel_rows(topic, self.filter_text))
+        shown = f" · filter: {self.filter_text!r}" if self.filter_text else ""
+        self.query_one("#channels-title", Static).update(f"channels{shown}")
 
     def on_row_table_row_selected(self, event: RowTable.RowSelected) -> None:
         if event.table.id == "channels":
             self.app.push_screen(ChannelScreen(self.topic, event.row_key))
+
+    def action_filter(self) -> None:
+        box = self.query_one("#channel-filter", Input)
+        box.add_class("visible")
+        box.focus()
+
+    def action_back(self) -> None:
+        """Escape closes the channel filter first (clearing it), then leaves the topic."""
+        box = self.query_one("#channel-filter", Input)
+        if box.has_class("visible") or self.filter_text:
+            box.value = ""
+            box.remove_class("visible")
+            self.query_one("#channels", RowTable).focus()
+            return
+        self.app.pop_screen()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.filter_text = event.value
+        self.rerender()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if not event.value:
+            event.input.remove_class("visible")
+        self.query_one("#channels", RowTable).focus()
 
     def selected_channel(self) -> str | None:
         return self.query_one("#channels", RowTable).selected_key
