@@ -25,6 +25,7 @@ from nsqctl.stats.series import sparkline
 from nsqctl.stats.view import ClusterView
 from nsqctl.tui import rows
 from nsqctl.tui.events import PartitionChange, PartitionTracker
+from nsqctl.tui.filterbox import FilterBox
 from nsqctl.tui.format import num, per_sec, size
 from nsqctl.tui.rowtable import RowTable
 
@@ -98,8 +99,6 @@ class MainScreen(ViewScreen):
     DEFAULT_CSS = """
     #summary, #lookupds { height: 1; padding: 0 1; }
     #nodes { height: auto; max-height: 12; }
-    #filter { display: none; height: 3; }
-    #filter.visible { display: block; }
     #topics { height: 1fr; }
     #last-event { height: 1; padding: 0 1; display: none; }
     #last-event.visible { display: block; }
@@ -119,7 +118,7 @@ class MainScreen(ViewScreen):
         yield Static("nsqd nodes", classes="section")
         yield _table("nodes", rows.NODE_COLUMNS)
         yield Static(id="topics-title", classes="section")
-        yield Input(placeholder="filter topics…", id="filter")
+        yield FilterBox("filter topics…", id="filter", table_id="topics")
         yield _table("topics", rows.TOPIC_COLUMNS)
         yield Footer()
 
@@ -145,15 +144,10 @@ class MainScreen(ViewScreen):
         self._title(rows.clients_note(view))
 
     def action_filter(self) -> None:
-        box = self.query_one("#filter", Input)
-        box.add_class("visible")
-        box.focus()
+        self.query_one("#filter", FilterBox).open()
 
     def action_clear_filter(self) -> None:
-        box = self.query_one("#filter", Input)
-        box.value = ""
-        box.remove_class("visible")
-        self.query_one("#topics", RowTable).focus()
+        self.query_one("#filter", FilterBox).clear()
 
     def action_sort(self) -> None:
         order = list(rows.SORTS)
@@ -163,11 +157,6 @@ class MainScreen(ViewScreen):
     def on_input_changed(self, event: Input.Changed) -> None:
         self.filter_text = event.value
         self.on_screen_resume()
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        if not event.value:
-            event.input.remove_class("visible")
-        self.query_one("#topics", RowTable).focus()
 
     def on_row_table_row_selected(self, event: RowTable.RowSelected) -> None:
         if event.table.id == "topics":
@@ -186,8 +175,6 @@ class TopicScreen(ViewScreen):
     ]
     DEFAULT_CSS = """
     #topic-summary { height: auto; padding: 0 1; }
-    #channel-filter { display: none; height: 3; }
-    #channel-filter.visible { display: block; }
     #partitions { height: auto; max-height: 50%; }
     #events { height: auto; max-height: 6; padding: 0 1; display: none; }
     #events.visible { display: block; }
@@ -212,7 +199,7 @@ class TopicScreen(ViewScreen):
             yield _table("partitions", rows.PARTITION_COLUMNS)
             yield Static(id="events")
             yield Static("channels", id="channels-title", classes="section")
-            yield Input(placeholder="filter channels…", id="channel-filter")
+            yield FilterBox("filter channels…", id="channel-filter", table_id="channels")
             yield _table("channels", rows.CHANNEL_COLUMNS)
         yield Footer()
 
@@ -254,28 +241,19 @@ class TopicScreen(ViewScreen):
             self.app.push_screen(ChannelScreen(self.topic, event.row_key))
 
     def action_filter(self) -> None:
-        box = self.query_one("#channel-filter", Input)
-        box.add_class("visible")
-        box.focus()
+        self.query_one("#channel-filter", FilterBox).open()
 
     def action_back(self) -> None:
         """Escape closes the channel filter first (clearing it), then leaves the topic."""
-        box = self.query_one("#channel-filter", Input)
-        if box.has_class("visible") or self.filter_text:
-            box.value = ""
-            box.remove_class("visible")
-            self.query_one("#channels", RowTable).focus()
+        box = self.query_one("#channel-filter", FilterBox)
+        if box.shown or self.filter_text:
+            box.clear()
             return
         self.app.pop_screen()
 
     def on_input_changed(self, event: Input.Changed) -> None:
         self.filter_text = event.value
         self.rerender()
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        if not event.value:
-            event.input.remove_class("visible")
-        self.query_one("#channels", RowTable).focus()
 
     def selected_channel(self) -> str | None:
         return self.query_one("#channels", RowTable).selected_key
