@@ -1,11 +1,12 @@
 """The dashboard's destructive-action guard and its navigation, driven with Textual's pilot
-against the session cluster of the original family: ``e`` on a channel holding more than
-the confirmation threshold shows the CLI's plan and loss preview and asks for the topic
-name (a wrong name changes nothing, the right one empties it); enter on an nsqd opens its
+against the session clusters: ``e`` on a channel holding more than the confirmation
+threshold shows the CLI's plan and loss preview and asks for the topic name (a wrong name
+changes nothing, the right one empties it), on both families; enter on an nsqd opens its
 screen; ``:`` jumps to a topic or an nsqd by name."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import httpx
@@ -19,7 +20,7 @@ from nsqctl.stats.read import fetch_nsqd_stats
 from nsqctl.stats.session import StatsSession
 from nsqctl.tui.app import DashApp
 from nsqctl.tui.screens import MainScreen, TopicScreen
-from tests.helpers.redesign import unique
+from tests.helpers.redesign import TopicSpec, channel_depths, create_topics, unique
 from tests.integration.test_dash import cells, until
 
 
@@ -45,18 +46,26 @@ def shown(app: DashApp, screen: str) -> bool:
 BACKLOG = 1500  # over admin.DEFAULT_CONFIRM_ABOVE: the name must be typed back
 
 
-async def channel_depth(nsqd_http: str, topic: str, channel: str) -> int:
-    """The channel's depth as the nsqd itself says, read apart from the dashboard."""
+async def held(c: Cluster, topic: str) -> int:
+    """Messages the channel holds as the nsqds themselves say (each partition's leader on
+    the redesign), read apart from the dashboard."""
+    if c.flavor == "redesign":
+        return sum((await asyncio.to_thread(channel_depths, c, topic, "held")).values())
     async with httpx.AsyncClient(timeout=5) as http:
-        node = await fetch_nsqd_stats(http, nsqd_http, topic=topic)
-    found = node.channel(topic, channel)
+        node = await fetch_nsqd_stats(http, c.nsqd_http[0], topic=topic)
+    found = node.channel(topic, "held")
     assert found is not None
     return found.depth
 
 
-async def test_empty_over_the_threshold_asks_for_the_topic_name(original_cluster) -> None:
-    c = original_cluster
-    topic = unique("dempty")
+async def backlog_on_a_channel(c: Cluster, topic: str) -> None:
+    """``topic`` with channel ``held`` holding :data:`BACKLOG` messages (the original
+    family: on the first nsqd; the redesign: over two partitions)."""
+    if c.flavor == "redesign":
+        await create_topics(c.lookupd_http, {topic: TopicSpec(partitions=2)}, channels=("held",))
+        async with Producer(lookupd_http=c.lookupd_http) as producer:
+            await producer.publish_many(topic, [b"m"] * BACKLOG)
+        return
     created = await admin.create_topic_async(c.lookupd_http, topic, nsqd_http=[c.nsqd_http[0]])
     created.raise_for_failures()
     placement, stages = await admin.prepare(
@@ -65,7 +74,13 @@ async def test_empty_over_the_threshold_asks_for_the_topic_name(original_cluster
     (await admin.run_plan("channel create", placement, stages, channel="held")).raise_for_failures()
     async with Producer(nsqd_tcp=[c.nsqd_tcp[0]]) as producer:
         await producer.publish_many(topic, [b"m"] * BACKLOG)
-    assert BACKLOG > admin.DEFAULT_CONFIRM_ABOVE
+
+
+async def test_empty_over_the_threshold_asks_for_the_topic_name(any_cluster) -> None:
+    c = any_cluster
+    topic = unique("dempty")
+    await backlog_on_a_channel(c, topic)
+    assert await held(c, topic) == BACKLOG > admin.DEFAULT_CONFIRM_ABOVE
     app = NotedApp(c)
     async with app.run_test(size=(200, 50)) as pilot:
         await until(pilot, lambda: topic in [r[0] for r in cells(app, "topics")], "the topic")
@@ -82,7 +97,7 @@ async def test_empty_over_the_threshold_asks_for_the_topic_name(original_cluster
         await pilot.press("y", "enter")  # a reflexive yes is not the name
         await until(pilot, lambda: isinstance(app.screen, TopicScreen), "the dialog closed")
         assert any("the topic name was not typed back" in n for n in app.notes)
-        assert await channel_depth(c.nsqd_http[0], topic, "held") == BACKLOG
+        assert await held(c, topic) == BACKLOG
 
         await pilot.press("e")
         await until(pilot, lambda: shown(app, "TypeNameScreen"), "the name dialog")
@@ -93,7 +108,7 @@ async def test_empty_over_the_threshold_asks_for_the_topic_name(original_cluster
             lambda: bool(app.view and app.view.topic(topic).channel("held").depth == 0),  # type: ignore[union-attr]
             "the channel emptied",
         )
-    assert await channel_depth(c.nsqd_http[0], topic, "held") == 0
+    assert await held(c, topic) == 0
 
 
 async def test_enter_on_an_nsqd_and_colon_jumps(original_cluster) -> None:
