@@ -197,7 +197,13 @@ class DashApp(App[None]):
             self.notify(str(exc), severity="warning")
             return
         if needs_measure(prepared):
-            self.run_worker(self._measure_and_ask(prepared), name=f"measure-{action}")
+            # one question at a time: a second key press while measuring replaces the first
+            self.run_worker(
+                self._measure_and_ask(prepared),
+                name=f"measure-{action}",
+                group="measure",
+                exclusive=True,
+            )
         else:
             self._ask(prepared)
 

@@ -72,7 +72,7 @@ class ConfirmScreen(ModalScreen[bool]):
     DEFAULT_CSS = """
     ConfirmScreen { align: center middle; }
     ConfirmScreen > Grid { grid-size: 2; grid-gutter: 1 2; grid-rows: auto 3; width: 100;
-                           height: auto; border: thick $warning; padding: 1 2;
+                           max-width: 95%; height: auto; border: thick $warning; padding: 1 2;
                            background: $surface; }
     ConfirmScreen #question { column-span: 2; width: 100%; }
     ConfirmScreen Button { width: 100%; }
@@ -106,8 +106,8 @@ class TypeNameScreen(ModalScreen[bool]):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "cancel")]
     DEFAULT_CSS = """
     TypeNameScreen { align: center middle; }
-    TypeNameScreen > Vertical { width: 100; height: auto; border: thick $error; padding: 1 2;
-                                background: $surface; }
+    TypeNameScreen > Vertical { width: 100; max-width: 95%; height: auto; padding: 1 2;
+                                border: thick $error; background: $surface; }
     TypeNameScreen #prompt { margin-top: 1; color: $error; }
     """
 
