@@ -181,13 +181,20 @@ async def test_stat_without_arguments_shows_channels_under_topics_and_marks_stat
     topic = f"st_{uuid.uuid4().hex[:10]}"
     env = _clean_env(tmp_path)
     where = ("--lookupd", c.lookupd_http[0])
-    setup = [("topic", "create", topic), ("channel", "create", topic, "a")]
-    setup += [("channel", "create", topic, "b"), ("channel", "pause", topic, "b", "--yes")]
-    if redesign:
-        setup.append(("channel", "skip", topic, "a", "--yes"))
-    for args in setup:
-        code, out, err = await nsqctl(*args, *where, env=env)
-        assert code == 0, (args, out, err)
+    # located through lookupd on the redesign, through the nsqds' /stats on the original
+    # (whose nsqds register a new topic with lookupd a moment later)
+    lookupds, nsqds = (c.lookupd_http, ()) if redesign else ((), c.nsqd_http)
+    (
+        await admin.create_topic_async(c.lookupd_http, topic, nsqd_http=c.nsqd_http)
+    ).raise_for_failures()
+    steps = [("create", "a"), ("create", "b"), ("pause", "b")]
+    steps += [("skip", "a")] if redesign else []
+    for action, channel in steps:
+        placement, stages = await admin.prepare(
+            "channel", topic, lookupds, nsqds, action=action, channel=channel
+        )
+        report = await admin.run_plan(f"channel {action}", placement, stages, channel=channel)
+        report.raise_for_failures()
     code, out, err = await nsqctl("stat", *where, "--count", "1", env=env)
     assert code == 0, err
     lines = out.splitlines()
