@@ -124,9 +124,14 @@ async def test_enter_on_an_nsqd_and_colon_jumps(original_cluster) -> None:
         await pilot.press(*["down"] * nodes.index(c.nsqd_http[1]), "enter")
         assert shown(app, "NsqdScreen") and app.screen.address == c.nsqd_http[1]  # type: ignore[attr-defined]
         await until(pilot, lambda: bool(cells(app, "nsqd-topics")), "its topics")
-        held = {r[0]: r for r in cells(app, "nsqd-topics")}
-        assert held[topic][3] == "3"  # depth, as that nsqd holds it
-        await pilot.press("escape")
+        held = cells(app, "nsqd-topics")
+        [row] = [r for r in held if r[0] == topic]
+        assert row[3] == "3"  # depth, as that nsqd holds it
+        await pilot.press(*["down"] * held.index(row), "enter")  # enter: the topic's screen
+        assert isinstance(app.screen, TopicScreen) and app.screen.topic == topic
+        await pilot.press("escape", "escape", "n", "enter")  # the node screen: its first nsqd
+        assert shown(app, "NsqdScreen") and app.screen.address == nodes[0]  # type: ignore[attr-defined]
+        await pilot.press("escape", "escape")
         assert isinstance(app.screen, MainScreen)
 
         await pilot.press("colon", *topic, "enter")
