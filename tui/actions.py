@@ -2,12 +2,16 @@
 
 Each is sent by :mod:`nsqctl.admin`, planned as the CLI's ``topic``/``channel`` commands
 are, to what the last poll showed: the nsqd leading each partition (every nsqd holding the
-topic on the original family), with ``partition=`` on the redesign. This module only adds
-what the dashboard offers and how it asks.
+topic on the original family), with ``partition=`` on the redesign. Before it is sent the
+plan is put in words and what it would drop is measured exactly as the CLI does
+(:func:`nsqctl.admin.describe_plan`, :func:`nsqctl.admin.measure_plan`), and the answer it
+needs is the CLI's rule (:func:`nsqctl.admin.confirmation`): a yes, or the topic's name
+above the threshold. This module only adds what the dashboard offers.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from nsqctl import admin
@@ -39,15 +43,74 @@ def placement_of(topic: TopicView) -> admin.Placement:
     return admin.placement_from_leaders(topic.name, family, leaders)
 
 
-async def run_action(action: Action, topic: TopicView, channel: str | None = None) -> int:
-    """Send ``action``; returns how many nsqds accepted it. Raises :class:`AdminError`
-    naming every nsqd that did not (and before sending, when it is not offered)."""
+@dataclass(frozen=True)
+class PreparedAction:
+    """An action planned on the last poll's placement, with what it would lose and the
+    answer the operator must give; :func:`send` sends exactly these stages."""
+
+    action: Action
+    topic: str
+    channel: str | None
+    placement: admin.Placement
+    stages: list[list[admin.AdminRequest]]
+    blast: admin.BlastRadius | None
+    ask: admin.Confirmation
+
+    @property
+    def what(self) -> str:
+        return describe(self.action, self.topic, self.channel)
+
+    def dialog_text(self) -> str:
+        """The plan in words, then the loss preview (the CLI's prompt, in one block)."""
+        lines = [f"About to {self.what}:"]
+        lines.extend(f"  {line}" for line in admin.describe_plan(self.stages))
+        lines.extend(self.blast.lines() if self.blast is not None else ())
+        return "\n".join(lines)
+
+
+def plan_action(action: Action, topic: TopicView, channel: str | None = None) -> PreparedAction:
+    """Plan ``action`` on the poll's placement, as :func:`nsqctl.admin.run_action` plans it;
+    nothing measured yet (a plain yes). Raises :class:`AdminError` when it is not offered
+    or no nsqd could take it."""
     reason = unsupported(action, topic, channel)
     if reason:
         raise AdminError(reason)
     placement = placement_of(topic)
     if not placement.nsqds:
         raise AdminError(f"topic {topic.name} has no partition leader to send {action} to")
-    report = await admin.run_action(placement, action, channel)
+    if channel is None:
+        stages = admin.plan_topic_action(action, placement)
+    else:
+        stages = admin.plan_channel_action(action, placement, channel)
+    ask = admin.confirmation(None)
+    return PreparedAction(action, topic.name, channel, placement, stages, None, ask)
+
+
+def needs_measure(prepared: PreparedAction) -> bool:
+    """Whether the action drops messages, so what it would lose is asked for first."""
+    return prepared.action in admin.MEASURED
+
+
+async def measure(
+    prepared: PreparedAction, confirm_above: int = admin.DEFAULT_CONFIRM_ABOVE
+) -> PreparedAction:
+    """``prepared`` with its loss measured on the nsqds it goes to, as the CLI measures it
+    (one /stats each, now: not part of the poll), and the answer that loss needs."""
+    blast = await admin.measure_plan(
+        prepared.action, prepared.placement, prepared.stages, channel=prepared.channel
+    )
+    return replace(prepared, blast=blast, ask=admin.confirmation(blast, confirm_above))
+
+
+async def send(prepared: PreparedAction) -> int:
+    """Send the prepared stages; returns how many nsqds accepted them. Raises
+    :class:`AdminError` naming every nsqd that did not accept."""
+    kind = "topic" if prepared.channel is None else "channel"
+    report = await admin.run_plan(
+        f"{kind} {prepared.action}",
+        prepared.placement,
+        prepared.stages,
+        channel=prepared.channel,
+    )
     report.raise_for_failures()
     return len(report.results)

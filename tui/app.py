@@ -13,20 +13,32 @@ from textual.binding import Binding, BindingType
 from textual.css.query import NoMatches
 from textual.worker import Worker, WorkerError
 
+from nsqctl import admin
 from nsqctl.errors import NsqctlError
 from nsqctl.stats.gcpause import freeze_after_bursts
 from nsqctl.stats.read import ClientScope
 from nsqctl.stats.session import ViewSource
 from nsqctl.stats.view import ClusterView, TopicView
-from nsqctl.tui.actions import Action, describe, run_action, unsupported
+from nsqctl.tui.actions import (
+    Action,
+    PreparedAction,
+    describe,
+    measure,
+    needs_measure,
+    plan_action,
+    send,
+)
 from nsqctl.tui.events import PartitionTracker
 from nsqctl.tui.hotscreens import HotSpotsScreen, NodeScreen
-from nsqctl.tui.modals import ConfirmScreen, HelpScreen
+from nsqctl.tui.modals import CommandLine, ConfirmScreen, HelpScreen, TypeNameScreen
+from nsqctl.tui.nsqdscreen import NsqdScreen
 from nsqctl.tui.screens import ChannelScreen, MainScreen, TopicScreen, ViewScreen
 
 
 class DashApp(App[None]):
     TITLE = "nsqctl dash"
+    confirm_above = admin.DEFAULT_CONFIRM_ABOVE
+    """Above this many messages dropped an action asks for the topic name (the CLI's rule)."""
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "quit"),
         Binding("question_mark", "help", "help"),
@@ -36,6 +48,7 @@ class DashApp(App[None]):
         Binding("t", "toggle_topic_pause", "pause/unpause topic"),
         Binding("n", "nodes", "nodes"),
         Binding("h", "hot_spots", "hot spots"),
+        Binding("colon", "command_line", "go to", show=False),
     ]
 
     def __init__(
@@ -124,7 +137,28 @@ class DashApp(App[None]):
             if message.clients is None or message.clients:
                 self._wake.set()
 
+    def on_view_screen_open_nsqd(self, message: ViewScreen.OpenNsqd) -> None:
+        self.push_screen(NsqdScreen(message.address, self.drain_states, self.tracker))
+
     # ------------------------------------------------------------- actions
+
+    def action_command_line(self) -> None:
+        if not isinstance(self.screen, CommandLine):
+            self.push_screen(CommandLine(), self.go_to)
+
+    def go_to(self, name: str | None) -> None:
+        """Open the screen of topic or nsqd ``name`` (as the last poll knows them): a
+        topic first, then an nsqd by its HTTP address; anything else is said, not opened."""
+        if not name:
+            return
+        view = self.view
+        if view is not None and view.topic(name) is not None:
+            self.push_screen(TopicScreen(name, self.tracker))
+        elif view is not None and any(n.address == name for n in view.nodes):
+            self.push_screen(NsqdScreen(name, self.drain_states, self.tracker))
+        else:
+            known = "" if view is not None else " (no poll has landed yet)"
+            self.notify(f"no topic or nsqd named {name!r}{known}", severity="warning")
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
@@ -159,6 +193,9 @@ class DashApp(App[None]):
         return None, None
 
     def _confirm_and_run(self, action: Action, topic: TopicView, channel: str | None) -> None:
+        """Every dashboard action goes through here: refused at once when read-only, not
+        offered or nowhere to send, else asked as the CLI asks (an action that drops
+        messages is measured first, in a worker, so keys are handled meanwhile)."""
         if self.read_only is not None:
             self.notify(
                 f"read-only (from {self.read_only}): {describe(action, topic.name, channel)} "
@@ -166,25 +203,53 @@ class DashApp(App[None]):
                 severity="warning",
             )
             return
-        reason = unsupported(action, topic, channel)
-        if reason:
-            self.notify(reason, severity="warning")
+        try:
+            prepared = plan_action(action, topic, channel)
+        except NsqctlError as exc:
+            self.notify(str(exc), severity="warning")
             return
-        question = f"Really {describe(action, topic.name, channel)} on {len(topic.nodes)} nsqd?"
+        if needs_measure(prepared):
+            # one question at a time: a second key press while measuring replaces the first
+            self.run_worker(
+                self._measure_and_ask(prepared),
+                name=f"measure-{action}",
+                group="measure",
+                exclusive=True,
+            )
+        else:
+            self._ask(prepared)
 
+    async def _measure_and_ask(self, prepared: PreparedAction) -> None:
+        try:
+            measured = await measure(prepared, self.confirm_above)
+        except NsqctlError as exc:
+            self.notify(f"{prepared.what}: {exc}", severity="error", timeout=8)
+            return
+        self._ask(measured)
+
+    def _ask(self, prepared: PreparedAction) -> None:
         def answered(yes: bool | None) -> None:
             if yes:
-                self.run_worker(self._run(action, topic, channel), name=f"action-{action}")
+                self.run_worker(self._run(prepared), name=f"action-{prepared.action}")
+            elif prepared.ask.answer == "name":
+                self.notify(
+                    "aborted: the topic name was not typed back; nothing was changed",
+                    severity="warning",
+                )
 
-        self.push_screen(ConfirmScreen(question), answered)
+        question = prepared.dialog_text()
+        if prepared.ask.answer == "name":
+            self.push_screen(TypeNameScreen(question, prepared.ask), answered)
+        else:
+            self.push_screen(ConfirmScreen(f"{question}\n{prepared.ask.prompt} (y/N)"), answered)
 
-    async def _run(self, action: Action, topic: TopicView, channel: str | None) -> None:
+    async def _run(self, prepared: PreparedAction) -> None:
         try:
-            count = await run_action(action, topic, channel)
+            count = await send(prepared)
         except NsqctlError as exc:
             self.notify(str(exc), severity="error", timeout=8)
         else:
-            self.notify(f"{describe(action, topic.name, channel)}: done on {count} nsqd")
+            self.notify(f"{prepared.what}: done on {count} nsqd")
         self._wake.set()
 
     def action_toggle_channel_pause(self) -> None:

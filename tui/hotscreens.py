@@ -54,6 +54,9 @@ class NodeScreen(ViewScreen):
     def on_mount(self) -> None:
         self.query_one("#node-totals", RowTable).focus()
 
+    def on_row_table_row_selected(self, event: RowTable.RowSelected) -> None:
+        self.post_message(self.OpenNsqd(event.row_key))
+
     def refresh_view(self, view: ClusterView) -> None:
         self.query_one("#node-summary", Static).update(hotrows.node_summary_line(view))
         self.query_one("#node-totals-title", Static).update(hotrows.node_summary_title(view))

@@ -1,4 +1,5 @@
-"""Modal screens: confirmation before a change, and the key help."""
+"""Modal screens: confirmation before a change (a yes, or a name typed back), the ``:``
+command line, and the key help."""
 
 from __future__ import annotations
 
@@ -8,19 +9,25 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Grid, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Label, Static
+from textual.widgets import Button, Input, Label, Static
+
+from nsqctl.admin import Confirmation
 
 HELP_TEXT = """\
 [b]nsqctl dash[/b] — keys
 
   [b]enter[/b]     open the selected topic / channel
   [b]escape[/b]    back (or close the filter)
-  [b]/[/b]         filter topics by name (type; enter to keep, escape to clear)
+  [b]enter[/b]     on an nsqd (main or nodes screen): that nsqd's topics
+  [b]:[/b]         go to a topic or nsqd by name (:orders, :127.0.0.1:4151)
+  [b]/[/b]         filter topics (on a topic: its channels) by name (type; enter to
+            keep, escape to clear)
   [b]s[/b]         cycle the topics sort: name, depth, rate, channels
   [b]r[/b]         refresh now
   [b]tab[/b]       move between tables
   [b]p[/b]         pause / unpause the selected channel (asks first)
-  [b]e[/b]         empty the selected channel (asks first)
+  [b]e[/b]         empty the selected channel (shows what it drops; above 1000
+            messages asks for the topic name, as the CLI does)
   [b]t[/b]         pause / unpause the topic (asks first)
   [b]n[/b]         nodes: each nsqd's depth, in-flight, deferred, partitions led, drain
   [b]h[/b]         hot spots: channels ([b]c[/b]: clients) ranked ([b]s[/b]: by requeue
@@ -64,8 +71,8 @@ class ConfirmScreen(ModalScreen[bool]):
     ]
     DEFAULT_CSS = """
     ConfirmScreen { align: center middle; }
-    ConfirmScreen > Grid { grid-size: 2; grid-gutter: 1 2; grid-rows: auto 3; width: 64;
-                           height: auto; border: thick $warning; padding: 1 2;
+    ConfirmScreen > Grid { grid-size: 2; grid-gutter: 1 2; grid-rows: auto 3; width: 100;
+                           max-width: 95%; height: auto; border: thick $warning; padding: 1 2;
                            background: $surface; }
     ConfirmScreen #question { column-span: 2; width: 100%; }
     ConfirmScreen Button { width: 100%; }
@@ -89,3 +96,61 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def action_answer(self, yes: bool) -> None:
         self.dismiss(yes)
+
+
+class TypeNameScreen(ModalScreen[bool]):
+    """Asks for the name shown in ``prompt`` to be typed back; dismisses with True only
+    when :meth:`~nsqctl.admin.Confirmation.accepts` takes what was typed (enter), False on
+    anything else or escape. Has no key bindings of its own: every letter goes to the box."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "cancel")]
+    DEFAULT_CSS = """
+    TypeNameScreen { align: center middle; }
+    TypeNameScreen > Vertical { width: 100; max-width: 95%; height: auto; padding: 1 2;
+                                border: thick $error; background: $surface; }
+    TypeNameScreen #prompt { margin-top: 1; color: $error; }
+    """
+
+    def __init__(self, question: str, ask: Confirmation) -> None:
+        super().__init__()
+        self.question = question
+        self.ask = ask
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(self.question, id="question")
+            yield Label(self.ask.prompt, id="prompt")
+            yield Input(placeholder=self.ask.expected, id="name")
+
+    def on_mount(self) -> None:
+        self.query_one("#name", Input).focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.dismiss(self.ask.accepts(event.value))
+
+    def action_cancel(self) -> None:
+        self.dismiss(False)
+
+
+class CommandLine(ModalScreen[str]):
+    """The ``:`` line: dismisses with what was typed (enter), or "" on escape."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "cancel")]
+    DEFAULT_CSS = """
+    CommandLine { align: center bottom; }
+    CommandLine > Input { width: 100%; margin: 0 0 1 0; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Input(placeholder=":topic or :nsqd host:port", id="command")
+
+    def on_mount(self) -> None:
+        self.query_one("#command", Input).focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.dismiss(event.value.strip().removeprefix(":").strip())
+
+    def action_cancel(self) -> None:
+        self.dismiss("")

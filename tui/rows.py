@@ -197,9 +197,13 @@ def topic_flags(t: TopicView) -> str:
     return " ".join(flags)
 
 
+def matches(name: str, filter_text: str) -> bool:
+    """The ``/`` filter: a case-insensitive substring of the name."""
+    return filter_text.lower() in name.lower()
+
+
 def topic_rows(view: ClusterView, filter_text: str = "", sort: str = "name") -> list[Row]:
-    needle = filter_text.lower()
-    topics = [t for t in view.topics if needle in t.name.lower()]
+    topics = [t for t in view.topics if matches(t.name, filter_text)]
     topics.sort(key=SORTS[sort])  # type: ignore[arg-type]
     return [
         (
@@ -308,7 +312,7 @@ def channel_state(c: ChannelView) -> str:
     return " ".join(parts) or "ok"
 
 
-def channel_rows(topic: TopicView) -> list[Row]:
+def channel_rows(topic: TopicView, filter_text: str = "") -> list[Row]:
     return [
         (
             c.name,
@@ -329,6 +333,7 @@ def channel_rows(topic: TopicView) -> list[Row]:
             ],
         )
         for c in topic.channels
+        if matches(c.name, filter_text)
     ]
 
 

@@ -25,6 +25,7 @@ from nsqctl.stats.series import sparkline
 from nsqctl.stats.view import ClusterView
 from nsqctl.tui import rows
 from nsqctl.tui.events import PartitionChange, PartitionTracker
+from nsqctl.tui.filterbox import FilterBox
 from nsqctl.tui.format import num, per_sec, size
 from nsqctl.tui.rowtable import RowTable
 
@@ -58,6 +59,13 @@ class ViewScreen(Screen[None]):
             self.topic = topic
             self.clients = clients
 
+    class OpenNsqd(Message):
+        """Enter on an nsqd: the app opens its screen (it holds what that screen needs)."""
+
+        def __init__(self, address: str) -> None:
+            super().__init__()
+            self.address = address
+
     @property
     def detail_topic(self) -> str | None:
         return None
@@ -70,6 +78,10 @@ class ViewScreen(Screen[None]):
 
     def on_screen_resume(self) -> None:
         self.post_message(self.Shown(self.detail_topic, self.client_scopes))
+        self.rerender()
+
+    def rerender(self) -> None:
+        """Render the app's latest view again (after a local change: filter, sort)."""
         holder = self.app
         if isinstance(holder, ViewHolder) and holder.view is not None:
             self.refresh_view(holder.view)
@@ -87,8 +99,6 @@ class MainScreen(ViewScreen):
     DEFAULT_CSS = """
     #summary, #lookupds { height: 1; padding: 0 1; }
     #nodes { height: auto; max-height: 12; }
-    #filter { display: none; height: 3; }
-    #filter.visible { display: block; }
     #topics { height: 1fr; }
     #last-event { height: 1; padding: 0 1; display: none; }
     #last-event.visible { display: block; }
@@ -108,7 +118,7 @@ class MainScreen(ViewScreen):
         yield Static("nsqd nodes", classes="section")
         yield _table("nodes", rows.NODE_COLUMNS)
         yield Static(id="topics-title", classes="section")
-        yield Input(placeholder="filter topics…", id="filter")
+        yield FilterBox("filter topics…", id="filter", table_id="topics")
         yield _table("topics", rows.TOPIC_COLUMNS)
         yield Footer()
 
@@ -134,15 +144,10 @@ class MainScreen(ViewScreen):
         self._title(rows.clients_note(view))
 
     def action_filter(self) -> None:
-        box = self.query_one("#filter", Input)
-        box.add_class("visible")
-        box.focus()
+        self.query_one("#filter", FilterBox).open()
 
     def action_clear_filter(self) -> None:
-        box = self.query_one("#filter", Input)
-        box.value = ""
-        box.remove_class("visible")
-        self.query_one("#topics", RowTable).focus()
+        self.query_one("#filter", FilterBox).clear()
 
     def action_sort(self) -> None:
         order = list(rows.SORTS)
@@ -153,21 +158,21 @@ class MainScreen(ViewScreen):
         self.filter_text = event.value
         self.on_screen_resume()
 
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        if not event.value:
-            event.input.remove_class("visible")
-        self.query_one("#topics", RowTable).focus()
-
     def on_row_table_row_selected(self, event: RowTable.RowSelected) -> None:
         if event.table.id == "topics":
             self.app.push_screen(TopicScreen(event.row_key, self.tracker))
+        elif event.table.id == "nodes":
+            self.post_message(self.OpenNsqd(event.row_key))
 
     def selected_topic(self) -> str | None:
         return self.query_one("#topics", RowTable).selected_key
 
 
 class TopicScreen(ViewScreen):
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,backspace", "app.pop_screen", "back")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,backspace", "back", "back"),
+        Binding("slash", "filter", "filter"),
+    ]
     DEFAULT_CSS = """
     #topic-summary { height: auto; padding: 0 1; }
     #partitions { height: auto; max-height: 50%; }
@@ -181,6 +186,7 @@ class TopicScreen(ViewScreen):
         super().__init__()
         self.topic = topic
         self.tracker = tracker or PartitionTracker()
+        self.filter_text = ""
 
     @property
     def detail_topic(self) -> str | None:
@@ -192,7 +198,8 @@ class TopicScreen(ViewScreen):
             yield Static("partitions", id="partitions-title", classes="section")
             yield _table("partitions", rows.PARTITION_COLUMNS)
             yield Static(id="events")
-            yield Static("channels", classes="section")
+            yield Static("channels", id="channels-title", classes="section")
+            yield FilterBox("filter channels…", id="channel-filter", table_id="channels")
             yield _table("channels", rows.CHANNEL_COLUMNS)
         yield Footer()
 
@@ -224,11 +231,29 @@ class TopicScreen(ViewScreen):
         copies.set_columns(rows.partition_columns(topic))
         copies.set_rows(rows.partition_rows(topic, self.tracker, view.taken_at))
         _show_events(self.query_one("#events", Static), self.tracker.recent(self.topic))
-        self.query_one("#channels", RowTable).set_rows(rows.channel_rows(topic))
+        channels = self.query_one("#channels", RowTable)
+        channels.set_rows(rows.channel_rows(topic, self.filter_text))
+        shown = f" · filter: {self.filter_text!r}" if self.filter_text else ""
+        self.query_one("#channels-title", Static).update(f"channels{shown}")
 
     def on_row_table_row_selected(self, event: RowTable.RowSelected) -> None:
         if event.table.id == "channels":
             self.app.push_screen(ChannelScreen(self.topic, event.row_key))
+
+    def action_filter(self) -> None:
+        self.query_one("#channel-filter", FilterBox).open()
+
+    def action_back(self) -> None:
+        """Escape closes the channel filter first (clearing it), then leaves the topic."""
+        box = self.query_one("#channel-filter", FilterBox)
+        if box.shown or self.filter_text:
+            box.clear()
+            return
+        self.app.pop_screen()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.filter_text = event.value
+        self.rerender()
 
     def selected_channel(self) -> str | None:
         return self.query_one("#channels", RowTable).selected_key

@@ -1,7 +1,9 @@
 """``nsqctl stat [TOPIC [CHANNEL]]``: an nsq_stat-like rolling table, or NDJSON with --json.
 
 Rows come from the same model as the dashboard (:mod:`nsqctl.stats`): without TOPIC one
-row per topic; with TOPIC the topic and each channel; with CHANNEL that channel. On the
+row per topic, each followed by its channels' rows; with TOPIC that topic and its
+channels; with CHANNEL that channel. A paused or skipped topic, channel or partition says so
+in the last column (``PAUSED``, ``SKIPPED``; JSON: ``paused``, ``skipped``). On the
 redesign each is followed by one row per partition (JSON: leader, replicas, and with TOPIC
 the ISR and catch-up; ``null`` when not asked). ``depth`` is always a message count; byte
 figures (``depth_bytes``, ``stored_bytes``) are named as such.
@@ -46,6 +48,7 @@ COLUMNS = (
     ("msgs", 10),
     ("clients", 7),
     ("msg/s", 9),
+    ("state", 0),
 )
 
 
@@ -73,6 +76,7 @@ def _channel_rows(topic: TopicView, ch: ChannelView) -> list[dict[str, Any]]:
             clients=ch.client_count,
             msg_rate=ch.msg_rate,
             paused=ch.paused,
+            skipped=ch.skipped,
             starved=ch.starved,
             stalled=ch.stalled,
         )
@@ -100,6 +104,7 @@ def _channel_rows(topic: TopicView, ch: ChannelView) -> list[dict[str, Any]]:
                     clients=s.client_count,
                     msg_rate=part.msg_rate,
                     paused=s.paused,
+                    skipped=s.skipped,
                 )
             )
     return rows
@@ -159,17 +164,29 @@ def _topic_rows(topic: TopicView) -> list[dict[str, Any]]:
 def stat_rows(view: ClusterView, topic: str | None, channel: str | None) -> list[dict[str, Any]]:
     """The rows one interval prints, as plain dicts (the --json form)."""
     if topic is None:
-        return [r for t in view.topics for r in _topic_rows(t)]
+        return [r for t in view.topics for r in _topic_and_channel_rows(t)]
     tv = view.topic(topic)
     if tv is None:
         return []
     if channel is not None:
         ch = tv.channel(channel)
         return _channel_rows(tv, ch) if ch else []
-    rows = _topic_rows(tv)
-    for ch in tv.channels:
-        rows.extend(_channel_rows(tv, ch))
+    return _topic_and_channel_rows(tv)
+
+
+def _topic_and_channel_rows(topic: TopicView) -> list[dict[str, Any]]:
+    """A topic's rows, then each of its channels' rows under it."""
+    rows = _topic_rows(topic)
+    for ch in topic.channels:
+        rows.extend(_channel_rows(topic, ch))
     return rows
+
+
+def state_marker(row: dict[str, Any]) -> str:
+    """``PAUSED`` / ``SKIPPED`` (both when both), the text form of the JSON flags."""
+    return " ".join(
+        word for key, word in (("paused", "PAUSED"), ("skipped", "SKIPPED")) if row.get(key)
+    )
 
 
 def _fmt_delta(total: int, change: int | None) -> str:
@@ -194,15 +211,22 @@ def format_row(when: str, row: dict[str, Any]) -> str:
         _count(row["messages"]),
         str(row["clients"]),
         "-" if rate is None else f"{rate:.1f}",
+        state_marker(row),
     )
+    return _line(values)
+
+
+def _line(values: tuple[str, ...]) -> str:
+    """Time and what left-aligned, the figures right-aligned, the state marker last."""
+    last = len(COLUMNS) - 1
     return " ".join(
-        v.ljust(w) if i < 2 else v.rjust(w)
+        v.ljust(w) if i < 2 else v if i == last else v.rjust(w)
         for i, (v, (_, w)) in enumerate(zip(values, COLUMNS, strict=True))
-    )
+    ).rstrip()
 
 
 def header() -> str:
-    return " ".join(n.ljust(w) if i < 2 else n.rjust(w) for i, (n, w) in enumerate(COLUMNS))
+    return _line(tuple(name for name, _ in COLUMNS))
 
 
 def interval_record(view: ClusterView, topic: str | None, channel: str | None) -> dict[str, Any]:

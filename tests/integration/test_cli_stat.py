@@ -169,3 +169,40 @@ async def test_stat_json_on_a_replicated_redesign_topic(redesign_cluster, tmp_pa
     ]
     assert sorted(part["isr"]) == sorted(c.nsqd_http)  # replicas 2 on 2 nsqd: both in sync
     assert part["messages"] == 5 and part["stored_bytes"] > 5 * 100  # bytes, not messages
+
+
+async def test_stat_without_arguments_shows_channels_under_topics_and_marks_state(
+    any_cluster, tmp_path: Path
+) -> None:
+    """Every topic's channels are listed under it, and a paused channel (and on the redesign
+    a skipped one) says so in the text table, not only in --json."""
+    c = any_cluster
+    redesign = c.flavor == "redesign"
+    topic = f"st_{uuid.uuid4().hex[:10]}"
+    env = _clean_env(tmp_path)
+    where = ("--lookupd", c.lookupd_http[0])
+    # located through lookupd on the redesign, through the nsqds' /stats on the original
+    # (whose nsqds register a new topic with lookupd a moment later)
+    lookupds, nsqds = (c.lookupd_http, ()) if redesign else ((), c.nsqd_http)
+    (
+        await admin.create_topic_async(c.lookupd_http, topic, nsqd_http=c.nsqd_http)
+    ).raise_for_failures()
+    steps = [("create", "a"), ("create", "b"), ("pause", "b")]
+    steps += [("skip", "a")] if redesign else []
+    for action, channel in steps:
+        placement, stages = await admin.prepare(
+            "channel", topic, lookupds, nsqds, action=action, channel=channel
+        )
+        report = await admin.run_plan(f"channel {action}", placement, stages, channel=channel)
+        report.raise_for_failures()
+    code, out, err = await nsqctl("stat", *where, "--count", "1", env=env)
+    assert code == 0, err
+    lines = out.splitlines()
+    mine = [line.split()[1:] for line in lines[1:] if line.split()[1].startswith(topic)]
+    named = {fields[0]: fields for fields in mine}
+    order = [name for name in named if "#" not in name]
+    assert order == [topic, f"{topic}/a", f"{topic}/b"]  # channels under their topic
+    assert lines[0].split()[-1] == "state"
+    assert named[f"{topic}/b"][-1] == "PAUSED"
+    assert named[f"{topic}/a"][-1] == ("SKIPPED" if redesign else "-")  # msg/s, no marker
+    assert named[topic][-1] != "PAUSED"

@@ -175,6 +175,24 @@ async def test_filter_sort_help_and_confirm_cancel_on_recorded_data() -> None:
         assert isinstance(app.screen, TopicScreen)
 
 
+async def test_channel_filter_on_recorded_data() -> None:
+    """``/`` on a topic filters its channels by substring; escape clears the filter first,
+    then leaves the topic."""
+    app = recorded_original_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await first_poll(pilot)
+        await pilot.press("down", "enter")  # events, orders → orders
+        assert isinstance(app.screen, TopicScreen) and app.screen.topic == "orders"
+        assert [r[0] for r in cells(app, "channels")] == ["audit", "billing"]
+        await pilot.press("slash", "B", "i", "l")
+        assert [r[0] for r in cells(app, "channels")] == ["billing"]
+        await pilot.press("enter", "escape")
+        assert isinstance(app.screen, TopicScreen)
+        assert [r[0] for r in cells(app, "channels")] == ["audit", "billing"]
+        await pilot.press("escape")
+        assert isinstance(app.screen, MainScreen)
+
+
 # ------------------------------------------------------------------ live clusters
 
 
