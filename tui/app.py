@@ -43,10 +43,13 @@ class DashApp(App[None]):
         source: ViewSource,
         interval: float = 2.0,
         drain_states: Callable[[], Mapping[str, str]] | None = None,
+        read_only: bool = False,
     ) -> None:
         """``drain_states`` tells the node screen which nsqd is being drained (nsqd HTTP
-        address → a short state), read at every refresh; without it none is."""
+        address → a short state), read at every refresh; without it none is.
+        ``read_only`` refuses every action on the cluster (a served dashboard's default)."""
         super().__init__()
+        self.read_only = read_only
         self.source = source
         self.interval = interval
         self.drain_states = drain_states
@@ -155,6 +158,13 @@ class DashApp(App[None]):
         return None, None
 
     def _confirm_and_run(self, action: Action, topic: TopicView, channel: str | None) -> None:
+        # every action on the cluster passes here: the one place read-only is enforced
+        if self.read_only:
+            self.notify(
+                f"read-only dashboard: not sent ({describe(action, topic.name, channel)})",
+                severity="warning",
+            )
+            return
         reason = unsupported(action, topic, channel)
         if reason:
             self.notify(reason, severity="warning")
