@@ -68,7 +68,13 @@ def dash(
         "topics, as the terminal dashboard does.",
     ),
 ) -> None:
-    """Live dashboard: nodes, topics, partitions, channels and consumers (? for keys)."""
+    """Live dashboard: nodes, topics, partitions, channels and consumers (? for keys).
+
+    With --serve, browsers get the same dashboard instead, e.g. on loopback
+    `nsqctl dash --serve 8080`, or for others, with the token in the environment (not on the
+    command line, where the process list shows it): `NSQCTL_DASH_TOKEN=... nsqctl dash
+    --serve 0.0.0.0:8080`, then open the URL it prints with ?token= filled in.
+    """
     if serve_at is None:
         if allow_actions:
             raise ConfigError("--allow-actions applies to --serve only: add --serve PORT")

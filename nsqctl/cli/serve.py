@@ -38,7 +38,6 @@ from urllib.parse import urlsplit
 
 from nsqctl.cli.served_dash import SERVED_ENV, ServedDash
 from nsqctl.errors import ConfigError, TransportError
-from nsqctl.pipeline.engine import MissingExtraError
 
 #: Where the token may come from besides ``--token`` (the safe place: not in argv).
 TOKEN_ENV = "NSQCTL_DASH_TOKEN"
@@ -109,6 +108,10 @@ def check_token(bind: Bind, token: str | None) -> None:
 
 
 def require_extra() -> None:
+    # the archive extras' error, so callers meet one class for a missing extra; imported
+    # here, as its package is not one `dash --help` should load
+    from nsqctl.pipeline.engine import MissingExtraError
+
     if importlib.util.find_spec("textual_serve") is None:
         raise MissingExtraError(
             "dash --serve needs textual-serve, which is not installed: pip install 'nsqctl[serve]'"

@@ -7,9 +7,9 @@ Host. Only loopback addresses are used: a token given on loopback turns token mo
 from __future__ import annotations
 
 import asyncio
-import os
 import secrets
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -67,33 +67,45 @@ def children_of(pid: int) -> list[int]:
 
 
 @pytest.mark.parametrize("bind", ["0.0.0.0:8080", "10.1.2.3:8080", "dash.example:8080"])
-def test_beyond_loopback_without_token_refused_before_binding(bind: str) -> None:
+def test_beyond_loopback_without_token_refused_before_binding(
+    bind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Refused with exit 2 and one line before the cluster is even resolved: none is given,
     so a command that went on to bind would have failed on the missing cluster instead."""
+    monkeypatch.delenv("NSQCTL_DASH_TOKEN", raising=False)
     proc = run_main("dash", "--serve", bind)
     assert_one_line_error(proc, 2)
     assert "needs a token" in proc.stderr and "NSQCTL_DASH_TOKEN" in proc.stderr
 
 
-def test_short_token_and_bad_address_refused() -> None:
-    os.environ["NSQCTL_DASH_TOKEN"] = "short"
-    try:
-        proc = run_main("dash", "--serve", "127.0.0.1:0", "--lookupd", "127.0.0.1:1")
-    finally:
-        del os.environ["NSQCTL_DASH_TOKEN"]
+def test_short_token_and_bad_address_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NSQCTL_DASH_TOKEN", "short")
+    proc = run_main("dash", "--serve", "127.0.0.1:0", "--lookupd", "127.0.0.1:1")
+    monkeypatch.delenv("NSQCTL_DASH_TOKEN")
     assert_one_line_error(proc, 2)
     assert "shorter than 16" in proc.stderr
     proc = run_main("dash", "--serve", "127.0.0.1:http")
     assert_one_line_error(proc, 2)
     assert "port" in proc.stderr
+    proc = run_main("dash", "--allow-actions", "--lookupd", "127.0.0.1:1")
+    assert_one_line_error(proc, 2)
+    assert "--serve" in proc.stderr
+
+
+def test_without_the_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "textual_serve", None)  # as if not installed
+    proc = run_main("dash", "--serve", "0", "--lookupd", "127.0.0.1:1")
+    assert_one_line_error(proc, 1)
+    assert "pip install 'nsqctl[serve]'" in proc.stderr
 
 
 def test_loopback_without_token_answers_its_own_names_only(original_cluster) -> None:
     """No token: a page on a DNS name rebound to 127.0.0.1 (its Host) or another site's page
     (its Origin) is refused; the server's own loopback address is served."""
-    with served("127.0.0.1:0", "--lookupd", original_cluster.lookupd_http[0]) as (_, line):
+    lookupd = original_cluster.lookupd_http[0]
+    with served("127.0.0.1:0", "--lookupd", lookupd, "--allow-actions") as (_, line):
         base = base_of(line)
-        assert line.rstrip().endswith("(read-only; Ctrl+C stops)") and "token" not in line
+        assert line.rstrip().endswith("(actions allowed; Ctrl+C stops)") and "token" not in line
         port = base.rsplit(":", 1)[1]
         assert httpx.get(base + "/").status_code == 200
         assert httpx.get(base + "/", headers={"Host": f"localhost:{port}"}).status_code == 200
@@ -114,6 +126,7 @@ def test_browser_shows_topics_with_the_token_read_only(original_cluster: cluster
     token = secrets.token_urlsafe(24)
     with served("127.0.0.1:0", "--lookupd", c.lookupd_http[0], token=token) as (proc, line):
         assert "?token=$NSQCTL_DASH_TOKEN" in line and token not in line
+        assert "(read-only;" in line
         base = base_of(line)
         assert httpx.get(base + "/").status_code == 401
         assert httpx.get(base + "/ws").status_code == 401
