@@ -218,12 +218,14 @@ def build_server(command: str, bind: Bind, token: str | None, read_only: bool) -
         @aiohttp_jinja2.template("app_index.html")
         async def handle_index(self, request: web.Request) -> dict[str, Any]:
             # The page's URLs follow the address the browser used, not the bind
-            # address (0.0.0.0 is no address a browser can open).
-            scheme = "wss" if request.scheme == "https" else "ws"
+            # address (0.0.0.0 is no address a browser can open), and the scheme a
+            # TLS-terminating proxy says it used (an https page may not open ws://).
+            proto = request.headers.get("X-Forwarded-Proto", request.scheme).lower()
+            http, ws = ("https", "wss") if proto == "https" else ("http", "ws")
             return {
                 "font_size": to_int(request.query.get("fontsize", "16"), 16),
-                "app_websocket_url": f"{scheme}://{request.host}/ws",
-                "config": {"static": {"url": f"{request.scheme}://{request.host}/static/"}},
+                "app_websocket_url": f"{ws}://{request.host}/ws",
+                "config": {"static": {"url": f"{http}://{request.host}/static/"}},
                 "application": {"name": self.title},
             }
 

@@ -41,7 +41,9 @@ def served(*args: str, token: str | None = None) -> Iterator[tuple[subprocess.Po
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()  # written once the port is bound
-        assert line.startswith("nsqctl dash: serving on http://"), (line, proc.stderr)
+        if not line.startswith("nsqctl dash: serving on http://"):
+            ended = proc.poll() is not None and proc.stderr is not None
+            raise AssertionError((line, proc.stderr.read() if ended else "still running"))
         yield proc, line
     finally:
         proc.terminate()
@@ -101,7 +103,8 @@ def test_without_the_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_loopback_without_token_answers_its_own_names_only(original_cluster) -> None:
     """No token: a page on a DNS name rebound to 127.0.0.1 (its Host) or another site's page
-    (its Origin) is refused; the server's own loopback address is served."""
+    (its Origin) is refused; the server's own loopback address is served, its websocket URL
+    wss:// behind a TLS-terminating proxy."""
     lookupd = original_cluster.lookupd_http[0]
     with served("127.0.0.1:0", "--lookupd", lookupd, "--allow-actions") as (_, line):
         base = base_of(line)
@@ -113,6 +116,9 @@ def test_loopback_without_token_answers_its_own_names_only(original_cluster) -> 
         assert rebound.status_code == 403
         other_site = httpx.get(base + "/", headers={"Origin": "http://evil.example"})
         assert other_site.status_code == 403
+        behind_tls = httpx.get(base + "/", headers={"X-Forwarded-Proto": "https"}).text
+        assert f'"wss://127.0.0.1:{port}/ws"' in behind_tls
+        assert f'"ws://127.0.0.1:{port}/ws"' in httpx.get(base + "/").text
 
 
 def test_browser_shows_topics_with_the_token_read_only(original_cluster: cluster.Cluster) -> None:
