@@ -33,7 +33,7 @@ The tree: a class of two kinds is drawn under one, and ``+Kind`` names the other
     │   └── AlreadyRespondedError  a message answered twice
     ├── AdminError               an admin request was refused or could not be made
     ├── ArchiveWriteError        a batch could not be written durably
-    ├── MissingExtraError        an archive engine's optional package is not installed
+    ├── MissingExtraError        an optional package (an extra: archive, serve...) is missing
     ├── ExecutorError            Spark executors lack what an nsqctl job needs
     └── ServerSetupError         a local server could not be built or started
 

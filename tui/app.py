@@ -60,8 +60,9 @@ class DashApp(App[None]):
     ) -> None:
         """``drain_states`` tells the node screen which nsqd is being drained (nsqd HTTP
         address → a short state), read at every refresh; without it none is.
-        ``read_only``, when given, names what set read-only (``--read-only``, a profile):
-        every action is then refused with a notification, and nothing is sent."""
+        ``read_only``, when given, names what set read-only (``--read-only``, a profile,
+        a served session without ``--allow-actions``): every action is then refused with
+        a notification, and nothing is sent."""
         super().__init__()
         self.source = source
         self.interval = interval

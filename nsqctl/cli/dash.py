@@ -15,6 +15,15 @@ from nsqctl.cli.common import (
 )
 from nsqctl.cli.numbers import seconds
 from nsqctl.cli.readonly import origin
+from nsqctl.cli.serve import (
+    MIN_TOKEN_LENGTH,
+    TOKEN_ENV,
+    check_token,
+    parse_bind,
+    require_extra,
+    serve,
+)
+from nsqctl.cli.served_dash import ServedDash
 from nsqctl.errors import ConfigError
 from nsqctl.stats.poller import DEFAULT_TIMEOUT, StatsPoller
 from nsqctl.stats.session import StatsSession
@@ -34,17 +43,61 @@ def dash(
         parser=seconds(),
         help="Seconds before an nsqd counts as down for a poll.",
     ),
+    serve_at: str | None = typer.Option(
+        None,
+        "--serve",
+        metavar="[HOST:]PORT",
+        help="Serve the dashboard to browsers instead (the serve extra): PORT alone is "
+        "127.0.0.1:PORT; any address beyond loopback needs a token. Each browser session "
+        "runs its own dashboard, read-only unless --allow-actions.",
+    ),
+    token: str | None = typer.Option(
+        None,
+        "--token",
+        envvar=TOKEN_ENV,
+        show_envvar=True,
+        show_default=False,
+        help=f"With --serve: the token every request must carry (?token= in the URL or "
+        f"Authorization: Bearer), at least {MIN_TOKEN_LENGTH} characters; given, it is "
+        f"required on loopback too. Prefer {TOKEN_ENV}: a --token value is visible in "
+        "the process list. Plain HTTP: beyond a trusted network put TLS in front.",
+    ),
+    allow_actions: bool = typer.Option(
+        False,
+        "--allow-actions",
+        help="With --serve: let browser sessions pause, unpause and empty channels and "
+        "topics, as the terminal dashboard does.",
+    ),
 ) -> None:
-    """Live dashboard: nodes, topics, partitions, channels and consumers (? for keys)."""
-    require_terminal()
+    """Live dashboard: nodes, topics, partitions, channels and consumers (? for keys).
+
+    With --serve, browsers get the same dashboard instead, e.g. on loopback
+    `nsqctl dash --serve 8080`, or for others, with the token in the environment (not on the
+    command line, where the process list shows it): `NSQCTL_DASH_TOKEN=... nsqctl dash
+    --serve 0.0.0.0:8080`, then open the URL it prints with ?token= filled in.
+    """
+    if serve_at is None:
+        if allow_actions:
+            raise ConfigError("--allow-actions applies to --serve only: add --serve PORT")
+        require_terminal()
+    else:
+        bind = parse_bind(serve_at)
+        check_token(bind, token)
+        require_extra()
     sel = resolve_cluster(lookupd, nsqd, profile, nsqd_http, require="http")
+    # under read-only the dashboard still shows everything; its actions are refused
+    read_only = origin(sel.read_only_setting()) if sel.read_only else None
+    if serve_at is not None:
+        if read_only is None and not allow_actions:
+            read_only = "--serve without --allow-actions"
+        spec = ServedDash(list(sel.lookupd), list(sel.nsqd_http), interval, timeout, read_only)
+        serve(bind, token, spec)
+        return
     from nsqctl.admin.drain_state import drain_labels
     from nsqctl.tui.app import DashApp  # Textual loads only for this command
 
     poller = StatsPoller(sel.lookupd, sel.nsqd_http, timeout=timeout)
     # the node screen shows the drains `nsqctl node drain` records in the state dir
-    # under read-only the dashboard still shows everything; its actions are refused
-    read_only = origin(sel.read_only_setting()) if sel.read_only else None
     DashApp(
         StatsSession(poller), interval=interval, drain_states=drain_labels, read_only=read_only
     ).run()

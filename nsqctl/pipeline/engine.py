@@ -30,7 +30,8 @@ NEEDS = {"local": ("pyarrow", "archive"), "spark": ("pyspark", "spark")}
 
 
 class MissingExtraError(NsqctlError):
-    """The chosen engine's package is not installed (exit 1, as for a missing extra)."""
+    """An optional package is not installed (an archive engine's, the served dashboard's);
+    the message names the extra that brings it."""
 
 
 @dataclass(frozen=True)
