@@ -116,6 +116,7 @@ if TYPE_CHECKING:  # the public API, the one list of it (see the module docstrin
     from nsqctl.secrets import Secret as Secret
     from nsqctl.stats.parse import StatsProtocolError as StatsProtocolError
     from nsqctl.tracelog import TraceLog as TraceLog
+    from nsqctl.tracelog import TraceLogWriteError as TraceLogWriteError
 
     __all__: list[str]
 else:

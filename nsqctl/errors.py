@@ -33,6 +33,7 @@ The tree: a class of two kinds is drawn under one, and ``+Kind`` names the other
     │   └── AlreadyRespondedError  a message answered twice
     ├── AdminError               an admin request was refused or could not be made
     ├── ArchiveWriteError        a batch could not be written durably
+    ├── TraceLogWriteError       the trace log could not be written (full disk, I/O)
     ├── MissingExtraError        an optional package (an extra: archive, serve...) is missing
     ├── ExecutorError            Spark executors lack what an nsqctl job needs
     └── ServerSetupError         a local server could not be built or started

@@ -19,13 +19,13 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from nsqctl.errors import NsqctlError
+from nsqctl.errors import TransportError
 from nsqctl.message import Message
 
 if TYPE_CHECKING:  # the stats stack (httpx, msgspec) loads only when a check is made
     from nsqctl.stats.view import ClusterView, PartitionView
 
-__all__ = ["CaughtUpCheck", "StatsUnansweredError", "UnansweredWait", "UntilTime", "caught_up"]
+__all__ = ["CaughtUpCheck", "UnansweredWait", "UntilTime", "caught_up"]
 
 
 @dataclass
@@ -111,11 +111,6 @@ def unanswered(view: ClusterView) -> tuple[str, ...]:
     )
 
 
-class StatsUnansweredError(NsqctlError):
-    """An nsqd's ``/stats`` did not answer, so whether the channel is caught up there
-    cannot be told."""
-
-
 class UnansweredWait:
     """How long tail waits, once everything it can see is caught up, for nsqds that do not
     answer ``/stats``: ``window`` seconds, then it stops with an error naming them (None:
@@ -140,7 +135,8 @@ class UnansweredWait:
                 )
             return
         if self.window is not None and now - self._since >= self.window:
-            raise StatsUnansweredError(
+            # a TransportError: an nsqd that does not answer is the library's kind for it
+            raise TransportError(
                 f"nsqd {', '.join(down)} did not answer /stats for {self.window:g}s, so "
                 "tail cannot tell whether the channel is caught up there; everything "
                 "received was printed and acknowledged",
