@@ -72,7 +72,7 @@ def archive(
         "--failover-window",
         parser=seconds(zero=True),
         help="Redesign: seconds to wait for a partition's new leader before stopping "
-        "(0: wait for ever); with --exit-when-idle, for any nsqd cut off.",
+        "(0: give up at once, as pub does); with --exit-when-idle, for any nsqd cut off.",
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines."),
     as_json: bool = JsonOption,

@@ -496,7 +496,7 @@ def tail(
         metavar="SECONDS",
         parser=seconds(zero=True),
         help="Seconds a partition may wait for a new leader (redesign, with --lookupd) "
-        "before tail gives up (0: wait forever).",
+        "before tail gives up (0: give up at once, as pub does).",
     ),
     lookupd: list[str] = LookupdOption,
     nsqd: list[str] = NsqdOption,

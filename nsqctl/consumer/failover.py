@@ -69,7 +69,7 @@ class PartitionWatch:
         notes: list[FailoverEvent] = []
         for partition, since in self._lost.items():
             waited = now - since
-            if self.window and waited > self.window:
+            if waited > self.window:  # 0: give up at once, as for a publish
                 where = self.topic if partition is None else f"{self.topic}/{partition}"
                 return notes, FailoverTimeoutError(
                     f"no leader for {where} within the failover window of {self.window:g}s: "

@@ -78,7 +78,7 @@ class ConsumerOptions:
     connect_timeout: float | None = 5.0
     stop_timeout: float = 30.0
     # Redesign with a lookupd: seconds a partition may go without a leader before the
-    # consumer fails (FailoverTimeoutError); 0 waits forever.
+    # consumer fails (FailoverTimeoutError); 0 gives up at once, as a publish does.
     failover_window: float = DEFAULT_FAILOVER_WINDOW
     seed: int | None = None
     # How many handlers may run at once. None: an async handler runs for every message in

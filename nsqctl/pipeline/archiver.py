@@ -82,7 +82,7 @@ class IdleHold:
     """
 
     def __init__(self, window: float) -> None:
-        self.window = window  # 0: wait for ever
+        self.window = window  # 0: give up at once
         self.back_at = float("-inf")  # when every source was read again, last
         self._since: float | None = None
 
@@ -98,7 +98,7 @@ class IdleHold:
 
     def give_up(self, down: list[tuple[HostPort | None, int | None]], now: float) -> None:
         """Raise once ``down`` has been cut off for the whole window."""
-        if self._since is not None and self.window and now - self._since >= self.window:
+        if self._since is not None and now - self._since >= self.window:
             raise NoConnectionError(
                 f"{describe_sources(down)} could not be read for the failover window of "
                 f"{self.window:g}s, so the archive is not complete: everything received is "

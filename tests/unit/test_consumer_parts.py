@@ -752,3 +752,14 @@ def test_partition_watch_events_are_the_shared_failover_event() -> None:
     event = watch.resumed(None, NSQD, 2.0)
     assert isinstance(event, FailoverEvent) and event.role == "consume"
     assert event.describe() == f"t: consuming again on {NSQD} after 2.0s"
+
+
+def test_a_failover_window_of_zero_gives_up_at_once_as_a_publish_does() -> None:
+    """0 means the same for every command and both clients: no wait for a new leader."""
+    watch = PartitionWatch("t", window=0)
+    watch.lost(1, now=100.0)
+    _, error = watch.tick(100.001)
+    assert isinstance(error, FailoverTimeoutError) and error.setting == "failover_window"
+    patient = PartitionWatch("t", window=5)
+    patient.lost(1, now=100.0)
+    assert patient.tick(104.0)[1] is None and patient.tick(105.1)[1] is not None
