@@ -145,10 +145,10 @@ def test_partition_watch_notes_while_waiting_and_fails_after_the_window() -> Non
     assert isinstance(error, FailoverTimeoutError) and "t/1" in str(error)
 
 
-def test_partition_watch_resumes_and_window_zero_waits_forever() -> None:
+def test_partition_watch_resumes_within_its_window() -> None:
     from nsqctl.consumer.failover import PartitionWatch
 
-    watch = PartitionWatch("t", window=0.0)
+    watch = PartitionWatch("t", window=20_000.0)
     watch.lost(0, now=0.0)
     assert watch.tick(10_000.0)[1] is None
     event = watch.resumed(0, "127.0.0.1:4150", now=22.0)
