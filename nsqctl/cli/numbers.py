@@ -61,7 +61,7 @@ class Number:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             number: float | int = value  # a default, already a number
         else:
-            text = str(value).strip()
+            text = str(value)  # float()/int() take the spaces they take; str.strip() takes more
             try:
                 number = self.kind(text)
             except ValueError:
