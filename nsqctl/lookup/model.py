@@ -496,9 +496,19 @@ def answer_from_wire(
         )
     if wire is None:
         raise LookupProtocolError(f"nsqlookupd {source or '?'} sent a non-object lookup body")
+    # One Peer per distinct node: a redesign answer names each leader once per partition
+    # it leads, and building a frozen dataclass is most of the cost of an answer.
+    made: dict[tuple[Any, ...], Peer] = {}
+
+    def peer_of(peer: WirePeer, path: str) -> Peer:
+        key = msgspec.structs.astuple(peer)
+        found = made.get(key)
+        if found is None:
+            found = made[key] = Peer.from_wire(peer, source=source, path=path)
+        return found
+
     producers = tuple(
-        Peer.from_wire(p, source=source, path=f"/lookup $.producers[{i}]")
-        for i, p in enumerate(wire.producers or ())
+        peer_of(p, f"/lookup $.producers[{i}]") for i, p in enumerate(wire.producers or ())
     )
     has_partitions = wire.partitions is not msgspec.UNSET
     partitions: dict[int, Peer] = {}
@@ -506,7 +516,7 @@ def answer_from_wire(
         pid = as_int(pid_text, -1)
         if not 0 <= pid <= MAX_PARTITION_ID or peer is None:
             continue  # go-nsq skips these too
-        partitions[pid] = Peer.from_wire(peer, source=source, path=f"/lookup $.partitions.{pid}")
+        partitions[pid] = peer_of(peer, f"/lookup $.partitions.{pid}")
     meta = TopicMeta.from_wire(wire.meta) if wire.meta is not None else None
     channels = tuple(wire.channels or ())
     # A redesign cluster lookupd answers 200 for a topic it does not know (never created,
