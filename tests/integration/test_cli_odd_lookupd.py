@@ -37,6 +37,18 @@ def _one_line(text: str) -> str:
             {"/nodes": {"producers": 5}}, ["node", "list"], "`$.producers`", id="node-list"
         ),
         pytest.param(
+            {"/nodes": {"producers": 5}, "/info": {"version": "1.3.0"}},
+            ["version"],
+            "`$.producers`",
+            id="version",
+        ),
+        pytest.param(
+            {"/nodes": {"producers": 5}, "/info": {"version": "1.3.0"}},
+            ["topic", "create", "t"],
+            "`$.producers`",
+            id="topic-create",
+        ),
+        pytest.param(
             {"/lookup": PORT_99999, "/nodes": NO_NODES},
             ["pub", "t", "hello"],
             "`$.producers[0].tcp_port`",
