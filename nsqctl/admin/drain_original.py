@@ -31,9 +31,12 @@ from nsqctl.admin.base import NSQ_V1
 from nsqctl.admin.requests import AdminRequest, Node, NodeResult, send_request
 from nsqctl.errors import AdminError, NsqctlTimeoutError
 from nsqctl.httpclient import describe_http_error
-from nsqctl.lookup.errors import LookupDecodeError
-from nsqctl.lookup.model import LookupProtocolError, Peer, parse_lookup_response
-from nsqctl.lookup.wire import WireNodes, decode, is_json
+from nsqctl.lookup.model import (
+    LookupProtocolError,
+    Peer,
+    parse_lookup_response,
+    parse_nodes_body,
+)
 
 POLL = 0.2
 LOOKUPD_OPTION = "nsqlookupd_tcp_addresses"
@@ -72,24 +75,13 @@ async def find_peer(client: httpx.AsyncClient, lookupds: Sequence[str], node: st
 async def registered_peers(client: httpx.AsyncClient, lookupd: str) -> list[Peer]:
     """The nsqds ``lookupd`` lists in ``/nodes`` ([] when it does not answer, or answers
     something that is not JSON). A JSON answer of the wrong shape raises
-    :class:`~nsqctl.lookup.wire.LookupDecodeError` naming the field: guessing from it
+    :class:`~nsqctl.lookup.errors.LookupDecodeError` naming the field: guessing from it
     would list garbage, or none of the nodes that are there."""
     try:
         resp = await client.get(f"http://{lookupd}/nodes", headers=NSQ_V1)
     except httpx.HTTPError:
         return []
-    try:
-        wire = decode(resp.content, WireNodes, source=lookupd, path="/nodes")
-    except LookupDecodeError:
-        if is_json(resp.content):
-            raise
-        return []  # not JSON: not an nsqlookupd answer at all
-    if wire is None or (wire.status_code or 200) != 200:
-        return []
-    return [
-        Peer.from_wire(p, source=lookupd, path=f"/nodes $.producers[{i}]")
-        for i, p in enumerate(wire.producers or ())
-    ]
+    return parse_nodes_body(resp.content, source=lookupd) or []
 
 
 async def listed_topics(

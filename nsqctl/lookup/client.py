@@ -53,6 +53,7 @@ from nsqctl.lookup.model import (
     answer_from_wire,
     listing_from_wire,
     merge_answers,
+    nodes_from_wire,
     not_nsq_answer,
 )
 
@@ -507,13 +508,8 @@ class LookupClient:
         answers)."""
         from nsqctl.lookup.wire import WireNodes
 
-        source, wire = await self._first("/nodes", WireNodes, address=address)
-        if wire is None:
-            return []
-        return [
-            Peer.from_wire(p, source=source, path=f"/nodes $.producers[{i}]")
-            for i, p in enumerate(wire.producers or ())
-        ]
+        addr, wire = await self._first("/nodes", WireNodes, address=address)
+        return nodes_from_wire(wire, source=addr)
 
     async def nodes(self, address: str | None = None) -> list[dict[str, Any]]:
         """``/nodes`` producers as dicts of :class:`Peer`'s fields, decoded and checked."""

@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # loaded when a body is decoded: msgspec is not needed to nam
         WireLookup,
         WireLookupdNode,
         WireMeta,
+        WireNodes,
         WirePeer,
     )
 
@@ -60,10 +61,12 @@ __all__ = [
     "is_topic_not_found_text",
     "listing_from_wire",
     "merge_answers",
+    "nodes_from_wire",
     "not_nsq_answer",
     "parse_listlookup",
     "parse_lookup_body",
     "parse_lookup_response",
+    "parse_nodes_body",
 ]
 
 # go-nsq ignores partition ids outside [0, 1024]; the server caps partition_num at 255.
@@ -533,6 +536,31 @@ def answer_from_wire(
         fetched_at=when,
         epoch=epoch,
     )
+
+
+def parse_nodes_body(content: bytes, *, source: str) -> list[Peer] | None:
+    """The nsqds a ``/nodes`` body (as received) lists; ``None`` when the body is not JSON
+    at all (another server's error page: callers asking several lookupds skip it), and
+    :class:`LookupDecodeError` naming the field for JSON of the wrong shape."""
+    from nsqctl.lookup.wire import WireNodes, decode, is_json
+
+    try:
+        wire = decode(content, WireNodes, source=source, path="/nodes")
+    except LookupDecodeError:
+        if is_json(content):
+            raise
+        return None
+    return nodes_from_wire(wire, source=source)
+
+
+def nodes_from_wire(wire: WireNodes | None, *, source: str) -> list[Peer]:
+    """The nsqds a decoded ``/nodes`` answer lists (none for a wrapped error)."""
+    if wire is None or (wire.status_code or 200) != 200:
+        return []
+    return [
+        Peer.from_wire(p, source=source, path=f"/nodes $.producers[{i}]")
+        for i, p in enumerate(wire.producers or ())
+    ]
 
 
 def _lookupd_node(wire: WireLookupdNode | None, leader_id: str) -> LookupdNode | None:
