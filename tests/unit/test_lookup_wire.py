@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
+import msgspec
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -30,6 +31,7 @@ from nsqctl.lookup.model import (
     parse_listlookup,
     parse_lookup_body,
     parse_lookup_response,
+    parse_nodes_body,
 )
 from nsqctl.protocol.names import validate_topic
 
@@ -40,7 +42,7 @@ leaf = (
     | st.booleans()
     | st.integers(min_value=-(2**70), max_value=2**70)
     | st.integers(min_value=-5, max_value=70000)
-    | st.floats(allow_nan=False)
+    | st.floats(allow_nan=False, allow_infinity=False)  # NaN, Infinity: not JSON (see bodies)
     | st.sampled_from(["", "x", "127.0.0.1", "4150", "99999", "a b", "t#ephemeral", "\n"])
     | st.text(max_size=6)
 )
@@ -254,6 +256,24 @@ def test_other_endpoints(method: str, shapes: st.SearchStrategy[Any]) -> None:
                 assert 0 <= node.tcp_port <= 65535 and 0 <= node.rpc_port <= 65535
 
     check()
+
+
+@PROPERTY
+@given(st.one_of(nodes_like.map(_body), bodies))
+def test_nodes_bodies_read_by_the_admin_commands(content: bytes) -> None:
+    """The admin commands' own ``/nodes`` reader: valid peers, ``None`` only for a body
+    that is not JSON, or the decode error."""
+    try:
+        peers = parse_nodes_body(content, source=ADDRESS)
+    except LookupProtocolError as err:
+        _judged(err)
+        return
+    if peers is None:  # not JSON (Python's json module would take NaN and Infinity)
+        with pytest.raises(msgspec.DecodeError):
+            msgspec.json.decode(content)
+        return
+    for peer in peers:
+        _check_peer(peer)
 
 
 @PROPERTY
