@@ -11,6 +11,11 @@ youzan/nsq ``nsqlookupd/http.go`` + ``internal/http_api/api_response.go``):
 * errors: v1 ``{"message": "TOPIC_NOT_FOUND"}`` (HTTP 404) or wrapped with a non-200
   ``status_code`` (the redesign's legacy mode reports every error as 500 + ``status_txt``).
 
+Every body is first decoded into the typed records of :mod:`nsqctl.lookup.wire`
+(msgspec, loaded on the first answer): a body of the wrong shape is a
+:class:`LookupDecodeError` naming the server and the field, and the values built here
+only ever come from records of the right shape.
+
 Merge rule (:func:`merge_answers`): producers are a union keyed by
 ``broadcast_address:tcp_port`` (the original client-library guideline). For a redesign
 partition the leader reported by the *newest* answer wins: answers are ordered by

@@ -31,6 +31,7 @@ __all__ = [
     "NULL",
     "Name",
     "Port",
+    "W",
     "WireChannels",
     "WireEnvelope",
     "WireInfo",
