@@ -69,8 +69,9 @@ if TYPE_CHECKING:  # the public API, the one list of it (see the module docstrin
     from nsqctl.lookup import LookupClient as LookupClient
     from nsqctl.lookup import Topology as Topology
     from nsqctl.lookup.client import NotNsqlookupdError as NotNsqlookupdError
+    from nsqctl.lookup.errors import LookupDecodeError as LookupDecodeError
+    from nsqctl.lookup.errors import LookupProtocolError as LookupProtocolError
     from nsqctl.lookup.fetch import RequestError as RequestError
-    from nsqctl.lookup.model import LookupProtocolError as LookupProtocolError
     from nsqctl.message import Message as Message
     from nsqctl.message import finish_all as finish_all
     from nsqctl.pipeline.engine import MissingExtraError as MissingExtraError

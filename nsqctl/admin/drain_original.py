@@ -31,7 +31,12 @@ from nsqctl.admin.base import NSQ_V1
 from nsqctl.admin.requests import AdminRequest, Node, NodeResult, send_request
 from nsqctl.errors import AdminError, NsqctlTimeoutError
 from nsqctl.httpclient import describe_http_error
-from nsqctl.lookup.model import LookupProtocolError, Peer, parse_lookup_response
+from nsqctl.lookup.model import (
+    LookupProtocolError,
+    Peer,
+    parse_lookup_response,
+    parse_nodes_body,
+)
 
 POLL = 0.2
 LOOKUPD_OPTION = "nsqlookupd_tcp_addresses"
@@ -68,20 +73,15 @@ async def find_peer(client: httpx.AsyncClient, lookupds: Sequence[str], node: st
 
 
 async def registered_peers(client: httpx.AsyncClient, lookupd: str) -> list[Peer]:
-    """The nsqds ``lookupd`` lists in ``/nodes`` ([] when it does not answer)."""
+    """The nsqds ``lookupd`` lists in ``/nodes`` ([] when it does not answer, or answers
+    something that is not JSON). A JSON answer of the wrong shape raises
+    :class:`~nsqctl.lookup.errors.LookupDecodeError` naming the field: guessing from it
+    would list garbage, or none of the nodes that are there."""
     try:
         resp = await client.get(f"http://{lookupd}/nodes", headers=NSQ_V1)
-        body = resp.json()
-    except (httpx.HTTPError, ValueError):
+    except httpx.HTTPError:
         return []
-    data = body.get("data", body) if isinstance(body, dict) else {}
-    peers = []
-    for obj in (data or {}).get("producers") or []:
-        try:
-            peers.append(Peer.from_json(obj))
-        except LookupProtocolError:
-            continue
-    return peers
+    return parse_nodes_body(resp.content, source=lookupd) or []
 
 
 async def listed_topics(

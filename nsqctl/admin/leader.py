@@ -10,6 +10,7 @@ import httpx
 from nsqctl.admin.base import NSQ_V1, unwrap_response
 from nsqctl.errors import AdminError
 from nsqctl.httpclient import describe_http_error
+from nsqctl.lookup.model import parse_nodes_body
 
 
 def _leader_from(lookupd_http: str, resp: httpx.Response) -> str | None:
@@ -67,11 +68,10 @@ async def lookupd_nsqds(client: httpx.AsyncClient, lookupd_http: Sequence[str]) 
             continue
         if resp.status_code != 200:
             continue
-        try:
-            body = unwrap_response(resp.json())
-        except ValueError:
+        peers = parse_nodes_body(resp.content, source=address)
+        if peers is None:
             continue  # not an nsqlookupd: its own /info check says so
-        for peer in body.get("producers") or []:
-            if peer.get("http_port"):
-                found.setdefault(f"{peer['broadcast_address']}:{peer['http_port']}", None)
+        for peer in peers:
+            if peer.http_port:
+                found.setdefault(peer.http_key, None)
     return list(found)

@@ -8,6 +8,7 @@ from typing import Any
 
 from nsqctl.lookup.model import (
     LookupAnswer,
+    LookupDecodeError,
     LookupdList,
     LookupdNode,
     LookupProtocolError,
@@ -36,6 +37,7 @@ __all__ = [
     "ACCEPT_V1",
     "LookupAnswer",
     "LookupClient",
+    "LookupDecodeError",
     "LookupProtocolError",
     "LookupUnavailableError",
     "LookupdList",

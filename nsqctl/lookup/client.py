@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import inspect
-import json
 import logging
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -47,12 +47,14 @@ from nsqctl.lookup.model import (
     LookupAnswer,
     LookupdList,
     LookupProtocolError,
+    Peer,
     SourceStatus,
     Topology,
+    answer_from_wire,
+    listing_from_wire,
     merge_answers,
+    nodes_from_wire,
     not_nsq_answer,
-    parse_listlookup,
-    parse_lookup_response,
 )
 
 __all__ = [
@@ -67,6 +69,8 @@ __all__ = [
 
 if TYPE_CHECKING:
     import httpx
+
+    from nsqctl.lookup.wire import W, WireLookup
 
 log = logging.getLogger("nsqctl.lookup")
 
@@ -228,17 +232,22 @@ class LookupClient:
         return resp
 
     @staticmethod
-    def _json(resp: Answer) -> Any:
-        body = resp.content.strip()
-        if not body:
-            return None
+    def _decode(resp: Answer, address: str, kind: type[W]) -> W | None:
+        """The body as ``kind`` (:mod:`nsqctl.lookup.wire`); a body that is not JSON at
+        all is another server's (:class:`NotNsqlookupdError`). The decoding (msgspec) is
+        loaded on the first answer, not with the client: admin commands' ``--help`` imports
+        the client."""
+        from nsqctl.lookup.wire import decode, is_json
+
         try:
-            return json.loads(body)
-        except ValueError as exc:
-            raise NotNsqlookupdError(
-                f"not an nsqlookupd: {resp.path} answered HTTP {resp.status_code} "
-                "with a body that is not JSON"
-            ) from exc
+            return decode(resp.content, kind, source=address, path=resp.path)
+        except LookupProtocolError as exc:
+            if not is_json(resp.content):
+                raise NotNsqlookupdError(
+                    f"not an nsqlookupd: {resp.path} answered HTTP {resp.status_code} "
+                    "with a body that is not JSON"
+                ) from None
+            raise exc from None
 
     async def _discover(self, candidates: list[str], failed: dict[str, str]) -> None:
         """Ask ``/listlookup`` until one lookupd answers; add the lookupds it lists."""
@@ -254,9 +263,13 @@ class LookupClient:
             if resp.status_code == 404:
                 h.is_original = True
                 return
+            from nsqctl.lookup.wire import WireListLookup
+
             try:
                 listing: LookupdList | None = (
-                    parse_listlookup(self._json(resp)) if resp.status_code == 200 else None
+                    listing_from_wire(self._decode(resp, address, WireListLookup))
+                    if resp.status_code == 200
+                    else None
                 )
             except LookupProtocolError as exc:
                 log.debug("ignoring bad /listlookup from %s: %s", address, exc)
@@ -280,17 +293,19 @@ class LookupClient:
             params["metainfo"] = "true"
         if consistent:
             params["consistent"] = "true"
+        from nsqctl.lookup.wire import WireLookup
+
         resp = await self._get(address, "/lookup", params)
         if resp.status_code >= 500 or resp.status_code not in (200, 404):
-            payload: Any = None
+            wire: WireLookup | None = None
             with contextlib.suppress(LookupProtocolError):
-                payload = self._json(resp)
+                wire = self._decode(resp, address, WireLookup)
             # A legacy-mode redesign reports "not found" as 500 + status_txt; let the parser judge.
-            if isinstance(payload, dict) and ("status_txt" in payload or "message" in payload):
-                return parse_lookup_response(payload, source=address, http_status=200)
+            if wire is not None and (wire.status_txt is not None or wire.message is not None):
+                return answer_from_wire(wire, source=address, http_status=200)
             raise LookupProtocolError(f"{address} answered HTTP {resp.status_code}")
-        payload = self._json(resp) if resp.status_code == 200 else None
-        return parse_lookup_response(payload, source=address, http_status=resp.status_code)
+        wire = self._decode(resp, address, WireLookup) if resp.status_code == 200 else None
+        return answer_from_wire(wire, source=address, http_status=resp.status_code)
 
     # ----------------------------------------------------------------- lookup
 
@@ -415,13 +430,15 @@ class LookupClient:
 
     # ----------------------------------------------------------------- other endpoints
 
-    async def _first_json(
+    async def _first_answer(
         self, path: str, params: dict[str, str] | None = None, address: str | None = None
-    ) -> tuple[str, Any]:
+    ) -> tuple[str, Answer]:
         """GET ``path`` from ``address`` or from the first lookupd that answers 200."""
         candidates = (
             [address] if address else sorted(self._health, key=lambda a: self._health[a].failures)
         )
+        from nsqctl.lookup.wire import WireInfo
+
         errors: list[str] = []
         for addr in candidates:
             try:
@@ -431,50 +448,77 @@ class LookupClient:
                 errors.append(f"{addr} ({describe_lookup_error(exc)})")
                 continue
             if resp.status_code != 200:
-                payload: Any = None
+                wire = None
                 with contextlib.suppress(LookupProtocolError):
-                    payload = self._json(resp)
-                msg = payload.get("message") if isinstance(payload, dict) else None
-                errors.append(f"{addr} (HTTP {resp.status_code}{': ' + str(msg) if msg else ''})")
+                    wire = self._decode(resp, addr, WireInfo)
+                msg = wire.message if wire is not None else None
+                errors.append(f"{addr} (HTTP {resp.status_code}{': ' + msg if msg else ''})")
                 continue
             self._record_success(addr)
-            payload = self._json(resp) if path != "/ping" else resp.text
-            if isinstance(payload, dict) and "status_code" in payload and "data" in payload:
-                payload = payload["data"]
-            return addr, payload
+            return addr, resp
         raise LookupUnavailableError(
             f"no nsqlookupd answered {path} (tried {', '.join(errors)}): check that nsqlookupd "
             "is running and that the address is its HTTP port (default 4161)"
         )
 
+    async def _first(
+        self,
+        path: str,
+        kind: type[W],
+        params: dict[str, str] | None = None,
+        address: str | None = None,
+    ) -> tuple[str, W | None]:
+        """``path``'s answer from the first lookupd that answers (and which one it was),
+        decoded as ``kind``."""
+        addr, resp = await self._first_answer(path, params, address)
+        return addr, self._decode(resp, addr, kind)
+
     async def ping(self, address: str | None = None) -> bool:
         """True when a lookupd (``address`` or any) answers ``/ping`` with ``OK``."""
         try:
-            _, text = await self._first_json("/ping", address=address)
+            _, resp = await self._first_answer("/ping", address=address)
         except LookupUnavailableError:
             return False
-        return isinstance(text, str) and text.strip() == "OK"
+        return resp.text.strip() == "OK"
 
     async def info(self, address: str | None = None) -> dict[str, Any]:
         """``/info``: ``version`` (and ``ha_support`` on the redesign)."""
-        _, data = await self._first_json("/info", address=address)
-        return data if isinstance(data, dict) else {}
+        from nsqctl.lookup.wire import WireInfo
+
+        _, wire = await self._first("/info", WireInfo, address=address)
+        if wire is None:
+            return {}
+        found = {"version": wire.version, "ha_support": wire.ha_support}
+        return {k: v for k, v in found.items() if v is not None}
 
     async def topics(self, address: str | None = None) -> list[str]:
-        _, data = await self._first_json("/topics", address=address)
-        return list((data or {}).get("topics") or [])
+        from nsqctl.lookup.wire import WireTopics
+
+        _, wire = await self._first("/topics", WireTopics, address=address)
+        return list(wire.topics or []) if wire is not None else []
 
     async def channels(self, topic: str, address: str | None = None) -> list[str]:
-        _, data = await self._first_json("/channels", {"topic": topic}, address=address)
-        return list((data or {}).get("channels") or [])
+        from nsqctl.lookup.wire import WireChannels
+
+        _, wire = await self._first("/channels", WireChannels, {"topic": topic}, address=address)
+        return list(wire.channels or []) if wire is not None else []
+
+    async def peers(self, address: str | None = None) -> list[Peer]:
+        """``/nodes``: every nsqd registered with a lookupd (``address`` or the first that
+        answers)."""
+        from nsqctl.lookup.wire import WireNodes
+
+        addr, wire = await self._first("/nodes", WireNodes, address=address)
+        return nodes_from_wire(wire, source=addr)
 
     async def nodes(self, address: str | None = None) -> list[dict[str, Any]]:
-        """``/nodes`` producers as raw dicts (fields differ between the families)."""
-        _, data = await self._first_json("/nodes", address=address)
-        return list((data or {}).get("producers") or [])
+        """``/nodes`` producers as dicts of :class:`Peer`'s fields, decoded and checked."""
+        return [dataclasses.asdict(p) for p in await self.peers(address)]
 
     async def listlookup(self, address: str | None = None) -> LookupdList | None:
         """Redesign ``/listlookup``; ``None`` from an original (404) or standalone lookupd."""
+        from nsqctl.lookup.wire import WireListLookup
+
         candidates = [address] if address else list(self._health)
         errors: list[str] = []
         for addr in candidates:
@@ -486,7 +530,7 @@ class LookupClient:
             if resp.status_code == 404:
                 return None
             if resp.status_code == 200:
-                return parse_listlookup(self._json(resp))
+                return listing_from_wire(self._decode(resp, addr, WireListLookup))
             errors.append(f"{addr} (HTTP {resp.status_code})")
         raise LookupUnavailableError(
             f"no nsqlookupd answered /listlookup (tried {', '.join(errors)}): check that "

@@ -11,6 +11,11 @@ youzan/nsq ``nsqlookupd/http.go`` + ``internal/http_api/api_response.go``):
 * errors: v1 ``{"message": "TOPIC_NOT_FOUND"}`` (HTTP 404) or wrapped with a non-200
   ``status_code`` (the redesign's legacy mode reports every error as 500 + ``status_txt``).
 
+Every body is first decoded into the typed records of :mod:`nsqctl.lookup.wire`
+(msgspec, loaded on the first answer): a body of the wrong shape is a
+:class:`LookupDecodeError` naming the server and the field, and the values built here
+only ever come from records of the right shape.
+
 Merge rule (:func:`merge_answers`): producers are a union keyed by
 ``broadcast_address:tcp_port`` (the original client-library guideline). For a redesign
 partition the leader reported by the *newest* answer wins: answers are ordered by
@@ -26,14 +31,25 @@ import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nsqctl.addresses import HostPort, parse_address
-from nsqctl.errors import ProtocolError
+from nsqctl.lookup.errors import LookupDecodeError, LookupProtocolError
+
+if TYPE_CHECKING:  # loaded when a body is decoded: msgspec is not needed to name an error
+    from nsqctl.lookup.wire import (
+        WireListLookup,
+        WireLookup,
+        WireLookupdNode,
+        WireMeta,
+        WireNodes,
+        WirePeer,
+    )
 
 __all__ = [
     "MAX_PARTITION_ID",
     "LookupAnswer",
+    "LookupDecodeError",
     "LookupProtocolError",
     "LookupdList",
     "LookupdNode",
@@ -43,24 +59,25 @@ __all__ = [
     "SourceStatus",
     "TopicMeta",
     "Topology",
+    "answer_from_wire",
     "as_int",
     "as_str",
     "counted_partitions",
     "is_topic_not_found_text",
+    "listing_from_wire",
     "merge_answers",
+    "nodes_from_wire",
     "not_nsq_answer",
     "parse_listlookup",
+    "parse_lookup_body",
     "parse_lookup_response",
+    "parse_nodes_body",
 ]
 
 # go-nsq ignores partition ids outside [0, 1024]; the server caps partition_num at 255.
 MAX_PARTITION_ID = 1024
 
 _NOT_FOUND_TEXTS = ("TOPIC_NOT_FOUND", "KEY NOT FOUND", "TOPIC HAS NO CHANNEL")
-
-
-class LookupProtocolError(ProtocolError):
-    """An nsqlookupd answered with something that is not a lookup response."""
 
 
 def not_nsq_answer(path: str, status: int, content_type: str, body: bytes) -> str | None:
@@ -141,22 +158,39 @@ class Peer:
         return str(self.http_address)
 
     @classmethod
-    def from_json(cls, obj: Mapping[str, Any]) -> Peer:
-        if not isinstance(obj, Mapping):
-            raise LookupProtocolError(f"lookup peer is not an object: {obj!r}")
-        address = as_str(obj.get("broadcast_address")) or as_str(obj.get("hostname"))
-        tcp_port = as_int(obj.get("tcp_port"))
-        if not address or tcp_port <= 0:
-            raise LookupProtocolError(f"lookup peer lacks broadcast_address/tcp_port: {obj!r}")
+    def from_json(cls, obj: Mapping[str, Any], *, source: str = "", path: str = "") -> Peer:
+        """A peer from a JSON object already decoded (``json.loads``); the same rules as
+        the lookup client's own decoding (:mod:`nsqctl.lookup.wire`)."""
+        import msgspec
+
+        from nsqctl.lookup.wire import WirePeer
+
+        try:
+            wire = msgspec.convert(obj, WirePeer, strict=False)
+        except msgspec.ValidationError as err:
+            raise LookupDecodeError(
+                f"nsqlookupd {source or '?'} answered {path or 'a peer'} with a wrong shape: "
+                f"{err}; check that the address is an nsqlookupd of a supported version"
+            ) from None
+        return cls.from_wire(wire, source=source, path=path)
+
+    @classmethod
+    def from_wire(cls, wire: WirePeer, *, source: str = "", path: str = "") -> Peer:
+        address = wire.broadcast_address or wire.hostname or ""
+        if not address or wire.tcp_port is None:
+            raise LookupDecodeError(
+                f"nsqlookupd {source or '?'} answered {path or 'a peer'} with a peer that lacks "
+                f"broadcast_address/tcp_port: {wire}"
+            )
         return cls(
             broadcast_address=address,
-            tcp_port=tcp_port,
-            http_port=as_int(obj.get("http_port")),
-            hostname=as_str(obj.get("hostname")),
-            version=as_str(obj.get("version")),
-            id=as_str(obj.get("id")),
-            distributed_id=as_str(obj.get("distributed_id")),
-            remote_address=as_str(obj.get("remote_address")),
+            tcp_port=wire.tcp_port,
+            http_port=wire.http_port or 0,
+            hostname=wire.hostname or "",
+            version=wire.version or "",
+            id=wire.id or "",
+            distributed_id=wire.distributed_id or "",
+            remote_address=wire.remote_address or "",
         )
 
     @classmethod
@@ -222,14 +256,30 @@ class TopicMeta:
         return self.partition_num > 0
 
     @classmethod
-    def from_json(cls, obj: Mapping[str, Any]) -> TopicMeta:
+    def from_json(cls, obj: Mapping[str, Any], *, source: str = "") -> TopicMeta:
+        """Meta from a JSON object already decoded (``json.loads``)."""
+        import msgspec
+
+        from nsqctl.lookup.wire import WireMeta
+
+        try:
+            wire = msgspec.convert(obj, WireMeta, strict=False)
+        except msgspec.ValidationError as err:
+            raise LookupDecodeError(
+                f"nsqlookupd {source or '?'} answered /lookup with a wrong shape: {err} "
+                "(in its meta); check that the address is an nsqlookupd of a supported version"
+            ) from None
+        return cls.from_wire(wire)
+
+    @classmethod
+    def from_wire(cls, wire: WireMeta) -> TopicMeta:
         return cls(
-            partition_num=as_int(obj.get("partition_num")),
-            replica=as_int(obj.get("replica")),
-            extend_support=bool(obj.get("extend_support", False)),
-            ordered=bool(obj.get("ordered", False)),
-            multi_part=bool(obj.get("multi_part", False)),
-            disable_channel_auto_create=bool(obj.get("disable_channel_auto_create", False)),
+            partition_num=wire.partition_num or 0,
+            replica=wire.replica or 0,
+            extend_support=bool(wire.extend_support),
+            ordered=bool(wire.ordered),
+            multi_part=bool(wire.multi_part),
+            disable_channel_auto_create=bool(wire.disable_channel_auto_create),
         )
 
 
@@ -381,38 +431,102 @@ def parse_lookup_response(
     epoch: int | None = None,
     http_status: int = 200,
 ) -> LookupAnswer:
-    """Parse one ``/lookup`` body (already JSON-decoded) from either server family.
+    """Parse one ``/lookup`` body already JSON-decoded (``json.loads``); see
+    :func:`answer_from_wire`."""
+    from nsqctl.lookup.wire import WireLookup, convert
+
+    wire = convert(payload, WireLookup, source=source, path="/lookup")
+    return answer_from_wire(
+        wire, source=source, fetched_at=fetched_at, epoch=epoch, http_status=http_status
+    )
+
+
+def parse_lookup_body(
+    content: bytes,
+    *,
+    source: str = "",
+    fetched_at: float | None = None,
+    epoch: int | None = None,
+    http_status: int = 200,
+) -> LookupAnswer:
+    """Parse one ``/lookup`` body as received; see :func:`answer_from_wire`."""
+    from nsqctl.lookup.wire import WireLookup, decode
+
+    wire = decode(content, WireLookup, source=source, path="/lookup")
+    return answer_from_wire(
+        wire, source=source, fetched_at=fetched_at, epoch=epoch, http_status=http_status
+    )
+
+
+def _status(wire: WireLookup | None) -> tuple[int, str]:
+    """``(status_code, status_txt)`` of a decoded body: the envelope's, v1's error
+    (``{"message"}`` alone) as status 0, else 200."""
+    import msgspec
+
+    if wire is None:
+        return 200, "OK"
+    if wire.status_code is not None:
+        return wire.status_code, wire.status_txt or ""
+    bare = (
+        wire.producers is None
+        and wire.channels is None
+        and wire.partitions is msgspec.UNSET
+        and wire.meta is None
+    )
+    if wire.message is not None and bare:
+        return 0, wire.message
+    return 200, "OK"
+
+
+def answer_from_wire(
+    wire: WireLookup | None,
+    *,
+    source: str = "",
+    fetched_at: float | None = None,
+    epoch: int | None = None,
+    http_status: int = 200,
+) -> LookupAnswer:
+    """One ``/lookup`` answer from either server family, decoded (``None``: an empty body).
 
     A not-found error becomes an answer with ``topic_not_found=True``; any other error or
-    a malformed body raises :class:`LookupProtocolError`.
+    a malformed body raises :class:`LookupProtocolError` (:class:`LookupDecodeError` for
+    a field of the wrong shape, naming it).
     """
+    import msgspec
+
     when = time.time() if fetched_at is None else fetched_at
-    data, status, text = unwrap_payload(payload)
+    status, text = _status(wire)
     if http_status == 404 or status == 404 or (status != 200 and is_topic_not_found_text(text)):
         return LookupAnswer(source=source, topic_not_found=True, fetched_at=when, epoch=epoch)
     if status != 200 or http_status >= 400:
         raise LookupProtocolError(
             f"nsqlookupd {source or '?'} answered an error: {text or status or http_status}"
         )
-    if not isinstance(data, Mapping):
+    if wire is None:
         raise LookupProtocolError(f"nsqlookupd {source or '?'} sent a non-object lookup body")
-    raw_producers = data.get("producers") or []
-    if not isinstance(raw_producers, list):
-        raise LookupProtocolError(f"nsqlookupd {source or '?'}: 'producers' is not a list")
-    producers = tuple(Peer.from_json(p) for p in raw_producers)
-    has_partitions = "partitions" in data
-    raw_partitions = data.get("partitions") or {}
-    if not isinstance(raw_partitions, Mapping):
-        raise LookupProtocolError(f"nsqlookupd {source or '?'}: 'partitions' is not an object")
+    # One Peer per distinct node: a redesign answer names each leader once per partition
+    # it leads, and building a frozen dataclass is most of the cost of an answer.
+    made: dict[tuple[Any, ...], Peer] = {}
+
+    def peer_of(peer: WirePeer, path: str) -> Peer:
+        key = msgspec.structs.astuple(peer)
+        found = made.get(key)
+        if found is None:
+            found = made[key] = Peer.from_wire(peer, source=source, path=path)
+        return found
+
+    producers = tuple(
+        peer_of(p, f"/lookup $.producers[{i}]") for i, p in enumerate(wire.producers or ())
+    )
+    has_partitions = wire.partitions is not msgspec.UNSET
     partitions: dict[int, Peer] = {}
-    for pid_text, peer_obj in raw_partitions.items():
+    for pid_text, peer in (wire.partitions or {}).items():
         pid = as_int(pid_text, -1)
-        if not 0 <= pid <= MAX_PARTITION_ID or peer_obj is None:
+        if not 0 <= pid <= MAX_PARTITION_ID or peer is None:
             continue  # go-nsq skips these too
-        partitions[pid] = Peer.from_json(peer_obj)
-    raw_meta = data.get("meta")
-    meta = TopicMeta.from_json(raw_meta) if isinstance(raw_meta, Mapping) else None
-    channels = tuple(as_str(c) for c in (data.get("channels") or []))
+        partitions[pid] = peer_of(peer, f"/lookup $.partitions.{pid}")
+    meta = TopicMeta.from_wire(wire.meta) if wire.meta is not None else None
+    channels = tuple(wire.channels or ())
     # A redesign cluster lookupd answers 200 for a topic it does not know (never created,
     # or deleted): zero meta and nobody holding it.
     unknown = meta is not None and not meta.valid and not producers and not partitions
@@ -429,57 +543,77 @@ def parse_lookup_response(
     )
 
 
-def _ci(obj: Mapping[str, Any], name: str) -> Any:
-    """Case-insensitive key lookup: Go's decoder accepts ``NodeIP`` for a ``NodeIp`` field."""
-    lname = name.lower()
-    for k, v in obj.items():
-        if isinstance(k, str) and k.lower() == lname:
-            return v
-    return None
+def parse_nodes_body(content: bytes, *, source: str) -> list[Peer] | None:
+    """The nsqds a ``/nodes`` body (as received) lists; ``None`` when the body is not JSON
+    at all (another server's error page: callers asking several lookupds skip it), and
+    :class:`LookupDecodeError` naming the field for JSON of the wrong shape."""
+    from nsqctl.lookup.wire import WireNodes, decode, is_json
+
+    try:
+        wire = decode(content, WireNodes, source=source, path="/nodes")
+    except LookupDecodeError:
+        if is_json(content):
+            raise
+        return None
+    return nodes_from_wire(wire, source=source)
 
 
-def _parse_lookupd_node(obj: Any, leader_id: str) -> LookupdNode | None:
-    if not isinstance(obj, Mapping):
+def nodes_from_wire(wire: WireNodes | None, *, source: str) -> list[Peer]:
+    """The nsqds a decoded ``/nodes`` answer lists (none for a wrapped error)."""
+    if wire is None or (wire.status_code or 200) != 200:
+        return []
+    return [
+        Peer.from_wire(p, source=source, path=f"/nodes $.producers[{i}]")
+        for i, p in enumerate(wire.producers or ())
+    ]
+
+
+def _lookupd_node(wire: WireLookupdNode | None, leader_id: str) -> LookupdNode | None:
+    if wire is None:
         return None
-    host = as_str(_ci(obj, "NodeIP"))
-    http_port = as_int(_ci(obj, "HttpPort"))
-    if not host or http_port <= 0:
+    host = wire.NodeIP or wire.NodeIp or ""
+    if not host or wire.HttpPort is None:
         return None
-    node_id = as_str(_ci(obj, "ID"))
+    node_id = wire.ID or ""
     return LookupdNode(
         id=node_id,
         host=host,
-        http_port=http_port,
-        tcp_port=as_int(_ci(obj, "TcpPort")),
-        rpc_port=as_int(_ci(obj, "RpcPort")),
-        epoch=as_int(_ci(obj, "Epoch")),
+        http_port=wire.HttpPort,
+        tcp_port=wire.TcpPort or 0,
+        rpc_port=wire.RpcPort or 0,
+        epoch=wire.Epoch or 0,
         is_leader=bool(node_id) and node_id == leader_id,
     )
 
 
-def parse_listlookup(payload: Any) -> LookupdList | None:
-    """Parse a redesign ``/listlookup`` body; ``None`` when it lists nothing usable.
+def parse_listlookup(payload: Any, *, source: str = "") -> LookupdList | None:
+    """Parse a redesign ``/listlookup`` body already JSON-decoded; see
+    :func:`listing_from_wire`."""
+    from nsqctl.lookup.wire import WireListLookup, convert
+
+    return listing_from_wire(convert(payload, WireListLookup, source=source, path="/listlookup"))
+
+
+def listing_from_wire(wire: WireListLookup | None) -> LookupdList | None:
+    """A redesign ``/listlookup`` answer; ``None`` when it lists nothing usable.
 
     A redesign lookupd without a coordinator answers ``null`` (or an empty v1 body); an
     original lookupd answers 404, which the client handles before calling this.
     """
-    data, status, text = unwrap_payload(payload)
-    if status != 200:
-        raise LookupProtocolError(f"/listlookup answered an error: {text or status}")
-    if not isinstance(data, Mapping):
+    if wire is None:
         return None
-    raw_leader = data.get("lookupdleader")
-    leader_id = as_str(_ci(raw_leader, "ID")) if isinstance(raw_leader, Mapping) else ""
-    nodes = tuple(
-        n
-        for n in (_parse_lookupd_node(o, leader_id) for o in (data.get("lookupdnodes") or []))
-        if n
-    )
+    if wire.status_code is not None and wire.status_code != 200:
+        raise LookupProtocolError(
+            f"/listlookup answered an error: {wire.status_txt or wire.status_code}"
+        )
+    raw_leader = wire.lookupdleader
+    leader_id = (raw_leader.ID or "") if raw_leader is not None else ""
+    nodes = tuple(n for n in (_lookupd_node(o, leader_id) for o in (wire.lookupdnodes or ())) if n)
     if not nodes:
         return None
     leader = next((n for n in nodes if n.is_leader), None)
-    if leader is None and isinstance(raw_leader, Mapping):
-        leader = _parse_lookupd_node(raw_leader, leader_id)
+    if leader is None and raw_leader is not None:
+        leader = _lookupd_node(raw_leader, leader_id)
     return LookupdList(nodes=nodes, leader=leader)
 
 

@@ -13,6 +13,7 @@ from nsqctl.errors import ConfigError
 __all__ = [
     "EPHEMERAL_SUFFIX",
     "MAX_NAME_LENGTH",
+    "NAME_PATTERN",
     "InvalidNameError",
     "is_ephemeral",
     "validate_channel",
@@ -22,8 +23,10 @@ __all__ = [
 MAX_NAME_LENGTH = 64
 EPHEMERAL_SUFFIX = "#ephemeral"
 _ALLOWED = "1-64 characters of letters, digits, '.', '_' and '-', optionally ending in #ephemeral"
+#: A whole valid name, as a pattern to fullmatch (ASCII only): what both families accept.
+NAME_PATTERN = r"[.a-zA-Z0-9_-]+(?:#ephemeral)?"
 # fullmatch + \Z-free pattern: "$" would accept a trailing newline.
-_NAME_RE = re.compile(r"[.a-zA-Z0-9_-]+(?:#ephemeral)?", re.ASCII)
+_NAME_RE = re.compile(NAME_PATTERN, re.ASCII)
 _BAD_CHAR_RE = re.compile(r"[^.a-zA-Z0-9_-]", re.ASCII)
 
 

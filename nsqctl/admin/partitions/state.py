@@ -16,12 +16,11 @@ from nsqctl.admin.base import (
     TIMEOUT,
     FamilyUnsupportedError,
     topic_not_found,
-    unwrap_response,
 )
 from nsqctl.admin.leader import find_leader
 from nsqctl.errors import AdminError, ConfigError, NsqctlError
 from nsqctl.lookup.client import LookupClient
-from nsqctl.lookup.model import Peer, TopicMeta
+from nsqctl.lookup.model import Peer, TopicMeta, parse_nodes_body
 
 
 class NotRedesignError(FamilyUnsupportedError):
@@ -101,13 +100,11 @@ async def registered_nsqds(client: httpx.AsyncClient, leader: str) -> dict[str, 
     (``broadcast_address:rpc_port:tcp_port:id``, youzan's ``GenNsqdNodeID``)."""
     try:
         resp = await client.get(f"http://{leader}/nodes", headers=NSQ_V1)
-        producers = unwrap_response(resp.json()).get("producers") or []
-    except (httpx.HTTPError, ValueError) as err:
+    except httpx.HTTPError as err:
         raise AdminError(f"nsqlookupd {leader} /nodes failed: {err}") from None
-    peers = []
-    for obj in producers:
-        with contextlib.suppress(AdminError, ValueError, KeyError):
-            peers.append(Peer.from_json(obj))
+    peers = parse_nodes_body(resp.content, source=leader)
+    if peers is None:
+        raise AdminError(f"nsqlookupd {leader} /nodes failed: the answer is not JSON")
 
     async def one(peer: Peer) -> NsqdNode | None:
         try:
