@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nsqctl import __version__
+from nsqctl.bounds import Bound, check_bounds
 from nsqctl.errors import ConfigError
 from nsqctl.protocol.compression import validate_compression
 from nsqctl.secrets import Secret
@@ -94,6 +95,58 @@ def default_heartbeat_interval_ms() -> int:
     return value
 
 
+#: The longest duration any nsqd can be configured to accept, in ms: its ``max_*``
+#: options are Go durations (int64 nanoseconds). What a given nsqd's flags allow below
+#: this, nsqd itself checks; a client-side ceiling at nsqd's default would refuse what a
+#: server configured higher accepts.
+MAX_DURATION_MS = (2**63 - 1) // 1_000_000
+#: nsqd's own ranges for IDENTIFY's fields (original and redesign alike, in their
+#: IDENTIFY handling), plus the client's own timeouts. Fixed floors are nsqd's code; the
+#: ceilings nsqd takes from its flags are left to nsqd (see :data:`MAX_DURATION_MS`).
+CONNECTION_BOUNDS: dict[str, Bound] = {
+    # nsqd also takes 0 (its own default, derived from its client_timeout), but the
+    # connection's idle watch is sized from this value and cannot know that default:
+    # asked for, it would close a quiet connection before nsqd's first heartbeat.
+    "heartbeat_interval_ms": Bound(
+        MIN_HEARTBEAT_INTERVAL_MS,
+        MAX_DURATION_MS,
+        unit="ms",
+        special=((-1, "no heartbeats"),),
+        up_to="nsqd's max_heartbeat_interval",
+    ),
+    "msg_timeout_ms": Bound(
+        1000,
+        MAX_DURATION_MS,
+        unit="ms",
+        special=((0, "nsqd's default"),),
+        optional=True,
+        up_to="nsqd's max_msg_timeout",
+    ),
+    "output_buffer_size": Bound(
+        64,
+        2**63 - 1,
+        unit="bytes",
+        special=((-1, "unbuffered"), (0, "nsqd's default")),
+        optional=True,
+        up_to="nsqd's max_output_buffer_size",
+    ),
+    # the original nsqd's floor is its min_output_buffer_timeout (25 ms by default)
+    "output_buffer_timeout_ms": Bound(
+        1,
+        MAX_DURATION_MS,
+        unit="ms",
+        special=((-1, "no timeout"), (0, "nsqd's default")),
+        optional=True,
+        up_to="nsqd's max_output_buffer_timeout",
+    ),
+    "sample_rate": Bound(0, 99, unit="%"),
+    # zlib's levels; nsqd lowers a level above its max_deflate_level to that maximum
+    "deflate_level": Bound(1, 9),
+    "connect_timeout": Bound(0, integer=False, above=True, unit="seconds"),
+    "request_timeout": Bound(0, integer=False, above=True, unit="seconds"),
+}
+
+
 @dataclass
 class ConnectionConfig:
     """What a connection negotiates and how long it waits."""
@@ -117,9 +170,22 @@ class ConnectionConfig:
     request_timeout: float = 30.0
     extra_identify: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Raise :class:`ConfigError` (``setting`` = the field) for a value nsqd would
+        refuse at IDENTIFY, or a timeout that cannot work: refused here, it names the
+        field and its range instead of coming back as nsqd's ``E_BAD_BODY``."""
+        check_bounds(self, CONNECTION_BOUNDS)
+        try:
+            validate_compression(self.compression)
+        except ConfigError as err:
+            raise ConfigError(str(err), setting="compression") from None
+
     def identify_body(self) -> dict[str, Any]:
         """The IDENTIFY JSON (feature negotiation on)."""
-        validate_compression(self.compression)
+        self.validate()  # the fields are assignable after construction
         host = self.hostname or socket.gethostname()
         body: dict[str, Any] = {
             "client_id": self.client_id or host.split(".")[0],

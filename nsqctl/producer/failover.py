@@ -18,12 +18,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from nsqctl.bounds import Bound, check_bounds
+from nsqctl.errors import ConfigError
 from nsqctl.failover import DEFAULT_FAILOVER_WINDOW, FailoverEvent
 
 __all__ = ["WAIT_NOTE_INTERVAL", "FailoverNotes", "RetryClock", "RetryPolicy"]
 
 #: seconds between two "waiting for a leader" events of one topic/partition
 WAIT_NOTE_INTERVAL = 5.0
+
+_SECONDS = Bound(0, integer=False, unit="seconds")
+#: Each field's accepted values. Zero seconds is meaningful everywhere (give up at the
+#: first failure, retry at once, no failover wait); fewer than one attempt would give up
+#: before trying.
+RETRY_BOUNDS: dict[str, Bound] = {
+    "attempts": Bound(1),
+    "timeout": _SECONDS,
+    "backoff": _SECONDS,
+    "max_backoff": _SECONDS,
+    "failover_window": _SECONDS,
+}
 
 
 @dataclass(frozen=True)
@@ -36,6 +50,15 @@ class RetryPolicy:
     max_backoff: float = 2.0
     #: seconds a publish to an already written topic waits for a new leader (0: off)
     failover_window: float = DEFAULT_FAILOVER_WINDOW
+
+    def __post_init__(self) -> None:
+        check_bounds(self, RETRY_BOUNDS)
+        if self.max_backoff < self.backoff:
+            raise ConfigError(
+                f"bad max_backoff {self.max_backoff!r}: give at least backoff "
+                f"({self.backoff!r} seconds)",
+                setting="max_backoff",
+            )
 
 
 class RetryClock:

@@ -21,6 +21,7 @@ messages only costs the decode and one pass over its (usually one) batch.
 from __future__ import annotations
 
 import collections
+import math
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 from nsqctl.protocol.commands import nop
@@ -100,7 +101,10 @@ SessionEvent = (
 def idle_timeout(heartbeat_interval_ms: int) -> float:
     """Seconds of silence after which nsqd is gone: it heartbeats at least every
     interval, so two missed heartbeats plus slack (never under 10 s, so a short interval
-    on a loaded machine does not drop healthy connections)."""
+    on a loaded machine does not drop healthy connections). A negative interval asks nsqd
+    for no heartbeats at all: silence is then no sign of anything, and there is no limit."""
+    if heartbeat_interval_ms < 0:
+        return math.inf
     return max(heartbeat_interval_ms / 1000.0 * 2 + 5, 10.0)
 
 

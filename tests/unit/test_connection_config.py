@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from nsqctl.connection.config import (
     DEFAULT_HEARTBEAT_INTERVAL_MS,
     HEARTBEAT_INTERVAL_ENV,
+    MAX_DURATION_MS,
     ConnectionConfig,
     TLSSettings,
 )
 from nsqctl.errors import ConfigError
+from nsqctl.protocol.session import idle_timeout
 
 
 def test_identify_body_negotiates_features() -> None:
@@ -47,16 +51,103 @@ def test_a_bad_heartbeat_interval_in_the_environment_names_the_setting(
 
 def test_identify_body_asks_for_what_is_configured() -> None:
     cfg = ConnectionConfig(
-        hostname="h", tls=TLSSettings(insecure=True), compression="deflate", msg_timeout_ms=5
+        hostname="h", tls=TLSSettings(insecure=True), compression="deflate", msg_timeout_ms=5000
     )
     body = cfg.identify_body()
-    assert body["tls_v1"] is True and body["deflate"] is True and body["msg_timeout"] == 5
+    assert body["tls_v1"] is True and body["deflate"] is True and body["msg_timeout"] == 5000
     assert body["client_id"] == "h"
 
 
-def test_unknown_compression_is_a_config_error() -> None:
-    with pytest.raises(ConfigError, match="unknown compression"):
-        ConnectionConfig(compression="lz4").identify_body()
+def test_unknown_compression_is_refused_at_construction() -> None:
+    with pytest.raises(ConfigError, match="unknown compression") as caught:
+        ConnectionConfig(compression="lz4")
+    assert caught.value.setting == "compression"
+
+
+#: Each field just outside what nsqd's IDENTIFY (or, for the client's own timeouts, a
+#: working timer) takes, with a word of the range the message must name.
+REFUSED = [
+    ("heartbeat_interval_ms", -5, "1000 ms or more"),
+    ("heartbeat_interval_ms", -2, "-1 (no heartbeats)"),
+    ("heartbeat_interval_ms", 0, "1000 ms or more"),
+    ("heartbeat_interval_ms", 999, "1000 ms or more"),
+    ("heartbeat_interval_ms", MAX_DURATION_MS + 1, "max_heartbeat_interval"),
+    ("heartbeat_interval_ms", 1500.0, "whole number"),
+    ("heartbeat_interval_ms", True, "whole number"),
+    ("msg_timeout_ms", -1, "0 (nsqd's default)"),
+    ("msg_timeout_ms", 999, "1000 ms or more"),
+    ("msg_timeout_ms", MAX_DURATION_MS + 1, "max_msg_timeout"),
+    ("output_buffer_size", -2, "-1 (unbuffered)"),
+    ("output_buffer_size", 63, "64 bytes or more"),
+    ("output_buffer_size", 2**63, "max_output_buffer_size"),
+    ("output_buffer_timeout_ms", -2, "-1 (no timeout)"),
+    ("output_buffer_timeout_ms", MAX_DURATION_MS + 1, "max_output_buffer_timeout"),
+    ("sample_rate", -1, "0..99"),
+    ("sample_rate", 100, "0..99"),
+    ("deflate_level", 0, "1..9"),
+    ("deflate_level", 10, "1..9"),
+    ("connect_timeout", 0, "> 0 seconds"),
+    ("connect_timeout", -1.0, "> 0 seconds"),
+    ("connect_timeout", math.nan, "finite"),
+    ("connect_timeout", math.inf, "finite"),
+    ("request_timeout", 0.0, "> 0 seconds"),
+    ("request_timeout", -math.inf, "finite"),
+    ("request_timeout", math.nan, "finite"),
+    ("request_timeout", "30", "finite"),
+]
+
+
+@pytest.mark.parametrize(("setting", "value", "named"), REFUSED)
+def test_a_value_nsqd_would_refuse_is_refused_at_construction(
+    setting: str, value: object, named: str
+) -> None:
+    with pytest.raises(ConfigError, match=f"bad {setting}") as caught:
+        ConnectionConfig(**{setting: value})
+    assert caught.value.setting == setting
+    assert named in str(caught.value) and "--" not in str(caught.value)
+
+
+#: nsqd's own edges, each taken by it (its IDENTIFY handling): none may be refused here.
+ACCEPTED: list[tuple[str, Any]] = [
+    ("heartbeat_interval_ms", -1),
+    ("heartbeat_interval_ms", 1000),
+    ("heartbeat_interval_ms", MAX_DURATION_MS),
+    ("msg_timeout_ms", 0),
+    ("msg_timeout_ms", 1000),
+    ("msg_timeout_ms", None),
+    ("output_buffer_size", -1),
+    ("output_buffer_size", 0),
+    ("output_buffer_size", 64),
+    ("output_buffer_timeout_ms", -1),
+    ("output_buffer_timeout_ms", 0),
+    ("output_buffer_timeout_ms", 1),
+    ("sample_rate", 0),
+    ("sample_rate", 99),
+    ("deflate_level", 1),
+    ("deflate_level", 9),
+    ("connect_timeout", 0.001),
+    ("request_timeout", 1),
+]
+
+
+@pytest.mark.parametrize(("setting", "value"), ACCEPTED)
+def test_every_value_nsqd_takes_is_accepted(setting: str, value: object) -> None:
+    assert getattr(ConnectionConfig(**{setting: value}), setting) == value
+
+
+def test_a_field_set_after_construction_is_checked_before_identify() -> None:
+    cfg = ConnectionConfig()
+    cfg.sample_rate = 100
+    with pytest.raises(ConfigError, match="bad sample_rate") as caught:
+        cfg.identify_body()
+    assert caught.value.setting == "sample_rate"
+
+
+def test_no_heartbeats_means_no_idle_limit() -> None:
+    """With heartbeats off nsqd may stay silent for ever: the idle watch must not take
+    that silence for a dead server."""
+    assert idle_timeout(-1) == math.inf
+    assert idle_timeout(1000) == 10.0
 
 
 def test_unloadable_tls_files_name_their_setting(tmp_path: Path) -> None:
