@@ -85,17 +85,18 @@ class CheckResult:
         }
 
 
-def judge(views: Sequence[ClusterView], rules: RuleSet) -> CheckResult:
-    """The verdict of a window of views (oldest first)."""
+def judge(views: Sequence[ClusterView], rules: RuleSet, *, polls: int | None = None) -> CheckResult:
+    """The verdict of a window of views (oldest first); ``polls`` as in :func:`evaluate`."""
     view = views[-1]
+    seen = len(views) if polls is None else min(len(views), polls)
     reason = unreachable(view)
     if reason is not None:
-        return CheckResult("unknown", (), len(views), error=reason, rules=_texts(rules))
-    findings = tuple(evaluate(views, rules))
+        return CheckResult("unknown", (), seen, error=reason, rules=_texts(rules))
+    findings = tuple(evaluate(views, rules, polls=polls))
     return CheckResult(
         overall(f.status for f in findings),
         findings,
-        len(views),
+        seen,
         topics=len(view.topics),
         channels=sum(len(t.channels) for t in view.topics),
         nodes=len(view.nodes),

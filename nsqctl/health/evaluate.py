@@ -14,21 +14,20 @@ channels); this module only applies thresholds and globs.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 
+from nsqctl.health.drain import ChannelKey, depth_points, estimate
 from nsqctl.health.findings import Finding
 from nsqctl.health.spec import Rule, RuleSet
 from nsqctl.stats.hotspots import held_messages
 from nsqctl.stats.rules import (
     GROWING_SAMPLES,
     delta,
-    drain_rate,
     is_growing,
     is_orphan,
     is_poison,
     rate,
-    time_to_drain,
 )
 from nsqctl.stats.view import ChannelView, ClusterView, TopicView
 
@@ -55,14 +54,11 @@ def unreachable(view: ClusterView) -> str | None:
 @dataclass(frozen=True)
 class _Window:
     views: Sequence[ClusterView]
+    drain: Mapping[ChannelKey, Sequence[tuple[float, int]]]
 
     @property
     def last(self) -> ClusterView:
         return self.views[-1]
-
-    @property
-    def span(self) -> float:
-        return self.last.taken_at - self.views[0].taken_at
 
     def first_channel(self, topic: str, channel: str) -> tuple[ChannelView, float] | None:
         """The channel in the oldest view that has it, with that view's time."""
@@ -112,21 +108,21 @@ def _channel_findings(
 
     rule = rules.rule_for("max-time-to-drain", t, c)
     if rule is not None and rule.threshold is not None:
-        if len(depths) < 2 or window.span <= 0:
+        drain = estimate(window.drain.get((t, c), ()))
+        if drain is None:
             yield Finding("unknown", rule.kind, need, topic=t, channel=c)
+        elif drain.time_to_drain is None:  # no value: unbounded, not the depth in seconds
+            yield Finding(
+                "crit",
+                rule.kind,
+                f"depth {ch.depth} did not fall {drain.window}: it does not drain at this pace",
+                topic=t,
+                channel=c,
+                threshold=rule.threshold.crit,
+            )
         else:
-            left = time_to_drain(ch.depth, drain_rate(depths, window.span / (len(depths) - 1)))
-            if left is None:  # no value: the time is unbounded, not the depth in seconds
-                yield Finding(
-                    "crit",
-                    rule.kind,
-                    f"depth {ch.depth} is not falling: it does not drain at this pace",
-                    topic=t,
-                    channel=c,
-                    threshold=rule.threshold.crit,
-                )
-            else:
-                yield _judge(rule, left, "drains in", "s", t, c)
+            found = _judge(rule, drain.time_to_drain, "drains in", "s", t, c)
+            yield replace(found, message=f"{found.message}, at its pace {drain.window}")
 
     for kind, counter, what in (
         ("max-requeue-rate", "requeued", "requeues"),
@@ -237,12 +233,19 @@ def _partition_findings(rules: RuleSet, topic: TopicView) -> Iterator[Finding]:
             )
 
 
-def evaluate(views: Sequence[ClusterView], rules: RuleSet) -> list[Finding]:
+def evaluate(
+    views: Sequence[ClusterView], rules: RuleSet, *, polls: int | None = None
+) -> list[Finding]:
     """Every rule on every subject it covers in the newest of ``views`` (oldest first):
-    ok ones too, so an exporter can show a status per rule and subject."""
+    ok ones too, so an exporter can show a status per rule and subject.
+
+    The rates, orphan and poison rules see the last ``polls`` views (all when None); the
+    time to drain sees those of the last :data:`~nsqctl.health.drain.DRAIN_WINDOW`
+    seconds, so a monitor may pass more views than ``polls`` to steady it."""
     if not views:
         raise ValueError("evaluate needs at least one view")
-    window = _Window(views)
+    recent = views if polls is None else views[-max(1, polls) :]
+    window = _Window(recent, depth_points(views))
     findings: list[Finding] = []
     node_rule = rules.rule_for("node-down", None, None)
     if node_rule is not None:

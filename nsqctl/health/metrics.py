@@ -16,12 +16,19 @@ labels; ``partition`` is empty on the original family, ``node`` the nsqd's HTTP 
   ``nsq_channel_requeued_total``, ``nsq_channel_timed_out_total``
   ``{topic,channel,partition,node}``;
 * ``nsq_channel_time_to_drain_seconds{topic,channel}``: the channel (all its partitions)
-  empties in this many seconds at the pace of its last polls, as ``nsqctl top`` ranks it
-  (:func:`time_to_drain_gauge` says what is served when it does not drain);
+  empties in this many seconds at the pace of the last minute of polls, the estimate of
+  ``nsqctl check``'s time-to-drain rule (:mod:`nsqctl.health.drain`;
+  :func:`time_to_drain_gauge` says what is served when it does not drain);
 * ``nsq_client_ready``, ``nsq_client_in_flight`` and the counters
   ``nsq_client_messages_total``, ``nsq_client_finished_total``,
-  ``nsq_client_requeued_total`` ``{topic,channel,partition,node,client}`` (``client``:
-  the connection's remote address);
+  ``nsq_client_requeued_total``
+  ``{topic,channel,partition,node,client_id,hostname,user_agent}``: the consumer as it
+  names itself in IDENTIFY (nsqd's /stats ``client_id``, ``hostname``, ``user_agent``),
+  never its connection's ephemeral port, so a consumer that reconnects keeps its series
+  instead of leaving one behind per connection (a cardinality leak). Connections of one
+  identity on one channel, partition and nsqd are summed into one series; a counter
+  drops when one of them reconnects (its connection's counts start again at 0), which
+  Prometheus's ``rate()`` takes as a counter reset;
 * ``nsqctl_check_status{rule,topic,channel,partition,node}``: 0 ok, 1 warning,
   2 critical, 3 unknown, the exit codes of ``nsqctl check``;
 * ``nsqctl_up`` (the last poll reached the cluster), ``nsqctl_poll_duration_seconds``,
@@ -35,19 +42,20 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from nsqctl.health.drain import DrainEstimate, depth_points, estimate
 from nsqctl.health.findings import EXIT_CODES
 from nsqctl.health.monitor import Latest
-from nsqctl.stats.hotspots import channel_hot_spot
-from nsqctl.stats.view import ChannelView, ClusterView, TopicView
+from nsqctl.stats.model import ClientStats
+from nsqctl.stats.view import ClusterView
 
 _TOPIC = ["topic", "partition", "node"]
 _CHANNEL = ["topic", "channel", "partition", "node"]
-_CLIENT = [*_CHANNEL, "client"]
+_CLIENT = [*_CHANNEL, "client_id", "hostname", "user_agent"]
 _CHECK = ["rule", "topic", "channel", "partition", "node"]
 
 
@@ -136,7 +144,24 @@ _CLIENT_COUNTERS: tuple[tuple[str, str, Callable[..., int]], ...] = (
 )
 
 
-def _channel_metrics(view: ClusterView) -> Iterator[Metric]:
+def client_identity(client: ClientStats) -> tuple[str, str, str]:
+    """The labels of a consumer's series: what it names itself, stable across reconnects."""
+    return (client.client_id, client.hostname, client.user_agent)
+
+
+def _client_sums(clients: Iterable[ClientStats]) -> dict[tuple[str, str, str], list[int]]:
+    """Each identity's values in the order of ``_CLIENT_GAUGES`` then ``_CLIENT_COUNTERS``,
+    summed over its connections."""
+    getters = [get for _, _, get in (*_CLIENT_GAUGES, *_CLIENT_COUNTERS)]
+    sums: dict[tuple[str, str, str], list[int]] = {}
+    for client in clients:
+        total = sums.setdefault(client_identity(client), [0] * len(getters))
+        for i, get in enumerate(getters):
+            total[i] += get(client)
+    return sums
+
+
+def _channel_metrics(view: ClusterView, window: Sequence[ClusterView]) -> Iterator[Metric]:
     families: list[tuple[GaugeMetricFamily | CounterMetricFamily, Callable[..., int]]] = [
         (GaugeMetricFamily(name, doc, labels=_CHANNEL), get) for name, doc, get in _CHANNEL_GAUGES
     ]
@@ -155,26 +180,27 @@ def _channel_metrics(view: ClusterView) -> Iterator[Metric]:
         "Seconds until the channel is empty at its recent pace; +Inf when it does not drain.",
         labels=["topic", "channel"],
     )
+    points = depth_points(window)
     for topic in view.topics:
         for ch in topic.channels:
-            left = time_to_drain_gauge(topic, ch)
+            left = time_to_drain_gauge(estimate(points.get((topic.name, ch.name), ())))
             if left is not None:
                 drain.add_metric([topic.name, ch.name], left)
             for part in ch.parts:
                 labels = [topic.name, ch.name, _label(part.partition), part.node]
                 for family, get in families:
                     family.add_metric(labels, get(part.stats))
-                for client in part.stats.clients:
-                    for family, get in clients:
-                        family.add_metric([*labels, client.remote_address], get(client))
+                for identity, values in _client_sums(part.stats.clients).items():
+                    for (family, _), value in zip(clients, values, strict=True):
+                        family.add_metric([*labels, *identity], value)
     for family, _ in (*families, *clients):
         yield family
     yield drain
 
 
-def time_to_drain_gauge(topic: TopicView, channel: ChannelView) -> float | None:
-    """Seconds until ``channel`` is empty, ``+Inf`` when it holds messages and does not
-    drain, None (no sample) before two polls of its depth.
+def time_to_drain_gauge(drain: DrainEstimate | None) -> float | None:
+    """Seconds until the channel of ``drain`` is empty, ``+Inf`` when it holds messages
+    and does not drain, None (no sample) before two polls of its depth.
 
     ``+Inf`` rather than NaN or no sample, because that is what an alert on this gauge
     needs: ``nsq_channel_time_to_drain_seconds > 600`` fires for a channel that never
@@ -183,10 +209,9 @@ def time_to_drain_gauge(topic: TopicView, channel: ChannelView) -> float | None:
     no comparison, so both would silence exactly that alert. It is also the honest
     value: depth over a drain rate of zero. Only before two polls, when the pace is not
     known, is the sample left out (``absent()`` finds those)."""
-    if len(channel.depth_history) < 2:
+    if drain is None:
         return None
-    left = channel_hot_spot(topic, channel).time_to_drain
-    return math.inf if left is None else left
+    return math.inf if drain.time_to_drain is None else drain.time_to_drain
 
 
 class ClusterCollector(Collector):
@@ -204,7 +229,7 @@ class ClusterCollector(Collector):
         yield up
         if latest.view is not None and result is not None and result.error is None:
             yield from _topic_metrics(latest.view)
-            yield from _channel_metrics(latest.view)
+            yield from _channel_metrics(latest.view, latest.window or (latest.view,))
         status = GaugeMetricFamily(
             "nsqctl_check_status",
             "Health rule verdict: 0 ok, 1 warning, 2 critical, 3 unknown.",

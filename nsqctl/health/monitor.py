@@ -10,29 +10,40 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import time
 from collections import deque
 from dataclasses import dataclass
 
 from nsqctl.health.check import CheckResult, judge
+from nsqctl.health.drain import DRAIN_WINDOW
 from nsqctl.health.spec import RuleSet
 from nsqctl.stats.session import ViewSource
 from nsqctl.stats.view import ClusterView
 
+MAX_KEPT = 61
+"""Polls kept for the drain estimate at most: a short interval narrows its window rather
+than holding hundreds of cluster views in memory."""
+
 
 @dataclass(frozen=True)
 class Latest:
-    """One poll and its verdict; ``view`` is None before the first poll ended."""
+    """One poll and its verdict; ``view`` is None before the first poll ended.
+    ``window`` is the polls the drain estimate saw (``view`` last); empty means ``view``
+    alone."""
 
     view: ClusterView | None
     result: CheckResult | None
     polled_at: float = 0.0
     poll_seconds: float = 0.0
     polls: int = 0
+    window: tuple[ClusterView, ...] = ()
 
 
 class HealthMonitor:
-    """Polls ``source`` until :meth:`stop`; the rules see the last ``samples`` polls."""
+    """Polls ``source`` until :meth:`stop`; the rules see the last ``samples`` polls, the
+    time to drain those of the last :data:`~nsqctl.health.drain.DRAIN_WINDOW` seconds
+    (a steadier pace than a few polls give: see :mod:`nsqctl.health.drain`)."""
 
     def __init__(
         self, source: ViewSource, rules: RuleSet, *, interval: float, samples: int
@@ -40,7 +51,9 @@ class HealthMonitor:
         self.source = source
         self.rules = rules
         self.interval = interval
-        self.window: deque[ClusterView] = deque(maxlen=max(2, samples))
+        self.samples = max(2, samples)
+        keep = max(self.samples, min(MAX_KEPT, math.ceil(DRAIN_WINDOW / interval) + 1))
+        self.window: deque[ClusterView] = deque(maxlen=keep)
         self.latest = Latest(None, None)
         self._stop = asyncio.Event()
         self._polled = asyncio.Event()
@@ -49,9 +62,15 @@ class HealthMonitor:
         started = time.monotonic()
         view = await self.source.refresh()
         self.window.append(view)
-        result = judge(list(self.window), self.rules)
+        window = tuple(self.window)
+        result = judge(window, self.rules, polls=self.samples)
         self.latest = Latest(
-            view, result, time.time(), time.monotonic() - started, self.latest.polls + 1
+            view,
+            result,
+            time.time(),
+            time.monotonic() - started,
+            self.latest.polls + 1,
+            window,
         )
         self._polled.set()
         return self.latest

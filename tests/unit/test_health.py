@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
+from prometheus_client.samples import Sample
 
 from nsqctl.errors import ConfigError
-from nsqctl.health import RuleSet, Threshold, evaluate, judge, parse_rule
+from nsqctl.health import Latest, RuleSet, Threshold, evaluate, judge, parse_rule
 from nsqctl.health.evaluate import isr_focus
 from nsqctl.health.findings import overall
-from nsqctl.stats.model import ClusterSnapshot, LookupdStatus, NodeStats
+from nsqctl.stats.model import ClientStats, ClusterSnapshot, LookupdStatus, NodeStats
 from nsqctl.stats.series import KeyedSeries
 from nsqctl.stats.view import ClusterView, build_view
 from tests.helpers.stats import RECORDED_A, RECORDED_B, channel_stats, topic_stats
@@ -77,15 +79,16 @@ def test_findings_on_recorded_polls() -> None:
     ]
     # depth rose between the polls: never drains; the channel without client is an orphan
     assert lines(views, "max-time-to-drain:events=60", "orphan=warn") == [
-        "CRITICAL: max-time-to-drain events/archive: depth 154 is not falling: "
-        "it does not drain at this pace",
+        "CRITICAL: max-time-to-drain events/archive: depth 154 did not fall over the last "
+        "2.0s (2 polls): it does not drain at this pace",
         "WARNING: orphan events/archive: depth grew 125 -> 154 with no client connected",
         "WARNING: orphan orders/audit: depth grew 374 -> 459 with no client connected",
     ]
     assert lines(views, "max-requeue-rate=0.1,1", "max-timeout-rate=0") == []
     # falling depth (poll 1 then 0): 154 -> 125 in 2 s, so the 125 left drain in 8.6 s
     assert lines(polls(1, 0), "max-time-to-drain:events=5,60") == [
-        "WARNING: max-time-to-drain events/archive: drains in 8.6s > 5s"
+        "WARNING: max-time-to-drain events/archive: drains in 8.6s > 5s, "
+        "at its pace over the last 2.0s (2 polls)"
     ]
 
 
@@ -141,8 +144,8 @@ def test_perf_data_follow_the_status_line() -> None:
     assert rest and all("|" not in line for line in rest)
     falling = judge(polls(1, 0), RuleSet.parse(rules[1:2], defaults=False))
     assert falling.lines() == [
-        "WARNING: max-time-to-drain events/archive: drains in 8.6s > 5s "
-        "| 'events/archive time_to_drain'=8.621s;5;60;0"
+        "WARNING: max-time-to-drain events/archive: drains in 8.6s > 5s, at its pace over "
+        "the last 2.0s (2 polls) | 'events/archive time_to_drain'=8.621s;5;60;0"
     ]
     assert "perfdata" not in falling.to_json()  # --json keeps its shape
     fine = judge(polls(0, 1), RuleSet.parse(["max-depth:events=1000"], defaults=False))
@@ -193,13 +196,13 @@ def test_collector_series_on_recorded_polls() -> None:
     from prometheus_client import CollectorRegistry, generate_latest
     from prometheus_client.parser import text_string_to_metric_families
 
-    from nsqctl.health import Latest
     from nsqctl.health.metrics import ClusterCollector
 
     views = polls(0, 1)
     result = judge(views, RuleSet.parse(["max-depth=400"]))
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(ClusterCollector(lambda: Latest(views[-1], result, 1.0, 0.5, 2)))
+    latest = Latest(views[-1], result, 1.0, 0.5, 2, tuple(views))
+    registry.register(ClusterCollector(lambda: latest))
     samples = [
         s
         for family in text_string_to_metric_families(generate_latest(registry).decode())
@@ -216,7 +219,7 @@ def test_collector_series_on_recorded_polls() -> None:
     clients = [
         s for s in samples if s.name == "nsq_client_ready" and s.labels["channel"] == "billing"
     ]
-    assert len(clients) == 2 and all(s.labels["client"] for s in clients)
+    assert len(clients) == 2 and all(s.labels["client_id"] for s in clients)
     status = {"rule": "max-depth", "partition": "", "node": ""}
     assert value("nsqctl_check_status", **status, topic="orders", channel="audit") == 2
     assert value("nsqctl_check_status", **status, topic="events", channel="archive") == 0
@@ -229,3 +232,126 @@ def test_collector_series_on_recorded_polls() -> None:
         "audit",
         "billing",
     }
+
+
+class _Scripted:
+    """Snapshots handed out in order, as a poller would take them: the monitor's input
+    without a server (the rule and the collector are sans-IO; only the order matters)."""
+
+    def __init__(self, snapshots: list[ClusterSnapshot]) -> None:
+        self._left = iter(snapshots)
+
+    async def snapshot(self) -> ClusterSnapshot:
+        return next(self._left)
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _scrape(latest: Latest) -> list[Sample]:
+    from prometheus_client import CollectorRegistry, generate_latest
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from nsqctl.health.metrics import ClusterCollector
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(ClusterCollector(lambda: latest))
+    text = generate_latest(registry).decode()
+    return [s for family in text_string_to_metric_families(text) for s in family.samples]
+
+
+def _monitor_polls(snapshots: list[ClusterSnapshot], rules: RuleSet) -> list[Latest]:
+    """Every poll of an exporter's monitor (5 s apart, the rules seeing 4 polls, the
+    exporter's defaults) over ``snapshots``."""
+    from nsqctl.health import HealthMonitor
+    from nsqctl.stats.session import StatsSession
+
+    async def run() -> list[Latest]:
+        session = StatsSession(_Scripted(snapshots), history_length=4)
+        monitor = HealthMonitor(session, rules, interval=5.0, samples=4)
+        return [await monitor.poll_once() for _ in snapshots]
+
+    return asyncio.run(run())
+
+
+def test_time_to_drain_holds_still_on_a_consumer_that_drains_in_bursts() -> None:
+    """A steady producer (+10 a poll) and a consumer that takes 140 at once every fourth
+    poll: the channel falls 100 every 20 s, 5/s. Measured over the monitor's last 4 polls
+    (15 s) a window without a burst read as "never drains" (CRITICAL) and the next one as
+    OK; over the last minute every window holds three bursts, so once the minute is
+    polled the verdict and the gauge stay put. Both say what window they measured."""
+    snapshots, depth = [], 2000
+    for i in range(36):
+        depth += 10 - (140 if i % 4 == 3 else 0)
+        ch = channel_stats("work", depth, client_count=1)
+        at = 100.0 + 5 * i
+        node = NodeStats(RECORDED_A, at, "up", topics=(topic_stats(RECORDED_A, "t", ch),))
+        snapshots.append(ClusterSnapshot(at, (node,)))
+    rules = RuleSet.parse(["max-time-to-drain=600,3600"], defaults=False)
+    polled = _monitor_polls(snapshots, rules)
+    settled = polled[12:]  # 13 polls: the first full minute
+    verdicts = {p.result.status for p in settled if p.result is not None}
+    assert verdicts == {"ok"}, [p.result.lines()[0] for p in settled if p.result is not None]
+    last = polled[-1].result
+    assert last is not None and last.findings[0].message == (
+        f"drains in {_shown_drain(depth)}s <= 600s, at its pace over the last 60.0s (13 polls)"
+    )
+    gauges = [
+        s.value
+        for p in settled
+        for s in _scrape(p)
+        if s.name == "nsq_channel_time_to_drain_seconds"
+    ]
+    assert len(gauges) == len(settled) and all(0 < g < 600 for g in gauges)
+
+
+def _shown_drain(depth: int) -> str:
+    seconds = depth / 5.0
+    return str(int(seconds)) if seconds == int(seconds) else f"{seconds:.1f}"
+
+
+def _consumer(port: int, ready: int, finished: int) -> ClientStats:
+    return ClientStats(
+        client_id="worker-1",
+        hostname="worker-1.example",
+        remote_address=f"127.0.0.1:{port}",
+        user_agent="go-nsq/1.1.0",
+        ready_count=ready,
+        finish_count=finished,
+    )
+
+
+def test_a_reconnecting_consumer_keeps_one_client_series() -> None:
+    """The consumer reconnects between polls (a new ephemeral port each time) and, on the
+    last poll, holds two connections: still one series per family, labelled by what it
+    names itself, the two connections summed."""
+    connections = [
+        (_consumer(50001, 10, 40),),
+        (_consumer(50002, 10, 3),),
+        (_consumer(50003, 10, 8), _consumer(50004, 5, 2)),
+    ]
+    snapshots = []
+    for i, clients in enumerate(connections):
+        ch = channel_stats("work", 3, clients=clients)
+        at = 100.0 + 5 * i
+        node = NodeStats(RECORDED_A, at, "up", topics=(topic_stats(RECORDED_A, "t", ch),))
+        snapshots.append(ClusterSnapshot(at, (node,)))
+    polled = _monitor_polls(snapshots, RuleSet.parse([], defaults=False))
+    series: set[tuple[tuple[str, str], ...]] = set()
+    for p in polled:
+        for s in _scrape(p):
+            if s.name == "nsq_client_ready":
+                series.add(tuple(sorted(s.labels.items())))
+    assert series == {
+        (
+            ("channel", "work"),
+            ("client_id", "worker-1"),
+            ("hostname", "worker-1.example"),
+            ("node", RECORDED_A),
+            ("partition", ""),
+            ("topic", "t"),
+            ("user_agent", "go-nsq/1.1.0"),
+        )
+    }
+    last = {s.name: s.value for s in _scrape(polled[-1]) if s.name.startswith("nsq_client")}
+    assert last["nsq_client_ready"] == 15 and last["nsq_client_finished_total"] == 10
