@@ -9,12 +9,15 @@ and depths from nsqd's ``/stats``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import subprocess
 import time
 
 import pytest
 
 from nsqctl.cli.tail import FLUSH_INTERVAL
+from nsqctl.consumer import Consumer
+from nsqctl.message import Message, finish_all
 from nsqctl.producer import Producer
 from nsqctl.servers.cluster import Cluster
 from nsqctl.stats import read_nsqd_stats
@@ -124,3 +127,40 @@ def _channel_depth(http: str, topic: str, channel: str) -> int:
     found = read_nsqd_stats(http, topic=topic).channel(topic, channel)
     assert found is not None, f"no channel {channel} on {http}"
     return found.depth + found.in_flight_count + found.deferred_count
+
+
+@pytest.mark.original
+def test_rate_limited_consumer_is_not_held_back_by_messages_in_flight(
+    original_cluster: Cluster,
+) -> None:
+    """max_rate paces by RDY, so a reader that keeps messages in flight (as tail does
+    until it has printed them) still gets the rate: ten messages at 20/s, none answered,
+    arrive well within the five seconds allowed. Were the refill timer left asleep until
+    a FIN or its one-second tick, the same ten would take about ten seconds."""
+    c, topic = original_cluster, unique("kcat-held")
+    nsqd = [c.nsqd_tcp[0]]
+    asyncio.run(_publish(nsqd, topic, [b"h%d" % i for i in range(12)]))
+    assert asyncio.run(_held_arrivals(nsqd, topic, want=10, rate=20, within=5.0)) >= 10
+
+
+async def _held_arrivals(nsqd: list[str], topic: str, want: int, rate: float, within: float) -> int:
+    """Messages that arrived within ``within`` seconds, none answered until the end."""
+    held: list[Message] = []
+    enough = asyncio.Event()
+
+    def hold(msg: Message) -> None:
+        msg.disable_auto_response()
+        held.append(msg)
+        if len(held) >= want:
+            enough.set()
+
+    consumer = Consumer(topic, "c", hold, nsqd_tcp=nsqd, max_rate=rate, max_in_flight=200)
+    await consumer.start()
+    try:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(within):
+                await enough.wait()
+        return len(held)
+    finally:
+        finish_all(held)
+        await consumer.stop(timeout=5)
