@@ -34,6 +34,7 @@ from nsqctl.cli.pub_input import (
     Batch,
     open_source,
     parse_delimiter,
+    parse_headers,
     read_in_thread,
     shard_key_from_json,
 )
@@ -73,6 +74,7 @@ class PubPlan:
     defer_ms: int | None = None
     rate: float | None = None
     skip_too_large: bool = False  # skip a line nsqd cannot take instead of stopping there
+    headers: dict[str, str] = field(default_factory=dict)  # ext header: PUB_EXT per message
 
     def check(self) -> None:
         routing = [
@@ -88,6 +90,8 @@ class PubPlan:
             raise ConfigError(f"use only one of {', '.join(routing)}")
         if self.defer_ms is not None and self.trace is not None:
             raise ConfigError("--defer and --trace cannot be combined (DPUB has no trace)")
+        if self.headers:
+            self._check_headers()
         if self.rate is not None and self.rate <= 0:
             raise ConfigError("--rate must be a positive number of messages per second")
         if self.trace is not None and self.trace != "auto":
@@ -95,6 +99,17 @@ class PubPlan:
         if self.rate is not None:
             # Small batches keep a low rate smooth (about ten sends per second).
             self.batch = max(1, min(self.batch, int(self.rate // 10) or 1))
+
+    def _check_headers(self) -> None:
+        # PUB_EXT carries one message with its own JSON header: no batch, defer or trace
+        # form (a trace id goes in the header as ##trace_id).
+        for flag, on in (
+            ("--defer", self.defer_ms is not None),
+            ("--trace", self.trace is not None),
+            ("--shard-field", self.shard_field is not None),
+        ):
+            if on:
+                raise ConfigError(f"--header and {flag} cannot be combined")
 
 
 def parse_trace_id(text: str) -> int:
@@ -181,6 +196,14 @@ def pub(
         parser=seconds(zero=True),
         help="Seconds to wait for a new leader when one is lost mid-publish (0: fail at once).",
     ),
+    header: list[str] = typer.Option(
+        None,
+        "--header",
+        "-H",
+        metavar="NAME=VALUE",
+        help="Ext header on every message (repeatable); the topic must be an ext topic "
+        "of the redesign (topic create --ext).",
+    ),
     skip_too_large: bool = typer.Option(
         False,
         "--skip-too-large",
@@ -196,7 +219,16 @@ def pub(
     """Publish messages; exit 0 only when every message got OK."""
     validate_topic(topic)
     plan = PubPlan(
-        topic, batch, partition, shard, shard_field, trace, defer_ms, rate, skip_too_large
+        topic,
+        batch,
+        partition,
+        shard,
+        shard_field,
+        trace,
+        defer_ms,
+        rate,
+        skip_too_large,
+        parse_headers(header),
     )
     plan.check()
     if trace_log is not None and trace is None:
@@ -388,6 +420,8 @@ async def publish_stream(
 
     _stop_on_sigint(result)
     async with producer:
+        if plan.headers:
+            await require_ext_topic(producer, plan.topic)
         try:
             held = Batch([])  # less than a full MPUB, waiting for more input
             async for batch in read_in_thread(source):
@@ -455,6 +489,24 @@ async def publish_stream(
             await window.abandon()
             result.unpublished = read - result.published
             raise
+
+
+async def require_ext_topic(producer: Producer, topic: str) -> None:
+    """Refuse an ext header before anything is published unless the lookupds say
+    ``topic`` is an ext topic: nsqd refuses PUB_EXT elsewhere only message by message."""
+    topo = await producer.topology(topic)
+    if topo.is_redesign and topo.meta is not None and topo.meta.extend_support:
+        return
+    if topo.is_redesign and topo.meta is not None:
+        why = f"topic {topic!r} is not an ext topic (create one with `topic create --ext`)"
+    elif topo.topic_not_found:
+        why = f"topic {topic!r} was not found (create it with `topic create --ext`)"
+    else:  # the original family, or only --nsqd given: no topic metadata to check
+        why = (
+            f"topic {topic!r} is not known as an ext topic: headers need an ext topic of "
+            "the redesign (youzan nsq), checked through --lookupd"
+        )
+    raise ConfigError(f"--header: {why}; nothing was published")
 
 
 #: nsqd's default --max-msg-size: a longer message may be refused, and nsqd does not say
@@ -543,25 +595,15 @@ def _sender(producer: Producer, plan: PubPlan, result: PubResult) -> Sender:
 
     if plan.defer_ms is not None:
         delay = plan.defer_ms / 1000  # the flag is in milliseconds, the library in seconds
-
-        async def deferred(chunk: Batch) -> None:
-            # DPUB has no batch form. Each OK is counted on its own, so after a failure
-            # the report names exactly what was not confirmed.
-            done = 0
-            try:
-                for body in chunk.bodies:
-                    await producer.publish_deferred(topic, body, delay)
-                    result.published += 1
-                    done += 1
-            except BaseException:
-                result.lines.not_confirmed(spans_of(chunk.cut(done, len(chunk))))
-                raise
-
-        async def send_deferred(chunk: Batch, window: _Window) -> None:
-            window.launch(deferred(chunk), 0, [])
-            result.lines.launched(spans_of(chunk))
-
-        return send_deferred
+        return _one_by_one(lambda body: producer.publish_deferred(topic, body, delay), result)
+    if plan.headers:
+        headers = plan.headers
+        return _one_by_one(
+            lambda body: producer.publish_ext(
+                topic, body, headers, partition=plan.partition, shard_key=plan.shard
+            ),
+            result,
+        )
 
     def launch(window: _Window, chunk: Batch, part: int | None, key: Any) -> None:
         bodies, lines = chunk.bodies, spans_of(chunk)
@@ -589,6 +631,29 @@ def _sender(producer: Producer, plan: PubPlan, result: PubResult) -> Sender:
             group[2].append(record.number)
         for key, bodies, numbers in groups.values():
             launch(window, Batch(bodies, numbers[0], numbers), None, key)
+
+    return send
+
+
+def _one_by_one(publish: Callable[[bytes], Awaitable[object]], result: PubResult) -> Sender:
+    """A sender for a publish with no batch form (DPUB, PUB_EXT): each message on its
+    own, each OK counted as it comes, so after a failure the report names exactly what
+    was not confirmed."""
+
+    async def each(chunk: Batch) -> None:
+        done = 0
+        try:
+            for body in chunk.bodies:
+                await publish(body)
+                result.published += 1
+                done += 1
+        except BaseException:
+            result.lines.not_confirmed(spans_of(chunk.cut(done, len(chunk))))
+            raise
+
+    async def send(chunk: Batch, window: _Window) -> None:
+        window.launch(each(chunk), 0, [])
+        result.lines.launched(spans_of(chunk))
 
     return send
 

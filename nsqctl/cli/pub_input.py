@@ -271,3 +271,15 @@ def shard_key_from_json(record: Record, field: str) -> Any:
             f"line {record.number}: field {field!r} must be a string or a number to shard on"
         )
     return key
+
+
+def parse_headers(items: list[str] | None) -> dict[str, str]:
+    """``--header K=V`` (repeatable) as the JSON header of an ext publish; a name given
+    twice keeps its last value, as a later flag overrides an earlier one."""
+    headers: dict[str, str] = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise ConfigError(f"bad --header {item!r}: write NAME=VALUE (e.g. region=eu)")
+        headers[name] = value
+    return headers

@@ -31,6 +31,7 @@ from nsqctl.cli.common import (
     resolve_cluster,
 )
 from nsqctl.cli.library_warnings import command_warnings
+from nsqctl.cli.numbers import rate as rate_number
 from nsqctl.cli.numbers import seconds
 from nsqctl.cli.pipe_acks import PipeAcks, hangup_poll, pipe_acks_for
 from nsqctl.cli.tail_partitions import check_partitions
@@ -420,6 +421,7 @@ class TailPlan:
     until_empty: bool = False
     until_ns: int | None = None
     time_travel: bool = False  # a --from-* or --until read: on a temporary channel
+    rate: float | None = None  # messages/s at most: RDY withheld, never a sleep per message
 
 
 def tail(
@@ -437,6 +439,13 @@ def tail(
     ),
     ordered: bool = typer.Option(False, "--ordered", help="Ordered subscription (redesign)."),
     max_in_flight: int = typer.Option(200, "--max-in-flight", min=1),
+    rate: float | None = typer.Option(
+        None,
+        "--rate",
+        parser=rate_number(),
+        help="Read at most N messages/s (a slow consumer): nsqd is given RDY at that pace, "
+        "so no more are in flight than are about to be printed.",
+    ),
     fmt: str = typer.Option(
         "raw",
         "--format",
@@ -561,6 +570,7 @@ def tail(
         until_empty,
         until_ns,
         time_travel,
+        rate,
     )
     with command_warnings("tail"):
         asyncio.run(_tail(cluster, plan, out))
@@ -687,6 +697,7 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan, out: BinaryIO) -> Non
         nsqd_tcp=None if cluster.lookupd else (cluster.nsqd or None),  # the lookup's win
         config=_connection_config(cluster, plan),
         max_in_flight=plan.max_in_flight,
+        max_rate=plan.rate,
         partitions=plan.partitions,
         ordered=plan.ordered,
         start=plan.start,

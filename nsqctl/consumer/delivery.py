@@ -62,6 +62,9 @@ class FlowEvents(Protocol):
     @property
     def limiter(self) -> RateLimiter | None: ...
 
+    @property
+    def wake(self) -> asyncio.Event: ...
+
     def apply(self, updates: Sequence[RdyUpdate]) -> None: ...
 
     def succeeded(self, epochs: Sequence[int]) -> None: ...
@@ -152,6 +155,7 @@ class DeliveryPath:
         # Collaborators' methods, bound once: the hot path calls them without lookups.
         self._backoff = flow.backoff
         self._limiter = flow.limiter
+        self._wake_timers = flow.wake.set
         self._rdy_received = flow.rdy.on_messages
         self._rdy_answered = flow.rdy.on_messages_done
         self._apply = flow.apply
@@ -217,6 +221,10 @@ class DeliveryPath:
             self._apply(updates)
         if self._limiter is not None:
             self._limiter.on_messages(count, now)
+            # The spent tokens give the limiter a refill deadline it had not (a full bucket
+            # has none): the timer loop must look again, or it sleeps until the next FIN or
+            # its one-second tick, and a reader holding messages in flight gets one per FIN.
+            self._wake_timers()
         via = self._deliveries.get(cid)
         if via is None:  # a read that arrived as the connection was being dropped
             via = Delivery(conn, self, self.topic, self.channel, None)
