@@ -11,8 +11,8 @@ before it reads again, so:
 - bytes taken by one check are handled once a later check sees more taken (the reader
   came back for more);
 - when the reader took everything and sleeps waiting for more (in a read of the pipe, or
-  in ``poll``/``select``/``epoll``: Linux shows where in ``/proc/PID/wchan``; the reader
-  is found through ``/proc/*/fd``), it handled what it took: without this the last
+  in ``poll``/``select``/``epoll``: Linux shows where in each thread's ``wchan``; the
+  reader is found through ``/proc/*/fd``), it handled what it took: without this the last
   lines of a quiet topic, and each message of an ordered subscription (one in flight
   per partition), would wait for the rule below;
 - when the reader took everything and stays (no hangup) for :data:`GRACE` seconds, it
@@ -107,12 +107,22 @@ def pipe_readers(fd: int) -> list[int]:
     return found
 
 
-def open_wchan(pid: int) -> int | None:
-    """``/proc/PID/wchan`` opened once, to be read again and again (one ``pread`` each)."""
+def open_wchans(pid: int) -> list[int]:
+    """The ``wchan`` file of each thread of ``pid``, opened once to be read again and again
+    (one ``pread`` each). Every thread's, not only the process's (its main thread's): a
+    program may read the pipe on a thread of its own while its main thread waits on
+    something else (a ``subprocess.Popen`` reader thread, a worker pool)."""
     try:
-        return os.open(f"/proc/{pid}/wchan", os.O_RDONLY)
+        tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
-        return None
+        return []
+    found: list[int] = []
+    for task in tasks:
+        try:
+            found.append(os.open(f"/proc/{pid}/task/{task}/wchan", os.O_RDONLY))
+        except OSError:
+            continue  # the thread ended meanwhile
+    return found
 
 
 WAITING_FOR_INPUT = (b"pipe_read", b"pipe_wait", b"poll", b"select")
@@ -159,7 +169,7 @@ class PipeAcks:
         self._owed_count = 0
         self._taken = 0  # bytes the reader had taken at the last check
         self._taken_at = clock()  # when that changed
-        self._readers: list[int] = []  # their /proc/PID/wchan, open
+        self._readers: list[int] = []  # their threads' /proc/PID/task/TID/wchan, open
         self._searched_at = float("-inf")
 
     @property
@@ -214,8 +224,7 @@ class PipeAcks:
             return False
         self._searched_at = now
         self.close()
-        found = (open_wchan(pid) for pid in pipe_readers(self._fd))
-        self._readers = [wchan for wchan in found if wchan is not None]
+        self._readers = [wchan for pid in pipe_readers(self._fd) for wchan in open_wchans(pid)]
         return any(waiting_for_input(wchan) for wchan in self._readers)
 
     def close(self) -> None:

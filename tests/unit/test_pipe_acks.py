@@ -73,3 +73,43 @@ def test_what_a_reader_that_went_away_took_is_given_back(pipe: tuple[int, int]) 
     assert acks.handled() == []
     assert acks.take_all() == ["a", "b", "c"]
     assert acks.owed == 0
+
+
+def test_a_reader_thread_waiting_in_another_process_counts_as_handled() -> None:
+    """The reading thread is not the process's main thread (which sleeps elsewhere), as in a
+    program reading ``subprocess.Popen(...).stdout`` on a thread: its wait for more in a
+    read of the pipe shows it handled what it took, without the grace period (the clock
+    here never moves)."""
+    import subprocess
+    import sys
+    import time
+
+    r, w = os.pipe()
+    reader = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import os, sys, threading, time\n"
+            "fd = int(sys.argv[1])\n"
+            "threading.Thread(target=lambda: [os.read(fd, 65536) for _ in iter(int, 1)],"
+            " daemon=True).start()\n"
+            "time.sleep(60)\n",
+            str(r),
+        ],
+        pass_fds=[r],
+    )
+    os.close(r)
+    try:
+        acks = _acks(w, Clock())
+        _write(acks, w, ["a", "b"])
+        deadline = time.monotonic() + 20
+        handled: list[Any] = []
+        while not handled and time.monotonic() < deadline:
+            handled = acks.handled()
+            time.sleep(0.02)
+        assert handled == ["a", "b"]
+        acks.close()
+    finally:
+        reader.kill()
+        reader.wait()
+        os.close(w)
