@@ -11,6 +11,7 @@ import re
 import signal
 import string
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -51,6 +52,9 @@ from nsqctl.tracelog import TraceLog, TraceLogWriteError
 FLUSH_INTERVAL = 0.1  # output reaches a terminal at least this often
 # On a pipe, how often to look whether the reader took what is owed (while anything is)
 PIPE_CHECK_INTERVAL = 0.002
+# On a pipe, seconds to wait after a write before a second look at whether its reader
+# took it, when the first found it not yet taken
+PIPE_FIRST_LOOK = 0.00002
 # On a pipe, arrivals between two looks at what its reader took (a syscall each)
 PIPE_CHECK_EVERY = 8
 # At exit, seconds to wait for the pipe's reader to handle what is owed to it
@@ -335,7 +339,13 @@ class TailOutput:
         else:
             self.pipe.wrote(len(data), pending)
             self.pending = []
-            self.ack_handled()
+            if not self.ack_handled():
+                # A reader that keeps up (cat, a script's read loop) takes the bytes and
+                # waits for more within microseconds: one short look then saves the
+                # timer's round (an ordered subscription sends its next message only
+                # after this FIN).
+                time.sleep(PIPE_FIRST_LOOK)
+                self.ack_handled()
             self._look_again()
         if limit and self.written >= limit:
             self.done.set()
@@ -355,12 +365,15 @@ class TailOutput:
             self.ack_handled()
             self._look_again()
 
-    def ack_handled(self) -> None:
-        """FIN what the pipe's reader has handled (see :mod:`nsqctl.cli.pipe_acks`)."""
+    def ack_handled(self) -> bool:
+        """FIN what the pipe's reader has handled (see :mod:`nsqctl.cli.pipe_acks`);
+        whether there was any."""
         if self.pipe is not None:
             handled = self.pipe.handled()
             if handled:
                 finish_all(handled)
+                return True
+        return False
 
     @property
     def owed(self) -> int:
