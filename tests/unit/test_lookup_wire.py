@@ -34,23 +34,10 @@ from nsqctl.lookup.model import (
     parse_nodes_body,
 )
 from nsqctl.protocol.names import validate_topic
+from tests.helpers.json_shapes import json_like, leaf
 
 ADDRESS = "127.0.0.1:4161"
 
-leaf = (
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(2**70), max_value=2**70)
-    | st.integers(min_value=-5, max_value=70000)
-    | st.floats(allow_nan=False, allow_infinity=False)  # NaN, Infinity: not JSON (see bodies)
-    | st.sampled_from(["", "x", "127.0.0.1", "4150", "99999", "a b", "t#ephemeral", "\n"])
-    | st.text(max_size=6)
-)
-json_like = st.recursive(
-    leaf,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner),
-    max_leaves=8,
-)
 
 PEER_KEYS = [
     "broadcast_address",

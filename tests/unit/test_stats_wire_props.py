@@ -11,19 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nsqctl.stats.parse import StatsProtocolError, parse_nsqd_body
+from tests.helpers.json_shapes import json_like, keyed_like
 
-SCALARS = (
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(max_size=8)
-)
-ANY_JSON = st.recursive(
-    SCALARS,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner),
-    max_leaves=12,
-)
 KEYS = [
     "topic_name",
     "channel_name",
@@ -44,13 +33,7 @@ KEYS = [
     "e2e_processing_latency",
     "skipped",
 ]
-NEAR = st.recursive(
-    SCALARS,
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(KEYS), inner, max_size=5)
-    ),
-    max_leaves=20,
-)
+NEAR = keyed_like(KEYS)
 
 
 def _parsed_or_refused(payload: Any) -> None:
@@ -64,7 +47,7 @@ def _parsed_or_refused(payload: Any) -> None:
 
 
 @settings(max_examples=150, deadline=None)
-@given(payload=ANY_JSON)
+@given(payload=json_like)
 def test_any_json_body(payload: Any) -> None:
     _parsed_or_refused(payload)
 
