@@ -21,7 +21,6 @@ from nsqctl.cli.common import (
     NsqdHttpOption,
     NsqdOption,
     ProfileOption,
-    require_positive_seconds,
     resolve_cluster,
 )
 from nsqctl.cli.errors import cli_message
@@ -207,7 +206,6 @@ def check(
     try:
         if samples < 1:
             raise ConfigError(f"bad --samples {samples}: must be >= 1")
-        require_positive_seconds(interval, "--interval")
         sel = resolve_cluster(lookupd, nsqd, profile, nsqd_http, require="http")
         rules = rules_from_flags(
             sel.profile,

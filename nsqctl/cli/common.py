@@ -459,12 +459,6 @@ def warn_if_open(what: str, path: str) -> None:
     )
 
 
-def require_positive_seconds(value: float, flag: str) -> None:
-    """Reject a poll interval or timeout of zero or less, naming the flag."""
-    if value <= 0:
-        raise ConfigError(f"bad {flag} {value!r}: must be > 0 seconds")
-
-
 def require_first_answer(view: ClusterView) -> None:
     """Fail on a first poll that no nsqd answered: a wrong address, not an outage to watch."""
     if not view.nodes and view.errors:

@@ -35,7 +35,6 @@ from nsqctl.cli.common import (
     NsqdHttpOption,
     NsqdOption,
     ProfileOption,
-    require_positive_seconds,
     resolve_cluster,
 )
 from nsqctl.cli.numbers import seconds
@@ -134,7 +133,6 @@ def exporter(
     timeout: float = TimeoutOption,
 ) -> None:
     """Serve cluster stats and check verdicts as Prometheus metrics over HTTP."""
-    require_positive_seconds(interval, "--interval")
     if samples < 2:
         raise ConfigError(f"bad --samples {samples}: must be >= 2 (rates need two polls)")
     address = listen_address(listen)

@@ -26,7 +26,6 @@ from nsqctl.cli.common import (
     NsqdOption,
     ProfileOption,
     require_first_answer,
-    require_positive_seconds,
     resolve_cluster,
 )
 from nsqctl.cli.numbers import seconds
@@ -321,7 +320,6 @@ def stat(
     ),
 ) -> None:
     """Rolling per-interval stats (depth, in-flight, deferred, requeued, timeouts, rates)."""
-    require_positive_seconds(interval, "--interval")
     if count < 0:
         raise ConfigError(f"bad --count {count!r}: must be >= 0")
     if topic is not None:

@@ -26,7 +26,6 @@ from nsqctl.cli.common import (
     NsqdOption,
     ProfileOption,
     require_first_answer,
-    require_positive_seconds,
     resolve_cluster,
 )
 from nsqctl.cli.numbers import seconds
@@ -251,8 +250,6 @@ def top(
         raise ConfigError(f"bad --sort {sort!r}: one of {', '.join(SORT_KEYS)}")
     if limit <= 0:
         raise ConfigError(f"bad -n {limit!r}: must be > 0")
-    require_positive_seconds(interval, "--interval")
-    require_positive_seconds(timeout, "--timeout")
     sel = resolve_cluster(lookupd, nsqd, profile, nsqd_http, require="http")
     poller = StatsPoller(sel.lookupd, sel.nsqd_http, timeout=timeout)
     asyncio.run(
