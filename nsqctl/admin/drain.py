@@ -66,6 +66,7 @@ __all__ = [
     "DrainResult",
     "RestoreResult",
     "plan_drain",
+    "refusal",
     "restore_node",
     "run_drain",
 ]
@@ -106,6 +107,16 @@ class DrainPlan:
                 for t in self.topics
             ]
         return [m.describe() for m in self.moves]
+
+    def preview(self) -> list[str]:
+        """The plan in words, as ``--dry-run`` and the dashboard's confirmation show it:
+        what is on the node now, then each step (indented)."""
+        remaining = self.load.remaining if self.load else 0
+        steps = self.steps() or ["(nothing to send: the node holds no leader or topic)"]
+        return [
+            f"drain {self.node} ({self.family}): {remaining} messages on it now",
+            *(f"  {step}" for step in steps),
+        ]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -164,6 +175,16 @@ class DrainResult:
             "blocked": [b.describe() for b in self.blocked],
             "plan": self.plan.to_json(),
         }
+
+
+def refusal(node: str, blocked: Sequence[Blocker], moved: bool = False) -> str:
+    """Why a drain of ``node`` is refused (``blocked``: the partitions, each said by
+    :meth:`Blocker.describe`), for every front end; ``moved``: it moved leaders first."""
+    undo = f"; `nsqctl node restore {node}` moves back the leaders moved" if moved else ""
+    return (
+        f"{node} cannot be drained now: {len(blocked)} partition(s) above would stop taking "
+        f"writes or cannot be moved off it{undo}; do not stop it"
+    )
 
 
 # ------------------------------------------------------------------ planning

@@ -100,25 +100,19 @@ def _show_plan(plan: DrainPlan, as_json: bool) -> None:
     if as_json:
         typer.echo(json.dumps({"dry_run": True, **plan.to_json()}, indent=2))
         return
-    remaining = plan.load.remaining if plan.load else 0
-    typer.echo(f"drain {plan.node} ({plan.family}): {remaining} messages on it now")
-    for step in plan.steps():
-        typer.echo(f"  {step}")
-    if not plan.steps():
-        typer.echo("  (nothing to send: the node holds no leader or topic)")
+    for line in plan.preview():
+        typer.echo(line)
     typer.echo("dry run: nothing was changed")
 
 
 def _refuse(node: str, blocked: Sequence[Blocker], moved: bool = False) -> NoReturn:
     """What keeps ``node`` from being drained, one line each on stderr, then exit 1: the
     same for a dry run and a real one."""
+    from nsqctl.admin.drain import refusal
+
     for b in blocked:
         typer.echo(f"  {b.describe()}", err=True)
-    undo = f"; `nsqctl node restore {node}` moves back the leaders moved" if moved else ""
-    raise AdminError(
-        f"{node} cannot be drained now: {len(blocked)} partition(s) above would stop taking "
-        f"writes or cannot be moved off it{undo}; do not stop it"
-    )
+    raise AdminError(refusal(node, blocked, moved))
 
 
 def _finish(result: DrainResult, as_json: bool, lines: _JsonLines | None = None) -> None:
