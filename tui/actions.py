@@ -31,6 +31,12 @@ def unsupported(action: Action, topic: TopicView, channel: str | None) -> str | 
     return None
 
 
+def read_only_refusal(origin: str, what: str) -> str:
+    """The one notification of every dashboard action refused under read-only (``origin``:
+    what set it), so that each says it alike."""
+    return f"read-only (from {origin}): {what} changes the cluster; not sent"
+
+
 def describe(action: Action, topic: str, channel: str | None) -> str:
     what = f"channel {topic}/{channel}" if channel else f"topic {topic}"
     return f"{action} {what}"

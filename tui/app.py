@@ -26,11 +26,13 @@ from nsqctl.tui.actions import (
     measure,
     needs_measure,
     plan_action,
+    read_only_refusal,
     send,
 )
 from nsqctl.tui.events import PartitionTracker
 from nsqctl.tui.hotscreens import HotSpotsScreen, NodeScreen
 from nsqctl.tui.modals import CommandLine, ConfirmScreen, HelpScreen, TypeNameScreen
+from nsqctl.tui.nodejobs import NodeJobs
 from nsqctl.tui.nsqdscreen import NsqdScreen
 from nsqctl.tui.screens import ChannelScreen, MainScreen, TopicScreen, ViewScreen
 
@@ -76,6 +78,8 @@ class DashApp(App[None]):
         """Whose clients the polls list (None: every topic's): what the screen shows."""
         self.tracker = PartitionTracker()
         self._wake = asyncio.Event()
+        self.node_jobs = NodeJobs()
+        """Drains and restores started from the node screens (they outlive the screen)."""
 
     def on_mount(self) -> None:
         # Each poll's model leaves the collector's reach, so its collections do not stall
@@ -89,6 +93,8 @@ class DashApp(App[None]):
 
     async def on_unmount(self) -> None:
         freeze_after_bursts(0)
+        # A drain still running is cancelled and records it (as Ctrl-C on `node drain`)
+        await self.node_jobs.stop()
         # Stop the poll before closing what it reads: a poll still in flight would send on
         # a closed HTTP client and end the app with an error instead of quietly.
         if self._poller is not None:
@@ -198,11 +204,8 @@ class DashApp(App[None]):
         offered or nowhere to send, else asked as the CLI asks (an action that drops
         messages is measured first, in a worker, so keys are handled meanwhile)."""
         if self.read_only is not None:
-            self.notify(
-                f"read-only (from {self.read_only}): {describe(action, topic.name, channel)} "
-                "changes the cluster; not sent",
-                severity="warning",
-            )
+            what = describe(action, topic.name, channel)
+            self.notify(read_only_refusal(self.read_only, what), severity="warning")
             return
         try:
             prepared = plan_action(action, topic, channel)

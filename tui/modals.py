@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Grid, Vertical
@@ -84,7 +85,7 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Grid():
-            yield Label(self.question, id="question")
+            yield Label(Text(self.question), id="question")
             yield Button("Yes (y)", variant="error", id="yes")
             yield Button("No (n)", variant="primary", id="no")
 
@@ -96,6 +97,27 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def action_answer(self, yes: bool) -> None:
         self.dismiss(yes)
+
+
+class NoticeScreen(ModalScreen[None]):
+    """Says why an action is refused (or what it found), with nothing to answer: any of
+    escape, enter or q closes it."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,enter,q", "dismiss", "close")]
+    DEFAULT_CSS = """
+    NoticeScreen { align: center middle; }
+    NoticeScreen > Vertical { width: 110; max-width: 95%; height: auto; max-height: 90%;
+                              border: thick $error; padding: 1 2; background: $surface; }
+    """
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(Text(self.text), id="notice")
+            yield Label("(escape closes this)", id="close-hint")
 
 
 class TypeNameScreen(ModalScreen[bool]):

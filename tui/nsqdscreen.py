@@ -2,7 +2,10 @@
 partition it holds, from the view the app's poll produced; enter opens a topic's screen.
 
 Reached with enter on an nsqd (the main screen's nodes table, the node screen) or the ``:``
-command line. It asks for nothing the poll does not already fetch.
+command line. It asks for nothing the poll does not already fetch. ``d`` drains the nsqd
+and ``u`` restores it, as ``nsqctl node drain|restore`` do (:mod:`nsqctl.tui.drainaction`),
+``c`` cancels a drain running here; the job's progress shows under the totals, and goes on
+when the screen is left (the app reports its end).
 """
 
 from __future__ import annotations
@@ -15,11 +18,17 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Static
 
+from nsqctl.admin.drain import DrainPlan
+from nsqctl.admin.drain_state import read_drains
+from nsqctl.errors import NsqctlError
 from nsqctl.stats.model import NodeStats, TopicPartitionStats
 from nsqctl.stats.view import ClusterView
-from nsqctl.tui import hotrows
+from nsqctl.tui import drainaction, hotrows
 from nsqctl.tui.events import PartitionTracker
 from nsqctl.tui.format import num
+from nsqctl.tui.host import ActionHost, host_of, lookupds, refused
+from nsqctl.tui.modals import ConfirmScreen, NoticeScreen
+from nsqctl.tui.nodejobs import NodeJob
 from nsqctl.tui.rowtable import RowTable
 from nsqctl.tui.screens import TopicScreen, ViewScreen
 from nsqctl.tui.tables import Row
@@ -46,7 +55,16 @@ class NsqdScreen(ViewScreen):
     """One nsqd: its totals, then what it holds; enter on a row opens that topic."""
 
     CSS_PATH = "hotscreens.tcss"
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,backspace", "app.pop_screen", "back")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,backspace", "app.pop_screen", "back"),
+        Binding("d", "drain", "drain"),
+        Binding("u", "restore", "restore"),
+        Binding("c", "cancel_job", "cancel drain"),
+    ]
+    DEFAULT_CSS = """
+    #node-job { height: auto; max-height: 9; padding: 0 1; display: none; }
+    #node-job.visible { display: block; }
+    """
 
     def __init__(
         self,
@@ -63,12 +81,15 @@ class NsqdScreen(ViewScreen):
     def compose(self) -> ComposeResult:
         yield Static(id="node-summary")
         yield RowTable(*hotrows.NODE_SUMMARY_COLUMNS, id="node-totals-one")
+        yield Static(id="node-job")
         yield Static(f"held by nsqd {self.address}", classes="section")
         yield RowTable(*NSQD_TOPIC_COLUMNS, id="nsqd-topics")
         yield Footer()
 
     def on_mount(self) -> None:
         self.query_one("#nsqd-topics", RowTable).focus()
+        self.show_job()
+        self.set_interval(0.5, self.show_job)
 
     def refresh_view(self, view: ClusterView) -> None:
         summary = self.query_one("#node-summary", Static)
@@ -93,3 +114,104 @@ class NsqdScreen(ViewScreen):
         topic = self._topics.get(event.row_key)
         if event.table.id == "nsqd-topics" and topic is not None:
             self.app.push_screen(TopicScreen(topic, self.tracker))
+
+    # ------------------------------------------------------------- drain / restore
+
+    @property
+    def host(self) -> ActionHost | None:
+        return host_of(self.app)
+
+    def job(self) -> NodeJob | None:
+        host = self.host
+        return host.node_jobs.get(self.address) if host is not None else None
+
+    def show_job(self) -> None:
+        """The drain or restore of this nsqd started here: its progress while it runs,
+        the last lines it said, then how it ended."""
+        box = self.query_one("#node-job", Static)
+        job = self.job()
+        box.set_class(job is not None, "visible")
+        if job is None:
+            return
+        progress, lines, outcome = job.snapshot()
+        text = Text()
+        state = "running" if job.running else ("failed" if job.failed else "done")
+        text.append(f"{job.kind} of {self.address}: {state}", style="bold")
+        if progress:
+            text.append(f"\n{progress}")
+        for line in lines:
+            text.append(f"\n  {line}", style="dim")
+        if outcome:
+            text.append(f"\n{outcome}", style="bold red" if job.failed else "bold green")
+        box.update(text)
+
+    def action_drain(self) -> None:
+        host = self.host
+        if refused(self.app, host, f"drain nsqd {self.address}") or host is None:
+            return
+        if host.node_jobs.running(self.address) is not None:
+            busy = f"a job on {self.address} runs already: c cancels it"
+            self.app.notify(busy, severity="warning")
+            return
+        self.run_worker(self._plan_drain(host), group="plan-drain", exclusive=True)
+
+    async def _plan_drain(self, host: ActionHost) -> None:
+        try:
+            plan = await drainaction.plan_in_thread(lookupds(host), self.address)
+        except NsqctlError as exc:
+            self.app.notify(f"drain {self.address}: {exc}", severity="error", timeout=10)
+            return
+        if plan.blocked:  # refused as the CLI refuses it: nothing to answer
+            self.app.push_screen(NoticeScreen(drainaction.refused_text(plan)))
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._start_drain(host, plan)
+
+        self.app.push_screen(ConfirmScreen(drainaction.drain_question(plan)), answered)
+
+    def _start_drain(self, host: ActionHost, plan: DrainPlan) -> None:
+        if host.node_jobs.running(self.address) is not None:
+            return  # a second yes on a stale dialog
+        job = NodeJob("drain", self.address)
+        cancelled = drainaction.drain_cancelled(self.address)
+        host.node_jobs.start(self.app, job, drainaction.drain_work(plan), cancelled)
+        self.show_job()
+
+    def action_restore(self) -> None:
+        host = self.host
+        if refused(self.app, host, f"restore nsqd {self.address}") or host is None:
+            return
+        running = host.node_jobs.running(self.address)
+        if running is not None and running.kind == "restore":
+            self.app.notify(f"a restore of {self.address} runs already", severity="warning")
+            return
+        record = read_drains().get(self.address)
+        if record is None:
+            self.app.notify(
+                f"no drain of {self.address} is recorded on this machine: nothing to restore",
+                severity="warning",
+            )
+            return
+
+        def answered(yes: bool | None) -> None:
+            drain = host.node_jobs.running(self.address)
+            if not yes or (drain is not None and drain.kind == "restore"):
+                return
+            job = NodeJob("restore", self.address)
+            work = drainaction.restore_work(lookupds(host), self.address, drain)
+            host.node_jobs.start(
+                self.app, job, work, f"the restore of {self.address} was cancelled"
+            )
+            self.show_job()
+
+        self.app.push_screen(ConfirmScreen(drainaction.restore_question(record)), answered)
+
+    def action_cancel_job(self) -> None:
+        job = self.job()
+        if job is None or not job.running:
+            self.app.notify(f"no drain or restore of {self.address} runs here", severity="warning")
+            return
+        job.cancel()
+        self.app.notify(f"cancelling the {job.kind} of {self.address}…")

@@ -18,6 +18,7 @@ from tests.helpers.cli import cli
 from tests.helpers.redesign import unique
 from tests.helpers.stats import recorded_original
 from tests.integration.test_dash import RECORDED_AT, SIZE, first_poll
+from tests.integration.test_dash_actions import record_notes
 
 
 async def _publish(cluster: Cluster, topic: str, body: bytes) -> None:
@@ -54,14 +55,7 @@ async def test_dashboard_actions_refused_under_read_only() -> None:
     so nothing can be sent."""
     source = StaticSource([recorded_original(k, RECORDED_AT + 2 * k) for k in (0, 1)])
     app = DashApp(source, interval=3600, read_only="NSQCTL_READ_ONLY")
-    told: list[str] = []
-    notify = app.notify
-
-    def record(message: str, **kwargs: object) -> None:
-        told.append(message)
-        notify(message, **kwargs)  # type: ignore[arg-type]
-
-    app.notify = record  # type: ignore[method-assign]
+    told = record_notes(app)
     async with app.run_test(size=SIZE) as pilot:
         await first_poll(pilot)
         await pilot.press("t")  # pause the selected topic

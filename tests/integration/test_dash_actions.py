@@ -37,6 +37,19 @@ class NotedApp(DashApp):
         super().notify(message, **kwargs)
 
 
+def record_notes(app: DashApp) -> list[str]:
+    """What ``app`` tells the operator in notifications from now on (still shown too)."""
+    told: list[str] = []
+    notify = app.notify
+
+    def record(message: str, **kwargs: Any) -> None:
+        told.append(message)
+        notify(message, **kwargs)
+
+    app.notify = record  # type: ignore[method-assign]
+    return told
+
+
 def shown(app: DashApp, screen: str) -> bool:
     """Whether ``screen`` is in front, by name, so this module imports on the code it tests
     before the screens existed (and fails there on behaviour, not on an import)."""
