@@ -20,13 +20,17 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
+from nsqctl import admin
+from nsqctl.errors import NsqctlError
 from nsqctl.stats.read import ClientScope
 from nsqctl.stats.series import sparkline
-from nsqctl.stats.view import ClusterView
-from nsqctl.tui import rows
+from nsqctl.stats.view import ClusterView, PartitionView, TopicView
+from nsqctl.tui import moveaction, rows
 from nsqctl.tui.events import PartitionChange, PartitionTracker
 from nsqctl.tui.filterbox import FilterBox
 from nsqctl.tui.format import num, per_sec, size
+from nsqctl.tui.host import ActionHost, host_of, lookupds, refused
+from nsqctl.tui.modals import ConfirmScreen
 from nsqctl.tui.rowtable import RowTable
 
 
@@ -172,6 +176,7 @@ class TopicScreen(ViewScreen):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,backspace", "back", "back"),
         Binding("slash", "filter", "filter"),
+        Binding("m", "move_leader", "move leader"),
     ]
     DEFAULT_CSS = """
     #topic-summary { height: auto; padding: 0 1; }
@@ -257,6 +262,70 @@ class TopicScreen(ViewScreen):
 
     def selected_channel(self) -> str | None:
         return self.query_one("#channels", RowTable).selected_key
+
+    def selected_partition(self, topic: TopicView) -> PartitionView | None:
+        """The partition under the partitions table's cursor (its first row unless moved)."""
+        table = self.query_one("#partitions", RowTable)
+        key = table.selected_key
+        return next((p for p in topic.partitions if key and key.startswith(f"{p.label}@")), None)
+
+    def action_move_leader(self) -> None:
+        """``m``: move the selected partition's leader, as ``nsqctl topic move`` does."""
+        host = host_of(self.app)
+        topic = host.view.topic(self.topic) if host and host.view else None
+        part = self.selected_partition(topic) if topic else None
+        label = part.label if part else "?"
+        if refused(self.app, host, f"move the leader of {self.topic} partition {label}"):
+            return
+        assert host is not None and host.view is not None
+        if topic is None or not topic.is_redesign or part is None or part.partition is None:
+            self.app.notify(
+                "only a redesign topic's partitions have leaders to move: select a partition",
+                severity="warning",
+            )
+            return
+        number, view = part.partition, host.view
+        choices = moveaction.candidates(view, part)
+        if not choices:
+            self.app.notify("no other nsqd to move the leader to", severity="warning")
+            return
+        title = f"move the leader of {self.topic} partition {number} (now {part.leader}) to:"
+
+        def picked(target: str | None) -> None:
+            if target:
+                self.run_worker(self._plan_move(host, number, target), group="plan-move")
+
+        self.app.push_screen(moveaction.TargetScreen(title, choices), picked)
+
+    async def _plan_move(self, host: ActionHost, partition: int, target: str) -> None:
+        what = moveaction.move_what(self.topic, partition, target)
+        try:
+            plan = await admin.plan_move(lookupds(host), self.topic, partition, target)
+        except NsqctlError as exc:
+            self.app.notify(f"{what}: {exc}", severity="error", timeout=10)
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:  # the app's worker: the move goes on when this screen is left
+                self.app.run_worker(self._apply_move(plan, what), name="move", group="move")
+
+        self.app.push_screen(ConfirmScreen(moveaction.move_question(plan, what)), answered)
+
+    async def _apply_move(self, plan: admin.PartitionPlan, what: str) -> None:
+        app = self.app
+
+        def step(line: str) -> None:
+            app.notify(line, timeout=5)
+
+        try:
+            report = await admin.apply_plan(plan, progress=step)
+            for warning in report.warnings:
+                app.notify(f"warning: {warning}", severity="warning", timeout=10)
+            report.raise_for_failures()
+        except NsqctlError as exc:
+            app.notify(f"{what}: {exc}", severity="error", timeout=10)
+        else:
+            app.notify(f"{what}: done", timeout=10)
 
 
 CLIENTS_TITLE = "client connections"

@@ -1,13 +1,14 @@
-"""``nsqctl dash`` while a partition leader moves, on a live 3-nsqd youzan cluster.
+"""``nsqctl dash`` moving a partition leader, on a live 3-nsqd youzan cluster.
 
-The dashboard shows a topic of 1 partition and 2 replicas; the test moves its leader to
-the nsqd outside the ISR through :func:`nsqctl.admin.move_partition` (a real
-``/topic/partition/move``: the target catches up, joins the ISR, takes the lead, the old
-leader leaves the ISR; youzan may elect the other in-sync replica first, and the move hands
-leadership on). The topic screen must show the new leader marked as changed, the ISR the
-new leader reports, and the transition as event lines (seen here: the target joined the
-ISR, leader A → B, ISR lost A, leader B → target, within 2 s; the events panel shows the
-latest of them); the main screen the latest event.
+The dashboard shows a topic of 1 partition and 2 replicas; ``m`` on the partition lists the
+other nsqds with what leading takes for each, and the test picks the one outside the ISR.
+The plan is shown in ``nsqctl topic move``'s words with its guard: a no changes nothing, a
+yes sends a real ``/topic/partition/move`` (the target catches up, joins the ISR, takes the
+lead, the old leader leaves the ISR; youzan may elect the other in-sync replica first, and
+the move hands leadership on). The topic screen must show the new leader marked as
+changed, the ISR the new leader reports, and the transition as event lines (seen here: the
+target joined the ISR, leader A → B, ISR lost A, leader B → target, within 2 s; the events
+panel shows the latest of them); the main screen the latest event.
 """
 
 from __future__ import annotations
@@ -16,30 +17,32 @@ import asyncio
 import uuid
 
 import pytest
+from textual.widgets import Label, OptionList
 
 from nsqctl import admin
 from nsqctl.producer import Producer
-from nsqctl.stats.poller import StatsPoller
-from nsqctl.stats.session import StatsSession
 from nsqctl.tui import rows
-from nsqctl.tui.app import DashApp
 from nsqctl.tui.rowtable import RowTable
 from nsqctl.tui.screens import MainScreen, TopicScreen
 from tests.conftest import StartCluster
 from tests.helpers.failover import leader_of
+from tests.helpers.redesign import TopicSpec, create_topics, unique
 from tests.integration.test_dash import cells, first_poll, until
+from tests.integration.test_dash_actions import NotedApp, shown
 
 pytestmark = [pytest.mark.redesign, pytest.mark.timeout(240)]
 
 
-async def test_dashboard_shows_a_leader_move_as_it_happens(start_cluster: StartCluster) -> None:
+async def test_move_a_leader_from_the_partitions_screen_and_watch_it_happen(
+    start_cluster: StartCluster,
+) -> None:
     c = start_cluster("redesign", nsqd=3)
     topic = f"dmove_{uuid.uuid4().hex[:8]}"
     await asyncio.to_thread(admin.create_topic, c.lookupd_http, topic, partitions=1, replicas=2)
     async with Producer(lookupd_http=c.lookupd_http) as producer:
         await producer.publish_many(topic, [b"m" * 200] * 5000)
     old = leader_of(c, topic).http_address
-    app = DashApp(StatsSession(StatsPoller(c.lookupd_http, [], timeout=2.0)), interval=0.3)
+    app = NotedApp(c)
     async with app.run_test(size=(220, 50)) as pilot:
         await first_poll(pilot)
         await until(pilot, lambda: bool(app.view and app.view.topic(topic)), "the topic")
@@ -53,9 +56,36 @@ async def test_dashboard_shows_a_leader_move_as_it_happens(start_cluster: StartC
 
         await until(pilot, lambda: len(isr_shown()) == 2, "the ISR of 2")
         target = next(n.http_address for n in c.nsqds if n.http_address not in isr_shown())
-        steps: list[str] = []
-        report = await admin.move_partition(c.lookupd_http, topic, 0, target, progress=steps.append)
-        report.raise_for_failures()
+        other = next(a for a in isr_shown() if a != old)
+
+        await pilot.press("m")
+        await until(pilot, lambda: shown(app, "TargetScreen"), "the nsqds to pick from")
+        picks = app.screen.query_one("#targets", OptionList)
+        offered = [str(picks.get_option_at_index(i).prompt) for i in range(picks.option_count)]
+        assert sorted(offered) == sorted(
+            [
+                f"{target}  holds no copy: catches up first",
+                f"{other}  in sync: takes the lead at once",
+            ]
+        ), offered
+        await pilot.press(*["down"] * [o.split()[0] for o in offered].index(target), "enter")
+        await until(pilot, lambda: shown(app, "ConfirmScreen"), "the move's plan")
+        question = str(app.screen.query_one("#question", Label).render())
+        what = f"move the leader of {topic} partition 0 from {old} to {target}, asking"
+        assert f"About to move the leader of {topic} partition 0 to {target}:" in question
+        assert what in question and "writes to the partition pause" in question, question
+        assert question.rstrip().endswith("proceed? (y/N)")
+        await pilot.press("n")
+        assert isinstance(app.screen, TopicScreen)
+        assert leader_of(c, topic).http_address == old  # a no sent nothing
+
+        await pilot.press("m")
+        await until(pilot, lambda: shown(app, "TargetScreen"), "the nsqds to pick from")
+        await pilot.press(*["down"] * [o.split()[0] for o in offered].index(target), "enter")
+        await until(pilot, lambda: shown(app, "ConfirmScreen"), "the move's plan")
+        await pilot.press("y")
+        done = f"move the leader of {topic} partition 0 to {target}: done"
+        await until(pilot, lambda: done in app.notes, "the move done", 1200)
         assert leader_of(c, topic).http_address == target  # what nsqlookupd says now
 
         def moved() -> bool:
@@ -85,3 +115,31 @@ async def test_dashboard_shows_a_leader_move_as_it_happens(start_cluster: StartC
             lambda: topic in str(app.screen.query_one("#last-event").render()),
             "the latest event on the main screen",
         )
+
+
+async def test_a_move_the_cli_refuses_is_refused_with_its_words(redesign_cluster) -> None:
+    """2 partitions of an unordered topic on the session cluster's 2 nsqds: each holds one,
+    so moving partition 0's leader to the other is refused (nothing is asked or sent)."""
+    c = redesign_cluster
+    topic = unique("dmoveno")
+    await create_topics(c.lookupd_http, {topic: TopicSpec(partitions=2, replicas=1)})
+    leader, other = leader_of(c, topic, 0).http_address, leader_of(c, topic, 1).http_address
+    assert leader != other
+    app = NotedApp(c)
+    async with app.run_test(size=(220, 50)) as pilot:
+        await first_poll(pilot)
+        await pilot.press("colon", *topic, "enter")
+        assert isinstance(app.screen, TopicScreen)
+        await until(pilot, lambda: len(cells(app, "partitions")) == 2, "both partitions")
+        assert cells(app, "partitions")[0][0] == "0"
+        await pilot.press("m")
+        await until(pilot, lambda: shown(app, "TargetScreen"), "the nsqds to pick from")
+        await pilot.press("enter")  # the only other nsqd
+        refusal = (
+            f"move the leader of {topic} partition 0 to {other}: {other} holds partition 1 of "
+            f"{topic}; an unordered topic keeps each nsqd to one partition's copy: pick "
+            "another nsqd"
+        )
+        await until(pilot, lambda: refusal in app.notes, "the refusal")
+        assert isinstance(app.screen, TopicScreen)  # no question asked
+    assert leader_of(c, topic, 0).http_address == leader
