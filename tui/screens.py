@@ -31,6 +31,7 @@ from nsqctl.tui.filterbox import FilterBox
 from nsqctl.tui.format import num, per_sec, size
 from nsqctl.tui.host import ActionHost, host_of, lookupds, refused
 from nsqctl.tui.modals import ConfirmScreen
+from nsqctl.tui.peekscreen import PeekScreen
 from nsqctl.tui.rowtable import RowTable
 
 
@@ -177,6 +178,7 @@ class TopicScreen(ViewScreen):
         Binding("escape,backspace", "back", "back"),
         Binding("slash", "filter", "filter"),
         Binding("m", "move_leader", "move leader"),
+        Binding("v", "peek", "peek ch"),
     ]
     DEFAULT_CSS = """
     #topic-summary { height: auto; padding: 0 1; }
@@ -263,6 +265,9 @@ class TopicScreen(ViewScreen):
     def selected_channel(self) -> str | None:
         return self.query_one("#channels", RowTable).selected_key
 
+    def action_peek(self) -> None:
+        open_peek(self, self.topic, self.selected_channel())
+
     def selected_partition(self, topic: TopicView) -> PartitionView | None:
         """The partition under the partitions table's cursor (its first row unless moved)."""
         table = self.query_one("#partitions", RowTable)
@@ -331,8 +336,21 @@ class TopicScreen(ViewScreen):
 CLIENTS_TITLE = "client connections"
 
 
+def open_peek(screen: ViewScreen, topic: str, channel: str | None) -> None:
+    """``v``: the channel's next messages (:mod:`nsqctl.tui.peekscreen`)."""
+    host = host_of(screen.app)
+    found = host.view.topic(topic) if host and host.view else None
+    if found is None or channel is None:
+        screen.app.notify("select a channel first (open a topic)", severity="warning")
+        return
+    screen.app.push_screen(PeekScreen(topic, channel, found.is_redesign))
+
+
 class ChannelScreen(ViewScreen):
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,backspace", "app.pop_screen", "back")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,backspace", "app.pop_screen", "back"),
+        Binding("v", "peek", "peek"),
+    ]
     DEFAULT_CSS = """
     #channel-summary { height: auto; padding: 0 1; }
     #clients { height: 1fr; }
@@ -352,6 +370,9 @@ class ChannelScreen(ViewScreen):
     def client_scopes(self) -> tuple[ClientScope, ...] | None:
         """The channel's only: the topic's other channels are not shown here."""
         return ((self.topic, self.channel),)
+
+    def action_peek(self) -> None:
+        open_peek(self, self.topic, self.channel)
 
     def compose(self) -> ComposeResult:
         yield Static(id="channel-summary")
