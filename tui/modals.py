@@ -8,7 +8,7 @@ from typing import ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Grid, Vertical
+from textual.containers import Grid, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
@@ -30,6 +30,13 @@ HELP_TEXT = """\
   [b]e[/b]         empty the selected channel (shows what it drops; above 1000
             messages asks for the topic name, as the CLI does)
   [b]t[/b]         pause / unpause the topic (asks first)
+  [b]v[/b]         on a channel: its next messages (redesign: read in place; original:
+            borrowed and given back, attempts +1, asks first); [b]r[/b] there reads again
+  [b]m[/b]         on a topic: move the selected partition's leader to an nsqd you pick
+            (shows the plan of `nsqctl topic move`, asks first)
+  [b]d[/b] / [b]u[/b]     on an nsqd: drain it / restore it, as `nsqctl node drain|restore`
+            (shows the plan, asks first; refused when a partition would stop taking
+            writes); progress shows there, [b]c[/b] cancels the drain
   [b]n[/b]         nodes: each nsqd's depth, in-flight, deferred, partitions led, drain
   [b]h[/b]         hot spots: channels ([b]c[/b]: clients) ranked ([b]s[/b]: by requeue
             rate, timeout rate, time to drain, in-flight/RDY) and why flagged
@@ -54,12 +61,13 @@ class HelpScreen(ModalScreen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,question_mark,q", "dismiss", "close")]
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
-    HelpScreen > Vertical { width: 84; height: auto; border: round $accent; padding: 1 2;
-                            background: $surface; }
+    HelpScreen > VerticalScroll { width: 84; height: auto; max-height: 100%;
+                                  border: round $accent; padding: 1 2;
+                                  background: $surface; }
     """
 
     def compose(self) -> ComposeResult:
-        with Vertical():
+        with VerticalScroll():  # taller than a small terminal: it scrolls
             yield Static(HELP_TEXT, id="help-text")
 
 

@@ -65,8 +65,9 @@ def dash(
     allow_actions: bool = typer.Option(
         False,
         "--allow-actions",
-        help="With --serve: let browser sessions pause, unpause and empty channels and "
-        "topics, as the terminal dashboard does.",
+        help="With --serve: let browser sessions act as the terminal dashboard does: pause, "
+        "unpause and empty channels and topics, move partition leaders, drain and restore "
+        "nsqds, borrow messages.",
     ),
 ) -> None:
     """Live dashboard: nodes, topics, partitions, channels and consumers (? for keys).
