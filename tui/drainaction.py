@@ -19,7 +19,7 @@ from nsqctl.admin.drain import DrainPlan, DrainResult, plan_drain, refusal, run_
 from nsqctl.admin.drain_defaults import DEFAULT_INTERVAL, DEFAULT_RESTORE_WAIT, DEFAULT_TIMEOUT
 from nsqctl.admin.drain_moves import LeaderMove
 from nsqctl.admin.drain_restore import restore_node
-from nsqctl.admin.drain_state import DrainRecord
+from nsqctl.admin.drain_state import DrainRecord, read_drains, running_elsewhere
 from nsqctl.tui.nodejobs import STOP_WAIT, NodeJob
 
 Work = Callable[[NodeJob], Awaitable[str]]
@@ -49,7 +49,9 @@ def drain_question(plan: DrainPlan) -> str:
         then = (
             "then it waits until no partition depends on it (led by it, or its only in-sync copy)"
         )
+    busy = running_elsewhere(read_drains().get(plan.node))
     lines = [
+        *([f"note: a drain of {plan.node} is running now (another process)"] if busy else []),
         f"About to drain nsqd {plan.node}:",
         *(f"  {line}" for line in plan.preview()),
         f"  {then}; progress shows here, c cancels it, u restores the node",

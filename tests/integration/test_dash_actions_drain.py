@@ -141,7 +141,8 @@ async def test_cancel_an_original_drain_then_restore(
     start_cluster: StartCluster, state: Path
 ) -> None:
     """A channel nobody consumes keeps the drain running; c cancels it: the record says it
-    gave up, interrupted, for `nsqctl node list` too; u has nsqlookupd list the nsqd again."""
+    gave up, interrupted, for `nsqctl node list` too; u has nsqlookupd list the nsqd again.
+    A drain still running when the dashboard is left is cancelled and recorded alike."""
     c = start_cluster("original", nsqd=1)
     node, topic = c.nsqd_http[0], unique("dcancel")
     _post(f"http://{node}/topic/create?topic={topic}")
@@ -174,6 +175,14 @@ async def test_cancel_an_original_drain_then_restore(
         await until(pilot, lambda: f"{node} restored" in job_text(app), "the restore", LONG)
         assert _listed(c, topic)
         assert recorded(state, node)["state"] == "restored"
+
+        await pilot.press("d")  # then leave the dashboard while it drains
+        await until(pilot, lambda: shown(app, "ConfirmScreen"), "the drain's plan", LONG)
+        await pilot.press("y")
+        await until(pilot, lambda: "7 messages left" in job_text(app), "the progress", LONG)
+    # leaving cancelled it, and it recorded that before the app ended
+    assert recorded(state, node)["state"] == "stopped"
+    assert recorded(state, node)["detail"].startswith("interrupted after")
 
 
 @pytest.mark.redesign
