@@ -134,4 +134,8 @@ def assert_lookupd_down(
         if name == "nsqctl_check_status" and ("rule", "node-down") in labels
     }
     assert status[lookupd] == 2.0
+    # the exporter without the nsqds: nothing reached, and the lookupd it could not reach
+    blind_scrape = scrape(asyncio.run(view_of([lookupd])))
+    assert blind_scrape[("nsqctl_up", frozenset())] == 0.0
+    assert blind_scrape[("nsq_lookupd_up", frozenset({("node", lookupd)}))] == 0.0
     return view
