@@ -8,7 +8,14 @@ from rich.text import Text
 
 from nsqctl.stats.rules import Severity
 from nsqctl.stats.series import sparkline
-from nsqctl.stats.view import ChannelView, ClusterView, NodeView, PartitionView, TopicView
+from nsqctl.stats.view import (
+    ChannelView,
+    ClusterView,
+    NodeView,
+    PartitionView,
+    TopicView,
+    isr_short,
+)
 from nsqctl.tui.events import PartitionChange, PartitionTracker
 from nsqctl.tui.format import (
     SEVERITY_STYLE,
@@ -152,8 +159,13 @@ def lookupd_line(view: ClusterView) -> Text:
         line.append("none (nsqd addresses given directly)", style="dim")
     for lk in view.lookupds:
         style = "green" if lk.ok else "bold red"
+        if lk.ok and lk.etcd_error:
+            style = "bold yellow"
         line.append(lk.address + (" (leader)" if lk.is_leader else ""), style=style)
-        line.append(" up  " if lk.ok else " DOWN  ", style=style)
+        state = " up" if lk.ok else " DOWN"
+        if lk.ok and lk.etcd_error:
+            state = " up, NO ETCD (topology as it last knew it)"
+        line.append(state + "  ", style=style)
     if view.cluster is not None:
         stable = view.cluster.stable
         line.append("cluster ", style="")
@@ -192,6 +204,8 @@ def topic_flags(t: TopicView) -> str:
         flags.append(f"NO LEADER×{t.leaderless}")
     if t.out_of_sync:
         flags.append(f"out of ISR×{t.out_of_sync}")
+    if t.short_of_isr:
+        flags.append(f"ISR short×{t.short_of_isr}")
     if t.depth_growing:
         flags.append("growing")
     return " ".join(flags)
@@ -259,7 +273,10 @@ def partition_rows(
         )
         if moved and p.leader:
             leader = styled(p.leader, "bold reverse green")
-        isr_cell: Cell = styled(isr, "bold yellow") if p.out_of_sync else isr
+        short = isr_short(p, topic.replicas_configured)
+        if short:
+            isr += f" (short: {len(p.isr or ())} of {topic.replicas_configured})"
+        isr_cell: Cell = styled(isr, "bold yellow") if p.out_of_sync or short else isr
         if shrunk:
             isr_cell = styled(isr, "bold reverse yellow")
         rows.append(

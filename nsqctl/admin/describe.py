@@ -27,8 +27,14 @@ if TYPE_CHECKING:
 
 
 def _partition(
-    partition: int, topo: Topology, held: PartitionView | None, down: set[str]
+    partition: int,
+    topo: Topology,
+    held: PartitionView | None,
+    down: set[str],
+    replicas: int | None,
 ) -> dict[str, Any]:
+    from nsqctl.stats.view import isr_short
+
     leader = topo.partitions.get(partition)
     copies = None if held is None or not held.live else [held.leader, *held.replicas]
     return {
@@ -42,6 +48,7 @@ def _partition(
         "live_copy": held is not None and held.live,
         "replicas": None if copies is None else [c for c in copies if c],
         "isr": None if held is None or held.isr is None else list(held.isr),
+        "isr_short": held is not None and isr_short(held, replicas),
         "catchup": None if held is None or held.catchup is None else list(held.catchup),
     }
 
@@ -62,8 +69,10 @@ def describe_topic(
     if redesign:
         seen = {*topo.partitions, *(p for p in by_partition if p is not None)}
         count = meta.partition_num if meta is not None and meta.valid else 0
+        replicas = meta.replica if meta is not None and meta.valid else None
         parts = [
-            _partition(p, topo, by_partition.get(p), down) for p in counted_partitions(count, seen)
+            _partition(p, topo, by_partition.get(p), down, replicas)
+            for p in counted_partitions(count, seen)
         ]
     warnings = coverage(view, topo.topic).warnings("channels and copies") if view else []
     for p in parts:
@@ -75,6 +84,12 @@ def describe_topic(
             warnings.append(
                 f"partition {p['partition']}: nsqlookupd names a leader, but no nsqd holding "
                 "it takes writes (no writable leader)"
+            )
+        if p["isr_short"]:
+            warnings.append(
+                f"partition {p['partition']}: ISR short: {len(p['isr'])} of "
+                f"{meta.replica if meta else '?'} replicas in sync ({', '.join(p['isr'])}): "
+                "a copy is lost or behind"
             )
     channels_seen = (
         {*channels, *topo.channels, *(c.name for c in held.channels)}

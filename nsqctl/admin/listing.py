@@ -4,14 +4,15 @@ the nsqds' ``/stats``.
 With lookupds, the nsqds are asked too (one ``/stats`` poll, without clients): a lookupd
 lists only what live nsqds registered, so when some are down the list is short, and the
 listing says so (:mod:`nsqctl.stats.coverage`) rather than pass a short list, or "not
-found", off as the whole truth.
+found", off as the whole truth. When no lookupd answers, the nsqds given are the list, and
+it says it comes from them alone.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -22,6 +23,9 @@ from nsqctl.errors import AdminError, NsqctlError
 from nsqctl.lookup.client import LookupClient
 from nsqctl.protocol.message import Family
 from nsqctl.protocol.names import validate_topic
+
+if TYPE_CHECKING:
+    from nsqctl.stats.view import ClusterView
 
 
 @dataclass
@@ -38,6 +42,8 @@ class Listing:
 async def _from_lookupds(
     lookupd_http: Sequence[str], fetch: str, topic: str | None, transport: Any
 ) -> Listing:
+    """The union of the lookupds' answers, ``errors`` naming those that did not answer
+    (every one: see :func:`every_lookupd_down`)."""
     names: set[str] = set()
     errors: dict[str, str] = {}
     async with LookupClient(list(lookupd_http), timeout=TIMEOUT, transport=transport) as lk:
@@ -50,13 +56,50 @@ async def _from_lookupds(
                 errors[address] = str(err)
                 continue
             names.update(got)
-    if len(errors) == len(lookupd_http):
-        if len(errors) == 1:
-            raise AdminError(next(iter(errors.values())))
-        raise AdminError(
-            "no nsqlookupd answered: " + "; ".join(f"{a}: {e}" for a, e in errors.items())
-        )
     return Listing(sorted(names), errors)
+
+
+def every_lookupd_down(lookupd_http: Sequence[str], errors: dict[str, str]) -> AdminError | None:
+    """The error of a listing no lookupd answered (each lookupd's reason, and that the
+    nsqds' addresses would give the list instead); None when one answered."""
+    if len(errors) < len(lookupd_http):
+        return None
+    why = (
+        next(iter(errors.values()))
+        if len(errors) == 1
+        else "no nsqlookupd answered: " + "; ".join(f"{a}: {e}" for a, e in errors.items())
+    )
+    return AdminError(
+        f"{why}; with the nsqds' HTTP addresses, the list comes from them instead",
+        setting="nsqd_http",
+    )
+
+
+async def _without_lookupds(
+    lookupd_http: Sequence[str],
+    nsqd_http: Sequence[str],
+    down: AdminError,
+    errors: dict[str, str],
+    topic: str | None,
+    transport: Any,
+) -> tuple[ClusterView, Listing]:
+    """When no lookupd answers: one poll of the nsqds given (re-raising ``down`` when there
+    are none, or none answers), its blind spots as the listing's warnings (the lookupds'
+    first, so the reader learns the list is the nsqds' alone)."""
+    from nsqctl.stats.coverage import coverage, look_once
+
+    if not nsqd_http:
+        raise down
+    view = await look_once(lookupd_http, nsqd_http, topic=topic, transport=transport)
+    if not any(n.stats.state != "down" for n in view.nodes):
+        raise down
+    seen = coverage(view, topic)
+    warnings = seen.lookupd_warnings("this list") or [
+        f"nsqlookupd {a} did not answer ({e}): only the nsqds were asked; this list may be "
+        "incomplete"
+        for a, e in errors.items()
+    ]
+    return view, Listing([], warnings=[*warnings, *seen.nsqd_warnings("this list")])
 
 
 async def list_topics(
@@ -72,9 +115,15 @@ async def list_topics(
         from nsqctl.stats.coverage import coverage, look_once
 
         listing = await _from_lookupds(lookupd_http, "topics", None, transport)
-        view = await look_once(lookupd_http, nsqd_http, transport=transport)
+        down = every_lookupd_down(lookupd_http, listing.errors)
+        if down is not None:
+            view, listing = await _without_lookupds(
+                lookupd_http, nsqd_http, down, listing.errors, None, transport
+            )
+        else:
+            view = await look_once(lookupd_http, nsqd_http, transport=transport)
+            listing.warnings = coverage(view).warnings("this list")
         listing.names = sorted({*listing.names, *(t.name for t in view.topics)})
-        listing.warnings = coverage(view).warnings("this list")
         return listing
     async with admin_client(transport) as client:
         stats = await fetch_stats(client, nsqd_http)
@@ -100,15 +149,28 @@ async def list_channels(
         from nsqctl.stats.coverage import coverage, look_once, not_seen_warnings
 
         listing = await _from_lookupds(lookupd_http, "channels", topic, transport)
-        view = await look_once(lookupd_http, nsqd_http, topic=topic, transport=transport)
+        down = every_lookupd_down(lookupd_http, listing.errors)
+        if down is not None:
+            view, listing = await _without_lookupds(
+                lookupd_http, nsqd_http, down, listing.errors, topic, transport
+            )
+            if view.topic(topic) is None:  # the lookupds' words are all a "not found" has
+                raise AdminError(
+                    f"topic {topic!r} is on none of the nsqds that answered; "
+                    + "; ".join(listing.warnings)
+                ) from None
+        else:
+            view = await look_once(lookupd_http, nsqd_http, topic=topic, transport=transport)
+            listing.warnings = coverage(view, topic).warnings("this list")
         held = view.topic(topic)
         seen = [c.name for c in held.channels] if held is not None else []
         listing.names = sorted({*listing.names, *seen})
-        listing.warnings = coverage(view, topic).warnings("this list")
-        if not listing.names:
+        if not listing.names and held is None:
             topics = await _from_lookupds(lookupd_http, "topics", None, transport)
-            known = topic in topics.names or held is not None
-            if not known:
+            failed = every_lookupd_down(lookupd_http, topics.errors)
+            if failed is not None:
+                raise failed
+            if topic not in topics.names:
                 blind = await not_seen_warnings(lookupd_http, nsqd_http, transport=transport)
                 if blind:  # not seen is not absent: never advise creating it
                     raise AdminError(

@@ -460,9 +460,12 @@ def warn_if_open(what: str, path: str) -> None:
 
 
 def require_first_answer(view: ClusterView) -> None:
-    """Fail on a first poll that no nsqd answered: a wrong address, not an outage to watch."""
+    """Fail on a first poll that no nsqd answered: a wrong address, not an outage to watch.
+    With every nsqlookupd down and no nsqd known, the error says how to read the nsqds."""
     if not view.nodes and view.errors:
-        raise NsqctlError(view.errors[0])
+        lookupds_down = bool(view.lookupds) and not any(lk.ok for lk in view.lookupds)
+        hint = "; --nsqd-http reads the nsqds without it" if lookupds_down else ""
+        raise NsqctlError(view.errors[0] + hint)
     if view.nodes and all(n.stats.state != "up" for n in view.nodes):
         causes = "; ".join(f"{n.address}: {n.stats.error or n.stats.state}" for n in view.nodes)
         raise NsqctlError(f"no nsqd answered /stats ({causes}): check the addresses")

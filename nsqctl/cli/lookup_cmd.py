@@ -70,6 +70,8 @@ def _partition_line(p: dict[str, Any]) -> str:
             line += " NOT WRITABLE"
     if p["live_copy"]:
         line += f"  replicas {_nodes(p['replicas'])}  isr {_nodes(p['isr'])}"
+        if p.get("isr_short"):
+            line += "  ISR SHORT"
     return line
 
 

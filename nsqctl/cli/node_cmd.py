@@ -26,7 +26,7 @@ from nsqctl.admin.drain_defaults import DEFAULT_INTERVAL, DEFAULT_RESTORE_WAIT, 
 from nsqctl.admin.drain_state import read_drains, running_elsewhere, state_word
 from nsqctl.cli import complete
 from nsqctl.cli.admin_cmd import cluster_addresses
-from nsqctl.cli.common import JsonOption, LookupdOption, ProfileOption
+from nsqctl.cli.common import JsonOption, LookupdOption, NsqdHttpOption, ProfileOption
 from nsqctl.cli.numbers import seconds
 from nsqctl.errors import AdminError, ConfigError, NsqctlTimeoutError
 
@@ -269,38 +269,44 @@ def node_restore(
 def node_list(
     as_json: bool = JsonOption,
     lookupd: list[str] = LookupdOption,
+    nsqd_http: list[str] = NsqdHttpOption,
     profile: str | None = ProfileOption,
 ) -> None:
-    """List the nsqds nsqlookupd knows, with the drain state recorded on this machine."""
-    lookupds = _lookupds(lookupd, profile)
+    """List the nsqds nsqlookupd knows (and those given), whether each answers, and the
+    drain state recorded on this machine."""
+    lookupds, nsqds = cluster_addresses(lookupd, None, nsqd_http, profile, require=None)
     if not lookupds:
         raise ConfigError(
             "node list asks nsqlookupd: give its HTTP address", setting="lookupd_http"
         )
+    from nsqctl.admin.nodes import list_nodes
 
-    from nsqctl.admin.drain_original import registered_peers
-    from nsqctl.admin.requests import admin_client
-
-    async def peers() -> dict[str, str]:
-        async with admin_client() as client:
-            found = await asyncio.gather(*(registered_peers(client, lk) for lk in lookupds))
-        return {p.http_key: p.key for lst in found for p in lst}
-
-    nodes = asyncio.run(peers())
+    found = asyncio.run(list_nodes(lookupds, nsqds))
     drains = read_drains()
     rows = [
-        {"http": http, "tcp": tcp, "drain": drains[http].state if http in drains else None}
-        for http, tcp in sorted(nodes.items())
+        {
+            "http": n.http,
+            "tcp": n.tcp,
+            "state": n.state,
+            "registered": n.registered,
+            "drain": drains[n.http].state if n.http in drains else None,
+        }
+        for n in found.nodes
     ]
+    for warning in found.warnings:
+        typer.echo(f"warning: {warning}", err=True)
     if as_json:
-        typer.echo(json.dumps({"nodes": rows}, indent=2))
+        payload = {"nodes": rows, "complete": not found.warnings, "warnings": found.warnings}
+        typer.echo(json.dumps(payload, indent=2))
         return
     if not rows:
-        typer.echo("(no nsqd registered)", err=True)
+        seen = " seen (some of the cluster did not answer)" if found.warnings else " registered"
+        typer.echo(f"(no nsqd{seen})", err=True)
         return
-    typer.echo(f"{'HTTP':<22} {'TCP':<22} DRAIN")
-    for http, tcp in sorted(nodes.items()):
-        record = drains.get(http)
+    typer.echo(f"{'HTTP':<22} {'TCP':<22} {'STATE':<14} DRAIN")
+    for n in found.nodes:
+        record = drains.get(n.http)
         word = state_word(record.state) if record else "-"
         why = f": {record.detail}" if record and record.state == "stopped" and record.detail else ""
-        typer.echo(f"{http:<22} {tcp:<22} {word}{why}")
+        state = n.state if n.registered else f"{n.state} (unlisted)"
+        typer.echo(f"{n.http:<22} {n.tcp or '?':<22} {state:<14} {word}{why}")

@@ -31,11 +31,14 @@ from nsqctl.cli.common import (
 from nsqctl.cli.numbers import seconds
 from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.protocol.names import validate_channel, validate_topic
+from nsqctl.stats.coverage import coverage
 from nsqctl.stats.poller import DEFAULT_TIMEOUT, StatsPoller
 from nsqctl.stats.session import StatsSession, ViewSource
 from nsqctl.stats.view import ChannelView, ClusterView, TopicView
 
 HEADER_EVERY = 20
+SAMPLE = "this sample"
+"""What a sample's warnings say may be incomplete."""
 COLUMNS = (
     ("time", 8),
     ("what", 32),
@@ -229,7 +232,9 @@ def header() -> str:
 
 
 def interval_record(view: ClusterView, topic: str | None, channel: str | None) -> dict[str, Any]:
-    """One --json line: time, the rows, and nodes that are not up."""
+    """One --json line: time, the rows, the nodes, and what the sample could not see
+    (``complete``, ``warnings``: nsqds or nsqlookupds not answering, partitions unseen)."""
+    seen = coverage(view, topic)
     return {
         "time": view.taken_at,
         "rows": stat_rows(view, topic, channel),
@@ -237,6 +242,8 @@ def interval_record(view: ClusterView, topic: str | None, channel: str | None) -
             {"address": n.address, "state": n.stats.state, "error": n.stats.error}
             for n in view.nodes
         ],
+        "complete": seen.complete,
+        "warnings": seen.warnings(SAMPLE),
     }
 
 
@@ -271,6 +278,8 @@ async def run_stat(
                             f"{node.stats.error or node.stats.health}",
                             err=True,
                         )
+                for warning in coverage(view).lookupd_warnings(SAMPLE):
+                    typer.echo(f"{when} {warning}", err=True)
                 rows = stat_rows(view, topic, channel)
                 for row in rows:
                     if row["scope"] == "partition" and row["leader"] is None:

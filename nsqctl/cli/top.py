@@ -31,6 +31,7 @@ from nsqctl.cli.common import (
 from nsqctl.cli.numbers import seconds
 from nsqctl.cli.terminal import escape_controls
 from nsqctl.errors import ConfigError
+from nsqctl.stats.coverage import coverage
 from nsqctl.stats.hotspots import (
     SORT_KEYS,
     ChannelHotSpot,
@@ -50,6 +51,8 @@ if TYPE_CHECKING:  # rich loads when a table is drawn, not for --help or --json
     from rich.table import Table
     from rich.text import Text
 
+RANKING = "this ranking"
+"""What top's warnings say may be incomplete."""
 REASON_STYLE = {"stalled": "bold red", "orphan": "bold red", "poison": "bold red"}
 ONCE_POLLS = 2
 ONCE_NOTE = (
@@ -98,7 +101,9 @@ def _entry_json(entry: HotSpot) -> dict[str, Any]:
 
 def top_record(view: ClusterView, sort: SortKey, clients: bool, limit: int) -> dict[str, Any]:
     """The ``--json`` document (always one ``--once``): when, how ranked, the entries,
-    nodes that are not up, and the note that orphans are not judged."""
+    nodes that are not up, the note that orphans are not judged, and what the ranking could
+    not see (``complete``, ``warnings``)."""
+    seen = coverage(view)
     return {
         "time": view.taken_at,
         "sort": sort,
@@ -110,6 +115,8 @@ def top_record(view: ClusterView, sort: SortKey, clients: bool, limit: int) -> d
             if n.stats.state != "up"
         ],
         "notes": [ONCE_NOTE],
+        "complete": seen.complete,
+        "warnings": seen.warnings(RANKING),
     }
 
 
@@ -168,8 +175,11 @@ def render_table(view: ClusterView, sort: SortKey, clients: bool, limit: int) ->
             Text(sat),
             _reasons(e),
         )
+    notes = coverage(view).lookupd_warnings(RANKING)
     if not entries:
-        table.caption = "no channels on any nsqd"
+        notes.insert(0, "no channels on any nsqd")
+    if notes:
+        table.caption = "\n".join(notes)
     return table
 
 

@@ -29,7 +29,7 @@ from nsqctl.stats.rules import (
     is_poison,
     rate,
 )
-from nsqctl.stats.view import ChannelView, ClusterView, TopicView
+from nsqctl.stats.view import ChannelView, ClusterView, TopicView, isr_short
 
 
 def unreachable(view: ClusterView) -> str | None:
@@ -218,14 +218,20 @@ def _partition_findings(rules: RuleSet, topic: TopicView) -> Iterator[Finding]:
             )
         if isr_rule is not None and p.isr is not None:
             behind = p.out_of_sync
+            short = isr_short(p, topic.replicas_configured)
+            if behind:
+                message = f"{', '.join(behind)} not in the ISR ({len(p.isr)} in sync)"
+            elif short:
+                message = (
+                    f"ISR short: {len(p.isr)} of {topic.replicas_configured} replicas in sync "
+                    f"({', '.join(p.isr) or 'none'})"
+                )
+            else:
+                message = f"{len(p.isr)} in sync"
             yield Finding(
-                isr_rule.hit if behind else "ok",
+                isr_rule.hit if behind or short else "ok",
                 isr_rule.kind,
-                (
-                    f"{', '.join(behind)} not in the ISR ({len(p.isr)} in sync)"
-                    if behind
-                    else f"{len(p.isr)} in sync"
-                ),
+                message,
                 topic=topic.name,
                 partition=p.partition,
                 node=p.leader,
@@ -259,12 +265,31 @@ def evaluate(
                     node=node.address,
                 )
             )
+        findings.extend(lookupd_findings(node_rule, window.last))
     for topic in window.last.topics:
         findings.extend(_partition_findings(rules, topic))
         for ch in topic.channels:
             findings.extend(_channel_findings(rules, window, topic, ch))
     findings.extend(unmatched(rules, window.last))
     return findings
+
+
+def lookupd_findings(rule: Rule, view: ClusterView) -> Iterator[Finding]:
+    """The node-down rule on each nsqlookupd: one down hides the nsqds it alone knew (and
+    the partitions they hold); one that cannot reach etcd (redesign) serves what it last
+    knew and cannot elect a leader, a warning while the nsqds still take writes."""
+    for lk in view.lookupds:
+        if not lk.ok:
+            status, message = rule.hit, f"nsqlookupd does not answer: {lk.error or 'down'}"
+        elif lk.etcd_error:
+            status = "warn"
+            message = (
+                f"nsqlookupd cannot reach etcd ({lk.etcd_error}): no leader can be elected "
+                "and no topic created or deleted until etcd answers"
+            )
+        else:
+            status, message = "ok", "nsqlookupd up"
+        yield Finding(status, rule.kind, message, node=lk.address)
 
 
 PARTITION_RULES = ("no-leader", "isr")

@@ -3,7 +3,9 @@
 Series (labels as Prometheus conventions want: one name per quantity, the subject in
 labels; ``partition`` is empty on the original family, ``node`` the nsqd's HTTP address):
 
-* ``nsq_node_up{node}``; ``nsq_topic_depth`` and ``nsq_topic_messages_total``
+* ``nsq_lookupd_up{node}`` (the nsqlookupd's HTTP address; one that answers but cannot
+  reach etcd is a warning of ``nsqctl_check_status{rule="node-down",node}``);
+  ``nsq_node_up{node}``; ``nsq_topic_depth`` and ``nsq_topic_messages_total``
   ``{topic,partition,node}`` (not served for a partition no answering nsqd holds: its
   counters are unknown); on the redesign ``nsq_partition_writable`` (0 for a partition
   with no leader, one with no live copy included), ``nsq_partition_copies`` (copies on
@@ -75,6 +77,17 @@ _PARTITION_GAUGES = (
         "Copies of the redesign partition on nsqds that answered /stats (leader included).",
     ),
 )
+
+
+def _lookupd_metric(view: ClusterView) -> Metric:
+    up = GaugeMetricFamily(
+        "nsq_lookupd_up",
+        "1 when the nsqlookupd answered /ping.",
+        labels=["node"],
+    )
+    for lk in view.lookupds:
+        up.add_metric([lk.address], 1 if lk.ok else 0)
+    return up
 
 
 def _topic_metrics(view: ClusterView) -> Iterator[Metric]:
@@ -227,6 +240,8 @@ class ClusterCollector(Collector):
         up = GaugeMetricFamily("nsqctl_up", "1 when the last poll reached the cluster.")
         up.add_metric([], 1 if result is not None and result.error is None else 0)
         yield up
+        if latest.view is not None:  # a cluster that did not answer has lookupds to show
+            yield _lookupd_metric(latest.view)
         if latest.view is not None and result is not None and result.error is None:
             yield from _topic_metrics(latest.view)
             yield from _channel_metrics(latest.view, latest.window or (latest.view,))

@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import dataclasses
 import inspect
+import json
 import logging
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -60,6 +61,7 @@ from nsqctl.lookup.model import (
 __all__ = [
     "ACCEPT_V1",
     "Access",
+    "ListLookupRefusedError",
     "LookupClient",
     "LookupUnavailableError",
     "NotNsqlookupdError",
@@ -82,6 +84,33 @@ TopologyCallback = Callable[[Topology], Awaitable[None] | None]
 
 class NotNsqlookupdError(LookupProtocolError):
     """The address answers HTTP, but not as nsqlookupd does (another web server)."""
+
+
+class ListLookupRefusedError(LookupUnavailableError):
+    """A redesign nsqlookupd answered ``/listlookup`` with an error: it runs, but cannot
+    read the lookupds from etcd (it answers HTTP 500 with etcd's error when etcd is down),
+    so it serves the topology it last knew and cannot elect leaders. ``reason`` is the
+    lookupd's own words."""
+
+    def __init__(self, address: str, status: int, reason: str) -> None:
+        super().__init__(
+            f"nsqlookupd {address} answered /listlookup with HTTP {status}"
+            + (f": {reason}" if reason else "")
+        )
+        self.address = address
+        self.status = status
+        self.reason = reason
+
+
+def error_message(body: bytes) -> str:
+    """The ``message`` of an NSQ error body, "" when there is none. Read leniently: youzan's
+    nsqlookupd leaves etcd's newline unescaped in it."""
+    try:
+        found = json.loads(body, strict=False)
+    except ValueError:
+        return ""
+    message = found.get("message") if isinstance(found, dict) else None
+    return message.strip() if isinstance(message, str) else ""
 
 
 def describe_lookup_error(err: BaseException) -> str:
@@ -437,7 +466,6 @@ class LookupClient:
         candidates = (
             [address] if address else sorted(self._health, key=lambda a: self._health[a].failures)
         )
-        from nsqctl.lookup.wire import WireInfo
 
         errors: list[str] = []
         for addr in candidates:
@@ -448,10 +476,7 @@ class LookupClient:
                 errors.append(f"{addr} ({describe_lookup_error(exc)})")
                 continue
             if resp.status_code != 200:
-                wire = None
-                with contextlib.suppress(LookupProtocolError):
-                    wire = self._decode(resp, addr, WireInfo)
-                msg = wire.message if wire is not None else None
+                msg = error_message(resp.content)
                 errors.append(f"{addr} (HTTP {resp.status_code}{': ' + msg if msg else ''})")
                 continue
             self._record_success(addr)
@@ -516,7 +541,10 @@ class LookupClient:
         return [dataclasses.asdict(p) for p in await self.peers(address)]
 
     async def listlookup(self, address: str | None = None) -> LookupdList | None:
-        """Redesign ``/listlookup``; ``None`` from an original (404) or standalone lookupd."""
+        """Redesign ``/listlookup``; ``None`` from an original (404) or standalone lookupd.
+
+        Asked of one ``address``, a lookupd that answers with an error raises
+        :class:`ListLookupRefusedError` (it runs, but cannot reach etcd)."""
         from nsqctl.lookup.wire import WireListLookup
 
         candidates = [address] if address else list(self._health)
@@ -531,7 +559,10 @@ class LookupClient:
                 return None
             if resp.status_code == 200:
                 return listing_from_wire(self._decode(resp, addr, WireListLookup))
-            errors.append(f"{addr} (HTTP {resp.status_code})")
+            reason = error_message(resp.content)
+            if address is not None:
+                raise ListLookupRefusedError(addr, resp.status_code, reason)
+            errors.append(f"{addr} (HTTP {resp.status_code}{': ' + reason if reason else ''})")
         raise LookupUnavailableError(
             f"no nsqlookupd answered /listlookup (tried {', '.join(errors)}): check that "
             "nsqlookupd is running and that the address is its HTTP port (default 4161)"

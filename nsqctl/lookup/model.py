@@ -94,7 +94,9 @@ def not_nsq_answer(path: str, status: int, content_type: str, body: bytes) -> st
     if not text:
         return None
     try:
-        json.loads(text)
+        # not strict: youzan's nsqlookupd puts etcd's error, newline and all, into the
+        # JSON string of its HTTP 500 unescaped; that is still nsqlookupd's answer
+        json.loads(text, strict=False)
     except ValueError:
         kind = content_type.split(";")[0].strip() or "no content type"
         return f"{path} answered HTTP {status} ({kind}), not JSON"

@@ -1,5 +1,5 @@
 """What a view could not see: nsqds that did not answer, partitions no answering nsqd
-holds, lookupds down.
+holds, lookupds down, and lookupds that cannot reach etcd (their topology may be old).
 
 A redesign lookupd's "cluster not stable" is not among them: it also reads unstable for
 a minute after any topic is created or a node joins (until its next full topic check), so
@@ -33,13 +33,40 @@ class Coverage:
     unseen: tuple[tuple[str, int], ...] = ()
     """``(topic, partition)`` the meta counts that no answering nsqd holds."""
     lookupds_down: tuple[str, ...] = ()
+    lookupds_without_etcd: tuple[tuple[str, str], ...] = ()
+    """``(lookupd, why)`` for each redesign lookupd that answers but cannot reach etcd."""
+    lookupds_asked: int = 0
 
     @property
     def complete(self) -> bool:
-        return not (self.not_answering or self.unseen or self.lookupds_down)
+        return not (
+            self.not_answering or self.unseen or self.lookupds_down or self.lookupds_without_etcd
+        )
 
     def warnings(self, what: str) -> list[str]:
         """One line per blind spot, each saying ``what`` may be incomplete."""
+        return [*self.nsqd_warnings(what), *self.lookupd_warnings(what)]
+
+    def lookupd_warnings(self, what: str) -> list[str]:
+        """The lines about the nsqlookupds: those down, those that cannot reach etcd."""
+        out = []
+        if self.lookupds_down:
+            every = len(self.lookupds_down) == self.lookupds_asked
+            source = "only the nsqds were asked" if every else "the other nsqlookupds were asked"
+            out.append(
+                f"nsqlookupd {', '.join(self.lookupds_down)} not answering: {source}; "
+                f"{what} may be incomplete"
+            )
+        for address, why in self.lookupds_without_etcd:
+            out.append(
+                f"nsqlookupd {address} cannot reach etcd ({why}): it serves the topology "
+                "it last knew; no partition can get a new leader, and no topic can be "
+                f"created or deleted, until etcd answers; {what} may be out of date"
+            )
+        return out
+
+    def nsqd_warnings(self, what: str) -> list[str]:
+        """The lines about nsqds not answering and partitions without a live copy."""
         out = []
         if self.not_answering:
             names = "; ".join(f"{a}: {why}" for a, why in self.not_answering)
@@ -57,11 +84,6 @@ class Coverage:
             out.append(
                 f"topic {topic} {listed}: no leader and no live copy (every nsqd "
                 f"holding it is down or not answering): {what} may be incomplete"
-            )
-        if self.lookupds_down:
-            out.append(
-                f"nsqlookupd {', '.join(self.lookupds_down)} not answering: "
-                f"{what} may be incomplete"
             )
         return out
 
@@ -83,6 +105,10 @@ def coverage(view: ClusterView, topic: str | None = None) -> Coverage:
         not_answering=down,
         unseen=unseen,
         lookupds_down=tuple(lk.address for lk in view.lookupds if not lk.ok),
+        lookupds_without_etcd=tuple(
+            (lk.address, lk.etcd_error) for lk in view.lookupds if lk.etcd_error
+        ),
+        lookupds_asked=len(view.lookupds),
     )
 
 

@@ -175,6 +175,10 @@ class LookupdStatus:
     ok: bool
     is_leader: bool = False
     error: str = ""
+    etcd_error: str = ""
+    """Redesign: the lookupd answers, but its ``/listlookup`` failed with these words (it
+    cannot reach etcd): it serves the topology it last knew, and no leader (its own, or a
+    partition's) can be elected until etcd answers."""
 
 
 @dataclass(frozen=True)

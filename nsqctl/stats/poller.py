@@ -39,7 +39,7 @@ import httpx
 from nsqctl.addresses import parse_addresses
 from nsqctl.errors import NsqctlError
 from nsqctl.httpclient import describe_http_error, http_client
-from nsqctl.lookup.client import ACCEPT_V1, LookupClient
+from nsqctl.lookup.client import ACCEPT_V1, ListLookupRefusedError, LookupClient
 from nsqctl.lookup.model import TopicMeta
 from nsqctl.stats.model import (
     ClusterSnapshot,
@@ -164,15 +164,23 @@ class StatsPoller:
         if lookup is None:
             return [], None
 
+        refused: dict[str, str] = {}  # lookupd → why it could not list (no etcd)
+
         async def listing() -> str | None:
-            with contextlib.suppress(NsqctlError, httpx.HTTPError):
-                found = await lookup.listlookup()
-                if found is not None:
-                    for node in found.nodes:  # learned once; the list must not grow per poll
-                        if str(node.http_address) not in self._lookupd:
-                            self._lookupd.append(str(node.http_address))
-                    if found.leader is not None:
-                        return str(found.leader.http_address)
+            for address in dict.fromkeys(self._lookupd):
+                try:
+                    found = await lookup.listlookup(address)
+                except ListLookupRefusedError as exc:
+                    refused[address] = exc.reason or str(exc)
+                    continue
+                except (NsqctlError, httpx.HTTPError):
+                    continue
+                if found is None:
+                    return None  # an original or standalone lookupd: no leader to learn
+                for node in found.nodes:  # learned once; the list must not grow per poll
+                    if str(node.http_address) not in self._lookupd:
+                        self._lookupd.append(str(node.http_address))
+                return None if found.leader is None else str(found.leader.http_address)
             return None
 
         async def producers() -> None:
@@ -196,7 +204,11 @@ class StatsPoller:
             ok.update(zip(learned, pings, strict=True))
         statuses = [
             LookupdStatus(
-                address=a, ok=up, is_leader=a == leader, error="" if up else "no answer to /ping"
+                address=a,
+                ok=up,
+                is_leader=a == leader,
+                error="" if up else "no answer to /ping",
+                etcd_error=refused.get(a, "") if up else "",
             )
             for a, up in ok.items()
         ]

@@ -258,8 +258,20 @@ class TopicView:
         """Partitions with a copy outside the ISR (known only for topics in focus)."""
         return sum(1 for p in self.partitions if p.out_of_sync)
 
+    @property
+    def short_of_isr(self) -> int:
+        """Partitions whose ISR is shorter than the replicas (see :func:`isr_short`)."""
+        return sum(1 for p in self.partitions if isr_short(p, self.replicas_configured))
+
     def channel(self, name: str) -> ChannelView | None:
         return next((c for c in self.channels if c.name == name), None)
+
+
+def isr_short(p: PartitionView, replicas: int | None) -> bool:
+    """The partition's ISR (when asked) has fewer nsqds than the topic's ``replicas``: a
+    copy is lost or behind, though every copy still seen may be in sync (a dead replica
+    leaves the ISR and the nsqds' copies together)."""
+    return p.isr is not None and replicas is not None and len(p.isr) < replicas
 
 
 @dataclass(frozen=True)
@@ -615,10 +627,12 @@ def _topic_view(
         rate_hist = history.push(("topic", name, "rate"), topic_rate or 0.0)
     growing = is_growing(depth_hist)
     redesign = meta is not None or any(m.partition is not None for m in mains)
+    replicas = meta.replica if meta is not None and meta.valid else None
     severity = worst(
         "crit" if any(p.no_leader for p in partitions) else "ok",
         *(c.severity for c in channels),
         "warn" if growing or any(p.out_of_sync for p in partitions) else "ok",
+        "warn" if any(isr_short(p, replicas) for p in partitions) else "ok",
     )
     return TopicView(
         name=name,
@@ -636,7 +650,7 @@ def _topic_view(
         depth_history=depth_hist,
         rate_history=rate_hist,
         clients_listed=all(c.clients_listed for c in channels),
-        replicas_configured=meta.replica if meta is not None and meta.valid else None,
+        replicas_configured=replicas,
     )
 
 

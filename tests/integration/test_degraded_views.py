@@ -1,12 +1,15 @@
-"""Every view of a redesign cluster with a node down tells the truth, on real servers.
+"""Every view of a redesign cluster with a node down tells the truth, on real servers:
+the redesign's cells of the degraded-cluster matrix.
 
 One private cluster (3 nsqd) serves the module: a topic of 3 partitions with 1 replica
-(each partition on its own nsqd) and one of 1 partition with 2 replicas. The healthy
-cluster is read first (no false alarm, replicas and ISR shown), then the nsqd leading
-partition 1 of the first topic is killed with -9, so that partition has no live copy;
-every surface (the ``topic delete`` preview too) must still list it, with no leader.
-Last, a second nsqd is stopped (SIGSTOP: its sockets stay open, it answers nothing) and
-the views must say, within a bounded time, that they cannot see it.
+(each partition on its own nsqd), one of 1 partition with 2 replicas and one of 1
+partition with 3. The healthy cluster is read first (no false alarm, replicas and ISR
+shown), then the nsqd leading partition 1 of the first topic is killed with -9, so that
+partition has no live copy; every surface (the ``topic delete`` preview too) must still
+list it, with no leader. The 3-replica topic's ISR then falls short of its replicas.
+With that nsqd still dead, the nsqlookupd is killed (and restarted), then etcd (and
+restarted). Last, a second nsqd is stopped (SIGSTOP: its sockets stay open, it answers
+nothing) and the views must say, within a bounded time, that they cannot see it.
 """
 
 from __future__ import annotations
@@ -19,28 +22,26 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from prometheus_client import CollectorRegistry, generate_latest
 
 from nsqctl import admin
-from nsqctl.health.check import judge
-from nsqctl.health.metrics import ClusterCollector
-from nsqctl.health.monitor import Latest
-from nsqctl.health.spec import RuleSet
 from nsqctl.servers import process
 from nsqctl.servers.cluster import Cluster
 from nsqctl.servers.process import NodeRecord
-from nsqctl.stats.poller import StatsPoller
-from nsqctl.stats.session import StatsSession
-from nsqctl.stats.view import ClusterView
 from nsqctl.tui import rows
 from tests.helpers.cli import assert_one_line_error, invoke, run_main
 from tests.helpers.clusters import running_cluster
+from tests.helpers.degraded import (
+    BOUND,
+    assert_lookupd_down,
+    findings,
+    ok,
+    one_record,
+    scrape,
+    view_of,
+)
+from tests.helpers.degraded import check as run_check
 from tests.helpers.hang import stopped
-from tests.helpers.metrics import Series, metric_samples
-from tests.helpers.redesign import TopicSpec, create_topics, leader_stats, unique
-
-#: What a view that meets a hung nsqd may take (it times the nsqd out, then answers).
-BOUND = 30.0
+from tests.helpers.redesign import TopicSpec, create_topics, eventually, leader_stats, unique
 
 
 @dataclass
@@ -48,6 +49,7 @@ class Degraded:
     c: Cluster
     split: str  # 3 partitions, 1 replica
     copied: str  # 1 partition, 2 replicas
+    wide: str  # 1 partition, 3 replicas: the victim holds one, so its ISR falls short
     victim: NodeRecord  # killed: held only partition 1 of ``split``
     healthy_lookup: dict[str, Any]  # ``lookup copied --json`` before the kill
     healthy_list: Any  # ``topic list --json`` before the kill
@@ -61,26 +63,24 @@ class Degraded:
 def degraded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Degraded]:
     directory = tmp_path_factory.mktemp("degraded")
     for c in running_cluster("redesign", directory, nsqd=3):
-        split, copied = unique("split"), unique("copied")
+        split, copied, wide = unique("split"), unique("copied"), unique("wide")
         asyncio.run(
             create_topics(
                 c.lookupd_http,
-                {split: TopicSpec(partitions=3, replicas=1), copied: TopicSpec(1, replicas=2)},
+                {
+                    split: TopicSpec(partitions=3, replicas=1),
+                    copied: TopicSpec(1, replicas=2),
+                    wide: TopicSpec(1, replicas=3),
+                },
             )
         )
         where = ["--lookupd", c.lookupd_http[0]]
-        healthy_lookup = json.loads(_ok("lookup", copied, "--json", *where).stdout)
-        healthy_list = _ok("topic", "list", "--json", *where)
+        healthy_lookup = json.loads(ok("lookup", copied, "--json", *where).stdout)
+        healthy_list = ok("topic", "list", "--json", *where)
         victim_http = leader_stats(c, split)[1].node
         victim = next(n for n in c.nsqds if n.http_address == victim_http)
         process.kill_hard(victim)
-        yield Degraded(c, split, copied, victim, healthy_lookup, healthy_list)
-
-
-def _ok(*args: str) -> Any:
-    result = invoke(*args)
-    assert result.exit_code == 0, (args, result.output)
-    return result
+        yield Degraded(c, split, copied, wide, victim, healthy_lookup, healthy_list)
 
 
 def test_healthy_cluster_raises_no_alarm_and_lookup_shows_replicas_and_isr(
@@ -101,7 +101,7 @@ def test_healthy_cluster_raises_no_alarm_and_lookup_shows_replicas_and_isr(
 
 def test_lookup_lists_the_partition_without_a_live_copy(degraded: Degraded) -> None:
     d = degraded
-    info = json.loads(_ok("lookup", d.split, "--json", *d.lookupd).stdout)
+    info = json.loads(ok("lookup", d.split, "--json", *d.lookupd).stdout)
     assert info["meta"]["partition_num"] == 3 and info["partition_count"] == 3
     parts = {p["partition"]: p for p in info["partitions"]}
     assert sorted(parts) == [0, 1, 2]
@@ -109,7 +109,7 @@ def test_lookup_lists_the_partition_without_a_live_copy(degraded: Degraded) -> N
     assert all(parts[p]["leader_http"] and parts[p]["live_copy"] for p in (0, 2))
     assert info["complete"] is False
     assert any(f"{d.split} partition 1: no leader and no live copy" in w for w in info["warnings"])
-    text = _ok("lookup", d.split, *d.lookupd).stdout
+    text = ok("lookup", d.split, *d.lookupd).stdout
     lines = text.splitlines()
     assert any(line.split()[:2] == ["1", "NO"] and "no live copy" in line for line in lines), text
     [channels] = [line for line in lines if line.startswith("channels")]
@@ -118,7 +118,7 @@ def test_lookup_lists_the_partition_without_a_live_copy(degraded: Degraded) -> N
 
 def test_stat_counts_the_partition_as_leaderless(degraded: Degraded) -> None:
     d = degraded
-    out = _ok("stat", d.split, "--json", "-n", "1", *d.lookupd).stdout
+    out = ok("stat", d.split, "--json", "-n", "1", *d.lookupd).stdout
     [record] = [json.loads(line) for line in out.splitlines()]
     [topic] = [r for r in record["rows"] if r["scope"] == "topic"]
     assert (topic["partitions"], topic["leaderless"], topic["unseen"]) == (3, 1, 1)
@@ -133,11 +133,11 @@ def test_stat_counts_the_partition_as_leaderless(degraded: Degraded) -> None:
 
 def test_topic_and_channel_lists_say_they_may_be_incomplete(degraded: Degraded) -> None:
     d = degraded
-    topics = _ok("topic", "list", "--json", *d.lookupd)
+    topics = ok("topic", "list", "--json", *d.lookupd)
     listing = json.loads(topics.stdout)
     assert {d.split, d.copied} <= set(listing["topics"]) and listing["complete"] is False
     assert "may be incomplete" in topics.stderr
-    channels = _ok("channel", "list", d.split, *d.lookupd)
+    channels = ok("channel", "list", d.split, *d.lookupd)
     assert channels.stdout.splitlines() == ["c"]
     assert f"{d.split} partition 1: no leader" in channels.stderr
     # a topic nobody that answered knows: not "create it", since it may be on the dead nsqd
@@ -161,31 +161,16 @@ async def test_the_delete_preview_names_the_partition_it_cannot_measure(
     )
 
 
-async def _view(d: Degraded) -> ClusterView:
-    session = StatsSession(StatsPoller(d.c.lookupd_http, [], focus=None))
-    try:
-        return await session.refresh()
-    finally:
-        await session.aclose()
-
-
-def _scrape(view: ClusterView) -> Series:
-    """What the exporter serves for ``view`` (its collector, without the HTTP server)."""
-    registry = CollectorRegistry()
-    registry.register(ClusterCollector(lambda: Latest(view, judge([view], RuleSet.parse([])))))
-    return metric_samples(generate_latest(registry).decode())
-
-
 async def test_dashboard_check_and_exporter_flag_the_partition(degraded: Degraded) -> None:
     d = degraded
-    view = await _view(d)
+    view = await view_of(d.c.lookupd_http)
     topic = view.topic(d.split)
     assert topic is not None
     [row] = [cells for key, cells in rows.topic_rows(view) if key == d.split]
     assert row[1] == "3" and "NO LEADER×1" in str(row[8])
     [part1] = [cells for key, cells in rows.partition_rows(topic) if key.startswith("1@")]
     assert "no live copy" in str(part1[1])
-    scraped = _scrape(view)
+    scraped = scrape(view)
 
     def value(name: str, partition: str, topic: str = d.split) -> float | None:
         return scraped.get((name, frozenset({("topic", topic), ("partition", partition)})))
@@ -211,6 +196,123 @@ async def test_dashboard_check_and_exporter_flag_the_partition(degraded: Degrade
     ]
     assert [f["partition"] for f in found] == [1]
     assert "no live copy" in found[0]["message"]
+
+
+def test_an_isr_short_of_its_replicas_is_flagged(degraded: Degraded) -> None:
+    """The killed nsqd held a copy of ``wide`` (3 replicas on 3 nsqds): once the cluster
+    drops it from the ISR, every surface showing the ISR says 2 of 3."""
+    d = degraded
+
+    def isr() -> list[str] | None:
+        info = json.loads(ok("lookup", d.wide, "--json", *d.lookupd).stdout)
+        return info["partitions"][0]["isr"]  # type: ignore[no-any-return]
+
+    eventually(lambda: len(isr() or "abc") == 2, 60, f"{d.victim.name} to leave the ISR")
+    info = json.loads(ok("lookup", d.wide, "--json", *d.lookupd).stdout)
+    [part] = info["partitions"]
+    assert part["isr_short"] is True and d.victim.http_address not in part["isr"]
+    assert any("ISR short: 2 of 3 replicas in sync" in w for w in info["warnings"])
+    assert info["complete"] is False
+    [line] = [x for x in ok("lookup", d.wide, *d.lookupd).stdout.splitlines() if "isr" in x]
+    assert line.endswith("ISR SHORT")
+    view = asyncio.run(view_of(d.c.lookupd_http))
+    topic = view.topic(d.wide)
+    assert topic is not None and topic.severity == "warn"
+    [row] = [cells for key, cells in rows.topic_rows(view) if key == d.wide]
+    assert "ISR short×1" in str(row[8])
+    [cells] = [cells for _, cells in rows.partition_rows(topic)]
+    assert "(short: 2 of 3)" in str(cells[3])
+    check = run_check(1, *d.lookupd, off=("node-down", "no-leader", "orphan"))
+    [short] = [f for f in findings(check, "isr") if f["topic"] == d.wide]
+    assert short["status"] == "warn" and "ISR short: 2 of 3" in short["message"]
+    scraped = scrape(view, ["isr=warn"])
+    part0 = frozenset({("topic", d.wide), ("partition", "0")})
+    assert scraped[("nsq_partition_isr", part0)] == 2.0
+    assert scraped[("nsq_partition_replicas", part0)] == 3.0
+    status = [
+        value
+        for (name, labels), value in scraped.items()
+        if name == "nsqctl_check_status"
+        and ("rule", "isr") in labels
+        and ("topic", d.wide) in labels
+    ]
+    assert status == [1.0]
+
+
+def test_lookupd_down_every_view_says_so_and_lists_from_the_nsqds(degraded: Degraded) -> None:
+    d = degraded
+    [lookupd] = d.c.lookupds
+    process.kill_hard(lookupd)
+    view = assert_lookupd_down(lookupd.http_address, d.c.nsqd_http, d.split, "c")
+    # the nsqds alone show the partitions they hold; the one with no live copy is not
+    # counted (its meta is the lookupd's), which the lookupd warning covers
+    topic = view.topic(d.split)
+    assert topic is not None and sorted(p.partition for p in topic.partitions) == [0, 2]
+    d.c.restart(lookupd)
+    eventually(
+        lambda: sorted(leader_stats(d.c, d.split)) == [0, 2] and _lookup_leaders(d) == {0, 2},
+        30,
+        "the nsqds to register with the restarted nsqlookupd",
+    )
+
+
+def _lookup_leaders(d: Degraded) -> set[int]:
+    result = invoke("lookup", d.split, "--json", *d.lookupd)
+    if result.exit_code != 0:
+        return set()
+    parts = json.loads(result.stdout)["partitions"]
+    return {p["partition"] for p in parts if p["leader_http"] is not None}
+
+
+def test_etcd_down_views_say_the_topology_is_the_last_known(degraded: Degraded) -> None:
+    """youzan's nsqlookupd without etcd keeps answering /lookup, /topics and /nodes from
+    what it last knew, and answers /listlookup with HTTP 500 (etcd's error); the nsqds keep
+    taking writes. Every view keeps working and says it cannot vouch for the topology."""
+    d = degraded
+    [etcd] = d.c.by_role("etcd")
+    [lookupd] = d.c.lookupd_http
+    process.kill_hard(etcd)
+    said = f"nsqlookupd {lookupd} cannot reach etcd ("
+
+    def warned() -> bool:
+        info = json.loads(ok("lookup", d.copied, "--json", *d.lookupd).stdout)
+        return any(said in w for w in info["warnings"])
+
+    eventually(warned, 30, "the lookupd to find etcd gone")
+    info = json.loads(ok("lookup", d.copied, "--json", *d.lookupd).stdout)
+    [part] = info["partitions"]
+    assert part["leader_http"] is not None and part["live_copy"] is True  # still served
+    assert info["complete"] is False
+    text = ok("lookup", d.copied, *d.lookupd).stdout
+    assert f"warning   {said}" in text and "no partition can get a new leader" in text
+    topics = ok("topic", "list", "--json", *d.lookupd)
+    listing = json.loads(topics.stdout)
+    assert {d.split, d.copied, d.wide} <= set(listing["topics"])
+    assert any(said in w and w.endswith("may be out of date") for w in listing["warnings"])
+    channels = ok("channel", "list", d.copied, *d.lookupd)
+    assert channels.stdout.splitlines() == ["c"] and said in channels.stderr
+    nodes = json.loads(ok("node", "list", "--json", *d.lookupd).stdout)
+    assert nodes["complete"] is False and any(said in w for w in nodes["warnings"])
+    record = one_record("stat", d.copied, "--json", "-n", "1", *d.lookupd)
+    assert any(said in w for w in record["warnings"])
+    assert said in ok("stat", d.copied, "-n", "1", *d.lookupd).stderr
+    ranking = one_record("top", "--json", "-i", "0.1", *d.lookupd)
+    assert any(said in w for w in ranking["warnings"])
+    check = run_check(1, *d.lookupd, off=("no-leader", "orphan", "isr"))
+    [etcd_finding] = [f for f in findings(check, "node-down") if f["node"] == lookupd]
+    assert etcd_finding["status"] == "warn" and "cannot reach etcd" in etcd_finding["message"]
+    view = asyncio.run(view_of(d.c.lookupd_http))
+    assert f"{lookupd} up, NO ETCD" in rows.lookupd_line(view).plain
+    scraped = scrape(view)
+    assert scraped[("nsq_lookupd_up", frozenset({("node", lookupd)}))] == 1.0  # it answers
+    status = {
+        dict(labels)["node"]: value
+        for (name, labels), value in scraped.items()
+        if name == "nsqctl_check_status" and ("rule", "node-down") in labels
+    }
+    assert status[lookupd] == 1.0
+    d.c.restart(etcd)
+    eventually(lambda: not warned(), 60, "the lookupd to reach etcd again")
 
 
 async def test_a_hung_nsqd_makes_views_say_they_cannot_see(degraded: Degraded) -> None:

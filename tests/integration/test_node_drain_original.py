@@ -184,7 +184,7 @@ def test_a_second_drain_is_refused_and_sigterm_is_recorded_as_given_up(
     assert _state(env, b) == "stopped"
     listing = run_cli(["node", "list", "--lookupd", two.lookupd_http[0]], env=env)
     lines = listing.stdout.decode().splitlines()
-    assert lines[0].split() == ["HTTP", "TCP", "DRAIN"]
+    assert lines[0].split() == ["HTTP", "TCP", "STATE", "DRAIN"]
     row = next(line for line in lines if line.startswith(f"{b} "))
     assert " gave up: interrupted after " in row and f"no consumer drains {topic}/archive" in row
     _restore(two, env, b)

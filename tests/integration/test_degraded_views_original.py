@@ -1,0 +1,153 @@
+"""Every read-only view of an original cluster with a node down tells the truth, on real
+servers: the original family's cells of the degraded-cluster matrix.
+
+One private cluster (2 nsqd, 1 nsqlookupd) serves the module, its states applied one after
+another and each restored before the next: an nsqd killed with -9, the same nsqd
+SIGSTOPped (its sockets stay open, it answers nothing), then the nsqlookupd killed. The
+surfaces are given both nsqds' HTTP addresses, as a profile gives them: an original
+nsqlookupd forgets a killed nsqd the moment its connection drops, so without them nothing
+could know it was ever there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from nsqctl.servers import process
+from nsqctl.servers.cluster import Cluster
+from nsqctl.servers.process import NodeRecord
+from nsqctl.stats.poller import NOT_ANSWERING
+from nsqctl.tui import rows
+from tests.helpers import degraded as cells
+from tests.helpers.clusters import running_cluster
+from tests.helpers.hang import stopped
+from tests.helpers.redesign import eventually, unique
+
+
+@dataclass
+class Original:
+    c: Cluster
+    topic: str
+    victim: NodeRecord  # killed, then stopped
+    survivor: NodeRecord
+
+    @property
+    def where(self) -> list[str]:
+        return ["--lookupd", self.c.lookupd_http[0]]
+
+    @property
+    def everywhere(self) -> list[str]:
+        """The lookupd and both nsqds' HTTP addresses (as a profile gives them)."""
+        return [*self.where, *(a for n in self.c.nsqd_http for a in ("--nsqd-http", n))]
+
+
+@pytest.fixture(scope="module")
+def original(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Original]:
+    directory = tmp_path_factory.mktemp("degraded-original")
+    for c in running_cluster("original", directory, nsqd=2):
+        topic = unique("orig")
+        where = ["--lookupd", c.lookupd_http[0]]
+        cells.ok("topic", "create", topic, *where)
+        cells.ok("channel", "create", topic, "c", *where)
+        yield Original(c, topic, victim=c.nsqds[1], survivor=c.nsqds[0])
+
+
+def _registered(o: Original) -> set[str]:
+    nodes = json.loads(cells.ok("node", "list", "--json", *o.where).stdout)["nodes"]
+    return {n["http"] for n in nodes if n["registered"]}
+
+
+def test_healthy_cluster_lists_everything_and_raises_no_alarm(original: Original) -> None:
+    o = original
+    listing = json.loads(cells.ok("topic", "list", "--json", *o.everywhere).stdout)
+    assert o.topic in listing["topics"] and listing["complete"] is True
+    nodes = json.loads(cells.ok("node", "list", "--json", *o.everywhere).stdout)
+    assert nodes["complete"] is True and nodes["warnings"] == []
+    assert {(n["http"], n["state"], n["registered"]) for n in nodes["nodes"]} == {
+        (a, "up", True) for a in o.c.nsqd_http
+    }
+    record = cells.one_record("stat", o.topic, "--json", "-n", "1", *o.everywhere)
+    assert record["complete"] is True and record["warnings"] == []
+    check = cells.ok("check", "-n", "1", "--rule", "orphan=off", *o.everywhere)
+    assert check.stdout.startswith("OK: ")
+
+
+def test_a_killed_nsqd_is_named_by_every_view(original: Original) -> None:
+    o = original
+    dead = o.victim.http_address
+    process.kill_hard(o.victim)
+    said = f"1 of 2 nsqd not answering ({dead}: "
+    info = json.loads(cells.ok("lookup", o.topic, "--json", *o.everywhere).stdout)
+    assert info["complete"] is False and any(said in w for w in info["warnings"])
+    assert [n["http"] for n in info["nsqds"]] == [o.survivor.http_address]  # lookupd forgot it
+    assert info["channels"] == ["c"]
+    topics = cells.ok("topic", "list", "--json", *o.everywhere)
+    listing = json.loads(topics.stdout)
+    assert o.topic in listing["topics"] and listing["complete"] is False
+    assert any(said in w for w in listing["warnings"]) and said in topics.stderr
+    channels = cells.ok("channel", "list", o.topic, *o.everywhere)
+    assert channels.stdout.splitlines() == ["c"] and said in channels.stderr
+    nodes = json.loads(cells.ok("node", "list", "--json", *o.everywhere).stdout)["nodes"]
+    assert {(n["http"], n["state"], n["registered"]) for n in nodes} == {
+        (o.survivor.http_address, "up", True),
+        (dead, "down", False),
+    }
+    record = cells.one_record("stat", o.topic, "--json", "-n", "1", *o.everywhere)
+    assert record["complete"] is False and any(said in w for w in record["warnings"])
+    assert {n["address"]: n["state"] for n in record["nodes"]}[dead] == "down"
+    assert f"nsqd {dead} down" in cells.ok("stat", o.topic, "-n", "1", *o.everywhere).stderr
+    ranking = cells.one_record("top", "--json", "-i", "0.1", *o.everywhere)
+    assert ranking["complete"] is False and [n["address"] for n in ranking["nodes"]] == [dead]
+    check = cells.check(2, *o.everywhere)
+    [down] = [f for f in cells.findings(check, "node-down") if f["node"] == dead]
+    assert down["status"] == "crit"
+    view = asyncio.run(cells.view_of(o.c.lookupd_http, o.c.nsqd_http))
+    [row] = [cells for key, cells in rows.node_rows(view) if key == dead]
+    assert str(row[2]) == "down"
+    assert "1/2 nsqd up" in rows.summary_line(view).plain
+    scraped = cells.scrape(view)
+    assert scraped[("nsq_node_up", frozenset({("node", dead)}))] == 0.0
+    assert scraped[("nsq_node_up", frozenset({("node", o.survivor.http_address)}))] == 1.0
+    o.c.restart(o.victim)
+    eventually(lambda: _registered(o) == set(o.c.nsqd_http), 30, "the nsqd to register again")
+
+
+async def test_a_hung_nsqd_is_named_by_every_view_in_bounded_time(original: Original) -> None:
+    o = original
+    hung = o.victim.http_address
+    async with stopped(o.victim):
+        start = time.monotonic()
+        looked = await asyncio.to_thread(cells.ok, "lookup", o.topic, "--json", *o.everywhere)
+        listed = await asyncio.to_thread(cells.ok, "topic", "list", *o.everywhere)
+        nodes = await asyncio.to_thread(cells.ok, "node", "list", "--json", *o.everywhere)
+        check = await asyncio.to_thread(cells.check, 2, *o.everywhere)
+        view = await cells.view_of(o.c.lookupd_http, o.c.nsqd_http)
+        took = time.monotonic() - start
+    assert took < 2 * cells.BOUND, took
+    info = json.loads(looked.stdout)
+    # the lookupd still lists the hung nsqd (its connection is open): the nsqds' poll tells
+    assert {n["http"]: n["answering"] for n in info["nsqds"]}[hung] is False
+    assert any(NOT_ANSWERING in w and hung in w for w in info["warnings"])
+    [warning] = [line for line in listed.stderr.splitlines() if "nsqd not answering" in line]
+    assert hung in warning and warning.endswith("this list may be incomplete")
+    states = {n["http"]: (n["state"], n["registered"]) for n in json.loads(nodes.stdout)["nodes"]}
+    assert states[hung] == (NOT_ANSWERING, True)
+    [down] = [f for f in cells.findings(check, "node-down") if f["node"] == hung]
+    assert down["status"] == "crit" and NOT_ANSWERING in down["message"]
+    [row] = [cells for key, cells in rows.node_rows(view) if key == hung]
+    assert NOT_ANSWERING in str(row[-1])
+    assert cells.scrape(view)[("nsq_node_up", frozenset({("node", hung)}))] == 0.0
+
+
+def test_lookupd_down_every_view_says_so_and_lists_from_the_nsqds(original: Original) -> None:
+    o = original
+    [lookupd] = o.c.lookupds
+    process.kill_hard(lookupd)  # the last state: nothing needs it back
+    view = cells.assert_lookupd_down(lookupd.http_address, o.c.nsqd_http, o.topic, "c")
+    assert view.topic(o.topic) is not None and not view.is_redesign
