@@ -16,6 +16,7 @@ The tree: a class of two kinds is drawn under one, and ``+Kind`` names the other
     │   ├── ConnectionClosedError  ...ended (server closed, network error, we closed it)
     │   └── LookupUnavailableError no nsqlookupd answered
     ├── ProtocolError            a server sent bytes that are not the protocol
+    │   └── AnswerDecodeError      an HTTP answer of the wrong shape (names server, field)
     ├── ServerError              a server refused the request: nsqd's ``E_*`` error frame
     │   │                        (``err.code``; one subclass per code, defined where
     │   │                        frames are decoded: :mod:`nsqctl.protocol.errors`)
@@ -58,6 +59,7 @@ from __future__ import annotations
 __all__ = [
     "AdminError",
     "AlreadyRespondedError",
+    "AnswerDecodeError",
     "ArchiveWriteError",
     "ConfigError",
     "ConnectError",
@@ -114,6 +116,11 @@ class TransportError(NsqctlError):
 
 class ProtocolError(NsqctlError):
     """Bytes from a server could not be decoded; the stream cannot be trusted."""
+
+
+class AnswerDecodeError(ProtocolError):
+    """A server answered an HTTP request with JSON of the wrong shape (or with no JSON);
+    ``str()`` names the server, the endpoint and the field (``$.producers[0].tcp_port``)."""
 
 
 class ServerError(NsqctlError):
