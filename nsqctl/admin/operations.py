@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from nsqctl.admin.base import NSQ_V1, unwrap_response
+from nsqctl.admin.base import NSQ_V1
 from nsqctl.admin.leader import find_leader, lookupd_nsqds
 from nsqctl.admin.offsets import check_setoffset
 from nsqctl.admin.placement import Placement, locate_topic
@@ -36,6 +36,7 @@ from nsqctl.admin.requests import (
 )
 from nsqctl.admin.versions import fetch_server_version
 from nsqctl.errors import AdminError, ConfigError
+from nsqctl.lookup.model import parse_lookup_body
 from nsqctl.protocol.message import Family
 from nsqctl.protocol.names import validate_channel, validate_topic
 
@@ -132,10 +133,10 @@ async def wait_partitions_writable(
     params = {"topic": topic, "access": "w", "metainfo": "true"}
     seen = 0
     while True:
-        with contextlib.suppress(httpx.HTTPError, ValueError):
+        with contextlib.suppress(httpx.HTTPError):  # a wrong shape: LookupDecodeError
             resp = await client.get(url, params=params, headers=NSQ_V1)
             if resp.status_code == 200:
-                seen = len(unwrap_response(resp.json()).get("partitions") or {})
+                seen = len(parse_lookup_body(resp.content, source=leader).partitions)
         now = time.monotonic()
         if seen >= partitions or now > deadline:
             return seen

@@ -47,7 +47,7 @@ async def test_a_topic_nsqlookupd_leaves_unwritable_is_created_again_until_writa
     def handle(request: httpx.Request) -> httpx.Response:
         path = request.url.path
         if path == "/listlookup":
-            leader = {"ID": "l", "NodeIP": "127.0.0.1", "HttpPort": 1, "TcpPort": 0, "Epoch": 1}
+            leader = {"ID": "l", "NodeIP": "127.0.0.1", "HttpPort": 1, "TcpPort": 2, "Epoch": 1}
             return httpx.Response(200, json={"lookupdnodes": [leader], "lookupdleader": leader})
         if path == "/nodes":
             other = {**peer, "tcp_port": 3, "http_port": 4}

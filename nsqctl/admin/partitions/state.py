@@ -139,7 +139,7 @@ async def _coordinator(
     """partition → (ISR ids, catch-up ids) from one nsqd's ``/coordinator/stats?topic=``."""
     from nsqctl.stats.parse import parse_coordinator_stats  # the stats model, at run time only
 
-    with contextlib.suppress(httpx.HTTPError, ValueError, AdminError):
+    with contextlib.suppress(httpx.HTTPError, ValueError, NsqctlError):
         resp = await client.get(f"http://{nsqd}/coordinator/stats", params={"topic": topic})
         if resp.status_code == 200:
             infos = parse_coordinator_stats(resp.json(), nsqd)
@@ -155,7 +155,10 @@ async def leader_load_factors(client: httpx.AsyncClient, leader: str) -> dict[st
     with contextlib.suppress(httpx.HTTPError, ValueError, NsqctlError):
         resp = await client.get(f"http://{leader}/cluster/stats", headers=NSQ_V1)
         if resp.status_code == 200:
-            return {n.address: n.leader_load_factor for n in parse_cluster_stats(resp.json()).nodes}
+            return {
+                n.address: n.leader_load_factor
+                for n in parse_cluster_stats(resp.json(), leader).nodes
+            }
     return {}
 
 
