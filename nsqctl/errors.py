@@ -51,7 +51,11 @@ leader; a plain :class:`PublishError` otherwise. An error the server will give a
 
 Messages speak of the library: where a setting would fix the error, ``err.setting``
 names it (the keyword argument, e.g. ``"failover_window"``), and front ends such as the
-CLI turn that into their own advice (a flag). Secrets never go into a message.
+CLI turn that into their own advice (a flag). A message that names a setting in its text
+writes it in backquotes (`sync_every`), and an action to take as a call in the admin
+actions' words (`topic_list()`, `lookup(orders)`,
+`channel_setoffset(orders, billing, partition=2, virtual_offset=0)`): the CLI shows
+each as its flag or command. Secrets never go into a message.
 """
 
 from __future__ import annotations

@@ -178,7 +178,7 @@ async def _window(
         if ch is None:
             raise NotFoundError(
                 f"topic {topic} partition {partition} has no channel {channel!r} (see "
-                f"`nsqctl channel list {topic}`)"
+                f"`channel_list({topic})`)"
             )
         return PartitionWindow(partition, nsqd, ch.message_count - ch.depth + 1, ch.message_count)
     end = held.message_count

@@ -69,7 +69,7 @@ async def create_topic_async(
             probe = await fetch_server_version(client, "nsqd", nsqd_http[0])
             if probe.family == "redesign":
                 raise ConfigError(
-                    "creating a topic on the redesign needs --lookupd: its lookupd leader "
+                    "creating a topic on the redesign needs `lookupd_http`: its lookupd leader "
                     "creates the partitions"
                 )
         if family == "original":
@@ -102,7 +102,7 @@ async def create_topic_async(
             if seen < partitions:
                 report.warnings.append(
                     f"only {seen}/{partitions} partitions became writable within {wait:.0f}s: "
-                    f"check the nsqd logs and `nsqctl lookup {topic}`"
+                    f"check the nsqd logs and `lookup({topic})`"
                 )
             report.notes.append(f"{seen}/{partitions} partition(s) writable")
         return report
@@ -182,7 +182,7 @@ def create_topic(
 ) -> TopicCreated:
     """Synchronous create for the sandbox; raises :class:`AdminError` on any failure."""
     if not lookupd_http:
-        raise AdminError("no lookupd address: pass --lookupd HOST:PORT")
+        raise AdminError("no lookupd address: give `lookupd_http`")
     report = run_sync(
         create_topic_async(
             lookupd_http,

@@ -69,9 +69,9 @@ class TopicState:
 
 
 async def redesign_leader(client: httpx.AsyncClient, lookupd_http: Sequence[str], what: str) -> str:
-    """The lookupd leader; a one-line error on an original cluster or without ``--lookupd``."""
+    """The lookupd leader; a one-line error on an original cluster or without ``lookupd_http``."""
     if not lookupd_http:
-        raise ConfigError(f"{what} needs --lookupd: the redesign's nsqlookupd leader does it")
+        raise ConfigError(f"{what} needs `lookupd_http`: the redesign's nsqlookupd leader does it")
     leader = await find_leader(client, lookupd_http)
     if leader is None:
         raise NotRedesignError(
