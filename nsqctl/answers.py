@@ -20,7 +20,17 @@ import msgspec
 
 from nsqctl.errors import AnswerDecodeError
 
-__all__ = ["NULL", "W", "WireEnvelope", "convert", "decode", "decoder", "is_json", "unwrapped"]
+__all__ = [
+    "NULL",
+    "W",
+    "WireEnvelope",
+    "convert",
+    "decode",
+    "decode_value",
+    "decoder",
+    "is_json",
+    "unwrapped",
+]
 
 NULL = msgspec.Raw(b"null")
 """A field that was sent as ``null`` or not at all."""
@@ -130,3 +140,27 @@ def convert(
     except (TypeError, ValueError, OverflowError) as err:
         raise _fail(role, source, path, err, error) from None
     return decode(content, kind, role=role, source=source, path=path, error=error)
+
+
+def decode_value(
+    content: bytes,
+    kind: Any,
+    *,
+    role: str,
+    source: str,
+    path: str,
+    error: type[AnswerDecodeError] = AnswerDecodeError,
+) -> Any:
+    """A bare JSON value of type ``kind`` (``str | int``, ``list[str]``: nsqd's
+    ``/config/OPTION``), sent as it is or in the pre-v1 envelope's ``data``; ``error``
+    naming the field if it does not fit, or if the envelope holds an error."""
+    try:
+        found = msgspec.json.decode(content, type=kind | WireEnvelope, strict=False)
+        if isinstance(found, WireEnvelope):
+            if found.status_code not in (None, 200) or found.data == NULL:
+                why = found.status_txt or found.message or found.status_code
+                raise error(f"{role} {source or '?'} answered {path} with an error: {why}")
+            found = msgspec.json.decode(found.data, type=kind, strict=False)
+    except (msgspec.ValidationError, msgspec.DecodeError) as err:
+        raise _fail(role, source, path, err, error) from None
+    return found

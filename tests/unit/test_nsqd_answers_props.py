@@ -3,13 +3,13 @@
 gives a result or one error naming the server (and, for a wrong shape, the field), never
 another exception.
 
-Covered: ``/info`` of either server (version and family), the redesign lookupd's
-``/listlookup`` leader, its ``/lookup`` polled while a new topic's partitions become
-writable, nsqd's ``/coordinator/stats``, the leader's ``/cluster/stats``, nsqd's own
-``/info`` address, ``/message/get`` (a message read in place), and the JSON replies to
-IDENTIFY and AUTH on the TCP protocol. HTTP answers go through the library's own
-functions with the client's ``transport`` scripted (``httpx.MockTransport``), so what is
-checked is what commands get.
+Covered: ``/info`` of either server (version and family), nsqd's ``/config/OPTION``
+(its node id's parts; its lookupd list), the redesign lookupd's ``/listlookup`` leader,
+its ``/lookup`` polled while a new topic's partitions become writable, nsqd's
+``/coordinator/stats``, the leader's ``/cluster/stats``, nsqd's own ``/info`` address,
+``/message/get`` (a message read in place), and the JSON replies to IDENTIFY and AUTH on
+the TCP protocol. HTTP answers go through the library's own functions with the client's
+``transport`` scripted (``httpx.MockTransport``), so what is checked is what commands get.
 """
 
 from __future__ import annotations
@@ -24,8 +24,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from nsqctl.admin.drain_original import node_lookupds
 from nsqctl.admin.leader import find_leader
 from nsqctl.admin.operations import wait_partitions_writable
+from nsqctl.admin.partitions.state import registered_nsqds
 from nsqctl.admin.requests import admin_client
 from nsqctl.admin.versions import ServerVersion, fetch_server_version
 from nsqctl.errors import AdminError, AnswerDecodeError, NsqctlError
@@ -99,6 +101,68 @@ def ask(call: Callable[[httpx.AsyncClient], Awaitable[Any]], status: int, conten
             return await call(client)
 
     return asyncio.run(run())
+
+
+CONFIG = json_like | st.lists(json_like, max_size=3) | keyed_like(ENVELOPE)
+NODES = {"producers": [{"broadcast_address": "127.0.0.1", "tcp_port": 4150, "http_port": 4151}]}
+
+
+@PROPERTY
+@given(as_bytes(CONFIG))
+@example(b'{"a": 1}')
+@example(b'{"status_code": 200, "status_txt": "OK", "data": [1]}')
+def test_an_nsqds_config_gives_its_node_id_or_leaves_it_out(content: bytes) -> None:
+    """``rpc_port`` and ``id`` make the node id the move API takes: an answer that is no
+    string or number leaves the nsqd out of the targets (as an unreachable one is)."""
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/nodes":
+            return httpx.Response(200, json=NODES)
+        return httpx.Response(200, content=content)
+
+    async def run() -> Any:
+        async with admin_client(httpx.MockTransport(answer)) as client:
+            return await registered_nsqds(client, "127.0.0.1:4161")
+
+    found = asyncio.run(run())
+    assert set(found) <= {ADDRESS}
+    try:
+        value = json.loads(content)
+    except ValueError:
+        return  # not JSON: nsqd's plain-text answer, taken as it is
+    scalars = set(_scalars(value))
+    for node in found.values():  # made of a string or a number the answer holds
+        host, rpc, tcp, ident = node.node_id.split(":", 3)
+        assert (host, tcp) == ("127.0.0.1", "4150") and {rpc, ident} <= scalars, node
+
+
+def _scalars(value: Any) -> Any:
+    """Each string or number in a JSON value, as text (lax decoding takes 4150.0 as 4150)."""
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from _scalars(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _scalars(item)
+    elif isinstance(value, str):
+        yield value.strip()
+    elif isinstance(value, float) and value.is_integer():
+        yield str(int(value))
+    elif isinstance(value, int) and not isinstance(value, bool):
+        yield str(value)
+
+
+@PROPERTY
+@given(as_bytes(CONFIG), STATUSES)
+@example(b'["127.0.0.1:4160", 5]', 200)
+@example(b'{"status_code": 200, "status_txt": "OK", "data": ["127.0.0.1:4160"]}', 200)
+def test_an_nsqds_lookupd_list_or_one_error(content: bytes, status: int) -> None:
+    try:
+        found = ask(lambda c: node_lookupds(c, ADDRESS), status, content)
+    except (AdminError, AnswerDecodeError) as err:
+        one_line_naming(err)
+        return
+    assert isinstance(found, list) and all(isinstance(a, str) for a in found)
 
 
 def one_line_naming(err: BaseException, server: str = ADDRESS) -> None:

@@ -86,12 +86,12 @@ async def _config(client: httpx.AsyncClient, address: str, option: str) -> str:
     resp = await client.get(f"http://{address}/config/{option}", headers=NSQ_V1)
     if resp.status_code != 200:
         raise AdminError(f"nsqd {address} did not tell its {option} (HTTP {resp.status_code})")
-    try:
-        value = resp.json()
-    except ValueError:
+    from nsqctl import answers
+
+    if not answers.is_json(resp.content):
         return resp.text.strip()
-    if isinstance(value, dict) and "data" in value:  # the v1 envelope of older servers
-        value = value["data"]
+    path = f"/config/{option}"
+    value = answers.decode_value(resp.content, str | int, role="nsqd", source=address, path=path)
     return str(value).strip()
 
 
@@ -111,8 +111,8 @@ async def registered_nsqds(client: httpx.AsyncClient, leader: str) -> dict[str, 
             rpc, ident = await asyncio.gather(
                 _config(client, peer.http_key, "rpc_port"), _config(client, peer.http_key, "id")
             )
-        except (httpx.HTTPError, AdminError):
-            return None  # unreachable now: not a valid target anyway
+        except (httpx.HTTPError, NsqctlError):
+            return None  # unreachable now, or an odd answer: not a valid target anyway
         node_id = f"{peer.broadcast_address}:{rpc}:{peer.tcp_port}:{ident}"
         return NsqdNode(peer.http_key, peer.key, node_id)
 
