@@ -29,7 +29,6 @@ __all__ = [
     "decode_value",
     "decoder",
     "is_json",
-    "unwrapped",
 ]
 
 NULL = msgspec.Raw(b"null")
@@ -77,14 +76,13 @@ def _fail(
     )
 
 
-def unwrapped(
+def _unwrapped(
     record: W | None,
     kind: type[W],
-    *,
     role: str,
     source: str,
     path: str,
-    error: type[AnswerDecodeError] = AnswerDecodeError,
+    error: type[AnswerDecodeError],
 ) -> W | None:
     """``record``, or its envelope's ``data`` decoded as ``kind`` when it is wrapped (the
     envelope's status kept on it, so an error stays an error)."""
@@ -121,7 +119,7 @@ def decode(
         record = decoder(kind).decode(content)
     except (msgspec.ValidationError, msgspec.DecodeError) as err:
         raise _fail(role, source, path, err, error) from None
-    return unwrapped(record, kind, role=role, source=source, path=path, error=error)
+    return _unwrapped(record, kind, role, source, path, error)
 
 
 def convert(
