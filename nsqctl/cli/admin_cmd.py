@@ -164,6 +164,11 @@ def emit_report(
         typer.echo(f"warning: {cli_words(warning)}", err=True)
     if as_json:
         payload = report.to_json()
+        # the CLI's words in its JSON too: a script reads the same advice a person does
+        for key in ("warnings", "notes"):
+            payload[key] = [cli_words(text) for text in payload[key]]
+        for result in payload["results"]:
+            result["error"] = result["error"] and cli_words(result["error"])
         if blast is not None:
             payload["blast_radius"] = blast.to_json()
         typer.echo(json.dumps(payload, indent=2))

@@ -185,3 +185,23 @@ def test_an_unknown_topic_points_the_cli_user_at_commands() -> None:
         "list topics with `nsqctl topic list`, or create it with `nsqctl topic create orders`"
         in (cli_message(err))
     )
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_an_admin_report_shows_the_cli_words(
+    as_json: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from nsqctl.admin.requests import AdminReport, AdminRequest, Node, NodeResult
+    from nsqctl.cli.admin_cmd import emit_report
+
+    request = AdminRequest(Node("127.0.0.1:4161", "lookupd"), "/topic/create", (("topic", "t"),))
+    report = AdminReport("topic create", "t", "redesign")
+    report.results = [NodeResult(request, "failed", 500, "did not settle: check `lookup(t)`")]
+    report.warnings = ["only 1/2 partitions writable: check `lookup(t)`"]
+    with pytest.raises(nsqctl.AdminError) as caught:
+        emit_report(report, as_json)
+    shown = capsys.readouterr()
+    assert "`lookup(t)`" not in shown.out + shown.err
+    assert "warning: only 1/2 partitions writable: check `nsqctl lookup t`" in shown.err
+    assert "did not settle: check `nsqctl lookup t`" in shown.out  # the failed request
+    assert "`nsqctl lookup t`" in cli_message(caught.value)
