@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # the public API, the one list of it (see the module docstrin
     from nsqctl.deadletter import DeadLetterFile as DeadLetterFile
     from nsqctl.errors import AdminError as AdminError
     from nsqctl.errors import AlreadyRespondedError as AlreadyRespondedError
+    from nsqctl.errors import AnswerDecodeError as AnswerDecodeError
     from nsqctl.errors import ArchiveWriteError as ArchiveWriteError
     from nsqctl.errors import ConfigError as ConfigError
     from nsqctl.errors import ConnectError as ConnectError

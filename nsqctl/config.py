@@ -90,7 +90,7 @@ class ConfigFile:
             known = ", ".join(sorted(self.profiles)) or "none defined"
             raise ConfigError(
                 f"no profile {name!r} in {self.path} (profiles: {known}); add one with "
-                f"`nsqctl config set-profile {name} --lookupd HOST:PORT`"
+                f"`config_set_profile({name}, lookupd=HOST:PORT)`"
             ) from None
 
 

@@ -16,6 +16,7 @@ The tree: a class of two kinds is drawn under one, and ``+Kind`` names the other
     │   ├── ConnectionClosedError  ...ended (server closed, network error, we closed it)
     │   └── LookupUnavailableError no nsqlookupd answered
     ├── ProtocolError            a server sent bytes that are not the protocol
+    │   └── AnswerDecodeError      an HTTP answer of the wrong shape (names server, field)
     ├── ServerError              a server refused the request: nsqd's ``E_*`` error frame
     │   │                        (``err.code``; one subclass per code, defined where
     │   │                        frames are decoded: :mod:`nsqctl.protocol.errors`)
@@ -50,7 +51,11 @@ leader; a plain :class:`PublishError` otherwise. An error the server will give a
 
 Messages speak of the library: where a setting would fix the error, ``err.setting``
 names it (the keyword argument, e.g. ``"failover_window"``), and front ends such as the
-CLI turn that into their own advice (a flag). Secrets never go into a message.
+CLI turn that into their own advice (a flag). A message that names a setting in its text
+writes it in backquotes (`sync_every`), and an action to take as a call in the admin
+actions' words (`topic_list()`, `lookup(orders)`,
+`channel_setoffset(orders, billing, partition=2, virtual_offset=0)`): the CLI shows
+each as its flag or command. Secrets never go into a message.
 """
 
 from __future__ import annotations
@@ -58,6 +63,7 @@ from __future__ import annotations
 __all__ = [
     "AdminError",
     "AlreadyRespondedError",
+    "AnswerDecodeError",
     "ArchiveWriteError",
     "ConfigError",
     "ConnectError",
@@ -114,6 +120,11 @@ class TransportError(NsqctlError):
 
 class ProtocolError(NsqctlError):
     """Bytes from a server could not be decoded; the stream cannot be trusted."""
+
+
+class AnswerDecodeError(ProtocolError):
+    """A server answered an HTTP request with JSON of the wrong shape (or with no JSON);
+    ``str()`` names the server, the endpoint and the field (``$.producers[0].tcp_port``)."""
 
 
 class ServerError(NsqctlError):

@@ -25,14 +25,22 @@ from typing import Any
 
 import httpx
 
+from nsqctl import answers
 from nsqctl.admin.base import NSQ_V1
 from nsqctl.admin.placement import Placement, locate_topic
 from nsqctl.admin.planners import select_nodes
 from nsqctl.admin.requests import admin_client, error_text
 from nsqctl.connection import ConnectionConfig
-from nsqctl.errors import ConfigError, NotFoundError, NsqctlError, TransportError
+from nsqctl.errors import (
+    AnswerDecodeError,
+    ConfigError,
+    NotFoundError,
+    NsqctlError,
+    TransportError,
+)
 from nsqctl.httpclient import describe_http_error
 from nsqctl.message import Message
+from nsqctl.nsqd_wire import U64_MAX, WireStoredMessage
 from nsqctl.protocol.message import RawMessage, make_redesign_id
 from nsqctl.protocol.names import validate_channel, validate_topic
 from nsqctl.stats.read import fetch_nsqd_stats
@@ -84,36 +92,41 @@ class PeekResult:
     windows: tuple[PartitionWindow, ...]
 
 
-async def _get(client: httpx.AsyncClient, nsqd: str, params: dict[str, str]) -> dict[str, Any]:
+async def stored_message(
+    client: httpx.AsyncClient, nsqd: str, params: dict[str, str]
+) -> WireStoredMessage:
+    """One message as nsqd ``nsqd`` stores it (``/message/get``); a body that is no
+    message is an :class:`AnswerDecodeError` naming the nsqd and the field."""
     try:
         resp = await client.get(f"http://{nsqd}/message/get", params=params, headers=NSQ_V1)
     except httpx.HTTPError as err:
         raise TransportError(f"nsqd {nsqd} /message/get: {describe_http_error(err)}") from None
     if resp.status_code != 200:
         raise NsqctlError(f"nsqd {nsqd} /message/get answered {error_text(resp)}")
-    try:
-        body = resp.json()
-    except ValueError:
-        raise NsqctlError(f"nsqd {nsqd} /message/get answered non-JSON") from None
-    if not isinstance(body, dict):
-        raise NsqctlError(f"nsqd {nsqd} /message/get answered {body!r}")
-    return body
+    found = answers.decode(
+        resp.content, WireStoredMessage, role="nsqd", source=nsqd, path="/message/get"
+    )
+    if found is None or found.id is None:
+        raise AnswerDecodeError(f"nsqd {nsqd} /message/get answered no message: {resp.text[:80]!r}")
+    if max(found.id, found.trace_id or 0) > U64_MAX:
+        raise AnswerDecodeError(f"nsqd {nsqd} /message/get answered an id beyond 64 bits")
+    return found
 
 
-def _peeked(topic: str, partition: int, nsqd: str, body: dict[str, Any]) -> Peeked:
-    internal_id, trace_id = int(body.get("id") or 0), int(body.get("trace_id") or 0)
-    ext = str(body.get("ext") or "").encode() or None
+def peeked(topic: str, partition: int, nsqd: str, body: WireStoredMessage) -> Peeked:
+    """The message of a ``/message/get`` answer as the redesign's consumers see it."""
+    internal_id, trace_id = body.id or 0, body.trace_id or 0
     raw = RawMessage(
-        timestamp=int(body.get("timestamp") or 0),
-        attempts=int(body.get("attempts") or 0),
+        timestamp=body.timestamp or 0,
+        attempts=body.attempts or 0,
         id=make_redesign_id(internal_id, trace_id),
-        body=str(body.get("body") or "").encode(),
+        body=(body.body or "").encode(),
         internal_id=internal_id,
         trace_id=trace_id,
-        ext_header=ext,
-        offset=int(body.get("offset") or 0),
+        ext_header=(body.ext or "").encode() or None,
+        offset=body.offset or 0,
     )
-    return Peeked(topic, partition, nsqd, int(body.get("queue_cnt_index") or 0), raw)
+    return Peeked(topic, partition, nsqd, body.queue_cnt_index or 0, raw)
 
 
 async def _at(
@@ -126,7 +139,7 @@ async def _at(
         "search_pos": str(pos),
         "needext": "true",
     }
-    return _peeked(topic, partition, nsqd, await _get(client, nsqd, params))
+    return peeked(topic, partition, nsqd, await stored_message(client, nsqd, params))
 
 
 async def _first_since(
@@ -165,7 +178,7 @@ async def _window(
         if ch is None:
             raise NotFoundError(
                 f"topic {topic} partition {partition} has no channel {channel!r} (see "
-                f"`nsqctl channel list {topic}`)"
+                f"`channel_list({topic})`)"
             )
         return PartitionWindow(partition, nsqd, ch.message_count - ch.depth + 1, ch.message_count)
     end = held.message_count

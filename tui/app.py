@@ -14,6 +14,7 @@ from textual.css.query import NoMatches
 from textual.worker import Worker, WorkerError
 
 from nsqctl import admin
+from nsqctl.cli.errors import cli_message
 from nsqctl.errors import NsqctlError
 from nsqctl.stats.gcpause import freeze_after_bursts
 from nsqctl.stats.read import ClientScope
@@ -109,7 +110,7 @@ class DashApp(App[None]):
             try:
                 view = await self.source.refresh()
             except NsqctlError as exc:
-                self.notify(str(exc), severity="error", timeout=self.interval * 2)
+                self.notify(cli_message(exc), severity="error", timeout=self.interval * 2)
             else:
                 self.apply_view(view)
             with contextlib.suppress(TimeoutError):
@@ -210,7 +211,7 @@ class DashApp(App[None]):
         try:
             prepared = plan_action(action, topic, channel)
         except NsqctlError as exc:
-            self.notify(str(exc), severity="warning")
+            self.notify(cli_message(exc), severity="warning")
             return
         if needs_measure(prepared):
             # one question at a time: a second key press while measuring replaces the first
@@ -251,7 +252,7 @@ class DashApp(App[None]):
         try:
             count = await send(prepared)
         except NsqctlError as exc:
-            self.notify(str(exc), severity="error", timeout=8)
+            self.notify(cli_message(exc), severity="error", timeout=8)
         else:
             self.notify(f"{prepared.what}: done on {count} nsqd")
         self._wake.set()

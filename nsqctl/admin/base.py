@@ -25,7 +25,7 @@ def topic_not_found(topic: str, where: Sequence[str]) -> TopicNotFoundError:
     return TopicNotFoundError(
         topic=topic,
         message=f"topic {topic!r} not found (asked {', '.join(where) or 'nobody'}): list "
-        f"topics with `nsqctl topic list`, or create it with `nsqctl topic create {topic}`",
+        f"topics with `topic_list()`, or create it with `topic_create({topic})`",
     )
 
 

@@ -281,7 +281,7 @@ async def plan_drain(
             if peer is None:
                 raise NotFoundError(
                     f"{node} is not an nsqd registered with nsqlookupd {', '.join(lookupd)}: "
-                    "name it by its HTTP or TCP address as `nsqctl node list` shows it"
+                    "name it by its HTTP or TCP address as `node_list()` shows it"
                 )
             await _check_every_lookupd(client, peer.http_key, lookupd)
             async with _poller("original", lookupd, peer.http_key) as poller:
@@ -348,7 +348,7 @@ class _Drain:
             if old is not None and running_elsewhere(old):
                 raise AdminError(
                     f"{plan.node} is being drained already, by process {old.pid}: wait for "
-                    f"it to end, or stop it (`nsqctl node restore {plan.node}` undoes it)"
+                    f"it to end, or stop it (`node_restore({plan.node})` undoes it)"
                 )
             now = time.time()
             return DrainRecord(

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 
 import httpx
 
+from nsqctl import answers
 from nsqctl.admin.base import NSQ_V1
 from nsqctl.admin.requests import AdminRequest, Node, NodeResult, send_request
 from nsqctl.errors import AdminError, NsqctlTimeoutError
@@ -124,14 +125,13 @@ async def node_lookupds(client: httpx.AsyncClient, node: str) -> list[str]:
     """The nsqlookupd TCP addresses nsqd ``node`` registers with (``--lookupd-tcp-address``)."""
     try:
         resp = await client.get(f"http://{node}/config/{LOOKUPD_OPTION}", headers=NSQ_V1)
-        value = resp.json()
-    except (httpx.HTTPError, ValueError) as err:
+    except httpx.HTTPError as err:
         raise AdminError(f"nsqd {node} did not tell its {LOOKUPD_OPTION}: {err}") from None
-    if isinstance(value, dict) and "data" in value:
-        value = value["data"]
-    if not isinstance(value, list):
-        raise AdminError(f"nsqd {node} answered {LOOKUPD_OPTION} with {value!r}")
-    return [str(a) for a in value]
+    if resp.status_code != 200:
+        raise AdminError(f"nsqd {node} did not tell its {LOOKUPD_OPTION} (HTTP {resp.status_code})")
+    path = f"/config/{LOOKUPD_OPTION}"
+    found = answers.decode_value(resp.content, list[str], role="nsqd", source=node, path=path)
+    return list(found)
 
 
 async def reregister(

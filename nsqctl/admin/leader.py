@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import httpx
 
-from nsqctl.admin.base import NSQ_V1, unwrap_response
+from nsqctl.admin.base import NSQ_V1
 from nsqctl.errors import AdminError
 from nsqctl.httpclient import describe_http_error
 from nsqctl.lookup.model import parse_nodes_body
@@ -18,17 +18,20 @@ def _leader_from(lookupd_http: str, resp: httpx.Response) -> str | None:
         return None
     if resp.status_code != 200:
         raise AdminError(f"{lookupd_http} /listlookup answered {resp.status_code}")
-    try:
-        leader = unwrap_response(resp.json()).get("lookupdleader") or {}
-    except ValueError:
+    from nsqctl.lookup.wire import WireListLookup, decode, is_json
+
+    if not is_json(resp.content):
         raise AdminError(
             f"{lookupd_http} /listlookup answered non-JSON: is it nsqlookupd's HTTP port?"
-        ) from None
-    if not leader.get("NodeIP") or not leader.get("HttpPort"):
+        )
+    found = decode(resp.content, WireListLookup, source=lookupd_http, path="/listlookup")
+    leader = found.lookupdleader if found is not None else None
+    host = (leader.NodeIP or leader.NodeIp) if leader is not None else None
+    if leader is None or not host or not leader.HttpPort:
         raise AdminError(
             f"the lookupd cluster behind {lookupd_http} has no leader yet: retry in a few seconds"
         )
-    return f"{leader['NodeIP']}:{leader['HttpPort']}"
+    return f"{host}:{leader.HttpPort}"
 
 
 def lookupd_leader(client: httpx.Client, lookupd_http: str) -> str | None:

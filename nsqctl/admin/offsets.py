@@ -66,7 +66,7 @@ async def check_setoffset(
         *(f"cannot check {u}" for u in unknown),
     ]
     hint = (
-        "; to move the others, run it once per partition with --partition "
+        "; to move the others, run it once per partition with `partition` "
         f"({', '.join(map(str, moved))})"
         if moved and not unknown
         else ""

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from nsqctl.admin.base import NSQ_V1, unwrap_response
+from nsqctl.admin.base import NSQ_V1
 from nsqctl.admin.leader import find_leader, lookupd_nsqds
 from nsqctl.admin.offsets import check_setoffset
 from nsqctl.admin.placement import Placement, locate_topic
@@ -36,6 +36,7 @@ from nsqctl.admin.requests import (
 )
 from nsqctl.admin.versions import fetch_server_version
 from nsqctl.errors import AdminError, ConfigError
+from nsqctl.lookup.model import parse_lookup_body
 from nsqctl.protocol.message import Family
 from nsqctl.protocol.names import validate_channel, validate_topic
 
@@ -68,7 +69,7 @@ async def create_topic_async(
             probe = await fetch_server_version(client, "nsqd", nsqd_http[0])
             if probe.family == "redesign":
                 raise ConfigError(
-                    "creating a topic on the redesign needs --lookupd: its lookupd leader "
+                    "creating a topic on the redesign needs `lookupd_http`: its lookupd leader "
                     "creates the partitions"
                 )
         if family == "original":
@@ -101,7 +102,7 @@ async def create_topic_async(
             if seen < partitions:
                 report.warnings.append(
                     f"only {seen}/{partitions} partitions became writable within {wait:.0f}s: "
-                    f"check the nsqd logs and `nsqctl lookup {topic}`"
+                    f"check the nsqd logs and `lookup({topic})`"
                 )
             report.notes.append(f"{seen}/{partitions} partition(s) writable")
         return report
@@ -132,10 +133,10 @@ async def wait_partitions_writable(
     params = {"topic": topic, "access": "w", "metainfo": "true"}
     seen = 0
     while True:
-        with contextlib.suppress(httpx.HTTPError, ValueError):
+        with contextlib.suppress(httpx.HTTPError):  # a wrong shape: LookupDecodeError
             resp = await client.get(url, params=params, headers=NSQ_V1)
             if resp.status_code == 200:
-                seen = len(unwrap_response(resp.json()).get("partitions") or {})
+                seen = len(parse_lookup_body(resp.content, source=leader).partitions)
         now = time.monotonic()
         if seen >= partitions or now > deadline:
             return seen
@@ -181,7 +182,7 @@ def create_topic(
 ) -> TopicCreated:
     """Synchronous create for the sandbox; raises :class:`AdminError` on any failure."""
     if not lookupd_http:
-        raise AdminError("no lookupd address: pass --lookupd HOST:PORT")
+        raise AdminError("no lookupd address: give `lookupd_http`")
     report = run_sync(
         create_topic_async(
             lookupd_http,

@@ -27,7 +27,7 @@ def _need_nsqds(placement: Placement, what: str) -> None:
     if not placement.nsqds:
         raise AdminError(
             f"topic {placement.topic!r} is registered but no nsqd has it yet, so there is "
-            f"nothing to {what}: publish to it, or check `nsqctl lookup {placement.topic}`"
+            f"nothing to {what}: publish to it, or check `lookup({placement.topic})`"
         )
 
 
@@ -39,13 +39,13 @@ def check_create_options(
         if partitions != 1 or replicas != 1 or ordered or ext:
             raise ConfigError(
                 "the original NSQ has no partitions, replicas, ordered or ext topics: drop "
-                "--partitions/--replicas/--ordered/--ext, or point at a redesign cluster"
+                "`partitions`/`replicas`/`ordered`/`ext`, or point at a redesign cluster"
             )
         return
     if not 1 <= partitions <= MAX_PARTITIONS:
-        raise ConfigError(f"--partitions must be between 1 and {MAX_PARTITIONS}")
+        raise ConfigError(f"`partitions` must be between 1 and {MAX_PARTITIONS}")
     if not 1 <= replicas <= MAX_REPLICAS:
-        raise ConfigError(f"--replicas must be between 1 and {MAX_REPLICAS}")
+        raise ConfigError(f"`replicas` must be between 1 and {MAX_REPLICAS}")
 
 
 def check_node_count(topic: str, partitions: int, replicas: int, ordered: bool, nodes: int) -> None:
@@ -58,14 +58,14 @@ def check_node_count(topic: str, partitions: int, replicas: int, ordered: bool, 
     if replicas > nodes:
         raise ConfigError(
             f"topic {topic}: {replicas} replicas need {replicas} nsqd nodes, but {nodes} "
-            f"registered with lookupd: add nsqd nodes or use --replicas {nodes}"
+            f"registered with lookupd: add nsqd nodes or use `replicas` {nodes}"
         )
     if not ordered and partitions * replicas > nodes:
         raise ConfigError(
             f"topic {topic}: an unordered topic puts each partition replica on its own nsqd, "
             f"so {partitions} partitions x {replicas} replica(s) need {partitions * replicas} "
             f"nodes and {nodes} registered: add nsqd nodes, use fewer partitions/replicas, or "
-            "--ordered (ordered topics may share nodes)"
+            "`ordered` (ordered topics may share nodes)"
         )
 
 
@@ -89,7 +89,7 @@ def plan_topic_create(
             [_req(Node(a, "nsqd"), "/topic/create", topic=topic) for a in nsqds],
         ]
     if leader is None:
-        raise AdminError("creating a redesign topic needs the lookupd leader: pass --lookupd")
+        raise AdminError("creating a redesign topic needs the lookupd leader: give `lookupd_http`")
     params = {"topic": topic, "partition_num": str(partitions), "replicator": str(replicas)}
     if ordered:
         params["orderedmulti"] = "true"
@@ -103,7 +103,9 @@ def plan_topic_delete(placement: Placement, leader: str | None = None) -> list[l
     topic = placement.topic
     if placement.family == "redesign":
         if leader is None:
-            raise AdminError("deleting a redesign topic needs the lookupd leader: pass --lookupd")
+            raise AdminError(
+                "deleting a redesign topic needs the lookupd leader: give `lookupd_http`"
+            )
         return [[_req(Node(leader, "lookupd"), "/topic/delete", topic=topic, partition="**")]]
     return [
         [_req(Node(a, "lookupd"), "/topic/delete", topic=topic) for a in placement.lookupds],
@@ -120,8 +122,8 @@ def plan_topic_action(
         raise ConfigError(f"unknown topic action {action!r}")
     if placement.family == "redesign":
         raise FamilyUnsupportedError(
-            f"the redesign nsqd has no topic {action}: use `nsqctl channel {action} "
-            f"{placement.topic} CHANNEL` on each channel instead"
+            f"the redesign nsqd has no topic {action}: use `channel_{action}("
+            f"{placement.topic}, CHANNEL)` on each channel instead"
         )
     _need_nsqds(placement, action)
     nodes = select_nodes(placement, node=node)
@@ -148,8 +150,8 @@ def parse_offset(
     ]
     if len(given) != 1:
         raise ConfigError(
-            "setoffset needs exactly one of --timestamp SECONDS, --virtual-offset BYTES, "
-            "--msgcount N or --end"
+            "setoffset needs exactly one of `timestamp` (seconds), `virtual_offset` (bytes), "
+            "`msgcount` or `end`"
         )
     name, value = given[0]
     if value < 0 and name != "special":
@@ -218,7 +220,7 @@ def plan_channel_action(
         raise ConfigError(f"unknown channel action {action!r}")
     topic = placement.topic
     if placement.family == "original" and action in REDESIGN_ONLY:
-        hint = "`nsqctl channel empty`" if action != "unskip" else "`nsqctl channel unpause`"
+        hint = "`channel_empty()`" if action != "unskip" else "`channel_unpause()`"
         raise FamilyUnsupportedError(
             f"channel {action} exists only on the redesign (youzan) nsqd; on the original "
             f"NSQ use {hint}"
@@ -240,7 +242,7 @@ def plan_channel_action(
             and len(nodes) > 1
         ):
             raise ConfigError(
-                "virtual-queue and message-count offsets differ per partition: pass --partition N"
+                "virtual-queue and message-count offsets differ per partition: give `partition`"
             )
         body = offset.encode()
 
@@ -268,7 +270,7 @@ def plan_channel_action(
     if action in ("create", "delete") and registered:
         if leader is None:
             raise AdminError(
-                f"topic {topic!r} registers channels on the lookupd leader: pass --lookupd"
+                f"topic {topic!r} registers channels on the lookupd leader: give `lookupd_http`"
             )
         # Only the registration: the nsqds create (or delete) the channel from the
         # registered list nsqlookupd hands them, and refuse a local create or delete

@@ -10,9 +10,10 @@ from typing import Any, Literal
 
 import httpx
 
-from nsqctl.admin.base import NSQ_V1, TIMEOUT, unwrap_response
+from nsqctl.admin.base import NSQ_V1, TIMEOUT
 from nsqctl.admin.leader import lookupd_nsqds
 from nsqctl.admin.requests import admin_client, error_text
+from nsqctl.errors import AnswerDecodeError
 from nsqctl.httpclient import describe_http_error
 from nsqctl.lookup.model import not_nsq_answer
 from nsqctl.protocol.message import Family
@@ -66,17 +67,21 @@ async def fetch_server_version(
         return ServerVersion(role, address, error=f"not an {role}: {reason}", not_nsq=True)
     if resp.status_code != 200:
         return ServerVersion(role, address, error=error_text(resp))
+    from nsqctl import answers
+    from nsqctl.lookup.wire import WireInfo
+
     try:
-        info = unwrap_response(resp.json())
-    except ValueError:
-        return ServerVersion(
-            role, address, error=f"not an {role}: /info answered non-JSON", not_nsq=True
-        )
-    if "version" not in info:
+        info = answers.decode(resp.content, WireInfo, role=role, source=address, path="/info")
+    except AnswerDecodeError as err:
+        return ServerVersion(role, address, error=f"not an {role}: {err}", not_nsq=True)
+    if info is None or info.version is None:
         return ServerVersion(
             role, address, error=f"not an {role}: /info has no version", not_nsq=True
         )
-    return ServerVersion(role, address, str(info.get("version") or "?"), family_of(info))
+    seen: dict[str, Any] = {"version": info.version}
+    if info.ha_support is not None:
+        seen["ha_support"] = info.ha_support
+    return ServerVersion(role, address, info.version or "?", family_of(seen))
 
 
 async def server_versions(

@@ -30,6 +30,7 @@ from nsqctl.cli.common import (
     ProfileOption,
     resolve_cluster,
 )
+from nsqctl.cli.errors import cli_words
 from nsqctl.cli.numbers import seconds
 from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.protocol.names import validate_channel, validate_topic
@@ -160,9 +161,14 @@ def emit_report(
 ) -> None:
     """Print per-request results, then fail (exit 1) naming every failed node."""
     for warning in report.warnings:
-        typer.echo(f"warning: {warning}", err=True)
+        typer.echo(f"warning: {cli_words(warning)}", err=True)
     if as_json:
         payload = report.to_json()
+        # the CLI's words in its JSON too: a script reads the same advice a person does
+        for key in ("warnings", "notes"):
+            payload[key] = [cli_words(text) for text in payload[key]]
+        for result in payload["results"]:
+            result["error"] = result["error"] and cli_words(result["error"])
         if blast is not None:
             payload["blast_radius"] = blast.to_json()
         typer.echo(json.dumps(payload, indent=2))
@@ -170,12 +176,12 @@ def emit_report(
         subject = report.topic if report.channel is None else f"{report.topic}/{report.channel}"
         typer.echo(f"{report.action} {subject} ({report.family or '?'})")
         for r in report.results:
-            tail = f": {r.error}" if r.error else ""
+            tail = f": {cli_words(r.error)}" if r.error else ""
             typer.echo(f"  {r.outcome:<7}  {r.request.node}  {r.request.describe()}{tail}")
         if not report.results:
             typer.echo("  (nothing to do)")
         for note in report.notes:
-            typer.echo(f"note: {note}")
+            typer.echo(f"note: {cli_words(note)}")
     report.raise_for_failures()
 
 
@@ -252,7 +258,7 @@ def _emit_listing(listing: admin.Listing, key: str, as_json: bool, extra: dict[s
     for address, error in listing.errors.items():
         typer.echo(f"warning: {address} did not answer: {error}", err=True)
     for warning in listing.warnings:
-        typer.echo(f"warning: {warning}", err=True)
+        typer.echo(f"warning: {cli_words(warning)}", err=True)
     if as_json:
         payload = {
             **extra,

@@ -15,11 +15,16 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import typer
 
 from nsqctl.errors import NsqctlError
+
+if TYPE_CHECKING:
+    from nsqctl.answers import WireEnvelope
+
+W = TypeVar("W", bound="WireEnvelope")
 
 #: seconds one completion may spend on the network, all requests together
 DEADLINE = 0.5
@@ -121,15 +126,19 @@ def _lookupds(ctx: typer.Context) -> list[str]:
     return list(selection.lookupd)
 
 
-def _get(ctx: typer.Context, path: str, params: dict[str, str] | None = None) -> list[Any]:
-    """The unwrapped JSON bodies of ``GET path`` from each lookupd, within the deadline."""
+def _get(
+    ctx: typer.Context, path: str, kind: type[W], params: dict[str, str] | None = None
+) -> list[tuple[str, W]]:
+    """``(lookupd, answer)`` of ``GET path`` from each lookupd, decoded as ``kind`` (the
+    lookup client's records), within the deadline; a lookupd that fails, answers an error
+    or a body of the wrong shape adds nothing."""
     import httpx
 
     from nsqctl.httpclient import sync_http_client
     from nsqctl.lookup.client import ACCEPT_V1
-    from nsqctl.lookup.model import unwrap_payload
+    from nsqctl.lookup.wire import decode
 
-    bodies: list[Any] = []
+    answers: list[tuple[str, W]] = []
     deadline = time.monotonic() + completion_deadline()
     with sync_http_client(headers={"Accept": ACCEPT_V1}) as client:
         for address in _lookupds(ctx):
@@ -139,12 +148,13 @@ def _get(ctx: typer.Context, path: str, params: dict[str, str] | None = None) ->
             url = address if "://" in address else f"http://{address}"
             try:
                 resp = client.get(f"{url}{path}", params=params, timeout=left)
-                data, status, _text = unwrap_payload(resp.json())
-            except (httpx.HTTPError, ValueError):
+                found = decode(resp.content, kind, source=address, path=path)
+            except (httpx.HTTPError, NsqctlError):
                 continue
-            if resp.status_code == 200 and status == 200:
-                bodies.append(data)
-    return bodies
+            ok = found is not None and found.status_code in (None, 200) and found.message is None
+            if resp.status_code == 200 and found is not None and ok:
+                answers.append((address, found))
+    return answers
 
 
 def _strings(values: Iterable[Any], incomplete: str) -> list[str]:
@@ -154,56 +164,56 @@ def _strings(values: Iterable[Any], incomplete: str) -> list[str]:
 
 def topics(ctx: typer.Context, incomplete: str) -> list[str]:
     """Topics every lookupd knows (``/topics``)."""
-    names: list[Any] = []
-    for body in _get(ctx, "/topics"):
-        if isinstance(body, dict):
-            names.extend(body.get("topics") or [])
-    return _strings(names, incomplete)
+    from nsqctl.lookup.wire import WireTopics
+
+    return _strings(
+        (n for _, b in _get(ctx, "/topics", WireTopics) for n in b.topics or ()), incomplete
+    )
 
 
 def channels(ctx: typer.Context, incomplete: str) -> list[str]:
     """Channels of the topic already on the line (``/channels?topic=``)."""
+    from nsqctl.lookup.wire import WireChannels
+
     topic = _topic(ctx)
     if not topic:
         return []
-    names: list[Any] = []
-    for body in _get(ctx, "/channels", {"topic": str(topic)}):
-        if isinstance(body, dict):
-            names.extend(body.get("channels") or [])
-    return _strings(names, incomplete)
+    found = _get(ctx, "/channels", WireChannels, {"topic": str(topic)})
+    return _strings((n for _, b in found for n in b.channels or ()), incomplete)
 
 
 def partitions(ctx: typer.Context, incomplete: str) -> list[str]:
     """Partition numbers of the topic on the line, from its lookup (redesign)."""
-    from nsqctl.lookup.model import LookupProtocolError, parse_lookup_response
+    from nsqctl.admin.planners import MAX_PARTITIONS
+    from nsqctl.lookup.model import answer_from_wire
+    from nsqctl.lookup.wire import WireLookup
 
     topic = _topic(ctx)
     if not topic:
         return []
     found: list[int] = []
-    for body in _get(ctx, "/lookup", {"topic": str(topic), "metainfo": "true"}):
+    params = {"topic": str(topic), "metainfo": "true"}
+    for address, body in _get(ctx, "/lookup", WireLookup, params):
         try:
-            answer = parse_lookup_response(body)
-        except LookupProtocolError:
+            answer = answer_from_wire(body, source=address)
+        except NsqctlError:
             continue
         found.extend(answer.partitions)
-        if answer.meta is not None and answer.meta.valid:
-            found.extend(range(answer.meta.partition_num))
+        if answer.meta is not None and answer.meta.valid:  # a huge count is no lookupd's
+            found.extend(range(min(answer.meta.partition_num, MAX_PARTITIONS)))
     return _strings(found, incomplete)
 
 
 def nodes(ctx: typer.Context, incomplete: str) -> list[str]:
     """nsqd nodes (their HTTP addresses, as ``lookup`` and ``dash`` show them)."""
-    from nsqctl.lookup.model import LookupProtocolError, Peer
+    from nsqctl.lookup.model import nodes_from_wire
+    from nsqctl.lookup.wire import WireNodes
 
     addresses: list[str] = []
-    for body in _get(ctx, "/nodes"):
-        producers = body.get("producers") if isinstance(body, dict) else None
-        for producer in producers or []:
-            try:
-                peer = Peer.from_json(producer)
-            except LookupProtocolError:
-                continue
-            if peer.http_port > 0:
-                addresses.append(peer.http_key)
+    for address, body in _get(ctx, "/nodes", WireNodes):
+        try:
+            peers = nodes_from_wire(body, source=address)
+        except NsqctlError:
+            continue
+        addresses.extend(p.http_key for p in peers if p.http_port > 0)
     return _strings(addresses, incomplete)

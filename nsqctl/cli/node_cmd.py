@@ -27,6 +27,7 @@ from nsqctl.admin.drain_state import read_drains, running_elsewhere, state_word
 from nsqctl.cli import complete
 from nsqctl.cli.admin_cmd import cluster_addresses
 from nsqctl.cli.common import JsonOption, LookupdOption, NsqdHttpOption, ProfileOption
+from nsqctl.cli.errors import cli_words
 from nsqctl.cli.numbers import seconds
 from nsqctl.errors import AdminError, ConfigError, NsqctlTimeoutError
 
@@ -260,7 +261,7 @@ def node_restore(
     else:
         typer.echo(f"{result.node} restored ({result.family})")
         for note in result.notes:
-            typer.echo(f"  {note}")
+            typer.echo(f"  {cli_words(note)}")
     if result.failed:
         raise AdminError(f"restore of {result.node} incomplete: {'; '.join(result.failed)}")
 

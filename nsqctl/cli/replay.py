@@ -22,6 +22,7 @@ from nsqctl.cli.common import (
     ProfileOption,
     resolve_cluster,
 )
+from nsqctl.cli.errors import cli_words
 from nsqctl.cli.numbers import rate
 from nsqctl.cli.trace import EngineOption
 from nsqctl.errors import ConfigError
@@ -111,7 +112,7 @@ def replay(
     if "://" not in source and not Path(source).exists():
         raise ConfigError(f"replay source {source} does not exist")
     choice = choose("replay", engine, [source], spark_master, where)
-    say(f"replay: engine {choice.engine} ({choice.reason})")
+    say(f"replay: engine {choice.engine} ({cli_words(choice.reason)})")
     if choice.engine == "local":
         _local_replay(job, dry_run, checkpoint, restart)
     else:
@@ -300,7 +301,7 @@ def _history(
         emit_json(topic, to_topic, "history", dry_run, report.published, report.to_json())
         return
     if report.note:
-        typer.echo(f"note: {report.note}", err=True)
+        typer.echo(f"note: {cli_words(report.note)}", err=True)
     verb = "would replay" if dry_run else "replayed"
     typer.echo(
         f"{verb} {report.matched} message(s) of {topic} history to {to_topic} "

@@ -16,6 +16,7 @@ from nsqctl.cli.common import (
     ProfileOption,
     resolve_cluster,
 )
+from nsqctl.cli.errors import cli_words
 from nsqctl.errors import ConfigError, MessageNotFoundError, NsqctlError
 
 EngineOption = typer.Option(
@@ -90,7 +91,7 @@ def _reader(engine: str, sources: list[str], master: str | None, verbose: bool) 
 
     choice = choose("trace", engine, sources, master)
     if verbose:
-        typer.echo(f"trace: engine {choice.engine} ({choice.reason})", err=True)
+        typer.echo(f"trace: engine {choice.engine} ({cli_words(choice.reason)})", err=True)
     if choice.engine == "local":
         from nsqctl.pipeline.local import LocalReader
 

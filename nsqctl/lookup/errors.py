@@ -3,7 +3,7 @@ module naming them does not load msgspec (``pub --help`` imports the lookup mode
 
 from __future__ import annotations
 
-from nsqctl.errors import ProtocolError
+from nsqctl.errors import AnswerDecodeError, ProtocolError
 
 __all__ = ["LookupDecodeError", "LookupProtocolError"]
 
@@ -12,6 +12,6 @@ class LookupProtocolError(ProtocolError):
     """An nsqlookupd answered with something that is not a lookup response."""
 
 
-class LookupDecodeError(LookupProtocolError):
+class LookupDecodeError(LookupProtocolError, AnswerDecodeError):
     """An nsqlookupd answered JSON of the wrong shape; ``str()`` names the server, the
     endpoint and the field (``$.producers[0].tcp_port``)."""

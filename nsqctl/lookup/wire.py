@@ -14,16 +14,18 @@ nsqd's ``/stats``: youzan spells ``/listlookup``'s ports and some meta numbers a
 Fields a server may send as ``null`` or leave out are optional. Every key not named here
 is skipped without being built.
 
-The pre-v1 envelope (``{"status_code", "status_txt", "data"}``) and v1's error
-(``{"message"}``) are fields of each record; ``data`` is decoded again into the same record.
+The envelope, the decoders and the error's wording are :mod:`nsqctl.answers`'s, shared
+with the decoding of nsqd's answers; here the error is a :class:`LookupDecodeError`.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import msgspec
 
+from nsqctl import answers
+from nsqctl.answers import NULL, W, WireEnvelope, is_json
 from nsqctl.lookup.errors import LookupDecodeError
 from nsqctl.protocol.names import MAX_NAME_LENGTH, NAME_PATTERN
 
@@ -45,26 +47,13 @@ __all__ = [
     "convert",
     "decode",
     "is_json",
-    "unwrapped",
 ]
-
-NULL = msgspec.Raw(b"null")
-"""A field that was sent as ``null`` or not at all."""
 
 Port = Annotated[int, msgspec.Meta(ge=1, le=65535)]
 Name = Annotated[
     str,
     msgspec.Meta(min_length=1, max_length=MAX_NAME_LENGTH, pattern=rf"^(?:{NAME_PATTERN})\Z"),
 ]
-
-
-class WireEnvelope(msgspec.Struct, gc=False):
-    """The pre-v1 envelope and v1's error body; every answer record has these fields."""
-
-    status_code: int | None = None
-    status_txt: str | None = None
-    data: msgspec.Raw = NULL
-    message: str | None = None
 
 
 class WirePeer(msgspec.Struct, gc=False):
@@ -137,70 +126,16 @@ class WireListLookup(WireEnvelope, gc=False):
     lookupdleader: WireLookupdNode | None = None
 
 
-def is_json(content: bytes) -> bool:
-    """True when ``content`` is JSON of any shape: an answer that is not is another
-    server's (an error page), not a lookupd's of the wrong shape."""
-    try:
-        msgspec.json.decode(content)
-    except msgspec.DecodeError:
-        return False
-    return True
-
-
-W = TypeVar("W", bound=WireEnvelope)
-
-_DECODERS: dict[type[Any], msgspec.json.Decoder[Any]] = {}
-
-
-def _decoder(kind: type[W]) -> msgspec.json.Decoder[W]:
-    found = _DECODERS.get(kind)
-    if found is None:
-        found = _DECODERS[kind] = msgspec.json.Decoder(kind | None, strict=False)
-    return found
-
-
-def _fail(source: str, path: str, err: Exception) -> LookupDecodeError:
-    return LookupDecodeError(
-        f"nsqlookupd {source or '?'} answered {path} with a wrong shape: {err}; "
-        "check that the address is an nsqlookupd of a supported version"
-    )
-
-
-def unwrapped(record: W | None, kind: type[W], source: str, path: str) -> W | None:
-    """``record``, or its envelope's ``data`` decoded as ``kind`` when it is wrapped (the
-    envelope's status kept on it, so an error stays an error)."""
-    if record is None or record.status_code is None:
-        return record
-    body = bytes(record.data).strip()
-    if body in (b"", b"null"):
-        return record
-    try:
-        inner = _decoder(kind).decode(body)
-    except (msgspec.ValidationError, msgspec.DecodeError) as err:
-        raise _fail(source, f"{path} (in its envelope's data)", err) from None
-    if inner is None:
-        return record
-    inner.status_code, inner.status_txt = record.status_code, record.status_txt
-    return inner
-
-
 def decode(content: bytes, kind: type[W], *, source: str, path: str) -> W | None:
     """Decode one answer body into ``kind`` (``None`` for an empty or ``null`` body),
     unwrapping the pre-v1 envelope; :class:`LookupDecodeError` if it does not fit."""
-    if not content.strip():
-        return None
-    try:
-        record = _decoder(kind).decode(content)
-    except (msgspec.ValidationError, msgspec.DecodeError) as err:
-        raise _fail(source, path, err) from None
-    return unwrapped(record, kind, source, path)
+    return answers.decode(
+        content, kind, role="nsqlookupd", source=source, path=path, error=LookupDecodeError
+    )
 
 
 def convert(payload: Any, kind: type[W], *, source: str, path: str) -> W | None:
-    """:func:`decode` for a body already decoded into Python values (``json.loads``):
-    re-encoded, so both paths judge a body by the one set of rules."""
-    try:
-        content = msgspec.json.encode(payload)
-    except (TypeError, ValueError, OverflowError) as err:
-        raise _fail(source, path, err) from None
-    return decode(content, kind, source=source, path=path)
+    """:func:`decode` for a body already decoded into Python values (``json.loads``)."""
+    return answers.convert(
+        payload, kind, role="nsqlookupd", source=source, path=path, error=LookupDecodeError
+    )

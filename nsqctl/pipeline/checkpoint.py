@@ -35,7 +35,7 @@ def prepare(directory: Path, spec: dict[str, Any], restart: bool) -> int:
         if old.get("fingerprint") != fp:
             raise ConfigError(
                 f"checkpoint {directory} belongs to another replay (different source, target "
-                "or filters): use another --checkpoint or --restart"
+                "or filters): use another `checkpoint` or `restart`"
             )
     if restart:
         for path in (directory / "keys").glob("*.json"):

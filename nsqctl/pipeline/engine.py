@@ -73,24 +73,24 @@ def choose(
 ) -> Choice:
     """The engine for ``command`` ("trace" or "replay") over ``sources``."""
     if requested not in ENGINES:
-        raise ConfigError(f"--engine {requested!r} is not one of {', '.join(ENGINES)}")
+        raise ConfigError(f"`engine` {requested!r} is not one of {', '.join(ENGINES)}")
     remote = next((s for s in sources if is_remote(s)), None)
     if requested == "spark":
-        choice = Choice("spark", "--engine spark")
+        choice = Choice("spark", "`engine` spark")
     elif requested == "local":
         if remote:
             raise ConfigError(
-                f"--engine local reads local files only and {remote} is remote: "
-                "use --engine spark (or auto)"
+                f"`engine` local reads local files only and {remote} is remote: "
+                "use `engine` spark (or auto)"
             )
         if where:
             raise ConfigError(
-                "--where is a Spark SQL predicate: use --engine spark, or the filters both "
-                "engines have (--since/--until/--topic/--partition/--trace-id/--grep)"
+                "`where` is a Spark SQL predicate: use `engine` spark, or the filters both "
+                "engines have (`since_ns`/`until_ns`/`topics`/`partition`/`trace_id`/`grep`)"
             )
         if spark_master:
-            raise ConfigError("--spark-master applies to the Spark engine: drop --engine local")
-        choice = Choice("local", "--engine local")
+            raise ConfigError("`spark_master` applies to the Spark engine: drop `engine` local")
+        choice = Choice("local", "`engine` local")
     else:
         choice = _auto(command, sources, remote, spark_master, where)
     require(choice.engine)
@@ -104,11 +104,11 @@ def _auto(
     if remote:
         return Choice("spark", f"{remote} is remote")
     if master:
-        return Choice("spark", f"--spark-master {master} given")
+        return Choice("spark", f"`spark_master` {master} given")
     if os.environ.get("SPARK_MASTER"):
         return Choice("spark", f"SPARK_MASTER={os.environ['SPARK_MASTER']} is set")
     if where:
-        return Choice("spark", "--where is a Spark SQL predicate")
+        return Choice("spark", "`where` is a Spark SQL predicate")
     size, limit = local_bytes(sources), LOCAL_MAX_BYTES[command]
     if size > limit:
         return Choice("spark", f"{_size(size)} of local input is above {_size(limit)}")

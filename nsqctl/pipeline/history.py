@@ -56,7 +56,7 @@ class HistoryOptions:
 def start_arg(from_time_ns: int | None, from_offset: int | None) -> str:
     """The SUB_ADVANCED start argument for --from-time / --from-offset."""
     if (from_time_ns is None) == (from_offset is None):
-        raise ConfigError("give exactly one of --from-time and --from-offset")
+        raise ConfigError("give exactly one of `from_time` and `from_offset`")
     if from_time_ns is not None:
         return f"timestamp:{from_time_ns // 1_000_000_000}"
     return f"virtual_queue:{from_offset}"
@@ -181,7 +181,7 @@ HISTORY_MAX_IN_FLIGHT = 16
 
 async def _delete_channel(opts: HistoryOptions, report: HistoryReport) -> None:
     """Delete the replay's own channel; say how when it cannot be done here."""
-    how = f"delete it with `nsqctl channel delete {opts.topic} {report.channel}`"
+    how = f"delete it with `channel_delete({opts.topic}, {report.channel})`"
     if not opts.lookupd:
         report.note = f"channel {report.channel} left on the nsqd (no nsqlookupd given): {how}"
         return

@@ -184,7 +184,7 @@ def archive_plan(source: str, filters: Any, shard_field: str | None) -> Planned:
 
     check_grep(filters)
     if filters.where:
-        raise ConfigError("--where is a Spark SQL predicate: use --engine spark for it")
+        raise ConfigError("`where` is a Spark SQL predicate: use `engine` spark for it")
     columns = ["topic", "partition", "nsqd", "internal_id", "timestamp", "offset", "body"]
     if shard_field:
         columns.append("ext")
@@ -254,7 +254,7 @@ def text_plan(source: str, filters: Any) -> Planned:
     check_text_filters(filters)
     check_grep(filters)
     if filters.where:
-        raise ConfigError("--where is a Spark SQL predicate: use --engine spark for it")
+        raise ConfigError("`where` is a Spark SQL predicate: use `engine` spark for it")
     files, lines, bodies = [], [], []
     for path in text_files(source):
         for number, body in read_bodies(path):

@@ -114,7 +114,7 @@ def _where(df: DataFrame, f: ReplayFilters) -> DataFrame:
             df = df.where(F.expr(f.where))
             df.schema  # noqa: B018 - analyse now, so a bad predicate is a usage error
         except (AnalysisException, ParseException) as err:
-            raise _analysis_error(err, f"--where {f.where!r}") from err
+            raise _analysis_error(err, f"`where` {f.where!r}") from err
     return df
 
 
@@ -124,14 +124,14 @@ def check_grep(f: ReplayFilters) -> None:
         try:
             re.compile(f.grep)
         except re.error as err:
-            raise ConfigError(f"--grep {f.grep!r} is not a valid regex: {err}") from err
+            raise ConfigError(f"`grep` {f.grep!r} is not a valid regex: {err}") from err
 
 
 def check_text_filters(f: ReplayFilters) -> None:
     """nsq_to_file text has bodies only: say so for filters on anything else."""
     if f.since_ns or f.until_ns or f.partitions or f.trace_id or f.topics:
         raise ConfigError(
-            "--since/--until/--topic/--partition/--trace-id need an archive source: "
+            "`since_ns`/`until_ns`/`topics`/`partition`/`trace_id` need an archive source: "
             "nsq_to_file text has bodies only"
         )
 

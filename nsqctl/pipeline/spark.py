@@ -205,8 +205,8 @@ def check_executors(
             assert isinstance(unreachable, list)
             raise ExecutorError(
                 f"{where} cannot reach {', '.join(map(str, unreachable))}: replay publishes from "
-                "the executors, so every worker needs network access to the --nsqd/--lookupd "
-                "addresses; give addresses the workers can reach"
+                "the executors, so every worker needs network access to the "
+                "`nsqd_tcp`/`lookupd_http` addresses; give addresses the workers can reach"
             )
     return reports
 

@@ -67,7 +67,7 @@ def parse_query(text: str, *, internal: bool = False, topic: str | None = None) 
     text = text.strip()
     if internal:
         if not text.isdigit():
-            raise ConfigError(f"--internal-id needs a decimal id, not {text!r}")
+            raise ConfigError(f"`internal_id` needs a decimal id, not {text!r}")
         return TraceQuery(f"internal id {text}", internal_id=int(text), topic=topic)
     if re.fullmatch(r"[0-9a-fA-F]{32}", text):
         raw = bytes.fromhex(text)
@@ -85,7 +85,7 @@ def parse_query(text: str, *, internal: bool = False, topic: str | None = None) 
             f"message id {text}", internal_id=iid, message_id=text.lower(), topic=topic
         )
     raise ConfigError(
-        f"cannot read {text!r} as an id: give a decimal trace id, --internal-id N, "
+        f"cannot read {text!r} as an id: give a decimal trace id, `internal_id` N, "
         "or a message id (16 or 32 hex characters)"
     )
 

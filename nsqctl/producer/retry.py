@@ -280,7 +280,7 @@ class RetryLoop:
             place = topic if call.where is None else f"{topic}/{call.where}"
             return PartitionUnavailableError(
                 f"no leader took the publish to {place} within the failover window "
-                f"({window:.0f}s): {last}; check `nsqctl lookup {topic}`",
+                f"({window:.0f}s): {last}; check `lookup({topic})`",
                 call.where,
                 setting="failover_window",
             )

@@ -107,9 +107,9 @@ def no_writable_nsqd(topic: str, topo: Topology) -> PublishError | TopicNotFound
         return TopicNotFoundError(
             topic=topic,
             message=f"topic {topic!r} does not exist on any lookupd: create it first "
-            f"(`nsqctl topic create {topic}`)",
+            f"(`topic_create({topic})`)",
         )
-    return PublishError(f"no writable nsqd for topic {topic!r}: check `nsqctl lookup {topic}`")
+    return PublishError(f"no writable nsqd for topic {topic!r}: check `lookup({topic})`")
 
 
 def not_led_by_given(
@@ -199,7 +199,7 @@ class Router:
             )
         raise PartitionUnavailableError(
             f"partition {partition} of topic {topic!r} has no writable leader right now"
-            f" (known: {sorted(topo.partitions) or 'none'}); check `nsqctl lookup {topic}`",
+            f" (known: {sorted(topo.partitions) or 'none'}); check `lookup({topic})`",
             partition,
         )
 
@@ -209,7 +209,7 @@ class Router:
             if num <= 0:
                 raise PartitionUnavailableError(
                     f"topic {topic!r} has no partition count in its lookup meta yet: cannot "
-                    "shard; check that it exists (`nsqctl lookup`)"
+                    "shard; check that it exists (`lookup()`)"
                 )
             part = partition_for_key(shard_key, num, self.hash)
             peer = topo.partitions.get(part)

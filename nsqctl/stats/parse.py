@@ -1,8 +1,9 @@
 """Parse nsqd ``/stats``, ``/coordinator/stats`` and lookupd ``/cluster/stats`` (both families).
 
-Bodies may arrive wrapped in the v1 ``{status_code, status_txt, data}`` envelope;
-:func:`unwrap_payload` from the lookup package removes it, so every endpoint is handled
-the same way.
+Bodies may arrive wrapped in the v1 ``{status_code, status_txt, data}`` envelope, which
+is removed the same way for every endpoint. The coordinator answers and ``/info`` are
+decoded into the records of :mod:`nsqctl.nsqd_wire` (:mod:`nsqctl.answers`): a wrong shape is
+an :class:`~nsqctl.errors.AnswerDecodeError` naming the server and the field.
 
 nsqd's ``/stats`` is decoded by msgspec straight into the records of :mod:`.wire` (a big
 cluster's is tens of megabytes); a payload already decoded (a recording, a test) takes the
@@ -16,12 +17,20 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, NamedTuple, Protocol, overload
+from typing import Any, NamedTuple, Protocol, TypeVar, overload
 
 import msgspec
 
+from nsqctl import answers
+from nsqctl.answers import WireEnvelope
 from nsqctl.errors import NsqctlError, ProtocolError
-from nsqctl.lookup.model import Peer, as_int, as_str, unwrap_payload
+from nsqctl.lookup.model import Peer
+from nsqctl.nsqd_wire import (
+    WireClusterStats,
+    WireCoordinatorStats,
+    WireNodeRef,
+    WireNsqdInfo,
+)
 from nsqctl.stats import wire
 from nsqctl.stats.gcpause import gc_paused
 from nsqctl.stats.model import (
@@ -43,20 +52,6 @@ class StatsProtocolError(ProtocolError):
 def decode(body: bytes | str) -> Any:
     """Decode a JSON body (raises ``ValueError`` on bad JSON, like :func:`json.loads`)."""
     return msgspec.json.decode(body)
-
-
-def _data(payload: Any, what: str) -> Mapping[str, Any]:
-    data, status, text = unwrap_payload(payload)
-    if status != 200:
-        raise StatsProtocolError(f"{what} answered an error: {text or status}")
-    if not isinstance(data, Mapping):
-        raise StatsProtocolError(f"{what} sent a non-object body")
-    return data
-
-
-def _list(obj: Mapping[str, Any], key: str) -> list[Any]:
-    value = obj.get(key)
-    return value if isinstance(value, list) else []
 
 
 def parse_client(obj: Mapping[str, Any]) -> ClientStats:
@@ -419,30 +414,42 @@ def parse_nsqd_body(
         return _node(body, address, fetched_at=fetched_at, elapsed=elapsed, details=copies)
 
 
-def _node_ids(items: Any) -> tuple[str, ...]:
-    if not isinstance(items, list):
-        return ()  # the server sends null for an empty list
-    return tuple(
-        as_str(i.get("node_id")) or as_str(i.get("hostname"))
-        for i in items
-        if isinstance(i, Mapping)
-    )
+E = TypeVar("E", bound=WireEnvelope)
+
+
+def _answer(payload: Any, kind: type[E], role: str, source: str, path: str) -> E:
+    """A decoded answer body as ``kind``: :class:`AnswerDecodeError` naming the field for
+    a wrong shape, :class:`StatsProtocolError` for an error answer (pre-v1 envelope's
+    status, or v1's ``{"message"}``)."""
+    found = answers.convert(payload, kind, role=role, source=source, path=path)
+    if found is None:
+        return kind()
+    status = found.status_code if found.status_code is not None else 200
+    error = status != 200 or (isinstance(payload, Mapping) and set(payload) == {"message"})
+    if error:
+        why = found.status_txt or found.message or status
+        raise StatsProtocolError(f"{role} {source} {path} answered an error: {why}")
+    return found
+
+
+def _node_ids(items: Sequence[WireNodeRef | None] | None) -> tuple[str, ...]:
+    return tuple((i.node_id or i.hostname or "") for i in items or () if i is not None)
 
 
 def parse_coordinator_stats(payload: Any, reported_by: str) -> tuple[CoordInfo, ...]:
     """Redesign nsqd ``/coordinator/stats?topic=T``: ``topic_coord_stats``, one entry per
     partition of T this nsqd holds (none at all when no ``topic`` is given)."""
-    data = _data(payload, f"nsqd {reported_by} /coordinator/stats")
+    data = _answer(payload, WireCoordinatorStats, "nsqd", reported_by, "/coordinator/stats")
     return tuple(
         CoordInfo(
-            topic=as_str(item.get("name")),
-            partition=as_int(item.get("partition")),
-            reported_by=as_str(item.get("node")) or reported_by,
-            isr=_node_ids(item.get("isr_stats")),
-            catchup=_node_ids(item.get("catchup_stats")),
+            topic=item.name or "",
+            partition=item.partition or 0,
+            reported_by=item.node or reported_by,
+            isr=_node_ids(item.isr_stats),
+            catchup=_node_ids(item.catchup_stats),
         )
-        for item in _list(data, "topic_coord_stats")
-        if isinstance(item, Mapping)
+        for item in data.topic_coord_stats or ()
+        if item is not None
     )
 
 
@@ -475,23 +482,20 @@ def resolve_node_ids(
     )
 
 
-def parse_cluster_stats(payload: Any) -> ClusterStability:
+def parse_cluster_stats(payload: Any, source: str = "") -> ClusterStability:
     """Redesign lookupd leader ``/cluster/stats``: ``stable`` and per-node load factors."""
-    data = _data(payload, "nsqlookupd /cluster/stats")
-    nodes = []
-    for item in _list(data, "node_stat_list"):
-        if not isinstance(item, Mapping):
-            continue
-        host = as_str(item.get("broadcast_address")) or as_str(item.get("hostname"))
-        nodes.append(
-            ClusterNodeLoad(
-                address=f"{host}:{as_int(item.get('http_port'))}",
-                hostname=as_str(item.get("hostname")),
-                leader_load_factor=float(item.get("leader_load_factor") or 0.0),
-                node_load_factor=float(item.get("node_load_factor") or 0.0),
-            )
+    data = _answer(payload, WireClusterStats, "nsqlookupd", source, "/cluster/stats")
+    nodes = tuple(
+        ClusterNodeLoad(
+            address=f"{item.broadcast_address or item.hostname or ''}:{item.http_port or 0}",
+            hostname=item.hostname or "",
+            leader_load_factor=item.leader_load_factor or 0.0,
+            node_load_factor=item.node_load_factor or 0.0,
         )
-    return ClusterStability(stable=bool(data.get("stable", False)), nodes=tuple(nodes))
+        for item in data.node_stat_list or ()
+        if item is not None
+    )
+    return ClusterStability(stable=bool(data.stable), nodes=nodes)
 
 
 def nsqd_tcp_to_http(producers: list[dict[str, Any]]) -> dict[str, str]:
@@ -510,11 +514,10 @@ def nsqd_tcp_to_http(producers: list[dict[str, Any]]) -> dict[str, str]:
 
 def parse_nsqd_info(payload: Any, address: str) -> str:
     """An nsqd's own ``/info``: its ``broadcast_address:tcp_port``."""
-    data = _data(payload, f"nsqd {address} /info")
-    host, port = as_str(data.get("broadcast_address")), as_int(data.get("tcp_port"))
-    if not host or port <= 0:
+    data = _answer(payload, WireNsqdInfo, "nsqd", address, "/info")
+    if not data.broadcast_address or data.tcp_port is None:
         raise StatsProtocolError(f"nsqd {address} /info lacks broadcast_address/tcp_port")
-    return f"{host}:{port}"
+    return f"{data.broadcast_address}:{data.tcp_port}"
 
 
 def nsqd_http_addresses(producers: list[dict[str, Any]]) -> list[str]:

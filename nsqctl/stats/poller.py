@@ -221,7 +221,7 @@ class StatsPoller:
             resp = await self._http.get(f"http://{leader}/cluster/stats")
             if resp.status_code != 200:
                 return None
-            return parse_cluster_stats(decode(resp.content))
+            return parse_cluster_stats(decode(resp.content), leader)
         except (httpx.HTTPError, ValueError, NsqctlError):
             return None
 

@@ -98,3 +98,26 @@ def test_check_reports_a_wrong_shape_as_unknown_naming_the_lookupd_and_the_field
     assert line.startswith("UNKNOWN: "), line
     assert f"nsqlookupd {lookupd} answered /nodes" in line and "`$.producers`" in line, line
     assert proc.stderr.decode().strip() == ""
+
+
+def test_a_wrong_shape_from_the_redesign_leader_while_waiting_for_writes_is_one_line() -> None:
+    """A redesign ``topic create`` waits on the lookupd leader's ``/lookup`` until every
+    partition is writable; a ``partitions`` that is no object ends the wait with one line
+    naming the leader and the field (it was a ``TypeError`` traceback)."""
+    answers: dict[str, Any] = {
+        "/nodes": {"producers": [PORT_99999["producers"][0] | {"tcp_port": 4150}]},
+        "/lookup": {"channels": [], "producers": [], "partitions": 5},
+        "/topic/create": "OK",
+    }
+    with odd_lookupd(answers) as lookupd:
+        host, port = lookupd.split(":")
+        answers["/listlookup"] = {
+            "lookupdleader": {"ID": "l", "NodeIP": host, "HttpPort": port, "TcpPort": "1"},
+            "lookupdnodes": [{"ID": "l", "NodeIP": host, "HttpPort": port, "TcpPort": "1"}],
+        }
+        proc = run_cli(["topic", "create", "t", "--wait", "5", "--lookupd", lookupd])
+    err = proc.stderr.decode()
+    assert proc.returncode == 1, err
+    line = _one_line(err)
+    assert line.startswith("nsqctl: error: "), line
+    assert f"nsqlookupd {lookupd} answered /lookup" in line and "`$.partitions`" in line, line

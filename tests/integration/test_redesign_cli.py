@@ -201,7 +201,7 @@ def test_channel_setoffset_skip_unskip_per_partition(
     setoffset("--end")
     assert channel_depths(c, topic, "c") == {0: 0, 1: 6}
     both = cli("channel", "setoffset", topic, "c", "--msgcount", "3", "--yes", *lk)
-    assert "pass --partition N" in assert_one_line_error(both, 2)
+    assert "differ per partition: give --partition" in assert_one_line_error(both, 2)
 
     run_ok("channel", "skip", topic, "c", "--partition", "1", "--yes", *lk)
     skipped = {p: ch.skipped for p, ch in channel_stats(c, topic, "c").items()}

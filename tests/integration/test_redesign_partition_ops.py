@@ -318,14 +318,23 @@ def test_bad_input_is_one_line_with_exit_code(
         (
             ["topic", "move", topic, "--partition", "0", "--to", "127.0.0.1:1"],
             2,
-            "not an nsqd registered with nsqlookupd",
+            "--to 127.0.0.1:1: not an nsqd registered with nsqlookupd",
         ),
-        (["topic", "expand", topic, "--partitions", "1"], 2, "must be more than 2"),
+        (["topic", "expand", topic, "--partitions", "1"], 2, "--partitions must be more than 2"),
         (["topic", "expand", topic, "--partitions", "4"], 2, "need 4 nodes and 3 registered"),
         (["topic", "move", topic, "--partition", "5", "--to", c.nsqd_http[0]], 2, "no partition 5"),
-        (["topic", "update", topic], 2, "nothing to update"),
-        (["topic", "update", topic, "--replicas", "6"], 2, "between 1 and 5"),
-        (["topic", "update", topic, "--retention-days", "61"], 2, "between 0 and 60"),
+        (
+            ["topic", "update", topic],
+            2,
+            "nothing to update: give --replicas, --sync-every, --retention-days, --ext or "
+            "--channel-auto-create/--no-channel-auto-create",
+        ),
+        (["topic", "update", topic, "--replicas", "6"], 2, "--replicas must be between 1 and 5"),
+        (
+            ["topic", "update", topic, "--retention-days", "61"],
+            2,
+            "--retention-days must be between 0 and 60",
+        ),
         (
             [
                 "topic",
@@ -339,7 +348,7 @@ def test_bad_input_is_one_line_with_exit_code(
                 c.nsqd_http[0],
             ],
             2,
-            "where the copy already is",
+            f"--to {c.nsqd_http[0]} is where the copy already is",
         ),
         (["topic", "expand", unique("nope"), "--partitions", "2"], 1, "not found"),
     ]

@@ -25,7 +25,7 @@ def test_unordered_partitions_times_replicas_beyond_the_nodes_names_the_ways_out
         admin.check_node_count("t", 4, 1, False, 2)
     text = str(err.value)
     assert "4 partitions x 1 replica(s) need 4 nodes and 2 registered" in text
-    assert "add nsqd nodes" in text and "fewer partitions" in text and "--ordered" in text
+    assert "add nsqd nodes" in text and "fewer partitions" in text and "`ordered`" in text
 
 
 def test_more_replicas_than_nodes_fails_even_when_ordered() -> None:
@@ -47,7 +47,7 @@ async def test_a_topic_nsqlookupd_leaves_unwritable_is_created_again_until_writa
     def handle(request: httpx.Request) -> httpx.Response:
         path = request.url.path
         if path == "/listlookup":
-            leader = {"ID": "l", "NodeIP": "127.0.0.1", "HttpPort": 1, "TcpPort": 0, "Epoch": 1}
+            leader = {"ID": "l", "NodeIP": "127.0.0.1", "HttpPort": 1, "TcpPort": 2, "Epoch": 1}
             return httpx.Response(200, json={"lookupdnodes": [leader], "lookupdleader": leader})
         if path == "/nodes":
             other = {**peer, "tcp_port": 3, "http_port": 4}

@@ -172,7 +172,7 @@ async def test_unknown_topic_on_lookupd_raises_topic_not_found() -> None:
             return httpx.Response(404, text="")
         return httpx.Response(404, content=json.dumps({"message": "TOPIC_NOT_FOUND"}))
 
-    with pytest.raises(admin.TopicNotFoundError, match="nsqctl topic list"):
+    with pytest.raises(admin.TopicNotFoundError, match=r"`topic_list\(\)`"):
         await admin.prepare(
             "topic",
             "t",
@@ -190,7 +190,7 @@ async def test_create_through_a_redesign_nsqd_alone_asks_for_lookupd() -> None:
         sent.append(request)
         return httpx.Response(200, json={"version": "0.3.7-HA.1.13.0", "ha_support": True})
 
-    with pytest.raises(ConfigError, match="needs --lookupd"):
+    with pytest.raises(ConfigError, match="needs `lookupd_http`"):
         await admin.create_topic_async(
             [], "t", nsqd_http=["10.0.0.1:4151"], transport=httpx.MockTransport(handle)
         )

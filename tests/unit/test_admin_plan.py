@@ -121,7 +121,7 @@ def test_original_topic_actions_go_to_every_nsqd(action: str) -> None:
 
 @pytest.mark.parametrize("action", ["pause", "empty"])
 def test_redesign_has_no_topic_pause_or_empty(action: str) -> None:
-    with pytest.raises(admin.AdminError, match=f"nsqctl channel {action}"):
+    with pytest.raises(admin.AdminError, match=rf"`channel_{action}\(t, CHANNEL\)`"):
         admin.plan_topic_action(action, REDESIGN)
 
 
@@ -198,7 +198,7 @@ def test_setoffset_sends_the_offset_as_the_body() -> None:
 
 
 def test_per_partition_offsets_need_a_partition_when_there_are_several() -> None:
-    with pytest.raises(ConfigError, match="--partition"):
+    with pytest.raises(ConfigError, match="give `partition`"):
         admin.plan_channel_action("setoffset", REDESIGN, "c", offset="virtual_queue:100")
     (stage,) = admin.plan_channel_action(
         "setoffset", REDESIGN, "c", offset="msgcount:5", partition=0

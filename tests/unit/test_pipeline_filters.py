@@ -204,7 +204,7 @@ def test_replay_plan_filters_dedupes_and_orders(archive: Path) -> None:
     keyed = list(grep.rows())
     assert {r[0] for r in keyed} == {"k2"} and len(keyed) == 2000
     assert [r[1] for r in keyed] == sorted(r[1] for r in keyed)  # by time across partitions
-    with pytest.raises(ConfigError, match="--where is a Spark SQL predicate"):
+    with pytest.raises(ConfigError, match="`where` is a Spark SQL predicate"):
         archive_plan(str(archive), ReplayFilters(where="attempts > 1"), None)
     with pytest.raises(ConfigError, match="not a valid regex"):
         archive_plan(str(archive), ReplayFilters(grep="("), None)
@@ -284,9 +284,9 @@ def test_engine_choice_and_its_reasons(tmp_path: Path, monkeypatch: pytest.Monke
     assert engine.choose("trace", "local", [str(tmp_path)]).engine == "local"  # flag wins
     for args, message in [
         (("trace", "fast", [str(tmp_path)]), "is not one of auto, local, spark"),
-        (("trace", "local", ["hdfs://nn/a"]), "hdfs://nn/a is remote: use --engine spark"),
-        (("replay", "local", [str(tmp_path)], None, "x > 1"), "--where is a Spark SQL"),
-        (("replay", "local", [str(tmp_path)], "spark://h:7077"), "drop --engine local"),
+        (("trace", "local", ["hdfs://nn/a"]), "hdfs://nn/a is remote: use `engine` spark"),
+        (("replay", "local", [str(tmp_path)], None, "x > 1"), "`where` is a Spark SQL"),
+        (("replay", "local", [str(tmp_path)], "spark://h:7077"), "drop `engine` local"),
     ]:
         with pytest.raises(ConfigError, match=message):
             engine.choose(*args)

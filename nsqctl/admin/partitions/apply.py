@@ -85,7 +85,7 @@ class _Run:
             if now > self.deadline:
                 result.error += (
                     f" (for {now - started:.0f}s: a partition may be leaderless or under "
-                    "repair; check `nsqctl dash`, then retry)"
+                    "repair; check `dash()`, then retry)"
                 )
                 return result
             if temporary:
@@ -176,7 +176,7 @@ class _Run:
         if seen < n:
             self.report.warnings.append(
                 f"only {seen}/{n} partitions became writable within {wait:.0f}s: check the "
-                f"nsqd logs and `nsqctl lookup {p.topic}`"
+                f"nsqd logs and `lookup({p.topic})`"
             )
 
     async def channels_copied(self, carried: Carried) -> None:
@@ -208,8 +208,8 @@ class _Run:
             if final is not None and plan.move_leader and not await self.writable_on_target():
                 self.fail(
                     f"{plan.target} leads {plan.topic} partition {part}, but nsqlookupd does "
-                    "not send writes to it yet: check `nsqctl lookup "
-                    f"{plan.topic}` and the nsqd logs"
+                    "not send writes to it yet: check `lookup("
+                    f"{plan.topic})` and the nsqd logs"
                 )
                 return
         finally:
@@ -219,7 +219,7 @@ class _Run:
         if final is None:  # a failure, not a warning: the caller must not take it as moved
             self.fail(
                 f"the move was accepted but {plan.topic} partition {part} did not settle in "
-                f"time: check `nsqctl dash` or `nsqctl lookup {plan.topic}`"
+                f"time: check `dash()` or `lookup({plan.topic})`"
             )
         else:
             self.report.notes.append(final.describe(part))
@@ -310,7 +310,7 @@ class _Run:
         self.fail(
             f"the move was accepted but nsqlookupd elected {' then '.join(elected)}, not "
             f"{plan.target}: youzan makes the in-sync copy with the least leader load factor "
-            f"the leader, whatever --to says ({shown or 'load factors not reported'}); "
+            f"the leader, whatever `to` says ({shown or 'load factors not reported'}); "
             f"{plan.topic} partition {plan.partition} is led by {elected[-1]}"
         )
 
@@ -326,7 +326,7 @@ class _Run:
                 f"replicas set to {plan.replicas}, but not every partition has {plan.replicas} "
                 "in-sync copies yet: nsqlookupd adds a missing replica after its 10-minute "
                 "migrate interval (10 s when at most half are in sync) and refuses other "
-                "partition operations as 'cluster unstable' meanwhile; watch `nsqctl dash`"
+                "partition operations as 'cluster unstable' meanwhile; watch `dash()`"
             )
             return
         self.report.notes.extend(state.describe(p) for p in state.partitions)

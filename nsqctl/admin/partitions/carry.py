@@ -124,8 +124,8 @@ async def create_until_led(client: httpx.AsyncClient, new: NewPartitions) -> Car
                 last.error = (
                     f"channel {key[1]} could not be created on new partition {key[0]} "
                     f"before the wait ran out (last answer: {last.error}): consumers of "
-                    f"{key[1]} will miss what is published there; create it with `nsqctl "
-                    f"channel create {topic} {key[1]}` and check `nsqctl lookup {topic}`"
+                    f"{key[1]} will miss what is published there; create it with "
+                    f"`channel_create({topic}, {key[1]})` and check `lookup({topic})`"
                 )
             return carried
         await asyncio.sleep(POLL)
@@ -158,8 +158,8 @@ async def rewind_early_writes(client: httpx.AsyncClient, topic: str, carried: Ca
         else:
             result.error = (
                 f"partition {part} took {early} message(s) before channel {channel} existed "
-                f"there and setting it back failed ({result.error}): run `nsqctl channel "
-                f"setoffset {topic} {channel} --partition {part} --virtual-offset 0`"
+                f"there and setting it back failed ({result.error}): run `channel_setoffset("
+                f"{topic}, {channel}, partition={part}, virtual_offset=0)`"
             )
         carried.rewound.append(result)
 
@@ -210,7 +210,7 @@ async def wait_registered(client: httpx.AsyncClient, leader: str, new: NewPartit
                 failed.error = (
                     f"registered channel {channel} did not reach new partition {part} before "
                     f"the wait ran out: consumers of {channel} cannot read what is published "
-                    f"there; check `nsqctl stat {topic}` and the nsqd logs"
+                    f"there; check `stat({topic})` and the nsqd logs"
                 )
                 carried.refused[(part, channel)] = failed
             return carried

@@ -104,7 +104,7 @@ async def wait_channel_copied(
                 f"channel {channel} did not reach every replica within {timeout:.0f}s: "
                 f"{where}; a leader failover now would start the channel at the topic's "
                 "end on the new leader, skipping what was published before. Run the "
-                "create again, and check `nsqctl stat` on those nodes"
+                "create again, and check `stat()` on those nodes"
             )
         if clock() - resent >= _RESEND:
             await execute([list(create_again)], client)

@@ -60,7 +60,7 @@ def _node(nodes: dict[str, NsqdNode], address: str, flag: str) -> NsqdNode:
     known = ", ".join(sorted(nodes)) or "none"
     raise ConfigError(
         f"{flag} {address}: not an nsqd registered with nsqlookupd (registered nsqd HTTP "
-        f"addresses: {known}; see `nsqctl dash` or `nsqctl lookup TOPIC`)"
+        f"addresses: {known}; see `dash()` or `lookup(TOPIC)`)"
     )
 
 
@@ -100,11 +100,11 @@ async def plan_expand(
     now = state.meta.partition_num
     if partitions <= now:
         raise ConfigError(
-            f"topic {topic} has {now} partition(s): --partitions must be more than {now} "
+            f"topic {topic} has {now} partition(s): `partitions` must be more than {now} "
             "(partitions cannot be removed)"
         )
     if partitions > MAX_EXPAND:
-        raise ConfigError(f"--partitions must be at most {MAX_EXPAND} (nsqlookupd's limit)")
+        raise ConfigError(f"`partitions` must be at most {MAX_EXPAND} (nsqlookupd's limit)")
     check_node_count(topic, partitions, state.meta.replica, state.allow_multi, len(nodes))
     async with admin_client(transport) as client:
         holders = {a for p in state.partitions.values() for a in (p.leader, *p.isr) if a}
@@ -199,25 +199,25 @@ async def plan_move(
     if part is None or part.leader is None:
         raise AdminError(
             f"{topic} partition {partition} has no leader now: wait for nsqlookupd to elect "
-            f"one (`nsqctl lookup {topic}`), then move it"
+            f"one (`lookup({topic})`), then move it"
         )
-    target = _node(nodes, to, "--to")
-    src = _node(nodes, source or part.leader, "--from")
+    target = _node(nodes, to, "`to`")
+    src = _node(nodes, source or part.leader, "`source`")
     move_leader = src.http == part.leader
     if target.http == src.http:
-        raise ConfigError(f"--to {to} is where the copy already is: name another nsqd")
+        raise ConfigError(f"`to` {to} is where the copy already is: name another nsqd")
     if move_leader and target.http == part.leader:
         raise ConfigError(f"{to} already leads {topic} partition {partition}: nothing to move")
     if not move_leader:
         if part.isr and src.http not in part.isr:
             raise ConfigError(
-                f"--from {src.http} holds no in-sync copy of {topic} partition {partition} "
+                f"`source` {src.http} holds no in-sync copy of {topic} partition {partition} "
                 f"(ISR: {', '.join(part.isr)})"
             )
         if target.http in part.isr:
             raise ConfigError(
-                f"--to {to} already holds a copy of {topic} partition {partition}: to make it "
-                "the leader, leave out --from"
+                f"`to` {to} already holds a copy of {topic} partition {partition}: to make it "
+                "the leader, leave out `source`"
             )
     if not state.allow_multi:
         for other in state.partitions.values():
@@ -280,15 +280,15 @@ class MetaChange:
         params: dict[str, str] = {}
         if self.replicas is not None:
             if not 1 <= self.replicas <= MAX_REPLICAS:
-                raise ConfigError(f"--replicas must be between 1 and {MAX_REPLICAS}")
+                raise ConfigError(f"`replicas` must be between 1 and {MAX_REPLICAS}")
             params["replicator"] = str(self.replicas)
         if self.sync_every is not None:
             if not 0 <= self.sync_every <= MAX_SYNC_EVERY:
-                raise ConfigError(f"--sync-every must be between 0 and {MAX_SYNC_EVERY} messages")
+                raise ConfigError(f"`sync_every` must be between 0 and {MAX_SYNC_EVERY} messages")
             params["syncdisk"] = str(self.sync_every)
         if self.retention_days is not None:
             if not 0 <= self.retention_days <= MAX_RETENTION_DAYS:
-                raise ConfigError(f"--retention-days must be between 0 and {MAX_RETENTION_DAYS}")
+                raise ConfigError(f"`retention_days` must be between 0 and {MAX_RETENTION_DAYS}")
             params["retention"] = str(self.retention_days)
         if self.upgrade_ext:
             params["upgradeext"] = "true"
@@ -296,8 +296,8 @@ class MetaChange:
             params["disable_channel_auto_create"] = str(not self.channel_auto_create).lower()
         if not params:
             raise ConfigError(
-                "nothing to update: give --replicas, --sync-every, --retention-days, --ext or "
-                "--channel-auto-create/--no-channel-auto-create"
+                "nothing to update: give `replicas`, `sync_every`, `retention_days`, "
+                "`upgrade_ext` or `channel_auto_create`"
             )
         return params
 

@@ -69,9 +69,9 @@ class TopicState:
 
 
 async def redesign_leader(client: httpx.AsyncClient, lookupd_http: Sequence[str], what: str) -> str:
-    """The lookupd leader; a one-line error on an original cluster or without ``--lookupd``."""
+    """The lookupd leader; a one-line error on an original cluster or without ``lookupd_http``."""
     if not lookupd_http:
-        raise ConfigError(f"{what} needs --lookupd: the redesign's nsqlookupd leader does it")
+        raise ConfigError(f"{what} needs `lookupd_http`: the redesign's nsqlookupd leader does it")
     leader = await find_leader(client, lookupd_http)
     if leader is None:
         raise NotRedesignError(
@@ -86,12 +86,12 @@ async def _config(client: httpx.AsyncClient, address: str, option: str) -> str:
     resp = await client.get(f"http://{address}/config/{option}", headers=NSQ_V1)
     if resp.status_code != 200:
         raise AdminError(f"nsqd {address} did not tell its {option} (HTTP {resp.status_code})")
-    try:
-        value = resp.json()
-    except ValueError:
+    from nsqctl import answers
+
+    if not answers.is_json(resp.content):
         return resp.text.strip()
-    if isinstance(value, dict) and "data" in value:  # the v1 envelope of older servers
-        value = value["data"]
+    path = f"/config/{option}"
+    value = answers.decode_value(resp.content, str | int, role="nsqd", source=address, path=path)
     return str(value).strip()
 
 
@@ -111,8 +111,8 @@ async def registered_nsqds(client: httpx.AsyncClient, leader: str) -> dict[str, 
             rpc, ident = await asyncio.gather(
                 _config(client, peer.http_key, "rpc_port"), _config(client, peer.http_key, "id")
             )
-        except (httpx.HTTPError, AdminError):
-            return None  # unreachable now: not a valid target anyway
+        except (httpx.HTTPError, NsqctlError):
+            return None  # unreachable now, or an odd answer: not a valid target anyway
         node_id = f"{peer.broadcast_address}:{rpc}:{peer.tcp_port}:{ident}"
         return NsqdNode(peer.http_key, peer.key, node_id)
 
@@ -139,7 +139,7 @@ async def _coordinator(
     """partition → (ISR ids, catch-up ids) from one nsqd's ``/coordinator/stats?topic=``."""
     from nsqctl.stats.parse import parse_coordinator_stats  # the stats model, at run time only
 
-    with contextlib.suppress(httpx.HTTPError, ValueError, AdminError):
+    with contextlib.suppress(httpx.HTTPError, ValueError, NsqctlError):
         resp = await client.get(f"http://{nsqd}/coordinator/stats", params={"topic": topic})
         if resp.status_code == 200:
             infos = parse_coordinator_stats(resp.json(), nsqd)
@@ -155,7 +155,10 @@ async def leader_load_factors(client: httpx.AsyncClient, leader: str) -> dict[st
     with contextlib.suppress(httpx.HTTPError, ValueError, NsqctlError):
         resp = await client.get(f"http://{leader}/cluster/stats", headers=NSQ_V1)
         if resp.status_code == 200:
-            return {n.address: n.leader_load_factor for n in parse_cluster_stats(resp.json()).nodes}
+            return {
+                n.address: n.leader_load_factor
+                for n in parse_cluster_stats(resp.json(), leader).nodes
+            }
     return {}
 
 
