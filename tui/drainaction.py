@@ -20,6 +20,7 @@ from nsqctl.admin.drain_defaults import DEFAULT_INTERVAL, DEFAULT_RESTORE_WAIT, 
 from nsqctl.admin.drain_moves import LeaderMove
 from nsqctl.admin.drain_restore import restore_node
 from nsqctl.admin.drain_state import DrainRecord, read_drains, running_elsewhere
+from nsqctl.cli.errors import cli_words
 from nsqctl.tui.nodejobs import STOP_WAIT, NodeJob
 
 Work = Callable[[NodeJob], Awaitable[str]]
@@ -64,7 +65,7 @@ def drain_outcome(result: DrainResult) -> str:
     """How a drain ended, in one line (the CLI's words, without its exit code)."""
     node, progress = result.plan.node, result.progress
     if result.outcome == "blocked":
-        return refusal(node, result.blocked, moved=bool(result.moved))
+        return cli_words(refusal(node, result.blocked, moved=bool(result.moved)))
     if result.outcome == "restored":
         return f"the drain of {node} was undone by a restore: stopped"
     if result.outcome == "timeout":

@@ -180,7 +180,7 @@ class DrainResult:
 def refusal(node: str, blocked: Sequence[Blocker], moved: bool = False) -> str:
     """Why a drain of ``node`` is refused (``blocked``: the partitions, each said by
     :meth:`Blocker.describe`), for every front end; ``moved``: it moved leaders first."""
-    undo = f"; `nsqctl node restore {node}` moves back the leaders moved" if moved else ""
+    undo = f"; `node_restore({node})` moves back the leaders moved" if moved else ""
     return (
         f"{node} cannot be drained now: {len(blocked)} partition(s) above would stop taking "
         f"writes or cannot be moved off it{undo}; do not stop it"
