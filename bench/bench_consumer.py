@@ -84,7 +84,7 @@ def _child_nsqctl(
 ) -> dict[str, Any]:
     import asyncio
 
-    from nsqctl.consumer import Consumer
+    from nsqctl.consumer import Consumer, ConsumerOptions
 
     # an nsqd address, or a lookupd (the redesign: every partition of the topic)
     where: dict[str, Any] = {"lookupd_http": [lookupd]} if lookupd else {"nsqd_tcp": [addr]}
@@ -113,7 +113,11 @@ def _child_nsqctl(
 
         start = time.perf_counter()
         consumer = Consumer(
-            topic, channel, to_devnull if devnull else noop, max_in_flight=mif, **where
+            topic,
+            channel,
+            to_devnull if devnull else noop,
+            options=ConsumerOptions(max_in_flight=mif),
+            **where,
         )
         await consumer.start()
         await done.wait()
@@ -213,7 +217,7 @@ def cpu_per_message(messages: int, size: int, max_in_flight: int, repeats: int) 
 
     from inproc import attach
 
-    from nsqctl.consumer import Consumer
+    from nsqctl.consumer import Consumer, ConsumerOptions
     from nsqctl.protocol.frames import encode_frame
     from nsqctl.protocol.message import RawMessage, encode_message
 
@@ -234,7 +238,9 @@ def cpu_per_message(messages: int, size: int, max_in_flight: int, repeats: int) 
             handled += 1
 
         address = "127.0.0.1:9"
-        consumer = Consumer("t", "c", noop, nsqd_tcp=[address], max_in_flight=max_in_flight)
+        consumer = Consumer(
+            "t", "c", noop, nsqd_tcp=[address], options=ConsumerOptions(max_in_flight=max_in_flight)
+        )
         sock, transport, _conn = attach(consumer, address)
         reads = messages // per_read
         start = time.process_time()

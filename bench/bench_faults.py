@@ -55,7 +55,7 @@ import httpx
 
 from bench._common import machine_info, print_table, say, write_json
 from nsqctl.admin.leader import lookupd_leader
-from nsqctl.consumer import Consumer
+from nsqctl.consumer import Consumer, ConsumerOptions
 from nsqctl.errors import NsqctlError
 from nsqctl.message import Message
 from nsqctl.servers import build, cluster, process
@@ -381,14 +381,12 @@ def read_back(c: Cluster, topic: str, spec: TopicSpec, expect: int) -> list[Mess
                 errors.append(str(err))
         else:
             raise RuntimeError(f"cannot rewind {topic}/{part}: {'; '.join(errors)}")
-    kwargs: dict[str, Any] = (
-        {"ordered": True, "max_in_flight": spec.partitions}
-        if (spec.ordered)
-        else {"max_in_flight": 200}
+    options = (
+        ConsumerOptions(ordered=True, max_in_flight=spec.partitions)
+        if spec.ordered
+        else ConsumerOptions(max_in_flight=200)
     )
-    return asyncio.run(
-        read_until_idle(c.lookupd_http, topic, channel, max(total, expect), **kwargs)
-    )
+    return asyncio.run(read_until_idle(c.lookupd_http, topic, channel, max(total, expect), options))
 
 
 def _nsqctl(*args: str, timeout: float = 120.0) -> None:
@@ -402,9 +400,9 @@ async def read_until_idle(
     topic: str,
     channel: str,
     expect: int,
+    options: ConsumerOptions,
     idle: float = 15.0,
     timeout: float = 240.0,
-    **kwargs: Any,
 ) -> list[Message]:
     """Consume until ``expect`` distinct bodies came, or nothing came for ``idle`` seconds.
 
@@ -420,7 +418,7 @@ async def read_until_idle(
         bodies.add(msg.body)
         last = time.monotonic()
 
-    consumer = Consumer(topic, channel, handle, lookupd_http=lookupd, **kwargs)
+    consumer = Consumer(topic, channel, handle, lookupd_http=lookupd, options=options)
     await consumer.start()
     try:
         start = time.monotonic()

@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from inproc import attach
 
 from nsqctl.cli.tail import MessageFilter, TailOutput
-from nsqctl.consumer import Consumer
+from nsqctl.consumer import Consumer, ConsumerOptions
 from nsqctl.protocol.frames import encode_frame
 from nsqctl.protocol.message import MessageLayout, RawMessage, encode_message
 
@@ -75,7 +75,11 @@ async def run(
     with open(os.devnull, "wb") as out:
         output = TailOutput(out, "raw", False, 0, 1 if ordered else 200, MessageFilter())
         consumer = Consumer(
-            "t", "c", output.add, nsqd_tcp=list(ADDRESSES), ordered=ordered, max_in_flight=200
+            "t",
+            "c",
+            output.add,
+            nsqd_tcp=list(ADDRESSES),
+            options=ConsumerOptions(ordered=ordered, max_in_flight=200),
         )
         output.intake_stopper = lambda: consumer.set_max_in_flight(0)
         socks = []

@@ -28,7 +28,7 @@ import time
 from ordered_floor import channel_args, lookup_partitions
 
 from nsqctl.cli.tail import MessageFilter, TailOutput
-from nsqctl.consumer import Consumer
+from nsqctl.consumer import Consumer, ConsumerOptions
 from nsqctl.message import Message
 
 
@@ -61,9 +61,8 @@ async def consume(args: argparse.Namespace, partitions: list[int] | None, count:
             args.channel,
             handle,
             lookupd_http=[args.lookupd],
-            ordered=True,
-            partitions=partitions,
-            max_in_flight=200,  # tail's default (an ordered channel keeps RDY 1 each)
+            # max_in_flight: tail's default (an ordered channel keeps RDY 1 each)
+            options=ConsumerOptions(ordered=True, partitions=partitions, max_in_flight=200),
         )
         output.intake_stopper = lambda: consumer.set_max_in_flight(0)
         await consumer.start()

@@ -79,8 +79,8 @@ if TYPE_CHECKING:  # the public API, the one list of it (see the module docstrin
     from nsqctl.pipeline.engine import MissingExtraError as MissingExtraError
     from nsqctl.pipeline.spark import ExecutorError as ExecutorError
     from nsqctl.producer import Producer as Producer
+    from nsqctl.producer import ProducerOptions as ProducerOptions
     from nsqctl.producer import Receipt as Receipt
-    from nsqctl.producer import RetryPolicy as RetryPolicy
     from nsqctl.protocol.errors import AuthFailedError as AuthFailedError
     from nsqctl.protocol.errors import BadBodyError as BadBodyError
     from nsqctl.protocol.errors import BadChannelError as BadChannelError

@@ -19,6 +19,7 @@ __all__ = [
     "NsqdAddress",
     "parse_address",
     "parse_addresses",
+    "require_cluster",
 ]
 
 # RFC 1123 labels; underscores are tolerated because container/compose names use them.
@@ -126,3 +127,14 @@ def parse_addresses(
             continue  # tolerate "a,b," from shells and env vars
         seen.setdefault(parse_address(item, example=example), None)
     return list(seen)
+
+
+def require_cluster(lookupd_http: object, nsqd_tcp: object) -> None:
+    """A client needs somewhere to find the cluster: refuse neither address list given (a
+    :class:`ConfigError` naming the library settings, for the Consumer and the Producer)."""
+    if not lookupd_http and not nsqd_tcp:
+        raise ConfigError(
+            "no cluster given: pass lookupd_http= (nsqlookupd HTTP addresses) or "
+            "nsqd_tcp= (nsqd TCP addresses)",
+            setting="lookupd_http",
+        )

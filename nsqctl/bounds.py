@@ -13,10 +13,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from nsqctl.errors import ConfigError
 
-__all__ = ["Bound", "check_bounds"]
+T = TypeVar("T")
+
+__all__ = ["Bound", "check_at_least", "check_bound", "check_bounds", "options_or_default"]
 
 
 @dataclass(frozen=True)
@@ -65,12 +68,40 @@ class Bound:
         return low and (self.maximum is None or value <= self.maximum)
 
 
+def check_bound(name: str, value: object, bound: Bound) -> None:
+    """Raise :class:`ConfigError` (``setting`` = ``name``) when ``value`` is outside ``bound``."""
+    if value is None and bound.optional:
+        return
+    if not bound.accepts(value):
+        raise ConfigError(f"bad {name} {value!r}: give {bound.describe()}", setting=name)
+
+
 def check_bounds(settings: object, bounds: Mapping[str, Bound]) -> None:
     """Raise :class:`ConfigError` (``setting`` = the attribute) for the first attribute of
     ``settings`` outside its bound."""
     for name, bound in bounds.items():
-        value = getattr(settings, name)
-        if value is None and bound.optional:
-            continue
-        if not bound.accepts(value):
-            raise ConfigError(f"bad {name} {value!r}: give {bound.describe()}", setting=name)
+        check_bound(name, getattr(settings, name), bound)
+
+
+def check_at_least(settings: object, name: str, floor: str) -> None:
+    """Raise :class:`ConfigError` (``setting`` = ``name``) when the seconds ``name`` are
+    fewer than the seconds ``floor`` (a maximum backoff below its first step)."""
+    value, least = getattr(settings, name), getattr(settings, floor)
+    if value < least:
+        raise ConfigError(
+            f"bad {name} {value!r}: give at least {floor} ({least!r} seconds)", setting=name
+        )
+
+
+def options_or_default(options: T | None, kind: type[T], example: str) -> T:
+    """A client's ``options=``: the defaults when None; a :class:`ConfigError` naming
+    ``options`` for anything but a ``kind`` (a dict of settings, the class itself)."""
+    if options is None:
+        return kind()
+    if not isinstance(options, kind):
+        raise ConfigError(
+            f"options must be a {kind.__name__}, got {type(options).__name__}: e.g. "
+            f"options={kind.__name__}({example})",
+            setting="options",
+        )
+    return options

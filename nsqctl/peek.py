@@ -280,7 +280,7 @@ async def borrow(
     how many will be taken, once the channel was found and before any is (the moment to
     warn about attempts and order).
     """
-    from nsqctl.consumer import Consumer  # the consumer only when borrowing
+    from nsqctl.consumer import Consumer, ConsumerOptions  # the consumer only when borrowing
 
     validate_topic(topic)
     validate_channel(channel)
@@ -333,7 +333,7 @@ async def borrow(
         take,
         lookupd_http=list(lookupd_http) or None,
         nsqd_tcp=None if lookupd_http else (list(nsqd_tcp) or None),  # the lookup's nsqds win
-        max_in_flight=count * max(1, nodes),
+        options=ConsumerOptions(max_in_flight=count * max(1, nodes)),
         config=config,
     )
     started = time.monotonic()

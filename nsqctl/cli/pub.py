@@ -41,7 +41,7 @@ from nsqctl.cli.pub_input import (
 from nsqctl.cli.pub_lines import LineLedger, Span, merge, spans_of, text_of
 from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.failover import DEFAULT_FAILOVER_WINDOW, FailoverEvent
-from nsqctl.producer import Producer, Receipt, RetryPolicy
+from nsqctl.producer import Producer, ProducerOptions, Receipt
 from nsqctl.protocol import MPUB_ENTRY_OVERHEAD, MPUB_TRACE_ENTRY_OVERHEAD, mpub_body_size
 from nsqctl.protocol.errors import BadMessageError, BadPartitionError
 from nsqctl.protocol.names import validate_topic
@@ -254,7 +254,7 @@ def pub(
         nsqd_tcp=cluster.nsqd or None,
         config=cluster.connection_config(),
         on_receipt=on_receipt,
-        retry=RetryPolicy(failover_window=failover_window),
+        options=ProducerOptions(failover_window=failover_window),
         on_failover=lambda event: progress.note(_failover_line(event)),
     )
     try:
@@ -462,7 +462,7 @@ async def publish_stream(
                     await send_one(held)
                     held = Batch([])
                 if refused is not None:
-                    raise _too_large(whole, refused, producer.max_body_size)
+                    raise _too_large(whole, refused, producer.options.max_body_size)
             if held:
                 await send_one(held)
             await window.settle(True)
@@ -541,7 +541,7 @@ def _fits(producer: Producer, plan: PubPlan) -> Callable[[Batch], int | None]:
     batch is sent, so that nothing after a refused line goes out; the library would
     refuse it only inside a pipelined batch, with batches after it already sent."""
     overhead = MPUB_TRACE_ENTRY_OVERHEAD if plan.trace is not None else MPUB_ENTRY_OVERHEAD
-    largest = producer.max_body_size - mpub_body_size([b""], overhead)
+    largest = producer.options.max_body_size - mpub_body_size([b""], overhead)
     return lambda batch: _first_longer(batch.bodies, largest)
 
 

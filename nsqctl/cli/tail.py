@@ -40,7 +40,7 @@ from nsqctl.cli.tail_stop import CaughtUpCheck, UnansweredWait, UntilTime
 from nsqctl.cli.template import TOKENS_HELP, Template, compile_template, is_template
 from nsqctl.cli.terminal import escape_controls
 from nsqctl.connection import ConnectionConfig
-from nsqctl.consumer import Consumer, FailoverEvent
+from nsqctl.consumer import Consumer, ConsumerOptions, FailoverEvent
 from nsqctl.consumer.failover import DEFAULT_FAILOVER_WINDOW
 from nsqctl.errors import ConfigError
 from nsqctl.jsonfield import MISSING, get_field, scalar_text
@@ -709,14 +709,16 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan, out: BinaryIO) -> Non
         lookupd_http=cluster.lookupd or None,
         nsqd_tcp=None if cluster.lookupd else (cluster.nsqd or None),  # the lookup's win
         config=_connection_config(cluster, plan),
-        max_in_flight=plan.max_in_flight,
-        max_rate=plan.rate,
-        partitions=plan.partitions,
-        ordered=plan.ordered,
-        start=plan.start,
+        options=ConsumerOptions(
+            max_in_flight=plan.max_in_flight,
+            max_rate=plan.rate,
+            partitions=plan.partitions,
+            ordered=plan.ordered,
+            start=plan.start,
+            connect_timeout=plan.connect_timeout,
+            failover_window=plan.failover_window,
+        ),
         trace_log=log,
-        connect_timeout=plan.connect_timeout,
-        failover_window=plan.failover_window,
         on_failover=_on_failover,
     )
     output.intake_stopper = lambda: consumer.set_max_in_flight(0)

@@ -31,7 +31,8 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from nsqctl.addresses import HostPort, parse_addresses
+from nsqctl.addresses import HostPort, parse_addresses, require_cluster
+from nsqctl.bounds import check_bound, options_or_default
 from nsqctl.connection import Connection, ConnectionConfig
 from nsqctl.consumer.connections import ConnectionSet, Target
 from nsqctl.consumer.delivery import (
@@ -42,13 +43,7 @@ from nsqctl.consumer.delivery import (
 )
 from nsqctl.consumer.handlers import Handler, check_handler_settings
 from nsqctl.consumer.leaders import LeaderWatch
-from nsqctl.consumer.options import (
-    NOT_GIVEN,
-    OPTION_NAMES,
-    ConsumerOptions,
-    ConsumerStats,
-    NotGiven,
-)
+from nsqctl.consumer.options import CONSUMER_BOUNDS, ConsumerOptions, ConsumerStats
 from nsqctl.consumer.rdy import FlowControl
 from nsqctl.deadletter import DeadLetterFile, dead_letter_path
 from nsqctl.errors import ConfigError
@@ -83,9 +78,9 @@ class Consumer:
     ``concurrency``); a plain function runs on the event loop, one message at a time,
     unless ``threads=True`` runs it in ``concurrency`` threads.
 
-    Options come from ``options`` (a :class:`ConsumerOptions`, never changed) with any of
-    its fields given as keywords on top (``Consumer(..., options=base, max_in_flight=50)``);
-    the effective options are :attr:`options`. Close with :meth:`close` (or ``async with``).
+    Settings come from ``options`` (a :class:`ConsumerOptions`, checked when it was made
+    and never changed; the defaults without it), the connection's from ``config``. Close
+    with :meth:`close` (or ``async with``).
     """
 
     def __init__(
@@ -102,108 +97,23 @@ class Consumer:
         on_order_violation: OrderEventHook | None = None,
         on_failover: FailoverHook | None = None,
         trace_log: TraceLog | None = None,
-        # Overrides of ConsumerOptions' fields (same names; see ConsumerOptions).
-        max_in_flight: int | NotGiven = NOT_GIVEN,
-        max_attempts: int | NotGiven = NOT_GIVEN,
-        partitions: Sequence[int] | NotGiven | None = NOT_GIVEN,
-        ordered: bool | NotGiven = NOT_GIVEN,
-        start: str | NotGiven | None = NOT_GIVEN,
-        backoff_multiplier: float | NotGiven = NOT_GIVEN,
-        max_backoff: float | NotGiven = NOT_GIVEN,
-        default_requeue_delay: float | NotGiven = NOT_GIVEN,
-        max_requeue_delay: float | NotGiven = NOT_GIVEN,
-        max_rate: float | NotGiven | None = NOT_GIVEN,
-        rdy_redistribute_interval: float | NotGiven = NOT_GIVEN,
-        low_rdy_idle_timeout: float | NotGiven = NOT_GIVEN,
-        low_rdy_timeout: float | NotGiven = NOT_GIVEN,
-        rdy_idle_turn: float | NotGiven = NOT_GIVEN,
-        lookup_interval: float | NotGiven = NOT_GIVEN,
-        lookup_jitter: float | NotGiven = NOT_GIVEN,
-        reconnect_initial: float | NotGiven = NOT_GIVEN,
-        reconnect_max: float | NotGiven = NOT_GIVEN,
-        connect_timeout: float | NotGiven | None = NOT_GIVEN,
-        stop_timeout: float | NotGiven = NOT_GIVEN,
-        failover_window: float | NotGiven = NOT_GIVEN,
-        seed: int | NotGiven | None = NOT_GIVEN,
-        concurrency: int | NotGiven | None = NOT_GIVEN,
-        threads: bool | NotGiven = NOT_GIVEN,
-        auto_touch: bool | NotGiven = NOT_GIVEN,
     ) -> None:
-        # The option keywords actually passed (first statement: locals() is the arguments
-        # only); a test keeps this signature and ConsumerOptions' fields the same.
-        given = {
-            name: value
-            for name, value in locals().items()
-            if name in OPTION_NAMES and value is not NOT_GIVEN
-        }
         self.topic = validate_topic(topic)
         self.channel = validate_channel(channel)
-        if not lookupd_http and not nsqd_tcp:
-            raise ConfigError(
-                "no cluster given: pass lookupd_http= (nsqlookupd HTTP addresses) or "
-                "nsqd_tcp= (nsqd TCP addresses)",
-                setting="lookupd_http",
-            )
-        if lookupd_http and nsqd_tcp:
-            raise ConfigError(
-                "both lookupd_http= and nsqd_tcp= given: pass one (with lookupd_http the "
-                "nsqds come from the lookup, and nsqd_tcp would be ignored)",
-                setting="nsqd_tcp",
-            )
-        if handler is not None and not callable(handler):
-            raise ConfigError(
-                f"handler must be a function taking a Message (or None to iterate), got "
-                f"{type(handler).__name__} {handler!r}",
-                setting="handler",
-            )
-        opts = replace(options if options is not None else ConsumerOptions(), **given)
-        opts.validate()
+        self.options = opts = _checked_options(options, lookupd_http, nsqd_tcp)
         check_handler_settings(handler, opts)
-        if nsqd_tcp and opts.partitions is not None:
-            raise ConfigError(
-                "partitions= needs lookupd_http=: the lookup says which nsqd leads each "
-                "partition; with nsqd_tcp= nothing would be read",
-                setting="partitions",
-            )
-        self.options = opts
         self.config = config or ConnectionConfig()
         self.stats = ConsumerStats()
         self.failed = asyncio.Event()  # set with ``error`` when the consumer cannot go on
         self._ended = asyncio.Event()  # failed, or closed: what run_forever waits for
         self.error: BaseException | None = None
         self._nsqd = parse_addresses(nsqd_tcp, example="127.0.0.1:4150") if nsqd_tcp else []
-        self._lookup: LookupClient | None = None
-        # Partitions that ride a failover (a lookupd; the redesign's partitions) keep their
-        # confirmed position, so a new leader without the channel skips nothing.
-        self._resumer: Resumer | None = None
-        if lookupd_http:
-            from nsqctl.consumer.resume import Resumer  # httpx only when lookupd is used
-            from nsqctl.lookup.client import LookupClient
-
-            self._resumer = Resumer(self.topic, self.channel, ordered=opts.ordered)
-
-            self._lookup = LookupClient(
-                lookupd_http, poll_interval=opts.lookup_interval, jitter=opts.lookup_jitter
-            )
+        # With a lookupd, partitions ride a failover and keep their confirmed position (the
+        # Resumer), so a new leader without the channel skips nothing.
+        self._lookup, self._resumer = _lookup_parts(self.topic, self.channel, lookupd_http, opts)
         refresh = self._lookup.request_refresh if self._lookup is not None else None
         rng = random.Random(opts.seed)
-        self._flow = FlowControl(
-            RdyController(
-                opts.max_in_flight,
-                rng=rng,
-                fixed_rdy_one=opts.ordered,
-                redistribute_interval=opts.rdy_redistribute_interval,
-                low_rdy_idle_timeout=opts.low_rdy_idle_timeout,
-                low_rdy_timeout=opts.low_rdy_timeout,
-                idle_turn=opts.rdy_idle_turn,
-            ),
-            BackoffController(
-                backoff_multiplier=opts.backoff_multiplier, max_backoff_duration=opts.max_backoff
-            ),
-            RateLimiter(opts.max_rate, time.monotonic(), max_burst=max(1, opts.max_in_flight))
-            if opts.max_rate
-            else None,
-        )
+        self._flow = _flow_control(opts, rng)
         self._leaders = LeaderWatch(
             self.topic,
             opts.failover_window,
@@ -470,10 +380,7 @@ class Consumer:
         return self._flow.rdy.is_starved()
 
     def set_max_in_flight(self, value: int) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ConfigError(
-                f"max_in_flight must be an integer >= 0, got {value!r}", setting="max_in_flight"
-            )
+        check_bound("max_in_flight", value, CONSUMER_BOUNDS["max_in_flight"])
         self._flow.set_max_in_flight(value, time.monotonic())
 
     @property
@@ -509,6 +416,71 @@ class Consumer:
     def in_flight(self) -> int:
         """Messages received and not answered yet."""
         return self._delivery.in_flight
+
+
+def _lookup_parts(
+    topic: str,
+    channel: str,
+    lookupd_http: Sequence[str | HostPort] | str | None,
+    options: ConsumerOptions,
+) -> tuple[LookupClient | None, Resumer | None]:
+    """The lookup client and the position keeper of a consumer given lookupd addresses
+    (None, None without: httpx is imported only when a lookupd is used)."""
+    if not lookupd_http:
+        return None, None
+    from nsqctl.consumer.resume import Resumer
+    from nsqctl.lookup.client import LookupClient
+
+    lookup = LookupClient(
+        lookupd_http, poll_interval=options.lookup_interval, jitter=options.lookup_jitter
+    )
+    return lookup, Resumer(topic, channel, ordered=options.ordered)
+
+
+def _flow_control(opts: ConsumerOptions, rng: random.Random) -> FlowControl:
+    """RDY, backoff and rate limit as the options set them."""
+    return FlowControl(
+        RdyController(
+            opts.max_in_flight,
+            rng=rng,
+            fixed_rdy_one=opts.ordered,
+            redistribute_interval=opts.rdy_redistribute_interval,
+            low_rdy_idle_timeout=opts.low_rdy_idle_timeout,
+            low_rdy_timeout=opts.low_rdy_timeout,
+            idle_turn=opts.rdy_idle_turn,
+        ),
+        BackoffController(
+            backoff_multiplier=opts.backoff_multiplier, max_backoff_duration=opts.max_backoff
+        ),
+        RateLimiter(opts.max_rate, time.monotonic(), max_burst=max(1, opts.max_in_flight))
+        if opts.max_rate
+        else None,
+    )
+
+
+def _checked_options(
+    options: ConsumerOptions | None,
+    lookupd_http: Sequence[str | HostPort] | str | None,
+    nsqd_tcp: Sequence[str | HostPort] | str | None,
+) -> ConsumerOptions:
+    """The consumer's options (the defaults when None), refused with a :class:`ConfigError`
+    when they do not fit the cluster given: one of ``lookupd_http``/``nsqd_tcp`` is needed,
+    and ``partitions`` needs the lookup that says which nsqd leads each one."""
+    options = options_or_default(options, ConsumerOptions, "max_in_flight=10")
+    require_cluster(lookupd_http, nsqd_tcp)
+    if lookupd_http and nsqd_tcp:
+        raise ConfigError(
+            "both lookupd_http= and nsqd_tcp= given: pass one (with lookupd_http the "
+            "nsqds come from the lookup, and nsqd_tcp would be ignored)",
+            setting="nsqd_tcp",
+        )
+    if nsqd_tcp and options.partitions is not None:
+        raise ConfigError(
+            "partitions= needs lookupd_http=: the lookup says which nsqd leads each "
+            "partition; with nsqd_tcp= nothing would be read",
+            setting="partitions",
+        )
+    return options
 
 
 def _retrieve(task: asyncio.Task[Any]) -> None:

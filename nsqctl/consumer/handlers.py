@@ -44,7 +44,14 @@ def is_async_handler(handler: Handler) -> bool:
 
 
 def check_handler_settings(handler: Handler | None, options: ConsumerOptions) -> None:
-    """Refuse the handler settings that would silently do nothing with this handler."""
+    """Refuse a handler that is not a function, and the handler settings that would
+    silently do nothing with this handler."""
+    if handler is not None and not callable(handler):
+        raise ConfigError(
+            f"handler must be a function taking a Message (or None to iterate), got "
+            f"{type(handler).__name__} {handler!r}",
+            setting="handler",
+        )
     if handler is None:
         for name in ("concurrency", "threads", "auto_touch"):
             if getattr(options, name) not in (None, False):

@@ -1,16 +1,19 @@
 """Consumer options and counters.
 
-:class:`ConsumerOptions` is frozen: a consumer builds its own copy with
-``dataclasses.replace`` from the options and keyword overrides it is given, so an options
-object can be shared by many consumers and is never changed behind its owner's back.
+:class:`ConsumerOptions` is the one place a consumer's settings are given, go-nsq's
+``Config`` style: frozen (one options object may be shared by many consumers and is never
+changed behind its owner's back), each numeric field's accepted values declared once in
+:data:`CONSUMER_BOUNDS`, and every value checked once, when the options are made, so a
+bad one is a :class:`ConfigError` naming the field before anything connects. A variant
+is ``dataclasses.replace(options, max_in_flight=50)``, which checks again.
 """
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
+from nsqctl.bounds import Bound, check_at_least, check_bounds
 from nsqctl.errors import ConfigError
 from nsqctl.failover import DEFAULT_FAILOVER_WINDOW
 
@@ -47,9 +50,41 @@ class ConsumerStats:
     touched: int = 0
 
 
+#: seconds, where zero would make a timer spin or a wait meaningless
+_POSITIVE_SECONDS = Bound(0, integer=False, above=True, unit="seconds")
+#: seconds, where zero means "at once" (no delay, no wait)
+_SECONDS = Bound(0, integer=False, unit="seconds")
+
+#: Each numeric field's accepted values (None is accepted where ``optional``: see the
+#: field). Checked by :meth:`ConsumerOptions.__post_init__`; the non-numeric fields and
+#: the checks across fields are there.
+CONSUMER_BOUNDS: dict[str, Bound] = {
+    "max_in_flight": Bound(0),
+    "max_attempts": Bound(1, special=((0, "unlimited"),)),
+    "backoff_multiplier": _POSITIVE_SECONDS,
+    "max_backoff": _POSITIVE_SECONDS,
+    "default_requeue_delay": _SECONDS,
+    "max_requeue_delay": _SECONDS,
+    "max_rate": Bound(0, integer=False, above=True, unit="messages/s", optional=True),
+    "rdy_redistribute_interval": _POSITIVE_SECONDS,
+    "low_rdy_idle_timeout": _POSITIVE_SECONDS,
+    "low_rdy_timeout": _POSITIVE_SECONDS,
+    "rdy_idle_turn": _POSITIVE_SECONDS,
+    "lookup_interval": _POSITIVE_SECONDS,
+    "lookup_jitter": Bound(0, 1, integer=False),
+    "reconnect_initial": _POSITIVE_SECONDS,
+    "reconnect_max": _POSITIVE_SECONDS,
+    "connect_timeout": Bound(0, integer=False, above=True, unit="seconds", optional=True),
+    "stop_timeout": _SECONDS,
+    "failover_window": _SECONDS,
+    "concurrency": Bound(1, optional=True),
+}
+
+
 @dataclass(frozen=True)
 class ConsumerOptions:
-    """How a :class:`nsqctl.consumer.Consumer` reads; :meth:`validate` checks the values."""
+    """How a :class:`nsqctl.consumer.Consumer` reads: ``Consumer(..., options=ConsumerOptions(
+    max_in_flight=50))``. Every value is checked when the options are made."""
 
     max_in_flight: int = 1
     max_attempts: int = 0  # 0: unlimited
@@ -92,93 +127,28 @@ class ConsumerOptions:
     # negotiated in IDENTIFY) runs out, until it is answered or given back.
     auto_touch: bool = False
 
-    def validate(self) -> None:
-        """Raise :class:`ConfigError` (``setting`` = the option) for a value that cannot work."""
-        for name in ("max_in_flight", "max_attempts"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ConfigError(f"{name} must be an integer >= 0, got {value!r}", setting=name)
-        for name in (
-            "backoff_multiplier",
-            "max_backoff",
-            "rdy_redistribute_interval",
-            "low_rdy_idle_timeout",
-            "low_rdy_timeout",
-            "rdy_idle_turn",
-            "lookup_interval",
-            "reconnect_initial",
-            "reconnect_max",
-        ):
-            _check_number(name, getattr(self, name), positive=True)
-        for name in (
-            "default_requeue_delay",
-            "max_requeue_delay",
-            "stop_timeout",
-            "failover_window",
-        ):
-            _check_number(name, getattr(self, name), positive=False)
-        for name in ("max_rate", "connect_timeout"):
-            value = getattr(self, name)
-            if value is not None:
-                _check_number(name, value, positive=True)
-        if not 0 <= self.lookup_jitter <= 1:
-            raise ConfigError(
-                f"lookup_jitter must be within 0..1, got {self.lookup_jitter!r}",
-                setting="lookup_jitter",
-            )
-        if self.reconnect_max < self.reconnect_initial:
-            raise ConfigError(
-                f"reconnect_max ({self.reconnect_max:g}) must be >= reconnect_initial "
-                f"({self.reconnect_initial:g})",
-                setting="reconnect_max",
-            )
-        if self.partitions is not None and any(
-            isinstance(p, bool) or not isinstance(p, int) or p < 0 for p in self.partitions
+    def __post_init__(self) -> None:
+        """Raise :class:`ConfigError` (``setting`` = the field) for a value that cannot work."""
+        check_bounds(self, CONSUMER_BOUNDS)
+        check_at_least(self, "reconnect_max", "reconnect_initial")
+        if self.partitions is not None and (
+            isinstance(self.partitions, str | bytes)
+            or not isinstance(self.partitions, Sequence)
+            or any(isinstance(p, bool) or not isinstance(p, int) or p < 0 for p in self.partitions)
         ):
             raise ConfigError(
-                f"partitions must be integers >= 0, got {list(self.partitions)!r}",
+                f"bad partitions {self.partitions!r}: give a list of partition numbers "
+                "(integers >= 0), or None for all",
                 setting="partitions",
             )
         if self.ordered and self.start is not None:
             raise ConfigError(ORDERED_START, setting="start")
-        concurrency = self.concurrency
-        if concurrency is not None and (
-            isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1
-        ):
-            raise ConfigError(
-                f"concurrency must be an integer >= 1 (or None), got {concurrency!r}",
-                setting="concurrency",
-            )
-        for name in ("threads", "auto_touch"):
+        for name in ("ordered", "threads", "auto_touch"):
             value = getattr(self, name)
             if not isinstance(value, bool):
-                raise ConfigError(f"{name} must be True or False, got {value!r}", setting=name)
-        if self.threads and concurrency is None:
+                raise ConfigError(f"bad {name} {value!r}: give True or False", setting=name)
+        if self.threads and self.concurrency is None:
             raise ConfigError(
                 "threads=True needs concurrency=N: the number of handler threads",
                 setting="concurrency",
             )
-
-
-class NotGiven(enum.Enum):
-    """The default of a Consumer's option keywords: "not given", so that an explicit
-    value (even ``None``) overrides ``options=`` and an absent one does not."""
-
-    NOT_GIVEN = "not given"
-
-    def __repr__(self) -> str:
-        return "NOT_GIVEN"
-
-
-NOT_GIVEN = NotGiven.NOT_GIVEN
-
-#: The names a Consumer accepts as keyword overrides of :class:`ConsumerOptions`.
-OPTION_NAMES = frozenset(f.name for f in fields(ConsumerOptions))
-
-
-def _check_number(name: str, value: object, *, positive: bool) -> None:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if ok and (value > 0 if positive else value >= 0):  # type: ignore[operator]
-        return
-    bound = "> 0" if positive else ">= 0"
-    raise ConfigError(f"{name} must be a number {bound}, got {value!r}", setting=name)

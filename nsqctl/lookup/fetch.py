@@ -10,9 +10,11 @@ network. h11 (the sans-IO HTTP/1.1 state machine httpx itself sits on, a fractio
 import) with asyncio's streams does that GET: one connection per request, closed after
 it (a lookupd is asked a few times a minute at most).
 
-A caller that passes an httpx transport (the admin commands share one client's transport
-with their lookups; unit tests script answers with ``httpx.MockTransport``) gets the
-httpx path instead, imported only then. Both raise :class:`RequestError` with a short
+A caller that passes an httpx transport gets the httpx path instead, imported only then.
+No command passes one: the admin functions take a ``transport`` and hand it to their
+lookups so that their unit tests can answer for a whole fake cluster with one
+``httpx.MockTransport`` (the lookup client's own unit tests run the h11 path, against
+scripted loopback lookupds). Both raise :class:`RequestError` with a short
 reason, so the lookup client judges failures one way.
 """
 

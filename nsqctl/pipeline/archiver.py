@@ -21,7 +21,7 @@ from pathlib import Path
 from nsqctl import protocol as p
 from nsqctl.addresses import HostPort
 from nsqctl.connection import ConnectionConfig
-from nsqctl.consumer import Consumer, FailoverHook
+from nsqctl.consumer import Consumer, ConsumerOptions, FailoverHook
 from nsqctl.errors import (
     ArchiveWriteError,
     LookupUnavailableError,
@@ -181,11 +181,13 @@ class Archiver:
             lookupd_http=o.lookupd or None,
             nsqd_tcp=None if o.lookupd else (o.nsqd or None),  # the lookup's nsqds win
             config=o.config,
-            max_in_flight=o.max_in_flight,
-            ordered=ordered,
-            partitions=o.partitions,
+            options=ConsumerOptions(
+                max_in_flight=o.max_in_flight,
+                ordered=ordered,
+                partitions=o.partitions,
+                failover_window=o.failover_window,
+            ),
             trace_log=trace,
-            failover_window=o.failover_window,
             on_failover=o.on_failover,
         )
 

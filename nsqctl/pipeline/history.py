@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from nsqctl.connection import ConnectionConfig
-from nsqctl.consumer import Consumer
+from nsqctl.consumer import Consumer, ConsumerOptions
 from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.message import Message
 from nsqctl.pipeline.schema import to_signed64
@@ -151,9 +151,9 @@ async def replay_history(opts: HistoryOptions, stop: asyncio.Event) -> HistoryRe
         lookupd_http=opts.lookupd or None,
         nsqd_tcp=None if opts.lookupd else (opts.nsqd or None),  # the lookup's nsqds win
         config=opts.config,
-        partitions=opts.partitions,
-        start=opts.start,
-        max_in_flight=HISTORY_MAX_IN_FLIGHT,
+        options=ConsumerOptions(
+            partitions=opts.partitions, start=opts.start, max_in_flight=HISTORY_MAX_IN_FLIGHT
+        ),
     )
     try:
         await consumer.start()

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from nsqctl import protocol as p
-from nsqctl.addresses import HostPort
+from nsqctl.addresses import HostPort, require_cluster
+from nsqctl.bounds import options_or_default
 from nsqctl.connection import Connection, ConnectionConfig
 from nsqctl.errors import (
     ConfigError,
@@ -36,21 +37,18 @@ from nsqctl.errors import (
 from nsqctl.failover import FailoverHook
 from nsqctl.lookup.model import Topology
 from nsqctl.producer.discovery import TopologyCache
-from nsqctl.producer.failover import RetryPolicy
+from nsqctl.producer.options import ProducerOptions
 from nsqctl.producer.pool import ConnectionPool
 from nsqctl.producer.retry import PublishCall, RetryLoop, Send
 from nsqctl.producer.routing import Router, check_partition
 from nsqctl.protocol.commands import mpub_encoded
 from nsqctl.protocol.names import validate_topic
 from nsqctl.protocol.replies import parse_traced_reply
-from nsqctl.sharding import DEFAULT_HASH, ShardKey
+from nsqctl.sharding import ShardKey
 
-__all__ = ["DEFAULT_MAX_BODY_SIZE", "Producer", "PublishHook", "Receipt"]
+__all__ = ["Producer", "PublishHook", "Receipt"]
 
 T = TypeVar("T")
-
-#: nsqd's default --max-body-size (MPUB bodies are split to stay under it).
-DEFAULT_MAX_BODY_SIZE = 5 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -78,6 +76,8 @@ class Producer:
 
     Use as ``async with Producer(lookupd_http=[...]) as producer: await producer.publish(...)``.
     Many publish calls may run concurrently; they pipeline on the pooled connections.
+    Settings come from ``options`` (a :class:`ProducerOptions`, checked when it was made;
+    the defaults without it), the connection's from ``config``.
     ``on_receipt`` is called with each traced batch's :class:`Receipt` as it is
     acknowledged; ``on_failover`` with each :class:`nsqctl.failover.FailoverEvent` of a
     publish that waits for a new leader.
@@ -89,41 +89,19 @@ class Producer:
         lookupd_http: Sequence[str | HostPort] | str | None = None,
         nsqd_tcp: Sequence[str | HostPort] | str | None = None,
         config: ConnectionConfig | None = None,
-        hash: str = DEFAULT_HASH,
-        retry: RetryPolicy | None = None,
-        max_body_size: int = DEFAULT_MAX_BODY_SIZE,
-        lookup_interval: float = 60.0,
+        options: ProducerOptions | None = None,
         on_receipt: PublishHook | None = None,
         on_failover: FailoverHook | None = None,
     ) -> None:
-        if not lookupd_http and not nsqd_tcp:
-            raise ConfigError(
-                "no cluster given: pass lookupd_http (nsqlookupd HTTP addresses) or nsqd_tcp "
-                "(nsqd TCP addresses)",
-                setting="lookupd_http",
-            )
+        require_cluster(lookupd_http, nsqd_tcp)
+        self.options = options = options_or_default(options, ProducerOptions, "max_attempts=2")
         self.config = config or ConnectionConfig()
-        self.max_body_size = max_body_size
         self.on_receipt = on_receipt
-        self._topologies = TopologyCache(lookupd_http, nsqd_tcp, lookup_interval)
-        self._router = Router(hash, direct=not lookupd_http)
+        self._topologies = TopologyCache(lookupd_http, nsqd_tcp, options.lookup_interval)
+        self._router = Router(options.hash, direct=not lookupd_http)
         self._pool = ConnectionPool(self.config)
-        self._retry = RetryLoop(
-            self._topologies, self._router, self._pool, retry or RetryPolicy(), on_failover
-        )
+        self._retry = RetryLoop(self._topologies, self._router, self._pool, options, on_failover)
         self._closed = False
-
-    @property
-    def retry(self) -> RetryPolicy:
-        return self._retry.policy
-
-    @property
-    def hash(self) -> str:
-        return self._router.hash
-
-    @property
-    def lookup_interval(self) -> float:
-        return self._topologies.interval
 
     @property
     def on_failover(self) -> FailoverHook | None:
@@ -169,7 +147,7 @@ class Producer:
         if not bodies:
             return
         try:  # each batch's body is built here, once: a body of the wrong type fails here
-            batches = [p.mpub_body(b) for b in p.split_mpub(bodies, self.max_body_size)]
+            batches = [p.mpub_body(b) for b in p.split_mpub(bodies, self.options.max_body_size)]
         except TypeError:
             check_bodies(bodies, "bodies")  # names the first one that is not bytes
             raise
@@ -244,7 +222,7 @@ class Producer:
         check_bodies(bodies, "items", "[1]")
         if not items:
             return []
-        groups = p.split_mpub(bodies, self.max_body_size, p.MPUB_TRACE_ENTRY_OVERHEAD)
+        groups = p.split_mpub(bodies, self.options.max_body_size, p.MPUB_TRACE_ENTRY_OVERHEAD)
         publishes = []
         start = 0
         for group in groups:

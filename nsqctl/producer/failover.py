@@ -3,11 +3,11 @@ failover events it reports.
 
 Two regimes. Until a topic has taken a publish from this producer, a failure is most
 likely a mistake (wrong address, missing topic, no such partition) and the publish gives
-up after a few quick attempts (:attr:`RetryPolicy.attempts` within
-:attr:`RetryPolicy.timeout`): a typo should fail fast. Once the topic has been written,
-losing its leader is an event of the cluster, not of the input: the publish keeps its
-message, refreshes the topology with backoff and waits up to
-:attr:`RetryPolicy.failover_window` for a new leader (the default is
+up after a few quick attempts (``max_attempts`` within ``retry_timeout`` of the
+:class:`~nsqctl.producer.options.ProducerOptions`): a typo should fail fast. Once the
+topic has been written, losing its leader is an event of the cluster, not of the input:
+the publish keeps its message, refreshes the topology with backoff and waits up to its
+``failover_window`` for a new leader (the default is
 :data:`nsqctl.failover.DEFAULT_FAILOVER_WINDOW`, sized for youzan's slowest election).
 
 Everything here is the decision alone (no IO, no clock read: ``now`` is passed in), so it
@@ -16,62 +16,31 @@ is tested without servers.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
-from nsqctl.bounds import Bound, check_bounds
-from nsqctl.errors import ConfigError
-from nsqctl.failover import DEFAULT_FAILOVER_WINDOW, FailoverEvent
+from nsqctl.failover import FailoverEvent
 
-__all__ = ["WAIT_NOTE_INTERVAL", "FailoverNotes", "RetryClock", "RetryPolicy"]
+if TYPE_CHECKING:
+    from nsqctl.producer.options import ProducerOptions
+
+__all__ = ["WAIT_NOTE_INTERVAL", "FailoverNotes", "RetryClock"]
 
 #: seconds between two "waiting for a leader" events of one topic/partition
 WAIT_NOTE_INTERVAL = 5.0
-
-_SECONDS = Bound(0, integer=False, unit="seconds")
-#: Each field's accepted values. Zero seconds is meaningful everywhere (give up at the
-#: first failure, retry at once, no failover wait); fewer than one attempt would give up
-#: before trying.
-RETRY_BOUNDS: dict[str, Bound] = {
-    "attempts": Bound(1),
-    "timeout": _SECONDS,
-    "backoff": _SECONDS,
-    "max_backoff": _SECONDS,
-    "failover_window": _SECONDS,
-}
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How hard a publish tries before it reports failure."""
-
-    attempts: int = 6
-    timeout: float = 30.0
-    backoff: float = 0.1
-    max_backoff: float = 2.0
-    #: seconds a publish to an already written topic waits for a new leader (0: off)
-    failover_window: float = DEFAULT_FAILOVER_WINDOW
-
-    def __post_init__(self) -> None:
-        check_bounds(self, RETRY_BOUNDS)
-        if self.max_backoff < self.backoff:
-            raise ConfigError(
-                f"bad max_backoff {self.max_backoff!r}: give at least backoff "
-                f"({self.backoff!r} seconds)",
-                setting="max_backoff",
-            )
 
 
 class RetryClock:
     """After each failure of one publish call: the delay before the next try, or None."""
 
-    def __init__(self, policy: RetryPolicy, now: float, may_ride: bool) -> None:
-        self.policy = policy
+    def __init__(self, options: ProducerOptions, now: float, may_ride: bool) -> None:
+        self.options = options
         self.started = now
-        self.may_ride = may_ride and policy.failover_window > 0
+        self.may_ride = may_ride and options.failover_window > 0
         self.attempts = 0
         self.first_failure: float | None = None
         self.riding = False
-        self._delay = policy.backoff
+        self._delay = options.backoff
 
     def failed(self, now: float, leader_lost: bool) -> float | None:
         """Record a failure at ``now``; the delay before trying again, None to give up."""
@@ -79,15 +48,15 @@ class RetryClock:
         if self.first_failure is None:
             self.first_failure = now
         delay = self._delay
-        self._delay = min(self._delay * 2, self.policy.max_backoff)
+        self._delay = min(self._delay * 2, self.options.max_backoff)
         if leader_lost and self.may_ride:
             self.riding = True
-            if now + delay > self.first_failure + self.policy.failover_window:
+            if now + delay > self.first_failure + self.options.failover_window:
                 return None
             return delay
-        if self.attempts >= self.policy.attempts:
+        if self.attempts >= self.options.max_attempts:
             return None
-        if now + delay > self.started + self.policy.timeout:
+        if now + delay > self.started + self.options.retry_timeout:
             return None
         return delay
 

@@ -39,7 +39,8 @@ from nsqctl.errors import (
 from nsqctl.failover import FailoverEvent, FailoverHook
 from nsqctl.lookup.model import Topology
 from nsqctl.producer.discovery import TopologyCache
-from nsqctl.producer.failover import FailoverNotes, RetryClock, RetryPolicy
+from nsqctl.producer.failover import FailoverNotes, RetryClock
+from nsqctl.producer.options import ProducerOptions
 from nsqctl.producer.ordering import RouteOrder, TicketLine
 from nsqctl.producer.pool import ConnectionPool
 from nsqctl.producer.routing import Router, Target, check_keyed_send, not_led_by_given
@@ -81,15 +82,15 @@ class RetryLoop:
         topologies: TopologyCache,
         router: Router,
         pool: ConnectionPool,
-        policy: RetryPolicy,
+        options: ProducerOptions,
         on_failover: FailoverHook | None = None,
     ) -> None:
         self.topologies = topologies
         self.router = router
         self.pool = pool
-        self.policy = policy
+        self.options = options
         self.on_failover = on_failover
-        self._notes = FailoverNotes(policy.failover_window)
+        self._notes = FailoverNotes(options.failover_window)
         self._written: set[str] = set()  # topics that took a publish: failover rides
         self._tickets: dict[str, TicketLine] = {}
         self._routes: dict[tuple[str, int | HostPort], RouteOrder] = {}
@@ -103,7 +104,7 @@ class RetryLoop:
         any await, so calls begun one after the other send in that order. Every call
         begun must be :meth:`run` or :meth:`end`-ed, or later keyed calls of its topic
         wait for it forever."""
-        clock = RetryClock(self.policy, time.monotonic(), topic in self._written)
+        clock = RetryClock(self.options, time.monotonic(), topic in self._written)
         call = PublishCall(topic, partition, shard_key, clock, None, where=partition)
         if partition is not None or shard_key is not None:
             call.line = self._tickets.setdefault(topic, TicketLine())
@@ -276,7 +277,7 @@ class RetryLoop:
         caller chains as its cause), so that it is caught by that kind."""
         topic, clock = call.topic, call.clock
         if clock.riding:
-            window = self.policy.failover_window
+            window = self.options.failover_window
             place = topic if call.where is None else f"{topic}/{call.where}"
             return PartitionUnavailableError(
                 f"no leader took the publish to {place} within the failover window "

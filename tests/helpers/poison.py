@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import time
 
-from nsqctl.consumer import Consumer
+from nsqctl.consumer import Consumer, ConsumerOptions
 from nsqctl.message import Message
 from nsqctl.producer import Producer
 from nsqctl.servers.cluster import Cluster
@@ -32,12 +32,20 @@ async def poison_consumer(c: Cluster, topic: str, redesign: bool) -> tuple[Consu
         await create_topics(c.lookupd_http, {topic: TopicSpec(partitions=1)}, ["retries"])
         producer = Producer(lookupd_http=c.lookupd_http)
         consumer = Consumer(
-            topic, "retries", give_back, lookupd_http=c.lookupd_http, max_in_flight=POISON
+            topic,
+            "retries",
+            give_back,
+            lookupd_http=c.lookupd_http,
+            options=ConsumerOptions(max_in_flight=POISON),
         )
     else:
         producer = Producer(nsqd_tcp=[c.nsqd_tcp[0]])
         consumer = Consumer(
-            topic, "retries", give_back, nsqd_tcp=[c.nsqd_tcp[0]], max_in_flight=POISON
+            topic,
+            "retries",
+            give_back,
+            nsqd_tcp=[c.nsqd_tcp[0]],
+            options=ConsumerOptions(max_in_flight=POISON),
         )
     async with producer:
         await producer.publish_many(topic, [f"bad{i}".encode() for i in range(POISON)])

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nsqctl import admin
-from nsqctl.consumer import Consumer
+from nsqctl.consumer import Consumer, ConsumerOptions
 from nsqctl.message import Message
 from nsqctl.servers import process
 from nsqctl.servers.cluster import Cluster
@@ -136,7 +136,7 @@ async def read_messages(
         channel,
         handle,
         lookupd_http=list(lookupd),
-        max_in_flight=consumer_kwargs.pop("max_in_flight", 100),
+        options=ConsumerOptions(max_in_flight=consumer_kwargs.pop("max_in_flight", 100)),
         **consumer_kwargs,
     )
     await consumer.start()

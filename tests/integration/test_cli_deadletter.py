@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from nsqctl.consumer import Consumer, DeadLetterFile, dead_letter_path
+from nsqctl.consumer import Consumer, ConsumerOptions, DeadLetterFile, dead_letter_path
 from nsqctl.deadletter import read_dead_letters
 from nsqctl.message import Message
 from nsqctl.producer import Producer
@@ -43,10 +43,9 @@ async def _give_up_on_everything(nsqd: str, topic: str) -> None:
         "work",
         fail,
         nsqd_tcp=[nsqd],
-        max_in_flight=10,
-        max_attempts=1,
-        default_requeue_delay=0,
-        backoff_multiplier=0.01,
+        options=ConsumerOptions(
+            max_in_flight=10, max_attempts=1, default_requeue_delay=0, backoff_multiplier=0.01
+        ),
         giving_up=_Tee(default_hook, count),
     ):
         await wait_for(lambda: len(given_up) == len(BODIES), 20.0, "every message given up")

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from nsqctl.cli.tail import FLUSH_INTERVAL
-from nsqctl.consumer import Consumer
+from nsqctl.consumer import Consumer, ConsumerOptions
 from nsqctl.message import Message, finish_all
 from nsqctl.producer import Producer
 from nsqctl.servers.cluster import Cluster
@@ -154,7 +154,9 @@ async def _held_arrivals(nsqd: list[str], topic: str, want: int, rate: float, wi
         if len(held) >= want:
             enough.set()
 
-    consumer = Consumer(topic, "c", hold, nsqd_tcp=nsqd, max_rate=rate, max_in_flight=200)
+    consumer = Consumer(
+        topic, "c", hold, nsqd_tcp=nsqd, options=ConsumerOptions(max_rate=rate, max_in_flight=200)
+    )
     await consumer.start()
     try:
         with contextlib.suppress(TimeoutError):

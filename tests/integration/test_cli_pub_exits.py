@@ -15,7 +15,7 @@ import uuid
 import pytest
 
 from nsqctl.errors import ConfigError
-from nsqctl.producer import Producer, RetryPolicy
+from nsqctl.producer import Producer, ProducerOptions
 from nsqctl.servers import cluster, process
 from nsqctl.stats import read_nsqd_stats
 from tests.helpers.cli import NSQCTL, assert_one_line_error, clean_env, cli, pub_process
@@ -208,8 +208,8 @@ def test_negative_partition_is_bad_input_on_the_redesign(
     window = 60.0
 
     async def library() -> float:
-        policy = RetryPolicy(failover_window=window)
-        async with Producer(lookupd_http=c.lookupd_http, retry=policy) as producer:
+        policy = ProducerOptions(failover_window=window)
+        async with Producer(lookupd_http=c.lookupd_http, options=policy) as producer:
             started = time.monotonic()
             with pytest.raises(ConfigError, match="numbered from 0") as err:
                 await producer.publish(topic, b"x", partition=-1)

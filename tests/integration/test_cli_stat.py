@@ -12,7 +12,7 @@ from pathlib import Path
 
 from nsqctl import admin
 from nsqctl.cli.stat import interval_record, stat_rows
-from nsqctl.consumer import Consumer
+from nsqctl.consumer import Consumer, ConsumerOptions
 from nsqctl.message import Message
 from nsqctl.producer import Producer
 from nsqctl.stats.recording import play_back
@@ -51,7 +51,9 @@ async def test_stat_json_channel_with_known_consumer(original_cluster, tmp_path:
     async def hold(msg: Message) -> None:
         await release.wait()
 
-    consumer = Consumer(topic, "st", hold, nsqd_tcp=[c.nsqd_tcp[0]], max_in_flight=3)
+    consumer = Consumer(
+        topic, "st", hold, nsqd_tcp=[c.nsqd_tcp[0]], options=ConsumerOptions(max_in_flight=3)
+    )
     await consumer.start()
     try:
         for _ in range(100):  # the consumer fills its RDY

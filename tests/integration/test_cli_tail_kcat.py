@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from nsqctl.consumer import Consumer
+from nsqctl.consumer import Consumer, ConsumerOptions
 from nsqctl.errors import ConfigError
 from nsqctl.producer import Producer
 from nsqctl.servers.cluster import Cluster
@@ -86,7 +86,9 @@ async def test_done_when_on_the_original_family(original_cluster: Cluster) -> No
     start = _ms()
     async with Producer(nsqd_tcp=[c.nsqd_tcp[0]]) as first:
         await first.publish(topic, b"requeued")
-    async with Consumer(topic, "c", nsqd_tcp=[c.nsqd_tcp[0]], max_in_flight=1) as reader:
+    async with Consumer(
+        topic, "c", nsqd_tcp=[c.nsqd_tcp[0]], options=ConsumerOptions(max_in_flight=1)
+    ) as reader:
         async for msg in reader:
             msg.requeue(delay=0, backoff=False)
             break

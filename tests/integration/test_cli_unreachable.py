@@ -57,13 +57,17 @@ def test_archive_with_no_reachable_nsqd_writes_nothing(tmp_path: Path) -> None:
 
 
 async def test_library_consumer_fails_fast_at_start_unless_told_to_wait() -> None:
-    from nsqctl.consumer import Consumer
+    from nsqctl.consumer import Consumer, ConsumerOptions
     from nsqctl.errors import NoConnectionError
 
-    consumer = Consumer("t", "c", lambda m: None, nsqd_tcp=[DEAD], connect_timeout=0.5)
+    consumer = Consumer(
+        "t", "c", lambda m: None, nsqd_tcp=[DEAD], options=ConsumerOptions(connect_timeout=0.5)
+    )
     with pytest.raises(NoConnectionError, match=f"no nsqd of topic 't' reachable.*{DEAD}"):
         await consumer.start()
-    patient = Consumer("t", "c", lambda m: None, nsqd_tcp=[DEAD], connect_timeout=None)
+    patient = Consumer(
+        "t", "c", lambda m: None, nsqd_tcp=[DEAD], options=ConsumerOptions(connect_timeout=None)
+    )
     await patient.start()  # returns and keeps retrying in the background
     assert patient.connections == {}
     await patient.stop()

@@ -22,7 +22,7 @@ import pytest
 
 from nsqctl import admin
 from nsqctl.connection import Connection, ConnectionConfig
-from nsqctl.consumer import Consumer, DeadLetterFile
+from nsqctl.consumer import Consumer, ConsumerOptions, DeadLetterFile
 from nsqctl.errors import AlreadyRespondedError, ConfigError
 from nsqctl.message import Message, finish_all
 from nsqctl.producer import Producer
@@ -134,9 +134,9 @@ async def test_lookupd_consumer_drains_every_nsqd_within_max_in_flight(start_clu
         "rot",
         handler,
         lookupd_http=c.lookupd_http,
-        max_in_flight=2,
-        rdy_redistribute_interval=0.5,
-        low_rdy_idle_timeout=1.0,
+        options=ConsumerOptions(
+            max_in_flight=2, rdy_redistribute_interval=0.5, low_rdy_idle_timeout=1.0
+        ),
     )
     await consumer.start()
     task = asyncio.create_task(sampler(consumer))
@@ -211,9 +211,9 @@ async def test_backoff_visible_in_server_ready_count(original_cluster: cluster.C
         "bo",
         handler,
         nsqd_tcp=[nsqd],
-        max_in_flight=4,
-        backoff_multiplier=window,
-        default_requeue_delay=0,
+        options=ConsumerOptions(
+            max_in_flight=4, backoff_multiplier=window, default_requeue_delay=0
+        ),
     )
     await consumer.start()
     task = asyncio.create_task(sampler())
@@ -276,9 +276,7 @@ async def test_giving_up_after_max_attempts(
         "gu",
         handler,
         nsqd_tcp=[nsqd],
-        max_attempts=2,
-        default_requeue_delay=0,
-        backoff_multiplier=0.05,
+        options=ConsumerOptions(max_attempts=2, default_requeue_delay=0, backoff_multiplier=0.05),
         giving_up=hook,
     ) as consumer:
         await wait_for(lambda: given_up, 15.0, "the giving-up hook")
@@ -369,9 +367,9 @@ async def test_mixed_outcomes_within_one_read_are_each_answered_once(
         "mix",
         handler,
         nsqd_tcp=[nsqd],
-        max_in_flight=count,
-        default_requeue_delay=0,
-        backoff_multiplier=0.05,
+        options=ConsumerOptions(
+            max_in_flight=count, default_requeue_delay=0, backoff_multiplier=0.05
+        ),
     )
     on_messages = consumer._on_messages
 
@@ -410,7 +408,9 @@ async def test_finish_all_acknowledges_kept_messages_in_one_go(
         msg.disable_auto_response()
         kept.append(msg)
 
-    async with Consumer(topic, "fa", keep, nsqd_tcp=[nsqd], max_in_flight=100) as consumer:
+    async with Consumer(
+        topic, "fa", keep, nsqd_tcp=[nsqd], options=ConsumerOptions(max_in_flight=100)
+    ) as consumer:
         await wait_for(lambda: len(kept) == 50, 10.0, "50 kept messages")
         async with httpx.AsyncClient() as client:
             before = await channel_stats(client, http, topic, "fa")
@@ -512,9 +512,7 @@ async def test_consumer_survives_nsqd_kill_and_restart(start_cluster, tmp_path: 
         # Unbuffered delivery: nsqd keeps up to 250 ms of messages in its output buffer
         # (already taken off its disk queue), and SIGKILL loses them; nsqctl cannot help that.
         config=ConnectionConfig(output_buffer_size=-1),
-        max_in_flight=20,
-        reconnect_initial=0.2,
-        reconnect_max=1.0,
+        options=ConsumerOptions(max_in_flight=20, reconnect_initial=0.2, reconnect_max=1.0),
         trace_log=trace,
     )
     await consumer.start()
@@ -572,7 +570,13 @@ async def test_max_rate_bounds_every_second(original_cluster: cluster.Cluster) -
     def handler(msg: Message) -> None:
         times.append(time.monotonic())
 
-    consumer = Consumer(topic, "rate", handler, nsqd_tcp=[nsqd], max_rate=2000, max_in_flight=200)
+    consumer = Consumer(
+        topic,
+        "rate",
+        handler,
+        nsqd_tcp=[nsqd],
+        options=ConsumerOptions(max_rate=2000, max_in_flight=200),
+    )
     await consumer.start()
     try:  # four seconds' worth at the limit: enough seconds to find the worst one
         await wait_for_count(lambda: len(times), 8_000, 10, "8,000 messages at the limit")
@@ -679,7 +683,9 @@ async def test_ephemeral_channel_and_clean_stop(original_cluster: cluster.Cluste
         ended.append(msg.body)
 
     try:
-        consumer = Consumer(topic, channel, handler, nsqd_tcp=[nsqd], max_in_flight=5)
+        consumer = Consumer(
+            topic, channel, handler, nsqd_tcp=[nsqd], options=ConsumerOptions(max_in_flight=5)
+        )
         await consumer.start()
         await wait_for(lambda: len(ended) >= 5 and len(started) > len(ended), 10.0, "busy")
         await consumer.stop()
@@ -738,7 +744,11 @@ async def test_stop_under_rate_limit_closes_the_window(original_cluster: cluster
     # stop_timeout far above what the handlers need: a stop() that waited for it (a
     # window reopened by the rate refills) is told apart from a loaded machine's slowness
     consumer = Consumer(
-        topic, "sr", handler, nsqd_tcp=[nsqd], max_in_flight=4, max_rate=40, stop_timeout=30
+        topic,
+        "sr",
+        handler,
+        nsqd_tcp=[nsqd],
+        options=ConsumerOptions(max_in_flight=4, max_rate=40, stop_timeout=30),
     )
     await consumer.start()
     await wait_for(lambda: len(received) >= 8, 10.0, "messages flowing")
@@ -774,9 +784,8 @@ async def test_stop_returns_when_the_last_handler_fails(
         "sh",
         handler,
         nsqd_tcp=[nsqd],
-        default_requeue_delay=0,
-        backoff_multiplier=0.1,
-        stop_timeout=30,  # far above the handlers' 0.2 s: waiting it out cannot pass
+        # stop_timeout far above the handlers' 0.2 s: waiting it out cannot pass
+        options=ConsumerOptions(default_requeue_delay=0, backoff_multiplier=0.1, stop_timeout=30),
     )
     await consumer.start()
     await wait_for(lambda: len(received) >= 2, 10.0, "messages flowing")
@@ -798,7 +807,7 @@ async def test_async_iterator_form(original_cluster: cluster.Cluster) -> None:
     async with Producer(nsqd_tcp=[nsqd]) as producer:
         await producer.publish_many(topic, bodies)
     got: list[bytes] = []
-    consumer = Consumer(topic, "it", nsqd_tcp=[nsqd], max_in_flight=3)
+    consumer = Consumer(topic, "it", nsqd_tcp=[nsqd], options=ConsumerOptions(max_in_flight=3))
     try:
         async with asyncio.timeout(10):
             async for msg in consumer:
@@ -835,7 +844,7 @@ async def test_close_gives_back_what_was_not_taken_once(original_cluster: cluste
     bodies = [b"g%d" % i for i in range(200)]
     async with Producer(nsqd_tcp=[nsqd]) as producer:
         await producer.publish_many(topic, bodies)
-    consumer = Consumer(topic, "gb", nsqd_tcp=[nsqd], max_in_flight=50)
+    consumer = Consumer(topic, "gb", nsqd_tcp=[nsqd], options=ConsumerOptions(max_in_flight=50))
     taken: list[bytes] = []
     try:
         async with asyncio.timeout(10):
@@ -855,7 +864,11 @@ async def test_close_gives_back_what_was_not_taken_once(original_cluster: cluste
 
     again: list[bytes] = []
     async with Consumer(
-        topic, "gb", lambda m: again.append(m.body), nsqd_tcp=[nsqd], max_in_flight=50
+        topic,
+        "gb",
+        lambda m: again.append(m.body),
+        nsqd_tcp=[nsqd],
+        options=ConsumerOptions(max_in_flight=50),
     ):
         await wait_for(lambda: len(again) >= len(bodies) - 3, 10.0, "the rest delivered")
     assert sorted(again) == sorted(set(bodies) - set(taken))
@@ -892,7 +905,7 @@ async def test_close_cancels_an_overrunning_handler_and_gives_its_message_back_o
             raise
         events.append("completed")
 
-    consumer = Consumer(topic, "ov", slow, nsqd_tcp=[nsqd], stop_timeout=1)
+    consumer = Consumer(topic, "ov", slow, nsqd_tcp=[nsqd], options=ConsumerOptions(stop_timeout=1))
     await consumer.start()
     await wait_for(lambda: events, 10.0, "the handler to start")
     await consumer.close()
@@ -915,7 +928,9 @@ async def test_leaving_the_iterator_unanswered_gives_the_message_back_at_close(
     async with Producer(nsqd_tcp=[nsqd]) as producer:
         await producer.publish(topic, b"left")
     async with asyncio.timeout(20):  # stop_timeout is 60: waiting it out cannot pass
-        async with Consumer(topic, "brk", nsqd_tcp=[nsqd], stop_timeout=60) as consumer:
+        async with Consumer(
+            topic, "brk", nsqd_tcp=[nsqd], options=ConsumerOptions(stop_timeout=60)
+        ) as consumer:
             async for msg in consumer:
                 assert msg.body == b"left"
                 break
@@ -936,7 +951,12 @@ async def test_partitions_on_the_original_family_are_refused_at_start(
     async with Producer(nsqd_tcp=[original_cluster.nsqd_tcp[0]]) as producer:
         await producer.publish(topic, b"x")
     await wait_lookupd_producers(original_cluster.lookupd_http[0], topic, 1)
-    consumer = Consumer(topic, "np", lookupd_http=original_cluster.lookupd_http, partitions=[0])
+    consumer = Consumer(
+        topic,
+        "np",
+        lookupd_http=original_cluster.lookupd_http,
+        options=ConsumerOptions(partitions=[0]),
+    )
     with pytest.raises(ConfigError) as caught:
         await consumer.start()
     assert caught.value.setting == "partitions"
@@ -950,7 +970,11 @@ async def test_a_missing_topic_is_logged_once_while_the_consumer_waits_for_it(
     topic = _topic("missing")
     got: list[Message] = []
     consumer = Consumer(
-        topic, "m", got.append, lookupd_http=original_cluster.lookupd_http, lookup_interval=0.2
+        topic,
+        "m",
+        got.append,
+        lookupd_http=original_cluster.lookupd_http,
+        options=ConsumerOptions(lookup_interval=0.2),
     )
     with caplog.at_level("WARNING", logger="nsqctl.consumer"):
         async with consumer:
@@ -967,7 +991,12 @@ async def test_partitions_a_redesign_topic_does_not_have_are_refused_at_start(
 ) -> None:
     topic = _topic("beyond")
     await admin.create_topic_async(redesign_cluster.lookupd_http, topic, partitions=2, replicas=1)
-    consumer = Consumer(topic, "b", lookupd_http=redesign_cluster.lookupd_http, partitions=[1, 5])
+    consumer = Consumer(
+        topic,
+        "b",
+        lookupd_http=redesign_cluster.lookupd_http,
+        options=ConsumerOptions(partitions=[1, 5]),
+    )
     with pytest.raises(ConfigError) as caught:
         await consumer.start()
     assert caught.value.setting == "partitions"

@@ -13,7 +13,7 @@ import uuid
 import httpx
 
 from nsqctl.connection import Connection, ConnectionConfig
-from nsqctl.consumer import Consumer
+from nsqctl.consumer import Consumer, ConsumerOptions
 from nsqctl.errors import AlreadyRespondedError
 from nsqctl.message import Message, finish_all
 from nsqctl.producer import Producer
@@ -59,7 +59,11 @@ async def test_a_plain_function_handler_runs_in_threads_and_overlaps(
             threads.add(threading.current_thread().name)
 
     async with Consumer(
-        topic, "th", handle, nsqd_tcp=[nsqd], max_in_flight=10, concurrency=10, threads=True
+        topic,
+        "th",
+        handle,
+        nsqd_tcp=[nsqd],
+        options=ConsumerOptions(max_in_flight=10, concurrency=10, threads=True),
     ) as consumer:
         await wait_for(lambda: consumer.stats.finished == 10, 20.0, "10 messages finished")
     assert len(spans) == 10
@@ -86,7 +90,11 @@ async def test_async_handlers_run_at_most_concurrency_at_once(
         spans.append((start, time.monotonic()))
 
     async with Consumer(
-        topic, "bd", handle, nsqd_tcp=[nsqd], max_in_flight=10, concurrency=3
+        topic,
+        "bd",
+        handle,
+        nsqd_tcp=[nsqd],
+        options=ConsumerOptions(max_in_flight=10, concurrency=3),
     ) as consumer:
         await wait_for(lambda: consumer.stats.finished == 10, 20.0, "10 messages finished")
     assert 1 < _most_at_once(spans) <= 3, spans
@@ -122,9 +130,7 @@ async def test_auto_touch_keeps_a_long_thread_handler_past_the_message_timeout(
             handle,
             nsqd_tcp=[nsqd],
             config=short,
-            concurrency=1,
-            threads=True,
-            auto_touch=True,
+            options=ConsumerOptions(concurrency=1, threads=True, auto_touch=True),
         )
         probe_got: list[RawMessage] = []
         probe = None
@@ -189,10 +195,7 @@ async def test_close_during_a_thread_handler_gives_its_message_back_once(
         "ct",
         handle,
         nsqd_tcp=[nsqd],
-        max_in_flight=2,
-        concurrency=1,
-        threads=True,
-        stop_timeout=0.5,
+        options=ConsumerOptions(max_in_flight=2, concurrency=1, threads=True, stop_timeout=0.5),
     )
     await consumer.start()
     await wait_for(lambda: started and consumer.in_flight == 2, 10.0, "one handled, one waiting")
@@ -203,7 +206,9 @@ async def test_close_during_a_thread_handler_gives_its_message_back_once(
     assert consumer.stats.requeued == 2 and consumer.stats.finished == 0, consumer.stats
 
     again: list[Message] = []
-    async with Consumer(topic, "ct", again.append, nsqd_tcp=[nsqd], max_in_flight=2):
+    async with Consumer(
+        topic, "ct", again.append, nsqd_tcp=[nsqd], options=ConsumerOptions(max_in_flight=2)
+    ):
         # far below nsqd's 60 s message timeout: only messages given back come this soon
         await wait_for(lambda: len(again) == 2, 15.0, "both messages again")
     assert sorted((m.body, m.attempts) for m in again) == [(b"a", 2), (b"b", 2)]

@@ -8,7 +8,7 @@ import asyncio
 import uuid
 from collections import Counter, defaultdict
 
-from nsqctl.consumer import Consumer
+from nsqctl.consumer import Consumer, ConsumerOptions
 from nsqctl.message import Message
 from nsqctl.producer import Producer
 from tests.conftest import StartCluster
@@ -32,7 +32,13 @@ async def test_same_id_from_two_nsqds_is_not_a_duplicate(start_cluster: StartClu
             )
     total = 2 * ROUNDS * BATCH
     got: list[Message] = []
-    consumer = Consumer(topic, "c", got.append, lookupd_http=c.lookupd_http, max_in_flight=8)
+    consumer = Consumer(
+        topic,
+        "c",
+        got.append,
+        lookupd_http=c.lookupd_http,
+        options=ConsumerOptions(max_in_flight=8),
+    )
     async with consumer:
         await wait_for(lambda: len(got) >= total, 60.0, f"{total} messages")
         stats = consumer.stats

@@ -12,7 +12,7 @@ import asyncio
 
 import pytest
 
-from nsqctl.consumer import Consumer
+from nsqctl.consumer import Consumer, ConsumerOptions
 from nsqctl.errors import FailoverTimeoutError
 from nsqctl.message import Message
 from nsqctl.producer import Producer
@@ -34,7 +34,7 @@ async def test_run_forever_and_the_iterator_raise_the_failover_timeout(
     async with Producer(lookupd_http=c.lookupd_http) as producer:
         await producer.publish(topic, b"before")
     handled: list[Message] = []
-    common = dict(lookupd_http=c.lookupd_http, failover_window=3.0)
+    common = dict(lookupd_http=c.lookupd_http, options=ConsumerOptions(failover_window=3.0))
     runner = Consumer(topic, "c", handled.append, **common)  # type: ignore[arg-type]
     iterated = Consumer(topic, "c2", **common)  # type: ignore[arg-type]
     taken: list[Message] = []

@@ -20,7 +20,7 @@ from textual.pilot import Pilot
 from textual.widgets import Static
 
 from nsqctl import admin
-from nsqctl.consumer import Consumer
+from nsqctl.consumer import Consumer, ConsumerOptions
 from nsqctl.lookup.client import ACCEPT_V1
 from nsqctl.message import Message
 from nsqctl.producer import Producer
@@ -212,7 +212,9 @@ async def test_live_consumer_rdy_and_starvation_shown(original_cluster) -> None:
     async def hold(msg: Message) -> None:
         await release.wait()
 
-    consumer = Consumer(topic, "held", hold, nsqd_tcp=[c.nsqd_tcp[0]], max_in_flight=5)
+    consumer = Consumer(
+        topic, "held", hold, nsqd_tcp=[c.nsqd_tcp[0]], options=ConsumerOptions(max_in_flight=5)
+    )
     await consumer.start()
     transport = RecordingTransport()
     poller = StatsPoller(c.lookupd_http, [], timeout=2.0, transport=transport)
@@ -332,7 +334,9 @@ async def test_redesign_partitions_leaders_isr_rdy_in_flight_live(start_cluster)
     async def hold(msg: Message) -> None:
         await release.wait()
 
-    consumer = Consumer(topic, "held", hold, lookupd_http=c.lookupd_http, max_in_flight=4)
+    consumer = Consumer(
+        topic, "held", hold, lookupd_http=c.lookupd_http, options=ConsumerOptions(max_in_flight=4)
+    )
     await consumer.start()
     try:
         for _ in range(150):  # subscribed on both partitions before anything is published

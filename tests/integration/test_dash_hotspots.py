@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-from nsqctl.consumer import Consumer
+from nsqctl.consumer import Consumer, ConsumerOptions
 from nsqctl.message import Message
 from nsqctl.producer import Producer
 from nsqctl.stats.hotspots import rank_channels
@@ -95,7 +95,13 @@ async def test_live_poison_channel_ranked_first_and_opened(original_cluster) -> 
     async def give_back(msg: Message) -> None:
         msg.requeue(delay=0.05, backoff=False)
 
-    consumer = Consumer(topic, "retries", give_back, nsqd_tcp=[c.nsqd_tcp[0]], max_in_flight=2)
+    consumer = Consumer(
+        topic,
+        "retries",
+        give_back,
+        nsqd_tcp=[c.nsqd_tcp[0]],
+        options=ConsumerOptions(max_in_flight=2),
+    )
     await consumer.start()
     app = DashApp(StatsSession(StatsPoller([], c.nsqd_http, timeout=2.0)), interval=0.5)
     try:

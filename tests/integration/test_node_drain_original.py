@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from nsqctl.consumer import Consumer
+from nsqctl.consumer import Consumer, ConsumerOptions
 from nsqctl.message import Message
 from nsqctl.servers.cluster import Cluster
 from tests.helpers.cli import NSQCTL, assert_one_line_error, clean_env, run_cli
@@ -229,8 +229,7 @@ def test_drain_with_a_consumer_exits_0_once_a_is_empty_and_unlisted(
             "c",
             got.append,
             lookupd_http=two.lookupd_http,
-            lookup_interval=0.2,
-            max_in_flight=0,
+            options=ConsumerOptions(lookup_interval=0.2, max_in_flight=0),
         )
         await consumer.start()
         try:

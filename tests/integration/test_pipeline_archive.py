@@ -29,7 +29,7 @@ import pytest
 pytestmark = pytest.mark.spark
 import pyarrow.dataset as ds
 
-from nsqctl.consumer import Consumer
+from nsqctl.consumer import Consumer, ConsumerOptions
 from nsqctl.message import Message
 from nsqctl.pipeline import replay as job
 from nsqctl.pipeline import trace as tr
@@ -173,7 +173,9 @@ async def _consume(lookupd: list[str], topic: str, expect: int) -> list[bytes]:
         if len(got) >= expect:
             done.set()
 
-    async with Consumer(topic, "check", handler, lookupd_http=lookupd, max_in_flight=2000):
+    async with Consumer(
+        topic, "check", handler, lookupd_http=lookupd, options=ConsumerOptions(max_in_flight=2000)
+    ):
         async with asyncio.timeout(300):
             await done.wait()
         await asyncio.sleep(0.5)  # anything extra (a duplicate) would show up now

@@ -12,7 +12,7 @@ import nsqctl
 from nsqctl import admin
 from nsqctl.connection import Connection
 from nsqctl.errors import PartitionUnavailableError, PublishError
-from nsqctl.producer import Producer, RetryPolicy
+from nsqctl.producer import Producer, ProducerOptions
 from nsqctl.protocol import BadMessageError
 from nsqctl.protocol.message import RawMessage
 from nsqctl.servers import cluster, process
@@ -80,7 +80,9 @@ async def test_mpub_splits_under_max_body_size(start_cluster) -> None:
     c = start_cluster("original", nsqd_args=["--max-body-size=10000"])
     topic = _topic("split")
     bodies = [bytes([i % 256]) * 900 for i in range(40)]  # 36 KB in total
-    async with Producer(nsqd_tcp=c.nsqd_tcp, max_body_size=10000) as producer:
+    async with Producer(
+        nsqd_tcp=c.nsqd_tcp, options=ProducerOptions(max_body_size=10000)
+    ) as producer:
         await producer.publish_many(topic, bodies)
     got = await read_back(c.nsqd_tcp[0], topic, 40)
     assert sorted(m.body for m in got) == sorted(bodies)
@@ -94,7 +96,7 @@ async def test_keyed_call_split_into_batches_keeps_its_place_in_call_order(
     nsqd = original_cluster.nsqd_tcp[0]
     topic = _topic("keyedsplit")
     bodies = [b"%03d:" % i + b"x" * 900 for i in range(20)]  # several 4000-byte MPUBs
-    async with Producer(nsqd_tcp=[nsqd], max_body_size=4000) as producer:
+    async with Producer(nsqd_tcp=[nsqd], options=ProducerOptions(max_body_size=4000)) as producer:
         # topology and connection cached: the later call need not wait for any IO
         await producer.publish(topic, b"warm", shard_key="k")
         first = asyncio.ensure_future(producer.publish_many(topic, bodies, shard_key="k"))
@@ -156,7 +158,7 @@ async def test_nsqd_killed_and_restarted_mid_publish(start_cluster) -> None:
     topic = _topic("fault")
     acked: list[int] = []
     failed: list[int] = []
-    policy = RetryPolicy(attempts=40, timeout=20.0, backoff=0.05, max_backoff=0.5)
+    policy = ProducerOptions(max_attempts=40, retry_timeout=20.0, backoff=0.05, max_backoff=0.5)
 
     async def publisher(producer: Producer) -> None:
         for i in range(600):
@@ -167,7 +169,7 @@ async def test_nsqd_killed_and_restarted_mid_publish(start_cluster) -> None:
                 failed.append(i)
             await asyncio.sleep(0.002)
 
-    async with Producer(nsqd_tcp=c.nsqd_tcp, retry=policy) as producer:
+    async with Producer(nsqd_tcp=c.nsqd_tcp, options=policy) as producer:
         task = asyncio.create_task(publisher(producer))
         while len(acked) < 150:
             await asyncio.sleep(0.01)
@@ -221,8 +223,8 @@ async def test_sharded_publish_to_missing_partition_fails(
 ) -> None:
     topic = _topic("nopart")
     admin.create_topic(redesign_cluster.lookupd_http, topic, partitions=2, replicas=1)
-    policy = RetryPolicy(attempts=2, timeout=2.0)
-    async with Producer(lookupd_http=redesign_cluster.lookupd_http, retry=policy) as producer:
+    policy = ProducerOptions(max_attempts=2, retry_timeout=2.0)
+    async with Producer(lookupd_http=redesign_cluster.lookupd_http, options=policy) as producer:
         with pytest.raises(PartitionUnavailableError):
             await producer.publish(topic, b"x", partition=7)
 
@@ -233,13 +235,13 @@ async def test_publish_to_a_missing_redesign_topic_is_not_found(
     """Found missing by the lookupds or by nsqd's E_TOPIC_NOT_EXIST: one error, caught as
     the NotFoundError it is, after the retries a just-created topic would get."""
     topic = _topic("missing")
-    policy = RetryPolicy(attempts=2, backoff=0.05)
-    async with Producer(lookupd_http=redesign_cluster.lookupd_http, retry=policy) as producer:
+    policy = ProducerOptions(max_attempts=2, backoff=0.05)
+    async with Producer(lookupd_http=redesign_cluster.lookupd_http, options=policy) as producer:
         with pytest.raises(
             nsqctl.NotFoundError, match="does not exist on any lookupd"
         ) as by_lookup:
             await producer.publish(topic, b"x")
-    async with Producer(nsqd_tcp=redesign_cluster.nsqd_tcp[:1], retry=policy) as producer:
+    async with Producer(nsqd_tcp=redesign_cluster.nsqd_tcp[:1], options=policy) as producer:
         with pytest.raises(nsqctl.NotFoundError, match="does not exist on this nsqd") as by_nsqd:
             await producer.publish(topic, b"x")
     for caught in (by_lookup, by_nsqd):

@@ -243,7 +243,12 @@ async def test_library_consumer_over_tls(
             done.set()
 
     consumer = nsqctl.Consumer(
-        topic, "c", handle, lookupd_http=c.lookupd_http, config=config, max_in_flight=10
+        topic,
+        "c",
+        handle,
+        lookupd_http=c.lookupd_http,
+        config=config,
+        options=nsqctl.ConsumerOptions(max_in_flight=10),
     )
     await consumer.start()
     try:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from nsqctl.consumer import Consumer
+from nsqctl.consumer import Consumer, ConsumerOptions
 from nsqctl.message import body_from_json
 from nsqctl.servers import build
 from nsqctl.servers.cluster import Cluster
@@ -170,7 +170,13 @@ def test_nsqctl_pub_read_by_youzan_nsq_tail_ordered(
 
 
 async def _subscribe_ordered_once(c: Cluster, topic: str) -> None:
-    consumer = Consumer(topic, "c", lambda m: None, lookupd_http=c.lookupd_http, ordered=True)
+    consumer = Consumer(
+        topic,
+        "c",
+        lambda m: None,
+        lookupd_http=c.lookupd_http,
+        options=ConsumerOptions(ordered=True),
+    )
     await consumer.start()
     await consumer.stop()
 

@@ -14,7 +14,7 @@ import pytest
 
 from nsqctl import admin
 from nsqctl import protocol as p
-from nsqctl.consumer import Consumer, OrderViolation
+from nsqctl.consumer import Consumer, ConsumerOptions, OrderViolation
 from nsqctl.message import Message
 from nsqctl.producer import Producer
 from nsqctl.servers import cluster
@@ -134,7 +134,12 @@ async def test_20k_messages_over_100_keys_on_4_partitions_keep_per_key_order(
                 bodies = [f"{key}:{i}".encode() for i in range(start, start + 50)]
                 await producer.publish_many(topic, bodies, shard_key=key)
     got, consumer = await _consume(
-        dict(topic=topic, channel="c", lookupd_http=lookupd, ordered=True, max_in_flight=4),
+        dict(
+            topic=topic,
+            channel="c",
+            lookupd_http=lookupd,
+            options=ConsumerOptions(ordered=True, max_in_flight=4),
+        ),
         until=len(keys) * per_key,
     )
     seen: dict[str, list[int]] = {}
@@ -174,7 +179,7 @@ async def test_gap_and_regression_are_reported_when_the_channel_offset_moves(
         "c",
         handle,
         lookupd_http=lookupd,
-        ordered=True,
+        options=ConsumerOptions(ordered=True),
         on_order_violation=events.append,
     )
 
@@ -271,8 +276,7 @@ async def test_a_start_position_on_a_plain_topic_is_not_an_ordered_subscription(
         "c",
         handle,
         lookupd_http=lookupd,
-        start=p.start_msgcount(0),
-        max_in_flight=50,
+        options=ConsumerOptions(start=p.start_msgcount(0), max_in_flight=50),
         on_order_violation=events.append,
     )
     await consumer.start()
@@ -308,10 +312,12 @@ async def test_an_ordered_partition_with_messages_is_served_while_others_are_emp
                     topic=topic,
                     channel="ledger",
                     lookupd_http=lookupd,
-                    ordered=True,
-                    max_in_flight=1,
-                    low_rdy_idle_timeout=60.0,
-                    rdy_redistribute_interval=60.0,
+                    options=ConsumerOptions(
+                        ordered=True,
+                        max_in_flight=1,
+                        low_rdy_idle_timeout=60.0,
+                        rdy_redistribute_interval=60.0,
+                    ),
                 ),
                 until=5,
                 timeout=15,

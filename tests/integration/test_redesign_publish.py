@@ -18,7 +18,7 @@ import pytest
 from nsqctl import protocol as p
 from nsqctl.connection import ConnectionConfig
 from nsqctl.message import body_from_json
-from nsqctl.producer import Producer, RetryPolicy
+from nsqctl.producer import Producer, ProducerOptions
 from nsqctl.servers.cluster import Cluster
 from tests.helpers.cli import assert_one_line_error, cli
 from tests.helpers.redesign import (
@@ -239,8 +239,8 @@ async def test_pinned_partition_asks_every_given_nsqd_whatever_the_retry_budget(
     leader = c.nsqd_tcp[c.nsqd_http.index(leader_stats(c, topic)[1].node)]
     other = next(tcp for tcp in c.nsqd_tcp if tcp != leader)
     before = message_counts(c, topic)
-    one_try = RetryPolicy(attempts=1, failover_window=0)
-    async with Producer(nsqd_tcp=[other, leader], retry=one_try) as producer:
+    one_try = ProducerOptions(max_attempts=1, failover_window=0)
+    async with Producer(nsqd_tcp=[other, leader], options=one_try) as producer:
         await producer.publish_many(topic, [b"budget-a", b"budget-b"], partition=1)
     assert message_counts(c, topic) == {0: before[0], 1: before[1] + 2}
 

@@ -23,7 +23,7 @@ import asyncio
 
 import pytest
 
-from nsqctl.consumer import Consumer
+from nsqctl.consumer import Consumer, ConsumerOptions
 from nsqctl.failover import RESUMED_FROM_CONFIRMED, FailoverEvent
 from nsqctl.message import Message
 from nsqctl.producer import Producer
@@ -73,9 +73,9 @@ class Reader:
             channel,
             self._handle,
             lookupd_http=c.lookupd_http,
-            max_in_flight=1 if ordered else 4,
-            ordered=ordered,
-            failover_window=200,
+            options=ConsumerOptions(
+                max_in_flight=1 if ordered else 4, ordered=ordered, failover_window=200
+            ),
             on_failover=self.events.append,
         )
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import inspect
 import random
 from typing import Any, cast
 
@@ -26,7 +25,6 @@ from nsqctl.consumer.connections import ConnectionSet, SkippedStart, Target
 from nsqctl.consumer.delivery import END_OF_STREAM, DeliveryPath
 from nsqctl.consumer.failover import PartitionWatch
 from nsqctl.consumer.leaders import LeaderWatch
-from nsqctl.consumer.options import OPTION_NAMES
 from nsqctl.consumer.rdy import FlowControl
 from nsqctl.errors import (
     AlreadyRespondedError,
@@ -166,59 +164,17 @@ def test_handler_concurrency_settings_that_fit_their_handler_are_accepted() -> N
     """The default keeps today's behaviour; each setting is taken where it works."""
     plain = Consumer("t", "c", print, nsqd_tcp=[NSQD])
     assert (plain.options.concurrency, plain.options.threads) == (None, False)
-    Consumer("t", "c", print, nsqd_tcp=[NSQD], concurrency=1)  # one at a time on the loop
-    Consumer("t", "c", print, nsqd_tcp=[NSQD], concurrency=3, threads=True, auto_touch=True)
-    Consumer("t", "c", _async_handler, nsqd_tcp=[NSQD], concurrency=3, auto_touch=True)
-
-
-def test_options_are_frozen_and_overrides_compose_without_changing_the_callers() -> None:
-    base = ConsumerOptions(max_in_flight=7, max_attempts=3)
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        base.max_in_flight = 9  # type: ignore[misc]
-    consumer = Consumer("t", "c", nsqd_tcp=[NSQD], options=base, max_in_flight=50, start=None)
-    assert consumer.options.max_in_flight == 50 and consumer.options.max_attempts == 3
-    assert base == ConsumerOptions(max_in_flight=7, max_attempts=3)  # untouched
-    plain = Consumer("t", "c", nsqd_tcp=[NSQD], options=base)
-    assert plain.options == base
-
-
-def test_every_option_is_a_typed_keyword_of_consumer() -> None:
-    params = inspect.signature(Consumer.__init__).parameters
-    assert set(params) >= OPTION_NAMES
-    assert all(params[name].kind is inspect.Parameter.KEYWORD_ONLY for name in OPTION_NAMES)
-    assert not any(q.kind is inspect.Parameter.VAR_KEYWORD for q in params.values())
-    with pytest.raises(TypeError, match="max_atempts"):
-        Consumer("t", "c", nsqd_tcp=[NSQD], max_atempts=5)  # type: ignore[call-arg]
-
-
-@pytest.mark.parametrize(
-    ("overrides", "setting"),
-    [
-        ({"max_in_flight": -1}, "max_in_flight"),
-        ({"max_attempts": -2}, "max_attempts"),
-        ({"max_in_flight": 2.5}, "max_in_flight"),
-        ({"backoff_multiplier": 0}, "backoff_multiplier"),
-        ({"default_requeue_delay": -1}, "default_requeue_delay"),
-        ({"max_rate": 0}, "max_rate"),
-        ({"connect_timeout": -1}, "connect_timeout"),
-        ({"failover_window": float("nan")}, "failover_window"),
-        ({"lookup_jitter": 1.5}, "lookup_jitter"),
-        ({"reconnect_initial": 5.0, "reconnect_max": 1.0}, "reconnect_max"),
-        ({"partitions": [0, -1]}, "partitions"),
-        ({"ordered": True, "start": "earliest"}, "start"),
-        ({"concurrency": 0}, "concurrency"),
-        ({"concurrency": "4"}, "concurrency"),
-        ({"concurrency": True}, "concurrency"),
-        ({"threads": "yes"}, "threads"),
-        ({"auto_touch": 1}, "auto_touch"),
-        ({"threads": True}, "concurrency"),  # how many threads: not guessed
-    ],
-)
-def test_bad_option_values_fail_at_construction(overrides: dict[str, Any], setting: str) -> None:
-    with pytest.raises(ConfigError) as caught:
-        Consumer("t", "c", nsqd_tcp=[NSQD], **overrides)
-    assert caught.value.setting == setting
-    assert "--" not in str(caught.value)  # library words, no CLI flags
+    one = ConsumerOptions(concurrency=1)  # one at a time on the loop
+    threads = ConsumerOptions(concurrency=3, threads=True, auto_touch=True)
+    Consumer("t", "c", print, nsqd_tcp=[NSQD], options=one)
+    Consumer("t", "c", print, nsqd_tcp=[NSQD], options=threads)
+    Consumer(
+        "t",
+        "c",
+        _async_handler,
+        nsqd_tcp=[NSQD],
+        options=dataclasses.replace(threads, threads=False),
+    )
 
 
 def test_no_cluster_names_the_library_settings() -> None:
@@ -229,40 +185,44 @@ def test_no_cluster_names_the_library_settings() -> None:
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "setting", "says"),
+    ("kwargs", "options", "setting", "says"),
     [
         (
             dict(lookupd_http=["127.0.0.1:4161"], nsqd_tcp=[NSQD]),
+            {},
             "nsqd_tcp",
             "both lookupd_http= and nsqd_tcp=",
         ),
-        (dict(nsqd_tcp=[NSQD], handler="print"), "handler", "handler must be a function"),
-        (dict(nsqd_tcp=[NSQD], partitions=[0]), "partitions", "partitions= needs lookupd_http="),
+        (dict(nsqd_tcp=[NSQD], handler="print"), {}, "handler", "handler must be a function"),
+        (dict(nsqd_tcp=[NSQD]), {"partitions": [0]}, "partitions", "partitions= needs lookupd"),
         # handler concurrency: each refused where it could not work with this handler
-        (dict(nsqd_tcp=[NSQD], concurrency=4), "concurrency", "without one the consumer"),
-        (dict(nsqd_tcp=[NSQD], auto_touch=True), "auto_touch", "without one the consumer"),
+        (dict(nsqd_tcp=[NSQD]), {"concurrency": 4}, "concurrency", "without one the consumer"),
+        (dict(nsqd_tcp=[NSQD]), {"auto_touch": True}, "auto_touch", "without one the consumer"),
         (
-            dict(nsqd_tcp=[NSQD], handler=print, concurrency=4),
+            dict(nsqd_tcp=[NSQD], handler=print),
+            {"concurrency": 4},
             "concurrency",
             "concurrency=4 needs threads=True",
         ),
         (
-            dict(nsqd_tcp=[NSQD], handler=print, auto_touch=True),
+            dict(nsqd_tcp=[NSQD], handler=print),
+            {"auto_touch": True},
             "auto_touch",
             "the handler holds the loop",
         ),
         (
-            dict(nsqd_tcp=[NSQD], handler=_async_handler, threads=True, concurrency=2),
+            dict(nsqd_tcp=[NSQD], handler=_async_handler),
+            {"threads": True, "concurrency": 2},
             "threads",
             "this handler is async",
         ),
     ],
 )
 def test_a_setting_that_would_do_nothing_is_refused_at_construction(
-    kwargs: dict[str, Any], setting: str, says: str
+    kwargs: dict[str, Any], options: dict[str, Any], setting: str, says: str
 ) -> None:
     with pytest.raises(ConfigError) as caught:
-        Consumer("t", "c", **kwargs)
+        Consumer("t", "c", **kwargs, options=ConsumerOptions(**options))
     assert caught.value.setting == setting
     assert says in str(caught.value) and "--" not in str(caught.value)
 
@@ -636,9 +596,11 @@ class DialerConsumer(Consumer):
 
 async def test_unconnected_names_what_is_cut_off_until_it_is_read_again() -> None:
     a, b, c = (parse_address(f"127.0.0.1:{port}") for port in (4150, 4250, 4350))
-    slow = {"reconnect_initial": 30.0, "reconnect_max": 30.0}  # no reconnect in the test
+    slow = ConsumerOptions(reconnect_initial=30.0, reconnect_max=30.0)  # no reconnect here
     # the original family, nsqds given: a lost nsqd stays a source, being reconnected
-    direct = DialerConsumer(Dialer(), "t", "c", lambda m: None, nsqd_tcp=[str(a), str(b)], **slow)
+    direct = DialerConsumer(
+        Dialer(), "t", "c", lambda m: None, nsqd_tcp=[str(a), str(b)], options=slow
+    )
     await direct._connections.sync(Topology.from_nsqd_addresses([a, b], topic="t"))
     assert direct.unconnected == []
     next(f for f in direct.dialer.opened if f.address == a).breaks()
@@ -647,7 +609,7 @@ async def test_unconnected_names_what_is_cut_off_until_it_is_read_again() -> Non
 
     # the redesign through a lookupd: a partition that lost its leader
     leaders = DialerConsumer(
-        Dialer(), "t", "c", lambda m: None, lookupd_http=["127.0.0.1:4161"], **slow
+        Dialer(), "t", "c", lambda m: None, lookupd_http=["127.0.0.1:4161"], options=slow
     )
     lookup = leaders._connections
     await lookup.sync(Topology("t", partitions={0: Peer.from_address(a), 1: Peer.from_address(b)}))
@@ -699,7 +661,7 @@ async def test_close_abandons_a_background_task_stuck_after_its_cancel(
         lambda msg: None,
         nsqd_tcp=NSQD,
         config=ConnectionConfig(connect_timeout=0.2),
-        connect_timeout=0.1,
+        options=ConsumerOptions(connect_timeout=0.1),
     )
     caplog.set_level("WARNING", logger="nsqctl.consumer")
     async with asyncio.timeout(20):  # a hang guard: without the bound close() never returns

@@ -2,8 +2,9 @@
 
 Redesign payloads are hand-written to match youzan/nsq ``nsqlookupd/http.go`` (doLookup,
 doListLookup), ``registration_db.go`` (PeerInfo) and ``internal/http_api`` (wrapping).
-Client tests use ``httpx.MockTransport``: a scripted fake that returns chosen answers or
-raises chosen errors at chosen moments; real-server behaviour is covered by
+Client tests run the client as in production (its own HTTP path, a real socket) against
+scripted lookupds (:mod:`tests.helpers.scripted_lookupd`), which give chosen answers at
+chosen moments, stop listening and come back; real-server behaviour is covered by
 ``tests/integration/test_lookup_original.py``.
 """
 
@@ -11,10 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 from typing import Any
 
-import httpx
 import pytest
 
 from nsqctl.errors import ConfigError, LookupUnavailableError
@@ -30,6 +29,7 @@ from nsqctl.lookup import (
     parse_listlookup,
     parse_lookup_response,
 )
+from tests.helpers.scripted_lookupd import HANG, Reply, Request, ScriptedLookupds, closed_address
 from tests.helpers.wait import wait_for
 
 
@@ -261,276 +261,253 @@ def test_topology_from_nsqd_addresses() -> None:
         Topology.from_nsqd_addresses(["nope"])
 
 
-# ------------------------------------------------------------------- client (MockTransport)
-
-Handler = Callable[[httpx.Request], httpx.Response]
+# ------------------------------------------------------------------- client (scripted lookupds)
 
 
 class Script:
-    """Per-host scripted answers; a host set to ``down`` raises ConnectError."""
+    """Per-lookupd scripted answers (by address), served by :class:`ScriptedLookupds`:
+    the client runs as in production, over its own HTTP path and a real socket."""
 
     def __init__(self) -> None:
-        self.down: set[str] = set()
         self.lookup: dict[str, Any] = {}
         self.listlookup: dict[str, tuple[int, Any]] = {}
-        self.calls: list[tuple[str, str]] = []
+        self.failing: set[str] = set()  # lookupds answering every request with HTTP 500
+        self.lookupds = ScriptedLookupds(self)
 
-    def __call__(self, request: httpx.Request) -> httpx.Response:
-        host = f"{request.url.host}:{request.url.port}"
-        self.calls.append((host, request.url.path))
+    def __call__(self, request: Request) -> Reply:
         assert request.headers["accept"] == ACCEPT_V1
-        if host in self.down:
-            raise httpx.ConnectError("refused", request=request)
-        if request.url.path == "/listlookup":
-            status, body = self.listlookup.get(host, (404, {"message": "NOT_FOUND"}))
-            return httpx.Response(status, json=body)
-        if request.url.path == "/lookup":
-            body = self.lookup.get(host, ORIGINAL)
+        if request.address in self.failing:
+            return Reply(500, b"<html>down for maintenance</html>", "text/html")
+        if request.path == "/listlookup":
+            return Reply(*self.listlookup.get(request.address, (404, {"message": "NOT_FOUND"})))
+        if request.path == "/lookup":
+            body = self.lookup.get(request.address, ORIGINAL)
             if body is None:
-                return httpx.Response(404, json={"message": "TOPIC_NOT_FOUND"})
-            return httpx.Response(200, json=body)
-        return httpx.Response(404, json={"message": "NOT_FOUND"})
+                return Reply(404, {"message": "TOPIC_NOT_FOUND"})
+            return Reply(200, body)
+        return Reply(404, {"message": "NOT_FOUND"})
 
-    def lookups(self, host: str) -> int:
-        return sum(1 for h, p in self.calls if h == host and p == "/lookup")
+    def asked(self, address: str, path: str = "/lookup") -> int:
+        return sum(1 for r in self.lookupds.requests if r.address == address and r.path == path)
 
 
-def client(script: Script, addrs: list[str], **kw: Any) -> LookupClient:
-    return LookupClient(addrs, transport=httpx.MockTransport(script), **kw)
+def node(address: str, node_id: str) -> dict[str, Any]:
+    """A /listlookup node for the lookupd at ``address``."""
+    host, port = address.rsplit(":", 1)
+    return {"ID": node_id, "NodeIP": host, "TcpPort": port, "HttpPort": port, "RpcPort": "9"}
 
 
 async def test_client_sends_query_and_merges() -> None:
     script = Script()
-    seen: list[httpx.URL] = []
-
-    def spy(req: httpx.Request) -> httpx.Response:
-        seen.append(req.url)
-        return script(req)
-
-    async with LookupClient(
-        ["127.0.0.1:1", "127.0.0.1:2"], transport=httpx.MockTransport(spy)
-    ) as lc:
-        script.lookup["127.0.0.1:2"] = {"channels": [], "producers": [peer("10.0.0.5", 4150)]}
-        topo = await lc.lookup("t", access="w")
+    async with script.lookupds:
+        one, two = await script.lookupds.start(2)
+        script.lookup[two] = {"channels": [], "producers": [peer("10.0.0.5", 4150)]}
+        async with LookupClient([one, two]) as lc:
+            topo = await lc.lookup("t", access="w")
     assert {p.key for p in topo.producers} == {"127.0.0.1:4150", "10.0.0.5:4150"}
-    q = next(u for u in seen if u.path == "/lookup")
-    assert dict(q.params) == {"topic": "t", "access": "w", "metainfo": "true"}
+    q = next(r for r in script.lookupds.requests if r.path == "/lookup")
+    assert q.params == {"topic": "t", "access": "w", "metainfo": "true"}
     assert all(s.ok for s in topo.sources)
 
 
 async def test_listlookup_404_is_original_and_not_asked_again() -> None:
     script = Script()
-    lc = client(script, ["127.0.0.1:1"])
-    await lc.lookup("t")
-    await lc.lookup("t")
-    assert sum(1 for _, p in script.calls if p == "/listlookup") == 1
-    assert lc.health()["127.0.0.1:1"]["is_original"]
-    await lc.aclose()
+    async with script.lookupds:
+        (one,) = await script.lookupds.start()
+        async with LookupClient([one]) as lc:
+            await lc.lookup("t")
+            await lc.lookup("t")
+            assert lc.health()[one]["is_original"]
+    assert script.asked(one, "/listlookup") == 1
 
 
 async def test_listlookup_discovers_other_lookupds() -> None:
     script = Script()
-    script.listlookup["127.0.0.1:1"] = (
-        200,
-        {
-            "lookupdnodes": [
-                {
-                    "ID": "a",
-                    "NodeIP": "127.0.0.1",
-                    "TcpPort": "1",
-                    "HttpPort": "1",
-                    "RpcPort": "9",
-                    "Epoch": 1,
-                },
-                {
-                    "ID": "b",
-                    "NodeIP": "127.0.0.3",
-                    "TcpPort": "3",
-                    "HttpPort": "3",
-                    "RpcPort": "9",
-                    "Epoch": 1,
-                },
-            ],
-            "lookupdleader": {"ID": "a", "NodeIP": "127.0.0.1", "HttpPort": "1"},
-        },
-    )
-    script.lookup["127.0.0.3:3"] = REDESIGN_CLUSTER
-    async with client(script, ["127.0.0.1:1"]) as lc:
-        topo = await lc.lookup("t")
-        assert "127.0.0.3:3" in lc.addresses
+    async with script.lookupds:
+        one, three = await script.lookupds.start(2)
+        script.listlookup[one] = (
+            200,
+            {
+                "lookupdnodes": [node(one, "a"), node(three, "b")],
+                "lookupdleader": {"ID": "a", "NodeIP": "127.0.0.1", "HttpPort": one[10:]},
+            },
+        )
+        script.lookup[three] = REDESIGN_CLUSTER
+        async with LookupClient([one]) as lc:
+            topo = await lc.lookup("t")
+            assert three in lc.addresses
     assert topo.is_redesign and topo.partition_num == 2
-    assert {s.address for s in topo.sources} == {"127.0.0.1:1", "127.0.0.3:3"}
+    assert {s.address for s in topo.sources} == {one, three}
 
 
 async def test_failing_lookupd_is_skipped_exponentially_but_not_forgotten() -> None:
     script = Script()
-    script.down.add("127.0.0.1:2")
-    lc = client(script, ["127.0.0.1:1", "127.0.0.1:2"], failure_threshold=2, max_skip_rounds=4)
-    for _ in range(20):
-        topo = await lc.lookup("t")
-        assert not topo.stale
-    asked = script.lookups("127.0.0.1:2") + sum(
-        1 for h, p in script.calls if h == "127.0.0.1:2" and p == "/listlookup"
-    )
-    # rounds with an attempt: fail,fail,(skip1),fail,(skip2),fail,(skip4),fail,(skip4),...
-    assert 5 <= asked <= 8 < 20
-    assert script.lookups("127.0.0.1:1") == 20
-    assert "127.0.0.1:2" in lc.addresses  # configured: never forgotten
-    script.down.clear()
-    for _ in range(6):
-        await lc.lookup("t")
-    assert lc.health()["127.0.0.1:2"]["failures"] == 0
-    await lc.aclose()
+    async with script.lookupds:
+        one, two = await script.lookupds.start(2)
+        script.failing.add(two)
+        lc = LookupClient([one, two], failure_threshold=2, max_skip_rounds=4)
+        for _ in range(20):
+            topo = await lc.lookup("t")
+            assert not topo.stale
+        asked = script.asked(two) + script.asked(two, "/listlookup")
+        # rounds with an attempt: fail,fail,(skip1),fail,(skip2),fail,(skip4),fail,(skip4),...
+        assert 5 <= asked <= 8 < 20
+        assert script.asked(one) == 20
+        assert two in lc.addresses  # configured: never forgotten
+        script.failing.clear()
+        for _ in range(6):
+            await lc.lookup("t")
+        assert lc.health()[two]["failures"] == 0
+        await lc.aclose()
 
 
 async def test_discovered_lookupd_forgotten_after_failures() -> None:
     script = Script()
-    script.listlookup["127.0.0.1:1"] = (
-        200,
-        {
-            "lookupdnodes": [{"ID": "b", "NodeIP": "127.0.0.3", "HttpPort": "3"}],
-            "lookupdleader": {},
-        },
-    )
-    script.down.add("127.0.0.3:3")
-    lc = client(script, ["127.0.0.1:1"], forget_after=2)
-    await lc.lookup("t")
-    assert "127.0.0.3:3" in lc.addresses
-    await lc.lookup("t")  # listlookup re-adds nothing new; second failure forgets it
-    assert "127.0.0.3:3" not in lc.addresses
-    await lc.aclose()
+    gone = closed_address()
+    async with script.lookupds:
+        (one,) = await script.lookupds.start()
+        script.listlookup[one] = (200, {"lookupdnodes": [node(gone, "b")], "lookupdleader": {}})
+        async with LookupClient([one], forget_after=2) as lc:
+            await lc.lookup("t")
+            assert gone in lc.addresses
+            await lc.lookup("t")  # listlookup re-adds nothing new; second failure forgets it
+            assert gone not in lc.addresses
 
 
 async def test_all_down_after_success_returns_stale_and_warns_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     script = Script()
-    lc = client(script, ["127.0.0.1:1"], failure_threshold=100)
-    fresh = await lc.lookup("t")
-    script.down.add("127.0.0.1:1")
-    with caplog.at_level(logging.WARNING, logger="nsqctl.lookup"):
-        s1 = await lc.lookup("t")
-        s2 = await lc.lookup("t")
-    assert s1.stale and s2.stale and not fresh.stale
-    assert s1.producers == fresh.producers
-    assert not s1.sources[0].ok and "refused" in s1.sources[0].error
-    assert sum("last known topology" in r.message for r in caplog.records) == 1
-    script.down.clear()
-    assert not (await lc.lookup("t")).stale
-    await lc.aclose()
+    async with script.lookupds:
+        (one,) = await script.lookupds.start()
+        async with LookupClient([one], failure_threshold=100) as lc:
+            fresh = await lc.lookup("t")
+            await script.lookupds.down(one)
+            with caplog.at_level(logging.WARNING, logger="nsqctl.lookup"):
+                s1 = await lc.lookup("t")
+                s2 = await lc.lookup("t")
+            assert s1.stale and s2.stale and not fresh.stale
+            assert s1.producers == fresh.producers
+            assert not s1.sources[0].ok and "refused" in s1.sources[0].error
+            assert sum("last known topology" in r.message for r in caplog.records) == 1
+            await script.lookupds.up(one)
+            assert not (await lc.lookup("t")).stale
 
 
 async def test_nothing_known_raises_actionable_error() -> None:
-    script = Script()
-    script.down.add("127.0.0.1:1")
-    async with client(script, ["127.0.0.1:1"]) as lc:
+    gone = closed_address()
+    async with LookupClient([gone]) as lc:
         with pytest.raises(LookupUnavailableError) as info:
             await lc.lookup("t")
     msg = str(info.value)
-    assert "127.0.0.1:1" in msg and "4161" in msg and "\n" not in msg
+    assert gone in msg and "4161" in msg and "\n" not in msg
 
 
 async def test_timeout_counts_as_failure() -> None:
-    def slow(req: httpx.Request) -> httpx.Response:
-        raise httpx.ReadTimeout("slow", request=req)
-
-    async with LookupClient(["127.0.0.1:1"], transport=httpx.MockTransport(slow)) as lc:
-        with pytest.raises(LookupUnavailableError, match="timed out"):
-            await lc.lookup("t")
+    async with ScriptedLookupds(lambda request: HANG) as lookupds:
+        (silent,) = await lookupds.start()
+        async with LookupClient([silent], timeout=0.3) as lc:
+            with pytest.raises(LookupUnavailableError, match="timed out"):
+                await lc.lookup("t")
 
 
 async def test_topic_not_found_is_not_an_error() -> None:
     script = Script()
-    script.lookup["127.0.0.1:1"] = None
-    async with client(script, ["127.0.0.1:1"]) as lc:
-        topo = await lc.lookup("missing")
+    async with script.lookupds:
+        (one,) = await script.lookupds.start()
+        script.lookup[one] = None
+        async with LookupClient([one]) as lc:
+            topo = await lc.lookup("missing")
     assert topo.topic_not_found and topo.is_empty and not topo.stale
     assert topo.sources[0].ok and topo.sources[0].topic_not_found
 
 
 async def test_server_error_body_is_a_failure() -> None:
-    def broken(req: httpx.Request) -> httpx.Response:
-        if req.url.path == "/lookup":
-            return httpx.Response(500, text="<html>oops</html>")
-        return httpx.Response(404)
+    def broken(request: Request) -> Reply:
+        if request.path == "/lookup":
+            return Reply(500, b"<html>oops</html>", "text/html")
+        return Reply(404)
 
-    async with LookupClient(["127.0.0.1:1"], transport=httpx.MockTransport(broken)) as lc:
-        with pytest.raises(LookupUnavailableError, match="HTTP 500"):
-            await lc.lookup("t")
+    async with ScriptedLookupds(broken) as lookupds:
+        (one,) = await lookupds.start()
+        async with LookupClient([one]) as lc:
+            with pytest.raises(LookupUnavailableError, match="HTTP 500"):
+                await lc.lookup("t")
 
 
 async def test_poll_jitter_and_refresh() -> None:
     script = Script()
-    lc = client(script, ["127.0.0.1:1"], poll_interval=100.0, jitter=0.3)
-    delays = [lc.next_delay() for _ in range(200)]
-    assert all(70.0 <= d <= 130.0 for d in delays) and max(delays) - min(delays) > 10
-    got: list[Topology] = []
+    async with script.lookupds:
+        (one,) = await script.lookupds.start()
+        lc = LookupClient([one], poll_interval=100.0, jitter=0.3)
+        delays = [lc.next_delay() for _ in range(200)]
+        assert all(70.0 <= d <= 130.0 for d in delays) and max(delays) - min(delays) > 10
+        got: list[Topology] = []
 
-    async def consume() -> None:
-        async for topo in lc.poll("t"):
-            got.append(topo)
-            if len(got) == 2:
-                return
+        async def consume() -> None:
+            async for topo in lc.poll("t"):
+                got.append(topo)
+                if len(got) == 2:
+                    return
 
-    task = asyncio.create_task(consume())
-    # first poll immediate (within the wait, where a delayed one would be >= 70 s away);
-    # the next one is ~100 s away, so there is still just the one
-    await wait_for(lambda: got, 5, "the first poll")
-    assert len(got) == 1
-    lc.request_refresh()
-    await asyncio.wait_for(task, 2)
-    assert len(got) == 2
-    await lc.aclose()
+        task = asyncio.create_task(consume())
+        # first poll immediate (within the wait, where a delayed one would be >= 70 s away);
+        # the next one is ~100 s away, so there is still just the one
+        await wait_for(lambda: got, 5, "the first poll")
+        assert len(got) == 1
+        lc.request_refresh()
+        await asyncio.wait_for(task, 2)
+        assert len(got) == 2
+        await lc.aclose()
 
 
 async def test_start_polling_survives_outage_and_calls_async_callback() -> None:
     script = Script()
-    script.down.add("127.0.0.1:1")
-    lc = client(script, ["127.0.0.1:1"], poll_interval=0.01, jitter=0.0, failure_threshold=100)
-    seen: asyncio.Queue[Topology] = asyncio.Queue()
+    async with script.lookupds:
+        (one,) = await script.lookupds.start()
+        await script.lookupds.down(one)
+        lc = LookupClient([one], poll_interval=0.01, jitter=0.0, failure_threshold=100)
+        seen: asyncio.Queue[Topology] = asyncio.Queue()
 
-    async def cb(topo: Topology) -> None:
-        await seen.put(topo)
+        async def cb(topo: Topology) -> None:
+            await seen.put(topo)
 
-    task = lc.start_polling("t", cb)
-    await asyncio.sleep(0.05)
-    assert seen.empty() and not task.done()
-    script.down.clear()
-    topo = await asyncio.wait_for(seen.get(), 2)
-    assert topo.producers[0].key == "127.0.0.1:4150"
-    task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
-    await lc.aclose()
+        task = lc.start_polling("t", cb)
+        await wait_for(lambda: lc.health()[one]["failures"] >= 2, 5, "polls failing")
+        assert seen.empty() and not task.done()
+        await script.lookupds.up(one)
+        topo = await asyncio.wait_for(seen.get(), 2)
+        assert topo.producers[0].key == "127.0.0.1:4150"
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await lc.aclose()
 
 
 async def test_admin_helpers() -> None:
-    def handler(req: httpx.Request) -> httpx.Response:
-        if req.url.port == 1:
-            raise httpx.ConnectError("refused", request=req)
+    def handler(request: Request) -> Reply:
         routes = {
-            "/ping": httpx.Response(200, text="OK"),
-            "/info": httpx.Response(200, json={"version": "0.3.7-HA.1.13.0", "ha_support": True}),
-            "/topics": httpx.Response(
-                200, json={"status_code": 200, "status_txt": "OK", "data": {"topics": ["a", "b"]}}
+            "/ping": Reply(200, b"OK", "text/plain"),
+            "/info": Reply(200, {"version": "0.3.7-HA.1.13.0", "ha_support": True}),
+            "/topics": Reply(
+                200, {"status_code": 200, "status_txt": "OK", "data": {"topics": ["a", "b"]}}
             ),
-            "/channels": httpx.Response(
-                200, json={"channels": [req.url.params.get("topic", "") + "-c"]}
-            ),
-            "/nodes": httpx.Response(200, json={"producers": [peer("10.0.0.1", 4150)]}),
-            "/listlookup": httpx.Response(404, json={"message": "NOT_FOUND"}),
+            "/channels": Reply(200, {"channels": [request.params.get("topic", "") + "-c"]}),
+            "/nodes": Reply(200, {"producers": [peer("10.0.0.1", 4150)]}),
+            "/listlookup": Reply(404, {"message": "NOT_FOUND"}),
         }
-        return routes[req.url.path]
+        return routes[request.path]
 
-    async with LookupClient(
-        ["127.0.0.1:1", "127.0.0.1:2"], transport=httpx.MockTransport(handler)
-    ) as lc:
-        assert await lc.ping()
-        assert not await lc.ping("127.0.0.1:1")
-        assert (await lc.info())["ha_support"] is True
-        assert await lc.topics() == ["a", "b"]
-        assert await lc.channels("t") == ["t-c"]
-        assert (await lc.nodes())[0]["tcp_port"] == 4150
-        assert await lc.listlookup("127.0.0.1:2") is None
+    gone = closed_address()
+    async with ScriptedLookupds(handler) as lookupds:
+        (two,) = await lookupds.start()
+        async with LookupClient([gone, two]) as lc:
+            assert await lc.ping()
+            assert not await lc.ping(gone)
+            assert (await lc.info())["ha_support"] is True
+            assert await lc.topics() == ["a", "b"]
+            assert await lc.channels("t") == ["t-c"]
+            assert (await lc.nodes())[0]["tcp_port"] == 4150
+            assert await lc.listlookup(two) is None
 
 
 def test_client_config_errors() -> None:
@@ -543,6 +520,6 @@ def test_client_config_errors() -> None:
 
 
 async def test_bad_access_rejected() -> None:
-    async with LookupClient(["127.0.0.1:1"], transport=httpx.MockTransport(Script())) as lc:
+    async with LookupClient(["127.0.0.1:1"]) as lc:
         with pytest.raises(ConfigError, match="access"):
             await lc.lookup("t", access="x")  # type: ignore[arg-type]

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from nsqctl.errors import ConfigError
-from nsqctl.producer import Producer, RetryPolicy
+from nsqctl.producer import Producer, ProducerOptions
 
 NOWHERE = "127.0.0.1:1"
 
@@ -42,36 +42,9 @@ def test_negative_partition_is_refused_at_once() -> None:
     assert err.value.setting == "partition"
 
 
-#: Each RetryPolicy field just outside what a publish's retry clock can work with.
-REFUSED_RETRY = [
-    ("attempts", 0, "1 or more"),
-    ("attempts", -1, "1 or more"),
-    ("attempts", 2.5, "whole number"),
-    ("attempts", None, "whole number"),
-    ("timeout", -0.001, "0 seconds or more"),
-    ("timeout", math.nan, "finite"),
-    ("timeout", math.inf, "finite"),
-    ("backoff", -1, "0 seconds or more"),
-    ("backoff", math.nan, "finite"),
-    ("max_backoff", -1, "0 seconds or more"),
-    ("max_backoff", math.inf, "finite"),
-    ("max_backoff", 0.05, "at least backoff"),  # below the default backoff, 0.1
-    ("failover_window", -1, "0 seconds or more"),
-    ("failover_window", math.inf, "finite"),
-    ("failover_window", True, "finite"),
-]
-
-
-@pytest.mark.parametrize(("setting", "value", "named"), REFUSED_RETRY)
-def test_a_retry_policy_that_cannot_work_is_refused_at_construction(
-    setting: str, value: object, named: str
-) -> None:
-    with pytest.raises(ConfigError, match=f"bad {setting}") as err:
-        RetryPolicy(**{setting: value})  # type: ignore[arg-type]
-    assert err.value.setting == setting
-    assert named in str(err.value) and "--" not in str(err.value)
-
-
-def test_a_retry_policy_at_its_edges_is_accepted() -> None:
-    edge = RetryPolicy(attempts=1, timeout=0, backoff=0, max_backoff=0, failover_window=0)
-    assert (edge.attempts, edge.failover_window) == (1, 0)
+def test_retry_options_at_their_edges_are_accepted() -> None:
+    """(Values outside are refused: tests/unit/test_client_options.py.)"""
+    edge = ProducerOptions(
+        max_attempts=1, retry_timeout=0, backoff=0, max_backoff=0, failover_window=0
+    )
+    assert (edge.max_attempts, edge.failover_window) == (1, 0)

@@ -10,7 +10,8 @@ import pytest
 from nsqctl.connection import ConnectionConfig
 from nsqctl.failover import FailoverEvent
 from nsqctl.producer.discovery import TopologyCache
-from nsqctl.producer.failover import FailoverNotes, RetryClock, RetryPolicy
+from nsqctl.producer.failover import FailoverNotes, RetryClock
+from nsqctl.producer.options import ProducerOptions
 from nsqctl.producer.ordering import RouteOrder, TicketLine
 from nsqctl.producer.pool import ConnectionPool
 from nsqctl.producer.retry import RetryLoop
@@ -18,7 +19,7 @@ from nsqctl.producer.routing import Router
 
 
 def test_clock_before_first_write_gives_up_after_attempts() -> None:
-    clock = RetryClock(RetryPolicy(attempts=3, backoff=0.1, max_backoff=1.0), 0.0, False)
+    clock = RetryClock(ProducerOptions(max_attempts=3, backoff=0.1, max_backoff=1.0), 0.0, False)
     assert clock.failed(0.0, leader_lost=True) == pytest.approx(0.1)
     assert clock.failed(0.2, leader_lost=True) == pytest.approx(0.2)
     assert clock.failed(0.5, leader_lost=True) is None
@@ -26,14 +27,16 @@ def test_clock_before_first_write_gives_up_after_attempts() -> None:
 
 
 def test_clock_before_first_write_gives_up_at_timeout() -> None:
-    clock = RetryClock(RetryPolicy(attempts=100, timeout=1.0, backoff=0.5), 0.0, False)
+    clock = RetryClock(
+        ProducerOptions(max_attempts=100, retry_timeout=1.0, backoff=0.5), 0.0, False
+    )
     assert clock.failed(0.0, leader_lost=True) == pytest.approx(0.5)
     assert clock.failed(0.6, leader_lost=True) is None  # 0.6 + 1.0 > 1.0
 
 
 def test_clock_after_a_write_rides_until_the_window_from_first_failure() -> None:
-    policy = RetryPolicy(
-        attempts=2, timeout=1.0, backoff=0.5, max_backoff=2.0, failover_window=10.0
+    policy = ProducerOptions(
+        max_attempts=2, retry_timeout=1.0, backoff=0.5, max_backoff=2.0, failover_window=10.0
     )
     clock = RetryClock(policy, 100.0, True)
     delays = []
@@ -41,17 +44,17 @@ def test_clock_after_a_write_rides_until_the_window_from_first_failure() -> None
     while (delay := clock.failed(now, leader_lost=True)) is not None:
         delays.append(delay)
         now += delay
-    assert clock.riding and clock.attempts > policy.attempts
+    assert clock.riding and clock.attempts > policy.max_attempts
     assert delays[:4] == [0.5, 1.0, 2.0, 2.0]  # capped backoff, not the attempt budget
     assert 103.0 + 10.0 - 2.0 <= now <= 103.0 + 10.0
     assert clock.waited(now) == pytest.approx(now - 103.0)
 
 
 def test_clock_window_zero_or_not_leader_loss_does_not_ride() -> None:
-    off = RetryClock(RetryPolicy(attempts=2, failover_window=0), 0.0, True)
+    off = RetryClock(ProducerOptions(max_attempts=2, failover_window=0), 0.0, True)
     off.failed(0.0, leader_lost=True)
     assert off.failed(0.1, leader_lost=True) is None and not off.riding
-    other = RetryClock(RetryPolicy(attempts=2), 0.0, True)
+    other = RetryClock(ProducerOptions(max_attempts=2), 0.0, True)
     other.failed(0.0, leader_lost=False)
     assert other.failed(0.1, leader_lost=False) is None and not other.riding
 
@@ -206,7 +209,7 @@ def test_calls_take_tickets_when_begun_and_a_call_never_run_gives_its_place_up()
         TopologyCache(None, "127.0.0.1:1", 60.0),
         Router(),
         ConnectionPool(ConnectionConfig()),
-        RetryPolicy(),
+        ProducerOptions(),
     )
 
     async def run() -> None:

@@ -12,7 +12,7 @@ import pytest
 
 import nsqctl
 
-QUICK = nsqctl.RetryPolicy(attempts=2, backoff=0.01, max_backoff=0.01)
+QUICK = nsqctl.ProducerOptions(max_attempts=2, backoff=0.01, max_backoff=0.01)
 
 
 def nowhere() -> str:
@@ -31,7 +31,7 @@ async def test_a_refused_publish_is_a_connect_error_with_its_cause(
     where: Callable[[], str],
 ) -> None:
     address = where()
-    async with nsqctl.Producer(nsqd_tcp=[address], retry=QUICK) as producer:
+    async with nsqctl.Producer(nsqd_tcp=[address], options=QUICK) as producer:
         with pytest.raises(nsqctl.TransportError) as caught:
             await producer.publish("t", b"x")
     err = caught.value
@@ -64,7 +64,7 @@ async def test_a_body_of_the_wrong_type_is_refused_at_the_call(
 ) -> None:
     """Refused before connecting: the address is one nobody listens on, so reaching
     the network would raise a ConnectError instead."""
-    async with nsqctl.Producer(nsqd_tcp=[nowhere()], retry=QUICK) as producer:
+    async with nsqctl.Producer(nsqd_tcp=[nowhere()], options=QUICK) as producer:
         with pytest.raises(nsqctl.ConfigError, match=re.escape(text)) as caught:
             await call(producer)  # type: ignore[operator]
     assert caught.value.setting == setting

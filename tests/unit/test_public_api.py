@@ -6,7 +6,6 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
-import os
 import pkgutil
 import re
 import subprocess
@@ -17,6 +16,7 @@ import pytest
 
 import nsqctl
 from nsqctl import errors
+from tests.helpers.mypy_snippet import mypy_errors
 
 
 def test_the_documented_names_import_from_the_top() -> None:
@@ -87,38 +87,10 @@ def test_mypy_strict_rejects_a_misspelt_top_level_name(tmp_path: Path) -> None:
     """The names a program uses at ``nsqctl.X`` are checked, not waved through as Any.
     The modules behind them are not analysed (``follow_imports = skip``): this checks
     the front door only, in about a second."""
-    package = Path(nsqctl.__file__).parent
-    behind = sorted(
-        f"nsqctl.{p.name}.*" if p.is_dir() else f"nsqctl.{p.stem}"
-        for p in package.iterdir()
-        if (p.is_dir() and (p / "__init__.py").exists())
-        or (p.suffix == ".py" and p.stem != "__init__")
-    )
-    config = tmp_path / "mypy.ini"
-    config.write_text(f"[mypy]\nstrict = True\n[mypy-{','.join(behind)}]\nfollow_imports = skip\n")
-    snippet = tmp_path / "snippet.py"
-    snippet.write_text(MYPY_SNIPPET)
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mypy",
-            "--config-file",
-            str(config),
-            "--cache-dir",
-            str(tmp_path / "cache"),
-            str(snippet),
-        ],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "MYPYPATH": str(package.parent)},
-        cwd=tmp_path,
-    )
-    errors_seen = [line for line in proc.stdout.splitlines() if ": error:" in line]
-    assert [line.split(": error: ")[1] for line in errors_seen] == [
+    assert [error.split(" ", 1)[1] for error in mypy_errors(MYPY_SNIPPET, tmp_path)] == [
         'Module has no attribute "ConectError"  [attr-defined]',
         'Module has no attribute "Consumr"  [attr-defined]',
-    ], proc.stdout + proc.stderr
+    ]
 
 
 def test_an_unknown_name_is_an_attribute_error() -> None:

@@ -30,7 +30,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from nsqctl.connection import ConnectionConfig  # noqa: E402
-from nsqctl.consumer import Consumer  # noqa: E402
+from nsqctl.consumer import Consumer, ConsumerOptions  # noqa: E402
 from nsqctl.message import Message  # noqa: E402
 from nsqctl.producer import Producer  # noqa: E402
 from nsqctl.servers import build, cluster  # noqa: E402
@@ -125,14 +125,16 @@ async def record(c: cluster.Cluster, bins: Path, out: Path) -> list[Path]:
     async def hold(msg: Message) -> None:
         await release.wait()  # past its 1 s msg_timeout: nsqd times it out
 
-    billing = Consumer("orders", "billing", slow, lookupd_http=[lookupd], max_in_flight=4)
+    billing = Consumer(
+        "orders", "billing", slow, lookupd_http=[lookupd], options=ConsumerOptions(max_in_flight=4)
+    )
     # one RDY over two partitions: one connection gets it, the other sits at RDY 0
     stuck = Consumer(
         "orders",
         "slow",
         hold,
         lookupd_http=[lookupd],
-        max_in_flight=1,
+        options=ConsumerOptions(max_in_flight=1),
         config=ConnectionConfig(msg_timeout_ms=1000, compression="snappy"),
     )
     tail = subprocess.Popen(
