@@ -3,8 +3,8 @@ path ``nsqctl.consumer.lanes`` serves) through a partition leader's kill -9.
 
 3 nsqd, an ordered topic of 2 partitions, replicas 3, keyed JSON lines (``--shard-field``:
 each key stays on one partition). The leader of partition 0 is killed while the tail is
-in the middle of the first half; the second half is published after (``nsqctl pub``
-waits for the new leader). Every line must be printed exactly once and each key's
+in the middle of the first half; the second half is published once both partitions
+are writable again. Every line must be printed exactly once and each key's
 sequence numbers must rise: nothing lost, duplicated or reordered across the hand-back
 of the thread's partition to the event loop, the failover and the new lane.
 """
@@ -23,13 +23,13 @@ import pytest
 from nsqctl.servers.cluster import Cluster
 from tests.conftest import StartCluster
 from tests.helpers.cli import NSQCTL, clean_env
-from tests.helpers.failover import kill_leader, leader_of
+from tests.helpers.failover import kill_leader, leader_of, wait_new_leader
 from tests.helpers.redesign import TopicSpec, channel_stats, create_topics, eventually, unique
 
 pytestmark = [pytest.mark.redesign, pytest.mark.timeout(300)]
 
 KEYS = 16
-FIRST, SECOND = 20_000, 4_000
+FIRST, SECOND = 50_000, 4_000
 WINDOW = ("--failover-window", "150")
 
 
@@ -73,9 +73,10 @@ def test_ordered_tail_on_threads_loses_duplicates_and_reorders_nothing_through_a
             "the tail subscribed to both partitions",
         )
         _pub(c, topic, keyed[:FIRST], tmp_path / "first.txt")
-        eventually(lambda: len(_lines(out)) >= 2_000, 60, "the tail printing the first half")
+        eventually(lambda: len(_lines(out)) >= 5_000, 60, "the tail printing the first half")
         killed = kill_leader(c, topic, 0)
         printed_at_kill = len(_lines(out))
+        wait_new_leader(c, topic, killed, partitions=(0, 1))
         _pub(c, topic, keyed[FIRST:], tmp_path / "second.txt")
         assert leader_of(c, topic, 0).tcp_port != killed.tcp_port
         eventually(lambda: len(_lines(out)) >= len(keyed), 150, "every line printed")
