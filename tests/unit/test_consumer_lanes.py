@@ -25,24 +25,11 @@ from nsqctl.consumer.lanes import OrderedLanes
 from nsqctl.message import Message
 from nsqctl.protocol.frames import FrameType, encode_frame
 from nsqctl.protocol.message import MessageLayout, RawMessage, encode_message
+from tests.helpers.identify import identify_reply
 
 STEP = 5.0
 LAYOUT = MessageLayout(family="redesign", ordered=True)
-IDENTIFY_REPLY = {
-    "max_rdy_count": 2500,
-    "version": "0.3.7-HA.1.12.7",
-    "max_msg_timeout": 900000,
-    "msg_timeout": 60000,
-    "tls_v1": False,
-    "deflate": False,
-    "deflate_level": 0,
-    "max_deflate_level": 6,
-    "snappy": False,
-    "sample_rate": 0,
-    "auth_required": False,
-    "output_buffer_size": 16384,
-    "output_buffer_timeout": 250,
-}
+IDENTIFY_REPLY = identify_reply(version="0.3.7-HA.1.12.7")  # youzan's nsqd
 SIZE = 40  # each message's size on the fake's disk queue: offsets follow on
 
 
