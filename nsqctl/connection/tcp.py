@@ -495,6 +495,11 @@ class Connection:
         if end is False:
             if self.closed is None and self._transport is not None:
                 self._transport.resume_reading()
+                timer = self._idle_timer
+                assert self._loop is not None
+                if timer is not None and self._loop.time() >= self._last_read + self._idle_limit:
+                    timer.cancel()  # the reader gave up on a silent nsqd: judge it now
+                    self._check_idle()
         else:
             self._on_end(None if end is True else end)
 

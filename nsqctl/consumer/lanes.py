@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import math
 import os
 import select
 import socket
@@ -89,7 +90,9 @@ class PartitionLane:
         self._sink = sink
         self._max_attempts = max_attempts
         self._layout = conn.layout
-        self._idle_ms = int(idle_timeout(conn.config.heartbeat_interval_ms) * 1000)
+        idle = idle_timeout(conn.config.heartbeat_interval_ms)
+        # poll's timeout; -1 (none) when no heartbeats were asked for: silence says nothing
+        self._idle_ms = int(idle * 1000) if idle != math.inf else -1
         self.sock: socket.socket | None = None
         self._wake_r, self._wake_w = os.pipe()
         self._stopping = False

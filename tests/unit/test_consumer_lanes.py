@@ -179,3 +179,38 @@ async def test_an_error_frame_hands_the_partition_back_and_nothing_is_lost_or_tw
     assert (stats.received, stats.finished, stats.redelivered) == (6, 6, 0)
     fins = [line for line in fake.commands if line.startswith(b"FIN")]
     assert len(fins) == len(set(fins)) == 6
+
+
+async def test_a_silent_nsqd_is_judged_by_the_idle_deadline_when_its_reader_gives_up(
+    fake: FakeOrderedNsqd,
+) -> None:
+    """A hung nsqd keeps its socket open and sends nothing, not even heartbeats: the
+    thread gives the partition back at the idle deadline and the connection is closed
+    as not answering then, not a whole deadline later. (The shortest deadline: 10 s.)"""
+    address = await fake.start()
+    consumer = Consumer(
+        "t",
+        "c",
+        lambda msg: None,
+        nsqd_tcp=[address],
+        ordered=True,
+        config=ConnectionConfig(
+            client_id="lane-test", connect_timeout=2.0, heartbeat_interval_ms=1000
+        ),
+    )
+    await consumer.start()
+    (conn,) = consumer.connections.values()
+    lanes = OrderedLanes(lambda: consumer.connections, consumer.delivery, Sink())
+    try:
+        lanes.lend()
+        assert lanes.active == 1
+        started = asyncio.get_running_loop().time()
+        await fake.message(1)
+        while conn.closed is None:
+            assert asyncio.get_running_loop().time() - started < 15, "never judged"
+            await asyncio.sleep(0.05)
+        assert "not answering" in conn.closed.reason, conn.closed.reason
+        assert lanes.active == 0
+    finally:
+        lanes.stop()
+        await consumer.close(timeout=0.5)
