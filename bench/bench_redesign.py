@@ -40,7 +40,11 @@ published with nsqctl's Producer through the lookupd and not timed):
   Reference for >= 2x.
 * ``nsqctl tail --ordered`` / ``nsq_tail -ordered`` - the same on an ordered topic
   (``--ordered-messages``, messages/10: nsqd hands out one message at a time per
-  partition there). Targets: >= 1.0x nsq_tail -ordered, >= 0.85x the ordered floor.
+  partition there; nsqctl reads each partition on a thread of its own). Targets: >= 1.0x
+  nsq_tail -ordered, >= 0.85x the ordered floor.
+* ``nsqctl tail --ordered, before`` - with ``--before TREE``: the same command from
+  another source tree (``PYTHONPATH=TREE``, e.g. a worktree of the commit before a
+  change), interleaved with the rest: a before/after comparison in one run.
 * ``ordered floor`` - ``ordered_floor.py``: the least a client can do on an ordered
   channel (blocking socket and thread per partition, recv -> FIN, no output), timed from
   the first SUB to the last FIN. Information: what nsqd's round trip leaves to any client.
@@ -118,6 +122,7 @@ LOOPS_FLOOR = "ordered floor, a loop each"
 LINES_FLOOR = "ordered floor, writing lines"
 OTAIL1 = "nsqctl tail --ordered -n 1"
 NSQ_OTAIL1 = "nsq_tail -ordered -n 1"
+OTAIL_BEFORE = "nsqctl tail --ordered, before"  # --before TREE: that tree's nsqctl
 CONSUMER = "nsqctl Consumer"
 BR = "bench_reader"
 
@@ -136,7 +141,8 @@ REFERENCES = {
     PUB: (BW, TO_NSQ),
     MANY: (BW, BW1, TO_NSQ),
     TAIL: (NSQ_TAIL,),
-    OTAIL: (NSQ_OTAIL, FLOOR),
+    OTAIL: (NSQ_OTAIL, FLOOR, OTAIL_BEFORE),
+    OTAIL_BEFORE: (NSQ_OTAIL,),
     FLOOR: (NSQ_OTAIL,),
     LOOP_FLOOR: (NSQ_OTAIL, FLOOR),
     LOOPS_FLOOR: (NSQ_OTAIL, FLOOR),
@@ -511,9 +517,10 @@ def measure_tail(
     argv_for: Callable[[str, str], list[str]],
     count: int,
     ordered: bool,
+    env: dict[str, str] | None = None,
 ) -> c.Measurement:
     """A tail command (``argv_for(topic, channel)``) over ``count`` prefilled messages,
-    stdout to /dev/null."""
+    stdout to /dev/null (``env``: added to its environment)."""
     run = b.consumer_run(count, ordered)
     assert run.channel is not None
     peer, server_cpu = c.run_peer_on(
@@ -521,6 +528,7 @@ def measure_tail(
         argv_for(run.topic.name, run.channel),
         stdout_to=os.devnull,
         timeout=max(300.0, count / 500),
+        env=env,
     )
     stats = b.settle(
         run,
@@ -531,7 +539,7 @@ def measure_tail(
     )
     b.finish(run)
     added = run.added(stats)
-    ours = variant in (TAIL, OTAIL)
+    ours = variant in (TAIL, OTAIL, OTAIL_BEFORE)
     # nsqctl tail FINs every printed message before it exits; nsq_tail exits (os.Exit) at
     # the N-th message, leaving what it had not FINed yet (at most max-in-flight) behind.
     left = _sum(stats, "depth")
@@ -780,6 +788,7 @@ class Settings:
     max_in_flight: int
     repeats: int
     runfor: float | None  # fixed --runfor of bench_writer / bench_reader; None = aim
+    before: str | None = None  # --before: a source tree whose tail --ordered runs too
 
 
 def plan(
@@ -856,6 +865,17 @@ def plan(
                 b, NSQ_OTAIL, nsq_tail(s.ordered_messages, True), s.ordered_messages, True
             ),
         ),
+        (
+            OTAIL_BEFORE,
+            lambda: measure_tail(
+                b,
+                OTAIL_BEFORE,
+                nsqctl_tail(s.ordered_messages, True),
+                s.ordered_messages,
+                True,
+                env={"PYTHONPATH": s.before or ""},
+            ),
+        ),
         (FLOOR, lambda: measure_floor(b)),
         (LOOP_FLOOR, lambda: measure_floor(b, LOOP_FLOOR)),
         (LOOPS_FLOOR, lambda: measure_floor(b, LOOPS_FLOOR)),
@@ -875,6 +895,8 @@ def plan(
         variants.insert(3, (BW, aimed(b, BW, measure_bench_writer, 1.0, 0.5)))
     if BR not in skip:
         variants.append((BR, aimed(b, BR, measure_bench_reader, 0.7, 0.3)))
+    if not s.before:
+        skip = skip | {OTAIL_BEFORE}
     return [(name, fn) for name, fn in variants if name not in skip]
 
 
@@ -1001,6 +1023,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--runfor", type=float, help="fixed bench_writer/bench_reader --runfor (s)")
     ap.add_argument("--skip", action="append", default=[], help="leave a variant out (repeatable)")
     ap.add_argument("--quick", action="store_true", help="20k messages, 1 repeat: a smoke run")
+    ap.add_argument(
+        "--before",
+        metavar="TREE",
+        help="also run tail --ordered from another source tree (PYTHONPATH=TREE, e.g. a "
+        "worktree of the commit before a change), interleaved with the rest",
+    )
     c.add_output_args(ap)
     args = ap.parse_args(argv)
     if args.quick:
@@ -1050,6 +1078,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         max_in_flight=args.max_in_flight,
         repeats=args.repeats,
         runfor=args.runfor,
+        before=str(Path(args.before).resolve()) if args.before else None,
     )
     payload = c.run_header("redesign", s)
     payload["nsqctl"] = bench_cli.nsqctl_exe()

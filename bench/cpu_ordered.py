@@ -13,6 +13,13 @@ bookkeeping, all the client does per message but the socket syscalls and loop po
     python bench/cpu_ordered.py                 # CPU µs per message, 3 repeats
     python bench/cpu_ordered.py --profile 30    # and a cProfile of one run, top 30
     python bench/cpu_ordered.py --plain 50      # plain tail instead: 50 messages a read
+    python bench/cpu_ordered.py --lanes         # the path tail --ordered takes now
+
+``--lanes``: the same frames through :class:`nsqctl.consumer.lanes.PartitionLane`, a
+thread per partition on one end of a socket pair, tail's ``write_lane`` to ``/dev/null``;
+a child process on the other ends sends each partition's next frame once the last one's
+FIN came (as nsqd does). This process's CPU per message: poll, recv, decode, order check,
+line, FIN, with the syscalls this time (the child's are not counted).
 """
 
 from __future__ import annotations
@@ -22,10 +29,15 @@ import asyncio
 import cProfile
 import os
 import pstats
+import resource
+import selectors
+import socket
 import statistics
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -33,6 +45,8 @@ from inproc import attach
 
 from nsqctl.cli.tail import MessageFilter, TailOutput
 from nsqctl.consumer import Consumer, ConsumerOptions
+from nsqctl.consumer.lanes import PartitionLane
+from nsqctl.consumer.order import OrderChecker
 from nsqctl.protocol.frames import encode_frame
 from nsqctl.protocol.message import MessageLayout, RawMessage, encode_message
 
@@ -110,6 +124,72 @@ async def run(
         return seconds / count
 
 
+def serve(socks: list[socket.socket], per_partition: list[list[bytes]]) -> None:
+    """The child: each partition's frames, the next after the FIN of the last."""
+    sel = selectors.DefaultSelector()
+    left = {}
+    for sock, frames_ in zip(socks, per_partition, strict=True):
+        sock.setblocking(True)
+        sock.sendall(frames_[0])
+        left[sock] = iter(frames_[1:])
+        sel.register(sock, selectors.EVENT_READ)
+    while left:
+        for key, _ in sel.select():
+            sock = key.fileobj
+            assert isinstance(sock, socket.socket)
+            sock.recv(4096)  # the FIN (each is 21 bytes; one at a time in flight)
+            nxt = next(left[sock], None)
+            if nxt is None:
+                sel.unregister(sock)
+                del left[sock]
+            else:
+                sock.sendall(nxt)
+
+
+def run_lanes(per_partition: list[list[bytes]]) -> float:
+    """CPU seconds of this process per message, lanes reading both partitions."""
+    pairs = [socket.socketpair() for _ in per_partition]
+    pid = os.fork()
+    if pid == 0:
+        try:
+            serve([theirs for _, theirs in pairs], per_partition)
+        finally:
+            os._exit(0)
+    count = sum(map(len, per_partition))
+    with open(os.devnull, "wb") as out:
+        output = TailOutput(out, "raw", False, 0, 1, MessageFilter())
+        order = OrderChecker("t")
+        delivery = cast(Any, SimpleNamespace(order_checker=order))
+        start = resource.getrusage(resource.RUSAGE_SELF)
+        lanes = []
+        for partition, (ours, theirs) in enumerate(pairs):
+            theirs.close()
+            ours.setblocking(False)
+            conn = cast(
+                Any,
+                SimpleNamespace(
+                    address=f"127.0.0.1:{partition}",
+                    layout=LAYOUT,
+                    config=SimpleNamespace(heartbeat_interval_ms=30000),
+                ),
+            )
+            lane = PartitionLane(conn, partition, (None, None), delivery, output, 0)
+            lane.on_exit = lambda lane: None
+            lane.start(ours)
+            lanes.append(lane)
+        for lane in lanes:
+            lane.thread.join()  # each ends at its socket's end (the child is done)
+        end = resource.getrusage(resource.RUSAGE_SELF)
+        os.waitpid(pid, 0)
+        handled = sum(len(lane.take_batch()[0]) for lane in lanes)
+        for lane in lanes:
+            lane.release()
+        if output.written != count or handled != count:
+            raise SystemExit(f"run broken: {output.written} written, {handled} handled")
+    cpu = (end.ru_utime - start.ru_utime) + (end.ru_stime - start.ru_stime)
+    return cpu / count
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--messages", type=int, default=40_000, help="over both partitions")
@@ -117,10 +197,19 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--profile", type=int, metavar="N", help="cProfile one run, top N")
     ap.add_argument("--plain", type=int, metavar="K", help="plain tail, K messages per read")
+    ap.add_argument("--lanes", action="store_true", help="a thread per partition (see above)")
     args = ap.parse_args()
     per_read = args.plain or 1
     layout = LAYOUT if per_read == 1 else PLAIN
     per_partition = [frames(args.messages // 2, args.size, p, layout) for p in PARTITIONS]
+    if args.lanes:
+        lane_us = [run_lanes(per_partition) * 1e6 for _ in range(args.repeats)]
+        print(
+            f"tail --ordered on threads: {statistics.median(lane_us):.2f} us CPU/msg (median "
+            f"of {len(lane_us)}; runs {', '.join(f'{u:.2f}' for u in lane_us)}), "
+            f"{args.messages:,} messages"
+        )
+        return
     runs = [asyncio.run(run(per_partition, per_read, None)) for _ in range(args.repeats)]
     us = [r * 1e6 for r in runs]
     what = "tail --ordered" if per_read == 1 else f"tail ({per_read} messages a read)"

@@ -11,6 +11,7 @@ import re
 import signal
 import string
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,9 +43,11 @@ from nsqctl.cli.terminal import escape_controls
 from nsqctl.connection import ConnectionConfig
 from nsqctl.consumer import Consumer, ConsumerOptions, FailoverEvent
 from nsqctl.consumer.failover import DEFAULT_FAILOVER_WINDOW
+from nsqctl.consumer.lanes import OrderedLanes
 from nsqctl.errors import ConfigError
 from nsqctl.jsonfield import MISSING, get_field, scalar_text
 from nsqctl.message import Message, body_to_json, finish_all
+from nsqctl.protocol.message import RawMessage
 from nsqctl.protocol.names import is_ephemeral, validate_channel, validate_topic
 from nsqctl.timeparse import parse_time_ns, parse_time_s
 from nsqctl.tracelog import TraceLog, TraceLogWriteError
@@ -195,6 +198,9 @@ class TailOutput:
         self.limit = limit
         self.pending: list[Message] = []
         self.written = 0
+        # Held for each write and for the counts it moves: ordered partitions read on
+        # threads of their own (see nsqctl.consumer.lanes) write through write_lane.
+        self.lock = threading.Lock()
         # Set when the tail should end (-n reached, the reader gone, a signal): the main
         # loop waits on it, so a stop is acted on at once, not at the next timer flush.
         self.done = asyncio.Event()
@@ -211,10 +217,17 @@ class TailOutput:
         # channel goes with tail, and everything in it: there is nothing to keep.
         self.pipe = pipe_acks_for(self._fd, self._hangup) if ack_when_read else None
         self._look: asyncio.TimerHandle | None = None
+        # write_lane's line prefix (--print-topic)
+        self.lane_prefix = b""
         if self.pipe is not None:
             # What was written stays in flight until its reader comes back for more:
             # smaller batches keep the window from filling with what it owes.
             self.flush_at = max(1, min(512, window // 4))
+
+    @property
+    def fd(self) -> int | None:
+        """The file descriptor written to; None for an in-memory stream."""
+        return self._fd
 
     def stop_intake(self) -> None:
         """RDY 0 (idempotent): nothing more is sent to this tail."""
@@ -268,7 +281,8 @@ class TailOutput:
                 return
             if until.holds(msg):
                 return
-        self.arrivals += 1
+        with self.lock:
+            self.arrivals += 1
         if self.limit and self.written + len(self.pending) >= self.limit:
             self.give_back(msg)  # beyond -n: untouched
             return
@@ -325,14 +339,15 @@ class TailOutput:
         pending = self.pending
         data = self._render(pending)
         try:
-            self._write(data)
+            with self.lock:
+                self._write(data)
+                self.written += len(pending)
         except BrokenPipeError:
             self._reader_gone()
             return
         limit = self.limit
-        if limit and self.written + len(pending) >= limit:
+        if limit and self.written >= limit:
             self.stop_intake()
-        self.written += len(pending)
         if self.pipe is None:
             finish_all(pending)
             pending.clear()
@@ -349,6 +364,28 @@ class TailOutput:
             self._look_again()
         if limit and self.written >= limit:
             self.done.set()
+
+    def write_lane(self, raws: list[RawMessage]) -> bool:
+        """On an ordered partition's reader thread: write the lines of ``raws`` (plain
+        bodies) before their FIN. False leaves them to the loop, unwritten: closing, the
+        last message before -n (the loop stops the intake before its FIN), a broken pipe
+        (the loop's write meets it again and ends the tail)."""
+        count = len(raws)
+        prefix = self.lane_prefix
+        if count == 1:
+            data = prefix + raws[0].body + b"\n" if prefix else raws[0].body + b"\n"
+        else:
+            data = b"".join([prefix + raw.body + b"\n" for raw in raws])
+        with self.lock:
+            if self.closing or (self.limit and self.written + count >= self.limit):
+                return False
+            try:
+                self._write(data)
+            except OSError:
+                return False
+            self.written += count
+            self.arrivals += count
+        return True
 
     def _look_again(self) -> None:
         """While the pipe's reader owes anything, look every PIPE_CHECK_INTERVAL: until
@@ -669,6 +706,27 @@ def _summary(consumer: Consumer) -> None:
     )
 
 
+def _lanes(plan: TailPlan, output: TailOutput, consumer: Consumer) -> OrderedLanes | None:
+    """``--ordered`` reads each partition on a thread of its own when all a message needs
+    is its line written (raw output, no filter, --until, --rate or trace log), to a file
+    descriptor that is not a pipe owed acknowledgements (a durable channel on a pipe FINs
+    only what its reader took: the loop's timers keep those books)."""
+    if not plan.ordered or plan.fmt != "raw" or plan.template is not None:
+        return None
+    if plan.keep.active or plan.until_ns is not None or plan.rate is not None:
+        return None
+    if plan.trace_log is not None or output.pipe is not None or output.fd is None:
+        return None
+    if plan.print_topic:
+        output.lane_prefix = f"{plan.topic} | ".encode()
+    return OrderedLanes(
+        lambda: consumer.connections,
+        consumer.delivery,
+        output,
+        max_attempts=consumer.options.max_attempts,
+    )
+
+
 def _stdout() -> BinaryIO:
     """Where tail prints; refused up front when there is none (``nsqctl tail T >&-``)."""
     stream = sys.stdout
@@ -721,7 +779,14 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan, out: BinaryIO) -> Non
         trace_log=log,
         on_failover=_on_failover,
     )
-    output.intake_stopper = lambda: consumer.set_max_in_flight(0)
+    lanes = _lanes(plan, output, consumer)
+
+    def stop_intake() -> None:
+        if lanes is not None:
+            lanes.stop()  # the threads give the sockets back before RDY 0 goes out
+        consumer.set_max_in_flight(0)
+
+    output.intake_stopper = stop_intake
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
@@ -729,6 +794,8 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan, out: BinaryIO) -> Non
     try:
         await check_partitions(cluster.lookupd, plan.topic, plan.partitions or ())
         await consumer.start()
+        if lanes is not None:
+            lanes.lend()
         if until is not None and not any(c.is_redesign for c in consumer.connections.values()):
             output.unpartitioned = True
             output.close()
@@ -751,6 +818,9 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan, out: BinaryIO) -> Non
                     await output.done.wait()
             output.flush()
             output.check_reader()
+            if lanes is not None:
+                lanes.drain()
+                lanes.lend()  # a partition taken back (an error frame, a new leader)
             if output.arrivals != seen:
                 seen, pause, next_check = output.arrivals, STOP_CHECK_MIN, 0.0
             elif check is not None and not output.done.is_set() and loop.time() >= next_check:

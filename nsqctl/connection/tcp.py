@@ -15,6 +15,7 @@ import asyncio
 import collections
 import contextlib
 import logging
+import os
 import socket
 import ssl
 from collections.abc import Callable
@@ -106,6 +107,9 @@ class Connection:
         self._idle_timer: asyncio.TimerHandle | None = None
         self._close_wait: asyncio.Future[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        # Set while the socket's reads are lent to a reader of the owner's (see lend()):
+        # called, on the loop, to have them back before anything else uses the socket.
+        self._reclaim: Callable[[], None] | None = None
 
     # ------------------------------------------------------------------ properties
 
@@ -277,6 +281,8 @@ class Connection:
         """Queue a command that has no reply (RDY, FIN, REQ, TOUCH, NOP)."""
         if self.closed is not None:
             raise self._closed_error()
+        if self._reclaim is not None:
+            self._reclaim()  # never two writers on one socket
         self._out.append(command)
         if not self._flush_scheduled and not self._in_read:
             self._flush_scheduled = True
@@ -431,6 +437,72 @@ class Connection:
     def touch(self, msg_id: bytes) -> None:
         self.send(p.touch(msg_id))
 
+    # ------------------------------------------------------------------ lending the reads
+
+    def lend(self, reclaim: Callable[[], None]) -> socket.socket | None:
+        """Stop reading on the loop and return a duplicate of the socket for a reader
+        thread of the caller's, which then reads and answers on it alone; None when this
+        connection cannot be lent: closed, TLS or compression (the reader would need the
+        codec), part of a frame buffered, a request awaiting its reply, writes queued.
+
+        ``reclaim`` is called (on the loop) before anything here uses the socket again
+        (a command sent, a close): it must stop the reader and call :meth:`take_back`.
+        """
+        transport = self._transport
+        if (
+            self._reclaim is not None
+            or self.closed is not None
+            or transport is None
+            or self.config.tls is not None
+            or not isinstance(self._codec, p.IdentityCodec)
+            or self._session.buffered
+            or self._session.pending
+            or self._out
+            or transport.get_write_buffer_size()
+            or not transport.is_reading()
+        ):
+            return None
+        raw = transport.get_extra_info("socket")
+        if raw is None:
+            return None
+        transport.pause_reading()
+        self._reclaim = reclaim
+        # the duplicate shares the open file (and its O_NONBLOCK): the reader polls
+        return socket.socket(fileno=os.dup(raw.fileno()))
+
+    @property
+    def lent(self) -> bool:
+        return self._reclaim is not None
+
+    def take_back(self, unread: bytes, last_read: float, end: BaseException | bool) -> None:
+        """The reader is done: ``unread`` (bytes it read and left unhandled) is handled as
+        a read, then reading resumes on the loop; ``end`` True or an exception: the
+        socket ended while lent (the exception a read or write failure). ``last_read``
+        (``time.monotonic``): when the reader last read, for the idle deadline. The
+        bytes go one loop turn later, not inside the caller (which may be sending)."""
+        if self._reclaim is None:
+            return
+        self._reclaim = None
+        self._last_read = max(self._last_read, last_read)
+        assert self._loop is not None
+        self._loop.call_soon(self._resume, unread, end)
+
+    def _resume(self, unread: bytes, end: BaseException | bool) -> None:
+        if self.closed is not None:
+            return
+        if unread:
+            self._on_data(unread)
+        if end is False:
+            if self.closed is None and self._transport is not None:
+                self._transport.resume_reading()
+                timer = self._idle_timer
+                assert self._loop is not None
+                if timer is not None and self._loop.time() >= self._last_read + self._idle_limit:
+                    timer.cancel()  # the reader gave up on a silent nsqd: judge it now
+                    self._check_idle()
+        else:
+            self._on_end(None if end is True else end)
+
     # ------------------------------------------------------------------ reading
 
     def _start_reading(self, leftover: bytes) -> None:
@@ -451,6 +523,8 @@ class Connection:
         if self.closed is not None:
             return
         due = self._last_read + self._idle_limit
+        if self._reclaim is not None:  # lent: the reader keeps its own idle deadline
+            due = self._loop.time() + self._idle_limit
         if self._loop.time() >= due:
             # A hung nsqd (SIGSTOP, a full disk, a stalled VM) keeps its sockets open:
             # this deadline is the only sign of it (the owner reports the close).
@@ -541,6 +615,8 @@ class Connection:
 
     async def close(self, timeout: float = 5.0) -> None:
         """Clean close: CLS and wait for CLOSE_WAIT when subscribed, then drain and close."""
+        if self._reclaim is not None:
+            self._reclaim()
         sock = self._socket
         if self.closed is None and self._transport is not None and sock is not None:
             if self.subscribed is not None and self._loop is not None:
@@ -567,6 +643,8 @@ class Connection:
         """Mark closed once: fail pending requests, close the socket, tell the owner."""
         if self.closed is not None:
             return
+        if self._reclaim is not None:
+            self._reclaim()  # the reader lets go of the socket before it closes
         self.closed = reason
         if self._deadline_timer is not None:
             self._deadline_timer.cancel()

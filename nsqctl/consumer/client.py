@@ -384,6 +384,11 @@ class Consumer:
         self._flow.set_max_in_flight(value, time.monotonic())
 
     @property
+    def delivery(self) -> DeliveryPath:
+        """The delivery path (a reader thread of an ordered partition reports to it)."""
+        return self._delivery
+
+    @property
     def connections(self) -> dict[Target, Connection]:
         return dict(self._connections.connections)
 

@@ -164,6 +164,7 @@ class DeliveryPath:
         self._rejoined = books.rejoined
         self._count_duplicates = books.count_duplicates
         self._fins_add = books.fins.add_many
+        self._books_order = books.order
         self._order_check = books.order.check
         # A partition's confirmed position (redesign partitions that ride a failover):
         # what was handed out and what was handled, by queue offset.
@@ -309,6 +310,51 @@ class DeliveryPath:
             pending[partition] = key
             fresh.append(raw)
         return fresh
+
+    # -- an ordered partition read on a thread (see .lanes) ---------------------------------
+
+    def lane_mark(self, partition: int | None) -> tuple[int | None, int | None] | None:
+        """The (offset, internal id) of the partition's last FINed message, for a reader
+        thread about to take the partition over; None when it cannot now (not ordered,
+        closing, or a message of the partition handed out and not answered yet)."""
+        if not self._ordered or self._closing or partition in self._ordered_pending:
+            return None
+        return self._fin_marks.get(partition, (None, None))
+
+    @property
+    def order_checker(self) -> OrderChecker:
+        """The consumer's one order check: a reader thread checks its partition with it."""
+        return self._books_order
+
+    def lane_settled(
+        self,
+        partition: int | None,
+        nsqd: str,
+        raws: list[RawMessage],
+        redelivered: int,
+        violations: list[OrderViolation],
+    ) -> None:
+        """A reader thread's batch of one partition: ``raws`` received, written and FINed,
+        in order; ``redelivered`` second copies it FINed again. The books as
+        :meth:`on_messages` and :meth:`finish_messages` keep them, once per batch."""
+        stats = self.stats
+        stats.redelivered += redelivered
+        for violation in violations:
+            self._report_order(violation)
+        if not raws:
+            return
+        count = len(raws)
+        stats.received += count
+        stats.finished += count
+        if self._rejoined and partition in self._rejoined:
+            self._count_duplicates(partition, raws, nsqd)
+        self._fins_add(partition, [raw.id for raw in raws], nsqd)
+        if self._positions_received is not None and partition is not None:
+            self._positions_received(partition, raws)
+            assert self._positions_handled is not None
+            self._positions_handled(partition, raws)
+        last = raws[-1]
+        self._fin_marks[partition] = (last.offset, last.internal_id)
 
     def _spawn(self, coro: Awaitable[None], msg: Message) -> None:
         task = asyncio.ensure_future(coro)

@@ -51,7 +51,14 @@ class OrderChecker:
         self._last: dict[int | None, _Mark] = {}
         self._rewound: dict[int | None, _Mark] = {}
         self._replaying: set[int | None] = set()
-        self.redeliveries = 0
+        # Per partition: a partition read on a thread of its own (see .lanes) counts its
+        # own entry, never one shared with the other partitions' threads.
+        self._redeliveries: dict[int | None, int] = {}
+
+    @property
+    def redeliveries(self) -> int:
+        """Messages resent from a server's confirmed position, over every partition."""
+        return sum(self._redeliveries.values())
 
     def reconnected(self, partition: int | None) -> None:
         """The partition's stream starts again (new connection or leader)."""
@@ -71,7 +78,8 @@ class OrderChecker:
         last_offset, last_id, last_size = last
         if self._replaying and partition in self._replaying:
             if offset <= last_offset:
-                self.redeliveries += 1  # resent from the server's confirmed position
+                # resent from the server's confirmed position
+                self._redeliveries[partition] = self._redeliveries.get(partition, 0) + 1
                 return None
             self._replaying.discard(partition)  # past the mark: checked as usual below
         if offset == last_offset and internal_id == last_id:

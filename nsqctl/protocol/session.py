@@ -133,6 +133,11 @@ class Session(Generic[W]):
             None if codec is None or isinstance(codec, IdentityCodec) else codec.decompress
         )
 
+    @property
+    def buffered(self) -> int:
+        """Bytes of a frame not yet complete (decompressed bytes, with a codec)."""
+        return self._decoder.buffered
+
     def receive_data(self, data: bytes, decoded: bool = False) -> list[SessionEvent]:
         """One read from the socket (decrypted, still compressed; ``decoded``: already
         decompressed, as what the handshake read past its last reply): its events in

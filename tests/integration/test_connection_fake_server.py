@@ -35,22 +35,9 @@ from nsqctl.connection import Connection, ConnectionConfig
 from nsqctl.errors import ConnectError, ConnectionClosedError, NsqctlTimeoutError
 from nsqctl.protocol.frames import FrameType, encode_frame
 from nsqctl.protocol.message import RawMessage, encode_message
+from tests.helpers.identify import identify_reply
 
-IDENTIFY_REPLY: dict[str, Any] = {
-    "max_rdy_count": 2500,
-    "version": "1.3.0",
-    "max_msg_timeout": 900000,
-    "msg_timeout": 60000,
-    "tls_v1": False,
-    "deflate": False,
-    "deflate_level": 0,
-    "max_deflate_level": 6,
-    "snappy": False,
-    "sample_rate": 0,
-    "auth_required": False,
-    "output_buffer_size": 16384,
-    "output_buffer_timeout": 250,
-}
+IDENTIFY_REPLY: dict[str, Any] = identify_reply()
 _BODY_COMMANDS = (b"IDENTIFY", b"AUTH", b"PUB", b"MPUB", b"DPUB")
 STEP = 5.0  # generous bound for anything that should happen "at once"
 

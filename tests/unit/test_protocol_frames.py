@@ -28,6 +28,7 @@ from nsqctl.protocol.replies import (
     parse_pub_reply,
     parse_traced_reply,
 )
+from tests.helpers.identify import identify_reply
 
 
 def test_constants() -> None:
@@ -182,21 +183,7 @@ def test_identify_plain_ok_means_no_negotiation() -> None:
 
 
 def test_identify_original_json() -> None:
-    payload = {
-        "max_rdy_count": 2500,
-        "version": "1.3.0",
-        "max_msg_timeout": 900000,
-        "msg_timeout": 60000,
-        "tls_v1": False,
-        "deflate": True,
-        "deflate_level": 6,
-        "max_deflate_level": 6,
-        "snappy": False,
-        "sample_rate": 0,
-        "auth_required": False,
-        "output_buffer_size": 16384,
-        "output_buffer_timeout": 250,
-    }
+    payload = identify_reply(deflate=True, deflate_level=6)
     resp = parse_identify_response(json.dumps(payload).encode())
     assert resp == IdentifyResponse(
         max_rdy_count=2500,

@@ -1,0 +1,100 @@
+"""`nsqctl tail --ordered` with its partitions read on threads (raw lines to a file: the
+path ``nsqctl.consumer.lanes`` serves) through a partition leader's kill -9.
+
+3 nsqd, an ordered topic of 2 partitions, replicas 3, keyed JSON lines (``--shard-field``:
+each key stays on one partition). The leader of partition 0 is killed while the tail is
+in the middle of the first half; the second half is published once both partitions
+are writable again. Every line must be printed exactly once and each key's
+sequence numbers must rise: nothing lost, duplicated or reordered across the hand-back
+of the thread's partition to the event loop, the failover and the new lane.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import subprocess
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pytest
+
+from nsqctl.servers.cluster import Cluster
+from tests.conftest import StartCluster
+from tests.helpers.cli import NSQCTL, clean_env
+from tests.helpers.failover import kill_leader, leader_of, wait_new_leader
+from tests.helpers.redesign import TopicSpec, channel_stats, create_topics, eventually, unique
+
+pytestmark = [pytest.mark.redesign, pytest.mark.timeout(300)]
+
+KEYS = 16
+FIRST, SECOND = 50_000, 4_000
+WINDOW = ("--failover-window", "150")
+
+
+def _pub(c: Cluster, topic: str, lines: list[str], source: Path) -> None:
+    source.write_text("\n".join(lines) + "\n")
+    with source.open("rb") as stdin:
+        done = subprocess.run(
+            [NSQCTL, "pub", topic, "--lookupd", c.lookupd_http[0], "--shard-field", "k"],
+            stdin=stdin,
+            capture_output=True,
+            env=clean_env(),
+            timeout=200,
+        )
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+
+
+def _lines(out: Path) -> list[str]:
+    return [line for line in out.read_text().splitlines() if line.endswith("}")]
+
+
+def test_ordered_tail_on_threads_loses_duplicates_and_reorders_nothing_through_a_leader_kill(
+    start_cluster: StartCluster, tmp_path: Path
+) -> None:
+    c = start_cluster("redesign", nsqd=3)
+    topic = unique("lanekill")
+    asyncio.run(
+        create_topics(c.lookupd_http, {topic: TopicSpec(partitions=2, replicas=3, ordered=True)})
+    )
+    keyed = [json.dumps({"k": f"k{i % KEYS}", "seq": i}) for i in range(FIRST + SECOND)]
+    out = tmp_path / "ordered.txt"
+    tail = subprocess.Popen(
+        [NSQCTL, "tail", topic, "-c", "c", "--ordered", "--lookupd", c.lookupd_http[0], *WINDOW],
+        stdout=out.open("wb"),
+        stderr=subprocess.PIPE,
+        env=clean_env(),
+    )
+    try:
+        eventually(
+            lambda: sum(ch.client_count for ch in channel_stats(c, topic, "c").values()) == 2,
+            30,
+            "the tail subscribed to both partitions",
+        )
+        _pub(c, topic, keyed[:FIRST], tmp_path / "first.txt")
+        eventually(lambda: len(_lines(out)) >= 5_000, 60, "the tail printing the first half")
+        killed = kill_leader(c, topic, 0)
+        printed_at_kill = len(_lines(out))
+        wait_new_leader(c, topic, killed, partitions=(0, 1))
+        _pub(c, topic, keyed[FIRST:], tmp_path / "second.txt")
+        assert leader_of(c, topic, 0).tcp_port != killed.tcp_port
+        eventually(lambda: len(_lines(out)) >= len(keyed), 150, "every line printed")
+    finally:
+        tail.send_signal(signal.SIGINT)
+        _, err = tail.communicate(timeout=30)
+    stderr = err.decode()
+    print(f"{printed_at_kill} lines printed at the kill", stderr, sep="\n")
+    assert tail.returncode == 0, stderr[-3000:]
+    assert "Traceback" not in stderr and "order regression" not in stderr
+
+    lines = _lines(out)
+    counts = Counter(lines)
+    assert [line for line, n in counts.items() if n > 1] == []  # nothing twice
+    assert set(lines) == set(keyed)  # nothing lost
+    by_key: dict[str, list[int]] = defaultdict(list)
+    for line in lines:
+        record = json.loads(line)
+        by_key[record["k"]].append(record["seq"])
+    for key, seqs in by_key.items():
+        assert seqs == sorted(seqs), f"key {key} out of order"

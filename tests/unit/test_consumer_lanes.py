@@ -1,0 +1,216 @@
+"""An ordered partition read on a thread (:mod:`nsqctl.consumer.lanes`) handing its socket
+back to the event loop at an error frame, against a scripted FAKE youzan nsqd.
+
+A real nsqd sends an error frame to an ordered reader only at moments no test can choose
+(a FIN it no longer knows, after a reader reset), so the fake here, an asyncio server on
+127.0.0.1, answers the handshake as youzan's nsqd would (a redesign version, nothing
+negotiated), acknowledges SUB_ORDERED and then sends exactly the frames the test wants:
+messages in the ordered layout one at a time, each after the FIN of the last (as youzan
+does on an ordered channel), and one non-fatal error frame in the middle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import struct
+from collections.abc import AsyncIterator
+
+import pytest
+
+from nsqctl import protocol as p
+from nsqctl.connection import ConnectionConfig
+from nsqctl.consumer import Consumer, ConsumerOptions
+from nsqctl.consumer.lanes import OrderedLanes
+from nsqctl.message import Message
+from nsqctl.protocol.frames import FrameType, encode_frame
+from nsqctl.protocol.message import MessageLayout, RawMessage, encode_message
+from tests.helpers.identify import identify_reply
+
+STEP = 5.0
+LAYOUT = MessageLayout(family="redesign", ordered=True)
+IDENTIFY_REPLY = identify_reply(version="0.3.7-HA.1.12.7")  # youzan's nsqd
+SIZE = 40  # each message's size on the fake's disk queue: offsets follow on
+
+
+class FakeOrderedNsqd:
+    """Serves one client: handshake, SUB_ORDERED, then what the test sends."""
+
+    def __init__(self) -> None:
+        self.server: asyncio.Server | None = None
+        self.client: asyncio.Future[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = (
+            asyncio.get_running_loop().create_future()
+        )
+        self.commands: list[bytes] = []
+
+    async def start(self) -> str:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        host, port = self.server.sockets[0].getsockname()[:2]
+        return f"{host}:{port}"
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        assert await reader.readexactly(4) == p.MAGIC_V2
+        assert await reader.readline() == b"IDENTIFY\n"
+        (size,) = struct.unpack(">I", await reader.readexactly(4))
+        await reader.readexactly(size)
+        writer.write(encode_frame(FrameType.RESPONSE, json.dumps(IDENTIFY_REPLY).encode()))
+        line = await reader.readline()
+        assert line.startswith(b"SUB_ORDERED "), line
+        writer.write(encode_frame(FrameType.RESPONSE, p.OK))
+        await writer.drain()
+        self.client.set_result((reader, writer))
+
+    async def command(self) -> bytes:
+        reader, _ = await asyncio.wait_for(asyncio.shield(self.client), STEP)
+        line = await asyncio.wait_for(reader.readline(), STEP)
+        self.commands.append(line)
+        return line
+
+    async def send(self, data: bytes) -> None:
+        _, writer = await asyncio.wait_for(asyncio.shield(self.client), STEP)
+        writer.write(data)
+        await writer.drain()
+
+    async def message(self, n: int) -> None:
+        """Message ``n`` (1, 2, ...), then its FIN from the client (RDY lines skipped)."""
+        raw = RawMessage(
+            timestamp=1_700_000_000_000_000_000 + n,
+            attempts=1,
+            id=b"",
+            body=b"m%d" % n,
+            internal_id=n,
+            trace_id=0,
+            offset=(n - 1) * SIZE,
+            size=SIZE,
+        )
+        await self.send(encode_frame(FrameType.MESSAGE, encode_message(raw, LAYOUT)))
+        while True:
+            line = await self.command()
+            if not line.startswith(b"RDY"):
+                break
+        assert line == b"FIN " + p.make_redesign_id(n, 0) + b"\n", line
+
+    async def close_wait(self) -> None:
+        """Answer the client's CLS (RDY 0 and the like before it skipped)."""
+        while not (await self.command()).startswith(b"CLS"):
+            pass
+        await self.send(encode_frame(FrameType.RESPONSE, b"CLOSE_WAIT"))
+
+    async def stop(self) -> None:
+        if self.client.done():
+            self.client.result()[1].close()
+        if self.server is not None:
+            self.server.close()
+            await self.server.wait_closed()
+
+
+class Sink:
+    """The lane's sink: what was handed out on the thread."""
+
+    def __init__(self) -> None:
+        self.bodies: list[bytes] = []
+
+    def write_lane(self, raws: list[RawMessage]) -> bool:
+        self.bodies += [raw.body for raw in raws]
+        return True
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeOrderedNsqd]:
+    server = FakeOrderedNsqd()
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+async def _until(predicate: object, what: str) -> None:
+    for _ in range(int(STEP / 0.01)):
+        if callable(predicate) and predicate():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+async def test_an_error_frame_hands_the_partition_back_and_nothing_is_lost_or_twice(
+    fake: FakeOrderedNsqd,
+) -> None:
+    address = await fake.start()
+    on_loop: list[bytes] = []
+
+    def handler(msg: Message) -> None:
+        on_loop.append(msg.body)
+
+    consumer = Consumer(
+        "t",
+        "c",
+        handler,
+        nsqd_tcp=[address],
+        options=ConsumerOptions(ordered=True),
+        config=ConnectionConfig(client_id="lane-test", connect_timeout=2.0),
+    )
+    await consumer.start()
+    sink = Sink()
+    lanes = OrderedLanes(lambda: consumer.connections, consumer.delivery, sink)
+    try:
+        lanes.lend()
+        assert lanes.active == 1
+        for n in (1, 2, 3):
+            await fake.message(n)
+        assert sink.bodies == [b"m1", b"m2", b"m3"] and on_loop == []
+
+        # An error frame: the thread leaves it to the loop and gives the socket back.
+        await fake.send(encode_frame(FrameType.ERROR, b"E_FIN_FAILED FIN failed: not in flight"))
+        await _until(lambda: lanes.active == 0, "the partition handed back")
+        await fake.message(4)  # read on the loop now
+        assert on_loop == [b"m4"]
+
+        lanes.lend()  # the tick lends it again
+        assert lanes.active == 1 and lanes.lent == 2
+        for n in (5, 6):
+            await fake.message(n)
+        assert sink.bodies == [b"m1", b"m2", b"m3", b"m5", b"m6"] and on_loop == [b"m4"]
+    finally:
+        lanes.stop()
+        closing = asyncio.ensure_future(fake.close_wait())
+        await consumer.close(timeout=STEP)
+        await closing
+    stats = consumer.stats
+    assert (stats.received, stats.finished, stats.redelivered) == (6, 6, 0)
+    fins = [line for line in fake.commands if line.startswith(b"FIN")]
+    assert len(fins) == len(set(fins)) == 6
+
+
+async def test_a_silent_nsqd_is_judged_by_the_idle_deadline_when_its_reader_gives_up(
+    fake: FakeOrderedNsqd,
+) -> None:
+    """A hung nsqd keeps its socket open and sends nothing, not even heartbeats: the
+    thread gives the partition back at the idle deadline and the connection is closed
+    as not answering then, not a whole deadline later. (The shortest deadline: 10 s.)"""
+    address = await fake.start()
+    consumer = Consumer(
+        "t",
+        "c",
+        lambda msg: None,
+        nsqd_tcp=[address],
+        options=ConsumerOptions(ordered=True),
+        config=ConnectionConfig(
+            client_id="lane-test", connect_timeout=2.0, heartbeat_interval_ms=1000
+        ),
+    )
+    await consumer.start()
+    (conn,) = consumer.connections.values()
+    lanes = OrderedLanes(lambda: consumer.connections, consumer.delivery, Sink())
+    try:
+        lanes.lend()
+        assert lanes.active == 1
+        started = asyncio.get_running_loop().time()
+        await fake.message(1)
+        while conn.closed is None:
+            assert asyncio.get_running_loop().time() - started < 15, "never judged"
+            await asyncio.sleep(0.05)
+        assert "not answering" in conn.closed.reason, conn.closed.reason
+        assert lanes.active == 0
+    finally:
+        lanes.stop()
+        await consumer.close(timeout=0.5)
