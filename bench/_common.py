@@ -35,20 +35,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
+
+from nsqctl.servers import build as _build
+from nsqctl.servers import cluster as _cluster
+from nsqctl.servers.cluster import Cluster
+from nsqctl.stats import read_nsqd_stats
+from nsqctl.stats.model import ChannelStats, TopicPartitionStats
+
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
 RESULTS_DIR = BENCH_DIR / "results"
-
-if str(REPO) not in sys.path:  # `python bench/x.py` from a checkout without an install
-    sys.path.insert(0, str(REPO))
-
-import httpx  # noqa: E402
-
-from nsqctl.servers import build as _build  # noqa: E402
-from nsqctl.servers import cluster as _cluster  # noqa: E402
-from nsqctl.servers.cluster import Cluster  # noqa: E402
-from nsqctl.stats import read_nsqd_stats  # noqa: E402
-from nsqctl.stats.model import ChannelStats, TopicPartitionStats  # noqa: E402
 
 __all__ = [
     "GO_BENCH_LINE",

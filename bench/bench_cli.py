@@ -31,7 +31,7 @@ Delivery is verified through nsqd ``/stats`` every time: publishers by the topic
 requeued or timed out; nsqctl tail also FINs everything before it exits - nsq_tail exits
 at the N-th message without FINing it, so up to its max-in-flight stay in flight).
 
-Run: ``python bench/bench_cli.py`` (``--quick`` for a smoke run).
+Run: ``python -m bench.bench_cli`` (``--quick`` for a smoke run).
 """
 
 from __future__ import annotations
@@ -47,9 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # _common, also when imported
-
-import _common as c
+from bench import _common as c
 
 PUB = "nsqctl pub"
 TO_NSQ = "to_nsq"

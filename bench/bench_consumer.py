@@ -33,7 +33,7 @@ Variants:
 
 The Python consumers time themselves from creating the consumer (connect + subscribe
 included) to the last message handled, and print it as JSON; the Go tools are timed as
-described above. Run: ``python bench/bench_consumer.py`` (``--quick`` for a smoke run;
+described above. Run: ``python -m bench.bench_consumer`` (``--quick`` for a smoke run;
 ``--cpu`` for the CPU cost per message of nsqctl's consume path alone, no nsqd).
 """
 
@@ -46,12 +46,9 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # _common, also when imported
-
-import _common as c
+from bench import _common as c
 
 NSQCTL = "nsqctl no-op"
 NSQCTL_DEVNULL = "nsqctl /dev/null"
@@ -301,7 +298,8 @@ def run_child(
         where += ["--channel", channel]
     argv = [
         sys.executable,
-        str(Path(__file__).resolve()),
+        "-m",
+        "bench.bench_consumer",
         "--child",
         kind,
         *where,

@@ -25,8 +25,8 @@ violations (first copies, in storage order and in the consumer's order), the con
 count, time to recover (pub's "publishing again … after" line; the consumer's longest
 gap) and exit codes. Goal: zero OK'd lost, zero order violations on ordered topics, exit 0.
 
-    python bench/bench_faults.py                  # every scenario, ~15 min
-    python bench/bench_faults.py --only kill-leader --only move-leader
+    python -m bench.bench_faults                  # every scenario, ~15 min
+    python -m bench.bench_faults --only kill-leader --only move-leader
 
 Servers are stopped by PID at the end, also on errors.
 """
@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import re
 import signal
@@ -46,10 +47,6 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-import itertools
 
 import httpx
 

@@ -2,9 +2,9 @@
 ``local[1]``, ``local[2]`` and a 2-worker Spark standalone cluster, and trace latency on
 archives of 20k, 1M and 10M messages (Spark, and the in-process engine when nsqctl has one).
 
-    python bench/bench_pipeline.py           # archives 300k, replay 1M, trace up to 10M
-    python bench/bench_pipeline.py --quick   # a smoke run: small sizes everywhere
-    python bench/bench_pipeline.py --trace-rows 20000,1000000 --skip archive
+    python -m bench.bench_pipeline           # archives 300k, replay 1M, trace up to 10M
+    python -m bench.bench_pipeline --quick   # a smoke run: small sizes everywhere
+    python -m bench.bench_pipeline --trace-rows 20000,1000000 --skip archive
 
 Replay and trace run as the ``nsqctl`` command a user types (a fresh process each, the JVM
 start included: that is what an operator waits for); replay is checked against nsqd's
@@ -35,11 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # _common, also when imported
-
-import _common as c
-import bench_cli
-
+from bench import _common as c
+from bench import bench_cli
 from nsqctl.pipeline.archiver import ArchiveOptions, Archiver, ArchiveStats
 from nsqctl.pipeline.schema import ARCHIVE_SCHEMA, OfflineMessage, internal_id_from_hex
 from nsqctl.pipeline.writer import ArchiveBuffer, ArchiveWriter, RotationPolicy, write_parquet

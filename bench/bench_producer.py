@@ -27,7 +27,7 @@ Variants:
 * ``nsqctl publish`` - plain PUB, ``--publish-concurrency`` tasks pipelining on one
   connection, for information.
 
-Run: ``python bench/bench_producer.py --messages 1000000`` (``--quick`` for a smoke run,
+Run: ``python -m bench.bench_producer --messages 1000000`` (``--quick`` for a smoke run,
 ``--sweep`` to compare batch sizes and windows). See bench/README.md.
 """
 
@@ -43,10 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # _common, also when imported
-
-import _common as c
-
+from bench import _common as c
 from nsqctl.producer import Producer
 
 # Chosen with --sweep (see bench/README.md): bench_writer's own default batch size, so the

@@ -78,7 +78,7 @@ count that reaches it ran dry: that run is aimed shorter and done again). A run 
 a Go tool panicked is done again (up to 3 tries), the panic kept in the JSON. A run that
 fails a check is reported FAILED and the script exits 1.
 
-Run: ``python bench/bench_redesign.py`` (``--quick`` for a smoke run). See bench/README.md.
+Run: ``python -m bench.bench_redesign`` (``--quick`` for a smoke run). See bench/README.md.
 """
 
 from __future__ import annotations
@@ -93,13 +93,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # _common, also when imported
-
-import _common as c
-import bench_cli
-import bench_consumer
 import httpx
 
+from bench import _common as c
+from bench import bench_cli, bench_consumer
 from nsqctl import admin
 from nsqctl.cli.pub import WINDOW
 

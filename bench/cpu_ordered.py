@@ -10,9 +10,9 @@ FIN after the write), and the FINs into a transport that counts them. What it me
 read callback -> frame decode -> Message -> order check -> output write -> FIN -> RDY
 bookkeeping, all the client does per message but the socket syscalls and loop polling.
 
-    python bench/cpu_ordered.py                 # CPU µs per message, 3 repeats
-    python bench/cpu_ordered.py --profile 30    # and a cProfile of one run, top 30
-    python bench/cpu_ordered.py --plain 50      # plain tail instead: 50 messages a read
+    python -m bench.cpu_ordered                 # CPU µs per message, 3 repeats
+    python -m bench.cpu_ordered --profile 30    # and a cProfile of one run, top 30
+    python -m bench.cpu_ordered --plain 50      # plain tail instead: 50 messages a read
 """
 
 from __future__ import annotations
@@ -23,14 +23,9 @@ import cProfile
 import os
 import pstats
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from inproc import attach
-
+from bench.inproc import attach
 from nsqctl.cli.tail import MessageFilter, TailOutput
 from nsqctl.consumer import Consumer
 from nsqctl.protocol.frames import encode_frame

@@ -17,7 +17,7 @@ Prints one JSON line: ``{"received": N, "seconds": S, "per_partition": {...}}``.
 Used by ``bench_redesign.py`` (rows ``ordered floor``, ``ordered floor, one loop``,
 ``ordered floor, a loop each``, ``ordered floor, writing lines``); runs alone too::
 
-    python bench/ordered_floor.py --lookupd 127.0.0.1:4161 --topic T --channel C --count N
+    python -m bench.ordered_floor --lookupd 127.0.0.1:4161 --topic T --channel C --count N
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Record the redesign ``redesign_*.json`` fixtures from a live youzan cluster.
 
-    python tests/data/stats/record.py [--out tests/data/stats] [--port-base 24700]
+    python -m tests.data.stats.record [--out tests/data/stats] [--port-base 24700]
 
 Starts its own redesign cluster (etcd, 1 nsqlookupd, 4 nsqd on 127.0.0.1, built like
 ``nsqctl sandbox``), sets up the scenario described in ``README.md`` here, then records
@@ -25,17 +25,13 @@ from typing import Any
 
 import httpx
 
-REPO = Path(__file__).resolve().parents[3]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from nsqctl.connection import ConnectionConfig  # noqa: E402
-from nsqctl.consumer import Consumer  # noqa: E402
-from nsqctl.message import Message  # noqa: E402
-from nsqctl.producer import Producer  # noqa: E402
-from nsqctl.servers import build, cluster  # noqa: E402
-from nsqctl.stats.poller import StatsPoller  # noqa: E402
-from nsqctl.stats.recording import RecordingTransport, write_recording  # noqa: E402
+from nsqctl.connection import ConnectionConfig
+from nsqctl.consumer import Consumer
+from nsqctl.message import Message
+from nsqctl.producer import Producer
+from nsqctl.servers import build, cluster
+from nsqctl.stats.poller import StatsPoller
+from nsqctl.stats.recording import RecordingTransport, write_recording
 
 HERE = Path(__file__).resolve().parent
 NSQD = 4
