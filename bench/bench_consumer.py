@@ -208,8 +208,7 @@ def cpu_per_message(messages: int, size: int, max_in_flight: int, repeats: int) 
     """
     import asyncio
 
-    from inproc import attach
-
+    from bench.inproc import attach
     from nsqctl.consumer import Consumer
     from nsqctl.protocol.frames import encode_frame
     from nsqctl.protocol.message import RawMessage, encode_message
