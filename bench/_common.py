@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import httpx
 
@@ -417,7 +417,7 @@ def run_peer(
     full_env = dict(os.environ)
     full_env.update(env or {})
     with contextlib.ExitStack() as stack:
-        out = stack.enter_context(
+        out: IO[bytes] = stack.enter_context(
             open(stdout_to, "wb") if stdout_to else tempfile.TemporaryFile()  # noqa: SIM115
         )
         err = stack.enter_context(tempfile.TemporaryFile())

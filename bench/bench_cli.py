@@ -90,7 +90,9 @@ def write_lines(path: Path, count: int, size: int) -> int:
 # --------------------------------------------------------------------------- measurements
 
 
-def _pub_check(cluster: c.Cluster, topic: str, count: int, size: int) -> tuple[bool, dict]:
+def _pub_check(
+    cluster: c.Cluster, topic: str, count: int, size: int
+) -> tuple[bool, dict[str, Any]]:
     stats = c.topic_stats(cluster.nsqd_http[0], topic)
     ok = (
         stats is not None
@@ -283,9 +285,7 @@ def summarize(results: dict[str, list[c.Measurement]]) -> list[dict[str, Any]]:
             "reference": ref,
             "vs_reference": rate[name] / rate[ref] if ref and rate.get(ref) else None,
             "paired_vs_reference": c.paired_ratios(ms, results[ref]) if ref in results else [],
-            "client_cpu_us_per_msg": c.median([m.client_cpu / m.messages * 1e6 for m in ms])
-            if ms
-            else None,
+            "client_cpu_us_per_msg": c.per_msg_us(ms, "client_cpu"),
             "peak_rss_mb": max((m.peak_rss_kb or 0) for m in ms) * 1024 / 1e6,
             "verified": all(m.verified for m in ms),
         }

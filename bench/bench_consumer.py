@@ -161,13 +161,13 @@ def _child_gnsq(addr: str, topic: str, count: int, mif: int) -> dict[str, Any]:
     state: dict[str, Any] = {"n": 0}
     consumer = gnsq.Consumer(topic, CHANNEL, nsqd_tcp_addresses=[addr], max_in_flight=mif)
 
-    @consumer.on_message.connect
     def handler(_consumer: Any, message: Any) -> None:
         state["n"] += 1
         if state["n"] == count:
             state["seconds"] = time.perf_counter() - start
             gevent.spawn_later(0.3, consumer.close)  # FIN goes out after we return
 
+    consumer.on_message.connect(handler)  # a blinker signal (gnsq ships no types)
     start = time.perf_counter()
     consumer.start(block=True)
     return {"received": state["n"], "seconds": state.get("seconds")}
@@ -319,7 +319,9 @@ def child_report(peer: c.PeerResult) -> dict[str, Any]:
     return json.loads(lines[-1]) if lines else {}
 
 
-def measure_python(cluster: c.Cluster, variant: str, kind: str, count: int, s: Settings):
+def measure_python(
+    cluster: c.Cluster, variant: str, kind: str, count: int, s: Settings
+) -> c.Measurement:
     topic = _fresh_topic(cluster, f"bc_{kind.replace('-', '_')}", count, s.size)
     peer, server_cpu, report = run_child(cluster, kind, topic, count, s.max_in_flight)
     stats = _settle(cluster, topic, want_in_flight_zero=True)

@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -147,7 +147,15 @@ def generated_archive(out: Path, rows: int) -> bytes:
     return wanted
 
 
-def end_to_end(cluster: c.Cluster, out: Path, topic: str, n: int, **where: list[str]) -> float:
+def end_to_end(
+    cluster: c.Cluster,
+    out: Path,
+    topic: str,
+    n: int,
+    *,
+    nsqd: Sequence[str] = (),
+    lookupd: Sequence[str] = (),
+) -> float:
     """Time an archiver draining ``n`` messages already in ``topic``'s channel ``bench``
     (msgs/s): from its start until the last one is on disk and FINed (the idle wait and
     shutdown are not counted)."""
@@ -158,7 +166,8 @@ def end_to_end(cluster: c.Cluster, out: Path, topic: str, n: int, **where: list[
         max_in_flight=5000,
         policy=RotationPolicy(max_rows=2500, max_age=1.0),
         exit_when_idle=1.0,
-        **where,
+        nsqd=list(nsqd),
+        lookupd=list(lookupd),
     )
     finished: list[float] = []
 

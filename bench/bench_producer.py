@@ -432,7 +432,7 @@ def sweep(cluster: c.Cluster, s: Settings, rss: c.PeakRss) -> list[dict[str, Any
         lambda a, t: _publish_many(a, t, 50_000, s.size, 1000, 4, 1),
         rss,
     )
-    rows = []
+    rows: list[dict[str, Any]] = []
     for batch in batches:
         bs = Settings(**{**s.__dict__, "batch": batch})
         variants: list[tuple[str, Callable[[], Any]]] = [

@@ -678,9 +678,10 @@ def measure_bench_reader(b: Redesign, runfor: float, variant: str = BR) -> c.Mea
     # message not yet FINed, so it also holds messages FINed out of order or requeued from a
     # closed connection - and below what the partition got: a count that reaches it means
     # it ran dry, and its duration includes idle time (the run is aimed shorter and redone).
+    counts: list[int | None] = [*added] if added else [None] * len(runs)
     dry = [
         r is not None and got is not None and r[0] >= got
-        for r, got in zip(runs, added or [None] * len(runs), strict=True)
+        for r, got in zip(runs, counts, strict=True)
     ]
 
     def checks(r: tuple[int, float] | None, st: c.ChannelStats | None, got: int) -> bool:

@@ -84,7 +84,8 @@ class StandaloneCluster:
 
     def state(self) -> dict[str, Any]:
         """The master's JSON status page (workers, applications)."""
-        return httpx.get(f"{self.master_ui}/json/", timeout=10).json()
+        state: dict[str, Any] = httpx.get(f"{self.master_ui}/json/", timeout=10).json()
+        return state
 
     def alive_workers(self) -> list[dict[str, Any]]:
         return [w for w in self.state().get("workers", []) if w.get("state") == "ALIVE"]

@@ -18,6 +18,7 @@ import httpx
 from nsqctl.producer import Producer
 from nsqctl.servers import process
 from nsqctl.servers.cluster import Cluster
+from tests.conftest import StartCluster
 from tests.helpers.cli import NSQCTL, assert_one_line_error, clean_env, invoke, run_cli
 from tests.helpers.failover import leader_of
 from tests.helpers.metrics import metric_samples
@@ -218,7 +219,9 @@ def test_check_usage_errors_are_unknown_not_critical() -> None:
     assert_one_line_error(run_cli(["stat", "--no-such-flag"]), 2)
 
 
-async def test_check_dead_redesign_leader_is_node_down_and_no_leader(start_cluster) -> None:
+async def test_check_dead_redesign_leader_is_node_down_and_no_leader(
+    start_cluster: StartCluster,
+) -> None:
     c = start_cluster("redesign", nsqd=2)
     topic = _topic("dead")
     await create_topics(c.lookupd_http, {topic: TopicSpec(partitions=1, replicas=2)})

@@ -18,6 +18,7 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -95,7 +96,9 @@ def _settled(nsqd_http: list[str], topic: str, channel: str) -> ChannelTotals:
         time.sleep(0.05)
 
 
-def _tail_into_head(where: list[str], topic: str, channel: str, trace: Path, *extra: str):
+def _tail_into_head(
+    where: list[str], topic: str, channel: str, trace: Path, *extra: str
+) -> subprocess.CompletedProcess[bytes]:
     """``set -o pipefail; nsqctl tail ... | head -n 3`` through a real shell pipe."""
     tail = " ".join(
         [
@@ -122,7 +125,9 @@ def _tail_into_head(where: list[str], topic: str, channel: str, trace: Path, *ex
     )
 
 
-def _drain(where: list[str], topic: str, channel: str, count: int, *extra: str) -> list[dict]:
+def _drain(
+    where: list[str], topic: str, channel: str, count: int, *extra: str
+) -> list[dict[str, Any]]:
     """Every message still on the channel (``count`` of them), as tail's JSON records."""
     if count == 0:
         return []

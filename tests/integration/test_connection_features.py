@@ -25,7 +25,7 @@ import logging
 import os
 import traceback
 import uuid
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +54,7 @@ BAD_SECRET = f"bad-s3cret-{uuid.uuid4().hex}"
 
 def _start(
     bins: Path, factory: pytest.TempPathFactory, name: str, args: list[str]
-) -> Iterator[cluster.Cluster]:
+) -> Generator[cluster.Cluster, None, None]:
     c = cluster.start(
         "original", factory.mktemp(name), nsqd=1, lookupd=1, bin_dir=bins, nsqd_args=args
     )

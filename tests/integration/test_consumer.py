@@ -31,6 +31,7 @@ from nsqctl.servers import cluster, process
 from nsqctl.stats import fetch_nsqd_stats
 from nsqctl.stats.model import ChannelStats
 from nsqctl.tracelog import TraceLog
+from tests.conftest import StartCluster
 from tests.helpers.wait import wait_for, wait_for_count
 
 
@@ -48,7 +49,7 @@ async def channel_stats(
 
 async def wait_channel_settled(
     http: str, topic: str, channel: str, timeout: float = 10.0
-) -> ChannelStats | None:
+) -> ChannelStats:
     """Poll until depth, in-flight and deferred are all 0; return the last stats."""
     last: ChannelStats | None = None
     async with httpx.AsyncClient() as client:
@@ -63,6 +64,7 @@ async def wait_channel_settled(
         # on a timeout the caller asserts on the returned stats, with a useful message
         with contextlib.suppress(AssertionError):
             await wait_for(settled, timeout, "the channel to settle", step=0.05)
+    assert last is not None, f"no channel {topic}/{channel} on {http}"
     return last
 
 
@@ -81,7 +83,9 @@ async def wait_lookupd_producers(lookupd_http: str, topic: str, count: int) -> N
 # ---------------------------------------------------------------- RDY across nsqds
 
 
-async def test_lookupd_consumer_drains_every_nsqd_within_max_in_flight(start_cluster) -> None:
+async def test_lookupd_consumer_drains_every_nsqd_within_max_in_flight(
+    start_cluster: StartCluster,
+) -> None:
     """Four nsqd, max_in_flight 2: RDY rotates so every nsqd is drained, and the RDY the
     servers hold for the channel never adds up to more than 2."""
     c = start_cluster("original", nsqd=4)
@@ -379,7 +383,7 @@ async def test_mixed_outcomes_within_one_read_are_each_answered_once(
         read_sizes.append(len(raws))
         on_messages(conn, raws)
 
-    consumer._on_messages = recording  # type: ignore[method-assign]
+    consumer._on_messages = recording
     finisher = asyncio.create_task(finish_kept_later())
     caplog.set_level("WARNING", logger="nsqctl")
     try:
@@ -463,7 +467,9 @@ async def _channel_action(
     resp.raise_for_status()
 
 
-async def test_consumer_survives_nsqd_kill_and_restart(start_cluster, tmp_path: Path) -> None:
+async def test_consumer_survives_nsqd_kill_and_restart(
+    start_cluster: StartCluster, tmp_path: Path
+) -> None:
     c = start_cluster("original", nsqd_args=["--mem-queue-size=0", "--sync-every=1"])
     node = c.nsqds[0]
     topic = _topic("fault")
@@ -489,7 +495,7 @@ async def test_consumer_survives_nsqd_kill_and_restart(start_cluster, tmp_path: 
 
         async def copied() -> bool:
             ch = await channel_stats(client, http, topic, "fault")
-            return bool(ch) and ch.depth == total
+            return ch is not None and ch.depth == total
 
         await wait_for(copied, 20.0, "every message in the channel queue", 0.05)
 
@@ -547,7 +553,7 @@ async def test_consumer_survives_nsqd_kill_and_restart(start_cluster, tmp_path: 
     assert reconnected_after < 3.0  # reconnect_max is 1 s
     assert handled == set(range(total)), sorted(set(range(total)) - handled)[:20]
     assert trace.early == [], f"FIN before the handler finished: {trace.early[:10]}"
-    fin_ids = Counter()
+    fin_ids: Counter[str] = Counter()
     for line in (tmp_path / "trace.jsonl").read_text(encoding="utf-8").splitlines():
         record = json.loads(line)
         if record["outcome"] == "FIN":
@@ -985,6 +991,6 @@ async def test_run_forever_returns_when_another_task_closes_the_consumer(
         await wait_for(lambda: consumer.connections, 10.0, "the consumer connected")
         await consumer.close()
         async with asyncio.timeout(10):
-            assert await running is None
+            await running  # run_forever returned: close() ended it
     finally:
         running.cancel()

@@ -36,6 +36,7 @@ from nsqctl.tui.app import DashApp
 from nsqctl.tui.modals import HelpScreen
 from nsqctl.tui.rowtable import RowTable
 from nsqctl.tui.screens import ChannelScreen, MainScreen, TopicScreen
+from tests.conftest import StartCluster
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "stats"
 A, B = "127.0.0.1:4151", "127.0.0.1:4251"
@@ -147,7 +148,7 @@ SCREENS: dict[str, tuple[Callable[[], DashApp], list[str]]] = {
 
 
 @pytest.mark.parametrize("screen", list(SCREENS))
-def test_snapshot(snap_compare, screen: str) -> None:
+def test_snapshot(snap_compare: Callable[..., bool], screen: str) -> None:
     make, press = SCREENS[screen]
     assert snap_compare(make(), press=press, terminal_size=SIZE, run_before=first_poll)
 
@@ -200,7 +201,7 @@ def _topic(prefix: str) -> str:
     return f"d{prefix}_{uuid.uuid4().hex[:10]}"
 
 
-async def test_live_consumer_rdy_and_starvation_shown(original_cluster) -> None:
+async def test_live_consumer_rdy_and_starvation_shown(original_cluster: cluster.Cluster) -> None:
     """A consumer with max_in_flight 5 that holds every message: the channel screen shows
     RDY 5, 5 in flight, starved; pausing it through the dashboard reaches nsqd."""
     c = original_cluster
@@ -243,7 +244,7 @@ async def test_live_consumer_rdy_and_starvation_shown(original_cluster) -> None:
     assert_clients_asked_for(transport, topic, "held")
 
 
-async def test_dead_nsqd_shown_down_while_the_rest_updates(start_cluster) -> None:
+async def test_dead_nsqd_shown_down_while_the_rest_updates(start_cluster: StartCluster) -> None:
     c = start_cluster("original", nsqd=2)
     topic = _topic("dead")
     for tcp in c.nsqd_tcp:
@@ -319,7 +320,9 @@ async def redesign_truth(c: cluster.Cluster, topic: str, channel: str) -> Redesi
     return truth
 
 
-async def test_redesign_partitions_leaders_isr_rdy_in_flight_live(start_cluster) -> None:
+async def test_redesign_partitions_leaders_isr_rdy_in_flight_live(
+    start_cluster: StartCluster,
+) -> None:
     """A 2-partition, 2-replica topic on 4 youzan nsqd and a consumer holding what it gets
     (max_in_flight 4): the topic screen shows each partition's leader, replica and ISR as
     nsqlookupd and the nsqds report them, the channel screen each partition's RDY and

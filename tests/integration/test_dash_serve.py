@@ -43,7 +43,8 @@ def served(*args: str, token: str | None = None) -> Iterator[tuple[subprocess.Po
         line = proc.stdout.readline()  # written once the port is bound
         if not line.startswith("nsqctl dash: serving on http://"):
             ended = proc.poll() is not None and proc.stderr is not None
-            raise AssertionError((line, proc.stderr.read() if ended else "still running"))
+            said = proc.stderr.read() if ended and proc.stderr is not None else "still running"
+            raise AssertionError((line, said))
         yield proc, line
     finally:
         proc.terminate()
@@ -101,7 +102,9 @@ def test_without_the_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "pip install 'nsqctl[serve]'" in proc.stderr
 
 
-def test_loopback_without_token_answers_its_own_names_only(original_cluster) -> None:
+def test_loopback_without_token_answers_its_own_names_only(
+    original_cluster: cluster.Cluster,
+) -> None:
     """No token: a page on a DNS name rebound to 127.0.0.1 (its Host) or another site's page
     (its Origin) is refused; the server's own loopback address is served, its websocket URL
     wss:// behind a TLS-terminating proxy."""

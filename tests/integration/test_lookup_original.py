@@ -19,6 +19,7 @@ from nsqctl.errors import LookupUnavailableError
 from nsqctl.lookup import LookupClient
 from nsqctl.servers import cluster as servers
 from nsqctl.servers import process
+from tests.conftest import StartCluster
 
 pytestmark = pytest.mark.original
 
@@ -26,7 +27,8 @@ pytestmark = pytest.mark.original
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 @dataclass
@@ -38,7 +40,7 @@ class Cluster:
 
 
 @pytest.fixture
-def cluster(start_cluster) -> Iterator[Cluster]:
+def cluster(start_cluster: StartCluster) -> Iterator[Cluster]:
     c: servers.Cluster = start_cluster("original", nsqd=1, lookupd=1)
     yield Cluster(c.lookupd_http[0], c.nsqd_tcp[0], c.nsqd_http[0], c.lookupds[0])
 

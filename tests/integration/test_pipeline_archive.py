@@ -64,7 +64,8 @@ def _body(i: int) -> bytes:
 def _rows(out: Path) -> int:
     if not any(out.rglob("*.parquet")):
         return 0
-    return ds.dataset(out, format="parquet", partitioning="hive").count_rows()
+    rows: int = ds.dataset(out, format="parquet", partitioning="hive").count_rows()
+    return rows
 
 
 def _wait(predicate: Any, timeout: float, what: str) -> None:

@@ -351,8 +351,9 @@ def check_archive(
     durable before acknowledged. Returns the unique rows per partition."""
     assert not list(run.out.rglob(".tmp-*"))
     for path in run.out.rglob("*.parquet"):
-        t, part, date = path.parent.relative_to(run.out).parts
-        assert t == f"topic={topic}" and part.startswith("partition=") and date.startswith("date=")
+        t, part_dir, date = path.parent.relative_to(run.out).parts
+        assert t == f"topic={topic}" and part_dir.startswith("partition=")
+        assert date.startswith("date=")
     parts = unique_rows(run)
     assert sorted(parts) == sorted(published)
     for part, part_rows in parts.items():
@@ -540,7 +541,8 @@ def _trace(*args: str) -> dict[str, Any]:
     """``nsqctl trace ARGS --json`` in-process (the test session's SparkSession)."""
     result = invoke("trace", *args, "--json", "--spark-master", TEST_MASTER)
     assert result.exit_code == 0, (result.output, result.exception)
-    return json.loads(result.stdout)
+    report: dict[str, Any] = json.loads(result.stdout)
+    return report
 
 
 def test_trace_joins_publish_log_consume_log_and_archive(

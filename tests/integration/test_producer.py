@@ -18,6 +18,7 @@ from nsqctl.protocol.message import RawMessage
 from nsqctl.servers import cluster, process
 from nsqctl.sharding import murmur3_32, pick_node_for_key
 from nsqctl.stats import read_nsqd_stats
+from tests.conftest import StartCluster
 from tests.helpers.cli import cli
 
 
@@ -76,7 +77,7 @@ async def test_publish_mpub_dpub_round_trip(original_cluster: cluster.Cluster) -
     assert all(len(m.id) == 16 and m.internal_id is None for m in got)
 
 
-async def test_mpub_splits_under_max_body_size(start_cluster) -> None:
+async def test_mpub_splits_under_max_body_size(start_cluster: StartCluster) -> None:
     c = start_cluster("original", nsqd_args=["--max-body-size=10000"])
     topic = _topic("split")
     bodies = [bytes([i % 256]) * 900 for i in range(40)]  # 36 KB in total
@@ -149,7 +150,7 @@ async def test_shard_key_picks_one_nsqd_consistently(original_cluster: cluster.C
         assert by_node[holders[0]].count(key) == 3
 
 
-async def test_nsqd_killed_and_restarted_mid_publish(start_cluster) -> None:
+async def test_nsqd_killed_and_restarted_mid_publish(start_cluster: StartCluster) -> None:
     """Every publish that returned OK is on the server afterwards; every failure raised."""
     c = start_cluster("original", nsqd_args=["--mem-queue-size=0", "--sync-every=1"])
     node = c.nsqds[0]
@@ -209,7 +210,7 @@ async def test_traced_publish_and_sharding_on_partitions(
         leader = topo.partitions[part]
         extra = 1 if part == 1 else 0
         got = await read_back(
-            leader.tcp_address, topic, len(expected[part]) + extra, partition=part
+            str(leader.tcp_address), topic, len(expected[part]) + extra, partition=part
         )
         bodies = [m.body for m in got if m.body != b"traced-body"]
         assert sorted(bodies) == sorted(expected[part])
@@ -245,8 +246,8 @@ async def test_publish_to_a_missing_redesign_topic_is_not_found(
     for caught in (by_lookup, by_nsqd):
         assert isinstance(caught.value, nsqctl.TopicNotFoundError)
         assert caught.value.topic == topic
-    assert by_nsqd.value.code == "E_TOPIC_NOT_EXIST"
     assert isinstance(by_nsqd.value, nsqctl.ServerError)
+    assert by_nsqd.value.code == "E_TOPIC_NOT_EXIST"
 
 
 async def test_a_text_body_is_refused_before_anything_is_sent(

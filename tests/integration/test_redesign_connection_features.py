@@ -97,7 +97,7 @@ def secured(
         if any(
             name in item.fixturenames
             for item in request.session.items
-            if getattr(item, "module", None) is request.module
+            if isinstance(item, pytest.Function) and item.module is request.module
         )
     ]
     started: dict[str, Secured] = {}

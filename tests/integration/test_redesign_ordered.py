@@ -9,6 +9,7 @@ import subprocess
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,7 +44,9 @@ def test_fresh_sandbox_ordered_tail_prints_in_order_and_leaves_nothing_in_flight
             )
         )
 
-        def run(*args: str, data: bytes | None = None, timeout: float = 120):
+        def run(
+            *args: str, data: bytes | None = None, timeout: float = 120
+        ) -> subprocess.CompletedProcess[bytes]:
             return subprocess.run(
                 [NSQCTL, *args],
                 input=data or b"",
@@ -99,7 +102,7 @@ def _create_channel(topic: str, channel: str, lookupd: list[str]) -> None:
 
 
 async def _consume(
-    consumer_kwargs: dict, until: int, timeout: float = 90
+    consumer_kwargs: dict[str, Any], until: int, timeout: float = 90
 ) -> tuple[list[Message], Consumer]:
     got: list[Message] = []
     done = asyncio.Event()

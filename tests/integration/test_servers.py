@@ -13,6 +13,7 @@ from nsqctl import admin
 from nsqctl.errors import ServerSetupError
 from nsqctl.servers import cluster, process
 from nsqctl.stats import read_nsqd_stats
+from tests.conftest import StartCluster
 
 
 def _stats_message_count(nsqd_http: str, topic: str) -> int:
@@ -127,7 +128,7 @@ def test_server_exiting_at_start_names_its_log(
     assert "address already in use" in Path(state.nsqds[0].log).read_text()
 
 
-def test_stop_leaves_no_process(start_cluster: cluster.Cluster) -> None:
+def test_stop_leaves_no_process(start_cluster: StartCluster) -> None:
     c = start_cluster("original", nsqd=2)
     pids = [n.pid for n in c.nodes]
     assert all(c.running().values())

@@ -182,7 +182,7 @@ def _one_cycle(component: list[str], edges: dict[str, set[str]]) -> list[str]:
     queue = [start]
     while queue:
         v = queue.pop(0)
-        for w in sorted(edges.get(v, ()) & members):
+        for w in sorted(edges.get(v, set()) & members):
             if w == start:
                 return [*paths[v], start]
             if w not in paths:

@@ -38,6 +38,11 @@ def _acks(w: int, clock: Clock) -> PipeAcks:
     return PipeAcks(w, hangup, clock)
 
 
+def _written(msgs: list[Any]) -> list[object]:
+    """Messages ``acks`` gave back: the strings this test wrote in their place."""
+    return list(msgs)
+
+
 def _write(acks: PipeAcks, w: int, msgs: list[Any]) -> None:
     data = b"".join(b"%s\n" % m.encode() for m in msgs)
     os.write(w, data)
@@ -54,10 +59,10 @@ def test_taken_bytes_count_once_the_reader_comes_back_or_stays(pipe: tuple[int, 
     os.read(r, 4)  # a and b: taken, not yet known to be handled
     assert acks.handled() == []
     os.read(r, 2)  # it came back for more: a and b were handled
-    assert acks.handled() == ["a", "b"]
+    assert _written(acks.handled()) == ["a", "b"]
     assert acks.handled() == []  # c taken, everything taken: the grace period runs
     clock.now += GRACE
-    assert acks.handled() == ["c"]
+    assert _written(acks.handled()) == ["c"]
     assert acks.owed == 0
 
 
@@ -71,7 +76,7 @@ def test_what_a_reader_that_went_away_took_is_given_back(pipe: tuple[int, int]) 
     clock.now += GRACE
     assert acks.reader_gone()
     assert acks.handled() == []
-    assert acks.take_all() == ["a", "b", "c"]
+    assert _written(acks.take_all()) == ["a", "b", "c"]
     assert acks.owed == 0
 
 

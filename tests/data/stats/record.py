@@ -155,7 +155,12 @@ async def record(c: cluster.Cluster, bins: Path, out: Path) -> list[Path]:
         await asyncio.sleep(6)  # consumers connected on every partition, counters moving
         polls = []
         transport = RecordingTransport()
-        settings = {"lookupd_http": [lookupd], "nsqd_http": [], "topic": None, "channel": None}
+        settings: dict[str, Any] = {
+            "lookupd_http": [lookupd],
+            "nsqd_http": [],
+            "topic": None,
+            "channel": None,
+        }
         async with StatsPoller([lookupd], focus=None, transport=transport) as poller:
             polls.append(await poll(transport, "t0", poller, settings))
             await asyncio.sleep(2)
