@@ -281,12 +281,7 @@ class Redesign:
     ) -> list[c.ChannelStats | None]:
         """The run's channel counters on every partition once ``done`` holds, or the last
         read after ``seconds`` (a consumer's last FINs land a moment after it exits)."""
-        deadline = time.monotonic() + seconds
-        while True:
-            stats = self.channels(run)
-            if done(stats) or time.monotonic() > deadline:
-                return stats
-            time.sleep(0.05)
+        return c.last_read(lambda: self.channels(run), done, seconds)
 
     def consumer_run(self, count: int, ordered: bool = False) -> Run:
         """A fresh channel on every partition, then ``count`` messages spread over the

@@ -8,7 +8,6 @@ opened (client counts without the clients), the channel screen after."""
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +36,7 @@ from nsqctl.tui.modals import HelpScreen
 from nsqctl.tui.rowtable import RowTable
 from nsqctl.tui.screens import ChannelScreen, MainScreen, TopicScreen
 from tests.conftest import StartCluster
+from tests.helpers.names import unique
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "stats"
 A, B = "127.0.0.1:4151", "127.0.0.1:4251"
@@ -197,15 +197,11 @@ async def test_channel_filter_on_recorded_data() -> None:
 # ------------------------------------------------------------------ live clusters
 
 
-def _topic(prefix: str) -> str:
-    return f"d{prefix}_{uuid.uuid4().hex[:10]}"
-
-
 async def test_live_consumer_rdy_and_starvation_shown(original_cluster: cluster.Cluster) -> None:
     """A consumer with max_in_flight 5 that holds every message: the channel screen shows
     RDY 5, 5 in flight, starved; pausing it through the dashboard reaches nsqd."""
     c = original_cluster
-    topic = _topic("rdy")
+    topic = unique("rdy")
     async with Producer(nsqd_tcp=[c.nsqd_tcp[0]]) as producer:
         await producer.publish_many(topic, [f"m{i}".encode() for i in range(20)])
     release = asyncio.Event()
@@ -246,7 +242,7 @@ async def test_live_consumer_rdy_and_starvation_shown(original_cluster: cluster.
 
 async def test_dead_nsqd_shown_down_while_the_rest_updates(start_cluster: StartCluster) -> None:
     c = start_cluster("original", nsqd=2)
-    topic = _topic("dead")
+    topic = unique("dead")
     for tcp in c.nsqd_tcp:
         async with Producer(nsqd_tcp=[tcp]) as producer:
             await producer.publish_many(topic, [b"x"] * 10)
@@ -328,7 +324,7 @@ async def test_redesign_partitions_leaders_isr_rdy_in_flight_live(
     nsqlookupd and the nsqds report them, the channel screen each partition's RDY and
     in-flight; the redesign's channel depth counts the in-flight messages too."""
     c = start_cluster("redesign", nsqd=4)  # unordered 2 × 2 needs 4 nsqd
-    topic = _topic("isr")
+    topic = unique("isr")
     await asyncio.to_thread(admin.create_topic, c.lookupd_http, topic, partitions=2, replicas=2)
     release = asyncio.Event()
 

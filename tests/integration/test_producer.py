@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 
 import pytest
 
@@ -20,6 +19,7 @@ from nsqctl.sharding import murmur3_32, pick_node_for_key
 from nsqctl.stats import read_nsqd_stats
 from tests.conftest import StartCluster
 from tests.helpers.cli import cli
+from tests.helpers.names import unique
 
 
 def _stored(http: str, topic: str) -> int:
@@ -27,10 +27,6 @@ def _stored(http: str, topic: str) -> int:
     return sum(
         t.message_count for t in read_nsqd_stats(http, topic=topic).topics if t.topic == topic
     )
-
-
-def _topic(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:10]}"
 
 
 async def read_back(
@@ -65,7 +61,7 @@ async def read_back(
 
 
 async def test_publish_mpub_dpub_round_trip(original_cluster: cluster.Cluster) -> None:
-    topic = _topic("rt")
+    topic = unique("rt")
     nsqd = original_cluster.nsqd_tcp[0]
     bodies = [b"single", *[f"m{i}".encode() for i in range(50)], b"\x00\xffbinary\n\r"]
     async with Producer(nsqd_tcp=[nsqd]) as producer:
@@ -79,7 +75,7 @@ async def test_publish_mpub_dpub_round_trip(original_cluster: cluster.Cluster) -
 
 async def test_mpub_splits_under_max_body_size(start_cluster: StartCluster) -> None:
     c = start_cluster("original", nsqd_args=["--max-body-size=10000"])
-    topic = _topic("split")
+    topic = unique("split")
     bodies = [bytes([i % 256]) * 900 for i in range(40)]  # 36 KB in total
     async with Producer(nsqd_tcp=c.nsqd_tcp, max_body_size=10000) as producer:
         await producer.publish_many(topic, bodies)
@@ -93,7 +89,7 @@ async def test_keyed_call_split_into_batches_keeps_its_place_in_call_order(
     """A sharded publish_many split into several MPUBs, and a sharded publish called right
     after it: every batch of the first call lands before the later call."""
     nsqd = original_cluster.nsqd_tcp[0]
-    topic = _topic("keyedsplit")
+    topic = unique("keyedsplit")
     bodies = [b"%03d:" % i + b"x" * 900 for i in range(20)]  # several 4000-byte MPUBs
     async with Producer(nsqd_tcp=[nsqd], max_body_size=4000) as producer:
         # topology and connection cached: the later call need not wait for any IO
@@ -109,18 +105,18 @@ async def test_bad_message_raised_not_retried(original_cluster: cluster.Cluster)
     async with Producer(nsqd_tcp=original_cluster.nsqd_tcp[:1]) as producer:
         t0 = time.monotonic()
         with pytest.raises(BadMessageError, match="do not retry"):
-            await producer.publish(_topic("big"), b"x" * (2 * 1024 * 1024))
+            await producer.publish(unique("big"), b"x" * (2 * 1024 * 1024))
         assert time.monotonic() - t0 < 5  # raised at once, not after the retry budget
 
 
 async def test_partition_on_original_is_a_clear_error(original_cluster: cluster.Cluster) -> None:
     async with Producer(lookupd_http=original_cluster.lookupd_http) as producer:
         with pytest.raises(Exception, match="no partitions"):
-            await producer.publish(_topic("np"), b"x", partition=1)
+            await producer.publish(unique("np"), b"x", partition=1)
 
 
 async def test_lookup_publish_creates_topic_on_original(original_cluster: cluster.Cluster) -> None:
-    topic = _topic("newtopic")
+    topic = unique("newtopic")
     async with Producer(lookupd_http=original_cluster.lookupd_http) as producer:
         await producer.publish(topic, b"first")
     counts = []
@@ -131,7 +127,7 @@ async def test_lookup_publish_creates_topic_on_original(original_cluster: cluste
 
 
 async def test_shard_key_picks_one_nsqd_consistently(original_cluster: cluster.Cluster) -> None:
-    topic = _topic("shard")
+    topic = unique("shard")
     keys = [f"user-{i}" for i in range(20)]
     async with Producer(lookupd_http=original_cluster.lookupd_http) as producer:
         for round_ in range(3):
@@ -154,7 +150,7 @@ async def test_nsqd_killed_and_restarted_mid_publish(start_cluster: StartCluster
     """Every publish that returned OK is on the server afterwards; every failure raised."""
     c = start_cluster("original", nsqd_args=["--mem-queue-size=0", "--sync-every=1"])
     node = c.nsqds[0]
-    topic = _topic("fault")
+    topic = unique("fault")
     acked: list[int] = []
     failed: list[int] = []
     policy = RetryPolicy(attempts=40, timeout=20.0, backoff=0.05, max_backoff=0.5)
@@ -189,7 +185,7 @@ async def test_nsqd_killed_and_restarted_mid_publish(start_cluster: StartCluster
 async def test_traced_publish_and_sharding_on_partitions(
     redesign_cluster: cluster.Cluster,
 ) -> None:
-    topic = _topic("traced")
+    topic = unique("traced")
     admin.create_topic(redesign_cluster.lookupd_http, topic, partitions=2, replicas=1)
     # A youzan channel starts at the end of the topic: create it before publishing.
     lookupd = redesign_cluster.lookupd_http[0]
@@ -220,7 +216,7 @@ async def test_traced_publish_and_sharding_on_partitions(
 async def test_sharded_publish_to_missing_partition_fails(
     redesign_cluster: cluster.Cluster,
 ) -> None:
-    topic = _topic("nopart")
+    topic = unique("nopart")
     admin.create_topic(redesign_cluster.lookupd_http, topic, partitions=2, replicas=1)
     policy = RetryPolicy(attempts=2, timeout=2.0)
     async with Producer(lookupd_http=redesign_cluster.lookupd_http, retry=policy) as producer:
@@ -233,7 +229,7 @@ async def test_publish_to_a_missing_redesign_topic_is_not_found(
 ) -> None:
     """Found missing by the lookupds or by nsqd's E_TOPIC_NOT_EXIST: one error, caught as
     the NotFoundError it is, after the retries a just-created topic would get."""
-    topic = _topic("missing")
+    topic = unique("missing")
     policy = RetryPolicy(attempts=2, backoff=0.05)
     async with Producer(lookupd_http=redesign_cluster.lookupd_http, retry=policy) as producer:
         with pytest.raises(
@@ -253,7 +249,7 @@ async def test_publish_to_a_missing_redesign_topic_is_not_found(
 async def test_a_text_body_is_refused_before_anything_is_sent(
     original_cluster: cluster.Cluster,
 ) -> None:
-    topic = _topic("textbody")
+    topic = unique("textbody")
     async with Producer(nsqd_tcp=original_cluster.nsqd_tcp[:1]) as producer:
         with pytest.raises(nsqctl.ConfigError, match=r"body must be bytes.*got str") as caught:
             await producer.publish(topic, "text")  # type: ignore[arg-type]

@@ -14,6 +14,7 @@ from nsqctl.errors import ServerSetupError
 from nsqctl.servers import cluster, process
 from nsqctl.stats import read_nsqd_stats
 from tests.conftest import StartCluster
+from tests.helpers.wait import eventually
 
 
 def _stats_message_count(nsqd_http: str, topic: str) -> int:
@@ -56,16 +57,17 @@ def test_original_lookupd_sees_both_nsqd(original_cluster: cluster.Cluster) -> N
     topic = f"reg_{int(time.time() * 1000)}"
     for http in original_cluster.nsqd_http:
         httpx.post(f"http://{http}/topic/create?topic={topic}", timeout=5).raise_for_status()
-    deadline = time.monotonic() + 10
     ports: set[int] = set()
-    while time.monotonic() < deadline:
+
+    def both_listed() -> bool:
+        nonlocal ports
         body = httpx.get(
             f"http://{original_cluster.lookupd_http[0]}/lookup?topic={topic}", timeout=5
         ).json()
         ports = {p["tcp_port"] for p in body.get("producers", [])}
-        if len(ports) == 2:
-            break
-        time.sleep(0.2)
+        return len(ports) == 2
+
+    eventually(both_listed, 10, "nsqlookupd to list both nsqd", step=0.2)
     assert ports == {n.tcp_port for n in original_cluster.nsqds}
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from nsqctl.cli.pipe_acks import GRACE, PipeAcks, hangup_poll
+from tests.helpers.wait import eventually
 
 
 class Clock:
@@ -87,7 +88,6 @@ def test_a_reader_thread_waiting_in_another_process_counts_as_handled() -> None:
     here never moves)."""
     import subprocess
     import sys
-    import time
 
     r, w = os.pipe()
     reader = subprocess.Popen(
@@ -107,11 +107,14 @@ def test_a_reader_thread_waiting_in_another_process_counts_as_handled() -> None:
     try:
         acks = _acks(w, Clock())
         _write(acks, w, ["a", "b"])
-        deadline = time.monotonic() + 20
         handled: list[Any] = []
-        while not handled and time.monotonic() < deadline:
+
+        def taken() -> bool:
+            nonlocal handled
             handled = acks.handled()
-            time.sleep(0.02)
+            return bool(handled)
+
+        eventually(taken, 20, "the reader to take both messages", step=0.02)
         assert handled == ["a", "b"]
         acks.close()
     finally:

@@ -19,7 +19,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,7 @@ from nsqctl.producer import Producer
 from nsqctl.servers import build, cluster
 from nsqctl.stats.poller import StatsPoller
 from nsqctl.stats.recording import RecordingTransport, write_recording
+from tests.helpers.wait import eventually
 
 HERE = Path(__file__).resolve().parent
 NSQD = 4
@@ -55,17 +55,21 @@ def nsqctl(*args: str) -> subprocess.CompletedProcess[str]:
 
 def wait_writable(lookupd: str, topic: str, partitions: int, limit: float = 240.0) -> None:
     """nsqlookupd enables writes on its topic check, which can lag up to two minutes."""
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
+
+    def writable() -> bool:
         with contextlib.suppress(httpx.HTTPError, ValueError):
             resp = httpx.get(f"http://{lookupd}/lookup", params={"topic": topic, "access": "w"})
             data = resp.json()
             data = data.get("data", data)
             if len(data.get("partitions") or {}) == partitions:
-                return
+                return True
         print(f"  waiting for {topic}'s partitions to become writable", file=sys.stderr)
-        time.sleep(5)
-    raise SystemExit(f"{topic}: partitions not writable after {limit:.0f}s")
+        return False
+
+    try:
+        eventually(writable, limit, f"{topic}'s partitions to become writable", step=5)
+    except AssertionError:
+        raise SystemExit(f"{topic}: partitions not writable after {limit:.0f}s") from None
 
 
 def set_up(c: cluster.Cluster) -> None:
