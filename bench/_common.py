@@ -33,22 +33,22 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, TypeVar
+
+import httpx
+
+from nsqctl.servers import build as _build
+from nsqctl.servers import cluster as _cluster
+from nsqctl.servers.cluster import Cluster
+from nsqctl.stats import read_nsqd_stats
+from nsqctl.stats.model import ChannelStats, TopicPartitionStats
+from tests.helpers.wait import eventually
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
 RESULTS_DIR = BENCH_DIR / "results"
 
-if str(REPO) not in sys.path:  # `python bench/x.py` from a checkout without an install
-    sys.path.insert(0, str(REPO))
-
-import httpx  # noqa: E402
-
-from nsqctl.servers import build as _build  # noqa: E402
-from nsqctl.servers import cluster as _cluster  # noqa: E402
-from nsqctl.servers.cluster import Cluster  # noqa: E402
-from nsqctl.stats import read_nsqd_stats  # noqa: E402
-from nsqctl.stats.model import ChannelStats, TopicPartitionStats  # noqa: E402
+T = TypeVar("T")
 
 __all__ = [
     "GO_BENCH_LINE",
@@ -74,6 +74,7 @@ __all__ = [
     "fresh_topic",
     "git_state",
     "go_bench_result",
+    "last_read",
     "machine_info",
     "median",
     "nsq_bin",
@@ -289,12 +290,23 @@ def wait_channel(
 ) -> ChannelStats | None:
     """The channel's counters once ``done(stats)`` holds, or the last read after ``seconds``
     (a consumer's last FINs land a moment after it exits)."""
-    deadline = time.monotonic() + seconds
-    while True:
-        stats = channel_stats(nsqd_http, topic, channel)
-        if done(stats) or time.monotonic() > deadline:
-            return stats
-        time.sleep(0.05)
+    return last_read(lambda: channel_stats(nsqd_http, topic, channel), done, seconds)
+
+
+def last_read(read: Callable[[], T], done: Callable[[T], bool], seconds: float) -> T:
+    """``read()`` once ``done`` holds of it, or its last value after ``seconds``: for
+    counters that settle a moment after a run, which the caller then judges."""
+    value = read()
+
+    def settled() -> bool:
+        nonlocal value
+        value = read()
+        return done(value)
+
+    if not done(value):
+        with contextlib.suppress(AssertionError):  # past ``seconds``: the last read is it
+            eventually(settled, seconds, "the counters to settle", step=0.05)
+    return value
 
 
 def channel_drained(stats: ChannelStats | None, count: int) -> bool:
@@ -420,7 +432,7 @@ def run_peer(
     full_env = dict(os.environ)
     full_env.update(env or {})
     with contextlib.ExitStack() as stack:
-        out = stack.enter_context(
+        out: IO[bytes] = stack.enter_context(
             open(stdout_to, "wb") if stdout_to else tempfile.TemporaryFile()  # noqa: SIM115
         )
         err = stack.enter_context(tempfile.TemporaryFile())

@@ -31,7 +31,7 @@ Delivery is verified through nsqd ``/stats`` every time: publishers by the topic
 requeued or timed out; nsqctl tail also FINs everything before it exits - nsq_tail exits
 at the N-th message without FINing it, so up to its max-in-flight stay in flight).
 
-Run: ``python bench/bench_cli.py`` (``--quick`` for a smoke run).
+Run: ``python -m bench.bench_cli`` (``--quick`` for a smoke run).
 """
 
 from __future__ import annotations
@@ -47,9 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # _common, also when imported
-
-import _common as c
+from bench import _common as c
 
 PUB = "nsqctl pub"
 TO_NSQ = "to_nsq"
@@ -92,7 +90,9 @@ def write_lines(path: Path, count: int, size: int) -> int:
 # --------------------------------------------------------------------------- measurements
 
 
-def _pub_check(cluster: c.Cluster, topic: str, count: int, size: int) -> tuple[bool, dict]:
+def _pub_check(
+    cluster: c.Cluster, topic: str, count: int, size: int
+) -> tuple[bool, dict[str, Any]]:
     stats = c.topic_stats(cluster.nsqd_http[0], topic)
     ok = (
         stats is not None
@@ -285,9 +285,7 @@ def summarize(results: dict[str, list[c.Measurement]]) -> list[dict[str, Any]]:
             "reference": ref,
             "vs_reference": rate[name] / rate[ref] if ref and rate.get(ref) else None,
             "paired_vs_reference": c.paired_ratios(ms, results[ref]) if ref in results else [],
-            "client_cpu_us_per_msg": c.median([m.client_cpu / m.messages * 1e6 for m in ms])
-            if ms
-            else None,
+            "client_cpu_us_per_msg": c.per_msg_us(ms, "client_cpu"),
             "peak_rss_mb": max((m.peak_rss_kb or 0) for m in ms) * 1024 / 1e6,
             "verified": all(m.verified for m in ms),
         }

@@ -33,7 +33,7 @@ Variants:
 
 The Python consumers time themselves from creating the consumer (connect + subscribe
 included) to the last message handled, and print it as JSON; the Go tools are timed as
-described above. Run: ``python bench/bench_consumer.py`` (``--quick`` for a smoke run;
+described above. Run: ``python -m bench.bench_consumer`` (``--quick`` for a smoke run;
 ``--cpu`` for the CPU cost per message of nsqctl's consume path alone, no nsqd).
 """
 
@@ -46,12 +46,9 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # _common, also when imported
-
-import _common as c
+from bench import _common as c
 
 NSQCTL = "nsqctl no-op"
 NSQCTL_DEVNULL = "nsqctl /dev/null"
@@ -168,13 +165,13 @@ def _child_gnsq(addr: str, topic: str, count: int, mif: int) -> dict[str, Any]:
     state: dict[str, Any] = {"n": 0}
     consumer = gnsq.Consumer(topic, CHANNEL, nsqd_tcp_addresses=[addr], max_in_flight=mif)
 
-    @consumer.on_message.connect
     def handler(_consumer: Any, message: Any) -> None:
         state["n"] += 1
         if state["n"] == count:
             state["seconds"] = time.perf_counter() - start
             gevent.spawn_later(0.3, consumer.close)  # FIN goes out after we return
 
+    consumer.on_message.connect(handler)  # a blinker signal (gnsq ships no types)
     start = time.perf_counter()
     consumer.start(block=True)
     return {"received": state["n"], "seconds": state.get("seconds")}
@@ -215,8 +212,7 @@ def cpu_per_message(messages: int, size: int, max_in_flight: int, repeats: int) 
     """
     import asyncio
 
-    from inproc import attach
-
+    from bench.inproc import attach
     from nsqctl.consumer import Consumer, ConsumerOptions
     from nsqctl.protocol.frames import encode_frame
     from nsqctl.protocol.message import RawMessage, encode_message
@@ -307,7 +303,8 @@ def run_child(
         where += ["--channel", channel]
     argv = [
         sys.executable,
-        str(Path(__file__).resolve()),
+        "-m",
+        "bench.bench_consumer",
         "--child",
         kind,
         *where,
@@ -328,7 +325,9 @@ def child_report(peer: c.PeerResult) -> dict[str, Any]:
     return json.loads(lines[-1]) if lines else {}
 
 
-def measure_python(cluster: c.Cluster, variant: str, kind: str, count: int, s: Settings):
+def measure_python(
+    cluster: c.Cluster, variant: str, kind: str, count: int, s: Settings
+) -> c.Measurement:
     topic = _fresh_topic(cluster, f"bc_{kind.replace('-', '_')}", count, s.size)
     peer, server_cpu, report = run_child(cluster, kind, topic, count, s.max_in_flight)
     stats = _settle(cluster, topic, want_in_flight_zero=True)

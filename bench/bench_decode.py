@@ -1,6 +1,6 @@
 """CPU cost of the sans-IO decoders (frames and messages), for regressions.
 
-    python bench/bench_decode.py
+    python -m bench.bench_decode
 
 Prints frames/s and messages/s; compare runs on the same machine only.
 """

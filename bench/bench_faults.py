@@ -25,8 +25,8 @@ violations (first copies, in storage order and in the consumer's order), the con
 count, time to recover (pub's "publishing again … after" line; the consumer's longest
 gap) and exit codes. Goal: zero OK'd lost, zero order violations on ordered topics, exit 0.
 
-    python bench/bench_faults.py                  # every scenario, ~15 min
-    python bench/bench_faults.py --only kill-leader --only move-leader
+    python -m bench.bench_faults                  # every scenario, ~15 min
+    python -m bench.bench_faults --only kill-leader --only move-leader
 
 Servers are stopped by PID at the end, also on errors.
 """
@@ -35,6 +35,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import itertools
 import json
 import re
 import signal
@@ -46,10 +48,6 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-import itertools
 
 import httpx
 
@@ -71,6 +69,7 @@ from tests.helpers.redesign import (
     unique,
 )
 from tests.helpers.soak import order_violations
+from tests.helpers.wait import eventually
 
 KEYS = 24
 RESUMED = re.compile(r"publishing again on \S+ after ([0-9.]+)s")
@@ -311,9 +310,8 @@ def run(c: Cluster, sc: Scenario, lines_count: int, rate: int, tmp: Path) -> Row
     if pub.returncode != 0:
         row.notes.append(pub_err.decode().strip().splitlines()[-1][:200])
     if sc.consumer != "archive":
-        deadline = time.monotonic() + 120
-        while reader.distinct() < row.okd and time.monotonic() < deadline:
-            time.sleep(0.2)
+        with contextlib.suppress(AssertionError):  # overdue: the row reports what it got
+            eventually(lambda: reader.distinct() >= row.okd, 120, "every OK'd line", step=0.2)
         consumer.send_signal(signal.SIGINT)
     _, consumer_err = consumer.communicate(timeout=300)
     row.consumer_exit = consumer.returncode
@@ -440,17 +438,17 @@ def _lookupd_leader(c: Cluster) -> str:
 
 
 def wait_nodes(c: Cluster, count: int, timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
+    def registered() -> bool:
+        with contextlib.suppress(httpx.HTTPError, ValueError, KeyError, OSError):
             leader = _lookupd_leader(c)
             nodes = httpx.get(f"http://{leader}/nodes", timeout=3).json()
-            if len(nodes.get("data", nodes)["producers"]) >= count:
-                return
-        except (httpx.HTTPError, ValueError, KeyError, OSError):
-            pass
-        time.sleep(0.5)
-    raise RuntimeError(f"the cluster did not get back {count} nsqd within {timeout}s")
+            return len(nodes.get("data", nodes)["producers"]) >= count
+        return False
+
+    try:
+        eventually(registered, timeout, f"{count} nsqd registered", step=0.5)
+    except AssertionError:
+        raise RuntimeError(f"the cluster did not get back {count} nsqd within {timeout}s") from None
 
 
 def main() -> int:

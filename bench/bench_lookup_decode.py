@@ -1,6 +1,6 @@
 """CPU cost of decoding one nsqlookupd ``/lookup`` answer, as the lookup client does it.
 
-    python bench/bench_lookup_decode.py
+    python -m bench.bench_lookup_decode
 
 The answers are the size of a big cluster's: a redesign topic of 64 partitions led by 16
 nsqds with 20 channels and its meta, and an original topic on 50 nsqds; every peer carries

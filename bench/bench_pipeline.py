@@ -2,9 +2,9 @@
 ``local[1]``, ``local[2]`` and a 2-worker Spark standalone cluster, and trace latency on
 archives of 20k, 1M and 10M messages (Spark, and the in-process engine when nsqctl has one).
 
-    python bench/bench_pipeline.py           # archives 300k, replay 1M, trace up to 10M
-    python bench/bench_pipeline.py --quick   # a smoke run: small sizes everywhere
-    python bench/bench_pipeline.py --trace-rows 20000,1000000 --skip archive
+    python -m bench.bench_pipeline           # archives 300k, replay 1M, trace up to 10M
+    python -m bench.bench_pipeline --quick   # a smoke run: small sizes everywhere
+    python -m bench.bench_pipeline --trace-rows 20000,1000000 --skip archive
 
 Replay and trace run as the ``nsqctl`` command a user types (a fresh process each, the JVM
 start included: that is what an operator waits for); replay is checked against nsqd's
@@ -30,16 +30,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # _common, also when imported
-
-import _common as c
-import bench_cli
-
+from bench import _common as c
+from bench import bench_cli
 from nsqctl.pipeline.archiver import ArchiveOptions, Archiver, ArchiveStats
 from nsqctl.pipeline.schema import ARCHIVE_SCHEMA, OfflineMessage, internal_id_from_hex
 from nsqctl.pipeline.writer import ArchiveBuffer, ArchiveWriter, RotationPolicy, write_parquet
@@ -150,7 +147,15 @@ def generated_archive(out: Path, rows: int) -> bytes:
     return wanted
 
 
-def end_to_end(cluster: c.Cluster, out: Path, topic: str, n: int, **where: list[str]) -> float:
+def end_to_end(
+    cluster: c.Cluster,
+    out: Path,
+    topic: str,
+    n: int,
+    *,
+    nsqd: Sequence[str] = (),
+    lookupd: Sequence[str] = (),
+) -> float:
     """Time an archiver draining ``n`` messages already in ``topic``'s channel ``bench``
     (msgs/s): from its start until the last one is on disk and FINed (the idle wait and
     shutdown are not counted)."""
@@ -161,7 +166,8 @@ def end_to_end(cluster: c.Cluster, out: Path, topic: str, n: int, **where: list[
         max_in_flight=5000,
         policy=RotationPolicy(max_rows=2500, max_age=1.0),
         exit_when_idle=1.0,
-        **where,
+        nsqd=list(nsqd),
+        lookupd=list(lookupd),
     )
     finished: list[float] = []
 

@@ -27,7 +27,7 @@ Variants:
 * ``nsqctl publish`` - plain PUB, ``--publish-concurrency`` tasks pipelining on one
   connection, for information.
 
-Run: ``python bench/bench_producer.py --messages 1000000`` (``--quick`` for a smoke run,
+Run: ``python -m bench.bench_producer --messages 1000000`` (``--quick`` for a smoke run,
 ``--sweep`` to compare batch sizes and windows). See bench/README.md.
 """
 
@@ -43,10 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # _common, also when imported
-
-import _common as c
-
+from bench import _common as c
 from nsqctl.producer import Producer
 
 # Chosen with --sweep (see bench/README.md): bench_writer's own default batch size, so the
@@ -435,7 +432,7 @@ def sweep(cluster: c.Cluster, s: Settings, rss: c.PeakRss) -> list[dict[str, Any
         lambda a, t: _publish_many(a, t, 50_000, s.size, 1000, 4, 1),
         rss,
     )
-    rows = []
+    rows: list[dict[str, Any]] = []
     for batch in batches:
         bs = Settings(**{**s.__dict__, "batch": batch})
         variants: list[tuple[str, Callable[[], Any]]] = [

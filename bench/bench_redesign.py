@@ -82,7 +82,7 @@ count that reaches it ran dry: that run is aimed shorter and done again). A run 
 a Go tool panicked is done again (up to 3 tries), the panic kept in the JSON. A run that
 fails a check is reported FAILED and the script exits 1.
 
-Run: ``python bench/bench_redesign.py`` (``--quick`` for a smoke run). See bench/README.md.
+Run: ``python -m bench.bench_redesign`` (``--quick`` for a smoke run). See bench/README.md.
 """
 
 from __future__ import annotations
@@ -97,13 +97,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # _common, also when imported
-
-import _common as c
-import bench_cli
-import bench_consumer
 import httpx
 
+from bench import _common as c
+from bench import bench_cli, bench_consumer
 from nsqctl import admin
 from nsqctl.cli.pub import WINDOW
 
@@ -290,12 +287,7 @@ class Redesign:
     ) -> list[c.ChannelStats | None]:
         """The run's channel counters on every partition once ``done`` holds, or the last
         read after ``seconds`` (a consumer's last FINs land a moment after it exits)."""
-        deadline = time.monotonic() + seconds
-        while True:
-            stats = self.channels(run)
-            if done(stats) or time.monotonic() > deadline:
-                return stats
-            time.sleep(0.05)
+        return c.last_read(lambda: self.channels(run), done, seconds)
 
     def consumer_run(self, count: int, ordered: bool = False) -> Run:
         """A fresh channel on every partition, then ``count`` messages spread over the
@@ -689,9 +681,10 @@ def measure_bench_reader(b: Redesign, runfor: float, variant: str = BR) -> c.Mea
     # message not yet FINed, so it also holds messages FINed out of order or requeued from a
     # closed connection - and below what the partition got: a count that reaches it means
     # it ran dry, and its duration includes idle time (the run is aimed shorter and redone).
+    counts: list[int | None] = [*added] if added else [None] * len(runs)
     dry = [
         r is not None and got is not None and r[0] >= got
-        for r, got in zip(runs, added or [None] * len(runs), strict=True)
+        for r, got in zip(runs, counts, strict=True)
     ]
 
     def checks(r: tuple[int, float] | None, st: c.ChannelStats | None, got: int) -> bool:

@@ -20,7 +20,7 @@ the topic is deleted. The commands run with no ``NSQCTL_*`` variables and an emp
 file, so no profile or environment points them at a cluster. Rows are interleaved, their
 order rotated each repeat (``--repeats``, 7, at least 5); medians are reported.
 
-Run: ``python bench/bench_startup.py`` (about 10 s; ``--nsqctl /other/venv/bin/nsqctl``
+Run: ``python -m bench.bench_startup`` (about 10 s; ``--nsqctl /other/venv/bin/nsqctl``
 measures another install, e.g. one made before a change).
 """
 
@@ -37,10 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # _common, also when imported
-
-import _common as c
-import bench_cli
+from bench import _common as c
+from bench import bench_cli
 
 HELP = "nsqctl --help"
 VERSION = "nsqctl version"

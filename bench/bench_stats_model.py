@@ -1,6 +1,6 @@
 """CPU cost of the stats model per refresh, and dashboard key latency while polling.
 
-    python bench/bench_stats_model.py [--partitions N] [--channels N] [--clients N] [--cpu-only]
+    python -m bench.bench_stats_model [--partitions N] [--channels N] [--clients N] [--cpu-only]
 
 1. A synthetic redesign ``/stats`` body with 1,000 partitions (10 topics × 100, or
    ``--partitions``) × 4 channels × 5 clients, run through the live refresh path: the
@@ -34,31 +34,25 @@ import argparse
 import asyncio
 import json
 import statistics
-import sys
 import time
 from collections.abc import Collection
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from textual import events
 
-from textual import events  # noqa: E402
-
-from nsqctl.stats.gcpause import freeze_after_bursts  # noqa: E402
-from nsqctl.stats.hotspots import rank_channels, rank_clients  # noqa: E402
-from nsqctl.stats.model import ClusterSnapshot  # noqa: E402
-from nsqctl.stats.nodes import node_summaries  # noqa: E402
-from nsqctl.stats.parse import parse_nsqd_body  # noqa: E402
-from nsqctl.stats.read import ClientScope  # noqa: E402
-from nsqctl.stats.series import KeyedSeries  # noqa: E402
-from nsqctl.stats.session import StatsSession  # noqa: E402
-from nsqctl.stats.view import build_view  # noqa: E402
-from nsqctl.tui.app import DashApp  # noqa: E402
-from nsqctl.tui.rowtable import RowTable  # noqa: E402
-from tests.helpers.nsqd_answers import narrowed, without_clients  # noqa: E402
+from nsqctl.stats.gcpause import freeze_after_bursts
+from nsqctl.stats.hotspots import rank_channels, rank_clients
+from nsqctl.stats.model import ClusterSnapshot
+from nsqctl.stats.nodes import node_summaries
+from nsqctl.stats.parse import parse_nsqd_body
+from nsqctl.stats.read import ClientScope
+from nsqctl.stats.series import KeyedSeries
+from nsqctl.stats.session import StatsSession
+from nsqctl.stats.view import build_view
+from nsqctl.tui.app import DashApp
+from nsqctl.tui.rowtable import RowTable
+from tests.helpers.nsqd_answers import narrowed, without_clients
 
 TOPICS, PARTS, CHANNELS, CLIENTS = 10, 100, 4, 5
 """Overridden by the command line (``--partitions`` is spread over the 10 topics)."""

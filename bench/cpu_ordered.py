@@ -10,10 +10,10 @@ FIN after the write), and the FINs into a transport that counts them. What it me
 read callback -> frame decode -> Message -> order check -> output write -> FIN -> RDY
 bookkeeping, all the client does per message but the socket syscalls and loop polling.
 
-    python bench/cpu_ordered.py                 # CPU µs per message, 3 repeats
-    python bench/cpu_ordered.py --profile 30    # and a cProfile of one run, top 30
-    python bench/cpu_ordered.py --plain 50      # plain tail instead: 50 messages a read
-    python bench/cpu_ordered.py --lanes         # the path tail --ordered takes now
+    python -m bench.cpu_ordered                 # CPU µs per message, 3 repeats
+    python -m bench.cpu_ordered --profile 30    # and a cProfile of one run, top 30
+    python -m bench.cpu_ordered --plain 50      # plain tail instead: 50 messages a read
+    python -m bench.cpu_ordered --lanes         # the path tail --ordered takes now
 
 ``--lanes``: the same frames through :class:`nsqctl.consumer.lanes.PartitionLane`, a
 thread per partition on one end of a socket pair, tail's ``write_lane`` to ``/dev/null``;
@@ -33,16 +33,11 @@ import resource
 import selectors
 import socket
 import statistics
-import sys
 import time
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from inproc import attach
-
+from bench.inproc import attach
 from nsqctl.cli.tail import MessageFilter, TailOutput
 from nsqctl.consumer import Consumer, ConsumerOptions
 from nsqctl.consumer.lanes import PartitionLane
@@ -135,8 +130,9 @@ def serve(socks: list[socket.socket], per_partition: list[list[bytes]]) -> None:
         sel.register(sock, selectors.EVENT_READ)
     while left:
         for key, _ in sel.select():
-            sock = key.fileobj
-            assert isinstance(sock, socket.socket)
+            ready = key.fileobj
+            assert isinstance(ready, socket.socket)
+            sock = ready
             sock.recv(4096)  # the FIN (each is 21 bytes; one at a time in flight)
             nxt = next(left[sock], None)
             if nxt is None:

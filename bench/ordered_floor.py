@@ -17,7 +17,7 @@ Prints one JSON line: ``{"received": N, "seconds": S, "per_partition": {...}}``.
 Used by ``bench_redesign.py`` (rows ``ordered floor``, ``ordered floor, one loop``,
 ``ordered floor, a loop each``, ``ordered floor, writing lines``); runs alone too::
 
-    python bench/ordered_floor.py --lookupd 127.0.0.1:4161 --topic T --channel C --count N
+    python -m bench.ordered_floor --lookupd 127.0.0.1:4161 --topic T --channel C --count N
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ import socket
 import sys
 import threading
 import time
+from functools import partial
 from typing import Any
 
 import httpx
@@ -37,7 +38,7 @@ import httpx
 from nsqctl import protocol as p
 from nsqctl.connection.stream import TRANSPORT_READ_SIZE
 from nsqctl.consumer.order import OrderChecker
-from nsqctl.protocol.frames import CLOSE_WAIT, HEARTBEAT, FrameDecoder
+from nsqctl.protocol.frames import CLOSE_WAIT, HEARTBEAT, FrameDecoder, FrameEvent
 from nsqctl.protocol.message import MessageLayout, RawMessage
 
 LAYOUT = MessageLayout(family="redesign", ordered=True)
@@ -128,14 +129,14 @@ class Reader(threading.Thread):
                 raise ConnectionError(f"SUB_ORDERED answered {reply!r}")
             sock.sendall(p.rdy(1))
             decoder = self.decoder
-            events: list = []
+            events: list[FrameEvent] = []
             fin, nop = p.fin, p.nop()
             last = b""
             output, address = goal.output, f"{self.sock.getpeername()}"
             while True:
                 for event in events:
                     if event.__class__ is list:
-                        for msg in event:  # type: ignore[union-attr]
+                        for msg in event:
                             if output is not None and msg.id != last:
                                 output.write(address, self.part, msg)
                             sock.sendall(fin(msg.id))
@@ -146,9 +147,9 @@ class Reader(threading.Thread):
                                 last = msg.id
                                 if goal.reached():
                                     goal.finish()
-                    elif event[1] == HEARTBEAT:  # type: ignore[index]
+                    elif event[1] == HEARTBEAT:
                         sock.sendall(nop)
-                    elif event[1] == CLOSE_WAIT:  # type: ignore[index]
+                    elif event[1] == CLOSE_WAIT:
                         return
                 chunk = sock.recv(65536)
                 if not chunk:
@@ -184,7 +185,7 @@ class LoopReader(asyncio.Protocol):
         assert transport is not None
         for event in r.decoder.feed_events(data, LAYOUT):
             if event.__class__ is list:
-                for msg in event:  # type: ignore[union-attr]
+                for msg in event:
                     transport.write(p.fin(msg.id))
                     if msg.id != self.last:  # youzan's resend after an ordered SUB
                         r.count += 1
@@ -192,15 +193,15 @@ class LoopReader(asyncio.Protocol):
                         if not goal.finished and goal.reached():
                             goal.finish()
             elif not self.subscribed:
-                if event[1] != p.OK:  # type: ignore[index]
-                    r.error = f"SUB_ORDERED answered {event[1]!r}"  # type: ignore[index]
+                if event[1] != p.OK:
+                    r.error = f"SUB_ORDERED answered {event[1]!r}"
                     transport.close()
                     return
                 self.subscribed = True
                 transport.write(p.rdy(1))
-            elif event[1] == HEARTBEAT:  # type: ignore[index]
+            elif event[1] == HEARTBEAT:
                 transport.write(p.nop())
-            elif event[1] == CLOSE_WAIT:  # type: ignore[index]
+            elif event[1] == CLOSE_WAIT:
                 transport.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -214,7 +215,7 @@ async def run_on_loop(goal: Goal, readers: list[Reader], timeout: float) -> None
     protos = []
     for r in readers:
         r.sock.setblocking(False)
-        _, proto = await loop.create_connection(lambda r=r: LoopReader(r, goal), sock=r.sock)
+        _, proto = await loop.create_connection(partial(LoopReader, r, goal), sock=r.sock)
         protos.append(proto)
     with goal.lock:
         goal.loop_readers.extend(protos)

@@ -9,8 +9,8 @@ thread and loop. Timed from the start to the ``--count``-th message; run it unde
 ``perf stat`` for the CPU. Compare with ``ordered_floor.py`` (``--asyncio``, ``--loops``)
 on the same channel setup: a fresh channel per run, filled after it was created.
 
-    python bench/ordered_loops.py --lookupd 127.0.0.1:4161 --topic T --channel C --count N
-    python bench/ordered_loops.py ... --each
+    python -m bench.ordered_loops --lookupd 127.0.0.1:4161 --topic T --channel C --count N
+    python -m bench.ordered_loops ... --each
 
 Prints one JSON line: ``{"received": N, "seconds": S}``.
 """
@@ -25,8 +25,7 @@ import sys
 import threading
 import time
 
-from ordered_floor import channel_args, lookup_partitions
-
+from bench.ordered_floor import channel_args, lookup_partitions
 from nsqctl.cli.tail import MessageFilter, TailOutput
 from nsqctl.consumer import Consumer, ConsumerOptions
 from nsqctl.message import Message

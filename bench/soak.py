@@ -9,9 +9,9 @@ on the redesign etcd restart and a partition leader move. At the end: OK'd vs st
 consumed, duplicates, per-key order violations, lost (OK'd, never consumed: must be 0) and
 each nsqctl process's RSS and open fds, first vs peak vs last (a leak shows as growth).
 
-    python bench/soak.py                                  # 30 min, both families at once
-    python bench/soak.py --minutes 5 --family redesign --seed 7
-    python bench/soak.py --minutes 2 --faults 1 --json    # a smoke run
+    python -m bench.soak                                  # 30 min, both families at once
+    python -m bench.soak --minutes 5 --family redesign --seed 7
+    python -m bench.soak --minutes 2 --faults 1 --json    # a smoke run
 
 The engine is ``tests/helpers/soak.py`` (the CI's short soak runs the same code). Exit 1
 when anything OK'd was lost or the ordered consumer saw a key out of order.
@@ -26,8 +26,6 @@ import tempfile
 import threading
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._common import RESULTS_DIR, machine_info, print_table, run_header, say, write_json
 from nsqctl.servers import build, cluster

@@ -76,7 +76,8 @@ def redesign_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[clust
 @pytest.fixture(params=["original", "redesign"])
 def any_cluster(request: pytest.FixtureRequest) -> cluster.Cluster:
     """Runs a test once against each family's session cluster."""
-    return request.getfixturevalue(f"{request.param}_cluster")
+    chosen: cluster.Cluster = request.getfixturevalue(f"{request.param}_cluster")
+    return chosen
 
 
 def pytest_report_header(config: pytest.Config) -> str:

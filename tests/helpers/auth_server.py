@@ -44,6 +44,7 @@ class AuthServer:
     def address(self) -> str:
         assert self._server is not None, "start() the auth server first"
         host, port = self._server.server_address[:2]
+        assert isinstance(host, str)  # an AF_INET server's address
         return f"{host}:{port}"
 
     def state_for(self, secret: str) -> dict[str, Any] | None:

@@ -104,8 +104,12 @@ def assert_lookupd_down(
     assert {n["http"] for n in nodes["nodes"]} == set(nsqd_http)
     assert not any(n["registered"] for n in nodes["nodes"])
     # stat and top without the nsqds: fail, naming the lookupd and the way round it
-    for args in (("stat", topic, "-n", "1"), ("top", "--once", "-i", "0.1")):
-        line = assert_one_line_error(run_main(*args, *where), 1)
+    commands: tuple[tuple[str, ...], ...] = (
+        ("stat", topic, "-n", "1"),
+        ("top", "--once", "-i", "0.1"),
+    )
+    for command in commands:
+        line = assert_one_line_error(run_main(*command, *where), 1)
         assert lookupd in line and "--nsqd-http reads the nsqds" in line, line
     # stat: the rows, and the warning (stderr; --json: complete/warnings)
     record = one_record("stat", topic, "--json", "-n", "1", *where, *nsqds)

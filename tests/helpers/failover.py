@@ -17,6 +17,7 @@ import httpx
 from nsqctl.servers import process
 from nsqctl.servers.cluster import Cluster
 from nsqctl.servers.process import NodeRecord
+from tests.helpers.wait import eventually
 
 
 def lookup_partitions(lookupd_http: str, topic: str, access: str = "w") -> dict[int, int]:
@@ -58,11 +59,12 @@ def wait_new_leader(
     """Seconds until every partition in ``partitions`` is writable on a leader other than
     ``old`` (or on ``old`` again once it was restarted); fails after ``timeout``."""
     start = time.monotonic()
-    while time.monotonic() - start < timeout:
+
+    def led() -> bool:
         writable = lookup_partitions(c.lookupd_http[0], topic)
-        if all(p in writable for p in partitions) and (
+        return all(p in writable for p in partitions) and (
             process.pid_runs(old.pid, old.exe) or old.tcp_port not in writable.values()
-        ):
-            return time.monotonic() - start
-        time.sleep(0.2)
-    raise AssertionError(f"no writable leader for {topic} {list(partitions)} in {timeout}s")
+        )
+
+    eventually(led, timeout, f"a writable leader for {topic} {list(partitions)}", step=0.2)
+    return time.monotonic() - start

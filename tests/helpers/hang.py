@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from textual.pilot import Pilot
+
 from nsqctl.connection.config import HEARTBEAT_INTERVAL_ENV
 from nsqctl.servers import process
 from nsqctl.servers.catalog import Flavor
@@ -27,6 +29,7 @@ from nsqctl.stats.poller import NOT_ANSWERING
 from nsqctl.stats.read import read_nsqd_stats
 from tests.helpers.cli import NSQCTL, clean_env
 from tests.helpers.clusters import running_cluster
+from tests.helpers.wait import wait_for
 
 HEARTBEAT_MS = 1000
 #: Longer than the heartbeat and than the idle deadline it gives (10 s), so every
@@ -135,14 +138,19 @@ class Tail:
         """Seconds until every one of ``bodies`` was printed (at least once)."""
         want = set(bodies)
         start = time.monotonic()
-        deadline = start + timeout
-        while not want <= set(self.seen):
+
+        async def printed() -> bool:
+            if want <= set(self.seen):
+                return True
             if self.proc.returncode is not None:
                 raise AssertionError(f"tail exited early: {await self.stderr()}")
-            if time.monotonic() > deadline:
-                missing = sorted(want - set(self.seen))
-                raise AssertionError(f"tail never printed {len(missing)}: {missing[:5]}...")
-            await asyncio.sleep(0.05)
+            return False
+
+        def missing() -> str:
+            left = sorted(want - set(self.seen))
+            return f"tail to print {len(left)} more: {left[:5]}..."
+
+        await wait_for(printed, timeout, missing, step=0.05)
         return time.monotonic() - start
 
     async def stderr(self) -> str:
@@ -249,11 +257,9 @@ class DashWatch:
 
     async def until(self, pilot: object, cond: Callable[[], bool], what: str) -> float:
         """Seconds until ``cond`` holds on screen; fails after :data:`BOUND`."""
+        assert isinstance(pilot, Pilot)
         start = time.monotonic()
-        while not cond():
-            if time.monotonic() - start > BOUND:
-                raise AssertionError(f"the dashboard never showed {what}")
-            await pilot.pause(0.1)  # type: ignore[attr-defined]
+        await wait_for(cond, BOUND, f"the dashboard to show {what}", 0.1, pause=pilot.pause)
         return time.monotonic() - start
 
 
@@ -262,17 +268,17 @@ async def until_consuming(
 ) -> None:
     """Until ``channel`` of ``topic`` on ``node`` has a client (``command`` connected),
     so the stop that follows cuts a live connection."""
-    deadline = time.monotonic() + BOUND
-    while True:
+
+    async def consuming() -> bool:
         stats = await asyncio.to_thread(read_nsqd_stats, node.http_address, topic=topic)
         found = stats.channel(topic, channel)
         if found is not None and found.client_count > 0:
-            return
+            return True
         if command.done():
             raise AssertionError(f"the command ended before it consumed: {command.result()}")
-        if time.monotonic() > deadline:
-            raise AssertionError(f"nothing consumed {topic}/{channel} on {node.name}")
-        await asyncio.sleep(0.1)
+        return False
+
+    await wait_for(consuming, BOUND, f"a consumer of {topic}/{channel} on {node.name}", 0.1)
 
 
 async def archive_through_stop(

@@ -7,7 +7,19 @@ checks the servers against it.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+from nsqctl.stats.offline import load_json
+
+
+def recorded_body(path: Path) -> dict[str, Any]:
+    """A recorded answer of nsqd or nsqlookupd (a JSON object), typed for the tests that
+    read its fields."""
+    body = load_json(path)
+    if not isinstance(body, dict):
+        raise TypeError(f"{path}: a recorded answer is a JSON object, not {type(body).__name__}")
+    return body
 
 
 def without_clients(body: dict[str, Any]) -> dict[str, Any]:

@@ -14,10 +14,8 @@ import asyncio
 import json
 import re
 import subprocess
-import time
-import uuid
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -31,11 +29,12 @@ from nsqctl.stats import read_nsqd_stats
 from nsqctl.stats.model import ChannelStats, TopicPartitionStats
 from tests.helpers.cli import NSQCTL, clean_env, invoke
 
+# re-exported for the tests that import them from here; each is defined with the helpers
+# of its kind
+from tests.helpers.names import unique as unique
+from tests.helpers.wait import eventually as eventually
+
 TIMEOUT = 60.0
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 @dataclass(frozen=True)
@@ -188,15 +187,6 @@ def run_ok(*args: str) -> str:
     result = invoke(*args)
     assert result.exit_code == 0, (args, result.output, result.exception)
     return str(result.stdout)
-
-
-def eventually(predicate: Callable[[], object], timeout: float, what: str) -> None:
-    """Poll until ``predicate()`` holds; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.1)
 
 
 def nsqctl_all(*commands: Sequence[str]) -> list[bytes]:

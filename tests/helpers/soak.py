@@ -40,6 +40,7 @@ from nsqctl.servers.process import NodeRecord, pause, resume
 from tests.helpers.cli import NSQCTL, clean_env
 from tests.helpers.failover import lookup_partitions, wait_new_leader
 from tests.helpers.redesign import TopicSpec, create_topics, message_counts, nsqd_stats, unique
+from tests.helpers.wait import eventually
 
 KEYS = 16
 CHANNEL = "soak"
@@ -460,13 +461,15 @@ class _Faults:
         mover = _Child(
             "move", [*argv, "--lookupd", self.lookupd, "--wait", "120", "--yes"], self.workdir, None
         )
-        deadline = time.monotonic() + 150
         moved = False
-        while mover.proc.poll() is None and time.monotonic() < deadline:
-            if lookup_partitions(self.lookupd, topic).get(part) == target.tcp_port:
-                moved = True
-                break
-            time.sleep(0.2)
+
+        def moved_or_ended() -> bool:
+            nonlocal moved
+            moved = lookup_partitions(self.lookupd, topic).get(part) == target.tcp_port
+            return moved or mover.proc.poll() is not None
+
+        with contextlib.suppress(AssertionError):  # overdue: the mover is stopped below
+            eventually(moved_or_ended, 150, f"{topic}/{part} to move", step=0.2)
         if mover.proc.poll() is None:
             mover.proc.terminate()  # moved (or overdue): what is left is its ISR wait
         code = mover.finish(30)
@@ -617,21 +620,22 @@ def _check_running(children: Sequence[_Child]) -> None:
 
 
 def _until(check: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.5)
+    """Whether ``check()`` held within ``timeout`` seconds (the caller notes a no)."""
+    try:
+        eventually(check, timeout, "the check", step=0.5)
+    except AssertionError:
+        return False
     return True
 
 
 def _wait(check: Callable[[], bool], timeout: float, what: str, children: Sequence[_Child]) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
+    def done() -> bool:
+        if check():
+            return True
         _check_running(children)
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.2)
+        return False
+
+    eventually(done, timeout, what, step=0.2)
 
 
 def _drain(tail: _Tail, okd: int, stall: float) -> None:

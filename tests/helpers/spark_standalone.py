@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ import httpx
 
 from nsqctl.servers.process import free_ports
 from tests.helpers.spark import FAST_JVM, spark_defaults
+from tests.helpers.wait import eventually
 
 LOOPBACK = "127.0.0.1"
 WORKER_MEMORY = "768m"
@@ -84,7 +85,8 @@ class StandaloneCluster:
 
     def state(self) -> dict[str, Any]:
         """The master's JSON status page (workers, applications)."""
-        return httpx.get(f"{self.master_ui}/json/", timeout=10).json()
+        state: dict[str, Any] = httpx.get(f"{self.master_ui}/json/", timeout=10).json()
+        return state
 
     def alive_workers(self) -> list[dict[str, Any]]:
         return [w for w in self.state().get("workers", []) if w.get("state") == "ALIVE"]
@@ -103,10 +105,9 @@ class StandaloneCluster:
                 proc.kill()
                 proc.wait(10)
         family += [pid for pid in _all_pids_of(family) if pid not in family]
-        deadline = time.monotonic() + 15
-        while (left := [p for p in family if _alive(p)]) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        for pid in left:
+        with contextlib.suppress(AssertionError):  # what is left is killed below
+            eventually(lambda: not any(map(_alive, family)), 15, "Spark to exit", step=0.2)
+        for pid in [p for p in family if _alive(p)]:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         time.sleep(0.2)
@@ -247,22 +248,19 @@ def _get(url: str) -> Any:
         return None
 
 
-def _wait(ready: Any, what: str, c: StandaloneCluster) -> None:
-    deadline = time.monotonic() + START_TIMEOUT
-    while True:
+def _wait(ready: Callable[[], object], what: str, c: StandaloneCluster) -> None:
+    def started() -> bool:
         with contextlib.suppress(httpx.HTTPError, ValueError):
             if ready():
-                return
+                return True
         dead = [p.args for p in c.procs if p.poll() is not None]
         if dead:
             raise RuntimeError(
                 f"a Spark process exited while starting {what}: {dead} (logs in {c.base})"
             )
-        if time.monotonic() > deadline:
-            raise RuntimeError(
-                f"timed out after {START_TIMEOUT}s starting {what} (logs in {c.base})"
-            )
-        time.sleep(0.25)
+        return False
+
+    eventually(started, START_TIMEOUT, f"{what} to start (logs in {c.base})", step=0.25)
 
 
 def _children(pid: int) -> list[int]:

@@ -73,7 +73,8 @@ async def publish(c: Cluster, topic: str, count: int) -> None:
 def closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 # ----------------------------------------------------------------- topics

@@ -10,7 +10,6 @@ import json
 import re
 import signal
 import time
-import uuid
 from collections.abc import AsyncIterator
 
 import httpx
@@ -18,9 +17,11 @@ import httpx
 from nsqctl.producer import Producer
 from nsqctl.servers import process
 from nsqctl.servers.cluster import Cluster
+from tests.conftest import StartCluster
 from tests.helpers.cli import NSQCTL, assert_one_line_error, clean_env, invoke, run_cli
 from tests.helpers.failover import leader_of
 from tests.helpers.metrics import metric_samples
+from tests.helpers.names import unique
 from tests.helpers.poison import poison_consumer, poll_interval_for_poison
 from tests.helpers.redesign import TopicSpec, create_topics
 from tests.helpers.wait import wait_for
@@ -28,13 +29,9 @@ from tests.helpers.wait import wait_for
 FAST = ("--samples", "2", "--interval", "0.2")
 
 
-def _topic(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:10]}"
-
-
 async def _topic_with_channel(c: Cluster, prefix: str) -> str:
     """A fresh topic with channel ``c`` (made before publishing, so it keeps every message)."""
-    topic = _topic(prefix)
+    topic = unique(prefix)
     if c.flavor == "redesign":
         await create_topics(c.lookupd_http, {topic: TopicSpec(partitions=2, replicas=1)})
     else:
@@ -145,7 +142,7 @@ async def test_check_poison_channel_with_perf_data(original_cluster: Cluster) ->
     channel; the status line carries the depth and time-to-drain data of the --max-* rules
     after its "|" (``U`` for the time when the depth is not falling)."""
     c = original_cluster
-    topic = _topic("pois")
+    topic = unique("pois")
     consumer, seen = await poison_consumer(c, topic, redesign=False)
     try:
         # long enough for more than twice the held messages to be requeued between the polls
@@ -218,9 +215,11 @@ def test_check_usage_errors_are_unknown_not_critical() -> None:
     assert_one_line_error(run_cli(["stat", "--no-such-flag"]), 2)
 
 
-async def test_check_dead_redesign_leader_is_node_down_and_no_leader(start_cluster) -> None:
+async def test_check_dead_redesign_leader_is_node_down_and_no_leader(
+    start_cluster: StartCluster,
+) -> None:
     c = start_cluster("redesign", nsqd=2)
-    topic = _topic("dead")
+    topic = unique("dead")
     await create_topics(c.lookupd_http, {topic: TopicSpec(partitions=1, replicas=2)})
     leader = leader_of(c, topic)
     process.kill_hard(leader)

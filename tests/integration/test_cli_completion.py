@@ -12,6 +12,8 @@ import uuid
 from pathlib import Path
 
 import pytest
+import typer
+from typer.core import TyperCommand
 
 from nsqctl import Producer
 from nsqctl.cli import complete
@@ -120,12 +122,11 @@ async def test_topics_channels_and_profiles_complete_from_the_cluster(
     assert offered == ["sandbox", "staging"]
 
 
-class _Line:
-    """A parsed command line as completion sees it (what click's context offers)."""
-
-    def __init__(self, **params: object) -> None:
-        self.params = params
-        self.parent = None
+def _line(**params: object) -> typer.Context:
+    """A parsed command line as completion sees it: a context holding its parameters."""
+    ctx = typer.Context(TyperCommand("nsqctl"))
+    ctx.params = dict(params)
+    return ctx
 
 
 def test_an_unreachable_or_silent_cluster_completes_nothing_within_a_second() -> None:
@@ -135,7 +136,7 @@ def test_an_unreachable_or_silent_cluster_completes_nothing_within_a_second() ->
     try:
         for address in (f"127.0.0.1:{silent.getsockname()[1]}", "127.0.0.1:1"):
             # the network part, in process: one deadline for all of it
-            line = _Line(lookupd=[address, address, address], topic="t")
+            line = _line(lookupd=[address, address, address], topic="t")
             for complete_fn in (complete.topics, complete.channels, complete.nodes):
                 started = time.monotonic()
                 assert complete_fn(line, "") == [], (address, complete_fn)

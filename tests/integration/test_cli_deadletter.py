@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import uuid
 from pathlib import Path
 
 import pytest
@@ -17,13 +16,10 @@ from nsqctl.message import Message
 from nsqctl.producer import Producer
 from nsqctl.servers import cluster
 from tests.helpers.cli import assert_one_line_error, clean_env, run_cli
+from tests.helpers.names import unique
 from tests.helpers.wait import wait_for
 
 BODIES = [b"plain text", b"\xff\x00binary\x80", "ünïcode".encode()]
-
-
-def _topic(prefix: str) -> str:
-    return f"dl{prefix}_{uuid.uuid4().hex[:10]}"
 
 
 async def _give_up_on_everything(nsqd: str, topic: str) -> None:
@@ -74,7 +70,7 @@ async def test_given_up_messages_are_listed_and_replayed_byte_for_byte(
 ) -> None:
     monkeypatch.setenv("NSQCTL_STATE_DIR", str(tmp_path))
     nsqd = original_cluster.nsqd_tcp[0]
-    topic, target = _topic("src"), _topic("dst")
+    topic, target = unique("src"), unique("dst")
     await _give_up_on_everything(nsqd, topic)
     env = clean_env({"NSQCTL_STATE_DIR": str(tmp_path)})
 

@@ -13,26 +13,23 @@ import asyncio
 import json
 import os
 import subprocess
-import time
-import uuid
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from nsqctl.servers import cluster
 from nsqctl.stats.poller import StatsPoller
 from tests.helpers.cli import NSQCTL, assert_one_line_error, clean_env, run_cli
+from tests.helpers.names import unique
 from tests.helpers.redesign import TopicSpec, create_topics
+from tests.helpers.wait import eventually
 
 MESSAGES = 1000
 MAX_IN_FLIGHT = 200  # tail's default
 SIGPIPE_STATUS = 141  # 128 + SIGPIPE, what `yes | head` reports under pipefail
-
-
-def _topic(prefix: str) -> str:
-    return f"exit_{prefix}_{uuid.uuid4().hex[:8]}"
 
 
 @dataclass(frozen=True)
@@ -86,16 +83,21 @@ def _has_in_flight(nsqd_http: list[str], topic: str, channel: str) -> bool:
 
 def _settled(nsqd_http: list[str], topic: str, channel: str) -> ChannelTotals:
     """Poll /stats until nothing is in flight or deferred (a deadline, not a sleep)."""
-    deadline = time.monotonic() + 30
-    while True:
+    totals: ChannelTotals | None = None
+
+    def settled() -> bool:
+        nonlocal totals
         totals = asyncio.run(_channel_totals(nsqd_http, topic, channel))
-        if totals.in_flight == 0 and totals.deferred == 0:
-            return totals
-        assert time.monotonic() < deadline, f"channel never settled: {totals}"
-        time.sleep(0.05)
+        return totals.in_flight == 0 and totals.deferred == 0
+
+    eventually(settled, 30, lambda: f"the channel to settle: {totals}", step=0.05)
+    assert totals is not None
+    return totals
 
 
-def _tail_into_head(where: list[str], topic: str, channel: str, trace: Path, *extra: str):
+def _tail_into_head(
+    where: list[str], topic: str, channel: str, trace: Path, *extra: str
+) -> subprocess.CompletedProcess[bytes]:
     """``set -o pipefail; nsqctl tail ... | head -n 3`` through a real shell pipe."""
     tail = " ".join(
         [
@@ -122,7 +124,9 @@ def _tail_into_head(where: list[str], topic: str, channel: str, trace: Path, *ex
     )
 
 
-def _drain(where: list[str], topic: str, channel: str, count: int, *extra: str) -> list[dict]:
+def _drain(
+    where: list[str], topic: str, channel: str, count: int, *extra: str
+) -> list[dict[str, Any]]:
     """Every message still on the channel (``count`` of them), as tail's JSON records."""
     if count == 0:
         return []
@@ -177,7 +181,7 @@ def test_tail_into_head_gives_back_once_original(
     original_cluster: cluster.Cluster, tmp_path: Path
 ) -> None:
     c = original_cluster
-    topic = _topic("orig")
+    topic = unique("orig")
     where = ["--nsqd", c.nsqd_tcp[0]]
     _publish(where, topic)
     _check_exit_path(c.nsqd_http, where, topic, "c", tmp_path)
@@ -187,7 +191,7 @@ def test_tail_into_head_gives_back_once_original(
 def redesign_topics(redesign_cluster: cluster.Cluster) -> dict[str, str]:
     """A plain and an ordered topic (2 partitions, channel c), made together: each
     creation waits for the same lookupd check."""
-    topics = {"plain": _topic("rd"), "ordered": _topic("ord")}
+    topics = {"plain": unique("rd"), "ordered": unique("ord")}
     specs = {
         topics["plain"]: TopicSpec(partitions=2),
         topics["ordered"]: TopicSpec(partitions=2, ordered=True),
@@ -224,7 +228,7 @@ async def test_tail_with_stdout_closed_is_one_line_error(
     original_cluster: cluster.Cluster,
 ) -> None:
     c = original_cluster
-    topic = _topic("closed")
+    topic = unique("closed")
     where = ["--nsqd", c.nsqd_tcp[0]]
     _publish(where, topic)
     tail = " ".join([NSQCTL, "tail", topic, "-c", "c", "-n", "2", *where])
@@ -253,7 +257,7 @@ def test_archive_write_failure_gives_back_once(
     """A write that fails (``topic=T`` is a file where the archive needs a directory: a
     failure root cannot bypass) gives its messages back once, after RDY 0, and FINs none."""
     c = original_cluster
-    topic = _topic("arch")
+    topic = unique("arch")
     where = ["--nsqd", c.nsqd_tcp[0]]
     _publish(where, topic)
     out = tmp_path / "archive"
@@ -295,7 +299,7 @@ async def test_filtering_a_durable_channel_discards_only_with_the_flag(
     channel without --discard-unmatched (nothing consumed); with it, the unmatched ones
     before the second match are acknowledged, the rest given back: depth 10 -> 3."""
     c = original_cluster
-    topic = _topic("grep")
+    topic = unique("grep")
     where = ["--nsqd", c.nsqd_tcp[0]]
     bodies = [
         b'{"level": "warn", "i": %d}' % i if i in (3, 6) else b'{"i": %d}' % i for i in range(10)
@@ -332,7 +336,7 @@ def test_tail_count_reached_gives_back_the_rest_once(
     original_cluster: cluster.Cluster, tmp_path: Path
 ) -> None:
     c = original_cluster
-    topic = _topic("count")
+    topic = unique("count")
     where = ["--nsqd", c.nsqd_tcp[0]]
     _publish(where, topic)
     trace = tmp_path / "trace.jsonl"
@@ -354,7 +358,7 @@ def test_tail_sigterm_with_messages_in_flight_gives_back_once(
     """SIGTERM while tail is blocked writing to a full pipe, the rest of its window in
     flight: it prints what it holds, gives the rest back once, and exits 0."""
     c = original_cluster
-    topic = _topic("term")
+    topic = unique("term")
     where = ["--nsqd", c.nsqd_tcp[0]]
     body = "".join(f"{i:04d}{'x' * 200}\n" for i in range(MESSAGES)).encode()
     pub = run_cli(["pub", topic, *where], input=body)
@@ -370,10 +374,12 @@ def test_tail_sigterm_with_messages_in_flight_gives_back_once(
     try:
         # Nobody reads yet: 200 KB of lines fill the pipe and tail blocks with messages in
         # flight (its write returns once we read, and the SIGTERM is seen then).
-        deadline = time.monotonic() + 30
-        while not _has_in_flight(c.nsqd_http, topic, "c"):
-            assert time.monotonic() < deadline, "tail never had messages in flight"
-            time.sleep(0.05)
+        eventually(
+            lambda: _has_in_flight(c.nsqd_http, topic, "c"),
+            30,
+            "tail to have messages in flight",
+            step=0.05,
+        )
         tail.terminate()
         out, err = tail.communicate(timeout=60)
     finally:
@@ -399,7 +405,7 @@ def test_archive_sigterm_mid_run_writes_what_it_holds_then_fins(
     """SIGTERM mid-archive: RDY 0, what is held is written durably and only then FINed,
     nothing given back, nothing left in flight; the rest stays on the channel."""
     c = original_cluster
-    topic = _topic("archterm")
+    topic = unique("archterm")
     where = ["--nsqd", c.nsqd_tcp[0]]
     _publish(where, topic)
     trace = tmp_path / "trace.jsonl"
@@ -425,11 +431,12 @@ def test_archive_sigterm_mid_run_writes_what_it_holds_then_fins(
         env=clean_env(),
     )
     try:
-        deadline = time.monotonic() + 30
-        while not (trace.exists() and trace.read_text().count('"FIN"') >= 20):
+
+        def fins_written() -> bool:
             assert archive.poll() is None, archive.communicate()
-            assert time.monotonic() < deadline, "archive wrote nothing"
-            time.sleep(0.02)
+            return trace.exists() and trace.read_text().count('"FIN"') >= 20
+
+        eventually(fins_written, 30, "archive to write 20 FINs", step=0.02)
         archive.terminate()
         _, err = archive.communicate(timeout=60)
     finally:

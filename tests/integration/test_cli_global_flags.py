@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,10 +17,11 @@ from nsqctl.servers import cluster
 from tests.helpers.cli import assert_one_line_error, clean_env, run_cli
 
 
-def _settings(*args: str, env: dict[str, str] | None = None) -> dict:
+def _settings(*args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
     proc = run_cli(["config", "--json", *args], env=env or clean_env())
     assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
+    settings: dict[str, Any] = json.loads(proc.stdout)
+    return settings
 
 
 def test_security_flags_after_the_command(tmp_path: Path) -> None:

@@ -6,7 +6,6 @@ as skipped in ``pub --json``."""
 from __future__ import annotations
 
 import json
-import uuid
 from pathlib import Path
 
 import pytest
@@ -14,10 +13,7 @@ import pytest
 from nsqctl.servers import cluster
 from nsqctl.stats import read_nsqd_stats
 from tests.helpers.cli import assert_one_line_error, run_cli
-
-
-def _topic(prefix: str) -> str:
-    return f"hygiene_{prefix}_{uuid.uuid4().hex[:8]}"
+from tests.helpers.names import unique
 
 
 @pytest.mark.original
@@ -36,7 +32,7 @@ def test_a_secret_file_others_can_read_is_used_with_one_warning(
     secret = tmp_path / "auth.secret"
     secret.write_text("NSQCTLTOPSECRETVALUE\n")
     secret.chmod(0o644)
-    args = ["pub", _topic("secret"), "x", "--nsqd", original_cluster.nsqd_tcp[0], "-q"]
+    args = ["pub", unique("secret"), "x", "--nsqd", original_cluster.nsqd_tcp[0], "-q"]
     proc = run_cli([*args, "--auth-secret-file", str(secret)])
     err = proc.stderr.decode()
     assert proc.returncode == 0, err
@@ -53,7 +49,7 @@ def test_a_secret_file_others_can_read_is_used_with_one_warning(
 @pytest.mark.original
 def test_blank_lines_are_counted_as_skipped(original_cluster: cluster.Cluster) -> None:
     c = original_cluster
-    topic = _topic("blank")
+    topic = unique("blank")
     proc = run_cli(["pub", topic, "--nsqd", c.nsqd_tcp[0], "--json"], input=b"a\n\nb\n\n\nc\n")
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout.splitlines()[-1])

@@ -17,7 +17,6 @@ import contextlib
 import itertools
 import os
 import subprocess
-import uuid
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -29,21 +28,18 @@ from nsqctl.servers import cluster
 from nsqctl.stats import read_nsqd_stats
 from nsqctl.stats.model import ChannelStats
 from tests.helpers.cli import NSQCTL, clean_env
+from tests.helpers.names import unique
 
 pytestmark = pytest.mark.original
 
 TIMEOUT = 60.0
 
 
-def _topic(prefix: str) -> str:
-    return f"interop_{prefix}_{uuid.uuid4().hex[:10]}"
-
-
 @contextlib.contextmanager
 def _topic_on(c: cluster.Cluster, prefix: str, channel: str) -> Iterator[str]:
     """A fresh topic with a durable channel on nsqd 0 (so messages published before the
     reader connects are kept for it); deleted afterwards."""
-    topic = _topic(prefix)
+    topic = unique(prefix)
     http = c.nsqd_http[0]
     httpx.post(
         f"http://{http}/topic/create", params={"topic": topic}, timeout=10

@@ -16,7 +16,7 @@ import pytest
 from tests.helpers.cli import run_cli
 from tests.helpers.odd_lookupd import odd_lookupd
 
-NO_NODES = {"producers": []}
+NO_NODES: dict[str, list[object]] = {"producers": []}
 PORT_99999 = {
     "channels": [],
     "producers": [{"broadcast_address": "127.0.0.1", "tcp_port": 99999, "http_port": 4151}],

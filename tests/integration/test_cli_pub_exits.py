@@ -10,7 +10,6 @@ import json
 import signal
 import subprocess
 import time
-import uuid
 
 import pytest
 
@@ -19,11 +18,8 @@ from nsqctl.producer import Producer, ProducerOptions
 from nsqctl.servers import cluster, process
 from nsqctl.stats import read_nsqd_stats
 from tests.helpers.cli import NSQCTL, assert_one_line_error, clean_env, cli, pub_process
+from tests.helpers.names import unique
 from tests.helpers.redesign import TopicSpec, create_topics, eventually, message_counts
-
-
-def _topic(prefix: str) -> str:
-    return f"cli_exit_{prefix}_{uuid.uuid4().hex[:8]}"
 
 
 def _stored(http: str, topic: str) -> int:
@@ -47,7 +43,7 @@ def _shell(redirect: str, *args: str) -> subprocess.CompletedProcess[bytes]:
 def test_pub_with_stderr_closed_still_publishes(original_cluster: cluster.Cluster) -> None:
     """``2>&-``: nowhere to show progress, but the messages go and the exit code says so."""
     c = original_cluster
-    topic = _topic("noerr")
+    topic = unique("noerr")
     proc = _shell("2>&-", "pub", topic, "a", "b", "--nsqd", c.nsqd_tcp[0])
     assert proc.returncode == 0, proc.stdout
     assert _stored(c.nsqd_http[0], topic) == 2
@@ -68,7 +64,7 @@ def test_pub_with_stderr_closed_still_publishes(original_cluster: cluster.Cluste
 def test_pub_with_stdin_closed_is_a_one_line_usage_error(
     original_cluster: cluster.Cluster,
 ) -> None:
-    topic = _topic("noin")
+    topic = unique("noin")
     proc = _shell("<&-", "pub", topic, "--nsqd", original_cluster.nsqd_tcp[0])
     line = assert_one_line_error(proc, 2)
     assert "stdin is closed" in line
@@ -84,7 +80,7 @@ def test_partition_given_an_original_nsqd_is_a_one_line_error_naming_its_family(
     """With --nsqd alone the family is known only once connected: an original nsqd has no
     partitions, and the error says so about that nsqd (not about the topic's servers)."""
     c = original_cluster
-    topic = _topic("origpart")
+    topic = unique("origpart")
     line = assert_one_line_error(
         cli("pub", topic, "x", "--partition", "1", "--nsqd", c.nsqd_tcp[0]), 2
     )
@@ -101,11 +97,14 @@ def _publish_through(
     assert proc.stdin is not None
     proc.stdin.write(b"".join(line + b"\n" for line in lines))
     proc.stdin.flush()
-    deadline = time.monotonic() + 30
-    while _stored(http, topic) < len(lines):
-        assert time.monotonic() < deadline, f"the {len(lines)} lines were not published"
+
+    def published() -> bool:
+        if _stored(http, topic) >= len(lines):
+            return True
         assert proc.poll() is None, proc.communicate()
-        time.sleep(0.05)
+        return False
+
+    eventually(published, 30, f"the {len(lines)} lines to be published", step=0.05)
 
 
 @pytest.mark.original
@@ -113,7 +112,7 @@ def test_sigint_says_how_many_messages_were_published(original_cluster: cluster.
     """Ctrl-C while stdin is still open: exit 130, and stderr and the --json report count
     what got OK."""
     c = original_cluster
-    topic = _topic("sigint")
+    topic = unique("sigint")
     proc = pub_process(topic, "--json", "--nsqd", c.nsqd_tcp[0])
     try:
         _publish_through(proc, c.nsqd_http[0], topic, [b"m%d" % i for i in range(25)])
@@ -157,7 +156,7 @@ def test_sigint_counts_the_batch_nsqd_answers_after_it(original_cluster: cluster
     published instead of telling the operator to send it again."""
     c = original_cluster
     nsqd = c.nsqds[0]
-    topic = _topic("grace")
+    topic = unique("grace")
     proc = pub_process(topic, "--json", "--nsqd", nsqd.tcp_address)
     try:
         _publish_through(proc, nsqd.http_address, topic, [b"a%d" % i for i in range(5)])
@@ -191,7 +190,7 @@ def test_negative_partition_is_bad_input_on_the_redesign(
     """Partition -1 cannot get a leader by waiting: rejected at once, exit 2, as the
     original family rejects any partition."""
     c = redesign_cluster
-    topic = _topic("negpart")
+    topic = unique("negpart")
     asyncio.run(create_topics(c.lookupd_http, {topic: TopicSpec(partitions=2)}))
     proc = subprocess.run(
         [NSQCTL, "pub", topic, "x", "--partition", "-1", "--lookupd", c.lookupd_http[0]],

@@ -7,13 +7,13 @@ after it is sent, whatever the batch size."""
 from __future__ import annotations
 
 import json
-import uuid
 
 import pytest
 
 from nsqctl.servers import cluster
 from nsqctl.stats import read_nsqd_stats
 from tests.helpers.cli import assert_one_line_error, run_cli
+from tests.helpers.names import unique
 
 LINE = b"x" * (20 << 20)
 TEN_MB = b"y" * (10 << 20)
@@ -24,15 +24,11 @@ def _stored(http: str, topic: str) -> int:
     return sum(t.message_count for t in node.topics if t.topic == topic)
 
 
-def _topic() -> str:
-    return f"long_{uuid.uuid4().hex[:10]}"
-
-
 @pytest.mark.original
 def test_a_line_longer_than_nsqd_accepts_is_refused_with_advice_that_helps(
     original_cluster: cluster.Cluster,
 ) -> None:
-    topic = _topic()
+    topic = unique("long")
     nsqd = ["--nsqd", original_cluster.nsqd_tcp[0]]
     proc = run_cli(["pub", topic, *nsqd], input=b"first\n" + LINE + b"\nlast\n", timeout=120)
     line = assert_one_line_error(proc, 2)  # bad input
@@ -49,7 +45,7 @@ def test_nothing_after_a_refused_line_is_published_one_message_per_batch(
     """Each line its own MPUB: s2's batch used to go out in the same pipeline, be stored,
     and be counted as "before" the refused message (numbered 0 within its batch)."""
     c = original_cluster
-    topic = _topic()
+    topic = unique("long")
     proc = run_cli(
         ["pub", topic, "--nsqd", c.nsqd_tcp[0], "--batch", "1"],
         input=b"s1\n" + TEN_MB + b"\ns2\n",
@@ -70,7 +66,7 @@ def test_a_refused_line_in_the_second_batch_is_named_by_its_input_line(
     """300 lines, a 10 MB line, 5 more, default batch (200): line 301 is named as such,
     lines 201-300 (its batch) are published, lines 302-306 are not."""
     c = original_cluster
-    topic = _topic()
+    topic = unique("long")
     lines = b"".join(b"m%d\n" % i for i in range(1, 301))
     proc = run_cli(
         ["pub", topic, "--nsqd", c.nsqd_tcp[0]],
@@ -92,7 +88,7 @@ def test_a_line_nsqd_refuses_stops_the_publish_at_that_line(
     nsqd refuses it. The lines after it were pipelined behind it and stored; now it goes
     on its own, and nothing after it is sent."""
     c = original_cluster
-    topic = _topic()
+    topic = unique("long")
     proc = run_cli(
         ["pub", topic, "--nsqd", c.nsqd_tcp[0], "--batch", "1"],
         input=b"s1\n" + b"z" * (2 << 20) + b"\ns2\ns3\n",
@@ -112,7 +108,7 @@ def test_skip_too_large_publishes_every_other_line_and_names_the_skipped(
     """Asked to skip: the line nsqd refuses (2 MiB) and the one no publish can carry
     (10 MB) are named, by input line, and everything else is published."""
     c = original_cluster
-    topic = _topic()
+    topic = unique("long")
     proc = run_cli(
         ["pub", topic, "--nsqd", c.nsqd_tcp[0], "--skip-too-large", "--json"],
         input=b"s1\n" + b"z" * (2 << 20) + b"\ns2\n" + TEN_MB + b"\n\ns3\n",

@@ -11,8 +11,7 @@ import base64
 import json
 import signal
 import subprocess
-import time
-import uuid
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -24,12 +23,10 @@ from nsqctl.sharding import pick_node_for_key
 from nsqctl.stats import read_nsqd_stats
 from nsqctl.stats.model import ChannelStats
 from tests.helpers.cli import NSQCTL, assert_one_line_error, clean_env, pub_process, run_cli
+from tests.helpers.names import unique
+from tests.helpers.wait import eventually
 
 pytestmark = pytest.mark.original
-
-
-def _topic(prefix: str) -> str:
-    return f"cli_{prefix}_{uuid.uuid4().hex[:8]}"
 
 
 def _nsqd(c: cluster.Cluster, index: int = 0) -> list[str]:
@@ -41,6 +38,10 @@ def _topic_depth(http: str, topic: str) -> int:
     if found is None:
         return 0
     return found.depth + sum(ch.depth for ch in found.channels)
+
+
+def _depth_reached(http: str, topic: str, depth: int) -> bool:
+    return _topic_depth(http, topic) >= depth
 
 
 def _channel(http: str, topic: str, channel: str) -> ChannelStats:
@@ -58,7 +59,7 @@ def _pipeline(cmd: str) -> subprocess.CompletedProcess[bytes]:
 
 
 def test_pub_arguments_then_tail_gives_exact_bytes(original_cluster: cluster.Cluster) -> None:
-    topic = _topic("args")
+    topic = unique("args")
     bodies = ["hello", "wörld ✓", "tabs\tand  spaces"]
     pub = run_cli(["pub", topic, *bodies, *_nsqd(original_cluster)])
     assert pub.returncode == 0, pub.stderr
@@ -72,7 +73,7 @@ def test_pub_arguments_then_tail_gives_exact_bytes(original_cluster: cluster.Clu
 def test_binary_files_and_multiline_bodies_round_trip(
     original_cluster: cluster.Cluster, tmp_path: Path
 ) -> None:
-    topic = _topic("bin")
+    topic = unique("bin")
     bodies = [b"line one\nline two\n", bytes(range(256)), b"\x00\xff\r\n end"]
     files = []
     for i, body in enumerate(bodies):
@@ -95,7 +96,7 @@ def test_binary_files_and_multiline_bodies_round_trip(
 
 
 def test_stdin_with_a_custom_delimiter(original_cluster: cluster.Cluster) -> None:
-    topic = _topic("delim")
+    topic = unique("delim")
     pub = run_cli(
         ["pub", topic, "-d", "\\x00", *_nsqd(original_cluster)],
         input=b"first\nstill first\x00second\x00",
@@ -111,7 +112,7 @@ def test_stdin_with_a_custom_delimiter(original_cluster: cluster.Cluster) -> Non
 def test_shard_field_puts_each_key_on_one_consistent_nsqd(
     original_cluster: cluster.Cluster,
 ) -> None:
-    topic = _topic("shard")
+    topic = unique("shard")
     keys = [f"user-{i}" for i in range(12)]
     lines = [json.dumps({"user": k, "seq": n}) for n in range(5) for k in keys]
     pub = run_cli(
@@ -142,7 +143,7 @@ def test_shard_field_puts_each_key_on_one_consistent_nsqd(
 
 
 def test_tail_filters_and_count(original_cluster: cluster.Cluster) -> None:
-    topic = _topic("filter")
+    topic = unique("filter")
     lines = [json.dumps({"user": {"id": i % 3}, "msg": f"m{i}"}) for i in range(30)]
     run_cli(["pub", topic, *_nsqd(original_cluster)], input="\n".join(lines).encode())
     # -c c is durable: a filter acknowledges what it skips there, so it is asked for
@@ -151,7 +152,7 @@ def test_tail_filters_and_count(original_cluster: cluster.Cluster) -> None:
     assert out.returncode == 0, out.stderr
     got = [json.loads(line) for line in out.stdout.decode().splitlines()]
     assert len(got) == 10 and all(r["user"]["id"] == 1 for r in got)
-    topic = _topic("grep")  # a new channel on the old topic would not see old messages
+    topic = unique("grep")  # a new channel on the old topic would not see old messages
     run_cli(["pub", topic, *_nsqd(original_cluster)], input="\n".join(lines).encode())
     out = run_cli(["tail", topic, "-n", "2", "-c", "c", "--grep", r'"m1[0-9]"', *where])
     msgs = sorted(json.loads(line)["msg"] for line in out.stdout.decode().splitlines())
@@ -162,7 +163,7 @@ def test_pretty_format_and_print_topic_through_the_runner(
     original_cluster: cluster.Cluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("NSQCTL_CONFIG", "/nonexistent/config.toml")
-    topic = _topic("pretty")
+    topic = unique("pretty")
     runner = CliRunner()
     res = runner.invoke(app, ["pub", topic, "one", *_nsqd(original_cluster)])
     assert res.exit_code == 0, res.output
@@ -181,7 +182,7 @@ def test_pretty_format_and_print_topic_through_the_runner(
 
 
 def test_json_result_and_exit_code(original_cluster: cluster.Cluster) -> None:
-    topic = _topic("json")
+    topic = unique("json")
     pub = run_cli(["pub", topic, "a", "b", "--json", *_nsqd(original_cluster)])
     assert pub.returncode == 0
     assert json.loads(pub.stdout) == {
@@ -197,7 +198,7 @@ def test_json_result_and_exit_code(original_cluster: cluster.Cluster) -> None:
 def test_pub_publishes_trickling_stdin_as_it_comes(original_cluster: cluster.Cluster) -> None:
     """``tail -F log | nsqctl pub``: lines are published when they arrive, not held back
     until a full batch or the end of input."""
-    topic = _topic("trickle")
+    topic = unique("trickle")
     http = original_cluster.nsqd_http[0]
     proc = pub_process(topic, *_nsqd(original_cluster))
     try:
@@ -205,9 +206,7 @@ def test_pub_publishes_trickling_stdin_as_it_comes(original_cluster: cluster.Clu
         for sent in (1, 2, 3):
             proc.stdin.write(b"line %d\n" % sent)
             proc.stdin.flush()
-            deadline = time.monotonic() + 15
-            while _topic_depth(http, topic) < sent and time.monotonic() < deadline:
-                time.sleep(0.05)
+            eventually(partial(_depth_reached, http, topic, sent), 15, f"line {sent}", step=0.05)
             assert _topic_depth(http, topic) == sent  # published while stdin is still open
         _, err = proc.communicate(timeout=30)  # closes stdin: the end of input
     finally:
@@ -221,7 +220,7 @@ def test_pub_publishes_trickling_stdin_as_it_comes(original_cluster: cluster.Clu
 def test_ctrl_c_loses_nothing(original_cluster: cluster.Cluster) -> None:
     """SIGINT while messages are in flight: every message is either printed (and FINed)
     or back in the channel; none is lost or printed twice."""
-    topic, channel = _topic("sigint"), "durable"
+    topic, channel = unique("sigint"), "durable"
     total = 3000
     http = original_cluster.nsqd_http[0]
     run_cli(
@@ -246,13 +245,14 @@ def test_ctrl_c_loses_nothing(original_cluster: cluster.Cluster) -> None:
     assert proc.returncode == 0, err
     printed = [first.strip(), *rest.split(b"\n")[:-1]]
     assert len(printed) == len(set(printed))
-    deadline = time.monotonic() + 10
-    while True:  # the server settles the closed connection's in-flight messages
+    ch = _channel(http, topic, channel)
+
+    def settled() -> bool:  # the server settles the closed connection's in-flight messages
+        nonlocal ch
         ch = _channel(http, topic, channel)
-        if ch.in_flight_count == 0 or time.monotonic() > deadline:
-            break
-        time.sleep(0.05)
-    assert ch.in_flight_count == 0
+        return ch.in_flight_count == 0
+
+    eventually(settled, 10, "nsqd to settle the closed connection's messages", step=0.05)
     assert ch.depth + len(printed) == total
     assert ch.message_count - ch.requeue_count >= len(printed)
 
@@ -271,7 +271,7 @@ def test_usage_errors_exit_2_with_one_line(original_cluster: cluster.Cluster) ->
     line = assert_one_line_error(run_cli(["tail", "t", "--format", "xml", *nsqd]), 2)
     assert "unknown --format" in line
     proc = run_cli(
-        ["pub", _topic("notjson"), "--shard-field", "k", *nsqd], input=b'{"k": 1}\nplain text\n'
+        ["pub", unique("notjson"), "--shard-field", "k", *nsqd], input=b'{"k": 1}\nplain text\n'
     )
     assert "line 2 is not JSON" in assert_one_line_error(proc, 2)
     proc = run_cli(["--profile", "nope", "pub", "t", "x"])
@@ -288,7 +288,7 @@ def test_runtime_errors_exit_1_with_one_line(
     assert dead in line
     big = tmp_path / "big"
     big.write_bytes(b"x" * (2 << 20))  # nsqd's default --max-msg-size is 1 MiB
-    proc = run_cli(["pub", _topic("big"), "--binary", str(big), *_nsqd(original_cluster)])
+    proc = run_cli(["pub", unique("big"), "--binary", str(big), *_nsqd(original_cluster)])
     line = assert_one_line_error(proc, 1)
     assert "1 message(s) not published" in line
 
@@ -299,7 +299,7 @@ def test_tail_into_head_ends_quietly_and_gives_back_the_rest(
     """`nsqctl tail T -c C | head -n 3`: exit 141 (128 + SIGPIPE, like `yes | head` under
     pipefail), nothing on stderr, nothing left in flight, and nothing lost: what head
     read and dropped, and what was still in the pipe, is given back."""
-    topic, channel = _topic("pipe"), "durable"
+    topic, channel = unique("pipe"), "durable"
     total = 2000
     http = original_cluster.nsqd_http[0]
     # 200 KB of lines: more than a pipe holds, so tail cannot have written them all
@@ -325,7 +325,7 @@ def test_tail_into_head_ends_when_head_goes_even_with_nothing_left_to_write(
     fail; tail sees the reader gone (POLLERR on its stdout) and ends as above instead of
     waiting for a message that may never come. head took all five in one read and
     printed two: the three it dropped are not lost."""
-    topic, channel = _topic("pipe_quiet"), "durable"
+    topic, channel = unique("pipe_quiet"), "durable"
     http = original_cluster.nsqd_http[0]
     run_cli(["pub", topic, *_nsqd(original_cluster)], input=b"a\nb\nc\nd\ne")
     cmd = f"{NSQCTL} tail {topic} -c {channel} --nsqd {original_cluster.nsqd_tcp[0]} | head -n 2"
@@ -345,7 +345,7 @@ def test_tail_into_a_reader_that_stays_acknowledges_everything(
 ) -> None:
     """`tail -c C -n 5 | cat`: the reader takes every line and stays, so each message is
     FINed (once cat has it), none given back, and tail exits 0."""
-    topic, channel = _topic("pipe_cat"), "durable"
+    topic, channel = unique("pipe_cat"), "durable"
     http = original_cluster.nsqd_http[0]
     run_cli(["pub", topic, *_nsqd(original_cluster)], input=b"a\nb\nc\nd\ne")
     cmd = f"{NSQCTL} tail {topic} -c {channel} -n 5 --nsqd {original_cluster.nsqd_tcp[0]} | cat"
@@ -358,7 +358,7 @@ def test_tail_into_a_reader_that_stays_acknowledges_everything(
 
 
 def test_deferred_publish_counts_each_message(original_cluster: cluster.Cluster) -> None:
-    topic = _topic("defer")
+    topic = unique("defer")
     pub = run_cli(
         ["pub", topic, "--defer", "50", "--json", "a", "b", "c", *_nsqd(original_cluster)]
     )
@@ -379,7 +379,7 @@ def test_trace_log_on_a_full_disk_stops_with_one_line_and_loses_nothing(
     """`--trace-log /dev/full`: the write fails with ENOSPC. tail says so in one line
     (naming the file and the cause), exits 1, prints no body twice, and leaves nothing
     in flight: what it printed is acknowledged once, the rest given back."""
-    topic, channel = _topic("trace_full"), "durable"
+    topic, channel = unique("trace_full"), "durable"
     http = original_cluster.nsqd_http[0]
     run_cli(["pub", topic, *_nsqd(original_cluster)], input=b"a\nb\nc")
     stop = ["-e", *_nsqd(original_cluster), "--nsqd-http", http]
@@ -396,7 +396,7 @@ def test_trace_log_on_a_full_disk_stops_with_one_line_and_loses_nothing(
 def test_a_partition_on_the_original_family_is_refused(original_cluster: cluster.Cluster) -> None:
     """The original family has no partitions: `--partition 0` matched nothing and tail
     waited in silence for ever; the lookup shows the family, so it is refused up front."""
-    topic = _topic("part")
+    topic = unique("part")
     run_cli(["pub", topic, "x", *_nsqd(original_cluster)])
     proc = run_cli(
         [
@@ -421,7 +421,7 @@ def test_until_empty_names_an_nsqd_http_address_that_does_not_answer(
     """`tail -e` with one --nsqd-http address down: once everything was printed, tail
     waits --connect-timeout for that nsqd, then exits 1 naming it (it waited in silence
     for ever)."""
-    topic, channel = _topic("down_http"), "durable"
+    topic, channel = unique("down_http"), "durable"
     http = original_cluster.nsqd_http[0]
     run_cli(["pub", topic, *_nsqd(original_cluster)], input=b"a\nb")
     down = "127.0.0.1:1"  # nothing listens on port 1

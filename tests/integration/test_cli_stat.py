@@ -15,6 +15,7 @@ from nsqctl.cli.stat import interval_record, stat_rows
 from nsqctl.consumer import Consumer, ConsumerOptions
 from nsqctl.message import Message
 from nsqctl.producer import Producer
+from nsqctl.servers.cluster import Cluster
 from nsqctl.stats.recording import play_back
 from nsqctl.stats.view import build_view
 
@@ -41,7 +42,9 @@ def _clean_env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-async def test_stat_json_channel_with_known_consumer(original_cluster, tmp_path: Path) -> None:
+async def test_stat_json_channel_with_known_consumer(
+    original_cluster: Cluster, tmp_path: Path
+) -> None:
     c = original_cluster
     topic = f"st_{uuid.uuid4().hex[:10]}"
     async with Producer(nsqd_tcp=[c.nsqd_tcp[0]]) as producer:
@@ -87,7 +90,7 @@ async def test_stat_json_channel_with_known_consumer(original_cluster, tmp_path:
         await consumer.stop(timeout=5)
 
 
-async def test_stat_text_table_for_a_topic(original_cluster, tmp_path: Path) -> None:
+async def test_stat_text_table_for_a_topic(original_cluster: Cluster, tmp_path: Path) -> None:
     c = original_cluster
     topic = f"st_{uuid.uuid4().hex[:10]}"
     async with Producer(nsqd_tcp=[c.nsqd_tcp[1]]) as producer:
@@ -103,7 +106,7 @@ async def test_stat_text_table_for_a_topic(original_cluster, tmp_path: Path) -> 
 
 
 async def test_stat_dead_node_reported_and_no_cluster_is_a_usage_error(
-    original_cluster, tmp_path: Path
+    original_cluster: Cluster, tmp_path: Path
 ) -> None:
     c = original_cluster
     code, out, err = await nsqctl(
@@ -148,7 +151,9 @@ async def test_stat_rows_on_recorded_redesign_payloads() -> None:
     assert unfocused and all(r["isr"] is None and r["leader"] for r in unfocused)
 
 
-async def test_stat_json_on_a_replicated_redesign_topic(redesign_cluster, tmp_path: Path) -> None:
+async def test_stat_json_on_a_replicated_redesign_topic(
+    redesign_cluster: Cluster, tmp_path: Path
+) -> None:
     c = redesign_cluster
     topic = f"st_{uuid.uuid4().hex[:10]}"
     await asyncio.to_thread(admin.create_topic, c.lookupd_http, topic, partitions=1, replicas=2)
@@ -174,7 +179,7 @@ async def test_stat_json_on_a_replicated_redesign_topic(redesign_cluster, tmp_pa
 
 
 async def test_stat_without_arguments_shows_channels_under_topics_and_marks_state(
-    any_cluster, tmp_path: Path
+    any_cluster: Cluster, tmp_path: Path
 ) -> None:
     """Every topic's channels are listed under it, and a paused channel (and on the redesign
     a skipped one) says so in the text table, not only in --json."""

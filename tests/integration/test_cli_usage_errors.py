@@ -111,6 +111,7 @@ NUMBERS = {p: c for p, c in LEAVES.items() if _number_option(c) is not None}
 def test_bad_number(path: tuple[str, ...]) -> None:
     cmd = NUMBERS[path]
     option = _number_option(cmd)
+    assert option is not None  # NUMBERS holds the commands that have one
     proc = run_cli([*path, *_filler(cmd), option.opts[0], "not-a-number"])
     line = assert_one_line_error(proc, usage_exit(path))
     assert "Invalid value" in line and option.opts[0] in line, line

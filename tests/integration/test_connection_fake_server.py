@@ -103,7 +103,7 @@ class FakeNsqd:
         assert await reader.readexactly(4) == p.MAGIC_V2
         assert await reader.readline() == b"IDENTIFY\n"
         (size,) = struct.unpack(">I", await reader.readexactly(4))
-        body = json.loads(await reader.readexactly(size))
+        body: dict[str, Any] = json.loads(await reader.readexactly(size))
         writer.write(encode_frame(FrameType.RESPONSE, json.dumps(self.identify_reply).encode()))
         await writer.drain()
         return body
@@ -192,7 +192,7 @@ def _msg(n: int, body: bytes) -> RawMessage:
 
 
 async def test_handshake_server_closes_after_identify() -> None:
-    async def hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> dict:
+    async def hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> dict[str, Any]:
         await reader.readexactly(4)
         await reader.readline()
         writer.close()
@@ -207,7 +207,7 @@ async def test_handshake_server_closes_after_identify() -> None:
 
 
 async def test_handshake_server_never_answers() -> None:
-    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> dict:
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> dict[str, Any]:
         await reader.read()  # until the client gives up
         raise ConnectionError("client gave up")
 
@@ -327,7 +327,7 @@ async def test_a_frame_sent_with_the_handshake_reply_is_not_lost() -> None:
         assert await reader.readexactly(4) == p.MAGIC_V2
         assert await reader.readline() == b"IDENTIFY\n"
         (size,) = struct.unpack(">I", await reader.readexactly(4))
-        body = json.loads(await reader.readexactly(size))
+        body: dict[str, Any] = json.loads(await reader.readexactly(size))
         reply = encode_frame(FrameType.RESPONSE, json.dumps(IDENTIFY_REPLY).encode())
         writer.write(reply + encode_frame(FrameType.RESPONSE, p.HEARTBEAT))
         await writer.drain()

@@ -25,7 +25,7 @@ import logging
 import os
 import traceback
 import uuid
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ from nsqctl.stats import read_nsqd_stats
 from nsqctl.stats.model import ClientStats
 from tests.helpers.auth_server import AuthServer
 from tests.helpers.certs import TLSFiles, make_tls_files, nsqd_tls_args
+from tests.helpers.names import unique
 
 pytestmark = pytest.mark.original
 
@@ -54,7 +55,7 @@ BAD_SECRET = f"bad-s3cret-{uuid.uuid4().hex}"
 
 def _start(
     bins: Path, factory: pytest.TempPathFactory, name: str, args: list[str]
-) -> Iterator[cluster.Cluster]:
+) -> Generator[cluster.Cluster, None, None]:
     c = cluster.start(
         "original", factory.mktemp(name), nsqd=1, lookupd=1, bin_dir=bins, nsqd_args=args
     )
@@ -127,10 +128,6 @@ def auth_nsqd(
 # --------------------------------------------------------------------------- helpers
 
 
-def _topic(tag: str) -> str:
-    return f"{tag}_{uuid.uuid4().hex[:12]}"
-
-
 def _config(client_id: str, **kwargs: Any) -> ConnectionConfig:
     return ConnectionConfig(
         client_id=client_id, connect_timeout=5.0, request_timeout=30.0, **kwargs
@@ -172,7 +169,7 @@ async def _round_trip(
 
     Returns nsqd's ``/stats`` entry for the subscriber when ``nsqd`` is given.
     """
-    topic = _topic("rt")
+    topic = unique("rt")
     received: list[bytes] = []
     done = asyncio.Event()
 
@@ -330,13 +327,13 @@ async def test_tls_required_server_rejects_plain_client(
     )
     try:
         with pytest.raises(p.InvalidError) as info:
-            await conn.request(p.pub(_topic("req"), b"x"), "pub")
+            await conn.request(p.pub(unique("req"), b"x"), "pub")
         assert "TLS required" in str(info.value)
         assert info.value.fatal
         assert conn.closed is not None and not conn.is_open
         assert len(closed) == 1 and isinstance(closed[0], ConnectionClosedError)
         with pytest.raises(ConnectionClosedError):
-            await conn.request(p.pub(_topic("req"), b"x"), "pub")
+            await conn.request(p.pub(unique("req"), b"x"), "pub")
     finally:
         await conn.close()
     # The same server accepts a TLS client.
@@ -365,7 +362,7 @@ async def test_fin_failed_goes_to_on_error_and_the_next_reply_to_its_request(
         plain_nsqd.nsqd_tcp[0], _config("fin-failed"), on_error=lambda _c, e: errors.append(e)
     )
     try:
-        topic = _topic("fin")
+        topic = unique("fin")
         await conn.subscribe(topic, "ch")
         conn.fin(b"0123456789abcdef")  # never delivered: not in flight
         assert await conn.request(p.pub(topic, b"x"), "pub") == p.OK
@@ -399,7 +396,7 @@ async def test_deflate_level_is_negotiated(plain_nsqd: cluster.Cluster) -> None:
         assert conn.identify is not None
         assert conn.identify.deflate and not conn.identify.snappy
         assert conn.identify.deflate_level == 3
-        assert await conn.request(p.pub(_topic("lvl"), b"x" * 10_000), "pub") == p.OK
+        assert await conn.request(p.pub(unique("lvl"), b"x" * 10_000), "pub") == p.OK
     finally:
         await conn.close()
 
@@ -459,7 +456,7 @@ async def test_auth_good_secret(auth_nsqd: cluster.Cluster, auth_server: AuthSer
         assert conn.auth.identity == auth_server.identity
         assert conn.auth.identity_url == auth_server.identity_url
         assert conn.auth.permission_count == 1
-        assert await conn.request(p.pub(_topic("auth"), b"hello"), "pub") == p.OK
+        assert await conn.request(p.pub(unique("auth"), b"hello"), "pub") == p.OK
     finally:
         await conn.close()
     query = auth_server.queries[-1]
@@ -533,7 +530,7 @@ async def test_auth_secret_never_leaks(
     conn = await Connection.open(plain_nsqd.nsqd_tcp[0], extra_cfg)
     try:
         assert conn.auth is None
-        assert await conn.request(p.pub(_topic("leak"), b"x"), "pub") == p.OK
+        assert await conn.request(p.pub(unique("leak"), b"x"), "pub") == p.OK
     finally:
         await conn.close()
     assert any("does not require AUTH" in r.getMessage() for r in caplog.records)

@@ -31,11 +31,9 @@ from nsqctl.servers import cluster, process
 from nsqctl.stats import fetch_nsqd_stats
 from nsqctl.stats.model import ChannelStats
 from nsqctl.tracelog import TraceLog
+from tests.conftest import StartCluster
+from tests.helpers.names import unique
 from tests.helpers.wait import wait_for, wait_for_count
-
-
-def _topic(prefix: str) -> str:
-    return f"c{prefix}_{uuid.uuid4().hex[:10]}"
 
 
 async def channel_stats(
@@ -48,7 +46,7 @@ async def channel_stats(
 
 async def wait_channel_settled(
     http: str, topic: str, channel: str, timeout: float = 10.0
-) -> ChannelStats | None:
+) -> ChannelStats:
     """Poll until depth, in-flight and deferred are all 0; return the last stats."""
     last: ChannelStats | None = None
     async with httpx.AsyncClient() as client:
@@ -63,6 +61,7 @@ async def wait_channel_settled(
         # on a timeout the caller asserts on the returned stats, with a useful message
         with contextlib.suppress(AssertionError):
             await wait_for(settled, timeout, "the channel to settle", step=0.05)
+    assert last is not None, f"no channel {topic}/{channel} on {http}"
     return last
 
 
@@ -81,11 +80,13 @@ async def wait_lookupd_producers(lookupd_http: str, topic: str, count: int) -> N
 # ---------------------------------------------------------------- RDY across nsqds
 
 
-async def test_lookupd_consumer_drains_every_nsqd_within_max_in_flight(start_cluster) -> None:
+async def test_lookupd_consumer_drains_every_nsqd_within_max_in_flight(
+    start_cluster: StartCluster,
+) -> None:
     """Four nsqd, max_in_flight 2: RDY rotates so every nsqd is drained, and the RDY the
     servers hold for the channel never adds up to more than 2."""
     c = start_cluster("original", nsqd=4)
-    topic = _topic("rot")
+    topic = unique("rot")
     expected: set[bytes] = set()
     for n, nsqd in enumerate(c.nsqd_tcp):
         bodies = [f"{n}:{i}".encode() for i in range(50)]
@@ -164,7 +165,7 @@ async def test_backoff_visible_in_server_ready_count(original_cluster: cluster.C
     they leave it (the failures wait for RDY 4, the test message for RDY 1), so a slow
     /stats poll cannot miss a state; only the backoff window itself is timed by the
     consumer, and it is long enough to be sampled on a loaded machine."""
-    topic = _topic("bo")
+    topic = unique("bo")
     nsqd, http = original_cluster.nsqd_tcp[0], original_cluster.nsqd_http[0]
     bodies = {f"b{i}".encode() for i in range(30)}
     async with Producer(nsqd_tcp=[nsqd]) as producer:
@@ -253,7 +254,7 @@ async def test_backoff_visible_in_server_ready_count(original_cluster: cluster.C
 async def test_giving_up_after_max_attempts(
     original_cluster: cluster.Cluster, tmp_path: Path
 ) -> None:
-    topic = _topic("gu")
+    topic = unique("gu")
     nsqd, http = original_cluster.nsqd_tcp[0], original_cluster.nsqd_http[0]
     async with Producer(nsqd_tcp=[nsqd]) as producer:
         await producer.publish(topic, b"poison")
@@ -300,7 +301,7 @@ async def test_giving_up_after_max_attempts(
 
 
 async def test_requeue_delay_is_respected(original_cluster: cluster.Cluster) -> None:
-    topic = _topic("rq")
+    topic = unique("rq")
     nsqd = original_cluster.nsqd_tcp[1]
     async with Producer(nsqd_tcp=[nsqd]) as producer:
         await producer.publish(topic, b"later")
@@ -332,7 +333,7 @@ async def test_mixed_outcomes_within_one_read_are_each_answered_once(
 ) -> None:
     """The consumer takes a whole read of messages at once; inside it, handlers that raise,
     answer themselves, or keep the message for later must each get exactly one answer."""
-    topic = _topic("mix")
+    topic = unique("mix")
     nsqd, http = original_cluster.nsqd_tcp[0], original_cluster.nsqd_http[0]
     count = 300
     async with Producer(nsqd_tcp=[nsqd]) as producer:
@@ -377,7 +378,7 @@ async def test_mixed_outcomes_within_one_read_are_each_answered_once(
         read_sizes.append(len(raws))
         on_messages(conn, raws)
 
-    consumer._on_messages = recording  # type: ignore[method-assign]
+    consumer._on_messages = recording
     finisher = asyncio.create_task(finish_kept_later())
     caplog.set_level("WARNING", logger="nsqctl")
     try:
@@ -398,7 +399,7 @@ async def test_mixed_outcomes_within_one_read_are_each_answered_once(
 async def test_finish_all_acknowledges_kept_messages_in_one_go(
     original_cluster: cluster.Cluster,
 ) -> None:
-    topic = _topic("fa")
+    topic = unique("fa")
     nsqd, http = original_cluster.nsqd_tcp[0], original_cluster.nsqd_http[0]
     async with Producer(nsqd_tcp=[nsqd]) as producer:
         await producer.publish_many(topic, [b"%d" % i for i in range(50)])
@@ -463,10 +464,12 @@ async def _channel_action(
     resp.raise_for_status()
 
 
-async def test_consumer_survives_nsqd_kill_and_restart(start_cluster, tmp_path: Path) -> None:
+async def test_consumer_survives_nsqd_kill_and_restart(
+    start_cluster: StartCluster, tmp_path: Path
+) -> None:
     c = start_cluster("original", nsqd_args=["--mem-queue-size=0", "--sync-every=1"])
     node = c.nsqds[0]
-    topic = _topic("fault")
+    topic = unique("fault")
     total = 3000
     http = c.nsqd_http[0]
     # The channel exists before the publish and every message is in its disk queue before
@@ -489,7 +492,7 @@ async def test_consumer_survives_nsqd_kill_and_restart(start_cluster, tmp_path: 
 
         async def copied() -> bool:
             ch = await channel_stats(client, http, topic, "fault")
-            return bool(ch) and ch.depth == total
+            return ch is not None and ch.depth == total
 
         await wait_for(copied, 20.0, "every message in the channel queue", 0.05)
 
@@ -545,7 +548,7 @@ async def test_consumer_survives_nsqd_kill_and_restart(start_cluster, tmp_path: 
     assert reconnected_after < 3.0  # reconnect_max is 1 s
     assert handled == set(range(total)), sorted(set(range(total)) - handled)[:20]
     assert trace.early == [], f"FIN before the handler finished: {trace.early[:10]}"
-    fin_ids = Counter()
+    fin_ids: Counter[str] = Counter()
     for line in (tmp_path / "trace.jsonl").read_text(encoding="utf-8").splitlines():
         record = json.loads(line)
         if record["outcome"] == "FIN":
@@ -559,7 +562,7 @@ async def test_consumer_survives_nsqd_kill_and_restart(start_cluster, tmp_path: 
 
 
 async def test_max_rate_bounds_every_second(original_cluster: cluster.Cluster) -> None:
-    topic = _topic("rate")
+    topic = unique("rate")
     nsqd = original_cluster.nsqd_tcp[1]
     async with Producer(nsqd_tcp=[nsqd]) as producer:
         for start in range(0, 25_000, 2_500):
@@ -617,7 +620,7 @@ _CONSUME_FIELDS = {
 
 
 async def test_trace_log_consume_records(original_cluster: cluster.Cluster, tmp_path: Path) -> None:
-    topic = _topic("trace")
+    topic = unique("trace")
     nsqd = original_cluster.nsqd_tcp[0]
     bodies = [b"t0", b"t1", b"t2"]
     before_ns = time.time_ns()
@@ -662,7 +665,7 @@ async def test_trace_log_consume_records(original_cluster: cluster.Cluster, tmp_
 async def test_ephemeral_channel_and_clean_stop(original_cluster: cluster.Cluster) -> None:
     """stop() in the middle of slow handlers: they finish, are FINed, and the server
     keeps nothing in flight (a second, idle subscriber keeps the ephemeral channel)."""
-    topic = _topic("eph")
+    topic = unique("eph")
     channel = f"ch{uuid.uuid4().hex[:6]}#ephemeral"
     nsqd, http = original_cluster.nsqd_tcp[1], original_cluster.nsqd_http[1]
     bodies = [f"e{i}".encode() for i in range(30)]
@@ -731,7 +734,7 @@ async def stop_bounded(consumer: Consumer, limit: float) -> tuple[bool, float]:
 
 
 async def test_stop_under_rate_limit_closes_the_window(original_cluster: cluster.Cluster) -> None:
-    topic = _topic("stoprate")
+    topic = unique("stoprate")
     nsqd, http = original_cluster.nsqd_tcp[0], original_cluster.nsqd_http[0]
     async with Producer(nsqd_tcp=[nsqd]) as producer:
         await producer.publish_many(topic, [b"s%d" % i for i in range(300)])
@@ -766,7 +769,7 @@ async def test_stop_under_rate_limit_closes_the_window(original_cluster: cluster
 async def test_stop_returns_when_the_last_handler_fails(
     original_cluster: cluster.Cluster,
 ) -> None:
-    topic = _topic("stophang")
+    topic = unique("stophang")
     nsqd = original_cluster.nsqd_tcp[0]
     async with Producer(nsqd_tcp=[nsqd]) as producer:
         await producer.publish_many(topic, [b"h%d" % i for i in range(20)])
@@ -801,7 +804,7 @@ async def test_stop_returns_when_the_last_handler_fails(
 
 
 async def test_async_iterator_form(original_cluster: cluster.Cluster) -> None:
-    topic = _topic("iter")
+    topic = unique("iter")
     nsqd, http = original_cluster.nsqd_tcp[1], original_cluster.nsqd_http[1]
     bodies = [f"i{i}".encode() for i in range(10)]
     async with Producer(nsqd_tcp=[nsqd]) as producer:
@@ -839,7 +842,7 @@ async def test_close_gives_back_what_was_not_taken_once(original_cluster: cluste
     close() gives back everything else nsqd had sent it, each once (nsqd's requeue count
     is at most the window), leaves nothing in flight to time out, and the next consumer
     of the channel gets every message that was not finished."""
-    topic = _topic("giveback")
+    topic = unique("giveback")
     nsqd, http = original_cluster.nsqd_tcp[0], original_cluster.nsqd_http[0]
     bodies = [b"g%d" % i for i in range(200)]
     async with Producer(nsqd_tcp=[nsqd]) as producer:
@@ -890,7 +893,7 @@ async def test_close_cancels_an_overrunning_handler_and_gives_its_message_back_o
     """A 3 s handler, stop_timeout 1: close() returns after about 1 s having cancelled
     the handler and given its message back, so another consumer has it at once (not
     after nsqd's message timeout), and the first handler never FINs it."""
-    topic = _topic("overrun")
+    topic = unique("overrun")
     nsqd, http = original_cluster.nsqd_tcp[0], original_cluster.nsqd_http[0]
     async with Producer(nsqd_tcp=[nsqd]) as producer:
         await producer.publish(topic, b"slow")
@@ -923,7 +926,7 @@ async def test_leaving_the_iterator_unanswered_gives_the_message_back_at_close(
     """``break`` before answering, then the ``async with`` exit: nothing can answer the
     message any more, so close() gives it back at once instead of waiting stop_timeout
     (60 s here) and leaving it to nsqd's message timeout."""
-    topic = _topic("brk")
+    topic = unique("brk")
     nsqd, http = original_cluster.nsqd_tcp[1], original_cluster.nsqd_http[1]
     async with Producer(nsqd_tcp=[nsqd]) as producer:
         await producer.publish(topic, b"left")
@@ -947,7 +950,7 @@ async def test_leaving_the_iterator_unanswered_gives_the_message_back_at_close(
 async def test_partitions_on_the_original_family_are_refused_at_start(
     original_cluster: cluster.Cluster,
 ) -> None:
-    topic = _topic("noparts")
+    topic = unique("noparts")
     async with Producer(nsqd_tcp=[original_cluster.nsqd_tcp[0]]) as producer:
         await producer.publish(topic, b"x")
     await wait_lookupd_producers(original_cluster.lookupd_http[0], topic, 1)
@@ -967,7 +970,7 @@ async def test_partitions_on_the_original_family_are_refused_at_start(
 async def test_a_missing_topic_is_logged_once_while_the_consumer_waits_for_it(
     original_cluster: cluster.Cluster, caplog: pytest.LogCaptureFixture
 ) -> None:
-    topic = _topic("missing")
+    topic = unique("missing")
     got: list[Message] = []
     consumer = Consumer(
         topic,
@@ -989,7 +992,7 @@ async def test_a_missing_topic_is_logged_once_while_the_consumer_waits_for_it(
 async def test_partitions_a_redesign_topic_does_not_have_are_refused_at_start(
     redesign_cluster: cluster.Cluster,
 ) -> None:
-    topic = _topic("beyond")
+    topic = unique("beyond")
     await admin.create_topic_async(redesign_cluster.lookupd_http, topic, partitions=2, replicas=1)
     consumer = Consumer(
         topic,
@@ -1007,13 +1010,13 @@ async def test_partitions_a_redesign_topic_does_not_have_are_refused_at_start(
 async def test_run_forever_returns_when_another_task_closes_the_consumer(
     original_cluster: cluster.Cluster,
 ) -> None:
-    topic = _topic("runclose")
+    topic = unique("runclose")
     consumer = Consumer(topic, "rc", lambda msg: None, nsqd_tcp=original_cluster.nsqd_tcp[:1])
     running = asyncio.create_task(consumer.run_forever())
     try:
         await wait_for(lambda: consumer.connections, 10.0, "the consumer connected")
         await consumer.close()
         async with asyncio.timeout(10):
-            assert await running is None
+            await running  # run_forever returned: close() ended it
     finally:
         running.cancel()

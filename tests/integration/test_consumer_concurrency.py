@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-import uuid
 
 import httpx
 
@@ -19,12 +18,9 @@ from nsqctl.message import Message, finish_all
 from nsqctl.producer import Producer
 from nsqctl.protocol.message import RawMessage
 from nsqctl.servers import cluster
+from tests.helpers.names import unique
 from tests.helpers.wait import wait_for
 from tests.integration.test_consumer import channel_stats, wait_channel_settled
-
-
-def _topic(prefix: str) -> str:
-    return f"cc{prefix}_{uuid.uuid4().hex[:10]}"
 
 
 def _most_at_once(spans: list[tuple[float, float]]) -> int:
@@ -39,7 +35,7 @@ async def test_a_plain_function_handler_runs_in_threads_and_overlaps(
     message is handled off the event loop, several at once, and FINed once (a third by
     the handler's own finish(), a third by finish_all(), from its thread, carried to the
     loop)."""
-    topic = _topic("threads")
+    topic = unique("threads")
     nsqd, http = original_cluster.nsqd_tcp[0], original_cluster.nsqd_http[0]
     async with Producer(nsqd_tcp=[nsqd]) as producer:
         await producer.publish_many(topic, [b"%d" % i for i in range(10)])
@@ -78,7 +74,7 @@ async def test_async_handlers_run_at_most_concurrency_at_once(
     original_cluster: cluster.Cluster,
 ) -> None:
     """max_in_flight 10 and concurrency 3: the handlers overlap, never more than 3."""
-    topic = _topic("bound")
+    topic = unique("bound")
     nsqd, http = original_cluster.nsqd_tcp[1], original_cluster.nsqd_http[1]
     async with Producer(nsqd_tcp=[nsqd]) as producer:
         await producer.publish_many(topic, [b"x"] * 10)
@@ -111,7 +107,7 @@ async def test_auto_touch_keeps_a_long_thread_handler_past_the_message_timeout(
     proven live: nsqd scans a new channel's in-flight messages only after a while). With
     auto_touch the handler's message is touched meanwhile, then FINed: delivered once,
     and the probe's is the channel's only timeout."""
-    topic = _topic("touch")
+    topic = unique("touch")
     nsqd, http = original_cluster.nsqd_tcp[0], original_cluster.nsqd_http[0]
     short = ConnectionConfig(msg_timeout_ms=1000)
     async with Producer(nsqd_tcp=[nsqd]) as producer:
@@ -174,7 +170,7 @@ async def test_close_during_a_thread_handler_gives_its_message_back_once(
     it, stop_timeout 0.5: close() gives both back once (the waiting one never reaches the
     handler); the thread, which cannot be cancelled, runs on and its late finish() raises
     AlreadyRespondedError with no FIN sent; another consumer gets both again at once."""
-    topic = _topic("closeth")
+    topic = unique("closeth")
     nsqd, http = original_cluster.nsqd_tcp[1], original_cluster.nsqd_http[1]
     async with Producer(nsqd_tcp=[nsqd]) as producer:
         await producer.publish_many(topic, [b"a", b"b"])

@@ -8,7 +8,6 @@ opened (client counts without the clients), the channel screen after."""
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +35,8 @@ from nsqctl.tui.app import DashApp
 from nsqctl.tui.modals import HelpScreen
 from nsqctl.tui.rowtable import RowTable
 from nsqctl.tui.screens import ChannelScreen, MainScreen, TopicScreen
+from tests.conftest import StartCluster
+from tests.helpers.names import unique
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "stats"
 A, B = "127.0.0.1:4151", "127.0.0.1:4251"
@@ -147,7 +148,7 @@ SCREENS: dict[str, tuple[Callable[[], DashApp], list[str]]] = {
 
 
 @pytest.mark.parametrize("screen", list(SCREENS))
-def test_snapshot(snap_compare, screen: str) -> None:
+def test_snapshot(snap_compare: Callable[..., bool], screen: str) -> None:
     make, press = SCREENS[screen]
     assert snap_compare(make(), press=press, terminal_size=SIZE, run_before=first_poll)
 
@@ -196,15 +197,11 @@ async def test_channel_filter_on_recorded_data() -> None:
 # ------------------------------------------------------------------ live clusters
 
 
-def _topic(prefix: str) -> str:
-    return f"d{prefix}_{uuid.uuid4().hex[:10]}"
-
-
-async def test_live_consumer_rdy_and_starvation_shown(original_cluster) -> None:
+async def test_live_consumer_rdy_and_starvation_shown(original_cluster: cluster.Cluster) -> None:
     """A consumer with max_in_flight 5 that holds every message: the channel screen shows
     RDY 5, 5 in flight, starved; pausing it through the dashboard reaches nsqd."""
     c = original_cluster
-    topic = _topic("rdy")
+    topic = unique("rdy")
     async with Producer(nsqd_tcp=[c.nsqd_tcp[0]]) as producer:
         await producer.publish_many(topic, [f"m{i}".encode() for i in range(20)])
     release = asyncio.Event()
@@ -245,9 +242,9 @@ async def test_live_consumer_rdy_and_starvation_shown(original_cluster) -> None:
     assert_clients_asked_for(transport, topic, "held")
 
 
-async def test_dead_nsqd_shown_down_while_the_rest_updates(start_cluster) -> None:
+async def test_dead_nsqd_shown_down_while_the_rest_updates(start_cluster: StartCluster) -> None:
     c = start_cluster("original", nsqd=2)
-    topic = _topic("dead")
+    topic = unique("dead")
     for tcp in c.nsqd_tcp:
         async with Producer(nsqd_tcp=[tcp]) as producer:
             await producer.publish_many(topic, [b"x"] * 10)
@@ -321,13 +318,15 @@ async def redesign_truth(c: cluster.Cluster, topic: str, channel: str) -> Redesi
     return truth
 
 
-async def test_redesign_partitions_leaders_isr_rdy_in_flight_live(start_cluster) -> None:
+async def test_redesign_partitions_leaders_isr_rdy_in_flight_live(
+    start_cluster: StartCluster,
+) -> None:
     """A 2-partition, 2-replica topic on 4 youzan nsqd and a consumer holding what it gets
     (max_in_flight 4): the topic screen shows each partition's leader, replica and ISR as
     nsqlookupd and the nsqds report them, the channel screen each partition's RDY and
     in-flight; the redesign's channel depth counts the in-flight messages too."""
     c = start_cluster("redesign", nsqd=4)  # unordered 2 × 2 needs 4 nsqd
-    topic = _topic("isr")
+    topic = unique("isr")
     await asyncio.to_thread(admin.create_topic, c.lookupd_http, topic, partitions=2, replicas=2)
     release = asyncio.Event()
 

@@ -32,7 +32,7 @@ class NotedApp(DashApp):
         super().__init__(StatsSession(poller), interval=0.3)
         self.notes: list[str] = []
 
-    def notify(self, message: str, **kwargs: Any) -> None:  # type: ignore[override]
+    def notify(self, message: str, **kwargs: Any) -> None:
         self.notes.append(message)
         super().notify(message, **kwargs)
 
@@ -89,7 +89,7 @@ async def backlog_on_a_channel(c: Cluster, topic: str) -> None:
         await producer.publish_many(topic, [b"m"] * BACKLOG)
 
 
-async def test_empty_over_the_threshold_asks_for_the_topic_name(any_cluster) -> None:
+async def test_empty_over_the_threshold_asks_for_the_topic_name(any_cluster: Cluster) -> None:
     c = any_cluster
     topic = unique("dempty")
     await backlog_on_a_channel(c, topic)
@@ -124,7 +124,7 @@ async def test_empty_over_the_threshold_asks_for_the_topic_name(any_cluster) -> 
     assert await held(c, topic) == 0
 
 
-async def test_enter_on_an_nsqd_and_colon_jumps(original_cluster) -> None:
+async def test_enter_on_an_nsqd_and_colon_jumps(original_cluster: Cluster) -> None:
     c = original_cluster
     topic = unique("djump")
     async with Producer(nsqd_tcp=[c.nsqd_tcp[1]]) as producer:

@@ -11,6 +11,7 @@ import uuid
 from nsqctl.consumer import Consumer, ConsumerOptions
 from nsqctl.message import Message
 from nsqctl.producer import Producer
+from nsqctl.servers.cluster import Cluster
 from nsqctl.stats.hotspots import rank_channels
 from nsqctl.stats.poller import StatsPoller
 from nsqctl.stats.recording import play_back
@@ -86,7 +87,7 @@ async def test_drain_state_shown_from_the_lookup_given() -> None:
         assert shown[node][NODE["drain"]] == "draining 2/4"
 
 
-async def test_live_poison_channel_ranked_first_and_opened(original_cluster) -> None:
+async def test_live_poison_channel_ranked_first_and_opened(original_cluster: Cluster) -> None:
     c = original_cluster
     topic = f"dhot_{uuid.uuid4().hex[:10]}"
     async with Producer(nsqd_tcp=[c.nsqd_tcp[0]]) as producer:

@@ -21,6 +21,7 @@ from textual.widgets import Label, OptionList
 
 from nsqctl import admin
 from nsqctl.producer import Producer
+from nsqctl.servers import cluster
 from nsqctl.tui import rows
 from nsqctl.tui.rowtable import RowTable
 from nsqctl.tui.screens import MainScreen, TopicScreen
@@ -117,7 +118,9 @@ async def test_move_a_leader_from_the_partitions_screen_and_watch_it_happen(
         )
 
 
-async def test_a_move_the_cli_refuses_is_refused_with_its_words(redesign_cluster) -> None:
+async def test_a_move_the_cli_refuses_is_refused_with_its_words(
+    redesign_cluster: cluster.Cluster,
+) -> None:
     """2 partitions of an unordered topic on the session cluster's 2 nsqds: each holds one,
     so moving partition 0's leader to the other is refused (nothing is asked or sent)."""
     c = redesign_cluster

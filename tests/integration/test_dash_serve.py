@@ -10,7 +10,6 @@ import asyncio
 import secrets
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,6 +21,7 @@ from playwright.sync_api import Page, WebSocket, sync_playwright
 from nsqctl.servers import cluster
 from tests.helpers.cli import NSQCTL, assert_one_line_error, clean_env, run_main
 from tests.helpers.redesign import TopicSpec, create_topics, unique
+from tests.helpers.wait import eventually
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -43,7 +43,8 @@ def served(*args: str, token: str | None = None) -> Iterator[tuple[subprocess.Po
         line = proc.stdout.readline()  # written once the port is bound
         if not line.startswith("nsqctl dash: serving on http://"):
             ended = proc.poll() is not None and proc.stderr is not None
-            raise AssertionError((line, proc.stderr.read() if ended else "still running"))
+            said = proc.stderr.read() if ended and proc.stderr is not None else "still running"
+            raise AssertionError((line, said))
         yield proc, line
     finally:
         proc.terminate()
@@ -101,7 +102,9 @@ def test_without_the_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "pip install 'nsqctl[serve]'" in proc.stderr
 
 
-def test_loopback_without_token_answers_its_own_names_only(original_cluster) -> None:
+def test_loopback_without_token_answers_its_own_names_only(
+    original_cluster: cluster.Cluster,
+) -> None:
     """No token: a page on a DNS name rebound to 127.0.0.1 (its Host) or another site's page
     (its Origin) is refused; the server's own loopback address is served, its websocket URL
     wss:// behind a TLS-terminating proxy."""
@@ -206,8 +209,6 @@ def test_browser_shows_topics_with_the_token_read_only(original_cluster: cluster
 
 
 def wait_until(page: Page, predicate: Callable[[], bool], what: str, timeout: float = 30) -> None:
-    """Poll ``predicate`` while Playwright runs: the frames arrive through its calls."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        page.wait_for_timeout(50)
+    """Poll ``predicate`` while Playwright runs: the frames arrive through its calls, so the
+    pause between polls is Playwright's own wait, never a sleep that would block them."""
+    eventually(predicate, timeout, what, step=0.05, pause=lambda s: page.wait_for_timeout(s * 1000))

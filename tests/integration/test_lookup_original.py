@@ -8,7 +8,6 @@ stops the lookupd.
 from __future__ import annotations
 
 import socket
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -19,6 +18,8 @@ from nsqctl.errors import LookupUnavailableError
 from nsqctl.lookup import LookupClient
 from nsqctl.servers import cluster as servers
 from nsqctl.servers import process
+from tests.conftest import StartCluster
+from tests.helpers.wait import eventually
 
 pytestmark = pytest.mark.original
 
@@ -26,7 +27,8 @@ pytestmark = pytest.mark.original
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 @dataclass
@@ -38,7 +40,7 @@ class Cluster:
 
 
 @pytest.fixture
-def cluster(start_cluster) -> Iterator[Cluster]:
+def cluster(start_cluster: StartCluster) -> Iterator[Cluster]:
     c: servers.Cluster = start_cluster("original", nsqd=1, lookupd=1)
     yield Cluster(c.lookupd_http[0], c.nsqd_tcp[0], c.nsqd_http[0], c.lookupds[0])
 
@@ -47,13 +49,12 @@ def publish_and_wait(c: Cluster, topic: str) -> None:
     """Publish once (creates + registers the topic) and wait until lookupd lists it."""
     r = httpx.post(f"http://{c.nsqd_http}/pub", params={"topic": topic}, content=b"hello")
     assert r.status_code == 200, r.text
-    end = time.monotonic() + 10
-    while time.monotonic() < end:
+
+    def listed() -> bool:
         r = httpx.get(f"http://{c.lookupd_http}/lookup", params={"topic": topic})
-        if r.status_code == 200 and r.json().get("producers"):
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"lookupd never listed a producer for {topic}")
+        return r.status_code == 200 and bool(r.json().get("producers"))
+
+    eventually(listed, 10, f"lookupd to list a producer for {topic}", step=0.05)
 
 
 async def test_lookup_returns_real_producer(cluster: Cluster) -> None:

@@ -15,6 +15,7 @@ import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -88,7 +89,8 @@ def _restore(c: Cluster, env: dict[str, str], node: str) -> dict[str, object]:
         env=env,
     )
     assert proc.returncode == 0, proc.stderr.decode()
-    return json.loads(proc.stdout)
+    restored: dict[str, object] = json.loads(proc.stdout)
+    return restored
 
 
 def test_dry_run_shows_the_tombstones_and_changes_nothing(
@@ -219,7 +221,7 @@ def test_drain_with_a_consumer_exits_0_once_a_is_empty_and_unlisted(
 
     lookups = _LookupCounter(topic)
 
-    async def scenario() -> tuple[tuple[int, str, str], list[Message]]:
+    async def scenario() -> tuple[tuple[int | None, str, str, Any], list[Message]]:
         # The usual consumer: nsqds found through nsqlookupd, connected to both before the
         # drain and holding back (max in flight 0) until A is tombstoned and it has looked
         # up again, so that it must keep A although nsqlookupd no longer lists it.

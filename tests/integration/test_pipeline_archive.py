@@ -13,7 +13,6 @@ import json
 import os
 import signal
 import subprocess
-import time
 import uuid
 from collections import Counter, defaultdict
 from collections.abc import Iterator
@@ -38,6 +37,7 @@ from nsqctl.producer import Producer
 from nsqctl.servers import cluster
 from tests.helpers.cli import NSQCTL
 from tests.helpers.spark import TEST_MASTER, spark, spark_defaults  # noqa: F401
+from tests.helpers.wait import eventually
 
 N_MESSAGES = 10_000  # a multiple of KEYS: the --grep dry run counts N_MESSAGES // KEYS
 KEYS = 16
@@ -64,15 +64,8 @@ def _body(i: int) -> bytes:
 def _rows(out: Path) -> int:
     if not any(out.rglob("*.parquet")):
         return 0
-    return ds.dataset(out, format="parquet", partitioning="hive").count_rows()
-
-
-def _wait(predicate: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
+    rows: int = ds.dataset(out, format="parquet", partitioning="hive").count_rows()
+    return rows
 
 
 def _archive_cmd(a_topic: str, out: Path, lookupd: str, log: Path, *extra: str) -> list[str]:
@@ -118,7 +111,9 @@ def archived(original_bins: Path, tmp_path_factory: pytest.TempPathFactory) -> I
             _archive_cmd(topic, out, lk, log, "--max-in-flight", "100", "--rotate-seconds", "0.3")
         )
         procs.append(first)
-        _wait(lambda: _rows(out) >= ROWS_AT_KILL, 300, f"the first archiver's {ROWS_AT_KILL} rows")
+        eventually(
+            lambda: _rows(out) >= ROWS_AT_KILL, 300, f"the first archiver's {ROWS_AT_KILL} rows"
+        )
         first.send_signal(signal.SIGKILL)
         first.wait(30)
         rows_at_kill = _rows(out)
@@ -132,7 +127,7 @@ def archived(original_bins: Path, tmp_path_factory: pytest.TempPathFactory) -> I
             table = ds.dataset(out, format="parquet", partitioning="hive").to_table(["body"])
             return wanted <= set(table.column("body").to_pylist())
 
-        _wait(complete, 600, "every published message in the archive")
+        eventually(complete, 600, "every published message in the archive")
         second.send_signal(signal.SIGTERM)
         assert second.wait(60) == 0
         yield Archived(c, topic, out, log, bodies, rows_at_kill, 100)

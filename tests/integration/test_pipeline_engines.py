@@ -160,13 +160,16 @@ def redesign(
 
 @pytest.fixture(params=["original", "redesign"])
 def archive(request: pytest.FixtureRequest) -> Archive:
-    return request.getfixturevalue(request.param)
+    chosen: Archive = request.getfixturevalue(request.param)
+    return chosen
 
 
 def archived_rows(a: Archive) -> list[dict[str, Any]]:
     import pyarrow.dataset as ds
 
-    return ds.dataset(a.out, format="parquet", partitioning="hive").to_table().to_pylist()
+    table = ds.dataset(a.out, format="parquet", partitioning="hive").to_table()
+    rows: list[dict[str, Any]] = table.to_pylist()
+    return rows
 
 
 def id_forms(a: Archive, row: dict[str, Any]) -> list[tuple[str, ...]]:

@@ -27,9 +27,8 @@ import itertools
 import json
 import signal
 import subprocess
-import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,6 +52,7 @@ from tests.helpers.redesign import (
     unique,
 )
 from tests.helpers.spark import TEST_MASTER, spark  # noqa: F401
+from tests.helpers.wait import eventually
 
 pytestmark = [pytest.mark.redesign, pytest.mark.spark]
 
@@ -142,14 +142,6 @@ def ids_by_partition(out: Path) -> dict[int, set[int]]:
     return dict(found)
 
 
-def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.05)
-
-
 def archive_argv(lookupd: str, topic: str, out: Path, log: Path, *extra: str) -> list[str]:
     return [
         NSQCTL,
@@ -178,7 +170,7 @@ def archive_killed_and_resumed(
         stdin=subprocess.DEVNULL,
     )
     try:
-        wait_for(
+        eventually(
             lambda: sum(map(len, ids_by_partition(out).values())) >= kill_after,
             120,
             f"the first archiver of {topic} to write {kill_after} rows",
@@ -351,8 +343,9 @@ def check_archive(
     durable before acknowledged. Returns the unique rows per partition."""
     assert not list(run.out.rglob(".tmp-*"))
     for path in run.out.rglob("*.parquet"):
-        t, part, date = path.parent.relative_to(run.out).parts
-        assert t == f"topic={topic}" and part.startswith("partition=") and date.startswith("date=")
+        t, part_dir, date = path.parent.relative_to(run.out).parts
+        assert t == f"topic={topic}" and part_dir.startswith("partition=")
+        assert date.startswith("date=")
     parts = unique_rows(run)
     assert sorted(parts) == sorted(published)
     for part, part_rows in parts.items():
@@ -540,7 +533,8 @@ def _trace(*args: str) -> dict[str, Any]:
     """``nsqctl trace ARGS --json`` in-process (the test session's SparkSession)."""
     result = invoke("trace", *args, "--json", "--spark-master", TEST_MASTER)
     assert result.exit_code == 0, (result.output, result.exception)
-    return json.loads(result.stdout)
+    report: dict[str, Any] = json.loads(result.stdout)
+    return report
 
 
 def test_trace_joins_publish_log_consume_log_and_archive(
@@ -636,15 +630,12 @@ def test_archive_stops_in_one_line_when_no_leader_comes_back(
         env=clean_env(),
     )
     try:
-        deadline = time.monotonic() + 60
 
         def archived() -> list[bytes]:
             files = list(out.rglob("*.parquet")) if out.exists() else []
             return ds.dataset(files).to_table().column("body").to_pylist() if files else []
 
-        while sorted(archived()) != [b"one", b"two"] and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert sorted(archived()) == [b"one", b"two"]
+        eventually(lambda: sorted(archived()) == [b"one", b"two"], 60, "both lines archived")
         kill_leader(c, topic, 0)
         _, err = proc.communicate(timeout=90)
     finally:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 
 import pytest
 
@@ -18,7 +17,9 @@ from nsqctl.protocol.message import RawMessage
 from nsqctl.servers import cluster, process
 from nsqctl.sharding import murmur3_32, pick_node_for_key
 from nsqctl.stats import read_nsqd_stats
+from tests.conftest import StartCluster
 from tests.helpers.cli import cli
+from tests.helpers.names import unique
 
 
 def _stored(http: str, topic: str) -> int:
@@ -26,10 +27,6 @@ def _stored(http: str, topic: str) -> int:
     return sum(
         t.message_count for t in read_nsqd_stats(http, topic=topic).topics if t.topic == topic
     )
-
-
-def _topic(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:10]}"
 
 
 async def read_back(
@@ -64,7 +61,7 @@ async def read_back(
 
 
 async def test_publish_mpub_dpub_round_trip(original_cluster: cluster.Cluster) -> None:
-    topic = _topic("rt")
+    topic = unique("rt")
     nsqd = original_cluster.nsqd_tcp[0]
     bodies = [b"single", *[f"m{i}".encode() for i in range(50)], b"\x00\xffbinary\n\r"]
     async with Producer(nsqd_tcp=[nsqd]) as producer:
@@ -76,9 +73,9 @@ async def test_publish_mpub_dpub_round_trip(original_cluster: cluster.Cluster) -
     assert all(len(m.id) == 16 and m.internal_id is None for m in got)
 
 
-async def test_mpub_splits_under_max_body_size(start_cluster) -> None:
+async def test_mpub_splits_under_max_body_size(start_cluster: StartCluster) -> None:
     c = start_cluster("original", nsqd_args=["--max-body-size=10000"])
-    topic = _topic("split")
+    topic = unique("split")
     bodies = [bytes([i % 256]) * 900 for i in range(40)]  # 36 KB in total
     async with Producer(
         nsqd_tcp=c.nsqd_tcp, options=ProducerOptions(max_body_size=10000)
@@ -94,7 +91,7 @@ async def test_keyed_call_split_into_batches_keeps_its_place_in_call_order(
     """A sharded publish_many split into several MPUBs, and a sharded publish called right
     after it: every batch of the first call lands before the later call."""
     nsqd = original_cluster.nsqd_tcp[0]
-    topic = _topic("keyedsplit")
+    topic = unique("keyedsplit")
     bodies = [b"%03d:" % i + b"x" * 900 for i in range(20)]  # several 4000-byte MPUBs
     async with Producer(nsqd_tcp=[nsqd], options=ProducerOptions(max_body_size=4000)) as producer:
         # topology and connection cached: the later call need not wait for any IO
@@ -110,18 +107,18 @@ async def test_bad_message_raised_not_retried(original_cluster: cluster.Cluster)
     async with Producer(nsqd_tcp=original_cluster.nsqd_tcp[:1]) as producer:
         t0 = time.monotonic()
         with pytest.raises(BadMessageError, match="do not retry"):
-            await producer.publish(_topic("big"), b"x" * (2 * 1024 * 1024))
+            await producer.publish(unique("big"), b"x" * (2 * 1024 * 1024))
         assert time.monotonic() - t0 < 5  # raised at once, not after the retry budget
 
 
 async def test_partition_on_original_is_a_clear_error(original_cluster: cluster.Cluster) -> None:
     async with Producer(lookupd_http=original_cluster.lookupd_http) as producer:
         with pytest.raises(Exception, match="no partitions"):
-            await producer.publish(_topic("np"), b"x", partition=1)
+            await producer.publish(unique("np"), b"x", partition=1)
 
 
 async def test_lookup_publish_creates_topic_on_original(original_cluster: cluster.Cluster) -> None:
-    topic = _topic("newtopic")
+    topic = unique("newtopic")
     async with Producer(lookupd_http=original_cluster.lookupd_http) as producer:
         await producer.publish(topic, b"first")
     counts = []
@@ -132,7 +129,7 @@ async def test_lookup_publish_creates_topic_on_original(original_cluster: cluste
 
 
 async def test_shard_key_picks_one_nsqd_consistently(original_cluster: cluster.Cluster) -> None:
-    topic = _topic("shard")
+    topic = unique("shard")
     keys = [f"user-{i}" for i in range(20)]
     async with Producer(lookupd_http=original_cluster.lookupd_http) as producer:
         for round_ in range(3):
@@ -151,11 +148,11 @@ async def test_shard_key_picks_one_nsqd_consistently(original_cluster: cluster.C
         assert by_node[holders[0]].count(key) == 3
 
 
-async def test_nsqd_killed_and_restarted_mid_publish(start_cluster) -> None:
+async def test_nsqd_killed_and_restarted_mid_publish(start_cluster: StartCluster) -> None:
     """Every publish that returned OK is on the server afterwards; every failure raised."""
     c = start_cluster("original", nsqd_args=["--mem-queue-size=0", "--sync-every=1"])
     node = c.nsqds[0]
-    topic = _topic("fault")
+    topic = unique("fault")
     acked: list[int] = []
     failed: list[int] = []
     policy = ProducerOptions(max_attempts=40, retry_timeout=20.0, backoff=0.05, max_backoff=0.5)
@@ -190,7 +187,7 @@ async def test_nsqd_killed_and_restarted_mid_publish(start_cluster) -> None:
 async def test_traced_publish_and_sharding_on_partitions(
     redesign_cluster: cluster.Cluster,
 ) -> None:
-    topic = _topic("traced")
+    topic = unique("traced")
     admin.create_topic(redesign_cluster.lookupd_http, topic, partitions=2, replicas=1)
     # A youzan channel starts at the end of the topic: create it before publishing.
     lookupd = redesign_cluster.lookupd_http[0]
@@ -211,7 +208,7 @@ async def test_traced_publish_and_sharding_on_partitions(
         leader = topo.partitions[part]
         extra = 1 if part == 1 else 0
         got = await read_back(
-            leader.tcp_address, topic, len(expected[part]) + extra, partition=part
+            str(leader.tcp_address), topic, len(expected[part]) + extra, partition=part
         )
         bodies = [m.body for m in got if m.body != b"traced-body"]
         assert sorted(bodies) == sorted(expected[part])
@@ -221,7 +218,7 @@ async def test_traced_publish_and_sharding_on_partitions(
 async def test_sharded_publish_to_missing_partition_fails(
     redesign_cluster: cluster.Cluster,
 ) -> None:
-    topic = _topic("nopart")
+    topic = unique("nopart")
     admin.create_topic(redesign_cluster.lookupd_http, topic, partitions=2, replicas=1)
     policy = ProducerOptions(max_attempts=2, retry_timeout=2.0)
     async with Producer(lookupd_http=redesign_cluster.lookupd_http, options=policy) as producer:
@@ -234,7 +231,7 @@ async def test_publish_to_a_missing_redesign_topic_is_not_found(
 ) -> None:
     """Found missing by the lookupds or by nsqd's E_TOPIC_NOT_EXIST: one error, caught as
     the NotFoundError it is, after the retries a just-created topic would get."""
-    topic = _topic("missing")
+    topic = unique("missing")
     policy = ProducerOptions(max_attempts=2, backoff=0.05)
     async with Producer(lookupd_http=redesign_cluster.lookupd_http, options=policy) as producer:
         with pytest.raises(
@@ -247,14 +244,14 @@ async def test_publish_to_a_missing_redesign_topic_is_not_found(
     for caught in (by_lookup, by_nsqd):
         assert isinstance(caught.value, nsqctl.TopicNotFoundError)
         assert caught.value.topic == topic
-    assert by_nsqd.value.code == "E_TOPIC_NOT_EXIST"
     assert isinstance(by_nsqd.value, nsqctl.ServerError)
+    assert by_nsqd.value.code == "E_TOPIC_NOT_EXIST"
 
 
 async def test_a_text_body_is_refused_before_anything_is_sent(
     original_cluster: cluster.Cluster,
 ) -> None:
-    topic = _topic("textbody")
+    topic = unique("textbody")
     async with Producer(nsqd_tcp=original_cluster.nsqd_tcp[:1]) as producer:
         with pytest.raises(nsqctl.ConfigError, match=r"body must be bytes.*got str") as caught:
             await producer.publish(topic, "text")  # type: ignore[arg-type]

@@ -12,6 +12,7 @@ import re
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -59,9 +60,10 @@ def lines(*bodies: bytes) -> bytes:
     return b"".join(b + b"\n" for b in bodies)
 
 
-def stat_rows(c: Cluster, *args: str) -> list[dict]:
+def stat_rows(c: Cluster, *args: str) -> list[dict[str, Any]]:
     out = nsqctl("stat", *args, "--lookupd", c.lookupd_http[0], "--json", "--count", "1")
-    return json.loads(out)["rows"]
+    rows: list[dict[str, Any]] = json.loads(out)["rows"]
+    return rows
 
 
 def test_replicated_ordered_ext_topic_create_lookup_stat_delete(
@@ -92,6 +94,7 @@ def test_replicated_ordered_ext_topic_create_lookup_stat_delete(
     holders: dict[int, list[str]] = {}
     for http in c.nsqd_http:
         for t in nsqd_stats(http, topic):
+            assert t.partition is not None  # a redesign topic's copies are partitions
             holders.setdefault(t.partition, []).append(http)
             assert t.ordered and t.ext, t
     leaders = {p: t.node for p, t in leader_stats(c, topic).items()}
@@ -232,7 +235,7 @@ def test_tail_from_start_time_and_offset_start_exactly_there(
 
     everything = tail_json(c.lookupd_http, topic, 80, "--from-start")
     assert sorted(body_from_json(r) for r in everything) == first + later
-    per_partition: dict[int, list[dict]] = {}
+    per_partition: dict[int, list[dict[str, Any]]] = {}
     for r in everything:
         per_partition.setdefault(r["partition"], []).append(r)
     for records in per_partition.values():

@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
-import time
 import uuid
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -38,6 +37,7 @@ from tests.helpers.auth_server import AuthServer
 from tests.helpers.certs import TLSFiles, make_tls_files, nsqd_tls_args
 from tests.helpers.cli import NSQCTL, assert_one_line_error, clean_env, run_cli
 from tests.helpers.redesign import TopicSpec, create_topics
+from tests.helpers.wait import eventually
 
 pytestmark = pytest.mark.redesign
 
@@ -97,7 +97,7 @@ def secured(
         if any(
             name in item.fixturenames
             for item in request.session.items
-            if getattr(item, "module", None) is request.module
+            if isinstance(item, pytest.Function) and item.module is request.module
         )
     ]
     started: dict[str, Secured] = {}
@@ -297,12 +297,16 @@ def test_auth_secret_is_not_in_the_process_command_line(
     )
     try:
         cmdline = Path(f"/proc/{proc.pid}/cmdline")
-        deadline = time.monotonic() + 20
         seen = b""
-        while time.monotonic() < deadline and proc.poll() is None:
+
+        def tail_ran() -> bool:  # or it exited: the assertion below says so
+            nonlocal seen
+            if proc.poll() is not None:
+                return True
             seen = cmdline.read_bytes()
-            if b"tail" in seen:
-                break
+            return b"tail" in seen
+
+        eventually(tail_ran, 20, "the tail process to run", step=0.01)
         assert b"tail" in seen, "the tail process never ran"
         assert GOOD_SECRET.encode() not in seen
         assert GOOD_SECRET.encode() not in Path(f"/proc/{proc.pid}/environ").read_bytes()

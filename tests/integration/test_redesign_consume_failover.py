@@ -30,6 +30,7 @@ from tests.conftest import StartCluster
 from tests.helpers.cli import NSQCTL, clean_env
 from tests.helpers.failover import kill_leader, leader_of
 from tests.helpers.redesign import TopicSpec, create_topics, unique
+from tests.helpers.wait import eventually
 
 pytestmark = [pytest.mark.redesign, pytest.mark.timeout(300)]
 
@@ -78,13 +79,15 @@ def _records(out: Path) -> list[dict[str, object]]:
 
 
 def _wait_bodies(out: Path, want: set[str], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if want <= {str(r["body"]) for r in _records(out)}:
-            return
-        time.sleep(0.5)
-    missing = want - {str(r["body"]) for r in _records(out)}
-    raise AssertionError(f"{len(missing)} line(s) never printed, e.g. {sorted(missing)[:3]}")
+
+    def missing() -> set[str]:
+        return want - {str(r["body"]) for r in _records(out)}
+
+    def said() -> str:
+        left = missing()
+        return f"{len(left)} more line(s) printed, e.g. {sorted(left)[:3]}"
+
+    eventually(lambda: not missing(), timeout, said, step=0.5)
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> str:
@@ -176,9 +179,7 @@ def test_tail_gives_up_after_the_failover_window_in_one_line(
         stderr=subprocess.PIPE,
         env=clean_env(),
     )
-    deadline = time.monotonic() + 30
-    while out.read_bytes().count(b"\n") < 2 and time.monotonic() < deadline:
-        time.sleep(0.2)
+    eventually(lambda: out.read_bytes().count(b"\n") >= 2, 30, "tail to print both", step=0.2)
     assert out.read_bytes() == b"one\ntwo\n"
     kill_leader(c, topic, 0)
     _, err = proc.communicate(timeout=60)

@@ -6,9 +6,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import subprocess
-import time
-import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,12 +18,10 @@ from nsqctl.message import Message
 from nsqctl.producer import Producer
 from nsqctl.servers import cluster
 from tests.helpers.cli import NSQCTL, clean_env, cli
+from tests.helpers.names import unique
+from tests.helpers.wait import wait_for
 
 pytestmark = pytest.mark.redesign
-
-
-def _topic(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 def test_fresh_sandbox_ordered_tail_prints_in_order_and_leaves_nothing_in_flight(
@@ -43,7 +40,9 @@ def test_fresh_sandbox_ordered_tail_prints_in_order_and_leaves_nothing_in_flight
             )
         )
 
-        def run(*args: str, data: bytes | None = None, timeout: float = 120):
+        def run(
+            *args: str, data: bytes | None = None, timeout: float = 120
+        ) -> subprocess.CompletedProcess[bytes]:
             return subprocess.run(
                 [NSQCTL, *args],
                 input=data or b"",
@@ -99,7 +98,7 @@ def _create_channel(topic: str, channel: str, lookupd: list[str]) -> None:
 
 
 async def _consume(
-    consumer_kwargs: dict, until: int, timeout: float = 90
+    consumer_kwargs: dict[str, Any], until: int, timeout: float = 90
 ) -> tuple[list[Message], Consumer]:
     got: list[Message] = []
     done = asyncio.Event()
@@ -123,7 +122,7 @@ async def test_20k_messages_over_100_keys_on_4_partitions_keep_per_key_order(
     redesign_cluster: cluster.Cluster,
 ) -> None:
     lookupd = redesign_cluster.lookupd_http
-    topic = _topic("ord20k")
+    topic = unique("ord20k")
     admin.create_topic(lookupd, topic, partitions=4, replicas=1, ordered=True)
     _create_channel(topic, "c", lookupd)
     keys = [f"key-{k}" for k in range(100)]
@@ -160,7 +159,7 @@ async def test_gap_and_regression_are_reported_when_the_channel_offset_moves(
 ) -> None:
     """A forward setoffset skips messages (a gap); a backward one replays (a regression)."""
     lookupd = redesign_cluster.lookupd_http
-    topic = _topic("ordgap")
+    topic = unique("ordgap")
     admin.create_topic(lookupd, topic, partitions=1, replicas=1, ordered=True)
     _create_channel(topic, "c", lookupd)
     async with Producer(lookupd_http=lookupd) as producer:
@@ -183,11 +182,9 @@ async def test_gap_and_regression_are_reported_when_the_channel_offset_moves(
         on_order_violation=events.append,
     )
 
-    async def wait_for(count: int) -> None:
-        deadline = time.monotonic() + 30
-        while len(got) < count:
-            assert time.monotonic() < deadline, f"only {len(got)} of {count} arrived"
-            await asyncio.sleep(0.05)
+    async def arrived(count: int) -> None:
+        said = f"{count} messages to arrive"
+        await wait_for(lambda: len(got) >= count, 30, lambda: f"{said}, got {len(got)}", 0.05)
 
     def set_offset(msgcount: int) -> None:
         proc = cli(
@@ -208,11 +205,11 @@ async def test_gap_and_regression_are_reported_when_the_channel_offset_moves(
 
     await consumer.start()
     try:
-        await wait_for(10)
+        await arrived(10)
         await asyncio.to_thread(set_offset, 60)
-        await wait_for(12)
+        await arrived(12)
         await asyncio.to_thread(set_offset, 5)
-        await wait_for(14)
+        await arrived(14)
     finally:
         await consumer.stop()
     seq = [int(m.body[1:]) for m in got]
@@ -236,7 +233,7 @@ def test_a_start_position_on_an_ordered_topic_says_how_to_move_the_channel(
 ) -> None:
     """youzan's SUB_ORDERED takes no start and SUB_ADVANCED is refused on ordered topics."""
     lookupd = redesign_cluster.lookupd_http
-    topic = _topic("ordstart")
+    topic = unique("ordstart")
     admin.create_topic(lookupd, topic, partitions=1, replicas=1, ordered=True)
     for extra in (["--ordered"], []):
         proc = cli("tail", topic, "--from-start", "-n", "1", *extra, "--lookupd", lookupd[0])
@@ -252,7 +249,7 @@ async def test_a_start_position_on_a_plain_topic_is_not_an_ordered_subscription(
     many messages are in flight and a requeued one comes back after later ones. That is
     no order regression, and the requeued copy must reach the handler again."""
     lookupd = redesign_cluster.lookupd_http
-    topic = _topic("advplain")
+    topic = unique("advplain")
     admin.create_topic(lookupd, topic, partitions=2, replicas=1)
     bodies = [f"m{i}".encode() for i in range(60)]
     async with Producer(lookupd_http=lookupd) as producer:
@@ -300,7 +297,7 @@ async def test_an_ordered_partition_with_messages_is_served_while_others_are_emp
     partition in turn holds the messages, for a fresh consumer: whichever partition got
     the first RDY, at least two of the three runs find it on an empty one."""
     lookupd = redesign_cluster.lookupd_http
-    topic = _topic("ordturn")
+    topic = unique("ordturn")
     admin.create_topic(lookupd, topic, partitions=3, replicas=1, ordered=True)
     _create_channel(topic, "ledger", lookupd)
     async with Producer(lookupd_http=lookupd) as producer:

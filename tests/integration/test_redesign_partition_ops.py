@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -94,12 +95,13 @@ def _loads(c: Cluster) -> dict[str, float]:
     return asyncio.run(get())
 
 
-def _etcd_meta(c: Cluster, topic: str) -> dict:
+def _etcd_meta(c: Cluster, topic: str) -> dict[str, Any]:
     """The topic meta nsqlookupd stored in etcd (sync and retention live only there)."""
     etcd = c.by_role("etcd")[0]
     key = f"/v2/keys/NSQMetaData/{cluster.CLUSTER_ID}/Topics/{topic}/TopicMeta"
     resp = httpx.get(f"http://127.0.0.1:{etcd.http_port}{key}", timeout=5)
-    return json.loads(resp.json()["node"]["value"])
+    meta: dict[str, Any] = json.loads(resp.json()["node"]["value"])
+    return meta
 
 
 async def _publish(c: Cluster, topic: str, bodies: list[bytes], partition: int = 0) -> None:
@@ -447,7 +449,7 @@ def test_leader_move_to_a_copy_youzan_never_elects_exits_1(
     assert proc.returncode == 1, proc.stderr
     lines = proc.stderr.decode().strip().splitlines()  # progress lines, then the error
     assert b"Traceback" not in proc.stderr and lines[-1].startswith("nsqctl: error: "), lines
-    err = lines[-1]
-    assert f"not {target}: youzan makes the in-sync copy with the least leader load" in err, err
-    assert f"partition 0 is led by {old}" in err, err
+    said = lines[-1]
+    assert f"not {target}: youzan makes the in-sync copy with the least leader load" in said, said
+    assert f"partition 0 is led by {old}" in said, said
     assert leader_of(c, topic).http_address == old

@@ -24,6 +24,7 @@ import json
 import subprocess
 from collections import Counter, defaultdict
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -74,7 +75,7 @@ def _mid_stream(c: Cluster, topic: str, proc: subprocess.Popen[bytes], stored: i
     assert proc.poll() is None, proc.communicate()
 
 
-def _stored(c: Cluster, topic: str, **kwargs: object) -> list[bytes]:
+def _stored(c: Cluster, topic: str, **kwargs: Any) -> list[bytes]:
     """Every message stored in ``topic``, in storage order per partition: on channel
     ``c`` (made before publishing), or from ``start`` on a fresh one."""
     total = sum(message_counts(c, topic).values())

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from nsqctl.servers import process
+from tests.helpers.wait import eventually
 
 SCRIPT = """
 import sys, time
@@ -37,9 +38,13 @@ def test_fixture_servers_die_when_the_test_process_is_killed(
     finally:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
-    deadline = time.monotonic() + 20
-    while any(process.pid_runs(p, e) for p, e in nodes.items()) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    with contextlib.suppress(AssertionError):  # the survivors are killed and named below
+        eventually(
+            lambda: not any(process.pid_runs(p, e) for p, e in nodes.items()),
+            20,
+            "the servers to exit",
+            step=0.05,
+        )
     alive = [p for p, e in nodes.items() if process.pid_runs(p, e)]
     for p in alive:  # never leave them behind, even when the assertion fails
         os.kill(p, signal.SIGKILL)

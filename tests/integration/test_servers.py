@@ -13,6 +13,8 @@ from nsqctl import admin
 from nsqctl.errors import ServerSetupError
 from nsqctl.servers import cluster, process
 from nsqctl.stats import read_nsqd_stats
+from tests.conftest import StartCluster
+from tests.helpers.wait import eventually
 
 
 def _stats_message_count(nsqd_http: str, topic: str) -> int:
@@ -55,16 +57,17 @@ def test_original_lookupd_sees_both_nsqd(original_cluster: cluster.Cluster) -> N
     topic = f"reg_{int(time.time() * 1000)}"
     for http in original_cluster.nsqd_http:
         httpx.post(f"http://{http}/topic/create?topic={topic}", timeout=5).raise_for_status()
-    deadline = time.monotonic() + 10
     ports: set[int] = set()
-    while time.monotonic() < deadline:
+
+    def both_listed() -> bool:
+        nonlocal ports
         body = httpx.get(
             f"http://{original_cluster.lookupd_http[0]}/lookup?topic={topic}", timeout=5
         ).json()
         ports = {p["tcp_port"] for p in body.get("producers", [])}
-        if len(ports) == 2:
-            break
-        time.sleep(0.2)
+        return len(ports) == 2
+
+    eventually(both_listed, 10, "nsqlookupd to list both nsqd", step=0.2)
     assert ports == {n.tcp_port for n in original_cluster.nsqds}
 
 
@@ -127,7 +130,7 @@ def test_server_exiting_at_start_names_its_log(
     assert "address already in use" in Path(state.nsqds[0].log).read_text()
 
 
-def test_stop_leaves_no_process(start_cluster: cluster.Cluster) -> None:
+def test_stop_leaves_no_process(start_cluster: StartCluster) -> None:
     c = start_cluster("original", nsqd=2)
     pids = [n.pid for n in c.nodes]
     assert all(c.running().values())

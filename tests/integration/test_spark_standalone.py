@@ -90,10 +90,11 @@ def setup(original_bins: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
         nsq.stop()
 
 
-def _app(s: Setup, name: str) -> dict[str, object]:
+def _app(s: Setup, name: str) -> dict[str, Any]:
     apps = [a for a in s.spark.state()["completedapps"] if a["name"] == name]
     assert len(apps) == 1, s.spark.state()
-    return apps[0]
+    app: dict[str, Any] = apps[0]
+    return app
 
 
 def test_replay_and_trace_spread_over_both_workers(setup: Setup) -> None:

@@ -21,9 +21,12 @@ from nsqctl.stats import fetch_nsqd_stats, read_nsqd_stats
 from nsqctl.stats.poller import StatsPoller
 from nsqctl.stats.recording import RecordingTransport
 from nsqctl.stats.view import build_view
+from tests.conftest import StartCluster
 
 
-async def test_a_frozen_lookupd_is_shown_down_while_the_rest_is_polled(start_cluster) -> None:
+async def test_a_frozen_lookupd_is_shown_down_while_the_rest_is_polled(
+    start_cluster: StartCluster,
+) -> None:
     c: cluster.Cluster = start_cluster("original", nsqd=1, lookupd=2)
     live, frozen = c.lookupds
     os.kill(frozen.pid, signal.SIGSTOP)
@@ -43,7 +46,9 @@ async def test_a_frozen_lookupd_is_shown_down_while_the_rest_is_polled(start_clu
         assert [n.state for n in shot.nodes] == ["up"]
 
 
-async def test_redesign_isr_without_lookupd_via_each_nsqd_info(redesign_cluster) -> None:
+async def test_redesign_isr_without_lookupd_via_each_nsqd_info(
+    redesign_cluster: cluster.Cluster,
+) -> None:
     """Given nsqd addresses only, the poller learns each nsqd's TCP address from its /info
     (once) to name ISR members, and asks /coordinator/stats only for the topic in focus."""
     c: cluster.Cluster = redesign_cluster
@@ -65,7 +70,9 @@ async def test_redesign_isr_without_lookupd_via_each_nsqd_info(redesign_cluster)
     assert asked == {(part.leader, f"topic={topic}")}  # the leader only, both polls
 
 
-async def test_one_nsqd_read_once_names_a_topic_and_its_channel(original_cluster) -> None:
+async def test_one_nsqd_read_once_names_a_topic_and_its_channel(
+    original_cluster: cluster.Cluster,
+) -> None:
     """nsqctl.stats' one-shot reader (what tests and benchmarks check counters with): the
     sync and async forms agree with what was published; an absent channel is None; an
     nsqd that cannot be reached is a TransportError naming it."""

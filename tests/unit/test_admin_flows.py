@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import socket
 from collections.abc import Callable
+from typing import Any
 
 import httpx
 import pytest
@@ -21,7 +22,7 @@ from tests.helpers.youzan_fake import LOOKUPD_LEADER, redesign_peer
 LEADER = LOOKUPD_LEADER
 
 
-def peer(n: int) -> dict:
+def peer(n: int) -> dict[str, Any]:
     return redesign_peer(n, version="0.3.7-HA.1.13.0")
 
 

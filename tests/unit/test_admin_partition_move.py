@@ -11,6 +11,7 @@ copy: move leadership on from there, and fail (not warn) when the elections go r
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 import pytest
@@ -30,7 +31,7 @@ def node_id(n: int) -> str:
     return f"10.0.0.{n}:4250:4150:{n}"
 
 
-def peer(n: int) -> dict:
+def peer(n: int) -> dict[str, Any]:
     return redesign_peer(n)
 
 
@@ -108,7 +109,7 @@ class Youzan:
                 self.stale_reads -= 1
             else:
                 stale = False
-            listed = self.previous if stale else self.leader
+            listed = self.previous if stale and self.previous is not None else self.leader
             meta = {
                 "partition_num": 1,
                 "replica": 3,

@@ -71,13 +71,13 @@ def test_redesign_create_omits_flags_that_are_off() -> None:
     "kwargs",
     [{"partitions": 2}, {"replicas": 3}, {"ordered": True}, {"ext": True}],
 )
-def test_original_rejects_redesign_only_create_options(kwargs: dict) -> None:
+def test_original_rejects_redesign_only_create_options(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ConfigError, match="original NSQ has no partitions"):
         admin.plan_topic_create("original", "t", lookupds=["a:1"], **kwargs)
 
 
 @pytest.mark.parametrize("kwargs", [{"partitions": 0}, {"partitions": 256}, {"replicas": 6}])
-def test_redesign_rejects_out_of_range_create_options(kwargs: dict) -> None:
+def test_redesign_rejects_out_of_range_create_options(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ConfigError, match="must be between"):
         admin.plan_topic_create("redesign", "t", leader="l:1", **kwargs)
 
@@ -240,12 +240,12 @@ def test_names_are_url_encoded() -> None:
         ({"end": True}, "special:-1"),
     ],
 )
-def test_parse_offset_bodies(kwargs: dict, body: str) -> None:
+def test_parse_offset_bodies(kwargs: dict[str, Any], body: str) -> None:
     assert admin.parse_offset(**kwargs) == body
 
 
 @pytest.mark.parametrize("kwargs", [{}, {"timestamp": 1, "end": True}, {"msgcount": -1}])
-def test_parse_offset_needs_exactly_one_valid_choice(kwargs: dict) -> None:
+def test_parse_offset_needs_exactly_one_valid_choice(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ConfigError):
         admin.parse_offset(**kwargs)
 
@@ -332,7 +332,7 @@ def test_placement_from_original_stats() -> None:
         ({"version": "x", "ha_support": False}, "redesign"),
     ],
 )
-def test_family_of(info: dict, family: str) -> None:
+def test_family_of(info: dict[str, Any], family: str) -> None:
     assert admin.family_of(info) == family
 
 

@@ -99,7 +99,7 @@ REFUSED = [
 
 @pytest.mark.parametrize(("setting", "value", "named"), REFUSED)
 def test_a_value_nsqd_would_refuse_is_refused_at_construction(
-    setting: str, value: object, named: str
+    setting: str, value: Any, named: str
 ) -> None:
     with pytest.raises(ConfigError, match=f"bad {setting}") as caught:
         ConnectionConfig(**{setting: value})
@@ -131,7 +131,7 @@ ACCEPTED: list[tuple[str, Any]] = [
 
 
 @pytest.mark.parametrize(("setting", "value"), ACCEPTED)
-def test_every_value_nsqd_takes_is_accepted(setting: str, value: object) -> None:
+def test_every_value_nsqd_takes_is_accepted(setting: str, value: Any) -> None:
     assert getattr(ConnectionConfig(**{setting: value}), setting) == value
 
 

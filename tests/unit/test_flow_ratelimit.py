@@ -14,7 +14,7 @@ import itertools
 import math
 import random
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 
 import pytest
@@ -57,7 +57,7 @@ def test_high_rate_deadlines_come_every_refill_interval() -> None:
     for _ in range(4000):
         limiter.on_message(0.0)
     deadline = limiter.next_deadline()
-    assert deadline == pytest.approx(0.02)
+    assert deadline is not None and deadline == pytest.approx(0.02)
     assert limiter.allowance(deadline) == 2000
 
 
@@ -142,8 +142,8 @@ class FlowSim:
         self.arrival_times: list[float] = []
         self.commands: list[tuple[float, RdyUpdate]] = []
         self.max_server_total = 0
-        self._sent = dict.fromkeys(queues, 0)
-        self._events: list[tuple[float, int, str, tuple]] = []
+        self._sent: dict[Hashable, int] = dict.fromkeys(queues, 0)
+        self._events: list[tuple[float, int, str, tuple[object, ...]]] = []
         self._seq = itertools.count()
         self._arrivals = 0
         if self.limiter is not None:  # the cap goes in before the first connection

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from typing import TypedDict, Unpack
 
 import pytest
 from hypothesis import settings
@@ -17,9 +18,18 @@ def as_dict(updates: list[RdyUpdate]) -> dict[object, int]:
     return {u.conn_id: u.count for u in updates}
 
 
-def primed(max_in_flight: int, names: str, *, seed: int = 0, **kwargs: object) -> RdyController:
+class RdyOptions(TypedDict, total=False):
+    """The controller's settings a test may change."""
+
+    fixed_rdy_one: bool
+    idle_turn: float
+
+
+def primed(
+    max_in_flight: int, names: str, *, seed: int = 0, **options: Unpack[RdyOptions]
+) -> RdyController:
     """A controller whose connections have each received and answered one message."""
-    ctl = RdyController(max_in_flight, rng=random.Random(seed), **kwargs)
+    ctl = RdyController(max_in_flight, rng=random.Random(seed), **options)
     for name in names:
         ctl.add_connection(name, 2500, 0.0)
     for name in names:
@@ -387,6 +397,7 @@ class RdyMachine(RuleBasedStateMachine):
     def apply(self, updates: list[RdyUpdate]) -> None:
         running = before = sum(self.mirror.values())
         for update in updates:
+            assert isinstance(update.conn_id, int)  # this machine numbers its connections
             old = self.mirror.get(update.conn_id, 0)
             assert update.count != old, "an update must change the count"
             running += update.count - old

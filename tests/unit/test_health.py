@@ -9,7 +9,7 @@ import pytest
 from prometheus_client.samples import Sample
 
 from nsqctl.errors import ConfigError
-from nsqctl.health import Latest, RuleSet, Threshold, evaluate, judge, parse_rule
+from nsqctl.health import Latest, Rule, RuleSet, Threshold, evaluate, judge, parse_rule
 from nsqctl.health.evaluate import isr_focus
 from nsqctl.health.findings import overall
 from nsqctl.stats.model import ClientStats, ClusterSnapshot, LookupdStatus, NodeStats
@@ -59,16 +59,23 @@ def test_rule_syntax_thresholds_and_globs() -> None:
             parse_rule(bad)
 
 
+def rule(rules: RuleSet, kind: str, topic: str | None, channel: str | None) -> Rule:
+    """The rule that decides for this subject (the test expects one)."""
+    found = rules.rule_for(kind, topic, channel)
+    assert found is not None
+    return found
+
+
 def test_the_last_matching_rule_of_a_kind_decides() -> None:
     rules = RuleSet.parse(["max-depth=100", "max-depth:orders/*=1000", "orphan:orders=off"])
-    assert rules.rule_for("max-depth", "events", "archive").threshold == Threshold(None, 100)
-    assert rules.rule_for("max-depth", "orders", "audit").threshold == Threshold(None, 1000)
+    assert rule(rules, "max-depth", "events", "archive").threshold == Threshold(None, 100)
+    assert rule(rules, "max-depth", "orders", "audit").threshold == Threshold(None, 1000)
     assert rules.rule_for("orphan", "orders", "audit") is None
-    assert rules.rule_for("orphan", "events", "archive").level == "warn"  # the default
-    assert rules.rule_for("node-down", None, None).level == "crit"
+    assert rule(rules, "orphan", "events", "archive").level == "warn"  # the default
+    assert rule(rules, "node-down", None, None).level == "crit"
     assert isr_focus(rules) is None  # the default isr rule covers every topic
     narrowed = RuleSet.parse(["isr=off", "isr:orders=warn", "isr:billing=crit"])
-    assert isr_focus(narrowed) == {"orders", "billing"}
+    assert isr_focus(narrowed) == frozenset({"orders", "billing"})
     assert isr_focus(RuleSet.parse(["isr=off"])) == frozenset()
 
 
@@ -183,8 +190,8 @@ def test_profile_rules_come_before_the_flags(
     flags = rule_texts([], ["orders*"], [], max_depth="10,20")
     assert flags == ["max-depth:orders*/*=10,20"]
     rules = build_rules("p", False, flags)
-    assert rules.rule_for("max-depth", "events", "archive").threshold == Threshold(None, 5)
-    assert rules.rule_for("max-depth", "orders", "audit").threshold == Threshold(10, 20)
+    assert rule(rules, "max-depth", "events", "archive").threshold == Threshold(None, 5)
+    assert rule(rules, "max-depth", "orders", "audit").threshold == Threshold(10, 20)
     path.write_text("[profiles.p]\ncheck = [1]\n")
     with pytest.raises(ConfigError, match="check must be a list of rule strings"):
         load_config()

@@ -1,6 +1,7 @@
 """The shape of nsqctl's imports, read from the source with :mod:`ast` (nothing imported).
 
-(a) No import cycles among the modules of ``nsqctl`` and ``tui``: layers depend downward.
+(a) No import cycles among the modules of ``nsqctl``, ``tui``, ``tests`` and ``bench``:
+    layers depend downward.
     Every import counts, each labelled with its kind in a failure:
 
     - ``module``: at module level, run on import;
@@ -21,7 +22,7 @@
       tell type checkers what those names are. Its outgoing edges are left out; a module
       that reads ``nsqctl.__version__`` depends on it like on any other module.
 
-(b) No ``from X import _name`` across modules in ``nsqctl`` and ``tui``: a name shared
+(b) No ``from X import _name`` across modules in those four: a name shared
     between modules gets a public name in the module it belongs to.
 """
 
@@ -34,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("nsqctl", "tui")
+PACKAGES = ("nsqctl", "tui", "tests", "bench")
 #: the dashboard's sources live in ``tui/`` but install, and import each other, as
 #: ``nsqctl.tui`` (through the ``nsqctl/tui`` link, which the walk does not follow)
 IMPORTED_AS = {"tui": "nsqctl.tui"}
@@ -182,7 +183,7 @@ def _one_cycle(component: list[str], edges: dict[str, set[str]]) -> list[str]:
     queue = [start]
     while queue:
         v = queue.pop(0)
-        for w in sorted(edges.get(v, ()) & members):
+        for w in sorted(edges.get(v, set()) & members):
             if w == start:
                 return [*paths[v], start]
             if w not in paths:

@@ -63,7 +63,7 @@ def _docstrings(tree: ast.AST) -> set[int]:
 def library_strings() -> list[tuple[str, int, str]]:
     """``(module, line, text)`` of every string constant of the library that is no
     docstring (the literal parts of f-strings included)."""
-    out = []
+    out: list[tuple[str, int, str]] = []
     for path in library_modules():
         tree = ast.parse(path.read_text())
         docs = _docstrings(tree)

@@ -25,6 +25,7 @@ from nsqctl.errors import LookupUnavailableError
 from nsqctl.lookup import LookupClient
 from nsqctl.lookup.errors import LookupDecodeError, LookupProtocolError
 from nsqctl.lookup.model import (
+    LookupAnswer,
     LookupdList,
     Peer,
     Topology,
@@ -184,11 +185,12 @@ def test_lookup_answers(content: bytes, status: int) -> None:
 def test_lookup_bodies_parse_alike_from_bytes_and_from_json(payload: Any, status: int) -> None:
     """The library's two entry points (bytes, as received; values, as ``json.loads``
     gives them to callers holding a body) judge a body alike."""
-    outcomes = []
-    for parse in (
+    outcomes: list[object] = []
+    parsers: tuple[Callable[[], LookupAnswer], ...] = (
         lambda: parse_lookup_body(_body(payload), source=ADDRESS, http_status=status, fetched_at=0),
         lambda: parse_lookup_response(payload, source=ADDRESS, http_status=status, fetched_at=0),
-    ):
+    )
+    for parse in parsers:
         try:
             outcomes.append(parse())
         except LookupProtocolError as err:

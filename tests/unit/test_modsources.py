@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from nsqctl.errors import ServerSetupError
-from nsqctl.servers import build, modsources
+from nsqctl.servers import build, catalog, modsources
 
 
 def _tarball(path: Path, top: str, module: str, extra: dict[str, bytes] | None = None) -> Path:
@@ -89,7 +89,7 @@ def test_a_refused_module_is_read_from_the_build_log(tmp_path: Path) -> None:
 
 
 def test_the_wrapper_replaces_local_modules_with_their_directories() -> None:
-    spec = build.BUILDS["redesign"]
+    spec = catalog.BUILDS["redesign"]
     text = build.wrapper_gomod(spec, ["github.com/youzan/nsq => /src/nsq"])
     assert f"\t{spec.module} {spec.version}" in text
     assert "replace github.com/youzan/nsq => /src/nsq" in text

@@ -132,7 +132,8 @@ def test_original_hex_id_matches_only_original_rows() -> None:
         flt.Cmp("date", "<=", dt.date(2026, 11, 22), prune=True),
     )
     assert flt.log_filter(q) == (flt.LowerEq("id", "18a381c98ba69000"),)
-    assert flt.archive_filter(parse_query("ffffffffffffffff"))[0].value == -1  # signed
+    first = flt.archive_filter(parse_query("ffffffffffffffff"))[0]
+    assert isinstance(first, flt.Cmp) and first.value == -1  # signed
     # a redesign id above partition 0's range names its partition directory
     p3 = flt.archive_filter(parse_query(str((3 << 50) + 9), internal=True))
     assert p3 == (
@@ -282,12 +283,16 @@ def test_engine_choice_and_its_reasons(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.setenv("SPARK_MASTER", "local[1]")
     assert engine.choose("trace", "auto", [str(tmp_path)]).reason == "SPARK_MASTER=local[1] is set"
     assert engine.choose("trace", "local", [str(tmp_path)]).engine == "local"  # flag wins
-    for args, message in [
-        (("trace", "fast", [str(tmp_path)]), "is not one of auto, local, spark"),
-        (("trace", "local", ["hdfs://nn/a"]), "hdfs://nn/a is remote: use `engine` spark"),
+    refused: list[tuple[tuple[str, str, list[str], str | None, str | None], str]] = [
+        (("trace", "fast", [str(tmp_path)], None, None), "is not one of auto, local, spark"),
+        (
+            ("trace", "local", ["hdfs://nn/a"], None, None),
+            "hdfs://nn/a is remote: use `engine` spark",
+        ),
         (("replay", "local", [str(tmp_path)], None, "x > 1"), "`where` is a Spark SQL"),
-        (("replay", "local", [str(tmp_path)], "spark://h:7077"), "drop `engine` local"),
-    ]:
+        (("replay", "local", [str(tmp_path)], "spark://h:7077", None), "drop `engine` local"),
+    ]
+    for args, message in refused:
         with pytest.raises(ConfigError, match=message):
             engine.choose(*args)
 

@@ -7,6 +7,7 @@ import datetime as dt
 import gzip
 import os
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 import pytest
 
@@ -53,15 +54,21 @@ def test_date_of_is_utc() -> None:
     assert date_of(1_700_000_000 * 10**9) == "2023-11-14"
 
 
-def _msg(partition: int | None, i: int, ts: int, **raw: object) -> OfflineMessage:
-    fields = {"id": b"%016x" % i, "body": b"body-%d" % i, **raw}
-    return OfflineMessage(
-        RawMessage(ts, 1, **fields),
-        "t",
-        "ch",
-        partition,  # type: ignore[arg-type]
-        "127.0.0.1:1",
-    )
+class RawFields(TypedDict, total=False):
+    """The fields of a message a test sets itself."""
+
+    id: bytes
+    internal_id: int
+    trace_id: int
+    ext_version: int
+    ext_header: bytes
+    offset: int
+    size: int
+
+
+def _msg(partition: int | None, i: int, ts: int, **fields: Unpack[RawFields]) -> OfflineMessage:
+    raw = RawMessage(ts, 1, b"%016x" % i, b"body-%d" % i)._replace(**fields)
+    return OfflineMessage(raw, "t", "ch", partition, "127.0.0.1:1")
 
 
 def test_writer_groups_by_partition_and_date_atomically(tmp_path: Path) -> None:

@@ -140,7 +140,7 @@ def test_flow_control() -> None:
     with pytest.raises(InvalidCommandError):
         c.rdy(-1)
     with pytest.raises(InvalidCommandError):
-        c.rdy(True)  # type: ignore[arg-type]
+        c.rdy(True)
     with pytest.raises(InvalidCommandError, match="16 bytes"):
         c.fin(b"short")
     with pytest.raises(InvalidCommandError):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 
 import pytest
 import snappy
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 
 from nsqctl.errors import ProtocolError
 from nsqctl.protocol.compression import (
+    Codec,
     DeflateCodec,
     IdentityCodec,
     SnappyCodec,
@@ -118,7 +120,9 @@ writes = st.lists(st.binary(max_size=3000) | st.just(b"abc" * 30000), min_size=1
 @pytest.mark.parametrize("make", [SnappyCodec, DeflateCodec, IdentityCodec])
 @settings(max_examples=40, deadline=None)
 @given(chunks=writes, data=st.data())
-def test_round_trip_through_random_chunking(make, chunks: list[bytes], data) -> None:
+def test_round_trip_through_random_chunking(
+    make: Callable[[], Codec], chunks: list[bytes], data: st.DataObject
+) -> None:
     sender, receiver = make(), make()
     wire = b"".join(sender.compress(c) for c in chunks)
     cuts = sorted(data.draw(st.lists(st.integers(0, len(wire)), max_size=20)))
@@ -131,7 +135,7 @@ def test_round_trip_through_random_chunking(make, chunks: list[bytes], data) -> 
 
 
 @pytest.mark.parametrize("make", [SnappyCodec, DeflateCodec])
-def test_each_write_decodable_immediately(make) -> None:
+def test_each_write_decodable_immediately(make: Callable[[], Codec]) -> None:
     sender, receiver = make(), make()
     for piece in (b"first", b"second" * 1000, b"third"):
         assert receiver.decompress(sender.compress(piece)) == piece

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import pytest
@@ -10,7 +11,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from nsqctl.errors import ProtocolError
-from nsqctl.protocol.compression import DeflateCodec, SnappyCodec
+from nsqctl.protocol.compression import Codec, DeflateCodec, SnappyCodec
 from nsqctl.protocol.errors import ServerError, error_from_frame
 from nsqctl.protocol.frames import Frame, FrameDecoder, encode_frame
 from nsqctl.protocol.message import (
@@ -65,7 +66,7 @@ def outcome(fn: Callable[[], Any]) -> Any:
 def test_frame_decoder_fuzz(chunks: list[bytes]) -> None:
     decoder = FrameDecoder(max_frame_size=1024)
     for chunk in chunks:
-        result = outcome(lambda c=chunk: decoder.feed(c))
+        result = outcome(partial(decoder.feed, chunk))
         if isinstance(result, ProtocolError):
             return
         assert all(isinstance(f, Frame) and isinstance(f.data, bytes) for f in result)
@@ -73,7 +74,9 @@ def test_frame_decoder_fuzz(chunks: list[bytes]) -> None:
 
 @settings(max_examples=300)
 @given(st.lists(st.tuples(st.integers(0, 2), st.binary(max_size=40)), max_size=5), st.binary())
-def test_frame_decoder_valid_prefix_then_garbage(frames, garbage: bytes) -> None:
+def test_frame_decoder_valid_prefix_then_garbage(
+    frames: list[tuple[int, bytes]], garbage: bytes
+) -> None:
     stream = b"".join(encode_frame(t, d) for t, d in frames)
     decoder = FrameDecoder(max_frame_size=1024)
     out = decoder.feed(stream)
@@ -120,10 +123,10 @@ def test_error_from_frame_never_raises(data: bytes, context: str | None) -> None
 @settings(max_examples=200)
 @given(chunks=st.lists(st.binary(max_size=80), max_size=6))
 @example(chunks=[b"\xff\x06\x00\x00sNaPpY\x00\x05\x00\x00\x00"])
-def test_decompress_fuzz(make, chunks: list[bytes]) -> None:
+def test_decompress_fuzz(make: Callable[[], Codec], chunks: list[bytes]) -> None:
     codec = make()
     for chunk in chunks:
-        result = outcome(lambda c=chunk: codec.decompress(c))
+        result = outcome(partial(codec.decompress, chunk))
         if isinstance(result, ProtocolError):
             return
         assert isinstance(result, bytes)
@@ -168,7 +171,7 @@ frame_specs = st.lists(
 def test_feed_events_matches_split_then_decode_in_any_chunking(
     layout: MessageLayout, specs: list[tuple[Any, ...]], cuts: list[int]
 ) -> None:
-    parts = []
+    parts: list[bytes] = []
     for spec in specs:
         if spec[0] == 2:
             _, ts, attempts, body = spec
@@ -205,7 +208,7 @@ def test_feed_events_matches_split_then_decode_in_any_chunking(
 def test_feed_events_fuzz_only_protocol_errors(layout: MessageLayout, chunks: list[bytes]) -> None:
     decoder = FrameDecoder(max_frame_size=1024)
     for chunk in chunks:
-        result = outcome(lambda c=chunk: decoder.feed_events(c, layout))
+        result = outcome(partial(decoder.feed_events, chunk, layout))
         if isinstance(result, ProtocolError):
             # the stream is dead from here on: the same error again
             assert outcome(lambda: decoder.feed_events(b"", layout)) is result

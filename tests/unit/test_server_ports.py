@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ def _ephemeral_floor() -> int:
 @pytest.fixture
 def counter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A counter file of this test's own, so other test workers' clusters do not move it."""
-    monkeypatch.setattr(process.tempfile, "gettempdir", lambda: str(tmp_path))
+    monkeypatch.setattr(tempfile, "gettempdir", lambda: str(tmp_path))
     return tmp_path
 
 

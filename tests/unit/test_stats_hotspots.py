@@ -21,14 +21,16 @@ from nsqctl.stats.model import (
 )
 from nsqctl.stats.nodes import NO_DRAIN, node_summaries
 from nsqctl.stats.series import KeyedSeries
-from nsqctl.stats.view import build_view
+from nsqctl.stats.view import ClusterView, build_view
 from tests.helpers.stats import channel_stats as channel
 from tests.helpers.stats import topic_stats
 
 A, B = "127.0.0.1:4151", "127.0.0.1:4251"
 
 
-def client(addr: str, rdy: int, in_flight: int, requeued: int = 0, timeouts: int | None = 0):
+def client(
+    addr: str, rdy: int, in_flight: int, requeued: int = 0, timeouts: int | None = 0
+) -> ClientStats:
     return ClientStats(
         client_id=addr,
         hostname="worker",
@@ -51,7 +53,9 @@ def snapshot(at: float, channels: list[ChannelStats], *, topic: str = "orders") 
     return ClusterSnapshot(taken_at=at, nodes=(node,))
 
 
-def two_polls(before: list[ChannelStats], after: list[ChannelStats], dt: float = 2.0):
+def two_polls(
+    before: list[ChannelStats], after: list[ChannelStats], dt: float = 2.0
+) -> ClusterView:
     return build_view(snapshot(100.0 + dt, after), snapshot(100.0, before))
 
 

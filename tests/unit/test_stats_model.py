@@ -10,6 +10,7 @@ import asyncio
 import gc
 import json
 from dataclasses import replace
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -17,7 +18,6 @@ import pytest
 
 from nsqctl.stats.gcpause import freeze_after_bursts, gc_paused
 from nsqctl.stats.model import ClusterSnapshot, CoordInfo, NodeStats
-from nsqctl.stats.offline import load_json
 from nsqctl.stats.parse import (
     LazyClients,
     StatsProtocolError,
@@ -34,7 +34,7 @@ from nsqctl.stats.recording import RecordedPoller, Recording, play_back
 from nsqctl.stats.rules import delta, is_growing, is_stalled, is_starved, rate
 from nsqctl.stats.series import KeyedSeries, sparkline
 from nsqctl.stats.view import ClusterView, build_view
-from tests.helpers.nsqd_answers import narrowed, without_clients
+from tests.helpers.nsqd_answers import narrowed, recorded_body, without_clients
 from tests.helpers.stats import RECORDED_A, RECORDED_B, STATS_DATA
 from tests.helpers.stats import recorded_original as original
 
@@ -42,8 +42,8 @@ DATA = STATS_DATA
 A, B = RECORDED_A, RECORDED_B
 
 
-MANIFEST = load_json(DATA / "redesign_manifest.json")
-POLLS = {p["name"]: i for i, p in enumerate(MANIFEST["polls"])}  # type: ignore[index]
+MANIFEST = recorded_body(DATA / "redesign_manifest.json")
+POLLS = {p["name"]: i for i, p in enumerate(MANIFEST["polls"])}
 RECORDED = asyncio.run(play_back(DATA / "redesign_manifest.json", ["t0", "t1"], focus=None))
 """The recorded t0 and t1 polls (2 s apart), every topic in focus, as the poller makes them."""
 
@@ -132,7 +132,7 @@ def test_a_channel_record_field_by_field() -> None:
 
 
 def test_parse_original_payload() -> None:
-    node = parse_nsqd_stats(load_json(DATA / "original_nsqd_a_t0.json"), A, fetched_at=1.0)
+    node = parse_nsqd_stats(recorded_body(DATA / "original_nsqd_a_t0.json"), A, fetched_at=1.0)
     assert node.version == "1.3.0" and node.state == "up" and not node.is_redesign
     orders = next(t for t in node.topics if t.topic == "orders")
     assert orders.partition is None and orders.is_leader and not orders.depth_is_bytes
@@ -159,11 +159,11 @@ def test_original_rates_between_recorded_polls() -> None:
     view = build_view(s1, s0)
     orders = view.topic("orders")
     assert orders is not None
-    raw0 = {n: load_json(DATA / f"original_nsqd_{n}_t0.json") for n in "ab"}
-    raw1 = {n: load_json(DATA / f"original_nsqd_{n}_t1.json") for n in "ab"}
+    raw0 = {n: recorded_body(DATA / f"original_nsqd_{n}_t0.json") for n in "ab"}
+    raw1 = {n: recorded_body(DATA / f"original_nsqd_{n}_t1.json") for n in "ab"}
 
-    def msgs(raw: dict, topic: str) -> int:
-        return next(t["message_count"] for t in raw["topics"] if t["topic_name"] == topic)
+    def msgs(raw: dict[str, Any], topic: str) -> int:
+        return int(next(t["message_count"] for t in raw["topics"] if t["topic_name"] == topic))
 
     expected = sum(msgs(raw1[n], "orders") - msgs(raw0[n], "orders") for n in "ab") / 2.0
     assert expected > 0
@@ -177,7 +177,7 @@ def test_original_depth_sums_channels_and_starvation_from_recording() -> None:
     view = build_view(original(1, 102.0), original(0, 100.0))
     orders = view.topic("orders")
     assert orders is not None
-    raw = [load_json(DATA / f"original_nsqd_{n}_t1.json") for n in "ab"]
+    raw = [recorded_body(DATA / f"original_nsqd_{n}_t1.json") for n in "ab"]
     expected_depth = sum(
         t["depth"] + sum(c["depth"] for c in t["channels"])
         for r in raw
@@ -206,7 +206,7 @@ def test_channel_rates_interval_and_previous_depth_sum_the_partitions() -> None:
     parts = billing.parts
     assert all(p.previous is not None for p in parts)
     assert billing.interval == pytest.approx(sum(p.dt for p in parts) / len(parts))
-    assert billing.previous_depth == sum(p.previous.depth for p in parts)  # type: ignore[union-attr]
+    assert billing.previous_depth == sum(p.previous.depth for p in parts if p.previous is not None)
     for total, counter in (
         (billing.requeue_rate, "requeue_count"),
         (billing.timeout_rate, "timeout_count"),
@@ -257,7 +257,7 @@ def test_depth_growing_sets_warning_through_history() -> None:
 
 
 def test_nodes_from_lookupd() -> None:
-    producers = load_json(DATA / "original_lookupd_nodes.json")["producers"]  # type: ignore[index]
+    producers = recorded_body(DATA / "original_lookupd_nodes.json")["producers"]
     assert nsqd_http_addresses(producers) == ["127.0.0.1:24603", "127.0.0.1:24605"]
     assert nsqd_http_addresses([{"hostname": "x"}]) == []
 
@@ -296,7 +296,7 @@ def test_numbers_spelled_as_digits_are_read_and_a_misfit_field_is_named() -> Non
 def test_clients_of_an_enveloped_body_are_read_from_inside_the_envelope() -> None:
     """The pre-v1 envelope wraps the body in ``data``: RDY totals come from the first
     decode, each connection later from a second one that must unwrap it the same way."""
-    raw = load_json(DATA / "original_nsqd_a_t1.json")
+    raw = recorded_body(DATA / "original_nsqd_a_t1.json")
     plain = parse_nsqd_body(json.dumps(raw).encode(), A, fetched_at=1.0)
     wrapped = {"status_code": 200, "status_txt": "OK", "data": raw}
     node = parse_nsqd_body(json.dumps(wrapped).encode(), A, fetched_at=1.0)
@@ -312,18 +312,18 @@ def test_clients_of_an_enveloped_body_are_read_from_inside_the_envelope() -> Non
 # then compared with what the poller + model made of the same payloads.
 
 
-def raw_stats(poll: str) -> dict[str, dict]:
+def raw_stats(poll: str) -> dict[str, dict[str, Any]]:
     """nsqd HTTP address → its recorded ``/stats`` body for one poll."""
     out = {}
-    for ex in MANIFEST["polls"][POLLS[poll]]["exchanges"]:  # type: ignore[index]
+    for ex in MANIFEST["polls"][POLLS[poll]]["exchanges"]:
         if urlsplit(ex["url"]).path == "/stats":
-            out[urlsplit(ex["url"]).netloc] = load_json(DATA / ex["file"])
-    return out  # type: ignore[return-value]
+            out[urlsplit(ex["url"]).netloc] = recorded_body(DATA / ex["file"])
+    return out
 
 
-def raw_partitions(poll: str, topic: str) -> dict[int, dict[str, dict]]:
+def raw_partitions(poll: str, topic: str) -> dict[int, dict[str, dict[str, Any]]]:
     """partition → nsqd → that nsqd's recorded copy of it."""
-    out: dict[int, dict[str, dict]] = {}
+    out: dict[int, dict[str, dict[str, Any]]] = {}
     for address, body in raw_stats(poll).items():
         for t in body["topics"]:
             if t["topic_name"] == topic:
@@ -331,7 +331,7 @@ def raw_partitions(poll: str, topic: str) -> dict[int, dict[str, dict]]:
     return out
 
 
-def raw_leader(copies: dict[str, dict]) -> tuple[str, dict]:
+def raw_leader(copies: dict[str, dict[str, Any]]) -> tuple[str, dict[str, Any]]:
     [(address, leader)] = [(a, t) for a, t in copies.items() if t["is_leader"]]
     return address, leader
 
@@ -344,7 +344,7 @@ def test_recorded_redesign_units_channel_depth_counts_topic_depth_is_bytes() -> 
         audit = next(c for c in leader["channels"] if c["channel_name"] == "audit")
         assert audit["paused"] and audit["depth"] == leader["message_count"] > 0
         assert audit["depth_size"] == leader["depth"] > audit["depth"]
-    node = parse_nsqd_stats(load_json(DATA / "redesign_t1_nsqd_a_stats.json"), A, fetched_at=0)
+    node = parse_nsqd_stats(recorded_body(DATA / "redesign_t1_nsqd_a_stats.json"), A, fetched_at=0)
     assert node.is_redesign and node.version == "0.3.7-HA.1.12.7"
     part = next(t for t in node.topics if t.topic == "orders" and t.is_leader)
     audit_stats = next(c for c in part.channels if c.name == "audit")
@@ -361,6 +361,7 @@ def test_recorded_redesign_leaders_replicas_and_stored_bytes() -> None:
         raw = raw_partitions("t1", name)
         assert [p.partition for p in topic.partitions] == sorted(raw) == [0, 1]
         for p in topic.partitions:
+            assert p.partition is not None
             leader_at, leader = raw_leader(raw[p.partition])
             assert p.leader == leader_at and p.write_enabled
             assert p.replicas == tuple(a for a in sorted(raw[p.partition]) if a != leader_at)
@@ -372,16 +373,16 @@ def test_recorded_redesign_leaders_replicas_and_stored_bytes() -> None:
 
 def test_recorded_redesign_isr_as_nsqd_addresses() -> None:
     """ISR node ids (ip:rpc:tcp:n) become the HTTP addresses lookupd /nodes lists for them."""
-    nodes = load_json(DATA / "redesign_t1_lookupd_nodes.json")["producers"]  # type: ignore[index]
+    nodes = recorded_body(DATA / "redesign_t1_lookupd_nodes.json")["producers"]
     by_tcp = {
         f"{n['broadcast_address']}:{n['tcp_port']}": f"127.0.0.1:{n['http_port']}" for n in nodes
     }
     view = build_view(RECORDED[1], RECORDED[0])
     seen = set()
-    for ex in MANIFEST["polls"][POLLS["t1"]]["exchanges"]:  # type: ignore[index]
+    for ex in MANIFEST["polls"][POLLS["t1"]]["exchanges"]:
         if urlsplit(ex["url"]).path != "/coordinator/stats":
             continue
-        for item in load_json(DATA / ex["file"])["topic_coord_stats"]:  # type: ignore[index]
+        for item in recorded_body(DATA / ex["file"])["topic_coord_stats"]:
             ids = [i["node_id"] for i in item["isr_stats"]]
             expected = tuple(by_tcp[f"{i.split(':')[0]}:{i.split(':')[2]}"] for i in ids)
             part = view.topic(item["name"]).partitions[item["partition"]]  # type: ignore[union-attr]
@@ -440,9 +441,9 @@ def test_recorded_redesign_channels_starved_stalled_paused_and_timeouts() -> Non
 
 
 def test_recorded_redesign_cluster_stats() -> None:
-    raw = load_json(DATA / "redesign_t1_lookupd_cluster_stats.json")
+    raw = recorded_body(DATA / "redesign_t1_lookupd_cluster_stats.json")
     view = build_view(RECORDED[1])
-    assert view.cluster is not None and view.cluster.stable is raw["stable"]  # type: ignore[index]
+    assert view.cluster is not None and view.cluster.stable is raw["stable"]
     assert {n.address for n in view.cluster.nodes} == {n.address for n in view.nodes}
     assert all(n.leader_load_factor > 0 for n in view.cluster.nodes)
     leaders = [lk for lk in view.lookupds if lk.is_leader]
@@ -505,7 +506,10 @@ async def test_a_stats_body_that_does_not_fit_marks_its_node_down_naming_the_fie
 
 def test_dead_leader_leaves_the_partition_without_leader() -> None:
     snap = RECORDED[1]
-    leader = build_view(snap).topic("orders").partitions[0].leader  # type: ignore[union-attr]
+    orders = build_view(snap).topic("orders")
+    assert orders is not None
+    leader = orders.partitions[0].leader
+    assert leader is not None
     dead = NodeStats(address=leader, fetched_at=snap.taken_at, state="down", error="timed out")
     nodes = tuple(dead if n.address == leader else n for n in snap.nodes)
     coordinator = tuple(c for c in snap.coordinator if c.reported_by != leader)
@@ -545,7 +549,7 @@ def test_node_ids_resolve_to_addresses_or_stay_as_they_are() -> None:
 
 
 def polled(
-    bodies: dict[str, dict],
+    bodies: dict[str, dict[str, Any]],
     taken_at: float,
     *,
     lean: bool = False,
@@ -555,7 +559,7 @@ def polled(
     """The snapshot of ``bodies`` (nsqd address → /stats) as the poller makes it: every
     client listed, or (``lean``) none but those of topic ``shown`` (of its ``channel``)."""
 
-    def node(address: str, body: dict) -> NodeStats:
+    def node(address: str, body: dict[str, Any]) -> NodeStats:
         main = without_clients(body) if lean else body
         details = []
         if lean and shown:
@@ -567,10 +571,12 @@ def polled(
     return ClusterSnapshot(taken_at, tuple(node(a, b) for a, b in bodies.items()))
 
 
-def recorded_bodies(family: str, k: int) -> dict[str, dict]:
+def recorded_bodies(family: str, k: int) -> dict[str, dict[str, Any]]:
     if family == "redesign":
         return raw_stats(f"t{k}")
-    return {a: load_json(DATA / f"original_nsqd_{n}_t{k}.json") for a, n in ((A, "a"), (B, "b"))}
+    return {
+        a: recorded_body(DATA / f"original_nsqd_{n}_t{k}.json") for a, n in ((A, "a"), (B, "b"))
+    }
 
 
 def counters(view: ClusterView) -> dict[tuple[str, str], tuple[object, ...]]:
@@ -623,8 +629,8 @@ def test_polled_without_clients_counts_them_and_leaves_rdy_unknown(family: str) 
 
 
 def test_a_topics_detail_replaces_its_copies_in_place() -> None:
-    body = load_json(DATA / "original_nsqd_a_t1.json")
-    names = [t["topic_name"] for t in body["topics"]]  # type: ignore[index]
+    body = recorded_body(DATA / "original_nsqd_a_t1.json")
+    names = [t["topic_name"] for t in body["topics"]]
     fresh = {**body, "topics": [{**narrowed(body, "orders")["topics"][0], "topic_name": "new"}]}
     error = {"status_code": 500, "status_txt": "INTERNAL_ERROR", "data": None}
     details = [json.dumps(d).encode() for d in (narrowed(body, "orders"), fresh, error)]
@@ -649,7 +655,7 @@ def test_a_topics_detail_replaces_its_copies_in_place() -> None:
 
 def test_clients_are_parsed_only_when_a_channel_view_reads_them() -> None:
     body = (DATA / "original_nsqd_a_t1.json").read_bytes()
-    raw = load_json(DATA / "original_nsqd_a_t1.json")
+    raw = recorded_body(DATA / "original_nsqd_a_t1.json")
     node = parse_nsqd_body(body, A, fetched_at=1.0)
     orders = next(t for t in node.topics if t.topic == "orders")
     billing = next(c for c in orders.channels if c.name == "billing")
@@ -659,7 +665,7 @@ def test_clients_are_parsed_only_when_a_channel_view_reads_them() -> None:
     assert view.topic("orders").channel("billing").ready == 2  # type: ignore[union-attr]
     raw_billing = next(
         c
-        for t in raw["topics"]  # type: ignore[index]
+        for t in raw["topics"]
         if t["topic_name"] == "orders"
         for c in t["channels"]
         if c["channel_name"] == "billing"
@@ -689,7 +695,7 @@ def test_freezing_after_bursts_freezes_survivors_and_unfreezes_every_nth() -> No
     gc.unfreeze()
     freeze_after_bursts(3)
     try:
-        kept = []
+        kept: list[object] = []
         counts = []
         for _ in range(4):
             with gc_paused():

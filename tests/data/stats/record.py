@@ -1,6 +1,6 @@
 """Record the redesign ``redesign_*.json`` fixtures from a live youzan cluster.
 
-    python tests/data/stats/record.py [--out tests/data/stats] [--port-base 24700]
+    python -m tests.data.stats.record [--out tests/data/stats] [--port-base 24700]
 
 Starts its own redesign cluster (etcd, 1 nsqlookupd, 4 nsqd on 127.0.0.1, built like
 ``nsqctl sandbox``), sets up the scenario described in ``README.md`` here, then records
@@ -19,23 +19,19 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-REPO = Path(__file__).resolve().parents[3]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from nsqctl.connection import ConnectionConfig  # noqa: E402
-from nsqctl.consumer import Consumer, ConsumerOptions  # noqa: E402
-from nsqctl.message import Message  # noqa: E402
-from nsqctl.producer import Producer  # noqa: E402
-from nsqctl.servers import build, cluster  # noqa: E402
-from nsqctl.stats.poller import StatsPoller  # noqa: E402
-from nsqctl.stats.recording import RecordingTransport, write_recording  # noqa: E402
+from nsqctl.connection import ConnectionConfig
+from nsqctl.consumer import Consumer, ConsumerOptions
+from nsqctl.message import Message
+from nsqctl.producer import Producer
+from nsqctl.servers import build, cluster
+from nsqctl.stats.poller import StatsPoller
+from nsqctl.stats.recording import RecordingTransport, write_recording
+from tests.helpers.wait import eventually
 
 HERE = Path(__file__).resolve().parent
 NSQD = 4
@@ -59,17 +55,21 @@ def nsqctl(*args: str) -> subprocess.CompletedProcess[str]:
 
 def wait_writable(lookupd: str, topic: str, partitions: int, limit: float = 240.0) -> None:
     """nsqlookupd enables writes on its topic check, which can lag up to two minutes."""
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
+
+    def writable() -> bool:
         with contextlib.suppress(httpx.HTTPError, ValueError):
             resp = httpx.get(f"http://{lookupd}/lookup", params={"topic": topic, "access": "w"})
             data = resp.json()
             data = data.get("data", data)
             if len(data.get("partitions") or {}) == partitions:
-                return
+                return True
         print(f"  waiting for {topic}'s partitions to become writable", file=sys.stderr)
-        time.sleep(5)
-    raise SystemExit(f"{topic}: partitions not writable after {limit:.0f}s")
+        return False
+
+    try:
+        eventually(writable, limit, f"{topic}'s partitions to become writable", step=5)
+    except AssertionError:
+        raise SystemExit(f"{topic}: partitions not writable after {limit:.0f}s") from None
 
 
 def set_up(c: cluster.Cluster) -> None:
@@ -161,7 +161,12 @@ async def record(c: cluster.Cluster, bins: Path, out: Path) -> list[Path]:
         await asyncio.sleep(6)  # consumers connected on every partition, counters moving
         polls = []
         transport = RecordingTransport()
-        settings = {"lookupd_http": [lookupd], "nsqd_http": [], "topic": None, "channel": None}
+        settings: dict[str, Any] = {
+            "lookupd_http": [lookupd],
+            "nsqd_http": [],
+            "topic": None,
+            "channel": None,
+        }
         async with StatsPoller([lookupd], focus=None, transport=transport) as poller:
             polls.append(await poll(transport, "t0", poller, settings))
             await asyncio.sleep(2)
