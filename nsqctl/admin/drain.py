@@ -275,10 +275,10 @@ async def plan_drain(
                     f"{node} is not an nsqd registered with nsqlookupd {', '.join(lookupd)}: "
                     "name it by its HTTP or TCP address as `nsqctl node list` shows it"
                 )
-            await _check_every_lookupd(client, peer.http_key, lookupd)
             async with _poller("original", lookupd, peer.http_key) as poller:
                 view = await _view(poller)
-            _answering(view, peer.http_key)
+            _answering(view, peer.http_key)  # first: a hung nsqd is not asked twice
+            await _check_every_lookupd(client, peer.http_key, lookupd)
             load = node_load(view, peer.http_key)
             topics = tuple(t.name for t in view.topics)
             return DrainPlan(peer.http_key, "original", lookupd, topics, peer.http_key, load=load)
