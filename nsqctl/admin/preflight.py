@@ -44,7 +44,8 @@ async def check_nsqds_answer(
     silent += [(a, why) for a, why in unreadable if a not in targets]
     if not silent:
         return
-    names = "; ".join(f"nsqd {a} ({why})" for a, why in silent)
+    # the /stats reader's reasons name the nsqd already
+    names = "; ".join(why if a in why else f"nsqd {a} ({why})" for a, why in silent)
     raise AdminError(
         f"{what} refused, nothing was changed: {names} did not answer, so it would change "
         "on the other nsqds only; run it again once every nsqd answers"
