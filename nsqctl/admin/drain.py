@@ -194,6 +194,19 @@ async def _view(poller: StatsPoller) -> ClusterView:
     return build_view(await poller.snapshot())
 
 
+def _answering(view: ClusterView, node: str) -> None:
+    """Refuse to plan a drain of an nsqd whose ``/stats`` did not answer (hung, or gone
+    since the lookup): what it holds is unknown, so "nothing to move" would be a guess,
+    and a drain waits for messages it could never count."""
+    found = next((n for n in view.nodes if n.address == node), None)
+    if found is None or found.stats.state == "down":
+        why = found.stats.error if found is not None and found.stats.error else "no answer"
+        raise AdminError(
+            f"nsqd {node} does not answer ({why}): a drain cannot tell what it holds or when "
+            "it is empty, nothing was changed; run it again once it answers"
+        )
+
+
 def _poller(family: Family, lookupd: Sequence[str], node: str) -> StatsPoller:
     """Original: the node's own ``/stats`` is all a drain needs. Redesign: the whole
     cluster, with every topic's ISR (``focus=None``): "only in-sync copy" needs it."""
@@ -283,9 +296,10 @@ async def plan_drain(
                     f"{node} is not an nsqd registered with nsqlookupd {', '.join(lookupd)}: "
                     "name it by its HTTP or TCP address as `node_list()` shows it"
                 )
-            await _check_every_lookupd(client, peer.http_key, lookupd)
             async with _poller("original", lookupd, peer.http_key) as poller:
                 view = await _view(poller)
+            _answering(view, peer.http_key)  # first: a hung nsqd is not asked twice
+            await _check_every_lookupd(client, peer.http_key, lookupd)
             load = node_load(view, peer.http_key)
             topics = tuple(t.name for t in view.topics)
             return DrainPlan(peer.http_key, "original", lookupd, topics, peer.http_key, load=load)
@@ -299,6 +313,7 @@ async def plan_drain(
         loads = await leader_load_factors(client, leader)
         async with _poller("redesign", lookupd, http) as poller:
             view = await _view(poller)
+        _answering(view, http)
         avoid = _draining_elsewhere(http, state_dir)
         moves, blocked = plan_leader_moves(view, http, loads, avoid)
         copies, unsafe = await _stop_plan(client, leader, nodes, view, http, avoid)

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from nsqctl.admin.drain_moves import LeaderMove
 from nsqctl.admin.partitions import PartitionState, TopicState
+from nsqctl.admin.partitions.state import quorum
 from nsqctl.stats.parse import node_id_key
 
 
@@ -43,11 +44,6 @@ NODE_ID = re.compile(r"\b(\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z0-9.-]+):\d+:(\d+):\d+\
 def readable(text: str) -> str:
     """A message with every youzan node id in it written as the nsqd's TCP address."""
     return NODE_ID.sub(lambda m: f"{m.group(1)}:{m.group(2)}", text)
-
-
-def quorum(replicas: int) -> int:
-    """In-sync copies a partition of ``replicas`` needs to take writes (module doc)."""
-    return max(1, replicas) // 2 + 1
 
 
 @dataclass(frozen=True)

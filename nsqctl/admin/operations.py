@@ -25,6 +25,7 @@ from nsqctl.admin.planners import (
     plan_topic_create,
     plan_topic_delete,
 )
+from nsqctl.admin.preflight import check_nsqds_answer, check_partitions_in_sync
 from nsqctl.admin.requests import (
     AdminReport,
     AdminRequest,
@@ -249,14 +250,24 @@ async def prepare(
                     "nsqd (empty it there instead)",
                     setting="node",
                 )
-            return placement, plan_topic_delete(placement, leader)
-        return placement, plan_topic_action(action, placement, node=node)
-    assert channel is not None
-    stages = plan_channel_action(
-        action, placement, channel, partition=partition, offset=offset, leader=leader, node=node
-    )
-    if action == "setoffset":
-        async with admin_client(transport) as client:
+            stages = plan_topic_delete(placement, leader)
+        else:
+            stages = plan_topic_action(action, placement, node=node)
+    else:
+        assert channel is not None
+        stages = plan_channel_action(
+            action, placement, channel, partition=partition, offset=offset, leader=leader, node=node
+        )
+    subject = f"{kind} {action} {topic}" + ("" if channel is None else f"/{channel}")
+    # an nsqd /stats could not read may hold the topic too, unless the action is for one
+    unreadable = placement.unreachable if node is None else ()
+    async with admin_client(transport) as client:
+        await check_nsqds_answer(client, subject, stages, unreadable)
+        if placement.family == "redesign":
+            await check_partitions_in_sync(
+                client, subject, placement.lookupds, topic, stages, transport
+            )
+        if action == "setoffset" and channel is not None:
             await check_setoffset(client, topic, channel, stages)
     return placement, stages
 

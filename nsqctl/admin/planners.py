@@ -198,6 +198,30 @@ def select_nodes(
     return nodes
 
 
+def refuse_leaderless(placement: Placement, what: str, partition: int | None = None) -> None:
+    """Refuse, before anything is sent, an action on redesign partitions of which one (of
+    those ``partition`` narrows it to) has no leader: every nsqd holding it is down, so
+    nobody can be asked to change it, and changing the others alone would leave the topic
+    half done with nothing to say which half."""
+    dead = [p for p in placement.leaderless if partition is None or p == partition]
+    if not dead:
+        return
+    parts = ", ".join(map(str, dead))
+    alive = sorted({n.partition for n in placement.nsqds if n.partition is not None})
+    others = (
+        f"; or change only the partitions that have one, once per partition "
+        f"({', '.join(map(str, alive))})"
+        if partition is None and alive
+        else ""
+    )
+    raise AdminError(
+        f"{what} refused, nothing was changed: topic {placement.topic!r} partition(s) "
+        f"{parts} have no leader and no live copy (their nsqds are down): bring one of "
+        f"their nsqds back (`nsqctl lookup {placement.topic}` shows which){others}",
+        setting="partition" if others else None,
+    )
+
+
 def plan_channel_action(
     action: str,
     placement: Placement,
@@ -231,6 +255,7 @@ def plan_channel_action(
             "it cannot be limited to one nsqd",
             setting="node",
         )
+    refuse_leaderless(placement, f"channel {action} {topic}/{channel}", partition)
     nodes = select_nodes(placement, partition=partition, node=node)
     body = None
     if action == "setoffset":

@@ -142,10 +142,27 @@ def _is_not_found(resp: httpx.Response) -> bool:
     return resp.status_code == 404 and any(t in resp.text.upper() for t in _NOT_FOUND)
 
 
+#: Seconds a redesign partition leader may take to answer a change (youzan's leader has
+#: every ISR member apply it first, and retries one that does not answer for up to 10 s
+#: before it asks nsqlookupd to drop it from the ISR and answers): longer than that, so a
+#: change made while an in-sync copy is down is reported as made, not as timed out.
+ISR_SYNC_TIMEOUT = 30.0
+
+
+def _timeout(req: AdminRequest) -> float:
+    synced = req.node.role == "nsqd" and req.node.partition is not None
+    return ISR_SYNC_TIMEOUT if synced else TIMEOUT
+
+
 async def send_request(client: httpx.AsyncClient, req: AdminRequest) -> tuple[NodeResult, bool]:
     """Run one request; the flag marks a not-found that may become ``skipped``."""
+    timeout = _timeout(req)
     try:
-        resp = await client.post(req.url, content=req.body, headers=NSQ_V1)
+        resp = await client.post(req.url, content=req.body, headers=NSQ_V1, timeout=timeout)
+    except httpx.ReadTimeout:
+        # sent: a server that is hung (or slow) may still apply it once it runs again
+        why = f"sent, but no answer within {timeout:.0f}s: it may have been applied or not"
+        return NodeResult(req, "failed", None, why), False
     except httpx.HTTPError as err:
         return NodeResult(
             req, "failed", None, f"cannot reach it: {describe_http_error(err)}"

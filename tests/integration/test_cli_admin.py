@@ -228,10 +228,10 @@ def test_a_failed_node_is_named_and_fails_the_command(original_cluster: Cluster)
     nodes = [x for a in [*original_cluster.nsqd_http, dead] for x in ("--nsqd-http", a)]
     proc = cli("topic", "pause", topic, *nodes)
     line = assert_one_line_error(proc, 1)
-    assert dead in line and "1 of 3" in line
-    for address in original_cluster.nsqd_http:
-        assert f"ok       nsqd {address}" in proc.stdout
-    assert [t.paused for t in all_entries(original_cluster, topic)] == [True, True]
+    # known before anything is sent: refused whole, not paused on the nsqds that answer
+    assert dead in line and "refused, nothing was changed" in line
+    assert proc.stdout == ""
+    assert [t.paused for t in all_entries(original_cluster, topic)] == [False, False]
 
 
 def test_original_refuses_partition_options(original_cluster: Cluster) -> None:

@@ -103,7 +103,7 @@ async def test_redesign_channel_empty_reports_each_partition_and_the_leader_hint
     sent: list[httpx.Request] = []
 
     def nsqd(request: httpx.Request) -> httpx.Response:
-        if request.url.host == "10.0.0.2":
+        if request.url.host == "10.0.0.2" and request.method == "POST":  # it answers /ping
             return httpx.Response(400, json={"message": "E_FAILED_ON_NOT_LEADER"})
         return httpx.Response(200, text="")
 

@@ -68,6 +68,12 @@ class TopicState:
         return f"partition {part}: leader {p.leader or '-'}, ISR [{isr}]{catchup}"
 
 
+def quorum(replicas: int) -> int:
+    """In-sync copies a partition of ``replicas`` needs to take writes: more than
+    ``replicas/2`` (youzan's ``IsISRReadyForWrite``, integer division)."""
+    return max(1, replicas) // 2 + 1
+
+
 async def redesign_leader(client: httpx.AsyncClient, lookupd_http: Sequence[str], what: str) -> str:
     """The lookupd leader; a one-line error on an original cluster or without ``lookupd_http``."""
     if not lookupd_http:

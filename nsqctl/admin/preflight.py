@@ -1,0 +1,118 @@
+"""Asking every nsqd a plan will change whether it answers, before any request is sent.
+
+An action on several nsqds is sent to all of them at once and nothing undoes it: when one
+of them is down or hung (stopped, its sockets open and silent) the others change and it
+does not, and the topic is left half paused, half emptied, half deleted. What can be
+known beforehand is asked first (``/ping``, within the admin timeout, all at once), and
+the plan is refused whole when an nsqd it needs does not answer; a dry run asks the same,
+so it gives the same verdict.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import httpx
+
+from nsqctl.admin.requests import AdminRequest
+from nsqctl.errors import AdminError
+from nsqctl.httpclient import describe_http_error
+
+
+async def _silent(client: httpx.AsyncClient, address: str) -> str | None:
+    """Why the nsqd at ``address`` cannot be asked, or None when it answers ``/ping``."""
+    try:
+        resp = await client.get(f"http://{address}/ping")
+    except httpx.HTTPError as err:
+        return describe_http_error(err)
+    return None if resp.status_code == 200 else f"HTTP {resp.status_code} to /ping"
+
+
+async def check_nsqds_answer(
+    client: httpx.AsyncClient,
+    what: str,
+    stages: Sequence[Sequence[AdminRequest]],
+    unreadable: Sequence[tuple[str, str]] = (),
+) -> None:
+    """Raise :class:`AdminError` (nothing sent) naming each nsqd of the plan that does not
+    answer, and each of ``unreadable`` (``(address, why)``: nsqds that could not be read
+    while finding the topic, so may hold it)."""
+    targets = sorted({r.node.address for stage in stages for r in stage if r.node.role == "nsqd"})
+    found = await asyncio.gather(*(_silent(client, a) for a in targets))
+    silent = [(a, why) for a, why in zip(targets, found, strict=True) if why is not None]
+    silent += [(a, why) for a, why in unreadable if a not in targets]
+    if not silent:
+        return
+    # the /stats reader's reasons name the nsqd already
+    names = "; ".join(why if a in why else f"nsqd {a} ({why})" for a, why in silent)
+    raise AdminError(
+        f"{what} refused, nothing was changed: {names} did not answer, so it would change "
+        "on the other nsqds only; run it again once every nsqd answers"
+    )
+
+
+async def check_partitions_in_sync(
+    client: httpx.AsyncClient,
+    what: str,
+    lookupd_http: Sequence[str],
+    topic: str,
+    stages: Sequence[Sequence[AdminRequest]],
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> None:
+    """Raise :class:`AdminError` (nothing sent) when a redesign partition the plan changes
+    has too few in-sync copies up to take the change.
+
+    youzan's leader applies a channel change (pause, skip, offset, empty, delete) and then
+    has every ISR member apply it, answering an error (or nothing, for 10 s) unless all
+    have, and keeps its own change: the partition is left changed on the leader alone. A
+    dead member is dropped from the ISR (by nsqlookupd's topic check, or the leader after
+    many retries) only while more than ``replicas/2`` would remain. So a partition whose
+    ISR lists a member that is down is refused here, before any partition changes: for
+    good while ``replicas/2`` or fewer members are up, until the drop otherwise.
+    The ISR comes from each partition leader's ``/coordinator/stats`` and "up" means
+    registered with the lookupd leader now; a partition whose ISR is not told is let go.
+    """
+    targets = {
+        r.node.partition: r.node.address
+        for stage in stages
+        for r in stage
+        if r.node.role == "nsqd" and r.node.partition is not None
+    }
+    if not targets or not lookupd_http:
+        return
+    # loaded here: the partition package uses the operations module, which uses this one
+    from nsqctl.admin.partitions.state import (
+        quorum,
+        redesign_leader,
+        registered_nsqds,
+        topic_state,
+    )
+    from nsqctl.stats.parse import node_id_key
+
+    leader = await redesign_leader(client, lookupd_http, what)
+    nodes = await registered_nsqds(client, leader)
+    state = await topic_state(client, leader, topic, nodes, transport)
+    need = quorum(state.meta.replica)
+    short: list[str] = []
+    for part in sorted(targets):
+        p = state.partitions.get(part)
+        if p is None or not p.isr:
+            continue
+        up = [a for a in p.isr if a in nodes]
+        down = [node_id_key(a) or a for a in p.isr if a not in nodes]
+        if len(up) < need:
+            why = f", {', '.join(down)} down" if down else ""
+            short.append(
+                f"partition {part} has {len(up)} in-sync cop{'y' if len(up) == 1 else 'ies'} "
+                f"up (ISR of {len(p.isr)}{why}) and youzan needs {need} of "
+                f"{state.meta.replica} to apply a change: bring its nsqds back first"
+            )
+        elif down:
+            short.append(
+                f"partition {part}'s ISR still lists {', '.join(down)}, which is down: its "
+                "leader would apply the change and fail to pass it on; nsqlookupd drops a "
+                "lost copy from the ISR in its topic check, run it again then"
+            )
+    if short:
+        raise AdminError(f"{what} refused, nothing was changed: " + "; ".join(short))
