@@ -217,7 +217,7 @@ def refuse_leaderless(placement: Placement, what: str, partition: int | None = N
     raise AdminError(
         f"{what} refused, nothing was changed: topic {placement.topic!r} partition(s) "
         f"{parts} have no leader and no live copy (their nsqds are down): bring one of "
-        f"their nsqds back (`nsqctl lookup {placement.topic}` shows which){others}",
+        f"their nsqds back (`lookup({placement.topic})` shows which){others}",
         setting="partition" if others else None,
     )
 

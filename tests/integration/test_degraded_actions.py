@@ -509,12 +509,12 @@ def test_original_a_killed_nsqd(pair: Pair) -> None:
         (("channel", "empty"), lambda h: h[1] is not None and h[1][1] == 0),
         (("channel", "delete"), lambda h: h[1] is None),
     ):
-        args = original_args(pair.topic, kind, action)
+        acting = original_args(pair.topic, kind, action)
         before = held(nodes, pair.topic)
-        dry = run_main(*args, *pair.lookupd, "--dry-run")
+        dry = run_main(*acting, *pair.lookupd, "--dry-run")
         assert dry.returncode == 0 and "nothing was changed" in dry.stdout, dry.stderr
         assert held(nodes, pair.topic) == before
-        done = run_main(*args, *pair.lookupd, "--yes")
+        done = run_main(*acting, *pair.lookupd, "--yes")
         assert done.returncode == 0, done.stderr
         assert done_when(held(nodes, pair.topic)[a.http_address]), held(nodes, pair.topic)
 
