@@ -34,8 +34,12 @@ from nsqctl.consumer import Consumer, ConsumerOptions  # noqa: E402
 from nsqctl.message import Message  # noqa: E402
 from nsqctl.producer import Producer  # noqa: E402
 from nsqctl.servers import build, cluster  # noqa: E402
-from nsqctl.stats.poller import StatsPoller  # noqa: E402
-from nsqctl.stats.recording import RecordingTransport, write_recording  # noqa: E402
+from nsqctl.stats.poller import DEFAULT_TIMEOUT, StatsPoller  # noqa: E402
+from nsqctl.stats.recording import (  # noqa: E402
+    RecordingFetcher,
+    RecordingTransport,
+    write_recording,
+)
 
 HERE = Path(__file__).resolve().parent
 NSQD = 4
@@ -162,14 +166,23 @@ async def record(c: cluster.Cluster, bins: Path, out: Path) -> list[Path]:
         polls = []
         transport = RecordingTransport()
         settings = {"lookupd_http": [lookupd], "nsqd_http": [], "topic": None, "channel": None}
-        async with StatsPoller([lookupd], focus=None, transport=transport) as poller:
+        async with StatsPoller(
+            [lookupd],
+            focus=None,
+            transport=transport,
+            lookup_fetcher=RecordingFetcher(transport, timeout=DEFAULT_TIMEOUT),
+        ) as poller:
             polls.append(await poll(transport, "t0", poller, settings))
             await asyncio.sleep(2)
             polls.append(await poll(transport, "t1", poller, settings))
         narrow = RecordingTransport()
         settings = {**settings, "topic": "orders", "channel": "billing"}
         async with StatsPoller(
-            [lookupd], topic="orders", channel="billing", transport=narrow
+            [lookupd],
+            topic="orders",
+            channel="billing",
+            transport=narrow,
+            lookup_fetcher=RecordingFetcher(narrow, timeout=DEFAULT_TIMEOUT),
         ) as poller:
             polls.append(await poll(narrow, "t1_orders_billing", poller, settings))
     finally:
