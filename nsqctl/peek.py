@@ -208,7 +208,6 @@ async def peek(
     partition: int | None = None,
     offset: int | None = None,
     since: float | None = None,
-    transport: httpx.AsyncBaseTransport | None = None,
 ) -> PeekResult:
     """The next ``count`` messages of ``channel`` (by publish time over its partitions),
     read in place on a redesign cluster: nothing is consumed or moved.
@@ -235,8 +234,8 @@ async def peek(
         )
     if offset is not None and since is not None:
         raise ConfigError("give a start offset or a start time, not both", setting="offset")
-    async with admin_client(transport) as client:
-        placement = await locate_topic(topic, lookupd_http, nsqd_http, client, transport=transport)
+    async with admin_client() as client:
+        placement = await locate_topic(topic, lookupd_http, nsqd_http, client)
         if placement.family != "redesign":
             raise ConfigError(NO_PEEK_ON_ORIGINAL, setting="borrow")
         nodes = select_nodes(placement, partition=partition)
@@ -265,7 +264,6 @@ async def borrow(
     nsqd_http: Sequence[str] = (),
     wait: float = BORROW_WAIT,
     config: ConnectionConfig | None = None,
-    transport: httpx.AsyncBaseTransport | None = None,
     on_taking: Callable[[int], None] | None = None,
 ) -> list[Message]:
     """Take up to ``count`` messages from ``channel``, hand them to ``show``, then give
@@ -292,8 +290,8 @@ async def borrow(
             "and HTTP addresses",
             setting="lookupd_http",
         )
-    async with admin_client(transport) as client:
-        placement = await locate_topic(topic, lookupd_http, nsqd_http, client, transport=transport)
+    async with admin_client() as client:
+        placement = await locate_topic(topic, lookupd_http, nsqd_http, client)
         if placement.family == "redesign":
             raise ConfigError(
                 "the redesign reads messages in place, without consuming them: peek "

@@ -281,10 +281,9 @@ async def measure_plan(
     stages: Sequence[Sequence[AdminRequest]],
     *,
     channel: str | None = None,
-    transport: httpx.AsyncBaseTransport | None = None,
 ) -> BlastRadius:
     """:func:`measure` for a plan from :func:`nsqctl.admin.prepare`, before it is sent."""
-    async with admin_client(transport) as client:
+    async with admin_client() as client:
         return await measure(
             action, placement, nodes_at_risk(placement, stages), client, channel=channel
         )

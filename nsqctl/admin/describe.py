@@ -14,8 +14,6 @@ import contextlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import httpx
-
 from nsqctl.admin.base import TIMEOUT, topic_not_found
 from nsqctl.errors import AdminError, NsqctlError
 from nsqctl.lookup.client import LookupClient
@@ -138,8 +136,6 @@ async def lookup_topic(
     topic: str,
     lookupd_http: Sequence[str],
     nsqd_http: Sequence[str] = (),
-    *,
-    transport: httpx.AsyncBaseTransport | None = None,
 ) -> dict[str, Any]:
     """Look a topic up (read access, with meta) plus ``/channels``, checked against one
     poll of the nsqds; unknown → error (not when part of the cluster did not answer)."""
@@ -147,15 +143,15 @@ async def lookup_topic(
     from nsqctl.stats.coverage import look_once, not_seen_warnings
 
     validate_topic(topic)
-    async with LookupClient(list(lookupd_http), timeout=TIMEOUT, transport=transport) as lk:
+    async with LookupClient(list(lookupd_http), timeout=TIMEOUT) as lk:
         topo = await lk.lookup(topic, "r", metainfo=True)
         channels: list[str] = []
         if not topo.topic_not_found:
             with contextlib.suppress(NsqctlError):
                 channels = await lk.channels(topic)
-    view = await look_once(lookupd_http, nsqd_http, topic=topic, transport=transport)
+    view = await look_once(lookupd_http, nsqd_http, topic=topic)
     if topo.topic_not_found and view.topic(topic) is None:
-        blind = await not_seen_warnings(lookupd_http, nsqd_http, transport=transport)
+        blind = await not_seen_warnings(lookupd_http, nsqd_http)
         if blind:  # not seen is not absent: never advise creating it
             raise AdminError(
                 f"topic {topic!r} not found on the nsqlookupds and nsqds that answered; "

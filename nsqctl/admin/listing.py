@@ -12,9 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-import httpx
+from typing import TYPE_CHECKING
 
 from nsqctl.admin.base import TIMEOUT, topic_not_found
 from nsqctl.admin.placement import fetch_stats, locate_topic
@@ -39,14 +37,12 @@ class Listing:
     """What the listing could not see (nsqds down, partitions without a live copy)."""
 
 
-async def _from_lookupds(
-    lookupd_http: Sequence[str], fetch: str, topic: str | None, transport: Any
-) -> Listing:
+async def _from_lookupds(lookupd_http: Sequence[str], fetch: str, topic: str | None) -> Listing:
     """The union of the lookupds' answers, ``errors`` naming those that did not answer
     (every one: see :func:`every_lookupd_down`)."""
     names: set[str] = set()
     errors: dict[str, str] = {}
-    async with LookupClient(list(lookupd_http), timeout=TIMEOUT, transport=transport) as lk:
+    async with LookupClient(list(lookupd_http), timeout=TIMEOUT) as lk:
         for address in lookupd_http:
             try:
                 got = await (
@@ -81,7 +77,6 @@ async def _without_lookupds(
     down: AdminError,
     errors: dict[str, str],
     topic: str | None,
-    transport: Any,
 ) -> tuple[ClusterView, Listing]:
     """When no lookupd answers: one poll of the nsqds given (re-raising ``down`` when there
     are none, or none answers), its blind spots as the listing's warnings (the lookupds'
@@ -90,7 +85,7 @@ async def _without_lookupds(
 
     if not nsqd_http:
         raise down
-    view = await look_once(lookupd_http, nsqd_http, topic=topic, transport=transport)
+    view = await look_once(lookupd_http, nsqd_http, topic=topic)
     if not any(n.stats.state != "down" for n in view.nodes):
         raise down
     seen = coverage(view, topic)
@@ -105,8 +100,6 @@ async def _without_lookupds(
 async def list_topics(
     lookupd_http: Sequence[str],
     nsqd_http: Sequence[str],
-    *,
-    transport: httpx.AsyncBaseTransport | None = None,
 ) -> Listing:
     """Union of every lookupd's ``/topics`` (as nsqadmin), else of the nsqds' ``/stats``."""
     if lookupd_http:
@@ -114,18 +107,18 @@ async def list_topics(
         # start-up (and --help)
         from nsqctl.stats.coverage import coverage, look_once
 
-        listing = await _from_lookupds(lookupd_http, "topics", None, transport)
+        listing = await _from_lookupds(lookupd_http, "topics", None)
         down = every_lookupd_down(lookupd_http, listing.errors)
         if down is not None:
             view, listing = await _without_lookupds(
-                lookupd_http, nsqd_http, down, listing.errors, None, transport
+                lookupd_http, nsqd_http, down, listing.errors, None
             )
         else:
-            view = await look_once(lookupd_http, nsqd_http, transport=transport)
+            view = await look_once(lookupd_http, nsqd_http)
             listing.warnings = coverage(view).warnings("this list")
         listing.names = sorted({*listing.names, *(t.name for t in view.topics)})
         return listing
-    async with admin_client(transport) as client:
+    async with admin_client() as client:
         stats = await fetch_stats(client, nsqd_http)
     if not stats.nodes:
         raise AdminError(
@@ -140,19 +133,17 @@ async def list_channels(
     topic: str,
     lookupd_http: Sequence[str],
     nsqd_http: Sequence[str],
-    *,
-    transport: httpx.AsyncBaseTransport | None = None,
 ) -> Listing:
     """Channels of ``topic``; an unknown topic raises :class:`TopicNotFoundError`."""
     validate_topic(topic)
     if lookupd_http:
         from nsqctl.stats.coverage import coverage, look_once, not_seen_warnings
 
-        listing = await _from_lookupds(lookupd_http, "channels", topic, transport)
+        listing = await _from_lookupds(lookupd_http, "channels", topic)
         down = every_lookupd_down(lookupd_http, listing.errors)
         if down is not None:
             view, listing = await _without_lookupds(
-                lookupd_http, nsqd_http, down, listing.errors, topic, transport
+                lookupd_http, nsqd_http, down, listing.errors, topic
             )
             if view.topic(topic) is None:  # the lookupds' words are all a "not found" has
                 raise AdminError(
@@ -160,18 +151,18 @@ async def list_channels(
                     + "; ".join(listing.warnings)
                 ) from None
         else:
-            view = await look_once(lookupd_http, nsqd_http, topic=topic, transport=transport)
+            view = await look_once(lookupd_http, nsqd_http, topic=topic)
             listing.warnings = coverage(view, topic).warnings("this list")
         held = view.topic(topic)
         seen = [c.name for c in held.channels] if held is not None else []
         listing.names = sorted({*listing.names, *seen})
         if not listing.names and held is None:
-            topics = await _from_lookupds(lookupd_http, "topics", None, transport)
+            topics = await _from_lookupds(lookupd_http, "topics", None)
             failed = every_lookupd_down(lookupd_http, topics.errors)
             if failed is not None:
                 raise failed
             if topic not in topics.names:
-                blind = await not_seen_warnings(lookupd_http, nsqd_http, transport=transport)
+                blind = await not_seen_warnings(lookupd_http, nsqd_http)
                 if blind:  # not seen is not absent: never advise creating it
                     raise AdminError(
                         f"topic {topic!r} not found on the nsqlookupds and nsqds that "
@@ -179,6 +170,6 @@ async def list_channels(
                     )
                 raise topic_not_found(topic, [f"nsqlookupd {a}" for a in lookupd_http])
         return listing
-    async with admin_client(transport) as client:
+    async with admin_client() as client:
         placement = await locate_topic(topic, (), nsqd_http, client)
     return Listing(list(placement.channels), dict(placement.unreachable), placement.family)

@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import httpx
-
 from nsqctl.admin.base import TIMEOUT
 from nsqctl.admin.listing import every_lookupd_down
 from nsqctl.errors import NsqctlError
@@ -41,8 +39,6 @@ class NodeListing:
 async def list_nodes(
     lookupd_http: Sequence[str],
     nsqd_http: Sequence[str] = (),
-    *,
-    transport: httpx.AsyncBaseTransport | None = None,
 ) -> NodeListing:
     """Every nsqd the lookupds list or ``nsqd_http`` names, with its state; raises
     :class:`~nsqctl.errors.AdminError` when no lookupd answers and no nsqd given does."""
@@ -51,9 +47,7 @@ async def list_nodes(
 
     registered: dict[str, str] = {}
     errors: dict[str, str] = {}
-    async with LookupClient(
-        list(lookupd_http), timeout=TIMEOUT, transport=transport, discover=False
-    ) as lk:
+    async with LookupClient(list(lookupd_http), timeout=TIMEOUT, discover=False) as lk:
         for address in lookupd_http:
             try:
                 peers = await lk.peers(address)
@@ -64,7 +58,7 @@ async def list_nodes(
     down = every_lookupd_down(lookupd_http, errors)
     if down is not None and not nsqd_http:
         raise down
-    view = await look_once(lookupd_http, nsqd_http, transport=transport)
+    view = await look_once(lookupd_http, nsqd_http)
     if down is not None and all(n.stats.state == "down" for n in view.nodes):
         raise down
     warnings = coverage(view).lookupd_warnings("this list") or [

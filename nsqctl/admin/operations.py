@@ -54,7 +54,6 @@ async def create_topic_async(
     ordered: bool = False,
     ext: bool = False,
     wait: float = 60.0,
-    transport: httpx.AsyncBaseTransport | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> AdminReport:
     """Create a topic; on the redesign wait (up to ``wait`` s) until partitions are writable.
@@ -62,7 +61,7 @@ async def create_topic_async(
     ``progress`` hears about a wait that takes more than a moment.
     """
     validate_topic(topic)
-    async with admin_client(transport) as client:
+    async with admin_client() as client:
         leader = await find_leader(client, lookupd_http) if lookupd_http else None
         family: Family = "redesign" if leader else "original"
         nsqds: list[str] = []
@@ -216,7 +215,6 @@ async def prepare(
     partition: int | None = None,
     offset: str | None = None,
     node: str | None = None,
-    transport: httpx.AsyncBaseTransport | None = None,
 ) -> tuple[Placement, list[list[AdminRequest]]]:
     """Find the topic and plan ``kind`` ("topic"/"channel") ``action``, sending nothing;
     ``partition`` and ``node`` (an nsqd, see :func:`select_nodes`) narrow where it goes.
@@ -226,8 +224,8 @@ async def prepare(
     validate_topic(topic)
     if channel is not None:
         validate_channel(channel)
-    async with admin_client(transport) as client:
-        placement = await locate_topic(topic, lookupd_http, nsqd_http, client, transport=transport)
+    async with admin_client() as client:
+        placement = await locate_topic(topic, lookupd_http, nsqd_http, client)
         needs_leader = (
             placement.family == "redesign"
             and lookupd_http
@@ -261,12 +259,10 @@ async def prepare(
     subject = f"{kind} {action} {topic}" + ("" if channel is None else f"/{channel}")
     # an nsqd /stats could not read may hold the topic too, unless the action is for one
     unreadable = placement.unreachable if node is None else ()
-    async with admin_client(transport) as client:
+    async with admin_client() as client:
         await check_nsqds_answer(client, subject, stages, unreadable)
         if placement.family == "redesign":
-            await check_partitions_in_sync(
-                client, subject, placement.lookupds, topic, stages, transport
-            )
+            await check_partitions_in_sync(client, subject, placement.lookupds, topic, stages)
         if action == "setoffset" and channel is not None:
             await check_setoffset(client, topic, channel, stages)
     return placement, stages
@@ -276,8 +272,6 @@ async def run_action(
     placement: Placement,
     action: str,
     channel: str | None = None,
-    *,
-    transport: httpx.AsyncBaseTransport | None = None,
 ) -> AdminReport:
     """Plan and send a topic action (``channel`` None) or a channel action on a placement
     the caller already holds (the dashboard's last poll), with no lookup and no prompt:
@@ -287,7 +281,7 @@ async def run_action(
     else:
         kind, stages = "channel", plan_channel_action(action, placement, channel)
     report = AdminReport(f"{kind} {action}", placement.topic, placement.family, channel)
-    async with admin_client(transport) as client:
+    async with admin_client() as client:
         report.results = await execute(stages, client)
     return report
 
@@ -308,12 +302,11 @@ async def run_plan(
     stages: list[list[AdminRequest]],
     *,
     channel: str | None = None,
-    transport: httpx.AsyncBaseTransport | None = None,
 ) -> AdminReport:
     """Send a prepared plan; nsqds that could not be asked during discovery count as failed."""
     report = AdminReport(action, placement.topic, placement.family, channel)
     report.warnings.extend(placement.warnings)
-    async with admin_client(transport) as client:
+    async with admin_client() as client:
         report.results = await execute(stages, client)
         if _is_redesign_channel_create(action, placement, channel) and report.ok:
             assert channel is not None

@@ -161,15 +161,13 @@ async def locate_topic(
     lookupd_http: Sequence[str],
     nsqd_http: Sequence[str],
     client: httpx.AsyncClient,
-    *,
-    transport: httpx.AsyncBaseTransport | None = None,
 ) -> Placement:
     """Where ``topic`` lives, via lookupd when given (as nsqadmin), else the nsqds' /stats.
 
     Raises :class:`TopicNotFoundError` when nobody knows it.
     """
     if lookupd_http:
-        async with LookupClient(list(lookupd_http), timeout=TIMEOUT, transport=transport) as lk:
+        async with LookupClient(list(lookupd_http), timeout=TIMEOUT) as lk:
             topo = await lk.lookup(topic, "r", metainfo=True)
         if topo.topic_not_found:
             raise topic_not_found(topic, [f"nsqlookupd {a}" for a in lookupd_http])

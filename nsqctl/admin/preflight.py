@@ -58,7 +58,6 @@ async def check_partitions_in_sync(
     lookupd_http: Sequence[str],
     topic: str,
     stages: Sequence[Sequence[AdminRequest]],
-    transport: httpx.AsyncBaseTransport | None = None,
 ) -> None:
     """Raise :class:`AdminError` (nothing sent) when a redesign partition the plan changes
     has too few in-sync copies up to take the change.
@@ -92,7 +91,7 @@ async def check_partitions_in_sync(
 
     leader = await redesign_leader(client, lookupd_http, what)
     nodes = await registered_nsqds(client, leader)
-    state = await topic_state(client, leader, topic, nodes, transport)
+    state = await topic_state(client, leader, topic, nodes)
     need = quorum(state.meta.replica)
     short: list[str] = []
     for part in sorted(targets):

@@ -87,11 +87,9 @@ async def fetch_server_version(
 async def server_versions(
     lookupd_http: Sequence[str],
     nsqd_http: Sequence[str],
-    *,
-    transport: httpx.AsyncBaseTransport | None = None,
 ) -> list[ServerVersion]:
     """``/info`` of every lookupd, and of every nsqd (given, or registered via ``/nodes``)."""
-    async with admin_client(transport) as client:
+    async with admin_client() as client:
         # the lookupds' /info and /nodes at once: a lookupd that never answers costs one
         # timeout, not one per request
         lookupds, registered = await asyncio.gather(

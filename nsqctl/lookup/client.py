@@ -39,7 +39,6 @@ from nsqctl.errors import ConfigError, LookupUnavailableError, describe_exceptio
 from nsqctl.lookup.fetch import (
     Answer,
     Fetcher,
-    HttpxFetcher,
     RequestError,
     StreamFetcher,
     target,
@@ -70,8 +69,6 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    import httpx
-
     from nsqctl.lookup.wire import W, WireLookup
 
 log = logging.getLogger("nsqctl.lookup")
@@ -143,7 +140,7 @@ class LookupClient:
         max_skip_rounds: int = 16,
         forget_after: int = 5,
         discover: bool = True,
-        transport: httpx.AsyncBaseTransport | None = None,
+        fetcher: Fetcher | None = None,
         rng: random.Random | None = None,
     ) -> None:
         addresses = parse_addresses(lookupd_http_addresses, example="127.0.0.1:4161")
@@ -168,11 +165,9 @@ class LookupClient:
         self._warned: set[tuple[str, str, bool]] = set()
         self._refresh = asyncio.Event()
         headers = {"Accept": ACCEPT_V1}
-        self._fetch: Fetcher = (
-            StreamFetcher(timeout=timeout, headers=headers)
-            if transport is None
-            else HttpxFetcher(transport, timeout=timeout, headers=headers)
-        )
+        # ``fetcher``: a playback of recorded answers (nsqctl.stats.recording); anything
+        # else goes over h11
+        self._fetch: Fetcher = fetcher or StreamFetcher(timeout=timeout, headers=headers)
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -245,7 +240,7 @@ class LookupClient:
     # ----------------------------------------------------------------- HTTP
 
     async def _get(self, address: str, path: str, params: dict[str, str] | None = None) -> Answer:
-        """One GET, bounded as a whole by ``timeout``: the fetchers bound each phase
+        """One GET, bounded as a whole by ``timeout``: the fetcher bounds each phase
         (connect, each read) on their own, so a server that trickles bytes would outlast
         it."""
         try:

@@ -1,5 +1,5 @@
 """The GET requests of :class:`~nsqctl.lookup.client.LookupClient`: h11 over asyncio
-streams, or httpx when a caller hands in an httpx transport.
+streams.
 
 Every consumer and producer looks its topic up before it connects, so this request is
 on the start-up path of ``tail``, ``pub`` and ``archive``. httpx costs that path its
@@ -10,12 +10,11 @@ network. h11 (the sans-IO HTTP/1.1 state machine httpx itself sits on, a fractio
 import) with asyncio's streams does that GET: one connection per request, closed after
 it (a lookupd is asked a few times a minute at most).
 
-A caller that passes an httpx transport gets the httpx path instead, imported only then.
-No command passes one: the admin functions take a ``transport`` and hand it to their
-lookups so that their unit tests can answer for a whole fake cluster with one
-``httpx.MockTransport`` (the lookup client's own unit tests run the h11 path, against
-scripted loopback lookupds). Both raise :class:`RequestError` with a short
-reason, so the lookup client judges failures one way.
+This is the only HTTP path lookups take: the unit tests run it against scripted loopback
+servers, so what they exercise is what commands run. Only a playback of recorded answers
+(:mod:`nsqctl.stats.recording`) hands the client another :class:`Fetcher`, one that sends
+nothing. Every failure is a :class:`RequestError` with a short reason, so the lookup
+client judges failures one way.
 """
 
 from __future__ import annotations
@@ -24,16 +23,13 @@ import asyncio
 import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 from urllib.parse import urlencode
 
 import h11
 
 from nsqctl.addresses import HostPort
 from nsqctl.errors import TransportError
-
-if TYPE_CHECKING:
-    import httpx
 
 READ_SIZE = 64 * 1024
 
@@ -59,6 +55,8 @@ class Answer:
 
 
 class Fetcher(Protocol):
+    """What makes the lookup client's GETs: :class:`StreamFetcher`, or a playback."""
+
     async def get(
         self, address: str, path: str, params: Mapping[str, str] | None = None
     ) -> Answer: ...
@@ -144,34 +142,3 @@ class StreamFetcher:
 
     async def aclose(self) -> None:
         return None  # nothing kept between requests
-
-
-class HttpxFetcher:
-    """GET through an httpx client on ``transport`` (httpx imported only here)."""
-
-    def __init__(
-        self,
-        transport: httpx.AsyncBaseTransport,
-        *,
-        timeout: float,
-        headers: Mapping[str, str],
-    ) -> None:
-        from nsqctl.httpclient import http_client
-
-        self._http = http_client(
-            transport=transport, timeout=timeout, headers=dict(headers), follow_redirects=False
-        )
-
-    async def get(self, address: str, path: str, params: Mapping[str, str] | None = None) -> Answer:
-        import httpx
-
-        from nsqctl.httpclient import describe_http_error
-
-        try:
-            resp = await self._http.get(f"http://{address}{path}", params=params)
-        except httpx.HTTPError as err:
-            raise RequestError(describe_http_error(err)) from err
-        return Answer(path, resp.status_code, resp.headers.get("content-type", ""), resp.content)
-
-    async def aclose(self) -> None:
-        await self._http.aclose()

@@ -16,8 +16,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import httpx
-
 from nsqctl.stats.poller import DEFAULT_TIMEOUT, StatsPoller
 from nsqctl.stats.view import ClusterView, build_view
 
@@ -117,13 +115,12 @@ async def not_seen_warnings(
     nsqd_http: Sequence[str],
     *,
     timeout: float = DEFAULT_TIMEOUT,
-    transport: httpx.AsyncBaseTransport | None = None,
 ) -> list[str]:
     """Why a topic nobody that answered knows may still exist: the whole cluster's blind
     spots (an nsqd down, any partition without a live copy), [] when it was all seen.
     Asked only on the way to a "not found", so a view never advises creating a topic
     that lives on nsqds it could not see."""
-    view = await look_once(lookupd_http, nsqd_http, timeout=timeout, transport=transport)
+    view = await look_once(lookupd_http, nsqd_http, timeout=timeout)
     return coverage(view).warnings("what was seen")
 
 
@@ -133,7 +130,6 @@ async def look_once(
     *,
     topic: str | None = None,
     timeout: float = DEFAULT_TIMEOUT,
-    transport: httpx.AsyncBaseTransport | None = None,
 ) -> ClusterView:
     """One poll of the cluster (of ``topic`` only, when given), without client connections:
     what a one-shot view checks its answer against. An nsqd that does not answer within
@@ -145,6 +141,5 @@ async def look_once(
         focus=[topic] if topic else (),
         clients=(),
         timeout=timeout,
-        transport=transport,
     ) as poller:
         return build_view(await poller.snapshot())

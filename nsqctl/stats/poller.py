@@ -40,6 +40,7 @@ from nsqctl.addresses import parse_addresses
 from nsqctl.errors import NsqctlError
 from nsqctl.httpclient import describe_http_error, http_client
 from nsqctl.lookup.client import ACCEPT_V1, ListLookupRefusedError, LookupClient
+from nsqctl.lookup.fetch import Fetcher
 from nsqctl.lookup.model import TopicMeta
 from nsqctl.stats.model import (
     ClusterSnapshot,
@@ -74,7 +75,8 @@ class StatsPoller:
     in focus. ``clients`` names whose client connections to list: topics, or ``(topic,
     channel)`` for one channel's (``None``: every topic's; ignored when ``topic`` narrows
     the poll, which lists its clients).
-    ``transport`` is for replaying recorded payloads (:mod:`nsqctl.stats.recording`).
+    ``transport`` (the httpx requests) and ``lookup_fetcher`` (the lookup client's GETs)
+    are for recording polls and replaying them (:mod:`nsqctl.stats.recording`).
     """
 
     def __init__(
@@ -89,6 +91,7 @@ class StatsPoller:
         timeout: float = DEFAULT_TIMEOUT,
         slow_after: float = SLOW_AFTER,
         transport: httpx.AsyncBaseTransport | None = None,
+        lookup_fetcher: Fetcher | None = None,
     ) -> None:
         if not lookupd_http and not nsqd_http:
             raise NsqctlError("no cluster to poll: give lookupd or nsqd HTTP addresses")
@@ -109,14 +112,14 @@ class StatsPoller:
         self._meta: dict[str, TopicMeta] = {}  # redesign topic → its meta, from nsqlookupd
         self._meta_answered: set[str] = set()  # topics a lookupd answered the meta of
         self._lookup = (
-            LookupClient(self._lookupd, timeout=timeout, transport=transport)
+            LookupClient(self._lookupd, timeout=timeout, fetcher=lookup_fetcher)
             if self._lookupd
             else None
         )
         # the metas: one /lookup per topic, so no /listlookup before each (``_lookup``
         # learns the lookupds once per poll already)
         self._meta_lookup = (
-            LookupClient(self._lookupd, timeout=timeout, transport=transport, discover=False)
+            LookupClient(self._lookupd, timeout=timeout, fetcher=lookup_fetcher, discover=False)
             if self._lookupd
             else None
         )

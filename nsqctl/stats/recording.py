@@ -2,11 +2,13 @@
 poller (playback: the recorded responses answer its requests; no server is asked).
 
 A recording is what a :class:`~nsqctl.stats.poller.StatsPoller` asked and got back, poll by
-poll, so playing it back exercises the very requests the poller makes (which nsqds, which
-``/coordinator/stats?topic=``, the envelopes) and not a hand-picked subset. A manifest
-lists each poll's poller settings, its time and every exchange; JSON bodies are kept in
-files of their own next to it (re-indented, keys in the order received), plain text
-(``/ping``) inline. ``tests/data/stats/record.py`` makes one from a live cluster.
+poll (its httpx requests through a transport, its lookup client's GETs through a fetcher
+wrapping the client's own h11 one), so playing it back exercises the very requests the
+poller makes (which nsqds, which ``/coordinator/stats?topic=``, the envelopes) and not a
+hand-picked subset. A manifest lists each poll's poller settings, its time and every
+exchange; JSON bodies are kept in files of their own next to it (re-indented, keys in the
+order received), plain text (``/ping``) inline. ``tests/data/stats/record.py`` makes one
+from a live cluster.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from urllib.parse import parse_qsl, urlsplit
 
 import httpx
 
+from nsqctl.lookup.client import ACCEPT_V1
+from nsqctl.lookup.fetch import Answer, RequestError, StreamFetcher, target
 from nsqctl.stats.model import ClusterSnapshot
 from nsqctl.stats.poller import StatsPoller
 
@@ -62,6 +66,26 @@ class RecordingTransport(httpx.AsyncBaseTransport):
         return httpx.Response(
             response.status_code, headers={"content-type": content_type}, content=body
         )
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class RecordingFetcher:
+    """The lookup client's GETs, made over h11 as in production, each answer kept in the
+    ``recorder``'s exchanges next to the httpx ones."""
+
+    def __init__(self, recorder: RecordingTransport, *, timeout: float) -> None:
+        self.recorder = recorder
+        self.inner = StreamFetcher(timeout=timeout, headers={"Accept": ACCEPT_V1})
+
+    async def get(self, address: str, path: str, params: Mapping[str, str] | None = None) -> Answer:
+        answer = await self.inner.get(address, path, params)
+        url = f"http://{address}{target(path, params)}"
+        self.recorder.exchanges.append(
+            Exchange("GET", url, answer.status_code, answer.content_type, answer.content)
+        )
+        return answer
 
     async def aclose(self) -> None:
         await self.inner.aclose()
@@ -127,15 +151,41 @@ class PlaybackTransport(httpx.AsyncBaseTransport):
         self.poll: RecordedPoll | None = None
         self.missed: list[str] = []
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+    def recorded(self, method: str, url: str) -> tuple[int, str, bytes] | None:
+        """What the current poll got for ``method url``; ``None`` (and listed in
+        :attr:`missed`) when it was not asked then."""
         found = None
         if self.poll is not None:
-            found = self.poll.exchanges.get(request_key(request.method, str(request.url)))
+            found = self.poll.exchanges.get(request_key(method, url))
         if found is None:
-            self.missed.append(f"{request.method} {request.url}")
+            self.missed.append(f"{method} {url}")
+        return found
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        found = self.recorded(request.method, str(request.url))
+        if found is None:
             raise httpx.ConnectError(f"not recorded: {request.method} {request.url}")
         status, content_type, body = found
         return httpx.Response(status, headers={"content-type": content_type}, content=body)
+
+
+class PlaybackFetcher:
+    """The lookup client's GETs answered from ``playback``'s current poll, nothing sent;
+    one not recorded fails as a lookupd that does not answer."""
+
+    def __init__(self, playback: PlaybackTransport) -> None:
+        self.playback = playback
+
+    async def get(self, address: str, path: str, params: Mapping[str, str] | None = None) -> Answer:
+        url = f"http://{address}{target(path, params)}"
+        found = self.playback.recorded("GET", url)
+        if found is None:
+            raise RequestError(f"not recorded: GET {url}")
+        status, content_type, body = found
+        return Answer(path, status, content_type, body)
+
+    async def aclose(self) -> None:
+        return None
 
 
 def retime(snapshot: ClusterSnapshot, poll: RecordedPoll) -> ClusterSnapshot:
@@ -166,6 +216,7 @@ class RecordedPoller:
             topic=first.topic,
             channel=first.channel,
             transport=self.transport,
+            lookup_fetcher=PlaybackFetcher(self.transport),
             **poller_kwargs,
         )
 

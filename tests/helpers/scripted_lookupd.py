@@ -1,14 +1,18 @@
-"""Scripted fake nsqlookupds on loopback: real HTTP/1.1 servers whose every answer a test
-chooses, for the lookup client's unit tests.
+"""Scripted fake nsqlookupds and nsqds on loopback: real HTTP/1.1 servers whose every
+answer a test chooses, for the unit tests of the lookup client and of the admin flows.
 
-The lookup client is driven exactly as in production (its own HTTP client, over a real
-socket): only the server is scripted. A fake, not a real nsqlookupd, because what these
-tests need is what no real lookupd can be made to send: JSON of any shape (the property
-tests' arbitrary bodies), a lookupd list naming chosen nodes (discovery), an HTTP 500 with
-an HTML body, an answer that never comes (a timeout), each to a chosen request at a
-chosen moment, and a lookupd that stops listening and comes back on the same address.
-Real servers' answers are checked in tests/integration/test_lookup_original.py and the
-redesign integration tests.
+The code under test is driven exactly as in production (the lookup client's own HTTP
+client, the admin functions' httpx client, over real sockets): only the servers are
+scripted. Fakes, not real servers, because what these tests need is what no real cluster
+can be made to send, or not quickly: JSON of any shape (the property tests' arbitrary
+bodies), a lookupd list naming chosen nodes (discovery), an HTTP 500 with an HTML body,
+an answer that never comes (a timeout), each to a chosen request at a chosen moment, a
+lookupd that stops listening and comes back on the same address, and for the admin
+flows' planning logic a whole cluster in a chosen state (youzan's elections choosing
+another copy, a move refused while an ISR settles, lookups still naming the old leader)
+that a real cluster cannot be put in at will. One handler answers for every server
+started on it, telling them apart by :attr:`Request.address`. Real servers' answers are
+checked in tests/integration/test_lookup_original.py and the redesign integration tests.
 """
 
 from __future__ import annotations
@@ -25,13 +29,20 @@ from urllib.parse import parse_qsl, urlsplit
 
 @dataclass(frozen=True)
 class Request:
-    """A GET as a lookupd received it: which lookupd (its ``HOST:PORT``), the path, the
-    query, the headers (names lower-case)."""
+    """A request as a server received it: which server (its ``HOST:PORT``), the path, the
+    query, the headers (names lower-case), the method."""
 
     address: str
     path: str
     params: dict[str, str]
     headers: dict[str, str]
+    method: str = "GET"
+    target: str = ""  # path and query as sent
+
+    @property
+    def url(self) -> str:
+        """``http://HOST:PORT/path?query`` as the client asked for it."""
+        return f"http://{self.address}{self.target}"
 
 
 @dataclass(frozen=True)
@@ -47,7 +58,13 @@ class Reply:
 HANG = Reply(status=0)
 Handler = Callable[[Request], Reply]
 
-REASONS = {200: "OK", 404: "Not Found", 500: "Internal Server Error"}
+REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    403: "Forbidden",
+    404: "Not Found",
+    500: "Internal Server Error",
+}
 
 
 def closed_address() -> str:
@@ -58,8 +75,8 @@ def closed_address() -> str:
 
 
 class ScriptedLookupds:
-    """Loopback lookupds answering through ``handler``; :meth:`start` one per address
-    needed (in the running event loop), :meth:`down`/:meth:`up` stop and resume
+    """Loopback servers (lookupds, nsqds) answering through ``handler``; :meth:`start` one
+    per address needed (in the running event loop), :meth:`down`/:meth:`up` stop and resume
     listening, :meth:`aclose` ends them all. ``requests`` records every GET, in order."""
 
     def __init__(self, handler: Handler) -> None:
@@ -113,12 +130,18 @@ class ScriptedLookupds:
         try:
             head = await reader.readuntil(b"\r\n\r\n")
             line, *fields = head.decode("latin-1").split("\r\n")
-            target = urlsplit(line.split(" ")[1])
+            method, raw_target = line.split(" ")[:2]
+            target = urlsplit(raw_target)
             headers = {
                 name.strip().lower(): value.strip()
                 for name, _, value in (f.partition(":") for f in fields if f)
             }
-            request = Request(address, target.path, dict(parse_qsl(target.query)), headers)
+            length = int(headers.get("content-length", "0") or 0)
+            if length:
+                await reader.readexactly(length)  # nsqd's and lookupd's APIs take the query
+            request = Request(
+                address, target.path, dict(parse_qsl(target.query)), headers, method, raw_target
+            )
             self.requests.append(request)
             reply = self.handler(request)
             if reply is HANG:

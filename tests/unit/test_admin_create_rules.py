@@ -8,6 +8,8 @@ import pytest
 from nsqctl import admin
 from nsqctl.admin import operations
 from nsqctl.errors import ConfigError
+from tests.helpers.scripted_lookupd import Reply, Request, ScriptedLookupds
+from tests.helpers.youzan_fake import lookupd_leader
 
 
 @pytest.mark.parametrize(
@@ -37,36 +39,32 @@ async def test_a_topic_nsqlookupd_leaves_unwritable_is_created_again_until_writa
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """nsqlookupd drops a topic check asked for within 6 s of the last one; the same create
-    again asks for another, and the wait says what it is doing."""
-    import httpx
-
+    again asks for another, and the wait says what it is doing. A scripted loopback lookupd
+    (tests/helpers/scripted_lookupd.py): a real one drops a check at its own moment."""
     monkeypatch.setattr(operations, "NUDGE_INTERVAL", 0.05)
     creates: list[str] = []
     peer = {"broadcast_address": "127.0.0.9", "tcp_port": 1, "http_port": 2, "id": "n"}
 
-    def handle(request: httpx.Request) -> httpx.Response:
-        path = request.url.path
+    def handle(request: Request) -> Reply:
+        path = request.path
         if path == "/listlookup":
-            leader = {"ID": "l", "NodeIP": "127.0.0.1", "HttpPort": 1, "TcpPort": 2, "Epoch": 1}
-            return httpx.Response(200, json={"lookupdnodes": [leader], "lookupdleader": leader})
+            leader = lookupd_leader(request.address)
+            return Reply(body={"lookupdnodes": [leader], "lookupdleader": leader})
         if path == "/nodes":
             other = {**peer, "tcp_port": 3, "http_port": 4}
-            return httpx.Response(200, json={"producers": [peer, other]})
+            return Reply(body={"producers": [peer, other]})
         if path == "/topic/create":
-            creates.append(str(request.url))
-            return httpx.Response(200, json=None)
+            creates.append(request.url)
+            return Reply(body=None)
         writable = {"0": peer, "1": peer} if len(creates) >= 3 else {}
-        return httpx.Response(200, json={"partitions": writable, "producers": []})
+        return Reply(body={"partitions": writable, "producers": []})
 
     said: list[str] = []
-    report = await admin.create_topic_async(
-        ["127.0.0.1:1"],
-        "t",
-        partitions=2,
-        wait=10,
-        progress=said.append,
-        transport=httpx.MockTransport(handle),
-    )
+    async with ScriptedLookupds(handle) as servers:
+        (lookupd,) = await servers.start()
+        report = await admin.create_topic_async(
+            [lookupd], "t", partitions=2, wait=10, progress=said.append
+        )
     assert report.ok and report.notes == ["2/2 partition(s) writable"]
     assert len(creates) == 3 and len(set(creates)) == 1, creates
     assert said and "waiting for nsqlookupd to enable writes on t: 0/2" in said[0]

@@ -1,15 +1,20 @@
-"""Whole admin flows against an in-process HTTP fake of a redesign cluster.
+"""Whole admin flows against scripted loopback servers playing a redesign cluster.
 
-The real redesign servers cannot be built here; this checks the sequence (leader discovery,
-lookup, per-partition requests, waiting for writable partitions) and the per-node outcome
-rules (not-found → skipped only when another nsqd worked, leader-moved hint).
+The admin functions run as in production (their lookups over the lookup client's own HTTP
+client, their nsqd requests over httpx, real sockets); the servers are scripted
+(tests/helpers/scripted_lookupd.py) to hold a chosen cluster state. This checks the
+sequence (leader discovery, lookup, per-partition requests, waiting for writable
+partitions) and the per-node outcome rules (not-found → skipped only when another nsqd
+worked, leader-moved hint).
 """
 
 from __future__ import annotations
 
-import json
+import re
 import socket
-from collections.abc import Callable
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -17,33 +22,40 @@ import pytest
 
 from nsqctl import admin
 from nsqctl.errors import ConfigError
-from tests.helpers.youzan_fake import LOOKUPD_LEADER, redesign_peer
+from tests.helpers.scripted_lookupd import Handler, Reply, Request, ScriptedLookupds
+from tests.helpers.youzan_fake import lookupd_leader, redesign_peer
 
-LEADER = LOOKUPD_LEADER
-
-
-def peer(n: int) -> dict[str, Any]:
-    return redesign_peer(n, version="0.3.7-HA.1.13.0")
+EMPTY = Reply(body=b"", content_type="text/plain; charset=utf-8")
 
 
-def fake_redesign(
-    sent: list[httpx.Request], nsqd: Callable[[httpx.Request], httpx.Response] | None = None
-) -> httpx.MockTransport:
-    """lookupd 127.0.0.1:4161 (the leader) and nsqds 10.0.0.1/2:4151 leading partitions 0/1."""
+@dataclass
+class Cluster:
+    """A lookupd (the leader) and two nsqds leading partitions 0/1 of topic ``t``;
+    ``nsqd`` answers the nsqds' requests (empty 200s without it)."""
 
-    def handle(request: httpx.Request) -> httpx.Response:
-        sent.append(request)
-        path = request.url.path
-        if request.url.host == "127.0.0.1":
+    servers: ScriptedLookupds
+    lookupd: str
+    nsqds: list[str]
+    nsqd: Handler | None = None
+
+    def peer(self, n: int) -> dict[str, Any]:
+        return redesign_peer(n, self.nsqds[n - 1], version="0.3.7-HA.1.13.0")
+
+    def posts(self) -> list[str]:
+        return [r.url for r in self.servers.requests if r.method == "POST"]
+
+    def handle(self, request: Request) -> Reply:
+        path = request.path
+        if request.address == self.lookupd:
+            leader = lookupd_leader(self.lookupd)
             if path == "/listlookup":
-                return httpx.Response(200, json={"lookupdnodes": [LEADER], "lookupdleader": LEADER})
+                return Reply(body={"lookupdnodes": [leader], "lookupdleader": leader})
             if path == "/lookup":
-                return httpx.Response(
-                    200,
-                    json={
+                return Reply(
+                    body={
                         "channels": ["c"],
-                        "producers": [peer(1), peer(2)],
-                        "partitions": {"0": peer(1), "1": peer(2)},
+                        "producers": [self.peer(1), self.peer(2)],
+                        "partitions": {"0": self.peer(1), "1": self.peer(2)},
                         "meta": {
                             "partition_num": 2,
                             "replica": 2,
@@ -55,147 +67,143 @@ def fake_redesign(
                     },
                 )
             if path == "/nodes":
-                return httpx.Response(200, json={"producers": [peer(1), peer(2)]})
+                return Reply(body={"producers": [self.peer(1), self.peer(2)]})
             if path in ("/topic/create", "/topic/delete"):
-                return httpx.Response(200, json=None)
-        if nsqd is not None:
-            return nsqd(request)
-        return httpx.Response(200, text="")
-
-    return httpx.MockTransport(handle)
+                return Reply(body=None)
+        if self.nsqd is not None:
+            return self.nsqd(request)
+        return EMPTY
 
 
-def posts(sent: list[httpx.Request]) -> list[str]:
-    return [str(r.url) for r in sent if r.method == "POST"]
+@asynccontextmanager
+async def fake_redesign() -> AsyncIterator[Cluster]:
+    box: list[Cluster] = []
+    async with ScriptedLookupds(lambda request: box[0].handle(request)) as servers:
+        lookupd, *nsqds = await servers.start(3)
+        box.append(Cluster(servers, lookupd, nsqds))
+        yield box[0]
 
 
 async def test_redesign_create_posts_to_the_leader_and_waits_for_partitions() -> None:
-    sent: list[httpx.Request] = []
-    report = await admin.create_topic_async(
-        ["127.0.0.1:4161"],
-        "t",
-        partitions=2,
-        replicas=2,
-        ordered=True,
-        transport=fake_redesign(sent),
-    )
+    async with fake_redesign() as c:
+        report = await admin.create_topic_async(
+            [c.lookupd], "t", partitions=2, replicas=2, ordered=True
+        )
     assert report.ok and report.family == "redesign"
-    assert posts(sent) == [
-        "http://127.0.0.1:4161/topic/create?topic=t&partition_num=2&replicator=2&orderedmulti=true"
+    assert c.posts() == [
+        f"http://{c.lookupd}/topic/create?topic=t&partition_num=2&replicator=2&orderedmulti=true"
     ]
-    waits = [r for r in sent if r.url.path == "/lookup"]
-    assert waits and waits[-1].url.params["access"] == "w"
+    waits = [r for r in c.servers.requests if r.path == "/lookup"]
+    assert waits and waits[-1].params["access"] == "w"
     assert report.notes == ["2/2 partition(s) writable"]
 
 
 async def test_redesign_delete_goes_to_the_leader_for_all_partitions() -> None:
-    sent: list[httpx.Request] = []
-    transport = fake_redesign(sent)
-    placement, stages = await admin.prepare(
-        "topic", "t", ["127.0.0.1:4161"], [], action="delete", transport=transport
-    )
-    report = await admin.run_plan("topic delete", placement, stages, transport=transport)
+    async with fake_redesign() as c:
+        placement, stages = await admin.prepare("topic", "t", [c.lookupd], [], action="delete")
+        report = await admin.run_plan("topic delete", placement, stages)
     assert report.ok
-    assert posts(sent) == ["http://127.0.0.1:4161/topic/delete?topic=t&partition=**"]
+    assert c.posts() == [f"http://{c.lookupd}/topic/delete?topic=t&partition=**"]
 
 
 async def test_redesign_channel_empty_reports_each_partition_and_the_leader_hint() -> None:
-    sent: list[httpx.Request] = []
+    async with fake_redesign() as c:
 
-    def nsqd(request: httpx.Request) -> httpx.Response:
-        if request.url.host == "10.0.0.2" and request.method == "POST":  # it answers /ping
-            return httpx.Response(400, json={"message": "E_FAILED_ON_NOT_LEADER"})
-        return httpx.Response(200, text="")
+        def nsqd(request: Request) -> Reply:
+            if request.address == c.nsqds[1] and request.method == "POST":  # it answers /ping
+                return Reply(status=400, body={"message": "E_FAILED_ON_NOT_LEADER"})
+            return EMPTY
 
-    transport = fake_redesign(sent, nsqd)
-    placement, stages = await admin.prepare(
-        "channel", "t", ["127.0.0.1:4161"], [], action="empty", channel="c", transport=transport
-    )
-    report = await admin.run_plan(
-        "channel empty", placement, stages, channel="c", transport=transport
-    )
-    assert posts(sent) == [
-        "http://10.0.0.1:4151/channel/empty?topic=t&channel=c&partition=0",
-        "http://10.0.0.2:4151/channel/empty?topic=t&channel=c&partition=1",
+        c.nsqd = nsqd
+        placement, stages = await admin.prepare(
+            "channel", "t", [c.lookupd], [], action="empty", channel="c"
+        )
+        report = await admin.run_plan("channel empty", placement, stages, channel="c")
+    assert c.posts() == [
+        f"http://{c.nsqds[0]}/channel/empty?topic=t&channel=c&partition=0",
+        f"http://{c.nsqds[1]}/channel/empty?topic=t&channel=c&partition=1",
     ]
     assert [r.outcome for r in report.results] == ["ok", "failed"]
-    with pytest.raises(admin.AdminError, match=r"10\.0\.0\.2:4151 \(partition 1\).*leader moved"):
+    hint = rf"{re.escape(c.nsqds[1])} \(partition 1\).*leader moved"
+    with pytest.raises(admin.AdminError, match=hint):
         report.raise_for_failures()
 
 
-def _original(statuses: dict[str, tuple[int, str]]) -> httpx.MockTransport:
-    def handle(request: httpx.Request) -> httpx.Response:
-        code, message = statuses[request.url.host]
-        return httpx.Response(code, json={"message": message})
+@asynccontextmanager
+async def original(*statuses: tuple[int, str]) -> AsyncIterator[list[str]]:
+    """One nsqd per status, each answering every request with it; their addresses."""
+    answers: dict[str, tuple[int, str]] = {}
 
-    return httpx.MockTransport(handle)
+    def handle(request: Request) -> Reply:
+        code, message = answers[request.address]
+        return Reply(status=code, body={"message": message})
+
+    async with ScriptedLookupds(handle) as servers:
+        addresses = await servers.start(len(statuses))
+        answers.update(zip(addresses, statuses, strict=True))
+        yield addresses
 
 
-def _pause(*hosts: str) -> list[list[admin.AdminRequest]]:
+def _pause(*addresses: str) -> list[list[admin.AdminRequest]]:
     return [
         [
             admin.AdminRequest(
-                admin.Node(f"{h}:4151", "nsqd"),
+                admin.Node(a, "nsqd"),
                 "/channel/pause",
                 (("topic", "t"), ("channel", "c")),
             )
-            for h in hosts
+            for a in addresses
         ]
     ]
 
 
 async def test_not_found_is_skipped_when_another_nsqd_did_the_job() -> None:
-    transport = _original({"a": (200, "OK"), "b": (404, "CHANNEL_NOT_FOUND")})
-    async with httpx.AsyncClient(transport=transport) as client:
-        results = await admin.execute(_pause("a", "b"), client)
+    async with (
+        original((200, "OK"), (404, "CHANNEL_NOT_FOUND")) as nsqds,
+        httpx.AsyncClient() as client,
+    ):
+        results = await admin.execute(_pause(*nsqds), client)
     assert [r.outcome for r in results] == ["ok", "skipped"]
     assert results[1].error == "HTTP 404 CHANNEL_NOT_FOUND"
 
 
 async def test_not_found_everywhere_is_a_failure() -> None:
-    transport = _original({"a": (404, "CHANNEL_NOT_FOUND"), "b": (404, "CHANNEL_NOT_FOUND")})
-    async with httpx.AsyncClient(transport=transport) as client:
-        results = await admin.execute(_pause("a", "b"), client)
+    async with (
+        original((404, "CHANNEL_NOT_FOUND"), (404, "CHANNEL_NOT_FOUND")) as nsqds,
+        httpx.AsyncClient() as client,
+    ):
+        results = await admin.execute(_pause(*nsqds), client)
     assert [r.outcome for r in results] == ["failed", "failed"]
 
 
 async def test_permission_errors_say_so() -> None:
-    transport = _original({"a": (403, "TLS_REQUIRED")})
-    async with httpx.AsyncClient(transport=transport) as client:
-        (result,) = await admin.execute(_pause("a"), client)
+    async with original((403, "TLS_REQUIRED")) as nsqds, httpx.AsyncClient() as client:
+        (result,) = await admin.execute(_pause(*nsqds), client)
     assert result.outcome == "failed"
     assert result.error.startswith("HTTP 403 TLS_REQUIRED (permission denied")
 
 
 async def test_unknown_topic_on_lookupd_raises_topic_not_found() -> None:
-    def handle(request: httpx.Request) -> httpx.Response:
-        if request.url.path == "/listlookup":
-            return httpx.Response(404, text="")
-        return httpx.Response(404, content=json.dumps({"message": "TOPIC_NOT_FOUND"}))
+    def handle(request: Request) -> Reply:
+        if request.path == "/listlookup":
+            return Reply(status=404, body=b"", content_type="text/plain")
+        return Reply(status=404, body={"message": "TOPIC_NOT_FOUND"})
 
-    with pytest.raises(admin.TopicNotFoundError, match=r"`topic_list\(\)`"):
-        await admin.prepare(
-            "topic",
-            "t",
-            ["127.0.0.1:4161"],
-            [],
-            action="pause",
-            transport=httpx.MockTransport(handle),
-        )
+    async with ScriptedLookupds(handle) as servers:
+        (lookupd,) = await servers.start()
+        with pytest.raises(admin.TopicNotFoundError, match=r"`topic_list\(\)`"):
+            await admin.prepare("topic", "t", [lookupd], [], action="pause")
 
 
 async def test_create_through_a_redesign_nsqd_alone_asks_for_lookupd() -> None:
-    sent: list[httpx.Request] = []
+    def handle(request: Request) -> Reply:
+        return Reply(body={"version": "0.3.7-HA.1.13.0", "ha_support": True})
 
-    def handle(request: httpx.Request) -> httpx.Response:
-        sent.append(request)
-        return httpx.Response(200, json={"version": "0.3.7-HA.1.13.0", "ha_support": True})
-
-    with pytest.raises(ConfigError, match="needs `lookupd_http`"):
-        await admin.create_topic_async(
-            [], "t", nsqd_http=["10.0.0.1:4151"], transport=httpx.MockTransport(handle)
-        )
-    assert posts(sent) == []
+    async with ScriptedLookupds(handle) as servers:
+        (nsqd,) = await servers.start()
+        with pytest.raises(ConfigError, match="needs `lookupd_http`"):
+            await admin.create_topic_async([], "t", nsqd_http=[nsqd])
+    assert [r.method for r in servers.requests if r.method != "GET"] == []
 
 
 async def test_sync_create_topic_works_inside_a_running_loop() -> None:

@@ -152,7 +152,7 @@ def test_httpx_own_cli_still_loads_when_called() -> None:
 def test_the_client_lookup_path_imports_no_httpx() -> None:
     """A consumer's or producer's lookups (and a consumer's resume, until it reads /stats)
     go over h11 (nsqctl/lookup/fetch.py): httpx, httpcore and anyio stay out of tail's and
-    pub's start-up. Only a caller that hands in an httpx transport loads httpx."""
+    pub's start-up. h11 is the only HTTP path a lookup takes."""
     code = (
         "import sys, asyncio, nsqctl.lookup.client, nsqctl.consumer.resume, "
         "nsqctl.producer.discovery\n"

@@ -60,7 +60,6 @@ class _Run:
     deadline: float
     report: AdminReport
     progress: Progress | None
-    transport: httpx.AsyncBaseTransport | None
 
     def say(self, line: str) -> None:
         if self.progress is not None:
@@ -104,7 +103,7 @@ class _Run:
 
     async def state(self) -> TopicState:
         p = self.plan
-        return await topic_state(self.client, p.leader, p.topic, p.nodes, self.transport)
+        return await topic_state(self.client, p.leader, p.topic, p.nodes)
 
     async def watch(self, part: int) -> None:
         """Tell the partition's leader, ISR and catch-up whenever they change (until
@@ -229,7 +228,7 @@ class _Run:
         ask) names it for the partition. The consistent lookup shows a new leader a moment
         before it registers as writable; seen right after a move: no writable leader."""
         plan, part = self.plan, self.plan.partition
-        async with LookupClient([plan.leader], timeout=TIMEOUT, transport=self.transport) as lk:
+        async with LookupClient([plan.leader], timeout=TIMEOUT) as lk:
             while True:
                 with contextlib.suppress(NsqctlError, httpx.HTTPError):
                     topo = await lk.lookup(plan.topic, "w")
@@ -388,7 +387,6 @@ async def apply_plan(
     *,
     wait: float = 120.0,
     progress: Progress | None = None,
-    transport: httpx.AsyncBaseTransport | None = None,
 ) -> AdminReport:
     """Send a checked plan and wait (up to ``wait`` s) until its effect is visible.
 
@@ -399,8 +397,8 @@ async def apply_plan(
     report.notes.extend(plan.notes)
     # the move's request blocks while the target catches up: let it take the whole wait
     timeout = httpx.Timeout(TIMEOUT, read=max(wait, TIMEOUT))
-    async with http_client(timeout=timeout, headers=NSQ_V1, transport=transport) as client:
-        run = _Run(client, plan, time.monotonic() + wait, report, progress, transport)
+    async with http_client(timeout=timeout, headers=NSQ_V1) as client:
+        run = _Run(client, plan, time.monotonic() + wait, report, progress)
         if plan.action == "topic move":
             await run.move()
             return report
@@ -423,11 +421,10 @@ async def expand_partitions(
     *,
     wait: float = 120.0,
     progress: Progress | None = None,
-    transport: httpx.AsyncBaseTransport | None = None,
 ) -> AdminReport:
     """Grow ``topic`` to ``partitions`` and wait until every partition is writable."""
-    plan = await plan_expand(lookupd_http, topic, partitions, transport=transport)
-    return await apply_plan(plan, wait=wait, progress=progress, transport=transport)
+    plan = await plan_expand(lookupd_http, topic, partitions)
+    return await apply_plan(plan, wait=wait, progress=progress)
 
 
 async def move_partition(
@@ -439,12 +436,11 @@ async def move_partition(
     source: str | None = None,
     wait: float = 120.0,
     progress: Progress | None = None,
-    transport: httpx.AsyncBaseTransport | None = None,
 ) -> AdminReport:
     """Move ``partition``'s leader (or, with ``source``, the replica there) to the nsqd
     at address ``to``; wait until the leader and a full ISR show it."""
-    plan = await plan_move(lookupd_http, topic, partition, to, source=source, transport=transport)
-    return await apply_plan(plan, wait=wait, progress=progress, transport=transport)
+    plan = await plan_move(lookupd_http, topic, partition, to, source=source)
+    return await apply_plan(plan, wait=wait, progress=progress)
 
 
 async def update_topic_meta(
@@ -454,8 +450,7 @@ async def update_topic_meta(
     *,
     wait: float = 120.0,
     progress: Progress | None = None,
-    transport: httpx.AsyncBaseTransport | None = None,
 ) -> AdminReport:
     """Change a topic's dynamic parameters; with ``replicas``, wait for the ISRs to match."""
-    plan = await plan_update(lookupd_http, topic, change, transport=transport)
-    return await apply_plan(plan, wait=wait, progress=progress, transport=transport)
+    plan = await plan_update(lookupd_http, topic, change)
+    return await apply_plan(plan, wait=wait, progress=progress)

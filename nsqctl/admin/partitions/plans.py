@@ -69,12 +69,11 @@ async def _context(
     lookupd_http: Sequence[str],
     topic: str,
     what: str,
-    transport: httpx.AsyncBaseTransport | None,
 ) -> tuple[str, dict[str, NsqdNode], TopicState]:
     validate_topic(topic)
     leader = await redesign_leader(client, lookupd_http, what)
     nodes = await registered_nsqds(client, leader)
-    return leader, nodes, await topic_state(client, leader, topic, nodes, transport)
+    return leader, nodes, await topic_state(client, leader, topic, nodes)
 
 
 def leader_request(leader: str, path: str, **params: str) -> AdminRequest:
@@ -89,14 +88,10 @@ async def plan_expand(
     lookupd_http: Sequence[str],
     topic: str,
     partitions: int,
-    *,
-    transport: httpx.AsyncBaseTransport | None = None,
 ) -> PartitionPlan:
     """Check an expand to ``partitions``: more than now, within limits and placement."""
-    async with admin_client(transport) as client:
-        leader, nodes, state = await _context(
-            client, lookupd_http, topic, "topic expand", transport
-        )
+    async with admin_client() as client:
+        leader, nodes, state = await _context(client, lookupd_http, topic, "topic expand")
     now = state.meta.partition_num
     if partitions <= now:
         raise ConfigError(
@@ -106,7 +101,7 @@ async def plan_expand(
     if partitions > MAX_EXPAND:
         raise ConfigError(f"`partitions` must be at most {MAX_EXPAND} (nsqlookupd's limit)")
     check_node_count(topic, partitions, state.meta.replica, state.allow_multi, len(nodes))
-    async with admin_client(transport) as client:
+    async with admin_client() as client:
         holders = {a for p in state.partitions.values() for a in (p.leader, *p.isr) if a}
         channels = await topic_channels(client, sorted(holders), topic)
     req = leader_request(
@@ -181,15 +176,14 @@ async def plan_move(
     to: str,
     *,
     source: str | None = None,
-    transport: httpx.AsyncBaseTransport | None = None,
 ) -> PartitionPlan:
     """Check a move of ``partition``'s copy on ``source`` (default: its leader) to ``to``.
 
     Moving the leader's copy moves leadership too; moving a follower's copy keeps the
     leader and swaps which nsqd holds a replica.
     """
-    async with admin_client(transport) as client:
-        leader, nodes, state = await _context(client, lookupd_http, topic, "topic move", transport)
+    async with admin_client() as client:
+        leader, nodes, state = await _context(client, lookupd_http, topic, "topic move")
     if not 0 <= partition < state.meta.partition_num:
         raise ConfigError(
             f"topic {topic} has partitions 0-{state.meta.partition_num - 1}: no partition "
@@ -306,15 +300,11 @@ async def plan_update(
     lookupd_http: Sequence[str],
     topic: str,
     change: MetaChange,
-    *,
-    transport: httpx.AsyncBaseTransport | None = None,
 ) -> PartitionPlan:
     """Check a meta update: at least one parameter, each within nsqlookupd's limits."""
     params = {"topic": topic, **change.params()}
-    async with admin_client(transport) as client:
-        leader, nodes, state = await _context(
-            client, lookupd_http, topic, "topic update", transport
-        )
+    async with admin_client() as client:
+        leader, nodes, state = await _context(client, lookupd_http, topic, "topic update")
     replicas = change.replicas
     if replicas is not None:
         check_node_count(topic, state.meta.partition_num, replicas, state.allow_multi, len(nodes))

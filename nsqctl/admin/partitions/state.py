@@ -173,7 +173,6 @@ async def topic_state(
     leader: str,
     topic: str,
     nodes: dict[str, NsqdNode],
-    transport: httpx.AsyncBaseTransport | None = None,
 ) -> TopicState:
     """Meta and partition leaders from the lookupd leader, ISR and catch-up from each
     partition's leader. Raises :class:`TopicNotFoundError` for an unknown topic.
@@ -182,7 +181,7 @@ async def topic_state(
     Without it, a partition is listed on any nsqd still registered for it, which right
     after an election may be the previous leader (seen: a leader move read as going back
     to the old leader)."""
-    async with LookupClient([leader], timeout=TIMEOUT, transport=transport) as lk:
+    async with LookupClient([leader], timeout=TIMEOUT) as lk:
         topo = await lk.lookup(topic, "r", metainfo=True, consistent=True)
     if topo.topic_not_found or topo.meta is None:
         raise topic_not_found(topic, [f"nsqlookupd {leader}"])

@@ -29,8 +29,8 @@ from nsqctl.consumer import Consumer, ConsumerOptions
 from nsqctl.message import Message
 from nsqctl.producer import Producer
 from nsqctl.servers import build, cluster
-from nsqctl.stats.poller import StatsPoller
-from nsqctl.stats.recording import RecordingTransport, write_recording
+from nsqctl.stats.poller import DEFAULT_TIMEOUT, StatsPoller
+from nsqctl.stats.recording import RecordingFetcher, RecordingTransport, write_recording
 from tests.helpers.wait import eventually
 
 HERE = Path(__file__).resolve().parent
@@ -167,14 +167,23 @@ async def record(c: cluster.Cluster, bins: Path, out: Path) -> list[Path]:
             "topic": None,
             "channel": None,
         }
-        async with StatsPoller([lookupd], focus=None, transport=transport) as poller:
+        async with StatsPoller(
+            [lookupd],
+            focus=None,
+            transport=transport,
+            lookup_fetcher=RecordingFetcher(transport, timeout=DEFAULT_TIMEOUT),
+        ) as poller:
             polls.append(await poll(transport, "t0", poller, settings))
             await asyncio.sleep(2)
             polls.append(await poll(transport, "t1", poller, settings))
         narrow = RecordingTransport()
         settings = {**settings, "topic": "orders", "channel": "billing"}
         async with StatsPoller(
-            [lookupd], topic="orders", channel="billing", transport=narrow
+            [lookupd],
+            topic="orders",
+            channel="billing",
+            transport=narrow,
+            lookup_fetcher=RecordingFetcher(narrow, timeout=DEFAULT_TIMEOUT),
         ) as poller:
             polls.append(await poll(narrow, "t1_orders_billing", poller, settings))
     finally:
