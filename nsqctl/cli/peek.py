@@ -18,6 +18,7 @@ import typer
 
 from nsqctl.cli import complete
 from nsqctl.cli.common import (
+    ClusterSelection,
     LookupdOption,
     NsqdHttpOption,
     NsqdOption,
@@ -117,37 +118,38 @@ def peek(
     profile: str | None = ProfileOption,
 ) -> None:
     """Show a channel's next messages without consuming them (redesign; --borrow: original)."""
-    from nsqctl import peek as lib  # HTTP, stats and admin only when it runs
-
     if fmt not in FORMATS:
         raise ConfigError(f"unknown --format {fmt!r}: use raw, json or pretty")
     since = float(parse_time_s(from_time)) if from_time is not None else None
     cluster = resolve_cluster(lookupd, nsqd, profile, nsqd_http, require="http")
     out = _stdout()
-    if borrow is not None:
-        if channel is None:
-            raise ConfigError("--borrow takes messages from a channel: name the CHANNEL")
-        if partition is not None or from_offset is not None or since is not None:
-            raise ConfigError(
-                "--partition/--from-offset/--from-time read the redesign in place: drop them "
-                "with --borrow"
-            )
-        expected: list[int] = []
-        borrowed = asyncio.run(
-            lib.borrow(
-                topic,
-                channel,
-                borrow,
-                lambda msgs: _print(out, fmt, msgs),
-                lookupd_http=cluster.lookupd,
-                nsqd_tcp=cluster.nsqd,
-                nsqd_http=cluster.nsqd_http,
-                config=cluster.connection_config(),
-                on_taking=lambda n: _warn_borrowing(n, topic, channel, expected),
-            )
-        )
-        _borrowed_fewer(len(borrowed), borrow, expected[0] if expected else borrow, lib.BORROW_WAIT)
+    if borrow is None:
+        _peek(out, fmt, cluster, topic, channel, count, partition, from_offset, since)
         return
+    if channel is None:
+        raise ConfigError("--borrow takes messages from a channel: name the CHANNEL")
+    if partition is not None or from_offset is not None or since is not None:
+        raise ConfigError(
+            "--partition/--from-offset/--from-time read the redesign in place: drop them "
+            "with --borrow"
+        )
+    _borrow(out, fmt, cluster, topic, channel, borrow)
+
+
+def _peek(
+    out: BinaryIO,
+    fmt: str,
+    cluster: ClusterSelection,
+    topic: str,
+    channel: str | None,
+    count: int,
+    partition: int | None,
+    offset: int | None,
+    since: float | None,
+) -> None:
+    """Read the next messages in place (redesign) and print them."""
+    from nsqctl import peek as lib  # HTTP, stats and admin only when it runs
+
     result = asyncio.run(
         lib.peek(
             topic,
@@ -156,7 +158,7 @@ def peek(
             nsqd_http=cluster.nsqd_http,
             count=count,
             partition=partition,
-            offset=from_offset,
+            offset=offset,
             since=since,
         )
     )
@@ -168,3 +170,27 @@ def peek(
     )
     if not result.messages:
         print(f"nsqctl peek: no messages waiting in {topic}/{shown}", file=sys.stderr)
+
+
+def _borrow(
+    out: BinaryIO, fmt: str, cluster: ClusterSelection, topic: str, channel: str, count: int
+) -> None:
+    """Take up to ``count`` messages (original), print them, give them back; say why
+    fewer were shown."""
+    from nsqctl import peek as lib  # the consumer only when borrowing
+
+    expected: list[int] = []
+    borrowed = asyncio.run(
+        lib.borrow(
+            topic,
+            channel,
+            count,
+            lambda msgs: _print(out, fmt, msgs),
+            lookupd_http=cluster.lookupd,
+            nsqd_tcp=cluster.nsqd,
+            nsqd_http=cluster.nsqd_http,
+            config=cluster.connection_config(),
+            on_taking=lambda n: _warn_borrowing(n, topic, channel, expected),
+        )
+    )
+    _borrowed_fewer(len(borrowed), count, expected[0] if expected else count, lib.BORROW_WAIT)
