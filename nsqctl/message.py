@@ -100,6 +100,50 @@ def call_on_loop(loop: asyncio.AbstractEventLoop, call: Callable[[], _T]) -> _T:
     return done.result()
 
 
+def id_text(raw: RawMessage) -> str:
+    """A frame's id for humans and logs: as-is on the original (hex ASCII), hex on the
+    redesign (binary)."""
+    if raw.internal_id is None:
+        return raw.id.decode("ascii", "replace")
+    return raw.id.hex()
+
+
+def ext_header(raw: RawMessage) -> dict[str, Any] | None:
+    """A frame's JSON header (redesign ext topics) as a dict; None without one. A header
+    that is not a JSON object is kept, not dropped, under ``_raw`` or ``_value``."""
+    header = raw.ext_header
+    if not header:
+        return None
+    try:
+        value = json.loads(header)
+    except ValueError:
+        return {"_raw": header.decode("utf-8", "replace")}
+    return value if isinstance(value, dict) else {"_value": value}
+
+
+def describe(
+    raw: RawMessage, topic: str, channel: str, partition: int | None, nsqd: str
+) -> dict[str, Any]:
+    """A frame's metadata and where it came from, as a JSON-ready dict: the same for a
+    delivered message and for one only read (peeked), so both print alike."""
+    record: dict[str, Any] = {
+        "topic": topic,
+        "channel": channel,
+        "partition": partition,
+        "nsqd": nsqd,
+        "id": id_text(raw),
+        "internal_id": raw.internal_id,
+        "trace_id": raw.trace_id,
+        "attempts": raw.attempts,
+        "timestamp": raw.timestamp,
+        "offset": raw.offset,
+        "size": raw.size,
+    }
+    if raw.ext_header:  # a JSON header (redesign ext topics)
+        record["ext_header"] = ext_header(raw)
+    return record
+
+
 class Message:
     """One delivered message. ``finish()`` acknowledges it; ``requeue()`` gives it back."""
 
@@ -148,9 +192,7 @@ class Message:
     @property
     def id_text(self) -> str:
         """The id for humans and logs: as-is on the original (hex ASCII), hex on the redesign."""
-        if self._raw.internal_id is None:
-            return self._raw.id.decode("ascii", "replace")
-        return self._raw.id.hex()
+        return id_text(self._raw)
 
     @property
     def internal_id(self) -> int | None:
@@ -171,14 +213,7 @@ class Message:
 
     @property
     def ext_header(self) -> dict[str, Any] | None:
-        raw = self._raw.ext_header
-        if not raw:
-            return None
-        try:
-            value = json.loads(raw)
-        except ValueError:
-            return {"_raw": raw.decode("utf-8", "replace")}
-        return value if isinstance(value, dict) else {"_value": value}
+        return ext_header(self._raw)
 
     @property
     def nsqd_address(self) -> str:
@@ -200,22 +235,8 @@ class Message:
 
     def describe(self) -> dict[str, Any]:
         """Metadata as a JSON-ready dict (trace log, ``tail --format json``, dead letters)."""
-        record: dict[str, Any] = {
-            "topic": self.topic,
-            "channel": self.channel,
-            "partition": self.partition,
-            "nsqd": self.nsqd_address,
-            "id": self.id_text,
-            "internal_id": self.internal_id,
-            "trace_id": self.trace_id,
-            "attempts": self.attempts,
-            "timestamp": self.timestamp,
-            "offset": self.offset,
-            "size": self.size,
-        }
-        if self._raw.ext_header:  # a JSON header (redesign ext topics)
-            record["ext_header"] = self.ext_header
-        return record
+        via = self._via
+        return describe(self._raw, via.topic, via.channel, via.partition, via.nsqd_address)
 
     def __repr__(self) -> str:
         return (

@@ -278,8 +278,6 @@ async def borrow(
     how many will be taken, once the channel was found and before any is (the moment to
     warn about attempts and order).
     """
-    from nsqctl.consumer import Consumer, ConsumerOptions  # the consumer only when borrowing
-
     validate_topic(topic)
     validate_channel(channel)
     if count < 1:
@@ -290,6 +288,35 @@ async def borrow(
             "and HTTP addresses",
             setting="lookupd_http",
         )
+    held, nodes = await _waiting(topic, channel, lookupd_http, nsqd_http)
+    target = min(count, held)
+    if on_taking is not None:
+        on_taking(target)
+    if target == 0:
+        show([])
+        return []
+    return await _take(
+        topic,
+        channel,
+        count,
+        target,
+        show,
+        lookupd_http=lookupd_http,
+        nsqd_tcp=nsqd_tcp,
+        nodes=nodes,
+        wait=wait,
+        config=config,
+    )
+
+
+async def _waiting(
+    topic: str,
+    channel: str,
+    lookupd_http: Sequence[str],
+    nsqd_http: Sequence[str],
+) -> tuple[int, int]:
+    """How many messages wait in ``channel`` over the topic's nsqds (their depths in
+    ``/stats``), and how many nsqds hold the topic; refuses the redesign."""
     async with admin_client() as client:
         placement = await locate_topic(topic, lookupd_http, nsqd_http, client)
         if placement.family == "redesign":
@@ -298,17 +325,31 @@ async def borrow(
                 "without borrowing",
                 setting="borrow",
             )
-        held, nodes = 0, len(placement.nsqds)
+        held = 0
         for node in placement.nsqds:
             stats = await fetch_nsqd_stats(client, node.address, topic=topic, channel=channel)
             ch = stats.channel(topic, channel)
             held += ch.depth if ch is not None else 0
-    target = min(count, held)
-    if on_taking is not None:
-        on_taking(target)
-    if target == 0:
-        show([])
-        return []
+    return held, len(placement.nsqds)
+
+
+async def _take(
+    topic: str,
+    channel: str,
+    count: int,
+    target: int,
+    show: Callable[[list[Message]], None],
+    *,
+    lookupd_http: Sequence[str],
+    nsqd_tcp: Sequence[str],
+    nodes: int,
+    wait: float,
+    config: ConnectionConfig | None,
+) -> list[Message]:
+    """Consume until ``target`` messages arrived or ``wait`` seconds passed, show them,
+    then give each back once (REQ 0, after RDY 0) and disconnect."""
+    from nsqctl.consumer import Consumer, ConsumerOptions  # the consumer only when borrowing
+
     taken: list[Message] = []
     done = asyncio.Event()
 

@@ -113,6 +113,12 @@ def archive(
     if as_json:
         typer.echo(json.dumps(archive_json(topic, channel, out, stats), indent=2))
         return
+    _report(topic, out, stats, quiet)
+
+
+def _report(topic: str, out: Path, stats: ArchiveStats, quiet: bool) -> None:
+    """The closing lines on stderr: what was archived (unless quiet), and any reconnects
+    and messages archived twice because of them (always)."""
     if not quiet:
         how = " (ordered topic: SUB_ORDERED, one message per partition at a time)"
         typer.echo(

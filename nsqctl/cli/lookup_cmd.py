@@ -12,7 +12,7 @@ from nsqctl import admin
 from nsqctl.cli import complete
 from nsqctl.cli.admin_cmd import cluster_addresses
 from nsqctl.cli.common import JsonOption, LookupdOption, NsqdHttpOption, NsqdOption, ProfileOption
-from nsqctl.errors import ConfigError
+from nsqctl.errors import ConfigError, LookupUnavailableError
 from nsqctl.protocol.names import validate_topic
 
 
@@ -83,16 +83,32 @@ def lookup(
     nsqd_http: list[str] = NsqdHttpOption,
     profile: str | None = ProfileOption,
 ) -> None:
-    """Show a topic's partitions, leaders, nsqds, meta and channels (via nsqlookupd)."""
+    """Show a topic's partitions, leaders, nsqds, meta and channels (via nsqlookupd).
+
+    With every nsqlookupd down, the nsqds given (--nsqd-http, or the profile's) show the
+    partitions they hold and their channels, without leaders or ISR."""
     validate_topic(topic)
     lookupds, nsqds = cluster_addresses(lookupd, nsqd, nsqd_http, profile)
     if not lookupds:
         raise ConfigError(
             "lookup asks nsqlookupd: pass --lookupd HOST:PORT (its HTTP port, usually 4161)"
         )
-    info = asyncio.run(admin.lookup_topic(topic, lookupds, nsqds))
+    try:
+        info = asyncio.run(admin.lookup_topic(topic, lookupds, nsqds))
+    except LookupUnavailableError as err:
+        # every nsqlookupd down: the nsqds given say what they hold, and that it is not all
+        if not nsqds:
+            raise LookupUnavailableError(
+                f"{err}; --nsqd-http shows what the nsqds hold without it"
+            ) from err
+        from nsqctl.cli.lookup_nsqds import lookup_from_nsqds, render_from_nsqds
+
+        info = asyncio.run(lookup_from_nsqds(topic, lookupds, nsqds))
+        lines = render_from_nsqds(info)
+    else:
+        lines = render(info)
     if as_json:
         typer.echo(json.dumps(info, indent=2))
         return
-    for line in render(info):
+    for line in lines:
         typer.echo(line)

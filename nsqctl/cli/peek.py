@@ -1,10 +1,9 @@
 """``nsqctl peek``: a channel's next messages, printed in ``tail``'s formats, consumed by
 nobody.
 
-The printing is tail's own (:class:`~nsqctl.cli.tail.TailOutput`), so the formats and the
-closed-reader handling are the same. TailOutput acknowledges what it printed; here the
-messages it prints are stand-ins whose acknowledgement does nothing: a peeked message was
-only read, and a borrowed one is given back by :func:`nsqctl.peek.borrow` (exactly once,
+The formats are tail's own (:mod:`nsqctl.cli.message_format`); the printing here only
+writes, never acknowledges: a peeked message was only read (a plain record of it is
+printed), and a borrowed one is given back by :func:`nsqctl.peek.borrow` (exactly once,
 whatever was printed).
 """
 
@@ -12,69 +11,34 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import time
-from typing import TYPE_CHECKING, BinaryIO, cast
+from collections.abc import Sequence
+from typing import BinaryIO
 
 import typer
 
 from nsqctl.cli import complete
 from nsqctl.cli.common import (
-    SIGPIPE_STATUS,
+    ClusterSelection,
     LookupdOption,
     NsqdHttpOption,
     NsqdOption,
     ProfileOption,
     resolve_cluster,
 )
-from nsqctl.cli.tail import TailOutput
+from nsqctl.cli.fd_output import stream_fd, write_fully
+from nsqctl.cli.message_format import Printable, PrintedMessage, format_message
 from nsqctl.errors import ConfigError, NsqctlError
-from nsqctl.message import Delivery, Message
-from nsqctl.protocol.message import RawMessage
 from nsqctl.timeparse import parse_time_s
-
-if TYPE_CHECKING:
-    from nsqctl.connection import Connection
 
 FORMATS = ("raw", "json", "pretty")
 DEFAULT_COUNT = 10  # as nsqctl.peek's, not imported for --help (start-up time)
 
 
-class _Shown:
-    """What a stand-in message says it came from (only its address is read)."""
-
-    def __init__(self, address: str) -> None:
-        self.address = address
-
-
-class _NothingToAnswer:
-    """The stand-ins' responder: printing one acknowledges nothing on any server."""
-
-    def finish_messages(self, conn: Connection, msgs: list[Message]) -> None:
-        return None
-
-    def requeue_message(
-        self, msg: Message, conn: Connection, delay: float | None, backoff: bool
-    ) -> None:
-        return None
-
-
-_NOTHING = _NothingToAnswer()
-
-
-def _stand_in(
-    raw: RawMessage, topic: str, channel: str, partition: int | None, nsqd: str
-) -> Message:
-    via = Delivery(cast("Connection", _Shown(nsqd)), _NOTHING, topic, channel, partition)
-    return Message(raw, via, time.monotonic(), 0)
-
-
-def _print(out: BinaryIO, fmt: str, messages: list[Message]) -> None:
-    output = TailOutput(out, fmt, False, 0, max(2, 2 * len(messages)))
-    for msg in messages:
-        output.add(msg)
-    output.flush()
-    if output.reader_gone:
-        raise typer.Exit(SIGPIPE_STATUS)
+def _print(out: BinaryIO, fmt: str, messages: Sequence[Printable]) -> None:
+    """Write ``messages`` in one go, whole. A reader that went away (``| head``) raises
+    BrokenPipeError, which ends the command as it ends every other (exit 141)."""
+    data = b"".join([format_message(msg, fmt, False) for msg in messages])
+    write_fully(out, stream_fd(out), data)
 
 
 def _warn_borrowing(count: int, topic: str, channel: str, expected: list[int]) -> None:
@@ -154,44 +118,38 @@ def peek(
     profile: str | None = ProfileOption,
 ) -> None:
     """Show a channel's next messages without consuming them (redesign; --borrow: original)."""
-    from nsqctl import peek as lib  # HTTP, stats and admin only when it runs
-
     if fmt not in FORMATS:
         raise ConfigError(f"unknown --format {fmt!r}: use raw, json or pretty")
     since = float(parse_time_s(from_time)) if from_time is not None else None
     cluster = resolve_cluster(lookupd, nsqd, profile, nsqd_http, require="http")
     out = _stdout()
-    if borrow is not None:
-        if channel is None:
-            raise ConfigError("--borrow takes messages from a channel: name the CHANNEL")
-        if partition is not None or from_offset is not None or since is not None:
-            raise ConfigError(
-                "--partition/--from-offset/--from-time read the redesign in place: drop them "
-                "with --borrow"
-            )
-        expected: list[int] = []
-        borrowed = asyncio.run(
-            lib.borrow(
-                topic,
-                channel,
-                borrow,
-                lambda msgs: _print(
-                    out,
-                    fmt,
-                    [
-                        _stand_in(m.raw, m.topic, m.channel, m.partition, m.nsqd_address)
-                        for m in msgs
-                    ],
-                ),
-                lookupd_http=cluster.lookupd,
-                nsqd_tcp=cluster.nsqd,
-                nsqd_http=cluster.nsqd_http,
-                config=cluster.connection_config(),
-                on_taking=lambda n: _warn_borrowing(n, topic, channel, expected),
-            )
-        )
-        _borrowed_fewer(len(borrowed), borrow, expected[0] if expected else borrow, lib.BORROW_WAIT)
+    if borrow is None:
+        _peek(out, fmt, cluster, topic, channel, count, partition, from_offset, since)
         return
+    if channel is None:
+        raise ConfigError("--borrow takes messages from a channel: name the CHANNEL")
+    if partition is not None or from_offset is not None or since is not None:
+        raise ConfigError(
+            "--partition/--from-offset/--from-time read the redesign in place: drop them "
+            "with --borrow"
+        )
+    _borrow(out, fmt, cluster, topic, channel, borrow)
+
+
+def _peek(
+    out: BinaryIO,
+    fmt: str,
+    cluster: ClusterSelection,
+    topic: str,
+    channel: str | None,
+    count: int,
+    partition: int | None,
+    offset: int | None,
+    since: float | None,
+) -> None:
+    """Read the next messages in place (redesign) and print them."""
+    from nsqctl import peek as lib  # HTTP, stats and admin only when it runs
+
     result = asyncio.run(
         lib.peek(
             topic,
@@ -200,7 +158,7 @@ def peek(
             nsqd_http=cluster.nsqd_http,
             count=count,
             partition=partition,
-            offset=from_offset,
+            offset=offset,
             since=since,
         )
     )
@@ -208,7 +166,31 @@ def peek(
     _print(
         out,
         fmt,
-        [_stand_in(m.raw, m.topic, shown, m.partition, m.nsqd) for m in result.messages],
+        [PrintedMessage(m.raw, m.topic, shown, m.partition, m.nsqd) for m in result.messages],
     )
     if not result.messages:
         print(f"nsqctl peek: no messages waiting in {topic}/{shown}", file=sys.stderr)
+
+
+def _borrow(
+    out: BinaryIO, fmt: str, cluster: ClusterSelection, topic: str, channel: str, count: int
+) -> None:
+    """Take up to ``count`` messages (original), print them, give them back; say why
+    fewer were shown."""
+    from nsqctl import peek as lib  # the consumer only when borrowing
+
+    expected: list[int] = []
+    borrowed = asyncio.run(
+        lib.borrow(
+            topic,
+            channel,
+            count,
+            lambda msgs: _print(out, fmt, msgs),
+            lookupd_http=cluster.lookupd,
+            nsqd_tcp=cluster.nsqd,
+            nsqd_http=cluster.nsqd_http,
+            config=cluster.connection_config(),
+            on_taking=lambda n: _warn_borrowing(n, topic, channel, expected),
+        )
+    )
+    _borrowed_fewer(len(borrowed), count, expected[0] if expected else count, lib.BORROW_WAIT)

@@ -15,7 +15,6 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO
 
@@ -32,21 +31,22 @@ from nsqctl.cli.common import (
     ProfileOption,
     resolve_cluster,
 )
+from nsqctl.cli.fd_output import stream_fd, write_fully
 from nsqctl.cli.library_warnings import command_warnings
+from nsqctl.cli.message_format import format_message
 from nsqctl.cli.numbers import rate as rate_number
 from nsqctl.cli.numbers import seconds
 from nsqctl.cli.pipe_acks import PipeAcks, hangup_poll, pipe_acks_for
 from nsqctl.cli.tail_partitions import check_partitions
 from nsqctl.cli.tail_stop import CaughtUpCheck, UnansweredWait, UntilTime
 from nsqctl.cli.template import TOKENS_HELP, Template, compile_template, is_template
-from nsqctl.cli.terminal import escape_controls
 from nsqctl.connection import ConnectionConfig
 from nsqctl.consumer import Consumer, ConsumerOptions, FailoverEvent
 from nsqctl.consumer.failover import DEFAULT_FAILOVER_WINDOW
 from nsqctl.consumer.lanes import OrderedLanes
 from nsqctl.errors import ConfigError
 from nsqctl.jsonfield import MISSING, get_field, scalar_text
-from nsqctl.message import Message, body_to_json, finish_all
+from nsqctl.message import Message, finish_all
 from nsqctl.protocol.message import RawMessage
 from nsqctl.protocol.names import is_ephemeral, validate_channel, validate_topic
 from nsqctl.timeparse import parse_time_ns, parse_time_s
@@ -66,30 +66,6 @@ SETTLE_TIMEOUT = 5.0
 # doubling while nothing arrives (a channel another consumer holds back may stay so)
 STOP_CHECK_MIN = 0.1
 STOP_CHECK_MAX = 2.0
-
-
-def _format(msg: Message, fmt: str, print_topic: bool) -> bytes:
-    if fmt == "raw":
-        prefix = f"{msg.topic} | ".encode() if print_topic else b""
-        return prefix + msg.body + b"\n"
-    body, encoding = body_to_json(msg.body)
-    record = msg.describe()
-    if fmt == "pretty":
-        when = datetime.fromtimestamp(msg.timestamp / 1e9, UTC).isoformat(timespec="milliseconds")
-        where = msg.topic if msg.partition is None else f"{msg.topic}[{msg.partition}]"
-        head = f"--- {where} id={msg.id_text} attempts={msg.attempts} at {when}"
-        if msg.offset is not None:
-            head += f" offset={msg.offset}"
-        if msg.trace_id:
-            head += f" trace_id={msg.trace_id}"
-        text = (
-            escape_controls(body)
-            if encoding == "text"
-            else f"<{len(msg.body)} bytes, base64> {body}"
-        )
-        return f"{head}\n{text}\n".encode()
-    record.update(body_encoding=encoding, body=body)
-    return (json.dumps(record, ensure_ascii=False) + "\n").encode()
 
 
 @dataclass(frozen=True)
@@ -207,10 +183,7 @@ class TailOutput:
         self.closing = False
         self.reader_gone = False
         # The file descriptor written to, found once (None: an in-memory stream).
-        try:
-            self._fd: int | None = out.fileno()
-        except (AttributeError, OSError, ValueError):  # an in-memory stream (CliRunner)
-            self._fd = None
+        self._fd = stream_fd(out)
         self._hangup = hangup_poll(self._fd)
         # ``ack_when_read`` (a durable channel, whose messages outlive tail): on a pipe a
         # message is FINed once its reader has handled it, not when written. An ephemeral
@@ -310,26 +283,11 @@ class TailOutput:
             lines.append(b"")
             return b"\n".join(lines)
         fmt, print_topic = self.fmt, self.print_topic
-        return b"".join([_format(msg, fmt, print_topic) for msg in msgs])
+        return b"".join([format_message(msg, fmt, print_topic) for msg in msgs])
 
     def _write(self, data: bytes) -> None:
-        """All of ``data`` to the file descriptor, looping over partial writes.
-
-        Not through the buffered stream: a signal (SIGTERM, Ctrl-C) that interrupts a
-        blocking write to a full pipe makes it return part way, and the buffered stream
-        then dropped the bytes it had kept back: a line cut short, yet its message FINed.
-        """
-        fd = self._fd
-        if fd is None:
-            self.out.write(data)
-            self.out.flush()
-            return
-        written = os.write(fd, data)
-        if written == len(data):  # the usual case: no memoryview needed
-            return
-        view = memoryview(data)[written:]
-        while view:
-            view = view[os.write(fd, view) :]
+        """All of ``data`` to the file descriptor (see :mod:`nsqctl.cli.fd_output`)."""
+        write_fully(self.out, self._fd, data)
 
     def flush(self) -> None:
         """Write and FIN the pending messages; a closed reader (``| head``) ends the tail

@@ -13,44 +13,44 @@ value: ``-1`` for a partition or offset, empty for the others.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from nsqctl.cli.message_format import Printable
 from nsqctl.errors import ConfigError
-from nsqctl.message import Message
 
 __all__ = ["TOKENS", "TOKENS_HELP", "Template", "compile_template", "is_template"]
 
-Getter = Callable[[Message], bytes]
+Getter = Callable[[Printable], bytes]
 
 MISSING_NUMBER = b"-1"
 """What kcat prints for a partition or offset it does not have."""
 
 
-def _body(msg: Message) -> bytes:
+def _body(msg: Printable) -> bytes:
     return msg.body
 
 
-def _size(msg: Message) -> bytes:
+def _size(msg: Printable) -> bytes:
     return str(len(msg.body)).encode()
 
 
-def _topic(msg: Message) -> bytes:
+def _topic(msg: Printable) -> bytes:
     return msg.topic.encode()
 
 
-def _partition(msg: Message) -> bytes:
+def _partition(msg: Printable) -> bytes:
     part = msg.partition
     return MISSING_NUMBER if part is None else str(part).encode()
 
 
-def _offset(msg: Message) -> bytes:
+def _offset(msg: Printable) -> bytes:
     offset = msg.offset
     return MISSING_NUMBER if offset is None else str(offset).encode()
 
 
-def _timestamp_ms(msg: Message) -> bytes:
+def _timestamp_ms(msg: Printable) -> bytes:
     return str(msg.timestamp // 1_000_000).encode()
 
 
@@ -58,7 +58,7 @@ def _header_value(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
 
 
-def _headers(msg: Message) -> bytes:
+def _headers(msg: Printable) -> bytes:
     """kcat's ``name=value`` list, comma-separated, from a youzan ext topic's JSON header."""
     header = msg.ext_header
     if not header:
@@ -66,19 +66,19 @@ def _headers(msg: Message) -> bytes:
     return ",".join(f"{k}={_header_value(v)}" for k, v in header.items()).encode()
 
 
-def _id(msg: Message) -> bytes:
+def _id(msg: Printable) -> bytes:
     return msg.id_text.encode()
 
 
-def _attempts(msg: Message) -> bytes:
+def _attempts(msg: Printable) -> bytes:
     return str(msg.attempts).encode()
 
 
-def _nsqd(msg: Message) -> bytes:
+def _nsqd(msg: Printable) -> bytes:
     return msg.nsqd_address.encode()
 
 
-def _trace_id(msg: Message) -> bytes:
+def _trace_id(msg: Printable) -> bytes:
     """The redesign sends trace id 0 for a message published untraced: no trace id."""
     trace = msg.trace_id
     return str(trace).encode() if trace else b""
@@ -129,11 +129,11 @@ class Template:
         self.source = source
         self._pieces = pieces
 
-    def render(self, msg: Message) -> bytes:
+    def render(self, msg: Printable) -> bytes:
         parts: list[bytes] = [p if isinstance(p, bytes) else p(msg) for p in self._pieces]
         return b"".join(parts)
 
-    def render_all(self, msgs: list[Message]) -> bytes:
+    def render_all(self, msgs: Sequence[Printable]) -> bytes:
         """Many messages in one join (a flushed batch)."""
         pieces = self._pieces
         parts = [p if isinstance(p, bytes) else p(msg) for msg in msgs for p in pieces]

@@ -84,9 +84,24 @@ def assert_lookupd_down(
     nsqds = [a for n in nsqd_http for a in ("--nsqd-http", n)]
     said = f"nsqlookupd {lookupd} not answering: only the nsqds were asked"
 
-    # lookup asks nsqlookupd: a runtime failure naming it
+    # lookup without the nsqds: a runtime failure naming the lookupd and the way round it
     line = assert_one_line_error(run_main("lookup", topic, *where), 1)
     assert "no nsqlookupd answered" in line and lookupd in line
+    assert "--nsqd-http shows what the nsqds hold" in line, line
+    # ... with them: what they hold (copies, channels), no leader or ISR claimed, and why
+    found = json.loads(ok("lookup", topic, "--json", *where, *nsqds).stdout)
+    assert found["source"] == "nsqds" and found["complete"] is False, found
+    assert any("no partition leader, replica set, ISR" in w for w in found["warnings"])
+    assert any(said in w and w.endswith("this answer may be incomplete") for w in found["warnings"])
+    assert channel in found["channels"] and found["meta"] is None
+    assert found["nsqds"] and {n["http"] for n in found["nsqds"]} <= set(nsqd_http)
+    assert [s["ok"] for s in found["lookupds"]] == [False]
+    assert (found["family"] == "redesign") == bool(found["partitions"])
+    for part in found["partitions"]:
+        assert part["leader_tcp"] is None and part["replicas"] is None and part["isr"] is None
+        assert part["copies"] and set(part["copies"]) <= set(nsqd_http)
+    shown = ok("lookup", topic, *where, *nsqds).stdout
+    assert "from the nsqds alone" in shown and said in shown and "NO LEADER" not in shown
     # lists without the nsqds: fail, naming the lookupd and what would list them instead
     for args in (("topic", "list"), ("channel", "list", topic), ("node", "list")):
         line = assert_one_line_error(run_main(*args, *where), 1)

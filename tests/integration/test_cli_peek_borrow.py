@@ -4,22 +4,24 @@ was asked when the channel holds it, and says why when it lends fewer."""
 from __future__ import annotations
 
 import json
+import subprocess
 import uuid
 
 import pytest
 
 from nsqctl.servers.cluster import Cluster
 from nsqctl.stats import read_nsqd_stats
-from tests.helpers.cli import cli, invoke
+from tests.helpers.cli import NSQCTL, clean_env, cli, invoke
 from tests.helpers.redesign import eventually
 
 pytestmark = pytest.mark.original
 
 
-def _waiting(c: Cluster, topic: str) -> int:
-    """Messages waiting in channel c over both nsqds, when none is in flight or deferred."""
+def _waiting(c: Cluster, topic: str, nsqds: int = 2) -> int:
+    """Messages waiting in channel c over the first ``nsqds`` nsqds, when none is in
+    flight or deferred."""
     total = 0
-    for http in c.nsqd_http:
+    for http in c.nsqd_http[:nsqds]:
         ch = read_nsqd_stats(http, topic=topic, channel="c").channel(topic, "c")
         if ch is None or ch.in_flight_count or ch.deferred_count:
             return -1
@@ -55,3 +57,32 @@ def test_borrow_lends_what_was_asked_over_two_nsqds_or_says_why_not(
     assert more.returncode == 0, more.stderr
     assert len(more.stdout.splitlines()) == 3
     assert "borrowed 3 of 5 message(s) asked: the channel held only 3" in more.stderr
+
+
+def test_borrow_into_a_reader_that_goes_away_ends_141_and_gives_every_message_back(
+    original_cluster: Cluster,
+) -> None:
+    """``peek --borrow 60 | head -c 10``: 240 kB of output, far more than a pipe holds, so
+    the reader is gone part way through the write. peek must notice (exit 141, as every
+    command does, no traceback) rather than lose the rest in a buffer and report success,
+    and the borrowed messages must all be back on the channel."""
+    c = original_cluster
+    topic = f"borrow_gone-{uuid.uuid4().hex[:8]}"
+    pub = invoke("pub", topic, *(["x" * 4000] * 60), "--nsqd", c.nsqd_tcp[0])
+    assert pub.exit_code == 0, pub.output
+    made = invoke("channel", "create", topic, "c", "--nsqd-http", c.nsqd_http[0])
+    assert made.exit_code == 0, made.output
+    eventually(lambda: _waiting(c, topic, 1) == 60, 30, "60 messages waiting in c")
+    peek = f"{NSQCTL} peek {topic} c --borrow 60 --format json --lookupd {c.lookupd_http[0]}"
+    proc = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", f"{peek} | head -c 10 >/dev/null"],
+        capture_output=True,
+        text=True,
+        env=clean_env(),
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 141, proc.stderr
+    assert "Traceback" not in proc.stderr and "error" not in proc.stderr, proc.stderr
+    eventually(lambda: _waiting(c, topic, 1) == 60, 30, "the borrowed messages back")

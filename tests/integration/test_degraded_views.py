@@ -251,15 +251,20 @@ def test_lookupd_down_every_view_says_so_and_lists_from_the_nsqds(degraded: Degr
     held = [p.partition for p in topic.partitions]
     assert sorted(n for n in held if n is not None) == [0, 2] and None not in held
     d.c.restart(lookupd)
+    # every topic the next cells read (etcd down: the lookupd then keeps what it knew)
     eventually(
-        lambda: sorted(leader_stats(d.c, d.split)) == [0, 2] and _lookup_leaders(d) == {0, 2},
+        lambda: (
+            sorted(leader_stats(d.c, d.split)) == [0, 2]
+            and _lookup_leaders(d, d.split) == {0, 2}
+            and _lookup_leaders(d, d.copied) == {0}
+        ),
         30,
         "the nsqds to register with the restarted nsqlookupd",
     )
 
 
-def _lookup_leaders(d: Degraded) -> set[int]:
-    result = invoke("lookup", d.split, "--json", *d.lookupd)
+def _lookup_leaders(d: Degraded, topic: str) -> set[int]:
+    result = invoke("lookup", topic, "--json", *d.lookupd)
     if result.exit_code != 0:
         return set()
     parts = json.loads(result.stdout)["partitions"]
