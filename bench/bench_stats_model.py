@@ -48,12 +48,12 @@ if str(REPO) not in sys.path:
 from textual import events  # noqa: E402
 
 from nsqctl.stats.gcpause import freeze_after_bursts  # noqa: E402
+from nsqctl.stats.history import History  # noqa: E402
 from nsqctl.stats.hotspots import rank_channels, rank_clients  # noqa: E402
 from nsqctl.stats.model import ClusterSnapshot  # noqa: E402
 from nsqctl.stats.nodes import node_summaries  # noqa: E402
 from nsqctl.stats.parse import parse_nsqd_body  # noqa: E402
 from nsqctl.stats.read import ClientScope  # noqa: E402
-from nsqctl.stats.series import KeyedSeries  # noqa: E402
 from nsqctl.stats.session import StatsSession  # noqa: E402
 from nsqctl.stats.view import build_view  # noqa: E402
 from nsqctl.tui.app import DashApp  # noqa: E402
@@ -182,7 +182,7 @@ def bench_cpu(
 
     The hot-spots screen ranks every channel; the channel screen reads the open channel's
     client views; the topic screen its channels (in the view already)."""
-    history = KeyedSeries()
+    history = History()
     previous = snapshot(polls[0], 0.0, screen)
     build_view(previous, None, history)
     samples = []
@@ -221,7 +221,7 @@ def bench_hot_clients(polls: list[Poll], rounds: int = 3) -> list[float]:
     samples = []
     for i in range(rounds):
         snap = snapshot(polls[(i + 1) % len(polls)], 2.0 * (i + 1))
-        view = build_view(snap, previous, KeyedSeries())
+        view = build_view(snap, previous, History())
         start = time.process_time()
         ranked = rank_clients(view, "requeue", 200)
         samples.append((time.process_time() - start) * 1000)
