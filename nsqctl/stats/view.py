@@ -33,6 +33,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
+from operator import attrgetter
 
 from nsqctl.lookup.model import TopicMeta, counted_partitions
 from nsqctl.stats.gcpause import gc_paused
@@ -48,7 +49,7 @@ from nsqctl.stats.model import (
     NodeStats,
     TopicPartitionStats,
 )
-from nsqctl.stats.parse import client_totals
+from nsqctl.stats.parse import LazyClients, client_totals
 from nsqctl.stats.rules import (
     Severity,
     delta,
@@ -399,17 +400,21 @@ def _partition_view(
     key = (main.node, main.topic, main.partition)
     dt = dts.get(main.node, 0.0)
     before = prev.topic.get(key)
-    depth = 0
-    for ch in main.channels:
-        depth += ch.depth
+    depth = sum(map(_DEPTH, main.channels))
     if not main.depth_is_bytes:
         depth += main.depth
+    if len(rows) == 1:  # the usual copy: one, its own leader (no list made for it)
+        replicas: tuple[str, ...] = () if leader_row is not None else (main.node,)
+        holders: tuple[tuple[str, int], ...] = ((main.node, main.message_count),)
+    else:
+        replicas = tuple([r.node for r in rows if r is not leader_row])
+        holders = tuple([(r.node, r.message_count) for r in rows])
     # positional, in PartitionView's field order (tens of thousands per poll: see parse)
     view = PartitionView(
         main.topic,
         main.partition,
         leader,
-        tuple([r.node for r in rows if r is not leader_row]),  # replicas
+        replicas,
         info.isr if info else None,
         info.catchup if info else None,
         leader_row is not None,  # write_enabled
@@ -419,7 +424,7 @@ def _partition_view(
         rate(main.message_count, before.message_count, dt) if before is not None else None,
         main.paused,
         main.channels,
-        tuple([(r.node, r.message_count) for r in rows]),  # holder_messages
+        holders,  # holder_messages
     )
     channels = {ch.name: ch for ch in before.channels} if before is not None else {}
     return view, _Copy(main, dt, channels)
@@ -468,6 +473,13 @@ def _part_view(copy: _Copy, ch: ChannelStats) -> ChannelPartView:
         r, rd, td = _changes(ch, before, copy.dt)
     tp = copy.stats
     return ChannelPartView(tp.node, tp.partition, ch, r, td, rd, before, copy.dt)
+
+
+_DEPTH = attrgetter("depth")
+_LIVE = attrgetter("live")
+_RATE = attrgetter("rate")
+_LEADER = attrgetter("leader")
+_MESSAGE_TOTAL = attrgetter("messages")
 
 
 def _channel_view(
@@ -541,7 +553,9 @@ def _channel_view(
         if not ch.clients_listed:
             all_listed = False
             continue
-        totals = client_totals(ch.clients)
+        clients = ch.clients
+        # client_totals without its call (a channel copy per partition, tens of thousands)
+        totals = clients.totals if type(clients) is LazyClients else client_totals(clients)
         listed += totals.listed
         ready += totals.ready
         if totals.starved:
@@ -640,16 +654,18 @@ def _topic_view(
         for ch in copy.stats.channels:
             by_channel[ch.name].append((copy, ch))
     # a partition no answering nsqd holds reads 0: the totals lack it
-    gap = unanswered or any(not p.live for p in partitions)
+    # (each pass over the partitions in C: a big topic has thousands)
+    gap = unanswered or not all(map(_LIVE, partitions))
     channels = tuple(
         _channel_view(name, ch_name, by_channel[ch_name], history, gap)
         for ch_name in sorted(by_channel)
     )
-    depth = sum(p.depth for p in partitions)
-    topic_rate = _sum_opt(p.rate for p in partitions)
+    depth = sum(map(_DEPTH, partitions))
+    rates = list(map(_RATE, partitions))
+    topic_rate = _sum_opt(rates)
     depth_trend, rate_trend = EMPTY_DEPTH, EMPTY_RATE
     if history is not None:
-        rates_known = all(p.rate is not None for p in partitions)
+        rates_known = None not in rates
         depth_trend, rate_trend = _record(
             history,
             ("topic", name),
@@ -659,17 +675,20 @@ def _topic_view(
     depth_hist = depth_trend.known()
     growing = is_growing(depth_hist)
     redesign = meta is not None or any(m.partition is not None for m in mains)
+    no_leader = None in map(_LEADER, partitions)  # PartitionView.no_leader
+    # only a partition whose ISR was asked can be out of it (PartitionView.out_of_sync)
+    out_of_sync = any(p.out_of_sync for p in partitions if p.isr is not None)
     severity = worst(
-        "crit" if any(p.no_leader for p in partitions) else "ok",
+        "crit" if no_leader else "ok",
         *(c.severity for c in channels),
-        "warn" if growing or any(p.out_of_sync for p in partitions) else "ok",
+        "warn" if growing or out_of_sync else "ok",
     )
     return TopicView(
         name=name,
         partitions=tuple(partitions),
         channels=channels,
         depth=depth,
-        messages=sum(p.messages for p in partitions),
+        messages=sum(map(_MESSAGE_TOTAL, partitions)),
         rate=topic_rate,
         ordered=any(m.ordered for m in mains) or (meta is not None and meta.ordered),
         ext=any(m.ext for m in mains) or (meta is not None and meta.extend_support),
