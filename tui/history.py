@@ -86,20 +86,29 @@ def chart(title: str, series: Series, width: int, rows: int = CHART_ROWS) -> lis
     return lines
 
 
-def history_text(depth: Series, rate: Series, width: int, rows: int = CHART_ROWS) -> Text:
-    """Depth and rate side by side in ``width`` cells (stacked when too narrow)."""
-    if width >= 60:
+SIDE_BY_SIDE = 110
+"""From this width depth and rate are drawn side by side (each title fits its half)."""
+
+
+def history_text(depth: Series, rate: Series, width: int) -> Text:
+    """Depth and rate in ``width`` cells: side by side with :data:`CHART_ROWS` rows each,
+    or, narrower, one above the other with half as many (a terminal of 80 columns keeps
+    room for the tables). No line is longer than ``width``: none wraps."""
+    if width >= SIDE_BY_SIDE:
         half = (width - 2) // 2
-        left = chart("depth", depth, half, rows)
-        right = chart("rate", rate, half, rows)
-        lines = []
-        for a, b in zip(left, right, strict=True):
-            a = a.copy()
-            a.truncate(half, pad=True)
-            lines.append(Text.assemble(a, "  ", b))
+        pairs = zip(chart("depth", depth, half), chart("rate", rate, half), strict=True)
+        lines = [Text.assemble(_fit(a, half, pad=True), "  ", _fit(b, half)) for a, b in pairs]
     else:
-        lines = [*chart("depth", depth, width, rows), *chart("rate", rate, width, rows)]
+        rows = max(1, CHART_ROWS // 2)
+        lines = [_fit(line, width) for line in chart("depth", depth, width, rows)]
+        lines += [_fit(line, width) for line in chart("rate", rate, width, rows)]
     return Text("\n").join(lines)
+
+
+def _fit(line: Text, width: int, pad: bool = False) -> Text:
+    line = line.copy()
+    line.truncate(max(1, width), overflow="ellipsis", pad=pad)
+    return line
 
 
 class HistoryPanel(Widget):
