@@ -12,7 +12,7 @@ GAP = " "
 def sparkline(values: Sequence[float | None], width: int = 16) -> str:
     """The last ``width`` values as bars scaled from their minimum to their maximum, so a
     change shows whatever the level (the range is printed beside it: see
-    :func:`nsqctl.tui.format.spark_range`); a flat series is a flat line, at the bottom
+    :func:`nsqctl.tui.format.trend_cell`); a flat series is a flat line, at the bottom
     when it is zero, halfway otherwise; a gap is a blank."""
     tail = values[-width:] if width > 0 else values[:0]
     known = [v for v in tail if v is not None]
