@@ -42,12 +42,12 @@ from typing import Any, Literal
 from textual import events
 
 from nsqctl.stats.gcpause import freeze_after_bursts
+from nsqctl.stats.history import History
 from nsqctl.stats.hotspots import rank_channels, rank_clients
 from nsqctl.stats.model import ClusterSnapshot
 from nsqctl.stats.nodes import node_summaries
 from nsqctl.stats.parse import parse_nsqd_body
 from nsqctl.stats.read import ClientScope
-from nsqctl.stats.series import KeyedSeries
 from nsqctl.stats.session import StatsSession
 from nsqctl.stats.view import build_view
 from nsqctl.tui.app import DashApp
@@ -176,7 +176,7 @@ def bench_cpu(
 
     The hot-spots screen ranks every channel; the channel screen reads the open channel's
     client views; the topic screen its channels (in the view already)."""
-    history = KeyedSeries()
+    history = History()
     previous = snapshot(polls[0], 0.0, screen)
     build_view(previous, None, history)
     samples = []
@@ -215,7 +215,7 @@ def bench_hot_clients(polls: list[Poll], rounds: int = 3) -> list[float]:
     samples = []
     for i in range(rounds):
         snap = snapshot(polls[(i + 1) % len(polls)], 2.0 * (i + 1))
-        view = build_view(snap, previous, KeyedSeries())
+        view = build_view(snap, previous, History())
         start = time.process_time()
         ranked = rank_clients(view, "requeue", 200)
         samples.append((time.process_time() - start) * 1000)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from nsqctl.stats.history import Series
 from nsqctl.stats.rules import Severity
+from nsqctl.stats.series import sparkline
 
 SEVERITY_STYLE: dict[str, str] = {"ok": "", "warn": "bold yellow", "crit": "bold red"}
 STATE_STYLE: dict[str, str] = {
@@ -65,3 +67,31 @@ def severity_text(text: str, severity: Severity) -> Text:
 
 def styled(text: str, style: str) -> Text:
     return Text(text, style=style)
+
+
+TREND_WIDTH = 16
+"""Samples a trend cell draws (32 s at the default 2 s poll); the history view has more."""
+
+
+def amount(value: float, unit: str) -> str:
+    """One sample of a series in the table's words: a count, or a rate for ``…/s``."""
+    return per_sec(value) if unit.endswith("/s") else num(round(value))
+
+
+def span_text(series: Series) -> str:
+    """The range of ``series``' known samples with its unit: ``1.2k–4.5k msgs``; one
+    value when flat; ``-`` when every sample is a gap (or there is none yet)."""
+    span = series.span
+    if span is None:
+        return "-"
+    low, top = amount(span[0], series.unit), amount(span[1], series.unit)
+    return f"{top} {series.unit}" if low == top else f"{low}–{top} {series.unit}"
+
+
+def trend_cell(series: Series, width: int = TREND_WIDTH) -> Text:
+    """A trend column's cell: the last ``width`` samples as a sparkline scaled to their
+    own range, then that range (what the bars' bottom and top stand for)."""
+    shown = series.tail(width)
+    text = Text(sparkline(shown.values, width).ljust(width), style="cyan")
+    text.append(" " + span_text(shown), style="dim")
+    return text

@@ -7,7 +7,6 @@ from collections.abc import Callable
 from rich.text import Text
 
 from nsqctl.stats.rules import Severity
-from nsqctl.stats.series import sparkline
 from nsqctl.stats.view import (
     ChannelView,
     ClusterView,
@@ -26,6 +25,7 @@ from nsqctl.tui.format import (
     severity_text,
     size,
     styled,
+    trend_cell,
 )
 from nsqctl.tui.tables import Cell, Row
 
@@ -59,13 +59,14 @@ CHANNEL_COLUMNS = (
     "channel",
     "depth",
     "depth size",
-    "trend",
+    "depth trend",
     "in-flight",
     "deferred",
     "requeued",
     "timed out",
     "msgs",
     "msg/s",
+    "rate trend",
     "clients",
     "rdy",
     "state",
@@ -226,10 +227,10 @@ def topic_rows(view: ClusterView, filter_text: str = "", sort: str = "name") -> 
                 severity_text(t.name, t.severity),
                 str(len(t.partitions)),
                 severity_text(num(t.depth), "warn" if t.depth_growing else "ok"),
-                sparkline(t.depth_history),
+                trend_cell(t.depth_trend),
                 num(t.messages),
                 per_sec(t.rate),
-                sparkline(t.rate_history),
+                trend_cell(t.rate_trend),
                 str(len(t.channels)),
                 severity_text(topic_flags(t), t.severity),
             ],
@@ -337,13 +338,14 @@ def channel_rows(topic: TopicView, filter_text: str = "") -> list[Row]:
                 severity_text(c.name, c.severity),
                 num(c.depth),
                 size(c.depth_bytes),
-                sparkline(c.depth_history),
+                trend_cell(c.depth_trend),
                 num(c.in_flight),
                 num(c.deferred),
                 num(c.requeued),
                 severity_text(num(c.timed_out), "warn" if c.timeout_delta else "ok"),
                 num(c.messages),
                 per_sec(c.msg_rate),
+                trend_cell(c.rate_trend),
                 str(c.client_count),
                 PENDING if c.ready is None else str(c.ready),
                 severity_text(channel_state(c), c.severity),

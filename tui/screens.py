@@ -23,12 +23,12 @@ from textual.widgets import Footer, Input, Static
 from nsqctl import admin
 from nsqctl.errors import NsqctlError
 from nsqctl.stats.read import ClientScope
-from nsqctl.stats.series import sparkline
 from nsqctl.stats.view import ClusterView, PartitionView, TopicView
 from nsqctl.tui import moveaction, rows
 from nsqctl.tui.events import PartitionChange, PartitionTracker
 from nsqctl.tui.filterbox import FilterBox
 from nsqctl.tui.format import num, per_sec, size
+from nsqctl.tui.history import HistoryPanel
 from nsqctl.tui.host import ActionHost, host_of, lookupds, refused
 from nsqctl.tui.modals import ConfirmScreen
 from nsqctl.tui.peekscreen import PeekScreen
@@ -202,6 +202,7 @@ class TopicScreen(ViewScreen):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(id="topic-summary")
+            yield HistoryPanel(id="history")
             yield Static("partitions", id="partitions-title", classes="section")
             yield _table("partitions", rows.PARTITION_COLUMNS)
             yield Static(id="events")
@@ -223,14 +224,14 @@ class TopicScreen(ViewScreen):
             return
         text = Text(f"topic {topic.name}", style="bold")
         text.append(
-            f" · {rows.copies_text(topic)} · depth {num(topic.depth)} msgs "
-            f"{sparkline(topic.depth_history, 30)} · {per_sec(topic.rate)} msg/s "
-            f"{sparkline(topic.rate_history, 30)}"
+            f" · {rows.copies_text(topic)} · depth {num(topic.depth)} msgs"
+            f" · {per_sec(topic.rate)} msg/s"
         )
         flags = rows.topic_flags(topic)
         if flags:
             text.append(f" · {flags}", style="bold yellow")
         summary.update(text)
+        self.query_one("#history", HistoryPanel).show(topic.depth_trend, topic.rate_trend)
         self.query_one("#partitions-title", Static).update(
             "partitions" if topic.is_redesign else "nsqds holding it"
         )
@@ -376,6 +377,7 @@ class ChannelScreen(ViewScreen):
 
     def compose(self) -> ComposeResult:
         yield Static(id="channel-summary")
+        yield HistoryPanel(id="history")
         yield Static(CLIENTS_TITLE, id="clients-title", classes="section")
         yield _table("clients", rows.CLIENT_COLUMNS)
         yield Footer()
@@ -397,13 +399,14 @@ class ChannelScreen(ViewScreen):
         depth_size = "" if channel.depth_bytes is None else f" ({size(channel.depth_bytes)})"
         ready = rows.PENDING if channel.ready is None else str(channel.ready)
         text.append(
-            f" · depth {num(channel.depth)} msgs{depth_size} {sparkline(channel.depth_history, 30)}"
+            f" · depth {num(channel.depth)} msgs{depth_size}"
             f" · in-flight {channel.in_flight} · rdy {ready}"
-            f" · {per_sec(channel.msg_rate)} msg/s {sparkline(channel.rate_history, 30)}"
+            f" · {per_sec(channel.msg_rate)} msg/s"
             f" · requeued {num(channel.requeued)} · timed out {num(channel.timed_out)}"
         )
         text.append(f" · {rows.channel_state(channel)}", style="bold yellow")
         summary.update(text)
+        self.query_one("#history", HistoryPanel).show(channel.depth_trend, channel.rate_trend)
         title = CLIENTS_TITLE if channel.clients_listed else f"{CLIENTS_TITLE} {rows.PENDING}"
         self.query_one("#clients-title", Static).update(title)
         self.query_one("#clients", RowTable).set_rows(rows.client_rows(channel, view.taken_at))

@@ -4,10 +4,11 @@
 are pure; ``poller`` does the HTTP; ``session`` ties polls together over time.
 """
 
+from nsqctl.stats.history import History, Series
 from nsqctl.stats.model import ClusterSnapshot, NodeStats
 from nsqctl.stats.poller import StatsPoller
 from nsqctl.stats.read import fetch_nsqd_stats, read_nsqd_stats
-from nsqctl.stats.series import KeyedSeries, sparkline
+from nsqctl.stats.series import sparkline
 from nsqctl.stats.session import StaticSource, StatsSession, ViewSource
 from nsqctl.stats.view import (
     ChannelView,
@@ -24,10 +25,11 @@ __all__ = [
     "ClientView",
     "ClusterSnapshot",
     "ClusterView",
-    "KeyedSeries",
+    "History",
     "NodeStats",
     "NodeView",
     "PartitionView",
+    "Series",
     "StaticSource",
     "StatsPoller",
     "StatsSession",

@@ -7,12 +7,14 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Collection, Sequence
 from typing import Protocol, runtime_checkable
 
+from nsqctl.errors import NsqctlError
+from nsqctl.stats.history import DEFAULT_LENGTH, History
 from nsqctl.stats.model import ClusterSnapshot
 from nsqctl.stats.read import ClientScope
-from nsqctl.stats.series import KeyedSeries
 from nsqctl.stats.view import ClusterView, build_view
 
 
@@ -55,13 +57,17 @@ class ClientSelectingPoller(Protocol):
 class StatsSession:
     """Keeps the previous snapshot (for rates) and the session history (for sparklines)."""
 
-    def __init__(self, poller: SnapshotSource, history_length: int = 120) -> None:
+    def __init__(self, poller: SnapshotSource, history_length: int = DEFAULT_LENGTH) -> None:
         self.poller = poller
-        self.history = KeyedSeries(history_length)
+        self.history = History(history_length)
         self._previous: ClusterSnapshot | None = None
 
     async def refresh(self) -> ClusterView:
-        snap = await self.poller.snapshot()
+        try:
+            snap = await self.poller.snapshot()
+        except NsqctlError:
+            self.history.gap(time.time())  # the failed poll shows as a gap, not a zero
+            raise
         view = await asyncio.to_thread(build_view, snap, self._previous, self.history)
         self._previous = snap
         return view
@@ -82,10 +88,12 @@ class StaticSource:
     """A fixed view built from prepared snapshots (recorded payloads) as if polled in order;
     every refresh returns the final view, so what is shown is deterministic."""
 
-    def __init__(self, snapshots: Sequence[ClusterSnapshot], history_length: int = 120) -> None:
+    def __init__(
+        self, snapshots: Sequence[ClusterSnapshot], history_length: int = DEFAULT_LENGTH
+    ) -> None:
         if not snapshots:
             raise ValueError("StaticSource needs at least one snapshot")
-        self.history = KeyedSeries(history_length)
+        self.history = History(history_length)
         self._views: list[ClusterView] = []
         previous: ClusterSnapshot | None = None
         for snap in snapshots:

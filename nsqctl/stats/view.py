@@ -30,12 +30,14 @@ severity either.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Hashable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
+from operator import attrgetter
 
 from nsqctl.lookup.model import TopicMeta, counted_partitions
 from nsqctl.stats.gcpause import gc_paused
+from nsqctl.stats.history import EMPTY_DEPTH, EMPTY_RATE, History, Series
 from nsqctl.stats.model import (
     ChannelStats,
     ClientStats,
@@ -47,7 +49,7 @@ from nsqctl.stats.model import (
     NodeStats,
     TopicPartitionStats,
 )
-from nsqctl.stats.parse import client_totals
+from nsqctl.stats.parse import LazyClients, client_totals
 from nsqctl.stats.rules import (
     Severity,
     delta,
@@ -57,7 +59,6 @@ from nsqctl.stats.rules import (
     rate,
     worst,
 )
-from nsqctl.stats.series import KeyedSeries
 
 
 @dataclass(slots=True)
@@ -132,6 +133,10 @@ class ChannelView:
     severity: Severity
     depth_history: tuple[float, ...] = ()
     rate_history: tuple[float, ...] = ()
+    """The known samples of :attr:`depth_trend` and :attr:`rate_trend` (gaps left out)."""
+    depth_trend: Series = EMPTY_DEPTH
+    rate_trend: Series = EMPTY_RATE
+    """The session's window of depth and rate, with its poll times and gaps."""
     clients_listed: bool = True
     """Every partition's nsqd listed the clients: ``ready``, ``starved`` and ``stalled``
     are known (False: ``ready`` is None, the two flags are False for want of data)."""
@@ -228,6 +233,10 @@ class TopicView:
     severity: Severity
     depth_history: tuple[float, ...] = ()
     rate_history: tuple[float, ...] = ()
+    """The known samples of :attr:`depth_trend` and :attr:`rate_trend` (gaps left out)."""
+    depth_trend: Series = EMPTY_DEPTH
+    rate_trend: Series = EMPTY_RATE
+    """The session's window of depth and rate, with its poll times and gaps."""
     clients_listed: bool = True
     """Every channel's clients were listed, so its severity includes starved/stalled."""
     replicas_configured: int | None = None
@@ -319,12 +328,13 @@ class _Prev:
     topic: dict[_Key, TopicPartitionStats]
 
     @classmethod
-    def index(cls, snap: ClusterSnapshot | None) -> _Prev:
+    def index(cls, snap: ClusterSnapshot | None, skip: set[str] | None = None) -> _Prev:
+        """``skip``: nodes whose previous counters are not comparable (restarted)."""
         prev = cls({}, {})
         if snap is None:
             return prev
         for node in snap.nodes:
-            if node.state == "down":
+            if node.state == "down" or (skip and node.address in skip):
                 continue
             prev.fetched[node.address] = node.fetched_at
             for t in node.topics:
@@ -402,17 +412,21 @@ def _partition_view(
     key = (main.node, main.topic, main.partition)
     dt = dts.get(main.node, 0.0)
     before = prev.topic.get(key)
-    depth = 0
-    for ch in main.channels:
-        depth += ch.depth
+    depth = sum(map(_DEPTH, main.channels))
     if not main.depth_is_bytes:
         depth += main.depth
+    if len(rows) == 1:  # the usual copy: one, its own leader (no list made for it)
+        replicas: tuple[str, ...] = () if leader_row is not None else (main.node,)
+        holders: tuple[tuple[str, int], ...] = ((main.node, main.message_count),)
+    else:
+        replicas = tuple([r.node for r in rows if r is not leader_row])
+        holders = tuple([(r.node, r.message_count) for r in rows])
     # positional, in PartitionView's field order (tens of thousands per poll: see parse)
     view = PartitionView(
         main.topic,
         main.partition,
         leader,
-        tuple([r.node for r in rows if r is not leader_row]),  # replicas
+        replicas,
         info.isr if info else None,
         info.catchup if info else None,
         leader_row is not None,  # write_enabled
@@ -422,7 +436,7 @@ def _partition_view(
         rate(main.message_count, before.message_count, dt) if before is not None else None,
         main.paused,
         main.channels,
-        tuple([(r.node, r.message_count) for r in rows]),  # holder_messages
+        holders,  # holder_messages
     )
     channels = {ch.name: ch for ch in before.channels} if before is not None else {}
     return view, _Copy(main, dt, channels)
@@ -473,21 +487,24 @@ def _part_view(copy: _Copy, ch: ChannelStats) -> ChannelPartView:
     return ChannelPartView(tp.node, tp.partition, ch, r, td, rd, before, copy.dt)
 
 
-def _add(total: float | None, value: float | None) -> float | None:
-    if value is None:
-        return total
-    return value if total is None else total + value
+_DEPTH = attrgetter("depth")
+_LIVE = attrgetter("live")
+_RATE = attrgetter("rate")
+_LEADER = attrgetter("leader")
+_MESSAGE_TOTAL = attrgetter("messages")
 
 
 def _channel_view(
     topic: str,
     name: str,
     parts: list[tuple[_Copy, ChannelStats]],
-    history: KeyedSeries | None,
+    history: History | None,
+    gap: bool = False,
 ) -> ChannelView:
     # One pass over the partitions: a big topic has thousands, so every total is summed
-    # here rather than in a pass of its own, and no per-partition view is made (see
-    # ChannelView.parts).
+    # here rather than in a pass of its own, no per-partition view is made (see
+    # ChannelView.parts), and the rules' rate/delta are inlined (same definitions:
+    # unknown without a previous poll or when a counter went back).
     msg_rate: float | None = None
     req_delta: int | None = None
     to_delta: int | None = None
@@ -502,6 +519,7 @@ def _channel_view(
     before_depth: int | None = 0
     timed = 0
     dt_sum = 0.0
+    rates_known = True
     for copy, ch in parts:
         before = copy.before.get(name)
         if before is not None:
@@ -509,14 +527,20 @@ def _channel_view(
             if dt > 0:
                 timed += 1
                 dt_sum += dt
-            r, rd, td = _changes(ch, before, dt)
-            msg_rate = _add(msg_rate, r)
-            # a rate is its delta over dt (rules.rate): derived here, not asked again
-            if rd is not None:
+                count = ch.message_count - before.message_count
+                if count >= 0:
+                    msg_rate = count / dt if msg_rate is None else msg_rate + count / dt
+                else:
+                    rates_known = False
+            else:
+                rates_known = False
+            rd = ch.requeue_count - before.requeue_count
+            if rd >= 0:
                 req_delta = rd if req_delta is None else req_delta + rd
                 if dt > 0:
                     req_rate = rd / dt if req_rate is None else req_rate + rd / dt
-            if td is not None:
+            td = ch.timeout_count - before.timeout_count
+            if td >= 0:
                 to_delta = td if to_delta is None else to_delta + td
                 if dt > 0:
                     to_rate = td / dt if to_rate is None else to_rate + td / dt
@@ -524,6 +548,7 @@ def _channel_view(
                 before_depth += before.depth
         else:
             before_depth = None
+            rates_known = False
         depth += ch.depth
         in_flight += ch.in_flight_count
         deferred += ch.deferred_count
@@ -531,23 +556,33 @@ def _channel_view(
         timed_out += ch.timeout_count
         messages += ch.message_count
         counted += ch.client_count
-        paused = paused or ch.paused
-        skipped = skipped or ch.skipped
+        if ch.paused:
+            paused = True
+        if ch.skipped:
+            skipped = True
         if depth_bytes is not None:
             depth_bytes = None if ch.depth_bytes is None else depth_bytes + ch.depth_bytes
         if not ch.clients_listed:
             all_listed = False
             continue
-        totals = client_totals(ch.clients)
+        clients = ch.clients
+        # client_totals without its call (a channel copy per partition, tens of thousands)
+        totals = clients.totals if type(clients) is LazyClients else client_totals(clients)
         listed += totals.listed
         ready += totals.ready
-        starved = starved or totals.starved
+        if totals.starved:
+            starved = True
     client_count = max(counted, listed)
-    depth_hist: tuple[float, ...] = ()
-    rate_hist: tuple[float, ...] = ()
+    depth_trend, rate_trend = EMPTY_DEPTH, EMPTY_RATE
     if history is not None:
-        depth_hist = history.push(("channel", topic, name, "depth"), depth)
-        rate_hist = history.push(("channel", topic, name, "rate"), msg_rate or 0.0)
+        # a rate summed over some partitions only would be a dip, not the channel's rate
+        depth_trend, rate_trend = _record(
+            history,
+            ("channel", topic, name),
+            None if gap else depth,
+            msg_rate if rates_known and not gap else None,
+        )
+    depth_hist = depth_trend.known()
     growing = is_growing(depth_hist)
     # a starved client seen on one partition is one; RDY 0 needs every partition's clients
     stalled = all_listed and listed > 0 and is_stalled(ready, depth)
@@ -579,7 +614,9 @@ def _channel_view(
         depth_growing=growing,
         severity=severity,
         depth_history=depth_hist,
-        rate_history=rate_hist,
+        rate_history=rate_trend.known(),
+        depth_trend=depth_trend,
+        rate_trend=rate_trend,
         clients_listed=all_listed,
         requeue_rate=req_rate,
         timeout_rate=to_rate,
@@ -589,15 +626,28 @@ def _channel_view(
     )
 
 
+def _record(
+    history: History, key: tuple[str, ...], depth: float | None, msg_rate: float | None
+) -> tuple[Series, Series]:
+    """This poll's depth and rate samples of ``key`` (None: a gap) and the series so far."""
+    return (
+        history.record((*key, "depth"), depth, EMPTY_DEPTH.unit),
+        history.record((*key, "rate"), msg_rate, EMPTY_RATE.unit),
+    )
+
+
 def _topic_view(
     name: str,
     groups: dict[tuple[int | None, str], list[TopicPartitionStats]],
     coord: dict[tuple[str, int], list[CoordInfo]],
     prev: _Prev,
     dts: dict[str, float],
-    history: KeyedSeries | None,
+    history: History | None,
     meta: TopicMeta | None = None,
+    unanswered: bool = False,
 ) -> TopicView:
+    """``unanswered``: an nsqd holding a copy of the topic did not answer this poll, so
+    its totals are partial (a gap in the history, not a dip)."""
     partitions: list[PartitionView] = []
     copies: list[_Copy] = []
     for gkey in sorted(groups, key=lambda k: (k[0] if k[0] is not None else -1, k[1])):
@@ -615,31 +665,46 @@ def _topic_view(
     for copy in copies:
         for ch in copy.stats.channels:
             by_channel[ch.name].append((copy, ch))
+    # a partition no answering nsqd holds reads 0: the totals lack it
+    # (each pass over the partitions in C: a big topic has thousands)
+    gap = unanswered or not all(map(_LIVE, partitions))
     channels = tuple(
-        _channel_view(name, ch_name, by_channel[ch_name], history) for ch_name in sorted(by_channel)
+        _channel_view(name, ch_name, by_channel[ch_name], history, gap)
+        for ch_name in sorted(by_channel)
     )
-    depth = sum(p.depth for p in partitions)
-    topic_rate = _sum_opt(p.rate for p in partitions)
-    depth_hist: tuple[float, ...] = ()
-    rate_hist: tuple[float, ...] = ()
+    depth = sum(map(_DEPTH, partitions))
+    rates = list(map(_RATE, partitions))
+    topic_rate = _sum_opt(rates)
+    depth_trend, rate_trend = EMPTY_DEPTH, EMPTY_RATE
     if history is not None:
-        depth_hist = history.push(("topic", name, "depth"), depth)
-        rate_hist = history.push(("topic", name, "rate"), topic_rate or 0.0)
+        rates_known = None not in rates
+        depth_trend, rate_trend = _record(
+            history,
+            ("topic", name),
+            None if gap else depth,
+            topic_rate if rates_known and not gap else None,
+        )
+    depth_hist = depth_trend.known()
     growing = is_growing(depth_hist)
     redesign = meta is not None or any(m.partition is not None for m in mains)
     replicas = meta.replica if meta is not None and meta.valid else None
+    no_leader = None in map(_LEADER, partitions)  # PartitionView.no_leader
+    # only a partition whose ISR was asked can be out of it (PartitionView.out_of_sync)
+    asked = [p for p in partitions if p.isr is not None]
+    out_of_sync = any(p.out_of_sync for p in asked)
+    short = replicas is not None and any(isr_short(p, replicas) for p in asked)
     severity = worst(
-        "crit" if any(p.no_leader for p in partitions) else "ok",
+        "crit" if no_leader else "ok",
         *(c.severity for c in channels),
-        "warn" if growing or any(p.out_of_sync for p in partitions) else "ok",
-        "warn" if any(isr_short(p, replicas) for p in partitions) else "ok",
+        "warn" if growing or out_of_sync else "ok",
+        "warn" if short else "ok",
     )
     return TopicView(
         name=name,
         partitions=tuple(partitions),
         channels=channels,
         depth=depth,
-        messages=sum(p.messages for p in partitions),
+        messages=sum(map(_MESSAGE_TOTAL, partitions)),
         rate=topic_rate,
         ordered=any(m.ordered for m in mains) or (meta is not None and meta.ordered),
         ext=any(m.ext for m in mains) or (meta is not None and meta.extend_support),
@@ -648,7 +713,9 @@ def _topic_view(
         depth_growing=growing,
         severity=severity,
         depth_history=depth_hist,
-        rate_history=rate_hist,
+        rate_history=rate_trend.known(),
+        depth_trend=depth_trend,
+        rate_trend=rate_trend,
         clients_listed=all(c.clients_listed for c in channels),
         replicas_configured=replicas,
     )
@@ -684,21 +751,37 @@ def _coord_index(infos: Iterable[CoordInfo]) -> dict[tuple[str, int], list[Coord
 def build_view(
     snapshot: ClusterSnapshot,
     previous: ClusterSnapshot | None = None,
-    history: KeyedSeries | None = None,
+    history: History | None = None,
 ) -> ClusterView:
     """Derive topics, channels, clients, rates and flags.
 
-    Rates need ``previous`` (the snapshot one interval earlier). ``history``, when given, is
-    appended to (one sample per topic/channel) and the series are attached for sparklines.
+    Rates need ``previous`` (the snapshot one interval earlier). ``history``, when given,
+    takes this poll's samples (depth and rate per topic and channel) and the series are
+    attached (:attr:`TopicView.depth_trend`...).
     """
     with gc_paused():
         return _build_view(snapshot, previous, history)
 
 
+def _restarted(snapshot: ClusterSnapshot, previous: ClusterSnapshot | None) -> set[str]:
+    """nsqds whose start time changed since ``previous``: their counters began again, so
+    nothing of theirs is compared with the previous poll (a rate across a restart)."""
+    if previous is None:
+        return set()
+    started = {n.address: n.start_time for n in previous.nodes if n.state != "down"}
+    return {
+        n.address
+        for n in snapshot.nodes
+        if n.state != "down"
+        and n.start_time
+        and started.get(n.address, n.start_time) != n.start_time
+    }
+
+
 def _build_view(
-    snapshot: ClusterSnapshot, previous: ClusterSnapshot | None, history: KeyedSeries | None
+    snapshot: ClusterSnapshot, previous: ClusterSnapshot | None, history: History | None
 ) -> ClusterView:
-    prev = _Prev.index(previous)
+    prev = _Prev.index(previous, _restarted(snapshot, previous))
     dts = {
         n.address: n.fetched_at - prev.fetched.get(n.address, 0.0)
         for n in snapshot.nodes
@@ -707,21 +790,27 @@ def _build_view(
     coord = _coord_index(snapshot.coordinator)
     grouped = _group_partitions(snapshot.nodes)
     metas = snapshot.topic_meta
+    unanswered: set[str] = set()
+    if history is not None:
+        history.begin(snapshot.taken_at)
+        unanswered = history.unanswered(snapshot.nodes)
     # a topic whose every copy is on nsqds that did not answer is still listed, from its meta
     names = sorted(set(grouped) | {t for t, m in metas.items() if m.valid})
     topics = tuple(
-        _topic_view(name, grouped.get(name, {}), coord, prev, dts, history, metas.get(name))
+        _topic_view(
+            name,
+            grouped.get(name, {}),
+            coord,
+            prev,
+            dts,
+            history,
+            metas.get(name),
+            name in unanswered,
+        )
         for name in names
     )
     if history is not None:
-        keep: set[Hashable] = set()
-        for t in topics:
-            keep.update({("topic", t.name, "depth"), ("topic", t.name, "rate")})
-            for c in t.channels:
-                keep.update(
-                    {("channel", t.name, c.name, "depth"), ("channel", t.name, c.name, "rate")}
-                )
-        history.retain(keep)
+        history.end()
     return ClusterView(
         taken_at=snapshot.taken_at,
         nodes=tuple(_node_view(n) for n in sorted(snapshot.nodes, key=lambda n: n.address)),

@@ -12,8 +12,8 @@ from nsqctl.errors import ConfigError
 from nsqctl.health import Latest, Rule, RuleSet, Threshold, evaluate, judge, parse_rule
 from nsqctl.health.evaluate import isr_focus
 from nsqctl.health.findings import overall
+from nsqctl.stats.history import History
 from nsqctl.stats.model import ClientStats, ClusterSnapshot, LookupdStatus, NodeStats
-from nsqctl.stats.series import KeyedSeries
 from nsqctl.stats.view import ClusterView, build_view
 from tests.helpers.stats import RECORDED_A, RECORDED_B, channel_stats, topic_stats
 from tests.helpers.stats import recorded_original as original
@@ -23,7 +23,7 @@ A, B = RECORDED_A, RECORDED_B
 
 def polls(*ks: int) -> list[ClusterView]:
     """Views of the recorded original polls ``ks`` taken 2 s apart, as a session makes them."""
-    history = KeyedSeries()
+    history = History()
     views, prev = [], None
     for i, k in enumerate(ks):
         snap = original(k, 100.0 + 2 * i)
@@ -116,7 +116,7 @@ def test_poison_compares_the_windows_requeues_with_what_the_channel_holds() -> N
     consumer retrying, 7 (more than twice each) is poison; a deep channel never is."""
 
     def window(requeued: list[int], depth: int = 1) -> list[ClusterView]:
-        history, views, prev = KeyedSeries(), [], None
+        history, views, prev = History(), [], None
         for i, count in enumerate(requeued):
             ch = channel_stats("retry", depth, in_flight=1, deferred=1, requeued=count)
             at = 100.0 + i

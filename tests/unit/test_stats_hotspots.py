@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from nsqctl.errors import ConfigError
+from nsqctl.stats.history import History
 from nsqctl.stats.hotspots import (
     SORT_KEYS,
     ChannelHotSpot,
@@ -20,7 +21,6 @@ from nsqctl.stats.model import (
     NodeStats,
 )
 from nsqctl.stats.nodes import NO_DRAIN, node_summaries
-from nsqctl.stats.series import KeyedSeries
 from nsqctl.stats.view import ClusterView, build_view
 from tests.helpers.stats import channel_stats as channel
 from tests.helpers.stats import topic_stats
@@ -137,7 +137,7 @@ def test_redesign_held_is_the_channel_depth() -> None:
 
 def test_stalled_and_orphan_reasons() -> None:
     stalled = (client("10.0.0.1:1", rdy=0, in_flight=0),)
-    history = KeyedSeries()
+    history = History()
     prev = None
     view = None
     for i in range(5):  # the orphan's depth grows poll after poll, nobody connected

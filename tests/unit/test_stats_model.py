@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from nsqctl.stats.gcpause import freeze_after_bursts, gc_paused
+from nsqctl.stats.history import History
 from nsqctl.stats.model import ClusterSnapshot, CoordInfo, NodeStats
 from nsqctl.stats.parse import (
     LazyClients,
@@ -32,7 +33,7 @@ from nsqctl.stats.parse import (
 from nsqctl.stats.poller import StatsPoller
 from nsqctl.stats.recording import RecordedPoller, Recording, play_back
 from nsqctl.stats.rules import delta, is_growing, is_stalled, is_starved, rate
-from nsqctl.stats.series import KeyedSeries, sparkline
+from nsqctl.stats.series import sparkline
 from nsqctl.stats.view import ClusterView, build_view
 from tests.helpers.nsqd_answers import narrowed, recorded_body, without_clients
 from tests.helpers.stats import RECORDED_A, RECORDED_B, STATS_DATA
@@ -81,11 +82,7 @@ def test_growing_needs_consecutive_increases() -> None:
     assert not is_growing([1, 2, 3])  # too short to tell
 
 
-def test_history_is_bounded_and_sparkline_scales() -> None:
-    h = KeyedSeries(length=3)
-    for v in (1, 2, 3, 4):
-        series = h.push("k", v)
-    assert series == (2, 3, 4)
+def test_sparkline_scales() -> None:
     assert sparkline([0, 0, 0]) == "▁▁▁"
     assert sparkline([0, 4, 8]) == "▁▅█"
     assert len(sparkline(range(100), width=16)) == 16
@@ -238,7 +235,7 @@ def test_dead_node_is_down_and_excluded_from_totals() -> None:
 
 
 def test_depth_growing_sets_warning_through_history() -> None:
-    history = KeyedSeries()
+    history = History()
     prev = None
     view = None
     for i, k in enumerate((0, 1, 0, 1, 0)):
@@ -249,9 +246,11 @@ def test_depth_growing_sets_warning_through_history() -> None:
     events = view.topic("events")
     assert events is not None and len(events.depth_history) == 5
     assert not events.depth_growing  # went up and down
-    h2 = KeyedSeries()
+    h2 = History()
     for depth_snap in range(4):
-        h2.push(("topic", "events", "depth"), depth_snap)
+        h2.begin(190.0 + depth_snap)
+        h2.record(("topic", "events", "depth"), depth_snap, "msgs")
+        h2.end()
     grown = build_view(original(1, 200.0), original(0, 198.0), h2).topic("events")
     assert grown is not None and grown.depth_growing and grown.severity != "ok"
 
