@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import re
 import subprocess
@@ -110,6 +111,9 @@ def channel_depths(c: Cluster, topic: str, channel: str) -> dict[int, int]:
     return {p: ch.depth for p, ch in channel_stats(c, topic, channel).items()}
 
 
+OPTION_FIELDS = frozenset(f.name for f in dataclasses.fields(ConsumerOptions))
+
+
 async def read_messages(
     lookupd: Sequence[str],
     topic: str,
@@ -130,12 +134,16 @@ async def read_messages(
         if len(got) >= count:
             done.set()
 
+    # the options' fields go to ConsumerOptions, the rest (config, nsqd_tcp...) to Consumer
+    settings = {"max_in_flight": 100} | {
+        k: consumer_kwargs.pop(k) for k in OPTION_FIELDS & consumer_kwargs.keys()
+    }
     consumer = Consumer(
         topic,
         channel,
         handle,
         lookupd_http=list(lookupd),
-        options=ConsumerOptions(max_in_flight=consumer_kwargs.pop("max_in_flight", 100)),
+        options=ConsumerOptions(**settings),
         **consumer_kwargs,
     )
     await consumer.start()

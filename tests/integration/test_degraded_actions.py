@@ -77,9 +77,19 @@ class Rig:
         return info
 
     def leader(self, topic: str, partition: int = 0) -> str:
-        parts = {p["partition"]: p for p in self.lookup(topic)["partitions"]}
-        leader: str = parts[partition]["leader_http"]
-        return leader
+        """The partition's leader, once it has one (an earlier cell may have just
+        restarted an nsqd, and the election takes a moment)."""
+
+        found: list[str] = []
+
+        def elected() -> bool:
+            parts = {p["partition"]: p for p in self.lookup(topic)["partitions"]}
+            leader: str | None = parts[partition]["leader_http"]
+            found[:] = [leader] if leader else []
+            return bool(found)
+
+        eventually(elected, 60, f"a leader for {topic}/{partition}")
+        return found[0]
 
 
 def state(nodes: Sequence[str], topic: str) -> State:
