@@ -374,9 +374,12 @@ class LookupClient:
                         targets.append(address)
                         asked[address] = ask(address)
             results = await asyncio.gather(*asked.values(), return_exceptions=True)
-        finally:
+        finally:  # cancelled, or a bug in the listing: no request outlives its round
             for task in asked.values():
-                task.cancel()
+                if not task.done():
+                    task.cancel()
+                elif not task.cancelled():
+                    task.exception()  # retrieved: asyncio would log a failure left unread
         by_address = dict(zip(asked, results, strict=True))
         targets = [a for a in targets if a not in failed]
         results = [by_address[a] for a in targets]
