@@ -14,3 +14,7 @@ def main() -> None:
         imports_done()
         raise
     run_app()
+
+
+if __name__ == "__main__":  # ``python -X importtime -m nsqctl.cli.startup tail ...``
+    main()

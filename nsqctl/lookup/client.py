@@ -5,7 +5,8 @@ One round of :meth:`LookupClient.lookup`:
 1. ``/listlookup`` on a known lookupd (redesign) to learn every lookupd in the cluster. A
    404 marks that address as an original lookupd and it is not asked again; an empty or
    ``null`` answer (standalone redesign) or a failure just means "use what we know".
-2. ``/lookup?topic=T&access=r|w[&metainfo=true]`` on every lookupd concurrently, with
+2. ``/lookup?topic=T&access=r|w[&metainfo=true]`` on every lookupd concurrently (the
+   known ones while step 1 is under way, the discovered ones after it), with
    ``Accept: application/vnd.nsq; version=1.0`` (youzan compares the header exactly).
 3. Merge with :func:`nsqctl.lookup.model.merge_answers`.
 
@@ -349,15 +350,34 @@ class LookupClient:
             raise ConfigError("empty topic name: pass the topic to look up")
         failed: dict[str, str] = {}
         targets = self._round_targets()
-        if self.discover:
-            before = set(self._health)
-            await self._discover(targets, failed)
-            targets += [a for a in self._health if a not in before]
+
+        def ask(address: str) -> asyncio.Task[LookupAnswer]:
+            return asyncio.ensure_future(
+                self._lookup_one(address, topic, access, metainfo, consistent)
+            )
+
+        # The known lookupds are asked while /listlookup is under way (one round trip
+        # less before a client's first connect); a lookupd whose /listlookup failed keeps
+        # that failure and its /lookup answer is not used, as if it had not been asked.
+        asked = {a: ask(a) for a in targets}
+        try:
+            if self.discover:
+                before = set(self._health)
+                await self._discover(targets, failed)
+                for address in self._health:
+                    if address not in before:
+                        targets.append(address)
+                        asked[address] = ask(address)
+            results = await asyncio.gather(*asked.values(), return_exceptions=True)
+        finally:  # cancelled, or a bug in the listing: no request outlives its round
+            for task in asked.values():
+                if not task.done():
+                    task.cancel()
+                elif not task.cancelled():
+                    task.exception()  # retrieved: asyncio would log a failure left unread
+        by_address = dict(zip(asked, results, strict=True))
         targets = [a for a in targets if a not in failed]
-        results = await asyncio.gather(
-            *(self._lookup_one(a, topic, access, metainfo, consistent) for a in targets),
-            return_exceptions=True,
-        )
+        results = [by_address[a] for a in targets]
         answers: list[LookupAnswer] = []
         sources: list[SourceStatus] = []
         for address, result in zip(targets, results, strict=True):
