@@ -97,6 +97,7 @@ from nsqctl.admin.planners import (
     plan_topic_delete,
     select_nodes,
 )
+from nsqctl.admin.preflight import action_subject, check_plan
 from nsqctl.admin.preview import describe_plan
 from nsqctl.admin.requests import AdminReport, AdminRequest, Node, NodeResult, Outcome, execute
 from nsqctl.admin.versions import ServerVersion, family_of, server_versions
@@ -136,9 +137,11 @@ __all__ = [
     "TopicCreated",
     "TopicNotFoundError",
     "TopicState",
+    "action_subject",
     "apply_plan",
     "check_create_options",
     "check_node_count",
+    "check_plan",
     "confirmation",
     "create_topic",
     "create_topic_async",
