@@ -276,8 +276,11 @@ def test_too_few_in_sync_copies_refuse_and_enough_complete(rig: Rig) -> None:
     pause = ("channel", "pause", rig.trio, "c", *rig.lookupd, "--dry-run")
     first = run_main(*pause)
     if first.returncode:
+        # while nsqlookupd drops it (a topic check, which the delete before may have asked
+        # for) the partition shows no leader for a moment: refused alike, nothing changed
         line = refused(rig, rig.trio, *pause[:4])
-        assert f"ISR still lists {rig.victim.tcp_address}, which is down" in line
+        isr = f"ISR still lists {rig.victim.tcp_address}, which is down"
+        assert isr in line or "partition(s) 0 have no leader" in line, line
     eventually(lambda: run_main(*pause).returncode == 0, 90, "the dead copy out of the ISR")
     completed(rig, rig.trio, lambda v: v[0], "channel", "pause", rig.trio, "c")
     completed(rig, rig.trio, lambda v: v[1], "channel", "skip", rig.trio, "c")
