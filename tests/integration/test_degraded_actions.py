@@ -348,6 +348,8 @@ def agree(
 
 @pytest.mark.redesign
 def test_etcd_down_changes_all_or_nothing(rig: Rig) -> None:
+    # the stopped leader of the test before may still be being replaced
+    eventually(lambda: rig.leader(rig.trio), 60, "trio led again")
     leader = rig.leader(rig.trio)
     [etcd] = rig.c.by_role("etcd")
     process.kill_hard(etcd)
