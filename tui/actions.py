@@ -6,7 +6,10 @@ topic on the original family), with ``partition=`` on the redesign. Before it is
 plan is put in words and what it would drop is measured exactly as the CLI does
 (:func:`nsqctl.admin.describe_plan`, :func:`nsqctl.admin.measure_plan`), and the answer it
 needs is the CLI's rule (:func:`nsqctl.admin.confirmation`): a yes, or the topic's name
-above the threshold. This module only adds what the dashboard offers.
+above the threshold. Before anything is sent the CLI's preparation runs
+(:func:`nsqctl.admin.prepare`: the topic found afresh, every nsqd of the plan asked, each
+redesign partition's ISR checked), so a plan the CLI would refuse is refused here in its
+words. This module only adds what the dashboard offers.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Literal
 
 from nsqctl import admin
 from nsqctl.errors import AdminError
-from nsqctl.stats.view import TopicView
+from nsqctl.stats.view import ClusterView, TopicView
 
 Action = Literal["pause", "unpause", "empty"]
 
@@ -108,13 +111,41 @@ async def measure(
     return replace(prepared, blast=blast, ask=admin.confirmation(blast, confirm_above))
 
 
-async def send(prepared: PreparedAction) -> int:
+def where_to_look(view: ClusterView) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The addresses the CLI would be given for this dashboard's cluster: its lookupds,
+    else its nsqds (``lookupd_http``, ``nsqd_http`` of :func:`nsqctl.admin.prepare`)."""
+    lookupds = tuple(lk.address for lk in view.lookupds)
+    return lookupds, () if lookupds else tuple(n.address for n in view.nodes)
+
+
+def _requests(stages: list[list[admin.AdminRequest]]) -> set[admin.AdminRequest]:
+    return {r for stage in stages for r in stage}
+
+
+async def send(prepared: PreparedAction, view: ClusterView) -> int:
     """Send the prepared stages; returns how many nsqds accepted them. Raises
-    :class:`AdminError` naming every nsqd that did not accept."""
+    :class:`AdminError` naming every nsqd that did not accept.
+
+    First the topic is found and the plan checked exactly as the CLI does it
+    (:func:`nsqctl.admin.prepare`, with ``view``'s addresses): an nsqd the plan needs that
+    does not answer, a redesign partition whose ISR lists a down nsqd, refuse it in the
+    CLI's words with nothing sent. What was asked about is sent only when that plan is
+    still the one the operator saw."""
     kind = "topic" if prepared.channel is None else "channel"
+    lookupds, nsqds = where_to_look(view)
+    placement, stages = await admin.prepare(
+        kind, prepared.topic, lookupds, nsqds, action=prepared.action, channel=prepared.channel
+    )
+    if _requests(stages) != _requests(prepared.stages):
+        now = "; ".join(admin.describe_plan(stages))
+        what = admin.action_subject(kind, prepared.action, prepared.topic, prepared.channel)
+        raise AdminError(
+            f"{what} refused, nothing was changed: the topic moved since it was shown "
+            f"(now: {now}); ask again"
+        )
     report = await admin.run_plan(
         f"{kind} {prepared.action}",
-        prepared.placement,
+        placement,
         prepared.stages,
         channel=prepared.channel,
     )

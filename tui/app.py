@@ -250,7 +250,8 @@ class DashApp(App[None]):
 
     async def _run(self, prepared: PreparedAction) -> None:
         try:
-            count = await send(prepared)
+            assert self.view is not None  # it was planned on one
+            count = await send(prepared, self.view)
         except NsqctlError as exc:
             self.notify(cli_message(exc), severity="error", timeout=8)
         else:

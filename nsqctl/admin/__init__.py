@@ -16,9 +16,11 @@ both families' URLs are unit-tested without servers. :func:`execute` runs the re
 stages and reports per node.
 
 The package is layered, each module importing only from those above it: ``base`` (errors,
-header, timeout), ``requests`` (requests, results, :func:`execute`), ``leader`` (what the
-lookupds say about the cluster), ``placement`` (where a topic lives), ``planners`` (pure),
+header, timeout), ``requests`` (requests, results, :func:`execute`), ``settle`` (a request
+sent again while nsqlookupd turns it away in passing), ``leader`` (what the lookupds say
+about the cluster), ``placement`` (where a topic lives), ``planners`` (pure),
 ``versions``, ``offsets`` (a setoffset checked on every partition before any moves),
+``preflight`` (what every front end asks before a plan is sent, :func:`check_plan`),
 ``operations``, ``listing``, ``describe``, ``blast`` (what a destructive command would
 lose), ``guard`` (the one confirmation rule, :func:`confirmation`, for the CLI's prompt
 and any other front end) and ``preview`` (a plan in words, for prompts and dry runs);
@@ -97,6 +99,7 @@ from nsqctl.admin.planners import (
     plan_topic_delete,
     select_nodes,
 )
+from nsqctl.admin.preflight import action_subject, check_plan
 from nsqctl.admin.preview import describe_plan
 from nsqctl.admin.requests import AdminReport, AdminRequest, Node, NodeResult, Outcome, execute
 from nsqctl.admin.versions import ServerVersion, family_of, server_versions
@@ -136,9 +139,11 @@ __all__ = [
     "TopicCreated",
     "TopicNotFoundError",
     "TopicState",
+    "action_subject",
     "apply_plan",
     "check_create_options",
     "check_node_count",
+    "check_plan",
     "confirmation",
     "create_topic",
     "create_topic_async",

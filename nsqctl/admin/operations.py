@@ -13,9 +13,8 @@ from typing import Any, TypeVar
 
 import httpx
 
-from nsqctl.admin.base import NSQ_V1
+from nsqctl.admin.base import NSQ_V1, TIMEOUT
 from nsqctl.admin.leader import find_leader, lookupd_nsqds
-from nsqctl.admin.offsets import check_setoffset
 from nsqctl.admin.placement import Placement, locate_topic
 from nsqctl.admin.planners import (
     check_create_options,
@@ -25,7 +24,7 @@ from nsqctl.admin.planners import (
     plan_topic_create,
     plan_topic_delete,
 )
-from nsqctl.admin.preflight import check_nsqds_answer, check_partitions_in_sync
+from nsqctl.admin.preflight import check_plan
 from nsqctl.admin.requests import (
     AdminReport,
     AdminRequest,
@@ -35,6 +34,7 @@ from nsqctl.admin.requests import (
     execute,
     send_request,
 )
+from nsqctl.admin.settle import passing, send_until_settled
 from nsqctl.admin.versions import fetch_server_version
 from nsqctl.errors import AdminError, ConfigError
 from nsqctl.lookup.model import parse_lookup_body
@@ -256,15 +256,7 @@ async def prepare(
         stages = plan_channel_action(
             action, placement, channel, partition=partition, offset=offset, leader=leader, node=node
         )
-    subject = f"{kind} {action} {topic}" + ("" if channel is None else f"/{channel}")
-    # an nsqd /stats could not read may hold the topic too, unless the action is for one
-    unreadable = placement.unreachable if node is None else ()
-    async with admin_client() as client:
-        await check_nsqds_answer(client, subject, stages, unreadable)
-        if placement.family == "redesign":
-            await check_partitions_in_sync(client, subject, placement.lookupds, topic, stages)
-        if action == "setoffset" and channel is not None:
-            await check_setoffset(client, topic, channel, stages)
+    await check_plan(placement, kind, action, stages, channel=channel, node=node)
     return placement, stages
 
 
@@ -275,11 +267,13 @@ async def run_action(
 ) -> AdminReport:
     """Plan and send a topic action (``channel`` None) or a channel action on a placement
     the caller already holds (the dashboard's last poll), with no lookup and no prompt:
-    the caller asked first. Planned as the CLI's are, so both send the same requests."""
+    the caller asked first. Planned and checked (:func:`check_plan`) as the CLI's are, so
+    both send the same requests or refuse alike."""
     if channel is None:
         kind, stages = "topic", plan_topic_action(action, placement)
     else:
         kind, stages = "channel", plan_channel_action(action, placement, channel)
+    await check_plan(placement, kind, action, stages, channel=channel)
     report = AdminReport(f"{kind} {action}", placement.topic, placement.family, channel)
     async with admin_client() as client:
         report.results = await execute(stages, client)
@@ -302,12 +296,20 @@ async def run_plan(
     stages: list[list[AdminRequest]],
     *,
     channel: str | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> AdminReport:
-    """Send a prepared plan; nsqds that could not be asked during discovery count as failed."""
+    """Send a prepared plan; nsqds that could not be asked during discovery count as failed.
+
+    ``progress`` hears of a redesign topic delete waiting for nsqlookupd to finish a repair
+    (:func:`delete_while_repairing`)."""
     report = AdminReport(action, placement.topic, placement.family, channel)
     report.warnings.extend(placement.warnings)
     async with admin_client() as client:
-        report.results = await execute(stages, client)
+        if action == "topic delete" and placement.family == "redesign":
+            [[req]] = stages  # the lookupd leader's, every partition at once
+            report.results = [await delete_while_repairing(client, req, progress)]
+        else:
+            report.results = await execute(stages, client)
         if _is_redesign_channel_create(action, placement, channel) and report.ok:
             assert channel is not None
             from nsqctl.admin.partitions.channel_copies import wait_channel_copied
@@ -321,3 +323,35 @@ async def run_plan(
         req = AdminRequest(Node(address, "nsqd"), "/stats", (("topic", placement.topic),))
         report.results.append(NodeResult(req, "failed", None, f"cannot reach it: {error}"))
     return report
+
+
+async def delete_while_repairing(
+    client: httpx.AsyncClient,
+    req: AdminRequest,
+    progress: Callable[[str], None] | None = None,
+    wait: float = TIMEOUT,
+) -> NodeResult:
+    """Send a redesign topic delete (``req``, to the lookupd leader), again for up to
+    ``wait`` s while it answers "the cluster is unstable".
+
+    nsqlookupd refuses it so, changing nothing, while it repairs what a failure broke: a
+    dry run cannot foresee that, so without the wait a dry run's OK could be followed by
+    a refused real run. Once ``wait`` is spent the refusal stands, saying nothing changed."""
+    said = False
+
+    def waiting(result: NodeResult, waited: float, nudged: bool) -> None:
+        nonlocal said
+        if not said and progress is not None:
+            progress(f"nsqlookupd is repairing the cluster; retrying for up to {wait:.0f}s")
+        said = True
+
+    started = time.monotonic()
+    topic = dict(req.params)["topic"]
+    nudge = AdminRequest(req.node, "/topic/meta/update", (("topic", topic),))
+    result = await send_until_settled(client, req, started + wait, nudge, NUDGE_INTERVAL, waiting)
+    if passing(result):
+        result.error += (
+            f" (still after {time.monotonic() - started:.0f}s: nothing was changed; run it "
+            "again once nsqlookupd has repaired the cluster)"
+        )
+    return result

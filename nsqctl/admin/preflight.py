@@ -15,7 +15,9 @@ from collections.abc import Sequence
 
 import httpx
 
-from nsqctl.admin.requests import AdminRequest
+from nsqctl.admin.offsets import check_setoffset
+from nsqctl.admin.placement import Placement
+from nsqctl.admin.requests import AdminRequest, admin_client
 from nsqctl.errors import AdminError
 from nsqctl.httpclient import describe_http_error
 
@@ -115,3 +117,35 @@ async def check_partitions_in_sync(
             )
     if short:
         raise AdminError(f"{what} refused, nothing was changed: " + "; ".join(short))
+
+
+def action_subject(kind: str, action: str, topic: str, channel: str | None = None) -> str:
+    """How a refusal names the action: ``channel pause orders/billing``."""
+    return f"{kind} {action} {topic}" + ("" if channel is None else f"/{channel}")
+
+
+async def check_plan(
+    placement: Placement,
+    kind: str,
+    action: str,
+    stages: Sequence[Sequence[AdminRequest]],
+    *,
+    channel: str | None = None,
+    node: str | None = None,
+) -> None:
+    """Everything asked before a ``kind`` ("topic"/"channel") ``action`` plan is sent,
+    whichever front end sends it (the CLI's run and dry run, the dashboard, the library's
+    :func:`run_action`), so that each refuses the same plan in the same words: every nsqd
+    answers, every redesign partition has the in-sync copies to take it, a setoffset fits
+    every partition. Raises :class:`AdminError`; nothing is sent."""
+    what = action_subject(kind, action, placement.topic, channel)
+    # an nsqd /stats could not read may hold the topic too, unless the action is for one
+    unreadable = placement.unreachable if node is None else ()
+    async with admin_client() as client:
+        await check_nsqds_answer(client, what, stages, unreadable)
+        if placement.family == "redesign":
+            await check_partitions_in_sync(
+                client, what, placement.lookupds, placement.topic, stages
+            )
+        if action == "setoffset" and channel is not None:
+            await check_setoffset(client, placement.topic, channel, stages)

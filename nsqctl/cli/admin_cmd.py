@@ -238,7 +238,15 @@ def _act(
         return
     if destructive:
         confirm_plan(what, preview, yes, blast=blast, confirm_above=confirm_above)
-    report = asyncio.run(admin.run_plan(f"{kind} {action}", placement, stages, channel=channel))
+    report = asyncio.run(
+        admin.run_plan(
+            f"{kind} {action}",
+            placement,
+            stages,
+            channel=channel,
+            progress=lambda line: typer.echo(cli_words(line), err=True),
+        )
+    )
     emit_report(report, as_json, blast)
 
 

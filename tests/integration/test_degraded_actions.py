@@ -286,8 +286,11 @@ def test_too_few_in_sync_copies_refuse_and_enough_complete(rig: Rig) -> None:
     pause = ("channel", "pause", rig.trio, "c", *rig.lookupd, "--dry-run")
     first = run_main(*pause)
     if first.returncode:
+        # while nsqlookupd drops it (a topic check, which the delete before may have asked
+        # for) the partition shows no leader for a moment: refused alike, nothing changed
         line = refused(rig, rig.trio, *pause[:4])
-        assert f"ISR still lists {rig.victim.tcp_address}, which is down" in line
+        isr = f"ISR still lists {rig.victim.tcp_address}, which is down"
+        assert isr in line or "partition(s) 0 have no leader" in line, line
     eventually(lambda: run_main(*pause).returncode == 0, 90, "the dead copy out of the ISR")
     completed(rig, rig.trio, lambda v: v[0], "channel", "pause", rig.trio, "c")
     completed(rig, rig.trio, lambda v: v[1], "channel", "skip", rig.trio, "c")
@@ -355,6 +358,8 @@ def agree(
 
 @pytest.mark.redesign
 def test_etcd_down_changes_all_or_nothing(rig: Rig) -> None:
+    # the stopped leader of the test before may still be being replaced
+    eventually(lambda: rig.leader(rig.trio), 60, "trio led again")
     leader = rig.leader(rig.trio)
     [etcd] = rig.c.by_role("etcd")
     process.kill_hard(etcd)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from nsqctl.admin.partitions.plans import (
 )
 from nsqctl.admin.partitions.state import TopicState, leader_load_factors, topic_state
 from nsqctl.admin.requests import AdminReport, AdminRequest, NodeResult, send_request
+from nsqctl.admin.settle import TEMPORARY, passing, send_until_settled
 from nsqctl.errors import AdminError, NsqctlError
 from nsqctl.httpclient import http_client
 from nsqctl.lookup.client import LookupClient
@@ -41,14 +41,9 @@ from nsqctl.lookup.client import LookupClient
 Progress = Callable[[str], None]
 Check = Callable[[TopicState], bool]
 POLL = 0.25
-_UNSTABLE = "cluster is unstable"
 # Leader moves one ``topic move`` makes at most while youzan's elections tie: each round
 # is a coin toss between the target and another copy, so this many misses are unlikely.
 MAX_LEADER_MOVES = 8
-# youzan's coordinator errors of a temporary kind (CoordElectionTmpErr, CoordLocalTmpErr,
-# CoordTmpErr: its own IsRetryable), e.g. "ErrType:4 ... leaving isr need wait." while an
-# earlier ISR change settles: the request did nothing and is worth sending again.
-_TEMPORARY = re.compile(r"\bErrType:(4|8|9)\b")
 
 
 @dataclass
@@ -66,40 +61,33 @@ class _Run:
             self.progress(line)
 
     async def send(self, req: AdminRequest) -> NodeResult:
-        """Send ``req``; while nsqlookupd calls the cluster unstable, ask it to check the
-        cluster (a meta update that changes nothing) and send again until the deadline; a
-        temporary coordinator refusal is sent again until the deadline too."""
+        """Send ``req``, again while nsqlookupd turns it away in passing (asking it to check
+        the cluster meanwhile), until the deadline (:func:`send_until_settled`)."""
         nudge = leader_request(req.node.address, "/topic/meta/update", topic=self.plan.topic)
-        started = time.monotonic()
-        next_nudge = started
         said_temporary = False
-        while True:
-            result, _ = await send_request(self.client, req)
-            if result.outcome == "ok":
-                return result
-            temporary = _TEMPORARY.search(result.error) is not None
-            if not temporary and _UNSTABLE not in result.error:
-                return result
-            now = time.monotonic()
-            if now > self.deadline:
-                result.error += (
-                    f" (for {now - started:.0f}s: a partition may be leaderless or under "
-                    "repair; check `dash()`, then retry)"
-                )
-                return result
-            if temporary:
+
+        def waiting(result: NodeResult, waited: float, nudged: bool) -> None:
+            nonlocal said_temporary
+            if TEMPORARY.search(result.error) is not None:
                 if not said_temporary:
                     said_temporary = True
                     self.say(f"nsqlookupd: {result.error}; sending again until it settles")
-            elif now >= next_nudge:
-                await send_request(self.client, nudge)
-                next_nudge = now + NUDGE_INTERVAL
-                if now - started > 1:
-                    self.say(
-                        f"nsqlookupd reports the cluster unstable ({now - started:.0f}s): "
-                        "asked it to check the cluster again"
-                    )
-            await asyncio.sleep(POLL)
+            elif nudged and waited > 1:
+                self.say(
+                    f"nsqlookupd reports the cluster unstable ({waited:.0f}s): "
+                    "asked it to check the cluster again"
+                )
+
+        started = time.monotonic()
+        result = await send_until_settled(
+            self.client, req, self.deadline, nudge, NUDGE_INTERVAL, waiting
+        )
+        if passing(result):
+            result.error += (
+                f" (for {time.monotonic() - started:.0f}s: a partition may be leaderless or "
+                "under repair; check `dash()`, then retry)"
+            )
+        return result
 
     async def state(self) -> TopicState:
         p = self.plan
