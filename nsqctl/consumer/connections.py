@@ -278,27 +278,26 @@ class ConnectionSet:
                 start=start,
                 detail=rides,
             )
-        except p.SubOrderIsMustError as err:
-            self._set_fatal(ConfigError(ORDERED_START, setting="start") if options.start else err)
-            await conn.close()
-            return
-        except (
-            p.BadTopicError,
-            p.BadChannelError,
-            p.SubExtendNeedError,
-            p.SubExtendForbiddenError,
-            p.TLSRequiredError,
-            ConfigError,
-        ) as err:
-            self._set_fatal(err)
-            await conn.close()
-            return
-        except p.EmptyPartitionError as err:
-            await conn.close()
-            if at_end:  # its end is no start either: retry later, as for any refusal
+        except NsqctlError as err:
+            refusal = p.classify_subscribe_error(err)
+            if refusal is p.SubscribeRefusal.ORDER_REQUIRED:
+                self._set_fatal(
+                    ConfigError(ORDERED_START, setting="start") if options.start else err
+                )
+                await conn.close()
+                return
+            if refusal.fatal:
+                self._set_fatal(err)
+                await conn.close()
+                return
+            if refusal is not p.SubscribeRefusal.PARTITION_EMPTY or at_end:
+                # a later attempt may get past it (an empty partition's end refused too:
+                # no other start is left to try)
                 log.warning("subscribe on %s failed: %s", address, err)
+                await conn.close()
                 self._schedule_reconnect(target)
                 return
+            await conn.close()
             # Nothing in the partition before or after the start: read it from its end
             # (its first message will be the first after the start) rather than retry a
             # subscription that fails the same way until something is published.
@@ -309,11 +308,6 @@ class ConnectionSet:
                 address,
             )
             await self._connect(target, at_end=True, check_gap=check_gap)
-            return
-        except NsqctlError as err:
-            log.warning("subscribe on %s failed: %s", address, err)
-            await conn.close()
-            self._schedule_reconnect(target)
             return
         if at_end and check_gap and start == p.start_end():
             if await self._published_in_between(target, conn):
