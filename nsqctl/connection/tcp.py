@@ -323,8 +323,7 @@ class Connection:
             raise self._closed_error()
         assert self._loop is not None
         fut: asyncio.Future[bytes] = self._loop.create_future()
-        self._session.pending.append((fut, context))
-        self.send(command)
+        self.send(self._session.request(command, fut, context))
         return fut
 
     async def request(self, command: bytes, context: str) -> bytes:
@@ -456,7 +455,7 @@ class Connection:
             or self.config.tls is not None
             or not isinstance(self._codec, p.IdentityCodec)
             or self._session.buffered
-            or self._session.pending
+            or self._session.awaiting
             or self._out
             or transport.get_write_buffer_size()
             or not transport.is_reading()

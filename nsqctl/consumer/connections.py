@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from nsqctl import protocol as p
 from nsqctl.addresses import HostPort
+from nsqctl.consumer.attempts import Attempt, Verdict, after_gap, after_refusal
 from nsqctl.consumer.options import ORDERED_START, ConsumerOptions, ConsumerStats
 from nsqctl.errors import ConfigError, ConnectError, NoConnectionError, NsqctlError
 
@@ -236,11 +237,16 @@ class ConnectionSet:
             if self._connecting.get(target) is task:  # a scheduled retry may have replaced us
                 del self._connecting[target]
 
-    async def _connect(self, target: Target, at_end: bool = False, check_gap: bool = True) -> None:
-        """Dial and subscribe ``target``; ``at_end``: from the partition's end instead of
-        the start asked for (after :class:`nsqctl.protocol.EmptyPartitionError`), then
-        ``check_gap`` whether something was published in between (see
-        :meth:`_published_in_between`; False once that led here, so it happens once)."""
+    async def _connect(self, target: Target) -> None:
+        """Dial and subscribe ``target``: one :class:`Attempt` after the other (see
+        :mod:`.attempts`), until one ends subscribed, fatal, or waiting to reconnect."""
+        attempt: Attempt | None = Attempt.ASKED
+        while attempt is not None:
+            attempt = await self._attempt(target, attempt)
+
+    async def _attempt(self, target: Target, attempt: Attempt) -> Attempt | None:
+        """One dial and subscription of ``target``; the attempt to make next, or None
+        when this connecting ended."""
         address, partition = target
         try:
             conn = await self._dial(
@@ -256,9 +262,9 @@ class ConnectionSet:
                 text,
             )
             self._schedule_reconnect(target)
-            return
+            return None
         options = self._options
-        start = p.start_end() if at_end else options.start
+        start = p.start_end() if attempt.at_end else options.start
         # A partition that rides a failover keeps its confirmed position: its frames carry
         # each message's queue offset, and a leader whose channel is missing or past that
         # position is subscribed from it (see .resume).
@@ -278,27 +284,22 @@ class ConnectionSet:
                 start=start,
                 detail=rides,
             )
-        except p.SubOrderIsMustError as err:
-            self._set_fatal(ConfigError(ORDERED_START, setting="start") if options.start else err)
-            await conn.close()
-            return
-        except (
-            p.BadTopicError,
-            p.BadChannelError,
-            p.SubExtendNeedError,
-            p.SubExtendForbiddenError,
-            p.TLSRequiredError,
-            ConfigError,
-        ) as err:
-            self._set_fatal(err)
-            await conn.close()
-            return
-        except p.EmptyPartitionError as err:
-            await conn.close()
-            if at_end:  # its end is no start either: retry later, as for any refusal
+        except NsqctlError as err:
+            refusal = p.classify_subscribe_error(err)
+            following = after_refusal(attempt, refusal)
+            if following is Verdict.FATAL:
+                ordered_only = refusal is p.SubscribeRefusal.ORDER_REQUIRED and options.start
+                self._set_fatal(
+                    ConfigError(ORDERED_START, setting="start") if ordered_only else err
+                )
+                await conn.close()
+                return None
+            if following is Verdict.RETRY_LATER:
                 log.warning("subscribe on %s failed: %s", address, err)
+                await conn.close()
                 self._schedule_reconnect(target)
-                return
+                return None
+            await conn.close()
             # Nothing in the partition before or after the start: read it from its end
             # (its first message will be the first after the start) rather than retry a
             # subscription that fails the same way until something is published.
@@ -308,32 +309,27 @@ class ConnectionSet:
                 self.topic,
                 address,
             )
-            await self._connect(target, at_end=True, check_gap=check_gap)
-            return
-        except NsqctlError as err:
-            log.warning("subscribe on %s failed: %s", address, err)
-            await conn.close()
-            self._schedule_reconnect(target)
-            return
-        if at_end and check_gap and start == p.start_end():
+            return following
+        if attempt.checks_gap and start == p.start_end():
             if await self._published_in_between(target, conn):
-                return
+                return after_gap(attempt)
             if not conn.is_open:  # lost while /stats was read: _on_close ignored it
                 self._schedule_reconnect(target)
-                return
+                return None
         self._conns[target] = conn
         self._reconnect_delay.pop(target, None)
         self.stats.connections = len(self._conns)
         self._on_connected(target, conn)
+        return None
 
     async def _published_in_between(self, target: Target, conn: Connection) -> bool:
         """After a partition whose log was empty was subscribed from its end (``conn``, not
         READY yet): was a message published between nsqd's refusal of the start and this
-        subscription? Then ``conn`` is closed and the partition subscribed again with the
-        start asked for, which its log, no longer empty, now answers (True); that message
-        lies before the end, and a read from the start would otherwise never see it. Done
-        once: should the start be refused again, the partition is read from its
-        end as before, never subscribed round and round."""
+        subscription? Then ``conn`` is closed (True), and the partition is to be subscribed
+        again with the start asked for, which its log, no longer empty, now answers; that
+        message lies before the end, and a read from the start would otherwise never see
+        it. Asked once (see :mod:`.attempts`): should the start be refused again, the
+        partition is read from its end as before, never subscribed round and round."""
         address, partition = target
         if self._skipped_start is None:
             return False  # nsqds given directly: no HTTP address to ask
@@ -352,7 +348,6 @@ class ConnectionSet:
             address,
         )
         await conn.close()
-        await self._connect(target, check_gap=False)
         return True
 
     def _on_close(self, target: Target, conn: Connection, err: BaseException | None) -> None:

@@ -123,6 +123,7 @@ from nsqctl.protocol.replies import (
     parse_pub_reply,
     parse_traced_reply,
 )
+from nsqctl.protocol.subscribe import SubscribeRefusal, classify_subscribe_error
 
 __all__ = [
     "CLOSE_WAIT",
@@ -183,12 +184,14 @@ __all__ = [
     "SubExtendForbiddenError",
     "SubExtendNeedError",
     "SubOrderIsMustError",
+    "SubscribeRefusal",
     "TLSRequiredError",
     "TopicNotExistError",
     "TouchFailedError",
     "TracedReply",
     "UnauthorizedError",
     "auth",
+    "classify_subscribe_error",
     "cls",
     "codec_for",
     "decode_message",

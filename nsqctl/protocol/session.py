@@ -7,10 +7,18 @@ and must never take a pending request's place. A heartbeat wants a ``NOP``;
 ``CLOSE_WAIT`` confirms a ``CLS``; a fatal error frame means nsqd is closing the
 connection.
 
-The transport appends ``(waiter, context)`` to :attr:`Session.pending` for every request
-it writes, feeds every read to :meth:`Session.receive_data` and carries out the events it
-gets back, in order. A waiter is anything with ``done``/``set_result``/``set_exception``
-(an ``asyncio.Future`` in the transport, any small object in tests): the session settles
+The session owns both directions, as h11's connection does: a request that gets a reply
+goes through :meth:`Session.request`, which records what it expects (the waiter and the
+command's context, matched to the reply or error in order) and returns the bytes to
+write; the transport writes them, feeds every read to :meth:`Session.receive_data` and
+carries out the events it gets back, in order, and never sees the pending requests.
+Commands with no reply of their own (RDY, FIN, REQ, TOUCH, NOP) change no state here,
+so the transport writes them as :mod:`.commands` builds them: they are the consumer's
+hot path, and a call per FIN to return its argument would only cost. The transport
+compresses what it writes (one compressed write per batch of commands).
+
+A waiter is anything with ``done``/``set_result``/``set_exception`` (an
+``asyncio.Future`` in the transport, any small object in tests): the session settles
 it itself, because a reply per pipelined publish is a producer's hot path and an event
 object per reply, handled in a second pass, would cost about as much again. Runs of
 messages come back as the decoder's own lists: the read path is what every consumed
@@ -118,15 +126,15 @@ class Session(Generic[W]):
     the session must not be fed again.
     """
 
-    __slots__ = ("_decoder", "_decompress", "layout", "pending")
+    __slots__ = ("_decoder", "_decompress", "_pending", "layout")
 
     def __init__(
         self, codec: Codec | None = None, *, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
     ) -> None:
         self.layout: MessageLayout = ORIGINAL
-        #: ``(waiter, context)`` of every request written and not yet answered, oldest
-        #: first. A waiter already done (its caller gave up) still takes its reply.
-        self.pending: collections.deque[tuple[W, str]] = collections.deque()
+        # ``(waiter, context)`` of every request sent and not yet answered, oldest
+        # first. A waiter already done (its caller gave up) still takes its reply.
+        self._pending: collections.deque[tuple[W, str]] = collections.deque()
         self._decoder = FrameDecoder(max_frame_size)
         # The identity codec would copy every read for nothing.
         self._decompress = (
@@ -137,6 +145,19 @@ class Session(Generic[W]):
     def buffered(self) -> int:
         """Bytes of a frame not yet complete (decompressed bytes, with a codec)."""
         return self._decoder.buffered
+
+    @property
+    def awaiting(self) -> int:
+        """Requests sent and not answered yet."""
+        return len(self._pending)
+
+    def request(self, command: bytes, waiter: W, context: str) -> bytes:
+        """Send ``command``, which nsqd answers with a reply or an error frame: the answer
+        settles ``waiter`` (an error is built for ``context``, e.g. ``"sub"`` or
+        ``"pub"``). Returns the bytes to write; the caller must write them, in the order
+        of its calls, since answers are matched to requests in that order."""
+        self._pending.append((waiter, context))
+        return command
 
     def receive_data(self, data: bytes, decoded: bool = False) -> list[SessionEvent]:
         """One read from the socket (decrypted, still compressed; ``decoded``: already
@@ -153,7 +174,7 @@ class Session(Generic[W]):
 
     def fail_pending(self, error: BaseException) -> None:
         """The connection closed: every pending request fails with ``error``."""
-        pending = self.pending
+        pending = self._pending
         while pending:
             waiter, _context = pending.popleft()
             if not waiter.done():
@@ -161,7 +182,7 @@ class Session(Generic[W]):
 
     def _route(self, events: list[Any]) -> list[SessionEvent]:
         out: list[SessionEvent] = []
-        pending = self.pending
+        pending = self._pending
         for event in events:
             if event.__class__ is list:
                 out.append(event)
@@ -187,7 +208,7 @@ class Session(Generic[W]):
         return out
 
     def _error(self, data: bytes, out: list[SessionEvent]) -> ServerError:
-        pending = self.pending
+        pending = self._pending
         code = data.split(b" ", 1)[0].decode("ascii", "replace")
         if code.startswith(NO_REPLY_ERRORS) or not pending:
             context = code.lower().removeprefix("e_").split("_")[0]

@@ -22,7 +22,7 @@ import pytest
 
 from nsqctl.addresses import HostPort
 from nsqctl.connection import Connection
-from nsqctl.consumer import Consumer
+from nsqctl.consumer import Consumer, ConsumerOptions
 from nsqctl.producer import Producer
 from nsqctl.protocol import start_msgcount
 from nsqctl.servers.cluster import Cluster
@@ -64,8 +64,7 @@ async def test_a_history_read_keeps_a_message_published_while_its_start_was_refu
             "history#ephemeral",
             lambda msg: got.append(msg.body),
             lookupd_http=c.lookupd_http,
-            partitions=[1],
-            start=start_msgcount(0),
+            options=ConsumerOptions(partitions=[1], start=start_msgcount(0)),
         )
         async with consumer:
             await wait_for(lambda: consumer.connections, 30, "the subscription")

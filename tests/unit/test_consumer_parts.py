@@ -583,6 +583,35 @@ async def test_connection_set_refused_subscription_is_fatal() -> None:
     assert not dialer.opened[0].is_open
 
 
+@pytest.mark.parametrize(
+    ("frame", "fatal"),
+    [
+        (b"E_BAD_TOPIC SUB topic name 'a b' is not valid", True),
+        (b"E_BAD_CHANNEL SUB channel name 'a b' is not valid", True),
+        (b"E_SUB_EXTEND_NEED this topic is extended", True),
+        (b"E_INVALID cannot SUB, TLS required", True),
+        (b"E_FAILED_ON_NOT_LEADER", False),
+        (b"E_TOPIC_NOT_EXIST", False),
+        (b"E_UNAUTHORIZED SUB Insufficient Permissions", False),
+        (b"E_INVALID cannot SUB in current state", False),
+    ],
+)
+async def test_a_refused_subscription_stops_the_set_or_is_retried(
+    frame: bytes, fatal: bool
+) -> None:
+    dialer = Dialer()
+    dialer.subscribe_error = p.error_from_frame(frame, context="sub")
+    conns = connection_set(dialer)
+    await conns.sync(Topology.from_nsqd_addresses([parse_address(NSQD)], topic="t"))
+    assert not dialer.opened[0].is_open and not conns.connections
+    if fatal:
+        assert conns.fatal is dialer.subscribe_error
+    else:
+        await wait_for(lambda: len(dialer.opened) >= 2, 2.0, "a second subscription")
+        assert conns.fatal is None
+    await conns.close_all()
+
+
 class DialerConsumer(Consumer):
     """A consumer whose connections are :class:`FakeConn` (through a :class:`Dialer`)."""
 

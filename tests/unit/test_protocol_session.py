@@ -46,7 +46,8 @@ class Waiter:
 def _session(*contexts: str) -> tuple[Session[Waiter], list[Waiter]]:
     session: Session[Waiter] = Session()
     waiters = [Waiter() for _ in contexts]
-    session.pending.extend(zip(waiters, contexts, strict=True))
+    for waiter, context in zip(waiters, contexts, strict=True):
+        assert session.request(b"CMD\n", waiter, context) == b"CMD\n"
     return session, waiters
 
 
@@ -79,7 +80,7 @@ def test_messages_and_replies_keep_stream_order() -> None:
     session, (w1,) = _session("pub")
     data = _message_frame(1) + _response(OK) + _message_frame(2)
     assert session.receive_data(data) == [[_msg(1)], [_msg(2)]]
-    assert w1.result == OK and not session.pending
+    assert w1.result == OK and not session.awaiting
 
 
 def test_frames_split_into_single_bytes_are_reassembled() -> None:
@@ -121,14 +122,15 @@ def test_pipelined_replies_match_in_order() -> None:
     assert session.receive_data(_response(b"a") + _response(b"b")) == []
     assert [w.result for w in waiters] == [b"a", b"b", None]
     session.receive_data(_response(b"c"))
-    assert waiters[2].result == b"c" and not session.pending
+    assert waiters[2].result == b"c" and not session.awaiting
 
 
 def test_a_reply_for_a_caller_that_gave_up_is_still_its_own() -> None:
     """A cancelled request keeps its place: its reply is dropped, not given to the next."""
     session: Session[Waiter] = Session()
     gone, waiting = Waiter(cancelled=True), Waiter()
-    session.pending.extend([(gone, "pub"), (waiting, "pub")])
+    session.request(b"PUB\n", gone, "pub")
+    session.request(b"PUB\n", waiting, "pub")
     session.receive_data(_response(b"first") + _response(b"second"))
     assert gone.result is None and waiting.result == b"second"
 
@@ -138,7 +140,7 @@ def test_heartbeat_wants_a_nop_and_leaves_pending_alone() -> None:
     heartbeat = _response(HEARTBEAT)
     assert session.receive_data(heartbeat + heartbeat) == [SEND_NOP, SEND_NOP]
     assert SEND_NOP.data == b"NOP\n"
-    assert w.result is None and len(session.pending) == 1
+    assert w.result is None and session.awaiting == 1
 
 
 def test_unsolicited_reply() -> None:
@@ -158,7 +160,7 @@ def test_fail_pending() -> None:
     session, waiters = _session("pub", "sub")
     err = RuntimeError("closed")
     session.fail_pending(err)
-    assert [w.error for w in waiters] == [err, err] and not session.pending
+    assert [w.error for w in waiters] == [err, err] and not session.awaiting
 
 
 # --------------------------------------------------------------------------- error frames
@@ -191,7 +193,7 @@ def test_fatal_invalid_answering_a_publish() -> None:
     events = session.receive_data(_error(b"E_INVALID cannot PUB in current state"))
     assert isinstance(first.error, p.InvalidError) and first.error.context == "pub"
     assert events == [Fatal(str(first.error))] and "E_INVALID" in str(first.error)
-    assert second.error is None and len(session.pending) == 1
+    assert second.error is None and session.awaiting == 1
 
 
 def test_fin_failed_never_takes_a_pending_reply() -> None:
@@ -212,7 +214,7 @@ def test_req_and_touch_failures_are_notices(frame: bytes, kind: type) -> None:
     session, (pub,) = _session("pub")
     (notice,) = session.receive_data(_error(frame))
     assert isinstance(notice, ServerNotice) and isinstance(notice.error, kind)
-    assert pub.error is None and len(session.pending) == 1
+    assert pub.error is None and session.awaiting == 1
 
 
 def test_unsolicited_fatal_error_is_a_notice_then_fatal() -> None:
