@@ -258,7 +258,7 @@ def test_lookupd_down_every_view_says_so_and_lists_from_the_nsqds(degraded: Degr
             and _lookup_leaders(d, d.split) == {0, 2}
             and _lookup_leaders(d, d.copied) == {0}
         ),
-        30,
+        90,  # a loaded machine: youzan's lookupd reloads from etcd, then leaders settle
         "the nsqds to register with the restarted nsqlookupd",
     )
 
