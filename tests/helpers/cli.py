@@ -66,7 +66,8 @@ def run_cli(
     )
 
 
-def _run_text(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
+def run_text(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
+    """Run ``argv`` with the clean environment and no stdin; its text output (60 s at most)."""
     return subprocess.run(
         list(argv),
         capture_output=True,
@@ -80,13 +81,13 @@ def _run_text(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     """``nsqctl ARGS`` with text output and no stdin (not a TTY: no prompts)."""
-    return _run_text([NSQCTL, *args])
+    return run_text([NSQCTL, *args])
 
 
 def run_python(*args: str) -> subprocess.CompletedProcess[str]:
     """``python ARGS`` (this interpreter, e.g. ``-X importtime NSQCTL --help`` or ``-c CODE``)
     like :func:`cli`: text output, no stdin, the clean environment."""
-    return _run_text([sys.executable, *args])
+    return run_text([sys.executable, *args])
 
 
 def pub_process(*args: str) -> subprocess.Popen[bytes]:

@@ -4,14 +4,13 @@ was asked when the channel holds it, and says why when it lends fewer."""
 from __future__ import annotations
 
 import json
-import subprocess
 import uuid
 
 import pytest
 
 from nsqctl.servers.cluster import Cluster
 from nsqctl.stats import read_nsqd_stats
-from tests.helpers.cli import NSQCTL, clean_env, cli, invoke
+from tests.helpers.cli import NSQCTL, cli, invoke, run_text
 from tests.helpers.redesign import eventually
 
 pytestmark = pytest.mark.original
@@ -74,15 +73,7 @@ def test_borrow_into_a_reader_that_goes_away_ends_141_and_gives_every_message_ba
     assert made.exit_code == 0, made.output
     eventually(lambda: _waiting(c, topic, 1) == 60, 30, "60 messages waiting in c")
     peek = f"{NSQCTL} peek {topic} c --borrow 60 --format json --lookupd {c.lookupd_http[0]}"
-    proc = subprocess.run(
-        ["bash", "-o", "pipefail", "-c", f"{peek} | head -c 10 >/dev/null"],
-        capture_output=True,
-        text=True,
-        env=clean_env(),
-        stdin=subprocess.DEVNULL,
-        timeout=60,
-        check=False,
-    )
+    proc = run_text(["bash", "-o", "pipefail", "-c", f"{peek} | head -c 10 >/dev/null"])
     assert proc.returncode == 141, proc.stderr
     assert "Traceback" not in proc.stderr and "error" not in proc.stderr, proc.stderr
     eventually(lambda: _waiting(c, topic, 1) == 60, 30, "the borrowed messages back")
