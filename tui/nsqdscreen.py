@@ -61,10 +61,6 @@ class NsqdScreen(ViewScreen):
         Binding("u", "restore", "restore"),
         Binding("c", "cancel_job", "cancel drain"),
     ]
-    DEFAULT_CSS = """
-    #node-job { height: auto; max-height: 9; padding: 0 1; display: none; }
-    #node-job.visible { display: block; }
-    """
 
     def __init__(
         self,
