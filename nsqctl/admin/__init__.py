@@ -47,7 +47,7 @@ from nsqctl.admin.blast import (
     measure_plan,
     nodes_at_risk,
 )
-from nsqctl.admin.describe import describe_topic, lookup_topic
+from nsqctl.admin.describe import describe_topic, lookup_from_nsqds, lookup_topic
 from nsqctl.admin.guard import Confirmation, confirmation
 from nsqctl.admin.leader import find_leader, lookupd_leader
 from nsqctl.admin.listing import Listing, list_channels, list_topics
@@ -156,6 +156,7 @@ __all__ = [
     "list_channels",
     "list_topics",
     "locate_topic",
+    "lookup_from_nsqds",
     "lookup_topic",
     "lookupd_leader",
     "measure",

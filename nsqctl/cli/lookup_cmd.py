@@ -101,9 +101,7 @@ def lookup(
             raise LookupUnavailableError(
                 f"{err}; --nsqd-http shows what the nsqds hold without it"
             ) from err
-        from nsqctl.cli.lookup_nsqds import lookup_from_nsqds, render_from_nsqds
-
-        info = asyncio.run(lookup_from_nsqds(topic, lookupds, nsqds))
+        info = asyncio.run(admin.lookup_from_nsqds(topic, lookupds, nsqds))
         lines = render_from_nsqds(info)
     else:
         lines = render(info)
@@ -112,3 +110,21 @@ def lookup(
         return
     for line in lines:
         typer.echo(line)
+
+
+def render_from_nsqds(info: dict[str, Any]) -> list[str]:
+    """Human-readable lines for :func:`nsqctl.admin.lookup_from_nsqds`: copies, never a leader."""
+    lines = [f"topic     {info['topic']} ({info['family']}; from the nsqds alone)"]
+    if info["partitions"]:
+        lines.append("partitions (copies found; leader and ISR unknown)")
+        lines.extend(
+            f"  {p['partition']:>4}  on {', '.join(p['copies'])}" for p in info["partitions"]
+        )
+    lines.append(f"nsqds     {len(info['nsqds'])} holding it")
+    for n in info["nsqds"]:
+        version = f"  v{n['version']}" if n["version"] else ""
+        lines.append(f"  http {n['http']}{version}")
+    listed = ", ".join(info["channels"])
+    lines.append(f"channels  {listed + '  (may be incomplete)' if listed else '(none seen)'}")
+    lines.extend(f"warning   {w}" for w in info["warnings"])
+    return lines
