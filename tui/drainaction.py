@@ -15,11 +15,11 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 
 from nsqctl import admin
-from nsqctl.admin.drain import DrainPlan, DrainResult, plan_drain, refusal, run_drain
-from nsqctl.admin.drain_defaults import DEFAULT_INTERVAL, DEFAULT_RESTORE_WAIT, DEFAULT_TIMEOUT
-from nsqctl.admin.drain_moves import LeaderMove
-from nsqctl.admin.drain_restore import restore_node
-from nsqctl.admin.drain_state import DrainRecord, read_drains, running_elsewhere
+from nsqctl.admin.drain.defaults import DEFAULT_INTERVAL, DEFAULT_RESTORE_WAIT, DEFAULT_TIMEOUT
+from nsqctl.admin.drain.moves import LeaderMove
+from nsqctl.admin.drain.records import DrainRecord, read_drains, running_elsewhere
+from nsqctl.admin.drain.restore import restore_node
+from nsqctl.admin.drain.run import DrainPlan, DrainResult, plan_drain, refusal, run_drain
 from nsqctl.cli.errors import cli_words
 from nsqctl.tui.nodejobs import STOP_WAIT, NodeJob
 

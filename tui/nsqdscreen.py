@@ -18,8 +18,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Static
 
-from nsqctl.admin.drain import DrainPlan
-from nsqctl.admin.drain_state import read_drains
+from nsqctl.admin.drain.records import read_drains
+from nsqctl.admin.drain.run import DrainPlan
 from nsqctl.errors import NsqctlError
 from nsqctl.stats.model import NodeStats, TopicPartitionStats
 from nsqctl.stats.view import ClusterView

@@ -94,7 +94,7 @@ def dash(
         spec = ServedDash(list(sel.lookupd), list(sel.nsqd_http), interval, timeout, read_only)
         serve(bind, token, spec)
         return
-    from nsqctl.admin.drain_state import drain_labels
+    from nsqctl.admin.drain.records import drain_labels
     from nsqctl.tui.app import DashApp  # Textual loads only for this command
 
     poller = StatsPoller(sel.lookupd, sel.nsqd_http, timeout=timeout)

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, NoReturn
 
 import typer
 
-from nsqctl.admin.drain_defaults import DEFAULT_INTERVAL, DEFAULT_RESTORE_WAIT, DEFAULT_TIMEOUT
-from nsqctl.admin.drain_state import read_drains, running_elsewhere, state_word
+from nsqctl.admin.drain.defaults import DEFAULT_INTERVAL, DEFAULT_RESTORE_WAIT, DEFAULT_TIMEOUT
+from nsqctl.admin.drain.records import read_drains, running_elsewhere, state_word
 from nsqctl.cli import complete
 from nsqctl.cli.admin_cmd import cluster_addresses
 from nsqctl.cli.common import JsonOption, LookupdOption, NsqdHttpOption, ProfileOption
@@ -32,9 +32,9 @@ from nsqctl.cli.numbers import seconds
 from nsqctl.errors import AdminError, ConfigError, NsqctlTimeoutError
 
 if TYPE_CHECKING:  # the drain loads the stats model: only when a command runs (start-up)
-    from nsqctl.admin.drain import DrainPlan, DrainResult
-    from nsqctl.admin.drain_progress import DrainProgress
-    from nsqctl.admin.drain_safety import Blocker
+    from nsqctl.admin.drain.progress import DrainProgress
+    from nsqctl.admin.drain.run import DrainPlan, DrainResult
+    from nsqctl.admin.drain.safety import Blocker
 
 app = typer.Typer(
     help="Drain an nsqd before stopping it, restore it, list nsqds and their drain state.",
@@ -109,7 +109,7 @@ def _show_plan(plan: DrainPlan, as_json: bool) -> None:
 def _refuse(node: str, blocked: Sequence[Blocker], moved: bool = False) -> NoReturn:
     """What keeps ``node`` from being drained, one line each on stderr, then exit 1: the
     same for a dry run and a real one."""
-    from nsqctl.admin.drain import refusal
+    from nsqctl.admin.drain.run import refusal
 
     for b in blocked:
         typer.echo(f"  {b.describe()}", err=True)
@@ -193,7 +193,7 @@ def node_drain(
     when stopping it would leave a partition without more than replicas/2 in-sync copies
     up (youzan then takes no writes for it), naming each. Undo with `nsqctl node restore`.
     """
-    from nsqctl.admin.drain import plan_drain, run_drain
+    from nsqctl.admin.drain.run import plan_drain, run_drain
 
     lookupds = _lookupds(lookupd, profile)
     plan = asyncio.run(plan_drain(lookupds, node))
@@ -250,7 +250,7 @@ def node_restore(
 ) -> None:
     """Undo a drain: stop it, let nsqlookupd list the nsqd again (original) or move back
     the partition leaders the drain moved (redesign)."""
-    from nsqctl.admin.drain import restore_node
+    from nsqctl.admin.drain.restore import restore_node
 
     lookupds = _lookupds(lookupd, profile)
     result = asyncio.run(

@@ -36,7 +36,7 @@ class ServedDash:
 
 
 def main() -> None:
-    from nsqctl.admin.drain_state import drain_labels
+    from nsqctl.admin.drain.records import drain_labels
     from nsqctl.stats.poller import StatsPoller
     from nsqctl.stats.session import StatsSession
     from nsqctl.tui.app import DashApp

@@ -7,11 +7,9 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from nsqctl.admin.drain_moves import LeaderMove
-from nsqctl.admin.drain_progress import DrainProgress, NodeLoad, estimate, node_load
-from nsqctl.admin.drain_redesign import plan_leader_moves
-from nsqctl.admin.drain_safety import node_name, readable, stop_plan
-from nsqctl.admin.drain_state import (
+from nsqctl.admin.drain.moves import LeaderMove
+from nsqctl.admin.drain.progress import DrainProgress, NodeLoad, estimate, node_load
+from nsqctl.admin.drain.records import (
     DrainRecord,
     MovedLeader,
     drain_labels,
@@ -20,6 +18,8 @@ from nsqctl.admin.drain_state import (
     read_drains,
     update_drain,
 )
+from nsqctl.admin.drain.redesign import plan_leader_moves
+from nsqctl.admin.drain.safety import node_name, readable, stop_plan
 from nsqctl.admin.partitions import PartitionState, TopicState
 from nsqctl.lookup.model import TopicMeta
 from nsqctl.stats.model import (

@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from nsqctl.admin.drain_original import node_lookupds
+from nsqctl.admin.drain.original import node_lookupds
 from nsqctl.admin.leader import find_leader
 from nsqctl.admin.operations import wait_partitions_writable
 from nsqctl.admin.partitions.state import registered_nsqds

@@ -3,21 +3,21 @@
 
 Original family: tombstone the node's producer of each of its topics on every nsqlookupd,
 so publishers and new consumers stop finding it, keep the tombstones fresh, and watch what
-the node still holds until it is empty and no lookupd lists it (:mod:`.drain_original`).
+the node still holds until it is empty and no lookupd lists it (:mod:`.original`).
 Consumers already connected take what is left: go-nsq and nsqctl's own ``Consumer`` keep
 their connection to an nsqd that left ``/lookup``. A channel without a consumer never
 empties; the progress names it.
 
-Redesign: move every partition leader off the node (:mod:`.drain_redesign`, through the
+Redesign: move every partition leader off the node (:mod:`.redesign`, through the
 partition move) and wait until no partition depends on it: led by it, or with it as the
 only in-sync copy. Leaders the coordinator puts back on the node meanwhile are moved again.
 Safe to stop also means every partition with an in-sync copy on the node keeps enough
-in-sync copies on nsqds that are up to take writes without it (:mod:`.drain_safety`).
+in-sync copies on nsqds that are up to take writes without it (:mod:`.safety`).
 That is checked before anything moves, and again when the node looks drained: a partition
 short of copies (or a leader no nsqd can take) refuses the drain at once, naming it, in
 the dry run and the real run alike; waiting for ``timeout`` would not change it.
 
-Both record the drain in the state directory (:mod:`.drain_state`) so that the dashboard
+Both record the drain in the state directory (:mod:`.records`) so that the dashboard
 can show it and ``restore`` can undo it: on the original, stop re-tombstoning and have the
 nsqd register afresh; on the redesign, move back the leaders the drain moved.
 """
@@ -33,26 +33,26 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from nsqctl.admin.drain_defaults import DEFAULT_INTERVAL, DEFAULT_TIMEOUT
-from nsqctl.admin.drain_moves import LeaderMove
-from nsqctl.admin.drain_original import (
+from nsqctl.admin.drain.defaults import DEFAULT_INTERVAL, DEFAULT_TIMEOUT
+from nsqctl.admin.drain.moves import LeaderMove
+from nsqctl.admin.drain.original import (
     find_peer,
     listed_topics,
     node_lookupds,
     tombstone,
     tombstone_request,
 )
-from nsqctl.admin.drain_progress import DrainProgress, NodeLoad, estimate, node_load
-from nsqctl.admin.drain_redesign import move_leader, plan_leader_moves, read_topic_states
-from nsqctl.admin.drain_restore import RestoreResult, restore_node
-from nsqctl.admin.drain_safety import Blocker, readable, stop_plan
-from nsqctl.admin.drain_state import (
+from nsqctl.admin.drain.progress import DrainProgress, NodeLoad, estimate, node_load
+from nsqctl.admin.drain.records import (
     DrainRecord,
     MovedLeader,
     read_drains,
     running_elsewhere,
     update_drain,
 )
+from nsqctl.admin.drain.redesign import move_leader, plan_leader_moves, read_topic_states
+from nsqctl.admin.drain.restore import RestoreResult, restore_node
+from nsqctl.admin.drain.safety import Blocker, readable, stop_plan
 from nsqctl.admin.leader import find_leader
 from nsqctl.admin.partitions import NsqdNode, leader_load_factors, registered_nsqds
 from nsqctl.admin.requests import AdminReport, admin_client
@@ -254,7 +254,7 @@ async def _stop_plan(
     avoid: Collection[str],
 ) -> tuple[list[LeaderMove], list[Blocker]]:
     """For the partitions that would stop taking writes if ``node`` stopped now, the copy
-    moves that prevent it and why the others cannot be (:mod:`.drain_safety`), from the
+    moves that prevent it and why the others cannot be (:mod:`.safety`), from the
     lookup's records; a topic that could not be read blocks."""
     states, unread = await read_topic_states(client, leader, _topics_on(view, node), nodes)
     loads = await leader_load_factors(client, leader)

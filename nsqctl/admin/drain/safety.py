@@ -25,7 +25,7 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from nsqctl.admin.drain_moves import LeaderMove
+from nsqctl.admin.drain.moves import LeaderMove
 from nsqctl.admin.partitions import PartitionState, TopicState
 from nsqctl.admin.partitions.state import quorum
 from nsqctl.stats.parse import node_id_key

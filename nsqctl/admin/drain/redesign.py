@@ -19,8 +19,8 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 
 import httpx
 
-from nsqctl.admin.drain_moves import LeaderMove
-from nsqctl.admin.drain_safety import Blocker
+from nsqctl.admin.drain.moves import LeaderMove
+from nsqctl.admin.drain.safety import Blocker
 from nsqctl.admin.partitions import NsqdNode, TopicState, apply_plan, plan_move, topic_state
 from nsqctl.admin.requests import AdminReport
 from nsqctl.errors import NotFoundError, NsqctlError

@@ -1,5 +1,5 @@
 """One move a redesign drain sends (:class:`LeaderMove`), apart from the planners so that
-both the leader planner (:mod:`.drain_redesign`) and the stop check (:mod:`.drain_safety`)
+both the leader planner (:mod:`.redesign`) and the stop check (:mod:`.safety`)
 can make them without importing each other."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The drain's default settings, apart from :mod:`nsqctl.admin.drain` so that the CLI can
+"""The drain's default settings, apart from :mod:`.run` so that the CLI can
 show them in ``--help`` without loading the stats model (start-up time)."""
 
 DEFAULT_TIMEOUT = 600.0

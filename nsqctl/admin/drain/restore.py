@@ -1,10 +1,10 @@
 """Undo a node drain (``nsqctl node restore``), from what the drain recorded in the state
-directory (:mod:`.drain_state`).
+directory (:mod:`.records`).
 
 First the record says ``restored``, so that a drain still running stops before its next
 tombstone or move, and we wait for its process to end. Then, on the original family, the
 nsqd drops and re-opens its nsqlookupd connections, which clears its tombstones at once
-(:mod:`.drain_original`; without it they would last nsqlookupd's tombstone lifetime). On
+(:mod:`.original`; without it they would last nsqlookupd's tombstone lifetime). On
 the redesign, each leader the drain moved is moved back to the node, and each copy it moved
 off comes back; youzan elects leaders itself, so one may end elsewhere: that is reported,
 not hidden.
@@ -19,11 +19,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from nsqctl.admin.drain_defaults import DEFAULT_RESTORE_WAIT
-from nsqctl.admin.drain_moves import LeaderMove
-from nsqctl.admin.drain_original import find_peer, listed_topics, reregister
-from nsqctl.admin.drain_redesign import move_leader
-from nsqctl.admin.drain_state import DrainRecord, pid_runs, read_drains, update_drain
+from nsqctl.admin.drain.defaults import DEFAULT_RESTORE_WAIT
+from nsqctl.admin.drain.moves import LeaderMove
+from nsqctl.admin.drain.original import find_peer, listed_topics, reregister
+from nsqctl.admin.drain.records import DrainRecord, pid_runs, read_drains, update_drain
+from nsqctl.admin.drain.redesign import move_leader
 from nsqctl.admin.requests import AdminReport, admin_client
 from nsqctl.errors import NotFoundError, NsqctlError
 from nsqctl.stats.read import fetch_nsqd_stats
