@@ -102,7 +102,7 @@ import httpx
 from bench import _common as c
 from bench import bench_cli, bench_consumer
 from nsqctl import admin
-from nsqctl.cli.pub import WINDOW
+from nsqctl.cli.commands.pub import WINDOW
 
 PUB = "nsqctl pub"
 MANY = "nsqctl publish_many"

@@ -38,7 +38,7 @@ from types import SimpleNamespace
 from typing import Any, cast
 
 from bench.inproc import attach
-from nsqctl.cli.tail import MessageFilter, TailOutput
+from nsqctl.cli.commands.tail import MessageFilter, TailOutput
 from nsqctl.consumer import Consumer, ConsumerOptions
 from nsqctl.consumer.lanes import PartitionLane
 from nsqctl.consumer.order import OrderChecker

@@ -26,7 +26,7 @@ import threading
 import time
 
 from bench.ordered_floor import channel_args, lookup_partitions
-from nsqctl.cli.tail import MessageFilter, TailOutput
+from nsqctl.cli.commands.tail import MessageFilter, TailOutput
 from nsqctl.consumer import Consumer, ConsumerOptions
 from nsqctl.message import Message
 

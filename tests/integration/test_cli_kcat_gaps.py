@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from nsqctl.cli.tail import FLUSH_INTERVAL
+from nsqctl.cli.commands.tail import FLUSH_INTERVAL
 from nsqctl.consumer import Consumer, ConsumerOptions
 from nsqctl.message import Message, finish_all
 from nsqctl.producer import Producer

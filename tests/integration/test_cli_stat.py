@@ -11,7 +11,7 @@ import uuid
 from pathlib import Path
 
 from nsqctl import admin
-from nsqctl.cli.stat import interval_record, stat_rows
+from nsqctl.cli.commands.stat import interval_record, stat_rows
 from nsqctl.consumer import Consumer, ConsumerOptions
 from nsqctl.message import Message
 from nsqctl.producer import Producer

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from nsqctl.cli.top import render_table, top_record
+from nsqctl.cli.commands.top import render_table, top_record
 from nsqctl.servers.cluster import Cluster
 from nsqctl.stats.recording import play_back
 from nsqctl.stats.view import build_view

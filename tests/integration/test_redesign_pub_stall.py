@@ -25,9 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from nsqctl.cli.progress import LazyProgress
-from nsqctl.cli.pub import WINDOW, PubPlan, PubResult, publish_stream
-from nsqctl.cli.pub_input import Batch
+from nsqctl.cli.commands.pub import WINDOW, PubPlan, PubResult, publish_stream
+from nsqctl.cli.commands.pub_input import Batch
+from nsqctl.cli.output.progress import LazyProgress
 from nsqctl.connection import ConnectionConfig
 from nsqctl.failover import FailoverEvent
 from nsqctl.producer import Producer

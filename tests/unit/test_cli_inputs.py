@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nsqctl.cli.pub import PubPlan, parse_trace_id
-from nsqctl.cli.pub_input import (
+from nsqctl.cli.commands.pub import PubPlan, parse_trace_id
+from nsqctl.cli.commands.pub_input import (
     Batch,
     Record,
     parse_delimiter,
@@ -19,7 +19,7 @@ from nsqctl.cli.pub_input import (
     split_batches,
     split_stream,
 )
-from nsqctl.cli.tail import MessageFilter, parse_start
+from nsqctl.cli.commands.tail import MessageFilter, parse_start
 from nsqctl.errors import ConfigError
 from nsqctl.timeparse import parse_time_ns, parse_time_s
 

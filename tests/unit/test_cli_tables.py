@@ -4,7 +4,7 @@ lines and an archived file is shown as its archive, directory and file name."""
 
 from __future__ import annotations
 
-from nsqctl.cli.trace import render_trace
+from nsqctl.cli.commands.trace import render_trace
 
 ARCHIVE = "/data/nsq-archive"
 PARQUET = "topic=orders/partition=0/date=2026-11-21/part-00000-1f2e3d4c5b6a7988-c000.parquet"

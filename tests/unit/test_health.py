@@ -180,7 +180,7 @@ def test_node_down_and_an_unreachable_cluster() -> None:
 def test_profile_rules_come_before_the_flags(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from nsqctl.cli.check import build_rules, rule_texts
+    from nsqctl.cli.commands.check import build_rules, rule_texts
     from nsqctl.config import load_config
 
     path = tmp_path / "config.toml"

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from nsqctl.cli.pipe_acks import GRACE, PipeAcks, hangup_poll
+from nsqctl.cli.output.pipe_acks import GRACE, PipeAcks, hangup_poll
 from tests.helpers.wait import eventually
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from nsqctl.cli.trace import render_trace
+from nsqctl.cli.commands.trace import render_trace
 from nsqctl.errors import ConfigError
 
 spark_extra = pytest.mark.spark

@@ -1,9 +1,9 @@
-"""``pub``'s account of which input lines were published (:mod:`nsqctl.cli.pub_lines`)."""
+"""``pub``'s account of which input lines were published (:mod:`nsqctl.cli.commands.pub_lines`)."""
 
 from __future__ import annotations
 
-from nsqctl.cli.pub_input import Batch
-from nsqctl.cli.pub_lines import SHOWN_SPANS, LineLedger, spans_of
+from nsqctl.cli.commands.pub_input import Batch
+from nsqctl.cli.commands.pub_lines import SHOWN_SPANS, LineLedger, spans_of
 
 
 def test_spans_follow_the_input_numbering_across_blank_lines() -> None:

@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from nsqctl.cli.pub_input import split_batches, split_stream
+from nsqctl.cli.commands.pub_input import split_batches, split_stream
 
 
 @pytest.mark.parametrize("delimiter", [b"\n", b"\r\n", b"<|>"])

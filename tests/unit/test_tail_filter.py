@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from nsqctl.cli.tail import MessageFilter
+from nsqctl.cli.commands.tail import MessageFilter
 from nsqctl.errors import ConfigError
 from tests.helpers.cli import assert_one_line_error, run_cli
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from nsqctl.cli.tail_stop import UntilTime
-from nsqctl.cli.template import TOKENS, TOKENS_HELP, compile_template, is_template
+from nsqctl.cli.commands.tail_stop import UntilTime
+from nsqctl.cli.output.template import TOKENS, TOKENS_HELP, compile_template, is_template
 from nsqctl.errors import ConfigError
 from nsqctl.message import Delivery, Message
 from nsqctl.protocol.message import RawMessage, make_redesign_id

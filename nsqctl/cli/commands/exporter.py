@@ -16,7 +16,7 @@ import signal
 import typer
 
 from nsqctl.addresses import HostPort, parse_address
-from nsqctl.cli.check import (
+from nsqctl.cli.commands.check import (
     ChannelGlobOption,
     MaxDepthOption,
     MaxDrainOption,

@@ -1,6 +1,6 @@
 """``nsqctl topic expand|move|update``: the redesign's partition operations, thin over
 :mod:`nsqctl.admin.partitions`. :data:`commands` holds them; the CLI app adds them to the
-``topic`` group of :mod:`nsqctl.cli.admin_cmd` (see ``Entry.extensions`` in
+``topic`` group of :mod:`nsqctl.cli.commands.topic` (see ``Entry.extensions`` in
 :mod:`nsqctl.cli.app`), so that module does not import this one back.
 
 Same rules as the other admin commands: each shows what it will send and asks first;
@@ -17,7 +17,7 @@ import typer
 
 from nsqctl import admin
 from nsqctl.cli import complete
-from nsqctl.cli.admin_cmd import (
+from nsqctl.cli.commands.topic import (
     DryRunOption,
     YesOption,
     cluster_addresses,

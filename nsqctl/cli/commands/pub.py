@@ -22,15 +22,7 @@ from typing import Any
 import typer
 
 from nsqctl.cli import complete
-from nsqctl.cli.common import (
-    LookupdOption,
-    NsqdOption,
-    ProfileOption,
-    resolve_cluster,
-)
-from nsqctl.cli.numbers import rate, seconds
-from nsqctl.cli.progress import LazyProgress
-from nsqctl.cli.pub_input import (
+from nsqctl.cli.commands.pub_input import (
     Batch,
     open_source,
     parse_delimiter,
@@ -38,7 +30,15 @@ from nsqctl.cli.pub_input import (
     read_in_thread,
     shard_key_from_json,
 )
-from nsqctl.cli.pub_lines import LineLedger, Span, merge, spans_of, text_of
+from nsqctl.cli.commands.pub_lines import LineLedger, Span, merge, spans_of, text_of
+from nsqctl.cli.common import (
+    LookupdOption,
+    NsqdOption,
+    ProfileOption,
+    resolve_cluster,
+)
+from nsqctl.cli.numbers import rate, seconds
+from nsqctl.cli.output.progress import LazyProgress
 from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.failover import DEFAULT_FAILOVER_WINDOW, FailoverEvent
 from nsqctl.producer import Producer, ProducerOptions, Receipt

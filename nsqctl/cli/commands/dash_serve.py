@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from nsqctl.cli.served_dash import SERVED_ENV, ServedDash
+from nsqctl.cli.commands.dash_served import SERVED_ENV, ServedDash
 from nsqctl.errors import ConfigError, TransportError
 
 #: Where the token may come from besides ``--token`` (the safe place: not in argv).
@@ -195,7 +195,7 @@ def serve(bind: Bind, token: str | None, spec: ServedDash) -> None:
     require_extra()
     os.environ.pop(TOKEN_ENV, None)
     os.environ[SERVED_ENV] = spec.to_env()
-    command = shlex.join([sys.executable, "-m", "nsqctl.cli.served_dash"])
+    command = shlex.join([sys.executable, "-m", "nsqctl.cli.commands.dash_served"])
     server = build_server(command, bind, token, spec.read_only)
     asyncio.run(server.run())
 

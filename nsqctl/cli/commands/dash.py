@@ -6,6 +6,15 @@ import sys
 
 import typer
 
+from nsqctl.cli.commands.dash_serve import (
+    MIN_TOKEN_LENGTH,
+    TOKEN_ENV,
+    check_token,
+    parse_bind,
+    require_extra,
+    serve,
+)
+from nsqctl.cli.commands.dash_served import ServedDash
 from nsqctl.cli.common import (
     LookupdOption,
     NsqdHttpOption,
@@ -15,15 +24,6 @@ from nsqctl.cli.common import (
 )
 from nsqctl.cli.numbers import seconds
 from nsqctl.cli.readonly import origin
-from nsqctl.cli.serve import (
-    MIN_TOKEN_LENGTH,
-    TOKEN_ENV,
-    check_token,
-    parse_bind,
-    require_extra,
-    serve,
-)
-from nsqctl.cli.served_dash import ServedDash
 from nsqctl.errors import ConfigError
 from nsqctl.stats.poller import DEFAULT_TIMEOUT, StatsPoller
 from nsqctl.stats.session import StatsSession

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from nsqctl.cli.pub_input import Batch
+from nsqctl.cli.commands.pub_input import Batch
 
 Span = tuple[int, int]  # first and last input line, inclusive
 

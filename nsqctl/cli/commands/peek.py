@@ -1,7 +1,7 @@
 """``nsqctl peek``: a channel's next messages, printed in ``tail``'s formats, consumed by
 nobody.
 
-The formats are tail's own (:mod:`nsqctl.cli.message_format`); the printing here only
+The formats are tail's own (:mod:`nsqctl.cli.output.messages`); the printing here only
 writes, never acknowledges: a peeked message was only read (a plain record of it is
 printed), and a borrowed one is given back by :func:`nsqctl.peek.borrow` (exactly once,
 whatever was printed).
@@ -25,8 +25,8 @@ from nsqctl.cli.common import (
     ProfileOption,
     resolve_cluster,
 )
-from nsqctl.cli.fd_output import stream_fd, write_fully
-from nsqctl.cli.message_format import Printable, PrintedMessage, format_message
+from nsqctl.cli.output.fd import stream_fd, write_fully
+from nsqctl.cli.output.messages import Printable, PrintedMessage, format_message
 from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.timeparse import parse_time_s
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nsqctl.cli.message_format import Printable
+from nsqctl.cli.output.messages import Printable
 from nsqctl.errors import ConfigError
 
 __all__ = ["TOKENS", "TOKENS_HELP", "Template", "compile_template", "is_template"]

@@ -29,7 +29,7 @@ from nsqctl.cli.common import (
     resolve_cluster,
 )
 from nsqctl.cli.numbers import seconds
-from nsqctl.cli.terminal import escape_controls
+from nsqctl.cli.output.terminal import escape_controls
 from nsqctl.errors import ConfigError
 from nsqctl.stats.coverage import coverage
 from nsqctl.stats.hotspots import (

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from nsqctl.cli.commands.trace import EngineOption
 from nsqctl.cli.common import (
     ClusterSelection,
     JsonOption,
@@ -24,7 +25,6 @@ from nsqctl.cli.common import (
 )
 from nsqctl.cli.errors import cli_words
 from nsqctl.cli.numbers import rate
-from nsqctl.cli.trace import EngineOption
 from nsqctl.errors import ConfigError
 from nsqctl.paths import state_dir
 from nsqctl.protocol.names import validate_topic

@@ -22,6 +22,8 @@ import typer
 
 from nsqctl import protocol as p
 from nsqctl.cli import complete
+from nsqctl.cli.commands.tail_partitions import check_partitions
+from nsqctl.cli.commands.tail_stop import CaughtUpCheck, UnansweredWait, UntilTime
 from nsqctl.cli.common import (
     SIGPIPE_STATUS,
     ClusterSelection,
@@ -31,15 +33,13 @@ from nsqctl.cli.common import (
     ProfileOption,
     resolve_cluster,
 )
-from nsqctl.cli.fd_output import stream_fd, write_fully
 from nsqctl.cli.library_warnings import command_warnings
-from nsqctl.cli.message_format import format_message
 from nsqctl.cli.numbers import rate as rate_number
 from nsqctl.cli.numbers import seconds
-from nsqctl.cli.pipe_acks import PipeAcks, hangup_poll, pipe_acks_for
-from nsqctl.cli.tail_partitions import check_partitions
-from nsqctl.cli.tail_stop import CaughtUpCheck, UnansweredWait, UntilTime
-from nsqctl.cli.template import TOKENS_HELP, Template, compile_template, is_template
+from nsqctl.cli.output.fd import stream_fd, write_fully
+from nsqctl.cli.output.messages import format_message
+from nsqctl.cli.output.pipe_acks import PipeAcks, hangup_poll, pipe_acks_for
+from nsqctl.cli.output.template import TOKENS_HELP, Template, compile_template, is_template
 from nsqctl.connection import ConnectionConfig
 from nsqctl.consumer import Consumer, ConsumerOptions, FailoverEvent
 from nsqctl.consumer.failover import DEFAULT_FAILOVER_WINDOW
@@ -286,7 +286,7 @@ class TailOutput:
         return b"".join([format_message(msg, fmt, print_topic) for msg in msgs])
 
     def _write(self, data: bytes) -> None:
-        """All of ``data`` to the file descriptor (see :mod:`nsqctl.cli.fd_output`)."""
+        """All of ``data`` to the file descriptor (see :mod:`nsqctl.cli.output.fd`)."""
         write_fully(self.out, self._fd, data)
 
     def flush(self) -> None:
@@ -361,7 +361,7 @@ class TailOutput:
             self._look_again()
 
     def ack_handled(self) -> bool:
-        """FIN what the pipe's reader has handled (see :mod:`nsqctl.cli.pipe_acks`);
+        """FIN what the pipe's reader has handled (see :mod:`nsqctl.cli.output.pipe_acks`);
         whether there was any."""
         if self.pipe is not None:
             handled = self.pipe.handled()

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from nsqctl.cli.terminal import escape_controls
+from nsqctl.cli.output.terminal import escape_controls
 from nsqctl.message import body_to_json, describe, ext_header, id_text
 from nsqctl.protocol.message import RawMessage
 

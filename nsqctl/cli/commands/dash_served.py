@@ -1,7 +1,7 @@
 """The dashboard process ``nsqctl dash --serve`` starts for each browser session.
 
 textual-serve runs a shell command per session and relays its screen; that command is
-``python -m nsqctl.cli.served_dash``. What it shows comes from the serving process in
+``python -m nsqctl.cli.commands.dash_served``. What it shows comes from the serving process in
 one environment variable (the cluster that process resolved from its flags, environment and
 profile, so both show the same cluster), never from a command line: nothing of it is
 quoted through a shell, and nothing shows in a process title.
