@@ -134,7 +134,7 @@ COMMANDS: tuple[Entry, ...] = (
     ),
     Entry(
         "channel",
-        "nsqctl.cli.commands.topic:channel_app",
+        "nsqctl.cli.commands.channel:channel_app",
         "Create, delete, list, pause, empty (and on the redesign skip/setoffset) channels.",
     ),
     Entry(

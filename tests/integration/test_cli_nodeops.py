@@ -80,9 +80,9 @@ def original_topic(c: Cluster, prefix: str, per_node: int, channel: str | None =
 @pytest.fixture
 def tty(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Commands see a terminal on stdin, so they ask (answers come from CliRunner input)."""
-    from nsqctl.cli.commands import topic as topic_cmd
+    from nsqctl.cli import actions
 
-    monkeypatch.setattr(topic_cmd, "_stdin_is_tty", lambda: True)
+    monkeypatch.setattr(actions, "stdin_is_tty", lambda: True)
     yield
 
 

@@ -17,7 +17,7 @@ import typer
 
 from nsqctl import admin
 from nsqctl.cli import complete
-from nsqctl.cli.commands.topic import (
+from nsqctl.cli.actions import (
     DryRunOption,
     YesOption,
     cluster_addresses,
