@@ -21,8 +21,8 @@ import typer
 from nsqctl.errors import ConfigError, NsqctlError
 
 if TYPE_CHECKING:
-    from nsqctl.config import Profile
     from nsqctl.connection import ConnectionConfig, TLSSettings
+    from nsqctl.profiles import Profile
     from nsqctl.secrets import Secret
     from nsqctl.stats.view import ClusterView
 
@@ -49,7 +49,7 @@ NsqdHttpOption = typer.Option(
 def complete_profiles(incomplete: str) -> list[str]:
     """Shell completion of --profile: the profile names of the config file (nothing when
     the file cannot be read: a completion never prints an error into the shell)."""
-    from nsqctl.config import load_config
+    from nsqctl.profiles import load_config
 
     try:
         names = load_config().profiles
@@ -359,7 +359,7 @@ def resolve_read_only(profile: str | None = None) -> ReadOnlySetting:
 
 
 def _active_profile(flag: str | None) -> Profile | None:
-    from nsqctl.config import PROFILE_ENV, load_config
+    from nsqctl.profiles import PROFILE_ENV, load_config
 
     name = flag or GLOBAL_FLAGS.profile or os.environ.get(PROFILE_ENV)
     cfg = load_config()

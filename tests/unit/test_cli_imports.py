@@ -23,11 +23,11 @@ HEAVY = (
     "click",
     "httpx",
     "nsqctl.admin",
-    "nsqctl.config",
     "nsqctl.connection",
     "nsqctl.consumer",
     "nsqctl.pipeline",
     "nsqctl.producer",
+    "nsqctl.profiles",
     "nsqctl.stats",
     "msgspec",
     "pyarrow",
@@ -59,7 +59,7 @@ EXPECTED: dict[str, set[str]] = {
     "replay": {"asyncio"},  # pyspark loads only when it runs
     "trace": set(),  # pyspark loads only when it runs
     "sandbox": _ADMIN | {"rich"},
-    "config": {"nsqctl.config", "rich"},
+    "config": {"nsqctl.profiles", "rich"},
     "topic": _ADMIN,
     "channel": _ADMIN,
     "dead-letter": _CLIENT | {"rich"},

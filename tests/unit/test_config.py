@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 from nsqctl.cli import common
 from nsqctl.cli.app import app
 from nsqctl.cli.common import resolve_cluster
-from nsqctl.config import Profile, load_config, save_profile
 from nsqctl.errors import ConfigError
+from nsqctl.profiles import Profile, load_config, save_profile
 
 SECRET = "s3cr3t-value-never-printed"
 

@@ -181,7 +181,7 @@ def test_profile_rules_come_before_the_flags(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from nsqctl.cli.commands.check import build_rules, rule_texts
-    from nsqctl.config import load_config
+    from nsqctl.profiles import load_config
 
     path = tmp_path / "config.toml"
     path.write_text('[profiles.p]\nlookupd = ["127.0.0.1:4161"]\ncheck = ["max-depth=5"]\n')

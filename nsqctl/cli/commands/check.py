@@ -145,7 +145,7 @@ def profile_rules(profile: str | None) -> tuple[str, ...]:
     """The ``check`` rules of the profile in use, if any."""
     if profile is None:
         return ()
-    from nsqctl.config import load_config
+    from nsqctl.profiles import load_config
 
     return load_config().profile(profile).check
 

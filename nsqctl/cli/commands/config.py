@@ -16,8 +16,8 @@ from nsqctl.cli.common import (
     resolve_cluster,
     split_addresses,
 )
-from nsqctl.config import Profile, config_path, load_config, save_profile
 from nsqctl.errors import ConfigError
+from nsqctl.profiles import Profile, config_path, load_config, save_profile
 from nsqctl.protocol.compression import validate_compression
 
 app = typer.Typer(
