@@ -33,9 +33,9 @@ from nsqctl.message import Delivery, Message
 
 if TYPE_CHECKING:
     from nsqctl.connection import Connection
-    from nsqctl.consumer.failover import FinWindow
     from nsqctl.consumer.options import ConsumerOptions, ConsumerStats
     from nsqctl.consumer.order import OrderChecker
+    from nsqctl.consumer.partition_watch import FinWindow
     from nsqctl.consumer.position import ConfirmedPositions
     from nsqctl.flow import BackoffController, RateLimiter, RdyController, RdyUpdate
     from nsqctl.protocol.message import RawMessage

@@ -7,7 +7,7 @@ wires four parts, each with one job:
 * :mod:`~nsqctl.producer.routing` - which nsqd/partition one publish goes to (pure);
 * :mod:`~nsqctl.producer.pool` - the connections, one per (nsqd, topic, partition);
 * :mod:`~nsqctl.producer.retry` - a call from first try to OK: retries, the failover
-  window (:mod:`~nsqctl.producer.failover`) and the call order of keyed publishes
+  window (:mod:`~nsqctl.producer.retry_clock`) and the call order of keyed publishes
   (:mod:`~nsqctl.producer.ordering`).
 
 This module adds only the commands: what each public method sends and what it returns.

@@ -4,7 +4,7 @@ given, in the same style as the consumer's :class:`nsqctl.consumer.ConsumerOptio
 :data:`PRODUCER_BOUNDS`, every value checked once, when the options are made.
 
 How a publish retries (the ``max_attempts``/``retry_timeout``/``backoff``/
-``max_backoff``/``failover_window`` fields) is decided in :mod:`nsqctl.producer.failover`.
+``max_backoff``/``failover_window`` fields) is decided in :mod:`nsqctl.producer.retry_clock`.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ failure refresh and try again.
 
 "This partition moved" errors (NOT_LEADER, NOT_WRITABLE, TOPIC_NOT_EXIST) and lost
 connections drop the topic's connections, mark its topology stale and retry, on the
-:class:`~nsqctl.producer.failover.RetryClock`: a few quick attempts for a topic not yet
+:class:`~nsqctl.producer.retry_clock.RetryClock`: a few quick attempts for a topic not yet
 written, up to the failover window for one that was. Bad messages are raised at once.
 
 A keyed publish (partition or shard key) holds a ticket, its call order, and sends on its
@@ -39,10 +39,10 @@ from nsqctl.errors import (
 from nsqctl.failover import FailoverEvent, FailoverHook
 from nsqctl.lookup.model import Topology
 from nsqctl.producer.discovery import TopologyCache
-from nsqctl.producer.failover import FailoverNotes, RetryClock
 from nsqctl.producer.options import ProducerOptions
 from nsqctl.producer.ordering import RouteOrder, TicketLine
 from nsqctl.producer.pool import ConnectionPool
+from nsqctl.producer.retry_clock import FailoverNotes, RetryClock
 from nsqctl.producer.routing import Router, Target, check_keyed_send, not_led_by_given
 from nsqctl.sharding import ShardKey
 

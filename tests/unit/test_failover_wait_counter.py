@@ -3,7 +3,7 @@ topic/partition's wait, not the wait of whichever publish in flight happens to r
 
 from __future__ import annotations
 
-from nsqctl.producer.failover import FailoverNotes
+from nsqctl.producer.retry_clock import FailoverNotes
 
 
 def test_a_later_publish_does_not_turn_the_counter_back() -> None:

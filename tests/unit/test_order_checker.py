@@ -125,12 +125,12 @@ def test_reconnect_before_any_message_changes_nothing() -> None:
     assert v is not None and v.kind == "regression"
 
 
-# The consumer's failover bookkeeping (nsqctl.consumer.failover) feeds the checker above;
-# its clock decisions are tested here without servers.
+# The consumer's failover bookkeeping (nsqctl.consumer.partition_watch) feeds the checker
+# above; its clock decisions are tested here without servers.
 
 
 def test_partition_watch_notes_while_waiting_and_fails_after_the_window() -> None:
-    from nsqctl.consumer.failover import PartitionWatch
+    from nsqctl.consumer.partition_watch import PartitionWatch
     from nsqctl.errors import FailoverTimeoutError
 
     watch = PartitionWatch("t", window=20.0, note_interval=5.0)
@@ -146,7 +146,7 @@ def test_partition_watch_notes_while_waiting_and_fails_after_the_window() -> Non
 
 
 def test_partition_watch_resumes_within_its_window() -> None:
-    from nsqctl.consumer.failover import PartitionWatch
+    from nsqctl.consumer.partition_watch import PartitionWatch
 
     watch = PartitionWatch("t", window=20_000.0)
     watch.lost(0, now=0.0)
@@ -160,14 +160,14 @@ def test_partition_watch_resumes_within_its_window() -> None:
 
 
 def test_fin_window_is_bounded_per_partition(monkeypatch: pytest.MonkeyPatch) -> None:
-    from nsqctl.consumer import failover
+    from nsqctl.consumer import partition_watch
 
-    monkeypatch.setattr(failover, "CHUNK_IDS", 2)  # sealed every 2 ids, so the bound shows
+    monkeypatch.setattr(partition_watch, "CHUNK_IDS", 2)  # sealed every 2 ids, so the bound shows
 
     def msg_id(n: int) -> bytes:  # 16 bytes, as every id nsqd sends
         return n.to_bytes(8, "big") + b"trace-id"
 
-    fins = failover.FinWindow(size=3)
+    fins = partition_watch.FinWindow(size=3)
     for i in range(20):
         fins.add_many(0, [msg_id(i)])
         remembered = [j for j in range(i + 1) if fins.seen(0, msg_id(j))]
@@ -184,7 +184,7 @@ def test_fin_window_is_bounded_per_partition(monkeypatch: pytest.MonkeyPatch) ->
 def test_fin_window_keeps_sources_apart() -> None:
     """The original family's ids are unique per nsqd only: the same id FINed on one nsqd
     is no duplicate when another sends it."""
-    from nsqctl.consumer.failover import FinWindow
+    from nsqctl.consumer.partition_watch import FinWindow
 
     fins = FinWindow(size=8)
     same = b"0123456789abcdef"

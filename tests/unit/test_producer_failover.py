@@ -10,11 +10,11 @@ import pytest
 from nsqctl.connection import ConnectionConfig
 from nsqctl.failover import FailoverEvent
 from nsqctl.producer.discovery import TopologyCache
-from nsqctl.producer.failover import FailoverNotes, RetryClock
 from nsqctl.producer.options import ProducerOptions
 from nsqctl.producer.ordering import RouteOrder, TicketLine
 from nsqctl.producer.pool import ConnectionPool
 from nsqctl.producer.retry import RetryLoop
+from nsqctl.producer.retry_clock import FailoverNotes, RetryClock
 from nsqctl.producer.routing import Router
 
 

@@ -42,9 +42,9 @@ from nsqctl.cli.output.pipe_acks import PipeAcks, hangup_poll, pipe_acks_for
 from nsqctl.cli.output.template import TOKENS_HELP, Template, compile_template, is_template
 from nsqctl.connection import ConnectionConfig
 from nsqctl.consumer import Consumer, ConsumerOptions, FailoverEvent
-from nsqctl.consumer.failover import DEFAULT_FAILOVER_WINDOW
 from nsqctl.consumer.lanes import OrderedLanes
 from nsqctl.errors import ConfigError
+from nsqctl.failover import DEFAULT_FAILOVER_WINDOW
 from nsqctl.jsonfield import MISSING, get_field, scalar_text
 from nsqctl.message import Message, finish_all
 from nsqctl.protocol.message import RawMessage
