@@ -1,7 +1,8 @@
 """Consumer package: the client (:mod:`.client`), composed of its connection set
-(:mod:`.connections`), delivery path (:mod:`.delivery`), flow control (:mod:`.rdy`) and
-leader watch (:mod:`.leaders`); its options and counters (:mod:`.options`), the
-ordered-partition checker (:mod:`.order`) and the sans-IO failover clocks (:mod:`.failover`).
+(:mod:`.connections`), delivery path (:mod:`.delivery`), flow control
+(:mod:`.flow_control`) and leader watch (:mod:`.leaders`); its options (:mod:`.options`)
+and counters (:mod:`.stats`), the ordered-partition checker (:mod:`.order`) and the
+sans-IO failover bookkeeping (:mod:`.partition_watch`).
 """
 
 from nsqctl.consumer.client import (
@@ -11,8 +12,9 @@ from nsqctl.consumer.client import (
     Handler,
     OrderEventHook,
 )
-from nsqctl.consumer.options import ConsumerOptions, ConsumerStats
+from nsqctl.consumer.options import ConsumerOptions
 from nsqctl.consumer.order import OrderChecker, OrderViolation
+from nsqctl.consumer.stats import ConsumerStats
 from nsqctl.deadletter import DeadLetterFile, dead_letter_path
 from nsqctl.errors import FailoverTimeoutError, NoConnectionError
 from nsqctl.failover import FailoverEvent

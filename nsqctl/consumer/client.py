@@ -41,10 +41,11 @@ from nsqctl.consumer.delivery import (
     GiveUpHook,
     OrderEventHook,
 )
+from nsqctl.consumer.flow_control import FlowControl
 from nsqctl.consumer.handlers import Handler, check_handler_settings
 from nsqctl.consumer.leaders import LeaderWatch
-from nsqctl.consumer.options import CONSUMER_BOUNDS, ConsumerOptions, ConsumerStats
-from nsqctl.consumer.rdy import FlowControl
+from nsqctl.consumer.options import CONSUMER_BOUNDS, ConsumerOptions
+from nsqctl.consumer.stats import ConsumerStats
 from nsqctl.deadletter import DeadLetterFile, dead_letter_path
 from nsqctl.errors import ConfigError
 from nsqctl.failover import FailoverHook

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 from nsqctl import protocol as p
 from nsqctl.addresses import HostPort
 from nsqctl.consumer.attempts import Attempt, Verdict, after_gap, after_refusal
-from nsqctl.consumer.options import ORDERED_START, ConsumerOptions, ConsumerStats
+from nsqctl.consumer.options import ORDERED_START, ConsumerOptions
+from nsqctl.consumer.stats import ConsumerStats
 from nsqctl.errors import ConfigError, ConnectError, NoConnectionError, NsqctlError
 
 if TYPE_CHECKING:

@@ -33,10 +33,11 @@ from nsqctl.message import Delivery, Message
 
 if TYPE_CHECKING:
     from nsqctl.connection import Connection
-    from nsqctl.consumer.options import ConsumerOptions, ConsumerStats
+    from nsqctl.consumer.options import ConsumerOptions
     from nsqctl.consumer.order import OrderChecker
     from nsqctl.consumer.partition_watch import FinWindow
     from nsqctl.consumer.position import ConfirmedPositions
+    from nsqctl.consumer.stats import ConsumerStats
     from nsqctl.flow import BackoffController, RateLimiter, RdyController, RdyUpdate
     from nsqctl.protocol.message import RawMessage
     from nsqctl.tracelog import TraceLog

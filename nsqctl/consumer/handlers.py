@@ -26,7 +26,8 @@ from nsqctl.errors import ConfigError
 from nsqctl.message import Message
 
 if TYPE_CHECKING:
-    from nsqctl.consumer.options import ConsumerOptions, ConsumerStats
+    from nsqctl.consumer.options import ConsumerOptions
+    from nsqctl.consumer.stats import ConsumerStats
 
 Handler = Callable[[Message], Awaitable[Any] | Any]
 

@@ -13,9 +13,9 @@ import logging
 from collections.abc import Callable, Hashable
 from dataclasses import replace
 
-from nsqctl.consumer.options import ConsumerStats
 from nsqctl.consumer.order import OrderChecker
 from nsqctl.consumer.partition_watch import FinWindow, PartitionWatch, source_key
+from nsqctl.consumer.stats import ConsumerStats
 from nsqctl.failover import FailoverEvent, FailoverHook
 from nsqctl.protocol.message import RawMessage
 

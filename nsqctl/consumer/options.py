@@ -1,4 +1,4 @@
-"""Consumer options and counters.
+"""Consumer options.
 
 :class:`ConsumerOptions` is the one place a consumer's settings are given, go-nsq's
 ``Config`` style: frozen (one options object may be shared by many consumers and is never
@@ -24,30 +24,6 @@ ORDERED_START = (
     "the channel's offset first (the admin channel setoffset action, nsqd's "
     "/channel/setoffset), then subscribe ordered without start="
 )
-
-
-@dataclass
-class ConsumerStats:
-    received: int = 0
-    finished: int = 0
-    requeued: int = 0
-    given_up: int = 0
-    connections: int = 0
-    order_regressions: int = 0
-    order_gaps: int = 0
-    # Ordered: a message already handled and FINed came again (the server reset the
-    # channel's reader before our FIN landed); it was FINed again, not handled twice.
-    redelivered: int = 0
-    # A message FINed before came again after a reconnect or a leader change (the new
-    # leader resends from its synced position: at-least-once) and was handled again.
-    duplicates: int = 0
-    # Ordered: of those, the ones the order check saw as a resend, not a regression.
-    order_redeliveries: int = 0
-    reconnects: int = 0
-    backoff_level: int = 0
-    # auto_touch: TOUCH commands sent for messages held by a handler past half their
-    # message timeout.
-    touched: int = 0
 
 
 #: seconds, where zero would make a timer spin or a wait meaningless

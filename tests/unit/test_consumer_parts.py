@@ -23,9 +23,9 @@ from nsqctl.connection import Connection, ConnectionConfig
 from nsqctl.consumer import Consumer, ConsumerOptions, ConsumerStats, FailoverEvent
 from nsqctl.consumer.connections import ConnectionSet, SkippedStart, Target
 from nsqctl.consumer.delivery import END_OF_STREAM, DeliveryPath
+from nsqctl.consumer.flow_control import FlowControl
 from nsqctl.consumer.leaders import LeaderWatch
 from nsqctl.consumer.partition_watch import PartitionWatch
-from nsqctl.consumer.rdy import FlowControl
 from nsqctl.errors import (
     AlreadyRespondedError,
     ConfigError,

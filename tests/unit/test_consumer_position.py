@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from nsqctl.consumer.leaders import LeaderWatch
-from nsqctl.consumer.options import ConsumerStats
 from nsqctl.consumer.position import ConfirmedPositions, ResumePlan, plan_resume, skips_start
+from nsqctl.consumer.stats import ConsumerStats
 from nsqctl.failover import RESUMED_FROM_CONFIRMED, FailoverEvent
 from nsqctl.protocol.message import RawMessage
 from nsqctl.stats.model import ChannelStats, TopicPartitionStats
