@@ -215,7 +215,7 @@ def cpu_per_message(messages: int, size: int, max_in_flight: int, repeats: int) 
     from bench.inproc import attach
     from nsqctl.consumer import Consumer, ConsumerOptions
     from nsqctl.protocol.frames import encode_frame
-    from nsqctl.protocol.message import RawMessage, encode_message
+    from nsqctl.protocol.raw_message import RawMessage, encode_message
 
     per_read = 1000
     body = b"y" * size

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 
 from nsqctl.protocol.frames import FrameDecoder, encode_frame
-from nsqctl.protocol.message import MessageLayout, RawMessage, decode_message, encode_message
+from nsqctl.protocol.raw_message import MessageLayout, RawMessage, decode_message, encode_message
 
 
 def _rate(count: int, seconds: float) -> str:

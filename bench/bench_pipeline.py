@@ -40,7 +40,7 @@ from bench import bench_cli
 from nsqctl.pipeline.archiver import ArchiveOptions, Archiver, ArchiveStats
 from nsqctl.pipeline.schema import ARCHIVE_SCHEMA, OfflineMessage, internal_id_from_hex
 from nsqctl.pipeline.writer import ArchiveBuffer, ArchiveWriter, RotationPolicy, write_parquet
-from nsqctl.protocol.message import RawMessage
+from nsqctl.protocol.raw_message import RawMessage
 
 BODY = b"x" * 100
 #: Distinct source nsqd addresses in generated archives: replay keeps order per source

@@ -43,7 +43,7 @@ from nsqctl.consumer import Consumer, ConsumerOptions
 from nsqctl.consumer.lanes import PartitionLane
 from nsqctl.consumer.order import OrderChecker
 from nsqctl.protocol.frames import encode_frame
-from nsqctl.protocol.message import MessageLayout, RawMessage, encode_message
+from nsqctl.protocol.raw_message import MessageLayout, RawMessage, encode_message
 
 LAYOUT = MessageLayout(family="redesign", ordered=True)
 PLAIN = MessageLayout(family="redesign")

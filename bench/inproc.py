@@ -17,7 +17,7 @@ from nsqctl.addresses import parse_address
 from nsqctl.connection import Connection
 from nsqctl.connection.stream import SocketProtocol
 from nsqctl.consumer import Consumer
-from nsqctl.protocol.message import MessageLayout
+from nsqctl.protocol.raw_message import MessageLayout
 
 
 class CountingTransport(asyncio.Transport):

@@ -39,7 +39,7 @@ from nsqctl import protocol as p
 from nsqctl.connection.stream import TRANSPORT_READ_SIZE
 from nsqctl.consumer.order import OrderChecker
 from nsqctl.protocol.frames import CLOSE_WAIT, HEARTBEAT, FrameDecoder, FrameEvent
-from nsqctl.protocol.message import MessageLayout, RawMessage
+from nsqctl.protocol.raw_message import MessageLayout, RawMessage
 
 LAYOUT = MessageLayout(family="redesign", ordered=True)
 

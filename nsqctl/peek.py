@@ -41,8 +41,8 @@ from nsqctl.errors import (
 from nsqctl.httpclient import describe_http_error
 from nsqctl.message import Message
 from nsqctl.nsqd_wire import U64_MAX, WireStoredMessage
-from nsqctl.protocol.message import RawMessage, make_redesign_id
 from nsqctl.protocol.names import validate_channel, validate_topic
+from nsqctl.protocol.raw_message import RawMessage, make_redesign_id
 from nsqctl.stats.read import fetch_nsqd_stats
 
 DEFAULT_COUNT = 10

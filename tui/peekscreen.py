@@ -25,7 +25,7 @@ from nsqctl import peek as lib
 from nsqctl.admin import confirmation
 from nsqctl.errors import NsqctlError
 from nsqctl.message import Message
-from nsqctl.protocol.message import RawMessage
+from nsqctl.protocol.raw_message import RawMessage
 from nsqctl.tui.host import ActionHost, host_of, lookupds, refused
 from nsqctl.tui.modals import ConfirmScreen
 from nsqctl.tui.rowtable import RowTable

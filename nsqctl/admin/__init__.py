@@ -104,7 +104,7 @@ from nsqctl.admin.preview import describe_plan
 from nsqctl.admin.requests import AdminReport, AdminRequest, Node, NodeResult, Outcome, execute
 from nsqctl.admin.versions import ServerVersion, family_of, server_versions
 from nsqctl.errors import AdminError, TopicNotFoundError
-from nsqctl.protocol.message import Family
+from nsqctl.protocol.raw_message import Family
 
 __all__ = [
     "CHANNEL_ACTIONS",

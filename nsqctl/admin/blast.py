@@ -28,7 +28,7 @@ import httpx
 from nsqctl.admin.placement import Placement
 from nsqctl.admin.requests import AdminRequest, Node, admin_client
 from nsqctl.errors import NsqctlError
-from nsqctl.protocol.message import Family
+from nsqctl.protocol.raw_message import Family
 
 if TYPE_CHECKING:
     from nsqctl.stats.model import ChannelStats, NodeStats

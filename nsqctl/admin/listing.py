@@ -19,8 +19,8 @@ from nsqctl.admin.placement import fetch_stats, locate_topic
 from nsqctl.admin.requests import admin_client
 from nsqctl.errors import AdminError, NsqctlError
 from nsqctl.lookup.client import LookupClient
-from nsqctl.protocol.message import Family
 from nsqctl.protocol.names import validate_topic
+from nsqctl.protocol.raw_message import Family
 
 if TYPE_CHECKING:
     from nsqctl.stats.view import ClusterView

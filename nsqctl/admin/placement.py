@@ -15,7 +15,7 @@ from nsqctl.admin.requests import Node
 from nsqctl.errors import AdminError, ConfigError, NsqctlError
 from nsqctl.lookup.client import LookupClient
 from nsqctl.lookup.model import TopicMeta, Topology
-from nsqctl.protocol.message import Family
+from nsqctl.protocol.raw_message import Family
 
 if TYPE_CHECKING:
     from nsqctl.stats.model import NodeStats

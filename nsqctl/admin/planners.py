@@ -9,7 +9,7 @@ from nsqctl.admin.base import FamilyUnsupportedError
 from nsqctl.admin.placement import Placement
 from nsqctl.admin.requests import AdminRequest, Node
 from nsqctl.errors import AdminError, ConfigError
-from nsqctl.protocol.message import Family
+from nsqctl.protocol.raw_message import Family
 
 MAX_PARTITIONS = 255  # redesign lookupd limits
 MAX_REPLICAS = 5

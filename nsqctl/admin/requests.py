@@ -16,7 +16,7 @@ import httpx
 from nsqctl.admin.base import NSQ_V1, TIMEOUT
 from nsqctl.errors import AdminError
 from nsqctl.httpclient import describe_http_error, http_client
-from nsqctl.protocol.message import Family
+from nsqctl.protocol.raw_message import Family
 
 _NOT_FOUND = ("TOPIC_NOT_FOUND", "CHANNEL_NOT_FOUND", "E_TOPIC_NOT_EXIST", "NOT EXIST")
 

@@ -16,7 +16,7 @@ from nsqctl.admin.requests import admin_client, error_text
 from nsqctl.errors import AnswerDecodeError
 from nsqctl.httpclient import describe_http_error
 from nsqctl.lookup.model import not_nsq_answer
-from nsqctl.protocol.message import Family
+from nsqctl.protocol.raw_message import Family
 
 
 @dataclass

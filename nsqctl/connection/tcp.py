@@ -36,7 +36,7 @@ from nsqctl.protocol.handshake import (
     StartTLS,
     SwitchCodec,
 )
-from nsqctl.protocol.message import Family, MessageLayout, RawMessage
+from nsqctl.protocol.raw_message import Family, MessageLayout, RawMessage
 from nsqctl.protocol.replies import AuthResponse, IdentifyResponse
 from nsqctl.protocol.session import (
     CloseWaitReceived,

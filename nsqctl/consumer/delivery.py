@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from nsqctl.consumer.position import ConfirmedPositions
     from nsqctl.consumer.stats import ConsumerStats
     from nsqctl.flow import BackoffController, RateLimiter, RdyController, RdyUpdate
-    from nsqctl.protocol.message import RawMessage
+    from nsqctl.protocol.raw_message import RawMessage
     from nsqctl.tracelog import TraceLog
 
 log = logging.getLogger("nsqctl.consumer")

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Protocol
 from nsqctl import protocol as p
 from nsqctl.consumer.order import OrderViolation
 from nsqctl.protocol.frames import HEARTBEAT, FrameDecoder, FrameType
-from nsqctl.protocol.message import RawMessage
+from nsqctl.protocol.raw_message import RawMessage
 from nsqctl.protocol.session import idle_timeout
 
 if TYPE_CHECKING:

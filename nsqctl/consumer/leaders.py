@@ -17,7 +17,7 @@ from nsqctl.consumer.order import OrderChecker
 from nsqctl.consumer.partition_watch import FinWindow, PartitionWatch, source_key
 from nsqctl.consumer.stats import ConsumerStats
 from nsqctl.failover import FailoverEvent, FailoverHook
-from nsqctl.protocol.message import RawMessage
+from nsqctl.protocol.raw_message import RawMessage
 
 log = logging.getLogger("nsqctl.consumer")
 

@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
-from nsqctl.protocol.message import RawMessage
+from nsqctl.protocol.raw_message import RawMessage
 
 NO_PARTITION = -1  # original family: topics have no partitions
 PARTITION_ID_SHIFT = 50

@@ -99,19 +99,19 @@ from nsqctl.protocol.frames import (
     encode_frame,
     split_frame,
 )
-from nsqctl.protocol.message import (
+from nsqctl.protocol.names import (
+    InvalidNameError,
+    is_ephemeral,
+    validate_channel,
+    validate_topic,
+)
+from nsqctl.protocol.raw_message import (
     ORIGINAL,
     MessageLayout,
     RawMessage,
     decode_message,
     encode_message,
     make_redesign_id,
-)
-from nsqctl.protocol.names import (
-    InvalidNameError,
-    is_ephemeral,
-    validate_channel,
-    validate_topic,
 )
 from nsqctl.protocol.replies import (
     DEFAULT_MAX_RDY_COUNT,

@@ -17,7 +17,7 @@ from typing import NamedTuple, NoReturn, cast
 
 from nsqctl.errors import ProtocolError
 from nsqctl.protocol.errors import FrameDecodeError
-from nsqctl.protocol.message import (
+from nsqctl.protocol.raw_message import (
     MAX_ATTEMPTS_REDESIGN,
     MessageLayout,
     RawMessage,

@@ -37,7 +37,7 @@ from nsqctl.protocol.compression import Codec, IdentityCodec
 from nsqctl.protocol.errors import ServerError, error_from_frame
 from nsqctl.protocol.frames import CLOSE_WAIT, DEFAULT_MAX_FRAME_SIZE, HEARTBEAT, FrameDecoder
 from nsqctl.protocol.handshake import SendData
-from nsqctl.protocol.message import ORIGINAL, MessageLayout, RawMessage
+from nsqctl.protocol.raw_message import ORIGINAL, MessageLayout, RawMessage
 
 __all__ = [
     "CLOSE_WAIT_RECEIVED",

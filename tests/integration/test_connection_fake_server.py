@@ -34,7 +34,7 @@ from nsqctl import protocol as p
 from nsqctl.connection import Connection, ConnectionConfig
 from nsqctl.errors import ConnectError, ConnectionClosedError, NsqctlTimeoutError
 from nsqctl.protocol.frames import FrameType, encode_frame
-from nsqctl.protocol.message import RawMessage, encode_message
+from nsqctl.protocol.raw_message import RawMessage, encode_message
 from tests.helpers.identify import identify_reply
 
 IDENTIFY_REPLY: dict[str, Any] = identify_reply()

@@ -34,7 +34,7 @@ import pytest
 from nsqctl import protocol as p
 from nsqctl.connection import Connection, ConnectionConfig, TLSSettings
 from nsqctl.errors import ConfigError, ConnectError, ConnectionClosedError, NsqctlError
-from nsqctl.protocol.message import RawMessage
+from nsqctl.protocol.raw_message import RawMessage
 from nsqctl.secrets import Secret
 from nsqctl.servers import cluster
 from nsqctl.stats import read_nsqd_stats

@@ -26,7 +26,7 @@ from nsqctl.consumer import Consumer, ConsumerOptions, DeadLetterFile
 from nsqctl.errors import AlreadyRespondedError, ConfigError
 from nsqctl.message import Message, finish_all
 from nsqctl.producer import Producer
-from nsqctl.protocol.message import RawMessage
+from nsqctl.protocol.raw_message import RawMessage
 from nsqctl.servers import cluster, process
 from nsqctl.stats import fetch_nsqd_stats
 from nsqctl.stats.model import ChannelStats

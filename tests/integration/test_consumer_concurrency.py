@@ -16,7 +16,7 @@ from nsqctl.consumer import Consumer, ConsumerOptions
 from nsqctl.errors import AlreadyRespondedError
 from nsqctl.message import Message, finish_all
 from nsqctl.producer import Producer
-from nsqctl.protocol.message import RawMessage
+from nsqctl.protocol.raw_message import RawMessage
 from nsqctl.servers import cluster
 from tests.helpers.names import unique
 from tests.helpers.wait import wait_for

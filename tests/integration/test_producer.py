@@ -13,7 +13,7 @@ from nsqctl.connection import Connection
 from nsqctl.errors import PartitionUnavailableError, PublishError
 from nsqctl.producer import Producer, ProducerOptions
 from nsqctl.protocol import BadMessageError
-from nsqctl.protocol.message import RawMessage
+from nsqctl.protocol.raw_message import RawMessage
 from nsqctl.servers import cluster, process
 from nsqctl.sharding import murmur3_32, pick_node_for_key
 from nsqctl.stats import read_nsqd_stats

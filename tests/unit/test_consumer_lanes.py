@@ -24,7 +24,7 @@ from nsqctl.consumer import Consumer, ConsumerOptions
 from nsqctl.consumer.lanes import OrderedLanes
 from nsqctl.message import Message
 from nsqctl.protocol.frames import FrameType, encode_frame
-from nsqctl.protocol.message import MessageLayout, RawMessage, encode_message
+from nsqctl.protocol.raw_message import MessageLayout, RawMessage, encode_message
 from tests.helpers.identify import identify_reply
 
 STEP = 5.0

@@ -35,7 +35,7 @@ from nsqctl.errors import (
 from nsqctl.flow import BackoffController, RdyController
 from nsqctl.lookup.model import Peer, Topology
 from nsqctl.message import Message
-from nsqctl.protocol.message import RawMessage
+from nsqctl.protocol.raw_message import RawMessage
 from tests.helpers.wait import wait_for
 
 NSQD = "127.0.0.1:4150"

@@ -9,7 +9,7 @@ from nsqctl.consumer.leaders import LeaderWatch
 from nsqctl.consumer.position import ConfirmedPositions, ResumePlan, plan_resume, skips_start
 from nsqctl.consumer.stats import ConsumerStats
 from nsqctl.failover import RESUMED_FROM_CONFIRMED, FailoverEvent
-from nsqctl.protocol.message import RawMessage
+from nsqctl.protocol.raw_message import RawMessage
 from nsqctl.stats.model import ChannelStats, TopicPartitionStats
 
 SIZE = 10

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from nsqctl.consumer import OrderChecker
-from nsqctl.protocol.message import RawMessage
+from nsqctl.protocol.raw_message import RawMessage
 
 
 def _msg(offset: int, internal_id: int, size: int = 50) -> RawMessage:

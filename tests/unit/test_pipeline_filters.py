@@ -28,7 +28,7 @@ def _write(out: Path, rows_per_partition: int = 3000, files: int = 3) -> None:
     odd message traced, and the first ten of partition 1 archived twice."""
     from nsqctl.pipeline.schema import OfflineMessage
     from nsqctl.pipeline.writer import ArchiveBuffer, ArchiveWriter
-    from nsqctl.protocol.message import RawMessage
+    from nsqctl.protocol.raw_message import RawMessage
 
     writer = ArchiveWriter(out, fsync=False)
 
@@ -154,7 +154,7 @@ def test_original_id_reads_only_the_days_around_its_time(tmp_path: Path) -> None
     from nsqctl.pipeline.schema import GUID_TIMESTAMP_SHIFT, GUID_TWEPOCH, OfflineMessage
     from nsqctl.pipeline.trace import parse_query
     from nsqctl.pipeline.writer import ArchiveBuffer, ArchiveWriter
-    from nsqctl.protocol.message import RawMessage
+    from nsqctl.protocol.raw_message import RawMessage
 
     writer = ArchiveWriter(tmp_path, fsync=False)
     ids = []

@@ -37,7 +37,7 @@ from nsqctl.pipeline.writer import (
     archive_files,
     remove_stale_tmp,
 )
-from nsqctl.protocol.message import RawMessage
+from nsqctl.protocol.raw_message import RawMessage
 from nsqctl.timeparse import parse_time_ns
 
 

@@ -14,7 +14,7 @@ from nsqctl.errors import ProtocolError
 from nsqctl.protocol.compression import Codec, DeflateCodec, SnappyCodec
 from nsqctl.protocol.errors import ServerError, error_from_frame
 from nsqctl.protocol.frames import Frame, FrameDecoder, encode_frame
-from nsqctl.protocol.message import (
+from nsqctl.protocol.raw_message import (
     ORIGINAL,
     MessageLayout,
     RawMessage,

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from nsqctl.errors import ProtocolError
 from nsqctl.protocol.errors import MessageDecodeError
-from nsqctl.protocol.message import (
+from nsqctl.protocol.raw_message import (
     ORIGINAL,
     MessageLayout,
     RawMessage,

@@ -11,7 +11,7 @@ import pytest
 from nsqctl import protocol as p
 from nsqctl.protocol.compression import SnappyCodec
 from nsqctl.protocol.frames import CLOSE_WAIT, HEARTBEAT, OK, FrameType, encode_frame
-from nsqctl.protocol.message import MessageLayout, RawMessage, encode_message
+from nsqctl.protocol.raw_message import MessageLayout, RawMessage, encode_message
 from nsqctl.protocol.session import (
     CLOSE_WAIT_RECEIVED,
     SEND_NOP,

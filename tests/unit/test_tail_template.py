@@ -16,7 +16,7 @@ from nsqctl.cli.commands.tail_stop import UntilTime
 from nsqctl.cli.output.template import TOKENS, TOKENS_HELP, compile_template, is_template
 from nsqctl.errors import ConfigError
 from nsqctl.message import Delivery, Message
-from nsqctl.protocol.message import RawMessage, make_redesign_id
+from nsqctl.protocol.raw_message import RawMessage, make_redesign_id
 from tests.helpers.cli import assert_one_line_error, invoke, run_cli
 
 TS_NS = 1_764_000_000_123_456_789

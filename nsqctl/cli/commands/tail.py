@@ -47,8 +47,8 @@ from nsqctl.errors import ConfigError
 from nsqctl.failover import DEFAULT_FAILOVER_WINDOW
 from nsqctl.jsonfield import MISSING, get_field, scalar_text
 from nsqctl.message import Message, finish_all
-from nsqctl.protocol.message import RawMessage
 from nsqctl.protocol.names import is_ephemeral, validate_channel, validate_topic
+from nsqctl.protocol.raw_message import RawMessage
 from nsqctl.timeparse import parse_time_ns, parse_time_s
 from nsqctl.tracelog import TraceLog, TraceLogWriteError
 

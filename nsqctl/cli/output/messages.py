@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from nsqctl.cli.output.terminal import escape_controls
 from nsqctl.message import body_to_json, describe, ext_header, id_text
-from nsqctl.protocol.message import RawMessage
+from nsqctl.protocol.raw_message import RawMessage
 
 __all__ = ["Printable", "PrintedMessage", "format_message"]
 
