@@ -14,7 +14,7 @@ from textual.css.query import NoMatches
 from textual.worker import Worker, WorkerError
 
 from nsqctl import admin
-from nsqctl.cli.errors import cli_message
+from nsqctl.cli.wording import cli_message
 from nsqctl.errors import NsqctlError
 from nsqctl.stats.gcpause import freeze_after_bursts
 from nsqctl.stats.read import ClientScope

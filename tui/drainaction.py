@@ -20,7 +20,7 @@ from nsqctl.admin.drain.moves import LeaderMove
 from nsqctl.admin.drain.records import DrainRecord, read_drains, running_elsewhere
 from nsqctl.admin.drain.restore import restore_node
 from nsqctl.admin.drain.run import DrainPlan, DrainResult, plan_drain, refusal, run_drain
-from nsqctl.cli.errors import cli_words
+from nsqctl.cli.wording import cli_words
 from nsqctl.tui.nodejobs import STOP_WAIT, NodeJob
 
 Work = Callable[[NodeJob], Awaitable[str]]

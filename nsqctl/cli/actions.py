@@ -31,7 +31,7 @@ from nsqctl.cli.common import (
     ProfileOption,
     resolve_cluster,
 )
-from nsqctl.cli.errors import cli_words
+from nsqctl.cli.wording import cli_words
 from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.protocol.names import validate_channel, validate_topic
 

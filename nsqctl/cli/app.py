@@ -33,8 +33,8 @@ import typer.main
 
 from nsqctl.cli import common, readonly
 from nsqctl.cli.collector import imports_done
-from nsqctl.cli.errors import cli_message
 from nsqctl.cli.numbers import Number
+from nsqctl.cli.wording import cli_message
 from nsqctl.errors import ConfigError, NsqctlError
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nsqctl.cli.errors import SETTING_FLAGS, cli_message
+from nsqctl.cli.wording import SETTING_FLAGS, cli_message
 from nsqctl.errors import FailoverTimeoutError, NsqctlError
 
 

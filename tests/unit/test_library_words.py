@@ -15,7 +15,7 @@ import nsqctl
 from nsqctl.admin.base import topic_not_found
 from nsqctl.admin.partitions.plans import MetaChange
 from nsqctl.admin.planners import check_create_options, parse_offset
-from nsqctl.cli.errors import ACTION_COMMANDS, SETTING_WORDS, cli_message, cli_words
+from nsqctl.cli.wording import ACTION_COMMANDS, SETTING_WORDS, cli_message, cli_words
 from nsqctl.errors import ConfigError
 
 PACKAGE = Path(nsqctl.__file__).parent

@@ -23,8 +23,8 @@ from nsqctl.cli.common import (
     ProfileOption,
     resolve_cluster,
 )
-from nsqctl.cli.errors import cli_message
 from nsqctl.cli.numbers import seconds
+from nsqctl.cli.wording import cli_message
 from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.health.check import DEFAULT_INTERVAL, DEFAULT_SAMPLES, CheckResult, check_cluster
 from nsqctl.health.findings import EXIT_CODES

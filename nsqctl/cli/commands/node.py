@@ -27,8 +27,8 @@ from nsqctl.admin.drain.records import read_drains, running_elsewhere, state_wor
 from nsqctl.cli import complete
 from nsqctl.cli.actions import cluster_addresses
 from nsqctl.cli.common import JsonOption, LookupdOption, NsqdHttpOption, ProfileOption
-from nsqctl.cli.errors import cli_words
 from nsqctl.cli.numbers import seconds
+from nsqctl.cli.wording import cli_words
 from nsqctl.errors import AdminError, ConfigError, NsqctlTimeoutError
 
 if TYPE_CHECKING:  # the drain loads the stats model: only when a command runs (start-up)

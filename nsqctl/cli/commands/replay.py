@@ -23,8 +23,8 @@ from nsqctl.cli.common import (
     ProfileOption,
     resolve_cluster,
 )
-from nsqctl.cli.errors import cli_words
 from nsqctl.cli.numbers import rate
+from nsqctl.cli.wording import cli_words
 from nsqctl.errors import ConfigError
 from nsqctl.paths import state_dir
 from nsqctl.protocol.names import validate_topic

@@ -16,7 +16,7 @@ from nsqctl.cli.common import (
     ProfileOption,
     resolve_cluster,
 )
-from nsqctl.cli.errors import cli_words
+from nsqctl.cli.wording import cli_words
 from nsqctl.errors import ConfigError, MessageNotFoundError, NsqctlError
 
 EngineOption = typer.Option(
