@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from nsqctl.health.drain import ChannelKey, depth_points, estimate
 from nsqctl.health.findings import Finding
 from nsqctl.health.spec import Rule, RuleSet
+from nsqctl.health.time_to_drain import ChannelKey, depth_points, estimate
 from nsqctl.stats.hotspots import held_messages
 from nsqctl.stats.rules import (
     GROWING_SAMPLES,
@@ -246,7 +246,7 @@ def evaluate(
     ok ones too, so an exporter can show a status per rule and subject.
 
     The rates, orphan and poison rules see the last ``polls`` views (all when None); the
-    time to drain sees those of the last :data:`~nsqctl.health.drain.DRAIN_WINDOW`
+    time to drain sees those of the last :data:`~nsqctl.health.time_to_drain.DRAIN_WINDOW`
     seconds, so a monitor may pass more views than ``polls`` to steady it."""
     if not views:
         raise ValueError("evaluate needs at least one view")

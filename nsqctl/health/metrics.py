@@ -19,7 +19,7 @@ labels; ``partition`` is empty on the original family, ``node`` the nsqd's HTTP 
   ``{topic,channel,partition,node}``;
 * ``nsq_channel_time_to_drain_seconds{topic,channel}``: the channel (all its partitions)
   empties in this many seconds at the pace of the last minute of polls, the estimate of
-  ``nsqctl check``'s time-to-drain rule (:mod:`nsqctl.health.drain`;
+  ``nsqctl check``'s time-to-drain rule (:mod:`nsqctl.health.time_to_drain`;
   :func:`time_to_drain_gauge` says what is served when it does not drain);
 * ``nsq_client_ready``, ``nsq_client_in_flight`` and the counters
   ``nsq_client_messages_total``, ``nsq_client_finished_total``,
@@ -49,9 +49,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from nsqctl.health.drain import DrainEstimate, depth_points, estimate
 from nsqctl.health.findings import EXIT_CODES
 from nsqctl.health.monitor import Latest
+from nsqctl.health.time_to_drain import DrainEstimate, depth_points, estimate
 from nsqctl.stats.model import ClientStats
 from nsqctl.stats.view import ClusterView
 

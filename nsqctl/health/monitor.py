@@ -16,8 +16,8 @@ from collections import deque
 from dataclasses import dataclass
 
 from nsqctl.health.check import CheckResult, judge
-from nsqctl.health.drain import DRAIN_WINDOW
 from nsqctl.health.spec import RuleSet
+from nsqctl.health.time_to_drain import DRAIN_WINDOW
 from nsqctl.stats.session import ViewSource
 from nsqctl.stats.view import ClusterView
 
@@ -42,8 +42,8 @@ class Latest:
 
 class HealthMonitor:
     """Polls ``source`` until :meth:`stop`; the rules see the last ``samples`` polls, the
-    time to drain those of the last :data:`~nsqctl.health.drain.DRAIN_WINDOW` seconds
-    (a steadier pace than a few polls give: see :mod:`nsqctl.health.drain`)."""
+    time to drain those of the last :data:`~nsqctl.health.time_to_drain.DRAIN_WINDOW` seconds
+    (a steadier pace than a few polls give: see :mod:`nsqctl.health.time_to_drain`)."""
 
     def __init__(
         self, source: ViewSource, rules: RuleSet, *, interval: float, samples: int

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from nsqctl.cli import actions
+from nsqctl.cli import admin_actions
 from nsqctl.errors import ConfigError
 from nsqctl.producer import Producer
 from nsqctl.servers.cluster import Cluster
@@ -195,7 +195,7 @@ def test_destructive_without_a_terminal_refuses(original_cluster: Cluster) -> No
 def test_prompt_declined_changes_nothing_and_accepted_deletes(
     original_cluster: Cluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(actions, "stdin_is_tty", lambda: True)
+    monkeypatch.setattr(admin_actions, "stdin_is_tty", lambda: True)
     topic = name("adm-prompt")
     create(original_cluster, topic)
     declined = invoke("topic", "delete", topic, *lk(original_cluster), input="n\n")

@@ -80,9 +80,9 @@ def original_topic(c: Cluster, prefix: str, per_node: int, channel: str | None =
 @pytest.fixture
 def tty(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Commands see a terminal on stdin, so they ask (answers come from CliRunner input)."""
-    from nsqctl.cli import actions
+    from nsqctl.cli import admin_actions
 
-    monkeypatch.setattr(actions, "stdin_is_tty", lambda: True)
+    monkeypatch.setattr(admin_actions, "stdin_is_tty", lambda: True)
     yield
 
 

@@ -27,7 +27,7 @@ import pytest
 
 from nsqctl.cli.commands.pub import WINDOW, PubPlan, PubResult, publish_stream
 from nsqctl.cli.commands.pub_input import Batch
-from nsqctl.cli.output.progress import LazyProgress
+from nsqctl.cli.output.lazy_progress import LazyProgress
 from nsqctl.connection import ConnectionConfig
 from nsqctl.failover import FailoverEvent
 from nsqctl.producer import Producer

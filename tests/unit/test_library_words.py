@@ -192,7 +192,7 @@ def test_an_admin_report_shows_the_cli_words(
     as_json: bool, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from nsqctl.admin.requests import AdminReport, AdminRequest, Node, NodeResult
-    from nsqctl.cli.actions import emit_report
+    from nsqctl.cli.admin_actions import emit_report
 
     request = AdminRequest(Node("127.0.0.1:4161", "lookupd"), "/topic/create", (("topic", "t"),))
     report = AdminReport("topic create", "t", "redesign")

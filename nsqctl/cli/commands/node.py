@@ -25,7 +25,7 @@ import typer
 from nsqctl.admin.drain.defaults import DEFAULT_INTERVAL, DEFAULT_RESTORE_WAIT, DEFAULT_TIMEOUT
 from nsqctl.admin.drain.records import read_drains, running_elsewhere, state_word
 from nsqctl.cli import complete
-from nsqctl.cli.actions import cluster_addresses
+from nsqctl.cli.admin_actions import cluster_addresses
 from nsqctl.cli.common import JsonOption, LookupdOption, NsqdHttpOption, ProfileOption
 from nsqctl.cli.numbers import seconds
 from nsqctl.cli.wording import cli_words

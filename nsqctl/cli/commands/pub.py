@@ -38,7 +38,7 @@ from nsqctl.cli.common import (
     resolve_cluster,
 )
 from nsqctl.cli.numbers import rate, seconds
-from nsqctl.cli.output.progress import LazyProgress
+from nsqctl.cli.output.lazy_progress import LazyProgress
 from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.failover import DEFAULT_FAILOVER_WINDOW, FailoverEvent
 from nsqctl.producer import Producer, ProducerOptions, Receipt

@@ -4,7 +4,7 @@
 
 Each command prints one line per request it sent (``--json`` for machine output) and exits
 non-zero naming the nodes that failed; how it asks, dry-runs and reports is
-:mod:`nsqctl.cli.actions`.
+:mod:`nsqctl.cli.admin_actions`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import typer
 
 from nsqctl import admin
 from nsqctl.cli import complete
-from nsqctl.cli.actions import (
+from nsqctl.cli.admin_actions import (
     cluster_addresses,
     emit_report,
     list_names,

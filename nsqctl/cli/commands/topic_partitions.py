@@ -17,7 +17,7 @@ import typer
 
 from nsqctl import admin
 from nsqctl.cli import complete
-from nsqctl.cli.actions import (
+from nsqctl.cli.admin_actions import (
     DryRunOption,
     YesOption,
     cluster_addresses,

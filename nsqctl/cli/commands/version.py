@@ -79,7 +79,7 @@ def _server_versions(
     import asyncio
 
     from nsqctl import admin
-    from nsqctl.cli.actions import cluster_addresses
+    from nsqctl.cli.admin_actions import cluster_addresses
 
     lookupds, nsqds = cluster_addresses(lookupd, nsqd, nsqd_http, profile, require=None)
     if not lookupds and not nsqds:
