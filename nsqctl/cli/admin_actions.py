@@ -23,7 +23,7 @@ import typer
 from nsqctl import admin
 from nsqctl.addresses import parse_address
 from nsqctl.cli import complete
-from nsqctl.cli.common import (
+from nsqctl.cli.flags import (
     JsonOption,
     LookupdOption,
     NsqdHttpOption,

@@ -31,7 +31,7 @@ import typer
 import typer.core
 import typer.main
 
-from nsqctl.cli import common, readonly
+from nsqctl.cli import flags, readonly
 from nsqctl.cli.collector import imports_done
 from nsqctl.cli.numbers import Number
 from nsqctl.cli.wording import cli_message
@@ -288,17 +288,17 @@ def _set_metavars(command: Any) -> None:
 
 
 def _store_global(ctx: Any, param: Any, value: Any) -> Any:
-    common.store_global_flag(param.name, value)
+    flags.store_global_flag(param.name, value)
     return value
 
 
 @cache
 def _global_params() -> tuple[Any, ...]:
     """The global options as parameters to append to a command: built by typer from
-    :func:`common.global_flags` (so they match the root's), hidden, not passed to the
+    :func:`flags.global_flags` (so they match the root's), hidden, not passed to the
     command's function, stored by their callback."""
     holder = typer.Typer(add_completion=False, rich_markup_mode=None)
-    holder.command("global")(common.global_flags)
+    holder.command("global")(flags.global_flags)
     params = typer.main.get_command(holder).params
     for param in params:
         assert isinstance(param, typer.core.TyperOption)  # global_flags declares options only
@@ -421,7 +421,7 @@ app = typer.Typer(
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-app.callback()(common.global_flags)
+app.callback()(flags.global_flags)
 
 
 def root_command() -> Any:
@@ -502,7 +502,7 @@ def main() -> None:
         _log_to_stderr(os.environ.get("NSQCTL_LOG"))
         code = root_command().main(prog_name="nsqctl", standalone_mode=False)
     except NsqctlError as err:
-        if common.GLOBAL_FLAGS.debug or os.environ.get("NSQCTL_DEBUG"):
+        if flags.GLOBAL_FLAGS.debug or os.environ.get("NSQCTL_DEBUG"):
             raise
         typer.secho(f"nsqctl: error: {cli_message(err)}", err=True, fg="red")
         sys.exit(2 if isinstance(err, ConfigError) else 1)
@@ -521,7 +521,7 @@ def main() -> None:
         # click answers a write to a closed pipe (`nsqctl ... | head`) with a quiet exit 1;
         # a Unix tool stopped by SIGPIPE reports 128 + 13, and so does nsqctl (README).
         if exit_.code == 1 and isinstance(exit_.__context__, BrokenPipeError):
-            sys.exit(common.SIGPIPE_STATUS)
+            sys.exit(flags.SIGPIPE_STATUS)
         raise
     if isinstance(code, int) and code:  # typer.Exit(code) in non-standalone mode
         sys.exit(code)

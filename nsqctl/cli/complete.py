@@ -1,5 +1,5 @@
 """Shell completion that knows the cluster: topics, channels, partitions and nodes from the
-nsqlookupd the command would talk to (profiles complete in :mod:`nsqctl.cli.common`, beside
+nsqlookupd the command would talk to (profiles complete in :mod:`nsqctl.cli.flags`, beside
 the option, since this module resolves the cluster through it).
 
 A completion runs while the user waits at a prompt, so every answer has one short
@@ -110,7 +110,7 @@ def _topic(ctx: TypedLine) -> str | None:
 
 
 def _lookupds(ctx: typer.Context) -> list[str]:
-    from nsqctl.cli.common import resolve_cluster
+    from nsqctl.cli.flags import resolve_cluster
 
     typed = _typed(ctx)
     try:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import wraps
 from typing import Any
 
-from nsqctl.cli.common import ReadOnlySetting, resolve_read_only
+from nsqctl.cli.flags import ReadOnlySetting, resolve_read_only
 from nsqctl.errors import ConfigError
 from nsqctl.protocol.names import is_ephemeral
 

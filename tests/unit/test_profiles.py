@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from nsqctl.cli import common
+from nsqctl.cli import flags
 from nsqctl.cli.app import app
-from nsqctl.cli.common import resolve_cluster
+from nsqctl.cli.flags import resolve_cluster
 from nsqctl.errors import ConfigError
 from nsqctl.profiles import Profile, load_config, save_profile
 
@@ -32,7 +32,7 @@ def cfg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         "NSQCTL_COMPRESSION",
     ):
         monkeypatch.delenv(var, raising=False)
-    monkeypatch.setattr(common, "GLOBAL_FLAGS", common.SecurityFlags())
+    monkeypatch.setattr(flags, "GLOBAL_FLAGS", flags.SecurityFlags())
     secret = tmp_path / "prod.secret"
     secret.write_text(SECRET + "\n")
     secret.chmod(0o600)  # as a secret file should be (else a warning joins the output)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from nsqctl.cli import complete
-from nsqctl.cli.common import (
+from nsqctl.cli.flags import (
     JsonOption,
     LookupdOption,
     NsqdOption,

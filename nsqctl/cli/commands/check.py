@@ -16,7 +16,7 @@ import sys
 
 import typer
 
-from nsqctl.cli.common import (
+from nsqctl.cli.flags import (
     LookupdOption,
     NsqdHttpOption,
     NsqdOption,

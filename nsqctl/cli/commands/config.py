@@ -8,7 +8,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from nsqctl.cli.common import (
+from nsqctl.cli.flags import (
     LookupdOption,
     NsqdHttpOption,
     NsqdOption,

@@ -15,7 +15,7 @@ from nsqctl.cli.commands.dash_serve import (
     serve,
 )
 from nsqctl.cli.commands.dash_served import ServedDash
-from nsqctl.cli.common import (
+from nsqctl.cli.flags import (
     LookupdOption,
     NsqdHttpOption,
     NsqdOption,

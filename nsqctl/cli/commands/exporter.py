@@ -30,7 +30,7 @@ from nsqctl.cli.commands.check import (
     TopicGlobOption,
     rules_from_flags,
 )
-from nsqctl.cli.common import (
+from nsqctl.cli.flags import (
     LookupdOption,
     NsqdHttpOption,
     NsqdOption,

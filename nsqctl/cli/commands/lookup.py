@@ -11,7 +11,7 @@ import typer
 from nsqctl import admin
 from nsqctl.cli import complete
 from nsqctl.cli.admin_actions import cluster_addresses
-from nsqctl.cli.common import JsonOption, LookupdOption, NsqdHttpOption, NsqdOption, ProfileOption
+from nsqctl.cli.flags import JsonOption, LookupdOption, NsqdHttpOption, NsqdOption, ProfileOption
 from nsqctl.errors import ConfigError, LookupUnavailableError
 from nsqctl.protocol.names import validate_topic
 

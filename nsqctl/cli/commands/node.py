@@ -26,7 +26,7 @@ from nsqctl.admin.drain.defaults import DEFAULT_INTERVAL, DEFAULT_RESTORE_WAIT, 
 from nsqctl.admin.drain.records import read_drains, running_elsewhere, state_word
 from nsqctl.cli import complete
 from nsqctl.cli.admin_actions import cluster_addresses
-from nsqctl.cli.common import JsonOption, LookupdOption, NsqdHttpOption, ProfileOption
+from nsqctl.cli.flags import JsonOption, LookupdOption, NsqdHttpOption, ProfileOption
 from nsqctl.cli.numbers import seconds
 from nsqctl.cli.wording import cli_words
 from nsqctl.errors import AdminError, ConfigError, NsqctlTimeoutError

@@ -17,7 +17,7 @@ from typing import BinaryIO
 import typer
 
 from nsqctl.cli import complete
-from nsqctl.cli.common import (
+from nsqctl.cli.flags import (
     ClusterSelection,
     LookupdOption,
     NsqdHttpOption,

@@ -31,7 +31,7 @@ from nsqctl.cli.commands.pub_input import (
     shard_key_from_json,
 )
 from nsqctl.cli.commands.pub_lines import LineLedger, Span, merge, spans_of, text_of
-from nsqctl.cli.common import (
+from nsqctl.cli.flags import (
     LookupdOption,
     NsqdOption,
     ProfileOption,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from nsqctl.cli.commands.trace import EngineOption
-from nsqctl.cli.common import (
+from nsqctl.cli.flags import (
     ClusterSelection,
     JsonOption,
     LookupdOption,

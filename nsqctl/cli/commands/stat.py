@@ -20,7 +20,7 @@ from typing import Any
 import typer
 
 from nsqctl.cli import complete
-from nsqctl.cli.common import (
+from nsqctl.cli.flags import (
     LookupdOption,
     NsqdHttpOption,
     NsqdOption,

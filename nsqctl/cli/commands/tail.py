@@ -24,7 +24,7 @@ from nsqctl import protocol as p
 from nsqctl.cli import complete
 from nsqctl.cli.commands.tail_partitions import check_partitions
 from nsqctl.cli.commands.tail_stop import CaughtUpCheck, UnansweredWait, UntilTime
-from nsqctl.cli.common import (
+from nsqctl.cli.flags import (
     SIGPIPE_STATUS,
     ClusterSelection,
     LookupdOption,

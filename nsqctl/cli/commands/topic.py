@@ -21,7 +21,7 @@ from nsqctl.cli.admin_actions import (
     list_names,
     plan_command,
 )
-from nsqctl.cli.common import (
+from nsqctl.cli.flags import (
     JsonOption,
     LookupdOption,
     NsqdHttpOption,

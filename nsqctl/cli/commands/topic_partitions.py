@@ -26,7 +26,7 @@ from nsqctl.cli.admin_actions import (
     refuse_without_tty,
     show_dry_run,
 )
-from nsqctl.cli.common import JsonOption, LookupdOption, ProfileOption
+from nsqctl.cli.flags import JsonOption, LookupdOption, ProfileOption
 from nsqctl.cli.numbers import seconds
 from nsqctl.protocol.names import validate_topic
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from nsqctl.cli.common import (
+from nsqctl.cli.flags import (
     LookupdOption,
     NsqdHttpOption,
     NsqdOption,

@@ -15,7 +15,7 @@ from typing import Any
 import typer
 
 from nsqctl import __version__
-from nsqctl.cli.common import (
+from nsqctl.cli.flags import (
     JsonOption,
     LookupdOption,
     NsqdHttpOption,
