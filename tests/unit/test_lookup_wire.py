@@ -21,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from nsqctl import answers
 from nsqctl.errors import LookupUnavailableError
 from nsqctl.lookup import LookupClient
 from nsqctl.lookup.errors import LookupDecodeError, LookupProtocolError
@@ -34,6 +35,7 @@ from nsqctl.lookup.model import (
     parse_lookup_response,
     parse_nodes_body,
 )
+from nsqctl.lookup.wire import WireNodes
 from nsqctl.protocol.names import validate_topic
 from tests.helpers.json_shapes import json_like, leaf
 from tests.helpers.scripted_lookupd import Reply, ScriptedLookupds
@@ -263,6 +265,44 @@ def test_nodes_bodies_read_by_the_admin_commands(content: bytes) -> None:
         return
     for peer in peers:
         _check_peer(peer)
+
+
+good_peer = st.fixed_dictionaries(
+    {
+        "broadcast_address": st.sampled_from(["127.0.0.1", "nsqd-a"]),
+        "tcp_port": st.integers(1, 65535),
+    },
+    optional={"http_port": st.integers(1, 65535), "version": st.text(max_size=5)},
+)
+
+
+@PROPERTY
+@given(
+    st.fixed_dictionaries({}, optional={"producers": st.lists(good_peer, max_size=3)}),
+    st.sampled_from([200, 400, 404, 500]),
+    st.sampled_from(["OK", "INTERNAL_ERROR", ""]),
+)
+def test_the_envelope_is_read_one_way(body: dict[str, Any], code: int, text: str) -> None:
+    """Every answer is unwrapped by :func:`nsqctl.answers.unwrapped`: a wrapped body reads
+    as the bare one under a 200, and as an error (no nsqds) under any other status even
+    when its ``data`` is full: a lookupd that says it failed has listed nothing. An
+    envelope without ``data`` keeps its status and the fields beside it."""
+    bare = answers.decode(_body(body), WireNodes, role="nsqlookupd", source=ADDRESS, path="/n")
+    wrapped = answers.decode(
+        _body({"status_code": code, "status_txt": text, "data": body}),
+        WireNodes,
+        role="nsqlookupd",
+        source=ADDRESS,
+        path="/n",
+    )
+    assert bare is not None and wrapped is not None
+    assert (wrapped.status_code, wrapped.status_txt) == (code, text)
+    assert wrapped.producers == bare.producers
+    peers = parse_nodes_body(_body({"status_code": code, "data": body}), source=ADDRESS)
+    expected = parse_nodes_body(_body(body), source=ADDRESS) if code == 200 else []
+    assert peers == expected
+    beside = parse_nodes_body(_body({"status_code": code, **body}), source=ADDRESS)
+    assert beside == expected
 
 
 @PROPERTY
