@@ -203,7 +203,8 @@ class DashApp(App[None]):
     def _confirm_and_run(self, action: Action, topic: TopicView, channel: str | None) -> None:
         """Every dashboard action goes through here: refused at once when read-only, not
         offered or nowhere to send, else asked as the CLI asks (an action that drops
-        messages is measured first, in a worker, so keys are handled meanwhile)."""
+        messages is planned afresh, checked and measured first, in a worker, so keys are
+        handled meanwhile)."""
         if self.read_only is not None:
             what = describe(action, topic.name, channel)
             self.notify(read_only_refusal(self.read_only, what), severity="warning")
@@ -226,9 +227,10 @@ class DashApp(App[None]):
 
     async def _measure_and_ask(self, prepared: PreparedAction) -> None:
         try:
-            measured = await measure(prepared, self.confirm_above)
+            assert self.view is not None  # it was planned on one
+            measured = await measure(prepared, self.view, self.confirm_above)
         except NsqctlError as exc:
-            self.notify(f"{prepared.what}: {exc}", severity="error", timeout=8)
+            self.notify(cli_message(exc), severity="error", timeout=8)
             return
         self._ask(measured)
 
