@@ -100,7 +100,12 @@ def dash(
     poller = StatsPoller(sel.lookupd, sel.nsqd_http, timeout=timeout)
     # the node screen shows the drains `nsqctl node drain` records in the state dir
     DashApp(
-        StatsSession(poller), interval=interval, drain_states=drain_labels, read_only=read_only
+        StatsSession(poller),
+        interval=interval,
+        drain_states=drain_labels,
+        read_only=read_only,
+        connection=sel.connection_config(),
+        nsqd_tcp=sel.nsqd,
     ).run()
 
 
