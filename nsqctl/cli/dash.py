@@ -91,7 +91,7 @@ def dash(
     if serve_at is not None:
         if read_only is None and not allow_actions:
             read_only = "--serve without --allow-actions"
-        spec = ServedDash(list(sel.lookupd), list(sel.nsqd_http), interval, timeout, read_only)
+        spec = ServedDash.of(sel, interval, timeout, read_only)
         serve(bind, token, spec)
         return
     from nsqctl.admin.drain_state import drain_labels
