@@ -14,8 +14,10 @@ import asyncio
 import json
 import re
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
+import httpx
 import msgspec
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -38,7 +40,7 @@ from nsqctl.lookup.model import (
 from nsqctl.lookup.wire import WireNodes
 from nsqctl.protocol.names import validate_topic
 from tests.helpers.json_shapes import json_like, leaf
-from tests.helpers.scripted_lookupd import Reply, ScriptedLookupds
+from tests.helpers.scripted_lookupd import Reply, ScriptedLookupds, closed_address
 
 ADDRESS = "127.0.0.1:4161"
 #: how an error names a loopback lookupd (the scripted ones listen on ports of their own)
@@ -180,6 +182,36 @@ def test_lookup_answers(content: bytes, status: int) -> None:
     for peer in (*topo.producers, *topo.partitions.values()):
         _check_peer(peer)
     _check_names(topo.channels)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(lookup_like.map(_body), bodies), statuses)
+def test_a_callers_httpx_client_reads_as_the_own_connections_do(
+    content: bytes, status: int
+) -> None:
+    """``LookupClient(http=)`` (the stats poller's client) sends the GETs through the
+    caller's httpx client: the same answer, or the same error in the same words, as the
+    client's own connections give. A lookupd that refuses connections is one of them."""
+
+    async def run() -> tuple[object, ...]:
+        async with ScriptedLookupds(lambda request: Reply(status, content)) as lookupds:
+            (address,) = await lookupds.start()
+            outcomes: list[object] = []
+            for where in (address, closed_address()):
+                async with httpx.AsyncClient(timeout=5.0) as http:
+                    for shared in (None, http):
+                        async with LookupClient([where], discover=False, http=shared) as lc:
+                            try:
+                                topo = await lc.lookup("t")
+                            except LookupUnavailableError as err:
+                                outcomes.append(str(err))
+                            else:
+                                outcomes.append(replace(topo, fetched_at=0.0, sources=()))
+            return tuple(outcomes)
+
+    own, shared, own_down, shared_down = asyncio.run(run())
+    assert own == shared
+    assert own_down == shared_down and isinstance(own_down, str)
 
 
 @PROPERTY
