@@ -29,6 +29,7 @@ __all__ = [
     "decode_value",
     "decoder",
     "is_json",
+    "unwrapped",
 ]
 
 NULL = msgspec.Raw(b"null")
@@ -76,7 +77,7 @@ def _fail(
     )
 
 
-def _unwrapped(
+def unwrapped(
     record: W | None,
     kind: type[W],
     role: str,
@@ -85,7 +86,13 @@ def _unwrapped(
     error: type[AnswerDecodeError],
 ) -> W | None:
     """``record``, or its envelope's ``data`` decoded as ``kind`` when it is wrapped (the
-    envelope's status kept on it, so an error stays an error)."""
+    envelope's status kept on it, so an error stays an error: a ``status_code`` of 500
+    around a full ``data`` is an error, not an answer).
+
+    The one reading of the pre-v1 envelope for every answer: ``record`` counts as wrapped
+    when it carries a ``status_code`` (both families always send a number there);
+    ``data`` that is absent or ``null`` leaves ``record`` as it came (a wrapped error,
+    or a body that puts ``status_code`` beside its own fields)."""
     if record is None or record.status_code is None:
         return record
     body = bytes(record.data).strip()
@@ -119,7 +126,7 @@ def decode(
         record = decoder(kind).decode(content)
     except (msgspec.ValidationError, msgspec.DecodeError) as err:
         raise _fail(role, source, path, err, error) from None
-    return _unwrapped(record, kind, role, source, path, error)
+    return unwrapped(record, kind, role, source, path, error)
 
 
 def convert(

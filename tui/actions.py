@@ -1,15 +1,19 @@
 """The dashboard's actions: pause/unpause/empty a channel, pause/unpause a topic.
 
 Each is sent by :mod:`nsqctl.admin`, planned as the CLI's ``topic``/``channel`` commands
-are, to what the last poll showed: the nsqd leading each partition (every nsqd holding the
-topic on the original family), with ``partition=`` on the redesign. Before it is sent the
-plan is put in words and what it would drop is measured exactly as the CLI does
-(:func:`nsqctl.admin.describe_plan`, :func:`nsqctl.admin.measure_plan`), and the answer it
-needs is the CLI's rule (:func:`nsqctl.admin.confirmation`): a yes, or the topic's name
-above the threshold. Before anything is sent the CLI's preparation runs
-(:func:`nsqctl.admin.prepare`: the topic found afresh, every nsqd of the plan asked, each
-redesign partition's ISR checked), so a plan the CLI would refuse is refused here in its
-words. This module only adds what the dashboard offers.
+are: first on what the last poll showed (the nsqd leading each partition, every nsqd
+holding the topic on the original family, with ``partition=`` on the redesign), to refuse
+at once what is not offered. An action that drops messages is then prepared afresh before
+the operator is asked, in the CLI's order (:func:`nsqctl.admin.prepare`: the topic found
+now, every nsqd of the plan asked, each redesign partition's ISR checked; then
+:func:`nsqctl.admin.measure_plan`), so the loss shown is the cluster's at that moment, on
+every nsqd the topic is on now, not on those the last poll saw: messages published since,
+on an nsqd the poll had not seen the topic on, are counted too. The plan is put in words
+(:func:`nsqctl.admin.describe_plan`) and the answer it needs is the CLI's rule
+(:func:`nsqctl.admin.confirmation`): a yes, or the topic's name above the threshold.
+Before anything is sent the preparation runs again, so a plan the CLI would refuse is
+refused here in its words, and a topic that moved while the question was open is not
+changed. This module only adds what the dashboard offers.
 """
 
 from __future__ import annotations
@@ -54,8 +58,9 @@ def placement_of(topic: TopicView) -> admin.Placement:
 
 @dataclass(frozen=True)
 class PreparedAction:
-    """An action planned on the last poll's placement, with what it would lose and the
-    answer the operator must give; :func:`send` sends exactly these stages."""
+    """An action planned on the last poll's placement (or afresh, by :func:`measure`),
+    with what it would lose and the answer the operator must give; :func:`send` sends
+    exactly these stages."""
 
     action: Action
     topic: str
@@ -100,22 +105,50 @@ def needs_measure(prepared: PreparedAction) -> bool:
     return prepared.action in admin.MEASURED
 
 
-async def measure(
-    prepared: PreparedAction, confirm_above: int = admin.DEFAULT_CONFIRM_ABOVE
-) -> PreparedAction:
-    """``prepared`` with its loss measured on the nsqds it goes to, as the CLI measures it
-    (one /stats each, now: not part of the poll), and the answer that loss needs."""
-    blast = await admin.measure_plan(
-        prepared.action, prepared.placement, prepared.stages, channel=prepared.channel
-    )
-    return replace(prepared, blast=blast, ask=admin.confirmation(blast, confirm_above))
-
-
 def where_to_look(view: ClusterView) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The addresses the CLI would be given for this dashboard's cluster: its lookupds,
     else its nsqds (``lookupd_http``, ``nsqd_http`` of :func:`nsqctl.admin.prepare`)."""
     lookupds = tuple(lk.address for lk in view.lookupds)
     return lookupds, () if lookupds else tuple(n.address for n in view.nodes)
+
+
+def _kind(prepared: PreparedAction) -> str:
+    return "topic" if prepared.channel is None else "channel"
+
+
+async def _prepared_now(
+    prepared: PreparedAction, view: ClusterView
+) -> tuple[admin.Placement, list[list[admin.AdminRequest]]]:
+    """The plan as the CLI makes it now (:func:`nsqctl.admin.prepare`, with ``view``'s
+    addresses): the topic found afresh and every check run; :class:`AdminError` in the
+    CLI's words when the CLI would refuse it, with nothing sent."""
+    lookupds, nsqds = where_to_look(view)
+    return await admin.prepare(
+        _kind(prepared),
+        prepared.topic,
+        lookupds,
+        nsqds,
+        action=prepared.action,
+        channel=prepared.channel,
+    )
+
+
+async def measure(
+    prepared: PreparedAction, view: ClusterView, confirm_above: int = admin.DEFAULT_CONFIRM_ABOVE
+) -> PreparedAction:
+    """``prepared`` planned afresh and checked as the CLI plans and checks it (``view``
+    gives only the addresses to ask), its loss measured on the nsqds that plan goes to
+    (one /stats each, now: not part of the poll), and the answer that loss needs: what
+    the CLI shows before it asks, at the moment the operator is asked."""
+    placement, stages = await _prepared_now(prepared, view)
+    blast = await admin.measure_plan(prepared.action, placement, stages, channel=prepared.channel)
+    return replace(
+        prepared,
+        placement=placement,
+        stages=stages,
+        blast=blast,
+        ask=admin.confirmation(blast, confirm_above),
+    )
 
 
 def _requests(stages: list[list[admin.AdminRequest]]) -> set[admin.AdminRequest]:
@@ -131,11 +164,8 @@ async def send(prepared: PreparedAction, view: ClusterView) -> int:
     does not answer, a redesign partition whose ISR lists a down nsqd, refuse it in the
     CLI's words with nothing sent. What was asked about is sent only when that plan is
     still the one the operator saw."""
-    kind = "topic" if prepared.channel is None else "channel"
-    lookupds, nsqds = where_to_look(view)
-    placement, stages = await admin.prepare(
-        kind, prepared.topic, lookupds, nsqds, action=prepared.action, channel=prepared.channel
-    )
+    kind = _kind(prepared)
+    placement, stages = await _prepared_now(prepared, view)
     if _requests(stages) != _requests(prepared.stages):
         now = "; ".join(admin.describe_plan(stages))
         what = admin.action_subject(kind, prepared.action, prepared.topic, prepared.channel)

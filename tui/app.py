@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Mapping
-from typing import ClassVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import App
 from textual.binding import Binding, BindingType
@@ -37,6 +37,9 @@ from nsqctl.tui.nodejobs import NodeJobs
 from nsqctl.tui.nsqdscreen import NsqdScreen
 from nsqctl.tui.screens import ChannelScreen, MainScreen, TopicScreen, ViewScreen
 
+if TYPE_CHECKING:
+    from nsqctl.connection import ConnectionConfig
+
 
 class DashApp(App[None]):
     TITLE = "nsqctl dash"
@@ -60,17 +63,23 @@ class DashApp(App[None]):
         interval: float = 2.0,
         drain_states: Callable[[], Mapping[str, str]] | None = None,
         read_only: str | None = None,
+        connection: ConnectionConfig | None = None,
+        nsqd_tcp: Sequence[str] = (),
     ) -> None:
         """``drain_states`` tells the node screen which nsqd is being drained (nsqd HTTP
         address → a short state), read at every refresh; without it none is.
         ``read_only``, when given, names what set read-only (``--read-only``, a profile,
         a served session without ``--allow-actions``): every action is then refused with
-        a notification, and nothing is sent."""
+        a notification, and nothing is sent. ``connection`` (TLS, AUTH, compression) and
+        ``nsqd_tcp`` are how an action that connects to an nsqd over TCP (a borrow)
+        connects, as the CLI's commands on the same cluster do; HTTP is not affected."""
         super().__init__()
         self.source = source
         self.interval = interval
         self.drain_states = drain_states
         self.read_only = read_only
+        self.connection = connection
+        self.nsqd_tcp = tuple(nsqd_tcp)
         self._poller: Worker[None] | None = None
         self.view: ClusterView | None = None
         self.polls = 0
@@ -203,7 +212,8 @@ class DashApp(App[None]):
     def _confirm_and_run(self, action: Action, topic: TopicView, channel: str | None) -> None:
         """Every dashboard action goes through here: refused at once when read-only, not
         offered or nowhere to send, else asked as the CLI asks (an action that drops
-        messages is measured first, in a worker, so keys are handled meanwhile)."""
+        messages is planned afresh, checked and measured first, in a worker, so keys are
+        handled meanwhile)."""
         if self.read_only is not None:
             what = describe(action, topic.name, channel)
             self.notify(read_only_refusal(self.read_only, what), severity="warning")
@@ -226,9 +236,10 @@ class DashApp(App[None]):
 
     async def _measure_and_ask(self, prepared: PreparedAction) -> None:
         try:
-            measured = await measure(prepared, self.confirm_above)
+            assert self.view is not None  # it was planned on one
+            measured = await measure(prepared, self.view, self.confirm_above)
         except NsqctlError as exc:
-            self.notify(f"{prepared.what}: {exc}", severity="error", timeout=8)
+            self.notify(cli_message(exc), severity="error", timeout=8)
             return
         self._ask(measured)
 

@@ -1,10 +1,12 @@
 """What a screen's own actions (drain, restore, leader move, peek) need from the app: the
-latest view, the read-only setting and the node jobs. Screens know the app only through
-this protocol, so they do not import the app (which imports them)."""
+latest view, the read-only setting, the node jobs and how to connect to an nsqd over TCP
+(the TLS, AUTH and compression the dashboard was started with, and its nsqd TCP
+addresses). Screens know the app only through this protocol, so they do not import the
+app (which imports them)."""
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from textual.app import App
 
@@ -12,12 +14,20 @@ from nsqctl.stats.view import ClusterView
 from nsqctl.tui.actions import read_only_refusal
 from nsqctl.tui.nodejobs import NodeJobs
 
+if TYPE_CHECKING:
+    from nsqctl.connection import ConnectionConfig
+
 
 @runtime_checkable
 class ActionHost(Protocol):
     view: ClusterView | None
     read_only: str | None
     node_jobs: NodeJobs
+    connection: ConnectionConfig | None
+    """TLS, AUTH and compression for what connects to an nsqd over TCP (a borrow's
+    consumer); None: the library's defaults (plaintext, no AUTH)."""
+    nsqd_tcp: tuple[str, ...]
+    """The nsqd TCP addresses the dashboard was given (what finds them without a lookupd)."""
 
 
 def host_of(app: App[None]) -> ActionHost | None:

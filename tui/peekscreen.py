@@ -4,7 +4,8 @@ Redesign: :func:`nsqctl.peek.peek` reads them in place over HTTP, touching no ch
 it runs at once, under read-only too. Original: nsqd has no such API, and
 :func:`nsqctl.peek.borrow` takes the messages with a consumer and gives each back once
 (their attempts rise by one, their order may change): that changes the channel, so it is
-asked first, with the CLI's warning, and refused under read-only as ``peek --borrow`` is.
+asked first, with the CLI's warning, and refused under read-only as ``peek --borrow`` is;
+its consumer connects with the TLS, AUTH and compression the dashboard was started with.
 ``r`` on the screen reads again (borrows again: asked again).
 """
 
@@ -184,7 +185,9 @@ class PeekScreen(Screen[None]):
                 self.count,
                 show,
                 lookupd_http=lookupds(host),
+                nsqd_tcp=host.nsqd_tcp,
                 nsqd_http=[n.address for n in view.nodes] if view else [],
+                config=host.connection,
             )
         except NsqctlError as exc:
             self.say(f"borrow from {self.topic}/{self.channel}: {exc}", "bold red")

@@ -36,7 +36,6 @@ from nsqctl.admin.base import (
     TIMEOUT,
     FamilyUnsupportedError,
     topic_not_found,
-    unwrap_response,
 )
 from nsqctl.admin.blast import (
     DEFAULT_CONFIRM_ABOVE,
@@ -182,6 +181,5 @@ __all__ = [
     "select_nodes",
     "server_versions",
     "topic_not_found",
-    "unwrap_response",
     "update_topic_meta",
 ]

@@ -1,23 +1,15 @@
-"""What every admin module shares: the v1 ``Accept`` header, the timeout, the admin
-errors and the response unwrapping, at the bottom of the layering so
-any module may import them."""
+"""What every admin module shares: the v1 ``Accept`` header, the timeout and the admin
+errors, at the bottom of the layering so any module may import them. (The pre-v1
+envelope is unwrapped where every answer is decoded: :func:`nsqctl.answers.unwrapped`.)"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from nsqctl.errors import AdminError, ConfigError, TopicNotFoundError
-from nsqctl.lookup.model import unwrap_payload
 
 NSQ_V1 = {"Accept": "application/vnd.nsq; version=1.0"}
 TIMEOUT = 10.0
-
-
-def unwrap_response(body: object) -> dict[str, Any]:
-    """Both response shapes (``{"status_code", "data"}``-wrapped or bare) as a dict."""
-    data = unwrap_payload(body)[0]
-    return data if isinstance(data, dict) else {}
 
 
 def topic_not_found(topic: str, where: Sequence[str]) -> TopicNotFoundError:

@@ -39,6 +39,7 @@ from nsqctl.addresses import HostPort, parse_addresses
 from nsqctl.errors import ConfigError, LookupUnavailableError, describe_exception
 from nsqctl.lookup.fetch import (
     Answer,
+    ClientFetcher,
     Fetcher,
     RequestError,
     StreamFetcher,
@@ -70,6 +71,8 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    import httpx
+
     from nsqctl.lookup.wire import W, WireLookup
 
 log = logging.getLogger("nsqctl.lookup")
@@ -141,7 +144,7 @@ class LookupClient:
         max_skip_rounds: int = 16,
         forget_after: int = 5,
         discover: bool = True,
-        fetcher: Fetcher | None = None,
+        http: httpx.AsyncClient | None = None,
         rng: random.Random | None = None,
     ) -> None:
         addresses = parse_addresses(lookupd_http_addresses, example="127.0.0.1:4161")
@@ -166,9 +169,14 @@ class LookupClient:
         self._warned: set[tuple[str, str, bool]] = set()
         self._refresh = asyncio.Event()
         headers = {"Accept": ACCEPT_V1}
-        # ``fetcher``: a playback of recorded answers (nsqctl.stats.recording); anything
-        # else goes over h11
-        self._fetch: Fetcher = fetcher or StreamFetcher(timeout=timeout, headers=headers)
+        # ``http``: the caller's httpx client (the stats poller's), its connections kept
+        # between polls; without one each GET is a short h11 connection and httpx stays
+        # unimported
+        self._fetch: Fetcher = (
+            StreamFetcher(timeout=timeout, headers=headers)
+            if http is None
+            else ClientFetcher(http, headers=headers)
+        )
 
     # ----------------------------------------------------------------- lifecycle
 

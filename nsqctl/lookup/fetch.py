@@ -10,11 +10,12 @@ network. h11 (the sans-IO HTTP/1.1 state machine httpx itself sits on, a fractio
 import) with asyncio's streams does that GET: one connection per request, closed after
 it (a lookupd is asked a few times a minute at most).
 
-This is the only HTTP path lookups take: the unit tests run it against scripted loopback
-servers, so what they exercise is what commands run. Only a playback of recorded answers
-(:mod:`nsqctl.stats.recording`) hands the client another :class:`Fetcher`, one that sends
-nothing. Every failure is a :class:`RequestError` with a short reason, so the lookup
-client judges failures one way.
+The unit tests run it against scripted loopback servers, so what they exercise is what
+commands run. A caller that holds an httpx client already (the stats poller, which asks
+the same lookupds every poll) has the GETs sent through it instead
+(:class:`ClientFetcher`): its connections stay open between polls, and its transport
+(a recording's, a playback's) sees every request of the poll. Every failure is a
+:class:`RequestError` with a short reason, so the lookup client judges failures one way.
 """
 
 from __future__ import annotations
@@ -23,13 +24,16 @@ import asyncio
 import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlencode
 
 import h11
 
 from nsqctl.addresses import HostPort
 from nsqctl.errors import TransportError
+
+if TYPE_CHECKING:
+    import httpx
 
 READ_SIZE = 64 * 1024
 
@@ -55,7 +59,8 @@ class Answer:
 
 
 class Fetcher(Protocol):
-    """What makes the lookup client's GETs: :class:`StreamFetcher`, or a playback."""
+    """What makes the lookup client's GETs: :class:`StreamFetcher` or
+    :class:`ClientFetcher`."""
 
     async def get(
         self, address: str, path: str, params: Mapping[str, str] | None = None
@@ -142,3 +147,28 @@ class StreamFetcher:
 
     async def aclose(self) -> None:
         return None  # nothing kept between requests
+
+
+class ClientFetcher:
+    """GET through the caller's httpx client (its pool, its transport); the client stays
+    the caller's to close. Built only from a client the caller made, so httpx is never
+    imported here for a caller without one."""
+
+    def __init__(self, client: httpx.AsyncClient, *, headers: Mapping[str, str]) -> None:
+        self.client = client
+        self.headers = dict(headers)
+
+    async def get(self, address: str, path: str, params: Mapping[str, str] | None = None) -> Answer:
+        import httpx
+
+        from nsqctl.httpclient import describe_http_error
+
+        url = f"http://{address}{target(path, params)}"  # the query as StreamFetcher sends it
+        try:
+            resp = await self.client.get(url, headers=self.headers)
+        except httpx.HTTPError as err:
+            raise RequestError(describe_http_error(err)) from err
+        return Answer(path, resp.status_code, resp.headers.get("content-type", ""), resp.content)
+
+    async def aclose(self) -> None:
+        return None  # the caller's client: it closes it

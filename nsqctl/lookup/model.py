@@ -411,20 +411,6 @@ class Topology:
         return cls(topic=topic, producers=tuple(peers.values()), fetched_at=time.time())
 
 
-def unwrap_payload(payload: Any) -> tuple[Any, int, str]:
-    """Return ``(data, status_code, status_txt)`` for wrapped, v1-error and plain payloads."""
-    if isinstance(payload, Mapping):
-        if "status_code" in payload and ("data" in payload or "status_txt" in payload):
-            return (
-                payload.get("data"),
-                as_int(payload.get("status_code"), 500),
-                as_str(payload.get("status_txt")),
-            )
-        if set(payload.keys()) == {"message"}:
-            return None, 0, as_str(payload.get("message"))
-    return payload, 200, "OK"
-
-
 def parse_lookup_response(
     payload: Any,
     *,

@@ -23,6 +23,7 @@ import httpx
 
 from nsqctl import admin
 from nsqctl.errors import ServerSetupError
+from nsqctl.lookup.model import parse_nodes_body
 from nsqctl.servers import build, process
 from nsqctl.servers.catalog import TESTMODE_ENV, Flavor
 from nsqctl.servers.process import LOOPBACK, NodeRecord, loopback_host
@@ -315,7 +316,7 @@ def _redesign_nodes_registered(leader_http: str, count: int) -> bool:
         return False
     if resp.status_code != 200:
         return False
-    return len(admin.unwrap_response(resp.json()).get("producers") or []) >= count
+    return len(parse_nodes_body(resp.content, source=leader_http) or []) >= count
 
 
 def start(

@@ -40,7 +40,6 @@ from nsqctl.addresses import parse_addresses
 from nsqctl.errors import NsqctlError
 from nsqctl.httpclient import describe_http_error, http_client
 from nsqctl.lookup.client import ACCEPT_V1, ListLookupRefusedError, LookupClient
-from nsqctl.lookup.fetch import Fetcher
 from nsqctl.lookup.model import TopicMeta
 from nsqctl.stats.model import (
     ClusterSnapshot,
@@ -75,8 +74,9 @@ class StatsPoller:
     in focus. ``clients`` names whose client connections to list: topics, or ``(topic,
     channel)`` for one channel's (``None``: every topic's; ignored when ``topic`` narrows
     the poll, which lists its clients).
-    ``transport`` (the httpx requests) and ``lookup_fetcher`` (the lookup client's GETs)
-    are for recording polls and replaying them (:mod:`nsqctl.stats.recording`).
+    Every request of a poll, the lookupds' too, goes through one httpx client, whose
+    connections stay open between polls; ``transport`` is its transport (httpx's), for
+    recording polls and replaying them (:mod:`nsqctl.stats.recording`).
     """
 
     def __init__(
@@ -91,7 +91,6 @@ class StatsPoller:
         timeout: float = DEFAULT_TIMEOUT,
         slow_after: float = SLOW_AFTER,
         transport: httpx.AsyncBaseTransport | None = None,
-        lookup_fetcher: Fetcher | None = None,
     ) -> None:
         if not lookupd_http and not nsqd_http:
             raise NsqctlError("no cluster to poll: give lookupd or nsqd HTTP addresses")
@@ -111,20 +110,18 @@ class StatsPoller:
         self._info_asked: set[str] = set()
         self._meta: dict[str, TopicMeta] = {}  # redesign topic → its meta, from nsqlookupd
         self._meta_answered: set[str] = set()  # topics a lookupd answered the meta of
+        self._http = http_client(
+            timeout=timeout, headers={"Accept": ACCEPT_V1}, transport=transport
+        )
         self._lookup = (
-            LookupClient(self._lookupd, timeout=timeout, fetcher=lookup_fetcher)
-            if self._lookupd
-            else None
+            LookupClient(self._lookupd, timeout=timeout, http=self._http) if self._lookupd else None
         )
         # the metas: one /lookup per topic, so no /listlookup before each (``_lookup``
         # learns the lookupds once per poll already)
         self._meta_lookup = (
-            LookupClient(self._lookupd, timeout=timeout, fetcher=lookup_fetcher, discover=False)
+            LookupClient(self._lookupd, timeout=timeout, http=self._http, discover=False)
             if self._lookupd
             else None
-        )
-        self._http = http_client(
-            timeout=timeout, headers={"Accept": ACCEPT_V1}, transport=transport
         )
 
     @property

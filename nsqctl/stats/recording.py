@@ -2,13 +2,13 @@
 poller (playback: the recorded responses answer its requests; no server is asked).
 
 A recording is what a :class:`~nsqctl.stats.poller.StatsPoller` asked and got back, poll by
-poll (its httpx requests through a transport, its lookup client's GETs through a fetcher
-wrapping the client's own h11 one), so playing it back exercises the very requests the
-poller makes (which nsqds, which ``/coordinator/stats?topic=``, the envelopes) and not a
-hand-picked subset. A manifest lists each poll's poller settings, its time and every
-exchange; JSON bodies are kept in files of their own next to it (re-indented, keys in the
-order received), plain text (``/ping``) inline. ``tests/data/stats/record.py`` makes one
-from a live cluster.
+poll: every request of a poll, its lookup clients' too, goes through the poller's one
+httpx client, whose transport (httpx's own extension point) records or plays back, so
+playing it back exercises the very requests the poller makes (which nsqds, which
+``/coordinator/stats?topic=``, the envelopes) and not a hand-picked subset. A manifest
+lists each poll's poller settings, its time and every exchange; JSON bodies are kept in
+files of their own next to it (re-indented, keys in the order received), plain text
+(``/ping``) inline. ``tests/data/stats/record.py`` makes one from a live cluster.
 """
 
 from __future__ import annotations
@@ -22,8 +22,6 @@ from urllib.parse import parse_qsl, urlsplit
 
 import httpx
 
-from nsqctl.lookup.client import ACCEPT_V1
-from nsqctl.lookup.fetch import Answer, RequestError, StreamFetcher, target
 from nsqctl.stats.model import ClusterSnapshot
 from nsqctl.stats.poller import StatsPoller
 
@@ -66,26 +64,6 @@ class RecordingTransport(httpx.AsyncBaseTransport):
         return httpx.Response(
             response.status_code, headers={"content-type": content_type}, content=body
         )
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
-
-
-class RecordingFetcher:
-    """The lookup client's GETs, made over h11 as in production, each answer kept in the
-    ``recorder``'s exchanges next to the httpx ones."""
-
-    def __init__(self, recorder: RecordingTransport, *, timeout: float) -> None:
-        self.recorder = recorder
-        self.inner = StreamFetcher(timeout=timeout, headers={"Accept": ACCEPT_V1})
-
-    async def get(self, address: str, path: str, params: Mapping[str, str] | None = None) -> Answer:
-        answer = await self.inner.get(address, path, params)
-        url = f"http://{address}{target(path, params)}"
-        self.recorder.exchanges.append(
-            Exchange("GET", url, answer.status_code, answer.content_type, answer.content)
-        )
-        return answer
 
     async def aclose(self) -> None:
         await self.inner.aclose()
@@ -169,25 +147,6 @@ class PlaybackTransport(httpx.AsyncBaseTransport):
         return httpx.Response(status, headers={"content-type": content_type}, content=body)
 
 
-class PlaybackFetcher:
-    """The lookup client's GETs answered from ``playback``'s current poll, nothing sent;
-    one not recorded fails as a lookupd that does not answer."""
-
-    def __init__(self, playback: PlaybackTransport) -> None:
-        self.playback = playback
-
-    async def get(self, address: str, path: str, params: Mapping[str, str] | None = None) -> Answer:
-        url = f"http://{address}{target(path, params)}"
-        found = self.playback.recorded("GET", url)
-        if found is None:
-            raise RequestError(f"not recorded: GET {url}")
-        status, content_type, body = found
-        return Answer(path, status, content_type, body)
-
-    async def aclose(self) -> None:
-        return None
-
-
 def retime(snapshot: ClusterSnapshot, poll: RecordedPoll) -> ClusterSnapshot:
     """The recorded poll's clock: every node fetched at ``taken_at`` with its recorded
     round trip, so rates and ages come out the same on every playback."""
@@ -216,7 +175,6 @@ class RecordedPoller:
             topic=first.topic,
             channel=first.channel,
             transport=self.transport,
-            lookup_fetcher=PlaybackFetcher(self.transport),
             **poller_kwargs,
         )
 

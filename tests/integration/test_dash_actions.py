@@ -21,6 +21,7 @@ from nsqctl.stats.session import StatsSession
 from nsqctl.tui.app import DashApp
 from nsqctl.tui.screens import MainScreen, TopicScreen
 from tests.helpers.redesign import TopicSpec, channel_depths, create_topics, unique
+from tests.helpers.wait import wait_for
 from tests.integration.test_dash import cells, until
 
 
@@ -79,14 +80,21 @@ async def backlog_on_a_channel(c: Cluster, topic: str) -> None:
         async with Producer(lookupd_http=c.lookupd_http) as producer:
             await producer.publish_many(topic, [b"m"] * BACKLOG)
         return
-    created = await admin.create_topic_async(c.lookupd_http, topic, nsqd_http=[c.nsqd_http[0]])
+    await held_on_one_nsqd(c, topic, 0, BACKLOG)
+
+
+async def held_on_one_nsqd(c: Cluster, topic: str, index: int, count: int) -> None:
+    """Original family: ``topic`` with channel ``held`` on nsqd ``index`` alone, holding
+    ``count`` more messages there."""
+    nsqd = c.nsqd_http[index]
+    created = await admin.create_topic_async(c.lookupd_http, topic, nsqd_http=[nsqd])
     created.raise_for_failures()
     placement, stages = await admin.prepare(
-        "channel", topic, (), [c.nsqd_http[0]], action="create", channel="held"
+        "channel", topic, (), [nsqd], action="create", channel="held"
     )
     (await admin.run_plan("channel create", placement, stages, channel="held")).raise_for_failures()
-    async with Producer(nsqd_tcp=[c.nsqd_tcp[0]]) as producer:
-        await producer.publish_many(topic, [b"m"] * BACKLOG)
+    async with Producer(nsqd_tcp=[c.nsqd_tcp[index]]) as producer:
+        await producer.publish_many(topic, [b"m"] * count)
 
 
 async def test_empty_over_the_threshold_asks_for_the_topic_name(any_cluster: Cluster) -> None:
@@ -122,6 +130,50 @@ async def test_empty_over_the_threshold_asks_for_the_topic_name(any_cluster: Clu
             "the channel emptied",
         )
     assert await held(c, topic) == 0
+
+
+async def test_empty_shows_the_loss_of_now_not_of_the_last_poll(
+    original_cluster: Cluster,
+) -> None:
+    """The loss in the guard is measured when the operator is asked, on the nsqds the
+    topic is on then, after the CLI's preparation: messages published after the last poll,
+    on an nsqd the poll had not seen the topic on, are counted (and emptied) too."""
+    c = original_cluster
+    topic = unique("dnow")
+    await held_on_one_nsqd(c, topic, 0, 3)
+    app = NotedApp(c)
+    app.interval = 600.0  # the first polls (start, opening the topic) only: no poll meanwhile
+    async with app.run_test(size=(200, 50)) as pilot:
+        await until(pilot, lambda: topic in [r[0] for r in cells(app, "topics")], "the topic")
+        await pilot.press("slash", *topic, "enter", "enter")
+        assert isinstance(app.screen, TopicScreen) and app.screen.topic == topic
+        await until(pilot, lambda: bool(cells(app, "channels")), "the channel row")
+        polled = app.polls
+
+        await held_on_one_nsqd(c, topic, 1, 4)  # after the last poll, on the other nsqd
+
+        async def on_both() -> bool:
+            placement, _ = await admin.prepare(
+                "channel", topic, c.lookupd_http, (), action="empty", channel="held"
+            )
+            return len(placement.nsqds) == 2
+
+        await wait_for(on_both, 10, "the lookupd to list the topic on both nsqds")
+        assert app.view is not None and app.view.topic(topic) is not None
+        assert [p.leader for p in app.view.topic(topic).partitions] == [c.nsqd_http[0]]  # type: ignore[union-attr]
+
+        await pilot.press("e")
+        await until(pilot, lambda: shown(app, "ConfirmScreen"), "the confirmation")
+        question = str(app.screen.query_one("#question", Label).content)
+        assert app.polls == polled
+        assert "total: 7 messages" in question, question
+        assert c.nsqd_http[1] in question, question
+        await pilot.press("y")
+        await until(pilot, lambda: any("done on" in n for n in app.notes), "the empty done")
+    async with httpx.AsyncClient(timeout=5) as http:
+        for address in c.nsqd_http:
+            node = await fetch_nsqd_stats(http, address, topic=topic)
+            assert node.channel(topic, "held").depth == 0, address  # type: ignore[union-attr]
 
 
 async def test_enter_on_an_nsqd_and_colon_jumps(original_cluster: Cluster) -> None:

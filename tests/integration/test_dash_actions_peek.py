@@ -3,24 +3,31 @@
 Redesign: read in place as ``nsqctl peek`` reads them, so nothing is asked, read-only
 allows it, and the channel holds as many as before. Original: borrowed as ``peek
 --borrow`` does, so the CLI's warning is asked first (a no takes nothing), the borrowed
-messages are given back, and read-only refuses it. ``m`` (a leader move) is refused under
-read-only too.
+messages are given back, and read-only refuses it; the borrow connects with the TLS and
+AUTH the dashboard was started with. ``m`` (a leader move) is refused under read-only too.
 """
 
 from __future__ import annotations
 
 import asyncio
+import uuid
+from pathlib import Path
 
 import httpx
 from textual.widgets import Label, Static
 
+from nsqctl.connection import ConnectionConfig, TLSSettings
 from nsqctl.producer import Producer
+from nsqctl.secrets import Secret
 from nsqctl.servers.cluster import Cluster
 from nsqctl.stats.read import fetch_nsqd_stats
 from nsqctl.tui.app import DashApp
 from nsqctl.tui.peekscreen import PEEK_COLUMNS
 from nsqctl.tui.rowtable import RowTable
 from nsqctl.tui.screens import TopicScreen
+from tests.conftest import StartCluster
+from tests.helpers.auth_server import AuthServer
+from tests.helpers.certs import make_tls_files, nsqd_tls_args
 from tests.helpers.redesign import TopicSpec, channel_depths, create_topics, unique
 from tests.integration.test_dash import SIZE, cells, first_poll, recorded_redesign_app, until
 from tests.integration.test_dash_actions import NotedApp, record_notes, shown
@@ -113,6 +120,49 @@ async def test_borrow_from_an_original_channel_asks_first(original_cluster: Clus
             "the cluster; not sent"
         ]
     assert await held(c, topic) == (len(BODIES), 0)  # every one given back
+
+
+async def backlog_over_http(c: Cluster, topic: str) -> None:
+    """:data:`BODIES` waiting in channel ``held`` of the first nsqd."""
+    nsqd = c.nsqd_http[0]
+    async with httpx.AsyncClient(timeout=5) as http:
+        for path in (f"topic/create?topic={topic}", f"channel/create?topic={topic}&channel=held"):
+            assert (await http.post(f"http://{nsqd}/{path}")).status_code == 200
+        resp = await http.post(f"http://{nsqd}/mpub?topic={topic}", content=b"\n".join(BODIES))
+        assert resp.status_code == 200
+
+
+async def test_borrow_connects_with_the_dashboards_tls_and_auth(
+    start_cluster: StartCluster, tmp_path: Path
+) -> None:
+    """An nsqd that takes TCP clients only over TLS and with an AUTH secret: the dashboard
+    started with them borrows through them, as ``peek --borrow`` does with the same
+    settings (its HTTP polls need neither)."""
+    secret = f"dash-s3cret-{uuid.uuid4().hex}"
+    tls = make_tls_files(tmp_path / "tls")
+    with AuthServer(secret) as auth:
+        args = [*nsqd_tls_args(tls), "--tls-required=tcp-https"]
+        c = start_cluster(
+            "original", nsqd=1, nsqd_args=[*args, f"--auth-http-address={auth.address}"]
+        )
+        topic = unique("dborrowtls")
+        await backlog_over_http(c, topic)
+        app = NotedApp(c)
+        app.connection = ConnectionConfig(
+            tls=TLSSettings(ca_file=str(tls.ca_cert)), auth_secret=Secret(secret)
+        )
+        async with app.run_test(size=(200, 50)) as pilot:
+            await open_channel(app, pilot, topic)
+            await pilot.press("v")
+            await until(pilot, lambda: shown(app, "ConfirmScreen"), "the borrow's question")
+            await pilot.press("y")
+            ends = ("borrowed and given back", f"borrow from {topic}/held:")  # or an error
+            await until(pilot, lambda: any(e in summary(app) for e in ends), "an end", 300)
+            assert ends[0] in summary(app), summary(app)
+            assert bodies(app) == [b.decode() for b in BODIES]
+            assert secret not in summary(app) and not any(secret in n for n in app.notes)
+        assert [(q["secret"], q["tls"]) for q in auth.queries] == [(secret, "true")]
+        assert await held(c, topic) == (len(BODIES), 0)  # every one given back
 
 
 def test_leader_move_refused_under_read_only() -> None:

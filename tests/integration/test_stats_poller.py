@@ -1,6 +1,8 @@
 """The stats poller against real clusters: one nsqlookupd frozen (SIGSTOP), which accepts
-connections and never answers, the worst kind of dead node for a poller; and a redesign
-cluster polled without lookupd, where naming ISR members needs each nsqd's /info."""
+connections and never answers, the worst kind of dead node for a poller; a redesign
+cluster polled without lookupd, where naming ISR members needs each nsqd's /info; and a
+poll recorded through its httpx transport alone, lookupds' requests included, played
+back."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import asyncio
 import os
 import signal
 import uuid
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
@@ -19,7 +22,7 @@ from nsqctl.producer import Producer
 from nsqctl.servers import cluster
 from nsqctl.stats import fetch_nsqd_stats, read_nsqd_stats
 from nsqctl.stats.poller import StatsPoller
-from nsqctl.stats.recording import RecordingTransport
+from nsqctl.stats.recording import RecordingTransport, play_back, write_recording
 from nsqctl.stats.view import build_view
 from tests.conftest import StartCluster
 
@@ -68,6 +71,37 @@ async def test_redesign_isr_without_lookupd_via_each_nsqd_info(
     assert sorted(u.netloc for u in paths if u.path == "/info") == sorted(c.nsqd_http)  # once
     asked = {(u.netloc, u.query) for u in paths if u.path == "/coordinator/stats"}
     assert asked == {(part.leader, f"topic={topic}")}  # the leader only, both polls
+
+
+async def test_a_poll_recorded_through_its_transport_plays_back_alike(
+    original_cluster: cluster.Cluster, tmp_path: Path
+) -> None:
+    """Every request of a poll goes through the poller's one httpx client, the lookupds'
+    too: what its transport recorded from a live cluster is the whole poll, and the real
+    poller played back from it (nothing else answering) makes the same snapshot."""
+    c = original_cluster
+    transport = RecordingTransport()
+    async with StatsPoller(c.lookupd_http, focus=None, transport=transport) as poller:
+        live = await poller.snapshot()
+    asked = {(u.netloc, u.path) for u in (urlsplit(ex.url) for ex in transport.exchanges)}
+    assert {(c.lookupd_http[0], "/ping"), (c.lookupd_http[0], "/nodes")} <= asked
+    manifest = tmp_path / "live_manifest.json"
+    poll = {
+        "name": "live",
+        "taken_at": live.taken_at,
+        "lookupd_http": c.lookupd_http,
+        "nsqd_http": [],
+        "topic": None,
+        "channel": None,
+        "elapsed": {n.address: n.elapsed for n in live.nodes},
+        "exchanges": transport.exchanges,
+    }
+    write_recording(manifest, [poll], {}, {})
+    [played] = await play_back(manifest, ["live"], focus=None)  # raises on a request missed
+    assert played.lookupds == live.lookupds
+    assert [(n.address, n.state, n.topics) for n in played.nodes] == [
+        (n.address, n.state, n.topics) for n in live.nodes
+    ]
 
 
 async def test_one_nsqd_read_once_names_a_topic_and_its_channel(

@@ -14,13 +14,16 @@ import asyncio
 import json
 import re
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
+import httpx
 import msgspec
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from nsqctl import answers
 from nsqctl.errors import LookupUnavailableError
 from nsqctl.lookup import LookupClient
 from nsqctl.lookup.errors import LookupDecodeError, LookupProtocolError
@@ -34,9 +37,10 @@ from nsqctl.lookup.model import (
     parse_lookup_response,
     parse_nodes_body,
 )
+from nsqctl.lookup.wire import WireNodes
 from nsqctl.protocol.names import validate_topic
 from tests.helpers.json_shapes import json_like, leaf
-from tests.helpers.scripted_lookupd import Reply, ScriptedLookupds
+from tests.helpers.scripted_lookupd import Reply, ScriptedLookupds, closed_address
 
 ADDRESS = "127.0.0.1:4161"
 #: how an error names a loopback lookupd (the scripted ones listen on ports of their own)
@@ -180,6 +184,36 @@ def test_lookup_answers(content: bytes, status: int) -> None:
     _check_names(topo.channels)
 
 
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(lookup_like.map(_body), bodies), statuses)
+def test_a_callers_httpx_client_reads_as_the_own_connections_do(
+    content: bytes, status: int
+) -> None:
+    """``LookupClient(http=)`` (the stats poller's client) sends the GETs through the
+    caller's httpx client: the same answer, or the same error in the same words, as the
+    client's own connections give. A lookupd that refuses connections is one of them."""
+
+    async def run() -> tuple[object, ...]:
+        async with ScriptedLookupds(lambda request: Reply(status, content)) as lookupds:
+            (address,) = await lookupds.start()
+            outcomes: list[object] = []
+            for where in (address, closed_address()):
+                async with httpx.AsyncClient(timeout=5.0) as http:
+                    for shared in (None, http):
+                        async with LookupClient([where], discover=False, http=shared) as lc:
+                            try:
+                                topo = await lc.lookup("t")
+                            except LookupUnavailableError as err:
+                                outcomes.append(str(err))
+                            else:
+                                outcomes.append(replace(topo, fetched_at=0.0, sources=()))
+            return tuple(outcomes)
+
+    own, shared, own_down, shared_down = asyncio.run(run())
+    assert own == shared
+    assert own_down == shared_down and isinstance(own_down, str)
+
+
 @PROPERTY
 @given(lookup_like, st.sampled_from([200, 404]))
 def test_lookup_bodies_parse_alike_from_bytes_and_from_json(payload: Any, status: int) -> None:
@@ -263,6 +297,44 @@ def test_nodes_bodies_read_by_the_admin_commands(content: bytes) -> None:
         return
     for peer in peers:
         _check_peer(peer)
+
+
+good_peer = st.fixed_dictionaries(
+    {
+        "broadcast_address": st.sampled_from(["127.0.0.1", "nsqd-a"]),
+        "tcp_port": st.integers(1, 65535),
+    },
+    optional={"http_port": st.integers(1, 65535), "version": st.text(max_size=5)},
+)
+
+
+@PROPERTY
+@given(
+    st.fixed_dictionaries({}, optional={"producers": st.lists(good_peer, max_size=3)}),
+    st.sampled_from([200, 400, 404, 500]),
+    st.sampled_from(["OK", "INTERNAL_ERROR", ""]),
+)
+def test_the_envelope_is_read_one_way(body: dict[str, Any], code: int, text: str) -> None:
+    """Every answer is unwrapped by :func:`nsqctl.answers.unwrapped`: a wrapped body reads
+    as the bare one under a 200, and as an error (no nsqds) under any other status even
+    when its ``data`` is full: a lookupd that says it failed has listed nothing. An
+    envelope without ``data`` keeps its status and the fields beside it."""
+    bare = answers.decode(_body(body), WireNodes, role="nsqlookupd", source=ADDRESS, path="/n")
+    wrapped = answers.decode(
+        _body({"status_code": code, "status_txt": text, "data": body}),
+        WireNodes,
+        role="nsqlookupd",
+        source=ADDRESS,
+        path="/n",
+    )
+    assert bare is not None and wrapped is not None
+    assert (wrapped.status_code, wrapped.status_txt) == (code, text)
+    assert wrapped.producers == bare.producers
+    peers = parse_nodes_body(_body({"status_code": code, "data": body}), source=ADDRESS)
+    expected = parse_nodes_body(_body(body), source=ADDRESS) if code == 200 else []
+    assert peers == expected
+    beside = parse_nodes_body(_body({"status_code": code, **body}), source=ADDRESS)
+    assert beside == expected
 
 
 @PROPERTY

@@ -91,7 +91,7 @@ def dash(
     if serve_at is not None:
         if read_only is None and not allow_actions:
             read_only = "--serve without --allow-actions"
-        spec = ServedDash(list(sel.lookupd), list(sel.nsqd_http), interval, timeout, read_only)
+        spec = ServedDash.of(sel, interval, timeout, read_only)
         serve(bind, token, spec)
         return
     from nsqctl.admin.drain.records import drain_labels
@@ -100,7 +100,12 @@ def dash(
     poller = StatsPoller(sel.lookupd, sel.nsqd_http, timeout=timeout)
     # the node screen shows the drains `nsqctl node drain` records in the state dir
     DashApp(
-        StatsSession(poller), interval=interval, drain_states=drain_labels, read_only=read_only
+        StatsSession(poller),
+        interval=interval,
+        drain_states=drain_labels,
+        read_only=read_only,
+        connection=sel.connection_config(),
+        nsqd_tcp=sel.nsqd,
     ).run()
 
 

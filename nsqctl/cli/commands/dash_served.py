@@ -3,15 +3,23 @@
 textual-serve runs a shell command per session and relays its screen; that command is
 ``python -m nsqctl.cli.commands.dash_served``. What it shows comes from the serving process in
 one environment variable (the cluster that process resolved from its flags, environment and
-profile, so both show the same cluster), never from a command line: nothing of it is
-quoted through a shell, and nothing shows in a process title.
+profile, so both show the same cluster, and connect to it alike: TLS, compression), never
+from a command line: nothing of it is quoted through a shell, and nothing shows in a
+process title. The AUTH secret is not in it: the serving process puts it in the
+environment variable the secret is always read from (``NSQCTL_AUTH_SECRET``), which the
+sessions inherit as they inherit the rest of its environment.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from nsqctl.cli.common import ClusterSelection
+    from nsqctl.connection import ConnectionConfig
 
 #: The variable the serving process sets for the session processes it starts.
 SERVED_ENV = "NSQCTL_DASH_SERVED"
@@ -26,6 +34,48 @@ class ServedDash:
     interval: float
     timeout: float
     read_only: str | None  # what made it read-only (DashApp's read_only); None: may act
+    nsqd: list[str] = field(default_factory=list)  # TCP addresses (a borrow without lookupd)
+    tls: dict[str, Any] | None = None  # the TLS settings' fields: file paths, no key material
+    compression: str = "none"
+
+    @classmethod
+    def of(
+        cls,
+        sel: ClusterSelection,
+        interval: float,
+        timeout: float,
+        read_only: str | None,
+    ) -> ServedDash:
+        """What the sessions of ``sel``'s dashboard need; the AUTH secret, when there is
+        one, goes into this process's environment for them to inherit (see the module
+        doc). The TLS files are checked here, so a bad one stops the server at start."""
+        from nsqctl.secrets import AUTH_SECRET_ENV
+
+        sel.connection_config()
+        if sel.auth_secret is not None:
+            os.environb[AUTH_SECRET_ENV.encode()] = sel.auth_secret.reveal()
+        return cls(
+            list(sel.lookupd),
+            list(sel.nsqd_http),
+            interval,
+            timeout,
+            read_only,
+            nsqd=list(sel.nsqd),
+            tls=None if sel.tls is None else asdict(sel.tls),
+            compression=sel.compression,
+        )
+
+    def connection(self) -> ConnectionConfig:
+        """How a session connects to an nsqd over TCP (a borrow): the serving process's
+        TLS, compression and (inherited through the environment) AUTH secret."""
+        from nsqctl.connection import ConnectionConfig, TLSSettings
+        from nsqctl.secrets import resolve_auth_secret
+
+        return ConnectionConfig(
+            tls=None if self.tls is None else TLSSettings(**self.tls),
+            auth_secret=resolve_auth_secret(),
+            compression=self.compression,
+        )
 
     def to_env(self) -> str:
         return json.dumps(asdict(self))
@@ -48,6 +98,8 @@ def main() -> None:
         interval=spec.interval,
         drain_states=drain_labels,
         read_only=spec.read_only,
+        connection=spec.connection(),
+        nsqd_tcp=spec.nsqd,
     ).run()
 
 

@@ -29,8 +29,8 @@ from nsqctl.consumer import Consumer, ConsumerOptions
 from nsqctl.message import Message
 from nsqctl.producer import Producer
 from nsqctl.servers import build, cluster
-from nsqctl.stats.poller import DEFAULT_TIMEOUT, StatsPoller
-from nsqctl.stats.recording import RecordingFetcher, RecordingTransport, write_recording
+from nsqctl.stats.poller import StatsPoller
+from nsqctl.stats.recording import RecordingTransport, write_recording
 from tests.helpers.wait import eventually
 
 HERE = Path(__file__).resolve().parent
@@ -171,7 +171,6 @@ async def record(c: cluster.Cluster, bins: Path, out: Path) -> list[Path]:
             [lookupd],
             focus=None,
             transport=transport,
-            lookup_fetcher=RecordingFetcher(transport, timeout=DEFAULT_TIMEOUT),
         ) as poller:
             polls.append(await poll(transport, "t0", poller, settings))
             await asyncio.sleep(2)
@@ -183,7 +182,6 @@ async def record(c: cluster.Cluster, bins: Path, out: Path) -> list[Path]:
             topic="orders",
             channel="billing",
             transport=narrow,
-            lookup_fetcher=RecordingFetcher(narrow, timeout=DEFAULT_TIMEOUT),
         ) as poller:
             polls.append(await poll(narrow, "t1_orders_billing", poller, settings))
     finally:
