@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from nsqctl.cli.common import ClusterSelection
-from nsqctl.cli.served_dash import ServedDash
+from nsqctl.cli.commands.dash_served import ServedDash
+from nsqctl.cli.flags import ClusterSelection
 from nsqctl.connection import TLSSettings
 from nsqctl.secrets import AUTH_SECRET_ENV, Secret
 from tests.helpers.certs import make_tls_files

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from nsqctl.cli.common import ClusterSelection
+    from nsqctl.cli.flags import ClusterSelection
     from nsqctl.connection import ConnectionConfig
 
 #: The variable the serving process sets for the session processes it starts.
