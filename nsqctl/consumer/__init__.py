@@ -2,7 +2,12 @@
 (:mod:`.connections`), delivery path (:mod:`.delivery`), flow control (:mod:`.rdy`) and
 leader watch (:mod:`.leaders`); its options and counters (:mod:`.options`), the
 ordered-partition checker (:mod:`.order`) and the sans-IO failover clocks (:mod:`.failover`).
+
+The dead-letter file's names load on first use (:func:`__getattr__`): a consumer that
+never gives up on a message, ``nsqctl tail`` among them, need not import it.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from nsqctl.consumer.client import (
     Consumer,
@@ -13,9 +18,11 @@ from nsqctl.consumer.client import (
 )
 from nsqctl.consumer.options import ConsumerOptions, ConsumerStats
 from nsqctl.consumer.order import OrderChecker, OrderViolation
-from nsqctl.deadletter import DeadLetterFile, dead_letter_path
 from nsqctl.errors import FailoverTimeoutError, NoConnectionError
 from nsqctl.failover import FailoverEvent
+
+if TYPE_CHECKING:
+    from nsqctl.deadletter import DeadLetterFile, dead_letter_path
 
 __all__ = [
     "Consumer",
@@ -33,3 +40,11 @@ __all__ = [
     "OrderViolation",
     "dead_letter_path",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("DeadLetterFile", "dead_letter_path"):
+        from nsqctl import deadletter
+
+        return getattr(deadletter, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
