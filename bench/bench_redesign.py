@@ -784,6 +784,38 @@ class Settings:
     before: str | None = None  # --before: a source tree whose tail --ordered runs too
 
 
+def nsqctl_tail_argv(
+    exe: str, lookupd: str, n: int, ordered: bool
+) -> Callable[[str, str], list[str]]:
+    """``nsqctl tail`` of ``n`` messages through ``lookupd``: argv for (topic, channel)."""
+    extra = ["--ordered"] if ordered else []
+    return lambda t, ch: [
+        exe,
+        "tail",
+        t,
+        "--lookupd",
+        lookupd,
+        "--channel",
+        ch,
+        "-n",
+        str(n),
+        *extra,
+    ]
+
+
+def nsq_tail_argv(exe: str, lookupd: str, n: int, ordered: bool) -> Callable[[str, str], list[str]]:
+    """youzan's ``nsq_tail`` (at ``exe``) of ``n`` messages: argv for (topic, channel)."""
+    extra = ["-ordered"] if ordered else []
+    return lambda t, ch: [
+        exe,
+        f"--topic={t}",
+        f"--channel={ch}",
+        f"--lookupd-http-address={lookupd}",
+        f"-n={n}",
+        *extra,
+    ]
+
+
 def plan(
     b: Redesign, files: dict[str, Path], skip: set[str]
 ) -> list[tuple[str, Callable[[], c.Measurement]]]:
@@ -794,30 +826,10 @@ def plan(
     rss = c.PeakRss()
 
     def nsqctl_tail(n: int, ordered: bool) -> Callable[[str, str], list[str]]:
-        extra = ["--ordered"] if ordered else []
-        return lambda t, ch: [
-            exe,
-            "tail",
-            t,
-            "--lookupd",
-            lookupd,
-            "--channel",
-            ch,
-            "-n",
-            str(n),
-            *extra,
-        ]
+        return nsqctl_tail_argv(exe, lookupd, n, ordered)
 
     def nsq_tail(n: int, ordered: bool) -> Callable[[str, str], list[str]]:
-        extra = ["-ordered"] if ordered else []
-        return lambda t, ch: [
-            yz["nsq_tail"],
-            f"--topic={t}",
-            f"--channel={ch}",
-            f"--lookupd-http-address={lookupd}",
-            f"-n={n}",
-            *extra,
-        ]
+        return nsq_tail_argv(yz["nsq_tail"], lookupd, n, ordered)
 
     variants: list[tuple[str, Callable[[], c.Measurement]]] = [
         (

@@ -27,7 +27,7 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -46,7 +46,6 @@ from nsqctl.consumer.handlers import Handler, check_handler_settings
 from nsqctl.consumer.leaders import LeaderWatch
 from nsqctl.consumer.options import CONSUMER_BOUNDS, ConsumerOptions
 from nsqctl.consumer.stats import ConsumerStats
-from nsqctl.deadletter import DeadLetterFile, dead_letter_path
 from nsqctl.errors import ConfigError
 from nsqctl.failover import FailoverHook
 from nsqctl.flow import BackoffController, RateLimiter, RdyController
@@ -131,7 +130,7 @@ class Consumer:
             self._flow,
             self._leaders,
             handler=handler,
-            giving_up=giving_up or DeadLetterFile(dead_letter_path(self.topic, self.channel)),
+            giving_up=giving_up or _DeadLetters(self.topic, self.channel),
             on_order_violation=on_order_violation,
             trace_log=trace_log,
             positions=self._resumer.positions if self._resumer is not None else None,
@@ -422,6 +421,23 @@ class Consumer:
     def in_flight(self) -> int:
         """Messages received and not answered yet."""
         return self._delivery.in_flight
+
+
+class _DeadLetters:
+    """The default giving-up hook (:class:`nsqctl.deadletter.DeadLetterFile` for this
+    topic/channel), loaded with the first message given up on: most consumers never give
+    up on one, and ``nsqctl tail``'s start-up need not import the dead-letter file."""
+
+    def __init__(self, topic: str, channel: str) -> None:
+        self._topic, self._channel = topic, channel
+        self._file: Callable[[Message], None] | None = None
+
+    def __call__(self, msg: Message) -> None:
+        if self._file is None:
+            from nsqctl.deadletter import DeadLetterFile, dead_letter_path
+
+            self._file = DeadLetterFile(dead_letter_path(self._topic, self._channel))
+        self._file(msg)
 
 
 def _lookup_parts(

@@ -297,6 +297,35 @@ async def test_giving_up_after_max_attempts(
     assert record["nsqd"] == nsqd and len(record["id"]) == 16
 
 
+async def test_the_default_giving_up_hook_writes_the_dead_letter_file(
+    original_cluster: cluster.Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a hook of its own a consumer writes what it gives up on to the topic and
+    channel's dead-letter file (loaded only then), before the FIN."""
+    monkeypatch.setenv("NSQCTL_STATE_DIR", str(tmp_path))
+    topic = unique("gu")
+    nsqd, http = original_cluster.nsqd_tcp[0], original_cluster.nsqd_http[0]
+    async with Producer(nsqd_tcp=[nsqd]) as producer:
+        await producer.publish(topic, b"poison")
+
+    async def handler(msg: Message) -> None:
+        raise RuntimeError("poison")
+
+    async with Consumer(
+        topic,
+        "gu",
+        handler,
+        nsqd_tcp=[nsqd],
+        options=ConsumerOptions(max_attempts=1, default_requeue_delay=0, backoff_multiplier=0.05),
+    ) as consumer:
+        await wait_for(lambda: consumer.stats.given_up, 15.0, "giving up")
+        stats = await wait_channel_settled(http, topic, "gu")
+    assert stats and stats.depth == 0 and stats.in_flight_count == 0, stats
+    [line] = (tmp_path / "dead-letter" / f"{topic}.gu.jsonl").read_text().splitlines()
+    record = json.loads(line)
+    assert (record["topic"], record["body"], record["attempts"]) == (topic, "poison", 2)
+
+
 # ---------------------------------------------------------------- requeue delays
 
 

@@ -165,3 +165,20 @@ def test_the_client_lookup_path_imports_no_httpx() -> None:
     proc = run_python("-c", code)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+def test_a_consumer_loads_its_dead_letter_file_only_to_give_up() -> None:
+    """``nsqctl tail`` builds a Consumer, whose default giving-up hook is the dead-letter
+    file: the module (and its state directory's) loads with the first message given up
+    on, not at start-up (that it still writes there: tests/integration/test_consumer.py)."""
+    code = (
+        "import sys\n"
+        "from nsqctl.consumer import Consumer\n"
+        "Consumer('t', 'c', lambda msg: None, nsqd_tcp=['127.0.0.1:1'])\n"
+        "print(sorted(m for m in ('nsqctl.deadletter', 'nsqctl.paths') if m in sys.modules))\n"
+        "from nsqctl.consumer import DeadLetterFile\n"
+        "print(DeadLetterFile.__module__)"
+    )
+    proc = run_python("-c", code)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["[]", "nsqctl.deadletter"]
