@@ -33,7 +33,7 @@ from nsqctl.connection import ConnectionConfig
 from nsqctl.consumer import Consumer, ConsumerOptions
 from nsqctl.message import Message
 from nsqctl.servers import build, cluster, process
-from tests.helpers.soak_losses import read_meta
+from tests.helpers.soak_losses import read_meta, read_queue
 from tests.helpers.wait import wait_for
 
 COUNT = 50
@@ -74,6 +74,7 @@ class Outcome:
     delivered_again: int
     lost: int
     meta_at_kill: str
+    behind_saved_read: int  # in the channel's data file, behind the saved read position
     expect_loss: bool
 
     @property
@@ -130,6 +131,14 @@ async def run_case(case: Case, work: Path) -> Outcome:
             await wait_for(lambda: len(received) == COUNT, 10, "every message received")
         meta = meta_path.read_text().replace("\n", " ").strip()
         process.kill_hard(node)
+        # still in the channel's data file, behind the read position nsqd saved
+        saved = read_meta(meta_path)
+        queued = read_queue(Path(node.data_dir), f"{topic}:{CHANNEL}")
+        behind = sum(
+            1
+            for b in bodies
+            if b in queued and saved and (queued[b].file_num, queued[b].offset) < saved.read
+        )
         # whatever reached the consumer's socket is read before it sees the connection end
         await wait_for(lambda: not first.connections, 10, "the consumer to see the kill", 0.02)
         at_kill = set(received)
@@ -151,7 +160,9 @@ async def run_case(case: Case, work: Path) -> Outcome:
         await wait_for(caught_up, 30, "the restarted channel drained", 0.1)
         await second.stop()
         lost = len(set(bodies) - at_kill - again)
-        return Outcome(case.name, COUNT, len(at_kill), len(again), lost, meta, case.expect_loss)
+        return Outcome(
+            case.name, COUNT, len(at_kill), len(again), lost, meta, behind, case.expect_loss
+        )
     finally:
         c.stop()
 
@@ -170,13 +181,21 @@ def main() -> int:
     else:
         print_table(
             f"kill -9 of an original nsqd holding {COUNT} unanswered messages",
-            ["case", "received before kill", "delivered again", "lost", "meta at kill"],
+            [
+                "case",
+                "received before kill",
+                "delivered again",
+                "lost",
+                "behind saved read",
+                "meta at kill",
+            ],
             [
                 [
                     o.case,
                     str(o.received_before_kill),
                     str(o.delivered_again),
                     str(o.lost),
+                    str(o.behind_saved_read),
                     o.meta_at_kill,
                 ]
                 for o in outcomes

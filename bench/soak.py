@@ -47,7 +47,7 @@ def run_family(family: Flavor, args: argparse.Namespace, tmp: Path, out: dict[st
         tmp / family,
         nsqd=NSQD_COUNT[family],
         bin_dir=bins,
-        nsqd_args=ORIGINAL_NSQD_ARGS if family == "original" else None,
+        nsqd_args=[*ORIGINAL_NSQD_ARGS, *args.nsqd_arg] if family == "original" else None,
     )
     try:
         plan = SoakPlan(
@@ -179,6 +179,12 @@ def main() -> int:
         default=None,
         help="comma-separated fault kinds to choose from (kill9,sigstop,lookupd,etcd,move); "
         "default: all the family's",
+    )
+    ap.add_argument(
+        "--nsqd-arg",
+        action="append",
+        default=[],
+        help="one more flag for the original family's nsqds (repeatable), e.g. --sync-every=1",
     )
     ap.add_argument("--rate", type=int, default=200, help="messages/s per topic")
     ap.add_argument("--interval-min", type=float, default=120.0)
