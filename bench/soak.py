@@ -7,11 +7,14 @@ fault, chosen at random (seeded, printed), hits the cluster: kill -9 of an nsqd 
 restarted), SIGSTOP of an nsqd past the heartbeat (then SIGCONT), nsqlookupd restart, and
 on the redesign etcd restart and a partition leader move. At the end: OK'd vs stored vs
 consumed, duplicates, per-key order violations, lost (OK'd, never consumed: must be 0) and
-each nsqctl process's RSS and open fds, first vs peak vs last (a leak shows as growth).
+each nsqctl process's RSS and open fds, first vs peak vs last (a leak shows as growth),
+and each lost message's class (see tests/helpers/soak_losses.py).
 
     python -m bench.soak                                  # 30 min, both families at once
     python -m bench.soak --minutes 5 --family redesign --seed 7
     python -m bench.soak --minutes 2 --faults 1 --json    # a smoke run
+    python -m bench.soak --family original --minutes 6 --kinds kill9 \
+        --interval-min 3 --interval-max 6 --nsqd-arg=--sync-every=1   # kill -9s, densely
 
 The engine is ``tests/helpers/soak.py`` (the CI's short soak runs the same code). Exit 1
 when anything OK'd was lost or the ordered consumer saw a key out of order.
