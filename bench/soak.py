@@ -13,8 +13,7 @@ and each lost message's class (see tests/helpers/soak_losses.py).
     python -m bench.soak                                  # 30 min, both families at once
     python -m bench.soak --minutes 5 --family redesign --seed 7
     python -m bench.soak --minutes 2 --faults 1 --json    # a smoke run
-    python -m bench.soak --family original --minutes 6 --kinds kill9 \
-        --interval-min 3 --interval-max 6 --nsqd-arg=--sync-every=1   # kill -9s, densely
+    python -m bench.soak --family original --kinds kill9 --interval-min 3 --interval-max 6
 
 The engine is ``tests/helpers/soak.py`` (the CI's short soak runs the same code). Exit 1
 when anything OK'd was lost or the ordered consumer saw a key out of order.
