@@ -220,6 +220,10 @@ def classify(
             else:
                 out["class"] = HANDED_OUT if behind else AHEAD_OF_READ
         elif in_chan is None:
+            topic_meta = kill.meta(topic)
+            if in_topic is not None and topic_meta is not None:
+                where = (in_topic.file_num, in_topic.offset)
+                out["behind_topic_saved_read_position"] = where < topic_meta.read
             out["class"] = REACHED_TAIL if key in trace else TOPIC_ONLY
         else:
             out["class"] = REACHED_TAIL if key in trace else AHEAD_OF_READ
