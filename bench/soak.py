@@ -7,11 +7,13 @@ fault, chosen at random (seeded, printed), hits the cluster: kill -9 of an nsqd 
 restarted), SIGSTOP of an nsqd past the heartbeat (then SIGCONT), nsqlookupd restart, and
 on the redesign etcd restart and a partition leader move. At the end: OK'd vs stored vs
 consumed, duplicates, per-key order violations, lost (OK'd, never consumed: must be 0) and
-each nsqctl process's RSS and open fds, first vs peak vs last (a leak shows as growth).
+each nsqctl process's RSS and open fds, first vs peak vs last (a leak shows as growth),
+and each lost message's class (see tests/helpers/soak_losses.py).
 
     python -m bench.soak                                  # 30 min, both families at once
     python -m bench.soak --minutes 5 --family redesign --seed 7
     python -m bench.soak --minutes 2 --faults 1 --json    # a smoke run
+    python -m bench.soak --family original --kinds kill9 --interval-min 3 --interval-max 6
 
 The engine is ``tests/helpers/soak.py`` (the CI's short soak runs the same code). Exit 1
 when anything OK'd was lost or the ordered consumer saw a key out of order.
@@ -24,6 +26,7 @@ import json
 import sys
 import tempfile
 import threading
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -46,13 +49,14 @@ def run_family(family: Flavor, args: argparse.Namespace, tmp: Path, out: dict[st
         tmp / family,
         nsqd=NSQD_COUNT[family],
         bin_dir=bins,
-        nsqd_args=ORIGINAL_NSQD_ARGS if family == "original" else None,
+        nsqd_args=[*ORIGINAL_NSQD_ARGS, *args.nsqd_arg] if family == "original" else None,
     )
     try:
         plan = SoakPlan(
             family,
             seconds=args.minutes * 60,
             max_faults=args.faults,
+            kinds=args.kinds.split(",") if args.kinds else None,
             interval=(args.interval_min, args.interval_max),
             first_fault=args.first_fault,
             rate=args.rate,
@@ -87,7 +91,7 @@ def table(report: SoakReport) -> None:
     )
     print_table(
         "consumers",
-        ["consumer", "consumed", "distinct", "dups", "order", "lost", "exit"],
+        ["consumer", "consumed", "distinct", "dups", "order", "lost", "answered unprinted", "exit"],
         [
             [
                 c.name,
@@ -96,6 +100,7 @@ def table(report: SoakReport) -> None:
                 str(c.duplicates),
                 str(c.order_violations),
                 str(c.lost),
+                str(c.reached_not_printed),
                 str(c.exit),
             ]
             for c in report.consumers
@@ -121,6 +126,30 @@ def table(report: SoakReport) -> None:
         ["process", "samples", "RSS MiB first", "peak", "last", "fds first/peak/last"],
         rows,
     )
+    losses = [(c.name, loss) for c in report.consumers for loss in c.losses]
+    if losses:
+        print_table(
+            "lost messages",
+            ["consumer", "body", "nsqd", "published before kill", "tail", "class"],
+            [
+                [
+                    name,
+                    str(loss["body"]),
+                    str(loss.get("node", "?")),
+                    f"{loss['published_before_kill_s']:.3f}s"
+                    if "published_before_kill_s" in loss
+                    else "?",
+                    str(loss.get("tail_trace") or ("printed" if loss.get("printed") else "-")),
+                    str(loss["class"]),
+                ]
+                for name, loss in losses
+            ],
+        )
+        print_table(
+            "lost messages by class",
+            ["class", "count"],
+            [[k, str(v)] for k, v in Counter(loss["class"] for _, loss in losses).most_common()],
+        )
     print_table(
         "faults",
         ["at", "fault", "target", "took", "outcome"],
@@ -147,6 +176,18 @@ def main() -> int:
     ap.add_argument("--faults", type=int, default=None, help="at most this many faults")
     ap.add_argument("--family", choices=("original", "redesign", "both"), default="both")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument(
+        "--kinds",
+        default=None,
+        help="comma-separated fault kinds to choose from (kill9,sigstop,lookupd,etcd,move); "
+        "default: all the family's",
+    )
+    ap.add_argument(
+        "--nsqd-arg",
+        action="append",
+        default=[],
+        help="one more flag for the original family's nsqds (repeatable), e.g. --sync-every=1",
+    )
     ap.add_argument("--rate", type=int, default=200, help="messages/s per topic")
     ap.add_argument("--interval-min", type=float, default=120.0)
     ap.add_argument("--interval-max", type=float, default=180.0)

@@ -40,6 +40,17 @@ from nsqctl.servers.process import NodeRecord, pause, resume
 from tests.helpers.cli import NSQCTL, clean_env
 from tests.helpers.failover import lookup_partitions, wait_new_leader
 from tests.helpers.redesign import TopicSpec, create_topics, message_counts, nsqd_stats, unique
+from tests.helpers.soak_losses import (
+    TAIL_TEMPLATE,
+    FeedLog,
+    KillCopy,
+    Printed,
+    classify,
+    copy_queues,
+    nearest_kill,
+    parse_printed,
+    traced,
+)
 from tests.helpers.wait import eventually
 
 KEYS = 16
@@ -87,6 +98,7 @@ class SoakPlan:
     seconds: float
     faults: Sequence[str] | None = None
     max_faults: int | None = None
+    kinds: Sequence[str] | None = None  # the random faults' kinds (default: the family's)
     interval: tuple[float, float] = (120.0, 180.0)
     first_fault: float = 10.0
     rate: int = 200  # messages per second, per publisher
@@ -153,6 +165,9 @@ class ConsumerReport:
     order_violations: int = 0
     lost: int = 0  # OK'd and never consumed
     exit: int | None = None
+    reached_not_printed: int = 0  # in the trace log (answered), never printed
+    # each lost message: where it was, whether it reached the tail, its class
+    losses: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -162,6 +177,7 @@ class SoakReport:
     seconds: float = 0.0
     rate: int = 0
     faults: list[FaultRecord] = field(default_factory=list)
+    kills: list[dict[str, Any]] = field(default_factory=list)  # kill -9s: node, wall clock
     topics: list[TopicReport] = field(default_factory=list)
     consumers: list[ConsumerReport] = field(default_factory=list)
     processes: list[ProcReport] = field(default_factory=list)
@@ -174,6 +190,7 @@ class SoakReport:
             "seconds": round(self.seconds, 1),
             "rate": self.rate,
             "faults": [vars(f) for f in self.faults],
+            "kills": self.kills,
             "topics": [vars(t) for t in self.topics],
             "consumers": [vars(c) for c in self.consumers],
             "processes": [p.summary() for p in self.processes],
@@ -235,6 +252,7 @@ class _Publisher(_Child):
         super().__init__(name, args, workdir, subprocess.PIPE)
         self.topic, self.rate, self.written = topic, rate, 0
         self.stop = threading.Event()
+        self.feed = FeedLog()
         self.out: list[bytes] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -258,6 +276,7 @@ class _Publisher(_Child):
                     stdin.write(b"".join(line(i) + b"\n" for i in range(self.written, due)))
                     stdin.flush()
                     self.written = due
+                    self.feed.add(due)
                 self.stop.wait(0.05)
         except (BrokenPipeError, OSError):
             pass
@@ -290,20 +309,39 @@ class _Publisher(_Child):
 
 
 class _Tail(_Child):
-    """``nsqctl tail`` (``--ordered``) of the soak channel; its lines read on a thread."""
+    """``nsqctl tail`` (``--ordered``) of the soak channel; its lines read on a thread.
+
+    The unordered tail prints each message's nsqd, id, attempts and publish time before
+    its body and keeps a trace log (what it answered), so that a lost message can be told
+    apart: never reached the tail, or reached it and was not printed. The ordered tail
+    prints raw bodies (its per-partition reader threads serve only raw output)."""
 
     def __init__(self, name: str, topic: str, lookupd: str, workdir: Path, ordered: bool) -> None:
         args = ["tail", topic, "--lookupd", lookupd, "--channel", CHANNEL]
-        super().__init__(name, [*args, "--ordered"] if ordered else args, workdir, None)
+        self.trace_path: Path | None = None
+        if ordered:
+            args.append("--ordered")
+        else:
+            self.trace_path = workdir / f"{name}.trace.jsonl"
+            args += ["--format", TAIL_TEMPLATE, "--trace-log", str(self.trace_path)]
+        super().__init__(name, args, workdir, None)
         self.topic, self.ordered = topic, ordered
         self.bodies: list[bytes] = []
+        self.printed: list[Printed] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
         for row in self.proc.stdout:
-            self.bodies.append(row.rstrip(b"\n"))
+            row = row.rstrip(b"\n")
+            if self.trace_path is None:
+                self.bodies.append(row)
+                continue
+            got = parse_printed(row, time.time())
+            if got is not None:
+                self.printed.append(got)
+            self.bodies.append(got.body if got is not None else row)
 
     def missing(self, okd: int) -> int:
         got = set(self.bodies)
@@ -365,11 +403,12 @@ class _Faults:
         self.c, self.plan, self.topics, self.workdir = c, plan, topics, workdir
         self.rng = random.Random(plan.seed)
         self.lookupd = c.lookupd_http[0]
+        self.kills: list[KillCopy] = []
 
     def choose(self, done: int) -> str:
         if self.plan.faults is not None:
             return self.plan.faults[done]
-        return self.rng.choice(FAULTS[self.plan.family])
+        return self.rng.choice(list(self.plan.kinds or FAULTS[self.plan.family]))
 
     def inject(self, kind: str, t0: float) -> FaultRecord:
         record = FaultRecord(kind, "", round(time.monotonic() - t0, 1))
@@ -411,6 +450,12 @@ class _Faults:
         record.target = node.name
         led = self._led_by(node) if self.plan.family == "redesign" else {}
         process.kill_hard(node)
+        kill = KillCopy(time.time(), node.name, node.tcp_address, self.workdir / "kills")
+        self.kills.append(kill)
+        if self.plan.family == "original":  # its disk queues as the kill left them
+            kill.directory = kill.directory / f"{len(self.kills)}-{node.name}"
+            for topic in self.topics:
+                copy_queues(node.data_dir, topic, kill.directory)
         waits = []
         for topic, parts in led.items():
             if parts:  # a new leader first, then the old one back (as a supervisor would)
@@ -589,10 +634,11 @@ def run_soak(c: Cluster, plan: SoakPlan, workdir: Path) -> SoakReport:
             _drain(tail, pub_report.okd, plan.drain_stall)
         for tail in tails:
             tail.interrupt()
-        for pub_report, tail in zip(report.topics, tails, strict=True):
-            report.consumers.append(
-                tail.close(pub_report.okd, pub_report.pub_exit == 0, pub_report.written)
-            )
+        for pub_report, tail, pub in zip(report.topics, tails, pubs, strict=True):
+            consumer = tail.close(pub_report.okd, pub_report.pub_exit == 0, pub_report.written)
+            _account(consumer, tail, pub, pub_report, faults.kills)
+            report.consumers.append(consumer)
+        report.kills = [{"node": k.node, "nsqd": k.tcp_address, "at": k.at} for k in faults.kills]
         for pub_report in report.topics:
             pub_report.stored = stored(c, plan.family, pub_report.topic)
     finally:
@@ -604,6 +650,32 @@ def run_soak(c: Cluster, plan: SoakPlan, workdir: Path) -> SoakReport:
                 child.proc.wait(timeout=10)
         report.processes = [child.report for child in [*pubs, *tails]]
     return report
+
+
+def _account(
+    consumer: ConsumerReport,
+    tail: _Tail,
+    pub: _Publisher,
+    published: TopicReport,
+    kills: Sequence[KillCopy],
+) -> None:
+    """What the unordered tail answered and never printed, and each lost message's class
+    (when pub exited 0, so that every line it was given is known to be OK'd)."""
+    if tail.trace_path is None:
+        return
+    trace = traced(tail.trace_path)
+    printed = {(p.nsqd, p.id) for p in tail.printed}
+    consumer.reached_not_printed = sum(1 for key in trace if key not in printed)
+    if published.pub_exit != 0:
+        return
+    got = set(tail.bodies)
+    for i in range(published.okd):
+        body = line(i)
+        if body in got:
+            continue
+        record = classify(body, i, tail.topic, CHANNEL, pub.feed, kills, trace, printed)
+        record["nearest_kill"] = nearest_kill(record["handed_to_pub"], kills)
+        consumer.losses.append(record)
 
 
 def _exited(children: Sequence[_Child]) -> str | None:
