@@ -19,6 +19,7 @@ import asyncio
 import itertools
 import json
 import subprocess
+import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -58,7 +59,6 @@ BOUND = (WINDOW + 1 + 2 + 1 + 1) * BATCH
 BEYOND = 10 * BOUND
 BEFORE_STALL = 5  # batches published with both leaders up
 MOVED_RATE = 2000  # lines/s of the publish the leaders move under
-MOVED_LINES = 16_000  # long enough for two moves (each a few seconds)
 
 
 @pytest.fixture(scope="module")
@@ -226,40 +226,48 @@ def test_keyed_pub_through_leader_moves_publishes_every_line_in_key_order(
     cluster3: Cluster, tmp_path: Path
 ) -> None:
     """The soak's case: ``pub --shard-field`` at a steady rate while partition leaders
-    move; it must end by itself, every line OK'd and stored in per-key order."""
+    move; it must end by itself once its input ends, every line OK'd and stored in
+    per-key order. Input is fed until both moves are done, however long a loaded
+    machine makes them take, so the publish is still running through each move."""
     c = cluster3
     topic = unique("moves")
     spec = TopicSpec(partitions=2, replicas=3, ordered=True)
     asyncio.run(create_topics(c.lookupd_http, {topic: spec}))
-    lines = [_line(i) for i in range(MOVED_LINES)]
-    source = tmp_path / "lines.txt"
-    source.write_bytes(b"\n".join(lines) + b"\n")
     argv = ["pub", topic, "--lookupd", c.lookupd_http[0], "--shard-field", "k"]
     argv += ["--rate", str(MOVED_RATE), "--json"]
-    with source.open("rb") as stdin:
-        proc = subprocess.Popen(
-            [NSQCTL, *argv],
-            stdin=stdin,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=clean_env(),
-        )
+    proc = subprocess.Popen(
+        [NSQCTL, *argv],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=clean_env(),
+    )
+    feeder = _Feeder(proc)
+    feeder.start()
+
+    def published_past(goal: int) -> bool:
+        if proc.poll() is not None:
+            assert proc.stderr is not None
+            why = proc.stderr.read().decode()[-2000:]
+            raise AssertionError(f"pub ended while its input was open ({proc.returncode}): {why}")
+        return sum(message_counts(c, topic).values()) > goal
+
     try:
         for partition in (0, 1):
             goal = sum(message_counts(c, topic).values()) + MOVED_RATE
-            eventually(
-                lambda: sum(message_counts(c, topic).values()) > goal,  # noqa: B023
-                30,
-                "pub publishing between moves",
-            )
-            assert proc.poll() is None, "pub ended before the moves: raise MOVED_LINES"
+            eventually(lambda: published_past(goal), 30, "pub publishing between moves")  # noqa: B023
             _move(c, topic, partition)
+        goal = sum(message_counts(c, topic).values()) + MOVED_RATE
+        eventually(lambda: published_past(goal), 30, "pub publishing after the moves")
+        written = feeder.finish()
         out, err = proc.communicate(timeout=60)
     finally:
+        feeder.finish()
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
     assert proc.returncode == 0, err.decode()[-2000:]
+    lines = [_line(i) for i in range(written)]
     assert json.loads(out)["published"] == len(lines)
     total = sum(message_counts(c, topic).values())
     got = asyncio.run(
@@ -274,6 +282,38 @@ def test_keyed_pub_through_leader_moves_publishes_every_line_in_key_order(
                 record = json.loads(msg.body)
                 seqs[record["k"]].append(record["seq"])
     assert seen == set(lines)
-    per_key = MOVED_LINES // KEYS
     for key, got_seqs in seqs.items():
-        assert got_seqs == list(range(per_key)), f"{key} out of order across the moves"
+        fed = len(range(int(key[1:]), written, KEYS))
+        assert got_seqs == list(range(fed)), f"{key} out of order across the moves"
+
+
+class _Feeder:
+    """Writes numbered lines into pub's stdin from a thread until :meth:`finish`: pub
+    reads at its ``--rate``, so the pipe's back-pressure paces the writes, and the count
+    written is what pub must publish. ``communicate()`` closes the pipe afterwards."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        assert proc.stdin is not None
+        self._stdin = proc.stdin
+        self._stop = threading.Event()
+        self._written = 0
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                chunk = [_line(self._written + i) for i in range(BATCH)]
+                self._stdin.write(b"\n".join(chunk) + b"\n")
+                self._stdin.flush()
+                self._written += BATCH
+        except (BrokenPipeError, ValueError):
+            pass  # pub ended; the test reports why
+
+    def finish(self) -> int:
+        """Stop feeding and return how many lines pub was given."""
+        self._stop.set()
+        self._thread.join(timeout=30)
+        return self._written
