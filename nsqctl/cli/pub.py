@@ -23,6 +23,7 @@ import typer
 
 from nsqctl.cli import complete
 from nsqctl.cli.common import (
+    ClusterSelection,
     LookupdOption,
     NsqdOption,
     ProfileOption,
@@ -221,14 +222,14 @@ def pub(
     plan = PubPlan(
         topic,
         batch,
-        partition,
-        shard,
-        shard_field,
-        trace,
-        defer_ms,
-        rate,
-        skip_too_large,
-        parse_headers(header),
+        partition=partition,
+        shard=shard,
+        shard_field=shard_field,
+        trace=trace,
+        defer_ms=defer_ms,
+        rate=rate,
+        skip_too_large=skip_too_large,
+        headers=parse_headers(header),
     )
     plan.check()
     if trace_log is not None and trace is None:
@@ -240,23 +241,7 @@ def pub(
     progress = LazyProgress(f"pub {topic}", total_bytes, enabled=not quiet and _stderr_open())
     log = TraceLog(trace_log) if trace_log is not None else None
     result = PubResult()
-
-    def on_receipt(receipt: Receipt) -> None:
-        # Each traced batch is counted as its OK comes, so after a failure the report
-        # names exactly what was not confirmed.
-        result.published += receipt.count
-        result.receipts.append(_receipt_json(receipt))
-        if log is not None:
-            log.publish(receipt)
-
-    producer = Producer(
-        lookupd_http=cluster.lookupd or None,
-        nsqd_tcp=cluster.nsqd or None,
-        config=cluster.connection_config(),
-        on_receipt=on_receipt,
-        options=ProducerOptions(failover_window=failover_window),
-        on_failover=lambda event: progress.note(_failover_line(event)),
-    )
+    producer = _producer(cluster, failover_window, progress, log, result)
     try:
         asyncio.run(publish_stream(producer, plan, source, progress, result))
     except (KeyboardInterrupt, asyncio.CancelledError):
@@ -267,6 +252,34 @@ def pub(
         if log is not None:
             log.close()
     _report(plan, result, quiet, as_json)
+
+
+def _producer(
+    cluster: ClusterSelection,
+    failover_window: float,
+    progress: LazyProgress,
+    log: TraceLog | None,
+    result: PubResult,
+) -> Producer:
+    """The producer of ``pub``: its receipts counted into ``result`` (and the trace log),
+    its failover notes shown above the progress line."""
+
+    def on_receipt(receipt: Receipt) -> None:
+        # Each traced batch is counted as its OK comes, so after a failure the report
+        # names exactly what was not confirmed.
+        result.published += receipt.count
+        result.receipts.append(_receipt_json(receipt))
+        if log is not None:
+            log.publish(receipt)
+
+    return Producer(
+        lookupd_http=cluster.lookupd or None,
+        nsqd_tcp=cluster.nsqd or None,
+        config=cluster.connection_config(),
+        on_receipt=on_receipt,
+        options=ProducerOptions(failover_window=failover_window),
+        on_failover=lambda event: progress.note(_failover_line(event)),
+    )
 
 
 def _stderr_open() -> bool:
