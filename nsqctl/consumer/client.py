@@ -111,21 +111,45 @@ class Consumer:
         # With a lookupd, partitions ride a failover and keep their confirmed position (the
         # Resumer), so a new leader without the channel skips nothing.
         self._lookup, self._resumer = _lookup_parts(self.topic, self.channel, lookupd_http, opts)
-        refresh = self._lookup.request_refresh if self._lookup is not None else None
         rng = random.Random(opts.seed)
         self._flow = _flow_control(opts, rng)
-        self._leaders = LeaderWatch(
+        self._leaders = self._leader_watch(on_failover)
+        self._delivery = self._delivery_path(handler, giving_up, on_order_violation, trace_log)
+        # What every connection hands its reads to (read when a connection is opened).
+        self._on_messages = self._delivery.on_messages
+        self._connections = self._connection_set(rng)
+        self._tasks: list[asyncio.Task[Any]] = []  # the flow loop and the lookup polling
+        self._started = False
+        self._stopping = False
+
+    # ------------------------------------------------------------------ wiring
+
+    def _refresher(self) -> Callable[[], None] | None:
+        """Asks the lookup for a new topology now (none without a lookupd)."""
+        return self._lookup.request_refresh if self._lookup is not None else None
+
+    def _leader_watch(self, on_failover: FailoverHook | None) -> LeaderWatch:
+        return LeaderWatch(
             self.topic,
-            opts.failover_window,
+            self.options.failover_window,
             self.stats,
-            refresh=refresh,
+            refresh=self._refresher(),
             on_failover=on_failover,
             on_fatal=self._fail,
         )
-        self._delivery = DeliveryPath(
+
+    def _delivery_path(
+        self,
+        handler: Handler | None,
+        giving_up: GiveUpHook | None,
+        on_order_violation: OrderEventHook | None,
+        trace_log: TraceLog | None,
+    ) -> DeliveryPath:
+        resumer = self._resumer
+        return DeliveryPath(
             self.topic,
             self.channel,
-            opts,
+            self.options,
             self.stats,
             self._flow,
             self._leaders,
@@ -133,30 +157,26 @@ class Consumer:
             giving_up=giving_up or _DeadLetters(self.topic, self.channel),
             on_order_violation=on_order_violation,
             trace_log=trace_log,
-            positions=self._resumer.positions if self._resumer is not None else None,
+            positions=resumer.positions if resumer is not None else None,
         )
-        # What every connection hands its reads to (read when a connection is opened).
-        self._on_messages = self._delivery.on_messages
-        self._connections = ConnectionSet(
+
+    def _connection_set(self, rng: random.Random) -> ConnectionSet:
+        resumer = self._resumer
+        return ConnectionSet(
             self.topic,
             self.channel,
-            opts,
+            self.options,
             self.stats,
             dial=self._dial,
             on_connected=self._connected,
             on_dropped=self._dropped,
             rng=rng,
-            refresh=refresh,
+            refresh=self._refresher(),
             waiting_for_leader=self._leaders.waiting_for_leader,
-            resume_start=self._resumer.start_for if self._resumer is not None else None,
-            skipped_start=self._resumer.skipped_start if self._resumer is not None else None,
+            resume_start=resumer.start_for if resumer is not None else None,
+            skipped_start=resumer.skipped_start if resumer is not None else None,
             on_fatal=self._fail,
         )
-        self._tasks: list[asyncio.Task[Any]] = []  # the flow loop and the lookup polling
-        self._started = False
-        self._stopping = False
-
-    # ------------------------------------------------------------------ wiring
 
     async def _dial(
         self, address: HostPort, on_error: ErrorHandler, on_close: CloseHandler

@@ -248,9 +248,40 @@ class ConnectionSet:
     async def _attempt(self, target: Target, attempt: Attempt) -> Attempt | None:
         """One dial and subscription of ``target``; the attempt to make next, or None
         when this connecting ended."""
-        address, partition = target
+        _, partition = target
+        conn = await self._dial_target(target)
+        if conn is None:
+            return None
+        start = await self._start_of(target, attempt, conn)
         try:
-            conn = await self._dial(
+            await conn.subscribe(
+                self.topic,
+                self.channel,
+                partition,
+                ordered=self._options.ordered,
+                start=start,
+                detail=self._rides(target),
+            )
+        except NsqctlError as err:
+            return await self._refused(target, attempt, conn, err)
+        if attempt.checks_gap and start == p.start_end():
+            if await self._published_in_between(target, conn):
+                return after_gap(attempt)
+            if not conn.is_open:  # lost while /stats was read: _on_close ignored it
+                self._schedule_reconnect(target)
+                return None
+        self._conns[target] = conn
+        self._reconnect_delay.pop(target, None)
+        self.stats.connections = len(self._conns)
+        self._on_connected(target, conn)
+        return None
+
+    async def _dial_target(self, target: Target) -> Connection | None:
+        """A connection to ``target``'s nsqd; None when it could not be reached (logged,
+        and a reconnect scheduled)."""
+        address = target[0]
+        try:
+            return await self._dial(
                 address, self._on_error, lambda c, err: self._on_close(target, c, err)
             )
         except (ConnectError, OSError) as err:
@@ -264,64 +295,57 @@ class ConnectionSet:
             )
             self._schedule_reconnect(target)
             return None
-        options = self._options
-        start = p.start_end() if attempt.at_end else options.start
-        # A partition that rides a failover keeps its confirmed position: its frames carry
-        # each message's queue offset, and a leader whose channel is missing or past that
-        # position is subscribed from it (see .resume).
-        rides = self._refresh is not None and partition is not None
-        if rides and self._resume_start is not None:
+
+    def _rides(self, target: Target) -> bool:
+        """A partition that rides a failover keeps its confirmed position: its frames carry
+        each message's queue offset, and a leader whose channel is missing or past that
+        position is subscribed from it (see .resume)."""
+        return self._refresh is not None and target[1] is not None
+
+    async def _start_of(self, target: Target, attempt: Attempt, conn: Connection) -> str | None:
+        """Where the subscription of ``target`` starts: the end when the attempt says so,
+        else the confirmed position of a partition that rides a failover, else the start
+        asked for."""
+        address, partition = target
+        start = p.start_end() if attempt.at_end else self._options.start
+        if self._rides(target) and self._resume_start is not None:
             try:
                 start = await self._resume_start(partition, self._http_of.get(address)) or start
             except asyncio.CancelledError:
                 await conn.close()  # stopped while asking: nothing subscribed yet
                 raise
-        try:
-            await conn.subscribe(
-                self.topic,
-                self.channel,
-                partition,
-                ordered=options.ordered,
-                start=start,
-                detail=rides,
-            )
-        except NsqctlError as err:
-            refusal = p.classify_subscribe_error(err)
-            following = after_refusal(attempt, refusal)
-            if following is Verdict.FATAL:
-                ordered_only = refusal is p.SubscribeRefusal.ORDER_REQUIRED and options.start
-                self._set_fatal(
-                    ConfigError(ORDERED_START, setting="start") if ordered_only else err
-                )
-                await conn.close()
-                return None
-            if following is Verdict.RETRY_LATER:
-                log.warning("subscribe on %s failed: %s", address, err)
-                await conn.close()
-                self._schedule_reconnect(target)
-                return None
+        return start
+
+    async def _refused(
+        self, target: Target, attempt: Attempt, conn: Connection, err: NsqctlError
+    ) -> Attempt | None:
+        """nsqd refused the subscription: ``conn`` is closed, and None returned when that
+        ends this connecting (fatal, or a reconnect scheduled), else the attempt to make
+        next."""
+        address, partition = target
+        refusal = p.classify_subscribe_error(err)
+        following = after_refusal(attempt, refusal)
+        if following is Verdict.FATAL:
+            ordered_only = refusal is p.SubscribeRefusal.ORDER_REQUIRED and self._options.start
+            self._set_fatal(ConfigError(ORDERED_START, setting="start") if ordered_only else err)
             await conn.close()
-            # Nothing in the partition before or after the start: read it from its end
-            # (its first message will be the first after the start) rather than retry a
-            # subscription that fails the same way until something is published.
-            log.info(
-                "partition %s of %s on %s holds no message yet: reading it from its end",
-                partition,
-                self.topic,
-                address,
-            )
-            return following
-        if attempt.checks_gap and start == p.start_end():
-            if await self._published_in_between(target, conn):
-                return after_gap(attempt)
-            if not conn.is_open:  # lost while /stats was read: _on_close ignored it
-                self._schedule_reconnect(target)
-                return None
-        self._conns[target] = conn
-        self._reconnect_delay.pop(target, None)
-        self.stats.connections = len(self._conns)
-        self._on_connected(target, conn)
-        return None
+            return None
+        if following is Verdict.RETRY_LATER:
+            log.warning("subscribe on %s failed: %s", address, err)
+            await conn.close()
+            self._schedule_reconnect(target)
+            return None
+        await conn.close()
+        # Nothing in the partition before or after the start: read it from its end
+        # (its first message will be the first after the start) rather than retry a
+        # subscription that fails the same way until something is published.
+        log.info(
+            "partition %s of %s on %s holds no message yet: reading it from its end",
+            partition,
+            self.topic,
+            address,
+        )
+        return following
 
     async def _published_in_between(self, target: Target, conn: Connection) -> bool:
         """After a partition whose log was empty was subscribed from its end (``conn``, not

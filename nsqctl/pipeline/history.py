@@ -87,92 +87,113 @@ class HistoryReport:
 
 async def replay_history(opts: HistoryOptions, stop: asyncio.Event) -> HistoryReport:
     """Stream history to ``to_topic``; a failed publish requeues and stops the replay."""
-    temporary = not opts.channel
-    report = HistoryReport(channel=opts.channel or fresh_channel())
-    pattern = re.compile(opts.grep.encode()) if opts.grep else None
-    trace = to_signed64(opts.trace_id)
-    last = time.monotonic()
-    failure: list[BaseException] = []
-    taken = 0  # matched messages accepted for publishing, counted before the publish
-    turns: dict[int | None, asyncio.Lock] = {}  # one publish at a time per partition
-    producer = Producer(
-        lookupd_http=opts.lookupd or None, nsqd_tcp=opts.nsqd or None, config=opts.config
-    )
-
-    def wanted(msg: Message) -> bool:
-        if trace is not None and to_signed64(msg.trace_id) != trace:
-            return False
-        return pattern is None or pattern.search(msg.body) is not None
-
-    def give_back(msg: Message) -> None:
-        msg.requeue(delay=0, backoff=False)
-        report.given_back += 1
-
-    def close_intake() -> None:
-        consumer.set_max_in_flight(0)  # RDY 0 before anything more is given back
-        stop.set()
-
-    async def handler(msg: Message) -> None:
-        nonlocal last, taken
-        last = time.monotonic()
-        if stop.is_set() or (opts.count and taken >= opts.count):
-            give_back(msg)
-            return
-        if opts.until_ns is not None and msg.timestamp >= opts.until_ns:
-            close_intake()
-            give_back(msg)
-            return
-        if not wanted(msg):
-            report.skipped += 1
-            return
-        taken += 1
-        if opts.count and taken >= opts.count:
-            close_intake()
-        # Handlers run concurrently; a per-partition lock (FIFO) keeps arrival order.
-        async with turns.setdefault(msg.partition, asyncio.Lock()):
-            if failure:  # an earlier publish failed: publishing later ones would reorder
-                give_back(msg)
-                return
-            report.matched += 1
-            if opts.dry_run:
-                return
-            try:
-                await producer.publish(opts.to_topic, msg.body, shard_key=msg.partition)
-            except Exception as err:
-                failure.append(err)
-                stop.set()
-                raise
-            report.published += 1
-
-    consumer = Consumer(
-        opts.topic,
-        report.channel,
-        handler,
-        lookupd_http=opts.lookupd or None,
-        nsqd_tcp=None if opts.lookupd else (opts.nsqd or None),  # the lookup's nsqds win
-        config=opts.config,
-        options=ConsumerOptions(
-            partitions=opts.partitions, start=opts.start, max_in_flight=HISTORY_MAX_IN_FLIGHT
-        ),
-    )
+    replay = _Replay(opts, stop)
     try:
-        await consumer.start()
+        await replay.run()
+    finally:
+        if replay.temporary:
+            await _delete_channel(opts, replay.report)
+    if replay.failure:
+        raise replay.failure[0]
+    return replay.report
+
+
+class _Replay:
+    """One replay of :func:`replay_history`: its report, the consumer reading the history,
+    the producer publishing it, and :meth:`handle`, which the consumer calls per message."""
+
+    def __init__(self, opts: HistoryOptions, stop: asyncio.Event) -> None:
+        self.opts = opts
+        self.stop = stop
+        self.temporary = not opts.channel
+        self.report = HistoryReport(channel=opts.channel or fresh_channel())
+        self.pattern = re.compile(opts.grep.encode()) if opts.grep else None
+        self.trace = to_signed64(opts.trace_id)
+        self.last = time.monotonic()
+        self.failure: list[BaseException] = []
+        self.taken = 0  # matched messages accepted for publishing, counted before the publish
+        self.turns: dict[int | None, asyncio.Lock] = {}  # one publish at a time per partition
+        self.producer = Producer(
+            lookupd_http=opts.lookupd or None, nsqd_tcp=opts.nsqd or None, config=opts.config
+        )
+        self.consumer = Consumer(
+            opts.topic,
+            self.report.channel,
+            self.handle,
+            lookupd_http=opts.lookupd or None,
+            nsqd_tcp=None if opts.lookupd else (opts.nsqd or None),  # the lookup's nsqds win
+            config=opts.config,
+            options=ConsumerOptions(
+                partitions=opts.partitions, start=opts.start, max_in_flight=HISTORY_MAX_IN_FLIGHT
+            ),
+        )
+
+    async def run(self) -> None:
+        """Until stopped, or idle for ``idle_exit`` seconds; then both clients closed."""
+        opts, stop = self.opts, self.stop
+        await self.consumer.start()
         try:
-            while not stop.is_set() and time.monotonic() - last < opts.idle_exit:
+            while not stop.is_set() and time.monotonic() - self.last < opts.idle_exit:
                 if opts.progress is not None:
-                    opts.progress(report)
+                    opts.progress(self.report)
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(0.2):
                         await stop.wait()
         finally:
-            await consumer.stop(timeout=10)
-            await producer.close()
-    finally:
-        if temporary:
-            await _delete_channel(opts, report)
-    if failure:
-        raise failure[0]
-    return report
+            await self.consumer.stop(timeout=10)
+            await self.producer.close()
+
+    def wanted(self, msg: Message) -> bool:
+        if self.trace is not None and to_signed64(msg.trace_id) != self.trace:
+            return False
+        return self.pattern is None or self.pattern.search(msg.body) is not None
+
+    def give_back(self, msg: Message) -> None:
+        msg.requeue(delay=0, backoff=False)
+        self.report.given_back += 1
+
+    def close_intake(self) -> None:
+        self.consumer.set_max_in_flight(0)  # RDY 0 before anything more is given back
+        self.stop.set()
+
+    def admit(self, msg: Message) -> bool:
+        """Whether ``msg`` is to be published: not once the replay stopped, reached
+        --count or passed --until (given back), nor when it does not match (skipped)."""
+        opts = self.opts
+        self.last = time.monotonic()
+        if self.stop.is_set() or (opts.count and self.taken >= opts.count):
+            self.give_back(msg)
+            return False
+        if opts.until_ns is not None and msg.timestamp >= opts.until_ns:
+            self.close_intake()
+            self.give_back(msg)
+            return False
+        if not self.wanted(msg):
+            self.report.skipped += 1
+            return False
+        self.taken += 1
+        if opts.count and self.taken >= opts.count:
+            self.close_intake()
+        return True
+
+    async def handle(self, msg: Message) -> None:
+        if not self.admit(msg):
+            return
+        # Handlers run concurrently; a per-partition lock (FIFO) keeps arrival order.
+        async with self.turns.setdefault(msg.partition, asyncio.Lock()):
+            if self.failure:  # an earlier publish failed: publishing later ones would reorder
+                self.give_back(msg)
+                return
+            self.report.matched += 1
+            if self.opts.dry_run:
+                return
+            try:
+                await self.producer.publish(self.opts.to_topic, msg.body, shard_key=msg.partition)
+            except Exception as err:
+                self.failure.append(err)
+                self.stop.set()
+                raise
+            self.report.published += 1
 
 
 #: messages in flight at once: a few per partition, so no partition waits for RDY to rotate

@@ -11,6 +11,7 @@ import httpx
 from nsqctl.admin.partitions.carry import TEMPORARY
 from nsqctl.admin.partitions.state import (
     NsqdNode,
+    PartitionState,
     TopicState,
     redesign_leader,
     registered_nsqds,
@@ -184,42 +185,11 @@ async def plan_move(
     """
     async with admin_client() as client:
         leader, nodes, state = await _context(client, lookupd_http, topic, "topic move")
-    if not 0 <= partition < state.meta.partition_num:
-        raise ConfigError(
-            f"topic {topic} has partitions 0-{state.meta.partition_num - 1}: no partition "
-            f"{partition}"
-        )
-    part = state.partitions.get(partition)
-    if part is None or part.leader is None:
-        raise AdminError(
-            f"{topic} partition {partition} has no leader now: wait for nsqlookupd to elect "
-            f"one (`lookup({topic})`), then move it"
-        )
+    part, led_by = _led_partition(state, partition)
     target = _node(nodes, to, "`to`")
-    src = _node(nodes, source or part.leader, "`source`")
-    move_leader = src.http == part.leader
-    if target.http == src.http:
-        raise ConfigError(f"`to` {to} is where the copy already is: name another nsqd")
-    if move_leader and target.http == part.leader:
-        raise ConfigError(f"{to} already leads {topic} partition {partition}: nothing to move")
-    if not move_leader:
-        if part.isr and src.http not in part.isr:
-            raise ConfigError(
-                f"`source` {src.http} holds no in-sync copy of {topic} partition {partition} "
-                f"(ISR: {', '.join(part.isr)})"
-            )
-        if target.http in part.isr:
-            raise ConfigError(
-                f"`to` {to} already holds a copy of {topic} partition {partition}: to make it "
-                "the leader, leave out `source`"
-            )
-    if not state.allow_multi:
-        for other in state.partitions.values():
-            if other.partition != partition and target.http in (*other.isr, *other.catchup):
-                raise ConfigError(
-                    f"{to} holds partition {other.partition} of {topic}; an unordered topic "
-                    "keeps each nsqd to one partition's copy: pick another nsqd"
-                )
+    src = _node(nodes, source or led_by, "`source`")
+    move_leader = src.http == led_by
+    check_move(state, part, src.http, target.http, to)
     params = {
         "topic": topic,
         "partition": str(partition),
@@ -240,23 +210,75 @@ async def plan_move(
         source=src.http,
         move_leader=move_leader,
     )
-    if move_leader:
-        plan.preview = [
-            f"move the leader of {topic} partition {partition} from {src.http} to "
-            f"{target.http}, asking nsqlookupd leader {leader}",
-            f"{target.http} catches up first if it holds no in-sync copy; writes to the "
+    plan.preview = _move_preview(plan, led_by)
+    return plan
+
+
+def _led_partition(state: TopicState, partition: int) -> tuple[PartitionState, str]:
+    """The partition to move and its leader: one the topic has, led now."""
+    topic = state.topic
+    if not 0 <= partition < state.meta.partition_num:
+        raise ConfigError(
+            f"topic {topic} has partitions 0-{state.meta.partition_num - 1}: no partition "
+            f"{partition}"
+        )
+    part = state.partitions.get(partition)
+    if part is None or part.leader is None:
+        raise AdminError(
+            f"{topic} partition {partition} has no leader now: wait for nsqlookupd to elect "
+            f"one (`lookup({topic})`), then move it"
+        )
+    return part, part.leader
+
+
+def check_move(state: TopicState, part: PartitionState, source: str, target: str, to: str) -> None:
+    """Refuse a move of ``part``'s copy on ``source`` to ``target`` (nsqd HTTP addresses;
+    ``to`` as the caller named it) that would do nothing, or that nsqlookupd would refuse
+    or carry out against the topic's placement."""
+    topic, partition = state.topic, part.partition
+    move_leader = source == part.leader
+    if target == source:
+        raise ConfigError(f"`to` {to} is where the copy already is: name another nsqd")
+    if move_leader and target == part.leader:
+        raise ConfigError(f"{to} already leads {topic} partition {partition}: nothing to move")
+    if not move_leader:
+        if part.isr and source not in part.isr:
+            raise ConfigError(
+                f"`source` {source} holds no in-sync copy of {topic} partition {partition} "
+                f"(ISR: {', '.join(part.isr)})"
+            )
+        if target in part.isr:
+            raise ConfigError(
+                f"`to` {to} already holds a copy of {topic} partition {partition}: to make it "
+                "the leader, leave out `source`"
+            )
+    if not state.allow_multi:
+        for other in state.partitions.values():
+            if other.partition != partition and target in (*other.isr, *other.catchup):
+                raise ConfigError(
+                    f"{to} holds partition {other.partition} of {topic}; an unordered topic "
+                    "keeps each nsqd to one partition's copy: pick another nsqd"
+                )
+
+
+def _move_preview(plan: PartitionPlan, led_by: str) -> list[str]:
+    """The move in words, for the prompt and --dry-run."""
+    topic, partition, leader = plan.topic, plan.partition, plan.leader
+    if plan.move_leader:
+        return [
+            f"move the leader of {topic} partition {partition} from {plan.source} to "
+            f"{plan.target}, asking nsqlookupd leader {leader}",
+            f"{plan.target} catches up first if it holds no in-sync copy; writes to the "
             "partition pause while leadership changes hands",
             "youzan elects the new leader itself; if it picks another copy, leadership "
             "is moved on from there until the target leads (or the move fails)",
         ]
-    else:
-        plan.preview = [
-            f"move the copy of {topic} partition {partition} on {src.http} to "
-            f"{target.http}, asking nsqlookupd leader {leader}; the leader "
-            f"({part.leader}) stays",
-            f"{target.http} catches up, then {src.http} leaves the in-sync replicas",
-        ]
-    return plan
+    return [
+        f"move the copy of {topic} partition {partition} on {plan.source} to "
+        f"{plan.target}, asking nsqlookupd leader {leader}; the leader "
+        f"({led_by}) stays",
+        f"{plan.target} catches up, then {plan.source} leaves the in-sync replicas",
+    ]
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from nsqctl.protocol.names import validate_channel, validate_topic
 if TYPE_CHECKING:  # pyarrow loads only when archiving, not on every nsqctl start
     from nsqctl.failover import FailoverEvent
     from nsqctl.pipeline.archiver import ArchiveOptions, ArchiveStats
+    from nsqctl.pipeline.writer import RotationPolicy
 
 
 def archive(
@@ -81,13 +82,9 @@ def archive(
     profile: str | None = ProfileOption,
 ) -> None:
     """Consume TOPIC into Parquet files under OUT; a message is FINed only once on disk."""
-    validate_topic(topic)
-    validate_channel(channel)
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"--out {out} exists and is not a directory")
+    _check_target(topic, channel, out)
     sel = resolve_cluster(lookupd, nsqd, profile)
     from nsqctl.pipeline.archiver import ArchiveOptions
-    from nsqctl.pipeline.writer import RotationPolicy
 
     opts = ArchiveOptions(
         topic=topic,
@@ -99,11 +96,7 @@ def archive(
         max_in_flight=max_in_flight,
         ordered=ordered,
         partitions=partitions or None,
-        policy=RotationPolicy(
-            max_rows=rotate_rows or max(1, max_in_flight // 2),
-            max_bytes=int(rotate_mb * 1024 * 1024),
-            max_age=rotate_seconds,
-        ),
+        policy=rotation_policy(max_in_flight, rotate_rows, rotate_mb, rotate_seconds),
         exit_when_idle=exit_when_idle,
         trace_log=trace_log,
         failover_window=failover_window,
@@ -112,8 +105,30 @@ def archive(
     stats = asyncio.run(_run(opts, quiet))
     if as_json:
         typer.echo(json.dumps(archive_json(topic, channel, out, stats), indent=2))
-        return
-    _report(topic, out, stats, quiet)
+    else:
+        _report(topic, out, stats, quiet)
+
+
+def _check_target(topic: str, channel: str, out: Path) -> None:
+    """Refused before connecting: a bad name, or an --out that cannot hold the archive."""
+    validate_topic(topic)
+    validate_channel(channel)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} exists and is not a directory")
+
+
+def rotation_policy(
+    max_in_flight: int, rotate_rows: int, rotate_mb: float, rotate_seconds: float
+) -> RotationPolicy:
+    """When a Parquet file is cut: --rotate-rows (0: half the RDY window, so the other
+    half keeps arriving while a file is written), --rotate-mb, --rotate-seconds."""
+    from nsqctl.pipeline.writer import RotationPolicy
+
+    return RotationPolicy(
+        max_rows=rotate_rows or max(1, max_in_flight // 2),
+        max_bytes=int(rotate_mb * 1024 * 1024),
+        max_age=rotate_seconds,
+    )
 
 
 def _report(topic: str, out: Path, stats: ArchiveStats, quiet: bool) -> None:

@@ -32,6 +32,7 @@ from nsqctl.cli.commands.pub_input import (
 )
 from nsqctl.cli.commands.pub_lines import LineLedger, Span, merge, spans_of, text_of
 from nsqctl.cli.flags import (
+    ClusterSelection,
     LookupdOption,
     NsqdOption,
     ProfileOption,
@@ -221,14 +222,14 @@ def pub(
     plan = PubPlan(
         topic,
         batch,
-        partition,
-        shard,
-        shard_field,
-        trace,
-        defer_ms,
-        rate,
-        skip_too_large,
-        parse_headers(header),
+        partition=partition,
+        shard=shard,
+        shard_field=shard_field,
+        trace=trace,
+        defer_ms=defer_ms,
+        rate=rate,
+        skip_too_large=skip_too_large,
+        headers=parse_headers(header),
     )
     plan.check()
     if trace_log is not None and trace is None:
@@ -240,23 +241,7 @@ def pub(
     progress = LazyProgress(f"pub {topic}", total_bytes, enabled=not quiet and _stderr_open())
     log = TraceLog(trace_log) if trace_log is not None else None
     result = PubResult()
-
-    def on_receipt(receipt: Receipt) -> None:
-        # Each traced batch is counted as its OK comes, so after a failure the report
-        # names exactly what was not confirmed.
-        result.published += receipt.count
-        result.receipts.append(_receipt_json(receipt))
-        if log is not None:
-            log.publish(receipt)
-
-    producer = Producer(
-        lookupd_http=cluster.lookupd or None,
-        nsqd_tcp=cluster.nsqd or None,
-        config=cluster.connection_config(),
-        on_receipt=on_receipt,
-        options=ProducerOptions(failover_window=failover_window),
-        on_failover=lambda event: progress.note(_failover_line(event)),
-    )
+    producer = _producer(cluster, failover_window, progress, log, result)
     try:
         asyncio.run(publish_stream(producer, plan, source, progress, result))
     except (KeyboardInterrupt, asyncio.CancelledError):
@@ -267,6 +252,34 @@ def pub(
         if log is not None:
             log.close()
     _report(plan, result, quiet, as_json)
+
+
+def _producer(
+    cluster: ClusterSelection,
+    failover_window: float,
+    progress: LazyProgress,
+    log: TraceLog | None,
+    result: PubResult,
+) -> Producer:
+    """The producer of ``pub``: its receipts counted into ``result`` (and the trace log),
+    its failover notes shown above the progress line."""
+
+    def on_receipt(receipt: Receipt) -> None:
+        # Each traced batch is counted as its OK comes, so after a failure the report
+        # names exactly what was not confirmed.
+        result.published += receipt.count
+        result.receipts.append(_receipt_json(receipt))
+        if log is not None:
+            log.publish(receipt)
+
+    return Producer(
+        lookupd_http=cluster.lookupd or None,
+        nsqd_tcp=cluster.nsqd or None,
+        config=cluster.connection_config(),
+        on_receipt=on_receipt,
+        options=ProducerOptions(failover_window=failover_window),
+        on_failover=lambda event: progress.note(_failover_line(event)),
+    )
 
 
 def _stderr_open() -> bool:
@@ -394,101 +407,138 @@ async def publish_stream(
 ) -> None:
     """Publish ``source`` as ``plan`` says, counting into ``result``: what ``pub`` runs
     once its flags are checked (public so that tests can feed a generator and watch)."""
-    window = _Window(result)
-    pacer = Pacer(plan.rate)
-    send = _sender(producer, plan, result)
-    fits = _fits(producer, plan)
-    read = 0
-    capacity = WINDOW
-    spread = plan.partition is None and plan.shard is None and plan.shard_field is None
-
-    async def send_one(chunk: Batch) -> None:
-        nonlocal capacity, spread
-        await pacer.wait(len(chunk))
-        await send(chunk, window)
-        if spread:  # known once the first publish has asked where the topic lives
-            known = producer.known_topology(plan.topic)
-            connections = len(known.targets()) if known is not None else 0
-            if connections:
-                spread = False
-                capacity = WINDOW * connections
-        # Until the window has room again, not until any one batch settles: a keyed chunk
-        # launches a batch per route, and while one route stalls (a leader move) the
-        # others' OKs would let its batches pile up without bound, and input with them.
-        while len(window.tasks) >= capacity:
-            await window.settle(False)
-
+    stream = _Stream(producer, plan, result)
     _stop_on_sigint(result)
     async with producer:
         if plan.headers:
             await require_ext_topic(producer, plan.topic)
         try:
-            held = Batch([])  # less than a full MPUB, waiting for more input
             async for batch in read_in_thread(source):
                 if result.interrupted:  # the cancel below was lost: stop here all the same
                     raise asyncio.CancelledError
                 result.skipped += batch.blank
                 progress.advance(batch.size)
-                whole, refused = batch, fits(batch)
-                if refused is not None and plan.skip_too_large:
-                    batch, refused = _skip_too_large(whole, fits, result.lines), None
-                elif refused is not None:  # publish what came before it, then stop
-                    batch = whole.cut(0, refused)
-                read += len(batch)
-                for piece, alone in _around_large(batch):
-                    if alone:
-                        # A line nsqd may refuse for its size goes on its own, once all
-                        # before it is confirmed, and before anything after it is sent:
-                        # a refusal then stops the publish at that line.
-                        if held:
-                            await send_one(held)
-                            held = Batch([])
-                        await window.settle(True)
-                        await send_one(piece)
-                        try:
-                            await window.settle(True)
-                        except BadMessageError:
-                            if not plan.skip_too_large:
-                                raise
-                            result.lines.skipped(piece.number(0))
-                        continue
-                    held = held.join(piece)
-                    start = 0
-                    while len(held) - start >= plan.batch:
-                        await send_one(held.cut(start, start + plan.batch))
-                        start += plan.batch
-                    held = held.cut(start, len(held))
-                if (batch.flush or refused is not None) and held:  # don't sit on what came
-                    await send_one(held)
-                    held = Batch([])
-                if refused is not None:
-                    raise _too_large(whole, refused, producer.options.max_body_size)
-            if held:
-                await send_one(held)
-            await window.settle(True)
+                await stream.take(batch)
+            await stream.finish()
         except ConfigError as err:
-            # Bad input mid-stream: let the valid batches already sent finish, then say
-            # exactly how far the publish got.
-            also = ""
-            try:
-                await window.settle(True)
-            except (NsqctlError, OSError) as publish_err:
-                await window.abandon()
-                also = f"; publishing had also failed: {publish_err}"
-            done = result.lines.describe(stopped=True)
-            raise ConfigError(f"{err} ({done}{also})", setting=err.setting) from None
+            await stream.stop_on_bad_input(err)
         except (NsqctlError, OSError) as err:
-            await window.abandon()
-            result.error = err
-            # Everything read but not confirmed, plus what was never read (unknown: 0).
-            result.unpublished = read - result.published
+            await stream.fail(err)
         except asyncio.CancelledError:  # SIGINT: asyncio.run cancels this task
-            result.interrupted = True
-            with contextlib.suppress(asyncio.CancelledError):  # a second Ctrl-C
-                await window.answered(INTERRUPT_GRACE)
-            await window.abandon()
-            result.unpublished = read - result.published
+            await stream.interrupt()
             raise
+
+
+class _Stream:
+    """One publish of :func:`publish_stream`: the batches in flight, the pace, the input
+    held back until it fills an MPUB, and how many messages were read."""
+
+    def __init__(self, producer: Producer, plan: PubPlan, result: PubResult) -> None:
+        self.producer = producer
+        self.plan = plan
+        self.result = result
+        self.window = _Window(result)
+        self.pacer = Pacer(plan.rate)
+        self.send = _sender(producer, plan, result)
+        self.fits = _fits(producer, plan)
+        self.read = 0
+        self.held = Batch([])  # less than a full MPUB, waiting for more input
+        self.capacity = WINDOW
+        self.spread = plan.partition is None and plan.shard is None and plan.shard_field is None
+
+    async def send_one(self, chunk: Batch) -> None:
+        window = self.window
+        await self.pacer.wait(len(chunk))
+        await self.send(chunk, window)
+        if self.spread:  # known once the first publish has asked where the topic lives
+            known = self.producer.known_topology(self.plan.topic)
+            connections = len(known.targets()) if known is not None else 0
+            if connections:
+                self.spread = False
+                self.capacity = WINDOW * connections
+        # Until the window has room again, not until any one batch settles: a keyed chunk
+        # launches a batch per route, and while one route stalls (a leader move) the
+        # others' OKs would let its batches pile up without bound, and input with them.
+        while len(window.tasks) >= self.capacity:
+            await window.settle(False)
+
+    async def take(self, batch: Batch) -> None:
+        """One batch read: sent in full MPUBs, the rest held; a line nsqd cannot take is
+        skipped (--skip-too-large) or ends the publish after what came before it."""
+        whole, refused = batch, self.fits(batch)
+        if refused is not None and self.plan.skip_too_large:
+            batch, refused = _skip_too_large(whole, self.fits, self.result.lines), None
+        elif refused is not None:  # publish what came before it, then stop
+            batch = whole.cut(0, refused)
+        self.read += len(batch)
+        for piece, alone in _around_large(batch):
+            if alone:
+                await self._send_alone(piece)
+            else:
+                await self._hold(piece)
+        if batch.flush or refused is not None:  # don't sit on what came
+            await self._send_held()
+        if refused is not None:
+            raise _too_large(whole, refused, self.producer.options.max_body_size)
+
+    async def _send_alone(self, piece: Batch) -> None:
+        """A line nsqd may refuse for its size goes on its own, once all before it is
+        confirmed, and before anything after it is sent: a refusal then stops the publish
+        at that line."""
+        await self._send_held()
+        await self.window.settle(True)
+        await self.send_one(piece)
+        try:
+            await self.window.settle(True)
+        except BadMessageError:
+            if not self.plan.skip_too_large:
+                raise
+            self.result.lines.skipped(piece.number(0))
+
+    async def _hold(self, piece: Batch) -> None:
+        """Add ``piece`` to what is held, sending every full MPUB of it."""
+        held, size = self.held.join(piece), self.plan.batch
+        start = 0
+        while len(held) - start >= size:
+            await self.send_one(held.cut(start, start + size))
+            start += size
+        self.held = held.cut(start, len(held))
+
+    async def _send_held(self) -> None:
+        if self.held:
+            await self.send_one(self.held)
+            self.held = Batch([])
+
+    async def finish(self) -> None:
+        """The input ended: send what is held, and wait for every answer."""
+        await self._send_held()
+        await self.window.settle(True)
+
+    async def stop_on_bad_input(self, err: ConfigError) -> None:
+        """Bad input mid-stream: let the valid batches already sent finish, then say
+        exactly how far the publish got (raises)."""
+        also = ""
+        try:
+            await self.window.settle(True)
+        except (NsqctlError, OSError) as publish_err:
+            await self.window.abandon()
+            also = f"; publishing had also failed: {publish_err}"
+        done = self.result.lines.describe(stopped=True)
+        raise ConfigError(f"{err} ({done}{also})", setting=err.setting) from None
+
+    async def fail(self, err: NsqctlError | OSError) -> None:
+        await self.window.abandon()
+        self.result.error = err
+        # Everything read but not confirmed, plus what was never read (unknown: 0).
+        self.result.unpublished = self.read - self.result.published
+
+    async def interrupt(self) -> None:
+        """Ctrl-C: the batches sent get INTERRUPT_GRACE to be answered, then are given up."""
+        self.result.interrupted = True
+        with contextlib.suppress(asyncio.CancelledError):  # a second Ctrl-C
+            await self.window.answered(INTERRUPT_GRACE)
+        await self.window.abandon()
+        self.result.unpublished = self.read - self.result.published
 
 
 async def require_ext_topic(producer: Producer, topic: str) -> None:

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 import typer
 
@@ -410,26 +410,63 @@ class TailOutput:
             msg.requeue(delay=0, backoff=False)
 
 
-@dataclass(frozen=True)
-class TailPlan:
+class TailSource(NamedTuple):
+    """What the tail reads from, and how fast it asks nsqd for messages.
+
+    The plan's parts are NamedTuples, not dataclasses: defining them costs a fraction
+    of a dataclass, and ``nsqctl tail`` defines them at every start."""
+
     topic: str
-    channel: str
-    count: int
-    partitions: list[int] | None
-    ordered: bool
-    start: str | None
-    max_in_flight: int
-    fmt: str
-    print_topic: bool
-    keep: MessageFilter
-    trace_log: Path | None
-    connect_timeout: float | None
-    failover_window: float = DEFAULT_FAILOVER_WINDOW
-    template: Template | None = None
-    until_empty: bool = False
-    until_ns: int | None = None
-    time_travel: bool = False  # a --from-* or --until read: on a temporary channel
+    channel: str  # an ephemeral nsqctl_tail_<rand> when --channel is left out
+    partitions: list[int] | None = None  # None: every partition
+    ordered: bool = False
+    start: str | None = None  # the SUB_ADVANCED start of a --from-* read
+    max_in_flight: int = 200
     rate: float | None = None  # messages/s at most: RDY withheld, never a sleep per message
+    connect_timeout: float | None = None  # None: keep trying at start
+    failover_window: float = DEFAULT_FAILOVER_WINDOW
+
+
+class TailStop(NamedTuple):
+    """When the tail ends by itself (a signal or its reader going away end it too)."""
+
+    limit: int = 0  # -n: 0 for no limit
+    until_empty: bool = False
+    until_ns: int | None = None  # --until, in nanoseconds since the epoch
+
+    @property
+    def reads_stats(self) -> bool:
+        """--until-empty and --until learn that the channel is caught up from /stats."""
+        return self.until_empty or self.until_ns is not None
+
+
+class TailPrinting(NamedTuple):
+    """Which messages are printed, and how."""
+
+    fmt: str = "raw"  # raw | json | pretty, or the template's source
+    print_topic: bool = False
+    template: Template | None = None
+    keep: MessageFilter = MessageFilter()  # what is not kept is FINed unprinted
+
+
+class TailPlan(NamedTuple):
+    """Everything ``nsqctl tail`` was asked to do, checked, before it connects."""
+
+    source: TailSource
+    stop: TailStop = TailStop()
+    printing: TailPrinting = TailPrinting()
+    trace_log: Path | None = None  # a consume record per message acknowledged
+
+    @property
+    def time_travel(self) -> bool:
+        """A --from-* or --until read: it runs on a temporary channel."""
+        return self.source.start is not None or self.stop.until_ns is not None
+
+    @property
+    def ack_when_read(self) -> bool:
+        """Where a message is acknowledged: on a durable channel (its messages outlive
+        tail) once a pipe's reader has handled it; on an ephemeral one once written."""
+        return not is_ephemeral(self.source.channel)
 
 
 def tail(
@@ -530,58 +567,82 @@ def tail(
     --from-time, --from-offset, --until) uses a temporary channel that nsqd deletes when
     tail exits, so no real channel is moved; --channel is refused with them.
     """
-    template = None
-    if is_template(fmt):
-        template = compile_template(fmt)
-        if print_topic:
-            raise ConfigError("--print-topic does not apply to a --format template: use %t")
-    elif fmt not in ("raw", "json", "pretty"):
-        raise ConfigError(
-            f"unknown --format {fmt!r}: use raw, json, pretty or a template with %s etc."
-        )
+    template = parse_format(fmt, print_topic)
     validate_topic(topic)
     if channel is not None:
         validate_channel(channel)
+    start, until_ns = parse_history(channel, from_start, from_time, from_offset, until)
+    keep = parse_filter(grep, jq_field, channel, discard_unmatched)
+    out = _stdout()
+    cluster = resolve_cluster(lookupd, nsqd, profile, nsqd_http)
+    stop = TailStop(limit=count, until_empty=until_empty, until_ns=until_ns)
+    if stop.reads_stats and not (cluster.lookupd or cluster.nsqd_http):
+        raise ConfigError(
+            "--until-empty and --until read the channel's depth from nsqd's HTTP /stats: "
+            "pass --nsqd-http HOST:PORT with --nsqd (or use --lookupd)"
+        )
+    source = TailSource(
+        topic=topic,
+        channel=channel if channel is not None else ephemeral_channel(),
+        partitions=partitions or None,
+        ordered=ordered,
+        start=start,
+        max_in_flight=max_in_flight,
+        rate=rate,
+        connect_timeout=connect_timeout or None,
+        failover_window=failover_window,
+    )
+    printing = TailPrinting(fmt=fmt, print_topic=print_topic, template=template, keep=keep)
+    plan = TailPlan(source, stop, printing, trace_log)
+    with command_warnings("tail"):
+        asyncio.run(_tail(cluster, plan, out))
+
+
+def parse_format(fmt: str, print_topic: bool) -> Template | None:
+    """--format: the compiled template, or None for raw, json and pretty."""
+    if not is_template(fmt):
+        if fmt not in ("raw", "json", "pretty"):
+            raise ConfigError(
+                f"unknown --format {fmt!r}: use raw, json, pretty or a template with %s etc."
+            )
+        return None
+    template = compile_template(fmt)
+    if print_topic:
+        raise ConfigError("--print-topic does not apply to a --format template: use %t")
+    return template
+
+
+def parse_history(
+    channel: str | None,
+    from_start: bool,
+    from_time: str | None,
+    from_offset: int | None,
+    until: str | None,
+) -> tuple[str | None, int | None]:
+    """The SUB_ADVANCED start (--from-*) and the --until end in nanoseconds; refused on a
+    named channel that is not ephemeral."""
     start = parse_start(from_start, from_time, from_offset)
     until_ns = parse_time_ns(until) if until is not None else None
     time_travel = start is not None or until_ns is not None
     if time_travel and channel is not None and not is_ephemeral(channel):
         _refuse_time_travel_on(channel)
+    return start, until_ns
+
+
+def parse_filter(
+    grep: str | None, jq_field: list[str] | None, channel: str | None, discard_unmatched: bool
+) -> MessageFilter:
+    """--grep and --jq-field; refused on a named durable channel without --discard-unmatched."""
     keep = MessageFilter.parse(grep, jq_field)
     if keep.active and channel is not None and not discard_unmatched:
         _refuse_filtering_durable(channel)
-    out = _stdout()
-    cluster = resolve_cluster(lookupd, nsqd, profile, nsqd_http)
-    if (until_empty or until_ns is not None) and not (cluster.lookupd or cluster.nsqd_http):
-        raise ConfigError(
-            "--until-empty and --until read the channel's depth from nsqd's HTTP /stats: "
-            "pass --nsqd-http HOST:PORT with --nsqd (or use --lookupd)"
-        )
-    if channel is None:
-        suffix = "".join(random.choices(string.digits, k=6))
-        channel = f"nsqctl_tail_{suffix}#ephemeral"
-    plan = TailPlan(
-        topic,
-        channel,
-        count,
-        partitions or None,
-        ordered,
-        start,
-        max_in_flight,
-        fmt,
-        print_topic,
-        keep,
-        trace_log,
-        connect_timeout or None,
-        failover_window,
-        template,
-        until_empty,
-        until_ns,
-        time_travel,
-        rate,
-    )
-    with command_warnings("tail"):
-        asyncio.run(_tail(cluster, plan, out))
+    return keep
+
+
+def ephemeral_channel() -> str:
+    """The channel tail reads when none is named: its own, gone when tail exits."""
+    suffix = "".join(random.choices(string.digits, k=6))
+    return f"nsqctl_tail_{suffix}#ephemeral"
 
 
 def _refuse_time_travel_on(channel: str) -> None:
@@ -606,12 +667,55 @@ def _refuse_filtering_durable(channel: str) -> None:
     )
 
 
-def _connection_config(cluster: ClusterSelection, plan: TailPlan) -> ConnectionConfig:
+def _connection_config(cluster: ClusterSelection, source: TailSource) -> ConnectionConfig:
     """Each connection's own deadlines follow --connect-timeout too: a handshake timeout
     names that flag as the one to change (it is twice the connect timeout)."""
-    if plan.connect_timeout is None:  # 0: keep trying, each attempt with the default
+    if source.connect_timeout is None:  # 0: keep trying, each attempt with the default
         return cluster.connection_config()
-    return cluster.connection_config(connect_timeout=plan.connect_timeout)
+    return cluster.connection_config(connect_timeout=source.connect_timeout)
+
+
+def _output(plan: TailPlan, out: BinaryIO, until: UntilTime | None) -> TailOutput:
+    # Ordered: one message in flight per partition, so each must be flushed (and FINed)
+    # at once or the next never comes until the timer flush.
+    window = 1 if plan.source.ordered else plan.source.max_in_flight
+    printing = plan.printing
+    return TailOutput(
+        out,
+        printing.fmt,
+        printing.print_topic,
+        plan.stop.limit,
+        window,
+        printing.keep,
+        template=printing.template,
+        until=until,
+        ack_when_read=plan.ack_when_read,
+    )
+
+
+def _consumer(
+    cluster: ClusterSelection, plan: TailPlan, output: TailOutput, log: TraceLog | None
+) -> Consumer:
+    source = plan.source
+    return Consumer(
+        source.topic,
+        source.channel,
+        output.add,
+        lookupd_http=cluster.lookupd or None,
+        nsqd_tcp=None if cluster.lookupd else (cluster.nsqd or None),  # the lookup's win
+        config=_connection_config(cluster, source),
+        options=ConsumerOptions(
+            max_in_flight=source.max_in_flight,
+            max_rate=source.rate,
+            partitions=source.partitions,
+            ordered=source.ordered,
+            start=source.start,
+            connect_timeout=source.connect_timeout,
+            failover_window=source.failover_window,
+        ),
+        trace_log=log,
+        on_failover=_on_failover,
+    )
 
 
 def _on_failover(event: FailoverEvent) -> None:
@@ -669,14 +773,15 @@ def _lanes(plan: TailPlan, output: TailOutput, consumer: Consumer) -> OrderedLan
     is its line written (raw output, no filter, --until, --rate or trace log), to a file
     descriptor that is not a pipe owed acknowledgements (a durable channel on a pipe FINs
     only what its reader took: the loop's timers keep those books)."""
-    if not plan.ordered or plan.fmt != "raw" or plan.template is not None:
+    source, printing = plan.source, plan.printing
+    if not source.ordered or printing.fmt != "raw" or printing.template is not None:
         return None
-    if plan.keep.active or plan.until_ns is not None or plan.rate is not None:
+    if printing.keep.active or plan.stop.until_ns is not None or source.rate is not None:
         return None
     if plan.trace_log is not None or output.pipe is not None or output.fd is None:
         return None
-    if plan.print_topic:
-        output.lane_prefix = f"{plan.topic} | ".encode()
+    if printing.print_topic:
+        output.lane_prefix = f"{source.topic} | ".encode()
     return OrderedLanes(
         lambda: consumer.connections,
         consumer.delivery,
@@ -697,77 +802,80 @@ def _stdout() -> BinaryIO:
 
 
 async def _tail(cluster: ClusterSelection, plan: TailPlan, out: BinaryIO) -> None:
-    # Ordered: one message in flight per partition, so each must be flushed (and FINed)
-    # at once or the next never comes until the timer flush.
-    window = 1 if plan.ordered else plan.max_in_flight
-    until = UntilTime(plan.until_ns) if plan.until_ns is not None else None
-    output = TailOutput(
-        out,
-        plan.fmt,
-        plan.print_topic,
-        plan.count,
-        window,
-        plan.keep,
-        template=plan.template,
-        until=until,
-        ack_when_read=not is_ephemeral(plan.channel),
-    )
-    check = (
-        CaughtUpCheck(cluster.lookupd, cluster.nsqd_http, plan.topic, plan.channel, plan.partitions)
-        if plan.until_empty or until is not None
-        else None
-    )
-    log = TraceLog(plan.trace_log) if plan.trace_log is not None else None
-    consumer = Consumer(
-        plan.topic,
-        plan.channel,
-        output.add,
-        lookupd_http=cluster.lookupd or None,
-        nsqd_tcp=None if cluster.lookupd else (cluster.nsqd or None),  # the lookup's win
-        config=_connection_config(cluster, plan),
-        options=ConsumerOptions(
-            max_in_flight=plan.max_in_flight,
-            max_rate=plan.rate,
-            partitions=plan.partitions,
-            ordered=plan.ordered,
-            start=plan.start,
-            connect_timeout=plan.connect_timeout,
-            failover_window=plan.failover_window,
-        ),
-        trace_log=log,
-        on_failover=_on_failover,
-    )
-    lanes = _lanes(plan, output, consumer)
-
-    def stop_intake() -> None:
-        if lanes is not None:
-            lanes.stop()  # the threads give the sockets back before RDY 0 goes out
-        consumer.set_max_in_flight(0)
-
-    output.intake_stopper = stop_intake
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, output.done.set)
+    run = _TailRun(cluster, plan, out)
+    run.stop_on_signals()
     try:
-        await check_partitions(cluster.lookupd, plan.topic, plan.partitions or ())
+        await run.begin()
+        await run.follow()
+    finally:
+        await run.wind_down()
+    run.raise_outcome()
+
+
+class _TailRun:
+    """One tail's parts (its output, consumer, ordered lanes, stop check and trace log)
+    and the phases :func:`_tail` takes them through."""
+
+    def __init__(self, cluster: ClusterSelection, plan: TailPlan, out: BinaryIO) -> None:
+        self.cluster = cluster
+        self.plan = plan
+        source, until_ns = plan.source, plan.stop.until_ns
+        self.until = UntilTime(until_ns) if until_ns is not None else None
+        self.output = _output(plan, out, self.until)
+        self.check = (
+            CaughtUpCheck(
+                cluster.lookupd, cluster.nsqd_http, source.topic, source.channel, source.partitions
+            )
+            if plan.stop.reads_stats
+            else None
+        )
+        self.log = TraceLog(plan.trace_log) if plan.trace_log is not None else None
+        self.consumer = _consumer(cluster, plan, self.output, self.log)
+        self.lanes = _lanes(plan, self.output, self.consumer)
+        self.output.intake_stopper = self._stop_intake
+
+    def _stop_intake(self) -> None:
+        if self.lanes is not None:
+            self.lanes.stop()  # the threads give the sockets back before RDY 0 goes out
+        self.consumer.set_max_in_flight(0)
+
+    def stop_on_signals(self) -> None:
+        """Ctrl-C and SIGTERM end the tail as -n does: at once, cleanly."""
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError):
+                loop.add_signal_handler(sig, self.output.done.set)
+
+    async def begin(self) -> None:
+        """Connect (the partitions asked for checked first); --until on the original
+        family ends the tail at once, printing nothing."""
+        source, output, consumer = self.plan.source, self.output, self.consumer
+        await check_partitions(self.cluster.lookupd, source.topic, source.partitions or ())
         await consumer.start()
-        if lanes is not None:
-            lanes.lend()
-        if until is not None and not any(c.is_redesign for c in consumer.connections.values()):
+        if self.lanes is not None:
+            self.lanes.lend()
+        if self.until is not None and not any(c.is_redesign for c in consumer.connections.values()):
             output.unpartitioned = True
             output.close()
-        if plan.time_travel and not output.unpartitioned:
+        if self.plan.time_travel and not output.unpartitioned:
             print(
-                f"nsqctl tail: reading history on the temporary channel {plan.channel} "
+                f"nsqctl tail: reading history on the temporary channel {source.channel} "
                 "(nsqd deletes it when tail exits; no other channel is moved)",
                 file=sys.stderr,
                 flush=True,
             )
+
+    async def follow(self) -> None:
+        """Flush (and FIN) at every tick until the tail is done: -n reached, a signal, the
+        reader gone, the consumer failed, the trace log failed, or (--until-empty,
+        --until) the channel caught up, checked after a tick without arrivals."""
+        output, consumer, lanes = self.output, self.consumer, self.lanes
+        check, log = self.check, self.log
+        loop = asyncio.get_running_loop()
         seen = -1  # arrivals at the previous tick: a check runs after a tick with none
         pause = STOP_CHECK_MIN  # between checks that found messages left: they cost a poll
         next_check = 0.0
-        down = UnansweredWait(plan.connect_timeout)
+        down = UnansweredWait(self.plan.source.connect_timeout)
         while not output.done.is_set() and consumer.error is None and not _log_failed(log):
             # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel that
             # lands just after the event is set (CPython gh-86296).
@@ -782,11 +890,14 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan, out: BinaryIO) -> Non
             if output.arrivals != seen:
                 seen, pause, next_check = output.arrivals, STOP_CHECK_MIN, 0.0
             elif check is not None and not output.done.is_set() and loop.time() >= next_check:
-                if await _finished(check, output, consumer, until, down):
+                if await _finished(check, output, consumer, self.until, down):
                     break
                 next_check = loop.time() + pause
                 pause = min(pause * 2, STOP_CHECK_MAX)
-    finally:
+
+    async def wind_down(self) -> None:
+        """However the tail ended: FIN what was printed, give back the rest once, close."""
+        output, until, log = self.output, self.until, self.log
         output.stop_intake()  # RDY 0 first: the FINs below must not release more messages
         output.flush()  # FIN what was printed before the connections close
         await output.settle()  # on a pipe: once its reader has it, else given back
@@ -795,25 +906,29 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan, out: BinaryIO) -> Non
         output.close()
         if until is not None:
             until.give_back()  # what was past --until, unprinted: back once, after close
-        if check is not None:
-            await check.aclose()
-        await consumer.stop(timeout=5)
+        if self.check is not None:
+            await self.check.aclose()
+        await self.consumer.stop(timeout=5)
         if log is not None:
             log.close()
-        _summary(consumer)
-    if consumer.error is not None:
-        raise consumer.error
-    if log is not None and log.error is not None:
-        raise TraceLogWriteError(
-            f"{log.error}: stopped; what was printed was acknowledged (without its trace "
-            "record), the rest given back"
-        )
-    if output.unpartitioned:
-        raise ConfigError(
-            "--until needs the redesign (youzan nsq): the original family keeps no history "
-            "to read up to a time; stop with -n N or --until-empty instead"
-        )
-    if output.reader_gone:
-        # Quietly, with the status a Unix tool killed by SIGPIPE has (128 + 13), so that
-        # `set -o pipefail` sees tail stopped early, as it does for `yes | head`.
-        raise typer.Exit(SIGPIPE_STATUS)
+        _summary(self.consumer)
+
+    def raise_outcome(self) -> None:
+        """Why the tail ended, when that was not success: the error, or the exit status."""
+        output, log = self.output, self.log
+        if self.consumer.error is not None:
+            raise self.consumer.error
+        if log is not None and log.error is not None:
+            raise TraceLogWriteError(
+                f"{log.error}: stopped; what was printed was acknowledged (without its trace "
+                "record), the rest given back"
+            )
+        if output.unpartitioned:
+            raise ConfigError(
+                "--until needs the redesign (youzan nsq): the original family keeps no history "
+                "to read up to a time; stop with -n N or --until-empty instead"
+            )
+        if output.reader_gone:
+            # Quietly, with the status a Unix tool killed by SIGPIPE has (128 + 13), so that
+            # `set -o pipefail` sees tail stopped early, as it does for `yes | head`.
+            raise typer.Exit(SIGPIPE_STATUS)
