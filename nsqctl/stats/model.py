@@ -47,9 +47,14 @@ class ClientStats(msgspec.Struct, gc=False):
     auth_identity: str = ""  # the identity the auth server named (never the secret)
 
 
-@dataclass(slots=True)
-class ChannelStats:
-    """One channel of one topic partition on one nsqd."""
+class ChannelStats(msgspec.Struct, gc=False):
+    """One channel of one topic partition on one nsqd.
+
+    A msgspec record rather than a dataclass: a big cluster's poll makes one per channel
+    per partition, tens of thousands, and msgspec builds it in C (about a third of a
+    slots dataclass's cost) and keeps it out of the cyclic collector (it refers to
+    nothing that could refer back to it). Fields are read as fast as a dataclass's.
+    """
 
     name: str
     depth: int
