@@ -1,8 +1,10 @@
 """Typed records of what nsqd and nsqlookupd report, for both server families.
 
 These are plain values parsed from one poll (``parse``); derived views with rates and
-flags live in ``view``. Per-client/channel/partition records use slots and are not frozen:
-a big cluster has tens of thousands of them and construction cost counts. Keeping raw and
+flags live in ``view``. Per-client/channel/partition records are msgspec records or slots
+dataclasses, never frozen: a big cluster has tens of thousands of them and construction
+cost counts (change one with ``msgspec.structs.replace`` or ``dataclasses.replace``,
+whichever it is). Keeping raw and
 derived apart lets a test build either from a recorded payload without any IO.
 """
 
