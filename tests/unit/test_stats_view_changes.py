@@ -6,38 +6,17 @@ from __future__ import annotations
 import pytest
 
 from nsqctl.stats.history import History
-from nsqctl.stats.model import ChannelStats, ClusterSnapshot, NodeStats, TopicPartitionStats
+from nsqctl.stats.model import ClusterSnapshot, NodeStats, TopicPartitionStats
 from nsqctl.stats.view import ChannelView, build_view
+from tests.helpers.stats import channel_stats, topic_stats
 
 NODE = "127.0.0.1:4151"
 
 
 def _copy(partition: int, messages: int, requeued: int, depth: int) -> TopicPartitionStats:
     """Partition ``partition`` of topic ``t`` with its one channel ``c``."""
-    channel = ChannelStats(
-        name="c",
-        depth=depth,
-        backend_depth=0,
-        in_flight_count=0,
-        deferred_count=0,
-        message_count=messages,
-        requeue_count=requeued,
-        timeout_count=0,
-        client_count=1,
-        paused=False,
-    )
-    return TopicPartitionStats(
-        topic="t",
-        partition=partition,
-        node=NODE,
-        depth=0,
-        backend_depth=0,
-        message_count=messages,
-        paused=False,
-        is_leader=True,
-        depth_is_bytes=True,
-        channels=(channel,),
-    )
+    channel = channel_stats("c", depth, requeued=requeued, messages=messages, client_count=1)
+    return topic_stats(NODE, "t", channel, partition=partition)
 
 
 def _poll(at: float, *copies: TopicPartitionStats) -> ClusterSnapshot:
