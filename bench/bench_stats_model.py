@@ -15,8 +15,9 @@
    channels' RDY), on the channel screen the open channel with its clients (their client
    views built). Those bodies are derived from the same synthetic data as nsqd answers
    them (``"clients": null`` with the count kept in ``client_num``; the topic, or its
-   channel, alone with the clients listed). The hot-client ranking (every connection
-   parsed; built only while that screen shows it) is timed apart.
+   channel, alone with the clients listed). The hot-spots refresh is also given by stage
+   (decode, the rest of the parse, the view, the ranking). The hot-client ranking (every
+   connection parsed; built only while that screen shows it) is timed apart.
 2. The Textual app polling that payload through the real :class:`StatsSession` (each refresh
    decodes/parses and builds the view in worker threads, then the screen updates): how long
    a key press takes to be handled (the key event reaches the app until the table cursor has
@@ -41,7 +42,8 @@ from typing import Any, Literal
 
 from textual import events
 
-from nsqctl.stats.gcpause import freeze_after_bursts
+from nsqctl.stats import wire
+from nsqctl.stats.gcpause import freeze_after_bursts, gc_paused
 from nsqctl.stats.history import History
 from nsqctl.stats.hotspots import rank_channels, rank_clients
 from nsqctl.stats.model import ClusterSnapshot
@@ -209,6 +211,35 @@ def bench_cpu(
     return samples
 
 
+def bench_stages(polls: list[Poll], rounds: int = 9) -> dict[str, list[float]]:
+    """The hot-spots refresh in its stages, CPU ms each: the body's decode alone (msgspec),
+    the rest of the parse, the view (history on), the channel ranking with the node
+    totals. The decode is timed apart on the same body, then subtracted from the parse."""
+    history = History()
+    previous = snapshot(polls[0], 0.0)
+    build_view(previous, None, history)
+    stages: dict[str, list[float]] = {"decode": [], "parse rest": [], "view": [], "rank": []}
+    for i in range(rounds):
+        poll = polls[(i + 1) % len(polls)]
+        with gc_paused():
+            start = time.process_time()
+            wire.NSQD_STATS.decode(poll.full)
+            decoded = time.process_time()
+        snap = snapshot(poll, 2.0 * (i + 1))
+        parsed = time.process_time()
+        view = build_view(snap, previous, history)
+        viewed = time.process_time()
+        rank_channels(view, "requeue")
+        node_summaries(view)
+        end = time.process_time()
+        stages["decode"].append((decoded - start) * 1000)
+        stages["parse rest"].append((parsed - decoded - (decoded - start)) * 1000)
+        stages["view"].append((viewed - parsed) * 1000)
+        stages["rank"].append((end - viewed) * 1000)
+        previous = snap
+    return stages
+
+
 def bench_hot_clients(polls: list[Poll], rounds: int = 3) -> list[float]:
     """The hot-clients ranking alone, on a view whose clients were not parsed yet."""
     previous = snapshot(polls[0], 0.0)
@@ -366,8 +397,13 @@ def main() -> None:
         summary("as dash runs it: hot-spots screen", bench_cpu(polls), target)
         summary("as dash runs it: topic screen", bench_cpu(polls, screen="topic"), target)
         summary("as dash runs it: channel screen", bench_cpu(polls, screen="channel"), target)
+        stages = bench_stages(polls)
     finally:
         freeze_after_bursts(0)
+    print(
+        "  hot-spots refresh by stage, median ms: "
+        + ", ".join(f"{k} {statistics.median(v):.1f}" for k, v in stages.items())
+    )
     summary("hot clients ranking (only while shown)", bench_hot_clients(polls), target)
     if args.cpu_only:
         return

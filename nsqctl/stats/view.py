@@ -33,7 +33,9 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
-from operator import attrgetter
+from operator import attrgetter, itemgetter
+
+import msgspec
 
 from nsqctl.lookup.model import TopicMeta, counted_partitions
 from nsqctl.stats.gcpause import gc_paused
@@ -165,12 +167,12 @@ class ChannelView:
         return tuple(views)
 
 
-@dataclass(slots=True)
-class PartitionView:
+class PartitionView(msgspec.Struct, gc=False):
     """One partition (one nsqd's copy of the topic on the original family).
 
-    Slots, not frozen: a big cluster has tens of thousands per poll, and a frozen
-    record's construction costs several times a plain one's. Treat it as read-only.
+    A msgspec record, not frozen: a big cluster has tens of thousands per poll, and
+    msgspec builds one in C (a frozen dataclass costs several times a plain one, a slots
+    dataclass about three times msgspec's). Treat it as read-only.
 
     ``leader`` is the nsqd whose copy takes writes (youzan reports ``is_leader`` as "writes
     enabled"), so a partition nsqlookupd has not enabled yet shows no leader.
@@ -380,8 +382,7 @@ def _coord_info(
     return max(held, key=lambda r: len(r.isr))
 
 
-@dataclass(slots=True)
-class _Copy:
+class _Copy(msgspec.Struct, gc=False):
     """The copy of a partition a view counts (its leader's) with what it is compared to."""
 
     stats: TopicPartitionStats
@@ -492,37 +493,124 @@ _LIVE = attrgetter("live")
 _RATE = attrgetter("rate")
 _LEADER = attrgetter("leader")
 _MESSAGE_TOTAL = attrgetter("messages")
+_CHANNEL = itemgetter(1)
+
+# A channel of a big topic has a copy on each of thousands of partitions, tens of thousands
+# a poll: each part of its view below is one plain loop over the copies keeping its sums
+# in locals (quicker than a C pass per field: bench/README.md, Dashboard), and no
+# per-partition view is made (see ChannelView.parts).
 
 
-def _channel_view(
-    topic: str,
-    name: str,
-    parts: list[tuple[_Copy, ChannelStats]],
-    history: History | None,
-    gap: bool = False,
-) -> ChannelView:
-    # One pass over the partitions: a big topic has thousands, so every total is summed
-    # here rather than in a pass of its own, no per-partition view is made (see
-    # ChannelView.parts), and the rules' rate/delta are inlined (same definitions:
-    # unknown without a previous poll or when a counter went back).
-    msg_rate: float | None = None
-    req_delta: int | None = None
-    to_delta: int | None = None
-    req_rate: float | None = None
-    to_rate: float | None = None
-    depth = in_flight = deferred = requeued = timed_out = messages = counted = 0
-    depth_bytes: int | None = 0
-    paused = skipped = False
-    ready = listed = 0
-    starved = False
-    all_listed = True
-    before_depth: int | None = 0
-    timed = 0
-    dt_sum = 0.0
-    rates_known = True
-    for copy, ch in parts:
-        before = copy.before.get(name)
-        if before is not None:
+@dataclass(slots=True)
+class _Totals:
+    """A channel's counters summed over its copies."""
+
+    depth: int
+    in_flight: int
+    deferred: int
+    requeued: int
+    timed_out: int
+    messages: int
+    counted: int  # the connections nsqd counts, listed or not
+    paused: bool
+    skipped: bool
+    depth_bytes: int | None  # None when a copy does not report it
+
+    @classmethod
+    def of(cls, chs: Iterable[ChannelStats]) -> _Totals:
+        depth = in_flight = deferred = requeued = timed_out = messages = counted = 0
+        depth_bytes: int | None = 0
+        paused = skipped = False
+        for ch in chs:
+            depth += ch.depth
+            in_flight += ch.in_flight_count
+            deferred += ch.deferred_count
+            requeued += ch.requeue_count
+            timed_out += ch.timeout_count
+            messages += ch.message_count
+            counted += ch.client_count
+            if ch.paused:
+                paused = True
+            if ch.skipped:
+                skipped = True
+            if depth_bytes is not None:
+                depth_bytes = None if ch.depth_bytes is None else depth_bytes + ch.depth_bytes
+        return cls(
+            depth,
+            in_flight,
+            deferred,
+            requeued,
+            timed_out,
+            messages,
+            counted,
+            paused,
+            skipped,
+            depth_bytes,
+        )
+
+
+@dataclass(slots=True)
+class _ClientTotals:
+    """A channel's listed connections over its copies. RDY (``ready``) and ``stalled``
+    need every copy's list (``all_listed``); a starved connection on one copy is one."""
+
+    listed: int
+    ready: int
+    starved: bool
+    all_listed: bool
+
+    @classmethod
+    def of(cls, chs: Iterable[ChannelStats]) -> _ClientTotals:
+        listed = ready = 0
+        starved = False
+        all_listed = True
+        for ch in chs:
+            if not ch.clients_listed:
+                all_listed = False
+                continue
+            clients = ch.clients
+            # client_totals without its call (a copy per partition, tens of thousands)
+            totals = clients.totals if type(clients) is LazyClients else client_totals(clients)
+            listed += totals.listed
+            ready += totals.ready
+            if totals.starved:
+                starved = True
+        return cls(listed, ready, starved, all_listed)
+
+
+@dataclass(slots=True)
+class _Changes:
+    """A channel's changes since the previous poll, summed over the copies polled then:
+    :func:`rules.rate` and :func:`rules.delta` inlined (unknown without a previous poll
+    or when a counter went back, an nsqd restarted: that copy is left out of the sum)."""
+
+    msg_rate: float | None
+    requeue_delta: int | None
+    timeout_delta: int | None
+    requeue_rate: float | None
+    timeout_rate: float | None
+    rates_known: bool
+    """Every copy's message rate is known: their sum is the channel's rate, not a dip."""
+    previous_depth: int | None  # None unless every copy was polled then
+    interval: float  # the copies' mean seconds since their previous poll (0: none known)
+
+    @classmethod
+    def of(cls, name: str, parts: Iterable[tuple[_Copy, ChannelStats]]) -> _Changes:
+        msg_rate: float | None = None
+        req_delta: int | None = None
+        to_delta: int | None = None
+        req_rate: float | None = None
+        to_rate: float | None = None
+        before_depth: int | None = 0
+        timed = 0
+        dt_sum = 0.0
+        rates_known = True
+        for copy, ch in parts:
+            before = copy.before.get(name)
+            if before is None:
+                before_depth = None
+                rates_known = False
+                continue
             dt = copy.dt
             if dt > 0:
                 timed += 1
@@ -546,82 +634,76 @@ def _channel_view(
                     to_rate = td / dt if to_rate is None else to_rate + td / dt
             if before_depth is not None:
                 before_depth += before.depth
-        else:
-            before_depth = None
-            rates_known = False
-        depth += ch.depth
-        in_flight += ch.in_flight_count
-        deferred += ch.deferred_count
-        requeued += ch.requeue_count
-        timed_out += ch.timeout_count
-        messages += ch.message_count
-        counted += ch.client_count
-        if ch.paused:
-            paused = True
-        if ch.skipped:
-            skipped = True
-        if depth_bytes is not None:
-            depth_bytes = None if ch.depth_bytes is None else depth_bytes + ch.depth_bytes
-        if not ch.clients_listed:
-            all_listed = False
-            continue
-        clients = ch.clients
-        # client_totals without its call (a channel copy per partition, tens of thousands)
-        totals = clients.totals if type(clients) is LazyClients else client_totals(clients)
-        listed += totals.listed
-        ready += totals.ready
-        if totals.starved:
-            starved = True
-    client_count = max(counted, listed)
+        return cls(
+            msg_rate,
+            req_delta,
+            to_delta,
+            req_rate,
+            to_rate,
+            rates_known,
+            before_depth,
+            dt_sum / timed if timed else 0.0,
+        )
+
+
+def _channel_view(
+    topic: str,
+    name: str,
+    parts: list[tuple[_Copy, ChannelStats]],
+    history: History | None,
+    gap: bool = False,
+) -> ChannelView:
+    totals = _Totals.of(map(_CHANNEL, parts))
+    changes = _Changes.of(name, parts)
+    clients = _ClientTotals.of(map(_CHANNEL, parts))
     depth_trend, rate_trend = EMPTY_DEPTH, EMPTY_RATE
     if history is not None:
         # a rate summed over some partitions only would be a dip, not the channel's rate
         depth_trend, rate_trend = _record(
             history,
             ("channel", topic, name),
-            None if gap else depth,
-            msg_rate if rates_known and not gap else None,
+            None if gap else totals.depth,
+            changes.msg_rate if changes.rates_known and not gap else None,
         )
     depth_hist = depth_trend.known()
     growing = is_growing(depth_hist)
-    # a starved client seen on one partition is one; RDY 0 needs every partition's clients
-    stalled = all_listed and listed > 0 and is_stalled(ready, depth)
-    no_consumers = client_count == 0 and depth > 0
-    severity = worst(
-        "crit" if stalled else "ok",
-        "warn" if starved or growing or no_consumers or (to_delta or 0) > 0 else "ok",
-    )
+    # RDY 0 (stalled) needs every partition's clients
+    all_listed = clients.all_listed
+    stalled = all_listed and clients.listed > 0 and is_stalled(clients.ready, totals.depth)
+    client_count = max(totals.counted, clients.listed)
+    no_consumers = client_count == 0 and totals.depth > 0
+    warn = clients.starved or growing or no_consumers or (changes.timeout_delta or 0) > 0
     return ChannelView(
         topic=topic,
         name=name,
-        depth=depth,
-        in_flight=in_flight,
-        deferred=deferred,
-        requeued=requeued,
-        timed_out=timed_out,
-        messages=messages,
+        depth=totals.depth,
+        in_flight=totals.in_flight,
+        deferred=totals.deferred,
+        requeued=totals.requeued,
+        timed_out=totals.timed_out,
+        messages=totals.messages,
         client_count=client_count,
-        ready=ready if all_listed else None,
-        paused=paused,
-        skipped=skipped,
-        depth_bytes=depth_bytes,
-        msg_rate=msg_rate,
-        requeue_delta=req_delta,
-        timeout_delta=to_delta,
-        starved=starved,
+        ready=clients.ready if all_listed else None,
+        paused=totals.paused,
+        skipped=totals.skipped,
+        depth_bytes=totals.depth_bytes,
+        msg_rate=changes.msg_rate,
+        requeue_delta=changes.requeue_delta,
+        timeout_delta=changes.timeout_delta,
+        starved=clients.starved,
         stalled=stalled,
         no_consumers=no_consumers,
         depth_growing=growing,
-        severity=severity,
+        severity=worst("crit" if stalled else "ok", "warn" if warn else "ok"),
         depth_history=depth_hist,
         rate_history=rate_trend.known(),
         depth_trend=depth_trend,
         rate_trend=rate_trend,
         clients_listed=all_listed,
-        requeue_rate=req_rate,
-        timeout_rate=to_rate,
-        interval=dt_sum / timed if timed else 0.0,
-        previous_depth=before_depth if parts else None,
+        requeue_rate=changes.requeue_rate,
+        timeout_rate=changes.timeout_rate,
+        interval=changes.interval,
+        previous_depth=changes.previous_depth if parts else None,
         sources=tuple(parts),
     )
 

@@ -34,6 +34,7 @@ def channel_stats(
     timeouts: int = 0,
     clients: tuple[ClientStats, ...] = (),
     client_count: int | None = None,
+    messages: int = 0,
 ) -> ChannelStats:
     """A channel; ``client_count`` defaults to how many ``clients`` are given."""
     return ChannelStats(
@@ -42,7 +43,7 @@ def channel_stats(
         backend_depth=0,
         in_flight_count=in_flight,
         deferred_count=deferred,
-        message_count=0,
+        message_count=messages,
         requeue_count=requeued,
         timeout_count=timeouts,
         client_count=len(clients) if client_count is None else client_count,
