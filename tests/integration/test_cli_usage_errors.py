@@ -1,10 +1,16 @@
-"""Parser-level usage errors of every command, through the real console script.
+"""Parser-level usage errors of every command, through the console script's ``main()``.
 
 An unknown option, a missing argument or option, a value of the wrong type, or an unknown
 subcommand must give one ``nsqctl: error:`` line on stderr and exit 2, never a traceback,
 whichever copy of click typer carries. The list of commands is read from the app itself,
 so a command added later is covered without touching this file. Nothing here reaches a
 server: the parser rejects every invocation before a command's body runs.
+
+Every command's cases run in process (``run_main``: the console script's own ``main()``
+and its error handling, without a Python start per case: there are hundreds). One case
+of each kind also runs as the real installed console script in a fresh process, and must
+say exactly what the in-process run says, so the two cannot drift apart; each command's
+lazy loading in a fresh process is tests/unit/test_cli_imports.py's.
 """
 
 from __future__ import annotations
@@ -68,7 +74,7 @@ def test_the_app_lists_every_command() -> None:
 
 @pytest.mark.parametrize("path", list(COMMANDS), ids=_ids(COMMANDS))
 def test_unknown_option(path: tuple[str, ...]) -> None:
-    proc = run_cli([*path, "--no-such-option"])
+    proc = run_main(*path, "--no-such-option")
     line = assert_one_line_error(proc, usage_exit(path))
     assert "--no-such-option" in line and " ".join(path) in line
 
@@ -83,7 +89,7 @@ MISSING = {p: c for p, c in LEAVES.items() if _required_arguments(c)}
 
 @pytest.mark.parametrize("path", list(MISSING), ids=_ids(MISSING))
 def test_missing_argument(path: tuple[str, ...]) -> None:
-    proc = run_cli(list(path))
+    proc = run_main(*path)
     line = assert_one_line_error(proc, 2)
     first = _required_arguments(MISSING[path])[0]
     assert f"Missing argument '{first.metavar}'" in line, line
@@ -100,7 +106,7 @@ REQUIRED_OPTIONS = {
 def test_missing_option(path: tuple[str, ...]) -> None:
     cmd = REQUIRED_OPTIONS[path]
     args = ["x" for _ in _required_arguments(cmd)]
-    line = assert_one_line_error(run_cli([*path, *args]), 2)
+    line = assert_one_line_error(run_main(*path, *args), 2)
     assert "Missing option" in line, line
 
 
@@ -112,20 +118,55 @@ def test_bad_number(path: tuple[str, ...]) -> None:
     cmd = NUMBERS[path]
     option = _number_option(cmd)
     assert option is not None  # NUMBERS holds the commands that have one
-    proc = run_cli([*path, *_filler(cmd), option.opts[0], "not-a-number"])
+    proc = run_main(*path, *_filler(cmd), option.opts[0], "not-a-number")
     line = assert_one_line_error(proc, usage_exit(path))
     assert "Invalid value" in line and option.opts[0] in line, line
 
 
 @pytest.mark.parametrize("path", [(), *GROUPS], ids=["nsqctl", *_ids(GROUPS)])
 def test_unknown_subcommand(path: tuple[str, ...]) -> None:
-    line = assert_one_line_error(run_cli([*path, "no-such-command"]), 2)
+    line = assert_one_line_error(run_main(*path, "no-such-command"), 2)
     assert "No such command 'no-such-command'" in line, line
 
 
 def test_global_option_missing_its_value_after_the_command() -> None:
-    line = assert_one_line_error(run_cli(["config", "--tls-ca"]), 2)
+    line = assert_one_line_error(run_main("config", "--tls-ca"), 2)
     assert "--tls-ca" in line and "requires an argument" in line, line
+
+
+def _one_of_each_kind() -> list[list[str]]:
+    """One invocation of each kind of usage error above (check's exit 3 among them)."""
+    missing = next(iter(MISSING))
+    required = next(iter(REQUIRED_OPTIONS))
+    number = next(iter(NUMBERS))
+    option = _number_option(NUMBERS[number])
+    assert option is not None
+    return [
+        ["pub", "--no-such-option"],
+        ["check", "--no-such-option"],
+        list(missing),
+        [*required, *("x" for _ in _required_arguments(REQUIRED_OPTIONS[required]))],
+        [*number, *_filler(NUMBERS[number]), option.opts[0], "not-a-number"],
+        ["topic", "no-such-command"],
+        ["config", "--tls-ca"],
+    ]
+
+
+KINDS = _one_of_each_kind()
+
+
+@pytest.mark.parametrize("args", KINDS, ids=[" ".join(a) for a in KINDS])
+def test_the_console_script_in_a_fresh_process_says_what_main_says(args: list[str]) -> None:
+    """The real installed script, in its own Python: the same exit code and the same one
+    line as the in-process ``main()`` the cases above run through."""
+    fresh = run_cli(args)
+    line = assert_one_line_error(fresh, fresh.returncode)
+    assert fresh.returncode in (2, 3), line
+    in_process = run_main(*args)
+    assert (in_process.returncode, assert_one_line_error(in_process, fresh.returncode)) == (
+        fresh.returncode,
+        line,
+    )
 
 
 def test_group_without_a_subcommand_shows_its_help() -> None:

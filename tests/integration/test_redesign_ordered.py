@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from nsqctl import admin
 from nsqctl import protocol as p
 from nsqctl.consumer import Consumer, ConsumerOptions, OrderViolation
 from nsqctl.message import Message
@@ -19,9 +18,32 @@ from nsqctl.producer import Producer
 from nsqctl.servers import cluster
 from tests.helpers.cli import NSQCTL, clean_env, cli
 from tests.helpers.names import unique
+from tests.helpers.redesign import TopicSpec, create_topics
 from tests.helpers.wait import wait_for
 
 pytestmark = pytest.mark.redesign
+
+#: Every session-cluster test's topic, by test: youzan's nsqlookupd enables writes on a
+#: new topic in a topic check, and drops a check asked for within 6 s of the last one, so
+#: topics made one test after another wait about 8 s each; made at once, one check serves
+#: them all.
+SPECS = {
+    "ord20k": TopicSpec(partitions=4, replicas=1, ordered=True),
+    "ordgap": TopicSpec(partitions=1, replicas=1, ordered=True),
+    "ordstart": TopicSpec(partitions=1, replicas=1, ordered=True),
+    "advplain": TopicSpec(partitions=2, replicas=1),
+    "ordturn": TopicSpec(partitions=3, replicas=1, ordered=True),
+}
+
+
+@pytest.fixture(scope="module")
+def topics(redesign_cluster: cluster.Cluster) -> dict[str, str]:
+    """:data:`SPECS`' topics on the session redesign cluster, created at once, no channels
+    (each test makes the ones it reads before it publishes)."""
+    names = {key: unique(key) for key in SPECS}
+    specs = {names[key]: spec for key, spec in SPECS.items()}
+    asyncio.run(create_topics(redesign_cluster.lookupd_http, specs, channels=()))
+    return names
 
 
 def test_fresh_sandbox_ordered_tail_prints_in_order_and_leaves_nothing_in_flight(
@@ -119,11 +141,10 @@ async def _consume(
 
 
 async def test_20k_messages_over_100_keys_on_4_partitions_keep_per_key_order(
-    redesign_cluster: cluster.Cluster,
+    redesign_cluster: cluster.Cluster, topics: dict[str, str]
 ) -> None:
     lookupd = redesign_cluster.lookupd_http
-    topic = unique("ord20k")
-    admin.create_topic(lookupd, topic, partitions=4, replicas=1, ordered=True)
+    topic = topics["ord20k"]
     _create_channel(topic, "c", lookupd)
     keys = [f"key-{k}" for k in range(100)]
     per_key = 200
@@ -155,12 +176,11 @@ async def test_20k_messages_over_100_keys_on_4_partitions_keep_per_key_order(
 
 
 async def test_gap_and_regression_are_reported_when_the_channel_offset_moves(
-    redesign_cluster: cluster.Cluster,
+    redesign_cluster: cluster.Cluster, topics: dict[str, str]
 ) -> None:
     """A forward setoffset skips messages (a gap); a backward one replays (a regression)."""
     lookupd = redesign_cluster.lookupd_http
-    topic = unique("ordgap")
-    admin.create_topic(lookupd, topic, partitions=1, replicas=1, ordered=True)
+    topic = topics["ordgap"]
     _create_channel(topic, "c", lookupd)
     async with Producer(lookupd_http=lookupd) as producer:
         await producer.publish_many(topic, [f"m{i}".encode() for i in range(100)], partition=0)
@@ -229,12 +249,11 @@ async def test_gap_and_regression_are_reported_when_the_channel_offset_moves(
 
 
 def test_a_start_position_on_an_ordered_topic_says_how_to_move_the_channel(
-    redesign_cluster: cluster.Cluster,
+    redesign_cluster: cluster.Cluster, topics: dict[str, str]
 ) -> None:
     """youzan's SUB_ORDERED takes no start and SUB_ADVANCED is refused on ordered topics."""
     lookupd = redesign_cluster.lookupd_http
-    topic = unique("ordstart")
-    admin.create_topic(lookupd, topic, partitions=1, replicas=1, ordered=True)
+    topic = topics["ordstart"]
     for extra in (["--ordered"], []):
         proc = cli("tail", topic, "--from-start", "-n", "1", *extra, "--lookupd", lookupd[0])
         lines = proc.stderr.strip().splitlines()
@@ -243,14 +262,13 @@ def test_a_start_position_on_an_ordered_topic_says_how_to_move_the_channel(
 
 
 async def test_a_start_position_on_a_plain_topic_is_not_an_ordered_subscription(
-    redesign_cluster: cluster.Cluster,
+    redesign_cluster: cluster.Cluster, topics: dict[str, str]
 ) -> None:
     """SUB_ADVANCED frames carry offsets like ordered ones, but the channel is not ordered:
     many messages are in flight and a requeued one comes back after later ones. That is
     no order regression, and the requeued copy must reach the handler again."""
     lookupd = redesign_cluster.lookupd_http
-    topic = unique("advplain")
-    admin.create_topic(lookupd, topic, partitions=2, replicas=1)
+    topic = topics["advplain"]
     bodies = [f"m{i}".encode() for i in range(60)]
     async with Producer(lookupd_http=lookupd) as producer:
         await producer.publish_many(topic, bodies)
@@ -289,7 +307,7 @@ async def test_a_start_position_on_a_plain_topic_is_not_an_ordered_subscription(
 
 
 async def test_an_ordered_partition_with_messages_is_served_while_others_are_empty(
-    redesign_cluster: cluster.Cluster,
+    redesign_cluster: cluster.Cluster, topics: dict[str, str]
 ) -> None:
     """max_in_flight 1 over 3 ordered partitions: RDY 1 can sit on one partition at a
     time, and the one holding messages must get it within a round of quick turns, not
@@ -297,8 +315,7 @@ async def test_an_ordered_partition_with_messages_is_served_while_others_are_emp
     partition in turn holds the messages, for a fresh consumer: whichever partition got
     the first RDY, at least two of the three runs find it on an empty one."""
     lookupd = redesign_cluster.lookupd_http
-    topic = unique("ordturn")
-    admin.create_topic(lookupd, topic, partitions=3, replicas=1, ordered=True)
+    topic = topics["ordturn"]
     _create_channel(topic, "ledger", lookupd)
     async with Producer(lookupd_http=lookupd) as producer:
         for partition in range(3):
