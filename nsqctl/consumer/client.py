@@ -176,6 +176,7 @@ class Consumer:
             resume_start=resumer.start_for if resumer is not None else None,
             skipped_start=resumer.skipped_start if resumer is not None else None,
             on_fatal=self._fail,
+            on_attempting=self._flow.expect_connections,
         )
 
     async def _dial(

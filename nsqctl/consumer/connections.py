@@ -65,6 +65,7 @@ class ConnectionSet:
         resume_start: ResumeStart | None = None,
         skipped_start: SkippedStart | None = None,
         on_fatal: Callable[[BaseException], None] = lambda error: None,
+        on_attempting: Callable[[int], None] = lambda count: None,
     ) -> None:
         self.topic = topic
         self.channel = channel
@@ -81,6 +82,10 @@ class ConnectionSet:
         self._resume_start = resume_start
         self._skipped_start = skipped_start
         self._on_fatal = on_fatal
+        # Told how many connections are held or being made, so the flow control plans RDY
+        # shares for the partitions still connecting (see FlowControl.expect_connections).
+        self._on_attempting = on_attempting
+        self._attempting: set[Target] = set()
         self._http_of: dict[HostPort, HostPort] = {}  # nsqd TCP address -> its HTTP address
         self._conns: dict[Target, Connection] = {}
         self._targets: set[Target] = set()
@@ -172,6 +177,7 @@ class ConnectionSet:
                 conn = self._conns.pop(target)
                 self._on_dropped(target, conn, False)
                 self.stats.connections = len(self._conns)
+                self._count_attempting()
                 await conn.close()
         self._targets = wanted | (self._targets if topo.stale else set())
         await asyncio.gather(*(self._ensure(t) for t in wanted if t not in self._conns))
@@ -242,8 +248,17 @@ class ConnectionSet:
         """Dial and subscribe ``target``: one :class:`Attempt` after the other (see
         :mod:`.attempts`), until one ends subscribed, fatal, or waiting to reconnect."""
         attempt: Attempt | None = Attempt.ASKED
-        while attempt is not None:
-            attempt = await self._attempt(target, attempt)
+        self._attempting.add(target)
+        self._count_attempting()
+        try:
+            while attempt is not None:
+                attempt = await self._attempt(target, attempt)
+        finally:
+            self._attempting.discard(target)
+            self._count_attempting()
+
+    def _count_attempting(self) -> None:
+        self._on_attempting(len(self._attempting.union(self._conns)))
 
     async def _attempt(self, target: Target, attempt: Attempt) -> Attempt | None:
         """One dial and subscription of ``target``; the attempt to make next, or None
@@ -382,6 +397,7 @@ class ConnectionSet:
         lost = err is not None and not self._stopping
         self.stats.connections = len(self._conns)
         self._on_dropped(target, conn, lost)
+        self._count_attempting()
         if lost:
             log.warning("lost %s: %s", target[0], err)
             self.stats.reconnects += 1

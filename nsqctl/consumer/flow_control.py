@@ -49,6 +49,11 @@ class FlowControl:
         # count of connections can start RDY rotation and move the loop's next deadline
         self.wake.set()
 
+    def expect_connections(self, count: int) -> None:
+        """How many connections are held or being made (see
+        :meth:`RdyController.expect_connections`)."""
+        self.apply(self.rdy.expect_connections(count, _monotonic()))
+
     def remove_connection(self, conn: Connection, now: float) -> None:
         self._conns.pop(id(conn), None)
         with contextlib.suppress(KeyError):  # never added (closed while subscribing)

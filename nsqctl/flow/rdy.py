@@ -120,6 +120,7 @@ class RdyController:
         self._idle_turn = idle_turn
         self._turn: ConnId | None = None  # the connection handed a turn last
         self._conns: dict[ConnId, _Conn] = {}
+        self._expected = 0  # connections being made or held (see expect_connections)
         self._mode = RdyMode.NORMAL
         self._credit: int | None = None
         self._next_tick: float | None = None
@@ -187,6 +188,20 @@ class RdyController:
         cap = 1 if self._fixed_one else max_rdy_count
         self._conns[conn_id] = _Conn(conn_id, cap, last_msg_at=now)
         self._reshare(now, prefer=conn_id)
+        return self._sync(now)
+
+    def expect_connections(self, count: int, now: float) -> list[RdyUpdate]:
+        """``count`` connections are held or being made. Shares are planned over at least
+        that many, so the connection that subscribes first does not take the whole budget
+        while the others are still connecting: its messages would already be in flight
+        when the others joined, and the total past ``max_in_flight``. A connection that
+        could not be made is no longer counted, and its share goes back to the others."""
+        if count < 0:
+            raise ValueError(f"count must be >= 0, got {count}")
+        if count == self._expected:
+            return []
+        self._expected = count
+        self._reshare(now)
         return self._sync(now)
 
     def remove_connection(self, conn_id: ConnId, now: float) -> list[RdyUpdate]:
@@ -378,8 +393,9 @@ class RdyController:
         """Split the budget into shares; ``prefer`` gets a spare share first, ``avoid`` last."""
         conns = list(self._conns.values())
         budget = self.budget
-        if budget >= len(conns):
-            per = budget // len(conns) if conns else 0
+        slots = max(len(conns), self._expected)
+        if budget >= slots:
+            per = budget // slots if slots else 0
             for conn in conns:
                 self._set_share(conn, min(per, conn.cap), now)
             return

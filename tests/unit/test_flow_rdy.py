@@ -65,6 +65,36 @@ def test_new_connection_lowers_the_others_first() -> None:
     assert ctl.on_message("c", 1.1) == [RdyUpdate("c", 3)]
 
 
+def test_shares_are_planned_for_the_connections_still_being_made() -> None:
+    """The first of two partitions to subscribe gets half the budget, not all of it: what
+    it takes in flight before the second joins would push the total past max_in_flight."""
+    ctl = RdyController(200)
+    assert ctl.expect_connections(2, 0.0) == []
+    ctl.add_connection("a", 2500, 0.0)
+    assert ctl.on_message("a", 0.1) == [RdyUpdate("a", 100)]
+    ctl.add_connection("b", 2500, 0.2)
+    ctl.on_message("b", 0.3)
+    assert rdys(ctl) == {"a": 100, "b": 100}
+
+
+def test_a_connection_that_could_not_be_made_gives_its_share_back() -> None:
+    ctl = RdyController(200)
+    ctl.expect_connections(2, 0.0)
+    ctl.add_connection("a", 2500, 0.0)
+    ctl.on_message("a", 0.1)
+    assert ctl.expect_connections(1, 0.2) == [RdyUpdate("a", 200)]
+    with pytest.raises(ValueError):
+        ctl.expect_connections(-1, 0.3)
+
+
+def test_a_small_budget_still_reaches_the_connection_that_is_up() -> None:
+    """Below one RDY per expected connection, the one that is up is not starved waiting
+    for the others (the plan only splits a budget that covers them all)."""
+    ctl = RdyController(1)
+    ctl.expect_connections(3, 0.0)
+    assert ctl.add_connection("a", 2500, 0.0) == [RdyUpdate("a", 1)]
+
+
 def test_removed_connection_share_goes_back_to_the_others() -> None:
     ctl = primed(10, "abc")
     assert as_dict(ctl.remove_connection("c", 1.0)) == {"a": 5, "b": 5}
