@@ -242,13 +242,13 @@ class PartitionLane:
             if fresh is None:
                 self.unread = data
                 return
+            if not sink_write([fresh]):
+                self.unread = data  # unchecked: the loop checks it as it arrives there
+                return
             violation = order_check(nsqd, partition, fresh)
             if violation is not None:
                 with lock:
                     self._violations.append(violation)
-            if not sink_write([fresh]):
-                self.unread = data
-                return
             again.append(fresh.id)
             out = fin(fresh.id) if len(again) == 1 else b"".join([fin(i) for i in again])
             with lock:  # the loop swaps the list out under the lock

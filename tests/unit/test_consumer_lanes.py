@@ -33,6 +33,22 @@ IDENTIFY_REPLY = identify_reply(version="0.3.7-HA.1.12.7")  # youzan's nsqd
 SIZE = 40  # each message's size on the fake's disk queue: offsets follow on
 
 
+def frame(n: int, offset: int | None = None) -> bytes:
+    """Message ``n``'s frame (internal id ``n``; at ``offset``, by default right after
+    message n-1 on the fake's disk queue)."""
+    raw = RawMessage(
+        timestamp=1_700_000_000_000_000_000 + n,
+        attempts=1,
+        id=b"",
+        body=b"m%d" % n,
+        internal_id=n,
+        trace_id=0,
+        offset=(n - 1) * SIZE if offset is None else offset,
+        size=SIZE,
+    )
+    return encode_frame(FrameType.MESSAGE, encode_message(raw, LAYOUT))
+
+
 class FakeOrderedNsqd:
     """Serves one client: handshake, SUB_ORDERED, then what the test sends."""
 
@@ -71,19 +87,10 @@ class FakeOrderedNsqd:
         writer.write(data)
         await writer.drain()
 
-    async def message(self, n: int) -> None:
-        """Message ``n`` (1, 2, ...), then its FIN from the client (RDY lines skipped)."""
-        raw = RawMessage(
-            timestamp=1_700_000_000_000_000_000 + n,
-            attempts=1,
-            id=b"",
-            body=b"m%d" % n,
-            internal_id=n,
-            trace_id=0,
-            offset=(n - 1) * SIZE,
-            size=SIZE,
-        )
-        await self.send(encode_frame(FrameType.MESSAGE, encode_message(raw, LAYOUT)))
+    async def message(self, n: int, offset: int | None = None) -> None:
+        """Message ``n`` (1, 2, ...; at ``offset``, by default right after message n-1),
+        then its FIN from the client (RDY lines skipped)."""
+        await self.send(frame(n, offset))
         while True:
             line = await self.command()
             if not line.startswith(b"RDY"):
@@ -113,6 +120,20 @@ class Sink:
     def write_lane(self, raws: list[RawMessage]) -> bool:
         self.bodies += [raw.body for raw in raws]
         return True
+
+
+class RefusingSink(Sink):
+    """Refuses (leaves to the loop) the messages whose bodies are in ``refuse``, as tail's
+    output does the last message before -n N."""
+
+    def __init__(self, refuse: set[bytes]) -> None:
+        super().__init__()
+        self.refuse = refuse
+
+    def write_lane(self, raws: list[RawMessage]) -> bool:
+        if any(raw.body in self.refuse for raw in raws):
+            return False
+        return super().write_lane(raws)
 
 
 @pytest.fixture
@@ -214,3 +235,36 @@ async def test_a_silent_nsqd_is_judged_by_the_idle_deadline_when_its_reader_give
     finally:
         lanes.stop()
         await consumer.close(timeout=0.5)
+
+
+async def test_a_message_the_sink_refuses_is_order_checked_once(fake: FakeOrderedNsqd) -> None:
+    """A message the lane leaves to the loop (tail's last before -n N, a failed write) is
+    checked by the loop as it arrives there: the lane must not have checked it already,
+    or a regression is reported twice (and a resent message counted twice). A real nsqd
+    sends a lower offset on one unbroken ordered connection only after a rewind of the
+    channel at a moment no test can choose: the fake sends it."""
+    address = await fake.start()
+    on_loop: list[bytes] = []
+    consumer = Consumer(
+        "t",
+        "c",
+        lambda msg: on_loop.append(msg.body),
+        nsqd_tcp=[address],
+        options=ConsumerOptions(ordered=True),
+        config=ConnectionConfig(client_id="lane-test", connect_timeout=2.0),
+    )
+    await consumer.start()
+    sink = RefusingSink({b"m4"})
+    lanes = OrderedLanes(lambda: consumer.connections, consumer.delivery, sink)
+    try:
+        lanes.lend()
+        for n in (1, 2, 3):
+            await fake.message(n)
+        await fake.message(4, offset=0)  # behind m3: a regression, refused by the sink
+        assert on_loop == [b"m4"] and sink.bodies == [b"m1", b"m2", b"m3"]
+    finally:
+        lanes.stop()
+        closing = asyncio.ensure_future(fake.close_wait())
+        await consumer.close(timeout=STEP)
+        await closing
+    assert consumer.stats.order_regressions == 1
