@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import struct
+import threading
 from collections.abc import AsyncIterator
 
 import pytest
@@ -268,3 +270,63 @@ async def test_a_message_the_sink_refuses_is_order_checked_once(fake: FakeOrdere
         await consumer.close(timeout=STEP)
         await closing
     assert consumer.stats.order_regressions == 1
+
+
+async def test_a_stop_in_the_middle_of_a_frame_hands_the_part_read_to_the_loop(
+    fake: FakeOrderedNsqd,
+) -> None:
+    """The consumer stops (Ctrl-C, -n reached) while the lane holds part of a frame: the
+    lane must let go at once and hand the part it read to the loop, not wait for nsqd to
+    send the rest (a stalled nsqd may never; with heartbeats off nothing bounds the wait);
+    the loop then reads the rest and handles the message once. A real nsqd writes a frame
+    whole: the fake sends half of one and the rest only when the test says."""
+    address = await fake.start()
+    on_loop: list[bytes] = []
+    consumer = Consumer(
+        "t",
+        "c",
+        lambda msg: on_loop.append(msg.body),
+        nsqd_tcp=[address],
+        options=ConsumerOptions(ordered=True),
+        config=ConnectionConfig(
+            client_id="lane-test", connect_timeout=2.0, heartbeat_interval_ms=-1
+        ),
+    )
+    await consumer.start()
+    sink = Sink()
+    lanes = OrderedLanes(lambda: consumer.connections, consumer.delivery, sink)
+    (conn,) = consumer.connections.values()
+    _, writer = fake.client.result()
+    half = frame(2)
+    head, rest = half[:10], half[10:]
+    sent_rest = threading.Event()
+
+    def send_rest() -> None:
+        # From a thread: the loop is held by the stop while the lane waits.
+        os.write(writer.get_extra_info("socket").fileno(), rest)
+        sent_rest.set()
+
+    unblock = threading.Timer(STEP, send_rest)  # unblocks a lane that waits for the rest
+    try:
+        lanes.lend()
+        await fake.message(1)
+        await fake.send(head)
+        assert conn.lent  # the head is in the socket: read by the lane now or after the stop
+        unblock.start()
+        lanes.stop()
+        assert not sent_rest.is_set(), "the stop waited for nsqd to finish the frame"
+        unblock.cancel()
+        await fake.send(rest)
+        while True:  # FIN of m2, from the loop (RDY lines skipped)
+            line = await fake.command()
+            if not line.startswith(b"RDY"):
+                break
+        assert line == b"FIN " + p.make_redesign_id(2, 0) + b"\n", line
+        assert sink.bodies == [b"m1"] and on_loop == [b"m2"]
+    finally:
+        unblock.cancel()
+        lanes.stop()
+        closing = asyncio.ensure_future(fake.close_wait())
+        await consumer.close(timeout=STEP)
+        await closing
+    assert (consumer.stats.received, consumer.stats.finished) == (2, 2)
