@@ -1,5 +1,6 @@
 """`nsqctl tail --ordered` with its partitions read on threads (raw lines to a file: the
-path ``nsqctl.consumer.lanes`` serves) through a partition leader's kill -9.
+path ``nsqctl.consumer.lanes`` serves) through a partition leader's kill -9, and into an
+output that cannot be written.
 
 3 nsqd, an ordered topic of 2 partitions, replicas 3, keyed JSON lines (``--shard-field``:
 each key stays on one partition). The leader of partition 0 is killed while the tail is
@@ -22,7 +23,7 @@ import pytest
 
 from nsqctl.servers.cluster import Cluster
 from tests.conftest import StartCluster
-from tests.helpers.cli import NSQCTL, clean_env
+from tests.helpers.cli import NSQCTL, assert_one_line_error, clean_env, run_cli
 from tests.helpers.failover import kill_leader, leader_of, wait_new_leader
 from tests.helpers.redesign import TopicSpec, channel_stats, create_topics, eventually, unique
 
@@ -98,3 +99,37 @@ def test_ordered_tail_on_threads_loses_duplicates_and_reorders_nothing_through_a
         by_key[record["k"]].append(record["seq"])
     for key, seqs in by_key.items():
         assert seqs == sorted(seqs), f"key {key} out of order"
+
+
+def test_ordered_tail_to_a_full_disk_stops_with_one_line_and_acknowledges_nothing(
+    redesign_cluster: Cluster,
+) -> None:
+    """Standard output on /dev/full (every write fails with ENOSPC; a file, so the
+    partitions are read on threads): the thread leaves its message to the loop, whose
+    write fails too. tail says so in one line and exits 1 (it ended in a traceback), and
+    FINs nothing: every message stays on the channel, none left in flight."""
+    c = redesign_cluster
+    topic, count = unique("lanefull"), 20
+    asyncio.run(create_topics(c.lookupd_http, {topic: TopicSpec(partitions=2, ordered=True)}))
+    where = ["--lookupd", c.lookupd_http[0]]
+    pub = run_cli(["pub", topic, *where], input=b"".join(b"%d\n" % i for i in range(count)))
+    assert pub.returncode == 0, pub.stderr.decode()
+    with open("/dev/full", "wb") as full:
+        proc = subprocess.run(
+            [NSQCTL, "tail", topic, "-c", "c", "--ordered", "-n", str(count), *where],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            env=clean_env(),
+            timeout=60,
+        )
+    line = assert_one_line_error(proc, 1)
+    assert "standard output" in line and "No space left on device" in line, line
+
+    def untouched() -> bool:
+        chans = channel_stats(c, topic, "c").values()
+        return sum(ch.depth for ch in chans) == count and not any(
+            ch.in_flight_count or ch.timeout_count for ch in chans
+        )
+
+    eventually(untouched, 30, "every message back on the channel, none in flight")

@@ -43,7 +43,7 @@ from nsqctl.cli.output.template import TOKENS_HELP, Template, compile_template, 
 from nsqctl.connection import ConnectionConfig
 from nsqctl.consumer import Consumer, ConsumerOptions, FailoverEvent
 from nsqctl.consumer.lanes import OrderedLanes
-from nsqctl.errors import ConfigError
+from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.failover import DEFAULT_FAILOVER_WINDOW
 from nsqctl.jsonfield import MISSING, get_field, scalar_text
 from nsqctl.message import Message, finish_all
@@ -137,6 +137,10 @@ def parse_start(from_start: bool, from_time: str | None, from_offset: int | None
     return None
 
 
+class OutputWriteError(NsqctlError):
+    """Standard output could not be written (a full disk, an I/O error)."""
+
+
 class TailOutput:
     """Buffers formatted messages; flush writes them, then FINs exactly those messages."""
 
@@ -182,6 +186,8 @@ class TailOutput:
         self.done = asyncio.Event()
         self.closing = False
         self.reader_gone = False
+        # The write to the output that failed (a full disk, an I/O error): tail stops.
+        self.write_error: OSError | None = None
         # The file descriptor written to, found once (None: an in-memory stream).
         self._fd = stream_fd(out)
         self._hangup = hangup_poll(self._fd)
@@ -231,6 +237,15 @@ class TailOutput:
         with contextlib.suppress(OSError, ValueError):
             os.dup2(devnull, self.out.fileno())
         os.close(devnull)
+
+    def _write_failed(self, err: OSError) -> None:
+        """The output cannot be written: stop, and give back what was not written (once,
+        after RDY 0); what was written before stays acknowledged."""
+        self.write_error = err
+        self.close()
+        for msg in self.pending:
+            msg.requeue(delay=0, backoff=False)
+        self.pending.clear()
 
     def check_reader(self) -> None:
         """End the tail as a broken pipe would when the pipe's reader has gone: ``tail T |
@@ -302,6 +317,9 @@ class TailOutput:
                 self.written += len(pending)
         except BrokenPipeError:
             self._reader_gone()
+            return
+        except OSError as err:
+            self._write_failed(err)
             return
         limit = self.limit
         if limit and self.written >= limit:
@@ -807,6 +825,12 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan, out: BinaryIO) -> Non
         raise TraceLogWriteError(
             f"{log.error}: stopped; what was printed was acknowledged (without its trace "
             "record), the rest given back"
+        )
+    if output.write_error is not None:
+        cause = output.write_error.strerror or output.write_error
+        raise OutputWriteError(
+            f"cannot write to standard output ({cause}): stopped; what was printed was "
+            "acknowledged, the rest given back"
         )
     if output.unpartitioned:
         raise ConfigError(
