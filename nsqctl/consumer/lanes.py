@@ -167,9 +167,9 @@ class PartitionLane:
         lock = self._lock
         carry = b""  # read and not yet a whole frame
         while True:
-            # Asked to stop: leave at once, even inside a frame. The part of
-            # it read goes back as bytes and the loop's session reads the rest: waiting
-            # for nsqd to finish the frame would hold the stop (and the loop) until it does.
+            # Asked to stop: leave at once, even inside a frame. The part of it read goes
+            # back as bytes and the loop's session reads the rest: waiting for nsqd to
+            # finish the frame would hold the stop (and the loop) until it does.
             if self._stopping:
                 self.unread = carry
                 return

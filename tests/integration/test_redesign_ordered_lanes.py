@@ -1,6 +1,6 @@
 """`nsqctl tail --ordered` with its partitions read on threads (raw lines to a file: the
 path ``nsqctl.consumer.lanes`` serves) through a partition leader's kill -9, and into an
-output that cannot be written.
+output that cannot be written, and which connections it may read on threads at all.
 
 3 nsqd, an ordered topic of 2 partitions, replicas 3, keyed JSON lines (``--shard-field``:
 each key stays on one partition). The leader of partition 0 is killed while the tail is
@@ -21,11 +21,17 @@ from pathlib import Path
 
 import pytest
 
+from nsqctl.connection import ConnectionConfig
+from nsqctl.consumer import Consumer, ConsumerOptions
+from nsqctl.consumer.lanes import OrderedLanes
+from nsqctl.producer import Producer
+from nsqctl.protocol.raw_message import RawMessage
 from nsqctl.servers.cluster import Cluster
 from tests.conftest import StartCluster
 from tests.helpers.cli import NSQCTL, assert_one_line_error, clean_env, run_cli
 from tests.helpers.failover import kill_leader, leader_of, wait_new_leader
 from tests.helpers.redesign import TopicSpec, channel_stats, create_topics, eventually, unique
+from tests.helpers.wait import wait_for
 
 pytestmark = [pytest.mark.redesign, pytest.mark.timeout(300)]
 
@@ -133,3 +139,62 @@ def test_ordered_tail_to_a_full_disk_stops_with_one_line_and_acknowledges_nothin
         )
 
     eventually(untouched, 30, "every message back on the channel, none in flight")
+
+
+class _Sink:
+    """A lane's sink: the bodies it was handed, on the thread."""
+
+    def __init__(self) -> None:
+        self.bodies: list[bytes] = []
+
+    def write_lane(self, raws: list[RawMessage]) -> bool:
+        self.bodies += [raw.body for raw in raws]
+        return True
+
+
+async def _one_message(
+    c: Cluster, topic: str, producer: Producer, compression: str
+) -> tuple[bool, list[bytes], list[bytes]]:
+    """Subscribe ordered with ``compression``, lend what can be lent, publish one message:
+    (lent, bodies handled on the loop, bodies handed to the thread)."""
+    on_loop: list[bytes] = []
+    consumer = Consumer(
+        topic,
+        "c",
+        lambda msg: on_loop.append(msg.body),
+        lookupd_http=c.lookupd_http,
+        options=ConsumerOptions(ordered=True),
+        config=ConnectionConfig(compression=compression),
+    )
+    await consumer.start()
+    sink = _Sink()
+    lanes = OrderedLanes(lambda: consumer.connections, consumer.delivery, sink)
+    try:
+        (conn,) = consumer.connections.values()
+        assert conn.identify is not None
+        assert conn.identify.deflate == (compression == "deflate")  # really negotiated
+        lanes.lend()
+        lent = lanes.active == 1
+        await producer.publish(topic, compression.encode())
+        await wait_for(lambda: on_loop or sink.bodies, 30, f"the {compression} message")
+    finally:
+        lanes.stop()
+        await consumer.close()
+    return lent, on_loop, sink.bodies
+
+
+async def test_a_compressed_connection_stays_on_the_loop_and_a_plain_one_goes_to_a_thread(
+    redesign_cluster: Cluster,
+) -> None:
+    """A lane reads frames straight off the socket: a connection with a codec in between
+    (deflate here; snappy and TLS are refused by the same check) must never be lent, and
+    its partition is read on the loop as before; without one it is lent. youzan's nsqd
+    negotiates deflate, so both are real connections."""
+    c = redesign_cluster
+    topic = unique("lanecodec")
+    await create_topics(c.lookupd_http, {topic: TopicSpec(partitions=1, ordered=True)})
+    async with Producer(lookupd_http=c.lookupd_http) as producer:
+        deflate = await _one_message(c, topic, producer, "deflate")
+        plain = await _one_message(c, topic, producer, "none")
+    assert deflate == (False, [b"deflate"], [])
+    assert plain == (True, [], [b"none"])
