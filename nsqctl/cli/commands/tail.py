@@ -137,10 +137,6 @@ def parse_start(from_start: bool, from_time: str | None, from_offset: int | None
     return None
 
 
-class OutputWriteError(NsqctlError):
-    """Standard output could not be written (a full disk, an I/O error)."""
-
-
 class TailOutput:
     """Buffers formatted messages; flush writes them, then FINs exactly those messages."""
 
@@ -828,7 +824,8 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan, out: BinaryIO) -> Non
         )
     if output.write_error is not None:
         cause = output.write_error.strerror or output.write_error
-        raise OutputWriteError(
+        # nsqctl's own error, of no narrower kind: nothing in the library raises it
+        raise NsqctlError(
             f"cannot write to standard output ({cause}): stopped; what was printed was "
             "acknowledged, the rest given back"
         )
