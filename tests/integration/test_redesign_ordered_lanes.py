@@ -107,22 +107,46 @@ def test_ordered_tail_on_threads_loses_duplicates_and_reorders_nothing_through_a
         assert seqs == sorted(seqs), f"key {key} out of order"
 
 
-def test_ordered_tail_to_a_full_disk_stops_with_one_line_and_acknowledges_nothing(
-    redesign_cluster: Cluster,
+def _channel_holds(c: Cluster, topic: str, count: int, requeued: int) -> None:
+    """Wait until the channel holds ``count`` messages, none in flight or timed out, and
+    check that at most ``requeued`` were ever given back (one in flight per partition)."""
+    totals: list[tuple[int, int, int, int]] = []
+
+    def settled() -> bool:
+        chans = channel_stats(c, topic, "c").values()
+        totals[:] = [
+            (
+                sum(ch.depth for ch in chans),
+                sum(ch.in_flight_count for ch in chans),
+                sum(ch.timeout_count for ch in chans),
+                sum(ch.requeue_count for ch in chans),
+            )
+        ]
+        return totals[0][:3] == (count, 0, 0)
+
+    eventually(settled, 30, lambda: f"(depth, in flight, timed out, requeued) {totals}")
+    assert totals[0][3] <= requeued, totals
+
+
+def test_ordered_tail_on_threads_fins_only_what_it_wrote_on_a_full_disk_and_at_n(
+    redesign_cluster: Cluster, tmp_path: Path
 ) -> None:
     """Standard output on /dev/full (every write fails with ENOSPC; a file, so the
     partitions are read on threads): the thread leaves its message to the loop, whose
     write fails too. tail says so in one line and exits 1 (it ended in a traceback), and
-    FINs nothing: every message stays on the channel, none left in flight."""
+    FINs nothing: every message stays on the channel, given back at most once each.
+    Then ``-n 5`` to a file: 5 lines, those 5 FINed and no other, the message each
+    partition had in flight given back once."""
     c = redesign_cluster
     topic, count = unique("lanefull"), 20
     asyncio.run(create_topics(c.lookupd_http, {topic: TopicSpec(partitions=2, ordered=True)}))
     where = ["--lookupd", c.lookupd_http[0]]
     pub = run_cli(["pub", topic, *where], input=b"".join(b"%d\n" % i for i in range(count)))
     assert pub.returncode == 0, pub.stderr.decode()
+    tail = [NSQCTL, "tail", topic, "-c", "c", "--ordered", *where]
     with open("/dev/full", "wb") as full:
         proc = subprocess.run(
-            [NSQCTL, "tail", topic, "-c", "c", "--ordered", "-n", str(count), *where],
+            [*tail, "-n", str(count)],
             stdout=full,
             stderr=subprocess.PIPE,
             stdin=subprocess.DEVNULL,
@@ -131,14 +155,22 @@ def test_ordered_tail_to_a_full_disk_stops_with_one_line_and_acknowledges_nothin
         )
     line = assert_one_line_error(proc, 1)
     assert "standard output" in line and "No space left on device" in line, line
+    _channel_holds(c, topic, count, requeued=2)
 
-    def untouched() -> bool:
-        chans = channel_stats(c, topic, "c").values()
-        return sum(ch.depth for ch in chans) == count and not any(
-            ch.in_flight_count or ch.timeout_count for ch in chans
+    out = tmp_path / "five.txt"
+    with out.open("wb") as file:
+        proc = subprocess.run(
+            [*tail, "-n", "5"],
+            stdout=file,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            env=clean_env(),
+            timeout=60,
         )
-
-    eventually(untouched, 30, "every message back on the channel, none in flight")
+    assert proc.returncode == 0 and proc.stderr == b"", proc.stderr.decode()
+    printed = out.read_bytes().splitlines()
+    assert len(printed) == len(set(printed)) == 5, printed
+    _channel_holds(c, topic, count - 5, requeued=4)
 
 
 class _Sink:
