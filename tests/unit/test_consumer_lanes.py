@@ -1,12 +1,14 @@
 """An ordered partition read on a thread (:mod:`nsqctl.consumer.lanes`) handing its socket
-back to the event loop at an error frame, against a scripted FAKE youzan nsqd.
+back to the event loop, against a scripted FAKE youzan nsqd.
 
-A real nsqd sends an error frame to an ordered reader only at moments no test can choose
-(a FIN it no longer knows, after a reader reset), so the fake here, an asyncio server on
-127.0.0.1, answers the handshake as youzan's nsqd would (a redesign version, nothing
-negotiated), acknowledges SUB_ORDERED and then sends exactly the frames the test wants:
-messages in the ordered layout one at a time, each after the FIN of the last (as youzan
-does on an ordered channel), and one non-fatal error frame in the middle.
+A real nsqd sends what these tests need only at moments no test can choose: an error
+frame to an ordered reader (a FIN it no longer knows, after a reader reset), a lower
+offset on one unbroken connection (a rewind of the channel), a frame in two parts with
+a pause between (a stalled nsqd), a heartbeat (on its own clock). So the fake here, an
+asyncio server on 127.0.0.1, answers the handshake as youzan's nsqd would (a redesign
+version, nothing negotiated), acknowledges SUB_ORDERED and then sends exactly the frames
+each test wants: messages in the ordered layout one at a time, each after the FIN of the
+last (as youzan does on an ordered channel), and the odd frame in between.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from nsqctl.connection import ConnectionConfig
 from nsqctl.consumer import Consumer, ConsumerOptions
 from nsqctl.consumer.lanes import OrderedLanes
 from nsqctl.message import Message
-from nsqctl.protocol.frames import FrameType, encode_frame
+from nsqctl.protocol.frames import HEARTBEAT, FrameType, encode_frame
 from nsqctl.protocol.raw_message import MessageLayout, RawMessage, encode_message
 from tests.helpers.identify import identify_reply
 
@@ -330,3 +332,38 @@ async def test_a_stop_in_the_middle_of_a_frame_hands_the_part_read_to_the_loop(
         await consumer.close(timeout=STEP)
         await closing
     assert (consumer.stats.received, consumer.stats.finished) == (2, 2)
+
+
+async def test_a_heartbeat_is_answered_by_the_lane_which_keeps_the_partition(
+    fake: FakeOrderedNsqd,
+) -> None:
+    """nsqd's ``_heartbeat_`` must be answered with NOP or nsqd closes the connection: on
+    a lent socket the lane answers it itself and goes on reading (the loop cannot write
+    there without taking the partition back). The fake sends it at a chosen moment (a
+    real nsqd, on its own clock)."""
+    address = await fake.start()
+    consumer = Consumer(
+        "t",
+        "c",
+        lambda msg: None,
+        nsqd_tcp=[address],
+        options=ConsumerOptions(ordered=True),
+        config=ConnectionConfig(client_id="lane-test", connect_timeout=2.0),
+    )
+    await consumer.start()
+    sink = Sink()
+    lanes = OrderedLanes(lambda: consumer.connections, consumer.delivery, sink)
+    try:
+        lanes.lend()
+        await fake.message(1)
+        for _ in range(2):
+            await fake.send(encode_frame(FrameType.RESPONSE, HEARTBEAT))
+            assert await fake.command() == b"NOP\n"
+        await fake.message(2)
+        assert sink.bodies == [b"m1", b"m2"]
+        assert (lanes.active, lanes.lent) == (1, 1)  # never handed back
+    finally:
+        lanes.stop()
+        closing = asyncio.ensure_future(fake.close_wait())
+        await consumer.close(timeout=STEP)
+        await closing
