@@ -30,7 +30,14 @@ from nsqctl.servers.cluster import Cluster
 from tests.conftest import StartCluster
 from tests.helpers.cli import NSQCTL, assert_one_line_error, clean_env, run_cli
 from tests.helpers.failover import kill_leader, leader_of, wait_new_leader
-from tests.helpers.redesign import TopicSpec, channel_stats, create_topics, eventually, unique
+from tests.helpers.redesign import (
+    TopicSpec,
+    channel_stats,
+    create_topics,
+    eventually,
+    subscribe_ordered_once,
+    unique,
+)
 from tests.helpers.wait import wait_for
 
 pytestmark = [pytest.mark.redesign, pytest.mark.timeout(300)]
@@ -128,20 +135,6 @@ def _channel_holds(c: Cluster, topic: str, count: int, requeued: int) -> None:
     assert totals[0][3] <= requeued, totals
 
 
-async def _subscribe_ordered(c: Cluster, topic: str) -> None:
-    """One ordered subscription of channel c on every partition, then none."""
-    consumer = Consumer(
-        topic,
-        "c",
-        lambda msg: None,
-        lookupd_http=c.lookupd_http,
-        options=ConsumerOptions(ordered=True),
-    )
-    await consumer.start()
-    await wait_for(lambda: len(consumer.connections) == 2, 30, "both partitions subscribed")
-    await consumer.close()
-
-
 def test_ordered_tail_on_threads_fins_only_what_it_wrote_on_a_full_disk_and_at_n(
     redesign_cluster: Cluster, tmp_path: Path
 ) -> None:
@@ -154,10 +147,9 @@ def test_ordered_tail_on_threads_fins_only_what_it_wrote_on_a_full_disk_and_at_n
     c = redesign_cluster
     topic, count = unique("lanefull"), 20
     asyncio.run(create_topics(c.lookupd_http, {topic: TopicSpec(partitions=2, ordered=True)}))
-    # youzan resets a channel's reader at its first ordered SUB and resends what was in
-    # flight; the REQ of the first copy then fails (a warning on stderr). Made ordered
-    # while empty, the channel has nothing in flight to reset under the tails below.
-    asyncio.run(_subscribe_ordered(c, topic))
+    # Made ordered while empty: no reset under the tails below (a REQ of a message the
+    # reset took back fails, a warning on stderr).
+    asyncio.run(subscribe_ordered_once(c, topic))
     where = ["--lookupd", c.lookupd_http[0]]
     pub = run_cli(["pub", topic, *where], input=b"".join(b"%d\n" % i for i in range(count)))
     assert pub.returncode == 0, pub.stderr.decode()
