@@ -445,16 +445,8 @@ def test_stdout_on_a_full_disk_stops_with_one_line_and_acknowledges_nothing(
     topic, channel = unique("stdout_full"), "durable"
     http = original_cluster.nsqd_http[0]
     run_cli(["pub", topic, *_nsqd(original_cluster)], input=b"a\nb\nc")
-    argv = [NSQCTL, "tail", topic, "-c", channel, "-e", *_nsqd(original_cluster)]
-    with open("/dev/full", "wb") as full:
-        proc = subprocess.run(
-            [*argv, "--nsqd-http", http],
-            stdout=full,
-            stderr=subprocess.PIPE,
-            stdin=subprocess.DEVNULL,
-            env=clean_env(),
-            timeout=60,
-        )
+    tail = ["tail", topic, "-c", channel, "-e", *_nsqd(original_cluster), "--nsqd-http", http]
+    proc = run_cli(tail, stdout=Path("/dev/full"))
     line = assert_one_line_error(proc, 1)
     assert "standard output" in line and "No space left on device" in line, line
 

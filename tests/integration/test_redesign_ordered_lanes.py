@@ -25,11 +25,11 @@ from nsqctl.connection import ConnectionConfig
 from nsqctl.consumer import Consumer, ConsumerOptions
 from nsqctl.consumer.lanes import OrderedLanes
 from nsqctl.producer import Producer
-from nsqctl.protocol.raw_message import RawMessage
 from nsqctl.servers.cluster import Cluster
 from tests.conftest import StartCluster
 from tests.helpers.cli import NSQCTL, assert_one_line_error, clean_env, run_cli
 from tests.helpers.failover import kill_leader, leader_of, wait_new_leader
+from tests.helpers.lane_sink import Sink
 from tests.helpers.redesign import (
     TopicSpec,
     channel_stats,
@@ -153,45 +153,18 @@ def test_ordered_tail_on_threads_fins_only_what_it_wrote_on_a_full_disk_and_at_n
     where = ["--lookupd", c.lookupd_http[0]]
     pub = run_cli(["pub", topic, *where], input=b"".join(b"%d\n" % i for i in range(count)))
     assert pub.returncode == 0, pub.stderr.decode()
-    tail = [NSQCTL, "tail", topic, "-c", "c", "--ordered", *where]
-    with open("/dev/full", "wb") as full:
-        proc = subprocess.run(
-            [*tail, "-n", str(count)],
-            stdout=full,
-            stderr=subprocess.PIPE,
-            stdin=subprocess.DEVNULL,
-            env=clean_env(),
-            timeout=60,
-        )
+    tail = ["tail", topic, "-c", "c", "--ordered", *where]
+    proc = run_cli([*tail, "-n", str(count)], stdout=Path("/dev/full"))
     line = assert_one_line_error(proc, 1)
     assert "standard output" in line and "No space left on device" in line, line
     _channel_holds(c, topic, count, requeued=2)
 
     out = tmp_path / "five.txt"
-    with out.open("wb") as file:
-        proc = subprocess.run(
-            [*tail, "-n", "5"],
-            stdout=file,
-            stderr=subprocess.PIPE,
-            stdin=subprocess.DEVNULL,
-            env=clean_env(),
-            timeout=60,
-        )
+    proc = run_cli([*tail, "-n", "5"], stdout=out)
     assert proc.returncode == 0 and proc.stderr == b"", proc.stderr.decode()
     printed = out.read_bytes().splitlines()
     assert len(printed) == len(set(printed)) == 5, printed
     _channel_holds(c, topic, count - 5, requeued=4)
-
-
-class _Sink:
-    """A lane's sink: the bodies it was handed, on the thread."""
-
-    def __init__(self) -> None:
-        self.bodies: list[bytes] = []
-
-    def write_lane(self, raws: list[RawMessage]) -> bool:
-        self.bodies += [raw.body for raw in raws]
-        return True
 
 
 async def _one_message(
@@ -209,7 +182,7 @@ async def _one_message(
         config=ConnectionConfig(compression=compression),
     )
     await consumer.start()
-    sink = _Sink()
+    sink = Sink()
     lanes = OrderedLanes(lambda: consumer.connections, consumer.delivery, sink)
     try:
         (conn,) = consumer.connections.values()

@@ -18,7 +18,8 @@ import json
 import os
 import struct
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 
 import pytest
 
@@ -30,6 +31,7 @@ from nsqctl.message import Message
 from nsqctl.protocol.frames import HEARTBEAT, FrameType, encode_frame
 from nsqctl.protocol.raw_message import MessageLayout, RawMessage, encode_message
 from tests.helpers.identify import identify_reply
+from tests.helpers.lane_sink import Sink
 
 STEP = 5.0
 LAYOUT = MessageLayout(family="redesign", ordered=True)
@@ -115,17 +117,6 @@ class FakeOrderedNsqd:
             await self.server.wait_closed()
 
 
-class Sink:
-    """The lane's sink: what was handed out on the thread."""
-
-    def __init__(self) -> None:
-        self.bodies: list[bytes] = []
-
-    def write_lane(self, raws: list[RawMessage]) -> bool:
-        self.bodies += [raw.body for raw in raws]
-        return True
-
-
 class RefusingSink(Sink):
     """Refuses (leaves to the loop) the messages whose bodies are in ``refuse``, as tail's
     output does the last message before -n N."""
@@ -157,6 +148,28 @@ async def _until(predicate: object, what: str) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
+async def _consumer(
+    address: str, handler: Callable[[Message], None], heartbeat_interval_ms: int | None = None
+) -> Consumer:
+    """An ordered consumer of the fake, started (subscribed)."""
+    config = ConnectionConfig(client_id="lane-test", connect_timeout=2.0)
+    if heartbeat_interval_ms is not None:
+        config = replace(config, heartbeat_interval_ms=heartbeat_interval_ms)
+    consumer = Consumer(
+        "t", "c", handler, nsqd_tcp=[address], options=ConsumerOptions(ordered=True), config=config
+    )
+    await consumer.start()
+    return consumer
+
+
+async def _close(fake: FakeOrderedNsqd, lanes: OrderedLanes, consumer: Consumer) -> None:
+    """Take the partitions back, then close the consumer (the fake answers its CLS)."""
+    lanes.stop()
+    closing = asyncio.ensure_future(fake.close_wait())
+    await consumer.close(timeout=STEP)
+    await closing
+
+
 async def test_an_error_frame_hands_the_partition_back_and_nothing_is_lost_or_twice(
     fake: FakeOrderedNsqd,
 ) -> None:
@@ -166,15 +179,7 @@ async def test_an_error_frame_hands_the_partition_back_and_nothing_is_lost_or_tw
     def handler(msg: Message) -> None:
         on_loop.append(msg.body)
 
-    consumer = Consumer(
-        "t",
-        "c",
-        handler,
-        nsqd_tcp=[address],
-        options=ConsumerOptions(ordered=True),
-        config=ConnectionConfig(client_id="lane-test", connect_timeout=2.0),
-    )
-    await consumer.start()
+    consumer = await _consumer(address, handler)
     sink = Sink()
     lanes = OrderedLanes(lambda: consumer.connections, consumer.delivery, sink)
     try:
@@ -196,10 +201,7 @@ async def test_an_error_frame_hands_the_partition_back_and_nothing_is_lost_or_tw
             await fake.message(n)
         assert sink.bodies == [b"m1", b"m2", b"m3", b"m5", b"m6"] and on_loop == [b"m4"]
     finally:
-        lanes.stop()
-        closing = asyncio.ensure_future(fake.close_wait())
-        await consumer.close(timeout=STEP)
-        await closing
+        await _close(fake, lanes, consumer)
     stats = consumer.stats
     assert (stats.received, stats.finished, stats.redelivered) == (6, 6, 0)
     fins = [line for line in fake.commands if line.startswith(b"FIN")]
@@ -213,17 +215,7 @@ async def test_a_silent_nsqd_is_judged_by_the_idle_deadline_when_its_reader_give
     thread gives the partition back at the idle deadline and the connection is closed
     as not answering then, not a whole deadline later. (The shortest deadline: 10 s.)"""
     address = await fake.start()
-    consumer = Consumer(
-        "t",
-        "c",
-        lambda msg: None,
-        nsqd_tcp=[address],
-        options=ConsumerOptions(ordered=True),
-        config=ConnectionConfig(
-            client_id="lane-test", connect_timeout=2.0, heartbeat_interval_ms=1000
-        ),
-    )
-    await consumer.start()
+    consumer = await _consumer(address, lambda msg: None, heartbeat_interval_ms=1000)
     (conn,) = consumer.connections.values()
     lanes = OrderedLanes(lambda: consumer.connections, consumer.delivery, Sink())
     try:
@@ -249,15 +241,7 @@ async def test_a_message_the_sink_refuses_is_order_checked_once(fake: FakeOrdere
     channel at a moment no test can choose: the fake sends it."""
     address = await fake.start()
     on_loop: list[bytes] = []
-    consumer = Consumer(
-        "t",
-        "c",
-        lambda msg: on_loop.append(msg.body),
-        nsqd_tcp=[address],
-        options=ConsumerOptions(ordered=True),
-        config=ConnectionConfig(client_id="lane-test", connect_timeout=2.0),
-    )
-    await consumer.start()
+    consumer = await _consumer(address, lambda msg: on_loop.append(msg.body))
     sink = RefusingSink({b"m4"})
     lanes = OrderedLanes(lambda: consumer.connections, consumer.delivery, sink)
     try:
@@ -267,10 +251,7 @@ async def test_a_message_the_sink_refuses_is_order_checked_once(fake: FakeOrdere
         await fake.message(4, offset=0)  # behind m3: a regression, refused by the sink
         assert on_loop == [b"m4"] and sink.bodies == [b"m1", b"m2", b"m3"]
     finally:
-        lanes.stop()
-        closing = asyncio.ensure_future(fake.close_wait())
-        await consumer.close(timeout=STEP)
-        await closing
+        await _close(fake, lanes, consumer)
     assert consumer.stats.order_regressions == 1
 
 
@@ -284,17 +265,9 @@ async def test_a_stop_in_the_middle_of_a_frame_hands_the_part_read_to_the_loop(
     whole: the fake sends half of one and the rest only when the test says."""
     address = await fake.start()
     on_loop: list[bytes] = []
-    consumer = Consumer(
-        "t",
-        "c",
-        lambda msg: on_loop.append(msg.body),
-        nsqd_tcp=[address],
-        options=ConsumerOptions(ordered=True),
-        config=ConnectionConfig(
-            client_id="lane-test", connect_timeout=2.0, heartbeat_interval_ms=-1
-        ),
+    consumer = await _consumer(
+        address, lambda msg: on_loop.append(msg.body), heartbeat_interval_ms=-1
     )
-    await consumer.start()
     sink = Sink()
     lanes = OrderedLanes(lambda: consumer.connections, consumer.delivery, sink)
     (conn,) = consumer.connections.values()
@@ -327,10 +300,7 @@ async def test_a_stop_in_the_middle_of_a_frame_hands_the_part_read_to_the_loop(
         assert sink.bodies == [b"m1"] and on_loop == [b"m2"]
     finally:
         unblock.cancel()
-        lanes.stop()
-        closing = asyncio.ensure_future(fake.close_wait())
-        await consumer.close(timeout=STEP)
-        await closing
+        await _close(fake, lanes, consumer)
     assert (consumer.stats.received, consumer.stats.finished) == (2, 2)
 
 
@@ -342,15 +312,7 @@ async def test_a_heartbeat_is_answered_by_the_lane_which_keeps_the_partition(
     there without taking the partition back). The fake sends it at a chosen moment (a
     real nsqd, on its own clock)."""
     address = await fake.start()
-    consumer = Consumer(
-        "t",
-        "c",
-        lambda msg: None,
-        nsqd_tcp=[address],
-        options=ConsumerOptions(ordered=True),
-        config=ConnectionConfig(client_id="lane-test", connect_timeout=2.0),
-    )
-    await consumer.start()
+    consumer = await _consumer(address, lambda msg: None)
     sink = Sink()
     lanes = OrderedLanes(lambda: consumer.connections, consumer.delivery, sink)
     try:
@@ -363,7 +325,4 @@ async def test_a_heartbeat_is_answered_by_the_lane_which_keeps_the_partition(
         assert sink.bodies == [b"m1", b"m2"]
         assert (lanes.active, lanes.lent) == (1, 1)  # never handed back
     finally:
-        lanes.stop()
-        closing = asyncio.ensure_future(fake.close_wait())
-        await consumer.close(timeout=STEP)
-        await closing
+        await _close(fake, lanes, consumer)
