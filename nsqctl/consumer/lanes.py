@@ -167,19 +167,16 @@ class PartitionLane:
         lock = self._lock
         carry = b""  # read and not yet a whole frame
         while True:
-            if self._stopping and not carry:
+            # Asked to stop: leave at once, even inside a frame. The part of it read goes
+            # back as bytes and the loop's session reads the rest: waiting for nsqd to
+            # finish the frame would hold the stop (and the loop) until it does.
+            if self._stopping:
                 self.unread = carry
                 return
             ready = poll(idle_ms)
-            if not ready:  # silence: the loop's idle deadline judges it
-                self.unread = carry
+            if not ready or (len(ready) == 1 and ready[0][0] != fd):
+                self.unread = carry  # the stop's wake-up, or silence (the idle deadline)
                 return
-            if len(ready) == 1 and ready[0][0] != fd:
-                if not carry:
-                    self.unread = b""
-                    return
-                poller.unregister(self._wake_r)  # finish the frame first
-                continue
             try:
                 chunk = recv(READ_SIZE)
             except BlockingIOError:
@@ -242,13 +239,13 @@ class PartitionLane:
             if fresh is None:
                 self.unread = data
                 return
+            if not sink_write([fresh]):
+                self.unread = data  # unchecked: the loop checks it as it arrives there
+                return
             violation = order_check(nsqd, partition, fresh)
             if violation is not None:
                 with lock:
                     self._violations.append(violation)
-            if not sink_write([fresh]):
-                self.unread = data
-                return
             again.append(fresh.id)
             out = fin(fresh.id) if len(again) == 1 else b"".join([fin(i) for i in again])
             with lock:  # the loop swaps the list out under the lock

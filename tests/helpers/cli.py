@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -54,16 +55,22 @@ def run_cli(
     input: bytes | None = None,
     env: Mapping[str, str] | None = None,
     timeout: float = 60,
+    stdout: Path | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
-    """``nsqctl ARGS`` with bytes output; stdin is empty unless ``input`` is given."""
-    return subprocess.run(
-        [NSQCTL, *args],
-        input=input if input is not None else b"",
-        capture_output=True,
-        env=dict(env) if env is not None else clean_env(),
-        timeout=timeout,
-        check=False,
-    )
+    """``nsqctl ARGS`` with bytes output; stdin is empty unless ``input`` is given.
+    ``stdout``: a file to write standard output to (a regular file, /dev/full) rather
+    than a pipe to capture it (then the result's ``stdout`` is None)."""
+    with contextlib.ExitStack() as stack:
+        out = stack.enter_context(stdout.open("wb")) if stdout is not None else subprocess.PIPE
+        return subprocess.run(
+            [NSQCTL, *args],
+            input=input if input is not None else b"",
+            stdout=out,
+            stderr=subprocess.PIPE,
+            env=dict(env) if env is not None else clean_env(),
+            timeout=timeout,
+            check=False,
+        )
 
 
 def run_text(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:

@@ -74,6 +74,22 @@ async def create_topics(
     await asyncio.gather(*(one(t, s) for t, s in specs.items()))
 
 
+async def subscribe_ordered_once(c: Cluster, topic: str, channel: str = "c") -> None:
+    """Subscribe ``channel`` ordered on every partition, then close. youzan resets a
+    channel's reader at its first ordered subscription and resends what was in flight
+    (a second copy; a REQ or FIN of the first then fails): done before anything is
+    published, the reset finds nothing in flight."""
+    consumer = Consumer(
+        topic,
+        channel,
+        lambda m: None,
+        lookupd_http=c.lookupd_http,
+        options=ConsumerOptions(ordered=True),
+    )
+    await consumer.start()
+    await consumer.stop()
+
+
 def nsqd_stats(http: str, topic: str) -> list[TopicPartitionStats]:
     """One nsqd's copies of ``topic`` (one per partition it holds), from its ``/stats``."""
     return [t for t in read_nsqd_stats(http, topic=topic).topics if t.topic == topic]

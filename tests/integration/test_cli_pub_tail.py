@@ -434,3 +434,24 @@ def test_until_empty_names_an_nsqd_http_address_that_does_not_answer(
     assert sorted(proc.stdout.split()) == [b"a", b"b"]
     ch = _channel(http, topic, channel)
     assert (ch.depth, ch.in_flight_count) == (0, 0)
+
+
+def test_stdout_on_a_full_disk_stops_with_one_line_and_acknowledges_nothing(
+    original_cluster: cluster.Cluster,
+) -> None:
+    """`tail > /dev/full`: every write to standard output fails with ENOSPC. tail says so
+    in one line and exits 1 (it ended in a traceback, after failing the handler of each
+    message it could not print), and FINs nothing: all of it is back on the channel."""
+    topic, channel = unique("stdout_full"), "durable"
+    http = original_cluster.nsqd_http[0]
+    run_cli(["pub", topic, *_nsqd(original_cluster)], input=b"a\nb\nc")
+    tail = ["tail", topic, "-c", channel, "-e", *_nsqd(original_cluster), "--nsqd-http", http]
+    proc = run_cli(tail, stdout=Path("/dev/full"))
+    line = assert_one_line_error(proc, 1)
+    assert "standard output" in line and "No space left on device" in line, line
+
+    def untouched() -> bool:
+        ch = _channel(http, topic, channel)
+        return (ch.depth, ch.in_flight_count, ch.timeout_count) == (3, 0, 0)
+
+    eventually(untouched, 30, "every message back on the channel, none in flight")

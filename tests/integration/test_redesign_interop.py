@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pytest
 
-from nsqctl.consumer import Consumer, ConsumerOptions
 from nsqctl.message import body_from_json
 from nsqctl.servers import build
 from nsqctl.servers.cluster import Cluster
@@ -32,6 +31,7 @@ from tests.helpers.redesign import (
     nsqctl,
     parse_youzan_tail,
     run_process,
+    subscribe_ordered_once,
     tail_json,
     unique,
 )
@@ -144,7 +144,7 @@ def test_nsqctl_pub_read_by_youzan_nsq_tail_ordered(
     lk = ["--lookupd", c.lookupd_http[0]]
     # youzan resets a channel's reader on its first ordered subscription, which can deliver
     # a message twice; subscribe ordered once before publishing so nsq_tail sees no reset.
-    asyncio.run(_subscribe_ordered_once(c, topic))
+    asyncio.run(subscribe_ordered_once(c, topic))
     bodies = {
         part: [b"p%d-%02d:" % (part, i) + without(0x0A, 11 * i + part) for i in range(15)]
         for part in (0, 1)
@@ -167,18 +167,6 @@ def test_nsqctl_pub_read_by_youzan_nsq_tail_ordered(
     assert Counter(got) == Counter(bodies[0] + bodies[1])
     for part, items in bodies.items():  # each partition in publish order
         assert [b for b in got if b.startswith(b"p%d-" % part)] == items
-
-
-async def _subscribe_ordered_once(c: Cluster, topic: str) -> None:
-    consumer = Consumer(
-        topic,
-        "c",
-        lambda m: None,
-        lookupd_http=c.lookupd_http,
-        options=ConsumerOptions(ordered=True),
-    )
-    await consumer.start()
-    await consumer.stop()
 
 
 def test_youzan_to_nsq_lines_read_by_nsqctl_tail(

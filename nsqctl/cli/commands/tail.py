@@ -43,7 +43,7 @@ from nsqctl.cli.output.template import TOKENS_HELP, Template, compile_template, 
 from nsqctl.connection import ConnectionConfig
 from nsqctl.consumer import Consumer, ConsumerOptions, FailoverEvent
 from nsqctl.consumer.lanes import OrderedLanes
-from nsqctl.errors import ConfigError
+from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.failover import DEFAULT_FAILOVER_WINDOW
 from nsqctl.jsonfield import MISSING, get_field, scalar_text
 from nsqctl.message import Message, finish_all
@@ -182,6 +182,8 @@ class TailOutput:
         self.done = asyncio.Event()
         self.closing = False
         self.reader_gone = False
+        # The write to the output that failed (a full disk, an I/O error): tail stops.
+        self.write_error: OSError | None = None
         # The file descriptor written to, found once (None: an in-memory stream).
         self._fd = stream_fd(out)
         self._hangup = hangup_poll(self._fd)
@@ -231,6 +233,15 @@ class TailOutput:
         with contextlib.suppress(OSError, ValueError):
             os.dup2(devnull, self.out.fileno())
         os.close(devnull)
+
+    def _write_failed(self, err: OSError) -> None:
+        """The output cannot be written: stop, and give back what was not written (once,
+        after RDY 0); what was written before stays acknowledged."""
+        self.write_error = err
+        self.close()
+        for msg in self.pending:
+            msg.requeue(delay=0, backoff=False)
+        self.pending.clear()
 
     def check_reader(self) -> None:
         """End the tail as a broken pipe would when the pipe's reader has gone: ``tail T |
@@ -302,6 +313,9 @@ class TailOutput:
                 self.written += len(pending)
         except BrokenPipeError:
             self._reader_gone()
+            return
+        except OSError as err:
+            self._write_failed(err)
             return
         limit = self.limit
         if limit and self.written >= limit:
@@ -922,6 +936,13 @@ class _TailRun:
             raise TraceLogWriteError(
                 f"{log.error}: stopped; what was printed was acknowledged (without its trace "
                 "record), the rest given back"
+            )
+        if output.write_error is not None:
+            cause = output.write_error.strerror or output.write_error
+            # nsqctl's own error, of no narrower kind: nothing in the library raises it
+            raise NsqctlError(
+                f"cannot write to standard output ({cause}): stopped; what was printed was "
+                "acknowledged, the rest given back"
             )
         if output.unpartitioned:
             raise ConfigError(
