@@ -149,7 +149,19 @@ CONNECTION_BOUNDS: dict[str, Bound] = {
 
 @dataclass
 class ConnectionConfig:
-    """What a connection negotiates and how long it waits."""
+    """What a connection negotiates and how long it waits.
+
+    ``output_buffer_size`` / ``output_buffer_timeout_ms`` (None: nsqd's default, a 16 KiB
+    buffer flushed every 250 ms) set how long nsqd may hold a consumer's messages before
+    sending them. Set ``output_buffer_size=-1`` (unbuffered) when consuming a durable
+    channel from an original nsqd (v1) that may be killed (kill -9, OOM, power): it moves
+    the channel's disk-queue read position when it hands a message to the connection, not
+    at FIN, so what its buffer held at the kill is lost once that position was saved; an
+    unbuffered connection receives each message as it is handed out. The cost is nsqd's
+    write per message (``bench/README.md`` measures it); the redesign confirms positions
+    at FIN and gains nothing. :func:`nsqctl.protocol.output_buffer.output_buffer_fields`
+    reads the CLI's ``auto``/``none``/duration setting into these fields.
+    """
 
     client_id: str | None = None
     hostname: str | None = None

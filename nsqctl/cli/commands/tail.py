@@ -610,8 +610,8 @@ def _connection_config(cluster: ClusterSelection, plan: TailPlan) -> ConnectionC
     """Each connection's own deadlines follow --connect-timeout too: a handshake timeout
     names that flag as the one to change (it is twice the connect timeout)."""
     if plan.connect_timeout is None:  # 0: keep trying, each attempt with the default
-        return cluster.connection_config()
-    return cluster.connection_config(connect_timeout=plan.connect_timeout)
+        return cluster.consumer_config(plan.channel)
+    return cluster.consumer_config(plan.channel, connect_timeout=plan.connect_timeout)
 
 
 def _on_failover(event: FailoverEvent) -> None:
