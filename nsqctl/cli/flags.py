@@ -138,10 +138,11 @@ def global_flags(
         "--output-buffer",
         metavar="auto|none|DURATION",
         help="How long nsqd may hold messages for a consumer before sending them. auto "
-        "(default): unbuffered on a durable channel, so a kill -9 of an original nsqd "
-        "cannot lose messages it handed out but had not sent; nsqd's default (250 ms) on "
-        "an ephemeral one. none: unbuffered. DURATION (100ms, 1s): buffered, flushed that "
-        "often (env NSQCTL_OUTPUT_BUFFER).",
+        "(default): unbuffered on a durable channel of the original family, so a kill -9 "
+        "of its nsqd cannot lose messages it handed out but had not sent; nsqd's default "
+        "(250 ms) on an ephemeral channel and on the redesign (known from the lookupd). "
+        "none: unbuffered. DURATION (100ms, 1s): buffered, flushed that often (env "
+        "NSQCTL_OUTPUT_BUFFER).",
     ),
     read_only: bool | None = typer.Option(
         None,

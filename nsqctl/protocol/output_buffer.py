@@ -13,8 +13,10 @@ killed buffer's messages again either way.
 
 Values:
 
-- ``auto``: unbuffered for a consumer of a durable channel, nsqd's default otherwise (an
-  ephemeral channel lives in nsqd's memory: a kill loses it whole, buffered or not);
+- ``auto``: unbuffered for a consumer of a durable channel on the original family,
+  nsqd's default otherwise (an ephemeral channel lives in nsqd's memory: a kill loses it
+  whole, buffered or not; the redesign gains nothing). The family is known from the
+  lookupd's answer: an nsqd named directly (``--nsqd``) is asked unbuffered whichever it is;
 - ``none``: unbuffered for every consumer;
 - a duration (``100ms``, ``1s``, ``1.5s``): buffered, flushed at least that often (the
   original nsqd refuses less than its ``--min-output-buffer-timeout``, 25 ms by default).
@@ -49,12 +51,16 @@ def parse_output_buffer(text: str, *, setting: str = "output_buffer") -> str:
     raise ConfigError(f"bad {setting} {text!r}: use {_HINT}", setting="output_buffer")
 
 
-def output_buffer_fields(value: str, *, durable: bool) -> dict[str, int]:
+def output_buffer_fields(value: str, *, durable: bool) -> dict[str, int | bool]:
     """The :class:`~nsqctl.connection.ConnectionConfig` fields a consumer's connections get
-    for the setting ``value`` (already parsed): empty for nsqd's default."""
+    for the setting ``value`` (already parsed): empty for nsqd's default. ``auto`` asks
+    only the original family (on a topic the lookupd reports as the redesign's, whose
+    positions move at FIN, unbuffered output would cost nsqd CPU for nothing)."""
     value = parse_output_buffer(value)
-    if value == UNBUFFERED or (value == AUTO and durable):
+    if value == UNBUFFERED:
         return {"output_buffer_size": UNBUFFERED_SIZE}
+    if value == AUTO and durable:
+        return {"output_buffer_size": UNBUFFERED_SIZE, "output_buffer_original_only": True}
     if value == AUTO:
         return {}
     return {"output_buffer_timeout_ms": int(value.removesuffix("ms"))}

@@ -59,7 +59,10 @@ def test_bad_values_say_what_to_give(text: str) -> None:
 
 
 def test_fields_per_value_and_channel() -> None:
-    assert output_buffer_fields("auto", durable=True) == {"output_buffer_size": -1}
+    assert output_buffer_fields("auto", durable=True) == {
+        "output_buffer_size": -1,
+        "output_buffer_original_only": True,
+    }
     assert output_buffer_fields("auto", durable=False) == {}
     assert output_buffer_fields("none", durable=False) == {"output_buffer_size": -1}
     assert output_buffer_fields("250ms", durable=True) == {"output_buffer_timeout_ms": 250}

@@ -40,7 +40,7 @@ def show(
 
     read_only shows whether commands that write are refused, and what set it;
     output_buffer how long nsqd may hold a consumer's messages (auto: unbuffered on a
-    durable channel)."""
+    durable channel of the original family)."""
     if ctx.invoked_subcommand is not None:
         return
     sel = resolve_cluster(lookupd, nsqd, profile, nsqd_http, require=None)
@@ -113,7 +113,8 @@ def set_profile(
         "--output-buffer",
         metavar="auto|none|DURATION",
         help="How long nsqd may hold messages for this cluster's consumers (auto: unbuffered "
-        "on a durable channel; none: unbuffered; 100ms, 1s: buffered).",
+        "on a durable channel of the original family; none: unbuffered; 100ms, 1s: "
+        "buffered).",
     ),
     read_only: bool = typer.Option(
         False,
