@@ -175,7 +175,7 @@ def nsqd_cluster(
 
 
 #: ``--nsqd`` choices of the benchmarks that start an original nsqd.
-NSQD_MODES = ("memory", "disk")
+NSQD_MODES = ("memory", "disk", "nomem")
 
 
 def add_nsqd_mode_arg(ap: argparse.ArgumentParser) -> None:
@@ -186,15 +186,19 @@ def add_nsqd_mode_arg(ap: argparse.ArgumentParser) -> None:
         default="memory",
         help="memory: nsqd --mem-queue-size large enough to keep every message in memory"
         " (as nsq's own bench.sh does); disk: nsqd defaults (10000 in memory, the rest"
-        " spills to its disk queue, fsync every 2500)",
+        " spills to its disk queue, fsync every 2500); nomem: --mem-queue-size=0 (every"
+        " message through the disk queue, as operators who want durability run it)",
     )
 
 
 def nsqd_mode_args(mode: str, hold: int) -> list[str]:
     """nsqd flags for ``--nsqd``: ``memory`` keeps ``hold`` messages (x2, at least 10,000)
-    in memory; ``disk`` adds nothing (nsqd's defaults)."""
+    in memory; ``disk`` adds nothing (nsqd's defaults); ``nomem`` sends every message
+    through the disk queue."""
     if mode not in NSQD_MODES:
         raise ValueError(f"unknown nsqd mode {mode!r}")
+    if mode == "nomem":
+        return ["--mem-queue-size=0"]
     return [f"--mem-queue-size={max(2 * hold, 10_000)}"] if mode == "memory" else []
 
 

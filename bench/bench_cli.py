@@ -22,6 +22,13 @@ Rows:
   N = ``--messages`` prefilled messages; stock options (max-in-flight 200).
 * ``nsq_tail`` - ``nsq_tail --topic ... --channel bench -n N > /dev/null`` (reference,
   target >= 1.5x); stock options (max-in-flight 200).
+* ``nsqctl tail buffered`` - ``nsqctl tail`` as above with ``--output-buffer 250ms``: nsqd
+  buffers its output (its default, 250 ms); the stock ``nsqctl tail`` of the durable
+  channel ``bench`` asks for it unbuffered (``--output-buffer auto``). The pair is the cost
+  of unbuffered output.
+* ``nsqctl archive`` / ``nsqctl archive buffered`` - ``nsqctl archive TOPIC --channel bench
+  --out DIR --nsqd ADDR --exit-when-idle 0.5 -q`` of the N prefilled messages, stock
+  (unbuffered) and with ``--output-buffer 250ms``; both pay the 0.5 s idle wait.
 * ``nsqctl pub 1 GB`` - ``nsqctl pub TOPIC --nsqd ADDR -q --file FILE`` of a ``--big-mib``
   (1024) MiB file of ``--big-size`` (1000) byte lines; target: peak RSS < 200 MB. The file
   is generated in a temp dir (free space is checked first) and deleted afterwards.
@@ -53,6 +60,11 @@ PUB = "nsqctl pub"
 TO_NSQ = "to_nsq"
 TAIL = "nsqctl tail"
 NSQ_TAIL = "nsq_tail"
+TAIL_BUFFERED = "nsqctl tail buffered"
+ARCHIVE = "nsqctl archive"
+ARCHIVE_BUFFERED = "nsqctl archive buffered"
+#: what the buffered rows ask for: nsqd's default output-buffer timeout, said explicitly
+BUFFERED = ["--output-buffer", "250ms"]
 BIG = "nsqctl pub 1 GB"
 
 TARGET_PUB_VS_TO_NSQ = 20.0
@@ -151,7 +163,7 @@ def measure_tail(
     )
     c.delete_topic(cluster.nsqd_http[0], topic)
     # nsq_tail exits at the N-th message before FINing it: its last messages stay in flight
-    max_in_flight_left = 0 if variant == TAIL else 200
+    max_in_flight_left = 200 if variant == NSQ_TAIL else 0
     ok = (
         peer.returncode == 0
         and not peer.timed_out
@@ -196,6 +208,26 @@ def plan(
     to_nsq = str(c.nsq_bin("to_nsq"))
     nsq_tail = str(c.nsq_bin("nsq_tail"))
     big_lines = files["big_lines"]
+
+    def tail_argv(topic: str) -> list[str]:
+        return [exe, "tail", topic, "--nsqd", addr, "--channel", CHANNEL, "-n", str(s.messages)]
+
+    def archive_argv(topic: str) -> list[str]:
+        out = files["archive_dir"] / topic
+        idle = ["--exit-when-idle", "0.5", "-q"]
+        return [
+            exe,
+            "archive",
+            topic,
+            "--channel",
+            CHANNEL,
+            "--out",
+            str(out),
+            "--nsqd",
+            addr,
+            *idle,
+        ]
+
     variants: list[tuple[str, Callable[[], Any]]] = [
         (
             PUB,
@@ -219,23 +251,16 @@ def plan(
                 stdin_from=files["to_nsq_lines"],
             ),
         ),
+        (TAIL, lambda: measure_tail(cluster, TAIL, tail_argv, s)),
         (
-            TAIL,
+            TAIL_BUFFERED,
+            lambda: measure_tail(cluster, TAIL_BUFFERED, lambda t: tail_argv(t) + BUFFERED, s),
+        ),
+        (ARCHIVE, lambda: measure_tail(cluster, ARCHIVE, archive_argv, s)),
+        (
+            ARCHIVE_BUFFERED,
             lambda: measure_tail(
-                cluster,
-                TAIL,
-                lambda t: [
-                    exe,
-                    "tail",
-                    t,
-                    "--nsqd",
-                    addr,
-                    "--channel",
-                    CHANNEL,
-                    "-n",
-                    str(s.messages),
-                ],
-                s,
+                cluster, ARCHIVE_BUFFERED, lambda t: archive_argv(t) + BUFFERED, s
             ),
         ),
         (
@@ -270,7 +295,7 @@ def plan(
 
 def summarize(results: dict[str, list[c.Measurement]]) -> list[dict[str, Any]]:
     rate = {name: c.median([m.rate for m in ms]) for name, ms in results.items()}
-    refs = {PUB: TO_NSQ, TAIL: NSQ_TAIL}
+    refs = {PUB: TO_NSQ, TAIL: NSQ_TAIL, TAIL_BUFFERED: TAIL, ARCHIVE_BUFFERED: ARCHIVE}
     rows = []
     for name, ms in results.items():
         ref = refs.get(name)
@@ -417,6 +442,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         files: dict[str, Any] = {"lines": Path(tmp) / "lines.txt"}
         files["to_nsq_lines"] = Path(tmp) / "to_nsq_lines.txt"
         files["big"] = Path(tmp) / "big.txt"
+        files["archive_dir"] = Path(tmp) / "archive"
         c.say(f"writing inputs to {tmp} ({free / 2**30:.1f} GiB free)")
         write_lines(files["lines"], s.messages, s.size)
         write_lines(files["to_nsq_lines"], s.to_nsq_messages, s.size)

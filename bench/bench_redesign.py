@@ -38,6 +38,10 @@ published with nsqctl's Producer through the lookupd and not timed):
   and youzan's ``nsq_tail --topic T --channel bench --lookupd-http-address ADDR -n N``,
   stdout to /dev/null, timed spawn to exit, both at their default max-in-flight (200).
   Reference for >= 2x.
+* ``nsqctl tail unbuffered`` - ``nsqctl tail`` with ``--output-buffer none`` (the stock
+  tail leaves the redesign's nsqd its buffered output). Information: what unbuffered
+  output would cost the redesign, which gains nothing from it (it confirms a channel's
+  position at FIN).
 * ``nsqctl tail --ordered`` / ``nsq_tail -ordered`` - the same on an ordered topic
   (``--ordered-messages``, messages/10: nsqd hands out one message at a time per
   partition there; nsqctl reads each partition on a thread of its own). Targets: >= 1.0x
@@ -111,6 +115,7 @@ BW = "bench_writer"
 BW1 = "bench_writer 1 conn"
 TAIL = "nsqctl tail"
 NSQ_TAIL = "nsq_tail"
+TAIL_UNBUFFERED = "nsqctl tail unbuffered"
 OTAIL = "nsqctl tail --ordered"
 NSQ_OTAIL = "nsq_tail -ordered"
 FLOOR = "ordered floor"
@@ -138,6 +143,7 @@ REFERENCES = {
     PUB: (BW, TO_NSQ),
     MANY: (BW, BW1, TO_NSQ),
     TAIL: (NSQ_TAIL,),
+    TAIL_UNBUFFERED: (TAIL, NSQ_TAIL),
     OTAIL: (NSQ_OTAIL, FLOOR, OTAIL_BEFORE),
     OTAIL_BEFORE: (NSQ_OTAIL,),
     FLOOR: (NSQ_OTAIL,),
@@ -531,7 +537,7 @@ def measure_tail(
     )
     b.finish(run)
     added = run.added(stats)
-    ours = variant in (TAIL, OTAIL, OTAIL_BEFORE)
+    ours = variant in (TAIL, TAIL_UNBUFFERED, OTAIL, OTAIL_BEFORE)
     # nsqctl tail FINs every printed message before it exits; nsq_tail exits (os.Exit) at
     # the N-th message, leaving what it had not FINed yet (at most max-in-flight) behind.
     left = _sum(stats, "depth")
@@ -854,6 +860,16 @@ def plan(
             ),
         ),
         (TAIL, lambda: measure_tail(b, TAIL, nsqctl_tail(s.messages, False), s.messages, False)),
+        (
+            TAIL_UNBUFFERED,
+            lambda: measure_tail(
+                b,
+                TAIL_UNBUFFERED,
+                lambda t, ch: [*nsqctl_tail(s.messages, False)(t, ch), "--output-buffer", "none"],
+                s.messages,
+                False,
+            ),
+        ),
         (
             NSQ_TAIL,
             lambda: measure_tail(b, NSQ_TAIL, nsq_tail(s.messages, False), s.messages, False),

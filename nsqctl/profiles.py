@@ -11,7 +11,9 @@ Example (``nsqctl config path`` prints where it lives)::
 
 Keys of a profile: lookupd, nsqd, nsqd_http (lists of HOST:PORT), tls (bool), tls_ca,
 tls_cert, tls_key (only with tls_cert), tls_insecure (any tls_* key turns TLS on, as its
-flag does), auth_secret_file, compression (none|snappy|deflate), read_only (bool: refuse
+flag does), auth_secret_file, compression (none|snappy|deflate), output_buffer (auto, none
+or a duration such as "100ms": how long nsqd may hold a consumer's messages, see
+:mod:`nsqctl.protocol.output_buffer`), read_only (bool: refuse
 every command that changes the cluster or consumes a durable channel, as ``--read-only``),
 check (health rules for ``nsqctl check`` and ``nsqctl exporter``, e.g.
 ``["max-depth:orders*/*=1000,5000", "orphan=crit"]``; see :mod:`nsqctl.health.spec`).
@@ -29,11 +31,12 @@ import platformdirs
 
 from nsqctl.errors import ConfigError
 from nsqctl.protocol.compression import validate_compression
+from nsqctl.protocol.output_buffer import AUTO, parse_output_buffer
 
 CONFIG_ENV = "NSQCTL_CONFIG"
 PROFILE_ENV = "NSQCTL_PROFILE"
 _LIST_KEYS = ("lookupd", "nsqd", "nsqd_http")
-_STR_KEYS = ("tls_ca", "tls_cert", "tls_key", "auth_secret_file", "compression")
+_STR_KEYS = ("tls_ca", "tls_cert", "tls_key", "auth_secret_file", "compression", "output_buffer")
 _BOOL_KEYS = ("tls", "tls_insecure", "read_only")
 _RULE_KEYS = ("check",)
 
@@ -61,6 +64,7 @@ class Profile:
     tls_insecure: bool = False
     auth_secret_file: str | None = None
     compression: str = "none"
+    output_buffer: str = AUTO
     check: tuple[str, ...] = ()
     read_only: bool = False
 
@@ -71,10 +75,14 @@ class Profile:
             if f.name == "name":
                 continue
             value = getattr(self, f.name)
-            if value in ((), None, False) or (f.name == "compression" and value == "none"):
+            if value in ((), None, False) or value == _DEFAULTS.get(f.name):
                 continue
             out[f.name] = list(value) if isinstance(value, tuple) else value
         return out
+
+
+#: string keys whose default is not None: left out of the file when they hold it
+_DEFAULTS = {"compression": "none", "output_buffer": AUTO}
 
 
 @dataclass(frozen=True)
@@ -114,6 +122,8 @@ def _profile_from_table(name: str, table: object, path: Path) -> Profile:
                     values[key] = validate_compression(value)
                 except ConfigError as err:
                     raise ConfigError(f"{where}: {err}") from None
+            elif key == "output_buffer":
+                values[key] = parse_output_buffer(value, setting=f"{where}: output_buffer")
             else:
                 values[key] = str(Path(value).expanduser())
         elif key in _BOOL_KEYS:

@@ -2,9 +2,9 @@
 
 Order: flags beat environment beat profile. Addresses come per command (``--lookupd``,
 ``--nsqd``, ``--nsqd-http``, ``--profile``); connection security (TLS, AUTH, compression),
-``--read-only`` and ``--debug`` are global flags (:func:`global_flags`), accepted before
-the command (``nsqctl --tls-ca ca.pem tail ...``) and after it (``nsqctl tail ...
---tls-ca ca.pem``), then env, then the profile.
+consumers' ``--output-buffer``, ``--read-only`` and ``--debug`` are global flags
+(:func:`global_flags`), accepted before the command (``nsqctl --tls-ca ca.pem tail ...``)
+and after it (``nsqctl tail ... --tls-ca ca.pem``), then env, then the profile.
 
 This module is imported by every command at start-up: it must stay cheap (the config,
 connection and secrets modules load only when a selection is resolved).
@@ -85,6 +85,7 @@ class SecurityFlags:
     tls_insecure: bool | None = None
     auth_secret_file: str | None = None
     compression: str | None = None
+    output_buffer: str | None = None
     read_only: bool | None = None
 
 
@@ -132,6 +133,17 @@ def global_flags(
         metavar="CODEC",
         help="none | snappy | deflate (env NSQCTL_COMPRESSION).",
     ),
+    output_buffer: str | None = typer.Option(
+        None,
+        "--output-buffer",
+        metavar="auto|none|DURATION",
+        help="How long nsqd may hold messages for a consumer before sending them. auto "
+        "(default): unbuffered on a durable channel of the original family, so a kill -9 "
+        "of its nsqd cannot lose messages it handed out but had not sent; nsqd's default "
+        "(250 ms) on an ephemeral channel and on the redesign (known from the lookupd). "
+        "none: unbuffered. DURATION (100ms, 1s): buffered, flushed that often (env "
+        "NSQCTL_OUTPUT_BUFFER).",
+    ),
     read_only: bool | None = typer.Option(
         None,
         "--read-only/--no-read-only",
@@ -170,6 +182,7 @@ class ClusterSelection:
     tls: TLSSettings | None = None
     auth_secret: Secret | None = None
     compression: str = "none"
+    output_buffer: str = "auto"
     read_only: bool = False
     sources: dict[str, str] = field(default_factory=dict)
 
@@ -206,6 +219,16 @@ class ClusterSelection:
         )
         return replace(base, **overrides) if overrides else base
 
+    def consumer_config(self, channel: str, **overrides: Any) -> ConnectionConfig:
+        """:meth:`connection_config` for a consumer of ``channel``, with the output
+        buffering the selection's output-buffer setting asks for on that channel
+        (:func:`~nsqctl.protocol.output_buffer.output_buffer_fields`)."""
+        from nsqctl.protocol.names import is_ephemeral
+        from nsqctl.protocol.output_buffer import output_buffer_fields
+
+        buffering = output_buffer_fields(self.output_buffer, durable=not is_ephemeral(channel))
+        return self.connection_config(**buffering, **overrides)
+
     def read_only_setting(self) -> ReadOnlySetting:
         """:attr:`read_only` with where it came from."""
         return ReadOnlySetting(self.read_only, self.sources.get("read_only", ""))
@@ -229,6 +252,7 @@ class ClusterSelection:
             "auth_secret": None if self.auth_secret is None else "<hidden>",
             "auth_secret_source": None if self.auth_secret is None else self.auth_secret.source,
             "compression": self.compression,
+            "output_buffer": self.output_buffer,
             "read_only": self.read_only,
             "sources": self.sources,
         }
@@ -319,6 +343,7 @@ def _resolve_tls(prof: Profile | None, sources: dict[str, str]) -> TLSSettings |
 
 
 READ_ONLY_ENV = "NSQCTL_READ_ONLY"
+OUTPUT_BUFFER_ENV = "NSQCTL_OUTPUT_BUFFER"
 _TRUE_WORDS = ("1", "true", "yes", "on")
 _FALSE_WORDS = ("0", "false", "no", "off")
 
@@ -385,6 +410,7 @@ def resolve_cluster(
     would silently talk to two clusters). ``require`` is "tcp", "http" or None.
     """
     from nsqctl.protocol.compression import validate_compression
+    from nsqctl.protocol.output_buffer import AUTO, parse_output_buffer
     from nsqctl.secrets import resolve_auth_secret
 
     prof = _active_profile(profile)
@@ -418,6 +444,12 @@ def resolve_cluster(
         warn_if_open("TLS key file", tls.key_file)
     compression = _pick(g.compression, "NSQCTL_COMPRESSION", prof.compression if prof else "none")
     validate_compression(compression)
+    output_buffer = _pick_source("output_buffer", g.output_buffer, OUTPUT_BUFFER_ENV, prof, sources)
+    src = sources.get("output_buffer", "")
+    where = {"flag": "--output-buffer", f"${OUTPUT_BUFFER_ENV}": OUTPUT_BUFFER_ENV}.get(
+        src, f"output_buffer of the {src}"
+    )
+    output_buffer = parse_output_buffer(output_buffer, setting=where) if output_buffer else AUTO
     read_only = _read_only(prof)
     if read_only.source:
         sources["read_only"] = read_only.source
@@ -429,6 +461,7 @@ def resolve_cluster(
         tls=tls,
         auth_secret=secret,
         compression=compression,
+        output_buffer=output_buffer,
         read_only=read_only.on,
         sources=sources,
     )

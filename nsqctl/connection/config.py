@@ -149,7 +149,23 @@ CONNECTION_BOUNDS: dict[str, Bound] = {
 
 @dataclass
 class ConnectionConfig:
-    """What a connection negotiates and how long it waits."""
+    """What a connection negotiates and how long it waits.
+
+    ``output_buffer_size`` / ``output_buffer_timeout_ms`` (None: nsqd's default, a 16 KiB
+    buffer flushed every 250 ms) set how long nsqd may hold a consumer's messages before
+    sending them. Set ``output_buffer_size=-1`` (unbuffered) when consuming a durable
+    channel from an original nsqd (v1) that may be killed (kill -9, OOM, power): it moves
+    the channel's disk-queue read position when it hands a message to the connection, not
+    at FIN, so what its buffer held at the kill is lost once that position was saved; an
+    unbuffered connection receives each message as it is handed out. The cost is nsqd's
+    write per message (``bench/README.md`` measures it); the redesign confirms positions
+    at FIN and gains nothing, so ``output_buffer_original_only`` has a
+    :class:`~nsqctl.consumer.Consumer` whose lookupd reports the topic as the redesign's
+    leave both fields to nsqd's default (the family is known only from the lookup: an
+    nsqd answers IDENTIFY, the one place to ask, before saying which it is).
+    :func:`nsqctl.protocol.output_buffer.output_buffer_fields` reads the CLI's
+    ``auto``/``none``/duration setting into these fields.
+    """
 
     client_id: str | None = None
     hostname: str | None = None
@@ -158,6 +174,7 @@ class ConnectionConfig:
     msg_timeout_ms: int | None = None
     output_buffer_size: int | None = None
     output_buffer_timeout_ms: int | None = None
+    output_buffer_original_only: bool = False
     sample_rate: int = 0
     tls: TLSSettings | None = None
     compression: str = "none"  # none | snappy | deflate

@@ -238,6 +238,10 @@ class Consumer:
             topo = await self._lookup.lookup(self.topic, access="r", metainfo=True, consistent=True)
             if topo.meta is not None and topo.meta.extend_support:  # nsqd requires it
                 self.config = replace(self.config, extend_support=True)
+            if topo.is_redesign and self.config.output_buffer_original_only:
+                self.config = replace(
+                    self.config, output_buffer_size=None, output_buffer_timeout_ms=None
+                )
         else:
             topo = Topology.from_nsqd_addresses(self._nsqd, topic=self.topic)
         # The connect timeout counts from here, not from after the first connects: an

@@ -60,7 +60,11 @@ CONSUMER_BOUNDS: dict[str, Bound] = {
 @dataclass(frozen=True)
 class ConsumerOptions:
     """How a :class:`nsqctl.consumer.Consumer` reads: ``Consumer(..., options=ConsumerOptions(
-    max_in_flight=50))``. Every value is checked when the options are made."""
+    max_in_flight=50))``. Every value is checked when the options are made.
+
+    How long nsqd may buffer messages for the consumer is the connection's setting
+    (:class:`nsqctl.connection.ConnectionConfig`'s ``output_buffer_size``): a consumer of
+    a durable channel on original nsqds that may be killed wants it unbuffered (-1)."""
 
     max_in_flight: int = 1
     max_attempts: int = 0  # 0: unlimited

@@ -92,7 +92,7 @@ def archive(
         out_dir=out,
         lookupd=sel.lookupd,
         nsqd=sel.nsqd,
-        config=sel.connection_config(),
+        config=sel.consumer_config(channel),
         max_in_flight=max_in_flight,
         ordered=ordered,
         partitions=partitions or None,

@@ -19,6 +19,7 @@ from nsqctl.cli.flags import (
 from nsqctl.errors import ConfigError
 from nsqctl.profiles import Profile, config_path, load_config, save_profile
 from nsqctl.protocol.compression import validate_compression
+from nsqctl.protocol.output_buffer import AUTO, parse_output_buffer
 
 app = typer.Typer(
     help="Show resolved settings and manage cluster profiles.",
@@ -37,7 +38,9 @@ def show(
 ) -> None:
     """Show the settings commands would use (flags > env > profile); secrets masked.
 
-    read_only shows whether commands that write are refused, and what set it."""
+    read_only shows whether commands that write are refused, and what set it;
+    output_buffer how long nsqd may hold a consumer's messages (auto: unbuffered on a
+    durable channel of the original family)."""
     if ctx.invoked_subcommand is not None:
         return
     sel = resolve_cluster(lookupd, nsqd, profile, nsqd_http, require=None)
@@ -105,6 +108,14 @@ def set_profile(
         None, "--auth-secret-file", help="Path of a file holding the AUTH secret."
     ),
     compression: str = typer.Option("none", "--compression", help="none | snappy | deflate"),
+    output_buffer: str = typer.Option(
+        AUTO,
+        "--output-buffer",
+        metavar="auto|none|DURATION",
+        help="How long nsqd may hold messages for this cluster's consumers (auto: unbuffered "
+        "on a durable channel of the original family; none: unbuffered; 100ms, 1s: "
+        "buffered).",
+    ),
     read_only: bool = typer.Option(
         False,
         "--read-only",
@@ -114,6 +125,7 @@ def set_profile(
 ) -> None:
     """Add or replace a profile in the config file."""
     validate_compression(compression)
+    output_buffer = parse_output_buffer(output_buffer, setting="--output-buffer")
     lk, nd, nh = split_addresses(lookupd), split_addresses(nsqd), split_addresses(nsqd_http)
     if not (lk or nd):
         raise ConfigError("a profile needs --lookupd HOST:PORT or --nsqd HOST:PORT")
@@ -129,6 +141,7 @@ def set_profile(
         tls_insecure=tls_insecure,
         auth_secret_file=auth_secret_file,
         compression=compression,
+        output_buffer=output_buffer,
         read_only=read_only,
     )
     path = save_profile(prof, make_default=default)

@@ -189,7 +189,7 @@ def _borrow(
             lookupd_http=cluster.lookupd,
             nsqd_tcp=cluster.nsqd,
             nsqd_http=cluster.nsqd_http,
-            config=cluster.connection_config(),
+            config=cluster.consumer_config(channel),
             on_taking=lambda n: _warn_borrowing(n, topic, channel, expected),
         )
     )

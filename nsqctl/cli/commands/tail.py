@@ -685,8 +685,8 @@ def _connection_config(cluster: ClusterSelection, source: TailSource) -> Connect
     """Each connection's own deadlines follow --connect-timeout too: a handshake timeout
     names that flag as the one to change (it is twice the connect timeout)."""
     if source.connect_timeout is None:  # 0: keep trying, each attempt with the default
-        return cluster.connection_config()
-    return cluster.connection_config(connect_timeout=source.connect_timeout)
+        return cluster.consumer_config(source.channel)
+    return cluster.consumer_config(source.channel, connect_timeout=source.connect_timeout)
 
 
 def _output(plan: TailPlan, out: BinaryIO, until: UntilTime | None) -> TailOutput:
