@@ -31,9 +31,9 @@ from nsqctl.protocol.names import validate_topic
 from nsqctl.timeparse import parse_time_ns
 
 if TYPE_CHECKING:
-    from nsqctl.pipeline.history import HistoryReport
     from nsqctl.pipeline.replay import ReplayResult, ReplayTarget
     from nsqctl.pipeline.selection import ReplayFilters
+    from nsqctl.pipeline.server_replay import HistoryReport
 
 SparkMasterOption = typer.Option(
     None, "--spark-master", help="Spark master URL (env SPARK_MASTER; default local[*])."
@@ -262,16 +262,16 @@ def _history(
     sel: ClusterSelection,
     as_json: bool,
 ) -> None:
-    from nsqctl.pipeline import history
+    from nsqctl.pipeline import server_replay
 
     validate_topic(topic)
     f = filters
     if getattr(f, "where", None) or getattr(f, "since_ns", None):
         raise ConfigError("--where/--since apply to archive replays; use --from-time/--until")
-    opts = history.HistoryOptions(
+    opts = server_replay.HistoryOptions(
         topic=topic,
         to_topic=to_topic,
-        start=history.start_arg(
+        start=server_replay.start_arg(
             None if from_time is None else parse_time_ns(from_time), from_offset
         ),
         lookupd=sel.lookupd,
@@ -286,13 +286,13 @@ def _history(
         progress=None if as_json or not sys.stderr.isatty() else _history_progress,
     )
 
-    async def run() -> history.HistoryReport:
+    async def run() -> server_replay.HistoryReport:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError):
                 loop.add_signal_handler(sig, stop.set)
-        return await history.replay_history(opts, stop)
+        return await server_replay.replay_history(opts, stop)
 
     report = asyncio.run(run())
     if opts.progress is not None:
