@@ -50,7 +50,7 @@ from nsqctl.stats.model import ClusterSnapshot
 from nsqctl.stats.nodes import node_summaries
 from nsqctl.stats.parse import parse_nsqd_body
 from nsqctl.stats.read import ClientScope
-from nsqctl.stats.session import StatsSession
+from nsqctl.stats.sources import StatsSession
 from nsqctl.stats.view import build_view
 from nsqctl.tui.app import DashApp
 from nsqctl.tui.rowtable import RowTable

@@ -18,7 +18,7 @@ from nsqctl.cli.wording import cli_message
 from nsqctl.errors import NsqctlError
 from nsqctl.stats.gcpause import freeze_after_bursts
 from nsqctl.stats.read import ClientScope
-from nsqctl.stats.session import ViewSource
+from nsqctl.stats.sources import ViewSource
 from nsqctl.stats.view import ClusterView, TopicView
 from nsqctl.tui.actions import (
     Action,

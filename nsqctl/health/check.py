@@ -20,7 +20,7 @@ from nsqctl.health.findings import EXIT_CODES, LABELS, Finding, Status, overall,
 from nsqctl.health.perfdata import PerfDatum, perf_data, perf_text
 from nsqctl.health.spec import RuleSet
 from nsqctl.stats.poller import DEFAULT_TIMEOUT, StatsPoller
-from nsqctl.stats.session import StatsSession, ViewSource
+from nsqctl.stats.sources import StatsSession, ViewSource
 from nsqctl.stats.view import ClusterView
 
 DEFAULT_SAMPLES = 4

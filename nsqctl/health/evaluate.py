@@ -1,7 +1,7 @@
 """Judge a window of cluster views against a :class:`RuleSet`.
 
 The window is consecutive :class:`ClusterView` polls, oldest first, from one
-:class:`~nsqctl.stats.session.StatsSession` (so each channel carries its depth history).
+:class:`~nsqctl.stats.sources.StatsSession` (so each channel carries its depth history).
 State rules (depth, node down, leader, ISR) read the newest view; rules about change
 (rates, time to drain, orphan, poison) read the window and, with fewer than two polls, are
 ``unknown``: a check that could not see change must not say all is well.

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from nsqctl.health.check import CheckResult, judge
 from nsqctl.health.spec import RuleSet
 from nsqctl.health.time_to_drain import DRAIN_WINDOW
-from nsqctl.stats.session import ViewSource
+from nsqctl.stats.sources import ViewSource
 from nsqctl.stats.view import ClusterView
 
 MAX_KEPT = 61

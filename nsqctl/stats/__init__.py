@@ -1,7 +1,7 @@
 """The cluster statistics model shared by ``nsqctl stat`` and ``nsqctl dash``.
 
 ``parse`` (payloads → typed records) and ``view``/``rules`` (rates, starvation, severity)
-are pure; ``poller`` does the HTTP; ``session`` ties polls together over time.
+are pure; ``poller`` does the HTTP; ``sources`` ties polls together over time.
 """
 
 from nsqctl.stats.history import History, Series
@@ -9,7 +9,7 @@ from nsqctl.stats.model import ClusterSnapshot, NodeStats
 from nsqctl.stats.poller import StatsPoller
 from nsqctl.stats.read import fetch_nsqd_stats, read_nsqd_stats
 from nsqctl.stats.series import sparkline
-from nsqctl.stats.session import StaticSource, StatsSession, ViewSource
+from nsqctl.stats.sources import StaticSource, StatsSession, ViewSource
 from nsqctl.stats.view import (
     ChannelView,
     ClientView,

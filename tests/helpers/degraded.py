@@ -20,7 +20,7 @@ from nsqctl.health.metrics import ClusterCollector
 from nsqctl.health.monitor import Latest
 from nsqctl.health.spec import RuleSet
 from nsqctl.stats.poller import StatsPoller
-from nsqctl.stats.session import StatsSession
+from nsqctl.stats.sources import StatsSession
 from nsqctl.stats.view import ClusterView
 from tests.helpers.cli import assert_one_line_error, invoke, run_main
 from tests.helpers.metrics import Series, metric_samples

@@ -219,7 +219,7 @@ class DashWatch:
 
     def __init__(self, lookupd_http: Sequence[str], timeout: float = 1.0) -> None:
         from nsqctl.stats.poller import StatsPoller
-        from nsqctl.stats.session import StatsSession
+        from nsqctl.stats.sources import StatsSession
         from nsqctl.tui.app import DashApp
 
         self.app = DashApp(

@@ -11,7 +11,7 @@ import subprocess
 
 from nsqctl.producer import Producer
 from nsqctl.servers.cluster import Cluster
-from nsqctl.stats.session import StaticSource
+from nsqctl.stats.sources import StaticSource
 from nsqctl.tui.app import DashApp
 from nsqctl.tui.screens import MainScreen, TopicScreen
 from tests.helpers.cli import cli

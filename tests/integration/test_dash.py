@@ -29,7 +29,7 @@ from nsqctl.stats.offline import snapshot_from_files
 from nsqctl.stats.poller import StatsPoller
 from nsqctl.stats.read import fetch_nsqd_stats, stats_params
 from nsqctl.stats.recording import RecordingTransport, play_back
-from nsqctl.stats.session import StaticSource, StatsSession
+from nsqctl.stats.sources import StaticSource, StatsSession
 from nsqctl.tui import rows
 from nsqctl.tui.app import DashApp
 from nsqctl.tui.modals import HelpScreen

@@ -17,7 +17,7 @@ from nsqctl.producer import Producer
 from nsqctl.servers.cluster import Cluster
 from nsqctl.stats.poller import StatsPoller
 from nsqctl.stats.read import fetch_nsqd_stats
-from nsqctl.stats.session import StatsSession
+from nsqctl.stats.sources import StatsSession
 from nsqctl.tui.app import DashApp
 from nsqctl.tui.screens import MainScreen, TopicScreen
 from tests.helpers.redesign import TopicSpec, channel_depths, create_topics, unique

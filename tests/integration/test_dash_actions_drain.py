@@ -25,7 +25,7 @@ from textual.widgets import Label, Static
 
 from nsqctl.producer import Producer
 from nsqctl.servers.cluster import Cluster
-from nsqctl.stats.session import StaticSource
+from nsqctl.stats.sources import StaticSource
 from nsqctl.tui.app import DashApp
 from tests.conftest import StartCluster
 from tests.helpers.cli import clean_env, run_cli

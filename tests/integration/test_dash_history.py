@@ -10,7 +10,7 @@ import uuid
 from nsqctl.producer import Producer
 from nsqctl.servers import cluster
 from nsqctl.stats.poller import StatsPoller
-from nsqctl.stats.session import StatsSession
+from nsqctl.stats.sources import StatsSession
 from nsqctl.tui import rows
 from nsqctl.tui.app import DashApp
 from nsqctl.tui.history import HistoryPanel

@@ -15,7 +15,7 @@ from nsqctl.servers.cluster import Cluster
 from nsqctl.stats.hotspots import rank_channels
 from nsqctl.stats.poller import StatsPoller
 from nsqctl.stats.recording import play_back
-from nsqctl.stats.session import StaticSource, StatsSession
+from nsqctl.stats.sources import StaticSource, StatsSession
 from nsqctl.tui import hotrows
 from nsqctl.tui.app import DashApp
 from nsqctl.tui.hotscreens import HotSpotsScreen, NodeScreen

@@ -271,7 +271,7 @@ def _monitor_polls(snapshots: list[ClusterSnapshot], rules: RuleSet) -> list[Lat
     """Every poll of an exporter's monitor (5 s apart, the rules seeing 4 polls, the
     exporter's defaults) over ``snapshots``."""
     from nsqctl.health import HealthMonitor
-    from nsqctl.stats.session import StatsSession
+    from nsqctl.stats.sources import StatsSession
 
     async def run() -> list[Latest]:
         session = StatsSession(_Scripted(snapshots), history_length=4)

@@ -12,7 +12,7 @@ from nsqctl.errors import NsqctlError
 from nsqctl.stats.history import History, Series
 from nsqctl.stats.model import ChannelStats, ClusterSnapshot, NodeStats, TopicPartitionStats
 from nsqctl.stats.series import sparkline
-from nsqctl.stats.session import StatsSession
+from nsqctl.stats.sources import StatsSession
 from nsqctl.stats.view import ClusterView, build_view
 from nsqctl.tui.format import span_text, trend_cell
 from nsqctl.tui.history import chart, columns, history_text

@@ -26,7 +26,7 @@ from nsqctl.cli.numbers import seconds
 from nsqctl.cli.readonly import origin
 from nsqctl.errors import ConfigError
 from nsqctl.stats.poller import DEFAULT_TIMEOUT, StatsPoller
-from nsqctl.stats.session import StatsSession
+from nsqctl.stats.sources import StatsSession
 
 
 def dash(

@@ -88,7 +88,7 @@ class ServedDash:
 def main() -> None:
     from nsqctl.admin.drain.records import drain_labels
     from nsqctl.stats.poller import StatsPoller
-    from nsqctl.stats.session import StatsSession
+    from nsqctl.stats.sources import StatsSession
     from nsqctl.tui.app import DashApp
 
     spec = ServedDash.from_env(os.environ[SERVED_ENV])

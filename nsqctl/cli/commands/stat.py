@@ -33,7 +33,7 @@ from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.protocol.names import validate_channel, validate_topic
 from nsqctl.stats.coverage import coverage
 from nsqctl.stats.poller import DEFAULT_TIMEOUT, StatsPoller
-from nsqctl.stats.session import StatsSession, ViewSource
+from nsqctl.stats.sources import StatsSession, ViewSource
 from nsqctl.stats.view import ChannelView, ClusterView, TopicView
 
 HEADER_EVERY = 20

@@ -43,7 +43,7 @@ from nsqctl.stats.hotspots import (
 )
 from nsqctl.stats.poller import DEFAULT_TIMEOUT, StatsPoller
 from nsqctl.stats.rules import GROWING_SAMPLES
-from nsqctl.stats.session import StatsSession, ViewSource
+from nsqctl.stats.sources import StatsSession, ViewSource
 from nsqctl.stats.view import ClusterView
 
 if TYPE_CHECKING:  # rich loads when a table is drawn, not for --help or --json
