@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from nsqctl.admin.base import TIMEOUT, topic_not_found
 from nsqctl.errors import AdminError, NotFoundError, NsqctlError
 from nsqctl.lookup.client import LookupClient
-from nsqctl.lookup.model import Topology, counted_partitions
+from nsqctl.lookup.topology import Topology, counted_partitions
 from nsqctl.protocol.names import validate_topic
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ import httpx
 from nsqctl.admin.base import NSQ_V1
 from nsqctl.errors import AdminError
 from nsqctl.httpclient import describe_http_error
-from nsqctl.lookup.model import parse_nodes_body
+from nsqctl.lookup.topology import parse_nodes_body
 
 
 def _leader_from(lookupd_http: str, resp: httpx.Response) -> str | None:

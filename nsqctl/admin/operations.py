@@ -37,7 +37,7 @@ from nsqctl.admin.requests import (
 from nsqctl.admin.settle import passing, send_until_settled
 from nsqctl.admin.versions import fetch_server_version
 from nsqctl.errors import AdminError, ConfigError
-from nsqctl.lookup.model import parse_lookup_body
+from nsqctl.lookup.topology import parse_lookup_body
 from nsqctl.protocol.names import validate_channel, validate_topic
 from nsqctl.protocol.raw_message import Family
 

@@ -14,7 +14,7 @@ from nsqctl.admin.base import TIMEOUT, topic_not_found
 from nsqctl.admin.requests import Node
 from nsqctl.errors import AdminError, ConfigError, NsqctlError
 from nsqctl.lookup.client import LookupClient
-from nsqctl.lookup.model import TopicMeta, Topology
+from nsqctl.lookup.topology import TopicMeta, Topology
 from nsqctl.protocol.raw_message import Family
 
 if TYPE_CHECKING:

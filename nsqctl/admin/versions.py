@@ -15,7 +15,7 @@ from nsqctl.admin.leader import lookupd_nsqds
 from nsqctl.admin.requests import admin_client, error_text
 from nsqctl.errors import AnswerDecodeError
 from nsqctl.httpclient import describe_http_error
-from nsqctl.lookup.model import not_nsq_answer
+from nsqctl.lookup.topology import not_nsq_answer
 from nsqctl.protocol.raw_message import Family
 
 

@@ -185,7 +185,7 @@ def channels(ctx: typer.Context, incomplete: str) -> list[str]:
 def partitions(ctx: typer.Context, incomplete: str) -> list[str]:
     """Partition numbers of the topic on the line, from its lookup (redesign)."""
     from nsqctl.admin.planners import MAX_PARTITIONS
-    from nsqctl.lookup.model import answer_from_wire
+    from nsqctl.lookup.topology import answer_from_wire
     from nsqctl.lookup.wire import WireLookup
 
     topic = _topic(ctx)
@@ -206,7 +206,7 @@ def partitions(ctx: typer.Context, incomplete: str) -> list[str]:
 
 def nodes(ctx: typer.Context, incomplete: str) -> list[str]:
     """nsqd nodes (their HTTP addresses, as ``lookup`` and ``dash`` show them)."""
-    from nsqctl.lookup.model import nodes_from_wire
+    from nsqctl.lookup.topology import nodes_from_wire
     from nsqctl.lookup.wire import WireNodes
 
     addresses: list[str] = []

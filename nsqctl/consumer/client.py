@@ -49,7 +49,7 @@ from nsqctl.consumer.stats import ConsumerStats
 from nsqctl.errors import ConfigError
 from nsqctl.failover import FailoverHook
 from nsqctl.flow import BackoffController, RateLimiter, RdyController
-from nsqctl.lookup.model import Topology
+from nsqctl.lookup.topology import Topology
 from nsqctl.message import Message
 from nsqctl.protocol.names import validate_channel, validate_topic
 from nsqctl.tracelog import TraceLog

@@ -25,7 +25,7 @@ from nsqctl.errors import ConfigError, ConnectError, NoConnectionError, NsqctlEr
 if TYPE_CHECKING:
     from nsqctl.connection import Connection
     from nsqctl.connection.tcp import CloseHandler, ErrorHandler
-    from nsqctl.lookup.model import Topology
+    from nsqctl.lookup.topology import Topology
 
 log = logging.getLogger("nsqctl.consumer")
 

@@ -1,12 +1,12 @@
 """Discovery through nsqlookupd for both server families (original and youzan redesign).
 
-``model`` is pure (parsing and merging); ``client`` does the HTTP (over ``fetch``). The
+``topology`` is pure (parsing and merging); ``client`` does the HTTP (over ``fetch``). The
 client is imported on first use, so publishing straight to ``--nsqd`` starts faster.
 """
 
 from typing import Any
 
-from nsqctl.lookup.model import (
+from nsqctl.lookup.topology import (
     LookupAnswer,
     LookupDecodeError,
     LookupdList,

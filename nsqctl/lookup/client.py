@@ -8,7 +8,7 @@ One round of :meth:`LookupClient.lookup`:
 2. ``/lookup?topic=T&access=r|w[&metainfo=true]`` on every lookupd concurrently (the
    known ones while step 1 is under way, the discovered ones after it), with
    ``Accept: application/vnd.nsq; version=1.0`` (youzan compares the header exactly).
-3. Merge with :func:`nsqctl.lookup.model.merge_answers`.
+3. Merge with :func:`nsqctl.lookup.topology.merge_answers`.
 
 Failure priority (the seed article's "priority of accessing that lookup address may
 decrease"): after ``failure_threshold`` consecutive failures a lookupd is skipped for
@@ -45,7 +45,7 @@ from nsqctl.lookup.fetch import (
     StreamFetcher,
     target,
 )
-from nsqctl.lookup.model import (
+from nsqctl.lookup.topology import (
     LookupAnswer,
     LookupdList,
     LookupProtocolError,

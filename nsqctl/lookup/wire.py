@@ -1,7 +1,7 @@
 """nsqlookupd's answers as they come over the wire (both families), for msgspec to decode.
 
 Every body a lookupd sends is decoded here, straight from bytes, into these records; the
-model (:mod:`nsqctl.lookup.model`) then builds its values from records that are known to
+model (:mod:`nsqctl.lookup.topology`) then builds its values from records that are known to
 have the right shape. A body of the wrong shape (``{"producers": 5}``, a port of 99999, a
 topic list that is a string, a ``null`` topic name) fails here, as one
 :class:`LookupDecodeError` naming the server, the endpoint and the field (msgspec's

@@ -35,7 +35,7 @@ from nsqctl.errors import (
     TopicNotFoundError,
 )
 from nsqctl.failover import FailoverHook
-from nsqctl.lookup.model import Topology
+from nsqctl.lookup.topology import Topology
 from nsqctl.producer.discovery import TopologyCache
 from nsqctl.producer.options import ProducerOptions
 from nsqctl.producer.pool import ConnectionPool

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from nsqctl.addresses import HostPort, parse_addresses
 from nsqctl.errors import LookupUnavailableError, NsqctlError
-from nsqctl.lookup.model import Topology
+from nsqctl.lookup.topology import Topology
 
 if TYPE_CHECKING:
     from nsqctl.lookup.client import LookupClient

@@ -37,7 +37,7 @@ from nsqctl.errors import (
     TransportError,
 )
 from nsqctl.failover import FailoverEvent, FailoverHook
-from nsqctl.lookup.model import Topology
+from nsqctl.lookup.topology import Topology
 from nsqctl.producer.discovery import TopologyCache
 from nsqctl.producer.options import ProducerOptions
 from nsqctl.producer.ordering import RouteOrder, TicketLine

@@ -36,7 +36,7 @@ from nsqctl.errors import (
     PublishError,
     TopicNotFoundError,
 )
-from nsqctl.lookup.model import Peer, Topology
+from nsqctl.lookup.topology import Peer, Topology
 from nsqctl.protocol.errors import ServerError
 from nsqctl.sharding import DEFAULT_HASH, ShardKey, partition_for_key, pick_node_for_key
 

@@ -24,7 +24,7 @@ import httpx
 
 from nsqctl import admin
 from nsqctl.errors import ServerSetupError
-from nsqctl.lookup.model import parse_nodes_body
+from nsqctl.lookup.topology import parse_nodes_body
 from nsqctl.servers import build, process
 from nsqctl.servers.catalog import TESTMODE_ENV, Flavor
 from nsqctl.servers.process import LOOPBACK, NodeRecord, loopback_host

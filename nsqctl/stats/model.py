@@ -16,7 +16,7 @@ from typing import Literal
 
 import msgspec
 
-from nsqctl.lookup.model import TopicMeta
+from nsqctl.lookup.topology import TopicMeta
 
 NodeState = Literal["up", "slow", "unhealthy", "down"]
 

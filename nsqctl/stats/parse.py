@@ -24,7 +24,7 @@ import msgspec
 from nsqctl import answers
 from nsqctl.answers import WireEnvelope
 from nsqctl.errors import NsqctlError, ProtocolError
-from nsqctl.lookup.model import Peer
+from nsqctl.lookup.topology import Peer
 from nsqctl.nsqd_wire import (
     WireClusterStats,
     WireCoordinatorStats,

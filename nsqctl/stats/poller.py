@@ -40,7 +40,7 @@ from nsqctl.addresses import parse_addresses
 from nsqctl.errors import NsqctlError
 from nsqctl.httpclient import describe_http_error, http_client
 from nsqctl.lookup.client import ACCEPT_V1, ListLookupRefusedError, LookupClient
-from nsqctl.lookup.model import TopicMeta
+from nsqctl.lookup.topology import TopicMeta
 from nsqctl.stats.model import (
     ClusterSnapshot,
     ClusterStability,

@@ -14,7 +14,7 @@ and catch-up come from ``/coordinator/stats``, which the poller asks only for th
 focus: ``None`` means not asked, ``()`` asked and empty.
 
 A redesign topic's partitions are the ones its meta counts (nsqlookupd's partition count,
-:func:`nsqctl.lookup.model.counted_partitions`), not only those some nsqd reported: a
+:func:`nsqctl.lookup.topology.counted_partitions`), not only those some nsqd reported: a
 partition whose every copy is on an nsqd that is down is listed with no leader and
 ``live`` False (its counters unknown), so it is flagged instead of vanishing.
 
@@ -37,7 +37,7 @@ from operator import attrgetter, itemgetter
 
 import msgspec
 
-from nsqctl.lookup.model import TopicMeta, counted_partitions
+from nsqctl.lookup.topology import TopicMeta, counted_partitions
 from nsqctl.stats.gcpause import gc_paused
 from nsqctl.stats.history import EMPTY_DEPTH, EMPTY_RATE, History, Series
 from nsqctl.stats.model import (

@@ -14,7 +14,7 @@ import pytest
 from nsqctl import admin
 from nsqctl.admin import AdminRequest, Node, Placement
 from nsqctl.errors import ConfigError
-from nsqctl.lookup.model import Peer, TopicMeta, Topology
+from nsqctl.lookup.topology import Peer, TopicMeta, Topology
 from nsqctl.stats.parse import parse_nsqd_stats
 
 

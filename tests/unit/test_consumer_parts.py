@@ -33,7 +33,7 @@ from nsqctl.errors import (
     NoConnectionError,
 )
 from nsqctl.flow import BackoffController, RdyController
-from nsqctl.lookup.model import Peer, Topology
+from nsqctl.lookup.topology import Peer, Topology
 from nsqctl.message import Message
 from nsqctl.protocol.raw_message import RawMessage
 from tests.helpers.wait import wait_for

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from nsqctl.health.evaluate import evaluate
 from nsqctl.health.spec import RuleSet
-from nsqctl.lookup.model import Peer, TopicMeta, Topology, counted_partitions
+from nsqctl.lookup.topology import Peer, TopicMeta, Topology, counted_partitions
 from nsqctl.stats.model import ClusterSnapshot, NodeStats
 from nsqctl.stats.view import ClusterView, build_view
 from nsqctl.tui import hotrows, rows

@@ -233,7 +233,7 @@ def test_the_scan_sees_every_kind_of_import() -> None:
         "from nsqctl.errors import ConfigError, _hidden\n"
         "from . import base\n"
         "if TYPE_CHECKING:\n"
-        "    from nsqctl.lookup.model import Topology\n"
+        "    from nsqctl.lookup.topology import Topology\n"
         "def f():\n"
         "    import nsqctl.httpclient\n"
     )
@@ -244,7 +244,7 @@ def test_the_scan_sees_every_kind_of_import() -> None:
         ("nsqctl.errors", "module", ("ConfigError",)),
         ("nsqctl.errors", "module", ("_hidden",)),
         ("nsqctl.admin.base", "module", ()),
-        ("nsqctl.lookup.model", "type-checking", ("Topology",)),
+        ("nsqctl.lookup.topology", "type-checking", ("Topology",)),
         ("nsqctl.httpclient", "function", ()),
     }
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

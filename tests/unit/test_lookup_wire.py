@@ -27,7 +27,7 @@ from nsqctl import answers
 from nsqctl.errors import LookupUnavailableError
 from nsqctl.lookup import LookupClient
 from nsqctl.lookup.errors import LookupDecodeError, LookupProtocolError
-from nsqctl.lookup.model import (
+from nsqctl.lookup.topology import (
     LookupAnswer,
     LookupdList,
     Peer,

@@ -21,7 +21,7 @@ from nsqctl.admin.drain.records import (
 from nsqctl.admin.drain.redesign import plan_leader_moves
 from nsqctl.admin.drain.safety import node_name, readable, stop_plan
 from nsqctl.admin.partitions import PartitionState, TopicState
-from nsqctl.lookup.model import TopicMeta
+from nsqctl.lookup.topology import TopicMeta
 from nsqctl.stats.model import (
     ChannelStats,
     ClusterSnapshot,

@@ -7,7 +7,7 @@ import pytest
 from nsqctl.admin.partitions.plans import check_move
 from nsqctl.admin.partitions.state import PartitionState, TopicState
 from nsqctl.errors import ConfigError
-from nsqctl.lookup.model import TopicMeta
+from nsqctl.lookup.topology import TopicMeta
 
 A, B, C, D = "a:4151", "b:4151", "c:4151", "d:4151"
 P0 = PartitionState(0, A, isr=(A, B))

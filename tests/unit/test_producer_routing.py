@@ -12,7 +12,7 @@ from nsqctl.errors import (
     PartitionUnavailableError,
     PublishError,
 )
-from nsqctl.lookup.model import Peer, TopicMeta, Topology
+from nsqctl.lookup.topology import Peer, TopicMeta, Topology
 from nsqctl.producer.routing import Router, Target, check_keyed_send, check_partition
 from nsqctl.sharding import murmur3_partition, partition_for_key, pick_node_for_key
 

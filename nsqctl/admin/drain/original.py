@@ -32,7 +32,7 @@ from nsqctl.admin.base import NSQ_V1
 from nsqctl.admin.requests import AdminRequest, Node, NodeResult, send_request
 from nsqctl.errors import AdminError, NsqctlTimeoutError
 from nsqctl.httpclient import describe_http_error
-from nsqctl.lookup.model import (
+from nsqctl.lookup.topology import (
     LookupProtocolError,
     Peer,
     parse_lookup_response,

@@ -20,7 +20,7 @@ from nsqctl.admin.base import (
 from nsqctl.admin.leader import find_leader
 from nsqctl.errors import AdminError, ConfigError, NsqctlError
 from nsqctl.lookup.client import LookupClient
-from nsqctl.lookup.model import Peer, TopicMeta, parse_nodes_body
+from nsqctl.lookup.topology import Peer, TopicMeta, parse_nodes_body
 
 
 class NotRedesignError(FamilyUnsupportedError):
