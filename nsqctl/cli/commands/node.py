@@ -280,7 +280,7 @@ def node_list(
         raise ConfigError(
             "node list asks nsqlookupd: give its HTTP address", setting="lookupd_http"
         )
-    from nsqctl.admin.nodes import list_nodes
+    from nsqctl.admin.node_list import list_nodes
 
     found = asyncio.run(list_nodes(lookupds, nsqds))
     drains = read_drains()
