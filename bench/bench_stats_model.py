@@ -47,7 +47,7 @@ from nsqctl.stats.gcpause import freeze_after_bursts, gc_paused
 from nsqctl.stats.history import History
 from nsqctl.stats.hotspots import rank_channels, rank_clients
 from nsqctl.stats.model import ClusterSnapshot
-from nsqctl.stats.nodes import node_summaries
+from nsqctl.stats.node_totals import node_summaries
 from nsqctl.stats.parse import parse_nsqd_body
 from nsqctl.stats.read import ClientScope
 from nsqctl.stats.sources import StatsSession

@@ -14,7 +14,7 @@ from nsqctl.stats.hotspots import (
     rank_channels,
     rank_clients,
 )
-from nsqctl.stats.nodes import NO_DRAIN, node_summaries
+from nsqctl.stats.node_totals import NO_DRAIN, node_summaries
 from nsqctl.stats.view import ClusterView
 from nsqctl.tui.format import STATE_STYLE, num, per_sec, styled
 from nsqctl.tui.rows import PENDING

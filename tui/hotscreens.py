@@ -2,7 +2,7 @@
 (channels or client connections ranked, with why each is flagged).
 
 Like the drill-down screens they only render the view the app's poll produced; the
-ranking and totals come from :mod:`nsqctl.stats.hotspots` and :mod:`nsqctl.stats.nodes`
+ranking and totals come from :mod:`nsqctl.stats.hotspots` and :mod:`nsqctl.stats.node_totals`
 through :mod:`nsqctl.tui.hotrows`. Their look is in ``hotscreens.tcss``.
 """
 

@@ -1,4 +1,4 @@
-"""Hot spots (nsqctl.stats.hotspots) and the node summary (nsqctl.stats.nodes) on snapshots
+"""Hot spots (nsqctl.stats.hotspots) and the node summary (nsqctl.stats.node_totals) on snapshots
 built from records: ranking by each key, and every reason a channel or client is flagged."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from nsqctl.stats.model import (
     ClusterSnapshot,
     NodeStats,
 )
-from nsqctl.stats.nodes import NO_DRAIN, node_summaries
+from nsqctl.stats.node_totals import NO_DRAIN, node_summaries
 from nsqctl.stats.view import ClusterView, build_view
 from tests.helpers.stats import channel_stats as channel
 from tests.helpers.stats import topic_stats
