@@ -16,6 +16,7 @@ from textual.worker import Worker, WorkerError
 from nsqctl import admin
 from nsqctl.cli.wording import cli_message
 from nsqctl.errors import NsqctlError
+from nsqctl.protocol.output_buffer import AUTO
 from nsqctl.stats.gcpause import freeze_after_bursts
 from nsqctl.stats.read import ClientScope
 from nsqctl.stats.sources import ViewSource
@@ -65,6 +66,7 @@ class DashApp(App[None]):
         read_only: str | None = None,
         connection: ConnectionConfig | None = None,
         nsqd_tcp: Sequence[str] = (),
+        output_buffer: str = AUTO,
     ) -> None:
         """``drain_states`` tells the node screen which nsqd is being drained (nsqd HTTP
         address → a short state), read at every refresh; without it none is.
@@ -72,7 +74,9 @@ class DashApp(App[None]):
         a served session without ``--allow-actions``): every action is then refused with
         a notification, and nothing is sent. ``connection`` (TLS, AUTH, compression) and
         ``nsqd_tcp`` are how an action that connects to an nsqd over TCP (a borrow)
-        connects, as the CLI's commands on the same cluster do; HTTP is not affected."""
+        connects, as the CLI's commands on the same cluster do; HTTP is not affected.
+        ``output_buffer`` (``auto``, ``none`` or a duration) is the output buffering a
+        borrow's consumer asks nsqd for on its channel, as ``peek --borrow`` does."""
         super().__init__()
         self.source = source
         self.interval = interval
@@ -80,6 +84,7 @@ class DashApp(App[None]):
         self.read_only = read_only
         self.connection = connection
         self.nsqd_tcp = tuple(nsqd_tcp)
+        self.output_buffer = output_buffer
         self._poller: Worker[None] | None = None
         self.view: ClusterView | None = None
         self.polls = 0

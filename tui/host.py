@@ -28,6 +28,9 @@ class ActionHost(Protocol):
     consumer); None: the library's defaults (plaintext, no AUTH)."""
     nsqd_tcp: tuple[str, ...]
     """The nsqd TCP addresses the dashboard was given (what finds them without a lookupd)."""
+    output_buffer: str
+    """The output-buffer setting (``auto``, ``none`` or a duration) a borrow's consumer
+    applies to its channel (:meth:`~nsqctl.connection.ConnectionConfig.for_consumer`)."""
 
 
 def host_of(app: App[None]) -> ActionHost | None:

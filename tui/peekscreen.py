@@ -5,7 +5,8 @@ it runs at once, under read-only too. Original: nsqd has no such API, and
 :func:`nsqctl.peek.borrow` takes the messages with a consumer and gives each back once
 (their attempts rise by one, their order may change): that changes the channel, so it is
 asked first, with the CLI's warning, and refused under read-only as ``peek --borrow`` is;
-its consumer connects with the TLS, AUTH and compression the dashboard was started with.
+its consumer connects with the TLS, AUTH, compression and output buffering the dashboard
+was started with.
 ``r`` on the screen reads again (borrows again: asked again).
 """
 
@@ -24,6 +25,7 @@ from textual.widgets import Footer, Static
 
 from nsqctl import peek as lib
 from nsqctl.admin import confirmation
+from nsqctl.connection import ConnectionConfig
 from nsqctl.errors import NsqctlError
 from nsqctl.message import Message
 from nsqctl.protocol.raw_message import RawMessage
@@ -73,6 +75,15 @@ def message_rows(messages: Sequence[Shown]) -> list[Row]:
         )
         rows.append((f"{n}", cells))
     return rows
+
+
+def borrow_config(host: ActionHost, channel: str) -> ConnectionConfig:
+    """The borrow's consumer's connection settings: the dashboard's TLS, AUTH and
+    compression, and the output buffering its output-buffer setting asks for on
+    ``channel``, as ``peek --borrow`` gets them (on a durable channel of the original
+    family, ``auto`` is unbuffered, so a kill -9 of nsqd loses nothing borrowed)."""
+    base = host.connection if host.connection is not None else ConnectionConfig()
+    return base.for_consumer(host.output_buffer, channel)
 
 
 def borrow_question(topic: str, channel: str, count: int) -> str:
@@ -187,7 +198,7 @@ class PeekScreen(Screen[None]):
                 lookupd_http=lookupds(host),
                 nsqd_tcp=host.nsqd_tcp,
                 nsqd_http=[n.address for n in view.nodes] if view else [],
-                config=host.connection,
+                config=borrow_config(host, self.channel),
             )
         except NsqctlError as exc:
             self.say(f"borrow from {self.topic}/{self.channel}: {exc}", "bold red")

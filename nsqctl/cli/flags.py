@@ -222,12 +222,8 @@ class ClusterSelection:
     def consumer_config(self, channel: str, **overrides: Any) -> ConnectionConfig:
         """:meth:`connection_config` for a consumer of ``channel``, with the output
         buffering the selection's output-buffer setting asks for on that channel
-        (:func:`~nsqctl.protocol.output_buffer.output_buffer_fields`)."""
-        from nsqctl.protocol.names import is_ephemeral
-        from nsqctl.protocol.output_buffer import output_buffer_fields
-
-        buffering = output_buffer_fields(self.output_buffer, durable=not is_ephemeral(channel))
-        return self.connection_config(**buffering, **overrides)
+        (:meth:`~nsqctl.connection.ConnectionConfig.for_consumer`)."""
+        return self.connection_config(**overrides).for_consumer(self.output_buffer, channel)
 
     def read_only_setting(self) -> ReadOnlySetting:
         """:attr:`read_only` with where it came from."""

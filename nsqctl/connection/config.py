@@ -7,13 +7,15 @@ from __future__ import annotations
 import os
 import socket
 import ssl
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from nsqctl import __version__
 from nsqctl.bounds import Bound, check_bounds
 from nsqctl.errors import ConfigError
 from nsqctl.protocol.compression import validate_compression
+from nsqctl.protocol.names import is_ephemeral
+from nsqctl.protocol.output_buffer import output_buffer_fields
 from nsqctl.secrets import Secret
 
 
@@ -199,6 +201,16 @@ class ConnectionConfig:
             validate_compression(self.compression)
         except ConfigError as err:
             raise ConfigError(str(err), setting="compression") from None
+
+    def for_consumer(self, output_buffer: str, channel: str) -> ConnectionConfig:
+        """This config for a consumer of ``channel``, with the output buffering the
+        output-buffer setting (``auto``, ``none`` or a duration) asks for on that channel
+        (:func:`~nsqctl.protocol.output_buffer.output_buffer_fields`): every consumer of a
+        channel, whatever starts it, gets the same buffering from the same setting."""
+        buffering: dict[str, Any] = dict(
+            output_buffer_fields(output_buffer, durable=not is_ephemeral(channel))
+        )
+        return replace(self, **buffering) if buffering else self
 
     def identify_body(self) -> dict[str, Any]:
         """The IDENTIFY JSON (feature negotiation on)."""

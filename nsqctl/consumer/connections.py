@@ -31,6 +31,10 @@ log = logging.getLogger("nsqctl.consumer")
 
 Target = tuple[HostPort, int | None]  # (nsqd tcp address, partition)
 
+#: Errors an ordered reader gets, harmlessly, for a message sent before youzan reset the
+#: channel's reader (the answer came for the first copy; the second is in flight).
+_AFTER_ORDERED_RESET = ("E_FIN_FAILED", "E_REQ_FAILED")
+
 #: Opens one connection to an nsqd address with the given error and close handlers.
 Dial = Callable[[HostPort, "ErrorHandler", "CloseHandler"], Awaitable["Connection"]]
 #: ``conn`` is subscribed and reads the target.
@@ -429,9 +433,11 @@ class ConnectionSet:
         self._connecting[target] = task
 
     def _on_error(self, conn: Connection, err: p.ServerError) -> None:
-        if self._options.ordered and err.code == "E_FIN_FAILED":
-            # youzan resets an ordered channel's reader (first ordered SUB, leader change):
-            # the message comes again and is FINed then, without a second handling.
+        if self._options.ordered and err.code in _AFTER_ORDERED_RESET:
+            # youzan resets an ordered channel's reader (first ordered SUB, leader change)
+            # and resends what was in flight: a FIN or REQ of the first copy then finds it
+            # no longer in flight. Nothing is lost: the resent copy is FINed (without a
+            # second handling) or given back again.
             log.info("nsqd %s: %s (expected after an ordered reset)", conn.address, err)
             return
         log.warning("nsqd %s: %s", conn.address, err)

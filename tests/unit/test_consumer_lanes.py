@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import struct
 import threading
@@ -326,3 +327,50 @@ async def test_a_heartbeat_is_answered_by_the_lane_which_keeps_the_partition(
         assert (lanes.active, lanes.lent) == (1, 1)  # never handed back
     finally:
         await _close(fake, lanes, consumer)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        b"E_FIN_FAILED FIN [0 0 0 0 0 0 0 1 0 0 0 0 0 0 0 0] failed Message ID not in flight",
+        b"E_REQ_FAILED REQ [0 0 0 0 0 0 0 1 0 0 0 0 0 0 0 0] failed Message ID not in flight",
+    ],
+    ids=["fin", "req"],
+)
+async def test_an_answer_to_the_copy_before_an_ordered_reset_is_no_warning(
+    fake: FakeOrderedNsqd, caplog: pytest.LogCaptureFixture, error: bytes
+) -> None:
+    """youzan resets a channel's reader at its first ordered subscription and resends
+    what was in flight: a FIN or REQ of the first copy (a tail stopping during the reset
+    gives back what it holds) then fails, and nothing is wrong (the resent copy is FINed
+    or given back in turn), so it is no warning on the operator's stderr. A real nsqd
+    sends these only when the client's answer falls between the reset's drain and the
+    resend (one run in five of ``tail --ordered | head -1`` on a sandbox): the fake
+    sends the error at a chosen moment."""
+    caplog.set_level(logging.INFO, logger="nsqctl")
+    address = await fake.start()
+    consumer = await _consumer(address, lambda msg: None)
+    try:
+        await fake.message(1)
+        await fake.send(encode_frame(FrameType.ERROR, error))
+        code = error.split()[0].decode()
+        records = await _log_records(caplog, code)
+        assert [r.levelno for r in records] == [logging.INFO], records
+        assert "expected after an ordered reset" in records[0].getMessage()
+        await fake.message(2)  # the connection goes on
+    finally:
+        closing = asyncio.ensure_future(fake.close_wait())
+        await consumer.close(timeout=STEP)
+        await closing
+
+
+async def _log_records(caplog: pytest.LogCaptureFixture, needle: str) -> list[logging.LogRecord]:
+    """The log records that mention ``needle``, once there is one."""
+    found: list[logging.LogRecord] = []
+
+    def seen() -> bool:
+        found[:] = [r for r in caplog.records if needle in r.getMessage()]
+        return bool(found)
+
+    await _until(seen, f"a log record of {needle}")
+    return found

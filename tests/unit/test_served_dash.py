@@ -12,6 +12,10 @@ from nsqctl.cli.commands.dash_served import ServedDash
 from nsqctl.cli.flags import ClusterSelection
 from nsqctl.connection import TLSSettings
 from nsqctl.secrets import AUTH_SECRET_ENV, Secret
+from nsqctl.stats.poller import StatsPoller
+from nsqctl.stats.session import StatsSession
+from nsqctl.tui.app import DashApp
+from nsqctl.tui.peekscreen import borrow_config
 from tests.helpers.certs import make_tls_files
 
 
@@ -43,3 +47,31 @@ def test_a_session_connects_as_the_serving_dashboard(
         sel.lookupd,
         sel.nsqd_http,
     )
+
+
+@pytest.mark.parametrize("setting", ["auto", "none", "100ms"])
+@pytest.mark.parametrize("channel", ["held", "held#ephemeral"])
+def test_a_borrow_asks_nsqd_for_the_output_buffer_peek_borrow_asks_for(
+    setting: str, channel: str
+) -> None:
+    """The dashboard's borrow (``v`` on an original channel) is ``peek --borrow``: its
+    consumer gets the same connection settings, output buffering included (``auto``:
+    unbuffered on a durable channel, so a kill -9 of nsqd loses nothing borrowed), from
+    a terminal dashboard and from a served session alike."""
+    sel = ClusterSelection(
+        lookupd=["127.0.0.1:4161"], nsqd=[], compression="snappy", output_buffer=setting
+    )
+    peek_borrow = sel.consumer_config(channel)
+    terminal = DashApp(
+        StatsSession(StatsPoller(sel.lookupd, sel.nsqd_http)),
+        connection=sel.connection_config(),
+        output_buffer=sel.output_buffer,
+    )
+    session = ServedDash.from_env(ServedDash.of(sel, 2.0, 1.5, None).to_env())
+    served = DashApp(
+        StatsSession(StatsPoller(session.lookupd, session.nsqd_http)),
+        connection=session.connection(),
+        output_buffer=session.output_buffer,
+    )
+    for app in (terminal, served):
+        assert borrow_config(app, channel) == peek_borrow

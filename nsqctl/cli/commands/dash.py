@@ -106,6 +106,7 @@ def dash(
         read_only=read_only,
         connection=sel.connection_config(),
         nsqd_tcp=sel.nsqd,
+        output_buffer=sel.output_buffer,
     ).run()
 
 

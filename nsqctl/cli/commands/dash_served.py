@@ -37,6 +37,7 @@ class ServedDash:
     nsqd: list[str] = field(default_factory=list)  # TCP addresses (a borrow without lookupd)
     tls: dict[str, Any] | None = None  # the TLS settings' fields: file paths, no key material
     compression: str = "none"
+    output_buffer: str = "auto"  # a borrow's output buffering (ConnectionConfig.for_consumer)
 
     @classmethod
     def of(
@@ -63,6 +64,7 @@ class ServedDash:
             nsqd=list(sel.nsqd),
             tls=None if sel.tls is None else asdict(sel.tls),
             compression=sel.compression,
+            output_buffer=sel.output_buffer,
         )
 
     def connection(self) -> ConnectionConfig:
@@ -100,6 +102,7 @@ def main() -> None:
         read_only=spec.read_only,
         connection=spec.connection(),
         nsqd_tcp=spec.nsqd,
+        output_buffer=spec.output_buffer,
     ).run()
 
 
