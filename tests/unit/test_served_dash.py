@@ -13,7 +13,7 @@ from nsqctl.cli.flags import ClusterSelection
 from nsqctl.connection import TLSSettings
 from nsqctl.secrets import AUTH_SECRET_ENV, Secret
 from nsqctl.stats.poller import StatsPoller
-from nsqctl.stats.session import StatsSession
+from nsqctl.stats.sources import StatsSession
 from nsqctl.tui.app import DashApp
 from nsqctl.tui.peekscreen import borrow_config
 from tests.helpers.certs import make_tls_files
