@@ -221,13 +221,18 @@ class TailOutput:
         self.closing = True
         self.done.set()
 
-    def _reader_gone(self) -> None:
-        self.reader_gone = True
-        self.close()  # RDY 0 before the REQs below
-        owed = self.pipe.take_all() if self.pipe is not None else []
-        for msg in owed + self.pending:
+    def _close_giving_back(self, unwritten: list[Message]) -> None:
+        """Stop, then give back ``unwritten`` once (RDY 0 goes out before the REQs);
+        the pending messages are among them."""
+        self.close()
+        for msg in unwritten:
             msg.requeue(delay=0, backoff=False)
         self.pending.clear()
+
+    def _reader_gone(self) -> None:
+        self.reader_gone = True
+        owed = self.pipe.take_all() if self.pipe is not None else []
+        self._close_giving_back(owed + self.pending)
         # Python would report the broken pipe again when it flushes stdout at exit.
         devnull = os.open(os.devnull, os.O_WRONLY)
         with contextlib.suppress(OSError, ValueError):
@@ -238,10 +243,7 @@ class TailOutput:
         """The output cannot be written: stop, and give back what was not written (once,
         after RDY 0); what was written before stays acknowledged."""
         self.write_error = err
-        self.close()
-        for msg in self.pending:
-            msg.requeue(delay=0, backoff=False)
-        self.pending.clear()
+        self._close_giving_back(self.pending)
 
     def check_reader(self) -> None:
         """End the tail as a broken pipe would when the pipe's reader has gone: ``tail T |
