@@ -448,18 +448,7 @@ class Connection:
         (a command sent, a close): it must stop the reader and call :meth:`take_back`.
         """
         transport = self._transport
-        if (
-            self._reclaim is not None
-            or self.closed is not None
-            or transport is None
-            or self.config.tls is not None
-            or not isinstance(self._codec, p.IdentityCodec)
-            or self._session.buffered
-            or self._session.awaiting
-            or self._out
-            or transport.get_write_buffer_size()
-            or not transport.is_reading()
-        ):
+        if transport is None or not self.lendable:
             return None
         raw = transport.get_extra_info("socket")
         if raw is None:
@@ -472,6 +461,25 @@ class Connection:
     @property
     def lent(self) -> bool:
         return self._reclaim is not None
+
+    @property
+    def lendable(self) -> bool:
+        """Whether :meth:`lend` would lend now: open, not lent, no TLS or compression,
+        nothing buffered, awaited or queued, and reading. A caller checks it before
+        building a reader, which a refused lend would only throw away."""
+        transport = self._transport
+        return not (
+            self._reclaim is not None
+            or self.closed is not None
+            or transport is None
+            or self.config.tls is not None
+            or not isinstance(self._codec, p.IdentityCodec)
+            or self._session.buffered
+            or self._session.awaiting
+            or self._out
+            or transport.get_write_buffer_size()
+            or not transport.is_reading()
+        )
 
     def take_back(self, unread: bytes, last_read: float, end: BaseException | bool) -> None:
         """The reader is done: ``unread`` (bytes it read and left unhandled) is handled as

@@ -303,7 +303,7 @@ class OrderedLanes:
             return
         delivery = self._delivery
         for (_address, partition), conn in list(self._connections().items()):
-            if id(conn) in self._lanes or conn.lent or not conn.is_open:
+            if id(conn) in self._lanes or not conn.lendable:
                 continue
             mark = delivery.lane_mark(partition)
             if mark is None:
