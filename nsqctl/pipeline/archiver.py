@@ -30,7 +30,8 @@ from nsqctl.errors import (
 )
 from nsqctl.failover import DEFAULT_FAILOVER_WINDOW
 from nsqctl.message import Message, finish_all
-from nsqctl.pipeline.writer import ArchiveBuffer, ArchiveWriter, RotationPolicy, remove_stale_tmp
+from nsqctl.pipeline.rotation import RotationPolicy
+from nsqctl.pipeline.writer import ArchiveBuffer, ArchiveWriter, remove_stale_tmp
 from nsqctl.tracelog import TraceLog, TraceLogWriteError
 
 log = logging.getLogger("nsqctl.pipeline.archiver")

@@ -13,7 +13,6 @@ import os
 import time
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -22,23 +21,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from nsqctl.errors import ArchiveWriteError
+from nsqctl.pipeline.rotation import RotationPolicy
 from nsqctl.pipeline.schema import ArchivableMessage, date_of, message_table
 
 TMP_PREFIX = ".tmp-"
-
-
-@dataclass
-class RotationPolicy:
-    """When the buffer becomes a file: whichever limit is reached first.
-
-    Buffered messages are in flight on nsqd, so ``max_age`` must stay well under the
-    server's msg_timeout (60 s by default) and ``max_rows`` at most half of max-in-flight:
-    the other half keeps arriving while the previous file is written and fsynced.
-    """
-
-    max_rows: int = 100_000
-    max_bytes: int = 64 * 1024 * 1024
-    max_age: float = 5.0
 
 
 M = TypeVar("M", bound=ArchivableMessage)

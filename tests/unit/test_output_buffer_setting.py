@@ -107,7 +107,7 @@ def test_bad_profile_value_names_the_profile(cfg: Path) -> None:
     ("args", "env", "named"),
     [
         (["tail", "t", "-c", "c", "--output-buffer", "bogus"], {}, "--output-buffer"),
-        (["--output-buffer", "bogus", "archive", "t", "--out", "x"], {}, "--output-buffer"),
+        (["--output-buffer", "bogus", "tail", "t", "-c", "c"], {}, "--output-buffer"),
         (["tail", "t"], {flags.OUTPUT_BUFFER_ENV: "bogus"}, flags.OUTPUT_BUFFER_ENV),
     ],
 )

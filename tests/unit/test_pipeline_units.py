@@ -19,6 +19,7 @@ import pyarrow.dataset as ds
 
 from nsqctl.errors import ConfigError
 from nsqctl.pipeline import checkpoint
+from nsqctl.pipeline.rotation import RotationPolicy
 from nsqctl.pipeline.schema import (
     NO_PARTITION,
     OfflineMessage,
@@ -33,7 +34,6 @@ from nsqctl.pipeline.trace import parse_query
 from nsqctl.pipeline.writer import (
     ArchiveBuffer,
     ArchiveWriter,
-    RotationPolicy,
     archive_files,
     remove_stale_tmp,
 )

@@ -28,7 +28,7 @@ from nsqctl.protocol.names import validate_channel, validate_topic
 if TYPE_CHECKING:  # pyarrow loads only when archiving, not on every nsqctl start
     from nsqctl.failover import FailoverEvent
     from nsqctl.pipeline.archiver import ArchiveOptions, ArchiveStats
-    from nsqctl.pipeline.writer import RotationPolicy
+    from nsqctl.pipeline.rotation import RotationPolicy
 
 
 def archive(
@@ -122,7 +122,7 @@ def rotation_policy(
 ) -> RotationPolicy:
     """When a Parquet file is cut: --rotate-rows (0: half the RDY window, so the other
     half keeps arriving while a file is written), --rotate-mb, --rotate-seconds."""
-    from nsqctl.pipeline.writer import RotationPolicy
+    from nsqctl.pipeline.rotation import RotationPolicy  # not at --help (the pipeline's own)
 
     return RotationPolicy(
         max_rows=rotate_rows or max(1, max_in_flight // 2),
