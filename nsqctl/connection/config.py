@@ -53,9 +53,16 @@ class TLSSettings:
             try:
                 ctx.load_cert_chain(self.cert_file, self.key_file)
             except (OSError, ssl.SSLError) as err:
+                # Without a key file, OpenSSL looks for the key in the certificate's file
+                # and reports only "PEM lib" when it is not there: say where it looked.
+                where = (
+                    f"with the key {self.key_file!r}"
+                    if self.key_file
+                    else "(no key file given, so the key must be in the same file)"
+                )
                 raise ConfigError(
-                    f"cannot load the TLS client certificate {self.cert_file!r} / key "
-                    f"{self.key_file!r} ({_reason(err)})",
+                    f"cannot load the TLS client certificate {self.cert_file!r} {where}: "
+                    f"{_reason(err)}",
                     setting="tls_cert",
                 ) from None
         if self.insecure:

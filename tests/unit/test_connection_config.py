@@ -159,6 +159,19 @@ def test_unloadable_tls_files_name_their_setting(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="client certificate") as info:
         TLSSettings(cert_file=str(bad), key_file=str(bad)).context()
     assert info.value.setting == "tls_cert" and "--" not in str(info.value)
+    assert "None" not in str(info.value)
+
+
+def test_a_certificate_without_a_key_file_says_where_the_key_was_looked_for(
+    tmp_path: Path,
+) -> None:
+    """OpenSSL's own words ("PEM lib") do not say that the key was looked for in the
+    certificate's file; the error does, and never prints a missing key as ``None``."""
+    cert = tmp_path / "cert.pem"
+    cert.write_text("not a certificate")
+    with pytest.raises(ConfigError, match="no key file given") as info:
+        TLSSettings(cert_file=str(cert)).context()
+    assert "None" not in str(info.value) and info.value.setting == "tls_cert"
 
 
 def test_a_tls_key_without_its_certificate_is_refused() -> None:
