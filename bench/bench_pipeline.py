@@ -38,8 +38,9 @@ from typing import Any
 from bench import _common as c
 from bench import bench_cli
 from nsqctl.pipeline.archiver import ArchiveOptions, Archiver, ArchiveStats
+from nsqctl.pipeline.rotation import RotationPolicy
 from nsqctl.pipeline.schema import ARCHIVE_SCHEMA, OfflineMessage, internal_id_from_hex
-from nsqctl.pipeline.writer import ArchiveBuffer, ArchiveWriter, RotationPolicy, write_parquet
+from nsqctl.pipeline.writer import ArchiveBuffer, ArchiveWriter, write_parquet
 from nsqctl.protocol.raw_message import RawMessage
 
 BODY = b"x" * 100

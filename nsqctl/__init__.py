@@ -117,6 +117,7 @@ if TYPE_CHECKING:  # the public API, the one list of it (see the module docstrin
     from nsqctl.protocol.errors import UnauthorizedError as UnauthorizedError
     from nsqctl.protocol.names import InvalidNameError as InvalidNameError
     from nsqctl.secrets import Secret as Secret
+    from nsqctl.stats.parse import StatsDecodeError as StatsDecodeError
     from nsqctl.stats.parse import StatsProtocolError as StatsProtocolError
     from nsqctl.tracelog import TraceLog as TraceLog
     from nsqctl.tracelog import TraceLogWriteError as TraceLogWriteError

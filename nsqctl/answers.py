@@ -1,5 +1,6 @@
 """Decoding a server's JSON answer, at the edge, into typed records (msgspec), for every
-HTTP answer nsqctl reads apart from nsqd's ``/stats`` (which has its own, faster path).
+HTTP answer nsqctl reads apart from nsqd's ``/stats`` (which has its own, faster path,
+:mod:`nsqctl.stats.wire`, and unwraps the pre-v1 envelope with :func:`unwrapped` too).
 
 A body of the wrong shape (a port of ``"x"``, a list where an object belongs, a message
 id that is text) fails here, as one :class:`AnswerDecodeError` naming the server, the
@@ -89,23 +90,29 @@ def unwrapped(
     envelope's status kept on it, so an error stays an error: a ``status_code`` of 500
     around a full ``data`` is an error, not an answer).
 
-    The one reading of the pre-v1 envelope for every answer: ``record`` counts as wrapped
-    when it carries a ``status_code`` (both families always send a number there);
-    ``data`` that is absent or ``null`` leaves ``record`` as it came (a wrapped error,
-    or a body that puts ``status_code`` beside its own fields)."""
-    if record is None or record.status_code is None:
-        return record
-    body = bytes(record.data).strip()
-    if body in (b"", b"null"):
-        return record
-    try:
-        inner = decoder(kind).decode(body)
-    except (msgspec.ValidationError, msgspec.DecodeError) as err:
-        raise _fail(role, source, f"{path} (in its envelope's data)", err, error) from None
-    if inner is None:
-        return record
-    inner.status_code, inner.status_txt = record.status_code, record.status_txt
-    return inner
+    The one reading of the pre-v1 envelope for every answer, nsqd's ``/stats`` included:
+    ``record`` counts as wrapped when it carries a ``status_code`` (both families always
+    send a number there); ``data`` that is absent or ``null`` leaves ``record`` as it came
+    (a wrapped error, or a body that puts ``status_code`` beside its own fields). An
+    envelope inside ``data`` is unwrapped in turn, and the first status other than 200 on
+    the way in is the one kept."""
+    while record is not None and record.status_code is not None:
+        body = bytes(record.data).strip()
+        if body in (b"", b"null"):
+            return record
+        try:
+            inner = decoder(kind).decode(body)
+        except (msgspec.ValidationError, msgspec.DecodeError) as err:
+            raise _fail(role, source, f"{path} (in its envelope's data)", err, error) from None
+        if inner is None:
+            return record
+        nested = inner.status_code is not None
+        if not nested or record.status_code != 200:
+            inner.status_code, inner.status_txt = record.status_code, record.status_txt
+        if not nested:
+            return inner
+        record = inner
+    return record
 
 
 def decode(

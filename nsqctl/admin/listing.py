@@ -97,25 +97,36 @@ async def _without_lookupds(
     return view, Listing([], warnings=[*warnings, *seen.nsqd_warnings("this list")])
 
 
+async def _lookupds_and_nsqds(
+    lookupd_http: Sequence[str], nsqd_http: Sequence[str], topic: str | None
+) -> tuple[ClusterView, Listing, bool]:
+    """The lookupds' names (the topics, or ``topic``'s channels) and one poll of the nsqds
+    (of ``topic`` alone, when given), the listing warned of what the poll could not see;
+    when no lookupd answers, the poll alone (:func:`_without_lookupds`), and True."""
+    # the stats model loads only when a listing runs: not for every admin command's
+    # start-up (and --help)
+    from nsqctl.stats.coverage import coverage, look_once
+
+    fetch = "topics" if topic is None else "channels"
+    listing = await _from_lookupds(lookupd_http, fetch, topic)
+    down = every_lookupd_down(lookupd_http, listing.errors)
+    if down is not None:
+        view, listing = await _without_lookupds(
+            lookupd_http, nsqd_http, down, listing.errors, topic
+        )
+        return view, listing, True
+    view = await look_once(lookupd_http, nsqd_http, topic=topic)
+    listing.warnings = coverage(view, topic).warnings("this list")
+    return view, listing, False
+
+
 async def list_topics(
     lookupd_http: Sequence[str],
     nsqd_http: Sequence[str],
 ) -> Listing:
     """Union of every lookupd's ``/topics`` (as nsqadmin), else of the nsqds' ``/stats``."""
     if lookupd_http:
-        # the stats model loads only when a listing runs: not for every admin command's
-        # start-up (and --help)
-        from nsqctl.stats.coverage import coverage, look_once
-
-        listing = await _from_lookupds(lookupd_http, "topics", None)
-        down = every_lookupd_down(lookupd_http, listing.errors)
-        if down is not None:
-            view, listing = await _without_lookupds(
-                lookupd_http, nsqd_http, down, listing.errors, None
-            )
-        else:
-            view = await look_once(lookupd_http, nsqd_http)
-            listing.warnings = coverage(view).warnings("this list")
+        view, listing, _ = await _lookupds_and_nsqds(lookupd_http, nsqd_http, None)
         listing.names = sorted({*listing.names, *(t.name for t in view.topics)})
         return listing
     async with admin_client() as client:
@@ -137,22 +148,15 @@ async def list_channels(
     """Channels of ``topic``; an unknown topic raises :class:`TopicNotFoundError`."""
     validate_topic(topic)
     if lookupd_http:
-        from nsqctl.stats.coverage import coverage, look_once, not_seen_warnings
+        from nsqctl.stats.coverage import not_seen_warnings
 
-        listing = await _from_lookupds(lookupd_http, "channels", topic)
-        down = every_lookupd_down(lookupd_http, listing.errors)
-        if down is not None:
-            view, listing = await _without_lookupds(
-                lookupd_http, nsqd_http, down, listing.errors, topic
-            )
-            if view.topic(topic) is None:  # the lookupds' words are all a "not found" has
-                raise AdminError(
-                    f"topic {topic!r} is on none of the nsqds that answered; "
-                    + "; ".join(listing.warnings)
-                ) from None
-        else:
-            view = await look_once(lookupd_http, nsqd_http, topic=topic)
-            listing.warnings = coverage(view, topic).warnings("this list")
+        view, listing, nsqds_only = await _lookupds_and_nsqds(lookupd_http, nsqd_http, topic)
+        # with the lookupds down, their words are all a "not found" has
+        if nsqds_only and view.topic(topic) is None:
+            raise AdminError(
+                f"topic {topic!r} is on none of the nsqds that answered; "
+                + "; ".join(listing.warnings)
+            ) from None
         held = view.topic(topic)
         seen = [c.name for c in held.channels] if held is not None else []
         listing.names = sorted({*listing.names, *seen})

@@ -357,6 +357,16 @@ class LookupClient:
         if not topic:
             raise ConfigError("empty topic name: pass the topic to look up")
         failed: dict[str, str] = {}
+        results = await self._ask_round(topic, access, metainfo, consistent, failed)
+        answers, sources = self._tally(results, failed)
+        return self._topology((topic, access, metainfo), answers, sources, failed)
+
+    async def _ask_round(
+        self, topic: str, access: Access, metainfo: bool, consistent: bool, failed: dict[str, str]
+    ) -> dict[str, LookupAnswer | BaseException]:
+        """``/lookup`` on every lookupd due this round and every one ``/listlookup`` finds
+        meanwhile: each one's answer or failure, in the order asked. A lookupd whose
+        ``/listlookup`` failed is left out, that failure in ``failed``."""
         targets = self._round_targets()
 
         def ask(address: str) -> asyncio.Task[LookupAnswer]:
@@ -374,7 +384,6 @@ class LookupClient:
                 await self._discover(targets, failed)
                 for address in self._health:
                     if address not in before:
-                        targets.append(address)
                         asked[address] = ask(address)
             results = await asyncio.gather(*asked.values(), return_exceptions=True)
         finally:  # cancelled, or a bug in the listing: no request outlives its round
@@ -383,12 +392,17 @@ class LookupClient:
                     task.cancel()
                 elif not task.cancelled():
                     task.exception()  # retrieved: asyncio would log a failure left unread
-        by_address = dict(zip(asked, results, strict=True))
-        targets = [a for a in targets if a not in failed]
-        results = [by_address[a] for a in targets]
+        return {a: r for a, r in zip(asked, results, strict=True) if a not in failed}
+
+    def _tally(
+        self, results: dict[str, LookupAnswer | BaseException], failed: dict[str, str]
+    ) -> tuple[list[LookupAnswer], list[SourceStatus]]:
+        """The answers of a round, and the status of every lookupd asked (those that
+        answered, then those that failed, adding to ``failed``), each counted in its
+        health; an exception other than a lookupd's failure is a bug and raised."""
         answers: list[LookupAnswer] = []
         sources: list[SourceStatus] = []
-        for address, result in zip(targets, results, strict=True):
+        for address, result in results.items():
             if isinstance(result, LookupAnswer):
                 answers.append(result)
                 self._record_success(address)
@@ -402,7 +416,19 @@ class LookupClient:
         for address, error in failed.items():
             self._record_failure(address, error)
             sources.append(SourceStatus(address, ok=False, error=error))
-        key = (topic, access, metainfo)
+        return answers, sources
+
+    def _topology(
+        self,
+        key: tuple[str, str, bool],
+        answers: list[LookupAnswer],
+        sources: list[SourceStatus],
+        failed: dict[str, str],
+    ) -> Topology:
+        """The round's answers merged and kept as the last known topology of ``key``
+        (topic, access, metainfo); with none, the last known one marked stale (one warning
+        per outage), or :class:`LookupUnavailableError` when nothing was ever known."""
+        topic = key[0]
         if answers:
             topo = merge_answers(answers, topic=topic, sources=sources)
             self._last[key] = topo

@@ -108,6 +108,35 @@ class IdleHold:
             )
 
 
+class IdleExit:
+    """When ``exit_when_idle`` ends an archive: nothing received, held or being written for
+    that long, and every source read again for that long (:class:`IdleHold`)."""
+
+    def __init__(self, idle: float, window: float, received: int, now: float) -> None:
+        self.idle = idle
+        self.hold = IdleHold(window)
+        self._last_message, self._seen = now, received
+
+    def due(
+        self,
+        received: int,
+        busy: bool,
+        down: list[tuple[HostPort | None, int | None]],
+        now: float,
+    ) -> bool:
+        """``received``: the consumer's count so far; ``busy``: messages held or being
+        written; ``down``: the sources it cannot read (:meth:`IdleHold.update`)."""
+        if received != self._seen:
+            self._last_message, self._seen = now, received
+        self.hold.update(down, now)
+        if busy or now - self._last_message < self.idle:
+            return False
+        if down:
+            self.hold.give_up(down, now)  # quiet, but that source's messages may come
+            return False
+        return now - self.hold.back_at >= self.idle  # and quiet since every source is back
+
+
 def describe_sources(down: list[tuple[HostPort | None, int | None]]) -> str:
     """``[(nsqd, partition)]`` as words: "nsqd 127.0.0.1:4150", "partition 1 on ...",
     "partition 1 (no leader)"."""
@@ -297,7 +326,8 @@ class Archiver:
                 await self._wake.wait()
         self._wake.clear()
 
-    async def run(self, stop: asyncio.Event) -> ArchiveStats:
+    def _prepare_dir(self) -> None:
+        """Make the archive directory, and remove an earlier run's unfinished files."""
         try:
             self.opts.out_dir.mkdir(parents=True, exist_ok=True)
             stale = remove_stale_tmp(self.opts.out_dir)
@@ -307,6 +337,73 @@ class Archiver:
             ) from err
         if stale:
             log.info("removed %d unfinished temporary file(s) of an earlier run", stale)
+
+    def _count(self, consumer: Consumer) -> None:
+        """The consumer's counts, into the stats the progress line shows."""
+        counts, stats = consumer.stats, self.stats
+        stats.received, stats.reconnects = counts.received, counts.reconnects
+        stats.duplicates = counts.duplicates
+
+    async def _archive(
+        self, consumer: Consumer, stop: asyncio.Event, trace: TraceLog | None
+    ) -> None:
+        """Write batches as they fill or age until ``stop``, a failure that ends the run
+        (the consumer's or the trace log's: raised once what is held is written), or
+        with ``exit_when_idle`` quiet (:class:`IdleExit`)."""
+        idle = self.opts.exit_when_idle
+        quiet = (
+            None
+            if idle is None
+            else IdleExit(
+                idle, self.opts.failover_window, consumer.stats.received, time.monotonic()
+            )
+        )
+        while not stop.is_set():
+            await self._tick(stop)
+            self._size_batches(consumer)
+            await self._reap()  # raises if a write failed
+            if self._should_rotate(consumer):
+                self._start_rotation()
+            now = time.monotonic()
+            self._count(consumer)
+            if consumer.error is not None:  # e.g. no new leader within the window
+                return
+            if trace is not None and trace.error is not None:
+                return  # what is held is still written and acknowledged
+            if quiet is None:
+                continue
+            busy = bool(self.buffer.rows or self._writes)
+            if quiet.due(consumer.stats.received, busy, consumer.unconnected, now):
+                return
+
+    async def _close(self, consumer: Consumer, trace: TraceLog | None) -> None:
+        """Stop the consumer, writing what it still delivers meanwhile; then wait out the
+        writes and close the trace log."""
+        stopper = asyncio.create_task(consumer.stop(timeout=5))
+        while not stopper.done():
+            await asyncio.sleep(TICK)
+            with contextlib.suppress(Exception):
+                await self.rotate()
+        await stopper
+        # Writes that failed after the first failure (already raised) or during the
+        # stop: their messages were given back; their errors are not news.
+        await asyncio.gather(*self._writes, return_exceptions=True)
+        self._writes.clear()
+        if trace is not None:
+            trace.close()
+
+    def _raise_why_ended(self, consumer: Consumer, trace: TraceLog | None) -> None:
+        """Once what was held is on disk and FINed: the failure that ended the run."""
+        if consumer.error is not None:
+            raise consumer.error
+        if trace is not None and trace.error is not None:
+            raise TraceLogWriteError(
+                f"{trace.error}: stopped; the {self.stats.written} message(s) received were "
+                "archived and acknowledged, without their trace records"
+            )
+
+    async def run(self, stop: asyncio.Event) -> ArchiveStats:
+        self._prepare_dir()
         trace = TraceLog(self.opts.trace_log) if self.opts.trace_log else None
         try:
             consumer = self._running = await self._start(trace)
@@ -316,36 +413,8 @@ class Archiver:
             raise
         stop_waiter = asyncio.create_task(stop.wait())
         stop_waiter.add_done_callback(lambda _: self._wake.set())
-        idle = self.opts.exit_when_idle
-        last_message, seen = time.monotonic(), consumer.stats.received
-        cut_off = IdleHold(self.opts.failover_window)
         try:
-            while not stop.is_set():
-                await self._tick(stop)
-                self._size_batches(consumer)
-                await self._reap()  # raises if a write failed
-                if self._should_rotate(consumer):
-                    self._start_rotation()
-                now = time.monotonic()
-                self.stats.received = consumer.stats.received
-                self.stats.reconnects = consumer.stats.reconnects
-                self.stats.duplicates = consumer.stats.duplicates
-                if consumer.error is not None:  # e.g. no new leader within the window
-                    break
-                if trace is not None and trace.error is not None:
-                    break  # what is held is still written and acknowledged below
-                if consumer.stats.received != seen:
-                    last_message, seen = now, consumer.stats.received
-                if idle is None:
-                    continue
-                down = consumer.unconnected
-                cut_off.update(down, now)
-                if self.buffer.rows or self._writes or now - last_message < idle:
-                    continue
-                if down:
-                    cut_off.give_up(down, now)  # quiet, but that source's messages may come
-                elif now - cut_off.back_at >= idle:  # and quiet since every source is back
-                    break
+            await self._archive(consumer, stop, trace)
             # Stop deliveries, write what is held, then close (held messages count as
             # in flight, so the consumer's stop would otherwise wait for them).
             consumer.set_max_in_flight(0)
@@ -353,23 +422,6 @@ class Archiver:
             await self.rotate()
         finally:
             stop_waiter.cancel()
-            stopper = asyncio.create_task(consumer.stop(timeout=5))
-            while not stopper.done():
-                await asyncio.sleep(TICK)
-                with contextlib.suppress(Exception):
-                    await self.rotate()
-            await stopper
-            # Writes that failed after the first failure (already raised) or during the
-            # stop: their messages were given back; their errors are not news.
-            await asyncio.gather(*self._writes, return_exceptions=True)
-            self._writes.clear()
-            if trace is not None:
-                trace.close()
-        if consumer.error is not None:  # what was held is on disk and FINed; then say why
-            raise consumer.error
-        if trace is not None and trace.error is not None:
-            raise TraceLogWriteError(
-                f"{trace.error}: stopped; the {self.stats.written} message(s) received were "
-                "archived and acknowledged, without their trace records"
-            )
+            await self._close(consumer, trace)
+        self._raise_why_ended(consumer, trace)
         return self.stats

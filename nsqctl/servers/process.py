@@ -21,6 +21,7 @@ from pathlib import Path
 import httpx
 
 from nsqctl.errors import ServerSetupError
+from nsqctl.pids import pid_alive
 
 LOOPBACK = "127.0.0.1"
 
@@ -162,24 +163,12 @@ def free_ports(count: int, base: int | None = None) -> list[int]:
 
 def pid_runs(pid: int, exe: str) -> bool:
     """True when ``pid`` is alive and is running ``exe`` (guards against PID reuse)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
+    if not pid_alive(pid, signallable=True):
         return False
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
     except OSError:
         return True  # no /proc: trust the PID
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        if ") Z" in stat:  # zombie: already dead, not yet reaped
-            return False
-    except OSError:
-        pass
     return cmdline == exe or os.path.basename(cmdline) == os.path.basename(exe)
 
 

@@ -1,9 +1,10 @@
 """Parse nsqd ``/stats``, ``/coordinator/stats`` and lookupd ``/cluster/stats`` (both families).
 
-Bodies may arrive wrapped in the v1 ``{status_code, status_txt, data}`` envelope, which
-is removed the same way for every endpoint. The coordinator answers and ``/info`` are
-decoded into the records of :mod:`nsqctl.nsqd_wire` (:mod:`nsqctl.answers`): a wrong shape is
-an :class:`~nsqctl.errors.AnswerDecodeError` naming the server and the field.
+Bodies may arrive wrapped in the pre-v1 ``{status_code, status_txt, data}`` envelope, which
+is removed the same way for every endpoint (:func:`nsqctl.answers.unwrapped`). The
+coordinator answers and ``/info`` are decoded into the records of :mod:`nsqctl.nsqd_wire`
+(:mod:`nsqctl.answers`): a wrong shape is an :class:`~nsqctl.errors.AnswerDecodeError`
+naming the server and the field.
 
 nsqd's ``/stats`` is decoded by msgspec straight into the records of :mod:`.wire` (a big
 cluster's is tens of megabytes); a payload already decoded (a recording, a test) takes the
@@ -23,7 +24,7 @@ import msgspec
 
 from nsqctl import answers
 from nsqctl.answers import WireEnvelope
-from nsqctl.errors import NsqctlError, ProtocolError
+from nsqctl.errors import AnswerDecodeError, NsqctlError, ProtocolError
 from nsqctl.lookup.topology import Peer
 from nsqctl.nsqd_wire import (
     WireClusterStats,
@@ -47,6 +48,11 @@ from nsqctl.stats.rules import STARVED_RATIO
 
 class StatsProtocolError(ProtocolError):
     """An nsqd or lookupd answered with something that is not the expected stats body."""
+
+
+class StatsDecodeError(StatsProtocolError, AnswerDecodeError):
+    """An nsqd's ``/stats`` envelope held a ``data`` of the wrong shape; ``str()`` names the
+    nsqd and the field. A :class:`StatsProtocolError`, as every bad ``/stats`` answer is."""
 
 
 def decode(body: bytes | str) -> Any:
@@ -102,18 +108,17 @@ class BodyClients:
     the body is decoded again (client lists kept as bytes, all else skipped) on the first
     read, then each channel's list on its own."""
 
-    __slots__ = ("_body", "_topics")
+    __slots__ = ("_address", "_body", "_topics")
 
-    def __init__(self, body: bytes | str) -> None:
+    def __init__(self, body: bytes | str, address: str) -> None:
         self._body = body
+        self._address = address
         self._topics: list[wire.RawTopic] | None = None
 
     def raw(self, topic: int, channel: int) -> msgspec.Raw:
         """The undecoded client list of the ``channel``-th channel of the ``topic``-th topic."""
         if self._topics is None:
-            found = wire.RAW_NSQD_STATS.decode(self._body)
-            while found.topics is None and found.data != wire.NULL:  # the pre-v1 envelope
-                found = wire.RAW_NSQD_STATS.decode(found.data)
+            found = _inside(wire.RAW_NSQD_STATS.decode(self._body), self._address)
             self._topics = found.topics or []
             self._body = ""  # the lists are views into it: they keep what they need
         channels = self._topics[topic].channels or []
@@ -320,18 +325,23 @@ def _topics(
     return tuple(out)
 
 
-def _unwrapped(stats: wire.WireNsqdStats, what: str) -> wire.WireNsqdStats:
-    """The body inside the pre-v1 envelope; v1's and the envelope's errors raised."""
-    if stats.status_code is not None:
-        if stats.status_code != 200:
-            raise StatsProtocolError(
-                f"{what} answered an error: {stats.status_txt or stats.status_code}"
-            )
-        if stats.data != wire.NULL:
-            return _unwrapped(wire.NSQD_STATS.decode(stats.data), what)
-    if stats.message is not None and stats.topics is None and not stats.version:
-        raise StatsProtocolError(f"{what} answered an error: {stats.message}")
-    return stats
+E = TypeVar("E", bound=WireEnvelope)
+
+
+def _inside(stats: E, address: str) -> E:
+    """``stats`` unwrapped from the pre-v1 envelope (:func:`nsqctl.answers.unwrapped`)."""
+    found = answers.unwrapped(stats, type(stats), "nsqd", address, "/stats", StatsDecodeError)
+    assert found is not None  # only None when given None
+    return found
+
+
+def _refuse_error(found: WireEnvelope, bare: bool, role: str, source: str, path: str) -> None:
+    """:class:`StatsProtocolError` when ``found`` is an error answer: the pre-v1 envelope's
+    status other than 200, or v1's ``{"message"}`` (``bare``: the body has nothing else)."""
+    status = found.status_code if found.status_code is not None else 200
+    if status != 200 or bare:
+        why = found.status_txt or found.message or status
+        raise StatsProtocolError(f"{role} {source} {path} answered an error: {why}")
 
 
 def _decoded(body: bytes | str) -> wire.WireNsqdStats:
@@ -352,7 +362,9 @@ def _node(
     elapsed: float = 0.0,
     details: Mapping[CopyKey, TopicPartitionStats] | None = None,
 ) -> NodeStats:
-    stats = _unwrapped(_decoded(body), f"nsqd {address} /stats")
+    stats = _inside(_decoded(body), address)
+    bare = stats.message is not None and stats.topics is None and not stats.version
+    _refuse_error(stats, bare, "nsqd", address, "/stats")
     topics = stats.topics or []
     # Redesign versions carry ``-HA.``; its topics carry ``topic_partition``.
     redesign = "HA" in stats.version or any(t.topic_partition is not None for t in topics)
@@ -366,7 +378,7 @@ def _node(
         start_time=stats.start_time,
         is_redesign=redesign,
         elapsed=elapsed,
-        topics=_topics(topics, address, redesign, BodyClients(body), details or {}),
+        topics=_topics(topics, address, redesign, BodyClients(body, address), details or {}),
     )
 
 
@@ -418,9 +430,6 @@ def parse_nsqd_body(
         return _node(body, address, fetched_at=fetched_at, elapsed=elapsed, details=copies)
 
 
-E = TypeVar("E", bound=WireEnvelope)
-
-
 def _answer(payload: Any, kind: type[E], role: str, source: str, path: str) -> E:
     """A decoded answer body as ``kind``: :class:`AnswerDecodeError` naming the field for
     a wrong shape, :class:`StatsProtocolError` for an error answer (pre-v1 envelope's
@@ -428,11 +437,8 @@ def _answer(payload: Any, kind: type[E], role: str, source: str, path: str) -> E
     found = answers.convert(payload, kind, role=role, source=source, path=path)
     if found is None:
         return kind()
-    status = found.status_code if found.status_code is not None else 200
-    error = status != 200 or (isinstance(payload, Mapping) and set(payload) == {"message"})
-    if error:
-        why = found.status_txt or found.message or status
-        raise StatsProtocolError(f"{role} {source} {path} answered an error: {why}")
+    bare = isinstance(payload, Mapping) and set(payload) == {"message"}
+    _refuse_error(found, bare, role, source, path)
     return found
 
 

@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import msgspec
 
+from nsqctl.answers import NULL, WireEnvelope
 from nsqctl.stats.model import ClientStats
-
-NULL = msgspec.Raw(b"null")
-"""A field that was sent as ``null`` or not at all."""
 
 
 class WireClientLoad(msgspec.Struct, gc=False):
@@ -65,17 +63,14 @@ class WireTopic(msgspec.Struct, gc=False):
     message_bytes: int | None = None
 
 
-class WireNsqdStats(msgspec.Struct, gc=False):
-    """The body; ``status_code``/``data`` are the pre-v1 envelope, ``message`` v1's error."""
+class WireNsqdStats(WireEnvelope, gc=False):
+    """The body, with the fields of the pre-v1 envelope and v1's error
+    (:class:`~nsqctl.answers.WireEnvelope`)."""
 
     version: str = ""
     health: str = ""
     start_time: int = 0
     topics: list[WireTopic] | None = None
-    status_code: int | None = None
-    status_txt: str = ""
-    data: msgspec.Raw = NULL
-    message: str | None = None
 
 
 class RawChannel(msgspec.Struct, gc=False):
@@ -86,14 +81,16 @@ class RawTopic(msgspec.Struct, gc=False):
     channels: list[RawChannel] | None = None
 
 
-class RawNsqdStats(msgspec.Struct, gc=False):
+class RawNsqdStats(WireEnvelope, gc=False):
+    """The body again, for the client lists; the envelope unwrapped as for
+    :class:`WireNsqdStats`."""
+
     topics: list[RawTopic] | None = None
-    data: msgspec.Raw = NULL  # the pre-v1 envelope
 
 
 NSQD_STATS = msgspec.json.Decoder(WireNsqdStats, strict=False)
 CHANNEL = msgspec.json.Decoder(WireChannel, strict=False)
 CLIENT = msgspec.json.Decoder(ClientStats, strict=False)
 CLIENTS = msgspec.json.Decoder(list[ClientStats] | None, strict=False)
-RAW_NSQD_STATS = msgspec.json.Decoder(RawNsqdStats)
+RAW_NSQD_STATS = msgspec.json.Decoder(RawNsqdStats, strict=False)  # as NSQD_STATS
 RAW_CHANNEL = msgspec.json.Decoder(RawChannel)

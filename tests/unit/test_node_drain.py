@@ -4,6 +4,9 @@ still holds (from a stats view built from records), where leaders go, the progre
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,6 +19,7 @@ from nsqctl.admin.drain.records import (
     drain_states,
     drains_path,
     read_drains,
+    running_elsewhere,
     update_drain,
 )
 from nsqctl.admin.drain.redesign import plan_leader_moves
@@ -80,6 +84,27 @@ def test_a_torn_file_or_unknown_state_does_not_break_reading(tmp_path: Path) -> 
     path.write_text(json.dumps({"drains": {A: {"node": A, "state": "weird"}, "x": {}}}))
     assert dict(drain_states(tmp_path)) == {A: "gave up"}  # "stopped" reads as the nsqd
     assert drain_states(tmp_path / "none") == {}
+
+
+def test_a_drain_runs_elsewhere_only_while_its_process_lives() -> None:
+    """A drain whose process has exited but is not yet reaped by its parent (a zombie,
+    which ``kill(pid, 0)`` still finds) is not running: a restore would otherwise wait for
+    it to its deadline, and a new drain of the node be refused."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
+    )
+    try:
+        record = DrainRecord(A, "original", "draining", 1.0, 1.0, pid=child.pid)
+        assert running_elsewhere(record)
+        assert not running_elsewhere(replace(record, state="drained"))
+        assert not running_elsewhere(replace(record, pid=os.getpid()))  # this process's own
+        assert child.stdin is not None
+        child.stdin.close()  # it exits; WNOWAIT leaves it unreaped
+        os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)
+        assert not running_elsewhere(record)
+    finally:
+        child.kill()
+        child.wait()
 
 
 # ------------------------------------------------------------------ what the node holds

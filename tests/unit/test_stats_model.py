@@ -305,6 +305,28 @@ def test_clients_of_an_enveloped_body_are_read_from_inside_the_envelope() -> Non
     assert billing.clients[0].user_agent.startswith("nsqctl/")
 
 
+def test_the_stats_envelope_is_read_as_every_answer_is() -> None:
+    """``/stats`` leaves the pre-v1 envelope the way every answer does
+    (:func:`nsqctl.answers.unwrapped`): an envelope in ``data`` is unwrapped in turn (the
+    clients too), an error status inside one is an error, and a ``data`` of the wrong
+    shape is a :class:`StatsProtocolError` naming the nsqd and the field, as every bad
+    ``/stats`` answer is, rather than a bare ``ValueError``."""
+    raw = recorded_body(DATA / "original_nsqd_a_t1.json")
+    plain = parse_nsqd_body(json.dumps(raw).encode(), A, fetched_at=1.0)
+    twice = {"status_code": 200, "status_txt": "OK", "data": {"status_code": 200, "data": raw}}
+    node = parse_nsqd_body(json.dumps(twice).encode(), A, fetched_at=1.0)
+    assert node.topics == plain.topics
+    billing = node.channel("orders", "billing")
+    assert billing is not None and len(billing.clients) > 0
+    assert billing.clients == plain.channel("orders", "billing").clients  # type: ignore[union-attr]
+    failed = {"status_code": 200, "data": {"status_code": 500, "status_txt": "GONE", "data": raw}}
+    with pytest.raises(StatsProtocolError, match="answered an error: GONE"):
+        parse_nsqd_body(json.dumps(failed).encode(), A, fetched_at=1.0)
+    misfit = {"status_code": 200, "status_txt": "OK", "data": {"topics": 5}}
+    with pytest.raises(StatsProtocolError, match=rf"nsqd {A} answered /stats .*`\$\.topics`"):
+        parse_nsqd_body(json.dumps(misfit).encode(), A, fetched_at=1.0)
+
+
 # ------------------------------------------------------------------ redesign (recorded)
 #
 # Expectations are read from the raw recorded JSON here, independently of the parser, and

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from nsqctl.paths import state_dir as default_state_dir
+from nsqctl.pids import pid_alive
 
 DrainStateName = Literal["draining", "drained", "stopped", "restored"]
 STATES: tuple[DrainStateName, ...] = ("draining", "drained", "stopped", "restored")
@@ -104,22 +105,14 @@ def state_word(state: str) -> str:
     return "gave up" if state == "stopped" else state
 
 
-def pid_runs(pid: int) -> bool:
-    """Whether process ``pid`` (another than this one) still runs."""
-    if pid <= 0 or pid == os.getpid():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def running_elsewhere(record: DrainRecord | None) -> bool:
     """A drain of the record's node runs in another process now."""
-    return record is not None and record.state == "draining" and pid_runs(record.pid)
+    return (
+        record is not None
+        and record.state == "draining"
+        and record.pid != os.getpid()
+        and pid_alive(record.pid)
+    )
 
 
 @dataclass

@@ -22,7 +22,12 @@ from typing import Any
 from nsqctl.admin.drain.defaults import DEFAULT_RESTORE_WAIT
 from nsqctl.admin.drain.moves import LeaderMove
 from nsqctl.admin.drain.original import find_peer, listed_topics, reregister
-from nsqctl.admin.drain.records import DrainRecord, pid_runs, read_drains, update_drain
+from nsqctl.admin.drain.records import (
+    DrainRecord,
+    read_drains,
+    running_elsewhere,
+    update_drain,
+)
 from nsqctl.admin.drain.redesign import move_leader
 from nsqctl.admin.requests import AdminReport, admin_client
 from nsqctl.errors import NotFoundError, NsqctlError
@@ -52,9 +57,7 @@ class RestoreResult:
 async def _drain_gone(record: DrainRecord, deadline: float) -> bool:
     """Wait for a drain still running elsewhere to see ``restored`` and stop (it checks
     before each step), so that no tombstone or move of it lands after the undo."""
-    if record.state != "draining":
-        return True
-    while pid_runs(record.pid):
+    while running_elsewhere(record):
         if time.monotonic() > deadline:
             return False
         await asyncio.sleep(0.2)

@@ -349,6 +349,7 @@ class _Drain:
     topics: set[str] = field(default_factory=set)
     last_tombstone: float = float("-inf")
     last_record: float = float("-inf")
+    last: DrainProgress | None = None  # the progress at the last look
 
     def restored(self) -> bool:
         record = read_drains(self.state_dir).get(self.plan.node)
@@ -529,6 +530,83 @@ class _Drain:
             self.plan.node, time.monotonic() - self.started, load, tuple(listed), rate, eta
         )
 
+    async def look(self, poller: StatsPoller) -> ClusterView:
+        """The cluster now. On the redesign the leaders still on the node are moved first
+        (and the cluster read again); otherwise the node's topics are noted, to tombstone."""
+        view = await _view(poller)
+        node = self.plan.node
+        if self.plan.family == "redesign" and any(
+            p.leader == node for t in view.topics for p in t.partitions
+        ):
+            await self.move(view)
+            return await _view(poller)
+        self.topics.update(t.name for t in view.topics)
+        return view
+
+    async def still_listed(self, client: Any) -> list[str]:
+        """The node's topics a lookupd still lists it for: the original family's, whose
+        tombstones may not have reached every lookupd (none on the redesign)."""
+        plan = self.plan
+        if plan.family != "original":
+            return []
+        pairs = await listed_topics(client, plan.lookupd, sorted(self.topics), plan.producer)
+        return sorted({t for _, t in pairs})
+
+    def report(
+        self, progress: DrainProgress, on_progress: Callable[[DrainProgress], None] | None
+    ) -> None:
+        """Keep ``progress`` as the last seen, in the record every RECORD_EVERY seconds
+        (for other processes to show), and hand it to ``on_progress``."""
+        self.last = progress
+        if time.monotonic() - self.last_record >= RECORD_EVERY:
+            self.record(remaining=progress.load.remaining, eta=progress.eta)
+            self.last_record = time.monotonic()
+        if on_progress is not None:
+            on_progress(progress)
+
+    async def copies_pending(self, view: ClusterView, done: bool) -> bool:
+        """Redesign: whether the node may not stop yet, because something blocks it
+        (``blocked``) or copies of it had to be moved first (sent now)."""
+        copies, self.blocked = await self.check_stop(view, done)
+        if self.blocked:
+            return True
+        if copies:
+            await self.send(copies)
+            return True
+        return False
+
+    async def loop(
+        self, interval: float, on_progress: Callable[[DrainProgress], None] | None
+    ) -> Outcome:
+        """Look at the node every ``interval`` seconds, moving what must move, until the
+        drain ends; how it ended."""
+        plan = self.plan
+        async with (
+            admin_client() as client,
+            _poller(plan.family, plan.lookupd, plan.node) as poller,
+        ):
+            listed: list[str] = []
+            while True:
+                if self.restored():
+                    return "restored"
+                if plan.family == "original":
+                    await self.tombstone_due(client, listed)
+                view = await self.look(poller)
+                listed = await self.still_listed(client)
+                progress = self.progress(node_load(view, plan.node), listed)
+                self.report(progress, on_progress)
+                if plan.family == "redesign" and await self.copies_pending(view, progress.done):
+                    if self.blocked:
+                        return "blocked"
+                    if time.monotonic() < self.deadline:
+                        continue  # look again once the copies moved
+                    return "timeout"
+                if progress.done:
+                    return "drained"
+                if time.monotonic() >= self.deadline:
+                    return "timeout"
+                await asyncio.sleep(interval)
+
 
 async def run_drain(
     plan: DrainPlan,
@@ -553,62 +631,16 @@ async def run_drain(
     run.topics.update(plan.topics)
     run.start()
     outcome: Outcome = "timeout"
-    progress: DrainProgress | None = None
     try:
-        async with (
-            admin_client() as client,
-            _poller(plan.family, plan.lookupd, plan.node) as poller,
-        ):
-            listed: list[str] = []
-            while True:
-                if run.restored():
-                    outcome = "restored"
-                    break
-                if plan.family == "original":
-                    await run.tombstone_due(client, listed)
-                view = await _view(poller)
-                if plan.family == "redesign" and any(
-                    p.leader == plan.node for t in view.topics for p in t.partitions
-                ):
-                    await run.move(view)
-                    view = await _view(poller)
-                else:
-                    run.topics.update(t.name for t in view.topics)
-                load = node_load(view, plan.node)
-                if plan.family == "original":
-                    pairs = await listed_topics(
-                        client, plan.lookupd, sorted(run.topics), plan.producer
-                    )
-                    listed = sorted({t for _, t in pairs})
-                progress = run.progress(load, listed)
-                if time.monotonic() - run.last_record >= RECORD_EVERY:
-                    run.record(remaining=load.remaining, eta=progress.eta)
-                    run.last_record = time.monotonic()
-                if on_progress is not None:
-                    on_progress(progress)
-                if plan.family == "redesign":
-                    copies, run.blocked = await run.check_stop(view, progress.done)
-                    if run.blocked:
-                        outcome = "blocked"
-                        break
-                    if copies:  # not done yet: look again once they moved
-                        await run.send(copies)
-                        if time.monotonic() < run.deadline:
-                            continue
-                        break
-                if progress.done:
-                    outcome = "drained"
-                    break
-                if time.monotonic() >= run.deadline:
-                    break
-                await asyncio.sleep(interval)
+        outcome = await run.loop(interval, on_progress)
     except asyncio.CancelledError:  # SIGINT/SIGTERM in the CLI: record it, then end
         outcome = "interrupted"
         raise
     finally:
         if outcome != "restored":
             with contextlib.suppress(OSError):
-                run.finish(outcome, progress)
+                run.finish(outcome, run.last)
+    progress = run.last
     assert progress is not None or outcome == "restored"
     if progress is None:
         progress = DrainProgress(plan.node, 0.0, NodeLoad(0, 0, 0, 0, up=False))
