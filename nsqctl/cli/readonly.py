@@ -21,7 +21,6 @@ from typing import Any
 
 from nsqctl.cli.flags import ReadOnlySetting, resolve_read_only
 from nsqctl.errors import ConfigError
-from nsqctl.protocol.names import is_ephemeral
 
 Params = Mapping[str, Any]
 
@@ -31,6 +30,10 @@ def _always(params: Params) -> bool:
 
 
 def _durable_channel(params: Params) -> bool:
+    # imported here: nsqctl.protocol's package loads every codec and reply type, which
+    # ``nsqctl --help`` and ``version --client`` (this module loads for every command) skip
+    from nsqctl.protocol.names import is_ephemeral
+
     channel = params.get("channel")
     return channel is not None and not is_ephemeral(channel)
 
