@@ -15,9 +15,8 @@ command's own body does not call it, and cannot forget to.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from functools import wraps
-from typing import Any
+from typing import Any, NamedTuple
 
 from nsqctl.cli.flags import ReadOnlySetting, resolve_read_only
 from nsqctl.errors import ConfigError
@@ -42,8 +41,7 @@ def _borrowing(params: Params) -> bool:
     return params.get("borrow") is not None
 
 
-@dataclass(frozen=True)
-class Write:
+class Write(NamedTuple):
     """What a write command does to the cluster, as the refusal says it.
 
     ``when`` decides, from the parsed parameters, whether this run writes (``tail`` only

@@ -17,7 +17,7 @@ The controller returns :class:`BackoffAction` values; the consumer applies them 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from nsqctl.errors import ConfigError
 
@@ -39,8 +39,7 @@ class BackoffPhase(enum.Enum):
     TESTING = "testing"
 
 
-@dataclass(frozen=True, slots=True)
-class BackoffState:
+class BackoffState(NamedTuple):
     """A snapshot: ``until`` is the end of the current window (only in ``BACKOFF``)."""
 
     phase: BackoffPhase

@@ -135,8 +135,7 @@ def parse_identify_response(data: bytes) -> IdentifyResponse:
     return IdentifyResponse(**kwargs, raw=obj)
 
 
-@dataclass(frozen=True, slots=True)
-class AuthResponse:
+class AuthResponse(NamedTuple):
     """The AUTH reply: who the secret identifies and how many permissions it grants."""
 
     identity: str = ""
