@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import typer
 
@@ -344,8 +344,7 @@ _TRUE_WORDS = ("1", "true", "yes", "on")
 _FALSE_WORDS = ("0", "false", "no", "off")
 
 
-@dataclass(frozen=True)
-class ReadOnlySetting:
+class ReadOnlySetting(NamedTuple):
     """Whether commands that write are refused, and where that was decided: ``source`` as
     :attr:`ClusterSelection.sources` writes it ("flag", "$NSQCTL_READ_ONLY", "profile
     NAME"), "" when nothing set it."""
