@@ -41,6 +41,8 @@ def _borrowing(params: Params) -> bool:
     return params.get("borrow") is not None
 
 
+# A NamedTuple, not a dataclass: Python 3.11 compiles a dataclass's methods as its module
+# loads, about 1 ms a class of start-up (bench/README.md, Start-up).
 class Write(NamedTuple):
     """What a write command does to the cluster, as the refusal says it.
 

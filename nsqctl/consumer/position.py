@@ -66,6 +66,8 @@ class ConfirmedPositions:
         return self._done.get(partition)
 
 
+# A NamedTuple, not a dataclass: Python 3.11 compiles a dataclass's methods as its module
+# loads, about 1 ms a class of start-up (bench/README.md, Start-up).
 class ResumePlan(NamedTuple):
     """Where a partition's channel has to be moved back to, and why."""
 

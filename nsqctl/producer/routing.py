@@ -50,6 +50,8 @@ __all__ = [
 ]
 
 
+# A NamedTuple, not a dataclass: Python 3.11 compiles a dataclass's methods as its module
+# loads, about 1 ms a class of start-up (bench/README.md, Start-up).
 class Target(NamedTuple):
     """One nsqd to publish to, and the partition on it (None on the original family)."""
 

@@ -58,6 +58,8 @@ _HTTP = b"HTTP"
 # --------------------------------------------------------------------------- events
 
 
+# A NamedTuple, not a dataclass: Python 3.11 compiles a dataclass's methods as its module
+# loads, about 1 ms a class of start-up (bench/README.md, Start-up).
 class SendData(NamedTuple):
     """Write ``data`` (through the current codec). Its repr hides the bytes: AUTH's
     carry the secret."""
