@@ -89,6 +89,17 @@ def clean_env(config: Path) -> dict[str, str]:
     return env
 
 
+def scrub_environment() -> None:
+    """Take ``NSQCTL_*`` and ``PYTHONDONTWRITEBYTECODE`` out of this process's environment,
+    once the clusters are up (their launcher may read ``NSQCTL_*``): every timed command's
+    environment is this one with :func:`clean_env`'s on top (``c.run_peer`` adds variables,
+    it cannot take one away), and an inherited ``PYTHONDONTWRITEBYTECODE`` would have a
+    changed module compiled again in every run."""
+    for name in [k for k in os.environ if k.startswith("NSQCTL_")]:
+        del os.environ[name]
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+
 def version_argv(exe: str, env: dict[str, str]) -> list[str]:
     """``version --client`` where the flag exists; plain ``version`` (no cluster) before."""
     out = subprocess.run(
@@ -327,9 +338,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         config.write_text("")
         env = clean_env(config)
         cluster = stack.enter_context(c.nsqd_cluster("original"))
+        redesign = stack.enter_context(c.nsqd_cluster("redesign", nsqd=2)) if s.redesign else None
+        scrub_environment()
         variants = plan(cluster, s, env)
-        if s.redesign:
-            redesign = stack.enter_context(c.nsqd_cluster("redesign", nsqd=2))
+        if redesign is not None:
             b = bench_redesign.Redesign(redesign, ordered_settings(s))
             stack.callback(b.close)
             variants += redesign_plan(b, s, env)
