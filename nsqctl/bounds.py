@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from nsqctl.errors import ConfigError
 
@@ -22,8 +21,9 @@ T = TypeVar("T")
 __all__ = ["Bound", "check_at_least", "check_bound", "check_bounds", "options_or_default"]
 
 
-@dataclass(frozen=True)
-class Bound:
+# A NamedTuple, not a dataclass: Python 3.11 compiles a dataclass's methods as its module
+# loads, about 1 ms a class of start-up (bench/README.md, Start-up).
+class Bound(NamedTuple):
     """``minimum``..``maximum`` (``maximum`` None: no upper bound), plus ``special`` values
     outside that range which mean something (``-1``: off, ``0``: the server's default),
     each described in ``special``'s text."""

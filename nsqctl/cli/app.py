@@ -22,10 +22,9 @@ import importlib.util
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from functools import cache, wraps
 from types import ModuleType
-from typing import Any, get_args
+from typing import Any, NamedTuple, get_args
 
 import typer
 import typer.core
@@ -38,8 +37,9 @@ from nsqctl.cli.wording import cli_message
 from nsqctl.errors import ConfigError, NsqctlError
 
 
-@dataclass(frozen=True)
-class Entry:
+# A NamedTuple, not a dataclass: Python 3.11 compiles a dataclass's methods as its module
+# loads, about 1 ms a class of start-up (bench/README.md, Start-up).
+class Entry(NamedTuple):
     """One top-level command: where it lives, and what ``nsqctl --help`` says about it.
 
     ``target`` is ``module:attr``, a command function or a ``typer.Typer`` (a group).

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import typer
 
@@ -344,8 +344,9 @@ _TRUE_WORDS = ("1", "true", "yes", "on")
 _FALSE_WORDS = ("0", "false", "no", "off")
 
 
-@dataclass(frozen=True)
-class ReadOnlySetting:
+# A NamedTuple, not a dataclass: Python 3.11 compiles a dataclass's methods as its module
+# loads, about 1 ms a class of start-up (bench/README.md, Start-up).
+class ReadOnlySetting(NamedTuple):
     """Whether commands that write are refused, and where that was decided: ``source`` as
     :attr:`ClusterSelection.sources` writes it ("flag", "$NSQCTL_READ_ONLY", "profile
     NAME"), "" when nothing set it."""

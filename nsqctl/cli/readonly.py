@@ -15,13 +15,11 @@ command's own body does not call it, and cannot forget to.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from functools import wraps
-from typing import Any
+from typing import Any, NamedTuple
 
 from nsqctl.cli.flags import ReadOnlySetting, resolve_read_only
 from nsqctl.errors import ConfigError
-from nsqctl.protocol.names import is_ephemeral
 
 Params = Mapping[str, Any]
 
@@ -31,6 +29,10 @@ def _always(params: Params) -> bool:
 
 
 def _durable_channel(params: Params) -> bool:
+    # imported here: nsqctl.protocol's package loads every codec and reply type, which
+    # ``nsqctl --help`` and ``version --client`` (this module loads for every command) skip
+    from nsqctl.protocol.names import is_ephemeral
+
     channel = params.get("channel")
     return channel is not None and not is_ephemeral(channel)
 
@@ -39,8 +41,9 @@ def _borrowing(params: Params) -> bool:
     return params.get("borrow") is not None
 
 
-@dataclass(frozen=True)
-class Write:
+# A NamedTuple, not a dataclass: Python 3.11 compiles a dataclass's methods as its module
+# loads, about 1 ms a class of start-up (bench/README.md, Start-up).
+class Write(NamedTuple):
     """What a write command does to the cluster, as the refusal says it.
 
     ``when`` decides, from the parsed parameters, whether this run writes (``tail`` only

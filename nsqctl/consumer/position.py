@@ -15,8 +15,7 @@ again (at-least-once); none is skipped.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from nsqctl.protocol.raw_message import RawMessage
 
@@ -67,8 +66,9 @@ class ConfirmedPositions:
         return self._done.get(partition)
 
 
-@dataclass(frozen=True)
-class ResumePlan:
+# A NamedTuple, not a dataclass: Python 3.11 compiles a dataclass's methods as its module
+# loads, about 1 ms a class of start-up (bench/README.md, Start-up).
+class ResumePlan(NamedTuple):
     """Where a partition's channel has to be moved back to, and why."""
 
     partition: int

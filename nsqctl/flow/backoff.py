@@ -17,7 +17,7 @@ The controller returns :class:`BackoffAction` values; the consumer applies them 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from nsqctl.errors import ConfigError
 
@@ -39,8 +39,9 @@ class BackoffPhase(enum.Enum):
     TESTING = "testing"
 
 
-@dataclass(frozen=True, slots=True)
-class BackoffState:
+# A NamedTuple, not a dataclass: Python 3.11 compiles a dataclass's methods as its module
+# loads, about 1 ms a class of start-up (bench/README.md, Start-up).
+class BackoffState(NamedTuple):
     """A snapshot: ``until`` is the end of the current window (only in ``BACKOFF``)."""
 
     phase: BackoffPhase

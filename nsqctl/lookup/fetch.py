@@ -23,8 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 from urllib.parse import urlencode
 
 import h11
@@ -44,8 +43,9 @@ class RequestError(TransportError):
     is its ``__cause__``."""
 
 
-@dataclass(frozen=True, slots=True)
-class Answer:
+# A NamedTuple, not a dataclass: Python 3.11 compiles a dataclass's methods as its module
+# loads, about 1 ms a class of start-up (bench/README.md, Start-up).
+class Answer(NamedTuple):
     """An HTTP answer, whole."""
 
     path: str

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from nsqctl.addresses import HostPort
 from nsqctl.errors import (
@@ -50,8 +50,9 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class Target:
+# A NamedTuple, not a dataclass: Python 3.11 compiles a dataclass's methods as its module
+# loads, about 1 ms a class of start-up (bench/README.md, Start-up).
+class Target(NamedTuple):
     """One nsqd to publish to, and the partition on it (None on the original family)."""
 
     peer: Peer

@@ -21,9 +21,8 @@ error (nsqd cannot send anything before the client's TLS hello).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from enum import Enum
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 from nsqctl.errors import ConnectError, HandshakeTimeoutError, UsageError
 from nsqctl.protocol.commands import MAGIC_V2, auth, identify
@@ -59,8 +58,9 @@ _HTTP = b"HTTP"
 # --------------------------------------------------------------------------- events
 
 
-@dataclass(frozen=True, slots=True)
-class SendData:
+# A NamedTuple, not a dataclass: Python 3.11 compiles a dataclass's methods as its module
+# loads, about 1 ms a class of start-up (bench/README.md, Start-up).
+class SendData(NamedTuple):
     """Write ``data`` (through the current codec). Its repr hides the bytes: AUTH's
     carry the secret."""
 
@@ -70,34 +70,29 @@ class SendData:
         return f"SendData(<{len(self.data)} bytes>)"
 
 
-@dataclass(frozen=True, slots=True)
-class StartTLS:
+class StartTLS(NamedTuple):
     """Upgrade the socket to TLS now, then call :meth:`Handshake.tls_started`."""
 
 
-@dataclass(frozen=True, slots=True)
-class SwitchCodec:
+class SwitchCodec(NamedTuple):
     """From now on, writes go through ``codec`` (reads already do, inside the machine)."""
 
     codec: Codec
 
 
-@dataclass(frozen=True, slots=True)
-class Identified:
+class Identified(NamedTuple):
     """nsqd answered IDENTIFY with these settings."""
 
     response: IdentifyResponse
 
 
-@dataclass(frozen=True, slots=True)
-class Authenticated:
+class Authenticated(NamedTuple):
     """nsqd accepted the AUTH secret."""
 
     response: AuthResponse
 
 
-@dataclass(frozen=True, slots=True)
-class Ready:
+class Ready(NamedTuple):
     """The handshake is done. ``leftover``: bytes the server sent after its last
     handshake reply, already decompressed - the session's first input."""
 

@@ -21,6 +21,7 @@ from tests.helpers.cli import NSQCTL, clean_env, run_cli, run_python
 HEAVY = (
     "asyncio",
     "click",
+    "h11",
     "httpx",
     "nsqctl.admin",
     "nsqctl.connection",
@@ -28,6 +29,7 @@ HEAVY = (
     "nsqctl.pipeline",
     "nsqctl.producer",
     "nsqctl.profiles",
+    "nsqctl.protocol",
     "nsqctl.stats",
     "msgspec",
     "pyarrow",
@@ -38,16 +40,19 @@ HEAVY = (
     "tui",
 )
 
-# The client commands look topics up over h11 (nsqctl/lookup/fetch.py), never httpx.
-_CLIENT = {"asyncio", "nsqctl.connection", "nsqctl.producer"}
-_STATS = {"asyncio", "httpx", "msgspec", "nsqctl.stats"}
-_ADMIN = {"asyncio", "httpx", "nsqctl.admin"}
+# The client commands look topics up over h11 (nsqctl/lookup/fetch.py), never httpx, and
+# load it with their first lookup, not with their options. The package nsqctl.protocol
+# (every codec, reply and frame type) loads with what speaks NSQ or names its topics, never
+# with the read-only guard every command loads.
+_CLIENT = {"asyncio", "nsqctl.connection", "nsqctl.producer", "nsqctl.protocol"}
+_STATS = {"asyncio", "h11", "httpx", "msgspec", "nsqctl.protocol", "nsqctl.stats"}
+_ADMIN = {"asyncio", "h11", "httpx", "nsqctl.admin", "nsqctl.protocol"}
 
 #: The heavy modules each command's ``--help`` may load (no more, no fewer).
 EXPECTED: dict[str, set[str]] = {
     "pub": _CLIENT,
-    "tail": {"asyncio", "nsqctl.connection", "nsqctl.consumer"},
-    "peek": {"asyncio"},  # the message type its formats print
+    "tail": {"asyncio", "nsqctl.connection", "nsqctl.consumer", "nsqctl.protocol"},
+    "peek": {"asyncio", "nsqctl.protocol"},  # the message type its formats print
     "lookup": _ADMIN,
     "version": set(),
     "stat": _STATS,
@@ -55,11 +60,11 @@ EXPECTED: dict[str, set[str]] = {
     "dash": _STATS,
     "check": _STATS,
     "exporter": _STATS,  # prometheus_client loads only when it serves
-    "archive": {"asyncio"},  # pyarrow and the archiver load only when it runs
-    "replay": {"asyncio"},  # pyspark loads only when it runs
+    "archive": {"asyncio", "nsqctl.protocol"},  # pyarrow and the archiver: when it runs
+    "replay": {"asyncio", "nsqctl.protocol"},  # pyspark loads only when it runs
     "trace": set(),  # pyspark loads only when it runs
     "sandbox": _ADMIN | {"rich"},
-    "config": {"nsqctl.profiles", "rich"},
+    "config": {"nsqctl.profiles", "nsqctl.protocol", "rich"},
     "topic": _ADMIN,
     "channel": _ADMIN,
     "dead-letter": _CLIENT | {"rich"},

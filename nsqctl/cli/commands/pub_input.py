@@ -14,7 +14,7 @@ import threading
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
 from nsqctl.errors import ConfigError
 from nsqctl.jsonfield import MISSING, get_field, scalar_text
@@ -22,8 +22,9 @@ from nsqctl.jsonfield import MISSING, get_field, scalar_text
 FLOWING = 1 << 16  # a read this long means the input comes faster than we take it
 
 
-@dataclass(frozen=True)
-class Record:
+# A NamedTuple, not a dataclass: Python 3.11 compiles a dataclass's methods as its module
+# loads, about 1 ms a class of start-up (bench/README.md, Start-up).
+class Record(NamedTuple):
     number: int  # 1-based position in the input (a line number for newline-split input)
     body: bytes
 

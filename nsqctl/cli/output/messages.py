@@ -10,9 +10,8 @@ acknowledged by nobody, builds a :class:`PrintedMessage`.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from nsqctl.cli.output.terminal import escape_controls
 from nsqctl.message import body_to_json, describe, ext_header, id_text
@@ -47,8 +46,9 @@ class Printable(Protocol):
     def describe(self) -> dict[str, Any]: ...
 
 
-@dataclass(frozen=True, slots=True)
-class PrintedMessage:
+# A NamedTuple, not a dataclass: Python 3.11 compiles a dataclass's methods as its module
+# loads, about 1 ms a class of start-up (bench/README.md, Start-up).
+class PrintedMessage(NamedTuple):
     """A message to print that nobody will acknowledge: the frame and where it was read."""
 
     raw: RawMessage

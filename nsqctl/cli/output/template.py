@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from nsqctl.cli.output.messages import Printable
 from nsqctl.errors import ConfigError
@@ -84,8 +83,9 @@ def _trace_id(msg: Printable) -> bytes:
     return str(trace).encode() if trace else b""
 
 
-@dataclass(frozen=True)
-class Token:
+# A NamedTuple, not a dataclass: Python 3.11 compiles a dataclass's methods as its module
+# loads, about 1 ms a class of start-up (bench/README.md, Start-up).
+class Token(NamedTuple):
     letter: str
     getter: Getter
     meaning: str
