@@ -818,7 +818,7 @@ def _stdout() -> BinaryIO:
 
 
 async def _tail(cluster: ClusterSelection, plan: TailPlan, out: BinaryIO) -> None:
-    run = _TailRun(cluster, plan, out)
+    run = TailRun(cluster, plan, out)
     run.stop_on_signals()
     try:
         await run.begin()
@@ -828,9 +828,11 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan, out: BinaryIO) -> Non
     run.raise_outcome()
 
 
-class _TailRun:
+class TailRun:
     """One tail's parts (its output, consumer, ordered lanes, stop check and trace log)
-    and the phases :func:`_tail` takes them through."""
+    and the phases :func:`_tail` takes them through. Public so that a test can take a
+    real tail through its phases at the moments it chooses (a stop while messages are
+    still arriving), which a signal to a process cannot time."""
 
     def __init__(self, cluster: ClusterSelection, plan: TailPlan, out: BinaryIO) -> None:
         self.cluster = cluster
