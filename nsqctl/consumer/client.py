@@ -294,17 +294,25 @@ class Consumer:
         left = await self._delivery.wait_idle(timeout)
         if left:
             handlers = self._delivery.abandon()
+            # What abandon could not give back: a plain handler that disabled the
+            # auto-response and kept the message, unanswered (nothing here holds it).
+            kept = self._delivery.in_flight
             log.warning(
-                "closing %s/%s: %d message(s) still unanswered after %gs were given back "
-                "(requeued at once) and %d overrunning handler(s) cancelled%s",
+                "closing %s/%s: %d message(s) still unanswered after %gs: %d given back "
+                "(requeued at once), %d overrunning handler(s) cancelled%s%s",
                 self.topic,
                 self.channel,
                 left,
                 timeout,
+                left - kept,
                 len(handlers),
                 " (a handler thread cannot be stopped: it runs on, and what it answers "
                 "now raises AlreadyRespondedError)"
                 if handlers and self._delivery.threads
+                else "",
+                f"; {kept} kept by the handler (auto-response disabled) and never answered "
+                "stay in flight on nsqd until its message timeout"
+                if kept
                 else "",
             )
             if handlers:  # let the cancelled handlers unwind, within a bound
