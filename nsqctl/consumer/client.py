@@ -282,7 +282,9 @@ class Consumer:
         message is given back once, never FINed after; a handler thread cannot be
         cancelled and runs on, its late answer raising AlreadyRespondedError in that
         thread); the background tasks (flow, connecting, lookup polling) are stopped,
-        waiting at most the connect timeout for them; then CLS and close.
+        waiting at most the connect timeout for them; then CLS and close, each
+        connection reading on briefly after CLOSE_WAIT (a message nsqd wrote just after it
+        is given back like any other arrival, not left in flight until its msg-timeout).
         """
         if self._stopping:
             return
