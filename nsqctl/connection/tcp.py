@@ -53,6 +53,15 @@ log = logging.getLogger("nsqctl.connection")
 # Writes above this many buffered bytes make `drain()` wait (producers use it).
 _HIGH_WATER = 4 * 1024 * 1024
 
+# Seconds a closing connection keeps reading after CLOSE_WAIT, until nothing came for
+# this long. nsqd v1's messagePump checks RDY before it takes a message, then waits for
+# the write lock that the CLOSE_WAIT reply holds: a message it took just before RDY 0
+# was processed is written just after CLOSE_WAIT (measured on nsqd v1.3.0, unbuffered
+# output, RDY 0 and CLS in one write: 1 close in 40 to 150, 1 to 60 microseconds
+# behind it). Unread, it would stay in flight until nsqd's msg-timeout; read, it goes
+# to the owner (a closing consumer gives it back) before the socket closes.
+CLOSE_WAIT_QUIET = 0.005
+
 
 MessageHandler = Callable[["Connection", RawMessage], None]
 # Consecutive messages of one read, in order (a consumer does its bookkeeping per batch).
@@ -621,7 +630,8 @@ class Connection:
     # ------------------------------------------------------------------ closing
 
     async def close(self, timeout: float = 5.0) -> None:
-        """Clean close: CLS and wait for CLOSE_WAIT when subscribed, then drain and close."""
+        """Clean close: CLS and wait for CLOSE_WAIT when subscribed, read on until nsqd
+        is quiet (see :data:`CLOSE_WAIT_QUIET`), then drain and close."""
         if self._reclaim is not None:
             self._reclaim()
         sock = self._socket
@@ -632,6 +642,7 @@ class Connection:
                 with contextlib.suppress(NsqctlError, TimeoutError):
                     fut = self.request_nowait(p.cls(), "cls")
                     await asyncio.wait_for(asyncio.shield(self._close_wait), timeout)
+                    await self._read_until_quiet(CLOSE_WAIT_QUIET, timeout)
                 if fut is not None:
                     fut.cancel()
             self._flush()
@@ -641,6 +652,19 @@ class Connection:
         if sock is not None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(sock.wait_closed(), timeout)
+
+    async def _read_until_quiet(self, quiet: float, limit: float) -> None:
+        """Keep reading (each read handled as always) until ``quiet`` seconds pass
+        without one, or ``limit`` seconds in all."""
+        loop = self._loop
+        assert loop is not None
+        deadline = loop.time() + limit
+        while self.closed is None:
+            due = min(self._last_read + quiet, deadline)
+            now = loop.time()
+            if now >= due:
+                return
+            await asyncio.sleep(due - now)
 
     def _abort(self) -> None:
         if self._transport is not None:

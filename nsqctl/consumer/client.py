@@ -282,7 +282,9 @@ class Consumer:
         message is given back once, never FINed after; a handler thread cannot be
         cancelled and runs on, its late answer raising AlreadyRespondedError in that
         thread); the background tasks (flow, connecting, lookup polling) are stopped,
-        waiting at most the connect timeout for them; then CLS and close.
+        waiting at most the connect timeout for them; then CLS and close, each
+        connection reading on briefly after CLOSE_WAIT (a message nsqd wrote just after it
+        is given back like any other arrival, not left in flight until its msg-timeout).
         """
         if self._stopping:
             return
@@ -294,17 +296,25 @@ class Consumer:
         left = await self._delivery.wait_idle(timeout)
         if left:
             handlers = self._delivery.abandon()
+            # What abandon could not give back: a plain handler that disabled the
+            # auto-response and kept the message, unanswered (nothing here holds it).
+            kept = self._delivery.in_flight
             log.warning(
-                "closing %s/%s: %d message(s) still unanswered after %gs were given back "
-                "(requeued at once) and %d overrunning handler(s) cancelled%s",
+                "closing %s/%s: %d message(s) still unanswered after %gs: %d given back "
+                "(requeued at once), %d overrunning handler(s) cancelled%s%s",
                 self.topic,
                 self.channel,
                 left,
                 timeout,
+                left - kept,
                 len(handlers),
                 " (a handler thread cannot be stopped: it runs on, and what it answers "
                 "now raises AlreadyRespondedError)"
                 if handlers and self._delivery.threads
+                else "",
+                f"; {kept} kept by the handler (auto-response disabled) and never answered "
+                "stay in flight on nsqd until its message timeout"
+                if kept
                 else "",
             )
             if handlers:  # let the cancelled handlers unwind, within a bound

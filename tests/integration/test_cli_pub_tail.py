@@ -252,9 +252,17 @@ def test_ctrl_c_loses_nothing(original_cluster: cluster.Cluster) -> None:
         ch = _channel(http, topic, channel)
         return ch.in_flight_count == 0
 
-    eventually(settled, 10, "nsqd to settle the closed connection's messages", step=0.05)
-    assert ch.depth + len(printed) == total
-    assert ch.message_count - ch.requeue_count >= len(printed)
+    def seen() -> str:  # what a failure shows: enough to tell a lost REQ from a late FIN
+        return (
+            f"nothing in flight on {topic}/{channel}: {ch.in_flight_count} still in flight, "
+            f"depth {ch.depth}, {ch.requeue_count} requeued, {ch.timeout_count} timed out, "
+            f"{len(printed)} of {total} printed; tail's stderr: {err.decode()!r}"
+        )
+
+    # tail answered every message before it closed: nothing waits for nsqd's msg-timeout
+    eventually(settled, 10, seen, step=0.05)
+    assert ch.depth + len(printed) == total, seen()
+    assert ch.message_count - ch.requeue_count >= len(printed), seen()
 
 
 # ----------------------------------------------------------------------- errors

@@ -216,23 +216,24 @@ class TailOutput:
         msg.requeue(delay=0, backoff=False)
 
     def close(self) -> None:
-        """From now on every arriving message is given back (once) and nothing is written."""
+        """From now on nothing is written and every arriving message is given back (once).
+        What was taken and not written yet is given back now (after RDY 0): nothing
+        would write it any more, and it would stay in flight until nsqd's msg_timeout."""
         self.stop_intake()
         self.closing = True
         self.done.set()
-
-    def _close_giving_back(self, unwritten: list[Message]) -> None:
-        """Stop, then give back ``unwritten`` once (RDY 0 goes out before the REQs);
-        the pending messages are among them."""
-        self.close()
+        unwritten, self.pending = self.pending, []
         for msg in unwritten:
             msg.requeue(delay=0, backoff=False)
-        self.pending.clear()
 
     def _reader_gone(self) -> None:
+        """Stop (giving back what was not written), and give back once what was written
+        into the pipe and not handled by its reader."""
         self.reader_gone = True
         owed = self.pipe.take_all() if self.pipe is not None else []
-        self._close_giving_back(owed + self.pending)
+        self.close()
+        for msg in owed:
+            msg.requeue(delay=0, backoff=False)
         # Python would report the broken pipe again when it flushes stdout at exit.
         devnull = os.open(os.devnull, os.O_WRONLY)
         with contextlib.suppress(OSError, ValueError):
@@ -243,7 +244,7 @@ class TailOutput:
         """The output cannot be written: stop, and give back what was not written (once,
         after RDY 0); what was written before stays acknowledged."""
         self.write_error = err
-        self._close_giving_back(self.pending)
+        self.close()
 
     def check_reader(self) -> None:
         """End the tail as a broken pipe would when the pipe's reader has gone: ``tail T |
@@ -818,7 +819,7 @@ def _stdout() -> BinaryIO:
 
 
 async def _tail(cluster: ClusterSelection, plan: TailPlan, out: BinaryIO) -> None:
-    run = _TailRun(cluster, plan, out)
+    run = TailRun(cluster, plan, out)
     run.stop_on_signals()
     try:
         await run.begin()
@@ -828,9 +829,11 @@ async def _tail(cluster: ClusterSelection, plan: TailPlan, out: BinaryIO) -> Non
     run.raise_outcome()
 
 
-class _TailRun:
+class TailRun:
     """One tail's parts (its output, consumer, ordered lanes, stop check and trace log)
-    and the phases :func:`_tail` takes them through."""
+    and the phases :func:`_tail` takes them through. Public so that a test can take a
+    real tail through its phases at the moments it chooses (a stop while messages are
+    still arriving), which a signal to a process cannot time."""
 
     def __init__(self, cluster: ClusterSelection, plan: TailPlan, out: BinaryIO) -> None:
         self.cluster = cluster
@@ -916,10 +919,12 @@ class _TailRun:
         output, until, log = self.output, self.until, self.log
         output.stop_intake()  # RDY 0 first: the FINs below must not release more messages
         output.flush()  # FIN what was printed before the connections close
-        await output.settle()  # on a pipe: once its reader has it, else given back
         # Anything still arriving (sent before nsqd saw RDY 0) goes straight back, once,
-        # rather than sitting in flight until nsqd's msg_timeout.
+        # from now on: settle may wait for the pipe's reader, and what came in meanwhile
+        # would have joined the unprinted batch, neither printed nor given back, in
+        # flight until nsqd's msg_timeout (as many as a flush takes, less one).
         output.close()
+        await output.settle()  # on a pipe: once its reader has it, else given back
         if until is not None:
             until.give_back()  # what was past --until, unprinted: back once, after close
         if self.check is not None:
