@@ -19,7 +19,9 @@ bookkeeping, all the client does per message but the socket syscalls and loop po
 thread per partition on one end of a socket pair, tail's ``write_lane`` to ``/dev/null``;
 a child process on the other ends sends each partition's next frame once the last one's
 FIN came (as nsqd does). This process's CPU per message: poll, recv, decode, order check,
-line, FIN, with the syscalls this time (the child's are not counted).
+line, FIN, with the syscalls this time (the child's are not counted); and the wall time
+of a round trip (a partition's messages over the run's time: the child's turn and the
+lane's, the part of an ordered stream's round trip that is not the network and nsqd).
 """
 
 from __future__ import annotations
@@ -142,8 +144,9 @@ def serve(socks: list[socket.socket], per_partition: list[list[bytes]]) -> None:
                 sock.sendall(nxt)
 
 
-def run_lanes(per_partition: list[list[bytes]]) -> float:
-    """CPU seconds of this process per message, lanes reading both partitions."""
+def run_lanes(per_partition: list[list[bytes]]) -> tuple[float, float]:
+    """CPU seconds of this process per message, lanes reading both partitions, and wall
+    seconds per message of one partition (a round trip: the child's turn and ours)."""
     pairs = [socket.socketpair() for _ in per_partition]
     pid = os.fork()
     if pid == 0:
@@ -157,6 +160,7 @@ def run_lanes(per_partition: list[list[bytes]]) -> float:
         order = OrderChecker("t")
         delivery = cast(Any, SimpleNamespace(order_checker=order))
         start = resource.getrusage(resource.RUSAGE_SELF)
+        began = time.perf_counter()
         lanes = []
         for partition, (ours, theirs) in enumerate(pairs):
             theirs.close()
@@ -176,6 +180,7 @@ def run_lanes(per_partition: list[list[bytes]]) -> float:
         for lane in lanes:
             lane.thread.join()  # each ends at its socket's end (the child is done)
         end = resource.getrusage(resource.RUSAGE_SELF)
+        wall = time.perf_counter() - began
         os.waitpid(pid, 0)
         handled = sum(len(lane.take_batch()[0]) for lane in lanes)
         for lane in lanes:
@@ -183,7 +188,7 @@ def run_lanes(per_partition: list[list[bytes]]) -> float:
         if output.written != count or handled != count:
             raise SystemExit(f"run broken: {output.written} written, {handled} handled")
     cpu = (end.ru_utime - start.ru_utime) + (end.ru_stime - start.ru_stime)
-    return cpu / count
+    return cpu / count, wall / max(map(len, per_partition))
 
 
 def main() -> None:
@@ -199,11 +204,14 @@ def main() -> None:
     layout = LAYOUT if per_read == 1 else PLAIN
     per_partition = [frames(args.messages // 2, args.size, p, layout) for p in PARTITIONS]
     if args.lanes:
-        lane_us = [run_lanes(per_partition) * 1e6 for _ in range(args.repeats)]
+        lane_runs = [run_lanes(per_partition) for _ in range(args.repeats)]
+        lane_us = [cpu * 1e6 for cpu, _ in lane_runs]
+        trip_us = [wall * 1e6 for _, wall in lane_runs]
         print(
             f"tail --ordered on threads: {statistics.median(lane_us):.2f} us CPU/msg (median "
-            f"of {len(lane_us)}; runs {', '.join(f'{u:.2f}' for u in lane_us)}), "
-            f"{args.messages:,} messages"
+            f"of {len(lane_us)}; runs {', '.join(f'{u:.2f}' for u in lane_us)}); "
+            f"{statistics.median(trip_us):.2f} us a round trip ("
+            f"{', '.join(f'{u:.2f}' for u in trip_us)}), {args.messages:,} messages"
         )
         return
     runs = [asyncio.run(run(per_partition, per_read, None)) for _ in range(args.repeats)]
