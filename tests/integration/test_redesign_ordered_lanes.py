@@ -13,9 +13,13 @@ of the thread's partition to the event loop, the failover and the new lane.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import signal
+import socket
+import struct
 import subprocess
+import termios
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -165,6 +169,73 @@ def test_ordered_tail_on_threads_fins_only_what_it_wrote_on_a_full_disk_and_at_n
     printed = out.read_bytes().splitlines()
     assert len(printed) == len(set(printed)) == 5, printed
     _channel_holds(c, topic, count - 5, requeued=4)
+
+
+def _unread(sock: socket.socket) -> int:
+    """Bytes waiting in ``sock`` (FIONREAD)."""
+    return int(struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0" * 4))[0])
+
+
+@pytest.mark.parametrize("output", [[], ["--format", "%s\\n"]], ids=["threads", "loop"])
+def test_ctrl_c_ends_an_ordered_tail_whose_reader_stalled_giving_the_rest_back_once(
+    redesign_cluster: Cluster, tmp_path: Path, output: list[str]
+) -> None:
+    """Standard output is a socket whose reader reads nothing (as ``| less`` scrolled
+    back, a stopped reader): the tail fills it and waits in a write, on a partition's
+    thread (raw lines) or on the loop (a template). Ctrl-C must end it all the same, as
+    it ends a tail whose reader keeps up: what was written is FINed, the rest stays on
+    the durable channel, given back once (one in flight per partition), and a second
+    tail reads exactly the messages the first did not print."""
+    c = redesign_cluster
+    topic, count = unique("lanestall"), 3000
+    asyncio.run(create_topics(c.lookupd_http, {topic: TopicSpec(partitions=2, ordered=True)}))
+    asyncio.run(subscribe_ordered_once(c, topic))
+    where = ["--lookupd", c.lookupd_http[0]]
+    bodies = [b"%05d-" % i + b"x" * 90 for i in range(count)]
+    pub = run_cli(["pub", topic, *where], input=b"\n".join(bodies) + b"\n")
+    assert pub.returncode == 0, pub.stderr.decode()
+    ours, theirs = socket.socketpair()
+    with ours:
+        theirs.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)  # full far sooner
+        tail = subprocess.Popen(
+            [NSQCTL, "tail", topic, "-c", "c", "--ordered", *where, *output],
+            stdout=theirs.fileno(),
+            stderr=subprocess.PIPE,
+            env=clean_env(),
+        )
+        theirs.close()
+        try:
+            last = [-1]
+
+            def stalled() -> bool:  # the socket full: the same bytes at two looks
+                now = _unread(ours)
+                held = now > 0 and now == last[0]
+                last[0] = now
+                return held
+
+            eventually(stalled, 30, "the tail waiting on the full socket")
+            assert tail.poll() is None
+            tail.send_signal(signal.SIGINT)
+            _, err = tail.communicate(timeout=30)  # a hang: the stop waited for the reader
+        finally:
+            if tail.poll() is None:
+                tail.kill()
+                tail.wait()
+        printed = bytearray()
+        while chunk := ours.recv(65536):
+            printed.extend(chunk)
+    stderr = err.decode()
+    assert tail.returncode == 0 and "Traceback" not in stderr, stderr[-3000:]
+    lines = bytes(printed).splitlines()
+    assert 0 < len(lines) < count and len(set(lines)) == len(lines), len(lines)
+    assert set(lines) <= set(bodies)  # whole lines only
+    left = count - len(lines)
+    _channel_holds(c, topic, left, requeued=2)
+    rest = tmp_path / "rest.txt"
+    proc = run_cli(["tail", topic, "-c", "c", "--ordered", *where, "-n", str(left)], stdout=rest)
+    assert proc.returncode == 0, proc.stderr.decode()
+    again = rest.read_bytes().splitlines()
+    assert sorted(again + lines) == sorted(bodies)  # each message once: printed or left
 
 
 async def _one_message(
