@@ -14,6 +14,7 @@ bookkeeping, all the client does per message but the socket syscalls and loop po
     python -m bench.cpu_ordered --profile 30    # and a cProfile of one run, top 30
     python -m bench.cpu_ordered --plain 50      # plain tail instead: 50 messages a read
     python -m bench.cpu_ordered --lanes         # the path tail --ordered takes now
+    python -m bench.cpu_ordered --lanes --pipe  # its lines into a pipe (``| cat``)
 
 ``--lanes``: the same frames through :class:`nsqctl.consumer.lanes.PartitionLane`, a
 thread per partition on one end of a socket pair, tail's ``write_lane`` to ``/dev/null``;
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import cProfile
 import os
 import pstats
@@ -35,9 +37,10 @@ import resource
 import selectors
 import socket
 import statistics
+import subprocess
 import time
 from types import SimpleNamespace
-from typing import Any, cast
+from typing import Any, BinaryIO, cast
 
 from bench.inproc import attach
 from nsqctl.cli.commands.tail import MessageFilter, TailOutput
@@ -144,7 +147,7 @@ def serve(socks: list[socket.socket], per_partition: list[list[bytes]]) -> None:
                 sock.sendall(nxt)
 
 
-def run_lanes(per_partition: list[list[bytes]]) -> tuple[float, float]:
+def run_lanes(per_partition: list[list[bytes]], pipe: bool = False) -> tuple[float, float]:
     """CPU seconds of this process per message, lanes reading both partitions, and wall
     seconds per message of one partition (a round trip: the child's turn and ours)."""
     pairs = [socket.socketpair() for _ in per_partition]
@@ -155,7 +158,14 @@ def run_lanes(per_partition: list[list[bytes]]) -> tuple[float, float]:
         finally:
             os._exit(0)
     count = sum(map(len, per_partition))
-    with open(os.devnull, "wb") as out:
+    with contextlib.ExitStack() as stack:
+        if pipe:  # lines into a pipe that ``cat`` drains, as ``tail --ordered | cat``
+            drain = subprocess.Popen(["cat"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+            stack.callback(drain.wait)
+            assert drain.stdin is not None
+            out = cast(BinaryIO, stack.enter_context(drain.stdin))
+        else:
+            out = stack.enter_context(open(os.devnull, "wb"))
         output = TailOutput(out, "raw", False, 0, 1, MessageFilter())
         order = OrderChecker("t")
         delivery = cast(Any, SimpleNamespace(order_checker=order))
@@ -199,12 +209,13 @@ def main() -> None:
     ap.add_argument("--profile", type=int, metavar="N", help="cProfile one run, top N")
     ap.add_argument("--plain", type=int, metavar="K", help="plain tail, K messages per read")
     ap.add_argument("--lanes", action="store_true", help="a thread per partition (see above)")
+    ap.add_argument("--pipe", action="store_true", help="--lanes: lines into a pipe, not /dev/null")
     args = ap.parse_args()
     per_read = args.plain or 1
     layout = LAYOUT if per_read == 1 else PLAIN
     per_partition = [frames(args.messages // 2, args.size, p, layout) for p in PARTITIONS]
     if args.lanes:
-        lane_runs = [run_lanes(per_partition) for _ in range(args.repeats)]
+        lane_runs = [run_lanes(per_partition, args.pipe) for _ in range(args.repeats)]
         lane_us = [cpu * 1e6 for cpu, _ in lane_runs]
         trip_us = [wall * 1e6 for _, wall in lane_runs]
         print(
