@@ -22,6 +22,7 @@ import contextlib
 import os
 import select
 import stat
+import threading
 import weakref
 from typing import BinaryIO
 
@@ -33,18 +34,35 @@ _CHUNK = select.PIPE_BUF
 class WriteStop:
     """What ends the writes to ``fd`` that wait on a stalled reader: :meth:`set` (from a
     signal handler too) makes them return early from then on, whenever the descriptor
-    takes no bytes. Only for a descriptor whose reader can stall (a pipe,
-    a socket, a terminal); for another (a file, ``/dev/null``) :attr:`fileno` is None
-    and writes are not watched. Safe for writers on several threads."""
+    takes no bytes. Only for a descriptor whose reader can stall (a pipe, a socket, a
+    terminal); for another (a file, ``/dev/null``) :attr:`fileno` is None and writes are
+    not watched. Safe for writers on several threads (a poll object each: one cannot be
+    polled from two threads at once)."""
 
     def __init__(self, fd: int | None) -> None:
         self.fileno: int | None = None
+        self._fd = -1
         self._wake = -1
+        self._local = threading.local()
         if fd is None or not _can_stall(fd):
             return
+        self._fd = fd
         self.fileno, self._wake = os.pipe()
         os.set_blocking(self._wake, False)
         weakref.finalize(self, _close_both, self.fileno, self._wake)
+
+    def wait(self) -> bool:
+        """Until the descriptor takes bytes (True, also for an error or a hang-up there,
+        which the write then meets) or, while it takes none, the stop is set (False)."""
+        poller = getattr(self._local, "poller", None)
+        if poller is None:
+            assert self.fileno is not None  # only watched writes wait
+            poller = self._local.poller = select.poll()
+            poller.register(self._fd, select.POLLOUT)
+            poller.register(self.fileno, select.POLLIN)
+        events = poller.poll()  # one or both of the two descriptors
+        fd = self._fd
+        return events[0][0] == fd or (len(events) > 1 and events[1][0] == fd)
 
     def set(self) -> None:
         """Stop the writes that wait (idempotent)."""
@@ -84,7 +102,7 @@ def write_fully(out: BinaryIO, fd: int | None, data: bytes, stop: WriteStop | No
         out.flush()
         return len(data)
     if stop is not None and stop.fileno is not None:
-        return _write_watched(fd, data, stop.fileno)
+        return _write_watched(fd, data, stop)
     try:
         written = os.write(fd, data)
     except BlockingIOError:
@@ -97,7 +115,7 @@ def write_fully(out: BinaryIO, fd: int | None, data: bytes, stop: WriteStop | No
     return len(data)
 
 
-def _write_some(fd: int, data: memoryview) -> int:
+def _write_some(fd: int, data: bytes | memoryview) -> int:
     """Bytes of ``data`` written to ``fd``, waiting while a non-blocking one is full."""
     while True:
         try:
@@ -106,19 +124,23 @@ def _write_some(fd: int, data: memoryview) -> int:
             select.select([], [fd], [])
 
 
-def _write_watched(fd: int, data: bytes, stop: int) -> int:
-    """:func:`write_fully` under a :class:`WriteStop` (its read end ``stop``)."""
-    poller = select.poll()
-    poller.register(fd, select.POLLOUT)
-    poller.register(stop, select.POLLIN)
+def _write_watched(fd: int, data: bytes, stop: WriteStop) -> int:
+    """:func:`write_fully` under ``stop`` (watching ``fd``)."""
+    size = len(data)
+    written = 0
+    if size <= _CHUNK:  # the usual case, a line: one wait, one write
+        if not stop.wait():
+            return 0
+        written = _write_some(fd, data)
+        if written == size:
+            return size
     view = memoryview(data)
-    done = 0
-    while done < len(data):
-        if not any(ready == fd for ready, _ in poller.poll()):
-            return done  # stopped (an error or a hang-up on fd is met by the write)
-        end = min(done + _CHUNK, len(data))
-        if end < len(data):
-            line_end = data.rfind(b"\n", done, end)
-            end = line_end + 1 if line_end >= done else end
-        done += _write_some(fd, view[done:end])
-    return done
+    while written < size:
+        if not stop.wait():
+            return written
+        end = written + _CHUNK
+        if end < size:
+            line_end = data.rfind(b"\n", written, end)
+            end = line_end + 1 if line_end >= written else end
+        written += _write_some(fd, view[written:end])
+    return written
