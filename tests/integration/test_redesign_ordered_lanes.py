@@ -118,13 +118,13 @@ def test_ordered_tail_on_threads_loses_duplicates_and_reorders_nothing_through_a
         assert seqs == sorted(seqs), f"key {key} out of order"
 
 
-def _channel_holds(c: Cluster, topic: str, count: int, requeued: int) -> None:
-    """Wait until the channel holds ``count`` messages, none in flight or timed out, and
+def _channel_holds(c: Cluster, topic: str, count: int, requeued: int, channel: str = "c") -> None:
+    """Wait until ``channel`` holds ``count`` messages, none in flight or timed out, and
     check that at most ``requeued`` were ever given back (one in flight per partition)."""
     totals: list[tuple[int, int, int, int]] = []
 
     def settled() -> bool:
-        chans = channel_stats(c, topic, "c").values()
+        chans = channel_stats(c, topic, channel).values()
         totals[:] = [
             (
                 sum(ch.depth for ch in chans),
@@ -176,29 +176,17 @@ def _unread(sock: socket.socket) -> int:
     return int(struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0" * 4))[0])
 
 
-@pytest.mark.parametrize("output", [[], ["--format", "%s\\n"]], ids=["threads", "loop"])
-def test_ctrl_c_ends_an_ordered_tail_whose_reader_stalled_giving_the_rest_back_once(
-    redesign_cluster: Cluster, tmp_path: Path, output: list[str]
-) -> None:
-    """Standard output is a socket whose reader reads nothing (as ``| less`` scrolled
-    back, a stopped reader): the tail fills it and waits in a write, on a partition's
-    thread (raw lines) or on the loop (a template). Ctrl-C must end it all the same, as
-    it ends a tail whose reader keeps up: what was written is FINed, the rest stays on
-    the durable channel, given back once (one in flight per partition), and a second
-    tail reads exactly the messages the first did not print."""
-    c = redesign_cluster
-    topic, count = unique("lanestall"), 3000
-    asyncio.run(create_topics(c.lookupd_http, {topic: TopicSpec(partitions=2, ordered=True)}))
-    asyncio.run(subscribe_ordered_once(c, topic))
-    where = ["--lookupd", c.lookupd_http[0]]
-    bodies = [b"%05d-" % i + b"x" * 90 for i in range(count)]
-    pub = run_cli(["pub", topic, *where], input=b"\n".join(bodies) + b"\n")
-    assert pub.returncode == 0, pub.stderr.decode()
+def _interrupted_while_stalled(
+    c: Cluster, topic: str, channel: str, output: list[str]
+) -> list[bytes]:
+    """``tail --ordered`` of ``channel`` into a socket nobody reads; once it waits on the
+    full socket, SIGINT: it must end (exit 0, no traceback). The lines it printed."""
     ours, theirs = socket.socketpair()
     with ours:
         theirs.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)  # full far sooner
+        argv = [NSQCTL, "tail", topic, "-c", channel, "--ordered", *output]
         tail = subprocess.Popen(
-            [NSQCTL, "tail", topic, "-c", "c", "--ordered", *where, *output],
+            [*argv, "--lookupd", c.lookupd_http[0]],
             stdout=theirs.fileno(),
             stderr=subprocess.PIPE,
             env=clean_env(),
@@ -213,7 +201,7 @@ def test_ctrl_c_ends_an_ordered_tail_whose_reader_stalled_giving_the_rest_back_o
                 last[0] = now
                 return held
 
-            eventually(stalled, 30, "the tail waiting on the full socket")
+            eventually(stalled, 30, f"the tail of {channel} waiting on the full socket")
             assert tail.poll() is None
             tail.send_signal(signal.SIGINT)
             _, err = tail.communicate(timeout=30)  # a hang: the stop waited for the reader
@@ -226,16 +214,41 @@ def test_ctrl_c_ends_an_ordered_tail_whose_reader_stalled_giving_the_rest_back_o
             printed.extend(chunk)
     stderr = err.decode()
     assert tail.returncode == 0 and "Traceback" not in stderr, stderr[-3000:]
-    lines = bytes(printed).splitlines()
-    assert 0 < len(lines) < count and len(set(lines)) == len(lines), len(lines)
-    assert set(lines) <= set(bodies)  # whole lines only
-    left = count - len(lines)
-    _channel_holds(c, topic, left, requeued=2)
-    rest = tmp_path / "rest.txt"
-    proc = run_cli(["tail", topic, "-c", "c", "--ordered", *where, "-n", str(left)], stdout=rest)
-    assert proc.returncode == 0, proc.stderr.decode()
-    again = rest.read_bytes().splitlines()
-    assert sorted(again + lines) == sorted(bodies)  # each message once: printed or left
+    return bytes(printed).splitlines()
+
+
+def test_ctrl_c_ends_an_ordered_tail_whose_reader_stalled_giving_the_rest_back_once(
+    redesign_cluster: Cluster, tmp_path: Path
+) -> None:
+    """Standard output is a socket whose reader reads nothing (as ``| less`` scrolled
+    back, a stopped reader): the tail fills it and waits in a write, on a partition's
+    thread (raw lines) or on the loop (a template), one channel each. Ctrl-C must end it
+    all the same, as it ends a tail whose reader keeps up: what was written is FINed,
+    the rest stays on the durable channel, given back once (one in flight per
+    partition), and a second tail reads exactly the messages the first did not print."""
+    c = redesign_cluster
+    topic, count = unique("lanestall"), 3000
+    paths = {"threads": [], "loop": ["--format", "%s\\n"]}
+    spec = {topic: TopicSpec(partitions=2, ordered=True)}
+    asyncio.run(create_topics(c.lookupd_http, spec, channels=tuple(paths)))
+    for channel in paths:
+        asyncio.run(subscribe_ordered_once(c, topic, channel))
+    where = ["--lookupd", c.lookupd_http[0]]
+    bodies = [b"%05d-" % i + b"x" * 90 for i in range(count)]
+    pub = run_cli(["pub", topic, *where], input=b"\n".join(bodies) + b"\n")
+    assert pub.returncode == 0, pub.stderr.decode()
+    for channel, output in paths.items():
+        lines = _interrupted_while_stalled(c, topic, channel, output)
+        assert 0 < len(lines) < count and len(set(lines)) == len(lines), (channel, len(lines))
+        assert set(lines) <= set(bodies), channel  # whole lines only
+        left = count - len(lines)
+        _channel_holds(c, topic, left, requeued=2, channel=channel)
+        rest = tmp_path / f"{channel}.txt"
+        tail = ["tail", topic, "-c", channel, "--ordered", *where, "-n", str(left)]
+        proc = run_cli(tail, stdout=rest)
+        assert proc.returncode == 0, proc.stderr.decode()
+        again = rest.read_bytes().splitlines()
+        assert sorted(again + lines) == sorted(bodies), channel  # once: printed or left
 
 
 async def _one_message(
