@@ -904,6 +904,7 @@ class _TailRun:
                 # handler runs in the main thread even then, and ends that wait. asyncio
                 # still dispatches the signal (its wake-up fd), and restores the handler.
                 signal.signal(sig, self._interrupted)
+                signal.siginterrupt(sig, False)  # as asyncio had it: fewer EINTRs
 
     def _interrupted(self, signum: int, frame: object) -> None:
         self.output.interrupt()
