@@ -13,13 +13,9 @@ of the thread's partition to the event loop, the failover and the new lane.
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import json
 import signal
-import socket
-import struct
 import subprocess
-import termios
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -42,6 +38,7 @@ from tests.helpers.redesign import (
     subscribe_ordered_once,
     unique,
 )
+from tests.helpers.stalled import interrupted_while_stalled
 from tests.helpers.wait import wait_for
 
 pytestmark = [pytest.mark.redesign, pytest.mark.timeout(300)]
@@ -171,52 +168,6 @@ def test_ordered_tail_on_threads_fins_only_what_it_wrote_on_a_full_disk_and_at_n
     _channel_holds(c, topic, count - 5, requeued=4)
 
 
-def _unread(sock: socket.socket) -> int:
-    """Bytes waiting in ``sock`` (FIONREAD)."""
-    return int(struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0" * 4))[0])
-
-
-def _interrupted_while_stalled(
-    c: Cluster, topic: str, channel: str, output: list[str]
-) -> list[bytes]:
-    """``tail --ordered`` of ``channel`` into a socket nobody reads; once it waits on the
-    full socket, SIGINT: it must end (exit 0, no traceback). The lines it printed."""
-    ours, theirs = socket.socketpair()
-    with ours:
-        theirs.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)  # full far sooner
-        argv = [NSQCTL, "tail", topic, "-c", channel, "--ordered", *output]
-        tail = subprocess.Popen(
-            [*argv, "--lookupd", c.lookupd_http[0]],
-            stdout=theirs.fileno(),
-            stderr=subprocess.PIPE,
-            env=clean_env(),
-        )
-        theirs.close()
-        try:
-            last = [-1]
-
-            def stalled() -> bool:  # the socket full: the same bytes at two looks
-                now = _unread(ours)
-                held = now > 0 and now == last[0]
-                last[0] = now
-                return held
-
-            eventually(stalled, 30, f"the tail of {channel} waiting on the full socket")
-            assert tail.poll() is None
-            tail.send_signal(signal.SIGINT)
-            _, err = tail.communicate(timeout=30)  # a hang: the stop waited for the reader
-        finally:
-            if tail.poll() is None:
-                tail.kill()
-                tail.wait()
-        printed = bytearray()
-        while chunk := ours.recv(65536):
-            printed.extend(chunk)
-    stderr = err.decode()
-    assert tail.returncode == 0 and "Traceback" not in stderr, stderr[-3000:]
-    return bytes(printed).splitlines()
-
-
 def test_ctrl_c_ends_an_ordered_tail_whose_reader_stalled_giving_the_rest_back_once(
     redesign_cluster: Cluster, tmp_path: Path
 ) -> None:
@@ -238,14 +189,14 @@ def test_ctrl_c_ends_an_ordered_tail_whose_reader_stalled_giving_the_rest_back_o
     pub = run_cli(["pub", topic, *where], input=b"\n".join(bodies) + b"\n")
     assert pub.returncode == 0, pub.stderr.decode()
     for channel, output in paths.items():
-        lines = _interrupted_while_stalled(c, topic, channel, output)
+        tail = ["tail", topic, "-c", channel, "--ordered", *where]
+        lines = interrupted_while_stalled([*tail, *output])
         assert 0 < len(lines) < count and len(set(lines)) == len(lines), (channel, len(lines))
         assert set(lines) <= set(bodies), channel  # whole lines only
         left = count - len(lines)
         _channel_holds(c, topic, left, requeued=2, channel=channel)
         rest = tmp_path / f"{channel}.txt"
-        tail = ["tail", topic, "-c", channel, "--ordered", *where, "-n", str(left)]
-        proc = run_cli(tail, stdout=rest)
+        proc = run_cli([*tail, "-n", str(left)], stdout=rest)
         assert proc.returncode == 0, proc.stderr.decode()
         again = rest.read_bytes().splitlines()
         assert sorted(again + lines) == sorted(bodies), channel  # once: printed or left
