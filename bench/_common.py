@@ -470,7 +470,7 @@ def run_peer(
         def sample() -> None:
             status = f"/proc/{proc.pid}/status"
             while not exited.wait(0.01):  # the PID stays ours until we reap it
-                kb = _status_kb("VmHWM", status)
+                kb = status_kb("VmHWM", status)
                 if kb is not None:
                     peak[0] = max(peak[0], kb)
 
@@ -546,16 +546,16 @@ class PeakRss:
 
     @staticmethod
     def current_kb() -> int | None:
-        return _status_kb("VmRSS")
+        return status_kb("VmRSS")
 
     def peak_kb(self) -> int:
-        peak = _status_kb("VmHWM")
+        peak = status_kb("VmHWM")
         if peak is not None:
             return peak
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
-def _status_kb(key: str, path: str = "/proc/self/status") -> int | None:
+def status_kb(key: str, path: str = "/proc/self/status") -> int | None:
     try:
         for line in Path(path).read_text().splitlines():
             if line.startswith(key + ":"):

@@ -14,18 +14,22 @@ bookkeeping, all the client does per message but the socket syscalls and loop po
     python -m bench.cpu_ordered --profile 30    # and a cProfile of one run, top 30
     python -m bench.cpu_ordered --plain 50      # plain tail instead: 50 messages a read
     python -m bench.cpu_ordered --lanes         # the path tail --ordered takes now
+    python -m bench.cpu_ordered --lanes --pipe  # its lines into a pipe (``| cat``)
 
 ``--lanes``: the same frames through :class:`nsqctl.consumer.lanes.PartitionLane`, a
 thread per partition on one end of a socket pair, tail's ``write_lane`` to ``/dev/null``;
 a child process on the other ends sends each partition's next frame once the last one's
 FIN came (as nsqd does). This process's CPU per message: poll, recv, decode, order check,
-line, FIN, with the syscalls this time (the child's are not counted).
+line, FIN, with the syscalls this time (the child's are not counted); and the wall time
+of a round trip (a partition's messages over the run's time: the child's turn and the
+lane's, the part of an ordered stream's round trip that is not the network and nsqd).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import cProfile
 import os
 import pstats
@@ -33,9 +37,10 @@ import resource
 import selectors
 import socket
 import statistics
+import subprocess
 import time
 from types import SimpleNamespace
-from typing import Any, cast
+from typing import Any, BinaryIO, cast
 
 from bench.inproc import attach
 from nsqctl.cli.commands.tail import MessageFilter, TailOutput
@@ -142,8 +147,9 @@ def serve(socks: list[socket.socket], per_partition: list[list[bytes]]) -> None:
                 sock.sendall(nxt)
 
 
-def run_lanes(per_partition: list[list[bytes]]) -> float:
-    """CPU seconds of this process per message, lanes reading both partitions."""
+def run_lanes(per_partition: list[list[bytes]], pipe: bool = False) -> tuple[float, float]:
+    """CPU seconds of this process per message, lanes reading both partitions, and wall
+    seconds per message of one partition (a round trip: the child's turn and ours)."""
     pairs = [socket.socketpair() for _ in per_partition]
     pid = os.fork()
     if pid == 0:
@@ -152,11 +158,19 @@ def run_lanes(per_partition: list[list[bytes]]) -> float:
         finally:
             os._exit(0)
     count = sum(map(len, per_partition))
-    with open(os.devnull, "wb") as out:
+    with contextlib.ExitStack() as stack:
+        if pipe:  # lines into a pipe that ``cat`` drains, as ``tail --ordered | cat``
+            drain = subprocess.Popen(["cat"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+            stack.callback(drain.wait)
+            assert drain.stdin is not None
+            out = cast(BinaryIO, stack.enter_context(drain.stdin))
+        else:
+            out = stack.enter_context(open(os.devnull, "wb"))
         output = TailOutput(out, "raw", False, 0, 1, MessageFilter())
         order = OrderChecker("t")
         delivery = cast(Any, SimpleNamespace(order_checker=order))
         start = resource.getrusage(resource.RUSAGE_SELF)
+        began = time.perf_counter()
         lanes = []
         for partition, (ours, theirs) in enumerate(pairs):
             theirs.close()
@@ -176,6 +190,7 @@ def run_lanes(per_partition: list[list[bytes]]) -> float:
         for lane in lanes:
             lane.thread.join()  # each ends at its socket's end (the child is done)
         end = resource.getrusage(resource.RUSAGE_SELF)
+        wall = time.perf_counter() - began
         os.waitpid(pid, 0)
         handled = sum(len(lane.take_batch()[0]) for lane in lanes)
         for lane in lanes:
@@ -183,7 +198,7 @@ def run_lanes(per_partition: list[list[bytes]]) -> float:
         if output.written != count or handled != count:
             raise SystemExit(f"run broken: {output.written} written, {handled} handled")
     cpu = (end.ru_utime - start.ru_utime) + (end.ru_stime - start.ru_stime)
-    return cpu / count
+    return cpu / count, wall / max(map(len, per_partition))
 
 
 def main() -> None:
@@ -194,16 +209,20 @@ def main() -> None:
     ap.add_argument("--profile", type=int, metavar="N", help="cProfile one run, top N")
     ap.add_argument("--plain", type=int, metavar="K", help="plain tail, K messages per read")
     ap.add_argument("--lanes", action="store_true", help="a thread per partition (see above)")
+    ap.add_argument("--pipe", action="store_true", help="--lanes: lines into a pipe, not /dev/null")
     args = ap.parse_args()
     per_read = args.plain or 1
     layout = LAYOUT if per_read == 1 else PLAIN
     per_partition = [frames(args.messages // 2, args.size, p, layout) for p in PARTITIONS]
     if args.lanes:
-        lane_us = [run_lanes(per_partition) * 1e6 for _ in range(args.repeats)]
+        lane_runs = [run_lanes(per_partition, args.pipe) for _ in range(args.repeats)]
+        lane_us = [cpu * 1e6 for cpu, _ in lane_runs]
+        trip_us = [wall * 1e6 for _, wall in lane_runs]
         print(
             f"tail --ordered on threads: {statistics.median(lane_us):.2f} us CPU/msg (median "
-            f"of {len(lane_us)}; runs {', '.join(f'{u:.2f}' for u in lane_us)}), "
-            f"{args.messages:,} messages"
+            f"of {len(lane_us)}; runs {', '.join(f'{u:.2f}' for u in lane_us)}); "
+            f"{statistics.median(trip_us):.2f} us a round trip ("
+            f"{', '.join(f'{u:.2f}' for u in trip_us)}), {args.messages:,} messages"
         )
         return
     runs = [asyncio.run(run(per_partition, per_read, None)) for _ in range(args.repeats)]

@@ -6,7 +6,9 @@ phases from its output file, whose size is sampled every 2 ms: **start** (spawn 
 first line: interpreter, imports, lookup, connect, SUB, first message), **stream** (first
 line to last), **end** (last line to exit: -n detection, the last FINs, CLS, teardown),
 and the **longest pause** in the output once it began (a stall: a wait on a timer, a
-resend, a partition handed between threads). CPU is the child's own (``os.wait4``).
+resend, a partition handed between threads). CPU is the child's own (``os.wait4``);
+peak RSS its VmHWM, read every tenth sample (``ru_maxrss`` carries the forking Python's
+over the exec).
 
 The runs are interleaved and rotated as in ``bench_redesign.py`` (on a cluster of its
 own: etcd, one nsqlookupd, 2 youzan nsqd, a topic of 2 ordered partitions, a fresh
@@ -47,6 +49,7 @@ class Timeline:
     pause: float  # the longest time the output did not grow, once it began
     pause_at: float  # when that pause began, from the spawn
     cpu: float
+    rss: float  # peak resident set, MiB
     returncode: int
 
 
@@ -58,6 +61,8 @@ def timed(argv: Sequence[str], env: dict[str, str] | None, out: Path) -> Timelin
         proc = subprocess.Popen(list(argv), stdout=sink, stderr=subprocess.DEVNULL, env=full_env)
     growth: list[tuple[float, int]] = []  # (seconds from the spawn, size) at each change
     size = 0
+    looks = 0
+    peak_kib = 0
     while True:
         pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
         now = time.perf_counter() - began
@@ -65,6 +70,9 @@ def timed(argv: Sequence[str], env: dict[str, str] | None, out: Path) -> Timelin
         if current != size:
             growth.append((now, current))
             size = current
+        looks += 1
+        if not pid and looks % 10 == 1:  # not reaped yet: the PID is still the child's
+            peak_kib = max(peak_kib, c.status_kb("VmHWM", f"/proc/{proc.pid}/status") or 0)
         if pid:
             proc.returncode = os.waitstatus_to_exitcode(status)
             break
@@ -81,6 +89,7 @@ def timed(argv: Sequence[str], env: dict[str, str] | None, out: Path) -> Timelin
         pause=pause,
         pause_at=pause_at,
         cpu=usage.ru_utime + usage.ru_stime,
+        rss=peak_kib / 1024,
         returncode=proc.returncode,
     )
 
@@ -135,6 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         f"  [{rep + 1}/{args.repeats}] {name:<30} start {t.start:6.3f}s "
                         f"stream {t.stream:6.3f}s end {t.end:6.3f}s total {t.total:6.3f}s "
                         f"pause {t.pause:6.3f}s@{t.pause_at:.2f} cpu {t.cpu:5.2f}s "
+                        f"rss {t.rss:5.1f}MiB "
                         f"load {os.getloadavg()[0]:.1f} rc {t.returncode}"
                     )
         finally:
@@ -142,7 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"\n{n:,} ordered messages, 2 partitions, median of {args.repeats} (runs)")
     for name, runs in results.items():
         cols = []
-        for phase in ("start", "stream", "end", "total", "pause", "cpu"):
+        for phase in ("start", "stream", "end", "total", "pause", "cpu", "rss"):
             values = [getattr(t, phase) for t in runs]
             each = " ".join(f"{v:.2f}" for v in values)
             cols.append(f"{phase} {c.median(values):.3f} ({each})")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 from nsqctl.protocol.raw_message import RawMessage
@@ -51,14 +52,16 @@ class OrderChecker:
         self._last: dict[int | None, _Mark] = {}
         self._rewound: dict[int | None, _Mark] = {}
         self._replaying: set[int | None] = set()
-        # Per partition: a partition read on a thread of its own (see .lanes) counts its
-        # own entry, never one shared with the other partitions' threads.
-        self._redeliveries: dict[int | None, int] = {}
+        # Partitions read on threads of their own (see .lanes) count here at once: under
+        # a lock, not the GIL's word (``+=`` is a read then a write). Taken only for a
+        # resend after a reconnect, never for the messages of an unbroken stream.
+        self._count_lock = threading.Lock()
+        self._redeliveries = 0
 
     @property
     def redeliveries(self) -> int:
         """Messages resent from a server's confirmed position, over every partition."""
-        return sum(self._redeliveries.values())
+        return self._redeliveries
 
     def reconnected(self, partition: int | None) -> None:
         """The partition's stream starts again (new connection or leader)."""
@@ -78,8 +81,8 @@ class OrderChecker:
         last_offset, last_id, last_size = last
         if self._replaying and partition in self._replaying:
             if offset <= last_offset:
-                # resent from the server's confirmed position
-                self._redeliveries[partition] = self._redeliveries.get(partition, 0) + 1
+                with self._count_lock:  # resent from the server's confirmed position
+                    self._redeliveries += 1
                 return None
             self._replaying.discard(partition)  # past the mark: checked as usual below
         if offset == last_offset and internal_id == last_id:

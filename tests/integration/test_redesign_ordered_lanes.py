@@ -38,6 +38,7 @@ from tests.helpers.redesign import (
     subscribe_ordered_once,
     unique,
 )
+from tests.helpers.stalled import interrupted_while_stalled
 from tests.helpers.wait import wait_for
 
 pytestmark = [pytest.mark.redesign, pytest.mark.timeout(300)]
@@ -114,13 +115,13 @@ def test_ordered_tail_on_threads_loses_duplicates_and_reorders_nothing_through_a
         assert seqs == sorted(seqs), f"key {key} out of order"
 
 
-def _channel_holds(c: Cluster, topic: str, count: int, requeued: int) -> None:
-    """Wait until the channel holds ``count`` messages, none in flight or timed out, and
+def _channel_holds(c: Cluster, topic: str, count: int, requeued: int, channel: str = "c") -> None:
+    """Wait until ``channel`` holds ``count`` messages, none in flight or timed out, and
     check that at most ``requeued`` were ever given back (one in flight per partition)."""
     totals: list[tuple[int, int, int, int]] = []
 
     def settled() -> bool:
-        chans = channel_stats(c, topic, "c").values()
+        chans = channel_stats(c, topic, channel).values()
         totals[:] = [
             (
                 sum(ch.depth for ch in chans),
@@ -165,6 +166,40 @@ def test_ordered_tail_on_threads_fins_only_what_it_wrote_on_a_full_disk_and_at_n
     printed = out.read_bytes().splitlines()
     assert len(printed) == len(set(printed)) == 5, printed
     _channel_holds(c, topic, count - 5, requeued=4)
+
+
+def test_ctrl_c_ends_an_ordered_tail_whose_reader_stalled_giving_the_rest_back_once(
+    redesign_cluster: Cluster, tmp_path: Path
+) -> None:
+    """Standard output is a socket whose reader reads nothing (as ``| less`` scrolled
+    back, a stopped reader): the tail fills it and waits in a write, on a partition's
+    thread (raw lines) or on the loop (a template), one channel each. Ctrl-C must end it
+    all the same, as it ends a tail whose reader keeps up: what was written is FINed,
+    the rest stays on the durable channel, given back once (one in flight per
+    partition), and a second tail reads exactly the messages the first did not print."""
+    c = redesign_cluster
+    topic, count = unique("lanestall"), 3000
+    paths = {"threads": [], "loop": ["--format", "%s\\n"]}
+    spec = {topic: TopicSpec(partitions=2, ordered=True)}
+    asyncio.run(create_topics(c.lookupd_http, spec, channels=tuple(paths)))
+    for channel in paths:
+        asyncio.run(subscribe_ordered_once(c, topic, channel))
+    where = ["--lookupd", c.lookupd_http[0]]
+    bodies = [b"%05d-" % i + b"x" * 90 for i in range(count)]
+    pub = run_cli(["pub", topic, *where], input=b"\n".join(bodies) + b"\n")
+    assert pub.returncode == 0, pub.stderr.decode()
+    for channel, output in paths.items():
+        tail = ["tail", topic, "-c", channel, "--ordered", *where]
+        lines = interrupted_while_stalled([*tail, *output])
+        assert 0 < len(lines) < count and len(set(lines)) == len(lines), (channel, len(lines))
+        assert set(lines) <= set(bodies), channel  # whole lines only
+        left = count - len(lines)
+        _channel_holds(c, topic, left, requeued=2, channel=channel)
+        rest = tmp_path / f"{channel}.txt"
+        proc = run_cli([*tail, "-n", str(left)], stdout=rest)
+        assert proc.returncode == 0, proc.stderr.decode()
+        again = rest.read_bytes().splitlines()
+        assert sorted(again + lines) == sorted(bodies), channel  # once: printed or left
 
 
 async def _one_message(

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import sys
+import threading
+from collections.abc import Iterator
+
 import pytest
 
 from nsqctl.consumer import OrderChecker
@@ -191,3 +195,43 @@ def test_fin_window_keeps_sources_apart() -> None:
     fins.add_many(None, [same], nsqd="127.0.0.1:4150")
     assert fins.seen(None, same, nsqd="127.0.0.1:4150")
     assert not fins.seen(None, same, nsqd="127.0.0.1:4250")
+
+
+@pytest.fixture
+def switch_often() -> Iterator[None]:
+    """Threads handed the GIL every microsecond: a read-then-write race shows at once."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    yield
+    sys.setswitchinterval(before)
+
+
+def test_resends_counted_on_several_threads_at_once_are_all_counted(switch_often: None) -> None:
+    """Ordered partitions read on threads of their own (nsqctl.consumer.lanes) count the
+    resends of a new leader in one checker, while the loop reads the total: each counted
+    once, the total never going back and never failing to read."""
+    threads, resends = 4, 3000
+    checker = OrderChecker("t")
+    for partition in range(threads):
+        for i in range(resends + 1):
+            checker.check("n:1", partition, _msg(i * 50, i + 1))
+        checker.reconnected(partition)
+    start = threading.Barrier(threads + 1)
+
+    def resend(partition: int) -> None:
+        start.wait()
+        for i in range(resends):  # at or below the mark: counted, not reported
+            assert checker.check("n:2", partition, _msg(i * 50, i + 1)) is None
+
+    workers = [threading.Thread(target=resend, args=(p,)) for p in range(threads)]
+    for worker in workers:
+        worker.start()
+    start.wait()
+    seen = 0
+    while any(worker.is_alive() for worker in workers):
+        total = checker.redeliveries
+        assert total >= seen
+        seen = total
+    for worker in workers:
+        worker.join()
+    assert checker.redeliveries == threads * resends

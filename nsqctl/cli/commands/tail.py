@@ -36,7 +36,7 @@ from nsqctl.cli.flags import (
 from nsqctl.cli.library_warnings import command_warnings
 from nsqctl.cli.numbers import rate as rate_number
 from nsqctl.cli.numbers import seconds
-from nsqctl.cli.output.fd import stream_fd, write_fully
+from nsqctl.cli.output.fd import WriteStop, stream_fd, write_fully
 from nsqctl.cli.output.messages import format_message
 from nsqctl.cli.output.pipe_acks import PipeAcks, hangup_poll, pipe_acks_for
 from nsqctl.cli.output.template import TOKENS_HELP, Template, compile_template, is_template
@@ -186,6 +186,8 @@ class TailOutput:
         self.write_error: OSError | None = None
         # The file descriptor written to, found once (None: an in-memory stream).
         self._fd = stream_fd(out)
+        # Set by a signal: a write waiting on a stalled reader gives up (see _write).
+        self.write_stop = WriteStop(self._fd)
         self._hangup = hangup_poll(self._fd)
         # ``ack_when_read`` (a durable channel, whose messages outlive tail): on a pipe a
         # message is FINed once its reader has handled it, not when written. An ephemeral
@@ -299,9 +301,38 @@ class TailOutput:
         fmt, print_topic = self.fmt, self.print_topic
         return b"".join([format_message(msg, fmt, print_topic) for msg in msgs])
 
-    def _write(self, data: bytes) -> None:
-        """All of ``data`` to the file descriptor (see :mod:`nsqctl.cli.output.fd`)."""
-        write_fully(self.out, self._fd, data)
+    def _write(self, data: bytes) -> int:
+        """All of ``data`` to the file descriptor (see :mod:`nsqctl.cli.output.fd`); the
+        bytes written, fewer when a signal came while a stalled reader took nothing."""
+        return write_fully(self.out, self._fd, data, self.write_stop)
+
+    def interrupt(self) -> None:
+        """A signal (Ctrl-C, SIGTERM), in the main thread: a write waiting for a stalled
+        reader gives up, on the loop and on the lanes, and so does every later one the
+        reader does not take at once; the tail then stops, giving back the rest."""
+        self.write_stop.set()
+
+    def _write_stopped(self, batch: list[Message], written: int) -> None:
+        """The flush of ``batch`` was stopped (see :meth:`interrupt`) after ``written``
+        bytes: the messages whose output is all out count as written (FINed, or owed by
+        the pipe's reader); the rest, a message cut short among them, are given back."""
+        whole = 0
+        out_bytes = 0
+        for msg in batch:
+            size = len(self._render([msg]))
+            if out_bytes + size > written:
+                break
+            out_bytes += size
+            whole += 1
+        done, rest = batch[:whole], batch[whole:]
+        self.pending = []
+        with self.lock:
+            self.written += len(done)
+        if self.pipe is None:
+            finish_all(done)
+        elif written:  # a line cut short counts too: the reader must pass it first
+            self.pipe.wrote(written, done)
+        self._close_giving_back(rest)
 
     def flush(self) -> None:
         """Write and FIN the pending messages; a closed reader (``| head``) ends the tail
@@ -312,13 +343,17 @@ class TailOutput:
         data = self._render(pending)
         try:
             with self.lock:
-                self._write(data)
-                self.written += len(pending)
+                done = self._write(data)
+                if done == len(data):
+                    self.written += len(pending)
         except BrokenPipeError:
             self._reader_gone()
             return
         except OSError as err:
             self._write_failed(err)
+            return
+        if done < len(data):
+            self._write_stopped(pending, done)
             return
         limit = self.limit
         if limit and self.written >= limit:
@@ -344,7 +379,9 @@ class TailOutput:
         """On an ordered partition's reader thread: write the lines of ``raws`` (plain
         bodies) before their FIN. False leaves them to the loop, unwritten: closing, the
         last message before -n (the loop stops the intake before its FIN), a broken pipe
-        (the loop's write meets it again and ends the tail)."""
+        (the loop's write meets it again and ends the tail), a signal while the reader
+        took nothing (:meth:`interrupt`: the loop gives them back as it stops; only a
+        line longer than ``PIPE_BUF`` can have been cut short)."""
         count = len(raws)
         prefix = self.lane_prefix
         if count == 1:
@@ -355,7 +392,8 @@ class TailOutput:
             if self.closing or (self.limit and self.written + count >= self.limit):
                 return False
             try:
-                self._write(data)
+                if self._write(data) < len(data):
+                    return False
             except OSError:
                 return False
             self.written += count
@@ -864,6 +902,15 @@ class TailRun:
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError):
                 loop.add_signal_handler(sig, self.output.done.set)
+                # asyncio runs done.set on the loop, which a write waiting on a stalled
+                # reader holds (on the loop, or joining a lane that waits): Python's own
+                # handler runs in the main thread even then, and ends that wait. asyncio
+                # still dispatches the signal (its wake-up fd), and restores the handler.
+                signal.signal(sig, self._interrupted)
+                signal.siginterrupt(sig, False)  # as asyncio had it: fewer EINTRs
+
+    def _interrupted(self, signum: int, frame: object) -> None:
+        self.output.interrupt()
 
     async def begin(self) -> None:
         """Connect (the partitions asked for checked first); --until on the original
