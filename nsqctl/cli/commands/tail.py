@@ -325,14 +325,14 @@ class TailOutput:
             out_bytes += size
             whole += 1
         done, rest = batch[:whole], batch[whole:]
-        self.pending = []
         with self.lock:
             self.written += len(done)
         if self.pipe is None:
             finish_all(done)
         elif written:  # a line cut short counts too: the reader must pass it first
             self.pipe.wrote(written, done)
-        self._close_giving_back(rest)
+        self.pending = rest
+        self.close()  # gives back what is pending, once, after RDY 0
 
     def flush(self) -> None:
         """Write and FIN the pending messages; a closed reader (``| head``) ends the tail
