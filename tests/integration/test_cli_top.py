@@ -27,28 +27,25 @@ async def test_top_once_json_ranks_a_poison_channel_first(any_cluster: Cluster) 
     topic = f"top_{uuid.uuid4().hex[:10]}"
     consumer, seen = await poison_consumer(c, topic, redesign)
     try:
-        # long enough for more than twice the held messages to be requeued between the polls
-        interval = f"{await poll_interval_for_poison(seen, floor=1):g}"
-        args = [
-            "top",
-            "--lookupd",
-            c.lookupd_http[0],
-            "--once",
-            "--json",
-            "-i",
-            interval,
-            "-n",
-            "500",
-        ]
-        proc = await asyncio.to_thread(cli, *args)
+        # long enough for more than twice the held messages to be requeued between the polls;
+        # the pace is measured first, but a loaded machine can slow nsqd's redeliveries
+        # after that: a run that saw too few is repeated over twice the interval (the rule
+        # itself is what is tested, not the pace)
+        pace = await poll_interval_for_poison(seen, floor=1)
+        for attempt in range(3):
+            interval = f"{pace * 2**attempt:g}"
+            args = ["top", "--lookupd", c.lookupd_http[0], "--once", "--json", "-i", interval]
+            proc = await asyncio.to_thread(cli, *args, "-n", "500")
+            assert proc.returncode == 0, proc.stderr
+            doc = json.loads(proc.stdout)  # one document
+            mine = [e for e in doc["entries"] if e["topic"] == topic]
+            assert [e["channel"] for e in mine] == ["retries"]
+            entry = mine[0]
+            if entry["requeue_rate"] * float(interval) > 2 * POISON:
+                break
     finally:
         await consumer.stop(timeout=5)
-    assert proc.returncode == 0, proc.stderr
-    doc = json.loads(proc.stdout)  # one document
     assert doc["sort"] == "requeue" and doc["by"] == "channel"
-    mine = [e for e in doc["entries"] if e["topic"] == topic]
-    assert [e["channel"] for e in mine] == ["retries"]
-    entry = mine[0]
     assert "poison" in entry["reasons"], json.dumps(entry)
     assert entry["held"] == POISON and entry["requeue_rate"] * float(interval) > 2 * POISON
     assert doc["entries"][0]["requeue_rate"] >= entry["requeue_rate"]  # ranked by it

@@ -82,40 +82,46 @@ def test_a_killed_nsqd_is_named_by_every_view(original: Original) -> None:
     o = original
     dead = o.victim.http_address
     process.kill_hard(o.victim)
-    said = f"1 of 2 nsqd not answering ({dead}: "
-    info = json.loads(cells.ok("lookup", o.topic, "--json", *o.everywhere).stdout)
-    assert info["complete"] is False and any(said in w for w in info["warnings"])
-    assert [n["http"] for n in info["nsqds"]] == [o.survivor.http_address]  # lookupd forgot it
-    assert info["channels"] == ["c"]
-    topics = cells.ok("topic", "list", "--json", *o.everywhere)
-    listing = json.loads(topics.stdout)
-    assert o.topic in listing["topics"] and listing["complete"] is False
-    assert any(said in w for w in listing["warnings"]) and said in topics.stderr
-    channels = cells.ok("channel", "list", o.topic, *o.everywhere)
-    assert channels.stdout.splitlines() == ["c"] and said in channels.stderr
-    nodes = json.loads(cells.ok("node", "list", "--json", *o.everywhere).stdout)["nodes"]
-    assert {(n["http"], n["state"], n["registered"]) for n in nodes} == {
-        (o.survivor.http_address, "up", True),
-        (dead, "down", False),
-    }
-    record = cells.one_record("stat", o.topic, "--json", "-n", "1", *o.everywhere)
-    assert record["complete"] is False and any(said in w for w in record["warnings"])
-    assert {n["address"]: n["state"] for n in record["nodes"]}[dead] == "down"
-    assert f"nsqd {dead} down" in cells.ok("stat", o.topic, "-n", "1", *o.everywhere).stderr
-    ranking = cells.one_record("top", "--json", "-i", "0.1", *o.everywhere)
-    assert ranking["complete"] is False and [n["address"] for n in ranking["nodes"]] == [dead]
-    check = cells.check(2, *o.everywhere)
-    [down] = [f for f in cells.findings(check, "node-down") if f["node"] == dead]
-    assert down["status"] == "crit"
-    view = asyncio.run(cells.view_of(o.c.lookupd_http, o.c.nsqd_http))
-    [row] = [cells for key, cells in rows.node_rows(view) if key == dead]
-    assert str(row[2]) == "down"
-    assert "1/2 nsqd up" in rows.summary_line(view).plain
-    scraped = cells.scrape(view)
-    assert scraped[("nsq_node_up", frozenset({("node", dead)}))] == 0.0
-    assert scraped[("nsq_node_up", frozenset({("node", o.survivor.http_address)}))] == 1.0
-    o.c.restart(o.victim)
-    eventually(lambda: _registered(o) == set(o.c.nsqd_http), 30, "the nsqd to register again")
+    try:
+        said = f"1 of 2 nsqd not answering ({dead}: "
+        info = json.loads(cells.ok("lookup", o.topic, "--json", *o.everywhere).stdout)
+        assert info["complete"] is False and any(said in w for w in info["warnings"])
+        assert [n["http"] for n in info["nsqds"]] == [o.survivor.http_address]  # lookupd forgot it
+        assert info["channels"] == ["c"]
+        topics = cells.ok("topic", "list", "--json", *o.everywhere)
+        listing = json.loads(topics.stdout)
+        assert o.topic in listing["topics"] and listing["complete"] is False
+        assert any(said in w for w in listing["warnings"]) and said in topics.stderr
+        channels = cells.ok("channel", "list", o.topic, *o.everywhere)
+        assert channels.stdout.splitlines() == ["c"] and said in channels.stderr
+        nodes = json.loads(cells.ok("node", "list", "--json", *o.everywhere).stdout)["nodes"]
+        listed = {n["http"]: (n["state"], n["registered"]) for n in nodes}
+        assert listed.pop(dead) == ("down", False)
+        # "slow" is up too: a loaded machine can take the survivor's /stats past a second
+        assert listed in ({o.survivor.http_address: (s, True)} for s in ("up", "slow")), listed
+        record = cells.one_record("stat", o.topic, "--json", "-n", "1", *o.everywhere)
+        assert record["complete"] is False and any(said in w for w in record["warnings"])
+        assert {n["address"]: n["state"] for n in record["nodes"]}[dead] == "down"
+        assert f"nsqd {dead} down" in cells.ok("stat", o.topic, "-n", "1", *o.everywhere).stderr
+        ranking = cells.one_record("top", "--json", "-i", "0.1", *o.everywhere)
+        assert ranking["complete"] is False
+        # top lists the nodes that are not up; on a loaded machine the survivor's /stats can
+        # take over a second, which is "slow" (listed, never "down")
+        states = {n["address"]: n["state"] for n in ranking["nodes"]}
+        assert states.pop(dead) == "down" and set(states.values()) <= {"slow"}, ranking["nodes"]
+        check = cells.check(2, *o.everywhere)
+        [down] = [f for f in cells.findings(check, "node-down") if f["node"] == dead]
+        assert down["status"] == "crit"
+        view = asyncio.run(cells.view_of(o.c.lookupd_http, o.c.nsqd_http))
+        [row] = [cells for key, cells in rows.node_rows(view) if key == dead]
+        assert str(row[2]) == "down"
+        assert "1/2 nsqd up" in rows.summary_line(view).plain
+        scraped = cells.scrape(view)
+        assert scraped[("nsq_node_up", frozenset({("node", dead)}))] == 0.0
+        assert scraped[("nsq_node_up", frozenset({("node", o.survivor.http_address)}))] == 1.0
+    finally:  # the next test needs both nsqds, whatever this one found
+        o.c.restart(o.victim)
+        eventually(lambda: _registered(o) == set(o.c.nsqd_http), 30, "the nsqd to register again")
 
 
 async def test_a_hung_nsqd_is_named_by_every_view_in_bounded_time(original: Original) -> None:
