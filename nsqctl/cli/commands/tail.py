@@ -346,6 +346,8 @@ class TailOutput:
                 done = self._write(data)
                 if done == len(data):
                     self.written += len(pending)
+                else:  # nothing more from a lane after what the stop cut short
+                    self.closing = True
         except BrokenPipeError:
             self._reader_gone()
             return
@@ -380,8 +382,9 @@ class TailOutput:
         bodies) before their FIN. False leaves them to the loop, unwritten: closing, the
         last message before -n (the loop stops the intake before its FIN), a broken pipe
         (the loop's write meets it again and ends the tail), a signal while the reader
-        took nothing (:meth:`interrupt`: the loop gives them back as it stops; only a
-        line longer than ``PIPE_BUF`` can have been cut short)."""
+        took nothing (:meth:`interrupt`: the loop gives them back as it stops). A line
+        the signal cut short (longer than ``PIPE_BUF``, or part taken by a socket or a
+        terminal) is the last thing written: closing from then on."""
         count = len(raws)
         prefix = self.lane_prefix
         if count == 1:
@@ -392,9 +395,14 @@ class TailOutput:
             if self.closing or (self.limit and self.written + count >= self.limit):
                 return False
             try:
-                if self._write(data) < len(data):
-                    return False
+                written = self._write(data)
             except OSError:
+                return False
+            if written < len(data):
+                # Part of a line is out: anything written after it (this message again,
+                # by the loop, once the reader takes bytes) would run on from it, one line
+                # that is no message. The loop gives the message back instead.
+                self.closing = self.closing or written > 0
                 return False
             self.written += count
             self.arrivals += count
