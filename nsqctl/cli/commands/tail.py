@@ -327,6 +327,9 @@ class TailOutput:
         done, rest = batch[:whole], batch[whole:]
         with self.lock:
             self.written += len(done)
+        # RDY 0 before the FINs: the tail is ending, and FINs with the window open would
+        # have nsqd send as many again, only to be given back (their attempts raised).
+        self.stop_intake()
         if self.pipe is None:
             finish_all(done)
         elif written:  # a line cut short counts too: the reader must pass it first
