@@ -36,7 +36,7 @@ from tests.helpers.redesign import (
     subscribe_ordered_once,
     unique,
 )
-from tests.helpers.stalled import unread
+from tests.helpers.stalled import stalled
 from tests.helpers.wait import wait_for
 
 pytestmark = [pytest.mark.redesign, pytest.mark.timeout(120)]
@@ -71,15 +71,8 @@ async def test_a_line_cut_short_by_a_stop_on_a_lane_is_not_written_again_after_i
             run_cli, ["pub", topic, BODY.decode(), "--lookupd", c.lookupd_http[0]]
         )
         assert pub.returncode == 0, pub.stderr
-        last = [-1]
-
-        def stalled() -> bool:  # the thread waits on the full socket: part of the line out
-            now = unread(ours)
-            held = 0 < now == last[0]
-            last[0] = now
-            return held
-
-        await wait_for(stalled, 20, "the thread to wait on the full socket")
+        # the thread waits on the full socket, part of the line out
+        await wait_for(stalled(ours), 20, "the thread to wait on the full socket")
         assert output.written == 0
         output.interrupt()  # what Ctrl-C does in the main thread
         lane.join(10)  # no loop turn meanwhile: the thread's hand-back waits for one

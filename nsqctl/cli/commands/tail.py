@@ -461,19 +461,35 @@ class TailOutput:
             await asyncio.sleep(PIPE_CHECK_INTERVAL)
         if not pipe.owed:
             return
-        if pipe.reader_gone():
-            self.reader_gone = True
-        else:
-            print(
-                f"nsqctl tail: {pipe.unread()} message(s) still unread in the pipe after "
-                f"{timeout:g}s: given back to nsqd, so they come again (the reader may "
-                "print them too)",
-                file=sys.stderr,
-                flush=True,
-            )
+        gone = pipe.reader_gone()
+        unread = 0 if gone else pipe.unread()
+        # Given back before the notice: standard error may be the same stalled pipe.
         self.stop_intake()
         for msg in pipe.take_all():
             msg.requeue(delay=0, backoff=False)
+        if gone:
+            self.reader_gone = True
+        else:
+            self.notice(
+                f"nsqctl tail: {unread} message(s) still unread in the pipe after "
+                f"{timeout:g}s: given back to nsqd, so they come again (the reader may "
+                "print them too)"
+            )
+
+    def notice(self, text: str) -> None:
+        """A line to standard error, under the output's stop (:meth:`interrupt`): after a
+        signal it is dropped from where standard error takes nothing more (``2>&1 |
+        less`` scrolled back), instead of waiting in the kernel, where no signal ends a
+        write to a pipe."""
+        err = sys.stderr
+        err.flush()
+        try:
+            fd = err.fileno()
+        except (AttributeError, OSError, ValueError):  # an in-memory stream (CliRunner)
+            print(text, file=err, flush=True)
+            return
+        with contextlib.suppress(OSError):  # nowhere left to say it
+            write_fully(self.out, fd, f"{text}\n".encode(), self.write_stop.watching(fd))
 
 
 class TailSource(NamedTuple):
