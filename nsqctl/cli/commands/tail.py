@@ -837,16 +837,16 @@ def _log_failed(log: TraceLog | None) -> bool:
     return log is not None and log.error is not None
 
 
-def _summary(consumer: Consumer) -> None:
-    """After a reconnect: what came twice (at-least-once), so a reader can account for it."""
+def _summary(consumer: Consumer, output: TailOutput) -> None:
+    """After a reconnect: what came twice (at-least-once), so a reader can account for it
+    (a notice: after Ctrl-C, not waiting on a standard error that stalled)."""
     stats = consumer.stats
     if not (stats.duplicates or stats.order_redeliveries or stats.reconnects):
         return
-    print(
+    output.notice(
         f"nsqctl tail: {stats.reconnects} reconnect(s); {stats.duplicates} message(s) "
         f"printed again after a reconnect (at-least-once), {stats.order_redeliveries} "
-        "of them resent by a new leader on an ordered partition",
-        file=sys.stderr,
+        "of them resent by a new leader on an ordered partition"
     )
 
 
@@ -1006,7 +1006,7 @@ class TailRun:
         await self.consumer.stop(timeout=5)
         if log is not None:
             log.close()
-        _summary(self.consumer)
+        _summary(self.consumer, self.output)
 
     def raise_outcome(self) -> None:
         """Why the tail ended, when that was not success: the error, or the exit status."""
