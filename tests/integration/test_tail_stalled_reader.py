@@ -18,6 +18,7 @@ import pytest
 
 from nsqctl.servers.cluster import Cluster
 from nsqctl.stats import read_nsqd_stats
+from nsqctl.stats.model import ChannelStats
 from tests.helpers.cli import NSQCTL, clean_env, run_cli
 from tests.helpers.names import unique
 from tests.helpers.stalled import interrupted_while_stalled, stalled
@@ -83,14 +84,11 @@ def test_ctrl_c_gives_back_what_a_stalled_pipe_holds_when_stderr_is_that_pipe(
         os.close(filler)
         tail.send_signal(signal.SIGINT)
 
-        def in_flight() -> int:
-            return sum(
-                ch.in_flight_count
-                for ch in [read_nsqd_stats(c.nsqd_http[0], topic=topic).channel(topic, "keep")]
-                if ch is not None
-            )
-
-        eventually(lambda: in_flight() == 0, 30, lambda: f"{in_flight()} in flight")
+        eventually(
+            lambda: _keep(c, topic).in_flight_count == 0,
+            30,
+            lambda: f"{_keep(c, topic).in_flight_count} in flight",
+        )
         tail.wait(timeout=30)  # a hang: the notice waited on the full pipe
     finally:
         if tail.poll() is None:
@@ -102,3 +100,43 @@ def test_ctrl_c_gives_back_what_a_stalled_pipe_holds_when_stderr_is_that_pipe(
     lines = [line for line in bytes(printed).splitlines() if line and b"nsqctl" not in line]
     assert 0 < len(lines) < count and len(set(lines)) == len(lines), len(lines)
     assert set(lines) <= set(bodies), b"Traceback" in printed
+
+
+def test_a_second_ctrl_c_ends_the_wait_for_a_stalled_pipe_reader(original_cluster: Cluster) -> None:
+    """``nsqctl tail -c DURABLE | less`` scrolled back: the first Ctrl-C stops the tail,
+    which then waits for the reader to take what it wrote into the pipe; a second one
+    ends that wait: what the reader did not take is given back at once, and tail says so."""
+    c = original_cluster
+    topic, count = unique("stall2"), 3000
+    where = ["--nsqd", c.nsqd_tcp[0]]
+    _published(topic, where, count)
+    read_end, write_end = os.pipe()
+    tail = subprocess.Popen(
+        [NSQCTL, "tail", topic, "-c", "keep", *where],
+        stdout=write_end,
+        stderr=subprocess.PIPE,
+        env=clean_env(),
+    )
+    os.close(write_end)
+    try:
+        eventually(stalled(read_end), 30, "the tail waiting on the full pipe")
+        tail.send_signal(signal.SIGINT)
+        # RDY 0, which tail sends as it stops, just before it waits for the reader
+        eventually(lambda: [cl.ready_count for cl in _keep(c, topic).clients] == [0], 30, "RDY 0")
+        tail.send_signal(signal.SIGINT)
+        _, err = tail.communicate(timeout=30)
+    finally:
+        if tail.poll() is None:
+            tail.kill()
+            tail.wait()
+        os.close(read_end)
+    stderr = err.decode()
+    assert tail.returncode == 0 and "Traceback" not in stderr, stderr[-3000:]
+    assert "still unread in the pipe when interrupted again" in stderr, stderr[-3000:]
+    eventually(lambda: _keep(c, topic).in_flight_count == 0, 10, "all given back")
+
+
+def _keep(c: Cluster, topic: str) -> ChannelStats:
+    found = read_nsqd_stats(c.nsqd_http[0], topic=topic).channel(topic, "keep")
+    assert found is not None
+    return found

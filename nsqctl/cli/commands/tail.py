@@ -188,6 +188,7 @@ class TailOutput:
         self._fd = stream_fd(out)
         # Set by a signal: a write waiting on a stalled reader gives up (see _write).
         self.write_stop = WriteStop(self._fd)
+        self.interrupts = 0  # signals so far (see interrupt)
         self._hangup = hangup_poll(self._fd)
         # ``ack_when_read`` (a durable channel, whose messages outlive tail): on a pipe a
         # message is FINed once its reader has handled it, not when written. An ephemeral
@@ -309,7 +310,9 @@ class TailOutput:
     def interrupt(self) -> None:
         """A signal (Ctrl-C, SIGTERM), in the main thread: a write waiting for a stalled
         reader gives up, on the loop and on the lanes, and so does every later one the
-        reader does not take at once; the tail then stops, giving back the rest."""
+        reader does not take at once; the tail then stops, giving back the rest. A
+        second one (or one while it waits for the pipe's reader) ends that wait too."""
+        self.interrupts += 1
         self.write_stop.set()
 
     def _write_stopped(self, batch: list[Message], written: int) -> None:
@@ -454,9 +457,14 @@ class TailOutput:
 
     async def _settle(self, pipe: PipeAcks, timeout: float) -> None:
         deadline = asyncio.get_running_loop().time() + timeout
+        # The signal that stopped the tail (if one did) waits for the reader; a second
+        # one, or one that comes while it waits, ends the wait (gives back at once).
+        begun = self.interrupts
+        hurried = False
         while pipe.owed and not pipe.reader_gone():
             self.ack_handled()
-            if asyncio.get_running_loop().time() >= deadline:
+            hurried = self.interrupts > begun or self.interrupts >= 2
+            if hurried or asyncio.get_running_loop().time() >= deadline:
                 break
             await asyncio.sleep(PIPE_CHECK_INTERVAL)
         if not pipe.owed:
@@ -470,10 +478,10 @@ class TailOutput:
         if gone:
             self.reader_gone = True
         else:
+            waited = "when interrupted again" if hurried else f"after {timeout:g}s"
             self.notice(
-                f"nsqctl tail: {unread} message(s) still unread in the pipe after "
-                f"{timeout:g}s: given back to nsqd, so they come again (the reader may "
-                "print them too)"
+                f"nsqctl tail: {unread} message(s) still unread in the pipe {waited}: "
+                "given back to nsqd, so they come again (the reader may print them too)"
             )
 
     def notice(self, text: str) -> None:
