@@ -650,7 +650,9 @@ def tail(
     """Print messages as they arrive (raw: the body and a newline, like nsq_tail).
 
     Each message is FINed only after its line was written and flushed; Ctrl-C stops
-    cleanly, giving back anything not yet printed.
+    cleanly, giving back anything not yet printed. On a durable channel into a pipe it
+    first waits (up to 5 s) for the reader to take what was written; a second Ctrl-C
+    ends that wait.
 
     --format takes a kcat-style template, e.g. '%T %a %s\\n'; with --until-empty (kcat's
     -e) tail exits 0 once the channel is caught up. A history read (--from-start,
