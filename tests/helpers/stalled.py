@@ -8,15 +8,30 @@ import socket
 import struct
 import subprocess
 import termios
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from tests.helpers.cli import NSQCTL, clean_env
 from tests.helpers.wait import eventually
 
 
-def unread(sock: socket.socket) -> int:
-    """Bytes waiting in ``sock`` (FIONREAD)."""
-    return int(struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0" * 4))[0])
+def unread(end: socket.socket | int) -> int:
+    """Bytes waiting in ``end``, a socket or a pipe's read end (FIONREAD)."""
+    fd = end if isinstance(end, int) else end.fileno()
+    return int(struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))[0])
+
+
+def stalled(end: socket.socket | int) -> Callable[[], bool]:
+    """A check for :func:`eventually`: the writer into ``end`` waits on it, full (the
+    same bytes unread at two looks)."""
+    last = [-1]
+
+    def check() -> bool:
+        now = unread(end)
+        held = now > 0 and now == last[0]
+        last[0] = now
+        return held
+
+    return check
 
 
 def interrupted_while_stalled(args: Sequence[str]) -> list[bytes]:
@@ -31,15 +46,7 @@ def interrupted_while_stalled(args: Sequence[str]) -> list[bytes]:
         )
         theirs.close()
         try:
-            last = [-1]
-
-            def stalled() -> bool:  # the socket full: the same bytes at two looks
-                now = unread(ours)
-                held = now > 0 and now == last[0]
-                last[0] = now
-                return held
-
-            eventually(stalled, 30, "the tail waiting on the full socket")
+            eventually(stalled(ours), 30, "the tail waiting on the full socket")
             assert tail.poll() is None
             tail.send_signal(signal.SIGINT)
             _, err = tail.communicate(timeout=30)  # a hang: the stop waited for the reader

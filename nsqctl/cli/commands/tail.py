@@ -188,6 +188,7 @@ class TailOutput:
         self._fd = stream_fd(out)
         # Set by a signal: a write waiting on a stalled reader gives up (see _write).
         self.write_stop = WriteStop(self._fd)
+        self.interrupts = 0  # signals so far (see interrupt)
         self._hangup = hangup_poll(self._fd)
         # ``ack_when_read`` (a durable channel, whose messages outlive tail): on a pipe a
         # message is FINed once its reader has handled it, not when written. An ephemeral
@@ -309,7 +310,9 @@ class TailOutput:
     def interrupt(self) -> None:
         """A signal (Ctrl-C, SIGTERM), in the main thread: a write waiting for a stalled
         reader gives up, on the loop and on the lanes, and so does every later one the
-        reader does not take at once; the tail then stops, giving back the rest."""
+        reader does not take at once; the tail then stops, giving back the rest. A
+        second one (or one while it waits for the pipe's reader) ends that wait too."""
+        self.interrupts += 1
         self.write_stop.set()
 
     def _write_stopped(self, batch: list[Message], written: int) -> None:
@@ -327,6 +330,9 @@ class TailOutput:
         done, rest = batch[:whole], batch[whole:]
         with self.lock:
             self.written += len(done)
+        # RDY 0 before the FINs: the tail is ending, and FINs with the window open would
+        # have nsqd send as many again, only to be given back (their attempts raised).
+        self.stop_intake()
         if self.pipe is None:
             finish_all(done)
         elif written:  # a line cut short counts too: the reader must pass it first
@@ -346,6 +352,8 @@ class TailOutput:
                 done = self._write(data)
                 if done == len(data):
                     self.written += len(pending)
+                else:  # nothing more from a lane after what the stop cut short
+                    self.closing = True
         except BrokenPipeError:
             self._reader_gone()
             return
@@ -380,8 +388,9 @@ class TailOutput:
         bodies) before their FIN. False leaves them to the loop, unwritten: closing, the
         last message before -n (the loop stops the intake before its FIN), a broken pipe
         (the loop's write meets it again and ends the tail), a signal while the reader
-        took nothing (:meth:`interrupt`: the loop gives them back as it stops; only a
-        line longer than ``PIPE_BUF`` can have been cut short)."""
+        took nothing (:meth:`interrupt`: the loop gives them back as it stops). A line
+        the signal cut short (longer than ``PIPE_BUF``, or part taken by a socket or a
+        terminal) is the last thing written: closing from then on."""
         count = len(raws)
         prefix = self.lane_prefix
         if count == 1:
@@ -392,9 +401,14 @@ class TailOutput:
             if self.closing or (self.limit and self.written + count >= self.limit):
                 return False
             try:
-                if self._write(data) < len(data):
-                    return False
+                written = self._write(data)
             except OSError:
+                return False
+            if written < len(data):
+                # Part of a line is out: anything written after it (this message again,
+                # by the loop, once the reader takes bytes) would run on from it, one line
+                # that is no message. The loop gives the message back instead.
+                self.closing = self.closing or written > 0
                 return False
             self.written += count
             self.arrivals += count
@@ -443,26 +457,47 @@ class TailOutput:
 
     async def _settle(self, pipe: PipeAcks, timeout: float) -> None:
         deadline = asyncio.get_running_loop().time() + timeout
+        # The signal that stopped the tail (if one did) waits for the reader; a second
+        # one, or one that comes while it waits, ends the wait (gives back at once).
+        begun = self.interrupts
+        hurried = False
         while pipe.owed and not pipe.reader_gone():
             self.ack_handled()
-            if asyncio.get_running_loop().time() >= deadline:
+            hurried = self.interrupts > begun or self.interrupts >= 2
+            if hurried or asyncio.get_running_loop().time() >= deadline:
                 break
             await asyncio.sleep(PIPE_CHECK_INTERVAL)
         if not pipe.owed:
             return
-        if pipe.reader_gone():
-            self.reader_gone = True
-        else:
-            print(
-                f"nsqctl tail: {pipe.unread()} message(s) still unread in the pipe after "
-                f"{timeout:g}s: given back to nsqd, so they come again (the reader may "
-                "print them too)",
-                file=sys.stderr,
-                flush=True,
-            )
+        gone = pipe.reader_gone()
+        unread = 0 if gone else pipe.unread()
+        # Given back before the notice: standard error may be the same stalled pipe.
         self.stop_intake()
         for msg in pipe.take_all():
             msg.requeue(delay=0, backoff=False)
+        if gone:
+            self.reader_gone = True
+        else:
+            waited = "when interrupted again" if hurried else f"after {timeout:g}s"
+            self.notice(
+                f"nsqctl tail: {unread} message(s) still unread in the pipe {waited}: "
+                "given back to nsqd, so they come again (the reader may print them too)"
+            )
+
+    def notice(self, text: str) -> None:
+        """A line to standard error, under the output's stop (:meth:`interrupt`): after a
+        signal it is dropped from where standard error takes nothing more (``2>&1 |
+        less`` scrolled back), instead of waiting in the kernel, where no signal ends a
+        write to a pipe."""
+        err = sys.stderr
+        err.flush()
+        try:
+            fd = err.fileno()
+        except (AttributeError, OSError, ValueError):  # an in-memory stream (CliRunner)
+            print(text, file=err, flush=True)
+            return
+        with contextlib.suppress(OSError):  # nowhere left to say it
+            write_fully(self.out, fd, f"{text}\n".encode(), self.write_stop.watching(fd))
 
 
 class TailSource(NamedTuple):
@@ -615,7 +650,9 @@ def tail(
     """Print messages as they arrive (raw: the body and a newline, like nsq_tail).
 
     Each message is FINed only after its line was written and flushed; Ctrl-C stops
-    cleanly, giving back anything not yet printed.
+    cleanly, giving back anything not yet printed. On a durable channel into a pipe it
+    first waits (up to 5 s) for the reader to take what was written; a second Ctrl-C
+    ends that wait.
 
     --format takes a kcat-style template, e.g. '%T %a %s\\n'; with --until-empty (kcat's
     -e) tail exits 0 once the channel is caught up. A history read (--from-start,
@@ -810,16 +847,16 @@ def _log_failed(log: TraceLog | None) -> bool:
     return log is not None and log.error is not None
 
 
-def _summary(consumer: Consumer) -> None:
-    """After a reconnect: what came twice (at-least-once), so a reader can account for it."""
+def _summary(consumer: Consumer, output: TailOutput) -> None:
+    """After a reconnect: what came twice (at-least-once), so a reader can account for it
+    (a notice: after Ctrl-C, not waiting on a standard error that stalled)."""
     stats = consumer.stats
     if not (stats.duplicates or stats.order_redeliveries or stats.reconnects):
         return
-    print(
+    output.notice(
         f"nsqctl tail: {stats.reconnects} reconnect(s); {stats.duplicates} message(s) "
         f"printed again after a reconnect (at-least-once), {stats.order_redeliveries} "
-        "of them resent by a new leader on an ordered partition",
-        file=sys.stderr,
+        "of them resent by a new leader on an ordered partition"
     )
 
 
@@ -979,7 +1016,7 @@ class TailRun:
         await self.consumer.stop(timeout=5)
         if log is not None:
             log.close()
-        _summary(self.consumer)
+        _summary(self.consumer, self.output)
 
     def raise_outcome(self) -> None:
         """Why the tail ended, when that was not success: the error, or the exit status."""

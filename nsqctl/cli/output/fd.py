@@ -44,12 +44,23 @@ class WriteStop:
         self._fd = -1
         self._wake = -1
         self._local = threading.local()
+        self._owner: WriteStop | None = None  # whose stop pipe this one shares
         if fd is None or not _can_stall(fd):
             return
         self._fd = fd
         self.fileno, self._wake = os.pipe()
         os.set_blocking(self._wake, False)
         weakref.finalize(self, _close_both, self.fileno, self._wake)
+
+    def watching(self, fd: int) -> WriteStop:
+        """The same stop for writes to ``fd`` as well (standard error beside standard
+        output, perhaps the same stalled pipe: ``2>&1 | less``): set with this one.
+        Unwatched when this one is, or when ``fd`` cannot stall."""
+        other = WriteStop(None)
+        if self.fileno is not None and _can_stall(fd):
+            other._fd, other.fileno, other._wake = fd, self.fileno, self._wake
+            other._owner = self  # the pipe is closed with its owner, not before
+        return other
 
     def wait(self) -> bool:
         """Until the descriptor takes bytes (True, also for an error or a hang-up there,
