@@ -16,7 +16,7 @@ waiting (a handler overrunning the stop timeout, a message an iteration in progr
 not answer, a message a handler kept with ``disable_auto_response()`` and did not answer)
 is given back by :meth:`DeliveryPath.abandon`, which also cancels the overrunning
 handlers. A kept message is known because the message registers itself when its handler
-disables the auto-response (:meth:`DeliveryPath.keep_message`): a handler that lets the
+disables the auto-response (:meth:`DeliveryPath.take`, as an iterator's): a handler that lets the
 consumer answer pays nothing for it. A message given back is answered, so nothing
 requeues it a second time, and a late ``finish()`` raises instead of sending a FIN nsqd
 would refuse.
@@ -92,16 +92,6 @@ class FailoverBooks(Protocol):
     def count_duplicates(
         self, partition: int | None, raws: list[RawMessage], nsqd: str | None = None
     ) -> None: ...
-
-
-def held(msgs: list[Message], msg: Message, in_flight: int) -> list[Message]:
-    """``msgs`` with ``msg`` added; once the list grows past about twice what is in
-    flight, a new one without the answered messages, so it stays the size of what is in
-    hand however many pass through it."""
-    msgs.append(msg)
-    if len(msgs) > 2 * in_flight + 64:
-        return [m for m in msgs if m.outcome is None]
-    return msgs
 
 
 class _EndOfStream:
@@ -188,14 +178,15 @@ class DeliveryPath:
         self._deliveries: dict[int, Delivery] = {}  # by id(connection)
         # Running handler (and giving-up hook) tasks, with the message each holds.
         self._handler_tasks: dict[asyncio.Task[None], Message] = {}
-        # Messages the iterators handed out (answered ones pruned as it grows), and how
-        # many iterations are in progress: they may still answer what they took.
+        # Messages handed out to be answered later (answered ones pruned as it grows):
+        # taken by the iterators, or (a consumer with a handler) kept by handlers that
+        # disabled the auto-response, each registered by the message itself. And how many
+        # iterations are in progress: they may still answer what they took.
         self._taken: list[Message] = []
         self._iterating = 0
-        # Messages handlers kept to answer later (disable_auto_response), registered by
-        # the message itself; answered ones pruned as it grows, as for _taken.
-        self._kept: list[Message] = []
-        self._keep = self.keep_message if handler is not None else None
+        # What a handler's message calls when the handler keeps it (see Delivery.keep):
+        # an iterator's messages are taken as they are handed out already.
+        self._keep = self.take if handler is not None else None
         self._in_flight = 0
         # Resolved when _in_flight drops to 0 while close waits for it (created there, so
         # the per-message path does not toggle an Event twice per message).
@@ -563,22 +554,23 @@ class DeliveryPath:
         self._iterating += 1
 
     def take(self, msg: Message) -> None:
-        """``msg`` is handed out by an iterator: close gives it back if it is unanswered
-        when nobody iterates any more (answered ones are dropped as the list grows, so it
-        stays about the size of what is in hand)."""
-        self._taken = held(self._taken, msg, self._in_flight)
-
-    def keep_message(self, msg: Message) -> None:
-        """``msg``'s handler disabled the auto-response to answer it later: :meth:`abandon`
-        gives it back if it is still unanswered when the consumer stops waiting. (An
-        iterator's messages are known already: :meth:`take`.)"""
-        self._kept = held(self._kept, msg, self._in_flight)
+        """``msg`` is handed out by an iterator (close gives it back if it is unanswered
+        when nobody iterates any more), or kept by a handler that disabled the
+        auto-response (:meth:`abandon` gives it back if it is unanswered then). Answered
+        ones are dropped as the list grows, so it stays about the size of what is in hand
+        however many messages a long-running consumer keeps and answers."""
+        taken = self._taken
+        taken.append(msg)
+        if len(taken) > 2 * self._in_flight + 64:
+            self._taken = [m for m in taken if m.outcome is None]
 
     def kept_unanswered(self) -> int:
         """Messages kept by handlers that returned (auto-response disabled) and not
-        answered yet (closing counts them apart)."""
+        answered yet (closing counts them apart); 0 for an iterator."""
+        if self._queue is not None:
+            return 0
         running = {id(msg) for msg in self._handler_tasks.values()}
-        return sum(1 for msg in self._kept if msg.outcome is None and id(msg) not in running)
+        return sum(1 for msg in self._taken if msg.outcome is None and id(msg) not in running)
 
     def iteration_ended(self) -> None:
         """An iteration was left (``break``, an exception, the end of the stream). What
@@ -594,8 +586,7 @@ class DeliveryPath:
         the handlers still running. Returns the cancelled tasks. Whoever answers after
         this gets AlreadyRespondedError: the message was given back, once."""
         tasks = list(self._handler_tasks)
-        self.give_back([*self._handler_tasks.values(), *self._taken, *self._kept])
-        self._kept = []
+        self.give_back([*self._handler_tasks.values(), *self._taken])
         for task in tasks:
             task.cancel()
         return tasks
