@@ -16,10 +16,10 @@ waiting (a handler overrunning the stop timeout, a message an iteration in progr
 not answer, a message a handler kept with ``disable_auto_response()`` and did not answer)
 is given back by :meth:`DeliveryPath.abandon`, which also cancels the overrunning
 handlers. A kept message is known because the message registers itself when its handler
-disables the auto-response (:meth:`DeliveryPath.take`, as an iterator's): a handler that lets the
-consumer answer pays nothing for it. A message given back is answered, so nothing
-requeues it a second time, and a late ``finish()`` raises instead of sending a FIN nsqd
-would refuse.
+disables the auto-response (:meth:`DeliveryPath.take`, as an iterator's messages are):
+a handler that lets the consumer answer pays nothing for it. A message given back is
+answered, so nothing requeues it a second time, and a late ``finish()`` raises instead of
+sending a FIN nsqd would refuse.
 """
 
 from __future__ import annotations
