@@ -48,7 +48,16 @@ class Delivery:
     instead of five (a consumer creates hundreds of thousands of messages a second).
     """
 
-    __slots__ = ("channel", "conn", "loop", "nsqd_address", "partition", "responder", "topic")
+    __slots__ = (
+        "channel",
+        "conn",
+        "keep",
+        "loop",
+        "nsqd_address",
+        "partition",
+        "responder",
+        "topic",
+    )
 
     def __init__(
         self,
@@ -58,6 +67,7 @@ class Delivery:
         channel: str,
         partition: int | None,
         loop: asyncio.AbstractEventLoop | None = None,
+        keep: Callable[[Message], None] | None = None,
     ) -> None:
         self.conn = conn
         self.responder = responder
@@ -68,6 +78,10 @@ class Delivery:
         # The loop answers must be given on, when handlers may run in other threads; None
         # when every answer comes from the loop itself (no check, no cost).
         self.loop = loop
+        # Told of each message a handler keeps to answer later (disable_auto_response),
+        # so that closing can give it back if it never is; None when nobody need be told
+        # (an iterator's messages are known to its consumer already).
+        self.keep = keep
 
 
 _T = TypeVar("_T")
@@ -246,8 +260,22 @@ class Message:
 
     # -- responses --------------------------------------------------------------------------
     def disable_auto_response(self) -> None:
-        """The handler will respond itself (e.g. after handing the message elsewhere)."""
-        self.auto_response = False
+        """The handler will respond itself (e.g. after handing the message elsewhere).
+
+        The consumer is told, so that closing can reach the message: one still unanswered
+        when ``close()`` stops waiting (``stop_timeout``) is given back (REQ, once), and a
+        ``finish()`` or ``requeue()`` after that raises :class:`AlreadyRespondedError`.
+        Only handlers that call this pay for the tracking, once per message.
+        """
+        if self.auto_response:  # the first call only: told once
+            self.auto_response = False
+            via = self._via
+            keep = via.keep
+            if keep is not None and self.outcome is None:  # answered: nothing to give back
+                if via.loop is not None and off_loop(via.loop):  # books kept on the loop
+                    via.loop.call_soon_threadsafe(keep, self)
+                else:
+                    keep(self)
 
     def finish(self) -> None:
         """FIN: the message was handled (or durably stored)."""

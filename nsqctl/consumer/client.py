@@ -281,8 +281,10 @@ class Consumer:
         cancelled (a handler that answers after that gets AlreadyRespondedError: each
         message is given back once, never FINed after; a handler thread cannot be
         cancelled and runs on, its late answer raising AlreadyRespondedError in that
-        thread); the background tasks (flow, connecting, lookup polling) are stopped,
-        waiting at most the connect timeout for them; then CLS and close, each
+        thread), a message a handler kept (``disable_auto_response()``) to answer later
+        included, so a late answer to it raises AlreadyRespondedError too; the background
+        tasks (flow, connecting, lookup polling) are stopped, waiting at most the connect
+        timeout for them; then CLS and close, each
         connection reading on briefly after CLOSE_WAIT (a message nsqd wrote just after it
         is given back like any other arrival, not left in flight until its msg-timeout).
         """
@@ -295,26 +297,31 @@ class Consumer:
         self._delivery.close()
         left = await self._delivery.wait_idle(timeout)
         if left:
-            handlers = self._delivery.abandon()
-            # What abandon could not give back: a plain handler that disabled the
-            # auto-response and kept the message, unanswered (nothing here holds it).
-            kept = self._delivery.in_flight
+            delivery = self._delivery
+            kept = delivery.kept_unanswered()  # counted apart: no handler is running them
+            handlers = delivery.abandon()
+            # What abandon could not reach: only a message whose auto_response attribute
+            # was set off directly, instead of through disable_auto_response().
+            unreached = delivery.in_flight
             log.warning(
                 "closing %s/%s: %d message(s) still unanswered after %gs: %d given back "
-                "(requeued at once), %d overrunning handler(s) cancelled%s%s",
+                "(requeued at once), %d of them kept by a handler (auto-response disabled) "
+                "that returned without answering (a later finish() or requeue() on them "
+                "raises AlreadyRespondedError); %d overrunning handler(s) cancelled%s%s",
                 self.topic,
                 self.channel,
                 left,
                 timeout,
-                left - kept,
+                left - unreached,
+                kept,
                 len(handlers),
                 " (a handler thread cannot be stopped: it runs on, and what it answers "
                 "now raises AlreadyRespondedError)"
-                if handlers and self._delivery.threads
+                if handlers and delivery.threads
                 else "",
-                f"; {kept} kept by the handler (auto-response disabled) and never answered "
-                "stay in flight on nsqd until its message timeout"
-                if kept
+                f"; {unreached} the consumer was not told of (auto_response set without "
+                "disable_auto_response()) stay in flight on nsqd until its message timeout"
+                if unreached
                 else "",
             )
             if handlers:  # let the cancelled handlers unwind, within a bound

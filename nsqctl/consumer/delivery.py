@@ -13,9 +13,13 @@ messages still waiting in the iterator's queue and those taken from an iterator 
 left, and every message that arrives after it (sent by nsqd before it saw RDY 0) is
 requeued as it arrives, never handed out. What is still in hand when the consumer stops
 waiting (a handler overrunning the stop timeout, a message an iteration in progress did
-not answer) is given back by :meth:`DeliveryPath.abandon`, which also cancels the
-overrunning handlers. A message given back is answered, so nothing requeues it a second
-time, and a late ``finish()`` raises instead of sending a FIN nsqd would refuse.
+not answer, a message a handler kept with ``disable_auto_response()`` and did not answer)
+is given back by :meth:`DeliveryPath.abandon`, which also cancels the overrunning
+handlers. A kept message is known because the message registers itself when its handler
+disables the auto-response (:meth:`DeliveryPath.take`, as an iterator's messages are):
+a handler that lets the consumer answer pays nothing for it. A message given back is
+answered, so nothing requeues it a second time, and a late ``finish()`` raises instead of
+sending a FIN nsqd would refuse.
 """
 
 from __future__ import annotations
@@ -174,10 +178,15 @@ class DeliveryPath:
         self._deliveries: dict[int, Delivery] = {}  # by id(connection)
         # Running handler (and giving-up hook) tasks, with the message each holds.
         self._handler_tasks: dict[asyncio.Task[None], Message] = {}
-        # Messages the iterators handed out (answered ones pruned as it grows), and how
-        # many iterations are in progress: they may still answer what they took.
+        # Messages handed out to be answered later (answered ones pruned as it grows):
+        # taken by the iterators, or (a consumer with a handler) kept by handlers that
+        # disabled the auto-response, each registered by the message itself. And how many
+        # iterations are in progress: they may still answer what they took.
         self._taken: list[Message] = []
         self._iterating = 0
+        # What a handler's message calls when the handler keeps it (see Delivery.keep):
+        # an iterator's messages are taken as they are handed out already.
+        self._keep = self.take if handler is not None else None
         self._in_flight = 0
         # Resolved when _in_flight drops to 0 while close waits for it (created there, so
         # the per-message path does not toggle an Event twice per message).
@@ -193,7 +202,9 @@ class DeliveryPath:
     def add(self, conn: Connection, partition: int | None) -> None:
         # with handler threads, a message's answers are carried to this (the running) loop
         loop = asyncio.get_running_loop() if self._runner and self._runner.threads else None
-        self._deliveries[id(conn)] = Delivery(conn, self, self.topic, self.channel, partition, loop)
+        self._deliveries[id(conn)] = Delivery(
+            conn, self, self.topic, self.channel, partition, loop, self._keep
+        )
 
     def remove(self, conn: Connection) -> None:
         self._deliveries.pop(id(conn), None)
@@ -229,7 +240,7 @@ class DeliveryPath:
             self._wake_timers()
         via = self._deliveries.get(cid)
         if via is None:  # a read that arrived as the connection was being dropped
-            via = Delivery(conn, self, self.topic, self.channel, None)
+            via = Delivery(conn, self, self.topic, self.channel, None, keep=self._keep)
         # The subscription, not the frame layout: SUB_ADVANCED (a start position) frames
         # carry offsets too, but a plain channel has many in flight and requeues.
         if self._ordered:
@@ -526,10 +537,12 @@ class DeliveryPath:
 
     def give_back(self, msgs: Iterable[Message]) -> int:
         """Give back (REQ, no delay, no backoff) those of ``msgs`` still unanswered, one
-        write per connection; returns how many."""
+        write per connection, each once even when listed twice (a running handler's
+        message it also kept); returns how many."""
         by_conn: dict[int, list[Message]] = {}  # by id(Delivery): one connection each
         for msg in msgs:
             if msg.outcome is None:
+                msg.outcome = "REQ"  # answered from here on: a second listing is skipped
                 by_conn.setdefault(id(msg.delivery), []).append(msg)
         for group in by_conn.values():
             self._give_back(group[0].delivery.conn, group)
@@ -541,13 +554,23 @@ class DeliveryPath:
         self._iterating += 1
 
     def take(self, msg: Message) -> None:
-        """``msg`` is handed out by an iterator: close gives it back if it is unanswered
-        when nobody iterates any more (answered ones are dropped as the list grows, so it
-        stays about the size of what is in hand)."""
+        """``msg`` is handed out by an iterator (close gives it back if it is unanswered
+        when nobody iterates any more), or kept by a handler that disabled the
+        auto-response (:meth:`abandon` gives it back if it is unanswered then). Answered
+        ones are dropped as the list grows, so it stays about the size of what is in hand
+        however many messages a long-running consumer keeps and answers."""
         taken = self._taken
         taken.append(msg)
         if len(taken) > 2 * self._in_flight + 64:
             self._taken = [m for m in taken if m.outcome is None]
+
+    def kept_unanswered(self) -> int:
+        """Messages kept by handlers that returned (auto-response disabled) and not
+        answered yet (closing counts them apart); 0 for an iterator."""
+        if self._queue is not None:
+            return 0
+        running = {id(msg) for msg in self._handler_tasks.values()}
+        return sum(1 for msg in self._taken if msg.outcome is None and id(msg) not in running)
 
     def iteration_ended(self) -> None:
         """An iteration was left (``break``, an exception, the end of the stream). What
@@ -559,9 +582,9 @@ class DeliveryPath:
 
     def abandon(self) -> list[asyncio.Task[None]]:
         """The consumer stops waiting: give back every message still unanswered (held
-        by a handler or taken from an iterator) and cancel the handlers still running.
-        Returns the cancelled tasks. A handler that answers after this gets
-        AlreadyRespondedError: its message was given back, once."""
+        by a handler, kept by one that returned, or taken from an iterator) and cancel
+        the handlers still running. Returns the cancelled tasks. Whoever answers after
+        this gets AlreadyRespondedError: the message was given back, once."""
         tasks = list(self._handler_tasks)
         self.give_back([*self._handler_tasks.values(), *self._taken])
         for task in tasks:

@@ -1,14 +1,15 @@
-"""What :meth:`Consumer.close` says when the stop timeout runs out on a message it cannot
-give back: a plain handler that disabled the auto-response and kept the message (to
-answer later) holds it where the consumer cannot reach it. The warning said every
-unanswered message "were given back"; an operator reading it then looked everywhere but
-the handler for the message nsqd kept in flight until its msg-timeout."""
+"""What :meth:`Consumer.close` does with a message a plain handler kept (it disabled the
+auto-response, to answer it later) and never answered: once the stop timeout runs out it
+is given back, once, like an overrunning handler's message, so nsqd has it back in the
+channel at once instead of holding it in flight until its msg-timeout (nsqd v1 does not
+requeue what a closed connection left in flight), and a late answer raises."""
 
 from __future__ import annotations
 
 import pytest
 
 from nsqctl.consumer import Consumer, ConsumerOptions
+from nsqctl.errors import AlreadyRespondedError
 from nsqctl.message import Message
 from nsqctl.producer import Producer
 from nsqctl.servers import cluster
@@ -19,7 +20,7 @@ from tests.helpers.wait import wait_for
 pytestmark = pytest.mark.original
 
 
-async def test_close_says_what_a_handler_kept_was_not_given_back(
+async def test_close_gives_back_what_a_handler_kept_and_never_answered(
     original_cluster: cluster.Cluster, caplog: pytest.LogCaptureFixture
 ) -> None:
     topic, channel = unique("kept"), "k"
@@ -39,9 +40,16 @@ async def test_close_says_what_a_handler_kept_was_not_given_back(
     with caplog.at_level("WARNING", logger="nsqctl.consumer"):
         await consumer.close()
     [warning] = [r.getMessage() for r in caplog.records if "still unanswered" in r.getMessage()]
-    assert "1 message(s) still unanswered after 0.1s: 0 given back" in warning, warning
-    assert "1 kept by the handler (auto-response disabled)" in warning, warning
-    assert "message timeout" in warning, warning
-    assert kept[0].outcome is None and consumer.stats.requeued == 0
+    assert "1 message(s) still unanswered after 0.1s: 1 given back" in warning, warning
+    assert "1 of them kept by a handler (auto-response disabled)" in warning, warning
+    assert "message timeout" not in warning, warning
+    assert kept[0].outcome == "REQ" and consumer.stats.requeued == 1
+    assert consumer.in_flight == 0
+    with pytest.raises(AlreadyRespondedError):
+        kept[0].finish()  # too late: it went back to nsqd, and no FIN follows
+    # Right after close, not after the msg-timeout (60 s): back in the channel, once.
     channel_stats = read_nsqd_stats(http, topic=topic).channel(topic, channel)
-    assert channel_stats is not None and channel_stats.in_flight_count == 1  # as it says
+    assert channel_stats is not None, "the channel is gone"
+    assert channel_stats.in_flight_count == 0, channel_stats
+    assert channel_stats.requeue_count == 1 and channel_stats.depth == 1, channel_stats
+    assert channel_stats.timeout_count == 0, channel_stats

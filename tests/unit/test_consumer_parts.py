@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import random
+import sys
 from typing import Any, cast
 
 import pytest
@@ -34,7 +35,7 @@ from nsqctl.errors import (
 )
 from nsqctl.flow import BackoffController, RdyController
 from nsqctl.lookup.topology import Peer, Topology
-from nsqctl.message import Message
+from nsqctl.message import Message, finish_all
 from nsqctl.protocol.raw_message import RawMessage
 from tests.helpers.wait import wait_for
 
@@ -314,6 +315,97 @@ async def test_abandon_gives_back_a_message_held_by_an_iteration_in_progress() -
     assert await path.wait_idle(0.0) == 1  # the stop timeout ran out
     path.abandon()
     assert fake.reqs == [(raw(0).id, 0)] and msg.outcome == "REQ" and path.in_flight == 0
+
+
+def keeper(kept: list[Message]) -> Any:
+    """A plain handler that keeps each message to answer later, as a batching one does."""
+
+    def keep(msg: Message) -> None:
+        msg.disable_auto_response()
+        kept.append(msg)
+
+    return keep
+
+
+async def test_a_message_a_handler_kept_is_given_back_once_when_closing_stops_waiting() -> None:
+    """A handler that disabled the auto-response and returned still owes its messages:
+    close waits for them as for running handlers, and then gives back what is still
+    unanswered, once; a late answer raises and sends nothing."""
+    kept: list[Message] = []
+    path, flow, _, stats = make_path(keeper(kept))
+    fake = FakeConn()
+    path.on_messages(connect(path, flow, fake), [raw(n) for n in range(3)])
+    kept[0].finish()  # answered within the stop timeout: stays FINed
+    path.close()
+    assert fake.reqs == [] and path.kept_unanswered() == 2  # still the handler's to answer
+    assert await path.wait_idle(0.0) == 2  # the stop timeout ran out
+    assert path.abandon() == []  # no handler running: nothing to cancel
+    assert reqs_by_id(fake) == {raw(1).id: 1, raw(2).id: 1}
+    assert all(delay == 0 for _id, delay in fake.reqs) and flow.backoff.level == 0
+    assert [m.outcome for m in kept] == ["FIN", "REQ", "REQ"] and path.in_flight == 0
+    with pytest.raises(AlreadyRespondedError):
+        kept[1].finish()
+    with pytest.raises(AlreadyRespondedError):
+        kept[2].requeue()
+    path.abandon()  # a second stop gives nothing back again
+    assert stats.requeued == 2 and len(fake.reqs) == 2 and fake.fins == [[raw(0).id]]
+
+
+async def test_a_running_handler_that_kept_its_message_has_it_given_back_once() -> None:
+    """Held by an overrunning handler and kept by it too: listed twice, given back once."""
+    started = asyncio.Event()
+
+    async def keep_and_hang(msg: Message) -> None:
+        msg.disable_auto_response()
+        started.set()
+        await asyncio.Event().wait()
+
+    path, flow, _, stats = make_path(keep_and_hang)
+    fake = FakeConn()
+    path.on_messages(connect(path, flow, fake), [raw(0)])
+    await started.wait()
+    path.close()
+    assert await path.wait_idle(0.0) == 1
+    assert path.kept_unanswered() == 0  # its handler runs: counted as overrunning, not kept
+    [task] = path.abandon()
+    assert fake.reqs == [(raw(0).id, 0)] and stats.requeued == 1 and path.in_flight == 0
+    await asyncio.wait([task])
+    assert task.cancelled()
+
+
+async def test_a_message_kept_by_a_handler_thread_is_given_back_at_close() -> None:
+    """The thread tells the loop it keeps the message (the books are the loop's); the
+    late answer from a thread raises there."""
+    kept: list[Message] = []
+    path, flow, _, _ = make_path(keeper(kept), concurrency=1, threads=True)
+    fake = FakeConn()
+    path.on_messages(connect(path, flow, fake), [raw(0)])
+    await wait_for(lambda: kept and path.kept_unanswered() == 1, 10, "the thread to keep it")
+    path.close()
+    assert await path.wait_idle(0.0) == 1
+    path.abandon()
+    assert fake.reqs == [(raw(0).id, 0)] and path.in_flight == 0
+    with pytest.raises(AlreadyRespondedError):
+        await asyncio.to_thread(kept[0].finish)
+    path.shutdown()
+    assert fake.fins == []
+
+
+async def test_kept_messages_answered_later_are_not_held_on_to() -> None:
+    """A consumer that keeps every message and FINs it later (a batch) runs for long:
+    what it answered must not pile up in the close bookkeeping."""
+    batch: list[Message] = []
+    path, flow, _, stats = make_path(keeper(batch))
+    conn = connect(path, flow, FakeConn())
+    path.on_messages(conn, [raw(0)])
+    first = batch.pop()
+    first.finish()
+    for read in range(1, 101):
+        path.on_messages(conn, [raw(read * 100 + n) for n in range(100)])
+        finish_all(batch)
+        batch.clear()
+    assert stats.finished == 10_001 and path.in_flight == 0
+    assert sys.getrefcount(first) == 2  # only ``first`` (and the call's argument) hold it
 
 
 async def test_closing_hands_out_nothing_to_a_handler() -> None:
