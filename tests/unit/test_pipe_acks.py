@@ -121,3 +121,22 @@ def test_a_reader_thread_waiting_in_another_process_counts_as_handled() -> None:
         reader.kill()
         reader.wait()
         os.close(w)
+
+
+class _Answered:
+    """A stand-in message with the one attribute forget_answered reads."""
+
+    def __init__(self, outcome: str | None) -> None:
+        self.outcome = outcome
+
+
+def test_messages_answered_elsewhere_are_no_longer_owed(pipe: tuple[int, int]) -> None:
+    """A consumer closing on a failed start gives back what tail kept, owed ones too:
+    the pipe must not count them (a later FIN of them would raise)."""
+    _, w = pipe
+    acks = _acks(w, Clock())
+    given_back, open_ = _Answered("REQ"), _Answered(None)
+    os.write(w, b"a\nb\n")
+    acks.wrote(4, [given_back, open_])  # type: ignore[list-item]
+    acks.forget_answered()
+    assert acks.owed == 1 and acks.take_all() == [open_]  # type: ignore[comparison-overlap]

@@ -229,6 +229,14 @@ class TailOutput:
         for msg in unwritten:
             msg.requeue(delay=0, backoff=False)
 
+    def forget_answered(self) -> None:
+        """The consumer answered messages this output holds: it closes itself when its
+        start fails, giving back every message kept (unprinted or owed by the pipe's
+        reader). They are dropped here, so that nothing prints or answers them again."""
+        self.pending = [msg for msg in self.pending if msg.outcome is None]
+        if self.pipe is not None:
+            self.pipe.forget_answered()
+
     def _reader_gone(self) -> None:
         """Stop (giving back what was not written), and give back once what was written
         into the pipe and not handled by its reader."""
@@ -954,7 +962,11 @@ class TailRun:
         family ends the tail at once, printing nothing."""
         source, output, consumer = self.plan.source, self.output, self.consumer
         await check_partitions(self.cluster.lookupd, source.topic, source.partitions or ())
-        await consumer.start()
+        try:
+            await consumer.start()
+        except BaseException:
+            output.forget_answered()
+            raise
         if self.lanes is not None:
             self.lanes.lend()
         if self.until is not None and not any(c.is_redesign for c in consumer.connections.values()):

@@ -241,6 +241,15 @@ class PipeAcks:
             taken = 0
         return sum(len(batch) for end, batch in self._owed if end > taken)
 
+    def forget_answered(self) -> None:
+        """Drop the owed messages something else has answered (a consumer closing on a
+        failed start gives back every message a handler kept): nothing may FIN them now."""
+        owed: deque[tuple[int, list[Message]]] = deque()
+        for end, batch in self._owed:
+            owed.append((end, [msg for msg in batch if msg.outcome is None]))
+        self._owed = owed
+        self._owed_count = sum(len(batch) for _, batch in owed)
+
     def take_all(self) -> list[Message]:
         """Every owed message (to give back), forgetting them."""
         out = [msg for _, batch in self._owed for msg in batch]
