@@ -56,10 +56,9 @@ _HIGH_WATER = 4 * 1024 * 1024
 # Seconds a closing connection keeps reading after CLOSE_WAIT, until nothing came for
 # this long. nsqd v1's messagePump checks RDY before it takes a message, then waits for
 # the write lock that the CLOSE_WAIT reply holds: a message it took just before RDY 0
-# was processed is written just after CLOSE_WAIT (measured on nsqd v1.3.0, unbuffered
-# output, RDY 0 and CLS in one write: 1 close in 40 to 150, 1 to 60 microseconds
-# behind it). Unread, it would stay in flight until nsqd's msg-timeout; read, it goes
-# to the owner (a closing consumer gives it back) before the socket closes.
+# was processed is written just after CLOSE_WAIT (how often, how late: bench/README.md).
+# Unread, it would stay in flight until nsqd's msg-timeout; read, it goes to the owner (a
+# closing consumer gives it back) before the socket closes.
 CLOSE_WAIT_QUIET = 0.005
 
 
