@@ -22,7 +22,7 @@ __all__ = ["Bound", "check_at_least", "check_bound", "check_bounds", "options_or
 
 
 # A NamedTuple, not a dataclass: Python 3.11 compiles a dataclass's methods as its module
-# loads, about 1 ms a class of start-up (bench/README.md, Start-up).
+# loads, at every start (what it costs: bench/README.md, Start-up).
 class Bound(NamedTuple):
     """``minimum``..``maximum`` (``maximum`` None: no upper bound), plus ``special`` values
     outside that range which mean something (``-1``: off, ``0``: the server's default),

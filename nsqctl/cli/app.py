@@ -38,7 +38,7 @@ from nsqctl.errors import ConfigError, NsqctlError
 
 
 # A NamedTuple, not a dataclass: Python 3.11 compiles a dataclass's methods as its module
-# loads, about 1 ms a class of start-up (bench/README.md, Start-up).
+# loads, at every start (what it costs: bench/README.md, Start-up).
 class Entry(NamedTuple):
     """One top-level command: where it lives, and what ``nsqctl --help`` says about it.
 

@@ -345,7 +345,7 @@ _FALSE_WORDS = ("0", "false", "no", "off")
 
 
 # A NamedTuple, not a dataclass: Python 3.11 compiles a dataclass's methods as its module
-# loads, about 1 ms a class of start-up (bench/README.md, Start-up).
+# loads, at every start (what it costs: bench/README.md, Start-up).
 class ReadOnlySetting(NamedTuple):
     """Whether commands that write are refused, and where that was decided: ``source`` as
     :attr:`ClusterSelection.sources` writes it ("flag", "$NSQCTL_READ_ONLY", "profile

@@ -42,7 +42,7 @@ def _borrowing(params: Params) -> bool:
 
 
 # A NamedTuple, not a dataclass: Python 3.11 compiles a dataclass's methods as its module
-# loads, about 1 ms a class of start-up (bench/README.md, Start-up).
+# loads, at every start (what it costs: bench/README.md, Start-up).
 class Write(NamedTuple):
     """What a write command does to the cluster, as the refusal says it.
 

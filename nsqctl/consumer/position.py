@@ -67,7 +67,7 @@ class ConfirmedPositions:
 
 
 # A NamedTuple, not a dataclass: Python 3.11 compiles a dataclass's methods as its module
-# loads, about 1 ms a class of start-up (bench/README.md, Start-up).
+# loads, at every start (what it costs: bench/README.md, Start-up).
 class ResumePlan(NamedTuple):
     """Where a partition's channel has to be moved back to, and why."""
 

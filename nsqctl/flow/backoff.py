@@ -40,7 +40,7 @@ class BackoffPhase(enum.Enum):
 
 
 # A NamedTuple, not a dataclass: Python 3.11 compiles a dataclass's methods as its module
-# loads, about 1 ms a class of start-up (bench/README.md, Start-up).
+# loads, at every start (what it costs: bench/README.md, Start-up).
 class BackoffState(NamedTuple):
     """A snapshot: ``until`` is the end of the current window (only in ``BACKOFF``)."""
 

@@ -44,7 +44,7 @@ class RequestError(TransportError):
 
 
 # A NamedTuple, not a dataclass: Python 3.11 compiles a dataclass's methods as its module
-# loads, about 1 ms a class of start-up (bench/README.md, Start-up).
+# loads, at every start (what it costs: bench/README.md, Start-up).
 class Answer(NamedTuple):
     """An HTTP answer, whole."""
 

@@ -51,7 +51,7 @@ __all__ = [
 
 
 # A NamedTuple, not a dataclass: Python 3.11 compiles a dataclass's methods as its module
-# loads, about 1 ms a class of start-up (bench/README.md, Start-up).
+# loads, at every start (what it costs: bench/README.md, Start-up).
 class Target(NamedTuple):
     """One nsqd to publish to, and the partition on it (None on the original family)."""
 

@@ -59,7 +59,7 @@ _HTTP = b"HTTP"
 
 
 # A NamedTuple, not a dataclass: Python 3.11 compiles a dataclass's methods as its module
-# loads, about 1 ms a class of start-up (bench/README.md, Start-up).
+# loads, at every start (what it costs: bench/README.md, Start-up).
 class SendData(NamedTuple):
     """Write ``data`` (through the current codec). Its repr hides the bytes: AUTH's
     carry the secret."""

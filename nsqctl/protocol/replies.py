@@ -136,7 +136,7 @@ def parse_identify_response(data: bytes) -> IdentifyResponse:
 
 
 # A NamedTuple, not a dataclass: Python 3.11 compiles a dataclass's methods as its module
-# loads, about 1 ms a class of start-up (bench/README.md, Start-up).
+# loads, at every start (what it costs: bench/README.md, Start-up).
 class AuthResponse(NamedTuple):
     """The AUTH reply: who the secret identifies and how many permissions it grants."""
 

@@ -23,7 +23,7 @@ FLOWING = 1 << 16  # a read this long means the input comes faster than we take 
 
 
 # A NamedTuple, not a dataclass: Python 3.11 compiles a dataclass's methods as its module
-# loads, about 1 ms a class of start-up (bench/README.md, Start-up).
+# loads, at every start (what it costs: bench/README.md, Start-up).
 class Record(NamedTuple):
     number: int  # 1-based position in the input (a line number for newline-split input)
     body: bytes

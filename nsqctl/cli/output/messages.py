@@ -47,7 +47,7 @@ class Printable(Protocol):
 
 
 # A NamedTuple, not a dataclass: Python 3.11 compiles a dataclass's methods as its module
-# loads, about 1 ms a class of start-up (bench/README.md, Start-up).
+# loads, at every start (what it costs: bench/README.md, Start-up).
 class PrintedMessage(NamedTuple):
     """A message to print that nobody will acknowledge: the frame and where it was read."""
 

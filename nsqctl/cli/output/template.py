@@ -84,7 +84,7 @@ def _trace_id(msg: Printable) -> bytes:
 
 
 # A NamedTuple, not a dataclass: Python 3.11 compiles a dataclass's methods as its module
-# loads, about 1 ms a class of start-up (bench/README.md, Start-up).
+# loads, at every start (what it costs: bench/README.md, Start-up).
 class Token(NamedTuple):
     letter: str
     getter: Getter
