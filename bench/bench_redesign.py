@@ -60,6 +60,9 @@ published with nsqctl's Producer through the lookupd and not timed):
 * ``ordered floor, writing lines`` - the thread floor doing what ``tail --ordered`` must
   do before each FIN: check the message's order and write its line (``--write-lines``):
   what a tail on a thread per partition could reach.
+* ``ordered floor, writing lines, a process each`` - the same with each partition read in
+  a process of its own (``--processes``, forked after connecting): what a tail could reach
+  whose partitions never wait for one another's interpreter lock.
 * ``nsqctl tail --ordered -n 1`` / ``nsq_tail -ordered -n 1`` - the ordered tails reading
   one message: their start-up (spawn, lookup, connect, SUB, exit). The summary also
   gives the ordered tails' rates with this taken out, comparable with the floor's.
@@ -122,6 +125,7 @@ FLOOR = "ordered floor"
 LOOP_FLOOR = "ordered floor, one loop"
 LOOPS_FLOOR = "ordered floor, a loop each"
 LINES_FLOOR = "ordered floor, writing lines"
+PROCS_FLOOR = "ordered floor, writing lines, a process each"
 OTAIL1 = "nsqctl tail --ordered -n 1"
 NSQ_OTAIL1 = "nsq_tail -ordered -n 1"
 OTAIL_BEFORE = "nsqctl tail --ordered, before"  # --before TREE: that tree's nsqctl
@@ -150,6 +154,7 @@ REFERENCES = {
     LOOP_FLOOR: (NSQ_OTAIL, FLOOR),
     LOOPS_FLOOR: (NSQ_OTAIL, FLOOR),
     LINES_FLOOR: (NSQ_OTAIL, FLOOR),
+    PROCS_FLOOR: (NSQ_OTAIL, FLOOR, LINES_FLOOR),
     OTAIL1: (NSQ_OTAIL1,),
     CONSUMER: (BR,),
 }
@@ -569,6 +574,7 @@ FLOOR_FLAGS = {
     LOOP_FLOOR: ("--asyncio",),
     LOOPS_FLOOR: ("--loops",),
     LINES_FLOOR: ("--write-lines",),
+    PROCS_FLOOR: ("--write-lines", "--processes"),
 }
 
 
@@ -901,6 +907,7 @@ def plan(
         (LOOP_FLOOR, lambda: measure_floor(b, LOOP_FLOOR)),
         (LOOPS_FLOOR, lambda: measure_floor(b, LOOPS_FLOOR)),
         (LINES_FLOOR, lambda: measure_floor(b, LINES_FLOOR)),
+        (PROCS_FLOOR, lambda: measure_floor(b, PROCS_FLOOR)),
         (OTAIL1, lambda: measure_tail(b, OTAIL1, nsqctl_tail(1, True), 1, True)),
         (NSQ_OTAIL1, lambda: measure_tail(b, NSQ_OTAIL1, nsq_tail(1, True), 1, True)),
         (CONSUMER, lambda: measure_consumer(b)),

@@ -14,6 +14,9 @@ thread: what the process model costs apart from anything nsqctl does per message
 round trips overlap as on threads, with no interpreter lock handed between partitions.
 ``--write-lines`` keeps the threads and adds what ``tail --ordered`` must do before each
 FIN (the order checked, the line written): what a tail on threads could reach.
+``--processes`` reads each partition in a process of its own, forked once its connection
+is made (with ``--write-lines`` too): the round trips overlap as on threads, and no
+partition ever waits for the interpreter lock another one holds.
 
 Prints one JSON line: ``{"received": N, "seconds": S, "per_partition": {...}}``.
 Used by ``bench_redesign.py`` (rows ``ordered floor``, ``ordered floor, one loop``,
@@ -26,7 +29,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import mmap
+import multiprocessing
 import os
 import select
 import socket
@@ -260,6 +266,59 @@ async def run_on_loop(goal: Goal, readers: list[Reader], timeout: float) -> None
     await asyncio.wait_for(asyncio.gather(*(proto.closed for proto in protos)), timeout)
 
 
+def run_forked(goal: Goal, readers: list[Reader], started: float, want: int) -> int:
+    """``--processes``: each reader in a child of its own; the children share the count
+    (and the time of the last FIN) through shared memory, and print nothing: this process
+    reports, as the other modes do. Lines are written without a lock: one ``write`` of a
+    line is whole on ``/dev/null``, a pipe (``PIPE_BUF``) and a file (the kernel orders the
+    writes to one open file)."""
+    shared = mmap.mmap(-1, 16)  # anonymous, shared with the children: count, last FIN
+    counts = memoryview(shared).cast("q")
+    ends = memoryview(shared).cast("d")
+    lock = multiprocessing.Lock()
+
+    def reached() -> bool:
+        with lock:
+            counts[0] += 1
+            ends[1] = time.perf_counter()
+            return counts[0] >= want
+
+    def finish() -> None:  # as Goal.finish: a CLS on every partition's connection
+        for x in readers:
+            x.sock.sendall(p.cls())
+
+    pids = []
+    for r in readers:
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                goal.readers = [r]
+                goal.reached = reached  # type: ignore[method-assign]
+                goal.finish = finish  # type: ignore[method-assign]
+                if goal.output is not None:
+                    goal.output.lock = contextlib.nullcontext()  # type: ignore[assignment]
+                r.subscribe()
+                while not r.handle(r.read()):
+                    pass
+            except Exception as err:
+                print(json.dumps({"child": r.part, "error": repr(err)}), file=sys.stderr)
+                code = 1
+            finally:
+                os._exit(code)
+        pids.append(pid)
+    failed = sum(os.waitpid(pid, 0)[1] != 0 for pid in pids)
+    received = counts[0]
+    seconds = ends[1] - started
+    errors = [f"{failed} reader(s) failed"] if failed else []
+    if received < want:
+        errors.append(f"only {received} of {want} messages came")
+    print(json.dumps({"received": received, "seconds": seconds, "errors": errors}))
+    for r in readers:
+        r.sock.close()
+    return 1 if errors else 0
+
+
 def channel_args(description: str) -> argparse.ArgumentParser:
     """The options every ordered probe takes: where, what and how many to read."""
     ap = argparse.ArgumentParser(description=description)
@@ -298,6 +357,11 @@ def main() -> int:
         help="every partition on one thread, poll over their sockets",
     )
     ap.add_argument(
+        "--processes",
+        action="store_true",
+        help="a process per partition (forked after connecting) instead of a thread each",
+    )
+    ap.add_argument(
         "--write-lines",
         action="store_true",
         help="threads: check each message's order and write its line before its FIN",
@@ -324,6 +388,8 @@ def main() -> int:
             t.join()
     elif args.one_thread:
         run_polled(readers, timeout)
+    elif args.processes:
+        return run_forked(goal, readers, started, args.count)
     else:
         for r in readers:
             r.start()
