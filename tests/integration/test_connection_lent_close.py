@@ -113,7 +113,7 @@ async def test_bytes_given_back_just_before_a_clean_close_reach_the_owner(
     the owner, which gives it back before CLS and CLOSE_WAIT close the socket (close
     waits for CLOSE_WAIT, so the hand-back's turn comes first: this held before the
     shut path below was fixed, and guards it)."""
-    topic, handled = unique("lentcls"), []
+    topic, handled = unique("lentcls"), list[bytes]()
     nsqd, http = original_cluster.nsqd_tcp[0], original_cluster.nsqd_http[0]
     conn, frame = await _lent_with_a_message_read(nsqd, topic, handled)
     conn.take_back(frame, time.monotonic(), False)
@@ -132,7 +132,7 @@ async def test_bytes_given_back_just_before_the_connection_is_shut_reach_the_own
     missed deadline, a fatal frame, the end of :meth:`Connection.close`) and it reclaims
     a lent socket itself, but no public call reaches it in the very turn of a hand-back
     (close() sends CLS and waits first, which lets the hand-back run)."""
-    topic, handled = unique("lentshut"), []
+    topic, handled = unique("lentshut"), list[bytes]()
     nsqd, http = original_cluster.nsqd_tcp[0], original_cluster.nsqd_http[0]
     conn, frame = await _lent_with_a_message_read(nsqd, topic, handled)
     conn.take_back(frame, time.monotonic(), False)
