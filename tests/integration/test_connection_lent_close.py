@@ -28,10 +28,8 @@ from nsqctl.connection import Connection
 from nsqctl.errors import ConnectionClosedError
 from nsqctl.protocol.raw_message import RawMessage
 from nsqctl.servers import cluster
-from nsqctl.stats import read_nsqd_stats
-from nsqctl.stats.model import ChannelStats
 from tests.helpers.names import unique
-from tests.helpers.wait import wait_for
+from tests.helpers.settled import settled_channel
 
 pytestmark = pytest.mark.original
 
@@ -54,14 +52,6 @@ def _read_frame(sock: socket.socket, timeout: float) -> bytes:
             raise AssertionError(f"nsqd closed the socket: {data!r}")
         data += chunk
     return data
-
-
-async def _channel(http: str, topic: str) -> ChannelStats:
-    stats = await asyncio.to_thread(read_nsqd_stats, http, topic=topic)
-    found = stats.channel(topic, CHANNEL)
-    if found is None:
-        raise AssertionError(f"no channel {CHANNEL} on {http}")
-    return found
 
 
 async def _lent_with_a_message_read(
@@ -95,14 +85,7 @@ async def _lent_with_a_message_read(
 
 
 async def _given_back_once(http: str, topic: str) -> None:
-    ch = await _channel(http, topic)
-
-    async def settled() -> bool:
-        nonlocal ch
-        ch = await _channel(http, topic)
-        return ch.in_flight_count == 0
-
-    await wait_for(settled, 5, lambda: f"nothing in flight on nsqd: {ch}")
+    ch = await settled_channel(http, topic, CHANNEL, 5)
     assert (ch.depth, ch.requeue_count) == (1, 1), ch
 
 
