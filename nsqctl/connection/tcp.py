@@ -118,6 +118,8 @@ class Connection:
         # Set while the socket's reads are lent to a reader of the owner's (see lend()):
         # called, on the loop, to have them back before anything else uses the socket.
         self._reclaim: Callable[[], None] | None = None
+        # What the reader gave back (see take_back) and the loop has not handled yet.
+        self._returned: tuple[bytes, BaseException | bool] | None = None
 
     # ------------------------------------------------------------------ properties
 
@@ -494,17 +496,21 @@ class Connection:
         a read, then reading resumes on the loop; ``end`` True or an exception: the
         socket ended while lent (the exception a read or write failure). ``last_read``
         (``time.monotonic``): when the reader last read, for the idle deadline. The
-        bytes go one loop turn later, not inside the caller (which may be sending)."""
+        bytes go one loop turn later, not inside the caller (which may be sending), or at
+        once if the connection is shut before that turn (see :meth:`_shutdown`)."""
         if self._reclaim is None:
             return
         self._reclaim = None
         self._last_read = max(self._last_read, last_read)
+        self._returned = (unread, end)
         assert self._loop is not None
-        self._loop.call_soon(self._resume, unread, end)
+        self._loop.call_soon(self._resume)
 
-    def _resume(self, unread: bytes, end: BaseException | bool) -> None:
-        if self.closed is not None:
-            return
+    def _resume(self) -> None:
+        returned, self._returned = self._returned, None
+        if returned is None or self.closed is not None:
+            return  # handled already: the connection was shut first
+        unread, end = returned
         if unread:
             self._on_data(unread)
         if end is False:
@@ -675,6 +681,15 @@ class Connection:
             return
         if self._reclaim is not None:
             self._reclaim()  # the reader lets go of the socket before it closes
+        returned, self._returned = self._returned, None
+        if returned is not None and returned[0]:
+            # The reader's unhandled bytes may hold whole messages nsqd sent: handled
+            # now, while the owner can still answer them on this socket (a closing
+            # consumer gives them back), not dropped to sit in flight until nsqd's
+            # msg-timeout. The socket's own end, if it came too, changes nothing now.
+            self._on_data(returned[0])
+            if self.closed is not None:
+                return  # handling them shut the connection (a failed write): owner told
         self.closed = reason
         if self._deadline_timer is not None:
             self._deadline_timer.cancel()

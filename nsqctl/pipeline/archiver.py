@@ -5,6 +5,10 @@ renamed into place. Rotation happens on size, row count, age, and whenever the c
 is starved (its RDY window is full of held messages: nothing more would arrive), so held
 messages never approach nsqd's msg_timeout. On ordered topics (one message in flight per
 partition) that means one small file per message: correct, but slow by nature.
+
+A stop (a signal, ``exit_when_idle``, a failure) writes what is held and waits for every
+write under way, so each message is FINed once on disk or given back once if its write
+failed; what still arrives is given back; only then does the consumer close.
 """
 
 from __future__ import annotations
@@ -38,6 +42,9 @@ log = logging.getLogger("nsqctl.pipeline.archiver")
 
 TICK = 0.05
 STARVED_MIN_AGE = 0.2  # a starved consumer rotates once its batch is this old
+# Seconds the consumer's stop waits for what is unanswered (nothing the archive holds
+# by then: only a message still arriving, which the closing consumer gives back).
+STOP_TIMEOUT = 5.0
 
 
 @dataclass
@@ -173,9 +180,21 @@ class Archiver:
         self._max_rows = opts.policy.max_rows  # lowered to half the window by _size_batches
         self._policy = opts.policy  # its max_age bounded by nsqd's msg timeout, likewise
         self._running: Consumer | None = None  # set once started: _give_back stops its RDY
+        self._closing = False
+
+    @property
+    def closing(self) -> bool:
+        """The run is stopping: what arrives now is given back at once, and the writes
+        under way are finished (their messages FINed) before the consumer closes."""
+        return self._closing
 
     def _on_message(self, msg: Message) -> None:
-        msg.auto_response = False  # FINed by _write, once on disk
+        if self._closing:  # nothing is written after the last writes: back at once, once
+            msg.requeue(delay=0, backoff=False)
+            return
+        # FINed by _write once on disk. Through the consumer, so that a close that found
+        # it still unanswered (a failure that ended the run first) would give it back.
+        msg.disable_auto_response()
         buffer = self.buffer
         buffer.add(msg)
         if buffer.rows >= self._max_rows or buffer.bytes >= self.opts.policy.max_bytes:
@@ -377,18 +396,23 @@ class Archiver:
                 return
 
     async def _close(self, consumer: Consumer, trace: TraceLog | None) -> None:
-        """Stop the consumer, writing what it still delivers meanwhile; then wait out the
-        writes and close the trace log."""
-        stopper = asyncio.create_task(consumer.stop(timeout=5))
-        while not stopper.done():
-            await asyncio.sleep(TICK)
-            with contextlib.suppress(Exception):
-                await self.rotate()
-        await stopper
-        # Writes that failed after the first failure (already raised) or during the
-        # stop: their messages were given back; their errors are not news.
+        """Write what is held and wait for every write under way (each FINs its messages
+        once on disk, or gives them back if it failed), giving back what arrives
+        meanwhile; only then stop the consumer, and close the trace log.
+
+        The consumer is not stopped while a write is under way: its stop gives back
+        what is still unanswered after its timeout, and a write that outlasted it would
+        have its messages both on disk and given back (their FIN then refused). A write
+        cannot be abandoned half way (a thread in fsync), so the stop waits for it, as
+        the run's last rotation does."""
+        self._closing = True
+        consumer.set_max_in_flight(0)  # already, unless the run ended by an exception
+        self._start_rotation()
+        # Writes that failed after the first failure (already raised) or now: their
+        # messages were given back; their errors are not news.
         await asyncio.gather(*self._writes, return_exceptions=True)
         self._writes.clear()
+        await consumer.stop(timeout=STOP_TIMEOUT)
         if trace is not None:
             trace.close()
 

@@ -23,21 +23,12 @@ import pytest
 from nsqctl.cli.commands.tail import TailPlan, TailRun, TailSource
 from nsqctl.cli.flags import ClusterSelection
 from nsqctl.servers import cluster
-from nsqctl.stats import read_nsqd_stats
-from nsqctl.stats.model import ChannelStats
 from tests.helpers.cli import run_cli
 from tests.helpers.names import unique
+from tests.helpers.settled import channel_on
 from tests.helpers.wait import wait_for
 
 pytestmark = pytest.mark.original
-
-
-async def _channel(http: str, topic: str, channel: str) -> ChannelStats:
-    stats = await asyncio.to_thread(read_nsqd_stats, http, topic=topic)
-    found = stats.channel(topic, channel)
-    if found is None:
-        raise AssertionError(f"no channel {channel} on {http}")
-    return found
 
 
 async def _publish(nsqd: str, topic: str, *bodies: str) -> None:
@@ -74,7 +65,7 @@ async def test_messages_arriving_while_tail_waits_for_its_reader_are_given_back(
             await _publish(nsqd, topic, "d", "e", "f", "g", "h")
 
             async def sent() -> bool:  # nsqd sent all five to the socket nobody reads
-                return (await _channel(http, topic, channel)).in_flight_count == 8
+                return (await channel_on(http, topic, channel)).in_flight_count == 8
 
             await wait_for(sent, 10, "nsqd to send the five to tail")
             stopping = asyncio.create_task(run.wind_down())
@@ -91,11 +82,11 @@ async def test_messages_arriving_while_tail_waits_for_its_reader_are_given_back(
         out.close()
         await consumer.close()
     assert (consumer.stats.finished, consumer.stats.requeued) == (0, 8), seen
-    ch = await _channel(http, topic, channel)
+    ch = await channel_on(http, topic, channel)
 
     async def settled() -> bool:  # nsqd has handled the REQs sent before the close
         nonlocal ch
-        ch = await _channel(http, topic, channel)
+        ch = await channel_on(http, topic, channel)
         return ch.in_flight_count == 0
 
     await wait_for(

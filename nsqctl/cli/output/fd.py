@@ -13,7 +13,9 @@ Ctrl-S) must not hold a stop: a write that waits in the kernel cannot be ended f
 writer's side (a signal only makes Python retry it), so writes given a
 :class:`WriteStop` wait in ``poll`` for the descriptor to take bytes, or for the stop,
 and then write at most a pipe's atomic size (``PIPE_BUF``), cut at a line's end where it
-can: each write after ``poll`` takes the descriptor without waiting.
+can: each write after ``poll`` takes the descriptor without waiting, unless another
+writer of a shared non-blocking descriptor took the room first (EAGAIN): that write
+waits in ``poll`` under the stop again.
 """
 
 from __future__ import annotations
@@ -74,6 +76,13 @@ class WriteStop:
         events = poller.poll()  # one or both of the two descriptors
         fd = self._fd
         return events[0][0] == fd or (len(events) > 1 and events[1][0] == fd)
+
+    def is_set(self) -> bool:
+        """Whether :meth:`set` was called (its byte waits in the stop pipe)."""
+        assert self.fileno is not None  # only watched writes ask
+        poller = select.poll()  # not select(): the pipe's descriptor may be past FD_SETSIZE
+        poller.register(self.fileno, select.POLLIN)
+        return bool(poller.poll(0))
 
     def set(self) -> None:
         """Stop the writes that wait (idempotent)."""
@@ -140,18 +149,32 @@ def _write_watched(fd: int, data: bytes, stop: WriteStop) -> int:
     size = len(data)
     written = 0
     if size <= _CHUNK:  # the usual case, a line: one wait, one write
-        if not stop.wait():
-            return 0
-        written = _write_some(fd, data)
-        if written == size:
-            return size
+        written = _write_when_taken(fd, data, stop)
+        if written in (0, size):
+            return written
     view = memoryview(data)
     while written < size:
-        if not stop.wait():
-            return written
         end = written + _CHUNK
         if end < size:
             line_end = data.rfind(b"\n", written, end)
             end = line_end + 1 if line_end >= written else end
-        written += _write_some(fd, view[written:end])
+        some = _write_when_taken(fd, view[written:end], stop)
+        if not some:
+            return written
+        written += some
     return written
+
+
+def _write_when_taken(fd: int, data: bytes | memoryview, stop: WriteStop) -> int:
+    """Bytes of ``data`` (not empty) written to ``fd`` once it takes them; 0 when ``stop``
+    was set while it took none. A non-blocking descriptor shared with another writer can
+    answer EAGAIN although poll said it takes bytes (the other writer filled it in
+    between): that waits under the stop again, never in a wait the stop cannot end."""
+    while True:
+        if not stop.wait():
+            return 0
+        try:
+            return os.write(fd, data)
+        except BlockingIOError:
+            if stop.is_set():  # set, and the descriptor took nothing: as wait() does
+                return 0
