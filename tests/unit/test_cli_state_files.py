@@ -1,0 +1,57 @@
+"""Files nsqctl keeps for itself that it cannot use: one ``nsqctl: error:`` line saying
+which and what to do, exit 2, never a traceback, before anything is published.
+
+``replay`` makes its checkpoint directory (``--checkpoint``, or one in the state
+directory) before it publishes; the nsqd given is never reached, so none runs here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.cli import assert_one_line_error, run_main
+
+
+def _replay(source: Path, checkpoint: Path) -> str:
+    proc = run_main(
+        "replay", str(source), "--to-topic", "t", "--nsqd", "127.0.0.1:1",
+        "--checkpoint", str(checkpoint), "-q",
+    )  # fmt: skip
+    return assert_one_line_error(proc, 2)
+
+
+@pytest.fixture
+def source(tmp_path: Path) -> Path:
+    """nsq_to_file output: one message per line."""
+    path = tmp_path / "orders.log"
+    path.write_text("one\ntwo\n")
+    return path
+
+
+def test_a_checkpoint_that_is_a_file(source: Path, tmp_path: Path) -> None:
+    taken = tmp_path / "taken"
+    taken.write_text("")
+    line = _replay(source, taken)
+    assert (
+        f"cannot use {taken} as the replay checkpoint: a file is where the directory should be"
+        in line
+    )
+    assert "--checkpoint" in line
+
+
+def test_a_checkpoint_that_cannot_be_made(source: Path, tmp_path: Path) -> None:
+    below_a_file = tmp_path / "taken" / "ckpt"
+    (tmp_path / "taken").write_text("")
+    line = _replay(source, below_a_file)
+    assert f"cannot use {below_a_file} as the replay checkpoint" in line, line
+    assert "writable directory as --checkpoint" in line
+
+
+def test_a_checkpoint_whose_job_file_is_not_json(source: Path, tmp_path: Path) -> None:
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    (ckpt / "job.json").write_text("garbage")
+    line = _replay(source, ckpt)
+    assert f"{ckpt / 'job.json'} is not a replay checkpoint" in line, line
+    assert "--restart" in line
