@@ -11,6 +11,7 @@ import signal
 import subprocess
 import time
 
+import httpx
 import pytest
 
 from nsqctl.errors import ConfigError
@@ -85,7 +86,24 @@ def test_partition_given_an_original_nsqd_is_a_one_line_error_naming_its_family(
         cli("pub", topic, "x", "--partition", "1", "--nsqd", c.nsqd_tcp[0]), 2
     )
     assert f"nsqd {c.nsqd_tcp[0]} is an original NSQ server (no partitions)" in line, line
-    assert "do not give a partition" in line and "(no input line was published;" in line
+    assert "do not give a partition" in line
+    # refused before it was written: never "sent but not confirmed" (a retry's duplicates)
+    assert "(no input line was published; nothing was sent)" in line, line
+    assert _stored(c.nsqd_http[0], topic) == 0
+
+
+def test_partition_of_a_topic_nsqlookupd_lists_on_original_servers_is_refused_unsent(
+    original_cluster: cluster.Cluster,
+) -> None:
+    c = original_cluster
+    topic = unique("origpartlk")
+    httpx.post(f"http://{c.nsqd_http[0]}/topic/create?topic={topic}", timeout=10)
+    url = f"http://{c.lookupd_http[0]}/lookup?topic={topic}"
+    eventually(lambda: httpx.get(url, timeout=10).status_code == 200, 30, "the topic listed")
+    proc = cli("pub", topic, "x", "y", "--partition", "1", "--lookupd", c.lookupd_http[0])
+    line = assert_one_line_error(proc, 2)
+    assert f"topic {topic!r} is on original NSQ servers, which have no partitions" in line
+    assert line.endswith("(no input line was published; nothing was sent) (flag: --partition)")
     assert _stored(c.nsqd_http[0], topic) == 0
 
 

@@ -345,6 +345,15 @@ def _text(error: BaseException | None) -> str | None:
     return None if error is None else str(error)
 
 
+def _unanswered(ledger: LineLedger, lines: list[Span], error: BaseException | None) -> None:
+    """A launched batch got no OK: the library refuses bad input (ConfigError) before it
+    writes anything, so those lines were never sent; otherwise they may have been."""
+    if isinstance(error, ConfigError):
+        ledger.not_sent(lines)
+    else:
+        ledger.not_confirmed(lines)
+
+
 class _Window:
     """Pipelined batches in flight; settles in any order, counts what got OK."""
 
@@ -369,7 +378,7 @@ class _Window:
             if task.exception() is None:
                 self.result.published += count
                 continue
-            self.result.lines.not_confirmed(lines)
+            _unanswered(self.result.lines, lines, task.exception())
             if failure is None:
                 failure = task.exception()
         if failure is not None:
@@ -393,7 +402,8 @@ class _Window:
                 self.result.published += count
             else:
                 unconfirmed += count
-                self.result.lines.not_confirmed(lines)
+                error = None if task.cancelled() else task.exception()
+                _unanswered(self.result.lines, lines, error)
         self.tasks.clear()
         return unconfirmed
 
