@@ -291,7 +291,8 @@ async def run_stat(
                         )
                 if not rows:
                     missing = f"{topic}/{channel}" if channel else topic
-                    typer.echo(f"{when} (no {missing or 'topics'} on any nsqd)")
+                    where = coverage(view, topic).searched
+                    typer.echo(f"{when} (no {missing or 'topics'} on {where})")
                 for row in rows:
                     if printed % HEADER_EVERY == 0:
                         typer.echo(header())
