@@ -33,6 +33,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from nsqctl.addresses import parse_address
 from nsqctl.admin.drain.defaults import DEFAULT_INTERVAL, DEFAULT_TIMEOUT
 from nsqctl.admin.drain.moves import LeaderMove
 from nsqctl.admin.drain.original import (
@@ -289,6 +290,7 @@ async def plan_drain(
             "a drain works through nsqlookupd: give every nsqlookupd's HTTP address",
             setting="lookupd_http",
         )
+    parse_address(node, example="127.0.0.1:4151")  # a typo is bad input, not "not registered"
     async with admin_client() as client:
         leader = await find_leader(client, lookupd)
         if leader is None:
