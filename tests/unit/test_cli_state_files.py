@@ -1,8 +1,10 @@
-"""Files nsqctl keeps for itself that it cannot use: one ``nsqctl: error:`` line saying
-which and what to do, exit 2, never a traceback, before anything is published.
+"""Files nsqctl reads or keeps that it cannot use: one ``nsqctl: error:`` line saying which
+and what to do, exit 2, never a traceback, before anything is published; and a file whose
+bytes are not UTF-8 where that is no error (an AUTH secret is bytes).
 
 ``replay`` makes its checkpoint directory (``--checkpoint``, or one in the state
-directory) before it publishes; the nsqd given is never reached, so none runs here."""
+directory) before it publishes; ``dead-letter replay --dry-run`` reads its file and
+publishes nothing. The nsqd given is never reached, so none runs here."""
 
 from __future__ import annotations
 
@@ -10,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from nsqctl.deadletter import read_dead_letters
+from nsqctl.errors import ConfigError
+from nsqctl.secrets import resolve_auth_secret
 from tests.helpers.cli import assert_one_line_error, run_main
 
 
@@ -55,3 +60,23 @@ def test_a_checkpoint_whose_job_file_is_not_json(source: Path, tmp_path: Path) -
     line = _replay(source, ckpt)
     assert f"{ckpt / 'job.json'} is not a replay checkpoint" in line, line
     assert "--restart" in line
+
+
+NOT_UTF8 = b"sec\xff\xferet"
+
+
+def test_a_dead_letter_file_that_is_not_utf8_names_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "orders.jsonl"
+    path.write_bytes(b"\n" + NOT_UTF8 + b"\n")
+    with pytest.raises(ConfigError, match=rf"{path}:2: not a dead-letter record"):
+        list(read_dead_letters(path))
+    proc = run_main("dead-letter", "replay", str(path), "--dry-run", "--nsqd", "127.0.0.1:1")
+    line = assert_one_line_error(proc, 2)
+    assert f"{path}:2: not a dead-letter record" in line and "fix or delete" in line, line
+
+
+def test_an_auth_secret_file_is_read_as_the_bytes_it_holds(tmp_path: Path) -> None:
+    path = tmp_path / "auth.secret"
+    path.write_bytes(NOT_UTF8 + b"\n")
+    secret = resolve_auth_secret(file=path)
+    assert secret is not None and secret.reveal() == NOT_UTF8
