@@ -247,6 +247,10 @@ def pub(
     except (KeyboardInterrupt, asyncio.CancelledError):
         if not result.interrupted:
             raise  # before publishing started: nothing to report
+    except ConfigError as err:  # bad input mid-stream: what came before it may be stored
+        if as_json:
+            _json_result(plan, result, str(err))
+        raise
     finally:
         progress.stop()
         if log is not None:
@@ -291,22 +295,27 @@ def _failover_line(event: FailoverEvent) -> str:
     return f"nsqctl pub: {event.describe()}"
 
 
+def _json_result(plan: PubPlan, result: PubResult, error: str | None) -> None:
+    """--json's receipts, then its one summary line, whatever ended the publish."""
+    for receipt in result.receipts:
+        typer.echo(json.dumps(receipt))
+    typer.echo(
+        json.dumps(
+            {
+                "topic": plan.topic,
+                "published": result.published,
+                "unpublished": result.unpublished,
+                "skipped": result.skipped,
+                "too_large": result.lines.too_large,
+                "error": error,
+            }
+        )
+    )
+
+
 def _report(plan: PubPlan, result: PubResult, quiet: bool, as_json: bool) -> None:
     if as_json:
-        for receipt in result.receipts:
-            typer.echo(json.dumps(receipt))
-        typer.echo(
-            json.dumps(
-                {
-                    "topic": plan.topic,
-                    "published": result.published,
-                    "unpublished": result.unpublished,
-                    "skipped": result.skipped,
-                    "too_large": result.lines.too_large,
-                    "error": "interrupted" if result.interrupted else _text(result.error),
-                }
-            )
-        )
+        _json_result(plan, result, "interrupted" if result.interrupted else _text(result.error))
     if result.interrupted:
         typer.echo(
             f"nsqctl pub: interrupted: {result.published} message(s) published to "
@@ -534,6 +543,7 @@ class _Stream:
             await self.window.abandon()
             also = f"; publishing had also failed: {publish_err}"
         done = self.result.lines.describe(stopped=True)
+        self.result.unpublished = self.read - self.result.published
         raise ConfigError(f"{err} ({done}{also})", setting=err.setting) from None
 
     async def fail(self, err: NsqctlError | OSError) -> None:
