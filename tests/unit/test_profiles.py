@@ -135,3 +135,22 @@ def test_config_show_masks_the_secret(cfg: Path) -> None:
     assert data["profile"] == "prod"
     table = CliRunner().invoke(app, ["config"])
     assert table.exit_code == 0 and SECRET not in table.output and "prod" in table.output
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "example"),
+    [
+        ("--lookupd", "127.0.0.1", "127.0.0.1:4161"),
+        ("--nsqd", "127.0.0.1:4150,::1:4150", "127.0.0.1:4150"),
+        ("--nsqd-http", "http://127.0.0.1:4151", "127.0.0.1:4151"),
+    ],
+)
+def test_set_profile_refuses_a_malformed_address_and_saves_nothing(
+    cfg: Path, flag: str, value: str, example: str
+) -> None:
+    """Saved, it would fail every later command that names the profile."""
+    args = ["config", "set-profile", "p", "--lookupd", "127.0.0.1:4161", flag, value]
+    result = CliRunner().invoke(app, args)
+    assert isinstance(result.exception, ConfigError), result.output  # main() exits 2
+    assert "bad address" in str(result.exception) and f"e.g. {example}" in str(result.exception)
+    assert "p" not in load_config(cfg).profiles
