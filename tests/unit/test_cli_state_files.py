@@ -1,10 +1,11 @@
 """Files nsqctl reads or keeps that it cannot use: one ``nsqctl: error:`` line saying which
-and what to do, exit 2, never a traceback, before anything is published; and a file whose
-bytes are not UTF-8 where that is no error (an AUTH secret is bytes).
+and what to do, exit 2, never a traceback, before anything is published or consumed; and a
+file whose bytes are not UTF-8 where that is no error (an AUTH secret is bytes).
 
 ``replay`` makes its checkpoint directory (``--checkpoint``, or one in the state
 directory) before it publishes; ``dead-letter replay --dry-run`` reads its file and
-publishes nothing. The nsqd given is never reached, so none runs here."""
+publishes nothing; ``archive`` checks its channel and makes --out before it connects. The
+nsqd given is never reached, so none runs here."""
 
 from __future__ import annotations
 
@@ -80,3 +81,22 @@ def test_an_auth_secret_file_is_read_as_the_bytes_it_holds(tmp_path: Path) -> No
     path.write_bytes(NOT_UTF8 + b"\n")
     secret = resolve_auth_secret(file=path)
     assert secret is not None and secret.reveal() == NOT_UTF8
+
+
+def test_archive_into_a_directory_it_cannot_make(tmp_path: Path) -> None:
+    (tmp_path / "taken").write_text("")
+    out = tmp_path / "taken" / "archive"
+    proc = run_main("archive", "orders", "-o", str(out), "--nsqd", "127.0.0.1:1")
+    line = assert_one_line_error(proc, 2)
+    assert f"cannot make the archive directory {out}: a file is where" in line, line
+    assert "give --out a directory" in line
+
+
+def test_archive_refuses_an_ephemeral_channel(tmp_path: Path) -> None:
+    """nsqd deletes an ephemeral channel with its messages when the archive disconnects:
+    a restart would resume nothing."""
+    out = tmp_path / "archive"
+    args = ["archive", "orders", "-o", str(out), "-c", "a#ephemeral", "--nsqd", "127.0.0.1:1"]
+    line = assert_one_line_error(run_main(*args), 2)
+    assert "--channel a#ephemeral is ephemeral" in line and "drop #ephemeral" in line, line
+    assert not out.exists()
