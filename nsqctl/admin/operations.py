@@ -91,8 +91,11 @@ async def create_topic_async(
             ext=ext,
         )
         if family == "original":
-            # one create per nsqd and nothing undoes one: a silent nsqd refuses them all
-            await check_nsqds_answer(client, action_subject("topic", "create", topic), stages)
+            # one create per nsqd and nsqlookupd, and nothing undoes one: a silent one
+            # refuses them all
+            await check_nsqds_answer(
+                client, action_subject("topic", "create", topic), stages, lookupds=True
+            )
         report = AdminReport("topic create", topic, family)
         report.results = await execute(stages, client)
         if family == "original" and not nsqds:
