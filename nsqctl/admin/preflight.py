@@ -42,7 +42,7 @@ async def check_nsqds_answer(
     """Raise :class:`AdminError` (nothing sent) naming each nsqd of the plan that does not
     answer, and each of ``unreadable`` (``(address, why)``: nsqds that could not be read
     while finding the topic, so may hold it); with ``lookupds``, each nsqlookupd of the
-    plan too (a plan that changes every one of them, as an original topic create does)."""
+    plan too (a plan that changes every one of them, as an original create or delete does)."""
     roles = ("nsqd", "lookupd") if lookupds else ("nsqd",)
     targets = sorted(
         {(r.node.address, r.node.role) for stage in stages for r in stage if r.node.role in roles}
@@ -154,8 +154,11 @@ async def check_plan(
     what = action_subject(kind, action, placement.topic, channel)
     # an nsqd /stats could not read may hold the topic too, unless the action is for one
     unreadable = placement.unreachable if node is None else ()
+    # an original plan sends one request to every nsqlookupd it unregisters from (delete):
+    # those must answer too; the redesign's go to the leader just found
+    lookupds = placement.family == "original"
     async with admin_client() as client:
-        await check_nsqds_answer(client, what, stages, unreadable)
+        await check_nsqds_answer(client, what, stages, unreadable, lookupds=lookupds)
         if placement.family == "redesign":
             await check_partitions_in_sync(
                 client, what, placement.lookupds, placement.topic, stages
