@@ -21,9 +21,11 @@ from nsqctl.failover import DEFAULT_FAILOVER_WINDOW
 #: ordered reader starts where the channel is: its offset is moved beforehand.
 ORDERED_START = (
     "ordered subscriptions take no start position (youzan's SUB_ORDERED has none): move "
-    "the channel's offset first (the admin channel setoffset action, nsqd's "
-    "/channel/setoffset), then subscribe ordered without start="
+    "the channel's offset first (`channel_setoffset(TOPIC, CHANNEL, partition=P)`, nsqd's "
+    "/channel/setoffset), then subscribe ordered without a start position"
 )
+"""Raised with the setting ``ordered``: the start position is what the original family
+lacks too, so the CLI's hint for ``start`` must not speak of ordered channels."""
 
 
 #: seconds, where zero would make a timer spin or a wait meaningless
@@ -122,7 +124,7 @@ class ConsumerOptions:
                 setting="partitions",
             )
         if self.ordered and self.start is not None:
-            raise ConfigError(ORDERED_START, setting="start")
+            raise ConfigError(ORDERED_START, setting="ordered")
         for name in ("ordered", "threads", "auto_touch"):
             value = getattr(self, name)
             if not isinstance(value, bool):
