@@ -346,7 +346,7 @@ class ConnectionSet:
         following = after_refusal(attempt, refusal)
         if following is Verdict.FATAL:
             ordered_only = refusal is p.SubscribeRefusal.ORDER_REQUIRED and self._options.start
-            self._set_fatal(ConfigError(ORDERED_START, setting="ordered") if ordered_only else err)
+            self._set_fatal(ConfigError(ORDERED_START, setting="start") if ordered_only else err)
             await conn.close()
             return None
         if following is Verdict.RETRY_LATER:

@@ -24,8 +24,9 @@ ORDERED_START = (
     "the channel's offset first (`channel_setoffset(TOPIC, CHANNEL, partition=P)`, nsqd's "
     "/channel/setoffset), then subscribe ordered without a start position"
 )
-"""Raised with the setting ``ordered``: the start position is what the original family
-lacks too, so the CLI's hint for ``start`` must not speak of ordered channels."""
+"""Says how in its own text (the CLI renders the action as its command): the hint for
+the setting ``start`` is shared with the original family's refusal of a start position,
+which has no ordered channels to move."""
 
 
 #: seconds, where zero would make a timer spin or a wait meaningless
@@ -124,7 +125,7 @@ class ConsumerOptions:
                 setting="partitions",
             )
         if self.ordered and self.start is not None:
-            raise ConfigError(ORDERED_START, setting="ordered")
+            raise ConfigError(ORDERED_START, setting="start")
         for name in ("ordered", "threads", "auto_touch"):
             value = getattr(self, name)
             if not isinstance(value, bool):

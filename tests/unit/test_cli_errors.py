@@ -58,4 +58,4 @@ def test_an_ordered_tail_with_a_start_says_how_in_the_clis_words() -> None:
     line = assert_one_line_error(proc, 2)
     assert "ordered subscriptions take no start position" in line, line
     assert "`nsqctl channel setoffset TOPIC CHANNEL --partition P`" in line, line
-    assert line.endswith("(flag: --ordered)"), line
+    assert line.endswith("(flag: --from-start/--from-time/--from-offset)"), line
