@@ -35,6 +35,7 @@ def source(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.spark  # archive and replay need pyarrow (the archive/spark extra)
 def test_a_checkpoint_that_is_a_file(source: Path, tmp_path: Path) -> None:
     taken = tmp_path / "taken"
     taken.write_text("")
@@ -46,6 +47,7 @@ def test_a_checkpoint_that_is_a_file(source: Path, tmp_path: Path) -> None:
     assert "--checkpoint" in line
 
 
+@pytest.mark.spark  # archive and replay need pyarrow (the archive/spark extra)
 def test_a_checkpoint_that_cannot_be_made(source: Path, tmp_path: Path) -> None:
     below_a_file = tmp_path / "taken" / "ckpt"
     (tmp_path / "taken").write_text("")
@@ -54,6 +56,7 @@ def test_a_checkpoint_that_cannot_be_made(source: Path, tmp_path: Path) -> None:
     assert "writable directory as --checkpoint" in line
 
 
+@pytest.mark.spark  # archive and replay need pyarrow (the archive/spark extra)
 def test_a_checkpoint_whose_job_file_is_not_json(source: Path, tmp_path: Path) -> None:
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
@@ -83,6 +86,7 @@ def test_an_auth_secret_file_is_read_as_the_bytes_it_holds(tmp_path: Path) -> No
     assert secret is not None and secret.reveal() == NOT_UTF8
 
 
+@pytest.mark.spark  # archive and replay need pyarrow (the archive/spark extra)
 def test_archive_into_a_directory_it_cannot_make(tmp_path: Path) -> None:
     (tmp_path / "taken").write_text("")
     out = tmp_path / "taken" / "archive"
@@ -92,6 +96,7 @@ def test_archive_into_a_directory_it_cannot_make(tmp_path: Path) -> None:
     assert "give --out a directory" in line
 
 
+@pytest.mark.spark  # archive and replay need pyarrow (the archive/spark extra)
 def test_archive_refuses_an_ephemeral_channel(tmp_path: Path) -> None:
     """nsqd deletes an ephemeral channel with its messages when the archive disconnects:
     a restart would resume nothing."""
