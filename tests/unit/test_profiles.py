@@ -154,3 +154,18 @@ def test_set_profile_refuses_a_malformed_address_and_saves_nothing(
     assert isinstance(result.exception, ConfigError), result.output  # main() exits 2
     assert "bad address" in str(result.exception) and f"e.g. {example}" in str(result.exception)
     assert "p" not in load_config(cfg).profiles
+
+
+def test_no_tls_by_flag_beats_the_profiles_ca_and_refuses_a_tls_flag(
+    cfg: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--no-tls was ignored whenever any TLS setting was found: the profile's CA turned
+    TLS back on. Asked for by name it wins over the profile and the environment; beside
+    a TLS flag it is a conflict, said as one."""
+    monkeypatch.setattr(flags, "GLOBAL_FLAGS", flags.SecurityFlags(tls=False))
+    assert resolve_cluster(None, None).tls is None
+    monkeypatch.setenv("NSQCTL_TLS_CA", "/etc/other-ca.pem")
+    assert resolve_cluster(None, None).tls is None
+    monkeypatch.setattr(flags, "GLOBAL_FLAGS", flags.SecurityFlags(tls=False, tls_ca="/etc/ca.pem"))
+    with pytest.raises(ConfigError, match="--no-tls conflicts with --tls-ca"):
+        resolve_cluster(None, None)
