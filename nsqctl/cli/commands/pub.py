@@ -40,7 +40,7 @@ from nsqctl.cli.flags import (
 )
 from nsqctl.cli.numbers import rate, seconds
 from nsqctl.cli.output.lazy_progress import LazyProgress
-from nsqctl.errors import ConfigError, NsqctlError
+from nsqctl.errors import ConfigError, NsqctlError, PublishError
 from nsqctl.failover import DEFAULT_FAILOVER_WINDOW, FailoverEvent
 from nsqctl.producer import Producer, ProducerOptions, Receipt
 from nsqctl.protocol import MPUB_ENTRY_OVERHEAD, MPUB_TRACE_ENTRY_OVERHEAD, mpub_body_size
@@ -356,8 +356,9 @@ def _text(error: BaseException | None) -> str | None:
 
 def _unanswered(ledger: LineLedger, lines: list[Span], error: BaseException | None) -> None:
     """A launched batch got no OK: the library refuses bad input (ConfigError) before it
-    writes anything, so those lines were never sent; otherwise they may have been."""
-    if isinstance(error, ConfigError):
+    writes anything, and says when no attempt wrote it (PublishError.written), so those
+    lines were never sent; otherwise they may have been."""
+    if isinstance(error, ConfigError) or (isinstance(error, PublishError) and not error.written):
         ledger.not_sent(lines)
     else:
         ledger.not_confirmed(lines)
