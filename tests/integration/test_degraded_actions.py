@@ -507,6 +507,13 @@ def test_original_a_killed_nsqd(pair: Pair) -> None:
         assert error_line(done, 1, alone=True) == line
         assert f"nsqd {b.http_address}" in line and "refused, nothing was changed" in line
         assert held(nodes, pair.topic) == before
+        # through nsqlookupd (which forgot it) with every nsqd given too, as a profile
+        # or the sandbox's environment gives them: the dead one is known, refused alike
+        dry, done = both(*original_args(pair.topic, kind, action), *pair.lookupd, *pair.each())
+        line = error_line(dry, 1, alone=True)
+        assert error_line(done, 1, alone=True) == line
+        assert f"nsqd {b.http_address}" in line and "refused, nothing was changed" in line
+        assert held(nodes, pair.topic) == before
     # the redesign's commands: bad input for this cluster, said alike
     for args in (
         ("channel", "skip", pair.topic, "c"),
