@@ -84,7 +84,9 @@ class DeadLetter:
 def read_dead_letters(path: Path) -> Iterator[DeadLetter]:
     """Every record of ``path``; a line that is not one raises a one-line ConfigError."""
     try:
-        fh = path.open(encoding="utf-8")
+        # bytes: a line that is not UTF-8 is then json's error about that line, inside
+        # the try below, instead of the file reader's while it iterates
+        fh = path.open("rb")
     except OSError as err:
         raise ConfigError(f"cannot read dead-letter file {path}: {err.strerror}") from None
     with fh:

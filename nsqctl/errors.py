@@ -212,7 +212,13 @@ class NotFoundError(NsqctlError):
 
 
 class PublishError(NsqctlError):
-    """A publish did not get an OK within the retry budget; nothing was acknowledged."""
+    """A publish did not get an OK within the retry budget; nothing was acknowledged.
+
+    ``written`` is False when no attempt wrote the message to an nsqd (each failed to
+    connect, or found no nsqd to go to): nothing can have been stored, and publishing it
+    again cannot make a duplicate. True when one may have been written (the default)."""
+
+    written: bool = True
 
 
 class UsageError(NsqctlError):

@@ -265,6 +265,7 @@ async def borrow(
     wait: float = BORROW_WAIT,
     config: ConnectionConfig | None = None,
     on_taking: Callable[[int], None] | None = None,
+    on_paused: Callable[[Sequence[tuple[str, int]]], None] | None = None,
 ) -> list[Message]:
     """Take up to ``count`` messages from ``channel``, hand them to ``show``, then give
     each back exactly once with no delay (REQ 0, no backoff) and disconnect.
@@ -276,7 +277,9 @@ async def borrow(
     messages borrowed (all answered). On the redesign this raises :class:`ConfigError`
     (setting ``borrow``): :func:`peek` reads there without consuming. ``on_taking`` hears
     how many will be taken, once the channel was found and before any is (the moment to
-    warn about attempts and order).
+    warn about attempts and order). A paused channel delivers nothing: the messages
+    waiting on an nsqd where it is paused are not counted or borrowed, and ``on_paused``
+    hears those nsqds with their depths (before ``on_taking``).
     """
     validate_topic(topic)
     validate_channel(channel)
@@ -288,7 +291,9 @@ async def borrow(
             "and HTTP addresses",
             setting="lookupd_http",
         )
-    held, nodes = await _waiting(topic, channel, lookupd_http, nsqd_http)
+    held, nodes, paused = await _waiting(topic, channel, lookupd_http, nsqd_http)
+    if paused and on_paused is not None:
+        on_paused(paused)
     target = min(count, held)
     if on_taking is not None:
         on_taking(target)
@@ -314,9 +319,10 @@ async def _waiting(
     channel: str,
     lookupd_http: Sequence[str],
     nsqd_http: Sequence[str],
-) -> tuple[int, int]:
-    """How many messages wait in ``channel`` over the topic's nsqds (their depths in
-    ``/stats``), and how many nsqds hold the topic; refuses the redesign."""
+) -> tuple[int, int, list[tuple[str, int]]]:
+    """How many messages wait in ``channel`` over the topic's nsqds where it is not paused
+    (their depths in ``/stats``), how many nsqds hold the topic, and ``(nsqd, depth)`` of
+    each where it is paused; refuses the redesign."""
     async with admin_client() as client:
         placement = await locate_topic(topic, lookupd_http, nsqd_http, client)
         if placement.family == "redesign":
@@ -326,11 +332,15 @@ async def _waiting(
                 setting="borrow",
             )
         held = 0
+        paused: list[tuple[str, int]] = []
         for node in placement.nsqds:
             stats = await fetch_nsqd_stats(client, node.address, topic=topic, channel=channel)
             ch = stats.channel(topic, channel)
-            held += ch.depth if ch is not None else 0
-    return held, len(placement.nsqds)
+            if ch is not None and ch.paused:
+                paused.append((node.address, ch.depth))
+            else:
+                held += ch.depth if ch is not None else 0
+    return held, len(placement.nsqds), paused
 
 
 async def _take(

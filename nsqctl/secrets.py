@@ -45,7 +45,8 @@ def resolve_auth_secret(
     if file:
         path = Path(file)
         try:
-            text = path.read_text().strip()
+            # bytes: AUTH sends them as they are, and a secret that is not UTF-8 is no error
+            text = path.read_bytes().strip()
         except OSError as err:
             raise ConfigError(
                 f"cannot read the auth secret file {path}: {err.strerror}; check the path "

@@ -125,6 +125,15 @@ def node_summary_line(view: ClusterView) -> Text:
     return text
 
 
+def hot_title(what: str, sort: SortKey, down: int) -> Text:
+    """The hot-spots screen's title line; a ranking that could not ask ``down`` nsqds says
+    so, as the other screens' summary lines do (a channel on a down nsqd is not ranked)."""
+    text = Text(f"hot spots: {what} by {sort} · s: sort · c: channels/clients")
+    if down:
+        text.append(f" · {down} nsqd down: their channels are not ranked", style="bold red")
+    return text
+
+
 def _drain(entry: HotSpot) -> str:
     return "never" if entry.time_to_drain is None else f"{entry.time_to_drain:.0f}s"
 

@@ -81,6 +81,7 @@ class HotSpotsScreen(ViewScreen):
         self.sort: SortKey = sort
         self.clients = clients
         self._targets: dict[str, tuple[str, str]] = {}  # row key → (topic, channel)
+        self._down = 0  # nsqds the last poll could not ask: the title says so
 
     @property
     def client_scopes(self) -> tuple[ClientScope, ...] | None:
@@ -103,16 +104,20 @@ class HotSpotsScreen(ViewScreen):
         self.query_one("#hot-channels", RowTable).display = not self.clients
         self.query_one("#hot-clients", RowTable).display = self.clients
         self._table().focus()
+        self._show_title()
+
+    def _show_title(self) -> None:
         what = (
             f"client connections (the {hotrows.CLIENT_LIMIT} hottest)"
             if self.clients
             else "channels"
         )
-        self.query_one("#hot-title", Static).update(
-            f"hot spots: {what} by {self.sort} · s: sort · c: channels/clients"
-        )
+        self.query_one("#hot-title", Static).update(hotrows.hot_title(what, self.sort, self._down))
 
     def refresh_view(self, view: ClusterView) -> None:
+        if view.nodes_down != self._down:
+            self._down = view.nodes_down
+            self._show_title()
         if self.clients:
             # every connection of the cluster is parsed to rank them: off the UI thread,
             # so keys are handled meanwhile; a newer poll's ranking replaces an older one

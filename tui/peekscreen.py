@@ -185,9 +185,13 @@ class PeekScreen(Screen[None]):
     async def _borrow(self, host: ActionHost) -> None:
         view = host.view
         taken: list[Shown] = []
+        unreachable: list[str] = []  # nsqds where the channel is paused: nothing comes
 
         def show(messages: list[Message]) -> None:
             taken.extend(Shown(m.raw, m.partition, None, m.nsqd_address) for m in messages)
+
+        def paused(where: Sequence[tuple[str, int]]) -> None:
+            unreachable.extend(f"{node} ({depth} waiting)" for node, depth in where)
 
         try:
             await lib.borrow(
@@ -199,8 +203,12 @@ class PeekScreen(Screen[None]):
                 nsqd_tcp=host.nsqd_tcp,
                 nsqd_http=[n.address for n in view.nodes] if view else [],
                 config=borrow_config(host, self.channel),
+                on_paused=paused,
             )
         except NsqctlError as exc:
             self.say(f"borrow from {self.topic}/{self.channel}: {exc}", "bold red")
             return
-        self._show(taken, "borrowed and given back: attempts +1")
+        note = "borrowed and given back: attempts +1"
+        if unreachable:
+            note += f"; paused on nsqd {', '.join(unreachable)}: not borrowed"
+        self._show(taken, note)

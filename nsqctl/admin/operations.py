@@ -24,7 +24,7 @@ from nsqctl.admin.planners import (
     plan_topic_create,
     plan_topic_delete,
 )
-from nsqctl.admin.preflight import check_plan
+from nsqctl.admin.preflight import action_subject, check_nsqds_answer, check_plan
 from nsqctl.admin.requests import (
     AdminReport,
     AdminRequest,
@@ -90,6 +90,12 @@ async def create_topic_async(
             ordered=ordered,
             ext=ext,
         )
+        if family == "original":
+            # one create per nsqd and nsqlookupd, and nothing undoes one: a silent one
+            # refuses them all
+            await check_nsqds_answer(
+                client, action_subject("topic", "create", topic), stages, lookupds=True
+            )
         report = AdminReport("topic create", topic, family)
         report.results = await execute(stages, client)
         if family == "original" and not nsqds:

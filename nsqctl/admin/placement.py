@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import httpx
@@ -156,6 +156,21 @@ async def fetch_stats(
     return stats
 
 
+async def _given_but_silent(
+    placement: Placement, nsqd_http: Sequence[str], client: httpx.AsyncClient
+) -> Placement:
+    """``placement`` with each nsqd given that nsqlookupd does not list and that does not
+    answer as :attr:`Placement.unreachable`: an original nsqlookupd forgets a dead nsqd at
+    once, so one that was killed may hold the topic and would miss the change (the plan's
+    preflight refuses it then). Given nsqds that answer are left to the lookup."""
+    listed = {n.address for n in placement.nsqds}
+    others = [a for a in nsqd_http if a not in listed]
+    if not others:
+        return placement
+    stats = await fetch_stats(client, others, placement.topic)
+    return replace(placement, unreachable=(*placement.unreachable, *stats.errors.items()))
+
+
 async def locate_topic(
     topic: str,
     lookupd_http: Sequence[str],
@@ -171,7 +186,10 @@ async def locate_topic(
             topo = await lk.lookup(topic, "r", metainfo=True)
         if topo.topic_not_found:
             raise topic_not_found(topic, [f"nsqlookupd {a}" for a in lookupd_http])
-        return placement_from_topology(topo, lookupd_http)
+        placement = placement_from_topology(topo, lookupd_http)
+        if placement.family == "original" and nsqd_http:
+            placement = await _given_but_silent(placement, nsqd_http, client)
+        return placement
     placement = placement_from_stats(topic, await fetch_stats(client, nsqd_http, topic))
     if not placement.nsqds and not placement.unreachable:
         raise topic_not_found(topic, [f"nsqd {a}" for a in nsqd_http])

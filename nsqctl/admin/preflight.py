@@ -36,21 +36,34 @@ async def check_nsqds_answer(
     what: str,
     stages: Sequence[Sequence[AdminRequest]],
     unreadable: Sequence[tuple[str, str]] = (),
+    *,
+    lookupds: bool = False,
 ) -> None:
     """Raise :class:`AdminError` (nothing sent) naming each nsqd of the plan that does not
     answer, and each of ``unreadable`` (``(address, why)``: nsqds that could not be read
-    while finding the topic, so may hold it)."""
-    targets = sorted({r.node.address for stage in stages for r in stage if r.node.role == "nsqd"})
-    found = await asyncio.gather(*(_silent(client, a) for a in targets))
-    silent = [(a, why) for a, why in zip(targets, found, strict=True) if why is not None]
-    silent += [(a, why) for a, why in unreadable if a not in targets]
+    while finding the topic, so may hold it); with ``lookupds``, each nsqlookupd of the
+    plan too (a plan that changes every one of them, as an original create or delete does)."""
+    roles = ("nsqd", "lookupd") if lookupds else ("nsqd",)
+    targets = sorted(
+        {(r.node.address, r.node.role) for stage in stages for r in stage if r.node.role in roles}
+    )
+    found = await asyncio.gather(*(_silent(client, a) for a, _ in targets))
+    silent = [(a, why) for (a, role), why in zip(targets, found, strict=True) if why is not None]
+    asked = {a for a, _ in targets}
+    silent += [(a, why) for a, why in unreadable if a not in asked]
     if not silent:
         return
+    word = {a: "nsqlookupd" if role == "lookupd" else "nsqd" for a, role in targets}
     # the /stats reader's reasons name the nsqd already
-    names = "; ".join(why if a in why else f"nsqd {a} ({why})" for a, why in silent)
+    names = "; ".join(
+        why if a in why else f"{word.get(a, 'nsqd')} {a} ({why})" for a, why in silent
+    )
+    if any(word.get(a) == "nsqlookupd" for a, _ in silent):
+        rest = "on the others only; run it again once every nsqd and nsqlookupd answers"
+    else:
+        rest = "on the other nsqds only; run it again once every nsqd answers"
     raise AdminError(
-        f"{what} refused, nothing was changed: {names} did not answer, so it would change "
-        "on the other nsqds only; run it again once every nsqd answers"
+        f"{what} refused, nothing was changed: {names} did not answer, so it would change {rest}"
     )
 
 
@@ -141,8 +154,11 @@ async def check_plan(
     what = action_subject(kind, action, placement.topic, channel)
     # an nsqd /stats could not read may hold the topic too, unless the action is for one
     unreadable = placement.unreachable if node is None else ()
+    # an original plan sends one request to every nsqlookupd it unregisters from (delete):
+    # those must answer too; the redesign's go to the leader just found
+    lookupds = placement.family == "original"
     async with admin_client() as client:
-        await check_nsqds_answer(client, what, stages, unreadable)
+        await check_nsqds_answer(client, what, stages, unreadable, lookupds=lookupds)
         if placement.family == "redesign":
             await check_partitions_in_sync(
                 client, what, placement.lookupds, placement.topic, stages

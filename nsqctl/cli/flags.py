@@ -104,7 +104,10 @@ def global_flags(
         autocompletion=complete_profiles,
     ),
     tls: bool | None = typer.Option(
-        None, "--tls/--no-tls", help="TLS to nsqd (verified); any --tls-* option turns it on."
+        None,
+        "--tls/--no-tls",
+        help="TLS to nsqd (verified); any --tls-* option turns it on. --no-tls: plaintext, "
+        "whatever TLS settings the environment or the profile give.",
     ),
     tls_ca: str | None = typer.Option(
         None, "--tls-ca", metavar="FILE", help="CA file (env NSQCTL_TLS_CA)."
@@ -327,6 +330,16 @@ def _resolve_tls(prof: Profile | None, sources: dict[str, str]) -> TLSSettings |
             "(or NSQCTL_TLS_CERT, or the profile's tls_cert)",
             setting="tls_key",
         )
+    if values["tls"] is False and sources.get("tls") == "flag":
+        # asked for by name: plaintext, over TLS settings from the environment or the
+        # profile; a TLS flag beside it cannot be obeyed with it
+        clashing = [f for n, f, _ in _TLS_SETTINGS[1:] if values[n] and sources.get(n) == "flag"]
+        if clashing:
+            raise ConfigError(
+                f"--no-tls conflicts with {', '.join(clashing)}: give one or the other",
+                setting="tls",
+            )
+        return None
     wanted = values["tls"] or any(values[n] for n in ("tls_ca", "tls_cert", "tls_key"))
     if not (wanted or values["tls_insecure"]):
         return None

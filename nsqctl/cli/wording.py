@@ -28,10 +28,7 @@ SETTING_FLAGS: dict[str, str] = {
     "connect_timeout": "--connect-timeout SECONDS",
     "partition": "--partition",
     "partitions": "--partition",
-    "start": (
-        "--from-start/--from-time/--from-offset; an ordered channel is moved first with "
-        "`nsqctl channel setoffset TOPIC CHANNEL --partition P`, then read with --ordered"
-    ),
+    "start": "--from-start/--from-time/--from-offset",
     "ordered": "--ordered",
     "tls": "--tls",
     "max_in_flight": "--max-in-flight",

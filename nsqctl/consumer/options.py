@@ -21,9 +21,12 @@ from nsqctl.failover import DEFAULT_FAILOVER_WINDOW
 #: ordered reader starts where the channel is: its offset is moved beforehand.
 ORDERED_START = (
     "ordered subscriptions take no start position (youzan's SUB_ORDERED has none): move "
-    "the channel's offset first (the admin channel setoffset action, nsqd's "
-    "/channel/setoffset), then subscribe ordered without start="
+    "the channel's offset first (`channel_setoffset(TOPIC, CHANNEL, partition=P)`, nsqd's "
+    "/channel/setoffset), then subscribe ordered without a start position"
 )
+"""Says how in its own text (the CLI renders the action as its command): the hint for
+the setting ``start`` is shared with the original family's refusal of a start position,
+which has no ordered channels to move."""
 
 
 #: seconds, where zero would make a timer spin or a wait meaningless

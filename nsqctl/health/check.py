@@ -41,6 +41,9 @@ class CheckResult:
     nodes: int = 0
     rules: tuple[str, ...] = field(default_factory=tuple)
     perfdata: tuple[PerfDatum, ...] = ()
+    answering: int | None = None
+    """nsqds that answered the last poll (None: all of :attr:`nodes`)."""
+    lookupds_down: tuple[str, ...] = ()
 
     @property
     def exit_code(self) -> int:
@@ -55,8 +58,14 @@ class CheckResult:
         """The line printed when nothing is wrong (or the unreachable cluster's line)."""
         if self.error is not None:
             return f"{LABELS['unknown']}: cluster: {self.error}"
+        # with node-down turned off an OK can stand on part of the cluster: it says so
+        nodes = f"{self.nodes} nsqd"
+        if self.answering is not None and self.answering < self.nodes:
+            nodes = f"{self.answering} of {self.nodes} nsqd answering"
+        if self.lookupds_down:
+            nodes += f" (nsqlookupd {', '.join(self.lookupds_down)} not answering)"
         return (
-            f"{LABELS[self.status]}: {len(self.findings)} checks on {self.nodes} nsqd, "
+            f"{LABELS[self.status]}: {len(self.findings)} checks on {nodes}, "
             f"{self.topics} topics, {self.channels} channels over {self.samples} polls"
         )
 
@@ -78,6 +87,8 @@ class CheckResult:
             "samples": self.samples,
             "checked": len(self.findings),
             "nodes": self.nodes,
+            "nodes_answering": self.nodes if self.answering is None else self.answering,
+            "lookupds_down": list(self.lookupds_down),
             "topics": self.topics,
             "channels": self.channels,
             "rules": list(self.rules),
@@ -102,6 +113,8 @@ def judge(views: Sequence[ClusterView], rules: RuleSet, *, polls: int | None = N
         nodes=len(view.nodes),
         rules=_texts(rules),
         perfdata=perf_data(findings, rules),
+        answering=sum(1 for n in view.nodes if n.stats.state != "down"),
+        lookupds_down=tuple(lk.address for lk in view.lookupds if not lk.ok),
     )
 
 

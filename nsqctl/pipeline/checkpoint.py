@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from nsqctl.errors import ConfigError
+from nsqctl.paths import unusable_directory
 
 Position = tuple[int, int, int]
 
@@ -26,13 +27,34 @@ def fingerprint(spec: dict[str, Any]) -> str:
 
 
 def prepare(directory: Path, spec: dict[str, Any], restart: bool) -> int:
-    """Create or check the checkpoint dir; returns how many keys already have progress."""
+    """Create or check the checkpoint dir; returns how many keys already have progress.
+
+    Raises :class:`ConfigError` before anything is published when the directory cannot be
+    made, read or written, or holds a ``job.json`` that is not one: the replay could not
+    record its progress, and a rerun would publish everything again."""
+    try:
+        return _prepare(directory, spec, restart)
+    except OSError as err:
+        raise ConfigError(
+            f"cannot use {directory} as the replay checkpoint: {unusable_directory(err)}; give a "
+            "writable directory as `checkpoint`",
+            setting="checkpoint",
+        ) from None
+    except ValueError:  # a torn or foreign job.json (json's decode error is a ValueError)
+        raise ConfigError(
+            f"{directory / 'job.json'} is not a replay checkpoint: give another `checkpoint`, "
+            "or `restart` to start it again",
+            setting="checkpoint",
+        ) from None
+
+
+def _prepare(directory: Path, spec: dict[str, Any], restart: bool) -> int:
     directory.mkdir(parents=True, exist_ok=True)
     job = directory / "job.json"
     fp = fingerprint(spec)
     if job.exists() and not restart:
         old = json.loads(job.read_text())
-        if old.get("fingerprint") != fp:
+        if not isinstance(old, dict) or old.get("fingerprint") != fp:
             raise ConfigError(
                 f"checkpoint {directory} belongs to another replay (different source, target "
                 "or filters): use another `checkpoint` or `restart`"

@@ -72,6 +72,7 @@ class PublishCall:
     refresh: bool = False
     target: Target | None = None  # where the last attempt went
     refused: list[str] = field(default_factory=list)  # given nsqds that do not lead it
+    written: bool = False  # an attempt got as far as writing to an nsqd
 
 
 class RetryLoop:
@@ -180,6 +181,7 @@ class RetryLoop:
         call.target = target
         conn = await self.pool.connection(topic, target)
         check_keyed_send(topic, target, call.shard_key, conn.is_redesign)
+        call.written = True
         return await send(conn, conn.partition_arg(target.partition)), conn
 
     async def _register(self, call: PublishCall, line: TicketLine, route: int | HostPort) -> None:
@@ -256,6 +258,8 @@ class RetryLoop:
         delay = call.clock.failed(now, leader_lost=True)
         if delay is None:
             final = self._gave_up(call, last)
+            if isinstance(final, PublishError):
+                final.written = call.written
             if final is last:
                 raise final
             raise final from last

@@ -41,6 +41,12 @@ class Coverage:
             self.not_answering or self.unseen or self.lookupds_down or self.lookupds_without_etcd
         )
 
+    @property
+    def searched(self) -> str:
+        """Where a view that found nothing looked: "any nsqd" only when it saw them all,
+        so that an empty answer is not taken for the truth about nsqds it could not ask."""
+        return "any nsqd" if self.complete else "the nsqds that answered"
+
     def warnings(self, what: str) -> list[str]:
         """One line per blind spot, each saying ``what`` may be incomplete."""
         return [*self.nsqd_warnings(what), *self.lookupd_warnings(what)]

@@ -234,6 +234,32 @@ def test_a_failed_node_is_named_and_fails_the_command(original_cluster: Cluster)
     assert [t.paused for t in all_entries(original_cluster, topic)] == [False, False]
 
 
+def test_create_and_delete_with_a_lookupd_down_are_refused_whole(
+    original_cluster: Cluster,
+) -> None:
+    """One create (or delete) per nsqlookupd and nsqd, none undone: one nsqlookupd given
+    that does not answer refuses it before any is sent (it used to change everything else,
+    then fail)."""
+    c = original_cluster
+    topic = name("adm-create-lkdown")
+    dead = f"127.0.0.1:{closed_port()}"
+    proc = cli("topic", "create", topic, *lk(c), "--lookupd", dead)
+    line = assert_one_line_error(proc, 1)
+    assert f"nsqlookupd {dead}" in line and "refused, nothing was changed" in line, line
+    assert proc.stdout == ""
+    assert all_entries(c, topic) == []
+    assert topic not in ok("topic", "list", *lk(c)).stdout.split()
+    create(c, topic)
+    ok("channel", "create", topic, "c", *lk(c))
+    for args in (("topic", "delete", topic), ("channel", "delete", topic, "c")):
+        for how in ("--dry-run", "--yes"):
+            proc = cli(*args, *lk(c), "--lookupd", dead, how)
+            line = assert_one_line_error(proc, 1)
+            assert f"nsqlookupd {dead}" in line and "nothing was changed" in line, line
+    assert len(channel_entries(c, topic, "c")) == len(c.nsqd_http)
+    assert topic in ok("topic", "list", *lk(c)).stdout.split()
+
+
 def test_original_refuses_partition_options(original_cluster: Cluster) -> None:
     topic = name("adm-parts")
     line = assert_one_line_error(

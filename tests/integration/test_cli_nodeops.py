@@ -96,6 +96,12 @@ def test_pause_on_one_node_leaves_the_other_delivering(original_cluster: Cluster
     ok("channel", "pause", topic, "c", "--node", paused, *lk(c))
     assert channel_on(paused, topic, "c").paused
     assert not channel_on(running, topic, "c").paused
+    # stat's one row for the channel says it is paused on one of its two nsqds, not all
+    where = ["--nsqd-http", paused, "--nsqd-http", running, "-n", "1"]
+    [line] = [r for r in ok("stat", topic, "c", *where).splitlines() if f"{topic}/c" in r]
+    assert line.endswith(" PAUSED 1/2"), line
+    [row] = json.loads(ok("stat", topic, "c", "--json", *where))["rows"]
+    assert (row["paused"], row["paused_copies"], row["copies"]) == (True, 1, 2), row
 
     got: list[Message] = []
 

@@ -77,3 +77,30 @@ def test_borrow_into_a_reader_that_goes_away_ends_141_and_gives_every_message_ba
     assert proc.returncode == 141, proc.stderr
     assert "Traceback" not in proc.stderr and "error" not in proc.stderr, proc.stderr
     eventually(lambda: _waiting(c, topic, 1) == 60, 30, "the borrowed messages back")
+
+
+def test_borrow_names_an_nsqd_where_the_channel_is_paused_and_lends_the_rest(
+    original_cluster: Cluster,
+) -> None:
+    """A paused channel delivers nothing: its two messages there are said to be out of
+    reach (not blamed on another consumer after a 5 s wait), the other nsqd's are lent."""
+    c = original_cluster
+    topic = f"borrow_paused-{uuid.uuid4().hex[:8]}"
+    for index, bodies in ((0, ["a", "b"]), (1, ["c", "d"])):
+        pub = invoke("pub", topic, *bodies, "--nsqd", c.nsqd_tcp[index])
+        assert pub.exit_code == 0, pub.output
+        made = invoke("channel", "create", topic, "c", "--nsqd-http", c.nsqd_http[index])
+        assert made.exit_code == 0, made.output
+    eventually(lambda: _waiting(c, topic) == 4, 30, "4 messages waiting in c")
+    paused = c.nsqd_http[1]
+    pause = invoke("channel", "pause", topic, "c", "--nsqd-http", paused)
+    assert pause.exit_code == 0, pause.output
+    where = ["--lookupd", c.lookupd_http[0], "--format", "json"]
+    proc = cli("peek", topic, "c", "--borrow", "10", *where)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(json.loads(line)["body"] for line in proc.stdout.splitlines()) == ["a", "b"]
+    said = f"{topic}/c is paused on nsqd {paused} (2 message(s) waiting)"
+    assert said in proc.stderr and "not borrowed" in proc.stderr, proc.stderr
+    eventually(lambda: _waiting(c, topic) == 4, 30, "the borrowed messages back")
+    held = read_nsqd_stats(paused, topic=topic, channel="c").channel(topic, "c")
+    assert held is not None and held.paused and held.depth == 2

@@ -11,13 +11,14 @@ import signal
 import subprocess
 import time
 
+import httpx
 import pytest
 
 from nsqctl.errors import ConfigError
 from nsqctl.producer import Producer, ProducerOptions
 from nsqctl.servers import cluster, process
 from nsqctl.stats import read_nsqd_stats
-from tests.helpers.cli import NSQCTL, assert_one_line_error, clean_env, cli, pub_process
+from tests.helpers.cli import NSQCTL, assert_one_line_error, clean_env, cli, pub_process, run_cli
 from tests.helpers.names import unique
 from tests.helpers.redesign import TopicSpec, create_topics, eventually, message_counts
 
@@ -85,7 +86,24 @@ def test_partition_given_an_original_nsqd_is_a_one_line_error_naming_its_family(
         cli("pub", topic, "x", "--partition", "1", "--nsqd", c.nsqd_tcp[0]), 2
     )
     assert f"nsqd {c.nsqd_tcp[0]} is an original NSQ server (no partitions)" in line, line
-    assert "do not give a partition" in line and "(no input line was published;" in line
+    assert "do not give a partition" in line
+    # refused before it was written: never "sent but not confirmed" (a retry's duplicates)
+    assert "(no input line was published; nothing was sent)" in line, line
+    assert _stored(c.nsqd_http[0], topic) == 0
+
+
+def test_partition_of_a_topic_nsqlookupd_lists_on_original_servers_is_refused_unsent(
+    original_cluster: cluster.Cluster,
+) -> None:
+    c = original_cluster
+    topic = unique("origpartlk")
+    httpx.post(f"http://{c.nsqd_http[0]}/topic/create?topic={topic}", timeout=10)
+    url = f"http://{c.lookupd_http[0]}/lookup?topic={topic}"
+    eventually(lambda: httpx.get(url, timeout=10).status_code == 200, 30, "the topic listed")
+    proc = cli("pub", topic, "x", "y", "--partition", "1", "--lookupd", c.lookupd_http[0])
+    line = assert_one_line_error(proc, 2)
+    assert f"topic {topic!r} is on original NSQ servers, which have no partitions" in line
+    assert line.endswith("(no input line was published; nothing was sent) (flag: --partition)")
     assert _stored(c.nsqd_http[0], topic) == 0
 
 
@@ -217,3 +235,24 @@ def test_negative_partition_is_bad_input_on_the_redesign(
 
     assert asyncio.run(library()) < window / 4  # no retry budget was spent waiting
     assert message_counts(c, topic) == {0: 0, 1: 0}
+
+
+@pytest.mark.original
+def test_bad_input_mid_stream_still_ends_json_with_the_summary(
+    original_cluster: cluster.Cluster,
+) -> None:
+    """Line 250 is not JSON: the first MPUB (lines 1-200) was stored before it was read,
+    and a script reading --json learns so from the summary line, as on any other failure."""
+    c = original_cluster
+    topic = unique("jsonbad")
+    lines = [b"notjson" if i == 250 else b'{"k": %d}' % i for i in range(1, 301)]
+    proc = run_cli(
+        ["pub", topic, "--shard-field", "k", "--json", "--nsqd", c.nsqd_tcp[0]],
+        input=b"\n".join(lines) + b"\n",
+    )
+    line = assert_one_line_error(proc, 2)
+    assert "line 250 is not JSON" in line, line
+    summary = json.loads(proc.stdout.decode().splitlines()[-1])
+    assert (summary["published"], summary["unpublished"]) == (200, 100), summary
+    assert summary["error"] is not None and "line 250 is not JSON" in summary["error"]
+    assert _stored(c.nsqd_http[0], topic) == 200

@@ -85,12 +85,20 @@ async def held(c: Cluster, topic: str) -> tuple[int, int]:
 
 async def test_borrow_from_an_original_channel_asks_first(original_cluster: Cluster) -> None:
     c = original_cluster
-    topic, nsqd = unique("dborrow"), c.nsqd_http[0]
+    topic, nsqd, other = unique("dborrow"), c.nsqd_http[0], c.nsqd_http[1]
     async with httpx.AsyncClient(timeout=5) as http:
         for path in (f"topic/create?topic={topic}", f"channel/create?topic={topic}&channel=held"):
             assert (await http.post(f"http://{nsqd}/{path}")).status_code == 200
         resp = await http.post(f"http://{nsqd}/mpub?topic={topic}", content=b"\n".join(BODIES))
         assert resp.status_code == 200
+        # one more message on the other nsqd, where the channel is paused: out of reach
+        for path in (
+            f"topic/create?topic={topic}",
+            f"channel/create?topic={topic}&channel=held",
+            f"pub?topic={topic}",
+            f"channel/pause?topic={topic}&channel=held",
+        ):
+            assert (await http.post(f"http://{other}/{path}", content=b"far")).status_code == 200
     app = NotedApp(c)
     async with app.run_test(size=(200, 50)) as pilot:
         await open_channel(app, pilot, topic)
@@ -108,6 +116,7 @@ async def test_borrow_from_an_original_channel_asks_first(original_cluster: Clus
         await pilot.press("y")
         await until(pilot, lambda: "borrowed and given back" in summary(app), "the borrowed", 300)
         assert bodies(app) == [b.decode() for b in BODIES]
+        assert f"paused on nsqd {other} (1 waiting): not borrowed" in summary(app)
 
         await pilot.press("escape")
         app.read_only = "NSQCTL_READ_ONLY"

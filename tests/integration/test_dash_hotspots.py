@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import uuid
 
+from textual.widgets import Static
+
 from nsqctl.consumer import Consumer, ConsumerOptions
 from nsqctl.message import Message
 from nsqctl.producer import Producer
@@ -148,3 +150,21 @@ async def test_live_poison_channel_ranked_first_and_opened(original_cluster: Clu
             assert opened[-1] == (topic, "retries"), opened
     finally:
         await consumer.stop(timeout=5)
+
+
+async def test_hot_spots_say_when_an_nsqd_was_not_asked(original_cluster: Cluster) -> None:
+    """An nsqd given that refuses connections (as a dead one does): its channels cannot be
+    ranked, and the screen's title says so instead of ranking the rest as the whole."""
+    c = original_cluster
+    nodes = [c.nsqd_http[0], "127.0.0.1:1"]
+    app = DashApp(StatsSession(StatsPoller([], nodes, timeout=2.0)), interval=0.5)
+    async with app.run_test(size=SIZE) as pilot:
+        await first_poll(pilot)
+        await pilot.press("h")
+        assert isinstance(app.screen, HotSpotsScreen)
+
+        def title() -> str:
+            return str(app.screen.query_one("#hot-title", Static).content)
+
+        await until(pilot, lambda: "1 nsqd down" in title(), "the nsqd down in the title")
+        assert "their channels are not ranked" in title()

@@ -468,15 +468,22 @@ async def test_original_a_hung_nsqd_refuses_every_action(pair: Pair) -> None:
         (original_args(pair.topic, k, x), "--yes") for k, x in ORIGINAL_ACTIONS if "un" not in x
     ]
     commands.append((["node", "drain", b.http_address], "--timeout=5"))
+    fresh = unique("fresh")  # topic create has no dry run: it refuses before it sends
     async with stopped(b):
-        runs = await asyncio.gather(
+        *runs, create = await asyncio.gather(
             *(
                 nsqctl(*args, *pair.lookupd, flag, bound=BOUND)
                 for args, real in commands
                 for flag in ("--dry-run", real)
-            )
+            ),
+            nsqctl("topic", "create", fresh, *pair.lookupd, bound=BOUND),
         )
-    assert max(r.took for r in runs) < BOUND
+    assert max(r.took for r in (*runs, create)) < BOUND
+    line = error_line(create, 1, alone=True)
+    assert f"nsqd {b.http_address}" in line and "nothing was changed" in line, line
+    assert not read_nsqd_stats(a.http_address, topic=fresh).topics
+    topics = httpx.get(f"http://{pair.c.lookupd_http[0]}/topics", timeout=10).json()["topics"]
+    assert fresh not in topics
     for i, (args, _) in enumerate(commands):
         dry, done = runs[2 * i], runs[2 * i + 1]
         line = error_line(dry, 1, alone=True)
@@ -496,6 +503,13 @@ def test_original_a_killed_nsqd(pair: Pair) -> None:
     # named by address, the dead nsqd is known to be missing: refused, nothing changed
     for kind, action in ORIGINAL_ACTIONS:
         dry, done = both(*original_args(pair.topic, kind, action), *pair.each())
+        line = error_line(dry, 1, alone=True)
+        assert error_line(done, 1, alone=True) == line
+        assert f"nsqd {b.http_address}" in line and "refused, nothing was changed" in line
+        assert held(nodes, pair.topic) == before
+        # through nsqlookupd (which forgot it) with every nsqd given too, as a profile
+        # or the sandbox's environment gives them: the dead one is known, refused alike
+        dry, done = both(*original_args(pair.topic, kind, action), *pair.lookupd, *pair.each())
         line = error_line(dry, 1, alone=True)
         assert error_line(done, 1, alone=True) == line
         assert f"nsqd {b.http_address}" in line and "refused, nothing was changed" in line

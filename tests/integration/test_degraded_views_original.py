@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import httpx
 import pytest
 
 from nsqctl.servers import process
@@ -81,6 +82,8 @@ def test_healthy_cluster_lists_everything_and_raises_no_alarm(original: Original
 def test_a_killed_nsqd_is_named_by_every_view(original: Original) -> None:
     o = original
     dead = o.victim.http_address
+    only_dead = unique("onlydead")  # a topic on the victim alone
+    httpx.post(f"http://{dead}/topic/create?topic={only_dead}", timeout=10).raise_for_status()
     process.kill_hard(o.victim)
     try:
         said = f"1 of 2 nsqd not answering ({dead}: "
@@ -103,6 +106,9 @@ def test_a_killed_nsqd_is_named_by_every_view(original: Original) -> None:
         assert record["complete"] is False and any(said in w for w in record["warnings"])
         assert {n["address"]: n["state"] for n in record["nodes"]}[dead] == "down"
         assert f"nsqd {dead} down" in cells.ok("stat", o.topic, "-n", "1", *o.everywhere).stderr
+        # not "on any nsqd": it is on the one that did not answer
+        missing = cells.ok("stat", only_dead, "-n", "1", *o.everywhere).stdout
+        assert missing.endswith(f"(no {only_dead} on the nsqds that answered)\n"), missing
         ranking = cells.one_record("top", "--json", "-i", "0.1", *o.everywhere)
         assert ranking["complete"] is False
         # top lists the nodes that are not up; on a loaded machine the survivor's /stats can

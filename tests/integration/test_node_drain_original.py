@@ -111,6 +111,25 @@ def test_dry_run_shows_the_tombstones_and_changes_nothing(
     _post(f"http://{a}/topic/delete?topic={topic}")  # not in the way of the next drains
 
 
+def test_a_drain_it_cannot_record_is_refused_before_any_tombstone(
+    two: Cluster, tmp_path: Path
+) -> None:
+    """A state directory that cannot be made (a file is in its place): `node restore`
+    could not find such a drain, so it is refused with nothing changed, in one line."""
+    a = two.nsqd_http[0]
+    topic = unique("unrecorded")
+    _topic(a, topic, "c", messages=1)
+    asyncio.run(wait_for(lambda: a in _listed(two, topic), 10, "nsqlookupd to list A"))
+    blocked = tmp_path / "state"
+    blocked.write_text("")
+    code, _, err = _drain(two, clean_env({"NSQCTL_STATE_DIR": str(blocked)}), a)
+    line = assert_one_line_error(subprocess.CompletedProcess([], code, "", err), 2)
+    assert f"cannot record the drain of {a} in {blocked / 'drains.json'}" in line, line
+    assert "nothing was changed" in line and "NSQCTL_STATE_DIR" in line, line
+    assert a in _listed(two, topic)  # nothing was tombstoned
+    _post(f"http://{a}/topic/delete?topic={topic}")  # not in the way of the next drains
+
+
 def test_a_drain_that_would_leave_a_lookupd_listing_the_node_is_refused(
     two: Cluster, env: dict[str, str]
 ) -> None:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from nsqctl.cli.wording import SETTING_FLAGS, cli_message
-from nsqctl.errors import FailoverTimeoutError, NsqctlError
+from nsqctl.errors import ConfigError, FailoverTimeoutError, NsqctlError
+from tests.helpers.cli import assert_one_line_error, run_main
 
 
 def test_a_named_setting_gains_its_flag() -> None:
@@ -38,3 +39,23 @@ def test_every_flag_is_one_the_cli_has() -> None:
         named = [w for w in words if w.startswith("--")]
         assert named, setting
         assert set(named) <= flags, (setting, set(named) - flags)
+
+
+def test_a_start_position_without_the_redesign_is_not_told_of_ordered_channels() -> None:
+    """The original family has no history and no ordered channels: the hint for a start
+    position names the flags that give one, nothing about setoffset or --ordered."""
+    err = ConfigError(
+        "nsqd 127.0.0.1:4150 is an original NSQ server: an ordered subscription and a start "
+        "position need the redesign",
+        setting="start",
+    )
+    hint = cli_message(err).rpartition("(flag: ")[2]
+    assert hint == "--from-start/--from-time/--from-offset)"
+
+
+def test_an_ordered_tail_with_a_start_says_how_in_the_clis_words() -> None:
+    proc = run_main("tail", "t", "--ordered", "--from-time", "0", "--nsqd", "127.0.0.1:1")
+    line = assert_one_line_error(proc, 2)
+    assert "ordered subscriptions take no start position" in line, line
+    assert "`nsqctl channel setoffset TOPIC CHANNEL --partition P`" in line, line
+    assert line.endswith("(flag: --from-start/--from-time/--from-offset)"), line

@@ -362,3 +362,26 @@ def test_a_reconnecting_consumer_keeps_one_client_series() -> None:
     }
     last = {s.name: s.value for s in _scrape(polled[-1]) if s.name.startswith("nsq_client")}
     assert last["nsq_client_ready"] == 15 and last["nsq_client_finished_total"] == 10
+
+
+def test_an_ok_without_node_down_says_what_it_did_not_see() -> None:
+    """node-down turned off: the max-depth verdict stands on the nsqd that answered, and
+    the OK line says how many did not, and which nsqlookupd did not."""
+    snap = original(0, 100.0)
+    dead = NodeStats(address=B, fetched_at=100.0, state="down", error="timed out")
+    lookupds = (
+        LookupdStatus("127.0.0.1:4161", ok=True),
+        LookupdStatus("127.0.0.1:4171", ok=False),
+    )
+    view = build_view(ClusterSnapshot(100.0, (snap.nodes[0], dead), lookupds=lookupds))
+    result = judge([view], RuleSet.parse(["max-depth=1000000"], defaults=False))
+    assert result.status == "ok"
+    assert result.lines()[0].startswith(
+        "OK: 3 checks on 1 of 2 nsqd answering (nsqlookupd 127.0.0.1:4171 not answering), "
+    ), result.lines()
+    doc = result.to_json()
+    assert (doc["nodes"], doc["nodes_answering"], doc["lookupds_down"]) == (
+        2,
+        1,
+        ["127.0.0.1:4171"],
+    )

@@ -10,6 +10,8 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from nsqctl.admin.drain.moves import LeaderMove
 from nsqctl.admin.drain.progress import DrainProgress, NodeLoad, estimate, node_load
 from nsqctl.admin.drain.records import (
@@ -34,6 +36,7 @@ from nsqctl.stats.model import (
     TopicPartitionStats,
 )
 from nsqctl.stats.view import build_view
+from tests.helpers.cli import assert_one_line_error, run_main
 from tests.helpers.stats import channel_stats, topic_stats
 
 A, B, C, D = "127.0.0.1:4151", "127.0.0.1:4251", "127.0.0.1:4351", "127.0.0.1:4451"
@@ -294,3 +297,11 @@ def test_server_messages_name_nodes_by_address_not_by_youzan_id() -> None:
     assert readable(text) == "--to 127.0.0.1:20911: not an nsqd registered with nsqlookupd"
     assert readable(f"{A} and {B}") == f"{A} and {B}"
     assert node_name(DEAD) == "127.0.0.1:20911" and node_name(A) == A
+
+
+@pytest.mark.parametrize("node", ["nsqd1", "127.0.0.1:70000", "http://127.0.0.1:4151", "::1:4151"])
+def test_a_malformed_node_is_bad_input_before_any_lookupd_is_asked(node: str) -> None:
+    """Port 1 has no nsqlookupd: the address is refused before one would be asked."""
+    proc = run_main("node", "drain", node, "--lookupd", "127.0.0.1:1", "--dry-run")
+    line = assert_one_line_error(proc, 2)
+    assert f"bad address '{node}'" in line and "e.g. 127.0.0.1:4151" in line, line

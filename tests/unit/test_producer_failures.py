@@ -11,6 +11,7 @@ from collections.abc import Callable
 import pytest
 
 import nsqctl
+from tests.helpers.cli import assert_one_line_error, run_main
 
 QUICK = nsqctl.ProducerOptions(max_attempts=2, backoff=0.01, max_backoff=0.01)
 
@@ -43,6 +44,16 @@ async def test_a_refused_publish_is_a_connect_error_with_its_cause(
     cause = err.__cause__
     assert isinstance(cause, nsqctl.ConnectError) and not isinstance(cause, nsqctl.PublishError)
     assert isinstance(cause.__cause__, OSError)  # and what the socket said, under that
+    assert err.written is False  # no attempt reached an nsqd: a retry cannot duplicate it
+
+
+def test_pub_says_nothing_was_sent_when_no_attempt_connected() -> None:
+    """pub's account of its input: not "sent but not confirmed" (which has an operator
+    fear duplicates) when every attempt failed to connect."""
+    address = nowhere()
+    proc = run_main("pub", "t", "a", "b", "--nsqd", address)
+    line = assert_one_line_error(proc, 1)
+    assert "(no input line was published; nothing was sent)" in line, line
 
 
 @pytest.mark.parametrize(

@@ -135,3 +135,37 @@ def test_config_show_masks_the_secret(cfg: Path) -> None:
     assert data["profile"] == "prod"
     table = CliRunner().invoke(app, ["config"])
     assert table.exit_code == 0 and SECRET not in table.output and "prod" in table.output
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "example"),
+    [
+        ("--lookupd", "127.0.0.1", "127.0.0.1:4161"),
+        ("--nsqd", "127.0.0.1:4150,::1:4150", "127.0.0.1:4150"),
+        ("--nsqd-http", "http://127.0.0.1:4151", "127.0.0.1:4151"),
+    ],
+)
+def test_set_profile_refuses_a_malformed_address_and_saves_nothing(
+    cfg: Path, flag: str, value: str, example: str
+) -> None:
+    """Saved, it would fail every later command that names the profile."""
+    args = ["config", "set-profile", "p", "--lookupd", "127.0.0.1:4161", flag, value]
+    result = CliRunner().invoke(app, args)
+    assert isinstance(result.exception, ConfigError), result.output  # main() exits 2
+    assert "bad address" in str(result.exception) and f"e.g. {example}" in str(result.exception)
+    assert "p" not in load_config(cfg).profiles
+
+
+def test_no_tls_by_flag_beats_the_profiles_ca_and_refuses_a_tls_flag(
+    cfg: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--no-tls was ignored whenever any TLS setting was found: the profile's CA turned
+    TLS back on. Asked for by name it wins over the profile and the environment; beside
+    a TLS flag it is a conflict, said as one."""
+    monkeypatch.setattr(flags, "GLOBAL_FLAGS", flags.SecurityFlags(tls=False))
+    assert resolve_cluster(None, None).tls is None
+    monkeypatch.setenv("NSQCTL_TLS_CA", "/etc/other-ca.pem")
+    assert resolve_cluster(None, None).tls is None
+    monkeypatch.setattr(flags, "GLOBAL_FLAGS", flags.SecurityFlags(tls=False, tls_ca="/etc/ca.pem"))
+    with pytest.raises(ConfigError, match="--no-tls conflicts with --tls-ca"):
+        resolve_cluster(None, None)

@@ -46,3 +46,25 @@ def test_skipped_lines_are_neither_published_nor_unconfirmed() -> None:
     assert ledger.describe(stopped=False) == (
         "input line(s) 1-2, 4-5 were published; line(s) 3 were skipped"
     )
+
+
+def test_lines_refused_before_sending_are_not_said_to_be_sent() -> None:
+    ledger = LineLedger()
+    ledger.launched([(1, 200)])
+    ledger.not_sent([(1, 200)])  # the library refused the batch before writing it
+    assert ledger.published() == []
+    assert ledger.describe(stopped=True) == "no input line was published; nothing was sent"
+
+
+def test_an_unsent_batch_between_sent_ones_is_named() -> None:
+    ledger = LineLedger()
+    for spans in ([(1, 10)], [(11, 20)], [(21, 30)], [(31, 40)]):
+        ledger.launched(spans)
+    ledger.not_sent([(11, 20)])
+    ledger.not_confirmed([(21, 30)])
+    ledger.not_sent([(31, 40)])
+    assert ledger.published() == [(1, 10)]
+    assert ledger.describe(stopped=True) == (
+        "input line(s) 1-10 were published; line(s) 21-30 were sent but not confirmed; "
+        "line(s) 11-20 were not sent; nothing after line 30 was sent"
+    )

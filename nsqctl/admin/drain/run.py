@@ -33,6 +33,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from nsqctl.addresses import parse_address
 from nsqctl.admin.drain.defaults import DEFAULT_INTERVAL, DEFAULT_TIMEOUT
 from nsqctl.admin.drain.moves import LeaderMove
 from nsqctl.admin.drain.original import (
@@ -46,6 +47,7 @@ from nsqctl.admin.drain.progress import DrainProgress, NodeLoad, estimate, node_
 from nsqctl.admin.drain.records import (
     DrainRecord,
     MovedLeader,
+    drains_path,
     read_drains,
     running_elsewhere,
     update_drain,
@@ -57,6 +59,7 @@ from nsqctl.admin.leader import find_leader
 from nsqctl.admin.partitions import NsqdNode, leader_load_factors, registered_nsqds
 from nsqctl.admin.requests import AdminReport, admin_client
 from nsqctl.errors import AdminError, ConfigError, NotFoundError, NsqctlError
+from nsqctl.paths import unusable_directory
 from nsqctl.stats.poller import StatsPoller
 from nsqctl.stats.view import ClusterView, build_view
 
@@ -287,6 +290,7 @@ async def plan_drain(
             "a drain works through nsqlookupd: give every nsqlookupd's HTTP address",
             setting="lookupd_http",
         )
+    parse_address(node, example="127.0.0.1:4151")  # a typo is bad input, not "not registered"
     async with admin_client() as client:
         leader = await find_leader(client, lookupd)
         if leader is None:
@@ -379,7 +383,15 @@ class _Drain:
                 remaining=load.remaining if load else None,
             )
 
-        update_drain(plan.node, change, self.state_dir)
+        try:
+            update_drain(plan.node, change, self.state_dir)
+        except OSError as err:  # before any change: a drain `restore` could not find
+            where = drains_path(self.state_dir)
+            raise ConfigError(
+                f"cannot record the drain of {plan.node} in {where}: "
+                f"{unusable_directory(err)}; nothing was changed. Make the state directory "
+                "writable (NSQCTL_STATE_DIR names another)"
+            ) from None
 
     def record(self, **changes: Any) -> None:
         def change(old: DrainRecord | None) -> DrainRecord:

@@ -23,7 +23,8 @@ from nsqctl.cli.flags import (
 from nsqctl.cli.numbers import seconds, size
 from nsqctl.errors import ConfigError
 from nsqctl.failover import DEFAULT_FAILOVER_WINDOW
-from nsqctl.protocol.names import validate_channel, validate_topic
+from nsqctl.paths import unusable_directory
+from nsqctl.protocol.names import EPHEMERAL_SUFFIX, validate_channel, validate_topic
 
 if TYPE_CHECKING:  # pyarrow loads only when archiving, not on every nsqctl start
     from nsqctl.failover import FailoverEvent
@@ -110,11 +111,24 @@ def archive(
 
 
 def _check_target(topic: str, channel: str, out: Path) -> None:
-    """Refused before connecting: a bad name, or an --out that cannot hold the archive."""
+    """Refused before connecting: a bad name, an ephemeral channel, or an --out that
+    cannot hold the archive (made here, so that a path it cannot make is bad input)."""
     validate_topic(topic)
     validate_channel(channel)
+    if channel.endswith(EPHEMERAL_SUFFIX):
+        raise ConfigError(
+            f"--channel {channel} is ephemeral: nsqd deletes it, with every message it holds, "
+            "when archive disconnects, so a restart could not resume; drop #ephemeral"
+        )
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out} exists and is not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ConfigError(
+            f"cannot make the archive directory {out}: {unusable_directory(err)}; give --out "
+            "a directory that can be written"
+        ) from None
 
 
 def rotation_policy(

@@ -8,6 +8,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from nsqctl.addresses import parse_addresses
 from nsqctl.cli.flags import (
     LookupdOption,
     NsqdHttpOption,
@@ -127,6 +128,9 @@ def set_profile(
     validate_compression(compression)
     output_buffer = parse_output_buffer(output_buffer, setting="--output-buffer")
     lk, nd, nh = split_addresses(lookupd), split_addresses(nsqd), split_addresses(nsqd_http)
+    # refused now, not saved to fail every later command that uses the profile
+    for given, example in ((lk, "127.0.0.1:4161"), (nd, "127.0.0.1:4150"), (nh, "127.0.0.1:4151")):
+        parse_addresses(given, example=example)
     if not (lk or nd):
         raise ConfigError("a profile needs --lookupd HOST:PORT or --nsqd HOST:PORT")
     prof = Profile(

@@ -54,6 +54,17 @@ def _warn_borrowing(count: int, topic: str, channel: str, expected: list[int]) -
     )
 
 
+def _warn_paused(topic: str, channel: str, paused: Sequence[tuple[str, int]]) -> None:
+    where = ", ".join(f"nsqd {node} ({depth} message(s) waiting)" for node, depth in paused)
+    print(
+        f"nsqctl peek: {topic}/{channel} is paused on {where}: a paused channel delivers "
+        f"nothing, so those are not borrowed (`nsqctl channel unpause {topic} {channel}` "
+        "lets them out)",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
 def _borrowed_fewer(got: int, asked: int, waiting: int, wait: float) -> None:
     """Say why fewer than ``asked`` were shown: the channel held only ``waiting`` (exit
     0: that is all there was), or some of those did not arrive in time (exit 1)."""
@@ -191,6 +202,7 @@ def _borrow(
             nsqd_http=cluster.nsqd_http,
             config=cluster.consumer_config(channel),
             on_taking=lambda n: _warn_borrowing(n, topic, channel, expected),
+            on_paused=lambda paused: _warn_paused(topic, channel, paused),
         )
     )
     _borrowed_fewer(len(borrowed), count, expected[0] if expected else count, lib.BORROW_WAIT)

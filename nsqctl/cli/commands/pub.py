@@ -40,7 +40,7 @@ from nsqctl.cli.flags import (
 )
 from nsqctl.cli.numbers import rate, seconds
 from nsqctl.cli.output.lazy_progress import LazyProgress
-from nsqctl.errors import ConfigError, NsqctlError
+from nsqctl.errors import ConfigError, NsqctlError, PublishError
 from nsqctl.failover import DEFAULT_FAILOVER_WINDOW, FailoverEvent
 from nsqctl.producer import Producer, ProducerOptions, Receipt
 from nsqctl.protocol import MPUB_ENTRY_OVERHEAD, MPUB_TRACE_ENTRY_OVERHEAD, mpub_body_size
@@ -247,6 +247,10 @@ def pub(
     except (KeyboardInterrupt, asyncio.CancelledError):
         if not result.interrupted:
             raise  # before publishing started: nothing to report
+    except ConfigError as err:  # bad input mid-stream: what came before it may be stored
+        if as_json:
+            _json_result(plan, result, str(err))
+        raise
     finally:
         progress.stop()
         if log is not None:
@@ -291,22 +295,27 @@ def _failover_line(event: FailoverEvent) -> str:
     return f"nsqctl pub: {event.describe()}"
 
 
+def _json_result(plan: PubPlan, result: PubResult, error: str | None) -> None:
+    """--json's receipts, then its one summary line, whatever ended the publish."""
+    for receipt in result.receipts:
+        typer.echo(json.dumps(receipt))
+    typer.echo(
+        json.dumps(
+            {
+                "topic": plan.topic,
+                "published": result.published,
+                "unpublished": result.unpublished,
+                "skipped": result.skipped,
+                "too_large": result.lines.too_large,
+                "error": error,
+            }
+        )
+    )
+
+
 def _report(plan: PubPlan, result: PubResult, quiet: bool, as_json: bool) -> None:
     if as_json:
-        for receipt in result.receipts:
-            typer.echo(json.dumps(receipt))
-        typer.echo(
-            json.dumps(
-                {
-                    "topic": plan.topic,
-                    "published": result.published,
-                    "unpublished": result.unpublished,
-                    "skipped": result.skipped,
-                    "too_large": result.lines.too_large,
-                    "error": "interrupted" if result.interrupted else _text(result.error),
-                }
-            )
-        )
+        _json_result(plan, result, "interrupted" if result.interrupted else _text(result.error))
     if result.interrupted:
         typer.echo(
             f"nsqctl pub: interrupted: {result.published} message(s) published to "
@@ -345,6 +354,16 @@ def _text(error: BaseException | None) -> str | None:
     return None if error is None else str(error)
 
 
+def _unanswered(ledger: LineLedger, lines: list[Span], error: BaseException | None) -> None:
+    """A launched batch got no OK: the library refuses bad input (ConfigError) before it
+    writes anything, and says when no attempt wrote it (PublishError.written), so those
+    lines were never sent; otherwise they may have been."""
+    if isinstance(error, ConfigError) or (isinstance(error, PublishError) and not error.written):
+        ledger.not_sent(lines)
+    else:
+        ledger.not_confirmed(lines)
+
+
 class _Window:
     """Pipelined batches in flight; settles in any order, counts what got OK."""
 
@@ -369,7 +388,7 @@ class _Window:
             if task.exception() is None:
                 self.result.published += count
                 continue
-            self.result.lines.not_confirmed(lines)
+            _unanswered(self.result.lines, lines, task.exception())
             if failure is None:
                 failure = task.exception()
         if failure is not None:
@@ -393,7 +412,8 @@ class _Window:
                 self.result.published += count
             else:
                 unconfirmed += count
-                self.result.lines.not_confirmed(lines)
+                error = None if task.cancelled() else task.exception()
+                _unanswered(self.result.lines, lines, error)
         self.tasks.clear()
         return unconfirmed
 
@@ -524,6 +544,7 @@ class _Stream:
             await self.window.abandon()
             also = f"; publishing had also failed: {publish_err}"
         done = self.result.lines.describe(stopped=True)
+        self.result.unpublished = self.read - self.result.published
         raise ConfigError(f"{err} ({done}{also})", setting=err.setting) from None
 
     async def fail(self, err: NsqctlError | OSError) -> None:

@@ -6,7 +6,10 @@ messages within a batch. ``pub`` launches its batches in input order and stops l
 at the first failure, so three facts describe any outcome: the last input line launched,
 the lines of the batches that were launched but not confirmed, and, for bad input, the
 line refused. Everything launched and not unconfirmed was published; nothing after the
-last launched line was sent.
+last launched line was sent. A launched line can also be known unsent: the library refused
+its batch before writing it (bad input, such as a partition the topic cannot have); saying
+those were "sent but not confirmed" would have the operator fear duplicates that cannot
+exist.
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ class LineLedger:
 
     last_launched: int = 0
     unconfirmed: list[Span] = field(default_factory=list)
+    unsent: list[Span] = field(default_factory=list)  # launched, known never written
     too_large: list[int] = field(default_factory=list)  # skipped as asked, not published
 
     def launched(self, spans: list[Span]) -> None:
@@ -64,6 +68,18 @@ class LineLedger:
 
     def not_confirmed(self, spans: list[Span]) -> None:
         self.unconfirmed.extend(spans)
+
+    def not_sent(self, spans: list[Span]) -> None:
+        """Lines launched but never written to an nsqd (see the module doc)."""
+        self.unsent.extend(spans)
+
+    def _last_sent(self) -> int:
+        """The last launched line that was not known unsent (0: none)."""
+        last = self.last_launched
+        for first, end in reversed(merge(self.unsent)):
+            if first <= last <= end:
+                last = first - 1
+        return last
 
     def skipped(self, number: int) -> None:
         """Line ``number`` was skipped as too large (perhaps after nsqd refused it)."""
@@ -76,7 +92,8 @@ class LineLedger:
         inside a published span was skipped, not published)."""
         out: list[Span] = []
         start = 1
-        for first, last in merge([*self.unconfirmed, *((n, n) for n in self.too_large)]):
+        lost = [*self.unconfirmed, *self.unsent, *((n, n) for n in self.too_large)]
+        for first, last in merge(lost):
             if first > start:
                 out.append((start, first - 1))
             start = max(start, last + 1)
@@ -98,9 +115,14 @@ class LineLedger:
         unconfirmed = merge(self.unconfirmed)
         if unconfirmed:
             said += f"; line(s) {text_of(unconfirmed)} were sent but not confirmed"
+        last_sent = self._last_sent()
+        # unsent lines after the last one sent are told by "nothing after ... was sent"
+        unsent = [span for span in merge(self.unsent) if span[0] <= last_sent]
+        if unsent:
+            said += f"; line(s) {text_of(unsent)} were not sent"
         if stopped:
-            if self.last_launched:
-                said += f"; nothing after line {self.last_launched} was sent"
+            if last_sent:
+                said += f"; nothing after line {last_sent} was sent"
             else:
                 said += "; nothing was sent"
         return said

@@ -15,6 +15,7 @@ import asyncio
 import json
 import sys
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import typer
@@ -58,6 +59,15 @@ def _row(what: str, scope: str, **fields: Any) -> dict[str, Any]:
     return {"scope": scope, "what": what, **fields}
 
 
+def _paused_copies(topic: TopicView, paused: Sequence[bool]) -> dict[str, Any]:
+    """On the original family, on how many of its nsqds the topic or channel is paused:
+    its one row stands for every copy, and a pause made on one nsqd (``--node``) leaves
+    the others delivering. The redesign shows each partition's own row instead."""
+    if topic.is_redesign:
+        return {}
+    return {"paused_copies": sum(paused), "copies": len(paused)}
+
+
 def _channel_rows(topic: TopicView, ch: ChannelView) -> list[dict[str, Any]]:
     rows = [
         _row(
@@ -81,6 +91,7 @@ def _channel_rows(topic: TopicView, ch: ChannelView) -> list[dict[str, Any]]:
             skipped=ch.skipped,
             starved=ch.starved,
             stalled=ch.stalled,
+            **_paused_copies(topic, [copy.paused for _, copy in ch.sources]),
         )
     ]
     if topic.is_redesign:
@@ -132,6 +143,7 @@ def _topic_rows(topic: TopicView) -> list[dict[str, Any]]:
             leaderless=topic.leaderless,
             unseen=topic.unseen,
             paused=topic.paused,
+            **_paused_copies(topic, [p.paused for p in topic.partitions]),
         )
     ]
     if topic.is_redesign:
@@ -185,10 +197,15 @@ def _topic_and_channel_rows(topic: TopicView) -> list[dict[str, Any]]:
 
 
 def state_marker(row: dict[str, Any]) -> str:
-    """``PAUSED`` / ``SKIPPED`` (both when both), the text form of the JSON flags."""
-    return " ".join(
-        word for key, word in (("paused", "PAUSED"), ("skipped", "SKIPPED")) if row.get(key)
-    )
+    """``PAUSED`` / ``SKIPPED`` (both when both), the text form of the JSON flags;
+    ``PAUSED 1/3`` when paused on only some of the nsqds holding it (original)."""
+    words = []
+    if row.get("paused"):
+        some, of = row.get("paused_copies"), row.get("copies")
+        words.append(f"PAUSED {some}/{of}" if some is not None and some != of else "PAUSED")
+    if row.get("skipped"):
+        words.append("SKIPPED")
+    return " ".join(words)
 
 
 def _fmt_delta(total: int, change: int | None) -> str:
@@ -291,7 +308,8 @@ async def run_stat(
                         )
                 if not rows:
                     missing = f"{topic}/{channel}" if channel else topic
-                    typer.echo(f"{when} (no {missing or 'topics'} on any nsqd)")
+                    where = coverage(view, topic).searched
+                    typer.echo(f"{when} (no {missing or 'topics'} on {where})")
                 for row in rows:
                     if printed % HEADER_EVERY == 0:
                         typer.echo(header())

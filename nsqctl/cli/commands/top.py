@@ -175,9 +175,10 @@ def render_table(view: ClusterView, sort: SortKey, clients: bool, limit: int) ->
             Text(sat),
             _reasons(e),
         )
-    notes = coverage(view).lookupd_warnings(RANKING)
+    seen = coverage(view)
+    notes = seen.lookupd_warnings(RANKING)
     if not entries:
-        notes.insert(0, "no channels on any nsqd")
+        notes.insert(0, f"no channels on {seen.searched}")
     if notes:
         table.caption = "\n".join(notes)
     return table
