@@ -10,14 +10,15 @@ Example (``nsqctl config path`` prints where it lives)::
     auth_secret_file = "~/.config/nsqctl/prod.secret"
 
 Keys of a profile: lookupd, nsqd, nsqd_http (lists of HOST:PORT), tls (bool), tls_ca,
-tls_cert, tls_key (only with tls_cert), tls_insecure (any tls_* key turns TLS on, as its
-flag does), auth_secret_file, compression (none|snappy|deflate), output_buffer (auto, none
+tls_cert, tls_key (only with tls_cert), tls_key_password_file (a file holding an encrypted
+tls_key's passphrase), tls_insecure (any tls_* key turns TLS on, as its flag does),
+auth_secret_file, compression (none|snappy|deflate), output_buffer (auto, none
 or a duration such as "100ms": how long nsqd may hold a consumer's messages, see
 :mod:`nsqctl.protocol.output_buffer`), read_only (bool: refuse
 every command that changes the cluster or consumes a durable channel, as ``--read-only``),
 check (health rules for ``nsqctl check`` and ``nsqctl exporter``, e.g.
 ``["max-depth:orders*/*=1000,5000", "orphan=crit"]``; see :mod:`nsqctl.health.spec`).
-The secret itself never lives in this file, only the path of a file holding it.
+A secret itself never lives in this file, only the path of a file holding it.
 """
 
 from __future__ import annotations
@@ -36,7 +37,15 @@ from nsqctl.protocol.output_buffer import AUTO, parse_output_buffer
 CONFIG_ENV = "NSQCTL_CONFIG"
 PROFILE_ENV = "NSQCTL_PROFILE"
 _LIST_KEYS = ("lookupd", "nsqd", "nsqd_http")
-_STR_KEYS = ("tls_ca", "tls_cert", "tls_key", "auth_secret_file", "compression", "output_buffer")
+_STR_KEYS = (
+    "tls_ca",
+    "tls_cert",
+    "tls_key",
+    "tls_key_password_file",
+    "auth_secret_file",
+    "compression",
+    "output_buffer",
+)
 _BOOL_KEYS = ("tls", "tls_insecure", "read_only")
 _RULE_KEYS = ("check",)
 
@@ -61,6 +70,7 @@ class Profile:
     tls_ca: str | None = None
     tls_cert: str | None = None
     tls_key: str | None = None
+    tls_key_password_file: str | None = None
     tls_insecure: bool = False
     auth_secret_file: str | None = None
     compression: str = "none"

@@ -1,4 +1,5 @@
-"""Secrets (the AUTH secret) that never show up in logs, reprs or error messages."""
+"""Secrets (the AUTH secret, a TLS key's passphrase) that never show up in logs, reprs or
+error messages."""
 
 from __future__ import annotations
 
@@ -43,22 +44,27 @@ def resolve_auth_secret(
     if value:
         return Secret(value, "flag")
     if file:
-        path = Path(file)
-        try:
-            # bytes: AUTH sends them as they are, and a secret that is not UTF-8 is no error
-            text = path.read_bytes().strip()
-        except OSError as err:
-            raise ConfigError(
-                f"cannot read the auth secret file {path}: {err.strerror}; check the path "
-                "and its permissions"
-            ) from None
-        if not text:
-            raise ConfigError(f"the auth secret file {path} is empty")
-        return Secret(text, f"file {path}")
+        return read_secret_file(file, "auth secret file")
     from_env = os.environ.get(env)
     if from_env:
         return Secret(from_env, f"${env}")
     return None
+
+
+def read_secret_file(file: str | Path, what: str) -> Secret:
+    """The secret a file holds (``what`` names the file in errors), surrounding white
+    space stripped. Bytes, not text: AUTH sends them as they are and OpenSSL takes a
+    passphrase as bytes, so a secret that is not UTF-8 is no error."""
+    path = Path(file)
+    try:
+        text = path.read_bytes().strip()
+    except OSError as err:
+        raise ConfigError(
+            f"cannot read the {what} {path}: {err.strerror}; check the path and its permissions"
+        ) from None
+    if not text:
+        raise ConfigError(f"the {what} {path} is empty")
+    return Secret(text, f"file {path}")
 
 
 def open_permissions(path: str | Path) -> int | None:

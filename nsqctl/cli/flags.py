@@ -82,6 +82,7 @@ class SecurityFlags:
     tls_ca: str | None = None
     tls_cert: str | None = None
     tls_key: str | None = None
+    tls_key_password_file: str | None = None
     tls_insecure: bool | None = None
     auth_secret_file: str | None = None
     compression: str | None = None
@@ -120,6 +121,13 @@ def global_flags(
         "--tls-key",
         metavar="FILE",
         help="Client key file, with --tls-cert (env NSQCTL_TLS_KEY).",
+    ),
+    tls_key_password_file: str | None = typer.Option(
+        None,
+        "--tls-key-password-file",
+        metavar="FILE",
+        help="File holding the passphrase of an encrypted --tls-key (env "
+        "NSQCTL_TLS_KEY_PASSWORD_FILE).",
     ),
     tls_insecure: bool | None = typer.Option(
         None, "--tls-insecure", help="TLS without certificate verification (testing only)."
@@ -330,6 +338,21 @@ def _resolve_tls(prof: Profile | None, sources: dict[str, str]) -> TLSSettings |
             "(or NSQCTL_TLS_CERT, or the profile's tls_cert)",
             setting="tls_key",
         )
+    password_file = _pick_source(
+        "tls_key_password_file",
+        GLOBAL_FLAGS.tls_key_password_file,
+        KEY_PASSWORD_FILE_ENV,
+        prof,
+        sources,
+    )
+    if password_file and not cert:
+        raise ConfigError(
+            "--tls-key-password-file (here from "
+            f"{sources['tls_key_password_file']}) opens a client key: give its certificate "
+            "with --tls-cert FILE (and the key with --tls-key FILE unless it is in the "
+            "certificate's file)",
+            setting="tls_key_password",
+        )
     if values["tls"] is False and sources.get("tls") == "flag":
         # asked for by name: plaintext, over TLS settings from the environment or the
         # profile; a TLS flag beside it cannot be obeyed with it
@@ -348,7 +371,22 @@ def _resolve_tls(prof: Profile | None, sources: dict[str, str]) -> TLSSettings |
         cert_file=cert,
         key_file=key,
         insecure=bool(values["tls_insecure"]),
+        key_password=_key_password(password_file),
     )
+
+
+KEY_PASSWORD_FILE_ENV = "NSQCTL_TLS_KEY_PASSWORD_FILE"
+
+
+def _key_password(path: str | None) -> Secret | None:
+    """The passphrase of an encrypted client key, from the file a flag, the environment
+    or the profile names: a file, never a value, so it shows in no process list."""
+    if not path:
+        return None
+    from nsqctl.secrets import read_secret_file
+
+    warn_if_open("TLS key password file", path)
+    return read_secret_file(path, "TLS key password file")
 
 
 READ_ONLY_ENV = "NSQCTL_READ_ONLY"

@@ -37,6 +37,7 @@ SETTING_FLAGS: dict[str, str] = {
     "tls_cert": "--tls-cert FILE --tls-key FILE",
     "tls_key": "--tls-key FILE",
     "tls_insecure": "--tls-insecure",
+    "tls_key_password": "--tls-key-password-file FILE or NSQCTL_TLS_KEY_PASSWORD_FILE",
     "auth_secret": "--auth-secret-file FILE or NSQCTL_AUTH_SECRET",
     "compression": "--compression",
     "max_body_size": "--batch",
@@ -87,6 +88,7 @@ SETTING_WORDS: dict[str, str] = {
     "internal_id": "--internal-id",
     "nsqd_tcp": "--nsqd",
     "nsqd_http": "--nsqd-http",
+    "key_password": "--tls-key-password-file",
 }
 
 #: an action written in a message's text (`kind_action(...)`) -> its CLI command

@@ -28,6 +28,8 @@ class TLSSettings:
     key_file: str | None = None
     insecure: bool = False
     server_hostname: str | None = None
+    #: The passphrase of an encrypted client key (a :class:`Secret`: never shown).
+    key_password: Secret | None = None
 
     def __post_init__(self) -> None:
         # A key is half of a client identity: without its certificate ssl would load
@@ -49,10 +51,31 @@ class TLSSettings:
                 f"cannot load the TLS CA file {self.ca_file!r} ({_reason(err)})",
                 setting="tls_ca",
             ) from None
+        asked: list[bool] = []
+
+        def passphrase() -> bytes:  # OpenSSL asks only for an encrypted key
+            asked.append(True)
+            if self.key_password is None:  # raised through OpenSSL to load_cert_chain's caller
+                raise ConfigError(
+                    f"the TLS client key {self.key_file or self.cert_file!r} is encrypted: give "
+                    "its passphrase (`key_password`) or use a decrypted copy of the key",
+                    setting="tls_key_password",
+                )
+            return self.key_password.reveal()
+
         if self.cert_file:
             try:
-                ctx.load_cert_chain(self.cert_file, self.key_file)
+                # Always a password callback: without one OpenSSL asks for an encrypted
+                # key's passphrase on the terminal, which stalls a script and, with no
+                # terminal, fails with a reason that does not say why.
+                ctx.load_cert_chain(self.cert_file, self.key_file, password=passphrase)
             except (OSError, ssl.SSLError) as err:
+                if asked and self.key_password is not None:
+                    raise ConfigError(
+                        f"the passphrase given ({self.key_password.source}) does not decrypt "
+                        f"the TLS client key {self.key_file or self.cert_file!r}",
+                        setting="tls_key_password",
+                    ) from None
                 # Without a key file, OpenSSL looks for the key in the certificate's file
                 # and reports only "PEM lib" when it is not there: say where it looked.
                 where = (

@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-__all__ = ["TLSFiles", "make_tls_files"]
+__all__ = ["TLSFiles", "encrypted_key", "make_tls_files"]
 
 
 @dataclass(frozen=True)
@@ -153,6 +153,21 @@ def _write_key(path: Path, key: ec.EllipticCurvePrivateKey) -> Path:
     )
     path.chmod(0o600)
     return path
+
+
+def encrypted_key(key_file: Path, passphrase: bytes, out: Path) -> Path:
+    """``key_file``'s key written to ``out`` encrypted with ``passphrase`` (PKCS#8 PEM,
+    as ``openssl pkcs8 -topk8 -v2 aes256`` writes it)."""
+    key = serialization.load_pem_private_key(key_file.read_bytes(), password=None)
+    out.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.BestAvailableEncryption(passphrase),
+        )
+    )
+    out.chmod(0o600)
+    return out
 
 
 def make_tls_files(directory: Path) -> TLSFiles:

@@ -40,7 +40,8 @@ from nsqctl.servers import cluster
 from nsqctl.stats import read_nsqd_stats
 from nsqctl.stats.model import ClientStats
 from tests.helpers.auth_server import AuthServer
-from tests.helpers.certs import TLSFiles, make_tls_files, nsqd_tls_args
+from tests.helpers.certs import TLSFiles, encrypted_key, make_tls_files, nsqd_tls_args
+from tests.helpers.cli import clean_env, run_cli
 from tests.helpers.names import unique
 
 pytestmark = pytest.mark.original
@@ -552,3 +553,56 @@ async def test_failed_connect_leaves_connection_closed(auth_nsqd: cluster.Cluste
     assert not conn.is_open
     with pytest.raises(ConnectionClosedError):
         conn.request_nowait(p.pub("t", b"x"), "pub")
+
+
+def test_an_encrypted_client_key_is_opened_with_the_passphrase_file_and_never_prompts(
+    verify_nsqd: cluster.Cluster, tls_files: TLSFiles, tmp_path: Path
+) -> None:
+    """OpenSSL asks for an encrypted key's passphrase on the terminal unless the caller
+    answers: a script stalled, or (no terminal) failed with "PEM lib". The CLI takes the
+    passphrase from a file and names that file when it is missing or wrong; the
+    passphrase itself shows nowhere."""
+    passphrase = b"correct horse " + uuid.uuid4().hex.encode()
+    key = encrypted_key(tls_files.client_key, passphrase, tmp_path / "client-enc.key")
+    good, bad = tmp_path / "good.pass", tmp_path / "bad.pass"
+    good.write_bytes(passphrase + b"\n")
+    bad.write_bytes(b"not it")
+    for f in (good, bad):
+        f.chmod(0o600)
+    topic = unique("enckey")
+    tls = ["--tls-ca", str(tls_files.ca_cert), "--tls-cert", str(tls_files.client_cert)]
+    pub = ["pub", topic, "--nsqd", verify_nsqd.nsqd_tcp[0], *tls, "--tls-key", str(key)]
+
+    missing = run_cli(pub, input=b"one\n")
+    wrong = run_cli([*pub, "--tls-key-password-file", str(bad)], input=b"one\n")
+    for result, words in ((missing, "is encrypted"), (wrong, "does not decrypt")):
+        err = result.stderr.decode()
+        assert result.returncode == 2, err
+        assert words in err and "--tls-key-password-file" in err, err
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+        assert "pass phrase" not in err.lower() and passphrase.decode() not in err, err
+    assert str(bad) in wrong.stderr.decode()
+
+    env = clean_env({"NSQCTL_TLS_KEY_PASSWORD_FILE": str(good)})
+    opened = run_cli(pub, input=b"one\n", env=env)
+    assert opened.returncode == 0, opened.stderr
+    assert passphrase.decode() not in (opened.stdout + opened.stderr).decode()
+    published = read_nsqd_stats(verify_nsqd.nsqd_http[0], topic=topic).topic(topic)
+    assert published is not None and published.message_count == 1
+
+
+def test_a_passphrase_file_without_a_client_certificate_is_refused(
+    tls_files: TLSFiles, tmp_path: Path
+) -> None:
+    """A passphrase with no key to open is a mistake in the settings (a profile that
+    lost its tls_cert): said, not ignored while TLS goes out without a client identity."""
+    pass_file = tmp_path / "p.pass"
+    pass_file.write_bytes(b"secret")
+    pass_file.chmod(0o600)
+    result = run_cli(
+        ["pub", "t", "--nsqd", "127.0.0.1:1", "--tls-key-password-file", str(pass_file)],
+        input=b"x\n",
+    )
+    err = result.stderr.decode()
+    assert result.returncode == 2 and "--tls-cert FILE" in err, err
+    assert len(err.strip().splitlines()) == 1, err

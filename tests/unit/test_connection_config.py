@@ -17,6 +17,8 @@ from nsqctl.connection.config import (
 )
 from nsqctl.errors import ConfigError
 from nsqctl.protocol.session import idle_timeout
+from nsqctl.secrets import Secret
+from tests.helpers.certs import encrypted_key, make_tls_files
 
 
 def test_identify_body_negotiates_features() -> None:
@@ -178,3 +180,28 @@ def test_a_tls_key_without_its_certificate_is_refused() -> None:
     with pytest.raises(ConfigError, match="needs its certificate") as info:
         TLSSettings(key_file="/etc/nsq/client.key")
     assert info.value.setting == "tls_key" and "--" not in str(info.value)
+
+
+def test_an_encrypted_key_is_opened_with_key_password_and_the_passphrase_never_shows(
+    tmp_path: Path,
+) -> None:
+    """The library's side: without ``key_password`` an encrypted key is a ConfigError
+    naming the setting (OpenSSL never asks on the terminal); a wrong one says it does
+    not decrypt; the passphrase is in no message and no repr."""
+    files = make_tls_files(tmp_path / "tls")
+    passphrase = b"hunter2-but-longer"
+    key = str(encrypted_key(files.client_key, passphrase, tmp_path / "enc.key"))
+    cert = str(files.client_cert)
+    with pytest.raises(ConfigError, match="is encrypted") as info:
+        TLSSettings(cert_file=cert, key_file=key).context()
+    assert info.value.setting == "tls_key_password" and "`key_password`" in str(info.value)
+    wrong = TLSSettings(cert_file=cert, key_file=key, key_password=Secret(b"nope", "a test"))
+    with pytest.raises(ConfigError, match="does not decrypt") as info:
+        wrong.context()
+    assert "nope" not in str(info.value) and "a test" in str(info.value)
+    right = TLSSettings(cert_file=cert, key_file=key, key_password=Secret(passphrase))
+    assert right.context() is not None
+    assert passphrase.decode() not in repr(right)
+    # a key that is not encrypted: the passphrase is never asked for, and not in the way
+    plain = TLSSettings(cert_file=cert, key_file=str(files.client_key), key_password=Secret(b"x"))
+    assert plain.context() is not None

@@ -104,6 +104,11 @@ def set_profile(
     tls_ca: str | None = typer.Option(None, "--tls-ca"),
     tls_cert: str | None = typer.Option(None, "--tls-cert"),
     tls_key: str | None = typer.Option(None, "--tls-key"),
+    tls_key_password_file: str | None = typer.Option(
+        None,
+        "--tls-key-password-file",
+        help="Path of a file holding the passphrase of an encrypted --tls-key.",
+    ),
     tls_insecure: bool = typer.Option(False, "--tls-insecure"),
     auth_secret_file: str | None = typer.Option(
         None, "--auth-secret-file", help="Path of a file holding the AUTH secret."
@@ -142,6 +147,7 @@ def set_profile(
         tls_ca=tls_ca,
         tls_cert=tls_cert,
         tls_key=tls_key,
+        tls_key_password_file=tls_key_password_file,
         tls_insecure=tls_insecure,
         auth_secret_file=auth_secret_file,
         compression=compression,
