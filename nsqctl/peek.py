@@ -34,6 +34,7 @@ from nsqctl.connection import ConnectionConfig
 from nsqctl.errors import (
     AnswerDecodeError,
     ConfigError,
+    LeaderUnavailableError,
     NotFoundError,
     NsqctlError,
     TransportError,
@@ -90,6 +91,10 @@ class PartitionWindow:
 class PeekResult:
     messages: tuple[Peeked, ...]
     windows: tuple[PartitionWindow, ...]
+    unread: tuple[int, ...] = ()
+    """Partitions asked for that were not read: the lookup names no leader for them (the
+    nsqds holding them are down, or none is elected yet), so ``messages`` may not be the
+    channel's next ones."""
 
 
 async def stored_message(
@@ -238,6 +243,14 @@ async def peek(
         placement = await locate_topic(topic, lookupd_http, nsqd_http, client)
         if placement.family != "redesign":
             raise ConfigError(NO_PEEK_ON_ORIGINAL, setting="borrow")
+        unread = _leaderless(placement, partition)
+        if partition is not None and unread:
+            raise LeaderUnavailableError(
+                f"topic {topic!r} partition {partition} has no leader (the nsqds holding "
+                "it are down or not answering, or none is elected yet), so it cannot be "
+                f"read now: `lookup({topic})` shows its copies",
+                partition,
+            )
         nodes = select_nodes(placement, partition=partition)
         windows = await asyncio.gather(
             *(
@@ -250,7 +263,12 @@ async def peek(
             for index in range(w.start, min(w.end, w.start + count - 1) + 1):
                 found.append(await _at(client, topic, w.partition, w.nsqd, "count", index))
     found.sort(key=lambda m: (m.raw.timestamp, m.partition, m.index))
-    return PeekResult(tuple(found[:count]), tuple(windows))
+    return PeekResult(tuple(found[:count]), tuple(windows), unread)
+
+
+def _leaderless(placement: Placement, partition: int | None) -> tuple[int, ...]:
+    """The partitions of ``placement`` (only ``partition`` when given) with no leader."""
+    return tuple(p for p in placement.leaderless if partition is None or p == partition)
 
 
 async def borrow(

@@ -178,7 +178,9 @@ def select_nodes(
             )
         nodes = tuple(n for n in nodes if n.partition == partition)
         if not nodes:
-            have = sorted({n.partition for n in placement.nsqds if n.partition is not None})
+            # a partition with no leader exists too: it is not among the nsqds to act on
+            led = {n.partition for n in placement.nsqds if n.partition is not None}
+            have = sorted(led | set(placement.leaderless))
             raise ConfigError(
                 f"topic {placement.topic!r} has no partition {partition} (partitions: {have})",
                 setting="partition",

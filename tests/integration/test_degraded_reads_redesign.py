@@ -1,0 +1,87 @@
+"""The commands that read a channel's messages or figures say which partition they could
+not read when one has no leader, on real servers: they never show the partitions they
+reached as if they were the whole channel.
+
+One private cluster (2 nsqd) serves the module: a topic of 2 partitions with 1 replica,
+so each partition lives on one nsqd, with messages on both. The nsqd holding partition 1
+is killed with -9: partition 1 has no live copy. ``peek`` shows partition 0 and says
+partition 1 was not read (and refuses ``--partition 1`` at runtime, rather than call the
+partition nonexistent); ``stat TOPIC CHANNEL`` lists the channel's partition 1 as unknown
+and says it has no leader; ``tail`` waits for partition 1's leader as it waits after a
+failover, saying so, and gives up after the failover window instead of waiting silently
+forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import partial
+
+import pytest
+
+from nsqctl.producer import Producer
+from nsqctl.servers import process
+from nsqctl.servers.cluster import Cluster
+from tests.helpers.cli import assert_one_line_error, cli, run_main
+from tests.helpers.clusters import running_cluster
+from tests.helpers.degraded import ok
+from tests.helpers.redesign import TopicSpec, create_topics, eventually, leader_stats, unique
+
+pytestmark = pytest.mark.redesign
+
+PER_PARTITION = 3
+
+
+@dataclass
+class Split:
+    c: Cluster
+    topic: str  # 2 partitions, 1 replica: partition 1 has no live copy
+
+    @property
+    def lookupd(self) -> list[str]:
+        return ["--lookupd", self.c.lookupd_http[0]]
+
+
+async def _fill(c: Cluster, topic: str) -> None:
+    async with Producer(lookupd_http=c.lookupd_http) as producer:
+        for partition in (0, 1):
+            for n in range(PER_PARTITION):
+                await producer.publish(topic, f"p{partition}-{n}".encode(), partition=partition)
+
+
+def _only_partition_0_led(s: Split) -> bool:
+    info = json.loads(ok("lookup", s.topic, "--json", *s.lookupd).stdout)
+    return [p["leader_http"] is not None for p in info["partitions"]] == [True, False]
+
+
+@pytest.fixture(scope="module")
+def split(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Split]:
+    for c in running_cluster("redesign", tmp_path_factory.mktemp("reads"), nsqd=2):
+        topic = unique("split-reads")
+        asyncio.run(create_topics(c.lookupd_http, {topic: TopicSpec(partitions=2)}))
+        asyncio.run(_fill(c, topic))
+        victim_http = leader_stats(c, topic)[1].node
+        process.kill_hard(next(n for n in c.nsqds if n.http_address == victim_http))
+        s = Split(c, topic)
+        eventually(partial(_only_partition_0_led, s), 60, "the lookup to drop leader 1")
+        yield s
+
+
+def test_peek_says_which_partition_it_could_not_read(split: Split) -> None:
+    s = split
+    shown = run_main("peek", s.topic, "c", "--format", "json", *s.lookupd)
+    assert shown.returncode == 0, shown.stderr
+    bodies = [json.loads(line)["body"] for line in shown.stdout.splitlines()]
+    assert bodies == [f"p0-{n}" for n in range(PER_PARTITION)]
+    [warning] = [line for line in shown.stderr.splitlines() if "not read" in line]
+    assert f"{s.topic} partition(s) 1 not read: no leader" in warning
+    # the partition exists: a runtime failure (1), not a partition that is not there (2)
+    line = assert_one_line_error(run_main("peek", s.topic, "c", "--partition", "1", *s.lookupd), 1)
+    assert "partition 1 has no leader" in line and "no partition 1" not in line
+    beyond = run_main("peek", s.topic, "c", "--partition", "5", *s.lookupd)
+    assert "(partitions: [0, 1])" in assert_one_line_error(beyond, 2)
+
+
