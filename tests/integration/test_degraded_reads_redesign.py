@@ -85,3 +85,20 @@ def test_peek_says_which_partition_it_could_not_read(split: Split) -> None:
     assert "(partitions: [0, 1])" in assert_one_line_error(beyond, 2)
 
 
+def test_stat_of_a_channel_lists_the_partition_it_cannot_see(split: Split) -> None:
+    s = split
+    text = run_main("stat", s.topic, "c", "-n", "1", *s.lookupd)
+    assert text.returncode == 0, text.stderr
+    assert f"{s.topic}#1 has no leader (no live copy" in text.stderr
+    [unknown] = [line for line in text.stdout.splitlines() if f"{s.topic}/c#1" in line]
+    assert unknown.split()[2] == "?", unknown  # its depth: unknown, not 0 and not left out
+    [record] = [
+        json.loads(line)
+        for line in ok("stat", s.topic, "c", "--json", "-n", "1", *s.lookupd).stdout.splitlines()
+    ]
+    parts = {r["partition"]: r for r in record["rows"] if r["scope"] == "channel_partition"}
+    assert sorted(parts) == [0, 1]
+    assert parts[0]["depth"] == PER_PARTITION and parts[0]["live"] is True
+    assert parts[1]["depth"] is None and parts[1]["live"] is False and parts[1]["node"] is None
+
+
