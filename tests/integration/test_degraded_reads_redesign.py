@@ -102,3 +102,13 @@ def test_stat_of_a_channel_lists_the_partition_it_cannot_see(split: Split) -> No
     assert parts[1]["depth"] is None and parts[1]["live"] is False and parts[1]["node"] is None
 
 
+def test_tail_waits_for_the_leaderless_partition_then_gives_up(split: Split) -> None:
+    s = split
+    tail = cli("tail", s.topic, "-c", "c", "-e", "--failover-window", "6", *s.lookupd)
+    assert tail.returncode == 1, tail.stderr
+    # partition 0 is read meanwhile; partition 1 is said to be waited for, then given up
+    assert sorted(tail.stdout.splitlines()) == [f"p0-{n}" for n in range(PER_PARTITION)]
+    lines = [line for line in tail.stderr.splitlines() if line.strip()]
+    assert any(f"waiting for a leader for {s.topic}/1" in line for line in lines), lines
+    assert lines[-1].startswith(f"nsqctl: error: no leader for {s.topic}/1 within the failover")
+    assert "Traceback" not in tail.stderr
