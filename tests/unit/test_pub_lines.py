@@ -46,3 +46,18 @@ def test_skipped_lines_are_neither_published_nor_unconfirmed() -> None:
     assert ledger.describe(stopped=False) == (
         "input line(s) 1-2, 4-5 were published; line(s) 3 were skipped"
     )
+
+
+def test_lines_that_reached_no_nsqd_are_said_not_sent() -> None:
+    """A publish that failed before writing (no lookup, no leader, no connection) cannot
+    have stored its lines: "sent but not confirmed" would have the operator fear copies."""
+    ledger = LineLedger()
+    ledger.launched([(1, 10)])
+    ledger.launched([(11, 20)])
+    ledger.not_confirmed([(1, 10)])
+    ledger.not_sent([(11, 20)])
+    assert ledger.published() == []
+    assert ledger.describe(stopped=True) == (
+        "no input line was published; line(s) 1-10 were sent but not confirmed; "
+        "line(s) 11-20 were not sent (no nsqd got them); nothing after line 20 was sent"
+    )

@@ -366,12 +366,16 @@ class _Window:
         failure: BaseException | None = None
         for task in done:
             count, lines = self.tasks.pop(task)
-            if task.exception() is None:
+            error = task.exception()
+            if error is None:
                 self.result.published += count
                 continue
-            self.result.lines.not_confirmed(lines)
+            if isinstance(error, NsqctlError) and error.unsent:
+                self.result.lines.not_sent(lines)
+            else:
+                self.result.lines.not_confirmed(lines)
             if failure is None:
-                failure = task.exception()
+                failure = error
         if failure is not None:
             raise failure
 
@@ -697,8 +701,17 @@ def _one_by_one(publish: Callable[[bytes], Awaitable[object]], result: PubResult
                 await publish(body)
                 result.published += 1
                 done += 1
-        except BaseException:
-            result.lines.not_confirmed(spans_of(chunk.cut(done, len(chunk))))
+        except BaseException as err:
+            # the one that failed may have been sent; those after it were not
+            failed, after = (
+                spans_of(chunk.cut(done, done + 1)),
+                spans_of(chunk.cut(done + 1, len(chunk))),
+            )
+            if isinstance(err, NsqctlError) and err.unsent:
+                result.lines.not_sent(failed)
+            else:
+                result.lines.not_confirmed(failed)
+            result.lines.not_sent(after)
             raise
 
     async def send(chunk: Batch, window: _Window) -> None:

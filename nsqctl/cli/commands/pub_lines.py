@@ -56,6 +56,7 @@ class LineLedger:
 
     last_launched: int = 0
     unconfirmed: list[Span] = field(default_factory=list)
+    unsent: list[Span] = field(default_factory=list)  # launched, failed before any nsqd
     too_large: list[int] = field(default_factory=list)  # skipped as asked, not published
 
     def launched(self, spans: list[Span]) -> None:
@@ -64,6 +65,10 @@ class LineLedger:
 
     def not_confirmed(self, spans: list[Span]) -> None:
         self.unconfirmed.extend(spans)
+
+    def not_sent(self, spans: list[Span]) -> None:
+        """Launched, but their publish failed before writing them to any nsqd."""
+        self.unsent.extend(spans)
 
     def skipped(self, number: int) -> None:
         """Line ``number`` was skipped as too large (perhaps after nsqd refused it)."""
@@ -76,7 +81,8 @@ class LineLedger:
         inside a published span was skipped, not published)."""
         out: list[Span] = []
         start = 1
-        for first, last in merge([*self.unconfirmed, *((n, n) for n in self.too_large)]):
+        left_out = [*self.unconfirmed, *self.unsent, *((n, n) for n in self.too_large)]
+        for first, last in merge(left_out):
             if first > start:
                 out.append((start, first - 1))
             start = max(start, last + 1)
@@ -98,6 +104,8 @@ class LineLedger:
         unconfirmed = merge(self.unconfirmed)
         if unconfirmed:
             said += f"; line(s) {text_of(unconfirmed)} were sent but not confirmed"
+        if self.unsent:
+            said += f"; line(s) {text_of(merge(self.unsent))} were not sent (no nsqd got them)"
         if stopped:
             if self.last_launched:
                 said += f"; nothing after line {self.last_launched} was sent"
