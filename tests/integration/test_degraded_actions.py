@@ -364,6 +364,8 @@ def test_etcd_down_changes_all_or_nothing(rig: Rig) -> None:
     eventually(lambda: not process.http_ok(listlookup), 30, "nsqlookupd seeing etcd down")
     line = refused(rig, rig.trio, "node", "drain", leader, real=("--timeout", "5"))
     assert "/listlookup answered 500" in line
+    # what was wrong (in etcd's words) and what to do, not a bare status
+    assert "etcd cluster is unavailable" in line and "bring etcd back" in line
     # a channel change is between a leader and its ISR, but finding the leader needs a
     # lookup, which nsqlookupd answers from etcd: either way, whole
     agree(rig, rig.trio, lambda v: not v[0], "channel", "unpause", rig.trio, "c")
