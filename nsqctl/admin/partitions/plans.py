@@ -224,9 +224,12 @@ def _led_partition(state: TopicState, partition: int) -> tuple[PartitionState, s
         )
     part = state.partitions.get(partition)
     if part is None or part.leader is None:
+        # no leader listed: an election under way, or no live copy left to elect (its
+        # nsqds down), and waiting cures only the first; the lookup tells them apart
         raise AdminError(
-            f"{topic} partition {partition} has no leader now: wait for nsqlookupd to elect "
-            f"one (`lookup({topic})`), then move it"
+            f"{topic} partition {partition} has no leader now: if every nsqd holding it is "
+            "down, bring one back; else wait for nsqlookupd to elect one "
+            f"(`lookup({topic})` shows which), then move it"
         )
     return part, part.leader
 
