@@ -26,7 +26,7 @@ def _leader_from(lookupd_http: str, resp: httpx.Response) -> str | None:
             f"nsqlookupd {lookupd_http} /listlookup answered {resp.status_code}"
             + (f" ({reason})" if reason else "")
             + ": it keeps the cluster's topics and leaders in etcd and cannot read them now, "
-            "so nothing can be changed: bring etcd back (`nsqctl check` names the "
+            "so nothing can be changed: bring etcd back (`check()` names the "
             "nsqlookupds that cannot reach it), then retry"
         )
     from nsqctl.lookup.wire import WireListLookup, decode, is_json

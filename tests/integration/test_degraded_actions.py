@@ -368,6 +368,11 @@ def test_etcd_down_changes_all_or_nothing(rig: Rig) -> None:
     assert "/listlookup answered 500" in line
     # what was wrong (in etcd's words) and what to do, not a bare status
     assert "etcd cluster is unavailable" in line and "bring etcd back" in line
+    # a topic the lookupd does not know it answers with etcd's error too: it runs, so
+    # "check that nsqlookupd is running" would send the operator the wrong way
+    line = error_line(run_main("pub", unique("nowhere"), "x", *rig.lookupd), 1, alone=True)
+    assert "etcd cluster is unavailable" in line and "bring etcd back" in line
+    assert "is running" not in line
     # a channel change is between a leader and its ISR, but finding the leader needs a
     # lookup, which nsqlookupd answers from etcd: either way, whole
     agree(rig, rig.trio, lambda v: not v[0], "channel", "unpause", rig.trio, "c")
