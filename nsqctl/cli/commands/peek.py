@@ -176,6 +176,12 @@ def _peek(
             f"these may not be the channel's next messages; `nsqctl lookup {topic}` shows why",
             file=sys.stderr,
         )
+    for part, why in result.unanswered:
+        print(
+            f"nsqctl peek: warning: {topic} partition {part} not read: its leader did not "
+            f"answer ({why}), so these may not be the channel's next messages",
+            file=sys.stderr,
+        )
     if not result.messages:
         print(f"nsqctl peek: no messages waiting in {topic}/{shown}", file=sys.stderr)
 
