@@ -48,19 +48,22 @@ def check_create_options(
         raise ConfigError(f"`replicas` must be between 1 and {MAX_REPLICAS}")
 
 
-def check_node_count(topic: str, partitions: int, replicas: int, ordered: bool, nodes: int) -> None:
-    """nsqlookupd's placement rule, said before it answers a bare "No node is available".
+def nodes_needed(partitions: int, replicas: int, ordered: bool) -> int:
+    """The nsqds nsqlookupd needs registered to place a topic (and to change its meta):
+    every replica of a partition on its own nsqd, and an unordered topic at most one
+    partition replica on a node; an ordered topic may put several partitions on one."""
+    return replicas if ordered else partitions * replicas
 
-    Every replica of a partition needs its own nsqd. An unordered topic also puts at most
-    one partition replica on a node (partitions × replicas nodes); an ordered topic may
-    put several partitions on one node.
-    """
+
+def check_node_count(topic: str, partitions: int, replicas: int, ordered: bool, nodes: int) -> None:
+    """nsqlookupd's placement rule (:func:`nodes_needed`), said before it answers a bare
+    "No node is available"."""
     if replicas > nodes:
         raise ConfigError(
             f"topic {topic}: {replicas} replicas need {replicas} nsqd nodes, but {nodes} "
             f"registered with lookupd: add nsqd nodes or use `replicas` {nodes}"
         )
-    if not ordered and partitions * replicas > nodes:
+    if nodes_needed(partitions, replicas, ordered) > nodes:
         raise ConfigError(
             f"topic {topic}: an unordered topic puts each partition replica on its own nsqd, "
             f"so {partitions} partitions x {replicas} replica(s) need {partitions * replicas} "

@@ -231,6 +231,11 @@ def test_a_partition_without_a_live_copy_refuses_every_action(rig: Rig) -> None:
     line = refused(rig, rig.split, *move)
     # its only nsqd is dead: waiting for an election alone would never end
     assert "has no leader now: if every nsqd holding it is down, bring one back" in line
+    # a meta change nsqlookupd would refuse with a bare "No node is available" after
+    # retries (and that the dry run used to pass): refused at once, saying why
+    update = ("topic", "update", rig.split, "--retention-days", "3")
+    line = refused(rig, rig.split, *update, real=("--yes", "--wait", "5"))
+    assert "nothing was changed" in line and "bring the missing nsqds back" in line
     # one more partition needs a fourth nsqd, and only two are up: refused as bad input
     assert "registered" in refused(
         rig, rig.split, "topic", "expand", rig.split, "--partitions", "4", code=2
