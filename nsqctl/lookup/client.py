@@ -63,6 +63,7 @@ __all__ = [
     "ACCEPT_V1",
     "Access",
     "ListLookupRefusedError",
+    "LookupAnsweredError",
     "LookupClient",
     "LookupUnavailableError",
     "NotNsqlookupdError",
