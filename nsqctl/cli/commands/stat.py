@@ -117,6 +117,13 @@ def _channel_rows(topic: TopicView, ch: ChannelView) -> list[dict[str, Any]]:
     return rows
 
 
+#: A partition with no live copy: its counts are unknown (``?``), those the table cannot
+#: show as unknown read 0, as on the topic's partition rows.
+UNSEEN_COUNTS: dict[str, Any] = dict.fromkeys(("depth", "depth_bytes", "messages", "msg_rate")) | (
+    dict.fromkeys(("in_flight", "deferred", "requeued", "timed_out", "clients"), 0)
+)
+
+
 def _unseen_channel_rows(topic: TopicView, ch: ChannelView) -> list[dict[str, Any]]:
     """The channel on each partition with no live copy: nothing is known of it (``?``),
     but it is there, so the channel's figures above it are not the whole channel."""
@@ -130,15 +137,7 @@ def _unseen_channel_rows(topic: TopicView, ch: ChannelView) -> list[dict[str, An
             partition=p.partition,
             node=None,
             live=False,
-            depth=None,
-            depth_bytes=None,
-            in_flight=0,
-            deferred=0,
-            requeued=0,
-            timed_out=0,
-            messages=None,
-            clients=0,
-            msg_rate=None,
+            **UNSEEN_COUNTS,
         )
         for p in topic.partitions
         if not p.live and p.partition not in read
