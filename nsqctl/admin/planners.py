@@ -205,9 +205,10 @@ def select_nodes(
 
 def refuse_leaderless(placement: Placement, what: str, partition: int | None = None) -> None:
     """Refuse, before anything is sent, an action on redesign partitions of which one (of
-    those ``partition`` narrows it to) has no leader: every nsqd holding it is down, so
-    nobody can be asked to change it, and changing the others alone would leave the topic
-    half done with nothing to say which half."""
+    those ``partition`` narrows it to) has no leader: every nsqd holding it is down, or
+    nsqlookupd is still electing one (a live copy waits for it then; the lookup alone
+    cannot tell which), so nobody can be asked to change it, and changing the others
+    alone would leave the topic half done with nothing to say which half."""
     dead = [p for p in placement.leaderless if partition is None or p == partition]
     if not dead:
         return
@@ -221,8 +222,9 @@ def refuse_leaderless(placement: Placement, what: str, partition: int | None = N
     )
     raise AdminError(
         f"{what} refused, nothing was changed: topic {placement.topic!r} partition(s) "
-        f"{parts} have no leader and no live copy (their nsqds are down): bring one of "
-        f"their nsqds back (`lookup({placement.topic})` shows which){others}",
+        f"{parts} have no leader (every nsqd holding them is down, or nsqlookupd is still "
+        f"electing one): bring one of their nsqds back, or wait for the election "
+        f"(`lookup({placement.topic})` shows which){others}",
         setting="partition" if others else None,
     )
 
