@@ -208,7 +208,9 @@ class Consumer:
         """Read what ``topo`` lists; a partition it counts but names no leader for (every
         nsqd holding it down, or none elected yet) waits for one as a lost partition does:
         noted while waiting, given up on after the failover window, never silently unread."""
-        if not topo.stale and not topo.is_empty:
+        # only a lookup that lists partitions: one that lists none (the topic nowhere yet,
+        # or nsqds that name no partition) has nothing to say about which are missing
+        if not topo.stale and topo.partitions:
             read = self.options.partitions
             connected = {part for _address, part in self._connections.connections}
             now = time.monotonic()
