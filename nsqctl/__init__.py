@@ -70,6 +70,7 @@ if TYPE_CHECKING:  # the public API, the one list of it (see the module docstrin
     from nsqctl.lookup import LookupClient as LookupClient
     from nsqctl.lookup import Topology as Topology
     from nsqctl.lookup.client import ListLookupRefusedError as ListLookupRefusedError
+    from nsqctl.lookup.client import LookupAnsweredError as LookupAnsweredError
     from nsqctl.lookup.client import NotNsqlookupdError as NotNsqlookupdError
     from nsqctl.lookup.errors import LookupDecodeError as LookupDecodeError
     from nsqctl.lookup.errors import LookupProtocolError as LookupProtocolError

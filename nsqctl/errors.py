@@ -100,6 +100,11 @@ class NsqctlError(Exception):
     """
 
     setting: str | None = None
+    #: On the error a publish call ends with: True when none of its attempts wrote the
+    #: message to an nsqd (the lookup failed, no nsqd leads it or could be reached), so
+    #: it cannot have been stored and publishing it again cannot make a copy; False when
+    #: it may have been; None when not said (not a publish's error).
+    unsent: bool | None = None
 
     def __init__(self, *args: object, setting: str | None = None) -> None:
         super().__init__(*args)
@@ -212,13 +217,8 @@ class NotFoundError(NsqctlError):
 
 
 class PublishError(NsqctlError):
-    """A publish did not get an OK within the retry budget; nothing was acknowledged.
-
-    ``written`` is False when no attempt wrote the message to an nsqd (each failed to
-    connect, or found no nsqd to go to): nothing can have been stored, and publishing it
-    again cannot make a duplicate. True when one may have been written (the default)."""
-
-    written: bool = True
+    """A publish did not get an OK within the retry budget; nothing was acknowledged
+    (``unsent`` says whether it may have been stored all the same)."""
 
 
 class UsageError(NsqctlError):

@@ -29,11 +29,12 @@ from nsqctl import answers
 from nsqctl.admin.base import NSQ_V1
 from nsqctl.admin.placement import Placement, locate_topic
 from nsqctl.admin.planners import select_nodes
-from nsqctl.admin.requests import admin_client, error_text
+from nsqctl.admin.requests import Node, admin_client, error_text
 from nsqctl.connection import ConnectionConfig
 from nsqctl.errors import (
     AnswerDecodeError,
     ConfigError,
+    LeaderUnavailableError,
     NotFoundError,
     NsqctlError,
     TransportError,
@@ -90,6 +91,13 @@ class PartitionWindow:
 class PeekResult:
     messages: tuple[Peeked, ...]
     windows: tuple[PartitionWindow, ...]
+    unread: tuple[int, ...] = ()
+    """Partitions asked for that were not read: the lookup names no leader for them (the
+    nsqds holding them are down, or none is elected yet), so ``messages`` may not be the
+    channel's next ones."""
+    unanswered: tuple[tuple[int, str], ...] = ()
+    """``(partition, why)``: partitions not read because their leader did not answer
+    (hung, or died since the lookup); ``messages`` may not be the next ones either."""
 
 
 async def stored_message(
@@ -238,19 +246,68 @@ async def peek(
         placement = await locate_topic(topic, lookupd_http, nsqd_http, client)
         if placement.family != "redesign":
             raise ConfigError(NO_PEEK_ON_ORIGINAL, setting="borrow")
+        unread = _leaderless(placement, partition)
+        if partition is not None and unread:
+            raise LeaderUnavailableError(
+                f"topic {topic!r} partition {partition} has no leader (the nsqds holding "
+                "it are down or not answering, or none is elected yet), so it cannot be "
+                f"read now: `lookup({topic})` shows its copies",
+                partition,
+            )
         nodes = select_nodes(placement, partition=partition)
-        windows = await asyncio.gather(
+        answers = await asyncio.gather(
             *(
                 _window(client, placement, n.address, n.partition or 0, channel, offset, since)
                 for n in nodes
-            )
+            ),
+            return_exceptions=True,
         )
+        windows, unanswered = _read_windows(topic, nodes, answers, partition)
         found: list[Peeked] = []
         for w in windows:
             for index in range(w.start, min(w.end, w.start + count - 1) + 1):
                 found.append(await _at(client, topic, w.partition, w.nsqd, "count", index))
     found.sort(key=lambda m: (m.raw.timestamp, m.partition, m.index))
-    return PeekResult(tuple(found[:count]), tuple(windows))
+    return PeekResult(tuple(found[:count]), tuple(windows), unread, unanswered)
+
+
+def _read_windows(
+    topic: str,
+    nodes: Sequence[Node],
+    answers: Sequence[PartitionWindow | BaseException],
+    partition: int | None,
+) -> tuple[list[PartitionWindow], tuple[tuple[int, str], ...]]:
+    """The windows of the leaders that answered, and why each other partition was not
+    read. A leader that cannot be reached leaves its partition unread, as one with no
+    leader does; any other failure, a partition asked for alone, or none read raises."""
+    windows: list[PartitionWindow] = []
+    unanswered: list[tuple[int, str]] = []
+    for node, answer in zip(nodes, answers, strict=True):
+        if isinstance(answer, PartitionWindow):
+            windows.append(answer)
+        elif not isinstance(answer, TransportError):
+            raise answer
+        elif partition is None:
+            unanswered.append((node.partition or 0, str(answer)))
+        else:
+            raise TransportError(
+                f"topic {topic!r} partition {partition} was not read: its leader did not "
+                f"answer ({answer}): check that nsqd (`lookup({topic})`), or peek again once "
+                "nsqlookupd has elected another"
+            )
+    if unanswered and not windows:
+        why = "; ".join(text for _, text in unanswered)
+        raise TransportError(
+            f"no leader of topic {topic!r} answered ({why}): check those nsqds "
+            f"(`lookup({topic})`); nsqlookupd drops a hung or dead one within seconds, "
+            "and the partitions still led can be read then"
+        )
+    return windows, tuple(unanswered)
+
+
+def _leaderless(placement: Placement, partition: int | None) -> tuple[int, ...]:
+    """The partitions of ``placement`` (only ``partition`` when given) with no leader."""
+    return tuple(p for p in placement.leaderless if partition is None or p == partition)
 
 
 async def borrow(

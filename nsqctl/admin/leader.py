@@ -17,7 +17,18 @@ def _leader_from(lookupd_http: str, resp: httpx.Response) -> str | None:
     if resp.status_code == 404:
         return None
     if resp.status_code != 200:
-        raise AdminError(f"{lookupd_http} /listlookup answered {resp.status_code}")
+        # youzan's nsqlookupd answers /listlookup from etcd, and with an error (500, in
+        # etcd's words) while it cannot reach it: a bare status would not say that
+        from nsqctl.lookup.client import error_message
+
+        reason = error_message(resp.content)
+        raise AdminError(
+            f"nsqlookupd {lookupd_http} /listlookup answered {resp.status_code}"
+            + (f" ({reason})" if reason else "")
+            + ": it keeps the cluster's topics and leaders in etcd and cannot read them now, "
+            "so nothing can be changed: bring etcd back (`check()` names the "
+            "nsqlookupds that cannot reach it), then retry"
+        )
     from nsqctl.lookup.wire import WireListLookup, decode, is_json
 
     if not is_json(resp.content):

@@ -48,19 +48,22 @@ def check_create_options(
         raise ConfigError(f"`replicas` must be between 1 and {MAX_REPLICAS}")
 
 
-def check_node_count(topic: str, partitions: int, replicas: int, ordered: bool, nodes: int) -> None:
-    """nsqlookupd's placement rule, said before it answers a bare "No node is available".
+def nodes_needed(partitions: int, replicas: int, ordered: bool) -> int:
+    """The nsqds nsqlookupd needs registered to place a topic (and to change its meta):
+    every replica of a partition on its own nsqd, and an unordered topic at most one
+    partition replica on a node; an ordered topic may put several partitions on one."""
+    return replicas if ordered else partitions * replicas
 
-    Every replica of a partition needs its own nsqd. An unordered topic also puts at most
-    one partition replica on a node (partitions × replicas nodes); an ordered topic may
-    put several partitions on one node.
-    """
+
+def check_node_count(topic: str, partitions: int, replicas: int, ordered: bool, nodes: int) -> None:
+    """nsqlookupd's placement rule (:func:`nodes_needed`), said before it answers a bare
+    "No node is available"."""
     if replicas > nodes:
         raise ConfigError(
             f"topic {topic}: {replicas} replicas need {replicas} nsqd nodes, but {nodes} "
             f"registered with lookupd: add nsqd nodes or use `replicas` {nodes}"
         )
-    if not ordered and partitions * replicas > nodes:
+    if nodes_needed(partitions, replicas, ordered) > nodes:
         raise ConfigError(
             f"topic {topic}: an unordered topic puts each partition replica on its own nsqd, "
             f"so {partitions} partitions x {replicas} replica(s) need {partitions * replicas} "
@@ -178,7 +181,9 @@ def select_nodes(
             )
         nodes = tuple(n for n in nodes if n.partition == partition)
         if not nodes:
-            have = sorted({n.partition for n in placement.nsqds if n.partition is not None})
+            # a partition with no leader exists too: it is not among the nsqds to act on
+            led = {n.partition for n in placement.nsqds if n.partition is not None}
+            have = sorted(led | set(placement.leaderless))
             raise ConfigError(
                 f"topic {placement.topic!r} has no partition {partition} (partitions: {have})",
                 setting="partition",
@@ -200,9 +205,10 @@ def select_nodes(
 
 def refuse_leaderless(placement: Placement, what: str, partition: int | None = None) -> None:
     """Refuse, before anything is sent, an action on redesign partitions of which one (of
-    those ``partition`` narrows it to) has no leader: every nsqd holding it is down, so
-    nobody can be asked to change it, and changing the others alone would leave the topic
-    half done with nothing to say which half."""
+    those ``partition`` narrows it to) has no leader: every nsqd holding it is down, or
+    nsqlookupd is still electing one (a live copy waits for it then; the lookup alone
+    cannot tell which), so nobody can be asked to change it, and changing the others
+    alone would leave the topic half done with nothing to say which half."""
     dead = [p for p in placement.leaderless if partition is None or p == partition]
     if not dead:
         return
@@ -216,8 +222,9 @@ def refuse_leaderless(placement: Placement, what: str, partition: int | None = N
     )
     raise AdminError(
         f"{what} refused, nothing was changed: topic {placement.topic!r} partition(s) "
-        f"{parts} have no leader and no live copy (their nsqds are down): bring one of "
-        f"their nsqds back (`lookup({placement.topic})` shows which){others}",
+        f"{parts} have no leader (every nsqd holding them is down, or nsqlookupd is still "
+        f"electing one): bring one of their nsqds back, or wait for the election "
+        f"(`lookup({placement.topic})` shows which){others}",
         setting="partition" if others else None,
     )
 

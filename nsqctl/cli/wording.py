@@ -108,6 +108,7 @@ ACTION_COMMANDS: dict[str, str] = {
     "node_list": "node list",
     "node_restore": "node restore",
     "config_set_profile": "config set-profile",
+    "check": "check",
 }
 
 _WRITTEN = re.compile(r"`([a-z][a-z0-9_]*)(?:\(([^`()]*)\))?`")

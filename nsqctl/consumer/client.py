@@ -204,6 +204,21 @@ class Consumer:
         if lost:
             self._leaders.lost(target[1], now)
 
+    async def _follow(self, topo: Topology) -> None:
+        """Read what ``topo`` lists; a partition it counts but names no leader for (every
+        nsqd holding it down, or none elected yet) waits for one as a lost partition does:
+        noted while waiting, given up on after the failover window, never silently unread."""
+        # only a lookup that lists partitions: one that lists none (the topic nowhere yet,
+        # or nsqds that name no partition) has nothing to say about which are missing
+        if not topo.stale and topo.partitions:
+            read = self.options.partitions
+            connected = {part for _address, part in self._connections.connections}
+            now = time.monotonic()
+            for part in topo.leaderless_partitions:
+                if (read is None or part in read) and part not in connected:
+                    self._leaders.lost(part, now)
+        await self._connections.sync(topo)
+
     def _fail(self, error: BaseException) -> None:
         """The consumer cannot go on: :meth:`run_forever` and the iterator raise ``error``."""
         if self.error is not None:
@@ -248,7 +263,7 @@ class Consumer:
         # nsqd that accepts and never answers would otherwise hold start() for its whole
         # handshake deadline before the timeout even began.
         started = asyncio.get_running_loop().time()
-        first = asyncio.create_task(self._connections.sync(topo), name="nsq-connect")
+        first = asyncio.create_task(self._follow(topo), name="nsq-connect")
         self._tasks.append(first)  # close() cancels it if it is still connecting
         if limit is None:
             await first
@@ -259,7 +274,7 @@ class Consumer:
         if self._lookup is not None:
             self._tasks.append(
                 self._lookup.start_polling(
-                    self.topic, self._connections.sync, access="r", metainfo=True, consistent=True
+                    self.topic, self._follow, access="r", metainfo=True, consistent=True
                 )
             )
         await self._connections.await_first(limit, since=started)

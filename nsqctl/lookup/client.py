@@ -63,6 +63,7 @@ __all__ = [
     "ACCEPT_V1",
     "Access",
     "ListLookupRefusedError",
+    "LookupAnsweredError",
     "LookupClient",
     "LookupUnavailableError",
     "NotNsqlookupdError",
@@ -85,6 +86,12 @@ TopologyCallback = Callable[[Topology], Awaitable[None] | None]
 
 class NotNsqlookupdError(LookupProtocolError):
     """The address answers HTTP, but not as nsqlookupd does (another web server)."""
+
+
+class LookupAnsweredError(LookupProtocolError):
+    """A lookupd answered ``/lookup`` with an error status and no lookup answer: it runs,
+    but could not answer (youzan's nsqlookupd answers 500, in etcd's words, while it
+    cannot reach etcd and does not know the topic)."""
 
 
 class ListLookupRefusedError(LookupUnavailableError):
@@ -336,7 +343,10 @@ class LookupClient:
             # A legacy-mode redesign reports "not found" as 500 + status_txt; let the parser judge.
             if wire is not None and (wire.status_txt is not None or wire.message is not None):
                 return answer_from_wire(wire, source=address, http_status=200)
-            raise LookupProtocolError(f"{address} answered HTTP {resp.status_code}")
+            reason = error_message(resp.content)
+            raise LookupAnsweredError(
+                f"{address} answered HTTP {resp.status_code}" + (f": {reason}" if reason else "")
+            )
         wire = self._decode(resp, address, WireLookup) if resp.status_code == 200 else None
         return answer_from_wire(wire, source=address, http_status=resp.status_code)
 
@@ -359,7 +369,12 @@ class LookupClient:
         failed: dict[str, str] = {}
         results = await self._ask_round(topic, access, metainfo, consistent, failed)
         answers, sources = self._tally(results, failed)
-        return self._topology((topic, access, metainfo), answers, sources, failed)
+        # every lookupd failed by answering with an error: they run, so "is it running,
+        # is that its port" would send the operator the wrong way
+        running = len(failed) == len(results) > 0 and all(
+            isinstance(r, LookupAnsweredError) for r in results.values()
+        )
+        return self._topology((topic, access, metainfo), answers, sources, failed, running)
 
     async def _ask_round(
         self, topic: str, access: Access, metainfo: bool, consistent: bool, failed: dict[str, str]
@@ -424,6 +439,7 @@ class LookupClient:
         answers: list[LookupAnswer],
         sources: list[SourceStatus],
         failed: dict[str, str],
+        running: bool = False,
     ) -> Topology:
         """The round's answers merged and kept as the last known topology of ``key``
         (topic, access, metainfo); with none, the last known one marked stale (one warning
@@ -447,6 +463,13 @@ class LookupClient:
                     tried,
                 )
             return last.as_stale(sources)
+        if running:
+            raise LookupUnavailableError(
+                f"no nsqlookupd could answer for topic {topic!r} (tried {tried}): each runs but "
+                "answered with an error; a redesign nsqlookupd does so for a topic it does not "
+                "know while it cannot reach etcd: bring etcd back (`check()` names the nsqlookupds "
+                "that cannot reach it), else see the nsqlookupd's log"
+            )
         raise LookupUnavailableError(
             f"no nsqlookupd answered for topic {topic!r} (tried {tried}): check that nsqlookupd is "
             "running and that the address is its HTTP port (default 4161, not the TCP port 4160)"

@@ -238,14 +238,26 @@ def _archived_id(raw: bytes | bytearray | None, partition: int) -> str | None:
 def from_live(
     nsqd_http: list[str], q: TraceQuery, internal_ids: set[int], timeout: float = 5.0
 ) -> list[dict[str, Any]]:
-    """Redesign cluster mode: the message on its partition leader, and channel progress."""
+    """Redesign cluster mode: the message on its partition leader, and channel progress.
+
+    What could not be searched is an event too, so that "not on the server" is never
+    read into a silence: an nsqd that did not answer (``not answering``), and the
+    message's partition when no nsqd that answered holds it (``not searched``: its nsqds
+    are down, or were not given)."""
     if not q.topic or not nsqd_http:
         return []
     ids = set(internal_ids) | ({q.internal_id} if q.internal_id is not None else set())
     now = dt.datetime.now(dt.UTC).timestamp()
     events = []
+    held: set[int] = set()  # partitions of the topic on the nsqds that answered
     with httpx.Client(timeout=timeout) as client:
         for http in nsqd_http:
+            progress = _channel_progress(http, q.topic, now, timeout)
+            if isinstance(progress, str):
+                events.append(_event(now, "not answering", f"{http}", error=progress))
+                continue
+            partitions, found = progress
+            held |= partitions
             for iid in sorted(ids):
                 partition = partition_of_id(iid)
                 message = _message_on(client, http, q.topic, partition, iid)
@@ -258,7 +270,16 @@ def from_live(
                             message=message,
                         )
                     )
-            events.extend(_channel_progress(http, q.topic, now, timeout))
+            events.extend(found)
+    for partition in sorted({partition_of_id(i) for i in ids} - held):
+        events.append(
+            _event(
+                now,
+                "not searched",
+                f"{q.topic} partition {partition}",
+                why="no nsqd that answered holds it: its nsqds are down, or were not given",
+            )
+        )
     return events
 
 
@@ -299,19 +320,23 @@ def _message_on(
     return found if found is not None and found["id"] == iid else None
 
 
-def _channel_progress(http: str, topic: str, now: float, timeout: float) -> list[dict[str, Any]]:
-    """Each channel of ``topic`` on nsqd ``http``, read through the one ``/stats`` reader; an
-    nsqd that cannot be read adds nothing (the trace shows what it could find)."""
+def _channel_progress(
+    http: str, topic: str, now: float, timeout: float
+) -> tuple[set[int], list[dict[str, Any]]] | str:
+    """The partitions of ``topic`` nsqd ``http`` holds and each of their channels'
+    progress, read through the one ``/stats`` reader; why not, when it cannot be read."""
     from nsqctl.stats.read import read_nsqd_stats
 
     try:
         node = read_nsqd_stats(http, topic=topic, timeout=timeout)
-    except NsqctlError:
-        return []
+    except NsqctlError as err:
+        return str(err)
     events = []
+    partitions: set[int] = set()
     for t in node.topics:
         if t.topic != topic or t.partition is None:
             continue  # original nsqd: nothing per message to say
+        partitions.add(t.partition)
         for ch in t.channels:
             events.append(
                 _event(
@@ -322,7 +347,7 @@ def _channel_progress(http: str, topic: str, now: float, timeout: float) -> list
                     in_flight=ch.in_flight_count,
                 )
             )
-    return events
+    return partitions, events
 
 
 def gather(

@@ -303,7 +303,11 @@ class Producer:
             task = asyncio.ensure_future(self._retry.run(call, send))
             task.add_done_callback(functools.partial(_end_call, self._retry, call))
             tasks.append(task)
-        return list(await asyncio.gather(*tasks))
+        try:
+            return list(await asyncio.gather(*tasks))
+        except NsqctlError as err:
+            err.unsent = False  # the first error: another batch may have been sent
+            raise
 
     def _begin(self, topic: str, partition: int | None, shard_key: ShardKey | None) -> PublishCall:
         if self._closed:

@@ -72,7 +72,7 @@ class PublishCall:
     refresh: bool = False
     target: Target | None = None  # where the last attempt went
     refused: list[str] = field(default_factory=list)  # given nsqds that do not lead it
-    written: bool = False  # an attempt got as far as writing to an nsqd
+    sent: bool = False  # an attempt handed the message to a connection
 
 
 class RetryLoop:
@@ -156,6 +156,11 @@ class RetryLoop:
                     self._succeeded(call, conn)
                     return result
                 await self._before_retry(call, last)
+        except NsqctlError as err:
+            # "may have been sent" wins: one error object can end several calls (a failed
+            # lookup they shared), and only if none of them sent is nothing stored
+            err.unsent = err.unsent is not False and not call.sent
+            raise
         finally:
             self.end(call)
 
@@ -181,7 +186,7 @@ class RetryLoop:
         call.target = target
         conn = await self.pool.connection(topic, target)
         check_keyed_send(topic, target, call.shard_key, conn.is_redesign)
-        call.written = True
+        call.sent = True  # from here on the message may reach nsqd, and be stored
         return await send(conn, conn.partition_arg(target.partition)), conn
 
     async def _register(self, call: PublishCall, line: TicketLine, route: int | HostPort) -> None:
@@ -258,8 +263,6 @@ class RetryLoop:
         delay = call.clock.failed(now, leader_lost=True)
         if delay is None:
             final = self._gave_up(call, last)
-            if isinstance(final, PublishError):
-                final.written = call.written
             if final is last:
                 raise final
             raise final from last

@@ -43,6 +43,8 @@ def test_unreachable_cluster_is_one_line_and_exit_1(args: list[str]) -> None:
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("nsqctl: error: "), err
     assert DEAD in lines[0] and "Traceback" not in err
+    if args[0] == "pub":  # it reached no nsqd: nothing can be stored, so it is not "sent"
+        assert "nothing was sent" in lines[0] and "not confirmed" not in lines[0]
 
 
 @pytest.mark.spark

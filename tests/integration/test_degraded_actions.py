@@ -219,7 +219,10 @@ def test_a_partition_without_a_live_copy_refuses_every_action(rig: Rig) -> None:
     dead = next(p["partition"] for p in rig.lookup(rig.split)["partitions"] if not p["live_copy"])
     for action in CHANNEL_ACTIONS:
         line = refused(rig, rig.split, *channel_args(rig.split, action))
-        assert f"partition(s) {dead} have no leader and no live copy" in line
+        # no leader is all the lookup says: not "no live copy", which is false while a
+        # surviving copy waits for its election
+        assert f"partition(s) {dead} have no leader (every nsqd holding them is down" in line
+        assert "no live copy" not in line
         assert "nothing was changed" in line and "--partition" in line
     # the partition named alone: refused the same way, not "no such partition"
     line = refused(rig, rig.split, "channel", "pause", rig.split, "c", "--partition", str(dead))
@@ -228,7 +231,14 @@ def test_a_partition_without_a_live_copy_refuses_every_action(rig: Rig) -> None:
     assert "no topic pause" in line
     target = rig.live[0].http_address
     move = ("topic", "move", rig.split, "--partition", str(dead), "--to", target)
-    assert "has no leader now" in refused(rig, rig.split, *move)
+    line = refused(rig, rig.split, *move)
+    # its only nsqd is dead: waiting for an election alone would never end
+    assert "has no leader now: if every nsqd holding it is down, bring one back" in line
+    # a meta change nsqlookupd would refuse with a bare "No node is available" after
+    # retries (and that the dry run used to pass): refused at once, saying why
+    update = ("topic", "update", rig.split, "--retention-days", "3")
+    line = refused(rig, rig.split, *update, real=("--yes", "--wait", "5"))
+    assert "nothing was changed" in line and "bring the missing nsqds back" in line
     # one more partition needs a fourth nsqd, and only two are up: refused as bad input
     assert "registered" in refused(
         rig, rig.split, "topic", "expand", rig.split, "--partitions", "4", code=2
@@ -364,6 +374,13 @@ def test_etcd_down_changes_all_or_nothing(rig: Rig) -> None:
     eventually(lambda: not process.http_ok(listlookup), 30, "nsqlookupd seeing etcd down")
     line = refused(rig, rig.trio, "node", "drain", leader, real=("--timeout", "5"))
     assert "/listlookup answered 500" in line
+    # what was wrong (in etcd's words) and what to do, not a bare status
+    assert "etcd cluster is unavailable" in line and "bring etcd back" in line
+    # a topic the lookupd does not know it answers with etcd's error too: it runs, so
+    # "check that nsqlookupd is running" would send the operator the wrong way
+    line = error_line(run_main("pub", unique("nowhere"), "x", *rig.lookupd), 1, alone=True)
+    assert "etcd cluster is unavailable" in line and "bring etcd back" in line
+    assert "is running" not in line
     # a channel change is between a leader and its ISR, but finding the leader needs a
     # lookup, which nsqlookupd answers from etcd: either way, whole
     agree(rig, rig.trio, lambda v: not v[0], "channel", "unpause", rig.trio, "c")

@@ -432,4 +432,5 @@ def test_pub_to_a_topic_the_cluster_lacks_says_to_create_it(redesign_cluster: Cl
     line = assert_one_line_error(proc, 1)
     assert f"topic {topic!r} does not exist on any lookupd" in line
     assert f"nsqctl topic create {topic}" in line
+    assert "nothing was sent" in line and "not confirmed" not in line
     assert leader_stats(redesign_cluster, topic) == {}

@@ -12,7 +12,13 @@ import pytest
 
 from nsqctl.producer import Producer
 from nsqctl.servers.cluster import Cluster
-from tests.helpers.redesign import TopicSpec, channel_depths, create_topics, unique
+from tests.helpers.redesign import (
+    TopicSpec,
+    channel_depths,
+    create_topics,
+    leader_stats,
+    unique,
+)
 
 pytestmark = [pytest.mark.redesign, pytest.mark.spark]
 
@@ -42,5 +48,15 @@ def test_channel_progress_names_each_partition_with_its_depth(redesign_cluster: 
     for part, event in by_partition.items():
         assert f" {topic}/c partition {part}" in event["where"]
         assert event["detail"] == {"depth": depths[part], "in_flight": 0}
-    # an nsqd that cannot be read adds nothing instead of failing the trace
-    assert from_live(["127.0.0.1:1"], TraceQuery("t", topic=topic), set(), timeout=1) == []
+    # an nsqd that cannot be read is named instead of failing the trace (or being left out)
+    [down] = from_live(["127.0.0.1:1"], TraceQuery("t", topic=topic), set(), timeout=1)
+    assert (down["event"], down["where"]) == ("not answering", "127.0.0.1:1")
+    assert "127.0.0.1:1" in down["detail"]["error"]
+    # the message's partition on no nsqd that answered (its nsqd down, or not given): the
+    # trace says it was not searched, not that the message is nowhere
+    [holder] = [s.node for p, s in leader_stats(c, topic).items() if p == 0]
+    on_1 = TraceQuery("t", topic=topic, internal_id=(1 << 50) + 1)
+    searched = from_live([holder], on_1, set())
+    assert [e["where"] for e in searched if e["event"] == "not searched"] == [
+        f"{topic} partition 1"
+    ]

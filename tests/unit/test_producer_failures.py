@@ -44,7 +44,7 @@ async def test_a_refused_publish_is_a_connect_error_with_its_cause(
     cause = err.__cause__
     assert isinstance(cause, nsqctl.ConnectError) and not isinstance(cause, nsqctl.PublishError)
     assert isinstance(cause.__cause__, OSError)  # and what the socket said, under that
-    assert err.written is False  # no attempt reached an nsqd: a retry cannot duplicate it
+    assert err.unsent is True  # no attempt reached an nsqd: a retry cannot duplicate it
 
 
 def test_pub_says_nothing_was_sent_when_no_attempt_connected() -> None:

@@ -66,5 +66,20 @@ def test_an_unsent_batch_between_sent_ones_is_named() -> None:
     assert ledger.published() == [(1, 10)]
     assert ledger.describe(stopped=True) == (
         "input line(s) 1-10 were published; line(s) 21-30 were sent but not confirmed; "
-        "line(s) 11-20 were not sent; nothing after line 30 was sent"
+        "line(s) 11-20 were not sent (no nsqd got them); nothing after line 30 was sent"
+    )
+
+
+def test_lines_that_reached_no_nsqd_are_said_not_sent() -> None:
+    """A publish that failed before writing (no lookup, no leader, no connection) cannot
+    have stored its lines: "sent but not confirmed" would have the operator fear copies."""
+    ledger = LineLedger()
+    ledger.launched([(1, 10)])
+    ledger.launched([(11, 20)])
+    ledger.not_confirmed([(1, 10)])
+    ledger.not_sent([(11, 20)])
+    assert ledger.published() == []
+    assert ledger.describe(stopped=True) == (
+        "no input line was published; line(s) 1-10 were sent but not confirmed; "
+        "nothing after line 10 was sent"
     )

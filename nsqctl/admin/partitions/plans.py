@@ -18,7 +18,7 @@ from nsqctl.admin.partitions.state import (
     topic_state,
 )
 from nsqctl.admin.placement import fetch_stats
-from nsqctl.admin.planners import MAX_REPLICAS, check_node_count
+from nsqctl.admin.planners import MAX_REPLICAS, check_node_count, nodes_needed
 from nsqctl.admin.requests import AdminRequest, Node, admin_client
 from nsqctl.errors import AdminError, ConfigError
 from nsqctl.protocol.names import validate_topic
@@ -224,9 +224,12 @@ def _led_partition(state: TopicState, partition: int) -> tuple[PartitionState, s
         )
     part = state.partitions.get(partition)
     if part is None or part.leader is None:
+        # no leader listed: an election under way, or no live copy left to elect (its
+        # nsqds down), and waiting cures only the first; the lookup tells them apart
         raise AdminError(
-            f"{topic} partition {partition} has no leader now: wait for nsqlookupd to elect "
-            f"one (`lookup({topic})`), then move it"
+            f"{topic} partition {partition} has no leader now: if every nsqd holding it is "
+            "down, bring one back; else wait for nsqlookupd to elect one "
+            f"(`lookup({topic})` shows which), then move it"
         )
     return part, part.leader
 
@@ -318,6 +321,23 @@ class MetaChange:
         return params
 
 
+def _check_nodes_up(state: TopicState, nodes: int) -> None:
+    """Refuse a meta change nsqlookupd would refuse for the nodes up, which it checks on
+    every change against the topic's placement (its ``updateTopicMeta``): with an nsqd of
+    the topic down it answers "No node is available" until one is back."""
+    meta = state.meta
+    need = nodes_needed(meta.partition_num, meta.replica, state.allow_multi)
+    if nodes >= need:
+        return
+    shape = f"{meta.partition_num} partition(s) x {meta.replica} replica(s)"
+    raise AdminError(
+        f"topic update {state.topic} refused, nothing was changed: nsqlookupd changes a "
+        f"topic's meta only while the nsqds its placement needs are up ({need} for "
+        f"{shape}{', ordered' if state.allow_multi else ''}) and {nodes} are registered: "
+        "bring the missing nsqds back (`node_list()` shows them), then retry"
+    )
+
+
 async def plan_update(
     lookupd_http: Sequence[str],
     topic: str,
@@ -330,6 +350,8 @@ async def plan_update(
     replicas = change.replicas
     if replicas is not None:
         check_node_count(topic, state.meta.partition_num, replicas, state.allow_multi, len(nodes))
+    else:
+        _check_nodes_up(state, len(nodes))
     req = leader_request(leader, "/topic/meta/update", **params)
     plan = PartitionPlan("topic update", topic, leader, [[req]], state, nodes, replicas=replicas)
     changes = ", ".join(f"{k}={v}" for k, v in params.items() if k != "topic")

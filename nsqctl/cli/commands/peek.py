@@ -179,6 +179,20 @@ def _peek(
         fmt,
         [PrintedMessage(m.raw, m.topic, shown, m.partition, m.nsqd) for m in result.messages],
     )
+    if result.unread:
+        listed = ", ".join(str(p) for p in result.unread)
+        print(
+            f"nsqctl peek: warning: {topic} partition(s) {listed} not read: no leader (the "
+            "nsqds holding them are down or not answering, or none is elected yet), so "
+            f"these may not be the channel's next messages; `nsqctl lookup {topic}` shows why",
+            file=sys.stderr,
+        )
+    for part, why in result.unanswered:
+        print(
+            f"nsqctl peek: warning: {topic} partition {part} not read: its leader did not "
+            f"answer ({why}), so these may not be the channel's next messages",
+            file=sys.stderr,
+        )
     if not result.messages:
         print(f"nsqctl peek: no messages waiting in {topic}/{shown}", file=sys.stderr)
 

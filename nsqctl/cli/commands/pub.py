@@ -40,7 +40,7 @@ from nsqctl.cli.flags import (
 )
 from nsqctl.cli.numbers import rate, seconds
 from nsqctl.cli.output.lazy_progress import LazyProgress
-from nsqctl.errors import ConfigError, NsqctlError, PublishError
+from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.failover import DEFAULT_FAILOVER_WINDOW, FailoverEvent
 from nsqctl.producer import Producer, ProducerOptions, Receipt
 from nsqctl.protocol import MPUB_ENTRY_OVERHEAD, MPUB_TRACE_ENTRY_OVERHEAD, mpub_body_size
@@ -356,9 +356,9 @@ def _text(error: BaseException | None) -> str | None:
 
 def _unanswered(ledger: LineLedger, lines: list[Span], error: BaseException | None) -> None:
     """A launched batch got no OK: the library refuses bad input (ConfigError) before it
-    writes anything, and says when no attempt wrote it (PublishError.written), so those
+    writes anything, and says when no attempt wrote it (``NsqctlError.unsent``), so those
     lines were never sent; otherwise they may have been."""
-    if isinstance(error, ConfigError) or (isinstance(error, PublishError) and not error.written):
+    if isinstance(error, ConfigError) or (isinstance(error, NsqctlError) and error.unsent):
         ledger.not_sent(lines)
     else:
         ledger.not_confirmed(lines)
@@ -385,12 +385,13 @@ class _Window:
         failure: BaseException | None = None
         for task in done:
             count, lines = self.tasks.pop(task)
-            if task.exception() is None:
+            error = task.exception()
+            if error is None:
                 self.result.published += count
                 continue
-            _unanswered(self.result.lines, lines, task.exception())
+            _unanswered(self.result.lines, lines, error)
             if failure is None:
-                failure = task.exception()
+                failure = error
         if failure is not None:
             raise failure
 
@@ -718,8 +719,17 @@ def _one_by_one(publish: Callable[[bytes], Awaitable[object]], result: PubResult
                 await publish(body)
                 result.published += 1
                 done += 1
-        except BaseException:
-            result.lines.not_confirmed(spans_of(chunk.cut(done, len(chunk))))
+        except BaseException as err:
+            # the one that failed may have been sent; those after it were not
+            failed, after = (
+                spans_of(chunk.cut(done, done + 1)),
+                spans_of(chunk.cut(done + 1, len(chunk))),
+            )
+            if isinstance(err, NsqctlError) and err.unsent:
+                result.lines.not_sent(failed)
+            else:
+                result.lines.not_confirmed(failed)
+            result.lines.not_sent(after)
             raise
 
     async def send(chunk: Batch, window: _Window) -> None:

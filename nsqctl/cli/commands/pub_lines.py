@@ -119,7 +119,7 @@ class LineLedger:
         # unsent lines after the last one sent are told by "nothing after ... was sent"
         unsent = [span for span in merge(self.unsent) if span[0] <= last_sent]
         if unsent:
-            said += f"; line(s) {text_of(unsent)} were not sent"
+            said += f"; line(s) {text_of(unsent)} were not sent (no nsqd got them)"
         if stopped:
             if last_sent:
                 said += f"; nothing after line {last_sent} was sent"

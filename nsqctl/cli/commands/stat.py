@@ -5,7 +5,9 @@ row per topic, each followed by its channels' rows; with TOPIC that topic and it
 channels; with CHANNEL that channel. A paused or skipped topic, channel or partition says so
 in the last column (``PAUSED``, ``SKIPPED``; JSON: ``paused``, ``skipped``). On the
 redesign each is followed by one row per partition (JSON: leader, replicas, and with TOPIC
-the ISR and catch-up; ``null`` when not asked). ``depth`` is always a message count; byte
+the ISR and catch-up; ``null`` when not asked). A partition with no live copy keeps its
+rows, under its topic and under each channel, with ``?`` counts (JSON: ``null``, ``live``
+false), and is said to have no leader. ``depth`` is always a message count; byte
 figures (``depth_bytes``, ``stored_bytes``) are named as such.
 """
 
@@ -95,9 +97,10 @@ def _channel_rows(topic: TopicView, ch: ChannelView) -> list[dict[str, Any]]:
         )
     ]
     if topic.is_redesign:
+        parts: list[dict[str, Any]] = _unseen_channel_rows(topic, ch)
         for part in ch.parts:
             s = part.stats
-            rows.append(
+            parts.append(
                 _row(
                     f"  {topic.name}/{ch.name}#{part.partition}",
                     "channel_partition",
@@ -105,6 +108,7 @@ def _channel_rows(topic: TopicView, ch: ChannelView) -> list[dict[str, Any]]:
                     channel=ch.name,
                     partition=part.partition,
                     node=part.node,
+                    live=True,
                     depth=s.depth,
                     depth_bytes=s.depth_bytes,
                     in_flight=s.in_flight_count,
@@ -120,7 +124,35 @@ def _channel_rows(topic: TopicView, ch: ChannelView) -> list[dict[str, Any]]:
                     skipped=s.skipped,
                 )
             )
+        rows.extend(sorted(parts, key=lambda r: -1 if r["partition"] is None else r["partition"]))
     return rows
+
+
+#: A partition with no live copy: its counts are unknown (``?``), those the table cannot
+#: show as unknown read 0, as on the topic's partition rows.
+UNSEEN_COUNTS: dict[str, Any] = dict.fromkeys(("depth", "depth_bytes", "messages", "msg_rate")) | (
+    dict.fromkeys(("in_flight", "deferred", "requeued", "timed_out", "clients"), 0)
+)
+
+
+def _unseen_channel_rows(topic: TopicView, ch: ChannelView) -> list[dict[str, Any]]:
+    """The channel on each partition with no live copy: nothing is known of it (``?``),
+    but it is there, so the channel's figures above it are not the whole channel."""
+    read = {part.partition for part in ch.parts}
+    return [
+        _row(
+            f"  {topic.name}/{ch.name}#{p.label}",
+            "channel_partition",
+            topic=topic.name,
+            channel=ch.name,
+            partition=p.partition,
+            node=None,
+            live=False,
+            **UNSEEN_COUNTS,
+        )
+        for p in topic.partitions
+        if not p.live and p.partition not in read
+    ]
 
 
 def _topic_rows(topic: TopicView) -> list[dict[str, Any]]:
@@ -264,6 +296,19 @@ def interval_record(view: ClusterView, topic: str | None, channel: str | None) -
     }
 
 
+def _leaderless_notes(view: ClusterView, topic: str | None) -> list[str]:
+    """``T#P has no leader`` for each partition of the topics shown (a channel's rows
+    too: they sum the partitions, so one unread must be said there as well)."""
+    why = "no live copy: its nsqds are down or not answering"
+    topics = view.topics if topic is None else [t for t in view.topics if t.name == topic]
+    return [
+        f"{t.name}#{p.label} has no leader" + (f" ({why})" if not p.live else "")
+        for t in topics
+        for p in t.partitions
+        if t.is_redesign and p.leader is None
+    ]
+
+
 async def run_stat(
     source: ViewSource,
     topic: str | None,
@@ -298,14 +343,8 @@ async def run_stat(
                 for warning in coverage(view).lookupd_warnings(SAMPLE):
                     typer.echo(f"{when} {warning}", err=True)
                 rows = stat_rows(view, topic, channel)
-                for row in rows:
-                    if row["scope"] == "partition" and row["leader"] is None:
-                        why = "no live copy: its nsqds are down or not answering"
-                        typer.echo(
-                            f"{when} {row['topic']}#{row['partition']} has no leader"
-                            + (f" ({why})" if not row["live"] else ""),
-                            err=True,
-                        )
+                for note in _leaderless_notes(view, topic):
+                    typer.echo(f"{when} {note}", err=True)
                 if not rows:
                     missing = f"{topic}/{channel}" if channel else topic
                     where = coverage(view, topic).searched
