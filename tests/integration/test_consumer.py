@@ -326,6 +326,36 @@ async def test_the_default_giving_up_hook_writes_the_dead_letter_file(
     assert (record["topic"], record["body"], record["attempts"]) == (topic, "poison", 2)
 
 
+async def test_a_dead_letter_file_named_by_a_string_takes_what_is_given_up(
+    original_cluster: cluster.Cluster, tmp_path: Path
+) -> None:
+    """``DeadLetterFile("dead.jsonl")``, a path as a string, as a user writes it: the
+    message given up on is written and FINed, not requeued again and again by a hook
+    failing on the string."""
+    topic = unique("gu")
+    nsqd, http = original_cluster.nsqd_tcp[0], original_cluster.nsqd_http[0]
+    async with Producer(nsqd_tcp=[nsqd]) as producer:
+        await producer.publish(topic, b"poison")
+
+    async def handler(msg: Message) -> None:
+        raise RuntimeError("poison")
+
+    dead = tmp_path / "dead.jsonl"
+    async with Consumer(
+        topic,
+        "gu",
+        handler,
+        nsqd_tcp=[nsqd],
+        options=ConsumerOptions(max_attempts=1, default_requeue_delay=0, backoff_multiplier=0.05),
+        giving_up=DeadLetterFile(str(dead)),
+    ) as consumer:
+        await wait_for(lambda: consumer.stats.given_up, 15.0, "giving up")
+        stats = await wait_channel_settled(http, topic, "gu")
+    assert stats.depth == 0 and stats.in_flight_count == 0, stats
+    [line] = dead.read_text(encoding="utf-8").splitlines()
+    assert json.loads(line)["body"] == "poison"
+
+
 # ---------------------------------------------------------------- requeue delays
 
 
