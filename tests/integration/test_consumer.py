@@ -297,11 +297,14 @@ async def test_giving_up_after_max_attempts(
     assert record["nsqd"] == nsqd and len(record["id"]) == 16
 
 
-async def test_the_default_giving_up_hook_writes_the_dead_letter_file(
-    original_cluster: cluster.Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("hook", ["default", "str path"])
+async def test_a_dead_letter_file_takes_what_is_given_up(
+    original_cluster: cluster.Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hook: str
 ) -> None:
     """Without a hook of its own a consumer writes what it gives up on to the topic and
-    channel's dead-letter file (loaded only then), before the FIN."""
+    channel's dead-letter file (loaded only then), before the FIN. The same with a
+    ``DeadLetterFile("dead.jsonl")`` of the user's, its path a string: the message is
+    written and FINed, not requeued again and again by a hook failing on the string."""
     monkeypatch.setenv("NSQCTL_STATE_DIR", str(tmp_path))
     topic = unique("gu")
     nsqd, http = original_cluster.nsqd_tcp[0], original_cluster.nsqd_http[0]
@@ -311,49 +314,25 @@ async def test_the_default_giving_up_hook_writes_the_dead_letter_file(
     async def handler(msg: Message) -> None:
         raise RuntimeError("poison")
 
+    if hook == "default":
+        dead, giving_up = tmp_path / "dead-letter" / f"{topic}.gu.jsonl", None
+    else:
+        dead = tmp_path / "dead.jsonl"
+        giving_up = DeadLetterFile(str(dead))
     async with Consumer(
         topic,
         "gu",
         handler,
         nsqd_tcp=[nsqd],
         options=ConsumerOptions(max_attempts=1, default_requeue_delay=0, backoff_multiplier=0.05),
+        giving_up=giving_up,
     ) as consumer:
         await wait_for(lambda: consumer.stats.given_up, 15.0, "giving up")
         stats = await wait_channel_settled(http, topic, "gu")
     assert stats and stats.depth == 0 and stats.in_flight_count == 0, stats
-    [line] = (tmp_path / "dead-letter" / f"{topic}.gu.jsonl").read_text().splitlines()
+    [line] = dead.read_text(encoding="utf-8").splitlines()
     record = json.loads(line)
     assert (record["topic"], record["body"], record["attempts"]) == (topic, "poison", 2)
-
-
-async def test_a_dead_letter_file_named_by_a_string_takes_what_is_given_up(
-    original_cluster: cluster.Cluster, tmp_path: Path
-) -> None:
-    """``DeadLetterFile("dead.jsonl")``, a path as a string, as a user writes it: the
-    message given up on is written and FINed, not requeued again and again by a hook
-    failing on the string."""
-    topic = unique("gu")
-    nsqd, http = original_cluster.nsqd_tcp[0], original_cluster.nsqd_http[0]
-    async with Producer(nsqd_tcp=[nsqd]) as producer:
-        await producer.publish(topic, b"poison")
-
-    async def handler(msg: Message) -> None:
-        raise RuntimeError("poison")
-
-    dead = tmp_path / "dead.jsonl"
-    async with Consumer(
-        topic,
-        "gu",
-        handler,
-        nsqd_tcp=[nsqd],
-        options=ConsumerOptions(max_attempts=1, default_requeue_delay=0, backoff_multiplier=0.05),
-        giving_up=DeadLetterFile(str(dead)),
-    ) as consumer:
-        await wait_for(lambda: consumer.stats.given_up, 15.0, "giving up")
-        stats = await wait_channel_settled(http, topic, "gu")
-    assert stats.depth == 0 and stats.in_flight_count == 0, stats
-    [line] = dead.read_text(encoding="utf-8").splitlines()
-    assert json.loads(line)["body"] == "poison"
 
 
 # ---------------------------------------------------------------- requeue delays
