@@ -29,7 +29,7 @@ import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from nsqctl.consumer.handlers import Handler, HandlerRunner, is_async_handler
 from nsqctl.consumer.order import OrderViolation
@@ -100,6 +100,16 @@ class _EndOfStream:
 
 #: Ends the iterator (the last item of :attr:`DeliveryPath.queue`).
 END_OF_STREAM: Any = _EndOfStream()
+
+
+class _HeldRequeue(NamedTuple):
+    """An ordered requeue the consumer holds for its delay (see
+    :meth:`DeliveryPath.requeue_message`)."""
+
+    conn: Connection
+    partition: int | None
+    key: tuple[int | None, int | None]  # the message's (offset, internal id)
+    timer: asyncio.TimerHandle
 
 
 class DeliveryPath:
@@ -196,6 +206,9 @@ class DeliveryPath:
         # of the message handed out and not yet answered, and of the last one FINed.
         self._ordered_pending: dict[int | None, tuple[int | None, int | None]] = {}
         self._fin_marks: dict[int | None, tuple[int | None, int | None]] = {}
+        # Ordered requeues with a delay, held here for their delay (see requeue_message):
+        # message id -> its connection, partition, (offset, internal id) and timer.
+        self._held: dict[bytes, _HeldRequeue] = {}
 
     # -- connections ----------------------------------------------------------------------
 
@@ -208,6 +221,10 @@ class DeliveryPath:
 
     def remove(self, conn: Connection) -> None:
         self._deliveries.pop(id(conn), None)
+        for msg_id, held in list(self._held.items()):
+            if held.conn is conn:  # nsqd gives back what a closed connection held
+                held.timer.cancel()
+                del self._held[msg_id]
 
     @property
     def in_flight(self) -> int:
@@ -470,9 +487,15 @@ class DeliveryPath:
     def requeue_message(
         self, msg: Message, conn: Connection, delay: float | None, backoff: bool
     ) -> None:
-        """REQ one message of ``conn`` (already marked answered)."""
-        if self._ordered:
-            self._ordered_pending.pop(msg.delivery.partition, None)
+        """REQ one message of ``conn`` (already marked answered).
+
+        On an ordered subscription youzan's nsqd ignores a REQ with a delay (a delay
+        would block the partition, it says) and leaves the message in flight until its
+        timeout, whatever the delay asked. So the consumer holds such a requeue for the
+        delay itself and then sends REQ 0; the partition waits meanwhile, as ordering
+        requires, and the message stays pending, so a resend of it (a reset reader, its
+        timeout) is taken for the copy it is. Closing sends what is held at once.
+        """
         if delay is None:
             delay = self._default_requeue_delay * msg.attempts
         cap = self._max_requeue_delay
@@ -482,10 +505,32 @@ class DeliveryPath:
         self._settle(conn, 1)
         if self._trace is not None:
             self._trace_outcome(msg, conn, "REQ")
-        if conn.is_open:
-            conn.req(msg.id, delay_ms)
+        partition = msg.delivery.partition
+        if self._ordered and delay_ms and conn.is_open and not self._closing:
+            raw = msg.raw
+            timer = asyncio.get_running_loop().call_later(
+                delay_ms / 1000.0, self._release_requeue, raw.id
+            )
+            self._held[raw.id] = _HeldRequeue(conn, partition, (raw.offset, raw.internal_id), timer)
+        else:
+            if self._ordered:
+                self._ordered_pending.pop(partition, None)
+            if conn.is_open:
+                conn.req(msg.id, delay_ms)
         self.stats.requeued += 1
         self._failed(msg._epoch, backoff=backoff)
+
+    def _release_requeue(self, msg_id: bytes) -> None:
+        """An ordered requeue held for its delay goes out now, as REQ 0 (see
+        :meth:`requeue_message`)."""
+        held = self._held.pop(msg_id, None)
+        if held is None:
+            return
+        held.timer.cancel()
+        if self._ordered_pending.get(held.partition) == held.key:
+            del self._ordered_pending[held.partition]
+        if held.conn.is_open:
+            held.conn.req(msg_id, 0)
 
     def _settle(self, conn: Connection, count: int) -> None:
         """``count`` messages of ``conn`` are being answered: in-flight and RDY bookkeeping,
@@ -522,6 +567,8 @@ class DeliveryPath:
         if self._closing:
             return 0
         self._closing = True
+        for msg_id in list(self._held):  # requeues held for their delay: given back now
+            self._release_requeue(msg_id)
         queue = self._queue
         if queue is None:  # handlers: those waiting for a free one are not started
             return self.give_back(self._runner.waiting()) if self._runner is not None else 0
