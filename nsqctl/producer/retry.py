@@ -276,8 +276,9 @@ class RetryLoop:
         """The error a publish call ends with: of the kind of its last failure (which the
         caller chains as its cause), so that it is caught by that kind."""
         topic, clock = call.topic, call.clock
-        if clock.riding:
-            window = self.options.failover_window
+        window = self.options.failover_window
+        topo = self.topologies.cached(topic)
+        if clock.riding and (call.where is not None or topo is None or topo.is_redesign):
             place = topic if call.where is None else f"{topic}/{call.where}"
             return PartitionUnavailableError(
                 f"no leader took the publish to {place} within the failover window "
@@ -285,11 +286,16 @@ class RetryLoop:
                 call.where,
                 setting="failover_window",
             )
+        # The original family has no partition and no leader: a publish that rode out the
+        # window waited for its nsqd, and fails of the kind its nsqd's last failure was.
         if isinstance(last, PublishError | TopicNotFoundError):
             if isinstance(last, TopicNotFoundError):
                 last.topic = last.topic or topic
             return last
-        text = f"publish to topic {topic!r} failed after {clock.attempts} attempt(s): {last}"
+        text = f"publish to topic {topic!r} failed after {clock.attempts} attempt(s)"
+        if clock.riding:
+            text += f" within the failover window ({window:.0f}s)"
+        text += f": {last}"
         setting = last.setting if isinstance(last, NsqctlError) else None
         if isinstance(last, ConnectError):
             # given addresses are the setting to fix; a lookupd's answer is not a setting

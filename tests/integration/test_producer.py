@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 
 import pytest
@@ -146,6 +147,30 @@ async def test_shard_key_picks_one_nsqd_consistently(original_cluster: cluster.C
         holders = [n for n, ks in by_node.items() if key in ks]
         assert holders == [pick_node_for_key(key, nodes)], key
         assert by_node[holders[0]].count(key) == 3
+
+
+async def test_a_sharded_publish_to_a_dead_nsqd_fails_as_a_connect_error(
+    original_cluster: cluster.Cluster,
+) -> None:
+    """The original family has no partition leaders: a keyed publish whose nsqd cannot be
+    reached waits out the failover window for it and then raises a PublishConnectError (a
+    ConnectError naming the address setting), not a PartitionUnavailableError saying no
+    leader took it, which would send a caller after a redesign partition that is not there."""
+    with socket.socket() as s:  # a loopback port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        dead = f"127.0.0.1:{s.getsockname()[1]}"
+    topic = unique("sharddead")
+    nodes = [dead, original_cluster.nsqd_tcp[0]]
+    key = next(f"user-{i}" for i in range(100) if pick_node_for_key(f"user-{i}", nodes) == dead)
+    options = ProducerOptions(failover_window=1.0, backoff=0.05, max_backoff=0.2)
+    async with Producer(nsqd_tcp=nodes, options=options) as producer:
+        await producer.publish(topic, b"first")  # the topic is written: publishes wait
+        with pytest.raises(nsqctl.PublishConnectError) as caught:
+            await producer.publish(topic, b"keyed", shard_key=key)
+    err = caught.value
+    assert not isinstance(err, nsqctl.LeaderUnavailableError), err
+    assert err.setting == "nsqd_tcp" and dead in str(err)
+    assert isinstance(err.__cause__, nsqctl.ConnectError)
 
 
 async def test_nsqd_killed_and_restarted_mid_publish(start_cluster: StartCluster) -> None:
