@@ -94,6 +94,21 @@ class RetryLoop:
         self._written: set[str] = set()  # topics that took a publish: failover rides
         self._tickets: dict[str, TicketLine] = {}
         self._routes: dict[tuple[str, int | HostPort], RouteOrder] = {}
+        # Calls running now, and what close() sets: a call waiting to retry then gives up
+        # at once instead of retrying on a closed producer (see close).
+        self._running = 0
+        self._idle = asyncio.Event()
+        self._closing = asyncio.Event()
+
+    async def close(self) -> None:
+        """No more retries: a call waiting for its next attempt fails now (a PublishError
+        saying the producer closed, its last failure chained), an attempt in progress
+        ends as it ends (its OK, or its error). Returns when no call runs any more, so
+        none connects or publishes after the producer closed."""
+        self._closing.set()
+        if self._running:
+            self._idle.clear()
+            await self._idle.wait()
 
     def has_written(self, topic: str) -> bool:
         """True once a publish to ``topic`` got OK: its failures may wait out a failover."""
@@ -122,6 +137,7 @@ class RetryLoop:
     async def run(self, call: PublishCall, send: Send[T]) -> T:
         """Publish with ``send`` until OK; raise the error that ends it."""
         topic = call.topic
+        self._running += 1
         try:
             while True:
                 try:
@@ -157,6 +173,9 @@ class RetryLoop:
                 await self._before_retry(call, last)
         finally:
             self.end(call)
+            self._running -= 1
+            if not self._running:
+                self._idle.set()
 
     async def _attempt(self, call: PublishCall, send: Send[T]) -> tuple[T, Connection]:
         topic = call.topic
@@ -270,7 +289,18 @@ class RetryLoop:
             call.clock.attempts,
             delay,
         )
-        await asyncio.sleep(delay)
+        closing = self._closing
+        if not closing.is_set():
+            try:
+                async with asyncio.timeout(delay):
+                    await closing.wait()
+            except TimeoutError:
+                pass
+        if closing.is_set():
+            raise PublishError(
+                f"the producer was closed while the publish to topic {call.topic!r} waited "
+                f"to retry, unacknowledged ({last})"
+            ) from last
 
     def _gave_up(self, call: PublishCall, last: BaseException) -> NsqctlError:
         """The error a publish call ends with: of the kind of its last failure (which the

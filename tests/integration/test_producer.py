@@ -21,6 +21,7 @@ from nsqctl.stats import read_nsqd_stats
 from tests.conftest import StartCluster
 from tests.helpers.cli import cli
 from tests.helpers.names import unique
+from tests.helpers.wait import wait_for
 
 
 def _stored(http: str, topic: str) -> int:
@@ -171,6 +172,33 @@ async def test_a_sharded_publish_to_a_dead_nsqd_fails_as_a_connect_error(
     assert not isinstance(err, nsqctl.LeaderUnavailableError), err
     assert err.setting == "nsqd_tcp" and dead in str(err)
     assert isinstance(err.__cause__, nsqctl.ConnectError)
+
+
+async def test_close_ends_a_publish_waiting_to_retry(original_cluster: cluster.Cluster) -> None:
+    """A publish riding out the failover window (its nsqd unreachable) when the producer
+    closes fails then with a PublishError, its last failure chained, and close() returns
+    once it has: it does not retry on, and maybe store its message, after the close."""
+    with socket.socket() as s:  # a loopback port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        dead = f"127.0.0.1:{s.getsockname()[1]}"
+    topic = unique("closeride")
+    nodes = [dead, original_cluster.nsqd_tcp[0]]
+    key = next(f"user-{i}" for i in range(100) if pick_node_for_key(f"user-{i}", nodes) == dead)
+    waiting: list[nsqctl.FailoverEvent] = []
+    options = ProducerOptions(failover_window=120.0)
+    producer = Producer(nsqd_tcp=nodes, options=options, on_failover=waiting.append)
+    await producer.publish(topic, b"first")  # the topic is written: publishes wait
+    keyed = asyncio.create_task(producer.publish(topic, b"keyed", shard_key=key))
+    try:
+        await wait_for(lambda: waiting, 30.0, "the keyed publish waiting for its nsqd")
+        async with asyncio.timeout(30):  # far below the 120 s window it would ride
+            await producer.close()
+        assert keyed.done()
+        with pytest.raises(PublishError, match="closed") as caught:
+            await keyed
+    finally:
+        keyed.cancel()
+    assert isinstance(caught.value.__cause__, nsqctl.ConnectError)
 
 
 async def test_nsqd_killed_and_restarted_mid_publish(start_cluster: StartCluster) -> None:
