@@ -11,6 +11,7 @@ import asyncio
 import bisect
 import contextlib
 import json
+import math
 import time
 import uuid
 from collections import Counter
@@ -361,6 +362,30 @@ async def test_requeue_delay_is_respected(original_cluster: cluster.Cluster) -> 
     assert 0.8 <= gap < 7.0, f"requeued with delay 1.0s, redelivered after {gap:.3f}s"
     assert consumer.stats.requeued == 1 and consumer.stats.finished == 1
     assert consumer.stats.backoff_level == 0
+
+
+async def test_a_requeue_with_no_delay_is_refused_and_leaves_the_message_unanswered(
+    original_cluster: cluster.Cluster,
+) -> None:
+    """``msg.requeue(delay="5")`` (or NaN, or negative) is bad input: a ConfigError, and
+    the message still the caller's to answer, instead of a TypeError raised after it was
+    marked answered, with no REQ sent (in flight on nsqd until its timeout, counted in
+    flight by the consumer for good)."""
+    topic = unique("reqbad")
+    nsqd, http = original_cluster.nsqd_tcp[0], original_cluster.nsqd_http[0]
+    async with Producer(nsqd_tcp=[nsqd]) as producer:
+        await producer.publish(topic, b"x")
+    async with Consumer(topic, "c", nsqd_tcp=[nsqd]) as consumer:
+        async for msg in consumer:
+            for delay in ("5", math.nan, -1):
+                with pytest.raises(ConfigError, match="delay") as caught:
+                    msg.requeue(delay=delay)  # type: ignore[arg-type]
+                assert caught.value.setting == "delay"
+            msg.finish()  # still unanswered: this is its one answer
+            break
+        stats = await wait_channel_settled(http, topic, "c")
+        assert consumer.stats.finished == 1 and consumer.stats.requeued == 0
+    assert stats.depth == 0 and stats.in_flight_count == 0, stats
 
 
 # ---------------------------------------------------------------- one read, many messages
