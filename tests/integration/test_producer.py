@@ -150,6 +150,16 @@ async def test_shard_key_picks_one_nsqd_consistently(original_cluster: cluster.C
         assert by_node[holders[0]].count(key) == 3
 
 
+def _with_a_dead_nsqd(c: cluster.Cluster) -> tuple[list[str], str]:
+    """nsqd addresses for a producer, the first a loopback port nobody listens on, the
+    second ``c``'s first nsqd; and a shard key that goes to the dead one."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        nodes = [f"127.0.0.1:{s.getsockname()[1]}", c.nsqd_tcp[0]]
+    key = next(f"user-{i}" for i in range(100) if pick_node_for_key(f"user-{i}", nodes) == nodes[0])
+    return nodes, key
+
+
 async def test_a_sharded_publish_to_a_dead_nsqd_fails_as_a_connect_error(
     original_cluster: cluster.Cluster,
 ) -> None:
@@ -157,12 +167,9 @@ async def test_a_sharded_publish_to_a_dead_nsqd_fails_as_a_connect_error(
     reached waits out the failover window for it and then raises a PublishConnectError (a
     ConnectError naming the address setting), not a PartitionUnavailableError saying no
     leader took it, which would send a caller after a redesign partition that is not there."""
-    with socket.socket() as s:  # a loopback port nobody listens on
-        s.bind(("127.0.0.1", 0))
-        dead = f"127.0.0.1:{s.getsockname()[1]}"
     topic = unique("sharddead")
-    nodes = [dead, original_cluster.nsqd_tcp[0]]
-    key = next(f"user-{i}" for i in range(100) if pick_node_for_key(f"user-{i}", nodes) == dead)
+    nodes, key = _with_a_dead_nsqd(original_cluster)
+    dead = nodes[0]
     options = ProducerOptions(failover_window=1.0, backoff=0.05, max_backoff=0.2)
     async with Producer(nsqd_tcp=nodes, options=options) as producer:
         await producer.publish(topic, b"first")  # the topic is written: publishes wait
@@ -178,12 +185,8 @@ async def test_close_ends_a_publish_waiting_to_retry(original_cluster: cluster.C
     """A publish riding out the failover window (its nsqd unreachable) when the producer
     closes fails then with a PublishError, its last failure chained, and close() returns
     once it has: it does not retry on, and maybe store its message, after the close."""
-    with socket.socket() as s:  # a loopback port nobody listens on
-        s.bind(("127.0.0.1", 0))
-        dead = f"127.0.0.1:{s.getsockname()[1]}"
     topic = unique("closeride")
-    nodes = [dead, original_cluster.nsqd_tcp[0]]
-    key = next(f"user-{i}" for i in range(100) if pick_node_for_key(f"user-{i}", nodes) == dead)
+    nodes, key = _with_a_dead_nsqd(original_cluster)
     waiting: list[nsqctl.FailoverEvent] = []
     options = ProducerOptions(failover_window=120.0)
     producer = Producer(nsqd_tcp=nodes, options=options, on_failover=waiting.append)
