@@ -31,7 +31,12 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from nsqctl.consumer.handlers import Handler, HandlerRunner, is_async_handler
+from nsqctl.consumer.handlers import (
+    Handler,
+    HandlerRunner,
+    cancelled_from_outside,
+    is_async_handler,
+)
 from nsqctl.consumer.order import OrderViolation
 from nsqctl.message import Delivery, Message
 
@@ -297,7 +302,7 @@ class DeliveryPath:
                 continue
             try:
                 handler(msg)
-            except Exception as err:
+            except (Exception, asyncio.CancelledError) as err:  # a plain function's own
                 self._handler_failed(msg, err)
                 continue
             if msg.outcome is None and msg.auto_response:
@@ -394,13 +399,18 @@ class DeliveryPath:
     async def _run_async(self, msg: Message) -> None:
         try:
             await self._handler(msg)  # type: ignore[misc]
+        except asyncio.CancelledError as err:
+            if cancelled_from_outside():
+                raise
+            self._handler_failed(msg, err)
+            return
         except Exception as err:
             self._handler_failed(msg, err)
             return
         if msg.auto_response and msg.outcome is None:
             msg.finish()
 
-    def _handler_failed(self, msg: Message, err: Exception) -> None:
+    def _handler_failed(self, msg: Message, err: BaseException) -> None:
         log.warning(
             "handler failed on message %s (attempt %d): %s: %s",
             msg.id_text,

@@ -388,6 +388,36 @@ async def test_a_requeue_with_no_delay_is_refused_and_leaves_the_message_unanswe
     assert stats.depth == 0 and stats.in_flight_count == 0, stats
 
 
+@pytest.mark.parametrize("concurrency", [None, 2])
+async def test_a_handler_raising_cancelled_error_gets_its_message_requeued(
+    original_cluster: cluster.Cluster, concurrency: int | None
+) -> None:
+    """An async handler that raises CancelledError of its own (an operation it awaited was
+    cancelled; the consumer did not cancel it) failed: its message is requeued like on any
+    failure. It was left unanswered, in flight on nsqd until its 60 s timeout and holding
+    a slot of max_in_flight for good, so a consumer whose every slot met one stopped."""
+    topic = unique("cancelled")
+    nsqd, http = original_cluster.nsqd_tcp[0], original_cluster.nsqd_http[0]
+    async with Producer(nsqd_tcp=[nsqd]) as producer:
+        await producer.publish_many(topic, [b"a", b"b"])
+    calls: list[tuple[bytes, int]] = []
+
+    async def handler(msg: Message) -> None:
+        calls.append((msg.body, msg.attempts))
+        if msg.attempts == 1:
+            raise asyncio.CancelledError
+
+    options = ConsumerOptions(
+        max_in_flight=2, concurrency=concurrency, default_requeue_delay=0, backoff_multiplier=0.05
+    )
+    async with Consumer(topic, "c", handler, nsqd_tcp=[nsqd], options=options) as consumer:
+        await wait_for(lambda: consumer.stats.finished == 2, 20.0, lambda: f"both: {calls}")
+        stats = await wait_channel_settled(http, topic, "c")
+    assert sorted(calls) == [(b"a", 1), (b"a", 2), (b"b", 1), (b"b", 2)]
+    assert consumer.stats.requeued == 2
+    assert stats.depth == 0 and stats.in_flight_count == 0, stats
+
+
 # ---------------------------------------------------------------- one read, many messages
 
 
