@@ -427,19 +427,27 @@ class DeliveryPath:
             result = self.giving_up(msg)
             if inspect.isawaitable(result):
                 await result
+        except asyncio.CancelledError as err:
+            if cancelled_from_outside():
+                raise
+            self._giving_up_failed(msg, err)  # the hook's own, as for a handler
+            return
         except Exception as err:
-            log.error(
-                "giving-up hook failed on %s (%s: %s): requeueing it",
-                msg.id_text,
-                type(err).__name__,
-                err,
-                exc_info=err,
-            )
-            msg.requeue(backoff=False)
+            self._giving_up_failed(msg, err)
             return
         self.stats.given_up += 1
         msg._respond("giving-up")
         self.finish_messages(msg.delivery.conn, [msg])
+
+    def _giving_up_failed(self, msg: Message, err: BaseException) -> None:
+        log.error(
+            "giving-up hook failed on %s (%s: %s): requeueing it",
+            msg.id_text,
+            type(err).__name__,
+            err,
+            exc_info=err,
+        )
+        msg.requeue(backoff=False)
 
     def _report_order(self, violation: OrderViolation) -> None:
         if violation.kind == "regression":

@@ -395,7 +395,8 @@ async def test_a_handler_raising_cancelled_error_gets_its_message_requeued(
     """An async handler that raises CancelledError of its own (an operation it awaited was
     cancelled; the consumer did not cancel it) failed: its message is requeued like on any
     failure. It was left unanswered, in flight on nsqd until its 60 s timeout and holding
-    a slot of max_in_flight for good, so a consumer whose every slot met one stopped."""
+    a slot of max_in_flight for good, so a consumer whose every slot met one stopped. The
+    same for a giving-up hook: the message is requeued and given up on at its next turn."""
     topic = unique("cancelled")
     nsqd, http = original_cluster.nsqd_tcp[0], original_cluster.nsqd_http[0]
     async with Producer(nsqd_tcp=[nsqd]) as producer:
@@ -404,17 +405,33 @@ async def test_a_handler_raising_cancelled_error_gets_its_message_requeued(
 
     async def handler(msg: Message) -> None:
         calls.append((msg.body, msg.attempts))
-        if msg.attempts == 1:
+        if msg.attempts == 1 or msg.body == b"poison":
+            raise asyncio.CancelledError
+
+    gave_up: list[tuple[bytes, int]] = []
+
+    async def giving_up(msg: Message) -> None:  # the hook's own CancelledError: the same
+        gave_up.append((msg.body, msg.attempts))
+        if msg.attempts == 4:
             raise asyncio.CancelledError
 
     options = ConsumerOptions(
-        max_in_flight=2, concurrency=concurrency, default_requeue_delay=0, backoff_multiplier=0.05
+        max_in_flight=2,
+        concurrency=concurrency,
+        default_requeue_delay=0,
+        backoff_multiplier=0.05,
+        max_attempts=3,
     )
-    async with Consumer(topic, "c", handler, nsqd_tcp=[nsqd], options=options) as consumer:
+    async with Consumer(
+        topic, "c", handler, nsqd_tcp=[nsqd], options=options, giving_up=giving_up
+    ) as consumer:
         await wait_for(lambda: consumer.stats.finished == 2, 20.0, lambda: f"both: {calls}")
+        async with Producer(nsqd_tcp=[nsqd]) as producer:
+            await producer.publish(topic, b"poison")
+        await wait_for(lambda: consumer.stats.given_up, 20.0, lambda: f"given up: {gave_up}")
         stats = await wait_channel_settled(http, topic, "c")
-    assert sorted(calls) == [(b"a", 1), (b"a", 2), (b"b", 1), (b"b", 2)]
-    assert consumer.stats.requeued == 2
+    assert sorted(calls)[:4] == [(b"a", 1), (b"a", 2), (b"b", 1), (b"b", 2)]
+    assert gave_up == [(b"poison", 4), (b"poison", 5)]
     assert stats.depth == 0 and stats.in_flight_count == 0, stats
 
 
