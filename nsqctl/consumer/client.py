@@ -294,7 +294,11 @@ class Consumer:
         nowhere); close() is not held up by a step that would take long (a slow lookupd)."""
         task = asyncio.create_task(step, name=name)
         self._tasks.append(task)
-        await asyncio.wait({task})
+        try:
+            await asyncio.wait({task})
+        except asyncio.CancelledError:  # start() itself cancelled: so is its step
+            task.cancel()
+            raise
         if self._stopping:
             return None
         return task.result()
