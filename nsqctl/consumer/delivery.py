@@ -29,9 +29,10 @@ import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from nsqctl.consumer.handlers import (
+    DEFAULT_MSG_TIMEOUT_MS,
     Handler,
     HandlerRunner,
     cancelled_from_outside,
@@ -107,14 +108,27 @@ class _EndOfStream:
 END_OF_STREAM: Any = _EndOfStream()
 
 
-class _HeldRequeue(NamedTuple):
+class _HeldRequeue:
     """An ordered requeue the consumer holds for its delay (see
-    :meth:`DeliveryPath.requeue_message`)."""
+    :meth:`DeliveryPath.requeue_message`): TOUCHed at half its message timeout until
+    ``release_at`` (the loop's clock), so nsqd neither times it out nor sends it again."""
 
-    conn: Connection
-    partition: int | None
-    key: tuple[int | None, int | None]  # the message's (offset, internal id)
-    timer: asyncio.TimerHandle
+    __slots__ = ("conn", "key", "partition", "release_at", "timer", "touch_every")
+
+    def __init__(
+        self,
+        conn: Connection,
+        partition: int | None,
+        key: tuple[int | None, int | None],
+        release_at: float,
+        touch_every: float,
+    ) -> None:
+        self.conn = conn
+        self.partition = partition
+        self.key = key  # the message's (offset, internal id)
+        self.release_at = release_at
+        self.touch_every = touch_every
+        self.timer: asyncio.TimerHandle | None = None
 
 
 class DeliveryPath:
@@ -228,7 +242,8 @@ class DeliveryPath:
         self._deliveries.pop(id(conn), None)
         for msg_id, held in list(self._held.items()):
             if held.conn is conn:  # nsqd gives back what a closed connection held
-                held.timer.cancel()
+                if held.timer is not None:
+                    held.timer.cancel()
                 del self._held[msg_id]
 
     @property
@@ -510,9 +525,10 @@ class DeliveryPath:
         On an ordered subscription youzan's nsqd ignores a REQ with a delay (a delay
         would block the partition, it says) and leaves the message in flight until its
         timeout, whatever the delay asked. So the consumer holds such a requeue for the
-        delay itself and then sends REQ 0; the partition waits meanwhile, as ordering
-        requires, and the message stays pending, so a resend of it (a reset reader, its
-        timeout) is taken for the copy it is. Closing sends what is held at once.
+        delay itself (TOUCHing it at half its timeout, so nsqd does not send it again
+        meanwhile) and then sends REQ 0; the partition waits, as ordering requires, and
+        the message stays pending, so a resend of it (a reset reader) is taken for the
+        copy it is. Closing sends what is held at once.
         """
         if delay is None:
             delay = self._default_requeue_delay * msg.attempts
@@ -526,10 +542,15 @@ class DeliveryPath:
         partition = msg.delivery.partition
         if self._ordered and delay_ms and conn.is_open and not self._closing:
             raw = msg.raw
-            timer = asyncio.get_running_loop().call_later(
-                delay_ms / 1000.0, self._release_requeue, raw.id
+            timeout_ms = (conn.identify.msg_timeout if conn.identify else 0) or (
+                DEFAULT_MSG_TIMEOUT_MS
             )
-            self._held[raw.id] = _HeldRequeue(conn, partition, (raw.offset, raw.internal_id), timer)
+            release_at = asyncio.get_running_loop().time() + delay_ms / 1000.0
+            held = _HeldRequeue(
+                conn, partition, (raw.offset, raw.internal_id), release_at, timeout_ms / 2000.0
+            )
+            self._held[raw.id] = held
+            self._hold(raw.id, held)
         else:
             if self._ordered:
                 self._ordered_pending.pop(partition, None)
@@ -538,13 +559,36 @@ class DeliveryPath:
         self.stats.requeued += 1
         self._failed(msg._epoch, backoff=backoff)
 
+    def _hold(self, msg_id: bytes, held: _HeldRequeue) -> None:
+        """Wake at the release, or sooner to TOUCH the held message (a delay longer than
+        its timeout would otherwise have nsqd time it out and send it again and again,
+        each time one more attempt)."""
+        loop = asyncio.get_running_loop()
+        left = held.release_at - loop.time()
+        if left <= 0:
+            self._release_requeue(msg_id)
+        elif left <= held.touch_every:
+            held.timer = loop.call_later(left, self._release_requeue, msg_id)
+        else:
+            held.timer = loop.call_later(held.touch_every, self._touch_held, msg_id)
+
+    def _touch_held(self, msg_id: bytes) -> None:
+        held = self._held.get(msg_id)
+        if held is None:
+            return
+        if held.conn.is_open:
+            held.conn.touch(msg_id)
+            self.stats.touched += 1
+        self._hold(msg_id, held)
+
     def _release_requeue(self, msg_id: bytes) -> None:
         """An ordered requeue held for its delay goes out now, as REQ 0 (see
         :meth:`requeue_message`)."""
         held = self._held.pop(msg_id, None)
         if held is None:
             return
-        held.timer.cancel()
+        if held.timer is not None:
+            held.timer.cancel()
         if self._ordered_pending.get(held.partition) == held.key:
             del self._ordered_pending[held.partition]
         if held.conn.is_open:
