@@ -48,8 +48,10 @@ def dead_letter_record(msg: Message) -> dict[str, Any]:
 class DeadLetterFile:
     """Default giving-up hook: append the message as a JSON line, fsync, log one line."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        # A str is a path too: kept as one, it would fail only at the first message given
+        # up on, inside the hook, which requeues that message again and again.
+        self.path = Path(path)
 
     def __call__(self, msg: Message) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)

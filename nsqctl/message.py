@@ -18,6 +18,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from nsqctl.bounds import Bound, check_bound
 from nsqctl.errors import AlreadyRespondedError
 from nsqctl.protocol.raw_message import RawMessage
 
@@ -85,6 +86,9 @@ class Delivery:
 
 
 _T = TypeVar("_T")
+
+#: What ``Message.requeue(delay=...)`` takes (the consumer caps it at nsqd's maximum).
+REQUEUE_DELAY = Bound(0, integer=False, unit="seconds", optional=True)
 
 
 def off_loop(loop: asyncio.AbstractEventLoop | None) -> bool:
@@ -288,7 +292,10 @@ class Message:
         via.responder.finish_messages(via.conn, [self])
 
     def requeue(self, delay: float | None = None, backoff: bool = True) -> None:
-        """REQ: give it back; ``delay`` seconds (default: attempts × the default delay)."""
+        """REQ: give it back; ``delay`` seconds (default: attempts × the default delay).
+        A delay that is not one (text, NaN, negative) raises ConfigError and leaves the
+        message unanswered: refused later, it would be marked answered and never sent."""
+        check_bound("delay", delay, REQUEUE_DELAY)
         via = self._via
         if via.loop is not None and off_loop(via.loop):
             self._check_unanswered()

@@ -27,9 +27,9 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from nsqctl.addresses import HostPort, parse_addresses, require_cluster
 from nsqctl.bounds import check_bound, options_or_default
@@ -46,7 +46,7 @@ from nsqctl.consumer.handlers import Handler, check_handler_settings
 from nsqctl.consumer.leaders import LeaderWatch
 from nsqctl.consumer.options import CONSUMER_BOUNDS, ConsumerOptions
 from nsqctl.consumer.stats import ConsumerStats
-from nsqctl.errors import ConfigError
+from nsqctl.errors import ConfigError, UsageError
 from nsqctl.failover import FailoverHook
 from nsqctl.flow import BackoffController, RateLimiter, RdyController
 from nsqctl.lookup.topology import Topology
@@ -60,6 +60,8 @@ if TYPE_CHECKING:
     from nsqctl.lookup.client import LookupClient
 
 log = logging.getLogger("nsqctl.consumer")
+
+_T = TypeVar("_T")
 
 #: Seconds close() lets cancelled handlers unwind (their messages were given back
 #: already); one that ignores its cancellation is not waited for longer.
@@ -240,7 +242,16 @@ class Consumer:
         await self.close()
 
     async def start(self) -> None:
-        """Connect everywhere the topic lives and start receiving."""
+        """Connect everywhere the topic lives and start receiving.
+
+        A :meth:`close` while this runs (a service stopped during its start) ends it at
+        once: start returns, the consumer closed, nothing left running or connecting. A
+        closed consumer cannot start again (:class:`UsageError`): make a new one.
+        """
+        if self._stopping:
+            raise UsageError(
+                f"the consumer of {self.topic}/{self.channel} is closed: make a new Consumer"
+            )
         if self._started:
             return
         self._started = True
@@ -250,7 +261,12 @@ class Consumer:
         if self._lookup is not None:
             # consistent: each partition on its elected leader only, so a new leader is
             # found as soon as it is elected (see LookupClient.lookup)
-            topo = await self._lookup.lookup(self.topic, access="r", metainfo=True, consistent=True)
+            topo = await self._unless_closed(
+                self._lookup.lookup(self.topic, access="r", metainfo=True, consistent=True),
+                "nsq-lookup",
+            )
+            if topo is None:
+                return
             if topo.meta is not None and topo.meta.extend_support:  # nsqd requires it
                 self.config = replace(self.config, extend_support=True)
             if topo.is_redesign and self.config.output_buffer_original_only:
@@ -266,11 +282,13 @@ class Consumer:
         first = asyncio.create_task(self._follow(topo), name="nsq-connect")
         self._tasks.append(first)  # close() cancels it if it is still connecting
         if limit is None:
-            await first
+            await asyncio.wait({first})
         else:
             await asyncio.wait({first}, timeout=limit)
-            if first.done():
-                first.result()  # what the first connects raised, as awaiting them would
+        if self._stopping:
+            return
+        if first.done():
+            first.result()  # what the first connects raised, as awaiting them would
         if self._lookup is not None:
             self._tasks.append(
                 self._lookup.start_polling(
@@ -278,10 +296,27 @@ class Consumer:
                 )
             )
         await self._connections.await_first(limit, since=started)
+        if self._stopping:
+            return
         fatal = self._connections.fatal or self.error
         if fatal is not None:
             await self.close()
             raise fatal
+
+    async def _unless_closed(self, step: Coroutine[Any, Any, _T], name: str) -> _T | None:
+        """Run one step of :meth:`start` as a task that :meth:`close` cancels: its result,
+        or None once close() began (a closing consumer looks nothing up, connects
+        nowhere); close() is not held up by a step that would take long (a slow lookupd)."""
+        task = asyncio.create_task(step, name=name)
+        self._tasks.append(task)
+        try:
+            await asyncio.wait({task})
+        except asyncio.CancelledError:  # start() itself cancelled: so is its step
+            task.cancel()
+            raise
+        if self._stopping:
+            return None
+        return task.result()
 
     async def close(self, timeout: float | None = None) -> None:
         """Stop receiving and close, giving back what was not handled, once.

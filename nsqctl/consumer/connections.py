@@ -195,7 +195,7 @@ class ConnectionSet:
             return
         loop = asyncio.get_running_loop()
         deadline = (loop.time() if since is None else since) + limit
-        while not self._conns and self._targets and self.fatal is None:
+        while not self._conns and self._targets and self.fatal is None and not self._stopping:
             if asyncio.get_running_loop().time() >= deadline:
                 silent = sorted({str(address) for address, _part in self._targets})
                 tried = " | ".join(self._connect_errors.values()) or (

@@ -31,7 +31,13 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from nsqctl.consumer.handlers import Handler, HandlerRunner, is_async_handler
+from nsqctl.consumer.handlers import (
+    DEFAULT_MSG_TIMEOUT_MS,
+    Handler,
+    HandlerRunner,
+    cancelled_from_outside,
+    is_async_handler,
+)
 from nsqctl.consumer.order import OrderViolation
 from nsqctl.message import Delivery, Message
 
@@ -100,6 +106,29 @@ class _EndOfStream:
 
 #: Ends the iterator (the last item of :attr:`DeliveryPath.queue`).
 END_OF_STREAM: Any = _EndOfStream()
+
+
+class _HeldRequeue:
+    """An ordered requeue the consumer holds for its delay (see
+    :meth:`DeliveryPath.requeue_message`): TOUCHed at half its message timeout until
+    ``release_at`` (the loop's clock), so nsqd neither times it out nor sends it again."""
+
+    __slots__ = ("conn", "key", "partition", "release_at", "timer", "touch_every")
+
+    def __init__(
+        self,
+        conn: Connection,
+        partition: int | None,
+        key: tuple[int | None, int | None],
+        release_at: float,
+        touch_every: float,
+    ) -> None:
+        self.conn = conn
+        self.partition = partition
+        self.key = key  # the message's (offset, internal id)
+        self.release_at = release_at
+        self.touch_every = touch_every
+        self.timer: asyncio.TimerHandle | None = None
 
 
 class DeliveryPath:
@@ -196,6 +225,9 @@ class DeliveryPath:
         # of the message handed out and not yet answered, and of the last one FINed.
         self._ordered_pending: dict[int | None, tuple[int | None, int | None]] = {}
         self._fin_marks: dict[int | None, tuple[int | None, int | None]] = {}
+        # Ordered requeues with a delay, held here for their delay (see requeue_message):
+        # message id -> its connection, partition, (offset, internal id) and timer.
+        self._held: dict[bytes, _HeldRequeue] = {}
 
     # -- connections ----------------------------------------------------------------------
 
@@ -208,6 +240,11 @@ class DeliveryPath:
 
     def remove(self, conn: Connection) -> None:
         self._deliveries.pop(id(conn), None)
+        for msg_id, held in list(self._held.items()):
+            if held.conn is conn:  # nsqd gives back what a closed connection held
+                if held.timer is not None:
+                    held.timer.cancel()
+                del self._held[msg_id]
 
     @property
     def in_flight(self) -> int:
@@ -280,7 +317,7 @@ class DeliveryPath:
                 continue
             try:
                 handler(msg)
-            except Exception as err:
+            except (Exception, asyncio.CancelledError) as err:  # a plain function's own
                 self._handler_failed(msg, err)
                 continue
             if msg.outcome is None and msg.auto_response:
@@ -377,13 +414,18 @@ class DeliveryPath:
     async def _run_async(self, msg: Message) -> None:
         try:
             await self._handler(msg)  # type: ignore[misc]
+        except asyncio.CancelledError as err:
+            if cancelled_from_outside():
+                raise
+            self._handler_failed(msg, err)
+            return
         except Exception as err:
             self._handler_failed(msg, err)
             return
         if msg.auto_response and msg.outcome is None:
             msg.finish()
 
-    def _handler_failed(self, msg: Message, err: Exception) -> None:
+    def _handler_failed(self, msg: Message, err: BaseException) -> None:
         log.warning(
             "handler failed on message %s (attempt %d): %s: %s",
             msg.id_text,
@@ -400,19 +442,27 @@ class DeliveryPath:
             result = self.giving_up(msg)
             if inspect.isawaitable(result):
                 await result
+        except asyncio.CancelledError as err:
+            if cancelled_from_outside():
+                raise
+            self._giving_up_failed(msg, err)  # the hook's own, as for a handler
+            return
         except Exception as err:
-            log.error(
-                "giving-up hook failed on %s (%s: %s): requeueing it",
-                msg.id_text,
-                type(err).__name__,
-                err,
-                exc_info=err,
-            )
-            msg.requeue(backoff=False)
+            self._giving_up_failed(msg, err)
             return
         self.stats.given_up += 1
         msg._respond("giving-up")
         self.finish_messages(msg.delivery.conn, [msg])
+
+    def _giving_up_failed(self, msg: Message, err: BaseException) -> None:
+        log.error(
+            "giving-up hook failed on %s (%s: %s): requeueing it",
+            msg.id_text,
+            type(err).__name__,
+            err,
+            exc_info=err,
+        )
+        msg.requeue(backoff=False)
 
     def _report_order(self, violation: OrderViolation) -> None:
         if violation.kind == "regression":
@@ -470,9 +520,16 @@ class DeliveryPath:
     def requeue_message(
         self, msg: Message, conn: Connection, delay: float | None, backoff: bool
     ) -> None:
-        """REQ one message of ``conn`` (already marked answered)."""
-        if self._ordered:
-            self._ordered_pending.pop(msg.delivery.partition, None)
+        """REQ one message of ``conn`` (already marked answered).
+
+        On an ordered subscription youzan's nsqd ignores a REQ with a delay (a delay
+        would block the partition, it says) and leaves the message in flight until its
+        timeout, whatever the delay asked. So the consumer holds such a requeue for the
+        delay itself (TOUCHing it at half its timeout, so nsqd does not send it again
+        meanwhile) and then sends REQ 0; the partition waits, as ordering requires, and
+        the message stays pending, so a resend of it (a reset reader) is taken for the
+        copy it is. Closing sends what is held at once.
+        """
         if delay is None:
             delay = self._default_requeue_delay * msg.attempts
         cap = self._max_requeue_delay
@@ -482,10 +539,60 @@ class DeliveryPath:
         self._settle(conn, 1)
         if self._trace is not None:
             self._trace_outcome(msg, conn, "REQ")
-        if conn.is_open:
-            conn.req(msg.id, delay_ms)
+        partition = msg.delivery.partition
+        if self._ordered and delay_ms and conn.is_open and not self._closing:
+            raw = msg.raw
+            timeout_ms = (conn.identify.msg_timeout if conn.identify else 0) or (
+                DEFAULT_MSG_TIMEOUT_MS
+            )
+            release_at = asyncio.get_running_loop().time() + delay_ms / 1000.0
+            held = _HeldRequeue(
+                conn, partition, (raw.offset, raw.internal_id), release_at, timeout_ms / 2000.0
+            )
+            self._held[raw.id] = held
+            self._hold(raw.id, held)
+        else:
+            if self._ordered:
+                self._ordered_pending.pop(partition, None)
+            if conn.is_open:
+                conn.req(msg.id, delay_ms)
         self.stats.requeued += 1
         self._failed(msg._epoch, backoff=backoff)
+
+    def _hold(self, msg_id: bytes, held: _HeldRequeue) -> None:
+        """Wake at the release, or sooner to TOUCH the held message (a delay longer than
+        its timeout would otherwise have nsqd time it out and send it again and again,
+        each time one more attempt)."""
+        loop = asyncio.get_running_loop()
+        left = held.release_at - loop.time()
+        if left <= 0:
+            self._release_requeue(msg_id)
+        elif left <= held.touch_every:
+            held.timer = loop.call_later(left, self._release_requeue, msg_id)
+        else:
+            held.timer = loop.call_later(held.touch_every, self._touch_held, msg_id)
+
+    def _touch_held(self, msg_id: bytes) -> None:
+        held = self._held.get(msg_id)
+        if held is None:
+            return
+        if held.conn.is_open:
+            held.conn.touch(msg_id)
+            self.stats.touched += 1
+        self._hold(msg_id, held)
+
+    def _release_requeue(self, msg_id: bytes) -> None:
+        """An ordered requeue held for its delay goes out now, as REQ 0 (see
+        :meth:`requeue_message`)."""
+        held = self._held.pop(msg_id, None)
+        if held is None:
+            return
+        if held.timer is not None:
+            held.timer.cancel()
+        if self._ordered_pending.get(held.partition) == held.key:
+            del self._ordered_pending[held.partition]
+        if held.conn.is_open:
+            held.conn.req(msg_id, 0)
 
     def _settle(self, conn: Connection, count: int) -> None:
         """``count`` messages of ``conn`` are being answered: in-flight and RDY bookkeeping,
@@ -522,6 +629,8 @@ class DeliveryPath:
         if self._closing:
             return 0
         self._closing = True
+        for msg_id in list(self._held):  # requeues held for their delay: given back now
+            self._release_requeue(msg_id)
         queue = self._queue
         if queue is None:  # handlers: those waiting for a free one are not started
             return self.give_back(self._runner.waiting()) if self._runner is not None else 0

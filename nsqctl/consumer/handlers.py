@@ -36,6 +36,16 @@ Handler = Callable[[Message], Awaitable[Any] | Any]
 DEFAULT_MSG_TIMEOUT_MS = 60_000
 
 
+def cancelled_from_outside() -> bool:
+    """Whether the running task is being cancelled (the consumer cancels an overrunning
+    handler at close, having given its message back). A CancelledError a handler raised
+    while its task was not is the handler's own failure (an operation it awaited was
+    cancelled): its message must be requeued like any failure, or it stays unanswered,
+    in flight on nsqd until its timeout and holding one of ``max_in_flight`` for good."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
 def is_async_handler(handler: Handler) -> bool:
     """An ``async def`` function, or an object whose ``__call__`` is one: called, it only
     makes a coroutine, which must be awaited for the handler to run at all."""
@@ -127,7 +137,7 @@ class HandlerRunner:
         threads: bool,
         auto_touch: bool,
         stats: ConsumerStats,
-        on_failure: Callable[[Message, Exception], None],
+        on_failure: Callable[[Message, BaseException], None],
     ) -> None:
         self._handler = handler
         self.threads = threads
@@ -175,6 +185,11 @@ class HandlerRunner:
                 await asyncio.get_running_loop().run_in_executor(self._pool, self._handler, msg)
             else:
                 await self._handler(msg)
+        except asyncio.CancelledError as err:
+            if cancelled_from_outside():
+                raise
+            self._on_failure(msg, err)
+            return
         except Exception as err:
             self._on_failure(msg, err)
             return

@@ -4,7 +4,7 @@
 client is imported on first use, so publishing straight to ``--nsqd`` starts faster.
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nsqctl.lookup.topology import (
     LookupAnswer,
@@ -21,6 +21,9 @@ from nsqctl.lookup.topology import (
     parse_listlookup,
     parse_lookup_response,
 )
+
+if TYPE_CHECKING:  # what __getattr__ gives, for type checkers (else Any to them)
+    from nsqctl.lookup.client import ACCEPT_V1, LookupClient, LookupUnavailableError
 
 _CLIENT_NAMES = ("ACCEPT_V1", "LookupClient", "LookupUnavailableError")
 

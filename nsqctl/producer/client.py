@@ -354,8 +354,13 @@ class Producer:
         return self._topologies.cached(topic)
 
     async def close(self) -> None:
-        """Close every pooled connection."""
+        """Refuse new publishes, let those in progress end, then close every pooled
+        connection. A publish waiting to retry (its nsqd unreachable, its partition
+        without a leader) fails now with a PublishError instead of retrying on, and
+        maybe storing its message, after the producer closed; one whose bytes are on the
+        wire gets its answer first."""
         self._closed = True
+        await self._retry.close()
         await self._pool.close()
         await self._topologies.close()
 

@@ -95,6 +95,21 @@ class RetryLoop:
         self._written: set[str] = set()  # topics that took a publish: failover rides
         self._tickets: dict[str, TicketLine] = {}
         self._routes: dict[tuple[str, int | HostPort], RouteOrder] = {}
+        # Calls running now, and what close() sets: a call waiting to retry then gives up
+        # at once instead of retrying on a closed producer (see close).
+        self._running = 0
+        self._idle = asyncio.Event()
+        self._closing = asyncio.Event()
+
+    async def close(self) -> None:
+        """No more retries: a call waiting for its next attempt fails now (a PublishError
+        saying the producer closed, its last failure chained), an attempt in progress
+        ends as it ends (its OK, or its error). Returns when no call runs any more, so
+        none connects or publishes after the producer closed."""
+        self._closing.set()
+        if self._running:
+            self._idle.clear()
+            await self._idle.wait()
 
     def has_written(self, topic: str) -> bool:
         """True once a publish to ``topic`` got OK: its failures may wait out a failover."""
@@ -123,6 +138,7 @@ class RetryLoop:
     async def run(self, call: PublishCall, send: Send[T]) -> T:
         """Publish with ``send`` until OK; raise the error that ends it."""
         topic = call.topic
+        self._running += 1
         try:
             while True:
                 try:
@@ -163,6 +179,9 @@ class RetryLoop:
             raise
         finally:
             self.end(call)
+            self._running -= 1
+            if not self._running:
+                self._idle.set()
 
     async def _attempt(self, call: PublishCall, send: Send[T]) -> tuple[T, Connection]:
         topic = call.topic
@@ -277,14 +296,26 @@ class RetryLoop:
             call.clock.attempts,
             delay,
         )
-        await asyncio.sleep(delay)
+        closing = self._closing
+        if not closing.is_set():
+            try:
+                async with asyncio.timeout(delay):
+                    await closing.wait()
+            except TimeoutError:
+                pass
+        if closing.is_set():
+            raise PublishError(
+                f"the producer was closed while the publish to topic {call.topic!r} waited "
+                f"to retry, unacknowledged ({last})"
+            ) from last
 
     def _gave_up(self, call: PublishCall, last: BaseException) -> NsqctlError:
         """The error a publish call ends with: of the kind of its last failure (which the
         caller chains as its cause), so that it is caught by that kind."""
         topic, clock = call.topic, call.clock
-        if clock.riding:
-            window = self.options.failover_window
+        window = self.options.failover_window
+        topo = self.topologies.cached(topic)
+        if clock.riding and (call.where is not None or topo is None or topo.is_redesign):
             place = topic if call.where is None else f"{topic}/{call.where}"
             return PartitionUnavailableError(
                 f"no leader took the publish to {place} within the failover window "
@@ -292,11 +323,16 @@ class RetryLoop:
                 call.where,
                 setting="failover_window",
             )
+        # The original family has no partition and no leader: a publish that rode out the
+        # window waited for its nsqd, and fails of the kind its nsqd's last failure was.
         if isinstance(last, PublishError | TopicNotFoundError):
             if isinstance(last, TopicNotFoundError):
                 last.topic = last.topic or topic
             return last
-        text = f"publish to topic {topic!r} failed after {clock.attempts} attempt(s): {last}"
+        text = f"publish to topic {topic!r} failed after {clock.attempts} attempt(s)"
+        if clock.riding:
+            text += f" within the failover window ({window:.0f}s)"
+        text += f": {last}"
         setting = last.setting if isinstance(last, NsqctlError) else None
         if isinstance(last, ConnectError):
             # given addresses are the setting to fix; a lookupd's answer is not a setting

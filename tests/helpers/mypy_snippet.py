@@ -18,6 +18,24 @@ import nsqctl
 
 def mypy_errors(snippet: str, tmp_path: Path, analysed: Sequence[str] = ()) -> list[str]:
     """The errors mypy --strict reports for ``snippet``, each as ``"LINE MESSAGE"``."""
+    return _report(snippet, tmp_path, analysed, ": error: ")
+
+
+def mypy_revealed(snippet: str, tmp_path: Path, analysed: Sequence[str] = ()) -> list[str]:
+    """What mypy --strict says of each ``reveal_type(...)`` in ``snippet``, each as
+    ``"LINE TYPE"`` (a type mypy could not resolve shows as ``Any?``)."""
+    return [
+        f"{line} {note.removeprefix('Revealed type is ').strip(chr(34))}"
+        for line, note in (
+            found.split(" ", 1) for found in _report(snippet, tmp_path, analysed, ": note: ")
+        )
+        if note.startswith("Revealed type is ")
+    ]
+
+
+def _report(snippet: str, tmp_path: Path, analysed: Sequence[str], kind: str) -> list[str]:
+    """The lines of mypy --strict's report on ``snippet`` of ``kind`` (``": error: "``,
+    ``": note: "``), each as ``"LINE MESSAGE"``."""
     package = Path(nsqctl.__file__).parent
     behind = sorted(
         f"nsqctl.{p.name}.*" if p.is_dir() else f"nsqctl.{p.stem}"
@@ -47,11 +65,12 @@ def mypy_errors(snippet: str, tmp_path: Path, analysed: Sequence[str] = ()) -> l
         env={**os.environ, "MYPYPATH": str(package.parent)},
         cwd=tmp_path,
     )
-    errors = []
+    errors, found_any = [], False
     for line in proc.stdout.splitlines():
-        where, found, message = line.partition(": error: ")
+        where, found, message = line.partition(kind)
         if found:
             errors.append(f"{where.rsplit(':', 1)[1]} {message}")
-    if not errors and proc.returncode != 0:
+        found_any = found_any or ": error: " in line
+    if not found_any and proc.returncode != 0:
         raise AssertionError(f"mypy failed without an error line:\n{proc.stdout}{proc.stderr}")
     return errors

@@ -11,6 +11,7 @@ import asyncio
 import bisect
 import contextlib
 import json
+import math
 import time
 import uuid
 from collections import Counter
@@ -297,11 +298,14 @@ async def test_giving_up_after_max_attempts(
     assert record["nsqd"] == nsqd and len(record["id"]) == 16
 
 
-async def test_the_default_giving_up_hook_writes_the_dead_letter_file(
-    original_cluster: cluster.Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("hook", ["default", "str path"])
+async def test_a_dead_letter_file_takes_what_is_given_up(
+    original_cluster: cluster.Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hook: str
 ) -> None:
     """Without a hook of its own a consumer writes what it gives up on to the topic and
-    channel's dead-letter file (loaded only then), before the FIN."""
+    channel's dead-letter file (loaded only then), before the FIN. The same with a
+    ``DeadLetterFile("dead.jsonl")`` of the user's, its path a string: the message is
+    written and FINed, not requeued again and again by a hook failing on the string."""
     monkeypatch.setenv("NSQCTL_STATE_DIR", str(tmp_path))
     topic = unique("gu")
     nsqd, http = original_cluster.nsqd_tcp[0], original_cluster.nsqd_http[0]
@@ -311,17 +315,23 @@ async def test_the_default_giving_up_hook_writes_the_dead_letter_file(
     async def handler(msg: Message) -> None:
         raise RuntimeError("poison")
 
+    if hook == "default":
+        dead, giving_up = tmp_path / "dead-letter" / f"{topic}.gu.jsonl", None
+    else:
+        dead = tmp_path / "dead.jsonl"
+        giving_up = DeadLetterFile(str(dead))
     async with Consumer(
         topic,
         "gu",
         handler,
         nsqd_tcp=[nsqd],
         options=ConsumerOptions(max_attempts=1, default_requeue_delay=0, backoff_multiplier=0.05),
+        giving_up=giving_up,
     ) as consumer:
         await wait_for(lambda: consumer.stats.given_up, 15.0, "giving up")
         stats = await wait_channel_settled(http, topic, "gu")
     assert stats and stats.depth == 0 and stats.in_flight_count == 0, stats
-    [line] = (tmp_path / "dead-letter" / f"{topic}.gu.jsonl").read_text().splitlines()
+    [line] = dead.read_text(encoding="utf-8").splitlines()
     record = json.loads(line)
     assert (record["topic"], record["body"], record["attempts"]) == (topic, "poison", 2)
 
@@ -352,6 +362,77 @@ async def test_requeue_delay_is_respected(original_cluster: cluster.Cluster) -> 
     assert 0.8 <= gap < 7.0, f"requeued with delay 1.0s, redelivered after {gap:.3f}s"
     assert consumer.stats.requeued == 1 and consumer.stats.finished == 1
     assert consumer.stats.backoff_level == 0
+
+
+async def test_a_requeue_with_no_delay_is_refused_and_leaves_the_message_unanswered(
+    original_cluster: cluster.Cluster,
+) -> None:
+    """``msg.requeue(delay="5")`` (or NaN, or negative) is bad input: a ConfigError, and
+    the message still the caller's to answer, instead of a TypeError raised after it was
+    marked answered, with no REQ sent (in flight on nsqd until its timeout, counted in
+    flight by the consumer for good)."""
+    topic = unique("reqbad")
+    nsqd, http = original_cluster.nsqd_tcp[0], original_cluster.nsqd_http[0]
+    async with Producer(nsqd_tcp=[nsqd]) as producer:
+        await producer.publish(topic, b"x")
+    async with Consumer(topic, "c", nsqd_tcp=[nsqd]) as consumer:
+        async for msg in consumer:
+            for delay in ("5", math.nan, -1):
+                with pytest.raises(ConfigError, match="delay") as caught:
+                    msg.requeue(delay=delay)  # type: ignore[arg-type]
+                assert caught.value.setting == "delay"
+            msg.finish()  # still unanswered: this is its one answer
+            break
+        stats = await wait_channel_settled(http, topic, "c")
+        assert consumer.stats.finished == 1 and consumer.stats.requeued == 0
+    assert stats.depth == 0 and stats.in_flight_count == 0, stats
+
+
+@pytest.mark.parametrize("concurrency", [None, 2])
+async def test_a_handler_raising_cancelled_error_gets_its_message_requeued(
+    original_cluster: cluster.Cluster, concurrency: int | None
+) -> None:
+    """An async handler that raises CancelledError of its own (an operation it awaited was
+    cancelled; the consumer did not cancel it) failed: its message is requeued like on any
+    failure. It was left unanswered, in flight on nsqd until its 60 s timeout and holding
+    a slot of max_in_flight for good, so a consumer whose every slot met one stopped. The
+    same for a giving-up hook: the message is requeued and given up on at its next turn."""
+    topic = unique("cancelled")
+    nsqd, http = original_cluster.nsqd_tcp[0], original_cluster.nsqd_http[0]
+    async with Producer(nsqd_tcp=[nsqd]) as producer:
+        await producer.publish_many(topic, [b"a", b"b"])
+    calls: list[tuple[bytes, int]] = []
+
+    async def handler(msg: Message) -> None:
+        calls.append((msg.body, msg.attempts))
+        if msg.attempts == 1 or msg.body == b"poison":
+            raise asyncio.CancelledError
+
+    gave_up: list[tuple[bytes, int]] = []
+
+    async def giving_up(msg: Message) -> None:  # the hook's own CancelledError: the same
+        gave_up.append((msg.body, msg.attempts))
+        if msg.attempts == 4:
+            raise asyncio.CancelledError
+
+    options = ConsumerOptions(
+        max_in_flight=2,
+        concurrency=concurrency,
+        default_requeue_delay=0,
+        backoff_multiplier=0.05,
+        max_attempts=3,
+    )
+    async with Consumer(
+        topic, "c", handler, nsqd_tcp=[nsqd], options=options, giving_up=giving_up
+    ) as consumer:
+        await wait_for(lambda: consumer.stats.finished == 2, 20.0, lambda: f"both: {calls}")
+        async with Producer(nsqd_tcp=[nsqd]) as producer:
+            await producer.publish(topic, b"poison")
+        await wait_for(lambda: consumer.stats.given_up, 20.0, lambda: f"given up: {gave_up}")
+        stats = await wait_channel_settled(http, topic, "c")
+    assert sorted(calls)[:4] == [(b"a", 1), (b"a", 2), (b"b", 1), (b"b", 2)]
+    assert gave_up == [(b"poison", 4), (b"poison", 5)]
+    assert stats.depth == 0 and stats.in_flight_count == 0, stats
 
 
 # ---------------------------------------------------------------- one read, many messages

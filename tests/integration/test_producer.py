@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 
 import pytest
@@ -20,6 +21,7 @@ from nsqctl.stats import read_nsqd_stats
 from tests.conftest import StartCluster
 from tests.helpers.cli import cli
 from tests.helpers.names import unique
+from tests.helpers.wait import wait_for
 
 
 def _stored(http: str, topic: str) -> int:
@@ -146,6 +148,60 @@ async def test_shard_key_picks_one_nsqd_consistently(original_cluster: cluster.C
         holders = [n for n, ks in by_node.items() if key in ks]
         assert holders == [pick_node_for_key(key, nodes)], key
         assert by_node[holders[0]].count(key) == 3
+
+
+def _with_a_dead_nsqd(c: cluster.Cluster) -> tuple[list[str], str]:
+    """nsqd addresses for a producer, the first a loopback port nobody listens on, the
+    second ``c``'s first nsqd; and a shard key that goes to the dead one."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        nodes = [f"127.0.0.1:{s.getsockname()[1]}", c.nsqd_tcp[0]]
+    key = next(f"user-{i}" for i in range(100) if pick_node_for_key(f"user-{i}", nodes) == nodes[0])
+    return nodes, key
+
+
+async def test_a_sharded_publish_to_a_dead_nsqd_fails_as_a_connect_error(
+    original_cluster: cluster.Cluster,
+) -> None:
+    """The original family has no partition leaders: a keyed publish whose nsqd cannot be
+    reached waits out the failover window for it and then raises a PublishConnectError (a
+    ConnectError naming the address setting), not a PartitionUnavailableError saying no
+    leader took it, which would send a caller after a redesign partition that is not there."""
+    topic = unique("sharddead")
+    nodes, key = _with_a_dead_nsqd(original_cluster)
+    dead = nodes[0]
+    options = ProducerOptions(failover_window=1.0, backoff=0.05, max_backoff=0.2)
+    async with Producer(nsqd_tcp=nodes, options=options) as producer:
+        await producer.publish(topic, b"first")  # the topic is written: publishes wait
+        with pytest.raises(nsqctl.PublishConnectError) as caught:
+            await producer.publish(topic, b"keyed", shard_key=key)
+    err = caught.value
+    assert not isinstance(err, nsqctl.LeaderUnavailableError), err
+    assert err.setting == "nsqd_tcp" and dead in str(err)
+    assert isinstance(err.__cause__, nsqctl.ConnectError)
+
+
+async def test_close_ends_a_publish_waiting_to_retry(original_cluster: cluster.Cluster) -> None:
+    """A publish riding out the failover window (its nsqd unreachable) when the producer
+    closes fails then with a PublishError, its last failure chained, and close() returns
+    once it has: it does not retry on, and maybe store its message, after the close."""
+    topic = unique("closeride")
+    nodes, key = _with_a_dead_nsqd(original_cluster)
+    waiting: list[nsqctl.FailoverEvent] = []
+    options = ProducerOptions(failover_window=120.0)
+    producer = Producer(nsqd_tcp=nodes, options=options, on_failover=waiting.append)
+    await producer.publish(topic, b"first")  # the topic is written: publishes wait
+    keyed = asyncio.create_task(producer.publish(topic, b"keyed", shard_key=key))
+    try:
+        await wait_for(lambda: waiting, 30.0, "the keyed publish waiting for its nsqd")
+        async with asyncio.timeout(30):  # far below the 120 s window it would ride
+            await producer.close()
+        assert keyed.done()
+        with pytest.raises(PublishError, match="closed") as caught:
+            await keyed
+    finally:
+        keyed.cancel()
+    assert isinstance(caught.value.__cause__, nsqctl.ConnectError)
 
 
 async def test_nsqd_killed_and_restarted_mid_publish(start_cluster: StartCluster) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from nsqctl import protocol as p
+from nsqctl.connection import ConnectionConfig
 from nsqctl.consumer import Consumer, ConsumerOptions, OrderViolation
 from nsqctl.message import Message
 from nsqctl.producer import Producer
@@ -33,6 +34,7 @@ SPECS = {
     "ordstart": TopicSpec(partitions=1, replicas=1, ordered=True),
     "advplain": TopicSpec(partitions=2, replicas=1),
     "ordturn": TopicSpec(partitions=3, replicas=1, ordered=True),
+    "ordreq": TopicSpec(partitions=1, replicas=1, ordered=True),
 }
 
 
@@ -246,6 +248,53 @@ async def test_gap_and_regression_are_reported_when_the_channel_offset_moves(
     assert gap.expected_offset is not None and gap.offset > gap.expected_offset
     assert regression.offset < regression.previous_offset
     assert (consumer.stats.order_gaps, consumer.stats.order_regressions) == (1, 1)
+
+
+async def test_a_requeue_with_a_delay_on_an_ordered_partition_comes_back_after_the_delay(
+    redesign_cluster: cluster.Cluster, topics: dict[str, str]
+) -> None:
+    """youzan's nsqd ignores REQ's delay on an ordered subscription (the message stays in
+    flight until its timeout and the partition waits for it). The consumer holds such a
+    requeue for its delay, TOUCHing it so that a delay longer than the message timeout
+    (2 s here) does not have nsqd send it again and again (each an attempt more), and
+    sends REQ 0: the message comes back after the delay as its second attempt, then the
+    rest follow in order. A requeue still held at close() is given back then: the next
+    consumer of the channel gets it at once."""
+    lookupd = redesign_cluster.lookupd_http
+    topic = topics["ordreq"]
+    _create_channel(topic, "c", lookupd)
+    async with Producer(lookupd_http=lookupd) as producer:
+        await producer.publish_many(topic, [b"m0", b"m1", b"m2", b"held"], partition=0)
+    got: list[tuple[bytes, int, float]] = []
+    requeued_at: dict[bytes, float] = {}
+
+    def handle(msg: Message) -> None:
+        now = asyncio.get_running_loop().time()
+        got.append((msg.body, msg.attempts, now))
+        if msg.attempts == 1 and msg.body in (b"m1", b"held"):
+            requeued_at[msg.body] = now
+            msg.requeue(delay=3.0 if msg.body == b"m1" else 600.0, backoff=False)
+
+    options = ConsumerOptions(ordered=True)
+    short = ConnectionConfig(msg_timeout_ms=2000)  # shorter than the delay: held, touched
+    consumer = Consumer(topic, "c", handle, lookupd_http=lookupd, options=options, config=short)
+    async with consumer:
+        await wait_for(lambda: b"held" in requeued_at, 30, lambda: f"four deliveries: {got}")
+    assert [(body, attempts) for body, attempts, _ in got] == [
+        (b"m0", 1),
+        (b"m1", 1),
+        (b"m1", 2),
+        (b"m2", 1),
+        (b"held", 1),
+    ]
+    assert got[2][2] - requeued_at[b"m1"] >= 2.9  # the delay asked, not an immediate retry
+    assert consumer.stats.touched >= 2  # nsqd's 2 s timeout never ran out while it was held
+    async with Consumer(topic, "c", lookupd_http=lookupd, options=options) as again:
+        async with asyncio.timeout(30):  # far below the 600 s held and nsqd's 60 s timeout
+            async for msg in again:
+                msg.finish()
+                break
+    assert (msg.body, msg.attempts) == (b"held", 2)
 
 
 def test_a_start_position_on_an_ordered_topic_says_how_to_move_the_channel(

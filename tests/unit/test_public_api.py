@@ -16,7 +16,7 @@ import pytest
 
 import nsqctl
 from nsqctl import errors
-from tests.helpers.mypy_snippet import mypy_errors
+from tests.helpers.mypy_snippet import mypy_errors, mypy_revealed
 
 
 def test_the_documented_names_import_from_the_top() -> None:
@@ -213,3 +213,29 @@ def test_every_exception_class_is_under_the_one_root_and_at_the_top_level() -> N
             assert getattr(nsqctl, cls.__name__, None) is cls, (
                 f"{where} is not nsqctl.{cls.__name__}"
             )
+
+
+def test_no_public_name_is_any_to_a_type_checker(tmp_path: Path) -> None:
+    """Each ``nsqctl.X`` has its real type for mypy, not Any: a name re-exported by a
+    package that loads it lazily (a module ``__getattr__``) would reach a user's program
+    as Any, and every call on it would go unchecked. Checked for the names imported from
+    another module than their own (a re-export); only those modules are analysed."""
+    tree = ast.parse(Path(nsqctl.__file__).read_text(encoding="utf-8"))
+    block = next(
+        n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING"
+    )
+    reexported: dict[str, tuple[str, str]] = {}  # name -> (imported from, defined in)
+    for node in block.body:
+        if isinstance(node, ast.ImportFrom) and node.module:
+            for alias in node.names:
+                defined_in = getattr(getattr(nsqctl, alias.name), "__module__", node.module)
+                if defined_in != node.module:
+                    reexported[alias.name] = (node.module, defined_in)
+    assert "Consumer" in reexported and "LookupClient" in reexported
+    names = sorted(reexported)
+    snippet = "import nsqctl\n\n" + "".join(f"reveal_type(nsqctl.{name})\n" for name in names)
+    analysed = sorted({module for pair in reexported.values() for module in pair})
+    revealed = dict(line.split(" ", 1) for line in mypy_revealed(snippet, tmp_path, analysed))
+    types = {name: revealed.get(str(line), "") for line, name in enumerate(names, start=3)}
+    assert {name: type_ for name, type_ in types.items() if type_.startswith("Any")} == {}
+    assert "" not in types.values()  # mypy revealed every name
