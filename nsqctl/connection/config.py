@@ -225,7 +225,30 @@ class ConnectionConfig:
     def validate(self) -> None:
         """Raise :class:`ConfigError` (``setting`` = the field) for a value nsqd would
         refuse at IDENTIFY, or a timeout that cannot work: refused here, it names the
-        field and its range instead of coming back as nsqd's ``E_BAD_BODY``."""
+        field and its range instead of coming back as nsqd's ``E_BAD_BODY``.
+
+        A plain ``str``/``bytes`` secret is wrapped in :class:`Secret` at once, so no
+        ``repr`` or error ever shows it; ``tls=True`` means TLS with the defaults."""
+        secret: object = self.auth_secret
+        if isinstance(secret, (str, bytes)):
+            self.auth_secret = Secret(secret, "auth_secret") if secret else None
+        elif secret is not None and not isinstance(secret, Secret):
+            raise ConfigError(
+                f"auth_secret must be an nsqctl.Secret, a str or bytes, not "
+                f"{type(secret).__name__}",
+                setting="auth_secret",
+            )
+        tls: object = self.tls
+        if tls is True:
+            self.tls = TLSSettings()
+        elif tls is False:
+            self.tls = None
+        elif tls is not None and not isinstance(tls, TLSSettings):
+            raise ConfigError(
+                f"tls must be an nsqctl.TLSSettings (or True for its defaults), not "
+                f"{type(tls).__name__}",
+                setting="tls",
+            )
         check_bounds(self, CONNECTION_BOUNDS)
         try:
             validate_compression(self.compression)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -205,3 +205,26 @@ def test_an_encrypted_key_is_opened_with_key_password_and_the_passphrase_never_s
     # a key that is not encrypted: the passphrase is never asked for, and not in the way
     plain = TLSSettings(cert_file=cert, key_file=str(files.client_key), key_password=Secret(b"x"))
     assert plain.context() is not None
+
+
+def test_a_plain_auth_secret_is_wrapped_at_once_and_never_shown() -> None:
+    """A caller who passes the secret as a str (not an nsqctl.Secret) must not see it
+    printed by the config's repr, nor meet an AttributeError at AUTH."""
+    config = ConnectionConfig(auth_secret=cast(Any, "hunter2-secret"))
+    assert isinstance(config.auth_secret, Secret)
+    assert config.auth_secret.reveal() == b"hunter2-secret"
+    assert "hunter2" not in repr(config)
+    config.auth_secret = cast(Any, b"later-secret")  # assignable after construction
+    config.identify_body()  # validated again before IDENTIFY
+    assert isinstance(config.auth_secret, Secret) and "later" not in repr(config)
+    with pytest.raises(ConfigError, match="auth_secret must be") as info:
+        ConnectionConfig(auth_secret=cast(Any, 12345))
+    assert info.value.setting == "auth_secret" and "12345" not in str(info.value)
+
+
+def test_tls_true_means_the_default_settings_and_other_values_are_refused() -> None:
+    assert ConnectionConfig(tls=cast(Any, True)).tls == TLSSettings()
+    assert ConnectionConfig(tls=cast(Any, False)).tls is None
+    with pytest.raises(ConfigError, match="tls must be") as info:
+        ConnectionConfig(tls=cast(Any, "yes"))
+    assert info.value.setting == "tls"
