@@ -18,6 +18,7 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -26,6 +27,7 @@ from nsqctl.servers import process
 from nsqctl.servers.cluster import Cluster
 from nsqctl.servers.process import NodeRecord
 from nsqctl.stats.poller import NOT_ANSWERING, StatsPoller
+from nsqctl.stats.recording import RecordingTransport
 from nsqctl.stats.sources import StatsSession
 from nsqctl.stats.view import ClusterView
 from nsqctl.tui import rows
@@ -100,6 +102,23 @@ async def _across(o: Original, topic: str, kill: Callable[[], None]) -> ClusterV
         await session.aclose()
 
 
+async def _paths_of_two_polls(o: Original) -> list[list[str]]:
+    """The HTTP paths each of two consecutive polls of a dashboard's session asks (of the
+    lookupd and both nsqds)."""
+    transport = RecordingTransport()
+    poller = StatsPoller(o.c.lookupd_http, o.c.nsqd_http, focus=None, transport=transport)
+    session = StatsSession(poller)
+    polls = []
+    try:
+        for _ in range(2):
+            transport.exchanges.clear()
+            await session.refresh()
+            polls.append(sorted(urlsplit(ex.url).path for ex in transport.exchanges))
+    finally:
+        await session.aclose()
+    return polls
+
+
 def _registered(o: Original) -> set[str]:
     nodes = json.loads(cells.ok("node", "list", "--json", *o.where).stdout)["nodes"]
     return {n["http"] for n in nodes if n["registered"]}
@@ -118,6 +137,9 @@ def test_healthy_cluster_lists_everything_and_raises_no_alarm(original: Original
     assert record["complete"] is True and record["warnings"] == []
     check = cells.ok("check", "-n", "1", "--rule", "orphan=off", *o.everywhere)
     assert check.stdout.startswith("OK: ")
+    # keeping a topic whose nsqds are all down costs a whole cluster no request
+    for paths in asyncio.run(_paths_of_two_polls(o)):
+        assert "/topics" not in paths and "/lookup" not in paths, paths
 
 
 def test_a_killed_nsqd_is_named_by_every_view(original: Original) -> None:
@@ -163,6 +185,11 @@ def test_a_killed_nsqd_is_named_by_every_view(original: Original) -> None:
         ]
         assert record["complete"] is False
         assert any(said_topic in w and dead in w for w in record["warnings"]), record
+        # degraded, a poll asks nsqlookupd's /topics once, and /lookup once per unseen topic
+        # (only the first poll: remembered while the topic stays unseen)
+        first, second = asyncio.run(_paths_of_two_polls(o))
+        assert first.count("/topics") == second.count("/topics") == 1, (first, second)
+        assert first.count("/lookup") >= 1 and second.count("/lookup") == 0, (first, second)
         top = cells.one_record("top", "--json", "-i", "0.1", *o.everywhere)
         assert any(said_topic in w and dead in w for w in top["warnings"]), top["warnings"]
         table = cells.ok("top", "--once", "-i", "0.1", *o.everywhere).stdout
