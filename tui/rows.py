@@ -248,6 +248,15 @@ def _not_seen_row(t: TopicView) -> Row:
     )
 
 
+def not_seen_summary(t: TopicView) -> str:
+    """The topic screen's line for a topic no answering nsqd holds."""
+    known = ", ".join(t.unseen_channels) or "unknown"
+    return (
+        f"topic {t.name} · {topic_flags(t)} · its numbers are unknown until one of its "
+        f"nsqds answers · channels: {known}"
+    )
+
+
 def _topic_row(t: TopicView) -> Row:
     return (
         t.name,

@@ -30,6 +30,11 @@ def test_a_topic_on_one_of_several_nsqds_down_names_them_all_as_a_guess() -> Non
     assert all(line.endswith(marked) for line in lines), lines
     [(_, row)] = rows.topic_rows(view)
     assert [str(c) for c in (row[1], row[2], row[-1])] == ["?", "?", marked]
+    [topic] = view.topics
+    assert rows.not_seen_summary(topic) == (
+        f"topic orders · {marked} · its numbers are unknown until one of its nsqds answers"
+        " · channels: billing"
+    )
 
 
 def test_a_topic_an_answering_nsqd_holds_is_not_kept_as_unseen() -> None:
