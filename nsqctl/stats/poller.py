@@ -54,7 +54,7 @@ from nsqctl.addresses import parse_addresses
 from nsqctl.errors import NsqctlError
 from nsqctl.httpclient import describe_http_error, http_client
 from nsqctl.lookup.client import ACCEPT_V1, ListLookupRefusedError, LookupClient
-from nsqctl.lookup.topology import TopicMeta
+from nsqctl.lookup.topology import TopicMeta, Topology
 from nsqctl.stats.model import (
     ClusterSnapshot,
     ClusterStability,
@@ -376,21 +376,30 @@ class StatsPoller:
                 wanted.append(topic)  # once: an original topic (or an old nsqd's) has none
         return wanted
 
+    async def _ask_lookup(
+        self, topic: str, limit: asyncio.Semaphore, *, metainfo: bool
+    ) -> Topology | None:
+        """One ``/lookup`` of ``topic`` (at most ``limit`` at once); None when no lookupd
+        answered it."""
+        assert self._meta_lookup is not None
+        try:
+            async with limit:
+                return await self._meta_lookup.lookup(topic, "r", metainfo=metainfo)
+        except NsqctlError:
+            return None
+
     async def _topic_meta(self, topic: str, limit: asyncio.Semaphore) -> None:
         """Refresh one topic's meta; kept as it was when no lookupd answers."""
-        assert self._meta_lookup is not None
-        with contextlib.suppress(NsqctlError):
-            async with limit:
-                topo = await self._meta_lookup.lookup(topic, "r", metainfo=True)
-            if topo.stale:
-                return
-            if topo.topic_not_found:
-                self._meta.pop(topic, None)  # deleted: asked again if it comes back
-                self._meta_answered.discard(topic)
-                return
-            self._meta_answered.add(topic)
-            if topo.meta is not None and topo.meta.valid:
-                self._meta[topic] = topo.meta
+        topo = await self._ask_lookup(topic, limit, metainfo=True)
+        if topo is None or topo.stale:
+            return
+        if topo.topic_not_found:
+            self._meta.pop(topic, None)  # deleted: asked again if it comes back
+            self._meta_answered.discard(topic)
+            return
+        self._meta_answered.add(topic)
+        if topo.meta is not None and topo.meta.valid:
+            self._meta[topic] = topo.meta
 
     def _remember(self, nodes: Sequence[NodeStats]) -> tuple[list[str], set[str]]:
         """Keep each nsqd's last answer (a reference: nothing is copied on a quiet poll);
@@ -445,12 +454,8 @@ class StatsPoller:
     async def _lookup_unseen(self, topic: str, limit: asyncio.Semaphore) -> None:
         """Ask nsqlookupd which nsqds hold ``topic`` and its channels (noted until the
         topic is seen again)."""
-        assert self._meta_lookup is not None
-        with contextlib.suppress(NsqctlError):
-            async with limit:
-                topo = await self._meta_lookup.lookup(topic, "r", metainfo=False)
-            if topo.topic_not_found:
-                return
+        topo = await self._ask_lookup(topic, limit, metainfo=False)
+        if topo is not None and not topo.topic_not_found:
             self._listed[topic] = UnseenTopic(
                 tuple(str(p.http_address) for p in topo.producers), topo.channels
             )
