@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from rich.text import Text
 
+from nsqctl.stats.coverage import not_seen_words
 from nsqctl.stats.rules import Severity
 from nsqctl.stats.view import (
     ChannelView,
@@ -183,6 +184,9 @@ def summary_line(view: ClusterView) -> Text:
         text.append(f" · {leaderless} partitions without leader", style="bold red")
     if view.nodes_down:
         text.append(f" · {view.nodes_down} nsqd down", style="bold red")
+    not_seen = sum(1 for t in view.topics if t.not_seen)
+    if not_seen:
+        text.append(f" · {not_seen} topics not seen (their nsqds are down)", style="bold red")
     for err in view.errors:
         text.append(f" · {err}", style="red")
     return text
@@ -194,6 +198,8 @@ def clients_note(view: ClusterView) -> str:
 
 
 def topic_flags(t: TopicView) -> str:
+    if t.not_seen:
+        return not_seen_words(t.held_by, t.held_by_guessed)
     flags = []
     if t.ordered:
         flags.append("ordered")
@@ -220,23 +226,52 @@ def matches(name: str, filter_text: str) -> bool:
 def topic_rows(view: ClusterView, filter_text: str = "", sort: str = "name") -> list[Row]:
     topics = [t for t in view.topics if matches(t.name, filter_text)]
     topics.sort(key=SORTS[sort])  # type: ignore[arg-type]
-    return [
-        (
-            t.name,
-            [
-                severity_text(t.name, t.severity),
-                str(len(t.partitions)),
-                severity_text(num(t.depth), "warn" if t.depth_growing else "ok"),
-                trend_cell(t.depth_trend),
-                num(t.messages),
-                per_sec(t.rate),
-                trend_cell(t.rate_trend),
-                str(len(t.channels)),
-                severity_text(topic_flags(t), t.severity),
-            ],
-        )
-        for t in topics
-    ]
+    return [_not_seen_row(t) if t.not_seen else _topic_row(t) for t in topics]
+
+
+def _not_seen_row(t: TopicView) -> Row:
+    """A topic no answering nsqd holds: its nsqds and channels as far as known, its
+    numbers unknown."""
+    return (
+        t.name,
+        [
+            severity_text(t.name, t.severity),
+            "?" if t.held_by_guessed else str(len(t.held_by)),
+            "?",
+            trend_cell(t.depth_trend),
+            "?",
+            "?",
+            trend_cell(t.rate_trend),
+            str(len(t.unseen_channels)) if t.unseen_channels else "?",
+            severity_text(topic_flags(t), t.severity),
+        ],
+    )
+
+
+def not_seen_summary(t: TopicView) -> str:
+    """The topic screen's line for a topic no answering nsqd holds."""
+    known = ", ".join(t.unseen_channels) or "unknown"
+    return (
+        f"topic {t.name} · {topic_flags(t)} · its numbers are unknown until one of its "
+        f"nsqds answers · channels: {known}"
+    )
+
+
+def _topic_row(t: TopicView) -> Row:
+    return (
+        t.name,
+        [
+            severity_text(t.name, t.severity),
+            str(len(t.partitions)),
+            severity_text(num(t.depth), "warn" if t.depth_growing else "ok"),
+            trend_cell(t.depth_trend),
+            num(t.messages),
+            per_sec(t.rate),
+            trend_cell(t.rate_trend),
+            str(len(t.channels)),
+            severity_text(topic_flags(t), t.severity),
+        ],
+    )
 
 
 def _nodes(nodes: tuple[str, ...] | None, redesign: bool) -> str:

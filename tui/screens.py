@@ -222,6 +222,11 @@ class TopicScreen(ViewScreen):
             self.query_one("#partitions", RowTable).set_rows([])
             self.query_one("#channels", RowTable).set_rows([])
             return
+        if topic.not_seen:  # nothing to show but that it exists, where, and its channels
+            summary.update(Text(rows.not_seen_summary(topic), "bold red"))
+            self.query_one("#partitions", RowTable).set_rows([])
+            self.query_one("#channels", RowTable).set_rows([])
+            return
         text = Text(f"topic {topic.name}", style="bold")
         text.append(
             f" · {rows.copies_text(topic)} · depth {num(topic.depth)} msgs"

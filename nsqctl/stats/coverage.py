@@ -1,5 +1,6 @@
-"""What a view could not see: nsqds that did not answer, partitions no answering nsqd
-holds, lookupds down, and lookupds that cannot reach etcd (their topology may be old).
+"""What a view could not see: nsqds that did not answer, partitions (redesign) and topics
+(original) no answering nsqd holds, lookupds down, and lookupds that cannot reach etcd
+(their topology may be old).
 
 A redesign lookupd's "cluster not stable" is not among them: it also reads unstable for
 a minute after any topic is created or a node joins (until its next full topic check), so
@@ -20,6 +21,15 @@ from nsqctl.stats.poller import DEFAULT_TIMEOUT, StatsPoller
 from nsqctl.stats.view import ClusterView, build_view
 
 
+def not_seen_words(held_by: Sequence[str], guessed: bool = False) -> str:
+    """How a row marks a topic (or channel) no answering nsqd holds, naming its nsqds."""
+    return f"NOT SEEN ({_holders(held_by, guessed)} down)"
+
+
+def _holders(held_by: Sequence[str], guessed: bool) -> str:
+    return ("one of " if guessed else "") + "nsqd " + ", ".join(held_by)
+
+
 @dataclass(frozen=True)
 class Coverage:
     """The blind spots of one view."""
@@ -30,6 +40,9 @@ class Coverage:
     """``(nsqd, why)`` for each known nsqd that did not answer ``/stats``."""
     unseen: tuple[tuple[str, int], ...] = ()
     """``(topic, partition)`` the meta counts that no answering nsqd holds."""
+    unseen_topics: tuple[tuple[str, tuple[str, ...], bool], ...] = ()
+    """``(topic, holders, guessed)`` for each original topic no answering nsqd holds (see
+    :attr:`nsqctl.stats.view.TopicView.held_by`)."""
     lookupds_down: tuple[str, ...] = ()
     lookupds_without_etcd: tuple[tuple[str, str], ...] = ()
     """``(lookupd, why)`` for each redesign lookupd that answers but cannot reach etcd."""
@@ -38,7 +51,11 @@ class Coverage:
     @property
     def complete(self) -> bool:
         return not (
-            self.not_answering or self.unseen or self.lookupds_down or self.lookupds_without_etcd
+            self.not_answering
+            or self.unseen
+            or self.unseen_topics
+            or self.lookupds_down
+            or self.lookupds_without_etcd
         )
 
     @property
@@ -78,6 +95,12 @@ class Coverage:
                 f"{len(self.not_answering)} of {self.nsqds} nsqd not answering ({names}): "
                 f"{what} may be incomplete"
             )
+        return [*out, *self.unseen_warnings(what)]
+
+    def unseen_warnings(self, what: str) -> list[str]:
+        """The lines about partitions (redesign) and topics (original) without a live
+        copy: what a view that names the nsqds down elsewhere still has to say."""
+        out = []
         by_topic: dict[str, list[int]] = {}
         for topic, partition in self.unseen:
             by_topic.setdefault(topic, []).append(partition)
@@ -88,6 +111,12 @@ class Coverage:
             out.append(
                 f"topic {topic} {listed}: no leader and no live copy (every nsqd "
                 f"holding it is down or not answering): {what} may be incomplete"
+            )
+        for topic, holders, guessed in self.unseen_topics:
+            out.append(
+                f"topic {topic}: not seen this poll: no live copy (every nsqd holding it is "
+                f"down or not answering: {_holders(holders, guessed)}): {what} may be "
+                "incomplete"
             )
         return out
 
@@ -108,6 +137,11 @@ def coverage(view: ClusterView, topic: str | None = None) -> Coverage:
         nsqds=len(view.nodes),
         not_answering=down,
         unseen=unseen,
+        unseen_topics=tuple(
+            (t.name, t.held_by, t.held_by_guessed)
+            for t in view.topics
+            if t.not_seen and (topic is None or t.name == topic)
+        ),
         lookupds_down=tuple(lk.address for lk in view.lookupds if not lk.ok),
         lookupds_without_etcd=tuple(
             (lk.address, lk.etcd_error) for lk in view.lookupds if lk.etcd_error

@@ -189,6 +189,21 @@ class LookupdStatus:
 
 
 @dataclass(frozen=True)
+class UnseenTopic:
+    """An original-family topic that no nsqd which answered this poll holds, though it
+    exists: its every nsqd is down or not answering (see :mod:`nsqctl.stats.poller` for
+    where this is learned). ``holders`` are the nsqds (HTTP) that hold it and could not be
+    asked; when nothing says which (nsqlookupd lists the topic but forgot its producers),
+    every nsqd that did not answer, and ``guessed`` is True (one of them holds it, unless
+    only one did not answer). ``channels``: its channels where known. Its counters are
+    unknown, never 0."""
+
+    holders: tuple[str, ...] = ()
+    channels: tuple[str, ...] = ()
+    guessed: bool = False
+
+
+@dataclass(frozen=True)
 class ClusterSnapshot:
     """Everything one poll learned; input to :func:`nsqctl.stats.view.build_view`."""
 
@@ -201,3 +216,6 @@ class ClusterSnapshot:
     topic_meta: Mapping[str, TopicMeta] = field(default_factory=dict)
     """Redesign topics' meta from nsqlookupd (partition count, replicas): what tells the
     view a partition exists when no nsqd that answered holds a copy of it."""
+    unseen_topics: Mapping[str, UnseenTopic] = field(default_factory=dict)
+    """Original topics no answering nsqd holds (every nsqd holding them is down): the
+    original family's counterpart of ``topic_meta``, so such a topic is listed, not lost."""

@@ -23,6 +23,20 @@ clients are shown (``clients``: topics or ``(topic, channel)`` pairs; ``None``, 
 default, lists every client, as ``nsqctl stat`` and the rules need) asks each nsqd for its
 stats without clients and, at the same time, for those with theirs, whose records then
 replace the first answer's.
+
+An original topic whose every nsqd is down or not answering is in no ``/stats`` that came
+back, so it would vanish from every view. The poller keeps it (``unseen_topics``), from
+two sources, asked only while some known nsqd did not answer (a whole cluster costs no
+request more):
+
+- what each nsqd listed when it last answered (its topics and their channels): free, and
+  the only source that names the holder of a topic on an nsqd that was killed, since
+  nsqlookupd drops a disconnected nsqd's producers at once;
+- nsqlookupd: ``/topics`` (one request a poll) still lists such a topic after its nsqd is
+  gone, so a first poll (``nsqctl stat -n 1``) finds it too, and ``/lookup`` (once per
+  topic, while it stays unseen, and only for a topic the first source does not know) names
+  the producers still registered (a hung nsqd keeps its connection, so its registrations)
+  and the channels.
 """
 
 from __future__ import annotations
@@ -40,13 +54,14 @@ from nsqctl.addresses import parse_addresses
 from nsqctl.errors import NsqctlError
 from nsqctl.httpclient import describe_http_error, http_client
 from nsqctl.lookup.client import ACCEPT_V1, ListLookupRefusedError, LookupClient
-from nsqctl.lookup.topology import TopicMeta
+from nsqctl.lookup.topology import TopicMeta, Topology
 from nsqctl.stats.model import (
     ClusterSnapshot,
     ClusterStability,
     CoordInfo,
     LookupdStatus,
     NodeStats,
+    UnseenTopic,
 )
 from nsqctl.stats.parse import (
     decode,
@@ -110,6 +125,9 @@ class StatsPoller:
         self._info_asked: set[str] = set()
         self._meta: dict[str, TopicMeta] = {}  # redesign topic → its meta, from nsqlookupd
         self._meta_answered: set[str] = set()  # topics a lookupd answered the meta of
+        self._answered: dict[str, NodeStats] = {}  # nsqd → its last answer to /stats
+        self._listed: dict[str, UnseenTopic] = {}  # unseen topic → its nsqlookupd /lookup
+        self._redesign = False  # a redesign nsqd answered once (its topic_meta covers this)
         self._http = http_client(
             timeout=timeout, headers={"Accept": ACCEPT_V1}, transport=transport
         )
@@ -358,21 +376,89 @@ class StatsPoller:
                 wanted.append(topic)  # once: an original topic (or an old nsqd's) has none
         return wanted
 
+    async def _ask_lookup(
+        self, topic: str, limit: asyncio.Semaphore, *, metainfo: bool
+    ) -> Topology | None:
+        """One ``/lookup`` of ``topic`` (at most ``limit`` at once); None when no lookupd
+        answered it."""
+        assert self._meta_lookup is not None
+        try:
+            async with limit:
+                return await self._meta_lookup.lookup(topic, "r", metainfo=metainfo)
+        except NsqctlError:
+            return None
+
     async def _topic_meta(self, topic: str, limit: asyncio.Semaphore) -> None:
         """Refresh one topic's meta; kept as it was when no lookupd answers."""
-        assert self._meta_lookup is not None
-        with contextlib.suppress(NsqctlError):
-            async with limit:
-                topo = await self._meta_lookup.lookup(topic, "r", metainfo=True)
-            if topo.stale:
-                return
-            if topo.topic_not_found:
-                self._meta.pop(topic, None)  # deleted: asked again if it comes back
-                self._meta_answered.discard(topic)
-                return
-            self._meta_answered.add(topic)
-            if topo.meta is not None and topo.meta.valid:
-                self._meta[topic] = topo.meta
+        topo = await self._ask_lookup(topic, limit, metainfo=True)
+        if topo is None or topo.stale:
+            return
+        if topo.topic_not_found:
+            self._meta.pop(topic, None)  # deleted: asked again if it comes back
+            self._meta_answered.discard(topic)
+            return
+        self._meta_answered.add(topic)
+        if topo.meta is not None and topo.meta.valid:
+            self._meta[topic] = topo.meta
+
+    def _remember(self, nodes: Sequence[NodeStats]) -> tuple[list[str], set[str]]:
+        """Keep each nsqd's last answer (a reference: nothing is copied on a quiet poll);
+        the nsqds that did not answer, and the topics the others hold."""
+        down: list[str] = []
+        for node in nodes:
+            if node.state == "down":
+                down.append(node.address)
+            else:
+                self._redesign = self._redesign or node.is_redesign
+                self._answered[node.address] = node
+        if not down:
+            return down, set()
+        seen = {t.topic for n in nodes if n.state != "down" for t in n.topics}
+        return down, seen
+
+    async def _unseen_topics(self, nodes: Sequence[NodeStats]) -> dict[str, UnseenTopic]:
+        """Original topics no answering nsqd holds, with the nsqds holding them and their
+        channels as far as known (see the module doc for the sources and their cost)."""
+        down, seen = self._remember(nodes)
+        if not down or self._redesign:
+            self._listed.clear()
+            return {}
+        holders: dict[str, dict[str, None]] = defaultdict(dict)
+        channels: dict[str, dict[str, None]] = defaultdict(dict)
+        for address in down:
+            last = self._answered.get(address)
+            for t in last.topics if last is not None else ():
+                if t.topic not in seen and (self.topic is None or t.topic == self.topic):
+                    holders[t.topic][address] = None
+                    channels[t.topic].update(dict.fromkeys(c.name for c in t.channels))
+        if self._lookup is not None:
+            with contextlib.suppress(NsqctlError, httpx.HTTPError):
+                listed = await self._lookup.topics()
+                missing = [
+                    t for t in listed if t not in seen and (self.topic is None or t == self.topic)
+                ]
+                self._listed = {t: u for t, u in self._listed.items() if t in missing}
+                ask = [t for t in missing if t not in holders and t not in self._listed]
+                limit = asyncio.Semaphore(COORDINATOR_CONCURRENCY)
+                await asyncio.gather(*(self._lookup_unseen(t, limit) for t in ask))
+                for topic in missing:
+                    found = self._listed.get(topic, UnseenTopic())
+                    holders[topic].update(dict.fromkeys(found.holders))
+                    channels[topic].update(dict.fromkeys(found.channels))
+        # a topic nothing places: on one of the nsqds that could not be asked
+        return {
+            t: UnseenTopic(tuple(held or down), tuple(channels[t]), not held and len(down) > 1)
+            for t, held in holders.items()
+        }
+
+    async def _lookup_unseen(self, topic: str, limit: asyncio.Semaphore) -> None:
+        """Ask nsqlookupd which nsqds hold ``topic`` and its channels (noted until the
+        topic is seen again)."""
+        topo = await self._ask_lookup(topic, limit, metainfo=False)
+        if topo is not None and not topo.topic_not_found:
+            self._listed[topic] = UnseenTopic(
+                tuple(str(p.http_address) for p in topo.producers), topo.channels
+            )
 
     def _known_meta(self) -> dict[str, TopicMeta]:
         """The metas of the topics this poll shows."""
@@ -398,11 +484,12 @@ class StatsPoller:
                 and n.address not in self._info_asked
             }
         limit = asyncio.Semaphore(COORDINATOR_CONCURRENCY)
-        coord_lists, cluster, _, _ = await asyncio.gather(
+        coord_lists, cluster, _, _, unseen = await asyncio.gather(
             asyncio.gather(*(self._coordinator(a, t, limit) for a, t in targets)),
             self._cluster_stats(leader),
             asyncio.gather(*(self._learn_tcp_address(a) for a in unmapped)),
             asyncio.gather(*(self._topic_meta(t, limit) for t in self._meta_wanted(nodes))),
+            self._unseen_topics(nodes),
         )
         coordinator = resolve_node_ids([c for lst in coord_lists for c in lst], self._tcp_to_http)
         return ClusterSnapshot(
@@ -413,4 +500,5 @@ class StatsPoller:
             cluster=cluster,
             errors=tuple(errors),
             topic_meta=self._known_meta(),
+            unseen_topics=unseen,
         )

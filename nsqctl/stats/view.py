@@ -16,7 +16,10 @@ focus: ``None`` means not asked, ``()`` asked and empty.
 A redesign topic's partitions are the ones its meta counts (nsqlookupd's partition count,
 :func:`nsqctl.lookup.topology.counted_partitions`), not only those some nsqd reported: a
 partition whose every copy is on an nsqd that is down is listed with no leader and
-``live`` False (its counters unknown), so it is flagged instead of vanishing.
+``live`` False (its counters unknown), so it is flagged instead of vanishing. An original
+topic whose every nsqd is down is kept the same way (the snapshot's ``unseen_topics``): a
+topic with ``not_seen`` True, no copy, counters unknown, naming the nsqds that hold it
+(``held_by``) and its channels as far as known (``unseen_channels``).
 
 Per-client views are built only when read (:attr:`ChannelView.clients`): a poll of a big
 cluster carries tens of thousands of connections, the dashboard shows one channel's.
@@ -50,6 +53,7 @@ from nsqctl.stats.model import (
     NodeState,
     NodeStats,
     TopicPartitionStats,
+    UnseenTopic,
 )
 from nsqctl.stats.parse import LazyClients, client_totals
 from nsqctl.stats.rules import (
@@ -244,6 +248,16 @@ class TopicView:
     replicas_configured: int | None = None
     """Copies per partition the topic was created with (nsqlookupd's meta; None: unknown,
     and on the original family)."""
+    not_seen: bool = False
+    """Original family: the topic exists but no nsqd that answered this poll holds it
+    (every nsqd holding it is down or not answering): its counters are unknown, not 0."""
+    held_by: tuple[str, ...] = ()
+    """With ``not_seen``: the nsqds that hold it, none of which answered (the nsqds that
+    did not answer when nothing says which: see :class:`nsqctl.stats.model.UnseenTopic`)."""
+    held_by_guessed: bool = False
+    """``held_by`` are the nsqds that did not answer, one of which holds it."""
+    unseen_channels: tuple[str, ...] = ()
+    """With ``not_seen``: its channels as far as known (their counters unknown too)."""
 
     @property
     def unseen(self) -> int:
@@ -803,6 +817,30 @@ def _topic_view(
     )
 
 
+def _not_seen_topic(name: str, unseen: UnseenTopic) -> TopicView:
+    """An original topic no answering nsqd holds: listed, flagged (crit, as a partition
+    with no live copy is), and nothing about it guessed. Its history gets a gap, since
+    :meth:`History.end` gives every series not recorded this poll one."""
+    return TopicView(
+        name=name,
+        partitions=(),
+        channels=(),
+        depth=0,
+        messages=0,
+        rate=None,
+        ordered=False,
+        ext=False,
+        paused=False,
+        is_redesign=False,
+        depth_growing=False,
+        severity="crit",
+        not_seen=True,
+        held_by=unseen.holders,
+        held_by_guessed=unseen.guessed,
+        unseen_channels=unseen.channels,
+    )
+
+
 _NODE_SEVERITY: dict[NodeState, Severity] = {
     "up": "ok",
     "slow": "warn",
@@ -878,8 +916,13 @@ def _build_view(
         unanswered = history.unanswered(snapshot.nodes)
     # a topic whose every copy is on nsqds that did not answer is still listed, from its meta
     names = sorted(set(grouped) | {t for t, m in metas.items() if m.valid})
+    # and so is an original topic whose every nsqd is down (see the poller)
+    lost = {t: u for t, u in snapshot.unseen_topics.items() if t not in grouped and t not in metas}
+    names = sorted({*names, *lost})
     topics = tuple(
-        _topic_view(
+        _not_seen_topic(name, lost[name])
+        if name in lost
+        else _topic_view(
             name,
             grouped.get(name, {}),
             coord,

@@ -3,7 +3,9 @@ servers: the original family's cells of the degraded-cluster matrix.
 
 One private cluster (2 nsqd, 1 nsqlookupd) serves the module, its states applied one after
 another and each restored before the next: an nsqd killed with -9, the same nsqd
-SIGSTOPped (its sockets stay open, it answers nothing), then the nsqlookupd killed. The
+SIGSTOPped (its sockets stay open, it answers nothing), then the nsqlookupd killed. In
+each nsqd state a topic held by the victim alone stays listed by every view, marked not
+seen and naming the victim, never silently left out. The
 surfaces are given both nsqds' HTTP addresses, as a profile gives them: an original
 nsqlookupd forgets a killed nsqd the moment its connection drops, so without them nothing
 could know it was ever there.
@@ -14,8 +16,9 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -23,7 +26,10 @@ import pytest
 from nsqctl.servers import process
 from nsqctl.servers.cluster import Cluster
 from nsqctl.servers.process import NodeRecord
-from nsqctl.stats.poller import NOT_ANSWERING
+from nsqctl.stats.poller import NOT_ANSWERING, StatsPoller
+from nsqctl.stats.recording import RecordingTransport
+from nsqctl.stats.sources import StatsSession
+from nsqctl.stats.view import ClusterView
 from nsqctl.tui import rows
 from tests.helpers import degraded as cells
 from tests.helpers.clusters import running_cluster
@@ -59,6 +65,60 @@ def original(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Original]:
         yield Original(c, topic, victim=c.nsqds[1], survivor=c.nsqds[0])
 
 
+def _on_victim_alone(o: Original, prefix: str) -> str:
+    """A new topic (with channel ``oc``) on the victim nsqd only."""
+    topic = unique(prefix)
+    victim = o.victim.http_address
+    for path in (f"topic/create?topic={topic}", f"channel/create?topic={topic}&channel=oc"):
+        httpx.post(f"http://{victim}/{path}", timeout=10).raise_for_status()
+    return topic
+
+
+def _assert_dashboard_keeps(view: ClusterView, topic: str, held: str) -> None:
+    """The dashboard's topics table lists ``topic``, its numbers unknown, marked not seen
+    with the nsqd holding it; its summary counts it."""
+    marked = f"NOT SEEN (nsqd {held} down)"
+    [row] = [cells for key, cells in rows.topic_rows(view) if key == topic]
+    shown = [str(c) for i, c in enumerate(row) if i not in (3, 6)]  # not the trend cells
+    assert shown == [topic, "1", "?", "?", "?", "1", marked], row
+    summary = rows.summary_line(view).plain
+    lost = sum(t.not_seen for t in view.topics)  # the victim may hold an earlier test's too
+    assert f"{len(view.topics)} topics" in summary, summary
+    assert f"{lost} topics not seen (their nsqds are down)" in summary, summary
+    seen = view.topic(topic)
+    assert seen is not None and seen.not_seen and seen.unseen_channels == ("oc",)
+
+
+async def _across(o: Original, topic: str, kill: Callable[[], None]) -> ClusterView:
+    """The view a running dashboard has once ``kill`` took down the nsqd holding
+    ``topic``: it knows from its last poll what that nsqd held. It is given the nsqds alone
+    (no nsqlookupd), so that is all it has to go on."""
+    session = StatsSession(StatsPoller((), o.c.nsqd_http, focus=None))
+    try:
+        assert (await session.refresh()).topic(topic) is not None
+        await asyncio.to_thread(kill)
+        return await session.refresh()
+    finally:
+        await session.aclose()
+
+
+async def _paths_of_two_polls(o: Original) -> list[list[str]]:
+    """The HTTP paths each of two consecutive polls of a dashboard's session asks (of the
+    lookupd and both nsqds)."""
+    transport = RecordingTransport()
+    poller = StatsPoller(o.c.lookupd_http, o.c.nsqd_http, focus=None, transport=transport)
+    session = StatsSession(poller)
+    polls = []
+    try:
+        for _ in range(2):
+            transport.exchanges.clear()
+            await session.refresh()
+            polls.append(sorted(urlsplit(ex.url).path for ex in transport.exchanges))
+    finally:
+        await session.aclose()
+    return polls
+
+
 def _registered(o: Original) -> set[str]:
     nodes = json.loads(cells.ok("node", "list", "--json", *o.where).stdout)["nodes"]
     return {n["http"] for n in nodes if n["registered"]}
@@ -77,15 +137,18 @@ def test_healthy_cluster_lists_everything_and_raises_no_alarm(original: Original
     assert record["complete"] is True and record["warnings"] == []
     check = cells.ok("check", "-n", "1", "--rule", "orphan=off", *o.everywhere)
     assert check.stdout.startswith("OK: ")
+    # keeping a topic whose nsqds are all down costs a whole cluster no request
+    for paths in asyncio.run(_paths_of_two_polls(o)):
+        assert "/topics" not in paths and "/lookup" not in paths, paths
 
 
 def test_a_killed_nsqd_is_named_by_every_view(original: Original) -> None:
     o = original
     dead = o.victim.http_address
-    only_dead = unique("onlydead")  # a topic on the victim alone
-    httpx.post(f"http://{dead}/topic/create?topic={only_dead}", timeout=10).raise_for_status()
-    process.kill_hard(o.victim)
+    only_dead = _on_victim_alone(o, "onlydead")
     try:
+        remembered = asyncio.run(_across(o, only_dead, lambda: process.kill_hard(o.victim)))
+        _assert_dashboard_keeps(remembered, only_dead, dead)
         said = f"1 of 2 nsqd not answering ({dead}: "
         info = json.loads(cells.ok("lookup", o.topic, "--json", *o.everywhere).stdout)
         assert info["complete"] is False and any(said in w for w in info["warnings"])
@@ -106,9 +169,31 @@ def test_a_killed_nsqd_is_named_by_every_view(original: Original) -> None:
         assert record["complete"] is False and any(said in w for w in record["warnings"])
         assert {n["address"]: n["state"] for n in record["nodes"]}[dead] == "down"
         assert f"nsqd {dead} down" in cells.ok("stat", o.topic, "-n", "1", *o.everywhere).stderr
-        # not "on any nsqd": it is on the one that did not answer
-        missing = cells.ok("stat", only_dead, "-n", "1", *o.everywhere).stdout
-        assert missing.endswith(f"(no {only_dead} on the nsqds that answered)\n"), missing
+        # a first poll has no memory: nsqlookupd still lists the topic (and its channels)
+        # though it dropped the dead nsqd's producers, so it is on the nsqd not answering
+        kept = f"NOT SEEN (nsqd {dead} down)"
+        lines = cells.ok("stat", "-n", "1", *o.everywhere).stdout.splitlines()
+        [topic_line] = [ln for ln in lines if ln.split()[1:2] == [only_dead]]
+        [channel_line] = [ln for ln in lines if ln.split()[1:2] == [f"{only_dead}/oc"]]
+        for line in (topic_line, channel_line):
+            assert line.split()[2:10] == ["?"] * 7 + ["-"] and line.endswith(kept), line
+        said_topic = f"topic {only_dead}: not seen this poll: no live copy"
+        record = cells.one_record("stat", only_dead, "--json", "-n", "1", *o.everywhere)
+        assert [(r["what"], r["not_seen"], r["held_by"], r["depth"]) for r in record["rows"]] == [
+            (only_dead, True, [dead], None),
+            (f"{only_dead}/oc", True, [dead], None),
+        ]
+        assert record["complete"] is False
+        assert any(said_topic in w and dead in w for w in record["warnings"]), record
+        # degraded, a poll asks nsqlookupd's /topics once, and /lookup once per unseen topic
+        # (only the first poll: remembered while the topic stays unseen)
+        first, second = asyncio.run(_paths_of_two_polls(o))
+        assert first.count("/topics") == second.count("/topics") == 1, (first, second)
+        assert first.count("/lookup") >= 1 and second.count("/lookup") == 0, (first, second)
+        top = cells.one_record("top", "--json", "-i", "0.1", *o.everywhere)
+        assert any(said_topic in w and dead in w for w in top["warnings"]), top["warnings"]
+        table = cells.ok("top", "--once", "-i", "0.1", *o.everywhere).stdout
+        assert said_topic in " ".join(table.split()), table
         ranking = cells.one_record("top", "--json", "-i", "0.1", *o.everywhere)
         assert ranking["complete"] is False
         # top lists the nodes that are not up; on a loaded machine the survivor's /stats can
@@ -119,6 +204,7 @@ def test_a_killed_nsqd_is_named_by_every_view(original: Original) -> None:
         [down] = [f for f in cells.findings(check, "node-down") if f["node"] == dead]
         assert down["status"] == "crit"
         view = asyncio.run(cells.view_of(o.c.lookupd_http, o.c.nsqd_http))
+        _assert_dashboard_keeps(view, only_dead, dead)
         [row] = [cells for key, cells in rows.node_rows(view) if key == dead]
         assert str(row[2]) == "down"
         assert "1/2 nsqd up" in rows.summary_line(view).plain
@@ -133,12 +219,14 @@ def test_a_killed_nsqd_is_named_by_every_view(original: Original) -> None:
 async def test_a_hung_nsqd_is_named_by_every_view_in_bounded_time(original: Original) -> None:
     o = original
     hung = o.victim.http_address
+    only_hung = await asyncio.to_thread(_on_victim_alone, o, "onlyhung")
     async with stopped(o.victim):
         start = time.monotonic()
         looked = await asyncio.to_thread(cells.ok, "lookup", o.topic, "--json", *o.everywhere)
         listed = await asyncio.to_thread(cells.ok, "topic", "list", *o.everywhere)
         nodes = await asyncio.to_thread(cells.ok, "node", "list", "--json", *o.everywhere)
         check = await asyncio.to_thread(cells.check, 2, *o.everywhere)
+        # a first poll: the hung nsqd is still registered, so nsqlookupd names it
         view = await cells.view_of(o.c.lookupd_http, o.c.nsqd_http)
         took = time.monotonic() - start
     assert took < 2 * cells.BOUND, took
@@ -155,6 +243,7 @@ async def test_a_hung_nsqd_is_named_by_every_view_in_bounded_time(original: Orig
     [row] = [cells for key, cells in rows.node_rows(view) if key == hung]
     assert NOT_ANSWERING in str(row[-1])
     assert cells.scrape(view)[("nsq_node_up", frozenset({("node", hung)}))] == 0.0
+    _assert_dashboard_keeps(view, only_hung, hung)
 
 
 def test_lookupd_down_every_view_says_so_and_lists_from_the_nsqds(original: Original) -> None:

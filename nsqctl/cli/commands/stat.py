@@ -9,6 +9,10 @@ the ISR and catch-up; ``null`` when not asked). A partition with no live copy ke
 rows, under its topic and under each channel, with ``?`` counts (JSON: ``null``, ``live``
 false), and is said to have no leader. ``depth`` is always a message count; byte
 figures (``depth_bytes``, ``stored_bytes``) are named as such.
+
+A topic whose every nsqd is down (original family) keeps its row and its known channels'
+rows, every counter ``?`` (JSON: ``null``), marked ``NOT SEEN`` with the nsqds that hold it
+(JSON: ``not_seen``, ``held_by``).
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from nsqctl.cli.flags import (
 from nsqctl.cli.numbers import seconds
 from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.protocol.names import validate_channel, validate_topic
-from nsqctl.stats.coverage import coverage
+from nsqctl.stats.coverage import coverage, not_seen_words
 from nsqctl.stats.poller import DEFAULT_TIMEOUT, StatsPoller
 from nsqctl.stats.sources import StatsSession, ViewSource
 from nsqctl.stats.view import ChannelView, ClusterView, TopicView
@@ -155,7 +159,30 @@ def _unseen_channel_rows(topic: TopicView, ch: ChannelView) -> list[dict[str, An
     ]
 
 
+def _not_seen_row(topic: TopicView, channel: str | None) -> dict[str, Any]:
+    """A row of a topic (or one of its channels) no answering nsqd holds: every counter
+    unknown (``None``), and who holds it."""
+    unknown = dict.fromkeys(
+        ("depth", "in_flight", "deferred", "requeued", "timed_out", "messages", "clients")
+    )
+    return _row(
+        topic.name if channel is None else f"{topic.name}/{channel}",
+        "topic" if channel is None else "channel",
+        topic=topic.name,
+        channel=channel,
+        partition=None,
+        **unknown,
+        msg_rate=None,
+        paused=None,
+        not_seen=True,
+        held_by=list(topic.held_by),
+        held_by_guessed=topic.held_by_guessed,
+    )
+
+
 def _topic_rows(topic: TopicView) -> list[dict[str, Any]]:
+    if topic.not_seen:
+        return [_not_seen_row(topic, None)]
     rows = [
         _row(
             topic.name,
@@ -215,6 +242,8 @@ def stat_rows(view: ClusterView, topic: str | None, channel: str | None) -> list
     if tv is None:
         return []
     if channel is not None:
+        if channel in tv.unseen_channels:
+            return [_not_seen_row(tv, channel)]
         ch = tv.channel(channel)
         return _channel_rows(tv, ch) if ch else []
     return _topic_and_channel_rows(tv)
@@ -223,6 +252,7 @@ def stat_rows(view: ClusterView, topic: str | None, channel: str | None) -> list
 def _topic_and_channel_rows(topic: TopicView) -> list[dict[str, Any]]:
     """A topic's rows, then each of its channels' rows under it."""
     rows = _topic_rows(topic)
+    rows.extend(_not_seen_row(topic, name) for name in topic.unseen_channels)
     for ch in topic.channels:
         rows.extend(_channel_rows(topic, ch))
     return rows
@@ -230,8 +260,11 @@ def _topic_and_channel_rows(topic: TopicView) -> list[dict[str, Any]]:
 
 def state_marker(row: dict[str, Any]) -> str:
     """``PAUSED`` / ``SKIPPED`` (both when both), the text form of the JSON flags;
-    ``PAUSED 1/3`` when paused on only some of the nsqds holding it (original)."""
+    ``PAUSED 1/3`` when paused on only some of the nsqds holding it (original);
+    ``NOT SEEN`` (with its nsqds) when no nsqd holding it answered."""
     words = []
+    if row.get("not_seen"):
+        words.append(not_seen_words(row["held_by"], row["held_by_guessed"]))
     if row.get("paused"):
         some, of = row.get("paused_copies"), row.get("copies")
         words.append(f"PAUSED {some}/{of}" if some is not None and some != of else "PAUSED")
@@ -240,12 +273,13 @@ def state_marker(row: dict[str, Any]) -> str:
     return " ".join(words)
 
 
-def _fmt_delta(total: int, change: int | None) -> str:
-    return str(total) if change is None else f"+{change}"
+def _fmt_delta(total: int | None, change: int | None) -> str:
+    return _count(total) if change is None else f"+{change}"
 
 
 def _count(value: int | None) -> str:
-    """A counter; ``?`` when nobody could say (a partition with no live copy)."""
+    """A counter; ``?`` when nobody could say (a partition with no live copy, a topic
+    whose every nsqd is down)."""
     return "?" if value is None else str(value)
 
 
@@ -255,12 +289,12 @@ def format_row(when: str, row: dict[str, Any]) -> str:
         when,
         row["what"][:32],
         _count(row["depth"]),
-        str(row["in_flight"]),
-        str(row["deferred"]),
+        _count(row["in_flight"]),
+        _count(row["deferred"]),
         _fmt_delta(row["requeued"], row.get("requeued_delta")),
         _fmt_delta(row["timed_out"], row.get("timed_out_delta")),
         _count(row["messages"]),
-        str(row["clients"]),
+        _count(row["clients"]),
         "-" if rate is None else f"{rate:.1f}",
         state_marker(row),
     )

@@ -176,7 +176,7 @@ def render_table(view: ClusterView, sort: SortKey, clients: bool, limit: int) ->
             _reasons(e),
         )
     seen = coverage(view)
-    notes = seen.lookupd_warnings(RANKING)
+    notes = [*seen.unseen_warnings(RANKING), *seen.lookupd_warnings(RANKING)]
     if not entries:
         notes.insert(0, f"no channels on {seen.searched}")
     if notes:
