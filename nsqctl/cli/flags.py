@@ -330,14 +330,6 @@ def _resolve_tls(prof: Profile | None, sources: dict[str, str]) -> TLSSettings |
         name: _pick_source(name, getattr(GLOBAL_FLAGS, name), env, prof, sources)
         for name, _, env in _TLS_SETTINGS
     }
-    key, cert = values["tls_key"], values["tls_cert"]
-    if key and not cert:
-        raise ConfigError(
-            f"--tls-key needs --tls-cert: a client key (here from {sources['tls_key']}) is "
-            "half of a client identity; give its certificate with --tls-cert FILE "
-            "(or NSQCTL_TLS_CERT, or the profile's tls_cert)",
-            setting="tls_key",
-        )
     password_file = _pick_source(
         "tls_key_password_file",
         GLOBAL_FLAGS.tls_key_password_file,
@@ -345,24 +337,26 @@ def _resolve_tls(prof: Profile | None, sources: dict[str, str]) -> TLSSettings |
         prof,
         sources,
     )
-    if password_file and not cert:
-        raise ConfigError(
-            "--tls-key-password-file (here from "
-            f"{sources['tls_key_password_file']}) opens a client key: give its certificate "
-            "with --tls-cert FILE (and the key with --tls-key FILE unless it is in the "
-            "certificate's file)",
-            setting="tls_key_password",
-        )
     if values["tls"] is False and sources.get("tls") == "flag":
         # asked for by name: plaintext, over TLS settings from the environment or the
-        # profile; a TLS flag beside it cannot be obeyed with it
+        # profile (complete or not); a TLS flag beside it cannot be obeyed with it
         clashing = [f for n, f, _ in _TLS_SETTINGS[1:] if values[n] and sources.get(n) == "flag"]
+        if password_file and sources.get("tls_key_password_file") == "flag":
+            clashing.append("--tls-key-password-file")
         if clashing:
             raise ConfigError(
                 f"--no-tls conflicts with {', '.join(clashing)}: give one or the other",
                 setting="tls",
             )
         return None
+    key, cert = values["tls_key"], values["tls_cert"]
+    check_client_identity(
+        key,
+        cert,
+        password_file,
+        key_from=sources.get("tls_key", ""),
+        password_from=sources.get("tls_key_password_file", ""),
+    )
     wanted = values["tls"] or any(values[n] for n in ("tls_ca", "tls_cert", "tls_key"))
     if not (wanted or values["tls_insecure"]):
         return None
@@ -376,6 +370,36 @@ def _resolve_tls(prof: Profile | None, sources: dict[str, str]) -> TLSSettings |
 
 
 KEY_PASSWORD_FILE_ENV = "NSQCTL_TLS_KEY_PASSWORD_FILE"
+
+
+def check_client_identity(
+    key: str | None,
+    cert: str | None,
+    password_file: str | None,
+    *,
+    key_from: str = "",
+    password_from: str = "",
+) -> None:
+    """A client key, or the passphrase file that opens one, without its certificate is
+    half of a client identity: refused (when a command runs, and when a profile is saved),
+    not left for TLS to go out without one. ``*_from``: where each came from, for the
+    message."""
+    if key and not cert:
+        here = f" (here from {key_from})" if key_from else ""
+        raise ConfigError(
+            f"--tls-key needs --tls-cert: a client key{here} is half of a client identity; "
+            "give its certificate with --tls-cert FILE (or NSQCTL_TLS_CERT, or the "
+            "profile's tls_cert)",
+            setting="tls_key",
+        )
+    if password_file and not cert:
+        here = f" (here from {password_from})" if password_from else ""
+        raise ConfigError(
+            f"--tls-key-password-file{here} opens a client key: give its certificate with "
+            "--tls-cert FILE (and the key with --tls-key FILE unless it is in the "
+            "certificate's file)",
+            setting="tls_key_password",
+        )
 
 
 def _key_password(path: str | None) -> Secret | None:

@@ -70,7 +70,7 @@ class TLSSettings:
                 # terminal, fails with a reason that does not say why.
                 ctx.load_cert_chain(self.cert_file, self.key_file, password=passphrase)
             except (OSError, ssl.SSLError) as err:
-                if asked and self.key_password is not None:
+                if asked and self.key_password is not None and _not_decrypted(err):
                     raise ConfigError(
                         f"the passphrase given ({self.key_password.source}) does not decrypt "
                         f"the TLS client key {self.key_file or self.cert_file!r}",
@@ -92,6 +92,14 @@ class TLSSettings:
             ctx.check_hostname = False
             ctx.verify_mode = ssl.CERT_NONE
         return ctx
+
+
+def _not_decrypted(err: OSError | ssl.SSLError) -> bool:
+    """Whether loading failed at the key's decryption: OpenSSL 3 says so as "bad decrypt"
+    or, for PEM, with no reason but "PEM lib". Anything else (a key that does not match
+    the certificate) is not the passphrase's fault."""
+    reason = getattr(err, "reason", None)
+    return reason in (None, "BAD_DECRYPT", "BAD_PASSWORD_READ") or "bad decrypt" in str(err)
 
 
 def _reason(err: OSError | ssl.SSLError) -> str:

@@ -228,3 +228,18 @@ def test_tls_true_means_the_default_settings_and_other_values_are_refused() -> N
     with pytest.raises(ConfigError, match="tls must be") as info:
         ConnectionConfig(tls=cast(Any, "yes"))
     assert info.value.setting == "tls"
+
+
+def test_a_key_that_does_not_match_its_certificate_is_not_blamed_on_the_passphrase(
+    tmp_path: Path,
+) -> None:
+    """The right passphrase opens the key, and then the key does not match the
+    certificate: the error must say that, not send the operator after the passphrase."""
+    files = make_tls_files(tmp_path / "tls")
+    key = encrypted_key(files.rogue_client_key, b"the-right-one", tmp_path / "other.key")
+    settings = TLSSettings(
+        cert_file=str(files.client_cert), key_file=str(key), key_password=Secret(b"the-right-one")
+    )
+    with pytest.raises(ConfigError) as info:
+        settings.context()
+    assert "does not decrypt" not in str(info.value) and info.value.setting == "tls_cert"

@@ -169,3 +169,28 @@ def test_no_tls_by_flag_beats_the_profiles_ca_and_refuses_a_tls_flag(
     monkeypatch.setattr(flags, "GLOBAL_FLAGS", flags.SecurityFlags(tls=False, tls_ca="/etc/ca.pem"))
     with pytest.raises(ConfigError, match="--no-tls conflicts with --tls-ca"):
         resolve_cluster(None, None)
+
+
+def test_no_tls_by_flag_wins_over_half_a_client_identity_from_the_environment(
+    cfg: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A key or a passphrase file without its certificate is refused when TLS is to be
+    used; --no-tls given by name means none is, so it must not be refused for them."""
+    monkeypatch.setattr(flags, "GLOBAL_FLAGS", flags.SecurityFlags(tls=False))
+    monkeypatch.setenv("NSQCTL_TLS_KEY_PASSWORD_FILE", str(tmp_path / "pass"))
+    monkeypatch.setenv("NSQCTL_TLS_KEY", "/etc/nsq/client.key")
+    assert resolve_cluster(None, None).tls is None
+    monkeypatch.setattr(flags, "GLOBAL_FLAGS", flags.SecurityFlags())
+    with pytest.raises(ConfigError, match="--tls-key needs --tls-cert"):
+        resolve_cluster(None, None)
+
+
+@pytest.mark.parametrize("flag", ["--tls-key", "--tls-key-password-file"])
+def test_set_profile_refuses_half_a_client_identity_and_saves_nothing(cfg: Path, flag: str) -> None:
+    """Saved, a key (or the passphrase file opening one) without its certificate would
+    fail every later command that names the profile."""
+    args = ["config", "set-profile", "p", "--lookupd", "127.0.0.1:4161", flag, "/etc/nsq/x"]
+    result = CliRunner().invoke(app, args)
+    assert isinstance(result.exception, ConfigError), result.output
+    assert "--tls-cert FILE" in str(result.exception)
+    assert "p" not in load_config(cfg).profiles

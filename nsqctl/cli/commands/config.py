@@ -14,6 +14,7 @@ from nsqctl.cli.flags import (
     NsqdHttpOption,
     NsqdOption,
     ProfileOption,
+    check_client_identity,
     resolve_cluster,
     split_addresses,
 )
@@ -138,6 +139,7 @@ def set_profile(
         parse_addresses(given, example=example)
     if not (lk or nd):
         raise ConfigError("a profile needs --lookupd HOST:PORT or --nsqd HOST:PORT")
+    check_client_identity(tls_key, tls_cert, tls_key_password_file)
     prof = Profile(
         name=name,
         lookupd=tuple(lk),
