@@ -89,6 +89,17 @@ def seconds(*, zero: bool = False, minimum: float = 0.0, maximum: float = MAX_SE
     )
 
 
+#: The shortest time between two polls of a cluster: each asks every nsqd for its /stats,
+#: and a shorter one only makes the poller hammer the nsqds it watches.
+MIN_POLL_INTERVAL = 0.1
+
+
+def poll_interval() -> Number:
+    """The time between two polls of the cluster (``--interval`` of the views that poll):
+    at least :data:`MIN_POLL_INTERVAL` seconds."""
+    return seconds(minimum=MIN_POLL_INTERVAL)
+
+
 def rate(unit: str = "messages per second") -> Number:
     """A rate: finite and > 0 (zero would never send)."""
     return Number(float, minimum=0.0, above=True, unit=unit, metavar="N")

@@ -11,11 +11,19 @@ import typer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nsqctl.cli.numbers import MAX_SECONDS, Number, rate, seconds, size
+from nsqctl.cli.numbers import (
+    MAX_SECONDS,
+    MIN_POLL_INTERVAL,
+    Number,
+    poll_interval,
+    rate,
+    seconds,
+    size,
+)
 from tests.helpers.cli import assert_one_line_error, run_main
 
 PARSERS = {
-    "interval": seconds(),
+    "interval": poll_interval(),
     "window": seconds(zero=True),
     "drain-interval": seconds(minimum=0.1),
     "rotate": seconds(minimum=0.01, maximum=50.0),
@@ -77,9 +85,20 @@ def test_any_interval_through_the_cli_is_one_line(text: str) -> None:
     proc = run_main("stat", f"--interval={text}")
     line = assert_one_line_error(proc, 2)
     if "HTTP APIs" in line:  # taken: then it was a usable interval
-        assert _taken(seconds(), text), text
+        assert _taken(poll_interval(), text), text
     else:
         assert "--interval" in line, line
+
+
+@pytest.mark.parametrize(
+    ("command", "code"), [("stat", 2), ("top", 2), ("dash", 2), ("check", 3), ("exporter", 2)]
+)
+def test_no_view_polls_the_cluster_in_a_tight_loop(command: str, code: int) -> None:
+    """An interval of a nanosecond was taken, and the view asked every nsqd for its
+    /stats as fast as it could (``check`` says bad input as "unknown", 3)."""
+    proc = run_main(command, "--interval=1e-9")
+    line = assert_one_line_error(proc, code)
+    assert "--interval" in line and f">= {MIN_POLL_INTERVAL}" in line, line
 
 
 @settings(max_examples=60, deadline=None)

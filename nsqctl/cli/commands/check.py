@@ -23,7 +23,7 @@ from nsqctl.cli.flags import (
     ProfileOption,
     resolve_cluster,
 )
-from nsqctl.cli.numbers import seconds
+from nsqctl.cli.numbers import poll_interval, seconds
 from nsqctl.cli.wording import cli_message
 from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.health.check import DEFAULT_INTERVAL, DEFAULT_SAMPLES, CheckResult, check_cluster
@@ -94,7 +94,7 @@ SamplesOption = typer.Option(
     DEFAULT_SAMPLES, "--samples", "-n", help="Polls to take (rates and orphan need 2 or more)."
 )
 IntervalOption = typer.Option(
-    DEFAULT_INTERVAL, "--interval", "-i", parser=seconds(), help="Seconds between polls."
+    DEFAULT_INTERVAL, "--interval", "-i", parser=poll_interval(), help="Seconds between polls."
 )
 TimeoutOption = typer.Option(
     DEFAULT_TIMEOUT,

@@ -22,7 +22,7 @@ from nsqctl.cli.flags import (
     ProfileOption,
     resolve_cluster,
 )
-from nsqctl.cli.numbers import seconds
+from nsqctl.cli.numbers import poll_interval, seconds
 from nsqctl.cli.readonly import origin
 from nsqctl.errors import ConfigError
 from nsqctl.stats.poller import DEFAULT_TIMEOUT, StatsPoller
@@ -35,7 +35,7 @@ def dash(
     nsqd_http: list[str] = NsqdHttpOption,
     profile: str | None = ProfileOption,
     interval: float = typer.Option(
-        2.0, "--interval", "-i", parser=seconds(), help="Seconds between polls."
+        2.0, "--interval", "-i", parser=poll_interval(), help="Seconds between polls."
     ),
     timeout: float = typer.Option(
         DEFAULT_TIMEOUT,

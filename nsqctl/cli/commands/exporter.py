@@ -37,7 +37,7 @@ from nsqctl.cli.flags import (
     ProfileOption,
     resolve_cluster,
 )
-from nsqctl.cli.numbers import seconds
+from nsqctl.cli.numbers import poll_interval
 from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.health.check import DEFAULT_SAMPLES, session_for
 from nsqctl.health.monitor import HealthMonitor
@@ -114,7 +114,7 @@ def exporter(
         DEFAULT_POLL_INTERVAL,
         "--interval",
         "-i",
-        parser=seconds(),
+        parser=poll_interval(),
         help="Seconds between polls of the cluster.",
     ),
     samples: int = typer.Option(

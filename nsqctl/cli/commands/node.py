@@ -27,7 +27,7 @@ from nsqctl.admin.drain.records import read_drains, running_elsewhere, state_wor
 from nsqctl.cli import complete
 from nsqctl.cli.admin_actions import cluster_addresses
 from nsqctl.cli.flags import JsonOption, LookupdOption, NsqdHttpOption, ProfileOption
-from nsqctl.cli.numbers import seconds
+from nsqctl.cli.numbers import poll_interval, seconds
 from nsqctl.cli.wording import cli_words
 from nsqctl.errors import AdminError, ConfigError, NsqctlTimeoutError
 
@@ -165,7 +165,7 @@ def node_drain(
     interval: float = typer.Option(
         DEFAULT_INTERVAL,
         "--interval",
-        parser=seconds(minimum=0.1),
+        parser=poll_interval(),
         help="Seconds between two looks at the node.",
     ),
     dry_run: bool = typer.Option(

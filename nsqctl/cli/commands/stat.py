@@ -35,7 +35,7 @@ from nsqctl.cli.flags import (
     require_first_answer,
     resolve_cluster,
 )
-from nsqctl.cli.numbers import seconds
+from nsqctl.cli.numbers import poll_interval, seconds
 from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.protocol.names import validate_channel, validate_topic
 from nsqctl.stats.coverage import coverage, not_seen_words
@@ -408,7 +408,7 @@ def stat(
     nsqd_http: list[str] = NsqdHttpOption,
     profile: str | None = ProfileOption,
     interval: float = typer.Option(
-        2.0, "--interval", "-i", parser=seconds(), help="Seconds between samples."
+        2.0, "--interval", "-i", parser=poll_interval(), help="Seconds between samples."
     ),
     count: int = typer.Option(0, "--count", "-n", help="Stop after N samples (0: run forever)."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per interval (NDJSON)."),

@@ -28,7 +28,7 @@ from nsqctl.cli.flags import (
     require_first_answer,
     resolve_cluster,
 )
-from nsqctl.cli.numbers import seconds
+from nsqctl.cli.numbers import poll_interval, seconds
 from nsqctl.cli.output.terminal import escape_controls
 from nsqctl.errors import ConfigError
 from nsqctl.stats.coverage import coverage
@@ -247,7 +247,7 @@ def top(
         False, "--json", help="One JSON document after two polls (implies --once)."
     ),
     interval: float = typer.Option(
-        2.0, "--interval", "-i", parser=seconds(), help="Seconds between polls."
+        2.0, "--interval", "-i", parser=poll_interval(), help="Seconds between polls."
     ),
     timeout: float = typer.Option(
         DEFAULT_TIMEOUT,
