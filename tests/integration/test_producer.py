@@ -204,6 +204,27 @@ async def test_close_ends_a_publish_waiting_to_retry(original_cluster: cluster.C
     assert isinstance(caught.value.__cause__, nsqctl.ConnectError)
 
 
+async def test_close_waits_for_batches_not_yet_started(original_cluster: cluster.Cluster) -> None:
+    """close() called in the same loop turn as a publish_many split into batches, before
+    any batch task ran: close() returns only once the batches have ended, and they fail
+    saying the producer closed, without connecting: nothing is stored after the close."""
+    topic = unique("closebatch")
+    producer = Producer(
+        nsqd_tcp=original_cluster.nsqd_tcp[:1], options=ProducerOptions(max_body_size=64)
+    )
+    bodies = [b"x" * 20 for _ in range(12)]  # several MPUB batches under 64 bytes
+    publish = asyncio.create_task(producer.publish_many(topic, bodies))
+    try:
+        await asyncio.create_task(producer.close())
+        assert publish.done(), "close() returned while a batch could still publish"
+        with pytest.raises(PublishError, match="closed before the publish"):
+            await publish
+    finally:
+        publish.cancel()
+        await producer.close()
+    assert _stored(original_cluster.nsqds[0].http_address, topic) == 0
+
+
 async def test_nsqd_killed_and_restarted_mid_publish(start_cluster: StartCluster) -> None:
     """Every publish that returned OK is on the server afterwards; every failure raised."""
     c = start_cluster("original", nsqd_args=["--mem-queue-size=0", "--sync-every=1"])
