@@ -53,7 +53,9 @@ log = logging.getLogger("nsqctl.producer")
 T = TypeVar("T")
 
 #: Sends one command on a connection (with the partition argument it takes) and returns
-#: what the publish call returns; raises to fail the attempt.
+#: what the publish call returns; raises to fail the attempt. Called, it may refuse the
+#: connection at once (a ConfigError: the wrong family), before anything is written, so
+#: that the message is known unsent; the awaitable it returns writes.
 Send = Callable[[Connection, int | None], Awaitable[T]]
 
 
@@ -219,8 +221,11 @@ class RetryLoop:
         call.target = target
         conn = await self.pool.connection(topic, target)
         check_keyed_send(topic, target, call.shard_key, conn.is_redesign)
+        # refusals of this connection (a partition for an original nsqd, a command only
+        # the redesign has) come before anything is written: the message stays unsent
+        sending = send(conn, conn.partition_arg(target.partition))
         call.sent = True  # from here on the message may reach nsqd, and be stored
-        return await send(conn, conn.partition_arg(target.partition)), conn
+        return await sending, conn
 
     async def _register(self, call: PublishCall, line: TicketLine, route: int | HostPort) -> None:
         """Register a keyed call's ticket on its route once every earlier ticket of the

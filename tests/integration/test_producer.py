@@ -11,7 +11,7 @@ import pytest
 import nsqctl
 from nsqctl import admin
 from nsqctl.connection import Connection
-from nsqctl.errors import PartitionUnavailableError, PublishError
+from nsqctl.errors import ConfigError, PartitionUnavailableError, PublishError
 from nsqctl.producer import Producer, ProducerOptions
 from nsqctl.protocol import BadMessageError
 from nsqctl.protocol.raw_message import RawMessage
@@ -222,6 +222,32 @@ async def test_close_waits_for_batches_not_yet_started(original_cluster: cluster
     finally:
         publish.cancel()
         await producer.close()
+    assert _stored(original_cluster.nsqds[0].http_address, topic) == 0
+
+
+async def test_a_publish_refused_for_the_nsqd_family_is_known_unsent(
+    original_cluster: cluster.Cluster, redesign_cluster: cluster.Cluster
+) -> None:
+    """A publish the connected nsqd's family cannot take (a partition or a traced or ext
+    publish on the original NSQ, DPUB on the redesign) is refused before a byte is
+    written: its error says unsent, so a caller may publish it again elsewhere without
+    making a copy, and nothing is stored."""
+    topic = unique("familyrefused")
+    refusals: list[ConfigError] = []
+    async with Producer(nsqd_tcp=original_cluster.nsqd_tcp[:1]) as producer:
+        for publish in (
+            producer.publish(topic, b"x", partition=1),
+            producer.publish_traced(topic, b"x", 7),
+            producer.publish_ext(topic, b"x", {"k": "v"}),
+        ):
+            with pytest.raises(ConfigError, match="original NSQ server") as caught:
+                await publish
+            refusals.append(caught.value)
+    async with Producer(nsqd_tcp=redesign_cluster.nsqd_tcp[:1]) as producer:
+        with pytest.raises(ConfigError, match="no deferred publish") as caught:
+            await producer.publish_deferred(topic, b"x", 1.0)
+        refusals.append(caught.value)
+    assert [err.unsent for err in refusals] == [True] * 4
     assert _stored(original_cluster.nsqds[0].http_address, topic) == 0
 
 
