@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -169,16 +169,10 @@ class Producer:
         check_body(body)
         delay_ms = _delay_ms(delay)
 
-        async def send(conn: Connection, part: int | None) -> None:
-            if conn.is_redesign:
-                raise ConfigError(
-                    f"nsqd {conn.address} is a redesign server, which has no deferred publish"
-                    " (DPUB): publish without a delay",
-                    setting="delay",
-                )
+        async def write(conn: Connection, part: int | None) -> None:
             await conn.request(p.dpub(topic, delay_ms, body), "dpub")
 
-        await self._publish(topic, None, None, send)
+        await self._publish(topic, None, None, _checked(_refuse_redesign_dpub, write))
 
     async def publish_traced(
         self,
@@ -242,8 +236,7 @@ class Producer:
     ) -> Send[Receipt]:
         """A traced publish's send: the receipt goes to ``on_receipt`` as the OK comes."""
 
-        async def send(conn: Connection, part: int | None) -> Receipt:
-            _require_redesign(conn, "traced publish")
+        async def write(conn: Connection, part: int | None) -> Receipt:
             reply = parse_traced_reply(await conn.request(*command(part)))
             receipt = Receipt(
                 topic, part, str(conn.address), *reply, count=len(trace_ids), trace_ids=trace_ids
@@ -252,7 +245,7 @@ class Producer:
                 self.on_receipt(receipt)
             return receipt
 
-        return send
+        return _checked(functools.partial(_require_redesign, what="traced publish"), write)
 
     async def publish_ext(
         self,
@@ -270,8 +263,7 @@ class Producer:
                 f"ext must be a dict (the JSON header), got {type(ext).__name__}", setting="ext"
             )
 
-        async def send(conn: Connection, part: int | None) -> Receipt | None:
-            _require_redesign(conn, "ext publish")
+        async def write(conn: Connection, part: int | None) -> Receipt | None:
             reply = p.parse_pub_reply(
                 await conn.request(p.pub_ext(topic, ext, body, part), "pub_ext")
             )
@@ -279,6 +271,7 @@ class Producer:
                 return None
             return Receipt(topic, part, str(conn.address), *reply)
 
+        send = _checked(functools.partial(_require_redesign, what="ext publish"), write)
         return await self._publish(topic, partition, shard_key, send)
 
     async def _publish(
@@ -420,6 +413,26 @@ def _delay_ms(delay: float) -> int:
     if delay < 0:
         raise ConfigError(f"bad delay {delay!r}: a delay is >= 0 seconds", setting="delay")
     return round(delay * 1000)
+
+
+def _checked(check: Callable[[Connection], None], write: Send[T]) -> Send[T]:
+    """A send that refuses a connection of the wrong family when called, before anything
+    is written, so that the refused message is known unsent (see :data:`Send`)."""
+
+    def send(conn: Connection, part: int | None) -> Awaitable[T]:
+        check(conn)
+        return write(conn, part)
+
+    return send
+
+
+def _refuse_redesign_dpub(conn: Connection) -> None:
+    if conn.is_redesign:
+        raise ConfigError(
+            f"nsqd {conn.address} is a redesign server, which has no deferred publish"
+            " (DPUB): publish without a delay",
+            setting="delay",
+        )
 
 
 def _require_redesign(conn: Connection, what: str) -> None:

@@ -53,7 +53,9 @@ log = logging.getLogger("nsqctl.producer")
 T = TypeVar("T")
 
 #: Sends one command on a connection (with the partition argument it takes) and returns
-#: what the publish call returns; raises to fail the attempt.
+#: what the publish call returns; raises to fail the attempt. Called, it may refuse the
+#: connection at once (a ConfigError: the wrong family), before anything is written, so
+#: that the message is known unsent; the awaitable it returns writes.
 Send = Callable[[Connection, int | None], Awaitable[T]]
 
 
@@ -73,6 +75,7 @@ class PublishCall:
     target: Target | None = None  # where the last attempt went
     refused: list[str] = field(default_factory=list)  # given nsqds that do not lead it
     sent: bool = False  # an attempt handed the message to a connection
+    counted: bool = False  # counted among the loop's running calls until ended
 
 
 class RetryLoop:
@@ -95,8 +98,9 @@ class RetryLoop:
         self._written: set[str] = set()  # topics that took a publish: failover rides
         self._tickets: dict[str, TicketLine] = {}
         self._routes: dict[tuple[str, int | HostPort], RouteOrder] = {}
-        # Calls running now, and what close() sets: a call waiting to retry then gives up
-        # at once instead of retrying on a closed producer (see close).
+        # Calls begun and not yet ended (a batch's call counts before its task starts,
+        # so close() waits for it too), and what close() sets: a call waiting to retry
+        # then gives up at once instead of retrying on a closed producer (see close).
         self._running = 0
         self._idle = asyncio.Event()
         self._closing = asyncio.Event()
@@ -104,7 +108,8 @@ class RetryLoop:
     async def close(self) -> None:
         """No more retries: a call waiting for its next attempt fails now (a PublishError
         saying the producer closed, its last failure chained), an attempt in progress
-        ends as it ends (its OK, or its error). Returns when no call runs any more, so
+        ends as it ends (its OK, or its error), and a call begun but not yet run fails
+        at its start without connecting. Returns when every call begun has ended, so
         none connects or publishes after the producer closed."""
         self._closing.set()
         if self._running:
@@ -125,6 +130,10 @@ class RetryLoop:
         if partition is not None or shard_key is not None:
             call.line = self._tickets.setdefault(topic, TicketLine())
             call.ticket = call.line.take()
+        # Counted here, not when it runs: a call whose task has not started yet must
+        # still hold close() until it ends.
+        call.counted = True
+        self._running += 1
         return call
 
     def end(self, call: PublishCall) -> None:
@@ -134,12 +143,22 @@ class RetryLoop:
             call.line.passed(call.ticket)  # no-op once registered
         if call.order is not None:
             call.order.settle(call.ticket)
+        if call.counted:  # end() is reached more than once (run, then a done callback)
+            call.counted = False
+            self._running -= 1
+            if not self._running:
+                self._idle.set()
 
     async def run(self, call: PublishCall, send: Send[T]) -> T:
         """Publish with ``send`` until OK; raise the error that ends it."""
         topic = call.topic
-        self._running += 1
         try:
+            if self._closing.is_set():
+                # begun before close() but run after it (a batch task not yet started)
+                raise PublishError(
+                    f"the producer was closed before the publish to topic {topic!r} was "
+                    "sent: nothing was sent"
+                )
             while True:
                 try:
                     result, conn = await self._attempt(call, send)
@@ -179,9 +198,6 @@ class RetryLoop:
             raise
         finally:
             self.end(call)
-            self._running -= 1
-            if not self._running:
-                self._idle.set()
 
     async def _attempt(self, call: PublishCall, send: Send[T]) -> tuple[T, Connection]:
         topic = call.topic
@@ -205,8 +221,11 @@ class RetryLoop:
         call.target = target
         conn = await self.pool.connection(topic, target)
         check_keyed_send(topic, target, call.shard_key, conn.is_redesign)
+        # refusals of this connection (a partition for an original nsqd, a command only
+        # the redesign has) come before anything is written: the message stays unsent
+        sending = send(conn, conn.partition_arg(target.partition))
         call.sent = True  # from here on the message may reach nsqd, and be stored
-        return await send(conn, conn.partition_arg(target.partition)), conn
+        return await sending, conn
 
     async def _register(self, call: PublishCall, line: TicketLine, route: int | HostPort) -> None:
         """Register a keyed call's ticket on its route once every earlier ticket of the

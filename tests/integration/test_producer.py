@@ -11,7 +11,7 @@ import pytest
 import nsqctl
 from nsqctl import admin
 from nsqctl.connection import Connection
-from nsqctl.errors import PartitionUnavailableError, PublishError
+from nsqctl.errors import ConfigError, PartitionUnavailableError, PublishError
 from nsqctl.producer import Producer, ProducerOptions
 from nsqctl.protocol import BadMessageError
 from nsqctl.protocol.raw_message import RawMessage
@@ -202,6 +202,53 @@ async def test_close_ends_a_publish_waiting_to_retry(original_cluster: cluster.C
     finally:
         keyed.cancel()
     assert isinstance(caught.value.__cause__, nsqctl.ConnectError)
+
+
+async def test_close_waits_for_batches_not_yet_started(original_cluster: cluster.Cluster) -> None:
+    """close() called in the same loop turn as a publish_many split into batches, before
+    any batch task ran: close() returns only once the batches have ended, and they fail
+    saying the producer closed, without connecting: nothing is stored after the close."""
+    topic = unique("closebatch")
+    producer = Producer(
+        nsqd_tcp=original_cluster.nsqd_tcp[:1], options=ProducerOptions(max_body_size=64)
+    )
+    bodies = [b"x" * 20 for _ in range(12)]  # several MPUB batches under 64 bytes
+    publish = asyncio.create_task(producer.publish_many(topic, bodies))
+    try:
+        await asyncio.create_task(producer.close())
+        assert publish.done(), "close() returned while a batch could still publish"
+        with pytest.raises(PublishError, match="closed before the publish"):
+            await publish
+    finally:
+        publish.cancel()
+        await producer.close()
+    assert _stored(original_cluster.nsqds[0].http_address, topic) == 0
+
+
+async def test_a_publish_refused_for_the_nsqd_family_is_known_unsent(
+    original_cluster: cluster.Cluster, redesign_cluster: cluster.Cluster
+) -> None:
+    """A publish the connected nsqd's family cannot take (a partition or a traced or ext
+    publish on the original NSQ, DPUB on the redesign) is refused before a byte is
+    written: its error says unsent, so a caller may publish it again elsewhere without
+    making a copy, and nothing is stored."""
+    topic = unique("familyrefused")
+    refusals: list[ConfigError] = []
+    async with Producer(nsqd_tcp=original_cluster.nsqd_tcp[:1]) as producer:
+        for publish in (
+            producer.publish(topic, b"x", partition=1),
+            producer.publish_traced(topic, b"x", 7),
+            producer.publish_ext(topic, b"x", {"k": "v"}),
+        ):
+            with pytest.raises(ConfigError, match="original NSQ server") as caught:
+                await publish
+            refusals.append(caught.value)
+    async with Producer(nsqd_tcp=redesign_cluster.nsqd_tcp[:1]) as producer:
+        with pytest.raises(ConfigError, match="no deferred publish") as caught:
+            await producer.publish_deferred(topic, b"x", 1.0)
+        refusals.append(caught.value)
+    assert [err.unsent for err in refusals] == [True] * 4
+    assert _stored(original_cluster.nsqds[0].http_address, topic) == 0
 
 
 async def test_nsqd_killed_and_restarted_mid_publish(start_cluster: StartCluster) -> None:

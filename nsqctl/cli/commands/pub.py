@@ -354,11 +354,16 @@ def _text(error: BaseException | None) -> str | None:
     return None if error is None else str(error)
 
 
-def _unanswered(ledger: LineLedger, lines: list[Span], error: BaseException | None) -> None:
-    """A launched batch got no OK: the library refuses bad input (ConfigError) before it
-    writes anything, and says when no attempt wrote it (``NsqctlError.unsent``), so those
-    lines were never sent; otherwise they may have been."""
-    if isinstance(error, ConfigError) or (isinstance(error, NsqctlError) and error.unsent):
+def unanswered(ledger: LineLedger, lines: list[Span], error: BaseException | None) -> None:
+    """Lines launched that got no OK, in the ledger: never sent when the library says no
+    attempt wrote them (``NsqctlError.unsent``), or, when it says nothing, when it
+    refused them as bad input (a ConfigError raised before anything was written);
+    otherwise they may have been stored. A ConfigError that ends a publish after an
+    attempt wrote it (no given nsqd leads the partition, the first one's connection
+    lost before its OK) says unsent=False: calling that "not sent" would invite a
+    duplicate."""
+    unsent = error.unsent if isinstance(error, NsqctlError) else None
+    if unsent is True or (unsent is None and isinstance(error, ConfigError)):
         ledger.not_sent(lines)
     else:
         ledger.not_confirmed(lines)
@@ -389,7 +394,7 @@ class _Window:
             if error is None:
                 self.result.published += count
                 continue
-            _unanswered(self.result.lines, lines, error)
+            unanswered(self.result.lines, lines, error)
             if failure is None:
                 failure = error
         if failure is not None:
@@ -414,7 +419,7 @@ class _Window:
             else:
                 unconfirmed += count
                 error = None if task.cancelled() else task.exception()
-                _unanswered(self.result.lines, lines, error)
+                unanswered(self.result.lines, lines, error)
         self.tasks.clear()
         return unconfirmed
 
@@ -725,10 +730,7 @@ def _one_by_one(publish: Callable[[bytes], Awaitable[object]], result: PubResult
                 spans_of(chunk.cut(done, done + 1)),
                 spans_of(chunk.cut(done + 1, len(chunk))),
             )
-            if isinstance(err, NsqctlError) and err.unsent:
-                result.lines.not_sent(failed)
-            else:
-                result.lines.not_confirmed(failed)
+            unanswered(result.lines, failed, err)
             result.lines.not_sent(after)
             raise
 
