@@ -111,13 +111,16 @@ END_OF_STREAM: Any = _EndOfStream()
 class _HeldRequeue:
     """An ordered requeue the consumer holds for its delay (see
     :meth:`DeliveryPath.requeue_message`): TOUCHed at half its message timeout until
-    ``release_at`` (the loop's clock), so nsqd neither times it out nor sends it again."""
+    ``release_at`` (the loop's clock), so nsqd neither times it out nor sends it again.
+
+    ``conn`` is None while the connection it was held on is gone: nsqd sends the message
+    again on the next connection, and that copy is held for what is left of the delay."""
 
     __slots__ = ("conn", "key", "partition", "release_at", "timer", "touch_every")
 
     def __init__(
         self,
-        conn: Connection,
+        conn: Connection | None,
         partition: int | None,
         key: tuple[int | None, int | None],
         release_at: float,
@@ -240,11 +243,19 @@ class DeliveryPath:
 
     def remove(self, conn: Connection) -> None:
         self._deliveries.pop(id(conn), None)
-        for msg_id, held in list(self._held.items()):
-            if held.conn is conn:  # nsqd gives back what a closed connection held
+        for msg_id, held in self._held.items():
+            if held.conn is conn:
+                # nsqd gives back what a closed connection held and sends it again (same
+                # id, offset and internal id) on the next one; the delay still owed holds
+                # that copy (see _ordered_arrivals). Kept until the delay is over: a copy
+                # arriving after it is handled as a fresh message.
+                held.conn = None
                 if held.timer is not None:
                     held.timer.cancel()
-                del self._held[msg_id]
+                left = max(0.0, held.release_at - asyncio.get_running_loop().time())
+                held.timer = asyncio.get_running_loop().call_later(
+                    left, self._release_requeue, msg_id
+                )
 
     @property
     def in_flight(self) -> int:
@@ -346,6 +357,14 @@ class DeliveryPath:
             if key == pending.get(partition):
                 self.stats.redelivered += 1
                 self._settle(conn, 1)
+                held = self._held.get(raw.id)
+                if held is not None and held.conn is None and held.key == key:
+                    # the resend of a requeue held on a connection since closed: held
+                    # here for the rest of its delay, then given back on this connection
+                    held.conn = conn
+                    if held.timer is not None:
+                        held.timer.cancel()
+                    self._hold(raw.id, held)
                 continue
             if key == self._fin_marks.get(partition):
                 msg = Message(raw, via, now, self._backoff.epoch)
@@ -576,7 +595,7 @@ class DeliveryPath:
         held = self._held.get(msg_id)
         if held is None:
             return
-        if held.conn.is_open:
+        if held.conn is not None and held.conn.is_open:
             held.conn.touch(msg_id)
             self.stats.touched += 1
         self._hold(msg_id, held)
@@ -591,7 +610,7 @@ class DeliveryPath:
             held.timer.cancel()
         if self._ordered_pending.get(held.partition) == held.key:
             del self._ordered_pending[held.partition]
-        if held.conn.is_open:
+        if held.conn is not None and held.conn.is_open:
             held.conn.req(msg_id, 0)
 
     def _settle(self, conn: Connection, count: int) -> None:

@@ -54,6 +54,7 @@ class FakeConn:
         self.local_address = "127.0.0.1:50000"
         self.fins: list[list[bytes]] = []
         self.reqs: list[tuple[bytes, int]] = []
+        self.touches: list[bytes] = []
         self.rdys: list[int] = []
         self.subscribed: tuple[str, str, int | None] | None = None
         self.subscribe_error: BaseException | None = None
@@ -67,6 +68,9 @@ class FakeConn:
 
     def rdy(self, count: int) -> None:
         self.rdys.append(count)
+
+    def touch(self, msg_id: bytes) -> None:
+        self.touches.append(msg_id)
 
     async def subscribe(
         self, topic: str, channel: str, partition: int | None = None, **_: object
@@ -464,6 +468,37 @@ async def test_ordered_second_copy_of_a_message_in_hand_is_dropped() -> None:
     path.on_messages(conn, [raw(1, offset=0)])  # after the FIN: FINed again, not handled
     assert len(kept) == 1 and stats.redelivered == 2
     assert fake.fins == [[raw(1).id], [raw(1).id]]
+
+
+async def test_an_ordered_requeue_held_on_a_lost_connection_is_held_again_when_resent() -> None:
+    # youzan ignores an ordered REQ's delay, so the consumer holds the requeue itself. The
+    # connection closes meanwhile (failover, nsqd restart): nsqd sends the message again
+    # on the next connection. That copy is held for the rest of the delay, given back
+    # there, and handled when it comes back; the partition then moves on.
+    handled: list[int] = []
+
+    def handle(msg: Message) -> None:
+        handled.append(msg.attempts)
+        if msg.attempts == 1:
+            msg.requeue(delay=0.3, backoff=False)
+
+    path, flow, _, stats = make_path(handle, ordered=True)
+    first, second = FakeConn("127.0.0.1:4150"), FakeConn("127.0.0.1:4151")
+    lost = connect(path, flow, first)
+    path.on_messages(lost, [raw(1, offset=100)])
+    assert first.reqs == [] and path.lane_mark(None) is None  # held, the partition waits
+    first.is_open = False
+    flow.remove_connection(lost, 0.0)
+    path.remove(lost)
+    conn = connect(path, flow, second)
+    path.on_messages(conn, [raw(1, attempts=2, offset=100)])  # the resend: still owed
+    assert handled == [1] and second.reqs == [] and stats.redelivered == 1
+    await wait_for(lambda: second.reqs == [(raw(1).id, 0)], 5, "the REQ 0 on the new connection")
+    path.on_messages(conn, [raw(1, attempts=3, offset=100)])
+    assert handled == [1, 3] and second.fins == [[raw(1).id]]
+    assert first.reqs == [] and path.lane_mark(None) == (100, 1)
+    path.on_messages(conn, [raw(2, attempts=2, offset=101)])  # the partition continues
+    assert handled == [1, 3, 2] and second.fins[-1] == [raw(2).id]
 
 
 # -- flow control ---------------------------------------------------------------------------
