@@ -32,11 +32,11 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from nsqctl.consumer.handlers import (
-    DEFAULT_MSG_TIMEOUT_MS,
     Handler,
     HandlerRunner,
     cancelled_from_outside,
     is_async_handler,
+    touch_schedule,
 )
 from nsqctl.consumer.order import OrderViolation
 from nsqctl.message import Delivery, Message
@@ -110,13 +110,14 @@ END_OF_STREAM: Any = _EndOfStream()
 
 class _HeldRequeue:
     """An ordered requeue the consumer holds for its delay (see
-    :meth:`DeliveryPath.requeue_message`): TOUCHed at half its message timeout until
+    :meth:`DeliveryPath.requeue_message`): TOUCHed at ``touch_at`` and every
+    ``touch_every`` after (half its message timeout, from its arrival) until
     ``release_at`` (the loop's clock), so nsqd neither times it out nor sends it again.
 
     ``conn`` is None while the connection it was held on is gone: nsqd sends the message
     again on the next connection, and that copy is held for what is left of the delay."""
 
-    __slots__ = ("conn", "key", "partition", "release_at", "timer", "touch_every")
+    __slots__ = ("conn", "key", "partition", "release_at", "timer", "touch_at", "touch_every")
 
     def __init__(
         self,
@@ -124,12 +125,14 @@ class _HeldRequeue:
         partition: int | None,
         key: tuple[int | None, int | None],
         release_at: float,
+        touch_at: float,
         touch_every: float,
     ) -> None:
         self.conn = conn
         self.partition = partition
         self.key = key  # the message's (offset, internal id)
         self.release_at = release_at
+        self.touch_at = touch_at
         self.touch_every = touch_every
         self.timer: asyncio.TimerHandle | None = None
 
@@ -362,6 +365,7 @@ class DeliveryPath:
                     # the resend of a requeue held on a connection since closed: held
                     # here for the rest of its delay, then given back on this connection
                     held.conn = conn
+                    held.touch_at, held.touch_every = touch_schedule(conn, now)
                     if held.timer is not None:
                         held.timer.cancel()
                     self._hold(raw.id, held)
@@ -561,13 +565,11 @@ class DeliveryPath:
         partition = msg.delivery.partition
         if self._ordered and delay_ms and conn.is_open and not self._closing:
             raw = msg.raw
-            timeout_ms = (conn.identify.msg_timeout if conn.identify else 0) or (
-                DEFAULT_MSG_TIMEOUT_MS
-            )
             release_at = asyncio.get_running_loop().time() + delay_ms / 1000.0
-            held = _HeldRequeue(
-                conn, partition, (raw.offset, raw.internal_id), release_at, timeout_ms / 2000.0
-            )
+            # the first TOUCH counts from the arrival: the handler's time is nsqd's too
+            touch_at, touch_every = touch_schedule(conn, msg.received_at)
+            key = (raw.offset, raw.internal_id)
+            held = _HeldRequeue(conn, partition, key, release_at, touch_at, touch_every)
             self._held[raw.id] = held
             self._hold(raw.id, held)
         else:
@@ -583,13 +585,12 @@ class DeliveryPath:
         its timeout would otherwise have nsqd time it out and send it again and again,
         each time one more attempt)."""
         loop = asyncio.get_running_loop()
-        left = held.release_at - loop.time()
-        if left <= 0:
+        if held.release_at <= loop.time():
             self._release_requeue(msg_id)
-        elif left <= held.touch_every:
-            held.timer = loop.call_later(left, self._release_requeue, msg_id)
+        elif held.release_at <= held.touch_at:
+            held.timer = loop.call_at(held.release_at, self._release_requeue, msg_id)
         else:
-            held.timer = loop.call_later(held.touch_every, self._touch_held, msg_id)
+            held.timer = loop.call_at(held.touch_at, self._touch_held, msg_id)
 
     def _touch_held(self, msg_id: bytes) -> None:
         held = self._held.get(msg_id)
@@ -598,6 +599,7 @@ class DeliveryPath:
         if held.conn is not None and held.conn.is_open:
             held.conn.touch(msg_id)
             self.stats.touched += 1
+        held.touch_at = asyncio.get_running_loop().time() + held.touch_every
         self._hold(msg_id, held)
 
     def _release_requeue(self, msg_id: bytes) -> None:

@@ -501,6 +501,23 @@ async def test_an_ordered_requeue_held_on_a_lost_connection_is_held_again_when_r
     assert handled == [1, 3, 2] and second.fins[-1] == [raw(2).id]
 
 
+async def test_a_held_requeue_is_first_touched_half_a_timeout_from_its_arrival() -> None:
+    # nsqd's timeout runs from when it sent the message: a handler that had it past half
+    # of it (31 s of nsqd's default 60 s here) has the held requeue TOUCHed at once, not
+    # half a timeout after the requeue, by when nsqd would have timed it out.
+    def handle(msg: Message) -> None:
+        msg.received_at -= 31.0
+        msg.requeue(delay=300.0, backoff=False)
+
+    path, flow, _, stats = make_path(handle, ordered=True)
+    fake = FakeConn()
+    path.on_messages(connect(path, flow, fake), [raw(1, offset=100)])
+    await wait_for(lambda: fake.touches == [raw(1).id], 5, "a TOUCH of the held message")
+    assert fake.reqs == [] and stats.touched == 1
+    path.close()
+    assert fake.reqs == [(raw(1).id, 0)]  # closing gives it back
+
+
 # -- flow control ---------------------------------------------------------------------------
 
 
