@@ -289,10 +289,11 @@ class Consumer:
         started = asyncio.get_running_loop().time()
         first = asyncio.create_task(self._follow(topo), name="nsq-connect")
         self._tasks.append(first)  # close() cancels it if it is still connecting
-        if limit is None:
-            await asyncio.wait({first})
-        else:
-            await asyncio.wait({first}, timeout=limit)
+        try:
+            await asyncio.wait({first}, timeout=limit)  # None: no limit
+        except asyncio.CancelledError:  # start() itself cancelled: so is its connect step
+            first.cancel()
+            raise
         if self._stopping:
             return
         if first.done():

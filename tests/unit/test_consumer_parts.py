@@ -807,10 +807,12 @@ class StuckDialConsumer(Consumer):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.dial_began = asyncio.Event()
         self.cleanup_began = asyncio.Event()
         self.cleanup_cut = False
 
     async def _dial(self, address: HostPort, on_error: Any, on_close: Any) -> Connection:
+        self.dial_began.set()
         try:
             await asyncio.Event().wait()
         except asyncio.CancelledError:
@@ -845,6 +847,24 @@ async def test_close_abandons_a_background_task_stuck_after_its_cancel(
     warnings = [r.getMessage() for r in caplog.records if "abandoned" in r.getMessage()]
     assert len(warnings) == 1 and "nsq-connect" in warnings[0], warnings
     assert "nsq-flow" not in warnings[0]  # a task that stopped on its cancel is not named
+
+
+async def test_cancelling_start_without_a_connect_timeout_cancels_its_connect() -> None:
+    """A service cancelling its own start (its startup timed out) stops the connect under
+    way, with no connect timeout as with one: nothing keeps connecting behind it."""
+    consumer = StuckDialConsumer(
+        "t", "c", lambda msg: None, nsqd_tcp=NSQD, options=ConsumerOptions(connect_timeout=None)
+    )
+    start = asyncio.create_task(consumer.start())
+    async with asyncio.timeout(20):  # a hang guard for close(), which abandons the cleanup
+        try:
+            await consumer.dial_began.wait()
+            start.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await start
+            await wait_for(consumer.cleanup_began.is_set, 5.0, "the connect to be cancelled")
+        finally:
+            await consumer.close()
 
 
 # -- leader watch ---------------------------------------------------------------------------
