@@ -210,9 +210,17 @@ class Consumer:
         """Read what ``topo`` lists; a partition it counts but names no leader for (every
         nsqd holding it down, or none elected yet) waits for one as a lost partition does:
         noted while waiting, given up on after the failover window, never silently unread."""
-        # only a lookup that lists partitions: one that lists none (the topic nowhere yet,
-        # or nsqds that name no partition) has nothing to say about which are missing
-        if not topo.stale and topo.partitions:
+        # Not a lookup that lists producers but no partition (nsqds that name none: they
+        # are read as they are) nor one without a meta (the topic nowhere yet). One with a
+        # meta and neither (youzan's answer when every partition is leaderless) marks them
+        # all as waiting.
+        meta = topo.meta
+        if (
+            not topo.stale
+            and meta is not None
+            and meta.valid
+            and (topo.partitions or not topo.producers)
+        ):
             read = self.options.partitions
             connected = {part for _address, part in self._connections.connections}
             now = time.monotonic()
@@ -281,10 +289,11 @@ class Consumer:
         started = asyncio.get_running_loop().time()
         first = asyncio.create_task(self._follow(topo), name="nsq-connect")
         self._tasks.append(first)  # close() cancels it if it is still connecting
-        if limit is None:
-            await asyncio.wait({first})
-        else:
-            await asyncio.wait({first}, timeout=limit)
+        try:
+            await asyncio.wait({first}, timeout=limit)  # None: no limit
+        except asyncio.CancelledError:  # start() itself cancelled: so is its connect step
+            first.cancel()
+            raise
         if self._stopping:
             return
         if first.done():

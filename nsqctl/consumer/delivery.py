@@ -32,11 +32,11 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from nsqctl.consumer.handlers import (
-    DEFAULT_MSG_TIMEOUT_MS,
     Handler,
     HandlerRunner,
     cancelled_from_outside,
     is_async_handler,
+    touch_schedule,
 )
 from nsqctl.consumer.order import OrderViolation
 from nsqctl.message import Delivery, Message
@@ -110,23 +110,29 @@ END_OF_STREAM: Any = _EndOfStream()
 
 class _HeldRequeue:
     """An ordered requeue the consumer holds for its delay (see
-    :meth:`DeliveryPath.requeue_message`): TOUCHed at half its message timeout until
-    ``release_at`` (the loop's clock), so nsqd neither times it out nor sends it again."""
+    :meth:`DeliveryPath.requeue_message`): TOUCHed at ``touch_at`` and every
+    ``touch_every`` after (half its message timeout, from its arrival) until
+    ``release_at`` (the loop's clock), so nsqd neither times it out nor sends it again.
 
-    __slots__ = ("conn", "key", "partition", "release_at", "timer", "touch_every")
+    ``conn`` is None while the connection it was held on is gone: nsqd sends the message
+    again on the next connection, and that copy is held for what is left of the delay."""
+
+    __slots__ = ("conn", "key", "partition", "release_at", "timer", "touch_at", "touch_every")
 
     def __init__(
         self,
-        conn: Connection,
+        conn: Connection | None,
         partition: int | None,
         key: tuple[int | None, int | None],
         release_at: float,
+        touch_at: float,
         touch_every: float,
     ) -> None:
         self.conn = conn
         self.partition = partition
         self.key = key  # the message's (offset, internal id)
         self.release_at = release_at
+        self.touch_at = touch_at
         self.touch_every = touch_every
         self.timer: asyncio.TimerHandle | None = None
 
@@ -240,11 +246,19 @@ class DeliveryPath:
 
     def remove(self, conn: Connection) -> None:
         self._deliveries.pop(id(conn), None)
-        for msg_id, held in list(self._held.items()):
-            if held.conn is conn:  # nsqd gives back what a closed connection held
+        for msg_id, held in self._held.items():
+            if held.conn is conn:
+                # nsqd gives back what a closed connection held and sends it again (same
+                # id, offset and internal id) on the next one; the delay still owed holds
+                # that copy (see _ordered_arrivals). Kept until the delay is over: a copy
+                # arriving after it is handled as a fresh message.
+                held.conn = None
                 if held.timer is not None:
                     held.timer.cancel()
-                del self._held[msg_id]
+                left = max(0.0, held.release_at - asyncio.get_running_loop().time())
+                held.timer = asyncio.get_running_loop().call_later(
+                    left, self._release_requeue, msg_id
+                )
 
     @property
     def in_flight(self) -> int:
@@ -346,6 +360,15 @@ class DeliveryPath:
             if key == pending.get(partition):
                 self.stats.redelivered += 1
                 self._settle(conn, 1)
+                held = self._held.get(raw.id)
+                if held is not None and held.conn is None and held.key == key:
+                    # the resend of a requeue held on a connection since closed: held
+                    # here for the rest of its delay, then given back on this connection
+                    held.conn = conn
+                    held.touch_at, held.touch_every = touch_schedule(conn, now)
+                    if held.timer is not None:
+                        held.timer.cancel()
+                    self._hold(raw.id, held)
                 continue
             if key == self._fin_marks.get(partition):
                 msg = Message(raw, via, now, self._backoff.epoch)
@@ -542,13 +565,11 @@ class DeliveryPath:
         partition = msg.delivery.partition
         if self._ordered and delay_ms and conn.is_open and not self._closing:
             raw = msg.raw
-            timeout_ms = (conn.identify.msg_timeout if conn.identify else 0) or (
-                DEFAULT_MSG_TIMEOUT_MS
-            )
             release_at = asyncio.get_running_loop().time() + delay_ms / 1000.0
-            held = _HeldRequeue(
-                conn, partition, (raw.offset, raw.internal_id), release_at, timeout_ms / 2000.0
-            )
+            # the first TOUCH counts from the arrival: the handler's time is nsqd's too
+            touch_at, touch_every = touch_schedule(conn, msg.received_at)
+            key = (raw.offset, raw.internal_id)
+            held = _HeldRequeue(conn, partition, key, release_at, touch_at, touch_every)
             self._held[raw.id] = held
             self._hold(raw.id, held)
         else:
@@ -564,21 +585,21 @@ class DeliveryPath:
         its timeout would otherwise have nsqd time it out and send it again and again,
         each time one more attempt)."""
         loop = asyncio.get_running_loop()
-        left = held.release_at - loop.time()
-        if left <= 0:
+        if held.release_at <= loop.time():
             self._release_requeue(msg_id)
-        elif left <= held.touch_every:
-            held.timer = loop.call_later(left, self._release_requeue, msg_id)
+        elif held.release_at <= held.touch_at:
+            held.timer = loop.call_at(held.release_at, self._release_requeue, msg_id)
         else:
-            held.timer = loop.call_later(held.touch_every, self._touch_held, msg_id)
+            held.timer = loop.call_at(held.touch_at, self._touch_held, msg_id)
 
     def _touch_held(self, msg_id: bytes) -> None:
         held = self._held.get(msg_id)
         if held is None:
             return
-        if held.conn.is_open:
+        if held.conn is not None and held.conn.is_open:
             held.conn.touch(msg_id)
             self.stats.touched += 1
+        held.touch_at = asyncio.get_running_loop().time() + held.touch_every
         self._hold(msg_id, held)
 
     def _release_requeue(self, msg_id: bytes) -> None:
@@ -591,7 +612,7 @@ class DeliveryPath:
             held.timer.cancel()
         if self._ordered_pending.get(held.partition) == held.key:
             del self._ordered_pending[held.partition]
-        if held.conn.is_open:
+        if held.conn is not None and held.conn.is_open:
             held.conn.req(msg_id, 0)
 
     def _settle(self, conn: Connection, count: int) -> None:

@@ -26,6 +26,7 @@ from nsqctl.errors import ConfigError
 from nsqctl.message import Message
 
 if TYPE_CHECKING:
+    from nsqctl.connection import Connection
     from nsqctl.consumer.options import ConsumerOptions
     from nsqctl.consumer.stats import ConsumerStats
 
@@ -34,6 +35,21 @@ Handler = Callable[[Message], Awaitable[Any] | Any]
 #: nsqd's default message timeout (``--msg-timeout``), for a connection whose IDENTIFY
 #: answer did not say the negotiated one.
 DEFAULT_MSG_TIMEOUT_MS = 60_000
+
+
+def touch_schedule(conn: Connection, received_at: float) -> tuple[float, float]:
+    """When to TOUCH a message of ``conn`` first (on the running loop's clock) and how
+    often after: at half of nsqd's timeout for it (the connection's, or nsqd's default
+    when IDENTIFY did not say), counted from when it arrived (``received_at``, on
+    ``time.monotonic()``), since nsqd's timeout runs from when it sent the message, not
+    from when the consumer got round to it."""
+    identify = conn.identify
+    timeout_ms = (identify.msg_timeout if identify is not None else 0) or DEFAULT_MSG_TIMEOUT_MS
+    interval = timeout_ms / 2000.0
+    # only the time since the arrival is carried over to the loop's clock, so the two
+    # clocks need not be the same
+    elapsed = max(0.0, time.monotonic() - received_at)
+    return asyncio.get_running_loop().time() + max(0.0, interval - elapsed), interval
 
 
 def cancelled_from_outside() -> bool:
@@ -197,19 +213,10 @@ class HandlerRunner:
             msg.finish()
 
     def _touch_from_arrival(self, msg: Message) -> AutoTouch:
-        """nsqd's timeout for a message runs from when it sent it (about when it arrived,
-        ``received_at``), waiting for a slot included: touch at half of it, and every half
-        of it after."""
-        identify = msg.delivery.conn.identify
-        timeout_ms = (identify.msg_timeout if identify is not None else 0) or (
-            DEFAULT_MSG_TIMEOUT_MS
-        )
-        interval = timeout_ms / 2000.0
-        loop_now = asyncio.get_running_loop().time()
-        # received_at is on time.monotonic(): only the time since then is carried over to
-        # the loop's clock, so the two clocks need not be the same.
-        elapsed = max(0.0, time.monotonic() - msg.received_at)
-        return AutoTouch(msg, loop_now + max(0.0, interval - elapsed), interval, self._stats)
+        """Touches counted from the arrival: waiting for a slot is part of nsqd's
+        timeout."""
+        first, interval = touch_schedule(msg.delivery.conn, msg.received_at)
+        return AutoTouch(msg, first, interval, self._stats)
 
     def shutdown(self) -> None:
         if self._pool is not None:

@@ -10,7 +10,10 @@ partition nonexistent); ``stat TOPIC CHANNEL`` lists the channel's partition 1 a
 and says it has no leader; ``tail`` waits for partition 1's leader as it waits after a
 failover, saying so, and gives up after the failover window instead of waiting silently
 forever. Last, partition 2's nsqd is stopped (SIGSTOP) while nsqlookupd still lists it:
-``peek`` shows partition 0 and names both partitions it could not read.
+``peek`` shows partition 0 and names both partitions it could not read. After that, the
+nsqd holding a second, one-partition topic is killed too (if it was not the first): a
+consumer of that topic, which nsqlookupd then lists with no partition and no producer,
+gives up after its failover window.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from functools import partial
 
 import pytest
 
+from nsqctl.consumer import Consumer, ConsumerOptions
+from nsqctl.errors import FailoverTimeoutError
 from nsqctl.producer import Producer
 from nsqctl.servers import process
 from nsqctl.servers.cluster import Cluster
@@ -41,6 +46,7 @@ PER_PARTITION = 3
 class Split:
     c: Cluster
     topic: str  # 3 partitions, 1 replica: partition 1 has no live copy
+    whole: str  # 1 partition, 1 replica: leaderless in the last test
 
     @property
     def lookupd(self) -> list[str]:
@@ -62,12 +68,13 @@ def _only_partition_0_led(s: Split) -> bool:
 @pytest.fixture(scope="module")
 def split(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Split]:
     for c in running_cluster("redesign", tmp_path_factory.mktemp("reads"), nsqd=3):
-        topic = unique("split-reads")
-        asyncio.run(create_topics(c.lookupd_http, {topic: TopicSpec(partitions=3)}))
+        topic, whole = unique("split-reads"), unique("unled")
+        specs = {topic: TopicSpec(partitions=3), whole: TopicSpec(partitions=1)}
+        asyncio.run(create_topics(c.lookupd_http, specs))
         asyncio.run(_fill(c, topic))
         victim_http = leader_stats(c, topic)[1].node
         process.kill_hard(next(n for n in c.nsqds if n.http_address == victim_http))
-        s = Split(c, topic)
+        s = Split(c, topic, whole)
         eventually(partial(_only_partition_0_led, s), 60, "the lookup to drop leader 1")
         yield s
 
@@ -137,3 +144,37 @@ async def test_peek_names_a_partition_whose_leader_does_not_answer(split: Split)
         f"{s.topic} partition 2 not read: its leader did not answer" in w and hung.http_address in w
         for w in warnings
     ), warnings
+
+
+def _unled(s: Split) -> bool:
+    info = json.loads(ok("lookup", s.whole, "--json", *s.lookupd).stdout)
+    return all(p["leader_http"] is None for p in info["partitions"])
+
+
+async def _consume_until_it_fails(s: Split) -> Consumer:
+    options = ConsumerOptions(failover_window=3.0)
+    consumer = Consumer(
+        s.whole, "c", lambda msg: None, lookupd_http=s.c.lookupd_http, options=options
+    )
+    try:
+        async with asyncio.timeout(30):  # far beyond the window: the wait that never ends
+            with pytest.raises(FailoverTimeoutError):
+                await consumer.run_forever()
+    finally:
+        await consumer.close()
+    return consumer
+
+
+def test_a_consumer_of_a_topic_with_no_leader_at_all_gives_up_after_the_failover_window(
+    split: Split,
+) -> None:
+    """Every partition leaderless: youzan's nsqlookupd answers with the topic's meta and
+    neither partitions nor producers. The consumer waits for a leader as after a failover
+    and gives up after the window, rather than wait silently forever. Kills a node: last."""
+    s = split
+    for held in leader_stats(s.c, s.whole).values():  # none if the node killed first held it
+        process.kill_hard(next(n for n in s.c.nsqds if n.http_address == held.node))
+    eventually(partial(_unled, s), 60, f"the lookup to drop {s.whole}'s leader")
+    consumer = asyncio.run(_consume_until_it_fails(s))
+    assert isinstance(consumer.error, FailoverTimeoutError)
+    assert "no leader for" in str(consumer.error), consumer.error

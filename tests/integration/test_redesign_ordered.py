@@ -16,7 +16,8 @@ from nsqctl.connection import ConnectionConfig
 from nsqctl.consumer import Consumer, ConsumerOptions, OrderViolation
 from nsqctl.message import Message
 from nsqctl.producer import Producer
-from nsqctl.servers import cluster
+from nsqctl.servers import cluster, process
+from tests.conftest import StartCluster
 from tests.helpers.cli import NSQCTL, clean_env, cli
 from tests.helpers.names import unique
 from tests.helpers.redesign import TopicSpec, create_topics
@@ -295,6 +296,46 @@ async def test_a_requeue_with_a_delay_on_an_ordered_partition_comes_back_after_t
                 msg.finish()
                 break
     assert (msg.body, msg.attempts) == (b"held", 2)
+
+
+async def test_a_requeue_held_when_nsqd_restarts_is_held_again_and_the_partition_goes_on(
+    start_cluster: StartCluster,
+) -> None:
+    """An ordered requeue held for its delay on a connection that closes (its nsqd
+    restarted): nsqd sends the message again on the new connection. That copy is held for
+    the rest of the delay and given back, then handled, and the partition goes on: it is
+    not taken for a duplicate and dropped unanswered (the partition stuck for good). Its
+    own one-nsqd cluster: the test restarts the nsqd."""
+    c = start_cluster("redesign", nsqd=1)
+    lookupd = c.lookupd_http
+    topic = unique("ordlost")
+    await create_topics(lookupd, {topic: SPECS["ordreq"]}, channels=())
+    await asyncio.to_thread(_create_channel, topic, "c", lookupd)
+    async with Producer(lookupd_http=lookupd) as producer:
+        await producer.publish_many(topic, [b"m0", b"m1"], partition=0)
+    got: list[tuple[bytes, float]] = []
+    requeued = asyncio.Event()
+
+    def handle(msg: Message) -> None:
+        got.append((msg.body, asyncio.get_running_loop().time()))
+        if not requeued.is_set():  # the first m0 (nsqd's restart may count attempts anew)
+            requeued.set()
+            msg.requeue(delay=8.0, backoff=False)
+
+    options = ConsumerOptions(ordered=True)
+    async with Consumer(topic, "c", handle, lookupd_http=lookupd, options=options):
+        async with asyncio.timeout(30):
+            await requeued.wait()
+        [node] = c.nsqds
+        await asyncio.to_thread(process.stop, node)
+        await asyncio.to_thread(c.restart, node)
+
+        def bodies() -> list[bytes]:
+            return [body for body, _ in got]
+
+        await wait_for(lambda: b"m1" in bodies(), 60, lambda: f"m0 again, then m1: {got}")
+    assert bodies() == [b"m0", b"m0", b"m1"], got
+    assert got[1][1] - got[0][1] >= 7.9  # the delay asked was kept across the restart
 
 
 def test_a_start_position_on_an_ordered_topic_says_how_to_move_the_channel(

@@ -54,6 +54,7 @@ class FakeConn:
         self.local_address = "127.0.0.1:50000"
         self.fins: list[list[bytes]] = []
         self.reqs: list[tuple[bytes, int]] = []
+        self.touches: list[bytes] = []
         self.rdys: list[int] = []
         self.subscribed: tuple[str, str, int | None] | None = None
         self.subscribe_error: BaseException | None = None
@@ -67,6 +68,9 @@ class FakeConn:
 
     def rdy(self, count: int) -> None:
         self.rdys.append(count)
+
+    def touch(self, msg_id: bytes) -> None:
+        self.touches.append(msg_id)
 
     async def subscribe(
         self, topic: str, channel: str, partition: int | None = None, **_: object
@@ -466,6 +470,54 @@ async def test_ordered_second_copy_of_a_message_in_hand_is_dropped() -> None:
     assert fake.fins == [[raw(1).id], [raw(1).id]]
 
 
+async def test_an_ordered_requeue_held_on_a_lost_connection_is_held_again_when_resent() -> None:
+    # youzan ignores an ordered REQ's delay, so the consumer holds the requeue itself. The
+    # connection closes meanwhile (failover, nsqd restart): nsqd sends the message again
+    # on the next connection. That copy is held for the rest of the delay, given back
+    # there, and handled when it comes back; the partition then moves on.
+    handled: list[int] = []
+
+    def handle(msg: Message) -> None:
+        handled.append(msg.attempts)
+        if msg.attempts == 1:
+            msg.requeue(delay=0.3, backoff=False)
+
+    path, flow, _, stats = make_path(handle, ordered=True)
+    first, second = FakeConn("127.0.0.1:4150"), FakeConn("127.0.0.1:4151")
+    lost = connect(path, flow, first)
+    path.on_messages(lost, [raw(1, offset=100)])
+    assert first.reqs == [] and path.lane_mark(None) is None  # held, the partition waits
+    first.is_open = False
+    flow.remove_connection(lost, 0.0)
+    path.remove(lost)
+    conn = connect(path, flow, second)
+    path.on_messages(conn, [raw(1, attempts=2, offset=100)])  # the resend: still owed
+    assert handled == [1] and second.reqs == [] and stats.redelivered == 1
+    await wait_for(lambda: second.reqs == [(raw(1).id, 0)], 5, "the REQ 0 on the new connection")
+    path.on_messages(conn, [raw(1, attempts=3, offset=100)])
+    assert handled == [1, 3] and second.fins == [[raw(1).id]]
+    assert first.reqs == [] and path.lane_mark(None) == (100, 1)
+    path.on_messages(conn, [raw(2, attempts=2, offset=101)])  # the partition continues
+    assert handled == [1, 3, 2] and second.fins[-1] == [raw(2).id]
+
+
+async def test_a_held_requeue_is_first_touched_half_a_timeout_from_its_arrival() -> None:
+    # nsqd's timeout runs from when it sent the message: a handler that had it past half
+    # of it (31 s of nsqd's default 60 s here) has the held requeue TOUCHed at once, not
+    # half a timeout after the requeue, by when nsqd would have timed it out.
+    def handle(msg: Message) -> None:
+        msg.received_at -= 31.0
+        msg.requeue(delay=300.0, backoff=False)
+
+    path, flow, _, stats = make_path(handle, ordered=True)
+    fake = FakeConn()
+    path.on_messages(connect(path, flow, fake), [raw(1, offset=100)])
+    await wait_for(lambda: fake.touches == [raw(1).id], 5, "a TOUCH of the held message")
+    assert fake.reqs == [] and stats.touched == 1
+    path.close()
+    assert fake.reqs == [(raw(1).id, 0)]  # closing gives it back
+
+
 # -- flow control ---------------------------------------------------------------------------
 
 
@@ -755,10 +807,12 @@ class StuckDialConsumer(Consumer):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.dial_began = asyncio.Event()
         self.cleanup_began = asyncio.Event()
         self.cleanup_cut = False
 
     async def _dial(self, address: HostPort, on_error: Any, on_close: Any) -> Connection:
+        self.dial_began.set()
         try:
             await asyncio.Event().wait()
         except asyncio.CancelledError:
@@ -793,6 +847,24 @@ async def test_close_abandons_a_background_task_stuck_after_its_cancel(
     warnings = [r.getMessage() for r in caplog.records if "abandoned" in r.getMessage()]
     assert len(warnings) == 1 and "nsq-connect" in warnings[0], warnings
     assert "nsq-flow" not in warnings[0]  # a task that stopped on its cancel is not named
+
+
+async def test_cancelling_start_without_a_connect_timeout_cancels_its_connect() -> None:
+    """A service cancelling its own start (its startup timed out) stops the connect under
+    way, with no connect timeout as with one: nothing keeps connecting behind it."""
+    consumer = StuckDialConsumer(
+        "t", "c", lambda msg: None, nsqd_tcp=NSQD, options=ConsumerOptions(connect_timeout=None)
+    )
+    start = asyncio.create_task(consumer.start())
+    async with asyncio.timeout(20):  # a hang guard for close(), which abandons the cleanup
+        try:
+            await consumer.dial_began.wait()
+            start.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await start
+            await wait_for(consumer.cleanup_began.is_set, 5.0, "the connect to be cancelled")
+        finally:
+            await consumer.close()
 
 
 # -- leader watch ---------------------------------------------------------------------------
