@@ -289,11 +289,7 @@ class Consumer:
         started = asyncio.get_running_loop().time()
         first = asyncio.create_task(self._follow(topo), name="nsq-connect")
         self._tasks.append(first)  # close() cancels it if it is still connecting
-        try:
-            await asyncio.wait({first}, timeout=limit)  # None: no limit
-        except asyncio.CancelledError:  # start() itself cancelled: so is its connect step
-            first.cancel()
-            raise
+        await _wait_step(first, limit)  # None: no limit
         if self._stopping:
             return
         if first.done():
@@ -318,11 +314,7 @@ class Consumer:
         nowhere); close() is not held up by a step that would take long (a slow lookupd)."""
         task = asyncio.create_task(step, name=name)
         self._tasks.append(task)
-        try:
-            await asyncio.wait({task})
-        except asyncio.CancelledError:  # start() itself cancelled: so is its step
-            task.cancel()
-            raise
+        await _wait_step(task)
         if self._stopping:
             return None
         return task.result()
@@ -611,3 +603,14 @@ def _retrieve(task: asyncio.Task[Any]) -> None:
     nobody retrieved (close() ends them; what they raised then is of no use)."""
     if not task.cancelled():
         task.exception()
+
+
+async def _wait_step(task: asyncio.Task[Any], timeout: float | None = None) -> None:
+    """Wait for one step of :meth:`Consumer.start` (at most ``timeout``; the step runs on
+    after it), without taking its result; a cancel of start() itself cancels the step
+    too (waiting on a task, unlike awaiting it, does not pass the cancel on)."""
+    try:
+        await asyncio.wait({task}, timeout=timeout)
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
