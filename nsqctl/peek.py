@@ -35,6 +35,7 @@ from nsqctl.errors import (
     AnswerDecodeError,
     ConfigError,
     LeaderUnavailableError,
+    LookupUnavailableError,
     NotFoundError,
     NsqctlError,
     TransportError,
@@ -98,6 +99,27 @@ class PeekResult:
     unanswered: tuple[tuple[int, str], ...] = ()
     """``(partition, why)``: partitions not read because their leader did not answer
     (hung, or died since the lookup); ``messages`` may not be the next ones either."""
+    lookupds_down: tuple[str, ...] = ()
+    """The nsqlookupds asked that did not answer (then every one asked): the leaders were
+    found in the ``/stats`` of the nsqds given instead, so a partition led by an nsqd not
+    given was not read and ``messages`` may not be the channel's next ones."""
+
+
+async def _locate(
+    topic: str,
+    lookupd_http: Sequence[str],
+    nsqd_http: Sequence[str],
+    client: httpx.AsyncClient,
+) -> tuple[Placement, tuple[str, ...]]:
+    """Where ``topic`` lives, and the nsqlookupds that did not answer: with every one
+    silent, the nsqds given (``nsqd_http``) tell from their ``/stats`` what they hold, as
+    the cluster views fall back to them; with none given, the lookup's error stands."""
+    try:
+        return await locate_topic(topic, lookupd_http, nsqd_http, client), ()
+    except LookupUnavailableError:
+        if not nsqd_http:
+            raise
+    return await locate_topic(topic, (), nsqd_http, client), tuple(lookupd_http)
 
 
 async def stored_message(
@@ -243,7 +265,7 @@ async def peek(
     if offset is not None and since is not None:
         raise ConfigError("give a start offset or a start time, not both", setting="offset")
     async with admin_client() as client:
-        placement = await locate_topic(topic, lookupd_http, nsqd_http, client)
+        placement, lookupds_down = await _locate(topic, lookupd_http, nsqd_http, client)
         if placement.family != "redesign":
             raise ConfigError(NO_PEEK_ON_ORIGINAL, setting="borrow")
         unread = _leaderless(placement, partition)
@@ -254,6 +276,8 @@ async def peek(
                 f"read now: `lookup({topic})` shows its copies",
                 partition,
             )
+        if lookupds_down and partition is not None:
+            _given_lead(placement, partition)
         nodes = select_nodes(placement, partition=partition)
         answers = await asyncio.gather(
             *(
@@ -268,7 +292,7 @@ async def peek(
             for index in range(w.start, min(w.end, w.start + count - 1) + 1):
                 found.append(await _at(client, topic, w.partition, w.nsqd, "count", index))
     found.sort(key=lambda m: (m.raw.timestamp, m.partition, m.index))
-    return PeekResult(tuple(found[:count]), tuple(windows), unread, unanswered)
+    return PeekResult(tuple(found[:count]), tuple(windows), unread, unanswered, lookupds_down)
 
 
 def _read_windows(
@@ -305,6 +329,18 @@ def _read_windows(
     return windows, tuple(unanswered)
 
 
+def _given_lead(placement: Placement, partition: int) -> None:
+    """Refuse ``partition`` when no nsqd given leads it and no nsqlookupd answered: it
+    may well exist, led by an nsqd not given, so "no such partition" would be wrong."""
+    if not any(n.partition == partition for n in placement.nsqds):
+        raise LeaderUnavailableError(
+            f"topic {placement.topic!r} partition {partition} is led by none of the nsqds "
+            "given, and no nsqlookupd answered to say which nsqd leads it: give that "
+            "nsqd's HTTP address, or peek again once nsqlookupd answers",
+            partition,
+        )
+
+
 def _leaderless(placement: Placement, partition: int | None) -> tuple[int, ...]:
     """The partitions of ``placement`` (only ``partition`` when given) with no leader."""
     return tuple(p for p in placement.leaderless if partition is None or p == partition)
@@ -323,6 +359,7 @@ async def borrow(
     config: ConnectionConfig | None = None,
     on_taking: Callable[[int], None] | None = None,
     on_paused: Callable[[Sequence[tuple[str, int]]], None] | None = None,
+    on_lookupds_down: Callable[[Sequence[str]], None] | None = None,
 ) -> list[Message]:
     """Take up to ``count`` messages from ``channel``, hand them to ``show``, then give
     each back exactly once with no delay (REQ 0, no backoff) and disconnect.
@@ -336,7 +373,10 @@ async def borrow(
     how many will be taken, once the channel was found and before any is (the moment to
     warn about attempts and order). A paused channel delivers nothing: the messages
     waiting on an nsqd where it is paused are not counted or borrowed, and ``on_paused``
-    hears those nsqds with their depths (before ``on_taking``).
+    hears those nsqds with their depths (before ``on_taking``). With every nsqlookupd
+    silent, the nsqds given by both addresses (``nsqd_tcp`` and ``nsqd_http``) are
+    borrowed from instead, and ``on_lookupds_down`` hears the nsqlookupds first: an nsqd
+    not given holding the topic is then not counted or borrowed from.
     """
     validate_topic(topic)
     validate_channel(channel)
@@ -348,7 +388,12 @@ async def borrow(
             "and HTTP addresses",
             setting="lookupd_http",
         )
-    held, nodes, paused = await _waiting(topic, channel, lookupd_http, nsqd_http)
+    # without the TCP addresses the nsqds could be counted but not borrowed from
+    held, nodes, paused, down = await _waiting(
+        topic, channel, lookupd_http, nsqd_http if nsqd_tcp else ()
+    )
+    if down and on_lookupds_down is not None:
+        on_lookupds_down(down)
     if paused and on_paused is not None:
         on_paused(paused)
     target = min(count, held)
@@ -363,7 +408,7 @@ async def borrow(
         count,
         target,
         show,
-        lookupd_http=lookupd_http,
+        lookupd_http=() if down else lookupd_http,
         nsqd_tcp=nsqd_tcp,
         nodes=nodes,
         wait=wait,
@@ -376,12 +421,13 @@ async def _waiting(
     channel: str,
     lookupd_http: Sequence[str],
     nsqd_http: Sequence[str],
-) -> tuple[int, int, list[tuple[str, int]]]:
+) -> tuple[int, int, list[tuple[str, int]], tuple[str, ...]]:
     """How many messages wait in ``channel`` over the topic's nsqds where it is not paused
-    (their depths in ``/stats``), how many nsqds hold the topic, and ``(nsqd, depth)`` of
-    each where it is paused; refuses the redesign."""
+    (their depths in ``/stats``), how many nsqds hold the topic, ``(nsqd, depth)`` of
+    each where it is paused, and the nsqlookupds that did not answer (:func:`_locate`);
+    refuses the redesign."""
     async with admin_client() as client:
-        placement = await locate_topic(topic, lookupd_http, nsqd_http, client)
+        placement, down = await _locate(topic, lookupd_http, nsqd_http, client)
         if placement.family == "redesign":
             raise ConfigError(
                 "the redesign reads messages in place, without consuming them: peek "
@@ -397,7 +443,7 @@ async def _waiting(
                 paused.append((node.address, ch.depth))
             else:
                 held += ch.depth if ch is not None else 0
-    return held, len(placement.nsqds), paused
+    return held, len(placement.nsqds), paused, down
 
 
 async def _take(

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from nsqctl import admin
+from nsqctl import Producer, admin
 from nsqctl.servers import process
 from nsqctl.servers.cluster import Cluster
 from nsqctl.servers.process import NodeRecord
@@ -42,6 +42,9 @@ from tests.helpers.degraded import (
 from tests.helpers.degraded import check as run_check
 from tests.helpers.hang import stopped
 from tests.helpers.redesign import TopicSpec, create_topics, eventually, leader_stats, unique
+
+#: the partitions of ``split`` whose only copy is not on the killed nsqd
+LIVE_PARTITIONS = (0, 2)
 
 
 @dataclass
@@ -259,8 +262,10 @@ def test_an_isr_short_of_its_replicas_is_flagged(degraded: Degraded) -> None:
 def test_lookupd_down_every_view_says_so_and_lists_from_the_nsqds(degraded: Degraded) -> None:
     d = degraded
     [lookupd] = d.c.lookupds
+    asyncio.run(_publish_to_live_partitions(d))
     process.kill_hard(lookupd)
     view = assert_lookupd_down(lookupd.http_address, d.c.nsqd_http, d.split, "c")
+    _assert_peek_reads_the_nsqds(d, lookupd.http_address)
     # the nsqds alone show the partitions they hold; the one with no live copy is not
     # counted (its meta is the lookupd's), which the lookupd warning covers
     topic = view.topic(d.split)
@@ -278,6 +283,35 @@ def test_lookupd_down_every_view_says_so_and_lists_from_the_nsqds(degraded: Degr
         90,  # a loaded machine: youzan's lookupd reloads from etcd, then leaders settle
         "the nsqds to register with the restarted nsqlookupd",
     )
+
+
+async def _publish_to_live_partitions(d: Degraded) -> None:
+    """One message to each partition of ``split`` with a live leader (0 and 2)."""
+    async with Producer(lookupd_http=d.c.lookupd_http) as producer:
+        for partition in LIVE_PARTITIONS:
+            await producer.publish(d.split, f"p{partition}".encode(), partition=partition)
+
+
+def _assert_peek_reads_the_nsqds(d: Degraded, lookupd: str) -> None:
+    """peek with every nsqlookupd down: from the nsqds given, saying they alone were asked;
+    without them, a one-line error naming the way round."""
+    where = ["--lookupd", lookupd, "--format", "json"]
+    nsqds = [a for n in d.c.nsqd_http for a in ("--nsqd-http", n)]
+    shown = run_main("peek", d.split, "c", *where, *nsqds)
+    assert shown.returncode == 0, shown.stderr
+    bodies = sorted(json.loads(line)["body"] for line in shown.stdout.splitlines())
+    assert bodies == [f"p{p}" for p in LIVE_PARTITIONS]
+    said = f"nsqlookupd {lookupd} not answering: only the nsqds were asked"
+    [warning] = [line for line in shown.stderr.splitlines() if said in line]
+    assert warning.endswith("the messages shown may be incomplete"), warning
+    one = run_main("peek", d.split, "c", "--partition", "2", *where, *nsqds)
+    assert [json.loads(line)["body"] for line in one.stdout.splitlines()] == ["p2"], one.stderr
+    # the dead partition's leader is unknown without nsqlookupd: not "no such partition"
+    led = run_main("peek", d.split, "c", "--partition", "1", *where, *nsqds)
+    line = assert_one_line_error(led, 1)
+    assert "partition 1 is led by none of the nsqds given" in line, line
+    line = assert_one_line_error(run_main("peek", d.split, "c", *where), 1)
+    assert lookupd in line and line.endswith("--nsqd-http reads the nsqds without it"), line
 
 
 def _lookup_leaders(d: Degraded, topic: str) -> set[int]:

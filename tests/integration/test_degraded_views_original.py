@@ -26,12 +26,14 @@ import pytest
 from nsqctl.servers import process
 from nsqctl.servers.cluster import Cluster
 from nsqctl.servers.process import NodeRecord
+from nsqctl.stats import read_nsqd_stats
 from nsqctl.stats.poller import NOT_ANSWERING, StatsPoller
 from nsqctl.stats.recording import RecordingTransport
 from nsqctl.stats.sources import StatsSession
 from nsqctl.stats.view import ClusterView
 from nsqctl.tui import rows
 from tests.helpers import degraded as cells
+from tests.helpers.cli import assert_one_line_error, run_main
 from tests.helpers.clusters import running_cluster
 from tests.helpers.hang import stopped
 from tests.helpers.redesign import eventually, unique
@@ -251,4 +253,34 @@ def test_lookupd_down_every_view_says_so_and_lists_from_the_nsqds(original: Orig
     [lookupd] = o.c.lookupds
     process.kill_hard(lookupd)  # the last state: nothing needs it back
     view = cells.assert_lookupd_down(lookupd.http_address, o.c.nsqd_http, o.topic, "c")
+    _assert_borrow_reads_the_nsqds(o, lookupd.http_address)
     assert view.topic(o.topic) is not None and not view.is_redesign
+
+
+def _waiting_on_survivor(o: Original) -> int:
+    ch = read_nsqd_stats(o.survivor.http_address, topic=o.topic, channel="c").channel(o.topic, "c")
+    return -1 if ch is None or ch.in_flight_count else ch.depth
+
+
+def _assert_borrow_reads_the_nsqds(o: Original, lookupd: str) -> None:
+    """peek --borrow with every nsqlookupd down: from the nsqds given by both addresses,
+    saying they alone were asked; without their TCP addresses, a one-line error naming
+    the way round. Peeking in place stays refused as the original family's."""
+    cells.ok("pub", o.topic, "a", "b", "--nsqd", o.survivor.tcp_address)
+    cells.ok("channel", "create", o.topic, "c", "--nsqd-http", o.survivor.http_address)
+    eventually(lambda: _waiting_on_survivor(o) == 2, 30, "2 messages waiting in c")
+    where = ["--lookupd", lookupd, "--format", "json"]
+    nsqds = [a for n in o.c.nsqds for a in ("--nsqd", n.tcp_address, "--nsqd-http", n.http_address)]
+    lent = run_main("peek", o.topic, "c", "--borrow", "5", *where, *nsqds)
+    assert lent.returncode == 0, lent.stderr
+    assert sorted(json.loads(line)["body"] for line in lent.stdout.splitlines()) == ["a", "b"]
+    said = f"nsqlookupd {lookupd} not answering: only the nsqds were asked"
+    [warning] = [line for line in lent.stderr.splitlines() if said in line]
+    assert warning.endswith("the messages borrowed may be incomplete"), warning
+    eventually(lambda: _waiting_on_survivor(o) == 2, 30, "the borrowed messages back")
+    http_only = [*where, *(a for n in o.c.nsqd_http for a in ("--nsqd-http", n))]
+    line = assert_one_line_error(run_main("peek", o.topic, "c", "--borrow", "5", *http_only), 1)
+    assert lookupd in line, line
+    assert line.endswith("--nsqd with --nsqd-http borrows from the nsqds without it"), line
+    line = assert_one_line_error(run_main("peek", o.topic, "c", *http_only), 2)
+    assert "the original nsqd has no API to read a message without consuming it" in line

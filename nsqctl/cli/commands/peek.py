@@ -27,7 +27,7 @@ from nsqctl.cli.flags import (
 )
 from nsqctl.cli.output.fd import stream_fd, write_fully
 from nsqctl.cli.output.messages import Printable, PrintedMessage, format_message
-from nsqctl.errors import ConfigError, NsqctlError
+from nsqctl.errors import ConfigError, LookupUnavailableError, NsqctlError
 from nsqctl.timeparse import parse_time_s
 
 FORMATS = ("raw", "json", "pretty")
@@ -83,6 +83,22 @@ def _borrowed_fewer(got: int, asked: int, waiting: int, wait: float) -> None:
         )
 
 
+def _warn_lookupds_down(cluster: ClusterSelection, down: Sequence[str], what: str) -> None:
+    """Say that the nsqds given were read instead of the silent nsqlookupds, in the words
+    every cluster view uses (:class:`~nsqctl.stats.coverage.Coverage`)."""
+    from nsqctl.stats.coverage import Coverage
+
+    seen = Coverage(len(cluster.nsqd_http), lookupds_down=tuple(down), lookupds_asked=len(down))
+    for line in seen.lookupd_warnings(what):
+        print(f"nsqctl peek: warning: {line}", file=sys.stderr, flush=True)
+
+
+def _without_lookupd(err: LookupUnavailableError, way_round: str) -> LookupUnavailableError:
+    """``err`` (every nsqlookupd silent, no nsqd given to fall back on) with the flags
+    that would have read the nsqds instead."""
+    return LookupUnavailableError(f"{err}; {way_round}")
+
+
 def _stdout() -> BinaryIO:
     if sys.stdout is None:
         raise ConfigError("standard output is closed: peek prints the messages there")
@@ -128,7 +144,10 @@ def peek(
     nsqd_http: list[str] = NsqdHttpOption,
     profile: str | None = ProfileOption,
 ) -> None:
-    """Show a channel's next messages without consuming them (redesign; --borrow: original)."""
+    """Show a channel's next messages without consuming them (redesign; --borrow: original).
+
+    With every nsqlookupd down, the nsqds given (--nsqd-http; with --borrow, --nsqd too)
+    are read instead, and a warning says the messages shown may be incomplete."""
     if fmt not in FORMATS:
         raise ConfigError(f"unknown --format {fmt!r}: use raw, json or pretty")
     since = float(parse_time_s(from_time)) if from_time is not None else None
@@ -161,18 +180,23 @@ def _peek(
     """Read the next messages in place (redesign) and print them."""
     from nsqctl import peek as lib  # HTTP, stats and admin only when it runs
 
-    result = asyncio.run(
-        lib.peek(
-            topic,
-            channel,
-            lookupd_http=cluster.lookupd,
-            nsqd_http=cluster.nsqd_http,
-            count=count,
-            partition=partition,
-            offset=offset,
-            since=since,
+    try:
+        result = asyncio.run(
+            lib.peek(
+                topic,
+                channel,
+                lookupd_http=cluster.lookupd,
+                nsqd_http=cluster.nsqd_http,
+                count=count,
+                partition=partition,
+                offset=offset,
+                since=since,
+            )
         )
-    )
+    except LookupUnavailableError as err:
+        raise _without_lookupd(err, "--nsqd-http reads the nsqds without it") from err
+    if result.lookupds_down:
+        _warn_lookupds_down(cluster, result.lookupds_down, "the messages shown")
     shown = channel or "-"
     _print(
         out,
@@ -205,18 +229,25 @@ def _borrow(
     from nsqctl import peek as lib  # the consumer only when borrowing
 
     expected: list[int] = []
-    borrowed = asyncio.run(
-        lib.borrow(
-            topic,
-            channel,
-            count,
-            lambda msgs: _print(out, fmt, msgs),
-            lookupd_http=cluster.lookupd,
-            nsqd_tcp=cluster.nsqd,
-            nsqd_http=cluster.nsqd_http,
-            config=cluster.consumer_config(channel),
-            on_taking=lambda n: _warn_borrowing(n, topic, channel, expected),
-            on_paused=lambda paused: _warn_paused(topic, channel, paused),
+    try:
+        borrowed = asyncio.run(
+            lib.borrow(
+                topic,
+                channel,
+                count,
+                lambda msgs: _print(out, fmt, msgs),
+                lookupd_http=cluster.lookupd,
+                nsqd_tcp=cluster.nsqd,
+                nsqd_http=cluster.nsqd_http,
+                config=cluster.consumer_config(channel),
+                on_taking=lambda n: _warn_borrowing(n, topic, channel, expected),
+                on_paused=lambda paused: _warn_paused(topic, channel, paused),
+                on_lookupds_down=lambda down: _warn_lookupds_down(
+                    cluster, down, "the messages borrowed"
+                ),
+            )
         )
-    )
+    except LookupUnavailableError as err:
+        way_round = "--nsqd with --nsqd-http borrows from the nsqds without it"
+        raise _without_lookupd(err, way_round) from err
     _borrowed_fewer(len(borrowed), count, expected[0] if expected else count, lib.BORROW_WAIT)
