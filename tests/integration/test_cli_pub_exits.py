@@ -18,7 +18,15 @@ from nsqctl.errors import ConfigError
 from nsqctl.producer import Producer, ProducerOptions
 from nsqctl.servers import cluster, process
 from nsqctl.stats import read_nsqd_stats
-from tests.helpers.cli import NSQCTL, assert_one_line_error, clean_env, cli, pub_process, run_cli
+from tests.helpers.cli import (
+    NSQCTL,
+    assert_one_line_error,
+    clean_env,
+    cli,
+    pub_process,
+    run_cli,
+    run_main,
+)
 from tests.helpers.names import unique
 from tests.helpers.redesign import TopicSpec, create_topics, eventually, message_counts
 
@@ -256,3 +264,24 @@ def test_bad_input_mid_stream_still_ends_json_with_the_summary(
     assert (summary["published"], summary["unpublished"]) == (200, 100), summary
     assert summary["error"] is not None and "line 250 is not JSON" in summary["error"]
     assert _stored(c.nsqd_http[0], topic) == 200
+
+
+@pytest.mark.original
+@pytest.mark.parametrize("field", ["", "user..id", ".id"])
+def test_a_shard_field_with_an_empty_name_is_refused_before_anything_is_sent(
+    original_cluster: cluster.Cluster, field: str
+) -> None:
+    """An empty field name (or an empty part of a dotted path) is bad input at once, in a
+    line that quotes it, not a per-line error naming an empty field; even a line that has
+    an empty key is not published."""
+    c = original_cluster
+    topic = unique("emptyfield")
+    proc = run_main(
+        "pub", topic, '{"": "x", "id": 1}', "--shard-field", field, "--nsqd", c.nsqd_tcp[0]
+    )
+    line = assert_one_line_error(proc, 2)
+    assert line == (
+        f"nsqctl: error: bad --shard-field {field!r}: name the JSON field holding each "
+        "message's shard key (a dotted path for a nested one, e.g. user.id)"
+    )
+    assert not any(t.topic == topic for t in read_nsqd_stats(c.nsqd_http[0]).topics)

@@ -89,6 +89,12 @@ class PubPlan:
         ]
         if len(routing) > 1:
             raise ConfigError(f"use only one of {', '.join(routing)}")
+        if self.shard_field is not None and "" in self.shard_field.split("."):
+            # else each line's error would name an empty field: "no field ''"
+            raise ConfigError(
+                f"bad --shard-field {self.shard_field!r}: name the JSON field holding each "
+                "message's shard key (a dotted path for a nested one, e.g. user.id)"
+            )
         if self.defer_ms is not None and self.trace is not None:
             raise ConfigError("--defer and --trace cannot be combined (DPUB has no trace)")
         if self.headers:
