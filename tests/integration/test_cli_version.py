@@ -30,11 +30,13 @@ def test_no_cluster_prints_the_client_version_and_a_hint() -> None:
     payload = json.loads(run("--json").stdout)
     assert payload["client"] == {"name": "nsqctl", "version": __version__}
     assert payload["servers"] == [] and "--lookupd" in payload["hint"]
+    assert payload["complete"] is True  # no server was asked, so none went unread
 
 
 def test_lists_lookupd_and_every_registered_nsqd(original_cluster: Cluster) -> None:
     result = run("--json", "--lookupd", original_cluster.lookupd_http[0])
     assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["complete"] is True
     servers = json.loads(result.stdout)["servers"]
     assert [(s["role"], s["address"]) for s in servers if s["role"] == "nsqlookupd"] == [
         ("nsqlookupd", original_cluster.lookupd_http[0])
@@ -60,6 +62,12 @@ def test_unreachable_servers_are_listed_not_fatal(original_cluster: Cluster) -> 
     assert any(dead_lookupd in line and "unreachable" in line for line in lines)
     assert any(dead_nsqd in line and "unreachable" in line for line in lines)
     assert any(original_cluster.nsqd_http[0] in line and "(original)" in line for line in lines)
+    # --json: the same list, said to be incomplete, as every view that could not see it all
+    one_dead = run("--json", "--nsqd-http", original_cluster.nsqd_http[0], "--nsqd-http", dead_nsqd)
+    assert one_dead.exit_code == 0, one_dead.output
+    payload = json.loads(one_dead.stdout)
+    assert payload["complete"] is False
+    assert [s["reachable"] for s in payload["servers"]] == [True, False]
 
 
 def test_bad_address_is_a_usage_error() -> None:

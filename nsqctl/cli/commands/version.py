@@ -46,6 +46,9 @@ def version(
         payload: dict[str, object] = {
             "client": {"name": "nsqctl", "version": __version__},
             "servers": [s.to_json() for s in servers],
+            # as every --json view that may be partial: false when a server asked could
+            # not be read (its nsqds, for an nsqlookupd, then unlisted too)
+            "complete": all(s.error is None for s in servers),
         }
         if not servers and not client:
             payload["hint"] = HINT
