@@ -12,6 +12,7 @@ import pytest
 
 from nsqctl.servers import cluster
 from nsqctl.stats import read_nsqd_stats
+from tests.conftest import StartCluster
 from tests.helpers.cli import assert_one_line_error, run_cli
 from tests.helpers.names import unique
 
@@ -120,3 +121,30 @@ def test_skip_too_large_publishes_every_other_line_and_names_the_skipped(
     assert summary["skipped"] == 1  # the blank line
     assert b"skipped 2 line(s) larger than nsqd takes" in proc.stderr
     assert _stored(c.nsqd_http[0], topic) == 3
+
+
+@pytest.mark.original
+def test_a_deferred_publish_refused_mid_chunk_names_each_line_by_what_became_of_it(
+    start_cluster: StartCluster,
+) -> None:
+    """DPUB has no batch form: each message of a chunk goes on its own. An nsqd started
+    with --max-msg-size=100 refuses the third line (200 bytes: under the default limit,
+    so it is not sent alone) in the middle of its chunk. The lines before it are stored
+    and said published, the refused one is named, those after it are said not sent, and
+    the counts agree with what nsqd stored."""
+    c = start_cluster("original", nsqd=1, nsqd_args=["--max-msg-size=100"])
+    topic = unique("defermid")
+    proc = run_cli(
+        ["pub", topic, "--defer", "60000", "--json", "--nsqd", c.nsqd_tcp[0]],
+        input=b"a\nb\n" + b"z" * 200 + b"\nc\nd\n",
+    )
+    line = assert_one_line_error(proc, 1)  # the server refused it
+    assert line.startswith("nsqctl: error: 3 message(s) not published (2 were): "), line
+    assert "DPUB message too big 200 > 100" in line, line
+    assert line.endswith(
+        "(input line(s) 1-2 were published; line(s) 3 were refused by nsqd (not stored); "
+        "nothing after line 3 was sent)"
+    ), line
+    summary = json.loads(proc.stdout.splitlines()[-1])
+    assert (summary["published"], summary["unpublished"]) == (2, 3), summary
+    assert _stored(c.nsqd_http[0], topic) == 2

@@ -83,3 +83,24 @@ def test_lines_that_reached_no_nsqd_are_said_not_sent() -> None:
         "no input line was published; line(s) 1-10 were sent but not confirmed; "
         "nothing after line 10 was sent"
     )
+
+
+def test_a_line_nsqd_refused_is_said_refused_and_not_stored_or_skipped_when_asked() -> None:
+    """A message nsqd refused whole was not stored: "sent but not confirmed" would have
+    the operator fear a copy. Skipped as asked, it is said skipped only."""
+    ledger = LineLedger()
+    ledger.launched([(1, 5)])
+    ledger.refused_by_nsqd([(3, 3)])
+    ledger.not_sent([(4, 5)])
+    assert ledger.published() == [(1, 2)]
+    assert ledger.describe(stopped=True) == (
+        "input line(s) 1-2 were published; line(s) 3 were refused by nsqd (not stored); "
+        "nothing after line 3 was sent"
+    )
+    ledger = LineLedger()
+    ledger.launched([(1, 5)])
+    ledger.refused_by_nsqd([(3, 3)])
+    ledger.skipped(3)
+    assert ledger.describe(stopped=False) == (
+        "input line(s) 1-2, 4-5 were published; line(s) 3 were skipped"
+    )

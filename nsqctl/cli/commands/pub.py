@@ -44,7 +44,7 @@ from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.failover import DEFAULT_FAILOVER_WINDOW, FailoverEvent
 from nsqctl.producer import Producer, ProducerOptions, Receipt
 from nsqctl.protocol import MPUB_ENTRY_OVERHEAD, MPUB_TRACE_ENTRY_OVERHEAD, mpub_body_size
-from nsqctl.protocol.errors import BadMessageError, BadPartitionError
+from nsqctl.protocol.errors import BadBodyError, BadMessageError, BadPartitionError
 from nsqctl.protocol.names import validate_topic
 from nsqctl.tracelog import TraceLog
 
@@ -736,7 +736,13 @@ def _one_by_one(publish: Callable[[bytes], Awaitable[object]], result: PubResult
                 spans_of(chunk.cut(done, done + 1)),
                 spans_of(chunk.cut(done + 1, len(chunk))),
             )
-            unanswered(result.lines, failed, err)
+            if isinstance(err, (BadMessageError, BadBodyError)):
+                # nsqd checks a command whole before storing it, and this one carried
+                # only this message: refused, so not stored (a batch of several MPUBs
+                # could not say which of them was refused)
+                result.lines.refused_by_nsqd(failed)
+            else:
+                unanswered(result.lines, failed, err)
             result.lines.not_sent(after)
             raise
 

@@ -9,7 +9,8 @@ line refused. Everything launched and not unconfirmed was published; nothing aft
 last launched line was sent. A launched line can also be known unsent: the library refused
 its batch before writing it (bad input, such as a partition the topic cannot have); saying
 those were "sent but not confirmed" would have the operator fear duplicates that cannot
-exist.
+exist. For the same reason a line nsqd refused (its answer says it stored none of the
+command) is said refused, not unconfirmed.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class LineLedger:
     last_launched: int = 0
     unconfirmed: list[Span] = field(default_factory=list)
     unsent: list[Span] = field(default_factory=list)  # launched, known never written
+    refused: list[Span] = field(default_factory=list)  # written, refused whole by nsqd
     too_large: list[int] = field(default_factory=list)  # skipped as asked, not published
 
     def launched(self, spans: list[Span]) -> None:
@@ -68,6 +70,10 @@ class LineLedger:
 
     def not_confirmed(self, spans: list[Span]) -> None:
         self.unconfirmed.extend(spans)
+
+    def refused_by_nsqd(self, spans: list[Span]) -> None:
+        """Lines written that nsqd answered with a refusal of the whole command."""
+        self.refused.extend(spans)
 
     def not_sent(self, spans: list[Span]) -> None:
         """Lines launched but never written to an nsqd (see the module doc)."""
@@ -83,8 +89,9 @@ class LineLedger:
 
     def skipped(self, number: int) -> None:
         """Line ``number`` was skipped as too large (perhaps after nsqd refused it)."""
-        if (number, number) in self.unconfirmed:
-            self.unconfirmed.remove((number, number))
+        for said in (self.unconfirmed, self.refused):
+            if (number, number) in said:
+                said.remove((number, number))
         self.too_large.append(number)
 
     def published(self) -> list[Span]:
@@ -92,7 +99,12 @@ class LineLedger:
         inside a published span was skipped, not published)."""
         out: list[Span] = []
         start = 1
-        lost = [*self.unconfirmed, *self.unsent, *((n, n) for n in self.too_large)]
+        lost = [
+            *self.unconfirmed,
+            *self.unsent,
+            *self.refused,
+            *((n, n) for n in self.too_large),
+        ]
         for first, last in merge(lost):
             if first > start:
                 out.append((start, first - 1))
@@ -112,6 +124,9 @@ class LineLedger:
         )
         if self.too_large:
             said += f"; line(s) {text_of(merge((n, n) for n in self.too_large))} were skipped"
+        refused = merge(self.refused)
+        if refused:
+            said += f"; line(s) {text_of(refused)} were refused by nsqd (not stored)"
         unconfirmed = merge(self.unconfirmed)
         if unconfirmed:
             said += f"; line(s) {text_of(unconfirmed)} were sent but not confirmed"
