@@ -2,9 +2,9 @@
 
 The window is consecutive :class:`ClusterView` polls, oldest first, from one
 :class:`~nsqctl.stats.sources.StatsSession` (so each channel carries its depth history).
-State rules (depth, node down, leader, ISR) read the newest view; rules about change
-(rates, time to drain, orphan, poison) read the window and, with fewer than two polls, are
-``unknown``: a check that could not see change must not say all is well.
+State rules (depth, node down, leader, ISR, not seen) read the newest view; rules about
+change (rates, time to drain, orphan, poison) read the window and, with fewer than two
+polls, are ``unknown``: a check that could not see change must not say all is well.
 
 The operator definitions (orphan, poison, drain rate, time to drain, growth, counter
 rates) are those of :mod:`nsqctl.stats.rules`, and what a channel holds is that of
@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from nsqctl.health.findings import Finding
 from nsqctl.health.spec import Rule, RuleSet
 from nsqctl.health.time_to_drain import ChannelKey, depth_points, estimate
+from nsqctl.stats.coverage import holders_words
 from nsqctl.stats.hotspots import held_messages
 from nsqctl.stats.rules import (
     GROWING_SAMPLES,
@@ -239,6 +240,22 @@ def _partition_findings(rules: RuleSet, topic: TopicView) -> Iterator[Finding]:
             )
 
 
+def _not_seen_finding(rule: Rule, topic: TopicView) -> Finding:
+    """An original topic no answering nsqd holds (the view's :attr:`TopicView.not_seen`):
+    its messages and channels are out of reach until one of its nsqds answers again."""
+    if not topic.not_seen:
+        copies = len(topic.partitions)  # an original topic: one copy per nsqd that answered
+        return Finding("ok", rule.kind, f"on {copies} answering nsqd(s)", topic=topic.name)
+    holders = holders_words(topic.held_by, topic.held_by_guessed)
+    return Finding(
+        rule.hit,
+        rule.kind,
+        f"no nsqd that answered holds it ({holders} down): nobody can read it, or publish "
+        f"to it where it lives, until one answers again; fix: bring {holders} back",
+        topic=topic.name,
+    )
+
+
 def evaluate(
     views: Sequence[ClusterView], rules: RuleSet, *, polls: int | None = None
 ) -> list[Finding]:
@@ -268,6 +285,9 @@ def evaluate(
         findings.extend(lookupd_findings(node_rule, window.last))
     for topic in window.last.topics:
         findings.extend(_partition_findings(rules, topic))
+        seen_rule = None if topic.is_redesign else rules.rule_for("not-seen", topic.name, None)
+        if seen_rule is not None:
+            findings.append(_not_seen_finding(seen_rule, topic))
         for ch in topic.channels:
             findings.extend(_channel_findings(rules, window, topic, ch))
     findings.extend(unmatched(rules, window.last))
@@ -293,7 +313,9 @@ def lookupd_findings(rule: Rule, view: ClusterView) -> Iterator[Finding]:
 
 
 PARTITION_RULES = ("no-leader", "isr")
-"""Rule kinds judged per redesign partition; every other scoped kind is per channel."""
+"""Rule kinds judged per redesign partition."""
+TOPIC_RULES = ("not-seen",)
+"""Rule kinds judged per original topic; every other scoped kind is per channel."""
 
 
 def unmatched(rules: RuleSet, view: ClusterView) -> Iterator[Finding]:
@@ -309,6 +331,9 @@ def unmatched(rules: RuleSet, view: ClusterView) -> Iterator[Finding]:
         if rule.kind in PARTITION_RULES:
             what = "redesign topic"
             hit = any(t.is_redesign and rule.matches(t.name, None) for t in view.topics)
+        elif rule.kind in TOPIC_RULES:
+            what = "original topic"
+            hit = any(not t.is_redesign and rule.matches(t.name, None) for t in view.topics)
         else:
             what = "channel"
             hit = any(rule.matches(t.name, c.name) for t in view.topics for c in t.channels)

@@ -32,6 +32,7 @@ from nsqctl.stats.sources import StatsSession
 from nsqctl.stats.view import ClusterView
 from nsqctl.tui import rows
 from tests.helpers import degraded as cells
+from tests.helpers.cli import invoke
 from tests.helpers.clusters import running_cluster
 from tests.helpers.hang import stopped
 from tests.helpers.redesign import eventually, unique
@@ -63,6 +64,10 @@ def original(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Original]:
         cells.ok("topic", "create", topic, *where)
         cells.ok("channel", "create", topic, "c", *where)
         yield Original(c, topic, victim=c.nsqds[1], survivor=c.nsqds[0])
+
+
+#: node-down and orphan (unknown after one poll) off: what the other default rules find alone
+QUIETER = ("--rule", "node-down=off", "--rule", "orphan=off")
 
 
 def _on_victim_alone(o: Original, prefix: str) -> str:
@@ -203,6 +208,19 @@ def test_a_killed_nsqd_is_named_by_every_view(original: Original) -> None:
         check = cells.check(2, *o.everywhere)
         [down] = [f for f in cells.findings(check, "node-down") if f["node"] == dead]
         assert down["status"] == "crit"
+        # the topic nobody can reach is a finding of its own, critical like a partition
+        # with no live copy, naming its nsqd; the topic the survivor holds is not one
+        unreached = (
+            f"no nsqd that answered holds it (nsqd {dead} down): nobody can read it, or "
+            f"publish to it where it lives, until one answers again; fix: bring nsqd {dead} back"
+        )
+        [unseen] = [f for f in cells.findings(check, "not-seen") if f["topic"] == only_dead]
+        assert (unseen["status"], unseen["message"]) == ("crit", unreached)
+        assert o.topic not in [f["topic"] for f in cells.findings(check, "not-seen")]
+        # critical on its own, the nsqd's own finding turned off
+        alone = invoke("check", "-n", "1", *QUIETER, *o.everywhere)
+        assert alone.exit_code == 2, alone.output
+        assert f"CRITICAL: not-seen {only_dead}: {unreached}" in alone.stdout.splitlines()
         view = asyncio.run(cells.view_of(o.c.lookupd_http, o.c.nsqd_http))
         _assert_dashboard_keeps(view, only_dead, dead)
         [row] = [cells for key, cells in rows.node_rows(view) if key == dead]
@@ -240,6 +258,8 @@ async def test_a_hung_nsqd_is_named_by_every_view_in_bounded_time(original: Orig
     assert states[hung] == (NOT_ANSWERING, True)
     [down] = [f for f in cells.findings(check, "node-down") if f["node"] == hung]
     assert down["status"] == "crit" and NOT_ANSWERING in down["message"]
+    [unseen] = [f for f in cells.findings(check, "not-seen") if f["topic"] == only_hung]
+    assert unseen["status"] == "crit" and f"(nsqd {hung} down)" in unseen["message"]
     [row] = [cells for key, cells in rows.node_rows(view) if key == hung]
     assert NOT_ANSWERING in str(row[-1])
     assert cells.scrape(view)[("nsq_node_up", frozenset({("node", hung)}))] == 0.0

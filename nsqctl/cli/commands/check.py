@@ -28,7 +28,7 @@ from nsqctl.cli.wording import cli_message
 from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.health.check import DEFAULT_INTERVAL, DEFAULT_SAMPLES, CheckResult, check_cluster
 from nsqctl.health.findings import EXIT_CODES
-from nsqctl.health.spec import KINDS, RuleSet, parse_threshold, scoped
+from nsqctl.health.spec import DEFAULT_RULES, KINDS, RuleSet, parse_threshold, scoped
 from nsqctl.stats.poller import DEFAULT_TIMEOUT
 
 RuleOption = typer.Option(
@@ -88,7 +88,7 @@ PoisonOption = typer.Option(
 NoDefaultsOption = typer.Option(
     False,
     "--no-default-rules",
-    help="Start from no rules instead of node-down=crit, no-leader=crit, isr=warn, orphan=warn.",
+    help=f"Start from no rules instead of {', '.join(DEFAULT_RULES)}.",
 )
 SamplesOption = typer.Option(
     DEFAULT_SAMPLES, "--samples", "-n", help="Polls to take (rates and orphan need 2 or more)."
@@ -202,6 +202,10 @@ def check(
     status line, the performance data of the --max-* rules after its `|`: with
     --max-depth 100,200, 'TOPIC/CHANNEL depth'=150;100;200;0 (also time_to_drain in s,
     requeue_rate and timeout_rate; U when not measured).
+
+    Besides the rules asked, node-down, no-leader, isr, not-seen (an original topic
+    whose every nsqd is down: nobody can read it or publish to it where it lives) and
+    orphan are on by default.
     """
     try:
         if samples < 1:
