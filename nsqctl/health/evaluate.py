@@ -4,7 +4,10 @@ The window is consecutive :class:`ClusterView` polls, oldest first, from one
 :class:`~nsqctl.stats.sources.StatsSession` (so each channel carries its depth history).
 State rules (depth, node down, leader, ISR, not seen) read the newest view; rules about
 change (rates, time to drain, orphan, poison) read the window and, with fewer than two
-polls, are ``unknown``: a check that could not see change must not say all is well.
+polls, are ``unknown``: a check that could not see change must not say all is well. For
+the same reason the rules that stand on nsqlookupd's answers (no-leader and isr on the
+redesign, not-seen on the original) are ``unknown`` when no nsqlookupd answered
+(:func:`lookupd_blind`), besides what they judge from the nsqds.
 
 The operator definitions (orphan, poison, drain rate, time to drain, growth, counter
 rates) are those of :mod:`nsqctl.stats.rules`, and what a channel holds is that of
@@ -290,8 +293,47 @@ def evaluate(
             findings.append(_not_seen_finding(seen_rule, topic))
         for ch in topic.channels:
             findings.extend(_channel_findings(rules, window, topic, ch))
+    findings.extend(lookupd_blind(rules, window.last))
     findings.extend(unmatched(rules, window.last))
     return findings
+
+
+_BLIND_REDESIGN = (
+    (
+        "no-leader",
+        "a partition whose every copy is on an nsqd that is down is counted only by "
+        "nsqlookupd's topic meta, so only the partitions the answering nsqds hold were judged",
+    ),
+    (
+        "isr",
+        "the replicas each topic was created with are known only to nsqlookupd's topic "
+        "meta, so an ISR short of them cannot be told",
+    ),
+)
+_BLIND_ORIGINAL = (
+    (
+        "not-seen",
+        "a topic whose every nsqd is down, or on an nsqd only nsqlookupd knows, is listed "
+        "only by nsqlookupd, so only the topics of the nsqds that answered were judged",
+    ),
+)
+
+
+def lookupd_blind(rules: RuleSet, view: ClusterView) -> Iterator[Finding]:
+    """One ``unknown`` finding per enabled rule that stands on nsqlookupd, when every
+    nsqlookupd asked is down: what the check could not see and why, so that the findings
+    those rules could still make from the nsqds do not read as all clear."""
+    if not view.lookupds or any(lk.ok for lk in view.lookupds):
+        return
+    why = "; ".join(f"{lk.address}: {lk.error or 'down'}" for lk in view.lookupds)
+    for kind, blind in _BLIND_REDESIGN if view.is_redesign else _BLIND_ORIGINAL:
+        if rules.active(kind):
+            yield Finding(
+                "unknown",
+                kind,
+                f"not judged: no nsqlookupd answered ({why}): {blind}; fix: bring an "
+                "nsqlookupd back, or check against one that answers",
+            )
 
 
 def lookupd_findings(rule: Rule, view: ClusterView) -> Iterator[Finding]:

@@ -272,3 +272,13 @@ def test_lookupd_down_every_view_says_so_and_lists_from_the_nsqds(original: Orig
     process.kill_hard(lookupd)  # the last state: nothing needs it back
     view = cells.assert_lookupd_down(lookupd.http_address, o.c.nsqd_http, o.topic, "c")
     assert view.topic(o.topic) is not None and not view.is_redesign
+    # the topics only nsqlookupd lists could not be judged: alone (node-down off) that is
+    # UNKNOWN, exit 3, never an OK line over the topics the nsqds showed
+    alone = invoke("check", "-n", "1", *QUIETER, *o.everywhere)
+    assert alone.exit_code == 3, alone.output
+    [line] = alone.stdout.splitlines()
+    said = (
+        f"UNKNOWN: not-seen cluster: not judged: no nsqlookupd answered ({lookupd.http_address}: "
+    )
+    assert line.startswith(said), line
+    assert "listed only by nsqlookupd" in line, line

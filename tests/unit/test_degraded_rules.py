@@ -9,9 +9,12 @@ pin the model's rules without a cluster.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from nsqctl.errors import ConfigError
+from nsqctl.health.check import judge
 from nsqctl.health.evaluate import evaluate
 from nsqctl.health.spec import RuleSet
 from nsqctl.lookup.topology import Peer, TopicMeta, Topology, counted_partitions
@@ -146,3 +149,37 @@ def test_an_original_topic_no_answering_nsqd_holds_is_not_seen() -> None:
     assert _problems(_view({"t": META}), "not-seen") == []
     with pytest.raises(ConfigError, match="not-seen is about topics, it takes no CHANNEL"):
         RuleSet.parse(["not-seen:t/c"])
+
+
+def test_with_no_lookupd_answering_its_rules_are_unknown_never_ok() -> None:
+    """What only nsqlookupd tells (a redesign topic's partition count and replicas, the
+    original topics of nsqds that are down) is missing: those rules say so, and the
+    verdict is UNKNOWN (exit 3) unless something worse was found."""
+    dead = LookupdStatus("127.0.0.1:4161", ok=False, error="no answer to /ping")
+    why = "not judged: no nsqlookupd answered (127.0.0.1:4161: no answer to /ping): "
+    blind_redesign = replace(_view({}), lookupds=(dead,))
+    result = judge([blind_redesign], RuleSet.parse(["orphan=off", "node-down=off"]))
+    assert (result.status, result.exit_code) == ("unknown", 3)
+    lines = result.lines()
+    assert [line.split(": ")[:2] for line in lines] == [
+        ["UNKNOWN", "isr cluster"],
+        ["UNKNOWN", "no-leader cluster"],
+    ]
+    assert all(why in line and line.endswith("check against one that answers") for line in lines)
+    # a rule turned off is not reported as unjudged; a worse finding sets the verdict
+    assert _problems(blind_redesign, "no-leader=off", "isr") == [lines[0]]
+    assert judge([blind_redesign], RuleSet.parse([])).status == "crit"  # node-down: the lookupd
+    blind_original = _original(dead)
+    [unknown] = [
+        f.line()
+        for f in evaluate([blind_original], RuleSet.parse([]))
+        if f.topic is None and f.node is None
+    ]
+    assert unknown.startswith(f"UNKNOWN: not-seen cluster: {why}a topic whose every nsqd"), unknown
+    # one nsqlookupd answering is enough: nothing is unjudged
+    both = (dead, LookupdStatus("127.0.0.1:4171", ok=True))
+    assert _problems(replace(_view({"t": META}), lookupds=both), "no-leader", "isr") == [
+        "CRITICAL: no-leader t#1: no leader and no live copy: every nsqd holding it is down "
+        "or not answering"
+    ]
+    assert _problems(_original(*both), "not-seen:t") == []
