@@ -2,9 +2,12 @@
 
 The window is consecutive :class:`ClusterView` polls, oldest first, from one
 :class:`~nsqctl.stats.sources.StatsSession` (so each channel carries its depth history).
-State rules (depth, node down, leader, ISR) read the newest view; rules about change
-(rates, time to drain, orphan, poison) read the window and, with fewer than two polls, are
-``unknown``: a check that could not see change must not say all is well.
+State rules (depth, node down, leader, ISR, not seen) read the newest view; rules about
+change (rates, time to drain, orphan, poison) read the window and, with fewer than two
+polls, are ``unknown``: a check that could not see change must not say all is well. For
+the same reason the rules that stand on nsqlookupd's answers (no-leader and isr on the
+redesign, not-seen on the original) are ``unknown`` when no nsqlookupd answered
+(:func:`lookupd_blind`), besides what they judge from the nsqds.
 
 The operator definitions (orphan, poison, drain rate, time to drain, growth, counter
 rates) are those of :mod:`nsqctl.stats.rules`, and what a channel holds is that of
@@ -20,6 +23,7 @@ from dataclasses import dataclass, replace
 from nsqctl.health.findings import Finding
 from nsqctl.health.spec import Rule, RuleSet
 from nsqctl.health.time_to_drain import ChannelKey, depth_points, estimate
+from nsqctl.stats.coverage import holders_words
 from nsqctl.stats.hotspots import held_messages
 from nsqctl.stats.rules import (
     GROWING_SAMPLES,
@@ -239,6 +243,22 @@ def _partition_findings(rules: RuleSet, topic: TopicView) -> Iterator[Finding]:
             )
 
 
+def _not_seen_finding(rule: Rule, topic: TopicView) -> Finding:
+    """An original topic no answering nsqd holds (the view's :attr:`TopicView.not_seen`):
+    its messages and channels are out of reach until one of its nsqds answers again."""
+    if not topic.not_seen:
+        copies = len(topic.partitions)  # an original topic: one copy per nsqd that answered
+        return Finding("ok", rule.kind, f"on {copies} answering nsqd(s)", topic=topic.name)
+    holders = holders_words(topic.held_by, topic.held_by_guessed)
+    return Finding(
+        rule.hit,
+        rule.kind,
+        f"no nsqd that answered holds it ({holders} down): nobody can read it, or publish "
+        f"to it where it lives, until one answers again; fix: bring {holders} back",
+        topic=topic.name,
+    )
+
+
 def evaluate(
     views: Sequence[ClusterView], rules: RuleSet, *, polls: int | None = None
 ) -> list[Finding]:
@@ -268,10 +288,52 @@ def evaluate(
         findings.extend(lookupd_findings(node_rule, window.last))
     for topic in window.last.topics:
         findings.extend(_partition_findings(rules, topic))
+        seen_rule = None if topic.is_redesign else rules.rule_for("not-seen", topic.name, None)
+        if seen_rule is not None:
+            findings.append(_not_seen_finding(seen_rule, topic))
         for ch in topic.channels:
             findings.extend(_channel_findings(rules, window, topic, ch))
+    findings.extend(lookupd_blind(rules, window.last))
     findings.extend(unmatched(rules, window.last))
     return findings
+
+
+_BLIND_REDESIGN = (
+    (
+        "no-leader",
+        "a partition whose every copy is on an nsqd that is down is counted only by "
+        "nsqlookupd's topic meta, so only the partitions the answering nsqds hold were judged",
+    ),
+    (
+        "isr",
+        "the replicas each topic was created with are known only to nsqlookupd's topic "
+        "meta, so an ISR short of them cannot be told",
+    ),
+)
+_BLIND_ORIGINAL = (
+    (
+        "not-seen",
+        "a topic whose every nsqd is down, or on an nsqd only nsqlookupd knows, is listed "
+        "only by nsqlookupd, so only the topics of the nsqds that answered were judged",
+    ),
+)
+
+
+def lookupd_blind(rules: RuleSet, view: ClusterView) -> Iterator[Finding]:
+    """One ``unknown`` finding per enabled rule that stands on nsqlookupd, when every
+    nsqlookupd asked is down: what the check could not see and why, so that the findings
+    those rules could still make from the nsqds do not read as all clear."""
+    if not view.lookupds or any(lk.ok for lk in view.lookupds):
+        return
+    why = "; ".join(f"{lk.address}: {lk.error or 'down'}" for lk in view.lookupds)
+    for kind, blind in _BLIND_REDESIGN if view.is_redesign else _BLIND_ORIGINAL:
+        if rules.active(kind):
+            yield Finding(
+                "unknown",
+                kind,
+                f"not judged: no nsqlookupd answered ({why}): {blind}; fix: bring an "
+                "nsqlookupd back, or check against one that answers",
+            )
 
 
 def lookupd_findings(rule: Rule, view: ClusterView) -> Iterator[Finding]:
@@ -293,7 +355,9 @@ def lookupd_findings(rule: Rule, view: ClusterView) -> Iterator[Finding]:
 
 
 PARTITION_RULES = ("no-leader", "isr")
-"""Rule kinds judged per redesign partition; every other scoped kind is per channel."""
+"""Rule kinds judged per redesign partition."""
+TOPIC_RULES = ("not-seen",)
+"""Rule kinds judged per original topic; every other scoped kind is per channel."""
 
 
 def unmatched(rules: RuleSet, view: ClusterView) -> Iterator[Finding]:
@@ -309,6 +373,9 @@ def unmatched(rules: RuleSet, view: ClusterView) -> Iterator[Finding]:
         if rule.kind in PARTITION_RULES:
             what = "redesign topic"
             hit = any(t.is_redesign and rule.matches(t.name, None) for t in view.topics)
+        elif rule.kind in TOPIC_RULES:
+            what = "original topic"
+            hit = any(not t.is_redesign and rule.matches(t.name, None) for t in view.topics)
         else:
             what = "channel"
             hit = any(rule.matches(t.name, c.name) for t in view.topics for c in t.channels)

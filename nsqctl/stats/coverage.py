@@ -23,10 +23,12 @@ from nsqctl.stats.view import ClusterView, build_view
 
 def not_seen_words(held_by: Sequence[str], guessed: bool = False) -> str:
     """How a row marks a topic (or channel) no answering nsqd holds, naming its nsqds."""
-    return f"NOT SEEN ({_holders(held_by, guessed)} down)"
+    return f"NOT SEEN ({holders_words(held_by, guessed)} down)"
 
 
-def _holders(held_by: Sequence[str], guessed: bool) -> str:
+def holders_words(held_by: Sequence[str], guessed: bool = False) -> str:
+    """The nsqds holding a topic no answering nsqd holds: ``nsqd A, B``, or ``one of nsqd
+    A, B`` when they are only the nsqds that did not answer (see ``guessed``)."""
     return ("one of " if guessed else "") + "nsqd " + ", ".join(held_by)
 
 
@@ -115,7 +117,7 @@ class Coverage:
         for topic, holders, guessed in self.unseen_topics:
             out.append(
                 f"topic {topic}: not seen this poll: no live copy (every nsqd holding it is "
-                f"down or not answering: {_holders(holders, guessed)}): {what} may be "
+                f"down or not answering: {holders_words(holders, guessed)}): {what} may be "
                 "incomplete"
             )
         return out

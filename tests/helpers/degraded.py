@@ -74,6 +74,16 @@ def findings(check: Any, rule: str) -> list[dict[str, Any]]:
     return [f for f in json.loads(check.stdout)["findings"] if f["rule"] == rule]
 
 
+def unjudged_findings(check: Any) -> dict[str, str]:
+    """The message of each rule ``nsqctl check --json`` could not judge on the whole
+    cluster (an unknown finding with no topic or node), by rule."""
+    return {
+        f["rule"]: f["message"]
+        for f in json.loads(check.stdout)["findings"]
+        if f["status"] == "unknown" and f["topic"] is None and f["node"] is None
+    }
+
+
 def assert_lookupd_down(
     lookupd: str, nsqd_http: Sequence[str], topic: str, channel: str
 ) -> ClusterView:
@@ -138,8 +148,17 @@ def assert_lookupd_down(
     # check: nothing to judge without the nsqds (unknown); with them, the lookupd is down
     blind = invoke("check", "-n", "1", *where)
     assert blind.exit_code == 3 and f"no nsqlookupd answered ({lookupd})" in blind.stdout
-    [down] = [f for f in findings(check(2, *where, *nsqds), "node-down") if f["node"] == lookupd]
+    judged = check(2, *where, *nsqds)
+    [down] = [f for f in findings(judged, "node-down") if f["node"] == lookupd]
     assert down["status"] == "crit" and "nsqlookupd does not answer" in down["message"]
+    # ... and the rules that stand on its answers say they were not judged, and why (the
+    # partitions and topics only it counts), instead of passing on what the nsqds show
+    stands_on = {"no-leader", "isr"} if found["family"] == "redesign" else {"not-seen"}
+    unjudged = unjudged_findings(judged)
+    assert set(unjudged) == stands_on, unjudged
+    for message in unjudged.values():
+        assert message.startswith(f"not judged: no nsqlookupd answered ({lookupd}: "), message
+        assert message.endswith("fix: bring an nsqlookupd back, or check against one that answers")
     # the dashboard's model and the exporter
     from nsqctl.tui import rows
 
@@ -153,6 +172,12 @@ def assert_lookupd_down(
         if name == "nsqctl_check_status" and ("rule", "node-down") in labels
     }
     assert status[lookupd] == 2.0
+    unjudged_status = {
+        dict(labels)["rule"]: value
+        for (name, labels), value in scraped.items()
+        if name == "nsqctl_check_status" and dict(labels)["topic"] == dict(labels)["node"] == ""
+    }
+    assert unjudged_status == dict.fromkeys(stands_on, 3.0)
     # the exporter without the nsqds: nothing reached, and the lookupd it could not reach
     blind_scrape = scrape(asyncio.run(view_of([lookupd])))
     assert blind_scrape[("nsqctl_up", frozenset())] == 0.0

@@ -33,7 +33,7 @@ from nsqctl.stats.sources import StatsSession
 from nsqctl.stats.view import ClusterView
 from nsqctl.tui import rows
 from tests.helpers import degraded as cells
-from tests.helpers.cli import assert_one_line_error, run_main
+from tests.helpers.cli import assert_one_line_error, invoke, run_main
 from tests.helpers.clusters import running_cluster
 from tests.helpers.hang import stopped
 from tests.helpers.redesign import eventually, unique
@@ -65,6 +65,10 @@ def original(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Original]:
         cells.ok("topic", "create", topic, *where)
         cells.ok("channel", "create", topic, "c", *where)
         yield Original(c, topic, victim=c.nsqds[1], survivor=c.nsqds[0])
+
+
+#: node-down and orphan (unknown after one poll) off: what the other default rules find alone
+QUIETER = ("--rule", "node-down=off", "--rule", "orphan=off")
 
 
 def _on_victim_alone(o: Original, prefix: str) -> str:
@@ -205,6 +209,19 @@ def test_a_killed_nsqd_is_named_by_every_view(original: Original) -> None:
         check = cells.check(2, *o.everywhere)
         [down] = [f for f in cells.findings(check, "node-down") if f["node"] == dead]
         assert down["status"] == "crit"
+        # the topic nobody can reach is a finding of its own, critical like a partition
+        # with no live copy, naming its nsqd; the topic the survivor holds is not one
+        unreached = (
+            f"no nsqd that answered holds it (nsqd {dead} down): nobody can read it, or "
+            f"publish to it where it lives, until one answers again; fix: bring nsqd {dead} back"
+        )
+        [unseen] = [f for f in cells.findings(check, "not-seen") if f["topic"] == only_dead]
+        assert (unseen["status"], unseen["message"]) == ("crit", unreached)
+        assert o.topic not in [f["topic"] for f in cells.findings(check, "not-seen")]
+        # critical on its own, the nsqd's own finding turned off
+        alone = invoke("check", "-n", "1", *QUIETER, *o.everywhere)
+        assert alone.exit_code == 2, alone.output
+        assert f"CRITICAL: not-seen {only_dead}: {unreached}" in alone.stdout.splitlines()
         view = asyncio.run(cells.view_of(o.c.lookupd_http, o.c.nsqd_http))
         _assert_dashboard_keeps(view, only_dead, dead)
         [row] = [cells for key, cells in rows.node_rows(view) if key == dead]
@@ -242,6 +259,8 @@ async def test_a_hung_nsqd_is_named_by_every_view_in_bounded_time(original: Orig
     assert states[hung] == (NOT_ANSWERING, True)
     [down] = [f for f in cells.findings(check, "node-down") if f["node"] == hung]
     assert down["status"] == "crit" and NOT_ANSWERING in down["message"]
+    [unseen] = [f for f in cells.findings(check, "not-seen") if f["topic"] == only_hung]
+    assert unseen["status"] == "crit" and f"(nsqd {hung} down)" in unseen["message"]
     [row] = [cells for key, cells in rows.node_rows(view) if key == hung]
     assert NOT_ANSWERING in str(row[-1])
     assert cells.scrape(view)[("nsq_node_up", frozenset({("node", hung)}))] == 0.0
@@ -255,6 +274,16 @@ def test_lookupd_down_every_view_says_so_and_lists_from_the_nsqds(original: Orig
     view = cells.assert_lookupd_down(lookupd.http_address, o.c.nsqd_http, o.topic, "c")
     _assert_borrow_reads_the_nsqds(o, lookupd.http_address)
     assert view.topic(o.topic) is not None and not view.is_redesign
+    # the topics only nsqlookupd lists could not be judged: alone (node-down off) that is
+    # UNKNOWN, exit 3, never an OK line over the topics the nsqds showed
+    alone = invoke("check", "-n", "1", *QUIETER, *o.everywhere)
+    assert alone.exit_code == 3, alone.output
+    [line] = alone.stdout.splitlines()
+    said = (
+        f"UNKNOWN: not-seen cluster: not judged: no nsqlookupd answered ({lookupd.http_address}: "
+    )
+    assert line.startswith(said), line
+    assert "listed only by nsqlookupd" in line, line
 
 
 def _waiting_on_survivor(o: Original) -> int:

@@ -1,5 +1,6 @@
 """Views of a degraded cluster, from built records: a partition the topic's meta counts
-but no answering nsqd holds, check rules that match nothing, and the dashboard's words
+but no answering nsqd holds, an original topic no answering nsqd holds, check rules that
+match nothing or cannot be judged with no nsqlookupd answering, and the dashboard's words
 for each server family.
 
 The same states on real servers are in tests/integration/test_degraded_views.py; these
@@ -8,13 +9,25 @@ pin the model's rules without a cluster.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import pytest
+
+from nsqctl.errors import ConfigError
+from nsqctl.health.check import judge
 from nsqctl.health.evaluate import evaluate
 from nsqctl.health.spec import RuleSet
 from nsqctl.lookup.topology import Peer, TopicMeta, Topology, counted_partitions
-from nsqctl.stats.model import ClusterSnapshot, NodeStats
+from nsqctl.stats.model import ClusterSnapshot, LookupdStatus, NodeStats, UnseenTopic
 from nsqctl.stats.view import ClusterView, build_view
 from nsqctl.tui import hotrows, rows
-from tests.helpers.stats import RECORDED_A, channel_stats, recorded_original, topic_stats
+from tests.helpers.stats import (
+    RECORDED_A,
+    RECORDED_B,
+    channel_stats,
+    recorded_original,
+    topic_stats,
+)
 
 META = TopicMeta(partition_num=3, replica=1)
 
@@ -104,3 +117,69 @@ def test_the_dashboard_speaks_each_familys_words() -> None:
     assert {"partitions", "leaders"} <= set(rows.node_columns(redesign))
     assert "partitions" in hotrows.node_summary_columns(redesign)
     assert rows.topic_columns(redesign)[1] == "parts"
+
+
+def _original(*lookupds: LookupdStatus) -> ClusterView:
+    """Topic ``t`` on the nsqd that answered; ``gone`` only on the one that did not."""
+    up = NodeStats(RECORDED_A, 1.0, "up", topics=(topic_stats(RECORDED_A, "t"),))
+    down = NodeStats(RECORDED_B, 1.0, "down", error="connection refused")
+    unseen = {"gone": UnseenTopic((RECORDED_B,), ("c",))}
+    return build_view(ClusterSnapshot(1.0, (up, down), lookupds, unseen_topics=unseen))
+
+
+def test_an_original_topic_no_answering_nsqd_holds_is_not_seen() -> None:
+    gone = (
+        f"not-seen gone: no nsqd that answered holds it (nsqd {RECORDED_B} down): nobody can "
+        f"read it, or publish to it where it lives, until one answers again; fix: bring "
+        f"nsqd {RECORDED_B} back"
+    )
+    view = _original()
+    assert _problems(view, "not-seen") == [f"CRITICAL: {gone}"]
+    assert _problems(view, "not-seen", "not-seen:gone=warn") == [f"WARNING: {gone}"]
+    assert _problems(view, "not-seen", "not-seen:g*=off") == []
+    judged = evaluate([view], RuleSet.parse(["not-seen"], defaults=False))
+    assert [(f.status, f.topic, f.message) for f in judged if f.topic == "t"] == [
+        ("ok", "t", "on 1 answering nsqd(s)")
+    ]
+    assert _problems(view, "not-seen:nope") == [
+        "WARNING: not-seen nope: rule not-seen:nope=crit matches no original topic the cluster "
+        "shows: check the name, or the topic is gone (deleted, or on nsqds that are down)"
+    ]
+    # a redesign topic's lost copies are no-leader's: not-seen judges no partition
+    assert _problems(_view({"t": META}), "not-seen") == []
+    with pytest.raises(ConfigError, match="not-seen is about topics, it takes no CHANNEL"):
+        RuleSet.parse(["not-seen:t/c"])
+
+
+def test_with_no_lookupd_answering_its_rules_are_unknown_never_ok() -> None:
+    """What only nsqlookupd tells (a redesign topic's partition count and replicas, the
+    original topics of nsqds that are down) is missing: those rules say so, and the
+    verdict is UNKNOWN (exit 3) unless something worse was found."""
+    dead = LookupdStatus("127.0.0.1:4161", ok=False, error="no answer to /ping")
+    why = "not judged: no nsqlookupd answered (127.0.0.1:4161: no answer to /ping): "
+    blind_redesign = replace(_view({}), lookupds=(dead,))
+    result = judge([blind_redesign], RuleSet.parse(["orphan=off", "node-down=off"]))
+    assert (result.status, result.exit_code) == ("unknown", 3)
+    lines = result.lines()
+    assert [line.split(": ")[:2] for line in lines] == [
+        ["UNKNOWN", "isr cluster"],
+        ["UNKNOWN", "no-leader cluster"],
+    ]
+    assert all(why in line and line.endswith("check against one that answers") for line in lines)
+    # a rule turned off is not reported as unjudged; a worse finding sets the verdict
+    assert _problems(blind_redesign, "no-leader=off", "isr") == [lines[0]]
+    assert judge([blind_redesign], RuleSet.parse([])).status == "crit"  # node-down: the lookupd
+    blind_original = _original(dead)
+    [unknown] = [
+        f.line()
+        for f in evaluate([blind_original], RuleSet.parse([]))
+        if f.topic is None and f.node is None
+    ]
+    assert unknown.startswith(f"UNKNOWN: not-seen cluster: {why}a topic whose every nsqd"), unknown
+    # one nsqlookupd answering is enough: nothing is unjudged
+    both = (dead, LookupdStatus("127.0.0.1:4171", ok=True))
+    assert _problems(replace(_view({"t": META}), lookupds=both), "no-leader", "isr") == [
+        "CRITICAL: no-leader t#1: no leader and no live copy: every nsqd holding it is down "
+        "or not answering"
+    ]
+    assert _problems(_original(*both), "not-seen:t") == []

@@ -1,7 +1,8 @@
 """``nsqctl check``: alert on a cluster's health the way Nagios plugins do.
 
 Exit 0 ok, 1 warning, 2 critical, 3 unknown (the cluster did not answer, a rule could not
-be judged, or the rules given were wrong); one line per finding that is not ok, or one
+be judged (too few polls for a rate, or no nsqlookupd answering for the rules that stand on
+its answers), or the rules given were wrong); one line per finding that is not ok, or one
 ``OK: ...`` line, the first carrying the performance data of the threshold rules after a
 ``|`` (:mod:`nsqctl.health.perfdata`); ``--json`` for one JSON document. Rules come from
 the profile's ``check`` list, then ``--rule``, then the shortcut flags (the last matching
@@ -28,7 +29,7 @@ from nsqctl.cli.wording import cli_message
 from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.health.check import DEFAULT_INTERVAL, DEFAULT_SAMPLES, CheckResult, check_cluster
 from nsqctl.health.findings import EXIT_CODES
-from nsqctl.health.spec import KINDS, RuleSet, parse_threshold, scoped
+from nsqctl.health.spec import DEFAULT_RULES, KINDS, RuleSet, parse_threshold, scoped
 from nsqctl.stats.poller import DEFAULT_TIMEOUT
 
 RuleOption = typer.Option(
@@ -88,7 +89,7 @@ PoisonOption = typer.Option(
 NoDefaultsOption = typer.Option(
     False,
     "--no-default-rules",
-    help="Start from no rules instead of node-down=crit, no-leader=crit, isr=warn, orphan=warn.",
+    help=f"Start from no rules instead of {', '.join(DEFAULT_RULES)}.",
 )
 SamplesOption = typer.Option(
     DEFAULT_SAMPLES, "--samples", "-n", help="Polls to take (rates and orphan need 2 or more)."
@@ -202,6 +203,16 @@ def check(
     status line, the performance data of the --max-* rules after its `|`: with
     --max-depth 100,200, 'TOPIC/CHANNEL depth'=150;100;200;0 (also time_to_drain in s,
     requeue_rate and timeout_rate; U when not measured).
+
+    Besides the rules asked, node-down, no-leader, isr, not-seen (an original topic
+    whose every nsqd is down: nobody can read it or publish to it where it lives) and
+    orphan are on by default.
+
+    A rule that could not be judged is an UNKNOWN finding, saying what was not seen and
+    why: the rates and orphan with fewer than 2 polls, and, when no nsqlookupd answers,
+    no-leader and isr (redesign) and not-seen (original), which need its topic list and
+    meta. The exit is the worst finding's: critical, then warning, then unknown (3), so
+    a known outage is never hidden behind what could not be checked.
     """
     try:
         if samples < 1:
