@@ -127,8 +127,13 @@ class DashApp(App[None]):
                 self.notify(cli_message(exc), severity="error", timeout=self.interval * 2)
             else:
                 self.apply_view(view)
+            # asyncio.timeout, never wait_for: on 3.11 wait_for returns, swallowing the
+            # cancel, when it lands as the wait ends (a refresh asked, a screen shown:
+            # CPython gh-86296), and the poll went on after the app's exit cancelled it,
+            # the exit waiting for it for ever (on_unmount)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.interval)
+                async with asyncio.timeout(self.interval):
+                    await self._wake.wait()
 
     def apply_view(self, view: ClusterView) -> None:
         self.view = view

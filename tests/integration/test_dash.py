@@ -8,6 +8,7 @@ opened (client counts without the clients), the channel screen after."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,13 +66,30 @@ async def first_poll(pilot: Pilot[None]) -> None:
     await until(pilot, lambda: pilot.app.polls >= 1, "the first poll")  # type: ignore[attr-defined]
 
 
-async def until(pilot: Pilot[None], cond: Callable[[], bool], what: str, tries: int = 150) -> None:
-    """Let the app run until ``cond`` holds (bounded by a try count, not a timing claim)."""
+async def until(
+    pilot: Pilot[None],
+    cond: Callable[[], bool],
+    what: str | Callable[[], str],
+    tries: int = 150,
+    timeout: float | None = None,
+) -> None:
+    """Let the app run until ``cond`` holds: bounded by a try count (not a timing claim) and
+    by ``timeout`` seconds (by default half a second a try), because each pause first waits
+    for the screen to catch up, which on a loaded machine can take seconds: a count alone
+    then outlasts the test's timeout, which says nothing of what was waited for. ``what``
+    may be a callable, asked at the end (the last state seen)."""
+    bound = tries * 0.5 if timeout is None else timeout
+    start = time.monotonic()
     for _ in range(tries):
         if cond():
             return
+        if time.monotonic() - start > bound:
+            break
         await pilot.pause(0.1)
-    raise AssertionError(f"the dashboard never showed {what}")
+    said = what if isinstance(what, str) else what()
+    raise AssertionError(
+        f"the dashboard never showed {said} (waited {time.monotonic() - start:.0f}s)"
+    )
 
 
 async def open_topic_once_in_flight(
