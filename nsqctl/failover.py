@@ -35,6 +35,10 @@ class FailoverEvent:
     window: float  # the failover window in force (0: none)
     nsqd: str = ""  # resumed: the nsqd it goes on with
     reason: str = ""  # waiting: the last error; resumed: e.g. RESUMED_FROM_CONFIRMED
+    # True for an original-family topic: it has no partition leaders, so what the client
+    # waits for is one of the topic's nsqds taking its traffic again (the same nsqd
+    # reconnected, or another one nsqlookupd names): a line naming a leader would mislead.
+    leaderless: bool = False
 
     @property
     def where(self) -> str:
@@ -46,7 +50,12 @@ class FailoverEvent:
             verb = "publishing" if self.role == "publish" else "consuming"
             text = f"{self.where}: {verb} again on {self.nsqd} after {self.waited:.1f}s"
             return f"{text}, {self.reason}" if self.reason else text
-        text = f"waiting for a leader for {self.where} ({self.waited:.0f}s of {self.window:.0f}s)"
+        if self.leaderless:
+            verb = "take publishes" if self.role == "publish" else "deliver"
+            waiting = f"waiting for an nsqd of {self.topic} to {verb} again"
+        else:
+            waiting = f"waiting for a leader for {self.where}"
+        text = f"{waiting} ({self.waited:.0f}s of {self.window:.0f}s)"
         return f"{text}: {self.reason}" if self.reason else text
 
 

@@ -306,7 +306,10 @@ class RetryLoop:
             raise final from last
         if call.clock.riding:
             waited = call.clock.waited(now)
-            self._report(self._notes.waiting(call.topic, call.where, waited, str(last), now))
+            note = self._notes.waiting(
+                call.topic, call.where, waited, str(last), now, self._leaderless(call)
+            )
+            self._report(note)
         log.info(
             "publish to %s failed (%s); ticket %d retry %d in %.2fs",
             call.topic,
@@ -328,13 +331,18 @@ class RetryLoop:
                 f"to retry, unacknowledged ({last})"
             ) from last
 
+    def _leaderless(self, call: PublishCall) -> bool:
+        """True when the call's topic is known to be of the original family (no partition,
+        a topology that is not the redesign's): it waits for an nsqd, not for a leader."""
+        topo = self.topologies.cached(call.topic)
+        return call.where is None and topo is not None and not topo.is_redesign
+
     def _gave_up(self, call: PublishCall, last: BaseException) -> NsqctlError:
         """The error a publish call ends with: of the kind of its last failure (which the
         caller chains as its cause), so that it is caught by that kind."""
         topic, clock = call.topic, call.clock
         window = self.options.failover_window
-        topo = self.topologies.cached(topic)
-        if clock.riding and (call.where is not None or topo is None or topo.is_redesign):
+        if clock.riding and not self._leaderless(call):
             place = topic if call.where is None else f"{topic}/{call.where}"
             return PartitionUnavailableError(
                 f"no leader took the publish to {place} within the failover window "

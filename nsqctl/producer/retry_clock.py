@@ -83,10 +83,19 @@ class FailoverNotes:
         self._since: dict[str, float] = {}  # where -> when the first publish waiting failed
 
     def waiting(
-        self, topic: str, partition: int | None, waited: float, reason: str, now: float
+        self,
+        topic: str,
+        partition: int | None,
+        waited: float,
+        reason: str,
+        now: float,
+        leaderless: bool = False,
     ) -> FailoverEvent | None:
-        """The event to report for a publish that waits, or None (one was just reported)."""
-        event = FailoverEvent("waiting", "publish", topic, partition, 0.0, self.window)
+        """The event to report for a publish that waits, or None (one was just reported).
+        ``leaderless``: an original-family topic (see :attr:`FailoverEvent.leaderless`)."""
+        event = FailoverEvent(
+            "waiting", "publish", topic, partition, 0.0, self.window, leaderless=leaderless
+        )
         where = event.where
         since = now - waited
         earlier = self._since.get(where)

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from nsqctl.servers import cluster
-from tests.helpers.cli import NSQCTL, clean_env, run_cli
+from nsqctl.stats import read_nsqd_stats
+from tests.helpers.cli import NSQCTL, assert_one_line_error, clean_env, run_cli, run_main
 
 pytestmark = pytest.mark.spark  # archive and replay need the archive extra (pyarrow)
 
@@ -77,3 +78,26 @@ def test_archive_and_replay_json_and_terminal_progress(
     assert code == 0, stderr
     assert b"\rreplay: 5 published" in stderr, stderr
     assert b"replayed 5 message(s)" in stdout
+
+
+@pytest.mark.parametrize("field", ["", "user..id", ".id"])
+def test_replay_refuses_a_shard_field_with_an_empty_name_as_pub_does(
+    original_cluster: cluster.Cluster, tmp_path: Path, field: str
+) -> None:
+    """An empty --shard-field is not "no --shard-field": replay refuses it before
+    publishing anything (rather than quietly keeping per-partition order), in the very
+    line ``pub`` gives for it."""
+    source = tmp_path / "orders.log"  # nsq_to_file output: one message per line
+    source.write_text('{"": "x", "id": 1, "user": {"id": 7}}\n')
+    target = f"rep_{uuid.uuid4().hex[:10]}"
+    nsqd = ["--nsqd", original_cluster.nsqd_tcp[0]]
+    refused = run_main("replay", str(source), "--to-topic", target, "--shard-field", field, *nsqd)
+    line = assert_one_line_error(refused, 2)
+    assert line == (
+        f"nsqctl: error: bad --shard-field {field!r}: name the JSON field holding each "
+        "message's shard key (a dotted path for a nested one, e.g. user.id)"
+    )
+    pub = run_main("pub", target, "x", "--shard-field", field, *nsqd)
+    assert assert_one_line_error(pub, 2) == line
+    stats = read_nsqd_stats(original_cluster.nsqd_http[0])
+    assert not any(t.topic == target for t in stats.topics)

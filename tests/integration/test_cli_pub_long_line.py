@@ -13,8 +13,9 @@ import pytest
 from nsqctl.servers import cluster
 from nsqctl.stats import read_nsqd_stats
 from tests.conftest import StartCluster
-from tests.helpers.cli import assert_one_line_error, run_cli
+from tests.helpers.cli import assert_one_line_error, pub_process, run_cli
 from tests.helpers.names import unique
+from tests.helpers.wait import eventually
 
 LINE = b"x" * (20 << 20)
 TEN_MB = b"y" * (10 << 20)
@@ -148,3 +149,32 @@ def test_a_deferred_publish_refused_mid_chunk_names_each_line_by_what_became_of_
     summary = json.loads(proc.stdout.splitlines()[-1])
     assert (summary["published"], summary["unpublished"]) == (2, 3), summary
     assert _stored(c.nsqd_http[0], topic) == 2
+
+
+@pytest.mark.original
+def test_deferred_publishes_behind_a_refused_one_wait_for_an_nsqd_not_a_leader(
+    start_cluster: StartCluster,
+) -> None:
+    """nsqd closes the connection on the message it refuses (E_BAD_MESSAGE), so the DPUB
+    sent behind it on that connection goes unanswered, and pub, the topic written
+    already, retries it on a new connection. The original family has no partition
+    leaders: the line saying it waits names what it waits for, an nsqd of the topic
+    (redesign topics keep "waiting for a leader", asserted in their failover tests)."""
+    c = start_cluster("original", nsqd=1, nsqd_args=["--max-msg-size=100"])
+    topic = unique("deferwait")
+    proc = pub_process(topic, "--defer", "60000", "--batch", "1", "--nsqd", c.nsqd_tcp[0])
+    assert proc.stdin is not None
+    proc.stdin.write(b"a\n")
+    proc.stdin.flush()
+    # once the topic took a publish, a lost connection is waited out, not given up on
+    eventually(lambda: _stored(c.nsqd_http[0], topic) == 1, 30, f"line 1 stored in {topic}")
+    # two DPUBs pipelined on one connection: the refused one, then b
+    _, err = proc.communicate(b"z" * 200 + b"\nb\n", timeout=60)
+    lines = err.decode().splitlines()
+    assert lines[0].startswith(
+        f"nsqctl pub: waiting for an nsqd of {topic} to take publishes again (0s of 180s): "
+        f"connection to nsqd {c.nsqd_tcp[0]} closed: "
+    ), lines
+    assert lines[1].startswith(f"nsqctl pub: {topic}: publishing again on {c.nsqd_tcp[0]}"), lines
+    assert "line(s) 2 were refused by nsqd" in lines[-1] and proc.returncode == 1, lines
+    assert _stored(c.nsqd_http[0], topic) == 2  # a and b: b was taken again

@@ -66,6 +66,18 @@ def test_event_lines_name_topic_partition_and_window() -> None:
     assert resumed.describe() == "ha: publishing again on 127.0.0.1:4150 after 31.2s"
 
 
+def test_an_original_family_wait_names_an_nsqd_not_a_leader() -> None:
+    """The original family has no partition leaders: a publish waits for an nsqd of the
+    topic to take it again, and the line says so."""
+    notes = FailoverNotes(window=180)
+    waiting = notes.waiting("ha", None, 0.2, "connection closed", now=10.0, leaderless=True)
+    assert waiting is not None and waiting.describe() == (
+        "waiting for an nsqd of ha to take publishes again (0s of 180s): connection closed"
+    )
+    consume = FailoverEvent("waiting", "consume", "ha", None, 6, 20, leaderless=True)
+    assert consume.describe() == "waiting for an nsqd of ha to deliver again (6s of 20s)"
+
+
 def test_notes_report_waiting_once_per_interval_per_partition() -> None:
     notes = FailoverNotes(window=180, interval=5)
     first = notes.waiting("ha", 0, 0.1, "refused", now=100.0)

@@ -24,6 +24,7 @@ import typer
 from nsqctl.cli import complete
 from nsqctl.cli.commands.pub_input import (
     Batch,
+    check_shard_field,
     open_source,
     parse_delimiter,
     parse_headers,
@@ -89,12 +90,7 @@ class PubPlan:
         ]
         if len(routing) > 1:
             raise ConfigError(f"use only one of {', '.join(routing)}")
-        if self.shard_field is not None and "" in self.shard_field.split("."):
-            # else each line's error would name an empty field: "no field ''"
-            raise ConfigError(
-                f"bad --shard-field {self.shard_field!r}: name the JSON field holding each "
-                "message's shard key (a dotted path for a nested one, e.g. user.id)"
-            )
+        check_shard_field(self.shard_field)
         if self.defer_ms is not None and self.trace is not None:
             raise ConfigError("--defer and --trace cannot be combined (DPUB has no trace)")
         if self.headers:

@@ -251,6 +251,18 @@ def _total_size(paths: list[Path]) -> int | None:
         return None
 
 
+def check_shard_field(field: str | None) -> None:
+    """Refuse a ``--shard-field`` with an empty name (or an empty part of a dotted path) up
+    front, for every command that takes one: ``pub`` would otherwise blame each line for
+    lacking a field named nothing, and ``replay`` would take the empty name for no field
+    at all and silently keep per-partition order instead."""
+    if field is not None and "" in field.split("."):
+        raise ConfigError(
+            f"bad --shard-field {field!r}: name the JSON field holding each "
+            "message's shard key (a dotted path for a nested one, e.g. user.id)"
+        )
+
+
 def shard_key_from_json(record: Record, field: str) -> Any:
     """The ``field`` of a JSON object record (dotted paths reach into nested objects)."""
     try:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from nsqctl.cli.commands.pub_input import check_shard_field
 from nsqctl.cli.commands.trace import EngineOption
 from nsqctl.cli.flags import (
     ClusterSelection,
@@ -87,6 +88,7 @@ def replay(
     from nsqctl.pipeline.selection import ReplayFilters
 
     validate_topic(to_topic)
+    check_shard_field(shard_field)
     filters = ReplayFilters(
         since_ns=None if since is None else parse_time_ns(since),
         until_ns=None if until is None else parse_time_ns(until),
