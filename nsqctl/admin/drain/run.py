@@ -54,7 +54,12 @@ from nsqctl.admin.drain.records import (
     running_elsewhere,
     update_drain,
 )
-from nsqctl.admin.drain.redesign import move_leader, plan_leader_moves, read_topic_states
+from nsqctl.admin.drain.redesign import (
+    move_leader,
+    plan_leader_moves,
+    read_topic_states,
+    with_leaderless,
+)
 from nsqctl.admin.drain.restore import RestoreResult, restore_node
 from nsqctl.admin.drain.safety import Blocker, readable, stop_plan
 from nsqctl.admin.leader import find_leader
@@ -299,6 +304,7 @@ async def _stop_plan(
     lookup's records; a topic that could not be read blocks."""
     states, unread = await read_topic_states(client, leader, _topics_on(view, node), nodes)
     loads = await leader_load_factors(client, leader)
+    states = with_leaderless(states, view, node)
     copies, blocked = stop_plan(states, node, set(nodes), loads, avoid)
     return copies, unread + blocked
 
