@@ -81,9 +81,14 @@ def test_a_drain_of_the_copy_a_leaderless_partition_needs_is_refused_saying_why(
     [copy] = [a for a in first["isr"] if a != leader.http_address]
     process.kill_hard(leader)
     rig.dead.append(leader)
-    eventually(lambda: rig.lookup(rig.pair)["leader_http"] is None, 30, "no leader listed")
+
+    def leader_now() -> str | None:
+        return rig.lookup(rig.pair)["leader_http"]  # type: ignore[no-any-return]
+
+    eventually(lambda: leader_now() != leader.http_address, 30, "the dead leader unlisted")
+    before = leader_now()
     got = run_main("node", "drain", copy, "--dry-run", *rig.lookupd)
-    leaderless = rig.lookup(rig.pair)["leader_http"] is None
+    leaderless = before is None and leader_now() is None
     assert got.returncode == 1, got
     assert f"{rig.pair}/0: " in got.stderr and f"{copy} cannot be drained now" in got.stderr
     if leaderless:
