@@ -24,6 +24,16 @@ if TYPE_CHECKING:
     from nsqctl.stats.view import ClusterView, PartitionView
 
 
+def unregistered(isr: Sequence[str]) -> list[str]:
+    """The ISR members no nsqlookupd lists: the poller turns every member it can map to a
+    registered (or given, answering) nsqd into its HTTP address, so one left as youzan's
+    node id (``ip:rpc_port:tcp_port:n``) is an nsqd that is down or gone from the cluster,
+    which the coordinator has not dropped from the ISR yet (or cannot: etcd down)."""
+    from nsqctl.stats.parse import node_id_key
+
+    return [n for n in isr if node_id_key(n) is not None]
+
+
 def _partition(
     partition: int,
     topo: Topology,
@@ -46,9 +56,25 @@ def _partition(
         "live_copy": held is not None and held.live,
         "replicas": None if copies is None else [c for c in copies if c],
         "isr": None if held is None or held.isr is None else list(held.isr),
+        "isr_not_registered": None if held is None or held.isr is None else unregistered(held.isr),
         "isr_short": held is not None and isr_short(held, replicas),
         "catchup": None if held is None or held.catchup is None else list(held.catchup),
     }
+
+
+def isr_member(member: str) -> str:
+    """An ISR member as an operator reads it: an nsqd no nsqlookupd lists is named by its
+    node id and TCP address and said to be not registered (a bare node id reads like one
+    more live copy)."""
+    from nsqctl.stats.parse import node_id_key
+
+    tcp = node_id_key(member)
+    return member if tcp is None else f"{member} (tcp {tcp}, not registered)"
+
+
+def isr_members(p: dict[str, Any]) -> list[str]:
+    """A partition's ISR (as :func:`describe_topic` gives it) in operator's words."""
+    return [isr_member(m) for m in p["isr"] or ()]
 
 
 def describe_topic(
@@ -86,8 +112,14 @@ def describe_topic(
         if p["isr_short"]:
             warnings.append(
                 f"partition {p['partition']}: ISR short: {len(p['isr'])} of "
-                f"{meta.replica if meta else '?'} replicas in sync ({', '.join(p['isr'])}): "
-                "a copy is lost or behind"
+                f"{meta.replica if meta else '?'} replicas in sync "
+                f"({', '.join(isr_members(p))}): a copy is lost or behind"
+            )
+        for gone in p["isr_not_registered"] or ():
+            warnings.append(
+                f"partition {p['partition']}: its ISR names {isr_member(gone)}, an nsqd no "
+                "nsqlookupd lists: it is down or gone from the cluster, and nsqlookupd has "
+                "not dropped it from the ISR yet"
             )
     channels_seen = (
         {*channels, *topo.channels, *(c.name for c in held.channels)}

@@ -156,19 +156,35 @@ async def fetch_stats(
     return stats
 
 
-async def _given_but_silent(
+async def _given_not_listed(
     placement: Placement, nsqd_http: Sequence[str], client: httpx.AsyncClient
 ) -> Placement:
-    """``placement`` with each nsqd given that nsqlookupd does not list and that does not
-    answer as :attr:`Placement.unreachable`: an original nsqlookupd forgets a dead nsqd at
+    """``placement`` with each nsqd given that nsqlookupd does not list. One that does not
+    answer is :attr:`Placement.unreachable`: an original nsqlookupd forgets a dead nsqd at
     once, so one that was killed may hold the topic and would miss the change (the plan's
-    preflight refuses it then). Given nsqds that answer are left to the lookup."""
+    preflight refuses it then). One that answers and holds the topic is acted on too, and
+    a warning says so: an nsqd may run without registering, or have been taken off the
+    lookup (a drain does that) and still hold the topic, and the operator named it; left
+    out, it would miss the change while the command reported success."""
     listed = {n.address for n in placement.nsqds}
     others = [a for a in nsqd_http if a not in listed]
     if not others:
         return placement
     stats = await fetch_stats(client, others, placement.topic)
-    return replace(placement, unreachable=(*placement.unreachable, *stats.errors.items()))
+    holding = [a for a, node in stats.nodes.items() if node.topic(placement.topic) is not None]
+    return replace(
+        placement,
+        nsqds=(*placement.nsqds, *(Node(a, "nsqd") for a in holding)),
+        warnings=(
+            *placement.warnings,
+            *(
+                f"nsqd {a} holds {placement.topic} but no nsqlookupd lists it: it was given, "
+                "so it is acted on too"
+                for a in holding
+            ),
+        ),
+        unreachable=(*placement.unreachable, *stats.errors.items()),
+    )
 
 
 async def locate_topic(
@@ -188,7 +204,7 @@ async def locate_topic(
             raise topic_not_found(topic, [f"nsqlookupd {a}" for a in lookupd_http])
         placement = placement_from_topology(topo, lookupd_http)
         if placement.family == "original" and nsqd_http:
-            placement = await _given_but_silent(placement, nsqd_http, client)
+            placement = await _given_not_listed(placement, nsqd_http, client)
         return placement
     placement = placement_from_stats(topic, await fetch_stats(client, nsqd_http, topic))
     if not placement.nsqds and not placement.unreachable:

@@ -288,8 +288,16 @@ def test_a_partition_without_leader_or_isr_is_not_called_safe() -> None:
     assert whys == [
         f"its leader {A} did not report the ISR: cannot tell if it stays writable",
     ]
+    # no leader: waiting for an election is the advice only when enough of its ISR is up
+    # for the leader elected to take writes; else the copy that is down must come back
     states = [_topic("T", 2, PartitionState(0, None, (A, B)))]
-    assert stop_plan(states, A, {A, B})[1][0].why.startswith("it has no leader now")
+    why = stop_plan(states, A, {A, B})[1][0].why
+    assert why.startswith("it has no leader now (not writable), and 2 of its in-sync copies")
+    assert "wait for nsqlookupd to elect one (`lookup(T)` shows when)" in why
+    states = [_topic("T", 2, PartitionState(0, None, (DEAD, A)))]
+    why = stop_plan(states, A, {A, B})[1][0].why
+    assert "1 of its in-sync copies are up (127.0.0.1:20911 in its ISR is down)" in why
+    assert "waiting for an election will not do; bring 127.0.0.1:20911 back first" in why
 
 
 def test_server_messages_name_nodes_by_address_not_by_youzan_id() -> None:

@@ -16,12 +16,20 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import replace
 
 import httpx
 
 from nsqctl.admin.drain.moves import LeaderMove
 from nsqctl.admin.drain.safety import Blocker
-from nsqctl.admin.partitions import NsqdNode, TopicState, apply_plan, plan_move, topic_state
+from nsqctl.admin.partitions import (
+    NsqdNode,
+    PartitionState,
+    TopicState,
+    apply_plan,
+    plan_move,
+    topic_state,
+)
 from nsqctl.admin.requests import AdminReport
 from nsqctl.errors import NotFoundError, NsqctlError
 from nsqctl.stats.view import ClusterView, PartitionView, TopicView
@@ -93,6 +101,26 @@ def plan_leader_moves(
             else:
                 moves.append(LeaderMove(topic.name, p.partition, node, target))
     return moves, blocked
+
+
+def with_leaderless(states: Sequence[TopicState], view: ClusterView, node: str) -> list[TopicState]:
+    """``states`` (each from the lookup, which lists a partition only with a leader) plus
+    each partition with no leader now whose ISR, as the nsqds report it, has ``node`` in
+    it: right after a leader dies, until an election, the node may hold the copy the
+    election needs, and a stop check that does not see the partition calls it safe."""
+    found: list[TopicState] = []
+    for state in states:
+        topic = view.topic(state.topic)
+        extra = {
+            p.partition: PartitionState(p.partition, None, p.isr or ())
+            for p in (topic.partitions if topic is not None else ())
+            if p.partition is not None
+            and p.partition not in state.partitions
+            and p.leader is None
+            and node in (p.isr or ())
+        }
+        found.append(replace(state, partitions={**state.partitions, **extra}) if extra else state)
+    return found
 
 
 async def move_leader(

@@ -33,6 +33,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+import httpx
+
 from nsqctl.addresses import parse_address
 from nsqctl.admin.drain.defaults import DEFAULT_INTERVAL, DEFAULT_TIMEOUT
 from nsqctl.admin.drain.moves import LeaderMove
@@ -52,7 +54,12 @@ from nsqctl.admin.drain.records import (
     running_elsewhere,
     update_drain,
 )
-from nsqctl.admin.drain.redesign import move_leader, plan_leader_moves, read_topic_states
+from nsqctl.admin.drain.redesign import (
+    move_leader,
+    plan_leader_moves,
+    read_topic_states,
+    with_leaderless,
+)
 from nsqctl.admin.drain.restore import RestoreResult, restore_node
 from nsqctl.admin.drain.safety import Blocker, readable, stop_plan
 from nsqctl.admin.leader import find_leader
@@ -210,6 +217,42 @@ def _answering(view: ClusterView, node: str) -> None:
         )
 
 
+async def _unregistered(client: Any, node: str, lookupds: str, known: str) -> NsqctlError:
+    """Why ``node``, which no nsqlookupd lists, cannot be drained. An nsqd that died is
+    dropped from the lookup at once (its registration connection closes), so "not
+    registered" alone would send the operator looking for a typo: when nothing answers
+    at the address, say the nsqd is down, that a drain needs it live, and what to do."""
+    if await _answers(client, node):
+        return NotFoundError(
+            f"{node} is not an nsqd registered with nsqlookupd {lookupds} ({known})"
+        )
+    return AdminError(
+        f"nsqd {node} does not answer and nsqlookupd {lookupds} does not list it: it is "
+        "down (or the address is wrong); a drain moves traffic off a live nsqd, so nothing "
+        "was changed: start it again, then drain it (what only it holds stays on its disk "
+        "until it runs; `check()` names partitions it left without a leader or in-sync copies)"
+    )
+
+
+#: Seconds a drain waits for an nsqd no nsqlookupd lists to answer before calling it
+#: down: a hung one (stopped, or its host gone) would otherwise hold the refusal for the
+#: whole admin timeout.
+PROBE_TIMEOUT = 3.0
+
+
+async def _answers(client: Any, address: str) -> bool:
+    """Whether anything answers at ``address`` (an nsqd's HTTP port answers ``/ping``; its
+    TCP port, given instead, answers HTTP with a protocol error): only a refused
+    connection or no answer in time mean nothing is there."""
+    try:
+        await client.get(f"http://{address}/ping", timeout=PROBE_TIMEOUT)
+    except (httpx.ConnectError, httpx.TimeoutException):
+        return False
+    except httpx.HTTPError:
+        return True
+    return True
+
+
 def _poller(family: Family, lookupd: Sequence[str], node: str) -> StatsPoller:
     """Original: the node's own ``/stats`` is all a drain needs. Redesign: the whole
     cluster, with every topic's ISR (``focus=None``): "only in-sync copy" needs it."""
@@ -261,6 +304,7 @@ async def _stop_plan(
     lookup's records; a topic that could not be read blocks."""
     states, unread = await read_topic_states(client, leader, _topics_on(view, node), nodes)
     loads = await leader_load_factors(client, leader)
+    states = with_leaderless(states, view, node)
     copies, blocked = stop_plan(states, node, set(nodes), loads, avoid)
     return copies, unread + blocked
 
@@ -296,9 +340,11 @@ async def plan_drain(
         if leader is None:
             peer = await find_peer(client, lookupd, node)
             if peer is None:
-                raise NotFoundError(
-                    f"{node} is not an nsqd registered with nsqlookupd {', '.join(lookupd)}: "
-                    "name it by its HTTP or TCP address as `node_list()` shows it"
+                raise await _unregistered(
+                    client,
+                    node,
+                    ", ".join(lookupd),
+                    "name it by its HTTP or TCP address as `node_list()` shows it",
                 )
             async with _poller("original", lookupd, peer.http_key) as poller:
                 view = await _view(poller)
@@ -311,9 +357,7 @@ async def plan_drain(
         http = next((n.http for n in nodes.values() if node in (n.http, n.tcp)), None)
         if http is None:
             known = ", ".join(sorted(nodes)) or "none"
-            raise NotFoundError(
-                f"{node} is not an nsqd registered with nsqlookupd {leader} (registered: {known})"
-            )
+            raise await _unregistered(client, node, leader, f"registered: {known}")
         loads = await leader_load_factors(client, leader)
         async with _poller("redesign", lookupd, http) as poller:
             view = await _view(poller)

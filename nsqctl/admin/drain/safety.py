@@ -86,14 +86,38 @@ def _free(state: TopicState, p: PartitionState, at: _Around) -> list[str]:
     return sorted(free, key=lambda a: (at.loads.get(a, float("inf")), a))
 
 
+def _leaderless(topic: str, p: PartitionState, need: int, at: _Around) -> str:
+    """Why a partition with no leader blocks the stop, and what to do: waiting for an
+    election helps only when enough of its in-sync copies are up for the leader elected to
+    take writes; else the copies that are down must come back first (waiting would be
+    forever, as the same refusal of ``topic move`` says)."""
+    up = [a for a in p.isr if a in at.up]
+    down = [node_name(a) for a in p.isr if a not in at.up]
+    head = "it has no leader now (not writable)"
+    if len(up) >= need:
+        return (
+            f"{head}, and {len(up)} of its in-sync copies are up: wait for nsqlookupd to "
+            f"elect one (`lookup({topic})` shows when), then drain again"
+        )
+    named = f" ({', '.join(down)} in its ISR is down)" if down else ""
+    return (
+        f"{head}, and {len(up)} of its in-sync copies are up{named}: it takes writes only "
+        f"with {need}, so waiting for an election will not do; "
+        + (
+            f"bring {', '.join(down)} back first"
+            if down
+            else "add an nsqd (or lower its replicas) first"
+        )
+    )
+
+
 def _check(state: TopicState, p: PartitionState, at: _Around) -> LeaderMove | Blocker | None:
     """None when ``p`` stays writable without ``node``; else the move of the node's copy
     to a free nsqd that makes it so, or why nothing can."""
     replicas = state.meta.replica
     need = quorum(replicas)
     if p.leader is None:
-        why = "it has no leader now (not writable): wait for nsqlookupd to elect one"
-        return Blocker(state.topic, p.partition, why)
+        return Blocker(state.topic, p.partition, _leaderless(state.topic, p, need, at))
     if not p.isr:
         why = f"its leader {p.leader} did not report the ISR: cannot tell if it stays writable"
         return Blocker(state.topic, p.partition, why)

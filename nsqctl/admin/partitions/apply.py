@@ -382,24 +382,31 @@ async def apply_plan(
     is a warning naming what is missing.
     """
     report = AdminReport(plan.action, plan.topic, "redesign")
-    report.notes.extend(plan.notes)
     # the move's request blocks while the target catches up: let it take the whole wait
     timeout = httpx.Timeout(TIMEOUT, read=max(wait, TIMEOUT))
     async with http_client(timeout=timeout, headers=NSQ_V1) as client:
-        run = _Run(client, plan, time.monotonic() + wait, report, progress)
-        if plan.action == "topic move":
-            await run.move()
-            return report
-        req = plan.stages[0][0]
-        result = await run.send(req)
-        report.results.append(result)
-        if result.outcome != "ok":
-            return report
-        if plan.action == "topic expand":
-            await run.expand(req, wait)
-        else:
-            await run.settle_update()
+        await _send(_Run(client, plan, time.monotonic() + wait, report, progress), wait)
+    if report.ok:
+        # the plan's notes speak of the change as made ("reported as accepted"): after a
+        # refusal they would read as if part of it went through
+        report.notes[:0] = plan.notes
     return report
+
+
+async def _send(run: _Run, wait: float) -> None:
+    plan, report = run.plan, run.report
+    if plan.action == "topic move":
+        await run.move()
+        return
+    req = plan.stages[0][0]
+    result = await run.send(req)
+    report.results.append(result)
+    if result.outcome != "ok":
+        return
+    if plan.action == "topic expand":
+        await run.expand(req, wait)
+    else:
+        await run.settle_update()
 
 
 async def expand_partitions(

@@ -9,6 +9,7 @@ from typing import Any
 import typer
 
 from nsqctl import admin
+from nsqctl.admin.describe import isr_members
 from nsqctl.cli import complete
 from nsqctl.cli.admin_actions import cluster_addresses
 from nsqctl.cli.flags import JsonOption, LookupdOption, NsqdHttpOption, NsqdOption, ProfileOption
@@ -69,7 +70,8 @@ def _partition_line(p: dict[str, Any]) -> str:
         elif p.get("leader_writable") is False:
             line += " NOT WRITABLE"
     if p["live_copy"]:
-        line += f"  replicas {_nodes(p['replicas'])}  isr {_nodes(p['isr'])}"
+        isr = None if p["isr"] is None else isr_members(p)
+        line += f"  replicas {_nodes(p['replicas'])}  isr {_nodes(isr)}"
         if p.get("isr_short"):
             line += "  ISR SHORT"
     return line
