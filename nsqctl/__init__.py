@@ -83,6 +83,7 @@ if TYPE_CHECKING:  # the public API, the one list of it (see the module docstrin
     from nsqctl.producer import ProducerOptions as ProducerOptions
     from nsqctl.producer import Receipt as Receipt
     from nsqctl.protocol.errors import AuthFailedError as AuthFailedError
+    from nsqctl.protocol.errors import AuthRequiredError as AuthRequiredError
     from nsqctl.protocol.errors import BadBodyError as BadBodyError
     from nsqctl.protocol.errors import BadChannelError as BadChannelError
     from nsqctl.protocol.errors import BadExtError as BadExtError

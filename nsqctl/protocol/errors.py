@@ -33,11 +33,18 @@ from __future__ import annotations
 
 import re
 
-from nsqctl.errors import ConfigError, ProtocolError, ServerError, TopicNotFoundError
+from nsqctl.errors import (
+    ConfigError,
+    ConnectError,
+    ProtocolError,
+    ServerError,
+    TopicNotFoundError,
+)
 
 __all__ = [
     "PUBLISH_CONTEXTS",
     "AuthFailedError",
+    "AuthRequiredError",
     "BadBodyError",
     "BadChannelError",
     "BadExtError",
@@ -256,6 +263,22 @@ class AuthFailedError(ServerError):
         "enabled when you send one)"
     )
     setting = "auth_secret"
+
+
+class AuthRequiredError(AuthFailedError, ConnectError):
+    """nsqd requires AUTH (it was started with an auth server) and no secret was given,
+    so none was sent: found in the IDENTIFY reply, not in an error frame (``code`` is
+    empty). An :class:`AuthFailedError`, so that one ``except`` catches every AUTH
+    failure, and a :class:`~nsqctl.errors.ConnectError`, since the connection could not
+    be set up (what it was before it had a class of its own)."""
+
+    def __init__(self, peer: str) -> None:
+        super().__init__(
+            message=(
+                f"nsqd {peer} requires AUTH and no secret was given: give the secret its "
+                "auth server accepts as `auth_secret` (an nsqctl.Secret)"
+            )
+        )
 
 
 @_register

@@ -31,6 +31,8 @@ from typing import Any
 
 import pytest
 
+import nsqctl
+from nsqctl import Producer
 from nsqctl import protocol as p
 from nsqctl.connection import Connection, ConnectionConfig, TLSSettings
 from nsqctl.errors import ConfigError, ConnectError, ConnectionClosedError, NsqctlError
@@ -440,12 +442,41 @@ async def test_compression_refused_by_server(
 async def test_auth_required_without_secret(
     auth_nsqd: cluster.Cluster, auth_server: AuthServer
 ) -> None:
+    """No secret for an nsqd that requires AUTH is an AUTH failure (what a caller
+    catches for a wrong secret too), still a ConnectError as it always was; the message
+    says what the server wants and names the library setting that gives it."""
     before = len(auth_server.queries)
-    with pytest.raises(ConnectError) as info:
+    with pytest.raises(p.AuthFailedError) as info:
         await Connection.open(auth_nsqd.nsqd_tcp[0], _config("auth-none"))
-    assert "requires AUTH" in str(info.value)
-    assert info.value.setting == "auth_secret" and "--" not in str(info.value)
+    err = info.value
+    assert isinstance(err, ConnectError) and isinstance(err, nsqctl.AuthRequiredError)
+    assert "requires AUTH" in str(err) and "`auth_secret`" in str(err)
+    assert err.setting == "auth_secret" and "--" not in str(err)
     assert len(auth_server.queries) == before  # nothing was sent to the auth server
+
+
+async def test_a_publish_without_the_secret_an_nsqd_requires_fails_at_once_as_auth(
+    auth_nsqd: cluster.Cluster, auth_server: AuthServer
+) -> None:
+    """Through the Producer, the AUTH failure is what the publish raises, at its first
+    attempt: no retry can bring a secret. Another producer's secret never shows in it."""
+    good = Producer(
+        nsqd_tcp=auth_nsqd.nsqd_tcp, config=_config("auth-pgood", auth_secret=Secret(GOOD_SECRET))
+    )
+    bare = Producer(nsqd_tcp=auth_nsqd.nsqd_tcp, config=_config("auth-pnone"))
+    topic = unique("authpub")
+    try:
+        await good.publish(topic, b"with the secret")
+        with pytest.raises(nsqctl.AuthFailedError) as info:
+            await bare.publish(topic, b"without")
+    finally:
+        await good.close()
+        await bare.close()
+    err = info.value
+    assert "requires AUTH" in str(err) and err.setting == "auth_secret"
+    assert err.unsent is True
+    for text in _texts_of(err):
+        assert GOOD_SECRET not in text
 
 
 async def test_auth_good_secret(auth_nsqd: cluster.Cluster, auth_server: AuthServer) -> None:

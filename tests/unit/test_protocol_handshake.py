@@ -247,9 +247,11 @@ def test_auth_sent_after_the_upgrades_and_its_reply_parsed() -> None:
 
 def test_auth_required_without_a_secret() -> None:
     hs = _started()
-    with pytest.raises(ConnectError, match="requires AUTH") as info:
+    with pytest.raises(p.AuthFailedError, match="requires AUTH") as info:
         hs.receive_data(_reply(auth_required=True))
+    assert isinstance(info.value, ConnectError)  # what it was before it had a class
     assert info.value.setting == "auth_secret" and "--" not in str(info.value)
+    assert "`auth_secret`" in str(info.value)
 
 
 def test_auth_not_required_keeps_the_secret() -> None:
