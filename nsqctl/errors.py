@@ -11,7 +11,9 @@ The tree: a class of two kinds is drawn under one, and ``+Kind`` names the other
     │   ├── ConnectError           ...could not be opened or set up (TLS, AUTH, handshake)
     │   │   ├── HandshakeTimeoutError  +NsqctlTimeoutError: the handshake did not finish
     │   │   ├── NoConnectionError      ...to any nsqd of a topic, at start
-    │   │   └── PublishConnectError    +PublishTransportError: a publish could not connect
+    │   │   ├── PublishConnectError    +PublishTransportError: a publish could not connect
+    │   │   └── TLSError               TLS could not be set up: its handshake failed, or
+    │   │                              one side wants TLS and the other has none
     │   ├── PublishTransportError  +PublishError: a publish's connections kept failing
     │   ├── ConnectionClosedError  ...ended (server closed, network error, we closed it)
     │   └── LookupUnavailableError no nsqlookupd answered
@@ -85,6 +87,7 @@ __all__ = [
     "PublishTransportError",
     "ServerError",
     "ServerSetupError",
+    "TLSError",
     "TopicNotFoundError",
     "TransportError",
     "UsageError",
@@ -252,6 +255,15 @@ class PublishConnectError(ConnectError, PublishTransportError):
     """A publish gave up because no nsqd it could go to could be connected to (refused,
     unresolvable, TLS, AUTH, handshake); nothing was acknowledged. The last failure is
     its ``__cause__``."""
+
+
+class TLSError(ConnectError):
+    """TLS towards nsqd could not be set up: the TLS handshake failed (nsqd's certificate
+    did not verify, or nsqd refused ours), or the two sides disagree (TLS asked for and
+    nsqd offers none; nsqd requires it and none was asked for). ``setting`` names the TLS
+    setting to change; the TLS library's own failure, when there is one, is its
+    ``__cause__``. A :class:`ConnectError`, as every TLS failure was before it had a class
+    of its own. Never shows a key or a passphrase."""
 
 
 class ConnectionClosedError(TransportError):

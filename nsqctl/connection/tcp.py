@@ -25,10 +25,17 @@ from nsqctl import protocol as p
 from nsqctl.addresses import HostPort, parse_address
 from nsqctl.connection.config import ConnectionConfig
 from nsqctl.connection.stream import SocketProtocol, open_socket
-from nsqctl.errors import ConfigError, ConnectError, ConnectionClosedError, NsqctlError
+from nsqctl.errors import (
+    ConfigError,
+    ConnectError,
+    ConnectionClosedError,
+    NsqctlError,
+    TLSError,
+)
 from nsqctl.protocol.handshake import (
     Authenticated,
     Handshake,
+    HandshakeState,
     HandshakeTimeoutError,
     Identified,
     Ready,
@@ -68,6 +75,9 @@ BatchHandler = Callable[["Connection", list[RawMessage]], None]
 ErrorHandler = Callable[["Connection", p.ServerError], None]
 CloseHandler = Callable[["Connection", BaseException | None], None]
 _Pending = asyncio.Future[bytes]
+# Where a lost socket means the TLS upgrade failed (nsqd dropped our hello or our
+# certificate), not the plain handshake.
+_TLS_STATES = frozenset({HandshakeState.AWAIT_TLS_START, HandshakeState.AWAIT_TLS_OK})
 
 
 class Connection:
@@ -195,7 +205,7 @@ class Connection:
         except BaseException as err:
             self._abort()
             self.closed = ConnectionClosedError(str(self.address), "the handshake failed")
-            converted = self._handshake_error(err)
+            converted = self._handshake_error(err, handshake.state)
             if converted is err:
                 raise
             raise converted from err
@@ -254,9 +264,11 @@ class Connection:
         self._transport = transport
         self._socket.upgraded(transport)
 
-    def _handshake_error(self, err: BaseException) -> BaseException:
+    def _handshake_error(self, err: BaseException, state: HandshakeState) -> BaseException:
         """What a failed handshake raises: nsqctl errors as they are, the rest as a
-        :class:`ConnectError` that says what to change."""
+        :class:`ConnectError` that says what to change (a :class:`TLSError` for a failure
+        of the TLS upgrade). The message is made of the address and the TLS library's
+        reason code only: never of a file's contents, a key or a passphrase."""
         if isinstance(err, TimeoutError):
             return HandshakeTimeoutError(
                 f"nsqd {self.address} did not finish the handshake within "
@@ -264,19 +276,25 @@ class Connection:
                 setting="connect_timeout",
             )
         if isinstance(err, ssl.SSLError) and "ALERT" in (err.reason or ""):
-            return ConnectError(
+            return TLSError(
                 f"nsqd {self.address} rejected our TLS client certificate ({err.reason}): "
                 "give a client certificate and key signed by a CA that nsqd trusts",
                 setting="tls_cert",
             )
         if isinstance(err, ssl.SSLError):
-            return ConnectError(
+            return TLSError(
                 f"TLS handshake with nsqd {self.address} failed ({err.reason or err}): give "
                 "the CA that signed nsqd's certificate, or skip verification for a "
                 "self-signed test server (tls_insecure)",
                 setting="tls_ca",
             )
         if isinstance(err, (OSError, EOFError)):
+            if state in _TLS_STATES:
+                return TLSError(
+                    f"nsqd {self.address} closed the connection during the TLS upgrade: "
+                    "check that it offers TLS on this port and accepts our TLS settings",
+                    setting="tls",
+                )
             return ConnectError(f"nsqd {self.address} closed the connection during the handshake")
         return err
 

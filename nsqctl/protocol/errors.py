@@ -38,6 +38,7 @@ from nsqctl.errors import (
     ConnectError,
     ProtocolError,
     ServerError,
+    TLSError,
     TopicNotFoundError,
 )
 
@@ -168,10 +169,11 @@ class InvalidError(ServerError):
     hint = "the server rejected the command as invalid in the connection's current state"
 
 
-class TLSRequiredError(InvalidError):
+class TLSRequiredError(InvalidError, TLSError):
     """nsqd refuses every command until the connection is upgraded to TLS (its
     ``--tls-required``); both families answer E_INVALID with "TLS required" in the text,
-    so this is told apart by the text, not registered by code."""
+    so this is told apart by the text, not registered by code. A :class:`TLSError` too:
+    the connection lacks the TLS that nsqd requires, whichever command found it out."""
 
     setting = "tls"
     hint = "nsqd requires TLS on this connection: connect with TLS (ConnectionConfig(tls=...))"

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from enum import Enum
 from typing import Any, NamedTuple, NoReturn
 
-from nsqctl.errors import ConnectError, HandshakeTimeoutError, UsageError
+from nsqctl.errors import ConnectError, HandshakeTimeoutError, TLSError, UsageError
 from nsqctl.protocol.commands import MAGIC_V2, auth, identify
 from nsqctl.protocol.compression import Codec, IdentityCodec, codec_for
 from nsqctl.protocol.errors import AuthRequiredError, FrameDecodeError, error_from_frame
@@ -268,7 +268,7 @@ class Handshake:
             self._after_tls(events)
             return
         if not ident.tls_v1:
-            raise ConnectError(
+            raise TLSError(
                 f"nsqd {self.peer} does not offer TLS (it was started without a TLS "
                 "certificate): connect without TLS, or enable TLS on the server",
                 setting="tls",

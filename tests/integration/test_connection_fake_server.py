@@ -31,8 +31,8 @@ from typing import Any
 import pytest
 
 from nsqctl import protocol as p
-from nsqctl.connection import Connection, ConnectionConfig
-from nsqctl.errors import ConnectError, ConnectionClosedError, NsqctlTimeoutError
+from nsqctl.connection import Connection, ConnectionConfig, TLSSettings
+from nsqctl.errors import ConnectError, ConnectionClosedError, NsqctlTimeoutError, TLSError
 from nsqctl.protocol.frames import FrameType, encode_frame
 from nsqctl.protocol.raw_message import RawMessage, encode_message
 from tests.helpers.identify import identify_reply
@@ -202,6 +202,36 @@ async def test_handshake_server_closes_after_identify() -> None:
     try:
         with pytest.raises(ConnectError, match="closed the connection during the handshake"):
             await Connection.open(fake.address, _config())
+    finally:
+        await fake.stop()
+
+
+async def test_a_server_hanging_up_during_the_tls_upgrade_is_a_tls_error() -> None:
+    """nsqd offers TLS in its IDENTIFY reply, then drops the connection instead of
+    answering our TLS hello (a real nsqd completes or refuses the TLS handshake with an
+    alert; a hang-up at that moment needs a scripted server): the failure is a TLSError,
+    with the socket's own error chained."""
+
+    async def offer_then_hang_up(
+        reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> dict[str, Any]:
+        assert await reader.readexactly(4) == p.MAGIC_V2
+        assert await reader.readline() == b"IDENTIFY\n"
+        (size,) = struct.unpack(">I", await reader.readexactly(4))
+        await reader.readexactly(size)
+        reply = {**IDENTIFY_REPLY, "tls_v1": True}
+        writer.write(encode_frame(FrameType.RESPONSE, json.dumps(reply).encode()))
+        await writer.drain()
+        await reader.read(1)  # the first byte of our TLS hello
+        writer.close()
+        raise ConnectionError("fake hung up")
+
+    fake = await FakeNsqd(handshake=offer_then_hang_up).start()
+    try:
+        with pytest.raises(TLSError, match="during the TLS upgrade") as info:
+            await Connection.open(fake.address, _config(tls=TLSSettings(insecure=True)))
+        assert isinstance(info.value, ConnectError) and info.value.setting == "tls"
+        assert info.value.__cause__ is not None
     finally:
         await fake.stop()
 
