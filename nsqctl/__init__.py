@@ -45,6 +45,7 @@ if TYPE_CHECKING:  # the public API, the one list of it (see the module docstrin
     from nsqctl.errors import ConfigError as ConfigError
     from nsqctl.errors import ConnectError as ConnectError
     from nsqctl.errors import ConnectionClosedError as ConnectionClosedError
+    from nsqctl.errors import ConnectTimeoutError as ConnectTimeoutError
     from nsqctl.errors import FailoverTimeoutError as FailoverTimeoutError
     from nsqctl.errors import HandshakeTimeoutError as HandshakeTimeoutError
     from nsqctl.errors import LeaderUnavailableError as LeaderUnavailableError
@@ -58,8 +59,11 @@ if TYPE_CHECKING:  # the public API, the one list of it (see the module docstrin
     from nsqctl.errors import PartitionUnavailableError as PartitionUnavailableError
     from nsqctl.errors import ProtocolError as ProtocolError
     from nsqctl.errors import PublishConnectError as PublishConnectError
+    from nsqctl.errors import PublishConnectTimeoutError as PublishConnectTimeoutError
     from nsqctl.errors import PublishError as PublishError
+    from nsqctl.errors import PublishTimeoutError as PublishTimeoutError
     from nsqctl.errors import PublishTransportError as PublishTransportError
+    from nsqctl.errors import ReplyTimeoutError as ReplyTimeoutError
     from nsqctl.errors import ServerError as ServerError
     from nsqctl.errors import ServerSetupError as ServerSetupError
     from nsqctl.errors import TLSError as TLSError

@@ -9,13 +9,17 @@ The tree: a class of two kinds is drawn under one, and ``+Kind`` names the other
     ├── ConfigError              bad input: an address, a name, an option combination
     ├── TransportError           a connection could not be made, or it ended
     │   ├── ConnectError           ...could not be opened or set up (TLS, AUTH, handshake)
-    │   │   ├── HandshakeTimeoutError  +NsqctlTimeoutError: the handshake did not finish
+    │   │   ├── ConnectTimeoutError    +NsqctlTimeoutError: not opened within the timeout
+    │   │   │   └── HandshakeTimeoutError  ...opened, but the handshake did not finish
     │   │   ├── NoConnectionError      ...to any nsqd of a topic, at start
     │   │   ├── PublishConnectError    +PublishTransportError: a publish could not connect
+    │   │   │   └── PublishConnectTimeoutError  +PublishTimeoutError: ...every try timed out
     │   │   └── TLSError               TLS could not be set up: its handshake failed, or
     │   │                              one side wants TLS and the other has none
     │   ├── PublishTransportError  +PublishError: a publish's connections kept failing
+    │   │   └── PublishTimeoutError    +NsqctlTimeoutError: ...every attempt timed out
     │   ├── ConnectionClosedError  ...ended (server closed, network error, we closed it)
+    │   │   └── ReplyTimeoutError      +NsqctlTimeoutError: ...by us, nsqd silent too long
     │   └── LookupUnavailableError no nsqlookupd answered
     ├── ProtocolError            a server sent bytes that are not the protocol
     │   └── AnswerDecodeError      an HTTP answer of the wrong shape (names server, field)
@@ -46,7 +50,9 @@ subclasses, bad names ``ConfigError`` ones, and so on.
 
 A publish that gives up says why by its kind, and chains the last failure as
 ``__cause__``: :class:`PublishConnectError` when no nsqd could be connected to,
-:class:`PublishTransportError` when its connections ended, :class:`TopicNotFoundError`
+:class:`PublishTransportError` when its connections ended (each of them also an
+:class:`NsqctlTimeoutError`, :class:`PublishConnectTimeoutError` and
+:class:`PublishTimeoutError`, when every attempt failed by a deadline), :class:`TopicNotFoundError`
 when the topic does not exist, :class:`PartitionUnavailableError` when a partition had no
 leader; a plain :class:`PublishError` otherwise. An error the server will give again
 (a bad message, a bad topic name) is raised as that :class:`ServerError` at once.
@@ -69,6 +75,7 @@ __all__ = [
     "ArchiveWriteError",
     "ConfigError",
     "ConnectError",
+    "ConnectTimeoutError",
     "ConnectionClosedError",
     "FailoverTimeoutError",
     "HandshakeTimeoutError",
@@ -83,8 +90,11 @@ __all__ = [
     "PartitionUnavailableError",
     "ProtocolError",
     "PublishConnectError",
+    "PublishConnectTimeoutError",
     "PublishError",
+    "PublishTimeoutError",
     "PublishTransportError",
+    "ReplyTimeoutError",
     "ServerError",
     "ServerSetupError",
     "TLSError",
@@ -235,9 +245,13 @@ class ConnectError(TransportError):
     """Could not open or set up a connection to nsqd (refused, TLS, AUTH, handshake)."""
 
 
-class HandshakeTimeoutError(ConnectError, NsqctlTimeoutError):
-    """nsqd accepted the connection but did not finish the handshake in time: a failure
-    to connect, and a deadline that passed."""
+class ConnectTimeoutError(ConnectError, NsqctlTimeoutError):
+    """A connection to nsqd could not be opened within the connect timeout: a failure to
+    connect, and a deadline that passed."""
+
+
+class HandshakeTimeoutError(ConnectTimeoutError):
+    """nsqd accepted the connection but did not finish the handshake in time."""
 
 
 class NoConnectionError(ConnectError):
@@ -257,6 +271,18 @@ class PublishConnectError(ConnectError, PublishTransportError):
     its ``__cause__``."""
 
 
+class PublishTimeoutError(PublishTransportError, NsqctlTimeoutError):
+    """A publish gave up and every one of its attempts had failed by a deadline (nsqd
+    did not reply, or did not accept or set up a connection, in time): a hung or
+    overloaded nsqd rather than a refusal. Nothing was acknowledged; the last failure is
+    its ``__cause__``."""
+
+
+class PublishConnectTimeoutError(PublishConnectError, PublishTimeoutError):
+    """A :class:`PublishTimeoutError` whose last attempt could not connect in time: also a
+    :class:`PublishConnectError`, what it was before a timeout had a kind of its own."""
+
+
 class TLSError(ConnectError):
     """TLS towards nsqd could not be set up: the TLS handshake failed (nsqd's certificate
     did not verify, or nsqd refused ours), or the two sides disagree (TLS asked for and
@@ -273,6 +299,13 @@ class ConnectionClosedError(TransportError):
         self.address = address
         self.reason = reason
         super().__init__(f"connection to nsqd {address} closed: {reason}")
+
+
+class ReplyTimeoutError(ConnectionClosedError, NsqctlTimeoutError):
+    """We closed the connection because nsqd stayed silent past a deadline: no reply to a
+    request within ``request_timeout``, or nothing at all (not even a heartbeat) for the
+    idle deadline. A hung nsqd (stopped, stalled on its disk) keeps its sockets open, so a
+    deadline is the only sign of it."""
 
 
 class LookupUnavailableError(TransportError):

@@ -29,7 +29,9 @@ from nsqctl.errors import (
     ConfigError,
     ConnectError,
     ConnectionClosedError,
+    ConnectTimeoutError,
     NsqctlError,
+    ReplyTimeoutError,
     TLSError,
 )
 from nsqctl.protocol.handshake import (
@@ -186,11 +188,16 @@ class Connection:
             self._socket = await asyncio.wait_for(
                 open_socket(self.address.host, self.address.port), cfg.connect_timeout
             )
-        except (TimeoutError, OSError) as err:
-            reason = "timed out" if isinstance(err, TimeoutError) else err.strerror
+        except TimeoutError as err:
+            raise ConnectTimeoutError(
+                f"cannot connect to nsqd {self.address}: no answer within "
+                f"{cfg.connect_timeout:g}s; check the address and that nsqd is running",
+                setting="connect_timeout",
+            ) from err
+        except OSError as err:
             raise ConnectError(
-                f"cannot connect to nsqd {self.address}: {reason or err}; check the address "
-                "and that nsqd is running"
+                f"cannot connect to nsqd {self.address}: {err.strerror or err}; check the "
+                "address and that nsqd is running"
             ) from err
         transport = self._socket.transport
         assert transport is not None
@@ -301,9 +308,11 @@ class Connection:
     # ------------------------------------------------------------------ writing
 
     def _closed_error(self) -> ConnectionClosedError:
-        """A fresh exception each time (re-raising one object grows its traceback)."""
-        assert self.closed is not None
-        return ConnectionClosedError(self.closed.address, self.closed.reason)
+        """A fresh exception each time (re-raising one object grows its traceback), of the
+        kind the connection ended with (a :class:`ReplyTimeoutError` stays a timeout)."""
+        closed = self.closed
+        assert closed is not None
+        return type(closed)(closed.address, closed.reason)
 
     def send(self, command: bytes) -> None:
         """Queue a command that has no reply (RDY, FIN, REQ, TOUCH, NOP)."""
@@ -386,7 +395,7 @@ class Connection:
         assert self._loop is not None
         if self._loop.time() >= deadline:
             reason = f"no reply to {context} in {self.config.request_timeout}s"
-            self._shutdown(ConnectionClosedError(str(self.address), reason))
+            self._shutdown(ReplyTimeoutError(str(self.address), reason))
             return
         self._deadline_timer = self._loop.call_at(deadline, self._check_deadlines)
 
@@ -569,7 +578,7 @@ class Connection:
             # this deadline is the only sign of it (the owner reports the close).
             reason = f"not answering: no data or heartbeat for {self._idle_limit:.0f}s"
             log.info("nsqd %s is %s; closing the connection", self.address, reason)
-            self._shutdown(ConnectionClosedError(str(self.address), reason))
+            self._shutdown(ReplyTimeoutError(str(self.address), reason))
             return
         self._idle_timer = self._loop.call_at(due, self._check_idle)
 

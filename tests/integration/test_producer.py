@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
+from pathlib import Path
 
 import pytest
 
 import nsqctl
 from nsqctl import admin
-from nsqctl.connection import Connection
+from nsqctl.connection import Connection, ConnectionConfig
 from nsqctl.errors import ConfigError, PartitionUnavailableError, PublishError
 from nsqctl.producer import Producer, ProducerOptions
 from nsqctl.protocol import BadMessageError
@@ -150,6 +151,12 @@ async def test_shard_key_picks_one_nsqd_consistently(original_cluster: cluster.C
         assert by_node[holders[0]].count(key) == 3
 
 
+def _stopped(pid: int) -> bool:
+    """The process is stopped (SIGSTOP): its state in ``/proc/PID/stat`` is T."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat.rpartition(")")[2].split()[0] == "T"
+
+
 def _with_a_dead_nsqd(c: cluster.Cluster) -> tuple[list[str], str]:
     """nsqd addresses for a producer, the first a loopback port nobody listens on, the
     second ``c``'s first nsqd; and a shard key that goes to the dead one."""
@@ -179,6 +186,59 @@ async def test_a_sharded_publish_to_a_dead_nsqd_fails_as_a_connect_error(
     assert not isinstance(err, nsqctl.LeaderUnavailableError), err
     assert err.setting == "nsqd_tcp" and dead in str(err)
     assert isinstance(err.__cause__, nsqctl.ConnectError)
+    # refused at once, every time: not a deadline that passed
+    assert not isinstance(err, nsqctl.NsqctlTimeoutError) and "timed out" not in str(err)
+
+
+async def test_a_publish_to_a_hung_nsqd_whose_every_attempt_timed_out_is_a_timeout(
+    start_cluster: StartCluster,
+) -> None:
+    """A hung nsqd (SIGSTOPped: its kernel still accepts connections, nothing answers):
+    the publish sent on the open connection gets no reply, and each retry's new
+    connection no handshake. Every attempt failed by a deadline, so the publish ends with
+    an NsqctlTimeoutError; still the PublishConnectError its last attempt makes it, or,
+    with one attempt only (no reply), the PublishTransportError."""
+    c = start_cluster("original", nsqd=1)
+    config = ConnectionConfig(connect_timeout=0.3, request_timeout=0.5)
+    retrying = Producer(
+        nsqd_tcp=c.nsqd_tcp,
+        config=config,
+        options=ProducerOptions(max_attempts=3, failover_window=0, backoff=0.05),
+    )
+    once = Producer(
+        nsqd_tcp=c.nsqd_tcp,
+        config=config,
+        options=ProducerOptions(max_attempts=1, failover_window=0),
+    )
+    topic = unique("hungpub")
+    try:
+        for producer in (retrying, once):  # connected: the first attempts will wait
+            await producer.publish(topic, b"before")
+        hung = c.nsqds[0]
+        process.pause(hung)
+        try:
+            await wait_for(lambda: _stopped(hung.pid), 10.0, "nsqd stopped by SIGSTOP")
+            errors = await asyncio.gather(
+                retrying.publish(topic, b"during"),
+                once.publish(topic, b"during"),
+                return_exceptions=True,
+            )
+        finally:
+            process.resume(hung)
+    finally:
+        await retrying.close()
+        await once.close()
+    err, single = errors
+    assert isinstance(err, nsqctl.NsqctlTimeoutError), repr(err)
+    assert isinstance(err, nsqctl.PublishConnectTimeoutError), repr(err)
+    assert isinstance(err, nsqctl.PublishConnectError)  # its kind before timeouts had one
+    assert isinstance(err.__cause__, nsqctl.HandshakeTimeoutError)
+    assert "3 attempt(s) (each timed out)" in str(err), err
+    assert isinstance(single, nsqctl.NsqctlTimeoutError), repr(single)
+    assert isinstance(single, nsqctl.PublishTimeoutError), repr(single)
+    assert isinstance(single, nsqctl.PublishTransportError)
+    assert isinstance(single.__cause__, nsqctl.ReplyTimeoutError)
+    assert "no reply to pub" in str(single), single
 
 
 async def test_close_ends_a_publish_waiting_to_retry(original_cluster: cluster.Cluster) -> None:
