@@ -37,7 +37,8 @@ The tree: a class of two kinds is drawn under one, and ``+Kind`` names the other
     │   └── MessageNotFoundError   a message id is in none of the sources searched
     ├── PublishError             a publish got no OK: nothing was acknowledged
     ├── UsageError               the library was used out of order
-    │   └── AlreadyRespondedError  a message answered twice
+    │   ├── AlreadyRespondedError  a message answered twice
+    │   └── ProducerClosedError    +PublishError: a publish on a closed Producer
     ├── AdminError               an admin request was refused or could not be made
     ├── ArchiveWriteError        a batch could not be written durably
     ├── TraceLogWriteError       the trace log could not be written (full disk, I/O)
@@ -88,6 +89,7 @@ __all__ = [
     "NsqctlError",
     "NsqctlTimeoutError",
     "PartitionUnavailableError",
+    "ProducerClosedError",
     "ProtocolError",
     "PublishConnectError",
     "PublishConnectTimeoutError",
@@ -361,6 +363,14 @@ class MessageNotFoundError(NotFoundError):
 
 class AlreadyRespondedError(UsageError):
     """finish()/requeue() called twice on one message."""
+
+
+class ProducerClosedError(UsageError, PublishError):
+    """A publish called on a Producer after its ``close()``: a mistake in the calling code,
+    and a :class:`PublishError` as well (what it was before it had a class), so that code
+    catching failed publishes keeps catching it. Nothing was sent (``unsent`` is True)."""
+
+    unsent = True
 
 
 # --------------------------------------------------------------------------- tools

@@ -241,6 +241,33 @@ async def test_a_publish_to_a_hung_nsqd_whose_every_attempt_timed_out_is_a_timeo
     assert "no reply to pub" in str(single), single
 
 
+async def test_publishing_on_a_closed_producer_is_a_usage_error(
+    original_cluster: cluster.Cluster,
+) -> None:
+    """A publish after close() is a mistake in the calling code: a UsageError, still the
+    PublishError it was, known unsent; every way to publish says so, and nothing of it
+    reaches nsqd."""
+    topic = unique("closedpub")
+    http = original_cluster.nsqds[0].http_address
+    producer = Producer(nsqd_tcp=original_cluster.nsqd_tcp[:1])
+    await producer.publish(topic, b"before close")
+    await producer.close()
+    attempts = {
+        "publish": producer.publish(topic, b"after"),
+        "publish_many": producer.publish_many(topic, [b"a", b"b"]),
+        "publish_deferred": producer.publish_deferred(topic, b"later", 1.0),
+    }
+    for name, attempt in attempts.items():
+        with pytest.raises(nsqctl.UsageError, match="closed producer") as caught:
+            await attempt
+        err = caught.value
+        assert isinstance(err, PublishError), name  # what callers caught before
+        assert isinstance(err, nsqctl.ProducerClosedError), name
+        assert err.unsent is True, name
+        assert topic in str(err), name
+    assert _stored(http, topic) == 1
+
+
 async def test_close_ends_a_publish_waiting_to_retry(original_cluster: cluster.Cluster) -> None:
     """A publish riding out the failover window (its nsqd unreachable) when the producer
     closes fails then with a PublishError, its last failure chained, and close() returns
