@@ -278,7 +278,7 @@ class AuthRequiredError(AuthFailedError, ConnectError):
         super().__init__(
             message=(
                 f"nsqd {peer} requires AUTH and no secret was given: give the secret its "
-                "auth server accepts as `auth_secret` (an nsqctl.Secret)"
+                "auth server accepts (`auth_secret`)"
             )
         )
 
