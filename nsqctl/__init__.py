@@ -56,6 +56,7 @@ if TYPE_CHECKING:  # the public API, the one list of it (see the module docstrin
     from nsqctl.errors import NotFoundError as NotFoundError
     from nsqctl.errors import NsqctlError as NsqctlError
     from nsqctl.errors import NsqctlTimeoutError as NsqctlTimeoutError
+    from nsqctl.errors import PartitionTimeoutError as PartitionTimeoutError
     from nsqctl.errors import PartitionUnavailableError as PartitionUnavailableError
     from nsqctl.errors import ProducerClosedError as ProducerClosedError
     from nsqctl.errors import ProtocolError as ProtocolError

@@ -31,7 +31,8 @@ The tree: a class of two kinds is drawn under one, and ``+Kind`` names the other
     ├── NsqctlTimeoutError       a deadline passed
     ├── LeaderUnavailableError   a partition has no writable/reachable leader (redesign)
     │   ├── PartitionUnavailableError  +PublishError: a publish's partition had none
-    │   │   └── NoSuchPartitionError     +NotFoundError: beyond the partition count
+    │   │   ├── NoSuchPartitionError     +NotFoundError: beyond the partition count
+    │   │   └── PartitionTimeoutError    +NsqctlTimeoutError: ...every attempt timed out
     │   └── FailoverTimeoutError       +NsqctlTimeoutError: a consumer's had none in time
     ├── NotFoundError            a topic, channel, partition or message does not exist
     │   └── MessageNotFoundError   a message id is in none of the sources searched
@@ -55,7 +56,8 @@ A publish that gives up says why by its kind, and chains the last failure as
 :class:`NsqctlTimeoutError`, :class:`PublishConnectTimeoutError` and
 :class:`PublishTimeoutError`, when every attempt failed by a deadline), :class:`TopicNotFoundError`
 when the topic does not exist, :class:`PartitionUnavailableError` when a partition had no
-leader; a plain :class:`PublishError` otherwise. An error the server will give again
+leader (:class:`PartitionTimeoutError` when every attempt failed by a deadline); a plain
+:class:`PublishError` otherwise. An error the server will give again
 (a bad message, a bad topic name) is raised as that :class:`ServerError` at once.
 
 Messages speak of the library: where a setting would fix the error, ``err.setting``
@@ -88,6 +90,7 @@ __all__ = [
     "NotFoundError",
     "NsqctlError",
     "NsqctlTimeoutError",
+    "PartitionTimeoutError",
     "PartitionUnavailableError",
     "ProducerClosedError",
     "ProtocolError",
@@ -324,6 +327,12 @@ class PartitionUnavailableError(LeaderUnavailableError, PublishError):
 
 class NoSuchPartitionError(PartitionUnavailableError, NotFoundError):
     """The partition asked for is beyond the topic's partition count: waiting cannot help."""
+
+
+class PartitionTimeoutError(PartitionUnavailableError, NsqctlTimeoutError):
+    """A publish's partition had no leader that answered within the failover window, and
+    every attempt failed by a deadline: its leader is hung (stopped, stalled), not gone,
+    since the lookup kept naming it."""
 
 
 class FailoverTimeoutError(LeaderUnavailableError, NsqctlTimeoutError):

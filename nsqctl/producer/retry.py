@@ -30,6 +30,7 @@ from nsqctl.errors import (
     NoSuchPartitionError,
     NsqctlError,
     NsqctlTimeoutError,
+    PartitionTimeoutError,
     PartitionUnavailableError,
     PublishConnectError,
     PublishConnectTimeoutError,
@@ -342,9 +343,11 @@ class RetryLoop:
         topo = self.topologies.cached(topic)
         if clock.riding and (call.where is not None or topo is None or topo.is_redesign):
             place = topic if call.where is None else f"{topic}/{call.where}"
-            return PartitionUnavailableError(
+            unavailable = PartitionTimeoutError if call.timed_out else PartitionUnavailableError
+            each = " (each attempt timed out)" if call.timed_out else ""
+            return unavailable(
                 f"no leader took the publish to {place} within the failover window "
-                f"({window:.0f}s): {last}; check `lookup({topic})`",
+                f"({window:.0f}s){each}: {last}; check `lookup({topic})`",
                 call.where,
                 setting="failover_window",
             )

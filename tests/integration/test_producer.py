@@ -22,6 +22,7 @@ from nsqctl.stats import read_nsqd_stats
 from tests.conftest import StartCluster
 from tests.helpers.cli import cli
 from tests.helpers.names import unique
+from tests.helpers.redesign import TopicSpec, create_topics
 from tests.helpers.wait import wait_for
 
 
@@ -239,6 +240,40 @@ async def test_a_publish_to_a_hung_nsqd_whose_every_attempt_timed_out_is_a_timeo
     assert isinstance(single, nsqctl.PublishTransportError)
     assert isinstance(single.__cause__, nsqctl.ReplyTimeoutError)
     assert "no reply to pub" in str(single), single
+
+
+@pytest.mark.redesign
+async def test_a_publish_riding_out_a_hung_leader_is_a_timeout(
+    start_cluster: StartCluster,
+) -> None:
+    """A redesign partition whose only nsqd hangs (SIGSTOP) while the lookup goes on
+    naming it leader: a publish to the written topic rides the failover window, each
+    attempt failing by a deadline, and ends with a PartitionTimeoutError: the
+    PartitionUnavailableError it was, and an NsqctlTimeoutError. Its own one-nsqd
+    cluster: the test stops the nsqd."""
+    c = start_cluster("redesign", nsqd=1)
+    topic = unique("hungleader")
+    await create_topics(c.lookupd_http, {topic: TopicSpec(partitions=1)}, channels=())
+    config = ConnectionConfig(connect_timeout=0.3, request_timeout=0.5)
+    options = ProducerOptions(failover_window=2.0, backoff=0.05, max_backoff=0.2)
+    producer = Producer(lookupd_http=c.lookupd_http, config=config, options=options)
+    try:
+        await producer.publish(topic, b"before")  # written: the next publish rides
+        hung = c.nsqds[0]
+        process.pause(hung)
+        try:
+            await wait_for(lambda: _stopped(hung.pid), 10.0, "nsqd stopped by SIGSTOP")
+            with pytest.raises(nsqctl.NsqctlTimeoutError) as caught:
+                await producer.publish(topic, b"during")
+        finally:
+            process.resume(hung)
+    finally:
+        await producer.close()
+    err = caught.value
+    assert isinstance(err, nsqctl.PartitionTimeoutError), repr(err)
+    assert isinstance(err, PartitionUnavailableError) and err.partition == 0
+    assert err.setting == "failover_window"
+    assert "each attempt timed out" in str(err), err
 
 
 async def test_publishing_on_a_closed_producer_is_a_usage_error(
