@@ -52,6 +52,7 @@ if TYPE_CHECKING:  # the public API, the one list of it (see the module docstrin
     from nsqctl.errors import LookupUnavailableError as LookupUnavailableError
     from nsqctl.errors import MessageNotFoundError as MessageNotFoundError
     from nsqctl.errors import NoConnectionError as NoConnectionError
+    from nsqctl.errors import NoConnectionTimeoutError as NoConnectionTimeoutError
     from nsqctl.errors import NoSuchPartitionError as NoSuchPartitionError
     from nsqctl.errors import NotFoundError as NotFoundError
     from nsqctl.errors import NsqctlError as NsqctlError

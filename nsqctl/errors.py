@@ -12,6 +12,7 @@ The tree: a class of two kinds is drawn under one, and ``+Kind`` names the other
     │   │   ├── ConnectTimeoutError    +NsqctlTimeoutError: not opened within the timeout
     │   │   │   └── HandshakeTimeoutError  ...opened, but the handshake did not finish
     │   │   ├── NoConnectionError      ...to any nsqd of a topic, at start
+    │   │   │   └── NoConnectionTimeoutError  +NsqctlTimeoutError: none refused, all silent
     │   │   ├── PublishConnectError    +PublishTransportError: a publish could not connect
     │   │   │   └── PublishConnectTimeoutError  +PublishTimeoutError: ...every try timed out
     │   │   └── TLSError               TLS could not be set up: its handshake failed, or
@@ -86,6 +87,7 @@ __all__ = [
     "LookupUnavailableError",
     "MessageNotFoundError",
     "NoConnectionError",
+    "NoConnectionTimeoutError",
     "NoSuchPartitionError",
     "NotFoundError",
     "NsqctlError",
@@ -262,6 +264,13 @@ class HandshakeTimeoutError(ConnectTimeoutError):
 class NoConnectionError(ConnectError):
     """No nsqd of the topic could be reached at start, within the connect timeout; or a
     source lost later stayed out of reach for the whole time a caller waits for it."""
+
+
+class NoConnectionTimeoutError(NoConnectionError, NsqctlTimeoutError):
+    """No nsqd of the topic could be reached at start, and none refused: each one let a
+    deadline pass (did not accept, did not finish the handshake, or did not answer within
+    the connect timeout), as a hung nsqd does. A deadline that passed, as well as the
+    :class:`NoConnectionError` it was before timeouts had a kind of their own."""
 
 
 class PublishTransportError(TransportError, PublishError):

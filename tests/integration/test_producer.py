@@ -12,6 +12,7 @@ import pytest
 import nsqctl
 from nsqctl import admin
 from nsqctl.connection import Connection, ConnectionConfig
+from nsqctl.consumer import Consumer, ConsumerOptions
 from nsqctl.errors import ConfigError, PartitionUnavailableError, PublishError
 from nsqctl.producer import Producer, ProducerOptions
 from nsqctl.protocol import BadMessageError
@@ -191,14 +192,15 @@ async def test_a_sharded_publish_to_a_dead_nsqd_fails_as_a_connect_error(
     assert not isinstance(err, nsqctl.NsqctlTimeoutError) and "timed out" not in str(err)
 
 
-async def test_a_publish_to_a_hung_nsqd_whose_every_attempt_timed_out_is_a_timeout(
+async def test_publishes_and_a_consumer_start_failing_on_a_hung_nsqd_are_timeouts(
     start_cluster: StartCluster,
 ) -> None:
     """A hung nsqd (SIGSTOPped: its kernel still accepts connections, nothing answers):
     the publish sent on the open connection gets no reply, and each retry's new
     connection no handshake. Every attempt failed by a deadline, so the publish ends with
     an NsqctlTimeoutError; still the PublishConnectError its last attempt makes it, or,
-    with one attempt only (no reply), the PublishTransportError."""
+    with one attempt only (no reply), the PublishTransportError. A consumer starting
+    meanwhile reaches no nsqd, none refusing: a NoConnectionError and a timeout."""
     c = start_cluster("original", nsqd=1)
     config = ConnectionConfig(connect_timeout=0.3, request_timeout=0.5)
     retrying = Producer(
@@ -212,6 +214,14 @@ async def test_a_publish_to_a_hung_nsqd_whose_every_attempt_timed_out_is_a_timeo
         options=ProducerOptions(max_attempts=1, failover_window=0),
     )
     topic = unique("hungpub")
+    consumer = Consumer(
+        topic,
+        "c",
+        lambda msg: None,
+        nsqd_tcp=c.nsqd_tcp,
+        config=config,
+        options=ConsumerOptions(connect_timeout=1.0),
+    )
     try:
         for producer in (retrying, once):  # connected: the first attempts will wait
             await producer.publish(topic, b"before")
@@ -222,6 +232,7 @@ async def test_a_publish_to_a_hung_nsqd_whose_every_attempt_timed_out_is_a_timeo
             errors = await asyncio.gather(
                 retrying.publish(topic, b"during"),
                 once.publish(topic, b"during"),
+                consumer.start(),
                 return_exceptions=True,
             )
         finally:
@@ -229,7 +240,8 @@ async def test_a_publish_to_a_hung_nsqd_whose_every_attempt_timed_out_is_a_timeo
     finally:
         await retrying.close()
         await once.close()
-    err, single = errors
+        await consumer.close()
+    err, single, start = errors
     assert isinstance(err, nsqctl.NsqctlTimeoutError), repr(err)
     assert isinstance(err, nsqctl.PublishConnectTimeoutError), repr(err)
     assert isinstance(err, nsqctl.PublishConnectError)  # its kind before timeouts had one
@@ -240,6 +252,8 @@ async def test_a_publish_to_a_hung_nsqd_whose_every_attempt_timed_out_is_a_timeo
     assert isinstance(single, nsqctl.PublishTransportError)
     assert isinstance(single.__cause__, nsqctl.ReplyTimeoutError)
     assert "no reply to pub" in str(single), single
+    assert isinstance(start, nsqctl.NoConnectionTimeoutError), repr(start)
+    assert isinstance(start, nsqctl.NoConnectionError) and start.setting == "connect_timeout"
 
 
 @pytest.mark.redesign
