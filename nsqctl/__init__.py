@@ -45,23 +45,31 @@ if TYPE_CHECKING:  # the public API, the one list of it (see the module docstrin
     from nsqctl.errors import ConfigError as ConfigError
     from nsqctl.errors import ConnectError as ConnectError
     from nsqctl.errors import ConnectionClosedError as ConnectionClosedError
+    from nsqctl.errors import ConnectTimeoutError as ConnectTimeoutError
     from nsqctl.errors import FailoverTimeoutError as FailoverTimeoutError
     from nsqctl.errors import HandshakeTimeoutError as HandshakeTimeoutError
     from nsqctl.errors import LeaderUnavailableError as LeaderUnavailableError
     from nsqctl.errors import LookupUnavailableError as LookupUnavailableError
     from nsqctl.errors import MessageNotFoundError as MessageNotFoundError
     from nsqctl.errors import NoConnectionError as NoConnectionError
+    from nsqctl.errors import NoConnectionTimeoutError as NoConnectionTimeoutError
     from nsqctl.errors import NoSuchPartitionError as NoSuchPartitionError
     from nsqctl.errors import NotFoundError as NotFoundError
     from nsqctl.errors import NsqctlError as NsqctlError
     from nsqctl.errors import NsqctlTimeoutError as NsqctlTimeoutError
+    from nsqctl.errors import PartitionTimeoutError as PartitionTimeoutError
     from nsqctl.errors import PartitionUnavailableError as PartitionUnavailableError
+    from nsqctl.errors import ProducerClosedError as ProducerClosedError
     from nsqctl.errors import ProtocolError as ProtocolError
     from nsqctl.errors import PublishConnectError as PublishConnectError
+    from nsqctl.errors import PublishConnectTimeoutError as PublishConnectTimeoutError
     from nsqctl.errors import PublishError as PublishError
+    from nsqctl.errors import PublishTimeoutError as PublishTimeoutError
     from nsqctl.errors import PublishTransportError as PublishTransportError
+    from nsqctl.errors import ReplyTimeoutError as ReplyTimeoutError
     from nsqctl.errors import ServerError as ServerError
     from nsqctl.errors import ServerSetupError as ServerSetupError
+    from nsqctl.errors import TLSError as TLSError
     from nsqctl.errors import TopicNotFoundError as TopicNotFoundError
     from nsqctl.errors import TransportError as TransportError
     from nsqctl.errors import UsageError as UsageError
@@ -83,6 +91,7 @@ if TYPE_CHECKING:  # the public API, the one list of it (see the module docstrin
     from nsqctl.producer import ProducerOptions as ProducerOptions
     from nsqctl.producer import Receipt as Receipt
     from nsqctl.protocol.errors import AuthFailedError as AuthFailedError
+    from nsqctl.protocol.errors import AuthRequiredError as AuthRequiredError
     from nsqctl.protocol.errors import BadBodyError as BadBodyError
     from nsqctl.protocol.errors import BadChannelError as BadChannelError
     from nsqctl.protocol.errors import BadExtError as BadExtError

@@ -9,11 +9,18 @@ The tree: a class of two kinds is drawn under one, and ``+Kind`` names the other
     ├── ConfigError              bad input: an address, a name, an option combination
     ├── TransportError           a connection could not be made, or it ended
     │   ├── ConnectError           ...could not be opened or set up (TLS, AUTH, handshake)
-    │   │   ├── HandshakeTimeoutError  +NsqctlTimeoutError: the handshake did not finish
+    │   │   ├── ConnectTimeoutError    +NsqctlTimeoutError: not opened within the timeout
+    │   │   │   └── HandshakeTimeoutError  ...opened, but the handshake did not finish
     │   │   ├── NoConnectionError      ...to any nsqd of a topic, at start
-    │   │   └── PublishConnectError    +PublishTransportError: a publish could not connect
+    │   │   │   └── NoConnectionTimeoutError  +NsqctlTimeoutError: none refused, all silent
+    │   │   ├── PublishConnectError    +PublishTransportError: a publish could not connect
+    │   │   │   └── PublishConnectTimeoutError  +PublishTimeoutError: ...every try timed out
+    │   │   └── TLSError               TLS could not be set up: its handshake failed, or
+    │   │                              one side wants TLS and the other has none
     │   ├── PublishTransportError  +PublishError: a publish's connections kept failing
+    │   │   └── PublishTimeoutError    +NsqctlTimeoutError: ...every attempt timed out
     │   ├── ConnectionClosedError  ...ended (server closed, network error, we closed it)
+    │   │   └── ReplyTimeoutError      +NsqctlTimeoutError: ...by us, nsqd silent too long
     │   └── LookupUnavailableError no nsqlookupd answered
     ├── ProtocolError            a server sent bytes that are not the protocol
     │   └── AnswerDecodeError      an HTTP answer of the wrong shape (names server, field)
@@ -25,13 +32,15 @@ The tree: a class of two kinds is drawn under one, and ``+Kind`` names the other
     ├── NsqctlTimeoutError       a deadline passed
     ├── LeaderUnavailableError   a partition has no writable/reachable leader (redesign)
     │   ├── PartitionUnavailableError  +PublishError: a publish's partition had none
-    │   │   └── NoSuchPartitionError     +NotFoundError: beyond the partition count
+    │   │   ├── NoSuchPartitionError     +NotFoundError: beyond the partition count
+    │   │   └── PartitionTimeoutError    +NsqctlTimeoutError: ...every attempt timed out
     │   └── FailoverTimeoutError       +NsqctlTimeoutError: a consumer's had none in time
     ├── NotFoundError            a topic, channel, partition or message does not exist
     │   └── MessageNotFoundError   a message id is in none of the sources searched
     ├── PublishError             a publish got no OK: nothing was acknowledged
     ├── UsageError               the library was used out of order
-    │   └── AlreadyRespondedError  a message answered twice
+    │   ├── AlreadyRespondedError  a message answered twice
+    │   └── ProducerClosedError    +PublishError: a publish on a closed Producer
     ├── AdminError               an admin request was refused or could not be made
     ├── ArchiveWriteError        a batch could not be written durably
     ├── TraceLogWriteError       the trace log could not be written (full disk, I/O)
@@ -44,9 +53,12 @@ subclasses, bad names ``ConfigError`` ones, and so on.
 
 A publish that gives up says why by its kind, and chains the last failure as
 ``__cause__``: :class:`PublishConnectError` when no nsqd could be connected to,
-:class:`PublishTransportError` when its connections ended, :class:`TopicNotFoundError`
+:class:`PublishTransportError` when its connections ended (each of them also an
+:class:`NsqctlTimeoutError`, :class:`PublishConnectTimeoutError` and
+:class:`PublishTimeoutError`, when every attempt failed by a deadline), :class:`TopicNotFoundError`
 when the topic does not exist, :class:`PartitionUnavailableError` when a partition had no
-leader; a plain :class:`PublishError` otherwise. An error the server will give again
+leader (:class:`PartitionTimeoutError` when every attempt failed by a deadline); a plain
+:class:`PublishError` otherwise. An error the server will give again
 (a bad message, a bad topic name) is raised as that :class:`ServerError` at once.
 
 Messages speak of the library: where a setting would fix the error, ``err.setting``
@@ -67,6 +79,7 @@ __all__ = [
     "ArchiveWriteError",
     "ConfigError",
     "ConnectError",
+    "ConnectTimeoutError",
     "ConnectionClosedError",
     "FailoverTimeoutError",
     "HandshakeTimeoutError",
@@ -74,17 +87,24 @@ __all__ = [
     "LookupUnavailableError",
     "MessageNotFoundError",
     "NoConnectionError",
+    "NoConnectionTimeoutError",
     "NoSuchPartitionError",
     "NotFoundError",
     "NsqctlError",
     "NsqctlTimeoutError",
+    "PartitionTimeoutError",
     "PartitionUnavailableError",
+    "ProducerClosedError",
     "ProtocolError",
     "PublishConnectError",
+    "PublishConnectTimeoutError",
     "PublishError",
+    "PublishTimeoutError",
     "PublishTransportError",
+    "ReplyTimeoutError",
     "ServerError",
     "ServerSetupError",
+    "TLSError",
     "TopicNotFoundError",
     "TransportError",
     "UsageError",
@@ -232,14 +252,25 @@ class ConnectError(TransportError):
     """Could not open or set up a connection to nsqd (refused, TLS, AUTH, handshake)."""
 
 
-class HandshakeTimeoutError(ConnectError, NsqctlTimeoutError):
-    """nsqd accepted the connection but did not finish the handshake in time: a failure
-    to connect, and a deadline that passed."""
+class ConnectTimeoutError(ConnectError, NsqctlTimeoutError):
+    """A connection to nsqd could not be opened within the connect timeout: a failure to
+    connect, and a deadline that passed."""
+
+
+class HandshakeTimeoutError(ConnectTimeoutError):
+    """nsqd accepted the connection but did not finish the handshake in time."""
 
 
 class NoConnectionError(ConnectError):
     """No nsqd of the topic could be reached at start, within the connect timeout; or a
     source lost later stayed out of reach for the whole time a caller waits for it."""
+
+
+class NoConnectionTimeoutError(NoConnectionError, NsqctlTimeoutError):
+    """No nsqd of the topic could be reached at start, and none refused: each one let a
+    deadline pass (did not accept, did not finish the handshake, or did not answer within
+    the connect timeout), as a hung nsqd does. A deadline that passed, as well as the
+    :class:`NoConnectionError` it was before timeouts had a kind of their own."""
 
 
 class PublishTransportError(TransportError, PublishError):
@@ -254,6 +285,27 @@ class PublishConnectError(ConnectError, PublishTransportError):
     its ``__cause__``."""
 
 
+class PublishTimeoutError(PublishTransportError, NsqctlTimeoutError):
+    """A publish gave up and every one of its attempts had failed by a deadline (nsqd
+    did not reply, or did not accept or set up a connection, in time): a hung or
+    overloaded nsqd rather than a refusal. Nothing was acknowledged; the last failure is
+    its ``__cause__``."""
+
+
+class PublishConnectTimeoutError(PublishConnectError, PublishTimeoutError):
+    """A :class:`PublishTimeoutError` whose last attempt could not connect in time: also a
+    :class:`PublishConnectError`, what it was before a timeout had a kind of its own."""
+
+
+class TLSError(ConnectError):
+    """TLS towards nsqd could not be set up: the TLS handshake failed (nsqd's certificate
+    did not verify, or nsqd refused ours), or the two sides disagree (TLS asked for and
+    nsqd offers none; nsqd requires it and none was asked for). ``setting`` names the TLS
+    setting to change; the TLS library's own failure, when there is one, is its
+    ``__cause__``. A :class:`ConnectError`, as every TLS failure was before it had a class
+    of its own. Never shows a key or a passphrase."""
+
+
 class ConnectionClosedError(TransportError):
     """The connection ended (server closed, network error, or we closed it)."""
 
@@ -261,6 +313,13 @@ class ConnectionClosedError(TransportError):
         self.address = address
         self.reason = reason
         super().__init__(f"connection to nsqd {address} closed: {reason}")
+
+
+class ReplyTimeoutError(ConnectionClosedError, NsqctlTimeoutError):
+    """We closed the connection because nsqd stayed silent past a deadline: no reply to a
+    request within ``request_timeout``, or nothing at all (not even a heartbeat) for the
+    idle deadline. A hung nsqd (stopped, stalled on its disk) keeps its sockets open, so a
+    deadline is the only sign of it."""
 
 
 class LookupUnavailableError(TransportError):
@@ -277,6 +336,12 @@ class PartitionUnavailableError(LeaderUnavailableError, PublishError):
 
 class NoSuchPartitionError(PartitionUnavailableError, NotFoundError):
     """The partition asked for is beyond the topic's partition count: waiting cannot help."""
+
+
+class PartitionTimeoutError(PartitionUnavailableError, NsqctlTimeoutError):
+    """A publish's partition had no leader that answered within the failover window, and
+    every attempt failed by a deadline: its leader is hung (stopped, stalled), not gone,
+    since the lookup kept naming it."""
 
 
 class FailoverTimeoutError(LeaderUnavailableError, NsqctlTimeoutError):
@@ -316,6 +381,14 @@ class MessageNotFoundError(NotFoundError):
 
 class AlreadyRespondedError(UsageError):
     """finish()/requeue() called twice on one message."""
+
+
+class ProducerClosedError(UsageError, PublishError):
+    """A publish called on a Producer after its ``close()``: a mistake in the calling code,
+    and a :class:`PublishError` as well (what it was before it had a class), so that code
+    catching failed publishes keeps catching it. Nothing was sent (``unsent`` is True)."""
+
+    unsent = True
 
 
 # --------------------------------------------------------------------------- tools

@@ -89,6 +89,7 @@ SETTING_WORDS: dict[str, str] = {
     "nsqd_tcp": "--nsqd",
     "nsqd_http": "--nsqd-http",
     "key_password": "--tls-key-password-file",
+    "auth_secret": "--auth-secret-file",
 }
 
 #: an action written in a message's text (`kind_action(...)`) -> its CLI command

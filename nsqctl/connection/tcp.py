@@ -25,10 +25,19 @@ from nsqctl import protocol as p
 from nsqctl.addresses import HostPort, parse_address
 from nsqctl.connection.config import ConnectionConfig
 from nsqctl.connection.stream import SocketProtocol, open_socket
-from nsqctl.errors import ConfigError, ConnectError, ConnectionClosedError, NsqctlError
+from nsqctl.errors import (
+    ConfigError,
+    ConnectError,
+    ConnectionClosedError,
+    ConnectTimeoutError,
+    NsqctlError,
+    ReplyTimeoutError,
+    TLSError,
+)
 from nsqctl.protocol.handshake import (
     Authenticated,
     Handshake,
+    HandshakeState,
     HandshakeTimeoutError,
     Identified,
     Ready,
@@ -68,6 +77,9 @@ BatchHandler = Callable[["Connection", list[RawMessage]], None]
 ErrorHandler = Callable[["Connection", p.ServerError], None]
 CloseHandler = Callable[["Connection", BaseException | None], None]
 _Pending = asyncio.Future[bytes]
+# Where a lost socket means the TLS upgrade failed (nsqd dropped our hello or our
+# certificate), not the plain handshake.
+_TLS_STATES = frozenset({HandshakeState.AWAIT_TLS_START, HandshakeState.AWAIT_TLS_OK})
 
 
 class Connection:
@@ -176,11 +188,16 @@ class Connection:
             self._socket = await asyncio.wait_for(
                 open_socket(self.address.host, self.address.port), cfg.connect_timeout
             )
-        except (TimeoutError, OSError) as err:
-            reason = "timed out" if isinstance(err, TimeoutError) else err.strerror
+        except TimeoutError as err:
+            raise ConnectTimeoutError(
+                f"cannot connect to nsqd {self.address}: no answer within "
+                f"{cfg.connect_timeout:g}s; check the address and that nsqd is running",
+                setting="connect_timeout",
+            ) from err
+        except OSError as err:
             raise ConnectError(
-                f"cannot connect to nsqd {self.address}: {reason or err}; check the address "
-                "and that nsqd is running"
+                f"cannot connect to nsqd {self.address}: {err.strerror or err}; check the "
+                "address and that nsqd is running"
             ) from err
         transport = self._socket.transport
         assert transport is not None
@@ -195,7 +212,7 @@ class Connection:
         except BaseException as err:
             self._abort()
             self.closed = ConnectionClosedError(str(self.address), "the handshake failed")
-            converted = self._handshake_error(err)
+            converted = self._handshake_error(err, handshake.state)
             if converted is err:
                 raise
             raise converted from err
@@ -254,9 +271,11 @@ class Connection:
         self._transport = transport
         self._socket.upgraded(transport)
 
-    def _handshake_error(self, err: BaseException) -> BaseException:
+    def _handshake_error(self, err: BaseException, state: HandshakeState) -> BaseException:
         """What a failed handshake raises: nsqctl errors as they are, the rest as a
-        :class:`ConnectError` that says what to change."""
+        :class:`ConnectError` that says what to change (a :class:`TLSError` for a failure
+        of the TLS upgrade). The message is made of the address and the TLS library's
+        reason code only: never of a file's contents, a key or a passphrase."""
         if isinstance(err, TimeoutError):
             return HandshakeTimeoutError(
                 f"nsqd {self.address} did not finish the handshake within "
@@ -264,28 +283,36 @@ class Connection:
                 setting="connect_timeout",
             )
         if isinstance(err, ssl.SSLError) and "ALERT" in (err.reason or ""):
-            return ConnectError(
+            return TLSError(
                 f"nsqd {self.address} rejected our TLS client certificate ({err.reason}): "
                 "give a client certificate and key signed by a CA that nsqd trusts",
                 setting="tls_cert",
             )
         if isinstance(err, ssl.SSLError):
-            return ConnectError(
+            return TLSError(
                 f"TLS handshake with nsqd {self.address} failed ({err.reason or err}): give "
                 "the CA that signed nsqd's certificate, or skip verification for a "
                 "self-signed test server (tls_insecure)",
                 setting="tls_ca",
             )
         if isinstance(err, (OSError, EOFError)):
+            if state in _TLS_STATES:
+                return TLSError(
+                    f"nsqd {self.address} closed the connection during the TLS upgrade: "
+                    "check that it offers TLS on this port and accepts our TLS settings",
+                    setting="tls",
+                )
             return ConnectError(f"nsqd {self.address} closed the connection during the handshake")
         return err
 
     # ------------------------------------------------------------------ writing
 
     def _closed_error(self) -> ConnectionClosedError:
-        """A fresh exception each time (re-raising one object grows its traceback)."""
-        assert self.closed is not None
-        return ConnectionClosedError(self.closed.address, self.closed.reason)
+        """A fresh exception each time (re-raising one object grows its traceback), of the
+        kind the connection ended with (a :class:`ReplyTimeoutError` stays a timeout)."""
+        closed = self.closed
+        assert closed is not None
+        return type(closed)(closed.address, closed.reason)
 
     def send(self, command: bytes) -> None:
         """Queue a command that has no reply (RDY, FIN, REQ, TOUCH, NOP)."""
@@ -368,7 +395,7 @@ class Connection:
         assert self._loop is not None
         if self._loop.time() >= deadline:
             reason = f"no reply to {context} in {self.config.request_timeout}s"
-            self._shutdown(ConnectionClosedError(str(self.address), reason))
+            self._shutdown(ReplyTimeoutError(str(self.address), reason))
             return
         self._deadline_timer = self._loop.call_at(deadline, self._check_deadlines)
 
@@ -551,7 +578,7 @@ class Connection:
             # this deadline is the only sign of it (the owner reports the close).
             reason = f"not answering: no data or heartbeat for {self._idle_limit:.0f}s"
             log.info("nsqd %s is %s; closing the connection", self.address, reason)
-            self._shutdown(ConnectionClosedError(str(self.address), reason))
+            self._shutdown(ReplyTimeoutError(str(self.address), reason))
             return
         self._idle_timer = self._loop.call_at(due, self._check_idle)
 

@@ -20,7 +20,14 @@ from nsqctl.addresses import HostPort
 from nsqctl.consumer.attempts import Attempt, Verdict, after_gap, after_refusal
 from nsqctl.consumer.options import ORDERED_START, ConsumerOptions
 from nsqctl.consumer.stats import ConsumerStats
-from nsqctl.errors import ConfigError, ConnectError, NoConnectionError, NsqctlError
+from nsqctl.errors import (
+    ConfigError,
+    ConnectError,
+    NoConnectionError,
+    NoConnectionTimeoutError,
+    NsqctlError,
+    NsqctlTimeoutError,
+)
 
 if TYPE_CHECKING:
     from nsqctl.connection import Connection
@@ -96,6 +103,8 @@ class ConnectionSet:
         self._connecting: dict[Target, asyncio.Task[None]] = {}
         self._reconnect_delay: dict[Target, float] = {}
         self._connect_errors: dict[HostPort, str] = {}  # nsqd address -> last failure (start-up)
+        # nsqd addresses whose last failure was not a deadline (refused, unresolvable, TLS)
+        self._declined: set[HostPort] = set()
         self._stopping = False
         #: An error no reconnect can cure (a bad topic, a refused subscription option).
         self.fatal: BaseException | None = None
@@ -201,8 +210,10 @@ class ConnectionSet:
                 tried = " | ".join(self._connect_errors.values()) or (
                     f"no answer from {', '.join(silent)} (not an nsqd's TCP port?)"
                 )
+                # nothing refused: every nsqd stayed silent or let a deadline pass (hung)
+                unreached = NoConnectionTimeoutError if not self._declined else NoConnectionError
                 self._set_fatal(
-                    NoConnectionError(
+                    unreached(
                         f"no nsqd of topic {self.topic!r} reachable within {limit:g}s: {tried}",
                         setting="connect_timeout",
                     )
@@ -306,6 +317,10 @@ class ConnectionSet:
         except (ConnectError, OSError) as err:
             text = str(err) if isinstance(err, ConnectError) else f"{address}: {err}"
             self._connect_errors[address] = text
+            if isinstance(err, NsqctlTimeoutError):
+                self._declined.discard(address)
+            else:
+                self._declined.add(address)
             # Before anything ever connected the start-up check reports it in one line.
             log.log(
                 logging.WARNING if self.stats.connections or self._conns else logging.INFO,

@@ -31,6 +31,7 @@ from nsqctl.errors import (
     NoSuchPartitionError,
     NsqctlError,
     PartitionUnavailableError,
+    ProducerClosedError,
     PublishError,
     TopicNotFoundError,
 )
@@ -304,7 +305,10 @@ class Producer:
 
     def _begin(self, topic: str, partition: int | None, shard_key: ShardKey | None) -> PublishCall:
         if self._closed:
-            raise PublishError("the producer is closed")
+            raise ProducerClosedError(
+                f"publish to topic {topic!r} on a closed producer: nothing was sent; publish "
+                "before close(), or make a new Producer"
+            )
         validate_topic(topic)
         check_partition(partition)
         return self._retry.begin(topic, partition, shard_key)

@@ -29,9 +29,13 @@ from nsqctl.errors import (
     ConnectionClosedError,
     NoSuchPartitionError,
     NsqctlError,
+    NsqctlTimeoutError,
+    PartitionTimeoutError,
     PartitionUnavailableError,
     PublishConnectError,
+    PublishConnectTimeoutError,
     PublishError,
+    PublishTimeoutError,
     PublishTransportError,
     TopicNotFoundError,
     TransportError,
@@ -75,6 +79,8 @@ class PublishCall:
     target: Target | None = None  # where the last attempt went
     refused: list[str] = field(default_factory=list)  # given nsqds that do not lead it
     sent: bool = False  # an attempt handed the message to a connection
+    # every failed attempt so far failed by a deadline (a hung nsqd, not a refusal)
+    timed_out: bool = True
     counted: bool = False  # counted among the loop's running calls until ended
 
 
@@ -295,6 +301,7 @@ class RetryLoop:
         """Record the failure; wait before the next attempt, or raise the final error."""
         if call.order is not None:
             call.order.failed(call.ticket)
+        call.timed_out = call.timed_out and isinstance(last, NsqctlTimeoutError)
         call.refresh = True
         self.topologies.mark_stale(call.topic)
         now = time.monotonic()
@@ -344,9 +351,11 @@ class RetryLoop:
         window = self.options.failover_window
         if clock.riding and not self._leaderless(call):
             place = topic if call.where is None else f"{topic}/{call.where}"
-            return PartitionUnavailableError(
+            unavailable = PartitionTimeoutError if call.timed_out else PartitionUnavailableError
+            each = " (each attempt timed out)" if call.timed_out else ""
+            return unavailable(
                 f"no leader took the publish to {place} within the failover window "
-                f"({window:.0f}s): {last}; check `lookup({topic})`",
+                f"({window:.0f}s){each}: {last}; check `lookup({topic})`",
                 call.where,
                 setting="failover_window",
             )
@@ -359,14 +368,18 @@ class RetryLoop:
         text = f"publish to topic {topic!r} failed after {clock.attempts} attempt(s)"
         if clock.riding:
             text += f" within the failover window ({window:.0f}s)"
+        if call.timed_out:
+            text += " (each timed out)"
         text += f": {last}"
         setting = last.setting if isinstance(last, NsqctlError) else None
         if isinstance(last, ConnectError):
             # given addresses are the setting to fix; a lookupd's answer is not a setting
             direct = "nsqd_tcp" if self.router.direct else None
-            return PublishConnectError(text, setting=setting or direct)
+            connect = PublishConnectTimeoutError if call.timed_out else PublishConnectError
+            return connect(text, setting=setting or direct)
         if isinstance(last, TransportError):
-            return PublishTransportError(text, setting=setting)
+            transport = PublishTimeoutError if call.timed_out else PublishTransportError
+            return transport(text, setting=setting)
         return PublishError(text, setting=setting)
 
     def _report(self, event: FailoverEvent | None) -> None:

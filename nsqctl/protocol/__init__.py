@@ -50,6 +50,7 @@ from nsqctl.protocol.compression import (
 from nsqctl.protocol.errors import (
     PUBLISH_CONTEXTS,
     AuthFailedError,
+    AuthRequiredError,
     BadBodyError,
     BadChannelError,
     BadExtError,
@@ -139,6 +140,7 @@ __all__ = [
     "ORIGINAL",
     "PUBLISH_CONTEXTS",
     "AuthFailedError",
+    "AuthRequiredError",
     "AuthResponse",
     "BadBodyError",
     "BadChannelError",

@@ -33,11 +33,19 @@ from __future__ import annotations
 
 import re
 
-from nsqctl.errors import ConfigError, ProtocolError, ServerError, TopicNotFoundError
+from nsqctl.errors import (
+    ConfigError,
+    ConnectError,
+    ProtocolError,
+    ServerError,
+    TLSError,
+    TopicNotFoundError,
+)
 
 __all__ = [
     "PUBLISH_CONTEXTS",
     "AuthFailedError",
+    "AuthRequiredError",
     "BadBodyError",
     "BadChannelError",
     "BadExtError",
@@ -161,10 +169,11 @@ class InvalidError(ServerError):
     hint = "the server rejected the command as invalid in the connection's current state"
 
 
-class TLSRequiredError(InvalidError):
+class TLSRequiredError(InvalidError, TLSError):
     """nsqd refuses every command until the connection is upgraded to TLS (its
     ``--tls-required``); both families answer E_INVALID with "TLS required" in the text,
-    so this is told apart by the text, not registered by code."""
+    so this is told apart by the text, not registered by code. A :class:`TLSError` too:
+    the connection lacks the TLS that nsqd requires, whichever command found it out."""
 
     setting = "tls"
     hint = "nsqd requires TLS on this connection: connect with TLS (ConnectionConfig(tls=...))"
@@ -256,6 +265,22 @@ class AuthFailedError(ServerError):
         "enabled when you send one)"
     )
     setting = "auth_secret"
+
+
+class AuthRequiredError(AuthFailedError, ConnectError):
+    """nsqd requires AUTH (it was started with an auth server) and no secret was given,
+    so none was sent: found in the IDENTIFY reply, not in an error frame (``code`` is
+    empty). An :class:`AuthFailedError`, so that one ``except`` catches every AUTH
+    failure, and a :class:`~nsqctl.errors.ConnectError`, since the connection could not
+    be set up (what it was before it had a class of its own)."""
+
+    def __init__(self, peer: str) -> None:
+        super().__init__(
+            message=(
+                f"nsqd {peer} requires AUTH and no secret was given: give the secret its "
+                "auth server accepts (`auth_secret`)"
+            )
+        )
 
 
 @_register

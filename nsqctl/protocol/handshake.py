@@ -24,10 +24,10 @@ from collections.abc import Mapping
 from enum import Enum
 from typing import Any, NamedTuple, NoReturn
 
-from nsqctl.errors import ConnectError, HandshakeTimeoutError, UsageError
+from nsqctl.errors import ConnectError, HandshakeTimeoutError, TLSError, UsageError
 from nsqctl.protocol.commands import MAGIC_V2, auth, identify
 from nsqctl.protocol.compression import Codec, IdentityCodec, codec_for
-from nsqctl.protocol.errors import FrameDecodeError, error_from_frame
+from nsqctl.protocol.errors import AuthRequiredError, FrameDecodeError, error_from_frame
 from nsqctl.protocol.frames import DEFAULT_MAX_FRAME_SIZE, OK, FrameType, split_frame
 from nsqctl.protocol.replies import (
     AuthResponse,
@@ -268,7 +268,7 @@ class Handshake:
             self._after_tls(events)
             return
         if not ident.tls_v1:
-            raise ConnectError(
+            raise TLSError(
                 f"nsqd {self.peer} does not offer TLS (it was started without a TLS "
                 "certificate): connect without TLS, or enable TLS on the server",
                 setting="tls",
@@ -308,9 +308,7 @@ class Handshake:
             self._finish(events)
             return
         if self._secret is None:
-            raise ConnectError(
-                f"nsqd {self.peer} requires AUTH: give an auth secret", setting="auth_secret"
-            )
+            raise AuthRequiredError(self.peer)
         self.state = HandshakeState.AWAIT_AUTH
         events.append(SendData(auth(self._secret.reveal())))
 

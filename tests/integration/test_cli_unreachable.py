@@ -60,13 +60,14 @@ def test_archive_with_no_reachable_nsqd_writes_nothing(tmp_path: Path) -> None:
 
 async def test_library_consumer_fails_fast_at_start_unless_told_to_wait() -> None:
     from nsqctl.consumer import Consumer, ConsumerOptions
-    from nsqctl.errors import NoConnectionError
+    from nsqctl.errors import NoConnectionError, NsqctlTimeoutError
 
     consumer = Consumer(
         "t", "c", lambda m: None, nsqd_tcp=[DEAD], options=ConsumerOptions(connect_timeout=0.5)
     )
-    with pytest.raises(NoConnectionError, match=f"no nsqd of topic 't' reachable.*{DEAD}"):
+    with pytest.raises(NoConnectionError, match=f"no nsqd of topic 't' reachable.*{DEAD}") as info:
         await consumer.start()
+    assert not isinstance(info.value, NsqctlTimeoutError)  # refused: not a deadline passed
     patient = Consumer(
         "t", "c", lambda m: None, nsqd_tcp=[DEAD], options=ConsumerOptions(connect_timeout=None)
     )

@@ -22,6 +22,7 @@ import asyncio
 import gc
 import json
 import logging
+import socket
 import struct
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -31,8 +32,15 @@ from typing import Any
 import pytest
 
 from nsqctl import protocol as p
-from nsqctl.connection import Connection, ConnectionConfig
-from nsqctl.errors import ConnectError, ConnectionClosedError, NsqctlTimeoutError
+from nsqctl.connection import Connection, ConnectionConfig, TLSSettings
+from nsqctl.errors import (
+    ConnectError,
+    ConnectionClosedError,
+    ConnectTimeoutError,
+    NsqctlTimeoutError,
+    ReplyTimeoutError,
+    TLSError,
+)
 from nsqctl.protocol.frames import FrameType, encode_frame
 from nsqctl.protocol.raw_message import RawMessage, encode_message
 from tests.helpers.identify import identify_reply
@@ -206,6 +214,53 @@ async def test_handshake_server_closes_after_identify() -> None:
         await fake.stop()
 
 
+async def test_a_server_hanging_up_during_the_tls_upgrade_is_a_tls_error() -> None:
+    """nsqd offers TLS in its IDENTIFY reply, then drops the connection instead of
+    answering our TLS hello (a real nsqd completes or refuses the TLS handshake with an
+    alert; a hang-up at that moment needs a scripted server): the failure is a TLSError,
+    with the socket's own error chained."""
+
+    async def offer_then_hang_up(
+        reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> dict[str, Any]:
+        assert await reader.readexactly(4) == p.MAGIC_V2
+        assert await reader.readline() == b"IDENTIFY\n"
+        (size,) = struct.unpack(">I", await reader.readexactly(4))
+        await reader.readexactly(size)
+        reply = {**IDENTIFY_REPLY, "tls_v1": True}
+        writer.write(encode_frame(FrameType.RESPONSE, json.dumps(reply).encode()))
+        await writer.drain()
+        await reader.read(1)  # the first byte of our TLS hello
+        writer.close()
+        raise ConnectionError("fake hung up")
+
+    fake = await FakeNsqd(handshake=offer_then_hang_up).start()
+    try:
+        with pytest.raises(TLSError, match="during the TLS upgrade") as info:
+            await Connection.open(fake.address, _config(tls=TLSSettings(insecure=True)))
+        assert isinstance(info.value, ConnectError) and info.value.setting == "tls"
+        assert info.value.__cause__ is not None
+    finally:
+        await fake.stop()
+
+
+async def test_a_listener_that_never_accepts_is_a_connect_timeout() -> None:
+    """A socket whose accept queue is full (listen(0), one connection already queued, as
+    a hung server's fills): the kernel drops our SYN, the TCP connect itself times out,
+    and that is a ConnectTimeoutError: a ConnectError and an NsqctlTimeoutError."""
+    with socket.socket() as listener, socket.socket() as queued:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        queued.connect(listener.getsockname())  # fills the accept queue
+        address = f"127.0.0.1:{listener.getsockname()[1]}"
+        started = time.monotonic()
+        with pytest.raises(ConnectTimeoutError, match=r"no answer within 0\.3s") as info:
+            await Connection.open(address, _config(connect_timeout=0.3))
+        assert time.monotonic() - started < STEP
+    assert isinstance(info.value, ConnectError) and isinstance(info.value, NsqctlTimeoutError)
+    assert info.value.setting == "connect_timeout"
+
+
 async def test_handshake_server_never_answers() -> None:
     async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> dict[str, Any]:
         await reader.read()  # until the client gives up
@@ -315,6 +370,9 @@ async def test_a_silent_server_is_dropped_after_the_idle_deadline(fake: FakeNsqd
             break
         await asyncio.sleep(0.1)
     await _closed_with(conn, events, "no data or heartbeat for 10s")
+    assert isinstance(conn.closed, ReplyTimeoutError)  # a deadline passed: a timeout
+    with pytest.raises(NsqctlTimeoutError):  # and so is what its later users get
+        await conn.request(p.pub("t", b"x"), "pub")
     await conn.close()
 
 
@@ -384,10 +442,12 @@ async def test_request_timeout_closes_connection(fake: FakeNsqd) -> None:
     conn, _client = await _open(fake, events, request_timeout=0.3)
     pending = conn.request_nowait(p.pub("t", b"queued"), "pub")
     started = time.monotonic()
-    with pytest.raises(ConnectionClosedError, match=r"no reply to pub in 0\.3s"):
+    with pytest.raises(ConnectionClosedError, match=r"no reply to pub in 0\.3s") as info:
         await conn.request(p.pub("t", b"x"), "pub")
     assert 0.25 <= time.monotonic() - started < STEP
-    with pytest.raises(ConnectionClosedError):
+    # closed by us because a deadline passed: a timeout, caught as one
+    assert isinstance(info.value, NsqctlTimeoutError) and isinstance(info.value, ReplyTimeoutError)
+    with pytest.raises(ReplyTimeoutError):
         await pending
     await _closed_with(conn, events, "no reply to pub")
     await conn.close()

@@ -23,6 +23,7 @@ import collections
 import dataclasses
 import logging
 import os
+import ssl
 import traceback
 import uuid
 from collections.abc import Generator, Iterator
@@ -31,6 +32,8 @@ from typing import Any
 
 import pytest
 
+import nsqctl
+from nsqctl import Producer
 from nsqctl import protocol as p
 from nsqctl.connection import Connection, ConnectionConfig, TLSSettings
 from nsqctl.errors import ConfigError, ConnectError, ConnectionClosedError, NsqctlError
@@ -234,8 +237,10 @@ async def test_tls_with_ca_round_trip(tls_nsqd: cluster.Cluster, tls_files: TLSF
 async def test_tls_without_ca_fails_verification(tls_nsqd: cluster.Cluster) -> None:
     """Verification is on by default: a self-signed test CA is not trusted."""
     cfg = _config("tls-noca", tls=TLSSettings())
-    with pytest.raises(ConnectError) as info:
+    with pytest.raises(nsqctl.TLSError) as info:
         await Connection.open(tls_nsqd.nsqd_tcp[0], cfg)
+    assert isinstance(info.value, ConnectError)  # what every TLS failure was before
+    assert isinstance(info.value.__cause__, ssl.SSLError)  # the TLS library's own failure
     msg = str(info.value)
     assert "TLS" in msg and tls_nsqd.nsqd_tcp[0] in msg
     assert "CERTIFICATE_VERIFY_FAILED" in msg or "certificate" in msg.lower()
@@ -247,8 +252,9 @@ async def test_tls_wrong_server_hostname_fails(
 ) -> None:
     """The CA is trusted but the certificate is for 127.0.0.1, not this name."""
     tls = TLSSettings(ca_file=str(tls_files.ca_cert), server_hostname="nsqd.invalid")
-    with pytest.raises(ConnectError, match="TLS"):
+    with pytest.raises(nsqctl.TLSError, match="TLS") as info:
         await Connection.open(tls_nsqd.nsqd_tcp[0], _config("tls-host", tls=tls))
+    assert isinstance(info.value.__cause__, ssl.SSLError)
 
 
 async def test_tls_insecure_skips_verification(tls_nsqd: cluster.Cluster) -> None:
@@ -268,7 +274,7 @@ async def test_tls_requested_from_server_without_tls(
     plain_nsqd: cluster.Cluster, tls_files: TLSFiles
 ) -> None:
     cfg = _config("tls-plain", tls=TLSSettings(ca_file=str(tls_files.ca_cert)))
-    with pytest.raises(ConnectError, match="does not offer TLS") as info:
+    with pytest.raises(nsqctl.TLSError, match="does not offer TLS") as info:
         await Connection.open(plain_nsqd.nsqd_tcp[0], cfg)
     assert info.value.setting == "tls"
 
@@ -289,28 +295,46 @@ async def test_tls_client_certificate_require_verify(
 
 @pytest.mark.parametrize("which", ["none", "rogue"])
 async def test_tls_require_verify_rejects_missing_or_untrusted_client_cert(
-    verify_nsqd: cluster.Cluster, tls_files: TLSFiles, which: str
+    verify_nsqd: cluster.Cluster, tls_files: TLSFiles, which: str, tmp_path: Path
 ) -> None:
+    """A TLSError with the TLS library's failure chained; the untrusted client's key is
+    an encrypted one, and neither the key nor its passphrase shows in the error."""
+    passphrase = "rogue pass " + uuid.uuid4().hex
     if which == "none":
         tls = TLSSettings(ca_file=str(tls_files.ca_cert))
     else:
+        key = encrypted_key(
+            tls_files.rogue_client_key, passphrase.encode(), tmp_path / "rogue-enc.key"
+        )
         tls = TLSSettings(
             ca_file=str(tls_files.ca_cert),
             cert_file=str(tls_files.rogue_client_cert),
-            key_file=str(tls_files.rogue_client_key),
+            key_file=str(key),
+            key_password=Secret(passphrase),
         )
-    with pytest.raises(ConnectError) as info:
+    with pytest.raises(nsqctl.TLSError) as info:
         conn = await Connection.open(verify_nsqd.nsqd_tcp[0], _config(f"tls-{which}", tls=tls))
         await conn.close()  # pragma: no cover - only reached if the server let us in
     msg = str(info.value)
     assert verify_nsqd.nsqd_tcp[0] in msg and "TLS" in msg
+    assert info.value.__cause__ is not None
+    key_lines = [
+        line
+        for key_file in (tls_files.rogue_client_key, tmp_path / "rogue-enc.key")
+        if key_file.exists()
+        for line in key_file.read_text().splitlines()
+        if line and not line.startswith("-----")
+    ]
+    for text in _texts_of(info.value):
+        assert passphrase not in text
+        assert not any(line in text for line in key_lines), text
 
 
 async def test_tls_client_cert_rejection_hint_names_client_cert(
     verify_nsqd: cluster.Cluster, tls_files: TLSFiles
 ) -> None:
     tls = TLSSettings(ca_file=str(tls_files.ca_cert))
-    with pytest.raises(ConnectError) as info:
+    with pytest.raises(nsqctl.TLSError) as info:
         await Connection.open(verify_nsqd.nsqd_tcp[0], _config("tls-hint", tls=tls))
     assert info.value.setting == "tls_cert"
     assert "client certificate" in str(info.value) and "--" not in str(info.value)
@@ -330,6 +354,8 @@ async def test_tls_required_server_rejects_plain_client(
         with pytest.raises(p.InvalidError) as info:
             await conn.request(p.pub(unique("req"), b"x"), "pub")
         assert "TLS required" in str(info.value)
+        # the connection lacks the TLS nsqd requires: a TLS failure, caught as one
+        assert isinstance(info.value, nsqctl.TLSError) and info.value.setting == "tls"
         assert info.value.fatal
         assert conn.closed is not None and not conn.is_open
         assert len(closed) == 1 and isinstance(closed[0], ConnectionClosedError)
@@ -440,12 +466,41 @@ async def test_compression_refused_by_server(
 async def test_auth_required_without_secret(
     auth_nsqd: cluster.Cluster, auth_server: AuthServer
 ) -> None:
+    """No secret for an nsqd that requires AUTH is an AUTH failure (what a caller
+    catches for a wrong secret too), still a ConnectError as it always was; the message
+    says what the server wants and names the library setting that gives it."""
     before = len(auth_server.queries)
-    with pytest.raises(ConnectError) as info:
+    with pytest.raises(p.AuthFailedError) as info:
         await Connection.open(auth_nsqd.nsqd_tcp[0], _config("auth-none"))
-    assert "requires AUTH" in str(info.value)
-    assert info.value.setting == "auth_secret" and "--" not in str(info.value)
+    err = info.value
+    assert isinstance(err, ConnectError) and isinstance(err, nsqctl.AuthRequiredError)
+    assert "requires AUTH" in str(err) and "`auth_secret`" in str(err)
+    assert err.setting == "auth_secret" and "--" not in str(err)
     assert len(auth_server.queries) == before  # nothing was sent to the auth server
+
+
+async def test_a_publish_without_the_secret_an_nsqd_requires_fails_at_once_as_auth(
+    auth_nsqd: cluster.Cluster, auth_server: AuthServer
+) -> None:
+    """Through the Producer, the AUTH failure is what the publish raises, at its first
+    attempt: no retry can bring a secret. Another producer's secret never shows in it."""
+    good = Producer(
+        nsqd_tcp=auth_nsqd.nsqd_tcp, config=_config("auth-pgood", auth_secret=Secret(GOOD_SECRET))
+    )
+    bare = Producer(nsqd_tcp=auth_nsqd.nsqd_tcp, config=_config("auth-pnone"))
+    topic = unique("authpub")
+    try:
+        await good.publish(topic, b"with the secret")
+        with pytest.raises(nsqctl.AuthFailedError) as info:
+            await bare.publish(topic, b"without")
+    finally:
+        await good.close()
+        await bare.close()
+    err = info.value
+    assert "requires AUTH" in str(err) and err.setting == "auth_secret"
+    assert err.unsent is True
+    for text in _texts_of(err):
+        assert GOOD_SECRET not in text
 
 
 async def test_auth_good_secret(auth_nsqd: cluster.Cluster, auth_server: AuthServer) -> None:

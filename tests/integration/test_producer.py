@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
+from pathlib import Path
 
 import pytest
 
 import nsqctl
 from nsqctl import admin
-from nsqctl.connection import Connection
+from nsqctl.connection import Connection, ConnectionConfig
+from nsqctl.consumer import Consumer, ConsumerOptions
 from nsqctl.errors import ConfigError, PartitionUnavailableError, PublishError
 from nsqctl.producer import Producer, ProducerOptions
 from nsqctl.protocol import BadMessageError
@@ -21,6 +23,7 @@ from nsqctl.stats import read_nsqd_stats
 from tests.conftest import StartCluster
 from tests.helpers.cli import cli
 from tests.helpers.names import unique
+from tests.helpers.redesign import TopicSpec, create_topics
 from tests.helpers.wait import wait_for
 
 
@@ -150,6 +153,12 @@ async def test_shard_key_picks_one_nsqd_consistently(original_cluster: cluster.C
         assert by_node[holders[0]].count(key) == 3
 
 
+def _stopped(pid: int) -> bool:
+    """The process is stopped (SIGSTOP): its state in ``/proc/PID/stat`` is T."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat.rpartition(")")[2].split()[0] == "T"
+
+
 def _with_a_dead_nsqd(c: cluster.Cluster) -> tuple[list[str], str]:
     """nsqd addresses for a producer, the first a loopback port nobody listens on, the
     second ``c``'s first nsqd; and a shard key that goes to the dead one."""
@@ -179,6 +188,133 @@ async def test_a_sharded_publish_to_a_dead_nsqd_fails_as_a_connect_error(
     assert not isinstance(err, nsqctl.LeaderUnavailableError), err
     assert err.setting == "nsqd_tcp" and dead in str(err)
     assert isinstance(err.__cause__, nsqctl.ConnectError)
+    # refused at once, every time: not a deadline that passed
+    assert not isinstance(err, nsqctl.NsqctlTimeoutError) and "timed out" not in str(err)
+
+
+async def test_publishes_and_a_consumer_start_failing_on_a_hung_nsqd_are_timeouts(
+    start_cluster: StartCluster,
+) -> None:
+    """A hung nsqd (SIGSTOPped: its kernel still accepts connections, nothing answers):
+    the publish sent on the open connection gets no reply, and each retry's new
+    connection no handshake. Every attempt failed by a deadline, so the publish ends with
+    an NsqctlTimeoutError; still the PublishConnectError its last attempt makes it, or,
+    with one attempt only (no reply), the PublishTransportError. A consumer starting
+    meanwhile reaches no nsqd, none refusing: a NoConnectionError and a timeout."""
+    c = start_cluster("original", nsqd=1)
+    config = ConnectionConfig(connect_timeout=0.3, request_timeout=0.5)
+    retrying = Producer(
+        nsqd_tcp=c.nsqd_tcp,
+        config=config,
+        options=ProducerOptions(max_attempts=3, failover_window=0, backoff=0.05),
+    )
+    once = Producer(
+        nsqd_tcp=c.nsqd_tcp,
+        config=config,
+        options=ProducerOptions(max_attempts=1, failover_window=0),
+    )
+    topic = unique("hungpub")
+    consumer = Consumer(
+        topic,
+        "c",
+        lambda msg: None,
+        nsqd_tcp=c.nsqd_tcp,
+        config=config,
+        options=ConsumerOptions(connect_timeout=1.0),
+    )
+    try:
+        for producer in (retrying, once):  # connected: the first attempts will wait
+            await producer.publish(topic, b"before")
+        hung = c.nsqds[0]
+        process.pause(hung)
+        try:
+            await wait_for(lambda: _stopped(hung.pid), 10.0, "nsqd stopped by SIGSTOP")
+            errors = await asyncio.gather(
+                retrying.publish(topic, b"during"),
+                once.publish(topic, b"during"),
+                consumer.start(),
+                return_exceptions=True,
+            )
+        finally:
+            process.resume(hung)
+    finally:
+        await retrying.close()
+        await once.close()
+        await consumer.close()
+    err, single, start = errors
+    assert isinstance(err, nsqctl.NsqctlTimeoutError), repr(err)
+    assert isinstance(err, nsqctl.PublishConnectTimeoutError), repr(err)
+    assert isinstance(err, nsqctl.PublishConnectError)  # its kind before timeouts had one
+    assert isinstance(err.__cause__, nsqctl.HandshakeTimeoutError)
+    assert "3 attempt(s) (each timed out)" in str(err), err
+    assert isinstance(single, nsqctl.NsqctlTimeoutError), repr(single)
+    assert isinstance(single, nsqctl.PublishTimeoutError), repr(single)
+    assert isinstance(single, nsqctl.PublishTransportError)
+    assert isinstance(single.__cause__, nsqctl.ReplyTimeoutError)
+    assert "no reply to pub" in str(single), single
+    assert isinstance(start, nsqctl.NoConnectionTimeoutError), repr(start)
+    assert isinstance(start, nsqctl.NoConnectionError) and start.setting == "connect_timeout"
+
+
+@pytest.mark.redesign
+async def test_a_publish_riding_out_a_hung_leader_is_a_timeout(
+    start_cluster: StartCluster,
+) -> None:
+    """A redesign partition whose only nsqd hangs (SIGSTOP) while the lookup goes on
+    naming it leader: a publish to the written topic rides the failover window, each
+    attempt failing by a deadline, and ends with a PartitionTimeoutError: the
+    PartitionUnavailableError it was, and an NsqctlTimeoutError. Its own one-nsqd
+    cluster: the test stops the nsqd."""
+    c = start_cluster("redesign", nsqd=1)
+    topic = unique("hungleader")
+    await create_topics(c.lookupd_http, {topic: TopicSpec(partitions=1)}, channels=())
+    config = ConnectionConfig(connect_timeout=0.3, request_timeout=0.5)
+    options = ProducerOptions(failover_window=2.0, backoff=0.05, max_backoff=0.2)
+    producer = Producer(lookupd_http=c.lookupd_http, config=config, options=options)
+    try:
+        await producer.publish(topic, b"before")  # written: the next publish rides
+        hung = c.nsqds[0]
+        process.pause(hung)
+        try:
+            await wait_for(lambda: _stopped(hung.pid), 10.0, "nsqd stopped by SIGSTOP")
+            with pytest.raises(nsqctl.NsqctlTimeoutError) as caught:
+                await producer.publish(topic, b"during")
+        finally:
+            process.resume(hung)
+    finally:
+        await producer.close()
+    err = caught.value
+    assert isinstance(err, nsqctl.PartitionTimeoutError), repr(err)
+    assert isinstance(err, PartitionUnavailableError) and err.partition == 0
+    assert err.setting == "failover_window"
+    assert "each attempt timed out" in str(err), err
+
+
+async def test_publishing_on_a_closed_producer_is_a_usage_error(
+    original_cluster: cluster.Cluster,
+) -> None:
+    """A publish after close() is a mistake in the calling code: a UsageError, still the
+    PublishError it was, known unsent; every way to publish says so, and nothing of it
+    reaches nsqd."""
+    topic = unique("closedpub")
+    http = original_cluster.nsqds[0].http_address
+    producer = Producer(nsqd_tcp=original_cluster.nsqd_tcp[:1])
+    await producer.publish(topic, b"before close")
+    await producer.close()
+    attempts = {
+        "publish": producer.publish(topic, b"after"),
+        "publish_many": producer.publish_many(topic, [b"a", b"b"]),
+        "publish_deferred": producer.publish_deferred(topic, b"later", 1.0),
+    }
+    for name, attempt in attempts.items():
+        with pytest.raises(nsqctl.UsageError, match="closed producer") as caught:
+            await attempt
+        err = caught.value
+        assert isinstance(err, PublishError), name  # what callers caught before
+        assert isinstance(err, nsqctl.ProducerClosedError), name
+        assert err.unsent is True, name
+        assert topic in str(err), name
+    assert _stored(http, topic) == 1
 
 
 async def test_close_ends_a_publish_waiting_to_retry(original_cluster: cluster.Cluster) -> None:

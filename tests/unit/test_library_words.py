@@ -17,6 +17,7 @@ from nsqctl.admin.partitions.plans import MetaChange
 from nsqctl.admin.planners import check_create_options, parse_offset
 from nsqctl.cli.wording import ACTION_COMMANDS, SETTING_WORDS, cli_message, cli_words
 from nsqctl.errors import ConfigError
+from nsqctl.protocol.errors import AuthRequiredError
 
 PACKAGE = Path(nsqctl.__file__).parent
 
@@ -176,6 +177,13 @@ def test_a_library_error_names_the_setting_and_the_cli_the_flag(
         make()  # type: ignore[operator]
     assert library in str(caught.value)
     assert cli in cli_message(caught.value)
+
+
+def test_an_auth_secret_missing_names_the_setting_and_the_cli_its_flag() -> None:
+    err = AuthRequiredError("127.0.0.1:4150")
+    assert "requires AUTH" in str(err) and "`auth_secret`" in str(err)
+    assert "(--auth-secret-file)" in cli_message(err)
+    assert "`" not in cli_message(err)
 
 
 def test_an_unknown_topic_points_the_cli_user_at_commands() -> None:

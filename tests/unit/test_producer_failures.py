@@ -45,6 +45,28 @@ async def test_a_refused_publish_is_a_connect_error_with_its_cause(
     assert isinstance(cause, nsqctl.ConnectError) and not isinstance(cause, nsqctl.PublishError)
     assert isinstance(cause.__cause__, OSError)  # and what the socket said, under that
     assert err.unsent is True  # no attempt reached an nsqd: a retry cannot duplicate it
+    assert not isinstance(err, nsqctl.NsqctlTimeoutError)  # refused, not a deadline
+
+
+async def test_a_publish_whose_every_connect_timed_out_is_a_timeout() -> None:
+    """A listener whose accept queue is full (a hung server's fills): the kernel drops
+    our SYN, so every attempt's TCP connect times out. The publish ends with an
+    NsqctlTimeoutError that is still the PublishConnectError it was."""
+    with socket.socket() as listener, socket.socket() as queued:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        queued.connect(listener.getsockname())  # fills the accept queue
+        address = f"127.0.0.1:{listener.getsockname()[1]}"
+        config = nsqctl.ConnectionConfig(connect_timeout=0.2)
+        async with nsqctl.Producer(nsqd_tcp=[address], config=config, options=QUICK) as producer:
+            with pytest.raises(nsqctl.NsqctlTimeoutError) as caught:
+                await producer.publish("t", b"x")
+    err = caught.value
+    assert isinstance(err, nsqctl.PublishConnectTimeoutError)
+    assert isinstance(err, nsqctl.PublishConnectError) and err.setting == "connect_timeout"
+    assert isinstance(err.__cause__, nsqctl.ConnectTimeoutError)
+    assert "after 2 attempt(s) (each timed out)" in str(err)
+    assert err.unsent is True
 
 
 def test_pub_says_nothing_was_sent_when_no_attempt_connected() -> None:

@@ -10,7 +10,13 @@ from typing import Any
 import pytest
 
 from nsqctl import protocol as p
-from nsqctl.errors import ConnectError, NsqctlTimeoutError, ProtocolError, UsageError
+from nsqctl.errors import (
+    ConnectError,
+    NsqctlTimeoutError,
+    ProtocolError,
+    TLSError,
+    UsageError,
+)
 from nsqctl.protocol.compression import Codec, DeflateCodec, SnappyCodec
 from nsqctl.protocol.frames import HEARTBEAT, OK, FrameType, encode_frame
 from nsqctl.protocol.handshake import (
@@ -137,8 +143,9 @@ def test_tls_bytes_behind_the_identify_reply_are_a_protocol_error() -> None:
 
 def test_tls_asked_for_but_not_offered() -> None:
     hs = _started(tls=True)
-    with pytest.raises(ConnectError, match="does not offer TLS") as info:
+    with pytest.raises(TLSError, match="does not offer TLS") as info:
         hs.receive_data(_reply(tls_v1=False))
+    assert isinstance(info.value, ConnectError)
     assert info.value.setting == "tls" and "--" not in str(info.value)
     assert hs.state is HandshakeState.FAILED
 
@@ -247,9 +254,11 @@ def test_auth_sent_after_the_upgrades_and_its_reply_parsed() -> None:
 
 def test_auth_required_without_a_secret() -> None:
     hs = _started()
-    with pytest.raises(ConnectError, match="requires AUTH") as info:
+    with pytest.raises(p.AuthFailedError, match="requires AUTH") as info:
         hs.receive_data(_reply(auth_required=True))
+    assert isinstance(info.value, ConnectError)  # what it was before it had a class
     assert info.value.setting == "auth_secret" and "--" not in str(info.value)
+    assert "`auth_secret`" in str(info.value)
 
 
 def test_auth_not_required_keeps_the_secret() -> None:
