@@ -13,7 +13,7 @@ connection and secrets modules load only when a selection is resolved).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import typer
@@ -72,22 +72,60 @@ SIGPIPE_STATUS = 141
 JsonOption = typer.Option(False, "--json", help="Machine-readable output.")
 
 
-@dataclass
 class SecurityFlags:
-    """The global flags (before or after the command); None means "not given"."""
+    """The global flags (before or after the command); None means "not given".
 
-    debug: bool = False
-    profile: str | None = None
-    tls: bool | None = None
-    tls_ca: str | None = None
-    tls_cert: str | None = None
-    tls_key: str | None = None
-    tls_key_password_file: str | None = None
-    tls_insecure: bool | None = None
-    auth_secret_file: str | None = None
-    compression: str | None = None
-    output_buffer: str | None = None
-    read_only: bool | None = None
+    A plain class, not a dataclass: Python 3.11 compiles a dataclass's methods as its
+    module loads, and every command loads this one."""
+
+    __slots__ = (
+        "auth_secret_file",
+        "compression",
+        "debug",
+        "output_buffer",
+        "profile",
+        "read_only",
+        "tls",
+        "tls_ca",
+        "tls_cert",
+        "tls_insecure",
+        "tls_key",
+        "tls_key_password_file",
+    )
+
+    def __init__(
+        self,
+        debug: bool = False,
+        profile: str | None = None,
+        tls: bool | None = None,
+        tls_ca: str | None = None,
+        tls_cert: str | None = None,
+        tls_key: str | None = None,
+        tls_key_password_file: str | None = None,
+        tls_insecure: bool | None = None,
+        auth_secret_file: str | None = None,
+        compression: str | None = None,
+        output_buffer: str | None = None,
+        read_only: bool | None = None,
+    ) -> None:
+        self.debug = debug
+        self.profile = profile
+        self.tls = tls
+        self.tls_ca = tls_ca
+        self.tls_cert = tls_cert
+        self.tls_key = tls_key
+        self.tls_key_password_file = tls_key_password_file
+        self.tls_insecure = tls_insecure
+        self.auth_secret_file = auth_secret_file
+        self.compression = compression
+        self.output_buffer = output_buffer
+        self.read_only = read_only
+
+    def reset(self) -> None:
+        """Back to "nothing given"."""
+        fresh = SecurityFlags()
+        for name in self.__slots__:
+            setattr(self, name, getattr(fresh, name))
 
 
 GLOBAL_FLAGS = SecurityFlags()
@@ -168,8 +206,7 @@ def global_flags(
     As the root callback it runs first in every invocation: it starts from "nothing
     given", so an in-process caller (tests, CliRunner) never inherits an earlier run's."""
     given = dict(locals())
-    for f in fields(SecurityFlags):
-        setattr(GLOBAL_FLAGS, f.name, f.default)
+    GLOBAL_FLAGS.reset()
     for name, value in given.items():
         store_global_flag(name, value)
 
