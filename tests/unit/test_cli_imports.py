@@ -221,8 +221,6 @@ TAIL_PATH_DATACLASSES = {
     # built with default factories, or read with fields()/replace()
     "nsqctl.cli.commands.tail.MessageFilter",
     "nsqctl.cli.flags.ClusterSelection",
-    "nsqctl.profiles.ConfigFile",
-    "nsqctl.profiles.Profile",
     "nsqctl.protocol.replies.IdentifyResponse",
     # validated in __post_init__, hashed (a NamedTuple cannot check its fields)
     "nsqctl.protocol.raw_message.MessageLayout",
@@ -251,3 +249,22 @@ def test_tail_path_builds_only_the_listed_dataclasses() -> None:
     proc = run_python("-c", code)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert set(proc.stdout.split()) == TAIL_PATH_DATACLASSES
+
+
+def test_a_given_config_path_loads_no_platformdirs() -> None:
+    """platformdirs (its import costs more than the rest of nsqctl.profiles) loads only to
+    find the default config path: with ``NSQCTL_CONFIG`` set, reading the config does not
+    load it; without, it still names the platform's config directory."""
+    code = (
+        "import os, sys\n"
+        "from nsqctl.profiles import config_path, load_config\n"
+        "load_config()\n"
+        "print('platformdirs' in sys.modules)\n"
+        "del os.environ['NSQCTL_CONFIG']\n"
+        "import platformdirs\n"
+        "print(config_path().parent == __import__('pathlib').Path("
+        "platformdirs.user_config_dir('nsqctl')))"
+    )
+    proc = run_python("-c", code)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["False", "True"]
