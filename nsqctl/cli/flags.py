@@ -13,7 +13,7 @@ connection and secrets modules load only when a selection is resolved).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import typer
@@ -219,20 +219,49 @@ def store_global_flag(name: str, value: Any) -> None:
     setattr(GLOBAL_FLAGS, name, value)
 
 
-@dataclass(frozen=True)
 class ClusterSelection:
-    """Where the cluster is and how to connect, with where each setting came from."""
+    """Where the cluster is and how to connect, with where each setting came from.
 
-    lookupd: list[str]
-    nsqd: list[str]
-    nsqd_http: list[str] = field(default_factory=list)
-    profile: str | None = None
-    tls: TLSSettings | None = None
-    auth_secret: Secret | None = None
-    compression: str = "none"
-    output_buffer: str = "auto"
-    read_only: bool = False
-    sources: dict[str, str] = field(default_factory=dict)
+    A plain class (never compared, printed or replaced), not a dataclass: Python 3.11
+    compiles a dataclass's methods as its module loads, and every command loads this one.
+    """
+
+    __slots__ = (
+        "auth_secret",
+        "compression",
+        "lookupd",
+        "nsqd",
+        "nsqd_http",
+        "output_buffer",
+        "profile",
+        "read_only",
+        "sources",
+        "tls",
+    )
+
+    def __init__(
+        self,
+        lookupd: list[str],
+        nsqd: list[str],
+        nsqd_http: list[str] | None = None,
+        profile: str | None = None,
+        tls: TLSSettings | None = None,
+        auth_secret: Secret | None = None,
+        compression: str = "none",
+        output_buffer: str = "auto",
+        read_only: bool = False,
+        sources: dict[str, str] | None = None,
+    ) -> None:
+        self.lookupd = lookupd
+        self.nsqd = nsqd
+        self.nsqd_http: list[str] = [] if nsqd_http is None else nsqd_http
+        self.profile = profile
+        self.tls = tls
+        self.auth_secret = auth_secret
+        self.compression = compression
+        self.output_buffer = output_buffer
+        self.read_only = read_only
+        self.sources: dict[str, str] = {} if sources is None else sources
 
     def require(self) -> ClusterSelection:
         if not self.lookupd and not self.nsqd:

@@ -219,9 +219,9 @@ TAIL_PATH_DATACLASSES = {
     "nsqctl.lookup.topology.TopicMeta",
     "nsqctl.addresses.HostPort",  # ordered, hashed and compared everywhere
     # built with default factories, or read with fields()/replace()
-    "nsqctl.cli.commands.tail.MessageFilter",
-    "nsqctl.cli.flags.ClusterSelection",
     "nsqctl.protocol.replies.IdentifyResponse",
+    # tail's --grep/--jq-field filter
+    "nsqctl.cli.commands.tail.MessageFilter",
     # validated in __post_init__, hashed (a NamedTuple cannot check its fields)
     "nsqctl.protocol.raw_message.MessageLayout",
     # its field ``count`` would hide tuple.count in a NamedTuple
