@@ -24,11 +24,8 @@ A secret itself never lives in this file, only the path of a file holding it.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
-
-import platformdirs
+from typing import Any, NamedTuple
 
 from nsqctl.errors import ConfigError
 from nsqctl.protocol.compression import validate_compression
@@ -55,11 +52,15 @@ def config_path() -> Path:
     override = os.environ.get(CONFIG_ENV)
     if override:
         return Path(override).expanduser()
+    import platformdirs  # here: its import costs more than the rest of this module
+
     return Path(platformdirs.user_config_dir("nsqctl")) / "config.toml"
 
 
-@dataclass(frozen=True)
-class Profile:
+# A NamedTuple, not a dataclass: Python 3.11 compiles a dataclass's methods as its module
+# loads, at every start (what it costs: bench/README.md, Start-up), and every command
+# that finds its cluster loads this module.
+class Profile(NamedTuple):
     """One named cluster: where it is and how to talk to it."""
 
     name: str
@@ -81,13 +82,13 @@ class Profile:
     def to_toml_table(self) -> dict[str, Any]:
         """The non-default keys, as written back to the file."""
         out: dict[str, Any] = {}
-        for f in fields(self):
-            if f.name == "name":
+        for name in self._fields:
+            if name == "name":
                 continue
-            value = getattr(self, f.name)
-            if value in ((), None, False) or value == _DEFAULTS.get(f.name):
+            value = getattr(self, name)
+            if value in ((), None, False) or value == _DEFAULTS.get(name):
                 continue
-            out[f.name] = list(value) if isinstance(value, tuple) else value
+            out[name] = list(value) if isinstance(value, tuple) else value
         return out
 
 
@@ -95,11 +96,21 @@ class Profile:
 _DEFAULTS = {"compression": "none", "output_buffer": AUTO}
 
 
-@dataclass(frozen=True)
 class ConfigFile:
-    path: Path
-    profiles: dict[str, Profile] = field(default_factory=dict)
-    default_profile: str | None = None
+    """The config file as read: its profiles by name and the default one's name. A plain
+    class (never compared, printed or replaced), not a dataclass: see :class:`Profile`."""
+
+    __slots__ = ("default_profile", "path", "profiles")
+
+    def __init__(
+        self,
+        path: Path,
+        profiles: dict[str, Profile] | None = None,
+        default_profile: str | None = None,
+    ) -> None:
+        self.path = path
+        self.profiles: dict[str, Profile] = {} if profiles is None else profiles
+        self.default_profile = default_profile
 
     def profile(self, name: str) -> Profile:
         try:

@@ -13,7 +13,7 @@ connection and secrets modules load only when a selection is resolved).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import typer
@@ -72,22 +72,60 @@ SIGPIPE_STATUS = 141
 JsonOption = typer.Option(False, "--json", help="Machine-readable output.")
 
 
-@dataclass
 class SecurityFlags:
-    """The global flags (before or after the command); None means "not given"."""
+    """The global flags (before or after the command); None means "not given".
 
-    debug: bool = False
-    profile: str | None = None
-    tls: bool | None = None
-    tls_ca: str | None = None
-    tls_cert: str | None = None
-    tls_key: str | None = None
-    tls_key_password_file: str | None = None
-    tls_insecure: bool | None = None
-    auth_secret_file: str | None = None
-    compression: str | None = None
-    output_buffer: str | None = None
-    read_only: bool | None = None
+    A plain class, not a dataclass: Python 3.11 compiles a dataclass's methods as its
+    module loads, and every command loads this one."""
+
+    __slots__ = (
+        "auth_secret_file",
+        "compression",
+        "debug",
+        "output_buffer",
+        "profile",
+        "read_only",
+        "tls",
+        "tls_ca",
+        "tls_cert",
+        "tls_insecure",
+        "tls_key",
+        "tls_key_password_file",
+    )
+
+    def __init__(
+        self,
+        debug: bool = False,
+        profile: str | None = None,
+        tls: bool | None = None,
+        tls_ca: str | None = None,
+        tls_cert: str | None = None,
+        tls_key: str | None = None,
+        tls_key_password_file: str | None = None,
+        tls_insecure: bool | None = None,
+        auth_secret_file: str | None = None,
+        compression: str | None = None,
+        output_buffer: str | None = None,
+        read_only: bool | None = None,
+    ) -> None:
+        self.debug = debug
+        self.profile = profile
+        self.tls = tls
+        self.tls_ca = tls_ca
+        self.tls_cert = tls_cert
+        self.tls_key = tls_key
+        self.tls_key_password_file = tls_key_password_file
+        self.tls_insecure = tls_insecure
+        self.auth_secret_file = auth_secret_file
+        self.compression = compression
+        self.output_buffer = output_buffer
+        self.read_only = read_only
+
+    def reset(self) -> None:
+        """Back to "nothing given"."""
+        fresh = SecurityFlags()
+        for name in self.__slots__:
+            setattr(self, name, getattr(fresh, name))
 
 
 GLOBAL_FLAGS = SecurityFlags()
@@ -168,8 +206,7 @@ def global_flags(
     As the root callback it runs first in every invocation: it starts from "nothing
     given", so an in-process caller (tests, CliRunner) never inherits an earlier run's."""
     given = dict(locals())
-    for f in fields(SecurityFlags):
-        setattr(GLOBAL_FLAGS, f.name, f.default)
+    GLOBAL_FLAGS.reset()
     for name, value in given.items():
         store_global_flag(name, value)
 
@@ -182,20 +219,49 @@ def store_global_flag(name: str, value: Any) -> None:
     setattr(GLOBAL_FLAGS, name, value)
 
 
-@dataclass(frozen=True)
 class ClusterSelection:
-    """Where the cluster is and how to connect, with where each setting came from."""
+    """Where the cluster is and how to connect, with where each setting came from.
 
-    lookupd: list[str]
-    nsqd: list[str]
-    nsqd_http: list[str] = field(default_factory=list)
-    profile: str | None = None
-    tls: TLSSettings | None = None
-    auth_secret: Secret | None = None
-    compression: str = "none"
-    output_buffer: str = "auto"
-    read_only: bool = False
-    sources: dict[str, str] = field(default_factory=dict)
+    A plain class (never compared, printed or replaced), not a dataclass: Python 3.11
+    compiles a dataclass's methods as its module loads, and every command loads this one.
+    """
+
+    __slots__ = (
+        "auth_secret",
+        "compression",
+        "lookupd",
+        "nsqd",
+        "nsqd_http",
+        "output_buffer",
+        "profile",
+        "read_only",
+        "sources",
+        "tls",
+    )
+
+    def __init__(
+        self,
+        lookupd: list[str],
+        nsqd: list[str],
+        nsqd_http: list[str] | None = None,
+        profile: str | None = None,
+        tls: TLSSettings | None = None,
+        auth_secret: Secret | None = None,
+        compression: str = "none",
+        output_buffer: str = "auto",
+        read_only: bool = False,
+        sources: dict[str, str] | None = None,
+    ) -> None:
+        self.lookupd = lookupd
+        self.nsqd = nsqd
+        self.nsqd_http: list[str] = [] if nsqd_http is None else nsqd_http
+        self.profile = profile
+        self.tls = tls
+        self.auth_secret = auth_secret
+        self.compression = compression
+        self.output_buffer = output_buffer
+        self.read_only = read_only
+        self.sources: dict[str, str] = {} if sources is None else sources
 
     def require(self) -> ClusterSelection:
         if not self.lookupd and not self.nsqd:

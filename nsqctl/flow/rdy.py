@@ -53,7 +53,7 @@ STARVED_RATIO = 0.85
 REFRESH_DIVISOR = 4
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)  # not a NamedTuple: its field count would hide tuple.count
 class RdyUpdate:
     """Send ``RDY count`` on connection ``conn_id``."""
 
@@ -65,18 +65,34 @@ class RdyUpdate:
 RdyMode = BackoffPhase
 
 
-@dataclass(eq=False, slots=True)
 class _Conn:
-    conn_id: ConnId
-    cap: int
-    last_msg_at: float
-    rdy: int = 0
-    share: int = 0
-    in_flight: int = 0
-    primed: bool = False
-    granted_at: float = 0.0
-    raised_at: float = 0.0
-    answered_at: float = 0.0
+    """One connection's RDY state. A plain class (compared by identity, never printed),
+    not a dataclass: Python 3.11 compiles a dataclass's methods as its module loads."""
+
+    __slots__ = (
+        "answered_at",
+        "cap",
+        "conn_id",
+        "granted_at",
+        "in_flight",
+        "last_msg_at",
+        "primed",
+        "raised_at",
+        "rdy",
+        "share",
+    )
+
+    def __init__(self, conn_id: ConnId, cap: int, last_msg_at: float) -> None:
+        self.conn_id = conn_id
+        self.cap = cap
+        self.last_msg_at = last_msg_at
+        self.rdy = 0
+        self.share = 0
+        self.in_flight = 0
+        self.primed = False
+        self.granted_at = 0.0
+        self.raised_at = 0.0
+        self.answered_at = 0.0
 
     @property
     def open(self) -> int:

@@ -32,7 +32,6 @@ import json
 import logging
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from nsqctl.addresses import HostPort, parse_addresses
@@ -128,13 +127,18 @@ def describe_lookup_error(err: BaseException) -> str:
     return describe_exception(err)
 
 
-@dataclass
 class _Health:
-    configured: bool
-    failures: int = 0
-    skip_rounds: int = 0
-    last_error: str = ""
-    is_original: bool = False  # /listlookup said 404
+    """One lookupd's standing. A plain class (never compared or printed), not a
+    dataclass: Python 3.11 compiles a dataclass's methods as its module loads."""
+
+    __slots__ = ("configured", "failures", "is_original", "last_error", "skip_rounds")
+
+    def __init__(self, configured: bool) -> None:
+        self.configured = configured
+        self.failures = 0
+        self.skip_rounds = 0
+        self.last_error = ""
+        self.is_original = False  # /listlookup said 404
 
 
 class LookupClient:

@@ -192,3 +192,79 @@ def test_a_consumer_loads_its_dead_letter_file_only_to_give_up() -> None:
     proc = run_python("-c", code)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["[]", "nsqctl.deadletter"]
+
+
+#: The dataclasses nsqctl builds on ``nsqctl tail``'s path, and why each is one. Python 3.11
+#: compiles a dataclass's methods as its module loads (about a millisecond a class, at
+#: every start): a private record that needs none of what a dataclass gives
+#: (``replace``, ``fields``, ``asdict``, default factories, a generated ``__eq__`` or
+#: ``__repr__`` someone reads) is a NamedTuple or a plain class with ``__slots__``.
+TAIL_PATH_DATACLASSES = {
+    # public (nsqctl.__all__), or handed out by a public class (Topology, LookupClient):
+    # a caller may replace(), fields() or asdict() them
+    "nsqctl.connection.config.ConnectionConfig",
+    "nsqctl.connection.config.TLSSettings",
+    "nsqctl.consumer.options.ConsumerOptions",
+    "nsqctl.consumer.order.OrderViolation",
+    "nsqctl.consumer.stats.ConsumerStats",
+    "nsqctl.failover.FailoverEvent",
+    "nsqctl.lookup.topology.Topology",
+    "nsqctl.lookup.topology.LookupAnswer",
+    "nsqctl.lookup.topology.LookupdList",
+    "nsqctl.lookup.topology.LookupdNode",
+    "nsqctl.lookup.topology.PartitionInfo",
+    "nsqctl.lookup.topology.PartitionSlot",
+    "nsqctl.lookup.topology.Peer",  # LookupClient.nodes is asdict() of them
+    "nsqctl.lookup.topology.SourceStatus",
+    "nsqctl.lookup.topology.TopicMeta",
+    "nsqctl.addresses.HostPort",  # ordered, hashed and compared everywhere
+    # built with default factories, or read with fields()/replace()
+    "nsqctl.protocol.replies.IdentifyResponse",
+    # tail's --grep/--jq-field filter
+    "nsqctl.cli.commands.tail.MessageFilter",
+    # validated in __post_init__, hashed (a NamedTuple cannot check its fields)
+    "nsqctl.protocol.raw_message.MessageLayout",
+    # its field ``count`` would hide tuple.count in a NamedTuple
+    "nsqctl.flow.rdy.RdyUpdate",
+}
+
+
+def test_tail_path_builds_only_the_listed_dataclasses() -> None:
+    """The modules ``nsqctl tail`` loads (its command and what it loads as it runs: the
+    profiles, the lookups, the resume) build exactly the dataclasses listed in
+    :data:`TAIL_PATH_DATACLASSES`: a new one on that path is a choice made here, with its
+    reason, not a millisecond nobody notices."""
+    code = (
+        "import dataclasses\n"
+        "built = []\n"
+        "process = dataclasses._process_class\n"
+        "def record(cls, *args, **kwargs):\n"
+        "    built.append(f'{cls.__module__}.{cls.__qualname__}')\n"
+        "    return process(cls, *args, **kwargs)\n"
+        "dataclasses._process_class = record\n"
+        "import nsqctl.cli.app, nsqctl.cli.commands.tail, nsqctl.consumer.resume\n"
+        "import nsqctl.lookup.client, nsqctl.lookup.wire, nsqctl.profiles\n"
+        "print('\\n'.join(n for n in built if n.startswith('nsqctl.')))"
+    )
+    proc = run_python("-c", code)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert set(proc.stdout.split()) == TAIL_PATH_DATACLASSES
+
+
+def test_a_given_config_path_loads_no_platformdirs() -> None:
+    """platformdirs (its import costs more than the rest of nsqctl.profiles) loads only to
+    find the default config path: with ``NSQCTL_CONFIG`` set, reading the config does not
+    load it; without, it still names the platform's config directory."""
+    code = (
+        "import os, sys\n"
+        "from nsqctl.profiles import config_path, load_config\n"
+        "load_config()\n"
+        "print('platformdirs' in sys.modules)\n"
+        "del os.environ['NSQCTL_CONFIG']\n"
+        "import platformdirs\n"
+        "print(config_path().parent == __import__('pathlib').Path("
+        "platformdirs.user_config_dir('nsqctl')))"
+    )
+    proc = run_python("-c", code)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["False", "True"]

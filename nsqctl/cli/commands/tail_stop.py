@@ -16,7 +16,6 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Collection
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from nsqctl.errors import TransportError
@@ -28,15 +27,20 @@ if TYPE_CHECKING:  # the stats stack (httpx, msgspec) loads only when a check is
 __all__ = ["CaughtUpCheck", "UnansweredWait", "UntilTime", "caught_up"]
 
 
-@dataclass
 class UntilTime:
     """``--until``: per partition, the first message published after ``until_ns`` ends that
     partition. It and every later message of the partition are held, unanswered, and
-    given back once when tail stops (never FINed: tail did not print them)."""
+    given back once when tail stops (never FINed: tail did not print them).
 
-    until_ns: int
-    reached: set[int | None] = field(default_factory=set)
-    held: list[Message] = field(default_factory=list)
+    A plain class, not a dataclass: Python 3.11 compiles a dataclass's methods as its
+    module loads, and tail loads this module with or without ``--until``."""
+
+    __slots__ = ("held", "reached", "until_ns")
+
+    def __init__(self, until_ns: int) -> None:
+        self.until_ns = until_ns
+        self.reached: set[int | None] = set()
+        self.held: list[Message] = []
 
     def holds(self, msg: Message) -> bool:
         """True when ``msg`` is past the end of its partition (and is now held)."""
