@@ -267,9 +267,10 @@ class NoConnectionError(ConnectError):
 
 
 class NoConnectionTimeoutError(NoConnectionError, NsqctlTimeoutError):
-    """No nsqd of the topic could be reached at start, and none refused: each one let a
-    deadline pass (did not accept, did not finish the handshake, or did not answer within
-    the connect timeout), as a hung nsqd does. A deadline that passed, as well as the
+    """No nsqd of the topic could be reached at start (or, for an archive, the sources
+    lost later stayed out of reach for the failover window), and none refused: each one
+    let a deadline pass (did not accept, did not finish the handshake, or did not answer
+    within the connect timeout), as a hung nsqd does. A deadline that passed, as well as the
     :class:`NoConnectionError` it was before timeouts had a kind of their own."""
 
 

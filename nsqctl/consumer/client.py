@@ -27,7 +27,7 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -46,7 +46,7 @@ from nsqctl.consumer.handlers import Handler, check_handler_settings
 from nsqctl.consumer.leaders import LeaderWatch
 from nsqctl.consumer.options import CONSUMER_BOUNDS, ConsumerOptions
 from nsqctl.consumer.stats import ConsumerStats
-from nsqctl.errors import ConfigError, UsageError
+from nsqctl.errors import ConfigError, NoConnectionError, UsageError
 from nsqctl.failover import FailoverHook
 from nsqctl.flow import BackoffController, RateLimiter, RdyController
 from nsqctl.lookup.topology import Topology
@@ -502,6 +502,15 @@ class Consumer:
             (None, part) for part in self._leaders.watch.lost_partitions() if part not in pending
         ]
         return down
+
+    def unreached_error(
+        self, down: Iterable[tuple[HostPort | None, int | None]]
+    ) -> type[NoConnectionError]:
+        """The error for sources of :attr:`unconnected` that stay out of reach, as start-up
+        decides it: :class:`~nsqctl.errors.NoConnectionTimeoutError` when each of their
+        nsqds stayed silent (none refused, every partition has one), else
+        :class:`~nsqctl.errors.NoConnectionError`."""
+        return self._connections.unreached_error(address for address, _part in down)
 
     def rdy_of(self, target: Target) -> int:
         return self._flow.rdy_of(self._connections.connections[target])

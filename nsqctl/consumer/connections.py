@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING
 
 from nsqctl import protocol as p
@@ -195,6 +195,16 @@ class ConnectionSet:
         self._targets = wanted | (self._targets if topo.stale else set())
         await asyncio.gather(*(self._ensure(t) for t in wanted if t not in self._conns))
 
+    def unreached_error(self, addresses: Iterable[HostPort | None]) -> type[NoConnectionError]:
+        """The error for the nsqds at ``addresses`` staying out of reach:
+        :class:`NoConnectionTimeoutError` when none of them refused (each stayed silent or
+        let a deadline pass, as a hung nsqd does), else :class:`NoConnectionError`. None
+        (a partition no nsqd leads) is no silent nsqd, so never a timeout."""
+        seen = set(addresses)
+        if None in seen or seen & self._declined:
+            return NoConnectionError
+        return NoConnectionTimeoutError
+
     async def await_first(self, limit: float | None, since: float | None = None) -> None:
         """Fail fast (:attr:`fatal`) when the known nsqds cannot be reached at all (a wrong
         address, nothing running, a server that never answers) within ``limit`` seconds of
@@ -210,8 +220,7 @@ class ConnectionSet:
                 tried = " | ".join(self._connect_errors.values()) or (
                     f"no answer from {', '.join(silent)} (not an nsqd's TCP port?)"
                 )
-                # nothing refused: every nsqd stayed silent or let a deadline pass (hung)
-                unreached = NoConnectionTimeoutError if not self._declined else NoConnectionError
+                unreached = self.unreached_error(address for address, _part in self._targets)
                 self._set_fatal(
                     unreached(
                         f"no nsqd of topic {self.topic!r} reachable within {limit:g}s: {tried}",

@@ -82,8 +82,12 @@ class HealthMonitor:
                 started = time.monotonic()
                 await self.poll_once()
                 pause = max(0.0, self.interval - (time.monotonic() - started))
+                # asyncio.timeout, never wait_for: on 3.11 wait_for returns when a cancel
+                # lands as the stop wakes it (CPython gh-86296), and run() then ended as
+                # if stopped, its canceller never seeing the cancel it asked for
                 with contextlib.suppress(TimeoutError):  # the pause ended: poll again
-                    await asyncio.wait_for(self._stop.wait(), pause)
+                    async with asyncio.timeout(pause):
+                        await self._stop.wait()
         finally:
             await self.source.aclose()
 

@@ -78,6 +78,10 @@ class ArchiveStats:
     duplicates: int = 0  # delivered again after a reconnect (at-least-once), archived again
 
 
+#: The error for sources that stayed out of reach (``Consumer.unreached_error``).
+Unreached = Callable[[list[tuple[HostPort | None, int | None]]], type[NoConnectionError]]
+
+
 class IdleHold:
     """What ``--exit-when-idle`` waits for besides quiet: sources cut off from the archive.
 
@@ -104,10 +108,16 @@ class IdleHold:
             self._since = None
             self.back_at = now
 
-    def give_up(self, down: list[tuple[HostPort | None, int | None]], now: float) -> None:
-        """Raise once ``down`` has been cut off for the whole window."""
+    def give_up(
+        self,
+        down: list[tuple[HostPort | None, int | None]],
+        now: float,
+        unreached: Unreached,
+    ) -> None:
+        """Raise once ``down`` has been cut off for the whole window, as the error
+        ``unreached`` gives for it (the consumer's: a timeout when every nsqd was silent)."""
         if self._since is not None and now - self._since >= self.window:
-            raise NoConnectionError(
+            raise unreached(down)(
                 f"{describe_sources(down)} could not be read for the failover window of "
                 f"{self.window:g}s, so the archive is not complete: everything received is "
                 "written and acknowledged; run it again once that source is back",
@@ -130,16 +140,18 @@ class IdleExit:
         busy: bool,
         down: list[tuple[HostPort | None, int | None]],
         now: float,
+        unreached: Unreached,
     ) -> bool:
         """``received``: the consumer's count so far; ``busy``: messages held or being
-        written; ``down``: the sources it cannot read (:meth:`IdleHold.update`)."""
+        written; ``down``: the sources it cannot read (:meth:`IdleHold.update`);
+        ``unreached``: the error for sources given up on (:meth:`IdleHold.give_up`)."""
         if received != self._seen:
             self._last_message, self._seen = now, received
         self.hold.update(down, now)
         if busy or now - self._last_message < self.idle:
             return False
         if down:
-            self.hold.give_up(down, now)  # quiet, but that source's messages may come
+            self.hold.give_up(down, now, unreached)  # quiet, but that source's messages may come
             return False
         return now - self.hold.back_at >= self.idle  # and quiet since every source is back
 
@@ -392,7 +404,8 @@ class Archiver:
             if quiet is None:
                 continue
             busy = bool(self.buffer.rows or self._writes)
-            if quiet.due(consumer.stats.received, busy, consumer.unconnected, now):
+            down = consumer.unconnected
+            if quiet.due(consumer.stats.received, busy, down, now, consumer.unreached_error):
                 return
 
     async def _close(self, consumer: Consumer, trace: TraceLog | None) -> None:

@@ -246,8 +246,9 @@ def _first_copies(plan: pa.Table) -> pa.Array:
     return pa.concat_arrays([pa.array([True]), changed])
 
 
-def text_plan(source: str, filters: Any) -> Planned:
-    """nsq_to_file output: one ordering key per file, in line order."""
+def text_plan(source: str, filters: Any, shard_field: str | None = None) -> Planned:
+    """nsq_to_file output: one ordering key per file, in line order; with ``shard_field``
+    one key per value of that field of the (JSON) line, in file then line order."""
     from nsqctl.pipeline.replay import check_grep, check_text_filters
     from nsqctl.pipeline.textinput import read_bodies, text_files
 
@@ -255,31 +256,36 @@ def text_plan(source: str, filters: Any) -> Planned:
     check_grep(filters)
     if filters.where:
         raise ConfigError("`where` is a Spark SQL predicate: use `engine` spark for it")
-    files, lines, bodies = [], [], []
-    for path in text_files(source):
+    files, indexes, lines, bodies = [], [], [], []
+    for index, path in enumerate(text_files(source)):
         for number, body in read_bodies(path):
             files.append(path)
+            indexes.append(index)
             lines.append(number)
             bodies.append(body)
     table = pa.table(
         {
-            "_key": pa.array(files, pa.string()),
-            "_o1": pa.array(lines, pa.int64()),
+            "file": pa.array(files, pa.string()),
+            "file_index": pa.array(indexes, pa.int64()),
+            "line": pa.array(lines, pa.int64()),
             "body": pa.array(bodies, pa.binary()),
         }
     )
     expr = flt.to_arrow(flt.text_filter(filters))
     matching = table.filter(expr) if expr is not None else table
     zero = pa.array([0] * matching.num_rows, pa.int64())
+    if shard_field:
+        keys = [flt.json_field(b, shard_field) or "" for b in matching["body"].to_pylist()]
+        order = [pa.array(keys, pa.string()), matching["file_index"], matching["line"]]
+    else:
+        order = [matching["file"], matching["line"], zero]
     ordered = pa.table(
-        {
-            "_key": matching["_key"],
-            "_o1": matching["_o1"],
-            "_o2": zero,
-            "_o3": zero,
-            "body": matching["body"],
-        }
+        dict(zip(flt.ORDER_COLUMNS, [*order, zero], strict=True)) | {"body": matching["body"]}
     )
+    if shard_field:  # files and lines come in order; the field's values do not
+        ordered = ordered.take(
+            pc.sort_indices(ordered, [(c, "ascending") for c in flt.ORDER_COLUMNS])
+        )
     return Planned(matching.num_rows, ordered)
 
 

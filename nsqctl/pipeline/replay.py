@@ -137,30 +137,36 @@ def check_text_filters(f: ReplayFilters) -> None:
 
 
 def text_frame(
-    spark: SparkSession, source: str, filters: ReplayFilters
+    spark: SparkSession, source: str, filters: ReplayFilters, shard_field: str | None = None
 ) -> tuple[DataFrame, DataFrame]:
-    """nsq_to_file output: one ordering key per file, in line order."""
+    """nsq_to_file output: one ordering key per file, in line order; with ``shard_field``
+    one key per value of that field of the (JSON) line, in file then line order."""
     from pyspark.sql import functions as F
 
     check_text_filters(filters)
     check_grep(filters)
-    files = text_files(source)
+    files = list(enumerate(text_files(source)))
     rdd = spark.sparkContext.parallelize(files, len(files)).flatMap(_file_rows)
-    df = spark.createDataFrame(rdd, "file string, line long, body binary")
+    df = spark.createDataFrame(rdd, "file string, file_index long, line long, body binary")
     df = _where(df.where(flt.to_spark(flt.text_filter(filters))), filters)
+    zero = F.lit(0).cast("long")
+    if shard_field:
+        path = flt.spark_json_path(shard_field)
+        key = F.coalesce(F.get_json_object(F.col("body").cast("string"), path), F.lit(""))
+        order = [key, F.col("file_index"), F.col("line")]
+    else:
+        order = [F.col("file"), F.col("line"), zero]
     ordered = df.select(
-        F.col("file").alias("_key"),
-        F.col("line").alias("_o1"),
-        F.lit(0).cast("long").alias("_o2"),
-        F.lit(0).cast("long").alias("_o3"),
+        *(c.alias(n) for c, n in zip([*order, zero], ORDER_COLUMNS, strict=True)),
         F.col("body"),
     )
     return df, ordered
 
 
-def _file_rows(path: str) -> Iterator[tuple[str, int, bytes]]:
+def _file_rows(indexed: tuple[int, str]) -> Iterator[tuple[str, int, int, bytes]]:
+    index, path = indexed
     for number, body in read_bodies(path):
-        yield path, number, body
+        yield path, index, number, body
 
 
 def is_text_source(source: str) -> bool:

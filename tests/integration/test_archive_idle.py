@@ -10,18 +10,31 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
+import logging
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
+from nsqctl.connection import ConnectionConfig
+from nsqctl.errors import NoConnectionError, NoConnectionTimeoutError
+from nsqctl.producer import Producer
 from nsqctl.servers import process
 from nsqctl.servers.cluster import Cluster
 from nsqctl.servers.process import NodeRecord
 from nsqctl.stats.read import read_nsqd_stats
 from tests.helpers.clusters import running_cluster
-from tests.helpers.hang import Run, bodies, lines_in, nsqctl, publish_to_each, until_consuming
+from tests.helpers.hang import (
+    Run,
+    bodies,
+    lines_in,
+    nsqctl,
+    publish_to_each,
+    stopped,
+    until_consuming,
+)
 from tests.helpers.redesign import eventually, unique
 
 pytestmark = [pytest.mark.original, pytest.mark.spark]  # archive needs pyarrow
@@ -158,3 +171,56 @@ async def test_idle_exit_gives_up_on_an_nsqd_gone_for_the_failover_window(
     assert f"nsqd {lost.tcp_address}" in last and "--failover-window" in last, last
     # everything the surviving nsqd got, before and during, is written and acknowledged
     assert _acknowledged(survivor, topic, len(BEFORE) // 2 + len(TRICKLE)), run.err
+
+
+async def test_an_nsqd_hung_for_the_failover_window_ends_the_archive_as_a_timeout(
+    pair: Cluster, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An nsqd that went silent (stopped: its sockets open, answering nothing) and stayed
+    so past the failover window ends the archive as the consumer's start-up ends on
+    silent nsqds: a NoConnectionTimeoutError (a NoConnectionError and a timeout), not the
+    plain NoConnectionError of one that refused (killed, above)."""
+    from nsqctl.pipeline.archiver import ArchiveOptions, Archiver  # pyarrow
+    from nsqctl.pipeline.rotation import RotationPolicy
+
+    c, topic = pair, unique("hung")
+    survivor, hung = c.nsqds
+    await publish_to_each(c.nsqd_tcp, topic, BEFORE)
+    opts = ArchiveOptions(
+        topic,
+        "nsqctl_archive",
+        tmp_path / "out",
+        nsqd=list(c.nsqd_tcp),
+        # a 1 s heartbeat: the silent connection is declared dead within the test
+        config=ConnectionConfig(heartbeat_interval_ms=1000, connect_timeout=1.0),
+        exit_when_idle=IDLE,
+        failover_window=2.0,
+        policy=RotationPolicy(max_age=0.2),
+    )
+    caplog.set_level(logging.INFO, logger="nsqctl.pipeline.archiver")
+    archive = asyncio.create_task(Archiver(opts).run(asyncio.Event()))
+    try:
+        for node in c.nsqds:
+            await asyncio.to_thread(
+                eventually,
+                functools.partial(_acknowledged, node, topic, len(BEFORE) // 2),
+                60,
+                f"the archive to acknowledge what {node.name} holds",
+            )
+        async with stopped(hung):
+            # Busy (a message to the survivor every 0.2 s) until the archive sees the hung
+            # nsqd as cut off, so it cannot go idle while the dead connection looks alive.
+            cut_off = f"not idle while nsqd {hung.tcp_address} cannot be read"
+            async with Producer(nsqd_tcp=[survivor.tcp_address]) as producer:
+                async with asyncio.timeout(60):
+                    while cut_off not in caplog.text:
+                        assert not archive.done(), archive
+                        await producer.publish(topic, b"busy")
+                        await asyncio.sleep(0.2)
+            with pytest.raises(NoConnectionError) as caught:
+                async with asyncio.timeout(60):
+                    await archive
+    finally:
+        archive.cancel()
+    assert isinstance(caught.value, NoConnectionTimeoutError), repr(caught.value)
+    assert f"nsqd {hung.tcp_address} could not be read" in str(caught.value)

@@ -4,6 +4,7 @@ real nsqd."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import pty
@@ -16,6 +17,7 @@ import pytest
 from nsqctl.servers import cluster
 from nsqctl.stats import read_nsqd_stats
 from tests.helpers.cli import NSQCTL, assert_one_line_error, clean_env, run_cli, run_main
+from tests.helpers.redesign import TopicSpec, create_topics, read_messages
 
 pytestmark = pytest.mark.spark  # archive and replay need the archive extra (pyarrow)
 
@@ -101,3 +103,35 @@ def test_replay_refuses_a_shard_field_with_an_empty_name_as_pub_does(
     assert assert_one_line_error(pub, 2) == line
     stats = read_nsqd_stats(original_cluster.nsqd_http[0])
     assert not any(t.topic == target for t in stats.topics)
+
+
+def test_replay_of_nsq_to_file_text_keeps_order_per_shard_field(
+    redesign_cluster: cluster.Cluster, tmp_path: Path
+) -> None:
+    """``--shard-field`` on nsq_to_file text keys the replay by the field's value (not by
+    file): each value's lines, wherever they are, go to one partition of the target in
+    file-then-line order."""
+    lines = {
+        "a.log": [{"k": f"k{i % 3}", "seq": i} for i in range(12)],
+        "b.log": [{"k": f"k{i % 3}", "seq": i} for i in range(12, 20)],
+    }
+    for name, records in lines.items():
+        (tmp_path / name).write_text("".join(json.dumps(r) + "\n" for r in records))
+    target = f"rep_{uuid.uuid4().hex[:10]}"
+    lookupd = redesign_cluster.lookupd_http
+    asyncio.run(create_topics(lookupd, {target: TopicSpec(partitions=2)}, ("c",)))
+    args = [str(tmp_path), "--to-topic", target, "--shard-field", "k", "--lookupd", lookupd[0]]
+    dry = run_main("replay", *args, "--dry-run", "--json", "-q")
+    assert dry.returncode == 0, dry.stderr
+    assert json.loads(dry.stdout)["details"]["keys"] == 3  # one per value, not per file
+    done = run_main("replay", *args, "-q", "--checkpoint", str(tmp_path / ".ckpt"))
+    assert done.returncode == 0, done.stderr
+    got = asyncio.run(read_messages(lookupd, target, "c", 20))
+    placed: dict[str, set[int | None]] = {}
+    seqs: dict[str, list[int]] = {}
+    for msg in got:
+        record = json.loads(msg.body)
+        placed.setdefault(record["k"], set()).add(msg.partition)
+        seqs.setdefault(record["k"], []).append(record["seq"])
+    assert all(len(parts) == 1 for parts in placed.values()), placed
+    assert seqs == {f"k{j}": [i for i in range(20) if i % 3 == j] for j in range(3)}

@@ -1,8 +1,19 @@
 """Lines longer than nsqd takes, on stdin to ``pub`` on a real nsqd: split in linear time
 (a 20 MB line is split like many short ones) and refused with advice that helps (nsqd's
 --max-msg-size limits one message, so split the input). The report says which input
-lines were published, by line number: the lines before the refused one are, nothing
-after it is sent, whatever the batch size."""
+lines were published, by line number, and the counts agree with what nsqd stored.
+
+When nothing after the refused line is sent: a line longer than pub sends is refused
+before it goes out, and a line longer than nsqd's default --max-msg-size (1 MiB) goes
+on its own, once everything before it is confirmed and before anything after it is
+sent; either way, whatever the batch size, the lines before it are published and
+nothing after it is sent. A shorter line that only an nsqd started with a smaller
+--max-msg-size refuses is pipelined with its neighbours like any other: within one
+DPUB chunk (``--defer``: no batch form, one message after another) nothing after it is
+sent, but lines already in flight behind it in other chunks (``--defer --batch 1``:
+each line a chunk of its own) are published after it, on a new connection once nsqd
+closed the one it refused on. Nothing is dropped or misreported: the publish fails
+(exit 1), the refused line is named, and those lines are said published."""
 
 from __future__ import annotations
 
@@ -177,4 +188,6 @@ def test_deferred_publishes_behind_a_refused_one_wait_for_an_nsqd_not_a_leader(
     ), lines
     assert lines[1].startswith(f"nsqctl pub: {topic}: publishing again on {c.nsqd_tcp[0]}"), lines
     assert "line(s) 2 were refused by nsqd" in lines[-1] and proc.returncode == 1, lines
+    # b, sent behind the refused line, is published after it, and said to be
+    assert "(input line(s) 1, 3 were published; " in lines[-1], lines
     assert _stored(c.nsqd_http[0], topic) == 2  # a and b: b was taken again

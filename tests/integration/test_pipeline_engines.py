@@ -358,3 +358,27 @@ def test_cli_trace_auto_is_local_without_pyspark_and_fits_80_columns(archive: Ar
     assert any(ident in line for line in lines[1:])  # the id, whole, in the details
     files = [line.split()[-1] for line in lines if line.startswith("    file ")]
     assert len(files) >= len(CHANNELS) and all(f.endswith(".parquet") for f in files)
+
+
+def test_text_replay_same_plan_from_both_engines(spark: Any, tmp_path: Path) -> None:  # noqa: F811
+    """nsq_to_file text, per file and per ``--shard-field`` value (absent or not JSON: the
+    empty key), planned alike by both engines."""
+    from nsqctl.pipeline import local
+    from nsqctl.pipeline import replay as job
+    from nsqctl.pipeline.selection import ReplayFilters
+
+    (tmp_path / "a.log").write_bytes(b"".join(body(i) + b"\n" for i in range(40)) + b"raw\n")
+    (tmp_path / "b.log").write_bytes(b"".join(body(i) + b"\n" for i in range(40, 70)))
+    for shard_field in (None, "k", "n.i"):
+        planned = local.text_plan(str(tmp_path), ReplayFilters(grep="seq|raw"), shard_field)
+        raw, ordered = job.text_frame(
+            spark, str(tmp_path), ReplayFilters(grep="seq|raw"), shard_field
+        )
+        spark_rows = sorted((k, a, b, c, bytes(d)) for k, a, b, c, d in ordered.collect())
+        local_rows = list(planned.rows())
+        assert local_rows == sorted(local_rows), shard_field  # in publish order
+        assert local_rows == spark_rows, shard_field
+        assert planned.counts() == job.dry_run(raw, ordered), shard_field
+    keys = {None: 2, "k": KEYS + 1, "n.i": 71}
+    for shard_field, n in keys.items():
+        assert local.text_plan(str(tmp_path), ReplayFilters(), shard_field).counts()["keys"] == n

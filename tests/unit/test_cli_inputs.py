@@ -173,3 +173,19 @@ def test_parse_trace_id() -> None:
         parse_trace_id(str(1 << 64))
     with pytest.raises(ConfigError, match="give a number"):
         parse_trace_id("abc")
+
+
+@pytest.mark.spark  # the replay command, history mode too, needs the archive extra
+@pytest.mark.parametrize("start", [["--from-offset", "0"], ["--from-time", "1700000000"]])
+def test_history_replay_refuses_a_shard_field_it_could_not_honour(start: list[str]) -> None:
+    """A history replay keeps each source partition's order and nothing else: it refuses
+    ``--shard-field`` up front (before any server is asked) rather than ignore it."""
+    from tests.helpers.cli import assert_one_line_error, run_main
+
+    args = ["replay", "orders", "--to-topic", "copy", "--shard-field", "k", *start]
+    line = assert_one_line_error(run_main(*args, "--nsqd", "127.0.0.1:1"), 2)
+    assert line == (
+        "nsqctl: error: --shard-field applies to archive and nsq_to_file replays only: a "
+        "history replay (--from-time/--from-offset) keeps each source partition's order; "
+        "drop --shard-field, or replay an archive of the topic with it"
+    )

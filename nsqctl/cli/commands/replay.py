@@ -100,6 +100,14 @@ def replay(
     )
     sel = resolve_cluster(lookupd, nsqd, profile, require=None if dry_run else "tcp")
     if from_time is not None or from_offset is not None:
+        if shard_field is not None:
+            # The history comes partition by partition at once, with no order between
+            # partitions to keep per field value: only each source partition's is there.
+            raise ConfigError(
+                "--shard-field applies to archive and nsq_to_file replays only: a history "
+                "replay (--from-time/--from-offset) keeps each source partition's order; "
+                "drop --shard-field, or replay an archive of the topic with it"
+            )
         _history(source, to_topic, filters, from_time, from_offset, count, dry_run, sel, as_json)
         return
     if count:
@@ -191,7 +199,7 @@ def _local_replay(job: _Job, dry_run: bool, checkpoint: Path | None, restart: bo
     from nsqctl.pipeline.replay import is_text_source
 
     if is_text_source(job.source):
-        planned = local.text_plan(job.source, job.filters)
+        planned = local.text_plan(job.source, job.filters, job.shard_field)
     else:
         planned = local.archive_plan(job.source, job.filters, job.shard_field)
     if dry_run:
@@ -234,7 +242,7 @@ def _spark_job(
     spark = spark_session(spark_master, "nsqctl-replay")
     job.say(f"replay: spark master {spark.sparkContext.master}")
     if text:
-        raw, ordered = spark_job.text_frame(spark, job.source, job.filters)
+        raw, ordered = spark_job.text_frame(spark, job.source, job.filters, job.shard_field)
     else:
         raw, ordered = spark_job.archive_frame(spark, job.source, job.filters, job.shard_field)
     if dry_run:
