@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import httpx
 
+from nsqctl.addresses import HostPort, resolve_endpoints
 from nsqctl.admin.base import TIMEOUT, topic_not_found
 from nsqctl.admin.requests import Node
 from nsqctl.errors import AdminError, ConfigError, NsqctlError
@@ -166,8 +167,16 @@ async def _given_not_listed(
     a warning says so: an nsqd may run without registering, or have been taken off the
     lookup (a drain does that) and still hold the topic, and the operator named it; left
     out, it would miss the change while the command reported success."""
-    listed = {n.address for n in placement.nsqds}
-    others = [a for a in nsqd_http if a not in listed]
+    listed = [n.address for n in placement.nsqds]
+    # by what each name reaches, not its spelling: the same nsqd given as localhost:4151
+    # and listed as 127.0.0.1:4151 is one nsqd, to be acted on once and not warned about
+    reach = await resolve_endpoints([*listed, *nsqd_http])
+    covered: set[HostPort] = set().union(*(reach[a] for a in listed))
+    others: list[str] = []
+    for address in nsqd_http:
+        if not reach[address] & covered:
+            others.append(address)
+        covered |= reach[address]
     if not others:
         return placement
     stats = await fetch_stats(client, others, placement.topic)
