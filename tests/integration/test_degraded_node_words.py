@@ -1,7 +1,9 @@
 """What the operator commands say about an nsqd that is down, on real youzan servers.
 
 One private cluster (3 nsqd) serves the module, in order, with a topic of 1 partition and
-2 replicas (``pair``) and one of 1 partition and 3 replicas (``wide``). ``pair``'s leader
+2 replicas (``pair``) and one of 1 partition and 3 replicas (``wide``). First, with every
+nsqd up, the nsqd holding no copy of ``pair`` holds only a follower copy of ``wide`` (its
+leader moved off it if needed): a drain of it sends nothing and must say why. ``pair``'s leader
 is killed with -9: until nsqlookupd elects another (some seconds), the partition has no
 leader and its other copy holds it, so a drain of that copy must refuse, saying what to
 do. nsqlookupd forgets the dead nsqd at once (its registration connection closes), so a
@@ -66,6 +68,31 @@ def registered(c: Cluster) -> set[str]:
     """The nsqds (HTTP addresses) nsqlookupd lists now."""
     body = httpx.get(f"http://{c.lookupd_http[0]}/nodes", headers=NSQ_V1).json()
     return {f"{p['broadcast_address']}:{p['http_port']}" for p in body["producers"]}
+
+
+def test_a_drain_of_a_node_holding_only_follower_copies_says_they_stay(rig: Rig) -> None:
+    """Nothing moves for a follower copy whose partition keeps enough in-sync copies: the
+    preview says so and what stopping the node does to that ISR, not that the node holds
+    no topic."""
+    pair = rig.lookup(rig.pair)
+    [third] = [a for a in rig.c.nsqd_http if a not in pair["isr"]]
+    eventually(lambda: len(rig.lookup(rig.wide)["isr"]) == 3, 60, f"{rig.wide} in sync on all")
+    if rig.lookup(rig.wide)["leader_http"] == third:
+        to = pair["leader_http"]
+        ok("topic", "move", rig.wide, "--partition", "0", "--to", to, "--yes", *rig.lookupd)
+    eventually(lambda: len(rig.lookup(rig.wide)["isr"]) == 3, 60, f"{rig.wide} in sync on all")
+    got = ok("node", "drain", third, "--dry-run", *rig.lookupd)
+    steps = got.stdout.splitlines()[1:]
+    assert steps[0] == (
+        "  (nothing to send: the node leads no partition, so no leader moves; each partition "
+        "it holds a follower copy of stays writable without it, so its copies stay on it)"
+    ), got.stdout
+    assert steps[1:] == [
+        f"    {rig.wide}/0: follower copy in an ISR of 3; stopping the node leaves 2 in sync "
+        "and up, writes need 2: youzan moves it to the catch-up list, and it rejoins the ISR "
+        "once back and caught up",
+        "dry run: nothing was changed",
+    ], got.stdout
 
 
 def test_a_drain_of_the_copy_a_leaderless_partition_needs_is_refused_saying_why(

@@ -60,6 +60,25 @@ class Blocker:
 
 
 @dataclass(frozen=True)
+class KeptCopy:
+    """A follower copy on the node (in sync, not the leader) of a partition that stays
+    writable without the node: nothing moves for it, and the copy stays on the node."""
+
+    topic: str
+    partition: int
+    isr: int  # members of its ISR now, the node included
+    left: int  # of them, up and in sync once the node stops
+    need: int  # in-sync copies it takes writes with
+
+    def describe(self) -> str:
+        return (
+            f"{self.topic}/{self.partition}: follower copy in an ISR of {self.isr}; stopping "
+            f"the node leaves {self.left} in sync and up, writes need {self.need}: youzan "
+            "moves it to the catch-up list, and it rejoins the ISR once back and caught up"
+        )
+
+
+@dataclass(frozen=True)
 class _Around:
     """The node to stop and the nsqds around it."""
 
@@ -137,6 +156,24 @@ def _check(state: TopicState, p: PartitionState, at: _Around) -> LeaderMove | Bl
     else:
         why += ": add an nsqd (or lower its replicas) first"
     return Blocker(state.topic, p.partition, why)
+
+
+def kept_copies(states: Sequence[TopicState], node: str, up: Collection[str]) -> list[KeptCopy]:
+    """The follower copies on ``node`` that :func:`stop_plan` leaves alone: partitions it is
+    in sync for, does not lead, and that keep enough in-sync copies up without it."""
+    at = _Around(node, up, {}, ())
+    return [
+        KeptCopy(
+            state.topic,
+            p.partition,
+            len(p.isr),
+            sum(1 for a in p.isr if a != node and a in up),
+            quorum(state.meta.replica),
+        )
+        for state in states
+        for p in state.partitions.values()
+        if node in p.isr and node != p.leader and _check(state, p, at) is None
+    ]
 
 
 def stop_plan(
