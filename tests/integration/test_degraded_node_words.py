@@ -1,16 +1,16 @@
 """What the operator commands say about an nsqd that is down, on real youzan servers.
 
-One private cluster (3 nsqd) serves the module, in order, with a topic of 1 partition and
-2 replicas (``pair``) and one of 1 partition and 3 replicas (``wide``). First, with every
-nsqd up, the nsqd holding no copy of ``pair`` holds only a follower copy of ``wide`` (its
-leader moved off it if needed): a drain of it sends nothing and must say why. ``pair``'s leader
-is killed with -9: until nsqlookupd elects another (some seconds), the partition has no
-leader and its other copy holds it, so a drain of that copy must refuse, saying what to
-do. nsqlookupd forgets the dead nsqd at once (its registration connection closes), so a
-drain of it must say it is down, not that the address is unknown. Then etcd is killed,
-and a follower of ``wide``: with no etcd, the coordinator cannot drop it from the ISR, so
-the ISR names an nsqd no nsqlookupd lists (by youzan's node id), which ``lookup`` must
-say in words.
+One private cluster (3 nsqd) serves the module, in order, with a topic of 1 partition and 2
+replicas (``pair``) and one of 1 partition and 3 replicas (``wide``). First, with every nsqd
+up, the nsqd holding no copy of ``pair`` holds only a follower copy of ``wide`` (its leader
+moved off it if needed): a drain of it sends nothing and must say why. ``pair``'s leader is
+killed with -9: until nsqlookupd elects another (some seconds), the partition has no leader
+and its other copy holds it, so a drain of that copy must refuse, saying what to do; once it
+is elected, the dead leader is in the partition's catch-up list and the refusal must ask for
+it back. nsqlookupd forgets the dead nsqd at once (its registration connection closes), so a
+drain of it must say it is down, not that the address is unknown. Then etcd is killed, and a
+follower of ``wide``: with no etcd, the coordinator cannot drop it from the ISR, so the ISR
+names an nsqd no nsqlookupd lists (by youzan's node id), which ``lookup`` must say in words.
 """
 
 from __future__ import annotations
@@ -124,6 +124,14 @@ def test_a_drain_of_the_copy_a_leaderless_partition_needs_is_refused_saying_why(
         assert "waiting for an election will not do" in line
         if leader.tcp_address in line:  # its ISR still names the dead leader
             assert f"bring {leader.tcp_address} back first" in line
+    # once the copy is elected, youzan keeps the dead leader in the partition's catch-up
+    # list: that nsqd is the copy it misses, to bring back (no nsqd need be added)
+    eventually(lambda: leader_now() == copy, 30, f"{copy} elected")
+    got = run_main("node", "drain", copy, "--dry-run", *rig.lookupd)
+    assert got.returncode == 1, got
+    [line] = [x for x in got.stderr.splitlines() if f"{rig.pair}/0: " in x]
+    dead = leader.tcp_address
+    assert line.endswith(f"({dead} in its catch-up list is down): bring {dead} back first"), line
 
 
 def test_a_drain_of_a_dead_nsqd_says_it_is_down_not_unknown(rig: Rig) -> None:

@@ -258,6 +258,13 @@ def test_stopping_must_leave_more_than_half_the_replicas_in_sync() -> None:
         "127.0.0.1:20911 back first"
     )
     assert all(DEAD not in b.describe() for b in blockers)
+    # elected in place of C, B is O/0's only in-sync copy and C, down, is in its catch-up
+    # list: C is the copy it misses, not a new nsqd
+    caught = [_topic("O", 2, PartitionState(0, B, (B,), (DEAD,)))]
+    [blocker] = stop_plan(caught, B, {A, B})[1]
+    assert blocker.why.endswith(
+        "(127.0.0.1:20911 in its catch-up list is down): bring 127.0.0.1:20911 back first"
+    )
     # C free, so B's copy can go there first... but O/0 would still have only one copy up
     moves, blockers = stop_plan(states[:1], B, {A, B, C})
     assert moves == [LeaderMove("T", 0, B, C, copy=True)] and blockers == []
