@@ -5,7 +5,8 @@ A private cluster (2 nsqd): the topic is on both, then one nsqd is told to regis
 no nsqlookupd (``PUT /config/nsqlookupd_tcp_addresses``, as a drain does), so nsqlookupd
 lists only the other while it keeps answering and holding the topic. An nsqd nsqlookupd
 lists but the operator names otherwise (``localhost`` for ``127.0.0.1``) is the same nsqd,
-acted on once: that needs no private cluster.
+acted on once, as is one given under both names with no nsqlookupd: that needs no private
+cluster.
 """
 
 from __future__ import annotations
@@ -84,3 +85,13 @@ def test_a_given_nsqd_named_otherwise_than_listed_is_acted_on_once(
     assert sorted(r["node"] for r in report["results"]) == sorted(c.nsqd_http)
     assert report["warnings"] == [] and "warning" not in done.stderr, done
     assert all(paused(a, topic) for a in c.nsqd_http)
+    # with no nsqlookupd, an nsqd given under both names is one nsqd too
+    both = [
+        f
+        for a, b in zip(given, c.nsqd_http, strict=True)
+        for f in ("--nsqd-http", a, "--nsqd-http", b)
+    ]
+    done = run_main("channel", "unpause", topic, "c", "--yes", "--json", *both)
+    assert done.returncode == 0, done
+    assert sorted(r["node"] for r in json.loads(done.stdout)["results"]) == sorted(given)
+    assert not any(paused(a, topic) for a in c.nsqd_http)
