@@ -7,10 +7,8 @@ bracketed (``[::1]:4150``): an unbracketed ``::1:4150`` is ambiguous.
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
 import re
-import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -153,6 +151,11 @@ async def _resolve_host(host: str) -> frozenset[str]:
         return frozenset({str(ipaddress.ip_address(host))})
     except ValueError:
         pass
+    # loaded here: every command parses addresses, and asyncio would cost each one's
+    # start-up (``config --help`` too) for the few that compare nsqds by what they reach
+    import asyncio
+    import socket
+
     try:
         infos = await asyncio.wait_for(
             asyncio.get_running_loop().getaddrinfo(host, None, type=socket.SOCK_STREAM),
@@ -169,6 +172,8 @@ async def resolve_endpoints(texts: Iterable[str]) -> dict[str, frozenset[HostPor
     a lookup reports) is known to be one: two texts name one server when their sets meet.
     Each host name is resolved once, all concurrently; a text that is not an address
     reaches nothing but its own spelling."""
+    import asyncio  # loaded here: see _resolve_host
+
     parsed: dict[str, HostPort | None] = {}
     for text in texts:
         try:
