@@ -20,7 +20,11 @@ __all__ = [
     "parse_address",
     "parse_addresses",
     "require_cluster",
+    "resolve_endpoints",
 ]
+
+#: How long one host name may take to resolve before it is taken to stand for itself.
+RESOLVE_TIMEOUT = 5.0
 
 # RFC 1123 labels; underscores are tolerated because container/compose names use them.
 _LABEL = re.compile(r"^[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?$")
@@ -138,3 +142,49 @@ def require_cluster(lookupd_http: object, nsqd_tcp: object) -> None:
             "nsqd_tcp= (nsqd TCP addresses)",
             setting="lookupd_http",
         )
+
+
+async def _resolve_host(host: str) -> frozenset[str]:
+    """The IPs ``host`` names; an IP is itself, and a name that does not resolve (in
+    :data:`RESOLVE_TIMEOUT`) stands for itself only, so it still matches its own spelling."""
+    try:
+        return frozenset({str(ipaddress.ip_address(host))})
+    except ValueError:
+        pass
+    # loaded here: every command parses addresses, and asyncio would cost each one's
+    # start-up (``config --help`` too) for the few that compare nsqds by what they reach
+    import asyncio
+    import socket
+
+    try:
+        infos = await asyncio.wait_for(
+            asyncio.get_running_loop().getaddrinfo(host, None, type=socket.SOCK_STREAM),
+            RESOLVE_TIMEOUT,
+        )
+    except (OSError, TimeoutError):
+        return frozenset({host})
+    return frozenset({str(ipaddress.ip_address(info[4][0])) for info in infos} or {host})
+
+
+async def resolve_endpoints(texts: Iterable[str]) -> dict[str, frozenset[HostPort]]:
+    """Each ``HOST:PORT`` of ``texts`` with the ``IP:PORT`` endpoints it reaches, so that one
+    server named two ways (``localhost:4151`` and ``127.0.0.1:4151``; a hostname and the IP
+    a lookup reports) is known to be one: two texts name one server when their sets meet.
+    Each host name is resolved once, all concurrently; a text that is not an address
+    reaches nothing but its own spelling."""
+    import asyncio  # loaded here: see _resolve_host
+
+    parsed: dict[str, HostPort | None] = {}
+    for text in texts:
+        try:
+            parsed[text] = parse_address(text)
+        except ConfigError:
+            parsed[text] = None
+    hosts = sorted({hp.host for hp in parsed.values() if hp is not None})
+    ips = dict(zip(hosts, await asyncio.gather(*map(_resolve_host, hosts)), strict=True))
+    return {
+        text: frozenset({HostPort(text, 0)})
+        if hp is None
+        else frozenset(HostPort(ip, hp.port) for ip in ips[hp.host])
+        for text, hp in parsed.items()
+    }

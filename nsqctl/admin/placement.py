@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import httpx
 
+from nsqctl.addresses import HostPort, resolve_endpoints
 from nsqctl.admin.base import TIMEOUT, topic_not_found
 from nsqctl.admin.requests import Node
 from nsqctl.errors import AdminError, ConfigError, NsqctlError
@@ -156,6 +157,21 @@ async def fetch_stats(
     return stats
 
 
+def _unseen(
+    reach: Mapping[str, frozenset[HostPort]], names: Sequence[str], seen: set[HostPort]
+) -> list[str]:
+    """Each of ``names`` (nsqds' HTTP addresses) that reaches none of the endpoints ``seen``
+    or an earlier name reaches (``seen`` grows). By what a name reaches, not its spelling:
+    the same nsqd given as ``localhost:4151`` and listed (or given again) as
+    ``127.0.0.1:4151`` is one nsqd, to be acted on once and not warned about."""
+    found: list[str] = []
+    for name in names:
+        if not reach[name] & seen:
+            found.append(name)
+        seen |= reach[name]
+    return found
+
+
 async def _given_not_listed(
     placement: Placement, nsqd_http: Sequence[str], client: httpx.AsyncClient
 ) -> Placement:
@@ -166,8 +182,9 @@ async def _given_not_listed(
     a warning says so: an nsqd may run without registering, or have been taken off the
     lookup (a drain does that) and still hold the topic, and the operator named it; left
     out, it would miss the change while the command reported success."""
-    listed = {n.address for n in placement.nsqds}
-    others = [a for a in nsqd_http if a not in listed]
+    listed = [n.address for n in placement.nsqds]
+    reach = await resolve_endpoints([*listed, *nsqd_http])
+    others = _unseen(reach, nsqd_http, set().union(*(reach[a] for a in listed)))
     if not others:
         return placement
     stats = await fetch_stats(client, others, placement.topic)
@@ -206,9 +223,10 @@ async def locate_topic(
         if placement.family == "original" and nsqd_http:
             placement = await _given_not_listed(placement, nsqd_http, client)
         return placement
-    placement = placement_from_stats(topic, await fetch_stats(client, nsqd_http, topic))
+    given = _unseen(await resolve_endpoints(nsqd_http), nsqd_http, set())
+    placement = placement_from_stats(topic, await fetch_stats(client, given, topic))
     if not placement.nsqds and not placement.unreachable:
-        raise topic_not_found(topic, [f"nsqd {a}" for a in nsqd_http])
+        raise topic_not_found(topic, [f"nsqd {a}" for a in given])
     if not placement.nsqds:
         raise AdminError(
             "no nsqd answered: "

@@ -1,14 +1,16 @@
 """What the operator commands say about an nsqd that is down, on real youzan servers.
 
-One private cluster (3 nsqd) serves the module, in order, with a topic of 1 partition and
-2 replicas (``pair``) and one of 1 partition and 3 replicas (``wide``). ``pair``'s leader
-is killed with -9: until nsqlookupd elects another (some seconds), the partition has no
-leader and its other copy holds it, so a drain of that copy must refuse, saying what to
-do. nsqlookupd forgets the dead nsqd at once (its registration connection closes), so a
-drain of it must say it is down, not that the address is unknown. Then etcd is killed,
-and a follower of ``wide``: with no etcd, the coordinator cannot drop it from the ISR, so
-the ISR names an nsqd no nsqlookupd lists (by youzan's node id), which ``lookup`` must
-say in words.
+One private cluster (3 nsqd) serves the module, in order, with a topic of 1 partition and 2
+replicas (``pair``) and one of 1 partition and 3 replicas (``wide``). First, with every nsqd
+up, the nsqd holding no copy of ``pair`` holds only a follower copy of ``wide`` (its leader
+moved off it if needed): a drain of it sends nothing and must say why. ``pair``'s leader is
+killed with -9: until nsqlookupd elects another (some seconds), the partition has no leader
+and its other copy holds it, so a drain of that copy must refuse, saying what to do; once it
+is elected, the dead leader is in the partition's catch-up list and the refusal must ask for
+it back. nsqlookupd forgets the dead nsqd at once (its registration connection closes), so a
+drain of it must say it is down, not that the address is unknown. Then etcd is killed, and a
+follower of ``wide``: with no etcd, the coordinator cannot drop it from the ISR, so the ISR
+names an nsqd no nsqlookupd lists (by youzan's node id), which ``lookup`` must say in words.
 """
 
 from __future__ import annotations
@@ -68,6 +70,31 @@ def registered(c: Cluster) -> set[str]:
     return {f"{p['broadcast_address']}:{p['http_port']}" for p in body["producers"]}
 
 
+def test_a_drain_of_a_node_holding_only_follower_copies_says_they_stay(rig: Rig) -> None:
+    """Nothing moves for a follower copy whose partition keeps enough in-sync copies: the
+    preview says so and what stopping the node does to that ISR, not that the node holds
+    no topic."""
+    pair = rig.lookup(rig.pair)
+    [third] = [a for a in rig.c.nsqd_http if a not in pair["isr"]]
+    eventually(lambda: len(rig.lookup(rig.wide)["isr"]) == 3, 60, f"{rig.wide} in sync on all")
+    if rig.lookup(rig.wide)["leader_http"] == third:
+        to = pair["leader_http"]
+        ok("topic", "move", rig.wide, "--partition", "0", "--to", to, "--yes", *rig.lookupd)
+    eventually(lambda: len(rig.lookup(rig.wide)["isr"]) == 3, 60, f"{rig.wide} in sync on all")
+    got = ok("node", "drain", third, "--dry-run", *rig.lookupd)
+    steps = got.stdout.splitlines()[1:]
+    assert steps[0] == (
+        "  (nothing to send: the node leads no partition, so no leader moves; each partition "
+        "it holds a follower copy of stays writable without it, so its copies stay on it)"
+    ), got.stdout
+    assert steps[1:] == [
+        f"    {rig.wide}/0: follower copy in an ISR of 3; stopping the node leaves 2 in sync "
+        "and up, writes need 2: youzan moves it to the catch-up list, and it rejoins the ISR "
+        "once back and caught up",
+        "dry run: nothing was changed",
+    ], got.stdout
+
+
 def test_a_drain_of_the_copy_a_leaderless_partition_needs_is_refused_saying_why(
     rig: Rig,
 ) -> None:
@@ -97,6 +124,14 @@ def test_a_drain_of_the_copy_a_leaderless_partition_needs_is_refused_saying_why(
         assert "waiting for an election will not do" in line
         if leader.tcp_address in line:  # its ISR still names the dead leader
             assert f"bring {leader.tcp_address} back first" in line
+    # once the copy is elected, youzan keeps the dead leader in the partition's catch-up
+    # list: that nsqd is the copy it misses, to bring back (no nsqd need be added)
+    eventually(lambda: leader_now() == copy, 30, f"{copy} elected")
+    got = run_main("node", "drain", copy, "--dry-run", *rig.lookupd)
+    assert got.returncode == 1, got
+    [line] = [x for x in got.stderr.splitlines() if f"{rig.pair}/0: " in x]
+    dead = leader.tcp_address
+    assert line.endswith(f"({dead} in its catch-up list is down): bring {dead} back first"), line
 
 
 def test_a_drain_of_a_dead_nsqd_says_it_is_down_not_unknown(rig: Rig) -> None:

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
-from nsqctl.addresses import HostPort, NsqdAddress, parse_address, parse_addresses
+from nsqctl.addresses import (
+    HostPort,
+    NsqdAddress,
+    parse_address,
+    parse_addresses,
+    resolve_endpoints,
+)
 from nsqctl.errors import ConfigError
 
 
@@ -82,3 +90,12 @@ def test_value_type_properties() -> None:
     assert HostPort.parse("x:1") == HostPort("x", 1)
     assert sorted([HostPort("b", 1), HostPort("a", 2)])[0].host == "a"
     assert len({HostPort("a", 1), HostPort("a", 1)}) == 1
+
+
+def test_resolved_endpoints_meet_for_one_server_named_two_ways() -> None:
+    """localhost is resolved (no name off this machine is asked); an IP and a text that is
+    no address each stand for themselves."""
+    got = asyncio.run(resolve_endpoints(["localhost:4151", "127.0.0.1:4151", "nonsense"]))
+    assert HostPort("127.0.0.1", 4151) in got["localhost:4151"]
+    assert got["127.0.0.1:4151"] == {HostPort("127.0.0.1", 4151)}
+    assert got["nonsense"] == {HostPort("nonsense", 0)}

@@ -25,7 +25,7 @@ from nsqctl.admin.drain.records import (
     update_drain,
 )
 from nsqctl.admin.drain.redesign import plan_leader_moves
-from nsqctl.admin.drain.safety import node_name, readable, stop_plan
+from nsqctl.admin.drain.safety import KeptCopy, kept_copies, node_name, readable, stop_plan
 from nsqctl.admin.partitions import PartitionState, TopicState
 from nsqctl.lookup.topology import TopicMeta
 from nsqctl.stats.model import (
@@ -258,11 +258,20 @@ def test_stopping_must_leave_more_than_half_the_replicas_in_sync() -> None:
         "127.0.0.1:20911 back first"
     )
     assert all(DEAD not in b.describe() for b in blockers)
+    # elected in place of C, B is O/0's only in-sync copy and C, down, is in its catch-up
+    # list: C is the copy it misses, not a new nsqd
+    caught = [_topic("O", 2, PartitionState(0, B, (B,), (DEAD,)))]
+    [blocker] = stop_plan(caught, B, {A, B})[1]
+    assert blocker.why.endswith(
+        "(127.0.0.1:20911 in its catch-up list is down): bring 127.0.0.1:20911 back first"
+    )
     # C free, so B's copy can go there first... but O/0 would still have only one copy up
     moves, blockers = stop_plan(states[:1], B, {A, B, C})
     assert moves == [LeaderMove("T", 0, B, C, copy=True)] and blockers == []
-    # replicas 3 keeps 2 of 3 when C stops: nothing to do
+    # replicas 3 keeps 2 of 3 when C stops: nothing to do, and C's follower copy stays
     assert stop_plan(states[2:3], C, {A, B, C}) == ([], [])
+    assert kept_copies(states, C, {A, B, C}) == [KeptCopy("three", 0, 3, 2, 2)]
+    assert kept_copies(states, B, {A, B}) == []  # every copy of B's blocks or leads
 
 
 def test_a_copy_moves_to_the_least_loaded_free_nsqd_of_another_partition_s_topic() -> None:

@@ -61,7 +61,7 @@ from nsqctl.admin.drain.redesign import (
     with_leaderless,
 )
 from nsqctl.admin.drain.restore import RestoreResult, restore_node
-from nsqctl.admin.drain.safety import Blocker, readable, stop_plan
+from nsqctl.admin.drain.safety import Blocker, KeptCopy, kept_copies, readable, stop_plan
 from nsqctl.admin.leader import find_leader
 from nsqctl.admin.partitions import NsqdNode, leader_load_factors, registered_nsqds
 from nsqctl.admin.requests import AdminReport, admin_client
@@ -108,6 +108,9 @@ class DrainPlan:
     """Redesign: partitions that keep the node from being drained now; a drain with any
     refuses at once (nothing is moved)."""
     load: NodeLoad | None = None
+    kept: tuple[KeptCopy, ...] = ()
+    """Redesign: the node's follower copies that stay on it (their partitions keep enough
+    in-sync copies without it)."""
 
     def steps(self) -> list[str]:
         if self.family == "original":
@@ -122,10 +125,27 @@ class DrainPlan:
         """The plan in words, as ``--dry-run`` and the dashboard's confirmation show it:
         what is on the node now, then each step (indented)."""
         remaining = self.load.remaining if self.load else 0
-        steps = self.steps() or ["(nothing to send: the node holds no leader or topic)"]
+        steps = self.steps() or self._nothing_to_send()
         return [
             f"drain {self.node} ({self.family}): {remaining} messages on it now",
             *(f"  {step}" for step in steps),
+        ]
+
+    def _nothing_to_send(self) -> list[str]:
+        """Why the plan sends nothing, as it is for this node: a redesign node may hold
+        follower copies, which stay, and the operator should see what stopping it does
+        to their ISR."""
+        if self.family == "original":
+            return ["(nothing to send: the node holds no topic)"]
+        if self.blocked:
+            return ["(nothing to send: the drain is refused, for the partitions below)"]
+        if not self.kept:
+            return ["(nothing to send: the node leads no partition and is in no ISR)"]
+        return [
+            "(nothing to send: the node leads no partition, so no leader moves; each "
+            "partition it holds a follower copy of stays writable without it, so its "
+            "copies stay on it)",
+            *(f"  {k.describe()}" for k in self.kept),
         ]
 
     def to_json(self) -> dict[str, Any]:
@@ -146,6 +166,16 @@ class DrainPlan:
                 for m in self.moves
             ],
             "blocked": [b.describe() for b in self.blocked],
+            "kept": [
+                {
+                    "topic": k.topic,
+                    "partition": k.partition,
+                    "isr": k.isr,
+                    "in_sync_left": k.left,
+                    "need": k.need,
+                }
+                for k in self.kept
+            ],
             "remaining": self.load.remaining if self.load else None,
         }
 
@@ -298,15 +328,16 @@ async def _stop_plan(
     view: ClusterView,
     node: str,
     avoid: Collection[str],
-) -> tuple[list[LeaderMove], list[Blocker]]:
+) -> tuple[list[LeaderMove], list[Blocker], list[KeptCopy]]:
     """For the partitions that would stop taking writes if ``node`` stopped now, the copy
     moves that prevent it and why the others cannot be (:mod:`.safety`), from the
-    lookup's records; a topic that could not be read blocks."""
+    lookup's records; a topic that could not be read blocks. Then the node's follower
+    copies that need nothing."""
     states, unread = await read_topic_states(client, leader, _topics_on(view, node), nodes)
     loads = await leader_load_factors(client, leader)
     states = with_leaderless(states, view, node)
     copies, blocked = stop_plan(states, node, set(nodes), loads, avoid)
-    return copies, unread + blocked
+    return copies, unread + blocked, kept_copies(states, node, set(nodes))
 
 
 def _same_move(copy: LeaderMove, moves: Sequence[LeaderMove]) -> bool:
@@ -364,7 +395,7 @@ async def plan_drain(
         _answering(view, http)
         avoid = _draining_elsewhere(http, state_dir)
         moves, blocked = plan_leader_moves(view, http, loads, avoid)
-        copies, unsafe = await _stop_plan(client, leader, nodes, view, http, avoid)
+        copies, unsafe, kept = await _stop_plan(client, leader, nodes, view, http, avoid)
     topics = tuple(t.name for t in view.topics if http in t.nodes)
     return DrainPlan(
         http,
@@ -374,6 +405,7 @@ async def plan_drain(
         moves=(*moves, *(c for c in copies if not _same_move(c, moves))),
         blocked=_merge(unsafe, blocked),
         load=node_load(view, http),
+        kept=tuple(kept),
     )
 
 
@@ -550,7 +582,7 @@ class _Drain:
                 return [], stuck
             nodes = await registered_nsqds(client, leader)
             avoid = _draining_elsewhere(node, self.state_dir)
-            copies, unsafe = await _stop_plan(client, leader, nodes, view, node, avoid)
+            copies, unsafe, _ = await _stop_plan(client, leader, nodes, view, node, avoid)
         spent = [b for m in copies if (b := self.exhausted(m.topic, m.partition, True)) is not None]
         return copies, list(_merge(unsafe, [*stuck, *spent]))
 

@@ -60,6 +60,25 @@ class Blocker:
 
 
 @dataclass(frozen=True)
+class KeptCopy:
+    """A follower copy on the node (in sync, not the leader) of a partition that stays
+    writable without the node: nothing moves for it, and the copy stays on the node."""
+
+    topic: str
+    partition: int
+    isr: int  # members of its ISR now, the node included
+    left: int  # of them, up and in sync once the node stops
+    need: int  # in-sync copies it takes writes with
+
+    def describe(self) -> str:
+        return (
+            f"{self.topic}/{self.partition}: follower copy in an ISR of {self.isr}; stopping "
+            f"the node leaves {self.left} in sync and up, writes need {self.need}: youzan "
+            "moves it to the catch-up list, and it rejoins the ISR once back and caught up"
+        )
+
+
+@dataclass(frozen=True)
 class _Around:
     """The node to stop and the nsqds around it."""
 
@@ -86,28 +105,42 @@ def _free(state: TopicState, p: PartitionState, at: _Around) -> list[str]:
     return sorted(free, key=lambda a: (at.loads.get(a, float("inf")), a))
 
 
+def _absent(p: PartitionState, at: _Around) -> tuple[str, str]:
+    """The copies of ``p`` (the node aside) that are down, in words (`` (X in its ISR is
+    down)``, or "" for none), and the advice: bring them back, or, with none, add an nsqd.
+
+    A down copy counts in its ISR (youzan cannot drop it, too few would remain) or in its
+    catch-up list, where youzan puts a copy that failed and a leader it elected another in
+    place of: either one, back and caught up, is the copy the partition misses, so it is
+    named rather than an nsqd asked for that the cluster already has."""
+    where = (("ISR", p.isr), ("catch-up list", [a for a in p.catchup if a not in p.isr]))
+    down = [
+        (kind, [node_name(a) for a in members if a != at.node and a not in at.up])
+        for kind, members in where
+    ]
+    down = [(kind, names) for kind, names in down if names]
+    if not down:
+        return "", "add an nsqd (or lower its replicas) first"
+    named = "; ".join(f"{', '.join(names)} in its {kind} is down" for kind, names in down)
+    return f" ({named})", f"bring {', '.join(n for _, names in down for n in names)} back first"
+
+
 def _leaderless(topic: str, p: PartitionState, need: int, at: _Around) -> str:
     """Why a partition with no leader blocks the stop, and what to do: waiting for an
     election helps only when enough of its in-sync copies are up for the leader elected to
     take writes; else the copies that are down must come back first (waiting would be
     forever, as the same refusal of ``topic move`` says)."""
     up = [a for a in p.isr if a in at.up]
-    down = [node_name(a) for a in p.isr if a not in at.up]
     head = "it has no leader now (not writable)"
     if len(up) >= need:
         return (
             f"{head}, and {len(up)} of its in-sync copies are up: wait for nsqlookupd to "
             f"elect one (`lookup({topic})` shows when), then drain again"
         )
-    named = f" ({', '.join(down)} in its ISR is down)" if down else ""
+    named, advice = _absent(p, at)
     return (
         f"{head}, and {len(up)} of its in-sync copies are up{named}: it takes writes only "
-        f"with {need}, so waiting for an election will not do; "
-        + (
-            f"bring {', '.join(down)} back first"
-            if down
-            else "add an nsqd (or lower its replicas) first"
-        )
+        f"with {need}, so waiting for an election will not do; {advice}"
     )
 
 
@@ -128,15 +161,29 @@ def _check(state: TopicState, p: PartitionState, at: _Around) -> LeaderMove | Bl
     free = _free(state, p, at)
     if free and len(left) + 1 >= need:
         return LeaderMove(state.topic, p.partition, node, free[0], copy=True)
-    down = [node_name(a) for a in p.isr if a != node and a not in at.up]
     copies = f"{len(left)} in-sync cop{'y' if len(left) == 1 else 'ies'}"
     why = f"stopping {node} leaves {copies}" + (f" ({', '.join(left)})" if left else "")
     why += f"; with replicas {replicas} it takes writes and elects a leader only with {need}"
-    if down:
-        why += f" ({', '.join(down)} in its ISR is down): bring {', '.join(down)} back first"
-    else:
-        why += ": add an nsqd (or lower its replicas) first"
-    return Blocker(state.topic, p.partition, why)
+    named, advice = _absent(p, at)
+    return Blocker(state.topic, p.partition, f"{why}{named}: {advice}")
+
+
+def kept_copies(states: Sequence[TopicState], node: str, up: Collection[str]) -> list[KeptCopy]:
+    """The follower copies on ``node`` that :func:`stop_plan` leaves alone: partitions it is
+    in sync for, does not lead, and that keep enough in-sync copies up without it."""
+    at = _Around(node, up, {}, ())
+    return [
+        KeptCopy(
+            state.topic,
+            p.partition,
+            len(p.isr),
+            sum(1 for a in p.isr if a != node and a in up),
+            quorum(state.meta.replica),
+        )
+        for state in states
+        for p in state.partitions.values()
+        if node in p.isr and node != p.leader and _check(state, p, at) is None
+    ]
 
 
 def stop_plan(
