@@ -57,6 +57,16 @@ ResumeStart = Callable[[int | None, HostPort | None], Awaitable[str | None]]
 SkippedStart = Callable[[int | None, HostPort | None], Awaitable[bool | None]]
 
 
+def _subscribe_failure(address: HostPort, err: NsqctlError) -> str:
+    """A subscription's failure in words: refused by nsqd (an error frame), unanswered (a
+    deadline), or cut off (the connection lost while subscribing)."""
+    if isinstance(err, p.ServerError):
+        return f"nsqd {address} refused the subscription: {err}"
+    if isinstance(err, NsqctlTimeoutError):
+        return f"nsqd {address} did not answer the subscription: {err}"
+    return f"the subscription on nsqd {address} failed: {err}"
+
+
 class ConnectionSet:
     """Connections of one subscription: which to have, open them, keep them open."""
 
@@ -103,8 +113,10 @@ class ConnectionSet:
         self._connecting: dict[Target, asyncio.Task[None]] = {}
         self._reconnect_delay: dict[Target, float] = {}
         self._connect_errors: dict[HostPort, str] = {}  # nsqd address -> last failure (start-up)
-        # nsqd addresses whose last failure was not a deadline (refused, unresolvable, TLS)
-        self._declined: set[HostPort] = set()
+        # nsqd addresses whose last failure was a deadline (no connect, handshake or reply
+        # in time): a positive record, so that a failure of any other kind (a refused
+        # socket, a refused subscription) never passes for silence
+        self._timed_out: set[HostPort] = set()
         self._stopping = False
         #: An error no reconnect can cure (a bad topic, a refused subscription option).
         self.fatal: BaseException | None = None
@@ -210,8 +222,7 @@ class ConnectionSet:
                 tried = " | ".join(self._connect_errors.values()) or (
                     f"no answer from {', '.join(silent)} (not an nsqd's TCP port?)"
                 )
-                # nothing refused: every nsqd stayed silent or let a deadline pass (hung)
-                unreached = NoConnectionTimeoutError if not self._declined else NoConnectionError
+                unreached = NoConnectionTimeoutError if self._all_silent() else NoConnectionError
                 self._set_fatal(
                     unreached(
                         f"no nsqd of topic {self.topic!r} reachable within {limit:g}s: {tried}",
@@ -220,6 +231,22 @@ class ConnectionSet:
                 )
                 return
             await asyncio.sleep(0.05)
+
+    def _all_silent(self) -> bool:
+        """Every nsqd to read let a deadline pass: its last failure was a timeout, or it
+        has not answered its first attempt yet (a connect, handshake or SUB under way)."""
+        return all(
+            address in self._timed_out or address not in self._connect_errors
+            for address, _part in self._targets
+        )
+
+    def _failed(self, address: HostPort, text: str, err: BaseException) -> None:
+        """Record ``address``'s last failure, for the start-up check's one line."""
+        self._connect_errors[address] = text
+        if isinstance(err, NsqctlTimeoutError):
+            self._timed_out.add(address)
+        else:
+            self._timed_out.discard(address)
 
     def stop_connecting(self) -> None:
         """No new connection from now on: pending connects and reconnects are cancelled."""
@@ -316,11 +343,7 @@ class ConnectionSet:
             )
         except (ConnectError, OSError) as err:
             text = str(err) if isinstance(err, ConnectError) else f"{address}: {err}"
-            self._connect_errors[address] = text
-            if isinstance(err, NsqctlTimeoutError):
-                self._declined.discard(address)
-            else:
-                self._declined.add(address)
+            self._failed(address, text, err)
             # Before anything ever connected the start-up check reports it in one line.
             log.log(
                 logging.WARNING if self.stats.connections or self._conns else logging.INFO,
@@ -365,6 +388,7 @@ class ConnectionSet:
             await conn.close()
             return None
         if following is Verdict.RETRY_LATER:
+            self._failed(address, _subscribe_failure(address, err), err)
             log.warning("subscribe on %s failed: %s", address, err)
             await conn.close()
             self._schedule_reconnect(target)
