@@ -335,12 +335,21 @@ class ConnectionSet:
 
     async def _dial_target(self, target: Target) -> Connection | None:
         """A connection to ``target``'s nsqd; None when it could not be reached (logged,
-        and a reconnect scheduled)."""
+        and a reconnect scheduled) or refused us for good (:attr:`fatal` set)."""
         address = target[0]
         try:
             return await self._dial(
                 address, self._on_error, lambda c, err: self._on_close(target, c, err)
             )
+        except p.ServerError as err:
+            # nsqd answered the handshake with a refusal: TLS it requires and this
+            # connection lacks (TLSRequiredError, nsqd applies its TLS policy at AUTH),
+            # AUTH it requires and no secret given (AuthRequiredError), a secret refused.
+            # No reconnect brings TLS or a secret, so the consumer stops with it at once,
+            # as it does for a SUB refused for TLS (SubscribeRefusal.TLS_REQUIRED); the
+            # first two are ConnectErrors too, not a dial failure to retry.
+            self._set_fatal(err)
+            return None
         except (ConnectError, OSError) as err:
             text = str(err) if isinstance(err, ConnectError) else f"{address}: {err}"
             self._failed(address, text, err)
