@@ -40,7 +40,7 @@ The tree: a class of two kinds is drawn under one, and ``+Kind`` names the other
     ├── PublishError             a publish got no OK: nothing was acknowledged
     ├── UsageError               the library was used out of order
     │   ├── AlreadyRespondedError  a message answered twice
-    │   └── ProducerClosedError    +PublishError: a publish on a closed Producer
+    │   └── ProducerClosedError    +PublishError: a publish on, or ended by, close()
     ├── AdminError               an admin request was refused or could not be made
     ├── ArchiveWriteError        a batch could not be written durably
     ├── TraceLogWriteError       the trace log could not be written (full disk, I/O)
@@ -385,9 +385,13 @@ class AlreadyRespondedError(UsageError):
 
 
 class ProducerClosedError(UsageError, PublishError):
-    """A publish called on a Producer after its ``close()``: a mistake in the calling code,
-    and a :class:`PublishError` as well (what it was before it had a class), so that code
-    catching failed publishes keeps catching it. Nothing was sent (``unsent`` is True)."""
+    """A publish called on a Producer after its ``close()``, or ended by it: begun before
+    it but not yet run (a batch of ``publish_many``), or waiting to retry when it came. A
+    mistake in the calling code (publishing on, or closing under, a producer in use), and a
+    :class:`PublishError` as well (what it was before it had a class), so that code
+    catching failed publishes keeps catching it. Nothing was sent (``unsent`` is True)
+    unless an earlier attempt of a publish waiting to retry wrote it (``unsent`` False:
+    its reply timed out, say, and it may have been stored)."""
 
     unsent = True
 

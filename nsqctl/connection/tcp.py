@@ -35,6 +35,7 @@ from nsqctl.errors import (
     TLSError,
 )
 from nsqctl.protocol.handshake import (
+    TLS_STATES,
     Authenticated,
     Handshake,
     HandshakeState,
@@ -44,6 +45,7 @@ from nsqctl.protocol.handshake import (
     SendData,
     StartTLS,
     SwitchCodec,
+    tls_upgrade_lost,
 )
 from nsqctl.protocol.raw_message import Family, MessageLayout, RawMessage
 from nsqctl.protocol.replies import AuthResponse, IdentifyResponse
@@ -77,9 +79,6 @@ BatchHandler = Callable[["Connection", list[RawMessage]], None]
 ErrorHandler = Callable[["Connection", p.ServerError], None]
 CloseHandler = Callable[["Connection", BaseException | None], None]
 _Pending = asyncio.Future[bytes]
-# Where a lost socket means the TLS upgrade failed (nsqd dropped our hello or our
-# certificate), not the plain handshake.
-_TLS_STATES = frozenset({HandshakeState.AWAIT_TLS_START, HandshakeState.AWAIT_TLS_OK})
 
 
 class Connection:
@@ -296,12 +295,8 @@ class Connection:
                 setting="tls_ca",
             )
         if isinstance(err, (OSError, EOFError)):
-            if state in _TLS_STATES:
-                return TLSError(
-                    f"nsqd {self.address} closed the connection during the TLS upgrade: "
-                    "check that it offers TLS on this port and accepts our TLS settings",
-                    setting="tls",
-                )
+            if state in TLS_STATES:
+                return tls_upgrade_lost(str(self.address))
             return ConnectError(f"nsqd {self.address} closed the connection during the handshake")
         return err
 

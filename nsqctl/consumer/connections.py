@@ -57,6 +57,16 @@ ResumeStart = Callable[[int | None, HostPort | None], Awaitable[str | None]]
 SkippedStart = Callable[[int | None, HostPort | None], Awaitable[bool | None]]
 
 
+def _subscribe_failure(address: HostPort, err: NsqctlError) -> str:
+    """A subscription's failure in words: refused by nsqd (an error frame), unanswered (a
+    deadline), or cut off (the connection lost while subscribing)."""
+    if isinstance(err, p.ServerError):
+        return f"nsqd {address} refused the subscription: {err}"
+    if isinstance(err, NsqctlTimeoutError):
+        return f"nsqd {address} did not answer the subscription: {err}"
+    return f"the subscription on nsqd {address} failed: {err}"
+
+
 class ConnectionSet:
     """Connections of one subscription: which to have, open them, keep them open."""
 
@@ -103,8 +113,10 @@ class ConnectionSet:
         self._connecting: dict[Target, asyncio.Task[None]] = {}
         self._reconnect_delay: dict[Target, float] = {}
         self._connect_errors: dict[HostPort, str] = {}  # nsqd address -> last failure (start-up)
-        # nsqd addresses whose last failure was not a deadline (refused, unresolvable, TLS)
-        self._declined: set[HostPort] = set()
+        # nsqd addresses whose last failure was a deadline (no connect, handshake or reply
+        # in time): a positive record, so that a failure of any other kind (a refused
+        # socket, a refused subscription) never passes for silence
+        self._timed_out: set[HostPort] = set()
         self._stopping = False
         #: An error no reconnect can cure (a bad topic, a refused subscription option).
         self.fatal: BaseException | None = None
@@ -197,13 +209,18 @@ class ConnectionSet:
 
     def unreached_error(self, addresses: Iterable[HostPort | None]) -> type[NoConnectionError]:
         """The error for the nsqds at ``addresses`` staying out of reach:
-        :class:`NoConnectionTimeoutError` when none of them refused (each stayed silent or
-        let a deadline pass, as a hung nsqd does), else :class:`NoConnectionError`. None
-        (a partition no nsqd leads) is no silent nsqd, so never a timeout."""
+        :class:`NoConnectionTimeoutError` when every one of them let a deadline pass (its
+        last failure was a timeout, or its first attempt is still unanswered: a connect,
+        handshake or SUB under way), as a hung nsqd does; else :class:`NoConnectionError`
+        (one refused the connection or the subscription). None (a partition no nsqd leads)
+        is no silent nsqd, so never a timeout."""
         seen = set(addresses)
-        if None in seen or seen & self._declined:
+        if None in seen:
             return NoConnectionError
-        return NoConnectionTimeoutError
+        silent = all(
+            address in self._timed_out or address not in self._connect_errors for address in seen
+        )
+        return NoConnectionTimeoutError if silent else NoConnectionError
 
     async def await_first(self, limit: float | None, since: float | None = None) -> None:
         """Fail fast (:attr:`fatal`) when the known nsqds cannot be reached at all (a wrong
@@ -229,6 +246,14 @@ class ConnectionSet:
                 )
                 return
             await asyncio.sleep(0.05)
+
+    def _failed(self, address: HostPort, text: str, err: BaseException) -> None:
+        """Record ``address``'s last failure, for the start-up check's one line."""
+        self._connect_errors[address] = text
+        if isinstance(err, NsqctlTimeoutError):
+            self._timed_out.add(address)
+        else:
+            self._timed_out.discard(address)
 
     def stop_connecting(self) -> None:
         """No new connection from now on: pending connects and reconnects are cancelled."""
@@ -317,19 +342,24 @@ class ConnectionSet:
 
     async def _dial_target(self, target: Target) -> Connection | None:
         """A connection to ``target``'s nsqd; None when it could not be reached (logged,
-        and a reconnect scheduled)."""
+        and a reconnect scheduled) or refused us for good (:attr:`fatal` set)."""
         address = target[0]
         try:
             return await self._dial(
                 address, self._on_error, lambda c, err: self._on_close(target, c, err)
             )
+        except p.ServerError as err:
+            # nsqd answered the handshake with a refusal: TLS it requires and this
+            # connection lacks (TLSRequiredError, nsqd applies its TLS policy at AUTH),
+            # AUTH it requires and no secret given (AuthRequiredError), a secret refused.
+            # No reconnect brings TLS or a secret, so the consumer stops with it at once,
+            # as it does for a SUB refused for TLS (SubscribeRefusal.TLS_REQUIRED); the
+            # first two are ConnectErrors too, not a dial failure to retry.
+            self._set_fatal(err)
+            return None
         except (ConnectError, OSError) as err:
             text = str(err) if isinstance(err, ConnectError) else f"{address}: {err}"
-            self._connect_errors[address] = text
-            if isinstance(err, NsqctlTimeoutError):
-                self._declined.discard(address)
-            else:
-                self._declined.add(address)
+            self._failed(address, text, err)
             # Before anything ever connected the start-up check reports it in one line.
             log.log(
                 logging.WARNING if self.stats.connections or self._conns else logging.INFO,
@@ -374,6 +404,7 @@ class ConnectionSet:
             await conn.close()
             return None
         if following is Verdict.RETRY_LATER:
+            self._failed(address, _subscribe_failure(address, err), err)
             log.warning("subscribe on %s failed: %s", address, err)
             await conn.close()
             self._schedule_reconnect(target)

@@ -353,7 +353,7 @@ class Producer:
     async def close(self) -> None:
         """Refuse new publishes, let those in progress end, then close every pooled
         connection. A publish waiting to retry (its nsqd unreachable, its partition
-        without a leader) fails now with a PublishError instead of retrying on, and
+        without a leader) fails now with a ProducerClosedError instead of retrying on, and
         maybe storing its message, after the producer closed; one whose bytes are on the
         wire gets its answer first."""
         self._closed = True

@@ -32,6 +32,7 @@ from nsqctl.errors import (
     NsqctlTimeoutError,
     PartitionTimeoutError,
     PartitionUnavailableError,
+    ProducerClosedError,
     PublishConnectError,
     PublishConnectTimeoutError,
     PublishError,
@@ -112,11 +113,11 @@ class RetryLoop:
         self._closing = asyncio.Event()
 
     async def close(self) -> None:
-        """No more retries: a call waiting for its next attempt fails now (a PublishError
-        saying the producer closed, its last failure chained), an attempt in progress
-        ends as it ends (its OK, or its error), and a call begun but not yet run fails
-        at its start without connecting. Returns when every call begun has ended, so
-        none connects or publishes after the producer closed."""
+        """No more retries: a call waiting for its next attempt fails now (a
+        ProducerClosedError saying the producer closed, its last failure chained), an
+        attempt in progress ends as it ends (its OK, or its error), and a call begun but
+        not yet run fails at its start without connecting. Returns when every call begun
+        has ended, so none connects or publishes after the producer closed."""
         self._closing.set()
         if self._running:
             self._idle.clear()
@@ -161,7 +162,7 @@ class RetryLoop:
         try:
             if self._closing.is_set():
                 # begun before close() but run after it (a batch task not yet started)
-                raise PublishError(
+                raise ProducerClosedError(
                     f"the producer was closed before the publish to topic {topic!r} was "
                     "sent: nothing was sent"
                 )
@@ -333,7 +334,7 @@ class RetryLoop:
             except TimeoutError:
                 pass
         if closing.is_set():
-            raise PublishError(
+            raise ProducerClosedError(
                 f"the producer was closed while the publish to topic {call.topic!r} waited "
                 f"to retry, unacknowledged ({last})"
             ) from last

@@ -38,6 +38,7 @@ from nsqctl.protocol.replies import (
 from nsqctl.secrets import Secret
 
 __all__ = [
+    "TLS_STATES",
     "Authenticated",
     "Handshake",
     "HandshakeEvent",
@@ -48,6 +49,7 @@ __all__ = [
     "SendData",
     "StartTLS",
     "SwitchCodec",
+    "tls_upgrade_lost",
 ]
 
 # An HTTP server answers the magic and IDENTIFY line with "HTTP/1.1 400 Bad Request":
@@ -115,6 +117,20 @@ class HandshakeState(Enum):
     FAILED = "failed"
 
 
+#: Where a lost connection means the TLS upgrade failed (nsqd dropped our hello or our
+#: certificate, or closed instead of its OK inside TLS), not the plain handshake.
+TLS_STATES = frozenset({HandshakeState.AWAIT_TLS_START, HandshakeState.AWAIT_TLS_OK})
+
+
+def tls_upgrade_lost(peer: str) -> TLSError:
+    """nsqd closed the connection while it was being upgraded to TLS."""
+    return TLSError(
+        f"nsqd {peer} closed the connection during the TLS upgrade: check that it offers "
+        "TLS on this port and accepts our TLS settings",
+        setting="tls",
+    )
+
+
 # --------------------------------------------------------------------------- the machine
 
 
@@ -180,6 +196,8 @@ class Handshake:
         """The server closed the socket before the handshake ended."""
         if self.state in (HandshakeState.DONE, HandshakeState.FAILED):
             raise UsageError(f"the handshake is {self.state.value}: the transport owns EOF now")
+        if self.state in TLS_STATES:
+            self._fail(tls_upgrade_lost(self.peer))
         partial = f" ({len(self._buf)} bytes into an unfinished frame)" if self._buf else ""
         self._fail(
             ConnectError(f"nsqd {self.peer} closed the connection during the handshake{partial}")

@@ -33,7 +33,7 @@ from typing import Any
 import pytest
 
 import nsqctl
-from nsqctl import Producer
+from nsqctl import Consumer, ConsumerOptions, Producer
 from nsqctl import protocol as p
 from nsqctl.connection import Connection, ConnectionConfig, TLSSettings
 from nsqctl.errors import ConfigError, ConnectError, ConnectionClosedError, NsqctlError
@@ -127,6 +127,23 @@ def auth_nsqd(
     """AUTH required; TLS offered too, so the auth query's ``tls`` flag can be checked."""
     args = [*nsqd_tls_args(tls_files), f"--auth-http-address={auth_server.address}"]
     yield from _start(original_bins, tmp_path_factory, "auth", args)
+
+
+@pytest.fixture(scope="module")
+def auth_tls_required_nsqd(
+    original_bins: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    tls_files: TLSFiles,
+    auth_server: AuthServer,
+) -> Iterator[cluster.Cluster]:
+    """AUTH and TLS both required: nsqd applies its TLS policy to every command after
+    IDENTIFY, AUTH included, so a client with a secret and no TLS is refused at AUTH."""
+    args = [
+        *nsqd_tls_args(tls_files),
+        "--tls-required=tcp-https",
+        f"--auth-http-address={auth_server.address}",
+    ]
+    yield from _start(original_bins, tmp_path_factory, "authtls", args)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -501,6 +518,33 @@ async def test_a_publish_without_the_secret_an_nsqd_requires_fails_at_once_as_au
     assert err.unsent is True
     for text in _texts_of(err):
         assert GOOD_SECRET not in text
+
+
+async def test_a_consumer_refused_at_the_handshake_fails_its_start_with_the_refusal(
+    auth_nsqd: cluster.Cluster, auth_tls_required_nsqd: cluster.Cluster
+) -> None:
+    """A consumer without the TLS an nsqd requires (found at AUTH, its secret never sent)
+    or without the secret it requires fails its start with that refusal, before its
+    connect timeout: not a NoConnectionError after retrying what no retry can fix."""
+    cases = [
+        (auth_tls_required_nsqd, Secret(GOOD_SECRET), p.TLSRequiredError),
+        (auth_nsqd, None, nsqctl.AuthRequiredError),
+    ]
+    for server, secret, kind in cases:
+        consumer = Consumer(
+            unique("refusedsub"),
+            "ch",
+            lambda msg: None,
+            nsqd_tcp=server.nsqd_tcp,
+            config=_config("refused-consumer", auth_secret=secret),
+            options=ConsumerOptions(connect_timeout=15.0),
+        )
+        with pytest.raises(NsqctlError) as info:
+            await consumer.start()
+        assert isinstance(info.value, kind), repr(info.value)
+        assert not isinstance(info.value, nsqctl.NoConnectionError)
+        for text in _texts_of(info.value):
+            assert GOOD_SECRET not in text
 
 
 async def test_auth_good_secret(auth_nsqd: cluster.Cluster, auth_server: AuthServer) -> None:

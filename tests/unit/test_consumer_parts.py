@@ -32,6 +32,9 @@ from nsqctl.errors import (
     ConfigError,
     FailoverTimeoutError,
     NoConnectionError,
+    NoConnectionTimeoutError,
+    NsqctlTimeoutError,
+    ReplyTimeoutError,
 )
 from nsqctl.flow import BackoffController, RdyController
 from nsqctl.lookup.topology import Peer, Topology
@@ -560,8 +563,13 @@ class Dialer:
         self.opened: list[FakeConn] = []
         self.fail_next = 0
         self.subscribe_error: BaseException | None = None
+        self.dial_error: BaseException | None = None  # what every dial raises, if set
+        self.dials = 0
 
     async def __call__(self, address: HostPort, on_error: Any, on_close: Any) -> Connection:
+        self.dials += 1
+        if self.dial_error is not None:
+            raise self.dial_error
         if self.fail_next:
             self.fail_next -= 1
             raise OSError("refused")
@@ -794,6 +802,89 @@ async def test_unconnected_names_what_is_cut_off_until_it_is_read_again() -> Non
     await lookup.sync(Topology("t", partitions={0: Peer.from_address(a), 1: Peer.from_address(c)}))
     assert leaders.unconnected == []  # read again, from its new leader
     await lookup.close_all()
+
+
+def quick_start_consumer(dialer: Dialer) -> DialerConsumer:
+    """A consumer of one nsqd on ``dialer`` whose start gives up after 0.3 s, retrying
+    every 0.05 s meanwhile."""
+    options = ConsumerOptions(connect_timeout=0.3, reconnect_initial=0.05, reconnect_max=0.05)
+    return DialerConsumer(dialer, "t", "c", lambda m: None, nsqd_tcp=NSQD, options=options)
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        b"E_UNAUTHORIZED SUB Insufficient Permissions",
+        b"E_AUTH_FIRST AUTH required before SUB",
+        b"E_SUB_CHANNEL_NOT_REGISTERED channel is not registered",
+        b"E_FAILED_ON_NOT_LEADER",
+        b"E_TOPIC_NOT_EXIST",
+    ],
+)
+async def test_a_start_whose_every_subscription_is_refused_is_not_a_timeout(frame: bytes) -> None:
+    """Every nsqd answers the connect and refuses the SUB with a refusal a retry may get
+    past: start fails as unable to connect, saying the subscription was refused, and not
+    as a timeout (nothing stayed silent)."""
+    dialer = Dialer()
+    dialer.subscribe_error = p.error_from_frame(frame, context="sub")
+    consumer = quick_start_consumer(dialer)
+    with pytest.raises(NoConnectionError) as info:
+        await consumer.start()
+    assert not isinstance(info.value, NsqctlTimeoutError)
+    assert "refused the subscription" in str(info.value), str(info.value)
+    assert dialer.opened and not any(f.is_open for f in dialer.opened)
+
+
+async def test_a_start_whose_every_subscription_timed_out_is_a_timeout() -> None:
+    """The other side of the same line: SUBs that each got no answer in time (the
+    connection closed as silent) make start fail as a timeout."""
+    dialer = Dialer()
+    dialer.subscribe_error = ReplyTimeoutError(NSQD, "no reply to SUB within 0.1s")
+    consumer = quick_start_consumer(dialer)
+    with pytest.raises(NoConnectionTimeoutError) as info:
+        await consumer.start()
+    assert "did not answer the subscription" in str(info.value), str(info.value)
+
+
+HANDSHAKE_REFUSALS = [
+    pytest.param(
+        lambda: p.error_from_frame(
+            b"E_INVALID cannot AUTH in current state (TLS required)", context="auth"
+        ),
+        id="tls-required",
+    ),
+    pytest.param(lambda: p.AuthRequiredError(NSQD), id="auth-required"),
+    pytest.param(
+        lambda: p.error_from_frame(b"E_AUTH_FAILED AUTH failed", context="auth"), id="auth-failed"
+    ),
+]
+
+
+@pytest.mark.parametrize("refusal", HANDSHAKE_REFUSALS)
+async def test_a_handshake_refusal_no_retry_can_fix_fails_start_with_it(refusal: Any) -> None:
+    """nsqd refuses the handshake for want of TLS (its TLS policy, applied at AUTH) or of
+    a secret: start fails with that refusal after one dial, not with NoConnectionError
+    after retrying until the connect timeout (no reconnect brings TLS or a secret)."""
+    dialer = Dialer()
+    dialer.dial_error = refusal()
+    consumer = quick_start_consumer(dialer)
+    with pytest.raises(p.ServerError) as info:
+        await consumer.start()
+    assert info.value is dialer.dial_error and dialer.dials == 1
+
+
+@pytest.mark.parametrize("refusal", HANDSHAKE_REFUSALS)
+async def test_a_handshake_refusal_on_a_reconnect_stops_the_set(refusal: Any) -> None:
+    """The same refusal when a lost connection is dialled again (nsqd restarted with TLS
+    or AUTH required) stops the set with it, rather than reconnecting forever."""
+    dialer = Dialer()
+    conns = connection_set(dialer)
+    await conns.sync(Topology.from_nsqd_addresses([parse_address(NSQD)], topic="t"))
+    dialer.dial_error = refusal()
+    dialer.opened[0].breaks()
+    await wait_for(lambda: conns.fatal is not None, 2.0, "the set to stop")
+    assert conns.fatal is dialer.dial_error and dialer.dials == 2
+    await conns.close_all()
 
 
 # -- closing a consumer whose background task hangs -------------------------------------------

@@ -4,6 +4,7 @@ body of the wrong type is refused before anything is sent."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import socket
 from collections.abc import Callable
@@ -12,6 +13,7 @@ import pytest
 
 import nsqctl
 from tests.helpers.cli import assert_one_line_error, run_main
+from tests.helpers.wait import wait_for
 
 QUICK = nsqctl.ProducerOptions(max_attempts=2, backoff=0.01, max_backoff=0.01)
 
@@ -101,3 +103,52 @@ async def test_a_body_of_the_wrong_type_is_refused_at_the_call(
         with pytest.raises(nsqctl.ConfigError, match=re.escape(text)) as caught:
             await call(producer)  # type: ignore[operator]
     assert caught.value.setting == setting
+
+
+async def test_batches_begun_before_close_and_run_after_it_end_as_the_producer_closed() -> None:
+    """close() in the same loop turn as a publish_many split into batches, before any batch
+    task ran: each batch fails at its start, without connecting, with the error of a
+    publish on a closed producer (a UsageError, still a PublishError), saying nothing was
+    sent."""
+    options = nsqctl.ProducerOptions(max_body_size=64)
+    producer = nsqctl.Producer(nsqd_tcp=[nowhere()], options=options)
+    bodies = [b"x" * 20 for _ in range(12)]  # several MPUB batches under 64 bytes
+    publish = asyncio.create_task(producer.publish_many("t", bodies))
+    try:
+        await asyncio.create_task(producer.close())
+        with pytest.raises(nsqctl.PublishError, match="closed before the publish") as caught:
+            await publish
+    finally:
+        publish.cancel()
+    err = caught.value
+    assert isinstance(err, nsqctl.ProducerClosedError) and isinstance(err, nsqctl.UsageError)
+    assert "nothing was sent" in str(err)
+
+
+async def test_a_publish_waiting_to_retry_when_the_producer_closes_ends_as_closed(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A publish whose connect was refused waits out its backoff when close() comes: it
+    ends then as the producer closed (its last failure chained), known unsent since no
+    attempt reached an nsqd."""
+    caplog.set_level("INFO", logger="nsqctl")
+    slow = nsqctl.ProducerOptions(
+        max_attempts=5, backoff=60.0, max_backoff=60.0, retry_timeout=600.0
+    )
+    producer = nsqctl.Producer(nsqd_tcp=[nowhere()], options=slow)
+    publish = asyncio.create_task(producer.publish("t", b"x"))
+    try:
+        await wait_for(
+            lambda: any("retry 1 in" in r.getMessage() for r in caplog.records),
+            10.0,
+            "the publish to wait for its second attempt",
+        )
+        async with asyncio.timeout(20):  # a hang guard: far below the 60 s backoff
+            await producer.close()
+        with pytest.raises(nsqctl.ProducerClosedError, match="waited to retry") as caught:
+            await publish
+    finally:
+        publish.cancel()
+    err = caught.value
+    assert isinstance(err, nsqctl.PublishError) and err.unsent is True
+    assert isinstance(err.__cause__, nsqctl.ConnectError)

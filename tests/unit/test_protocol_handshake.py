@@ -158,6 +158,21 @@ def test_tls_upgrade_answered_with_something_else() -> None:
         hs.receive_data(encode_frame(FrameType.RESPONSE, b"NOPE"))
 
 
+def test_eof_instead_of_the_ok_inside_tls_is_a_tls_failure() -> None:
+    """nsqd closes cleanly after the TLS upgrade instead of sending its OK: the upgrade
+    failed (nsqd did not accept our TLS), a TLSError naming the TLS setting, not a plain
+    connect failure. Before the upgrade (waiting for the IDENTIFY reply) it stays plain."""
+    hs = _started(tls=True)
+    hs.receive_data(_reply(tls_v1=True))
+    hs.tls_started()
+    with pytest.raises(TLSError, match="during the TLS upgrade") as info:
+        hs.receive_eof()
+    assert info.value.setting == "tls" and hs.state is HandshakeState.FAILED
+    with pytest.raises(ConnectError) as plain:
+        _started(tls=True).receive_eof()
+    assert not isinstance(plain.value, TLSError)
+
+
 def test_tls_not_asked_for_is_not_started_even_if_offered() -> None:
     hs = _started()
     assert _kinds(hs.receive_data(_reply(tls_v1=True))) == [Identified, Ready]
