@@ -193,10 +193,10 @@ class UnseenTopic:
     """An original-family topic that no nsqd which answered this poll holds, though it
     exists: its every nsqd is down or not answering (see :mod:`nsqctl.stats.poller` for
     where this is learned). ``holders`` are the nsqds (HTTP) that hold it and could not be
-    asked; when nothing says which (nsqlookupd lists the topic but forgot its producers),
-    every nsqd that did not answer, and ``guessed`` is True (one of them holds it, unless
-    only one did not answer). ``channels``: its channels where known. Its counters are
-    unknown, never 0."""
+    asked; when nothing says which (nsqlookupd lists the topic but could not be asked for
+    its producers), every nsqd that did not answer, and ``guessed`` is True (one of them
+    holds it, unless only one did not answer). ``channels``: its channels where known. Its
+    counters are unknown, never 0."""
 
     holders: tuple[str, ...] = ()
     channels: tuple[str, ...] = ()
