@@ -196,11 +196,19 @@ class UnseenTopic:
     asked; when nothing says which (nsqlookupd lists the topic but could not be asked for
     its producers), every nsqd that did not answer, and ``guessed`` is True (one of them
     holds it, unless only one did not answer). ``channels``: its channels where known. Its
-    counters are unknown, never 0."""
+    counters are unknown, never 0.
+
+    ``unregistered``: nsqlookupd lists the topic with no producer. That is what it answers
+    for a topic on an nsqd that was killed (it drops the nsqd's producers when the
+    connection closes), and as well for a registration it kept after the last producer left
+    (created on nsqlookupd alone, deleted on its nsqd, left by a decommissioned nsqd): the
+    two cannot be told apart from nsqlookupd, so ``holders`` (the nsqds that did not
+    answer) are a guess (``guessed`` is True) that may also be wrong altogether."""
 
     holders: tuple[str, ...] = ()
     channels: tuple[str, ...] = ()
     guessed: bool = False
+    unregistered: bool = False
 
 
 @dataclass(frozen=True)

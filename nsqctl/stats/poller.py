@@ -36,9 +36,10 @@ request more):
   ``/lookup`` (once per topic, while it stays unseen, and only for a topic the first
   source does not know) names the producers still registered (a hung nsqd keeps its
   connection, so its registrations) and the channels. A topic it answers with no
-  producer is held by nobody (a registration nsqlookupd kept after its last producer
-  left: :mod:`nsqctl.stats.unseen`), not put on the nsqds that did not answer; one whose
-  ``/lookup`` no nsqlookupd answered is.
+  producer is on a killed nsqd or a registration nsqlookupd kept after its last
+  producer left, which nothing tells apart: it is put on the nsqds that did not answer
+  as that guess (:mod:`nsqctl.stats.unseen`); one whose ``/lookup`` no nsqlookupd
+  answered is put on them too.
 """
 
 from __future__ import annotations
@@ -450,17 +451,16 @@ class StatsPoller:
 
     async def _lookup_unseen(self, topic: str, limit: asyncio.Semaphore) -> None:
         """Ask nsqlookupd which nsqds hold ``topic`` and its channels (noted until the
-        topic is seen again); an answer naming no producer, or not knowing the topic, is
-        noted too: nobody holds it."""
+        topic is seen again); an answer naming no producer is noted as such
+        (``unregistered``), one not knowing the topic as no holder at all (it is gone)."""
         topo = await self._ask_lookup(topic, limit, metainfo=False)
         if topo is None or topo.stale:
             return
         if topo.topic_not_found:
             self._listed[topic] = UnseenTopic()
             return
-        self._listed[topic] = UnseenTopic(
-            tuple(str(p.http_address) for p in topo.producers), topo.channels
-        )
+        producers = tuple(str(p.http_address) for p in topo.producers)
+        self._listed[topic] = UnseenTopic(producers, topo.channels, unregistered=not producers)
 
     def _known_meta(self) -> dict[str, TopicMeta]:
         """The metas of the topics this poll shows."""
