@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from rich.text import Text
 
-from nsqctl.stats.coverage import not_seen_words
+from nsqctl.stats.coverage import UNREGISTERED, not_seen_words
 from nsqctl.stats.rules import Severity
 from nsqctl.stats.view import (
     ChannelView,
@@ -184,9 +184,15 @@ def summary_line(view: ClusterView) -> Text:
         text.append(f" · {leaderless} partitions without leader", style="bold red")
     if view.nodes_down:
         text.append(f" · {view.nodes_down} nsqd down", style="bold red")
-    not_seen = sum(1 for t in view.topics if t.not_seen)
+    not_seen = sum(1 for t in view.topics if t.not_seen and not t.unregistered)
     if not_seen:
         text.append(f" · {not_seen} topics not seen (their nsqds are down)", style="bold red")
+    guessed = sum(1 for t in view.topics if t.unregistered)
+    if guessed:
+        text.append(
+            f" · {guessed} topics not seen ({UNREGISTERED}: on an nsqd down, or left behind)",
+            style="bold yellow",
+        )
     for err in view.errors:
         text.append(f" · {err}", style="red")
     return text
@@ -199,7 +205,7 @@ def clients_note(view: ClusterView) -> str:
 
 def topic_flags(t: TopicView) -> str:
     if t.not_seen:
-        return not_seen_words(t.held_by, t.held_by_guessed)
+        return not_seen_words(t.held_by, t.held_by_guessed, t.unregistered)
     flags = []
     if t.ordered:
         flags.append("ordered")

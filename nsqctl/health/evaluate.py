@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from nsqctl.health.findings import Finding
 from nsqctl.health.spec import Rule, RuleSet
 from nsqctl.health.time_to_drain import ChannelKey, depth_points, estimate
-from nsqctl.stats.coverage import holders_words
+from nsqctl.stats.coverage import UNREGISTERED, holders_words
 from nsqctl.stats.hotspots import held_messages
 from nsqctl.stats.rules import (
     GROWING_SAMPLES,
@@ -250,12 +250,29 @@ def _not_seen_finding(rule: Rule, topic: TopicView) -> Finding:
         copies = len(topic.partitions)  # an original topic: one copy per nsqd that answered
         return Finding("ok", rule.kind, f"on {copies} answering nsqd(s)", topic=topic.name)
     holders = holders_words(topic.held_by, topic.held_by_guessed)
+    if topic.unregistered:
+        return Finding("warn", rule.kind, unregistered_words(topic.name, holders), topic=topic.name)
     return Finding(
         rule.hit,
         rule.kind,
         f"no nsqd that answered holds it ({holders} down): nobody can read it, or publish "
         f"to it where it lives, until one answers again; fix: bring {holders} back",
         topic=topic.name,
+    )
+
+
+def unregistered_words(topic: str, holders: str) -> str:
+    """A not-seen topic nsqlookupd lists with no producer: it may be on the nsqds down, or
+    a registration nsqlookupd kept after its last producer left (nothing tells them apart:
+    :class:`nsqctl.stats.model.UnseenTopic`), so a warning saying both, never an outage.
+    The registration's fix is ``topic delete``, which unregisters it on every nsqlookupd
+    and deletes it on the nsqds that hold it; it refuses while an nsqd it is given does not
+    answer (that nsqd might hold it), so it is given the nsqds in service only."""
+    return (
+        f"{UNREGISTERED}: may be on {holders} (down), or a registration nsqlookupd kept "
+        f"after its last producer left; fix: bring {holders} back, or, if nothing holds it, "
+        f"delete the registration: nsqctl topic delete {topic}, given only the nsqlookupds "
+        "and the nsqds in service (it refuses while an nsqd it is given is down)"
     )
 
 

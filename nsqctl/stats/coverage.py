@@ -20,16 +20,32 @@ from dataclasses import dataclass
 from nsqctl.stats.poller import DEFAULT_TIMEOUT, StatsPoller
 from nsqctl.stats.view import ClusterView, build_view
 
+#: What nsqlookupd says of a topic on a killed nsqd and of a registration left behind
+#: alike (see :class:`nsqctl.stats.model.UnseenTopic`): every view's words for the guess.
+UNREGISTERED = "nsqlookupd lists it with no producer"
 
-def not_seen_words(held_by: Sequence[str], guessed: bool = False) -> str:
+
+def not_seen_words(
+    held_by: Sequence[str], guessed: bool = False, unregistered: bool = False
+) -> str:
     """How a row marks a topic (or channel) no answering nsqd holds, naming its nsqds."""
-    return f"NOT SEEN ({holders_words(held_by, guessed)} down)"
+    return f"NOT SEEN ({unseen_where(held_by, guessed, unregistered)})"
 
 
 def holders_words(held_by: Sequence[str], guessed: bool = False) -> str:
     """The nsqds holding a topic no answering nsqd holds: ``nsqd A, B``, or ``one of nsqd
     A, B`` when they are only the nsqds that did not answer (see ``guessed``)."""
-    return ("one of " if guessed else "") + "nsqd " + ", ".join(held_by)
+    return ("one of " if guessed and len(held_by) > 1 else "") + "nsqd " + ", ".join(held_by)
+
+
+def unseen_where(held_by: Sequence[str], guessed: bool = False, unregistered: bool = False) -> str:
+    """Where a topic no answering nsqd holds is: ``nsqd B down``; for one nsqlookupd lists
+    with no producer (see :class:`nsqctl.stats.model.UnseenTopic`), both things that may
+    be, since nothing tells them apart."""
+    holders = holders_words(held_by, guessed)
+    if unregistered:
+        return f"{UNREGISTERED}: on {holders} (down), or left behind"
+    return f"{holders} down"
 
 
 @dataclass(frozen=True)
@@ -42,9 +58,9 @@ class Coverage:
     """``(nsqd, why)`` for each known nsqd that did not answer ``/stats``."""
     unseen: tuple[tuple[str, int], ...] = ()
     """``(topic, partition)`` the meta counts that no answering nsqd holds."""
-    unseen_topics: tuple[tuple[str, tuple[str, ...], bool], ...] = ()
-    """``(topic, holders, guessed)`` for each original topic no answering nsqd holds (see
-    :attr:`nsqctl.stats.view.TopicView.held_by`)."""
+    unseen_topics: tuple[tuple[str, tuple[str, ...], bool, bool], ...] = ()
+    """``(topic, holders, guessed, unregistered)`` for each original topic no answering
+    nsqd holds (see :attr:`nsqctl.stats.view.TopicView.held_by`)."""
     lookupds_down: tuple[str, ...] = ()
     lookupds_without_etcd: tuple[tuple[str, str], ...] = ()
     """``(lookupd, why)`` for each redesign lookupd that answers but cannot reach etcd."""
@@ -114,12 +130,14 @@ class Coverage:
                 f"topic {topic} {listed}: no leader and no live copy (every nsqd "
                 f"holding it is down or not answering): {what} may be incomplete"
             )
-        for topic, holders, guessed in self.unseen_topics:
-            out.append(
-                f"topic {topic}: not seen this poll: no live copy (every nsqd holding it is "
-                f"down or not answering: {holders_words(holders, guessed)}): {what} may be "
-                "incomplete"
+        for topic, holders, guessed, unregistered in self.unseen_topics:
+            where = (
+                unseen_where(holders, guessed, unregistered)
+                if unregistered
+                else "no live copy (every nsqd holding it is down or not answering: "
+                f"{holders_words(holders, guessed)})"
             )
+            out.append(f"topic {topic}: not seen this poll: {where}: {what} may be incomplete")
         return out
 
 
@@ -140,7 +158,7 @@ def coverage(view: ClusterView, topic: str | None = None) -> Coverage:
         not_answering=down,
         unseen=unseen,
         unseen_topics=tuple(
-            (t.name, t.held_by, t.held_by_guessed)
+            (t.name, t.held_by, t.held_by_guessed, t.unregistered)
             for t in view.topics
             if t.not_seen and (topic is None or t.name == topic)
         ),

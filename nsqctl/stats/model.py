@@ -193,14 +193,22 @@ class UnseenTopic:
     """An original-family topic that no nsqd which answered this poll holds, though it
     exists: its every nsqd is down or not answering (see :mod:`nsqctl.stats.poller` for
     where this is learned). ``holders`` are the nsqds (HTTP) that hold it and could not be
-    asked; when nothing says which (nsqlookupd lists the topic but forgot its producers),
-    every nsqd that did not answer, and ``guessed`` is True (one of them holds it, unless
-    only one did not answer). ``channels``: its channels where known. Its counters are
-    unknown, never 0."""
+    asked; when nothing says which (nsqlookupd lists the topic but could not be asked for
+    its producers), every nsqd that did not answer, and ``guessed`` is True (one of them
+    holds it, unless only one did not answer). ``channels``: its channels where known. Its
+    counters are unknown, never 0.
+
+    ``unregistered``: nsqlookupd lists the topic with no producer. That is what it answers
+    for a topic on an nsqd that was killed (it drops the nsqd's producers when the
+    connection closes), and as well for a registration it kept after the last producer left
+    (created on nsqlookupd alone, deleted on its nsqd, left by a decommissioned nsqd): the
+    two cannot be told apart from nsqlookupd, so ``holders`` (the nsqds that did not
+    answer) are a guess (``guessed`` is True) that may also be wrong altogether."""
 
     holders: tuple[str, ...] = ()
     channels: tuple[str, ...] = ()
     guessed: bool = False
+    unregistered: bool = False
 
 
 @dataclass(frozen=True)

@@ -32,11 +32,14 @@ request more):
 - what each nsqd listed when it last answered (its topics and their channels): free, and
   the only source that names the holder of a topic on an nsqd that was killed, since
   nsqlookupd drops a disconnected nsqd's producers at once;
-- nsqlookupd: ``/topics`` (one request a poll) still lists such a topic after its nsqd is
-  gone, so a first poll (``nsqctl stat -n 1``) finds it too, and ``/lookup`` (once per
-  topic, while it stays unseen, and only for a topic the first source does not know) names
-  the producers still registered (a hung nsqd keeps its connection, so its registrations)
-  and the channels.
+- nsqlookupd: ``/topics`` (one request a poll) lists every topic registered, and
+  ``/lookup`` (once per topic, while it stays unseen, and only for a topic the first
+  source does not know) names the producers still registered (a hung nsqd keeps its
+  connection, so its registrations) and the channels. A topic it answers with no
+  producer is on a killed nsqd or a registration nsqlookupd kept after its last
+  producer left, which nothing tells apart: it is put on the nsqds that did not answer
+  as that guess (:mod:`nsqctl.stats.unseen`); one whose ``/lookup`` no nsqlookupd
+  answered is put on them too.
 """
 
 from __future__ import annotations
@@ -73,6 +76,7 @@ from nsqctl.stats.parse import (
     resolve_node_ids,
 )
 from nsqctl.stats.read import ClientScope, scope_params, stats_params
+from nsqctl.stats.unseen import place_unseen
 
 DEFAULT_TIMEOUT = 2.0
 SLOW_AFTER = 1.0
@@ -431,6 +435,8 @@ class StatsPoller:
                 if t.topic not in seen and (self.topic is None or t.topic == self.topic):
                     holders[t.topic][address] = None
                     channels[t.topic].update(dict.fromkeys(c.name for c in t.channels))
+        remembered = {t: UnseenTopic(tuple(h), tuple(channels[t])) for t, h in holders.items()}
+        missing: list[str] = []
         if self._lookup is not None:
             with contextlib.suppress(NsqctlError, httpx.HTTPError):
                 listed = await self._lookup.topics()
@@ -438,27 +444,23 @@ class StatsPoller:
                     t for t in listed if t not in seen and (self.topic is None or t == self.topic)
                 ]
                 self._listed = {t: u for t, u in self._listed.items() if t in missing}
-                ask = [t for t in missing if t not in holders and t not in self._listed]
+                ask = [t for t in missing if t not in remembered and t not in self._listed]
                 limit = asyncio.Semaphore(COORDINATOR_CONCURRENCY)
                 await asyncio.gather(*(self._lookup_unseen(t, limit) for t in ask))
-                for topic in missing:
-                    found = self._listed.get(topic, UnseenTopic())
-                    holders[topic].update(dict.fromkeys(found.holders))
-                    channels[topic].update(dict.fromkeys(found.channels))
-        # a topic nothing places: on one of the nsqds that could not be asked
-        return {
-            t: UnseenTopic(tuple(held or down), tuple(channels[t]), not held and len(down) > 1)
-            for t, held in holders.items()
-        }
+        return place_unseen(down, remembered, missing, self._listed)
 
     async def _lookup_unseen(self, topic: str, limit: asyncio.Semaphore) -> None:
         """Ask nsqlookupd which nsqds hold ``topic`` and its channels (noted until the
-        topic is seen again)."""
+        topic is seen again); an answer naming no producer is noted as such
+        (``unregistered``), one not knowing the topic as no holder at all (it is gone)."""
         topo = await self._ask_lookup(topic, limit, metainfo=False)
-        if topo is not None and not topo.topic_not_found:
-            self._listed[topic] = UnseenTopic(
-                tuple(str(p.http_address) for p in topo.producers), topo.channels
-            )
+        if topo is None or topo.stale:
+            return
+        if topo.topic_not_found:
+            self._listed[topic] = UnseenTopic()
+            return
+        producers = tuple(str(p.http_address) for p in topo.producers)
+        self._listed[topic] = UnseenTopic(producers, topo.channels, unregistered=not producers)
 
     def _known_meta(self) -> dict[str, TopicMeta]:
         """The metas of the topics this poll shows."""

@@ -256,6 +256,10 @@ class TopicView:
     did not answer when nothing says which: see :class:`nsqctl.stats.model.UnseenTopic`)."""
     held_by_guessed: bool = False
     """``held_by`` are the nsqds that did not answer, one of which holds it."""
+    unregistered: bool = False
+    """With ``not_seen``: nsqlookupd lists it with no producer, so ``held_by`` is a guess
+    and it may be a registration left behind, on no nsqd at all (see
+    :class:`nsqctl.stats.model.UnseenTopic`); a warning, not an outage."""
     unseen_channels: tuple[str, ...] = ()
     """With ``not_seen``: its channels as far as known (their counters unknown too)."""
 
@@ -819,7 +823,8 @@ def _topic_view(
 
 def _not_seen_topic(name: str, unseen: UnseenTopic) -> TopicView:
     """An original topic no answering nsqd holds: listed, flagged (crit, as a partition
-    with no live copy is), and nothing about it guessed. Its history gets a gap, since
+    with no live copy is; warn when it may be a registration left behind), and nothing
+    about its numbers guessed. Its history gets a gap, since
     :meth:`History.end` gives every series not recorded this poll one."""
     return TopicView(
         name=name,
@@ -833,10 +838,11 @@ def _not_seen_topic(name: str, unseen: UnseenTopic) -> TopicView:
         paused=False,
         is_redesign=False,
         depth_growing=False,
-        severity="crit",
+        severity="warn" if unseen.unregistered else "crit",
         not_seen=True,
         held_by=unseen.holders,
         held_by_guessed=unseen.guessed,
+        unregistered=unseen.unregistered,
         unseen_channels=unseen.channels,
     )
 

@@ -151,6 +151,45 @@ def test_an_original_topic_no_answering_nsqd_holds_is_not_seen() -> None:
         RuleSet.parse(["not-seen:t/c"])
 
 
+def test_a_topic_nsqlookupd_lists_with_no_producer_is_a_warning_naming_both_guesses() -> None:
+    """It may be on the nsqd down (nsqlookupd dropped a killed nsqd's producers) or a
+    registration nsqlookupd kept after its last producer left: the finding says both, a
+    warning (not an outage); one the nsqd down listed, or that nsqlookupd names as its
+    producer, stays critical."""
+    up = NodeStats(RECORDED_A, 1.0, "up", topics=(topic_stats(RECORDED_A, "t"),))
+    down = NodeStats(RECORDED_B, 1.0, "down", error="connection refused")
+    unseen = {
+        "left": UnseenTopic((RECORDED_B,), guessed=True, unregistered=True),
+        "gone": UnseenTopic((RECORDED_B,), ("c",)),
+    }
+    view = build_view(ClusterSnapshot(1.0, (up, down), unseen_topics=unseen))
+    left = (
+        f"not-seen left: nsqlookupd lists it with no producer: may be on nsqd {RECORDED_B} "
+        "(down), or a registration nsqlookupd kept after its last producer left; fix: bring "
+        f"nsqd {RECORDED_B} back, or, if nothing holds it, delete the registration: nsqctl "
+        "topic delete left, given only the nsqlookupds and the nsqds in service (it refuses "
+        "while an nsqd it is given is down)"
+    )
+    gone = (
+        f"not-seen gone: no nsqd that answered holds it (nsqd {RECORDED_B} down): nobody can "
+        f"read it, or publish to it where it lives, until one answers again; fix: bring "
+        f"nsqd {RECORDED_B} back"
+    )
+    assert sorted(_problems(view, "not-seen")) == [f"CRITICAL: {gone}", f"WARNING: {left}"]
+    alone = RuleSet.parse(["not-seen", "not-seen:gone=off"], defaults=False)
+    assert judge([view], alone).exit_code == 1
+    assert _problems(view, "not-seen:left=off", "not-seen:gone=off") == []
+    marked = (
+        f"NOT SEEN (nsqlookupd lists it with no producer: on nsqd {RECORDED_B} (down), or "
+        "left behind)"
+    )
+    assert rows.topic_flags(view.topic("left")) == marked  # type: ignore[arg-type]
+    assert "1 topics not seen (their nsqds are down)" in rows.summary_line(view).plain
+    assert (
+        "1 topics not seen (nsqlookupd lists it with no producer" in rows.summary_line(view).plain
+    )
+
+
 def test_with_no_lookupd_answering_its_rules_are_unknown_never_ok() -> None:
     """What only nsqlookupd tells (a redesign topic's partition count and replicas, the
     original topics of nsqds that are down) is missing: those rules say so, and the

@@ -46,3 +46,21 @@ def test_a_topic_an_answering_nsqd_holds_is_not_kept_as_unseen() -> None:
     view = build_view(ClusterSnapshot(1.0, (up, *DOWN), unseen_topics=unseen))
     [topic] = view.topics
     assert not topic.not_seen and coverage(view).unseen_topics == ()
+
+
+def test_a_topic_nsqlookupd_lists_with_no_producer_reads_as_the_guess_it_is() -> None:
+    """On the nsqds down, or a registration left behind: every view says both, and
+    --json carries ``unregistered``."""
+    unseen = {"left": UnseenTopic(holders=(A, B), guessed=True, unregistered=True)}
+    view = build_view(ClusterSnapshot(1.0, (UP, *DOWN), unseen_topics=unseen))
+    where = f"nsqlookupd lists it with no producer: on one of nsqd {A}, {B} (down), or left behind"
+    assert coverage(view).warnings("this sample")[-1] == (
+        f"topic left: not seen this poll: {where}: this sample may be incomplete"
+    )
+    [row] = stat_rows(view, None, None)
+    assert (row["not_seen"], row["held_by"], row["unregistered"]) == (True, [A, B], True)
+    assert format_row("12:00:00", row).endswith(f"NOT SEEN ({where})")
+    [(_, cells)] = rows.topic_rows(view)
+    assert str(cells[-1]) == f"NOT SEEN ({where})"
+    [topic] = view.topics
+    assert topic.severity == "warn"

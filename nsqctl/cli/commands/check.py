@@ -205,8 +205,9 @@ def check(
     requeue_rate and timeout_rate; U when not measured).
 
     Besides the rules asked, node-down, no-leader, isr, not-seen (an original topic
-    whose every nsqd is down: nobody can read it or publish to it where it lives) and
-    orphan are on by default.
+    whose every nsqd is down: nobody can read it or publish to it where it lives; only a
+    warning when nsqlookupd lists it with no producer, since it may then be on the nsqds
+    down or a registration left behind) and orphan are on by default.
 
     A rule that could not be judged is an UNKNOWN finding, saying what was not seen and
     why: the rates and orphan with fewer than 2 polls, and, when no nsqlookupd answers,

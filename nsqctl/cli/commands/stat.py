@@ -12,7 +12,8 @@ figures (``depth_bytes``, ``stored_bytes``) are named as such.
 
 A topic whose every nsqd is down (original family) keeps its row and its known channels'
 rows, every counter ``?`` (JSON: ``null``), marked ``NOT SEEN`` with the nsqds that hold it
-(JSON: ``not_seen``, ``held_by``).
+(JSON: ``not_seen``, ``held_by``). One nsqlookupd lists with no producer is marked as the
+guess it is, on the nsqds down or a registration left behind (JSON: ``unregistered``).
 """
 
 from __future__ import annotations
@@ -177,6 +178,7 @@ def _not_seen_row(topic: TopicView, channel: str | None) -> dict[str, Any]:
         not_seen=True,
         held_by=list(topic.held_by),
         held_by_guessed=topic.held_by_guessed,
+        unregistered=topic.unregistered,
     )
 
 
@@ -264,7 +266,7 @@ def state_marker(row: dict[str, Any]) -> str:
     ``NOT SEEN`` (with its nsqds) when no nsqd holding it answered."""
     words = []
     if row.get("not_seen"):
-        words.append(not_seen_words(row["held_by"], row["held_by_guessed"]))
+        words.append(not_seen_words(row["held_by"], row["held_by_guessed"], row["unregistered"]))
     if row.get("paused"):
         some, of = row.get("paused_copies"), row.get("copies")
         words.append(f"PAUSED {some}/{of}" if some is not None and some != of else "PAUSED")
