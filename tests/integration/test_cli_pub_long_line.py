@@ -18,18 +18,27 @@ closed the one it refused on. Nothing is dropped or misreported: the publish fai
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 
 import pytest
 
 from nsqctl.servers import cluster
 from nsqctl.stats import read_nsqd_stats
-from tests.conftest import StartCluster
 from tests.helpers.cli import assert_one_line_error, pub_process, run_cli
+from tests.helpers.clusters import running_cluster
 from tests.helpers.names import unique
 from tests.helpers.wait import eventually
 
 LINE = b"x" * (20 << 20)
 TEN_MB = b"y" * (10 << 20)
+
+
+@pytest.fixture(scope="module")
+def small_messages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[cluster.Cluster]:
+    """One nsqd that refuses messages over 100 bytes, shared by the tests that need it
+    (each on a topic of its own)."""
+    directory = tmp_path_factory.mktemp("small-messages")
+    yield from running_cluster("original", directory, nsqd=1, nsqd_args=["--max-msg-size=100"])
 
 
 def _stored(http: str, topic: str) -> int:
@@ -137,14 +146,14 @@ def test_skip_too_large_publishes_every_other_line_and_names_the_skipped(
 
 @pytest.mark.original
 def test_a_deferred_publish_refused_mid_chunk_names_each_line_by_what_became_of_it(
-    start_cluster: StartCluster,
+    small_messages: cluster.Cluster,
 ) -> None:
     """DPUB has no batch form: each message of a chunk goes on its own. An nsqd started
     with --max-msg-size=100 refuses the third line (200 bytes: under the default limit,
     so it is not sent alone) in the middle of its chunk. The lines before it are stored
     and said published, the refused one is named, those after it are said not sent, and
     the counts agree with what nsqd stored."""
-    c = start_cluster("original", nsqd=1, nsqd_args=["--max-msg-size=100"])
+    c = small_messages
     topic = unique("defermid")
     proc = run_cli(
         ["pub", topic, "--defer", "60000", "--json", "--nsqd", c.nsqd_tcp[0]],
@@ -164,14 +173,14 @@ def test_a_deferred_publish_refused_mid_chunk_names_each_line_by_what_became_of_
 
 @pytest.mark.original
 def test_deferred_publishes_behind_a_refused_one_wait_for_an_nsqd_not_a_leader(
-    start_cluster: StartCluster,
+    small_messages: cluster.Cluster,
 ) -> None:
     """nsqd closes the connection on the message it refuses (E_BAD_MESSAGE), so the DPUB
     sent behind it on that connection goes unanswered, and pub, the topic written
     already, retries it on a new connection. The original family has no partition
     leaders: the line saying it waits names what it waits for, an nsqd of the topic
     (redesign topics keep "waiting for a leader", asserted in their failover tests)."""
-    c = start_cluster("original", nsqd=1, nsqd_args=["--max-msg-size=100"])
+    c = small_messages
     topic = unique("deferwait")
     proc = pub_process(topic, "--defer", "60000", "--batch", "1", "--nsqd", c.nsqd_tcp[0])
     assert proc.stdin is not None
