@@ -378,7 +378,10 @@ async def borrow(
     hears those nsqds with their depths (before ``on_taking``). With every nsqlookupd
     silent, the nsqds given by both addresses (``nsqd_tcp`` and ``nsqd_http``) are
     borrowed from instead, and ``on_lookupds_down`` hears the nsqlookupds first: an nsqd
-    not given holding the topic is then not counted or borrowed from.
+    not given holding the topic is then not counted or borrowed from. With nsqlookupd
+    answering, an nsqd given by both addresses that holds the topic but that no
+    nsqlookupd lists (taken off the lookup, as a drain does) is counted and borrowed from
+    too: what is counted is what is consumed from.
     """
     validate_topic(topic)
     validate_channel(channel)
