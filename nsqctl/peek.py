@@ -26,6 +26,7 @@ from typing import Any
 import httpx
 
 from nsqctl import answers
+from nsqctl.addresses import resolve_endpoints
 from nsqctl.admin.base import NSQ_V1
 from nsqctl.admin.placement import Placement, locate_topic
 from nsqctl.admin.planners import select_nodes
@@ -45,6 +46,7 @@ from nsqctl.message import Message
 from nsqctl.nsqd_wire import U64_MAX, WireStoredMessage
 from nsqctl.protocol.names import validate_channel, validate_topic
 from nsqctl.protocol.raw_message import RawMessage, make_redesign_id
+from nsqctl.stats.parse import parse_nsqd_info
 from nsqctl.stats.read import fetch_nsqd_stats
 
 DEFAULT_COUNT = 10
@@ -376,7 +378,10 @@ async def borrow(
     hears those nsqds with their depths (before ``on_taking``). With every nsqlookupd
     silent, the nsqds given by both addresses (``nsqd_tcp`` and ``nsqd_http``) are
     borrowed from instead, and ``on_lookupds_down`` hears the nsqlookupds first: an nsqd
-    not given holding the topic is then not counted or borrowed from.
+    not given holding the topic is then not counted or borrowed from. With nsqlookupd
+    answering, an nsqd given by both addresses that holds the topic but that no
+    nsqlookupd lists (taken off the lookup, as a drain does) is counted and borrowed from
+    too: what is counted is what is consumed from.
     """
     validate_topic(topic)
     validate_channel(channel)
@@ -389,8 +394,8 @@ async def borrow(
             setting="lookupd_http",
         )
     # without the TCP addresses the nsqds could be counted but not borrowed from
-    held, nodes, paused, down = await _waiting(
-        topic, channel, lookupd_http, nsqd_http if nsqd_tcp else ()
+    held, nodes, paused, down, unlisted = await _waiting(
+        topic, channel, lookupd_http, nsqd_http if nsqd_tcp else (), nsqd_tcp
     )
     if down and on_lookupds_down is not None:
         on_lookupds_down(down)
@@ -409,7 +414,7 @@ async def borrow(
         target,
         show,
         lookupd_http=() if down else lookupd_http,
-        nsqd_tcp=nsqd_tcp,
+        nsqd_tcp=nsqd_tcp if down or not lookupd_http else unlisted,
         nodes=nodes,
         wait=wait,
         config=config,
@@ -421,11 +426,17 @@ async def _waiting(
     channel: str,
     lookupd_http: Sequence[str],
     nsqd_http: Sequence[str],
-) -> tuple[int, int, list[tuple[str, int]], tuple[str, ...]]:
+    nsqd_tcp: Sequence[str],
+) -> tuple[int, int, list[tuple[str, int]], tuple[str, ...], tuple[str, ...]]:
     """How many messages wait in ``channel`` over the topic's nsqds where it is not paused
     (their depths in ``/stats``), how many nsqds hold the topic, ``(nsqd, depth)`` of
-    each where it is paused, and the nsqlookupds that did not answer (:func:`_locate`);
-    refuses the redesign."""
+    each where it is paused, the nsqlookupds that did not answer (:func:`_locate`), and
+    the TCP addresses (of ``nsqd_tcp``) of the nsqds given that answer but that the
+    answering lookup does not list (:attr:`Placement.unlisted`): the consumer reaches
+    those directly. One whose TCP address is not among ``nsqd_tcp`` could not be
+    consumed from, so it is not counted either: counted and consumed are one set, or
+    the borrow would wait for messages that never come and blame another consumer.
+    Refuses the redesign."""
     async with admin_client() as client:
         placement, down = await _locate(topic, lookupd_http, nsqd_http, client)
         if placement.family == "redesign":
@@ -434,16 +445,47 @@ async def _waiting(
                 "without borrowing",
                 setting="borrow",
             )
+        direct = {} if down else await _tcp_addresses(client, placement.unlisted, nsqd_tcp)
+        nsqds = [
+            n.address
+            for n in placement.nsqds
+            if n.address not in placement.unlisted or n.address in direct
+        ]
         held = 0
         paused: list[tuple[str, int]] = []
-        for node in placement.nsqds:
-            stats = await fetch_nsqd_stats(client, node.address, topic=topic, channel=channel)
+        for address in nsqds:
+            stats = await fetch_nsqd_stats(client, address, topic=topic, channel=channel)
             ch = stats.channel(topic, channel)
             if ch is not None and ch.paused:
-                paused.append((node.address, ch.depth))
+                paused.append((address, ch.depth))
             else:
                 held += ch.depth if ch is not None else 0
-    return held, len(placement.nsqds), paused, down
+    return held, len(nsqds), paused, down, tuple(direct.values())
+
+
+async def _tcp_addresses(
+    client: httpx.AsyncClient, nsqd_http: Sequence[str], nsqd_tcp: Sequence[str]
+) -> dict[str, str]:
+    """Each of ``nsqd_http`` that answers ``/info`` with the entry of ``nsqd_tcp`` naming
+    its TCP port (by the endpoints they reach, so ``localhost`` meets ``127.0.0.1``)."""
+    if not nsqd_http or not nsqd_tcp:
+        return {}
+    found: dict[str, str] = {}
+    for address in nsqd_http:
+        try:
+            resp = await client.get(f"http://{address}/info", headers=NSQ_V1)
+            resp.raise_for_status()
+            broadcast = parse_nsqd_info(resp.json(), address)
+        except (httpx.HTTPError, ValueError, NsqctlError):
+            continue  # not reachable over TCP by us either: left out, as not consumable
+        port = broadcast.rsplit(":", 1)[1]
+        own = [broadcast, f"{address.rsplit(':', 1)[0]}:{port}"]
+        reach = await resolve_endpoints([*own, *nsqd_tcp])
+        mine = reach[own[0]] | reach[own[1]]
+        match = next((t for t in nsqd_tcp if reach[t] & mine), None)
+        if match is not None:
+            found[address] = match
+    return found
 
 
 async def _take(
@@ -460,7 +502,9 @@ async def _take(
     config: ConnectionConfig | None,
 ) -> list[Message]:
     """Consume until ``target`` messages arrived or ``wait`` seconds passed, show them,
-    then give each back once (REQ 0, after RDY 0) and disconnect."""
+    then give each back once (REQ 0, after RDY 0) and disconnect. With both
+    ``lookupd_http`` and ``nsqd_tcp``, the lookup's nsqds and the nsqds ``nsqd_tcp`` names
+    (given, but not listed by the lookup) are consumed from, by one consumer each."""
     from nsqctl.consumer import Consumer, ConsumerOptions  # the consumer only when borrowing
 
     taken: list[Message] = []
@@ -479,23 +523,24 @@ async def _take(
     # borrowed message holds its place until the end: with a window of ``count`` each
     # nsqd could lend only its share, fewer than asked. So every nsqd gets a window of
     # ``count``; what arrives beyond it is given straight back (attempts + 1 there too).
-    consumer = Consumer(
-        topic,
-        channel,
-        take,
-        lookupd_http=list(lookupd_http) or None,
-        nsqd_tcp=None if lookupd_http else (list(nsqd_tcp) or None),  # the lookup's nsqds win
-        options=ConsumerOptions(max_in_flight=count * max(1, nodes)),
-        config=config,
-    )
+    window = ConsumerOptions(max_in_flight=count * max(1, nodes))
+    consumers = [
+        Consumer(topic, channel, take, lookupd_http=list(sources), options=window, config=config)
+        if by_lookup
+        else Consumer(topic, channel, take, nsqd_tcp=list(sources), options=window, config=config)
+        for by_lookup, sources in ((True, lookupd_http), (False, nsqd_tcp))
+        if sources
+    ]
     started = time.monotonic()
     try:
-        await consumer.start()
+        for consumer in consumers:
+            await consumer.start()
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(max(0.0, wait - (time.monotonic() - started))):
                 await done.wait()
         # RDY 0 before anything goes back, or nsqd would hand it straight back to us.
-        consumer.set_max_in_flight(0)
+        for consumer in consumers:
+            consumer.set_max_in_flight(0)
         done.set()
         try:
             show(list(taken))
@@ -504,7 +549,9 @@ async def _take(
                 if not msg.has_responded:
                     msg.requeue(delay=0, backoff=False)
     finally:
-        await consumer.stop(timeout=5)
-    if consumer.error is not None:
-        raise consumer.error
+        for consumer in consumers:
+            await consumer.stop(timeout=5)
+    for consumer in consumers:
+        if consumer.error is not None:
+            raise consumer.error
     return taken

@@ -40,6 +40,9 @@ class Placement:
     leaderless: tuple[int, ...] = ()
     """Redesign partitions the topic's meta counts that no lookupd names a leader for
     (every nsqd holding them down): not in ``nsqds``, and not measurable."""
+    unlisted: tuple[str, ...] = ()
+    """Of ``nsqds``, those given by the caller that answer and hold the topic but that no
+    nsqlookupd lists: a consumer following the lookup would never reach them."""
 
     def resolve_node(self, name: str) -> str:
         """The nsqd HTTP address ``name`` stands for: an HTTP address of a node holding
@@ -192,6 +195,7 @@ async def _given_not_listed(
     return replace(
         placement,
         nsqds=(*placement.nsqds, *(Node(a, "nsqd") for a in holding)),
+        unlisted=(*placement.unlisted, *holding),
         warnings=(
             *placement.warnings,
             *(

@@ -17,18 +17,8 @@ import httpx
 
 from nsqctl.admin.offsets import check_setoffset
 from nsqctl.admin.placement import Placement
-from nsqctl.admin.requests import AdminRequest, admin_client
+from nsqctl.admin.requests import AdminRequest, admin_client, unanswered
 from nsqctl.errors import AdminError
-from nsqctl.httpclient import describe_http_error
-
-
-async def _silent(client: httpx.AsyncClient, address: str) -> str | None:
-    """Why the nsqd at ``address`` cannot be asked, or None when it answers ``/ping``."""
-    try:
-        resp = await client.get(f"http://{address}/ping")
-    except httpx.HTTPError as err:
-        return describe_http_error(err)
-    return None if resp.status_code == 200 else f"HTTP {resp.status_code} to /ping"
 
 
 async def check_nsqds_answer(
@@ -47,7 +37,7 @@ async def check_nsqds_answer(
     targets = sorted(
         {(r.node.address, r.node.role) for stage in stages for r in stage if r.node.role in roles}
     )
-    found = await asyncio.gather(*(_silent(client, a) for a, _ in targets))
+    found = await asyncio.gather(*(unanswered(client, a) for a, _ in targets))
     silent = [(a, why) for (a, role), why in zip(targets, found, strict=True) if why is not None]
     asked = {a for a, _ in targets}
     silent += [(a, why) for a, why in unreadable if a not in asked]
@@ -97,6 +87,7 @@ async def check_partitions_in_sync(
         return
     # loaded here: the partition package uses the operations module, which uses this one
     from nsqctl.admin.partitions.state import (
+        absent_copies,
         quorum,
         redesign_leader,
         registered_nsqds,
@@ -116,11 +107,11 @@ async def check_partitions_in_sync(
         up = [a for a in p.isr if a in nodes]
         down = [node_id_key(a) or a for a in p.isr if a not in nodes]
         if len(up) < need:
-            why = f", {', '.join(down)} down" if down else ""
+            named, advice = absent_copies(p, nodes)
             short.append(
                 f"partition {part} has {len(up)} in-sync cop{'y' if len(up) == 1 else 'ies'} "
-                f"up (ISR of {len(p.isr)}{why}) and youzan needs {need} of "
-                f"{state.meta.replica} to apply a change: bring its nsqds back first"
+                f"up of an ISR of {len(p.isr)}{named} and youzan needs {need} of "
+                f"{state.meta.replica} to apply a change: {advice}"
             )
         elif down:
             short.append(

@@ -198,3 +198,28 @@ def admin_client(transport: httpx.AsyncBaseTransport | None = None) -> httpx.Asy
     """The HTTP client every admin operation sends through: the v1 header and the admin
     timeout; ``transport`` lets tests answer for the servers."""
     return http_client(timeout=TIMEOUT, headers=NSQ_V1, transport=transport)
+
+
+async def unanswered(
+    client: httpx.AsyncClient,
+    address: str,
+    *,
+    timeout: float | None = None,
+    any_answer: bool = False,
+) -> str | None:
+    """Why the server at ``address`` does not answer ``/ping`` (in words), or None when it
+    answers: with 200, or with ``any_answer`` with anything at all. ``any_answer`` asks
+    whether something is there rather than whether it serves: an nsqd's TCP port, given
+    instead of its HTTP port, answers HTTP with a protocol error, so only a refused
+    connection or no answer in time mean nothing is there. ``timeout``: seconds, else the
+    client's."""
+    try:
+        resp = await client.get(
+            f"http://{address}/ping",
+            timeout=httpx.USE_CLIENT_DEFAULT if timeout is None else timeout,
+        )
+    except (httpx.ConnectError, httpx.TimeoutException) as err:
+        return describe_http_error(err)
+    except httpx.HTTPError as err:
+        return None if any_answer else describe_http_error(err)
+    return None if any_answer or resp.status_code == 200 else f"HTTP {resp.status_code} to /ping"

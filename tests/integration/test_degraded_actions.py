@@ -276,8 +276,9 @@ def deleted(rig: Rig, topic: str) -> str:
 def test_too_few_in_sync_copies_refuse_and_enough_complete(rig: Rig) -> None:
     for action in CHANNEL_ACTIONS:
         line = refused(rig, rig.copied, *channel_args(rig.copied, action))
-        assert "partition 0 has 1 in-sync copy up (ISR of 2, " in line
-        assert rig.victim.tcp_address in line and "needs 2 of 2" in line
+        assert "partition 0 has 1 in-sync copy up of an ISR of 2 (" in line
+        assert f"{rig.victim.tcp_address} in its ISR is down" in line and "needs 2 of 2" in line
+        assert line.endswith(f"bring {rig.victim.tcp_address} back first"), line
     leader = rig.leader(rig.copied)
     drain = ("node", "drain", leader)
     line = refused(rig, rig.copied, *drain, real=("--timeout", "20"), alone=False)

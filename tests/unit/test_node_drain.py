@@ -24,7 +24,7 @@ from nsqctl.admin.drain.records import (
     running_elsewhere,
     update_drain,
 )
-from nsqctl.admin.drain.redesign import plan_leader_moves
+from nsqctl.admin.drain.redesign import plan_leader_moves, with_leaderless
 from nsqctl.admin.drain.safety import KeptCopy, kept_copies, node_name, readable, stop_plan
 from nsqctl.admin.partitions import PartitionState, TopicState
 from nsqctl.lookup.topology import TopicMeta
@@ -307,6 +307,33 @@ def test_a_partition_without_leader_or_isr_is_not_called_safe() -> None:
     why = stop_plan(states, A, {A, B})[1][0].why
     assert "1 of its in-sync copies are up (127.0.0.1:20911 in its ISR is down)" in why
     assert "waiting for an election will not do; bring 127.0.0.1:20911 back first" in why
+
+
+def test_a_leaderless_partition_with_the_node_in_its_isr_refuses_the_stop() -> None:
+    """Right after T/0's leader A died, before an election, the lookup lists T/0 nowhere
+    (it lists a partition only with a leader) while B, up, reports it with A and B in its
+    ISR. The lookup's records alone show nothing of B's (T/1 is on C and D): the stop
+    would be called safe, yet B may hold the copy the election needs. The nsqds' view
+    adds T/0, and the stop is refused naming it."""
+    snap = ClusterSnapshot(
+        0.0,
+        (
+            _node(B, topic_stats(B, "T", partition=0, leader=False), redesign=True),
+            _node(C, topic_stats(C, "T", partition=1), redesign=True),
+            _node(D, topic_stats(D, "T", partition=1, leader=False), redesign=True),
+        ),
+        coordinator=(CoordInfo("T", 0, B, isr=(A, B)), CoordInfo("T", 1, C, isr=(C, D))),
+    )
+    view = build_view(snap)
+    states = [_topic("T", 2, PartitionState(1, C, (C, D)))]  # what the lookup lists
+    assert stop_plan(states, B, {B, C, D}) == ([], [])  # blind to T/0
+    moves, blockers = stop_plan(with_leaderless(states, view, B), B, {B, C, D})
+    assert moves == []
+    [blocker] = blockers
+    assert (blocker.topic, blocker.partition) == ("T", 0)
+    assert blocker.describe().startswith("T/0: it has no leader now (not writable)")
+    # a node in no leaderless partition's ISR is not held back by it
+    assert with_leaderless(states, view, C) == states
 
 
 def test_server_messages_name_nodes_by_address_not_by_youzan_id() -> None:

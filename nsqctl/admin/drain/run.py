@@ -33,8 +33,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-import httpx
-
 from nsqctl.addresses import parse_address
 from nsqctl.admin.drain.defaults import DEFAULT_INTERVAL, DEFAULT_TIMEOUT
 from nsqctl.admin.drain.moves import LeaderMove
@@ -64,7 +62,7 @@ from nsqctl.admin.drain.restore import RestoreResult, restore_node
 from nsqctl.admin.drain.safety import Blocker, KeptCopy, kept_copies, readable, stop_plan
 from nsqctl.admin.leader import find_leader
 from nsqctl.admin.partitions import NsqdNode, leader_load_factors, registered_nsqds
-from nsqctl.admin.requests import AdminReport, admin_client
+from nsqctl.admin.requests import AdminReport, admin_client, unanswered
 from nsqctl.errors import AdminError, ConfigError, NotFoundError, NsqctlError
 from nsqctl.paths import unusable_directory
 from nsqctl.stats.poller import StatsPoller
@@ -252,7 +250,7 @@ async def _unregistered(client: Any, node: str, lookupds: str, known: str) -> Ns
     dropped from the lookup at once (its registration connection closes), so "not
     registered" alone would send the operator looking for a typo: when nothing answers
     at the address, say the nsqd is down, that a drain needs it live, and what to do."""
-    if await _answers(client, node):
+    if await unanswered(client, node, timeout=PROBE_TIMEOUT, any_answer=True) is None:
         return NotFoundError(
             f"{node} is not an nsqd registered with nsqlookupd {lookupds} ({known})"
         )
@@ -268,19 +266,6 @@ async def _unregistered(client: Any, node: str, lookupds: str, known: str) -> Ns
 #: down: a hung one (stopped, or its host gone) would otherwise hold the refusal for the
 #: whole admin timeout.
 PROBE_TIMEOUT = 3.0
-
-
-async def _answers(client: Any, address: str) -> bool:
-    """Whether anything answers at ``address`` (an nsqd's HTTP port answers ``/ping``; its
-    TCP port, given instead, answers HTTP with a protocol error): only a refused
-    connection or no answer in time mean nothing is there."""
-    try:
-        await client.get(f"http://{address}/ping", timeout=PROBE_TIMEOUT)
-    except (httpx.ConnectError, httpx.TimeoutException):
-        return False
-    except httpx.HTTPError:
-        return True
-    return True
 
 
 def _poller(family: Family, lookupd: Sequence[str], node: str) -> StatsPoller:

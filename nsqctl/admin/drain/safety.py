@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from nsqctl.admin.drain.moves import LeaderMove
 from nsqctl.admin.partitions import PartitionState, TopicState
-from nsqctl.admin.partitions.state import quorum
+from nsqctl.admin.partitions.state import absent_copies, quorum
 from nsqctl.stats.parse import node_id_key
 
 
@@ -105,31 +105,11 @@ def _free(state: TopicState, p: PartitionState, at: _Around) -> list[str]:
     return sorted(free, key=lambda a: (at.loads.get(a, float("inf")), a))
 
 
-def _absent(p: PartitionState, at: _Around) -> tuple[str, str]:
-    """The copies of ``p`` (the node aside) that are down, in words (`` (X in its ISR is
-    down)``, or "" for none), and the advice: bring them back, or, with none, add an nsqd.
-
-    A down copy counts in its ISR (youzan cannot drop it, too few would remain) or in its
-    catch-up list, where youzan puts a copy that failed and a leader it elected another in
-    place of: either one, back and caught up, is the copy the partition misses, so it is
-    named rather than an nsqd asked for that the cluster already has."""
-    where = (("ISR", p.isr), ("catch-up list", [a for a in p.catchup if a not in p.isr]))
-    down = [
-        (kind, [node_name(a) for a in members if a != at.node and a not in at.up])
-        for kind, members in where
-    ]
-    down = [(kind, names) for kind, names in down if names]
-    if not down:
-        return "", "add an nsqd (or lower its replicas) first"
-    named = "; ".join(f"{', '.join(names)} in its {kind} is down" for kind, names in down)
-    return f" ({named})", f"bring {', '.join(n for _, names in down for n in names)} back first"
-
-
 def _leaderless(topic: str, p: PartitionState, need: int, at: _Around) -> str:
     """Why a partition with no leader blocks the stop, and what to do: waiting for an
     election helps only when enough of its in-sync copies are up for the leader elected to
-    take writes; else the copies that are down must come back first (waiting would be
-    forever, as the same refusal of ``topic move`` says)."""
+    take writes; else the copies that are down must come back first (youzan elects only
+    from the ISR, so waiting alone would be forever)."""
     up = [a for a in p.isr if a in at.up]
     head = "it has no leader now (not writable)"
     if len(up) >= need:
@@ -137,7 +117,7 @@ def _leaderless(topic: str, p: PartitionState, need: int, at: _Around) -> str:
             f"{head}, and {len(up)} of its in-sync copies are up: wait for nsqlookupd to "
             f"elect one (`lookup({topic})` shows when), then drain again"
         )
-    named, advice = _absent(p, at)
+    named, advice = absent_copies(p, at.up, at.node)
     return (
         f"{head}, and {len(up)} of its in-sync copies are up{named}: it takes writes only "
         f"with {need}, so waiting for an election will not do; {advice}"
@@ -164,7 +144,7 @@ def _check(state: TopicState, p: PartitionState, at: _Around) -> LeaderMove | Bl
     copies = f"{len(left)} in-sync cop{'y' if len(left) == 1 else 'ies'}"
     why = f"stopping {node} leaves {copies}" + (f" ({', '.join(left)})" if left else "")
     why += f"; with replicas {replicas} it takes writes and elects a leader only with {need}"
-    named, advice = _absent(p, at)
+    named, advice = absent_copies(p, at.up, at.node)
     return Blocker(state.topic, p.partition, f"{why}{named}: {advice}")
 
 

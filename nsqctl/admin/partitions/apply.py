@@ -394,6 +394,11 @@ async def apply_plan(
 
 
 async def _send(run: _Run, wait: float) -> None:
+    """Carry out ``run``'s plan, its results in ``run.report``: a move is sent and watched
+    by :meth:`_Run.move` (it may move leadership on); any other plan (an expand, an
+    update) is one request, and only once that was accepted is its effect waited for (the
+    new partitions writable, or every ISR at a new replica count): after a refusal nothing
+    changed, so there is nothing to wait for."""
     plan, report = run.plan, run.report
     if plan.action == "topic move":
         await run.move()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 import httpx
@@ -72,6 +72,33 @@ def quorum(replicas: int) -> int:
     """In-sync copies a partition of ``replicas`` needs to take writes: more than
     ``replicas/2`` (youzan's ``IsISRReadyForWrite``, integer division)."""
     return max(1, replicas) // 2 + 1
+
+
+def absent_copies(
+    p: PartitionState, up: Collection[str], node: str | None = None
+) -> tuple[str, str]:
+    """The copies of ``p`` (``node`` aside) on nsqds not ``up`` (registered now), in words
+    (`` (X in its ISR is down)``, or "" for none), and the advice for a partition short of
+    in-sync copies: bring them back, or, with none down, add an nsqd (or lower its
+    replicas). Each is named as an operator knows it (a youzan node id as its TCP address).
+
+    A down copy counts in its ISR (youzan cannot drop it, too few would remain) or in its
+    catch-up list, where youzan puts a copy that failed and a leader it elected another in
+    place of: either one, back and caught up, is the copy the partition misses, so it is
+    named rather than an nsqd asked for that the cluster already has."""
+    # loaded here, not at import: every command's --help would pay for the stats parser
+    from nsqctl.stats.parse import node_id_key
+
+    where = (("ISR", p.isr), ("catch-up list", [a for a in p.catchup if a not in p.isr]))
+    down = [
+        (kind, [node_id_key(a) or a for a in members if a != node and a not in up])
+        for kind, members in where
+    ]
+    down = [(kind, names) for kind, names in down if names]
+    if not down:
+        return "", "add an nsqd (or lower its replicas) first"
+    named = "; ".join(f"{', '.join(names)} in its {kind} is down" for kind, names in down)
+    return f" ({named})", f"bring {', '.join(n for _, names in down for n in names)} back first"
 
 
 async def redesign_leader(client: httpx.AsyncClient, lookupd_http: Sequence[str], what: str) -> str:

@@ -147,7 +147,9 @@ def peek(
     """Show a channel's next messages without consuming them (redesign; --borrow: original).
 
     With every nsqlookupd down, the nsqds given (--nsqd-http; with --borrow, --nsqd too)
-    are read instead, and a warning says the messages shown may be incomplete."""
+    are read instead, and a warning says the messages shown may be incomplete. With
+    --borrow and nsqlookupd up, an nsqd given by both addresses that holds the topic
+    but that nsqlookupd does not list is borrowed from too."""
     if fmt not in FORMATS:
         raise ConfigError(f"unknown --format {fmt!r}: use raw, json or pretty")
     since = float(parse_time_s(from_time)) if from_time is not None else None
