@@ -118,6 +118,9 @@ class ConnectionSet:
         # socket, a refused subscription) never passes for silence
         self._timed_out: set[HostPort] = set()
         self._stopping = False
+        # A subscription succeeded once: a refused secret after that is no wrong secret
+        # given at start-up but, as likely, an auth server nsqd could not reach
+        self._subscribed_once = False
         #: An error no reconnect can cure (a bad topic, a refused subscription option).
         self.fatal: BaseException | None = None
         self._warned_missing = False  # the missing topic was logged (once per consumer)
@@ -336,6 +339,7 @@ class ConnectionSet:
                 return None
         self._conns[target] = conn
         self._reconnect_delay.pop(target, None)
+        self._subscribed_once = True
         self.stats.connections = len(self._conns)
         self._on_connected(target, conn)
         return None
@@ -349,13 +353,13 @@ class ConnectionSet:
                 address, self._on_error, lambda c, err: self._on_close(target, c, err)
             )
         except p.ServerError as err:
-            # nsqd answered the handshake with a refusal: TLS it requires and this
-            # connection lacks (TLSRequiredError, nsqd applies its TLS policy at AUTH),
-            # AUTH it requires and no secret given (AuthRequiredError), a secret refused.
-            # No reconnect brings TLS or a secret, so the consumer stops with it at once,
-            # as it does for a SUB refused for TLS (SubscribeRefusal.TLS_REQUIRED); the
-            # first two are ConnectErrors too, not a dial failure to retry.
-            self._set_fatal(err)
+            if self._refused_for_good(err):
+                self._set_fatal(err)
+                return None
+            text = f"nsqd {address} refused the handshake: {err}"
+            self._failed(address, text, err)
+            log.warning("%s", text)
+            self._schedule_reconnect(target)
             return None
         except (ConnectError, OSError) as err:
             text = str(err) if isinstance(err, ConnectError) else f"{address}: {err}"
@@ -368,6 +372,23 @@ class ConnectionSet:
             )
             self._schedule_reconnect(target)
             return None
+
+    def _refused_for_good(self, err: p.ServerError) -> bool:
+        """Whether nsqd's refusal of the handshake stops the consumer at once. TLS it
+        requires and this connection lacks (TLSRequiredError: nsqd applies its TLS policy
+        at AUTH) and AUTH it requires with no secret given (AuthRequiredError) no
+        reconnect brings, as for a SUB refused for TLS (SubscribeRefusal.TLS_REQUIRED);
+        the two are ConnectErrors too, not a dial failure to retry. A refused secret
+        (AuthFailedError) is so only before anything subscribed (a wrong secret fails
+        start at once): nsqd answers E_AUTH_FAILED as well when it could not reach its
+        auth server, so once running the consumer reconnects through such an outage, as
+        it retries the same code at SUB (SubscribeRefusal.AUTH). Any other refusal (an
+        IDENTIFY rejected) is the settings' doing: no reconnect changes them."""
+        if isinstance(err, p.TLSRequiredError | p.AuthRequiredError):
+            return True
+        if isinstance(err, p.AuthFailedError):
+            return not self._subscribed_once
+        return True
 
     def _rides(self, target: Target) -> bool:
         """A partition that rides a failover keeps its confirmed position: its frames carry

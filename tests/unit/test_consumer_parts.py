@@ -846,7 +846,8 @@ async def test_a_start_whose_every_subscription_timed_out_is_a_timeout() -> None
     assert "did not answer the subscription" in str(info.value), str(info.value)
 
 
-HANDSHAKE_REFUSALS = [
+#: Handshake refusals no reconnect cures: TLS or a secret missing.
+LASTING_REFUSALS = [
     pytest.param(
         lambda: p.error_from_frame(
             b"E_INVALID cannot AUTH in current state (TLS required)", context="auth"
@@ -854,6 +855,9 @@ HANDSHAKE_REFUSALS = [
         id="tls-required",
     ),
     pytest.param(lambda: p.AuthRequiredError(NSQD), id="auth-required"),
+]
+HANDSHAKE_REFUSALS = [
+    *LASTING_REFUSALS,
     pytest.param(
         lambda: p.error_from_frame(b"E_AUTH_FAILED AUTH failed", context="auth"), id="auth-failed"
     ),
@@ -873,7 +877,7 @@ async def test_a_handshake_refusal_no_retry_can_fix_fails_start_with_it(refusal:
     assert info.value is dialer.dial_error and dialer.dials == 1
 
 
-@pytest.mark.parametrize("refusal", HANDSHAKE_REFUSALS)
+@pytest.mark.parametrize("refusal", LASTING_REFUSALS)
 async def test_a_handshake_refusal_on_a_reconnect_stops_the_set(refusal: Any) -> None:
     """The same refusal when a lost connection is dialled again (nsqd restarted with TLS
     or AUTH required) stops the set with it, rather than reconnecting forever."""
@@ -884,6 +888,23 @@ async def test_a_handshake_refusal_on_a_reconnect_stops_the_set(refusal: Any) ->
     dialer.opened[0].breaks()
     await wait_for(lambda: conns.fatal is not None, 2.0, "the set to stop")
     assert conns.fatal is dialer.dial_error and dialer.dials == 2
+    await conns.close_all()
+
+
+async def test_a_secret_refused_on_a_reconnect_is_retried() -> None:
+    """E_AUTH_FAILED once the set has read: nsqd answers it for an auth server it could
+    not reach as for a wrong secret, so an outage of that server (during an nsqd restart)
+    is reconnected through, not taken for a secret no reconnect can fix."""
+    dialer = Dialer()
+    conns = connection_set(dialer)
+    await conns.sync(Topology.from_nsqd_addresses([parse_address(NSQD)], topic="t"))
+    dialer.dial_error = p.error_from_frame(b"E_AUTH_FAILED AUTH failed", context="auth")
+    dialer.opened[0].breaks()
+    await wait_for(lambda: dialer.dials >= 3, 2.0, "two refused reconnects")
+    assert conns.fatal is None
+    dialer.dial_error = None  # the auth server answers again
+    await wait_for(lambda: conns.connections, 2.0, "the reconnect")
+    assert conns.fatal is None and len(dialer.opened) == 2
     await conns.close_all()
 
 
