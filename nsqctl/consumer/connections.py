@@ -236,11 +236,18 @@ class ConnectionSet:
         deadline = (loop.time() if since is None else since) + limit
         while not self._conns and self._targets and self.fatal is None and not self._stopping:
             if asyncio.get_running_loop().time() >= deadline:
-                silent = sorted({str(address) for address, _part in self._targets})
-                tried = " | ".join(self._connect_errors.values()) or (
-                    f"no answer from {', '.join(silent)} (not an nsqd's TCP port?)"
+                targeted = {address for address, _part in self._targets}
+                silent = sorted(str(address) for address in targeted)
+                # only the nsqds still targeted: one the lookup dropped is not why start failed
+                tried = (
+                    " | ".join(
+                        text
+                        for address, text in self._connect_errors.items()
+                        if address in targeted
+                    )
+                    or f"no answer from {', '.join(silent)} (not an nsqd's TCP port?)"
                 )
-                unreached = self.unreached_error(address for address, _part in self._targets)
+                unreached = self.unreached_error(targeted)
                 self._set_fatal(
                     unreached(
                         f"no nsqd of topic {self.topic!r} reachable within {limit:g}s: {tried}",
@@ -339,6 +346,9 @@ class ConnectionSet:
                 return None
         self._conns[target] = conn
         self._reconnect_delay.pop(target, None)
+        # its failures are past: they must not speak for it should it be lost again
+        self._connect_errors.pop(target[0], None)
+        self._timed_out.discard(target[0])
         self._subscribed_once = True
         self.stats.connections = len(self._conns)
         self._on_connected(target, conn)

@@ -835,6 +835,57 @@ async def test_a_start_whose_every_subscription_is_refused_is_not_a_timeout(fram
     assert dialer.opened and not any(f.is_open for f in dialer.opened)
 
 
+async def test_a_subscription_that_succeeds_clears_its_nsqds_earlier_refusal() -> None:
+    """nsqd refused a subscription and then accepted one: that refusal is past, so a later
+    judgement of the nsqd (an archive's lost source, a start-up check) does not quote it,
+    and an attempt under way since counts as silence, not as refused."""
+    address = parse_address(NSQD)
+    dialer = Dialer()
+    dialer.subscribe_error = p.error_from_frame(b"E_TOPIC_NOT_EXIST", context="sub")
+    conns = connection_set(dialer)
+    await conns.sync(Topology.from_nsqd_addresses([address], topic="t"))
+    assert conns.unreached_error([address]) is NoConnectionError  # refused: on record
+    dialer.subscribe_error = None
+    await wait_for(lambda: conns.connections, 2.0, "the resubscription")
+    assert conns.unreached_error([address]) is NoConnectionTimeoutError
+    await conns.close_all()
+
+
+class HangingDialer(Dialer):
+    """Dials to ``silent`` never end, as to an nsqd that accepts and never answers."""
+
+    def __init__(self, silent: HostPort) -> None:
+        super().__init__()
+        self.silent = silent
+        self.hanging = False
+
+    async def __call__(self, address: HostPort, on_error: Any, on_close: Any) -> Connection:
+        if address == self.silent:
+            self.hanging = True
+            await asyncio.Event().wait()
+        return await super().__call__(address, on_error, on_close)
+
+
+async def test_the_start_up_error_quotes_only_the_nsqds_still_targeted() -> None:
+    """An nsqd that refused the subscription and that the lookup then stopped listing is
+    not why start failed: the error names the silent nsqd still targeted, as a timeout."""
+    refused, silent = parse_address("127.0.0.1:4150"), parse_address("127.0.0.1:4250")
+    dialer = HangingDialer(silent)
+    dialer.subscribe_error = p.error_from_frame(b"E_TOPIC_NOT_EXIST", context="sub")
+    conns = connection_set(dialer, lookup=True, reconnect_initial=30.0, reconnect_max=30.0)
+    await conns.sync(Topology("t", partitions={0: Peer.from_address(refused)}))
+    following = asyncio.create_task(
+        conns.sync(Topology("t", partitions={0: Peer.from_address(silent)}))
+    )
+    await wait_for(lambda: dialer.hanging, 2.0, "the dial to the silent nsqd")
+    await conns.await_first(0.0)
+    assert isinstance(conns.fatal, NoConnectionTimeoutError), conns.fatal
+    assert str(refused) not in str(conns.fatal) and str(silent) in str(conns.fatal)
+    await conns.close_all()
+    with pytest.raises(asyncio.CancelledError):
+        await following
+
+
 async def test_a_start_whose_every_subscription_timed_out_is_a_timeout() -> None:
     """The other side of the same line: SUBs that each got no answer in time (the
     connection closed as silent) make start fail as a timeout."""
