@@ -11,8 +11,12 @@ import ipaddress
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from nsqctl.errors import ConfigError
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = [
     "HostPort",
@@ -145,8 +149,9 @@ def require_cluster(lookupd_http: object, nsqd_tcp: object) -> None:
 
 
 async def _resolve_host(host: str) -> frozenset[str]:
-    """The IPs ``host`` names; an IP is itself, and a name that does not resolve (in
-    :data:`RESOLVE_TIMEOUT`) stands for itself only, so it still matches its own spelling."""
+    """The IPs ``host`` names; an IP is itself (never asked of a resolver), and a name that
+    does not resolve (in :data:`RESOLVE_TIMEOUT`) stands for itself only, so it still
+    matches its own spelling."""
     try:
         return frozenset({str(ipaddress.ip_address(host))})
     except ValueError:
@@ -154,16 +159,50 @@ async def _resolve_host(host: str) -> frozenset[str]:
     # loaded here: every command parses addresses, and asyncio would cost each one's
     # start-up (``config --help`` too) for the few that compare nsqds by what they reach
     import asyncio
-    import socket
 
     try:
-        infos = await asyncio.wait_for(
-            asyncio.get_running_loop().getaddrinfo(host, None, type=socket.SOCK_STREAM),
-            RESOLVE_TIMEOUT,
-        )
+        async with asyncio.timeout(RESOLVE_TIMEOUT):
+            infos = await _getaddrinfo(host)
     except (OSError, TimeoutError):
         return frozenset({host})
     return frozenset({str(ipaddress.ip_address(info[4][0])) for info in infos} or {host})
+
+
+def _getaddrinfo(host: str) -> asyncio.Future[list[Any]]:
+    """``socket.getaddrinfo`` of ``host`` in a daemon thread of its own. Not the loop's
+    default executor: ``asyncio.run`` joins its threads at shutdown with no bound, and a
+    ``ThreadPoolExecutor``'s threads are joined at interpreter exit, so a resolver that
+    hangs would hold the command past :data:`RESOLVE_TIMEOUT` (and hung lookups would fill
+    the shared executor). A daemon thread left behind by a timeout holds nothing."""
+    import asyncio
+    import contextlib
+    import socket
+    import threading
+
+    loop = asyncio.get_running_loop()
+    found: asyncio.Future[list[Any]] = loop.create_future()
+
+    def deliver(result: list[Any] | None, error: OSError | None) -> None:
+        if found.done():  # timed out or cancelled meanwhile
+            return
+        if error is not None:
+            found.set_exception(error)
+        else:
+            found.set_result(result or [])
+
+    def lookup() -> None:
+        result: list[Any] | None = None
+        error: OSError | None = None
+        try:
+            result = list(socket.getaddrinfo(host, None, type=socket.SOCK_STREAM))
+        except OSError as err:
+            error = err
+        # a closed loop raises RuntimeError: nobody waits for this answer any more
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(deliver, result, error)
+
+    threading.Thread(target=lookup, name=f"resolve {host}", daemon=True).start()
+    return found
 
 
 async def resolve_endpoints(texts: Iterable[str]) -> dict[str, frozenset[HostPort]]:

@@ -470,7 +470,7 @@ async def _tcp_addresses(
     its TCP port (by the endpoints they reach, so ``localhost`` meets ``127.0.0.1``)."""
     if not nsqd_http or not nsqd_tcp:
         return {}
-    found: dict[str, str] = {}
+    owns: dict[str, tuple[str, str]] = {}
     for address in nsqd_http:
         try:
             resp = await client.get(f"http://{address}/info", headers=NSQ_V1)
@@ -479,8 +479,11 @@ async def _tcp_addresses(
         except (httpx.HTTPError, ValueError, NsqctlError):
             continue  # not reachable over TCP by us either: left out, as not consumable
         port = broadcast.rsplit(":", 1)[1]
-        own = [broadcast, f"{address.rsplit(':', 1)[0]}:{port}"]
-        reach = await resolve_endpoints([*own, *nsqd_tcp])
+        owns[address] = (broadcast, f"{address.rsplit(':', 1)[0]}:{port}")
+    # one resolution of every name at once, not one round per nsqd
+    reach = await resolve_endpoints([*(t for own in owns.values() for t in own), *nsqd_tcp])
+    found: dict[str, str] = {}
+    for address, own in owns.items():
         mine = reach[own[0]] | reach[own[1]]
         match = next((t for t in nsqd_tcp if reach[t] & mine), None)
         if match is not None:

@@ -36,7 +36,8 @@ class Placement:
     unreachable: tuple[tuple[str, str], ...] = ()
     aliases: tuple[tuple[str, str], ...] = ()
     """``(name, nsqd HTTP address)``: other names an operator may give a node (its TCP
-    address as ``nsqctl lookup`` shows it, its hostname), from the lookup."""
+    address as ``nsqctl lookup`` shows it, its hostname) from the lookup, and each nsqd
+    HTTP address the caller gave that reaches a node kept under another spelling."""
     leaderless: tuple[int, ...] = ()
     """Redesign partitions the topic's meta counts that no lookupd names a leader for
     (every nsqd holding them down): not in ``nsqds``, and not measurable."""
@@ -161,18 +162,24 @@ async def fetch_stats(
 
 
 def _unseen(
-    reach: Mapping[str, frozenset[HostPort]], names: Sequence[str], seen: set[HostPort]
-) -> list[str]:
-    """Each of ``names`` (nsqds' HTTP addresses) that reaches none of the endpoints ``seen``
-    or an earlier name reaches (``seen`` grows). By what a name reaches, not its spelling:
-    the same nsqd given as ``localhost:4151`` and listed (or given again) as
-    ``127.0.0.1:4151`` is one nsqd, to be acted on once and not warned about."""
+    reach: Mapping[str, frozenset[HostPort]], names: Sequence[str], kept: Sequence[str]
+) -> tuple[list[str], list[tuple[str, str]]]:
+    """Each of ``names`` (nsqds' HTTP addresses) that reaches none of the endpoints of
+    ``kept`` (the addresses already acted on) or of an earlier name kept, and each name dropped
+    with the address it stands for. By what a name reaches, not its spelling: the same nsqd
+    given as ``localhost:4151`` and listed (or given again) as ``127.0.0.1:4151`` is one
+    nsqd, to be acted on once and not warned about; the dropped spelling is an alias of the
+    kept one, so ``--node`` in that spelling still names it."""
+    owners = {endpoint: address for address in kept for endpoint in reach[address]}
     found: list[str] = []
+    aliases: list[tuple[str, str]] = []
     for name in names:
-        if not reach[name] & seen:
+        met = sorted({owners[e] for e in reach[name] if e in owners})
+        if not met:
             found.append(name)
-        seen |= reach[name]
-    return found
+            owners.update((e, name) for e in reach[name])
+        aliases.extend((name, address) for address in met if address != name)
+    return found, aliases
 
 
 async def _given_not_listed(
@@ -187,7 +194,8 @@ async def _given_not_listed(
     out, it would miss the change while the command reported success."""
     listed = [n.address for n in placement.nsqds]
     reach = await resolve_endpoints([*listed, *nsqd_http])
-    others = _unseen(reach, nsqd_http, set().union(*(reach[a] for a in listed)))
+    others, aliases = _unseen(reach, nsqd_http, listed)
+    placement = replace(placement, aliases=(*placement.aliases, *aliases))
     if not others:
         return placement
     stats = await fetch_stats(client, others, placement.topic)
@@ -227,8 +235,9 @@ async def locate_topic(
         if placement.family == "original" and nsqd_http:
             placement = await _given_not_listed(placement, nsqd_http, client)
         return placement
-    given = _unseen(await resolve_endpoints(nsqd_http), nsqd_http, set())
+    given, aliases = _unseen(await resolve_endpoints(nsqd_http), nsqd_http, ())
     placement = placement_from_stats(topic, await fetch_stats(client, given, topic))
+    placement = replace(placement, aliases=tuple(aliases))
     if not placement.nsqds and not placement.unreachable:
         raise topic_not_found(topic, [f"nsqd {a}" for a in given])
     if not placement.nsqds:

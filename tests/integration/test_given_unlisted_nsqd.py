@@ -101,12 +101,19 @@ def test_a_given_nsqd_named_otherwise_than_listed_is_acted_on_once(
     assert sorted(r["node"] for r in report["results"]) == sorted(c.nsqd_http)
     assert report["warnings"] == [] and "warning" not in done.stderr, done
     assert all(paused(a, topic) for a in c.nsqd_http)
+    # --node in the spelling given still names that nsqd, the one listed
+    dry = run_main("channel", "unpause", topic, "c", "--dry-run", "--node", given[0], *where)
+    assert dry.returncode == 0, dry
+    assert c.nsqd_http[0] in dry.stdout and c.nsqd_http[1] not in dry.stdout, dry
     # with no nsqlookupd, an nsqd given under both names is one nsqd too
     both = [
         f
         for a, b in zip(given, c.nsqd_http, strict=True)
         for f in ("--nsqd-http", a, "--nsqd-http", b)
     ]
+    dry = run_main("channel", "unpause", topic, "c", "--dry-run", "--node", c.nsqd_http[0], *both)
+    assert dry.returncode == 0, dry
+    assert given[0] in dry.stdout and given[1] not in dry.stdout, dry
     done = run_main("channel", "unpause", topic, "c", "--yes", "--json", *both)
     assert done.returncode == 0, done
     assert sorted(r["node"] for r in json.loads(done.stdout)["results"]) == sorted(given)

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import socket
+import threading
+from collections.abc import Callable, Coroutine, Iterator
+from typing import Any
 
 import pytest
 
+from nsqctl import addresses
 from nsqctl.addresses import (
     HostPort,
     NsqdAddress,
@@ -99,3 +104,66 @@ def test_resolved_endpoints_meet_for_one_server_named_two_ways() -> None:
     assert HostPort("127.0.0.1", 4151) in got["localhost:4151"]
     assert got["127.0.0.1:4151"] == {HostPort("127.0.0.1", 4151)}
     assert got["nonsense"] == {HostPort("nonsense", 0)}
+
+
+@pytest.fixture
+def hung_resolver(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
+    """``socket.getaddrinfo`` that blocks until the test ends (as a resolver that never
+    answers): a DNS server cannot be made to hang on loopback. Set once asked."""
+    asked = threading.Event()
+    release = threading.Event()
+
+    def blocked(*_args: object, **_kwargs: object) -> list[object]:
+        asked.set()
+        release.wait()
+        raise OSError("released")
+
+    monkeypatch.setattr(socket, "getaddrinfo", blocked)
+    yield asked
+    release.set()
+
+
+def run_bounded(main: Callable[[], Coroutine[Any, Any, object]]) -> object:
+    """``asyncio.run(main())`` in a daemon thread, so that a run held forever fails the
+    test instead of hanging it (a bound on a hang, not a speed)."""
+    out: list[object] = []
+
+    def run() -> None:
+        try:
+            out.append(asyncio.run(main()))
+        except BaseException as err:  # any outcome is handed to the test
+            out.append(err)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(60)
+    assert not thread.is_alive(), "asyncio.run is held by the hung lookup"
+    return out[0]
+
+
+def test_a_hung_resolver_holds_neither_the_command_nor_its_exit(
+    hung_resolver: threading.Event, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A name whose lookup never answers stands for itself after the timeout, and the run
+    that asked ends: no thread left that asyncio.run or the interpreter would join."""
+    monkeypatch.setattr(addresses, "RESOLVE_TIMEOUT", 0.05)
+    got = run_bounded(lambda: resolve_endpoints(["hung.example:4151"]))
+    assert hung_resolver.is_set()
+    assert got == {"hung.example:4151": {HostPort("hung.example", 4151)}}
+    holding = [t for t in threading.enumerate() if t.is_alive() and not t.daemon]
+    assert holding == [threading.main_thread()], holding
+
+
+def test_a_cancel_during_a_hung_lookup_is_not_swallowed(hung_resolver: threading.Event) -> None:
+    async def main() -> str:
+        task = asyncio.create_task(resolve_endpoints(["hung.example:4151"]))
+        while not hung_resolver.is_set():
+            await asyncio.sleep(0.01)  # until the lookup is under way
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            return "cancelled"
+        return "swallowed"
+
+    assert run_bounded(main) == "cancelled"
