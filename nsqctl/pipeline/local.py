@@ -282,10 +282,9 @@ def text_plan(source: str, filters: Any, shard_field: str | None = None) -> Plan
     ordered = pa.table(
         dict(zip(flt.ORDER_COLUMNS, [*order, zero], strict=True)) | {"body": matching["body"]}
     )
-    if shard_field:  # files and lines come in order; the field's values do not
-        ordered = ordered.take(
-            pc.sort_indices(ordered, [(c, "ascending") for c in flt.ORDER_COLUMNS])
-        )
+    # Lines come in (file, line) order, but neither the field's values nor the file paths
+    # (files are read in the order nsq_to_file wrote them) do: sort into (key, position).
+    ordered = ordered.take(pc.sort_indices(ordered, [(c, "ascending") for c in flt.ORDER_COLUMNS]))
     return Planned(matching.num_rows, ordered)
 
 

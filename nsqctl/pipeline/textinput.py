@@ -3,11 +3,20 @@
 Gzip is detected by its magic bytes, not the file name (nsq_to_file --gzip writes
 ``.gz`` names, but renamed files must work too). A body containing a newline cannot be
 told apart from two bodies: that is nsq_to_file's format, not ours.
+
+A directory's files are read in the order nsq_to_file wrote them, because a replay keyed
+by a field keeps each key's lines in (file, line) order. nsq_to_file's default name is
+``<TOPIC>.<HOST><REV>.<DATETIME>.log`` (``.gz`` appended with gzip), DATETIME being
+``%Y-%m-%d_%H`` and REV ``-%06d`` when gzip, rotation or a work dir is on; sorting those
+names as text would put every revision 1 after all the revision 0 files of later hours.
+Files from several hosts with the same DATETIME have no order between them that the names
+(or anything else) establish: per-key order holds within one host's files.
 """
 
 from __future__ import annotations
 
 import gzip
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -15,6 +24,14 @@ from typing import BinaryIO
 from nsqctl.errors import ConfigError
 
 GZIP_MAGIC = b"\x1f\x8b"
+
+#: nsq_to_file's default file name: <TOPIC>.<HOST><REV>.<DATETIME>.log[.gz].
+DEFAULT_NAME = re.compile(
+    r"^(?P<stem>.+?)(?:-(?P<rev>\d{6,}))?\.(?P<datetime>\d{4}-\d{2}-\d{2}_\d{2})\.log(?:\.gz)?$"
+)
+
+#: (named by nsq_to_file's default? 0 : 1, DATETIME, topic and host, REV, mtime, path)
+FileOrder = tuple[int, str, str, int, float, str]
 
 
 def open_maybe_gzip(path: str | Path) -> BinaryIO:
@@ -34,14 +51,24 @@ def read_bodies(path: str | Path) -> Iterator[tuple[int, bytes]]:
 
 
 def text_files(source: str | Path) -> list[str]:
-    """The files of a text source: the file itself, or every regular file under a dir."""
+    """The files of a text source: the file itself, or every regular file under a dir,
+    oldest first (see :func:`written_order`)."""
     path = Path(source)
     if path.is_file():
         return [str(path)]
     if path.is_dir():
-        files = sorted(
-            str(p) for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")
-        )
-        if files:
-            return files
+        found = [p for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")]
+        if found:
+            return [str(p) for p in sorted(found, key=written_order)]
     raise ConfigError(f"no nsq_to_file output found at {source}")
+
+
+def written_order(path: Path) -> FileOrder:
+    """Sort key putting nsq_to_file's files in the order it wrote them: by DATETIME,
+    then topic and host, then REV for default names; other names after those, by
+    modification time (then path, so equal times still give one order everywhere)."""
+    named = DEFAULT_NAME.match(path.name)
+    if named:
+        rev = int(named["rev"]) if named["rev"] else -1
+        return (0, named["datetime"], named["stem"], rev, 0.0, str(path))
+    return (1, "", "", 0, path.stat().st_mtime, str(path))

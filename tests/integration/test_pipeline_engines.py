@@ -362,13 +362,15 @@ def test_cli_trace_auto_is_local_without_pyspark_and_fits_80_columns(archive: Ar
 
 def test_text_replay_same_plan_from_both_engines(spark: Any, tmp_path: Path) -> None:  # noqa: F811
     """nsq_to_file text, per file and per ``--shard-field`` value (absent or not JSON: the
-    empty key), planned alike by both engines."""
+    empty key), planned alike by both engines, each key's lines in the order nsq_to_file
+    wrote them (its names sort revision before hour: text order would be wrong)."""
     from nsqctl.pipeline import local
     from nsqctl.pipeline import replay as job
     from nsqctl.pipeline.selection import ReplayFilters
 
-    (tmp_path / "a.log").write_bytes(b"".join(body(i) + b"\n" for i in range(40)) + b"raw\n")
-    (tmp_path / "b.log").write_bytes(b"".join(body(i) + b"\n" for i in range(40, 70)))
+    first, then = "t.h-000001.2026-11-29_10.log", "t.h-000000.2026-11-29_11.log"
+    (tmp_path / first).write_bytes(b"".join(body(i) + b"\n" for i in range(40)) + b"raw\n")
+    (tmp_path / then).write_bytes(b"".join(body(i) + b"\n" for i in range(40, 70)))
     for shard_field in (None, "k", "n.i"):
         planned = local.text_plan(str(tmp_path), ReplayFilters(grep="seq|raw"), shard_field)
         raw, ordered = job.text_frame(
@@ -382,3 +384,7 @@ def test_text_replay_same_plan_from_both_engines(spark: Any, tmp_path: Path) -> 
     keys = {None: 2, "k": KEYS + 1, "n.i": 71}
     for shard_field, n in keys.items():
         assert local.text_plan(str(tmp_path), ReplayFilters(), shard_field).counts()["keys"] == n
+    seqs: dict[str, list[int]] = {}
+    for key, *_, line in local.text_plan(str(tmp_path), ReplayFilters(grep="seq"), "k").rows():
+        seqs.setdefault(key, []).append(json.loads(line)["seq"])
+    assert len(seqs) == KEYS and all(s == sorted(s) for s in seqs.values()), seqs
