@@ -527,13 +527,17 @@ async def _take(
     # nsqd could lend only its share, fewer than asked. So every nsqd gets a window of
     # ``count``; what arrives beyond it is given straight back (attempts + 1 there too).
     window = ConsumerOptions(max_in_flight=count * max(1, nodes))
-    consumers = [
-        Consumer(topic, channel, take, lookupd_http=list(sources), options=window, config=config)
-        if by_lookup
-        else Consumer(topic, channel, take, nsqd_tcp=list(sources), options=window, config=config)
-        for by_lookup, sources in ((True, lookupd_http), (False, nsqd_tcp))
-        if sources
-    ]
+    consumers: list[Consumer] = []
+    if lookupd_http:
+        consumers.append(
+            Consumer(
+                topic, channel, take, lookupd_http=list(lookupd_http), options=window, config=config
+            )
+        )
+    if nsqd_tcp:
+        consumers.append(
+            Consumer(topic, channel, take, nsqd_tcp=list(nsqd_tcp), options=window, config=config)
+        )
     started = time.monotonic()
     try:
         for consumer in consumers:
