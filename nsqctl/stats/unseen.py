@@ -40,10 +40,10 @@ def place_unseen(
     if not down:
         return placed
     for topic in dict.fromkeys([*remembered, *listed]):
-        sources = [s for s in (remembered.get(topic), looked_up.get(topic)) if s is not None]
+        answer = looked_up.get(topic)
+        sources = [s for s in (remembered.get(topic), answer) if s is not None]
         holders = tuple(dict.fromkeys(h for s in sources for h in s.holders))
         channels = tuple(dict.fromkeys(c for s in sources for c in s.channels))
-        answer = looked_up.get(topic)
         if holders:
             placed[topic] = UnseenTopic(holders, channels)
         elif answer is None:
