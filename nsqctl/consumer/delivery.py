@@ -701,6 +701,10 @@ class DeliveryPath:
         if self._closing and not self._iterating:
             self.give_back(self._taken)
 
+    def in_handler(self) -> bool:
+        """Whether the running task is one of this consumer's handlers (or give-up hooks)."""
+        return asyncio.current_task() in self._handler_tasks
+
     def abandon(self) -> list[asyncio.Task[None]]:
         """The consumer stops waiting: give back every message still unanswered (held
         by a handler, kept by one that returned, or taken from an iterator) and cancel
