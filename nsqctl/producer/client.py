@@ -308,12 +308,15 @@ class Producer:
             first = err
         # A batch still running may yet be written: "nothing was sent" is known only once
         # every batch has ended. Each ends within its own retry budget, or at close().
-        try:
-            await asyncio.wait(tasks)
-        except asyncio.CancelledError:
-            for task in tasks:
-                task.cancel()
-            raise
+        # Usually they all have (they failed alike): then raise in this very turn.
+        running = [task for task in tasks if not task.done()]
+        if running:
+            try:
+                await asyncio.wait(running)
+            except asyncio.CancelledError:
+                for task in running:
+                    task.cancel()
+                raise
         first.unsent = first.unsent is not False and not any(call.sent for call in calls)
         raise first
 
