@@ -183,10 +183,13 @@ class Connection:
             auth_secret=cfg.auth_secret,
         )
         self._loop = asyncio.get_running_loop()
+        # asyncio.timeout, never wait_for, here and below: on 3.11 wait_for can swallow a
+        # cancel that lands as the awaited call completes (CPython gh-86296), and on
+        # loopback a connect, a handshake reply or CLOSE_WAIT comes at once: a stopping
+        # consumer's connect or close then ran on as if never cancelled.
         try:
-            self._socket = await asyncio.wait_for(
-                open_socket(self.address.host, self.address.port), cfg.connect_timeout
-            )
+            async with asyncio.timeout(cfg.connect_timeout):
+                self._socket = await open_socket(self.address.host, self.address.port)
         except TimeoutError as err:
             raise ConnectTimeoutError(
                 f"cannot connect to nsqd {self.address}: no answer within "
@@ -207,7 +210,8 @@ class Connection:
         self.local_address = _fmt_peer(transport.get_extra_info("sockname"))
         self.remote_address = _fmt_peer(transport.get_extra_info("peername"))
         try:
-            leftover = await asyncio.wait_for(self._handshake(handshake), cfg.connect_timeout * 2)
+            async with asyncio.timeout(cfg.connect_timeout * 2):
+                leftover = await self._handshake(handshake)
         except BaseException as err:
             self._abort()
             self.closed = ConnectionClosedError(str(self.address), "the handshake failed")
@@ -658,27 +662,35 @@ class Connection:
 
     async def close(self, timeout: float = 5.0) -> None:
         """Clean close: CLS and wait for CLOSE_WAIT when subscribed, read on until nsqd
-        is quiet (see :data:`CLOSE_WAIT_QUIET`), then drain and close."""
+        is quiet (see :data:`CLOSE_WAIT_QUIET`), then drain and close. Cancelled, it
+        raises CancelledError having closed the socket all the same (at once)."""
         if self._reclaim is not None:
             self._reclaim()
         sock = self._socket
-        if self.closed is None and self._transport is not None and sock is not None:
-            if self.subscribed is not None and self._loop is not None:
-                self._close_wait = self._loop.create_future()
-                fut: asyncio.Future[bytes] | None = None
-                with contextlib.suppress(NsqctlError, TimeoutError):
-                    fut = self.request_nowait(p.cls(), "cls")
-                    await asyncio.wait_for(asyncio.shield(self._close_wait), timeout)
-                    await self._read_until_quiet(CLOSE_WAIT_QUIET, timeout)
-                if fut is not None:
-                    fut.cancel()
-            self._flush()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(sock.drain(), timeout)
-        self._shutdown(ConnectionClosedError(str(self.address), "closed by the client"))
+        try:
+            if self.closed is None and self._transport is not None and sock is not None:
+                if self.subscribed is not None and self._loop is not None:
+                    self._close_wait = self._loop.create_future()
+                    fut: asyncio.Future[bytes] | None = None
+                    try:
+                        with contextlib.suppress(NsqctlError, TimeoutError):
+                            fut = self.request_nowait(p.cls(), "cls")
+                            async with asyncio.timeout(timeout):
+                                await asyncio.shield(self._close_wait)
+                            await self._read_until_quiet(CLOSE_WAIT_QUIET, timeout)
+                    finally:
+                        if fut is not None:
+                            fut.cancel()
+                self._flush()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(timeout):
+                        await sock.drain()
+        finally:
+            self._shutdown(ConnectionClosedError(str(self.address), "closed by the client"))
         if sock is not None:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(sock.wait_closed(), timeout)
+                async with asyncio.timeout(timeout):
+                    await sock.wait_closed()
 
     async def _read_until_quiet(self, quiet: float, limit: float) -> None:
         """Keep reading (each read handled as always) until ``quiet`` seconds pass

@@ -123,6 +123,7 @@ class Consumer:
         self._tasks: list[asyncio.Task[Any]] = []  # the flow loop and the lookup polling
         self._started = False
         self._stopping = False
+        self._closing: asyncio.Task[None] | None = None  # the close, once begun
 
     # ------------------------------------------------------------------ wiring
 
@@ -338,10 +339,25 @@ class Consumer:
         timeout for them; then CLS and close, each
         connection reading on briefly after CLOSE_WAIT (a message nsqd wrote just after it
         is given back like any other arrival, not left in flight until its msg-timeout).
+
+        The close runs in a task of its own: a close() cancelled (a caller's deadline)
+        does not leave the consumer half closed, connected and its run_forever() waiting;
+        the close runs on. Every close() waits for that one close. Called from one of
+        this consumer's own handlers, close() returns once the close began: the close
+        waits for that handler, which could never return while it waited for the close
+        (its message is then FINed as usual, or given back after ``timeout``).
         """
-        if self._stopping:
+        closing = self._closing
+        if closing is None:
+            self._stopping = True
+            closing = self._closing = asyncio.create_task(self._close(timeout), name="nsq-close")
+            closing.add_done_callback(_retrieve)  # raised to whoever awaits it, if anyone
+        if self._delivery.in_handler():
             return
-        self._stopping = True
+        await asyncio.shield(closing)
+
+    async def _close(self, timeout: float | None) -> None:
+        """What :meth:`close` does, in order."""
         timeout = self.options.stop_timeout if timeout is None else timeout
         self._flow.close_window(time.monotonic())
         self._connections.stop_connecting()

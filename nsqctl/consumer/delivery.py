@@ -36,9 +36,9 @@ from nsqctl.consumer.handlers import (
     HandlerRunner,
     cancelled_from_outside,
     is_async_handler,
-    touch_schedule,
 )
 from nsqctl.consumer.order import OrderViolation
+from nsqctl.consumer.touch import TouchTimer, touch_schedule
 from nsqctl.message import Delivery, Message
 
 if TYPE_CHECKING:
@@ -110,14 +110,14 @@ END_OF_STREAM: Any = _EndOfStream()
 
 class _HeldRequeue:
     """An ordered requeue the consumer holds for its delay (see
-    :meth:`DeliveryPath.requeue_message`): TOUCHed at ``touch_at`` and every
-    ``touch_every`` after (half its message timeout, from its arrival) until
-    ``release_at`` (the loop's clock), so nsqd neither times it out nor sends it again.
+    :meth:`DeliveryPath.requeue_message`): released at ``release_at`` (the loop's clock)
+    by ``timer``, and TOUCHed by ``touch`` until then (half its message timeout, from its
+    arrival), so nsqd neither times it out nor sends it again.
 
     ``conn`` is None while the connection it was held on is gone: nsqd sends the message
     again on the next connection, and that copy is held for what is left of the delay."""
 
-    __slots__ = ("conn", "key", "partition", "release_at", "timer", "touch_at", "touch_every")
+    __slots__ = ("conn", "key", "partition", "release_at", "timer", "touch")
 
     def __init__(
         self,
@@ -125,16 +125,22 @@ class _HeldRequeue:
         partition: int | None,
         key: tuple[int | None, int | None],
         release_at: float,
-        touch_at: float,
-        touch_every: float,
     ) -> None:
         self.conn = conn
         self.partition = partition
         self.key = key  # the message's (offset, internal id)
         self.release_at = release_at
-        self.touch_at = touch_at
-        self.touch_every = touch_every
         self.timer: asyncio.TimerHandle | None = None
+        self.touch: TouchTimer | None = None
+
+    def stop(self) -> None:
+        """Cancel its release and its touches."""
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        if self.touch is not None:
+            self.touch.cancel()
+            self.touch = None
 
 
 class DeliveryPath:
@@ -246,19 +252,17 @@ class DeliveryPath:
 
     def remove(self, conn: Connection) -> None:
         self._deliveries.pop(id(conn), None)
-        for msg_id, held in self._held.items():
+        for held in self._held.values():
             if held.conn is conn:
                 # nsqd gives back what a closed connection held and sends it again (same
                 # id, offset and internal id) on the next one; the delay still owed holds
-                # that copy (see _ordered_arrivals). Kept until the delay is over: a copy
-                # arriving after it is handled as a fresh message.
+                # that copy (see _ordered_arrivals). Kept until the delay is over (its
+                # release timer runs on): a copy arriving after it is handled as a fresh
+                # message.
                 held.conn = None
-                if held.timer is not None:
-                    held.timer.cancel()
-                left = max(0.0, held.release_at - asyncio.get_running_loop().time())
-                held.timer = asyncio.get_running_loop().call_later(
-                    left, self._release_requeue, msg_id
-                )
+                if held.touch is not None:
+                    held.touch.cancel()
+                    held.touch = None
 
     @property
     def in_flight(self) -> int:
@@ -365,10 +369,8 @@ class DeliveryPath:
                     # the resend of a requeue held on a connection since closed: held
                     # here for the rest of its delay, then given back on this connection
                     held.conn = conn
-                    held.touch_at, held.touch_every = touch_schedule(conn, now)
-                    if held.timer is not None:
-                        held.timer.cancel()
-                    self._hold(raw.id, held)
+                    held.stop()
+                    self._hold(raw.id, held, conn, touch_schedule(conn, now))
                 continue
             if key == self._fin_marks.get(partition):
                 msg = Message(raw, via, now, self._backoff.epoch)
@@ -566,12 +568,11 @@ class DeliveryPath:
         if self._ordered and delay_ms and conn.is_open and not self._closing:
             raw = msg.raw
             release_at = asyncio.get_running_loop().time() + delay_ms / 1000.0
-            # the first TOUCH counts from the arrival: the handler's time is nsqd's too
-            touch_at, touch_every = touch_schedule(conn, msg.received_at)
             key = (raw.offset, raw.internal_id)
-            held = _HeldRequeue(conn, partition, key, release_at, touch_at, touch_every)
+            held = _HeldRequeue(conn, partition, key, release_at)
             self._held[raw.id] = held
-            self._hold(raw.id, held)
+            # the first TOUCH counts from the arrival: the handler's time is nsqd's too
+            self._hold(raw.id, held, conn, touch_schedule(conn, msg.received_at))
         else:
             if self._ordered:
                 self._ordered_pending.pop(partition, None)
@@ -580,27 +581,18 @@ class DeliveryPath:
         self.stats.requeued += 1
         self._failed(msg._epoch, backoff=backoff)
 
-    def _hold(self, msg_id: bytes, held: _HeldRequeue) -> None:
-        """Wake at the release, or sooner to TOUCH the held message (a delay longer than
-        its timeout would otherwise have nsqd time it out and send it again and again,
-        each time one more attempt)."""
+    def _hold(
+        self, msg_id: bytes, held: _HeldRequeue, conn: Connection, schedule: tuple[float, float]
+    ) -> None:
+        """Release the held message at its release time, and TOUCH it on ``conn`` on
+        ``schedule`` until then (a delay longer than its timeout would otherwise have nsqd
+        time it out and send it again and again, each time one more attempt)."""
         loop = asyncio.get_running_loop()
         if held.release_at <= loop.time():
             self._release_requeue(msg_id)
-        elif held.release_at <= held.touch_at:
-            held.timer = loop.call_at(held.release_at, self._release_requeue, msg_id)
-        else:
-            held.timer = loop.call_at(held.touch_at, self._touch_held, msg_id)
-
-    def _touch_held(self, msg_id: bytes) -> None:
-        held = self._held.get(msg_id)
-        if held is None:
             return
-        if held.conn is not None and held.conn.is_open:
-            held.conn.touch(msg_id)
-            self.stats.touched += 1
-        held.touch_at = asyncio.get_running_loop().time() + held.touch_every
-        self._hold(msg_id, held)
+        held.timer = loop.call_at(held.release_at, self._release_requeue, msg_id)
+        held.touch = TouchTimer(conn, msg_id, schedule, self.stats, until=held.release_at)
 
     def _release_requeue(self, msg_id: bytes) -> None:
         """An ordered requeue held for its delay goes out now, as REQ 0 (see
@@ -608,8 +600,7 @@ class DeliveryPath:
         held = self._held.pop(msg_id, None)
         if held is None:
             return
-        if held.timer is not None:
-            held.timer.cancel()
+        held.stop()
         if self._ordered_pending.get(held.partition) == held.key:
             del self._ordered_pending[held.partition]
         if held.conn is not None and held.conn.is_open:
@@ -709,6 +700,10 @@ class DeliveryPath:
         self._iterating -= 1
         if self._closing and not self._iterating:
             self.give_back(self._taken)
+
+    def in_handler(self) -> bool:
+        """Whether the running task is one of this consumer's handlers (or give-up hooks)."""
+        return asyncio.current_task() in self._handler_tasks
 
     def abandon(self) -> list[asyncio.Task[None]]:
         """The consumer stops waiting: give back every message still unanswered (held

@@ -17,39 +17,19 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
+from nsqctl.consumer.touch import TouchTimer, touch_schedule
 from nsqctl.errors import ConfigError
 from nsqctl.message import Message
 
 if TYPE_CHECKING:
-    from nsqctl.connection import Connection
     from nsqctl.consumer.options import ConsumerOptions
     from nsqctl.consumer.stats import ConsumerStats
 
 Handler = Callable[[Message], Awaitable[Any] | Any]
-
-#: nsqd's default message timeout (``--msg-timeout``), for a connection whose IDENTIFY
-#: answer did not say the negotiated one.
-DEFAULT_MSG_TIMEOUT_MS = 60_000
-
-
-def touch_schedule(conn: Connection, received_at: float) -> tuple[float, float]:
-    """When to TOUCH a message of ``conn`` first (on the running loop's clock) and how
-    often after: at half of nsqd's timeout for it (the connection's, or nsqd's default
-    when IDENTIFY did not say), counted from when it arrived (``received_at``, on
-    ``time.monotonic()``), since nsqd's timeout runs from when it sent the message, not
-    from when the consumer got round to it."""
-    identify = conn.identify
-    timeout_ms = (identify.msg_timeout if identify is not None else 0) or DEFAULT_MSG_TIMEOUT_MS
-    interval = timeout_ms / 2000.0
-    # only the time since the arrival is carried over to the loop's clock, so the two
-    # clocks need not be the same
-    elapsed = max(0.0, time.monotonic() - received_at)
-    return asyncio.get_running_loop().time() + max(0.0, interval - elapsed), interval
 
 
 def cancelled_from_outside() -> bool:
@@ -112,32 +92,6 @@ def check_handler_settings(handler: Handler | None, options: ConsumerOptions) ->
             "async handler",
             setting="auto_touch",
         )
-
-
-class AutoTouch:
-    """TOUCH one message every ``interval`` seconds from ``first`` on, until it is
-    answered (or given back) or :meth:`cancel`."""
-
-    __slots__ = ("_handle", "_interval", "_loop", "_msg", "_stats")
-
-    def __init__(self, msg: Message, first: float, interval: float, stats: ConsumerStats) -> None:
-        self._msg = msg
-        self._interval = interval
-        self._stats = stats
-        self._loop = asyncio.get_running_loop()
-        self._handle = self._loop.call_at(first, self._touch)
-
-    def _touch(self) -> None:
-        msg = self._msg
-        conn = msg.delivery.conn
-        if msg.outcome is not None or not conn.is_open:
-            return  # answered or given back (or its connection is gone): nothing to keep
-        conn.touch(msg.id)
-        self._stats.touched += 1
-        self._handle = self._loop.call_later(self._interval, self._touch)
-
-    def cancel(self) -> None:
-        self._handle.cancel()
 
 
 class HandlerRunner:
@@ -212,11 +166,14 @@ class HandlerRunner:
         if msg.auto_response and msg.outcome is None:
             msg.finish()
 
-    def _touch_from_arrival(self, msg: Message) -> AutoTouch:
+    def _touch_from_arrival(self, msg: Message) -> TouchTimer:
         """Touches counted from the arrival: waiting for a slot is part of nsqd's
-        timeout."""
-        first, interval = touch_schedule(msg.delivery.conn, msg.received_at)
-        return AutoTouch(msg, first, interval, self._stats)
+        timeout. They stop once the handler answered it (or it was given back)."""
+        conn = msg.delivery.conn
+        schedule = touch_schedule(conn, msg.received_at)
+        return TouchTimer(
+            conn, msg.id, schedule, self._stats, answered=lambda: msg.outcome is not None
+        )
 
     def shutdown(self) -> None:
         if self._pool is not None:

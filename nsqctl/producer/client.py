@@ -141,8 +141,9 @@ class Producer:
         shard_key: ShardKey | None = None,
     ) -> None:
         """MPUB, split into batches under the server's max body size, pipelined; returns
-        when every batch got OK, or raises the first error (then batches other than the
-        failed one may have been stored)."""
+        when every batch got OK, or raises the first error once every batch has ended
+        (then batches other than the failed one may have been stored: ``err.unsent`` is
+        True only when none was written)."""
         validate_topic(topic)
         check_batch(bodies, "bodies")
         if not bodies:
@@ -286,22 +287,38 @@ class Producer:
         self, topic: str, partition: int | None, shard_key: ShardKey | None, sends: list[Send[T]]
     ) -> list[T]:
         """One publish call per batch, pipelined; results in batch order, or the first
-        error (the other batches go on and may be stored).
+        error, raised once every batch has ended (the others go on after it and may be
+        stored), so that its ``unsent`` speaks for the whole call: True only when no
+        batch was written to an nsqd.
 
         Every call is begun here, before any await, so a keyed call's batches keep their
         order against the calls begun after this one; a batch task cancelled before it
         ran still releases its place in that order."""
+        calls: list[PublishCall] = []
         tasks = []
         for send in sends:
             call = self._begin(topic, partition, shard_key)
             task = asyncio.ensure_future(self._retry.run(call, send))
             task.add_done_callback(functools.partial(_end_call, self._retry, call))
+            calls.append(call)
             tasks.append(task)
         try:
             return list(await asyncio.gather(*tasks))
         except NsqctlError as err:
-            err.unsent = False  # the first error: another batch may have been sent
-            raise
+            first = err
+        # A batch still running may yet be written: "nothing was sent" is known only once
+        # every batch has ended. Each ends within its own retry budget, or at close().
+        # Usually they all have (they failed alike): then raise in this very turn.
+        running = [task for task in tasks if not task.done()]
+        if running:
+            try:
+                await asyncio.wait(running)
+            except asyncio.CancelledError:
+                for task in running:
+                    task.cancel()
+                raise
+        first.unsent = first.unsent is not False and not any(call.sent for call in calls)
+        raise first
 
     def _begin(self, topic: str, partition: int | None, shard_key: ShardKey | None) -> PublishCall:
         if self._closed:

@@ -287,6 +287,40 @@ async def test_tls_missing_ca_file_is_a_config_error(tls_nsqd: cluster.Cluster) 
     assert info.value.setting == "tls_ca" and "--" not in str(info.value)
 
 
+async def test_a_running_consumer_whose_client_certificate_cannot_load_stops_with_it(
+    tls_nsqd: cluster.Cluster, tls_files: TLSFiles, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A consumer started through lookupd before its topic exists first connects when the
+    topic appears. TLS settings that cannot be loaded then (a client certificate given
+    without its key, which is in another file) end the consumer with that ConfigError, as
+    they fail a start: no connection is made, plaintext or other, and the failure is not
+    logged at each lookup while the consumer reads nothing."""
+    caplog.set_level(logging.ERROR, logger="nsqctl")
+    topic = unique("certonly")
+    tls = TLSSettings(ca_file=str(tls_files.ca_cert), cert_file=str(tls_files.client_cert))
+    consumer = Consumer(
+        topic,
+        "c",
+        lambda _msg: None,
+        lookupd_http=tls_nsqd.lookupd_http,
+        config=_config("tls-certonly", tls=tls),
+        options=ConsumerOptions(lookup_interval=0.2),
+    )
+    await consumer.start()
+    try:
+        async with Producer(nsqd_tcp=tls_nsqd.nsqd_tcp) as producer:
+            await producer.publish(topic, b"plain")  # the topic appears
+        with pytest.raises(ConfigError, match="client certificate") as caught:
+            async with asyncio.timeout(30):  # a hang guard: it ends at the next lookup
+                await consumer.run_forever()
+    finally:
+        await consumer.close()
+    assert caught.value.setting == "tls_cert"
+    stats = read_nsqd_stats(tls_nsqd.nsqd_http[0], topic=topic)
+    assert stats.channel(topic, "c") is None  # nothing subscribed
+    assert not [r.getMessage() for r in caplog.records], "the failure was logged as an error"
+
+
 async def test_tls_requested_from_server_without_tls(
     plain_nsqd: cluster.Cluster, tls_files: TLSFiles
 ) -> None:

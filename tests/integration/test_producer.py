@@ -361,6 +361,24 @@ async def test_close_waits_for_batches_not_yet_started(original_cluster: cluster
     assert _stored(original_cluster.nsqds[0].http_address, topic) == 0
 
 
+async def test_a_split_publish_with_one_batch_stored_is_not_called_unsent(
+    original_cluster: cluster.Cluster,
+) -> None:
+    """publish_many split into two batches over two nsqds, one a port nobody listens on
+    and one attempt each: the batch to the dead one is refused before it was written,
+    the other is stored. The call's error must not say "nothing was sent" (publishing
+    it all again would copy the stored batch), and it comes once both batches ended."""
+    topic = unique("halfstored")
+    nodes, _ = _with_a_dead_nsqd(original_cluster)
+    options = ProducerOptions(max_attempts=1, max_body_size=80)
+    bodies = [b"x" * 20 for _ in range(6)]  # two MPUB batches of three under 80 bytes
+    async with Producer(nsqd_tcp=nodes, options=options) as producer:
+        with pytest.raises(nsqctl.PublishConnectError) as caught:
+            await producer.publish_many(topic, bodies)
+        assert caught.value.unsent is False
+        assert _stored(original_cluster.nsqds[0].http_address, topic) == 3
+
+
 async def test_a_publish_refused_for_the_nsqd_family_is_known_unsent(
     original_cluster: cluster.Cluster, redesign_cluster: cluster.Cluster
 ) -> None:

@@ -123,6 +123,18 @@ async def test_batches_begun_before_close_and_run_after_it_end_as_the_producer_c
     err = caught.value
     assert isinstance(err, nsqctl.ProducerClosedError) and isinstance(err, nsqctl.UsageError)
     assert "nothing was sent" in str(err)
+    assert err.unsent is True  # no batch ran, so none can have been stored
+
+
+async def test_a_split_publish_whose_every_batch_was_refused_is_known_unsent() -> None:
+    """publish_many split into batches, to a loopback port nobody listens on: every batch's
+    every connect is refused, so none can have been stored, and the error says so (a
+    caller may publish the whole batch again without making a copy)."""
+    options = nsqctl.ProducerOptions(max_attempts=2, backoff=0.01, max_body_size=64)
+    async with nsqctl.Producer(nsqd_tcp=[nowhere()], options=options) as producer:
+        with pytest.raises(nsqctl.PublishConnectError) as caught:
+            await producer.publish_many("t", [b"x" * 20 for _ in range(12)])
+    assert caught.value.unsent is True
 
 
 async def test_a_publish_waiting_to_retry_when_the_producer_closes_ends_as_closed(
