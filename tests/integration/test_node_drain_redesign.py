@@ -188,5 +188,10 @@ def test_a_drain_that_would_leave_a_partition_unwritable_is_refused_at_once(
         f"{start} {one} ({dead} in its ISR is down): bring {dead} back first",  # copying
         # copied: the dead follower stays in the catch-up list youzan moved it to
         f"{start} {one} ({dead} in its catch-up list is down): bring {dead} back first",
+        # copying: the third nsqd is in the catch-up list too, up: its copy is on its way
+        f"{start} 0 in-sync copies{need} ({dead} in its catch-up list is down; "
+        f"{other.tcp_address} in its catch-up list is catching up): wait for "
+        f"{other.tcp_address} to catch up and bring {dead} back first (`nsqctl lookup {dr}` "
+        "shows when it joins the ISR)",
     ), line
     assert not (tmp_path / "state" / "drains.json").exists()  # a refusal records nothing

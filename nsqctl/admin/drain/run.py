@@ -321,8 +321,8 @@ async def _stop_plan(
     states, unread = await read_topic_states(client, leader, _topics_on(view, node), nodes)
     loads = await leader_load_factors(client, leader)
     states = with_leaderless(states, view, node)
-    copies, blocked = stop_plan(states, node, set(nodes), loads, avoid)
-    return copies, unread + blocked, kept_copies(states, node, set(nodes))
+    copies, blocked = stop_plan(states, node, nodes, loads, avoid)
+    return copies, unread + blocked, kept_copies(states, node, nodes)
 
 
 def _same_move(copy: LeaderMove, moves: Sequence[LeaderMove]) -> bool:

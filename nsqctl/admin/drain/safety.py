@@ -26,7 +26,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from nsqctl.admin.drain.moves import LeaderMove
-from nsqctl.admin.partitions import PartitionState, TopicState
+from nsqctl.admin.partitions import NsqdNode, PartitionState, TopicState
 from nsqctl.admin.partitions.state import absent_copies, quorum
 from nsqctl.stats.parse import node_id_key
 
@@ -83,7 +83,7 @@ class _Around:
     """The node to stop and the nsqds around it."""
 
     node: str
-    up: Collection[str]  # registered now (HTTP addresses)
+    up: Mapping[str, NsqdNode]  # registered now, by HTTP address
     loads: Mapping[str, float]  # leader load factors
     avoid: Collection[str]  # not to move to
 
@@ -117,7 +117,7 @@ def _leaderless(topic: str, p: PartitionState, need: int, at: _Around) -> str:
             f"{head}, and {len(up)} of its in-sync copies are up: wait for nsqlookupd to "
             f"elect one (`lookup({topic})` shows when), then drain again"
         )
-    named, advice = absent_copies(p, at.up, at.node)
+    named, advice = absent_copies(topic, p, at.up, need, at.node)
     return (
         f"{head}, and {len(up)} of its in-sync copies are up{named}: it takes writes only "
         f"with {need}, so waiting for an election will not do; {advice}"
@@ -144,11 +144,13 @@ def _check(state: TopicState, p: PartitionState, at: _Around) -> LeaderMove | Bl
     copies = f"{len(left)} in-sync cop{'y' if len(left) == 1 else 'ies'}"
     why = f"stopping {node} leaves {copies}" + (f" ({', '.join(left)})" if left else "")
     why += f"; with replicas {replicas} it takes writes and elects a leader only with {need}"
-    named, advice = absent_copies(p, at.up, at.node)
+    named, advice = absent_copies(state.topic, p, at.up, need, at.node)
     return Blocker(state.topic, p.partition, f"{why}{named}: {advice}")
 
 
-def kept_copies(states: Sequence[TopicState], node: str, up: Collection[str]) -> list[KeptCopy]:
+def kept_copies(
+    states: Sequence[TopicState], node: str, up: Mapping[str, NsqdNode]
+) -> list[KeptCopy]:
     """The follower copies on ``node`` that :func:`stop_plan` leaves alone: partitions it is
     in sync for, does not lead, and that keep enough in-sync copies up without it."""
     at = _Around(node, up, {}, ())
@@ -169,15 +171,15 @@ def kept_copies(states: Sequence[TopicState], node: str, up: Collection[str]) ->
 def stop_plan(
     states: Sequence[TopicState],
     node: str,
-    up: Collection[str],
+    up: Mapping[str, NsqdNode],
     loads: Mapping[str, float] | None = None,
     avoid: Collection[str] = (),
 ) -> tuple[list[LeaderMove], list[Blocker]]:
     """For every partition with a copy on ``node`` (leader or in sync) that would stop
     taking writes if ``node`` stopped (module doc): the move of the node's copy to a free
     nsqd (``copy=True``; least leader load factor first, by ``loads``; none of ``avoid``)
-    that keeps it writable, or why none can. ``up``: the nsqds registered now (HTTP
-    addresses); an ISR member not among them counts as down."""
+    that keeps it writable, or why none can. ``up``: the nsqds registered now, by HTTP
+    address; an ISR member not among them counts as down."""
     at = _Around(node, up, loads or {}, avoid)
     moves: list[LeaderMove] = []
     blockers: list[Blocker] = []
