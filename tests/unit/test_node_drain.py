@@ -25,7 +25,7 @@ from nsqctl.admin.drain.records import (
     update_drain,
 )
 from nsqctl.admin.drain.redesign import plan_leader_moves, with_leaderless
-from nsqctl.admin.drain.safety import KeptCopy, kept_copies, node_name, readable, stop_plan
+from nsqctl.admin.drain.safety import KeptCopy, StopPlan, node_name, readable, stop_plan
 from nsqctl.admin.partitions import NsqdNode, PartitionState, TopicState
 from nsqctl.admin.partitions.state import absent_copies
 from nsqctl.lookup.topology import TopicMeta
@@ -252,7 +252,8 @@ def test_stopping_must_leave_more_than_half_the_replicas_in_sync() -> None:
         _topic("three", 3, PartitionState(0, A, (A, B, C))),
         _topic("single", 1, PartitionState(0, A, (A,))),
     ]
-    moves, blockers = stop_plan(states, B, _up(A, B))
+    plan = stop_plan(states, B, _up(A, B))
+    moves, blockers = plan.moves, plan.blocked
     assert moves == []
     assert [(b.topic, b.partition) for b in blockers] == [
         ("T", 0),
@@ -273,17 +274,19 @@ def test_stopping_must_leave_more_than_half_the_replicas_in_sync() -> None:
     # elected in place of C, B is O/0's only in-sync copy and C, down, is in its catch-up
     # list: C is the copy it misses, not a new nsqd
     caught = [_topic("O", 2, PartitionState(0, B, (B,), (DEAD,)))]
-    [blocker] = stop_plan(caught, B, _up(A, B))[1]
+    [blocker] = stop_plan(caught, B, _up(A, B)).blocked
     assert blocker.why.endswith(
         "(127.0.0.1:20911 in its catch-up list is down): bring 127.0.0.1:20911 back first"
     )
     # C free, so B's copy can go there first... but O/0 would still have only one copy up
-    moves, blockers = stop_plan(states[:1], B, _up(A, B, C))
-    assert moves == [LeaderMove("T", 0, B, C, copy=True)] and blockers == []
+    assert stop_plan(states[:1], B, _up(A, B, C)) == StopPlan(
+        [LeaderMove("T", 0, B, C, copy=True)], [], []
+    )
     # replicas 3 keeps 2 of 3 when C stops: nothing to do, and C's follower copy stays
-    assert stop_plan(states[2:3], C, _up(A, B, C)) == ([], [])
-    assert kept_copies(states, C, _up(A, B, C)) == [KeptCopy("three", 0, 3, 2, 2)]
-    assert kept_copies(states, B, _up(A, B)) == []  # every copy of B's blocks or leads
+    kept = [KeptCopy("three", 0, 3, 2, 2)]
+    assert stop_plan(states[2:3], C, _up(A, B, C)) == StopPlan([], [], kept)
+    assert stop_plan(states, C, _up(A, B, C)).kept == kept
+    assert plan.kept == []  # every copy of B's blocks or leads
 
 
 def test_a_short_partition_waits_for_its_catching_up_copies_not_for_a_new_nsqd() -> None:
@@ -296,7 +299,7 @@ def test_a_short_partition_waits_for_its_catching_up_copies_not_for_a_new_nsqd()
     watch = "(`lookup(T)` shows when it joins the ISR)"
     # replicas 3: stopping A leaves B alone in sync; C, up and catching up, makes two
     states = [_topic("T", 3, PartitionState(0, A, (A, B), (C,)))]
-    [blocker] = stop_plan(states, A, _up(A, B, C))[1]
+    [blocker] = stop_plan(states, A, _up(A, B, C)).blocked
     assert blocker.why.endswith(
         f"only with 2 ({catching} in its catch-up list is catching up): {wait} first {watch}"
     ), blocker.why
@@ -325,35 +328,35 @@ def test_a_short_partition_waits_for_its_catching_up_copies_not_for_a_new_nsqd()
 
 def test_a_copy_moves_to_the_least_loaded_free_nsqd_of_another_partition_s_topic() -> None:
     up = _up(A, B, C, D)
-    moves, _ = stop_plan([_topic("T", 2, PartitionState(0, A, (A, B)))], B, up, {C: 0.9, D: 0.1})
+    moves = stop_plan([_topic("T", 2, PartitionState(0, A, (A, B)))], B, up, {C: 0.9, D: 0.1}).moves
     assert moves == [LeaderMove("T", 0, B, D, copy=True)]
-    moves, _ = stop_plan(
+    moves = stop_plan(
         [_topic("T", 2, PartitionState(0, A, (A, B)))], B, up, {C: 0.9, D: 0.1}, avoid={D}
-    )
+    ).moves
     assert moves == [LeaderMove("T", 0, B, C, copy=True)]  # D drains too
     # an unordered topic keeps one partition per nsqd: C holds T/1, nowhere to go
     parts = (PartitionState(0, A, (A, B)), PartitionState(1, C, (C,)))
-    moves, blockers = stop_plan([_topic("T", 2, *parts)], B, _up(A, B, C))
-    assert moves == [] and "add an nsqd" in blockers[0].why
+    plan = stop_plan([_topic("T", 2, *parts)], B, _up(A, B, C))
+    assert plan.moves == [] and "add an nsqd" in plan.blocked[0].why
     # an ordered one may share: C takes it
-    moves, _ = stop_plan([_topic("T", 2, *parts, ordered=True)], B, _up(A, B, C))
+    moves = stop_plan([_topic("T", 2, *parts, ordered=True)], B, _up(A, B, C)).moves
     assert moves == [LeaderMove("T", 0, B, C, copy=True)]
 
 
 def test_a_partition_without_leader_or_isr_is_not_called_safe() -> None:
     states = [_topic("T", 2, PartitionState(0, None, ()), PartitionState(1, A, ()))]
-    whys = [b.why for b in stop_plan(states, A, _up(A, B))[1]]
+    whys = [b.why for b in stop_plan(states, A, _up(A, B)).blocked]
     assert whys == [
         f"its leader {A} did not report the ISR: cannot tell if it stays writable",
     ]
     # no leader: waiting for an election is the advice only when enough of its ISR is up
     # for the leader elected to take writes; else the copy that is down must come back
     states = [_topic("T", 2, PartitionState(0, None, (A, B)))]
-    why = stop_plan(states, A, _up(A, B))[1][0].why
+    why = stop_plan(states, A, _up(A, B)).blocked[0].why
     assert why.startswith("it has no leader now (not writable), and 2 of its in-sync copies")
     assert "wait for nsqlookupd to elect one (`lookup(T)` shows when)" in why
     states = [_topic("T", 2, PartitionState(0, None, (DEAD, A)))]
-    why = stop_plan(states, A, _up(A, B))[1][0].why
+    why = stop_plan(states, A, _up(A, B)).blocked[0].why
     assert "1 of its in-sync copies are up (127.0.0.1:20911 in its ISR is down)" in why
     assert "waiting for an election will not do; bring 127.0.0.1:20911 back first" in why
 
@@ -375,10 +378,10 @@ def test_a_leaderless_partition_with_the_node_in_its_isr_refuses_the_stop() -> N
     )
     view = build_view(snap)
     states = [_topic("T", 2, PartitionState(1, C, (C, D)))]  # what the lookup lists
-    assert stop_plan(states, B, _up(B, C, D)) == ([], [])  # blind to T/0
-    moves, blockers = stop_plan(with_leaderless(states, view, B), B, _up(B, C, D))
-    assert moves == []
-    [blocker] = blockers
+    assert stop_plan(states, B, _up(B, C, D)) == StopPlan([], [], [])  # blind to T/0
+    plan = stop_plan(with_leaderless(states, view, B), B, _up(B, C, D))
+    assert plan.moves == []
+    [blocker] = plan.blocked
     assert (blocker.topic, blocker.partition) == ("T", 0)
     assert blocker.describe().startswith("T/0: it has no leader now (not writable)")
     # a node in no leaderless partition's ISR is not held back by it
