@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from nsqctl.admin.drain.records import DrainRecord, MovedLeader, update_drain
 from nsqctl.admin.partitions import redesign_leader, registered_nsqds, topic_state
 from nsqctl.admin.requests import admin_client
 from nsqctl.producer import Producer
@@ -128,6 +129,32 @@ def _refused(c: Cluster, node: str, env: dict[str, str]) -> tuple[list[str], lis
     assert doc["outcome"] == "blocked" and doc["moved"] == []
     assert all(f"  {b}" in err.splitlines() for b in doc["blocked"])  # each on its own line
     return json.loads(dry_out)["blocked"], doc["blocked"], err
+
+
+def test_restore_counts_a_leader_back_on_the_node_already_as_restored(
+    three: Cluster, tmp_path: Path
+) -> None:
+    """A drain moved a leader off the node, and an election after it put the leader back
+    (the drain timed out, say): restore used to send the move back all the same, which
+    nsqlookupd's checks refuse as one that does nothing, and reported the restore failed.
+    The record is written as that drain left it; nothing moves."""
+    c = three
+    state_dir = tmp_path / "state"
+    env = clean_env({"NSQCTL_STATE_DIR": str(state_dir)})
+    topic = unique("back")
+    asyncio.run(create_topics(c.lookupd_http, {topic: TopicSpec(partitions=1, replicas=3)}))
+    node = leader_of(c, topic).http_address
+    other = next(a for a in c.nsqd_http if a != node)
+    moved = (MovedLeader(topic, 0, node, other),)
+    record = DrainRecord(node, "redesign", "stopped", 0.0, 0.0, tuple(c.lookupd_http), moved=moved)
+    update_drain(node, lambda _old: record, state_dir)
+
+    code, out, err = _node(c, ["restore", node, "--json", "--wait", "60"], env)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["ok"] is True and doc["failed"] == [], doc
+    assert f"{topic} partition 0: led by {node} again already, nothing to move" in doc["notes"]
+    assert leader_of(c, topic).http_address == node
 
 
 class _Isr:
