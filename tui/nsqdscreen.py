@@ -78,6 +78,20 @@ def placed_rows(view: ClusterView, address: str) -> list[Row]:
     return found
 
 
+def unknown_holdings_title(view: ClusterView, address: str, placed: bool) -> str:
+    """The title over what a down nsqd holds: unknown, and where the rows come from
+    (``placed``: :func:`placed_rows` found some). A redesign partition's ISR is asked only
+    while its topic is open, so a copy in the others' ISRs cannot be shown: said."""
+    others = (
+        "below, what the rest of the cluster places on it"
+        if placed
+        else "the rest of the cluster places no topic on it"
+    )
+    if any(p.isr is None for t in view.topics if t.is_redesign for p in t.partitions):
+        others += " (ISRs are asked only for an open topic: its copies in others are not shown)"
+    return f"held by nsqd {address}: unknown, it does not answer; {others}"
+
+
 class NsqdScreen(ViewScreen):
     """One nsqd: its totals, then what it holds; enter on a row opens that topic."""
 
@@ -128,12 +142,7 @@ class NsqdScreen(ViewScreen):
         listed = nsqd_topic_rows(node)
         if node.state == "down":  # what it holds is unknown: say so, and what others say
             listed = placed_rows(view, self.address)
-            others = (
-                "below, what the rest of the cluster places on it"
-                if listed
-                else "nothing in the rest of the cluster places a topic on it"
-            )
-            title.update(f"held by nsqd {self.address}: unknown, it does not answer; {others}")
+            title.update(unknown_holdings_title(view, self.address, bool(listed)))
         else:
             title.update(f"held by nsqd {self.address}")
         totals = self.query_one("#node-totals-one", RowTable)

@@ -13,7 +13,7 @@ from nsqctl.stats.model import ClusterSnapshot, CoordInfo, NodeStats, UnseenTopi
 from nsqctl.stats.sources import StaticSource
 from nsqctl.stats.view import build_view
 from nsqctl.tui.app import DashApp
-from nsqctl.tui.nsqdscreen import NsqdScreen, placed_rows
+from nsqctl.tui.nsqdscreen import NsqdScreen, placed_rows, unknown_holdings_title
 from nsqctl.tui.rowtable import RowTable
 from nsqctl.tui.screens import TopicScreen
 from tests.helpers.stats import topic_stats
@@ -108,3 +108,13 @@ def test_a_down_redesign_nsqd_holds_the_partitions_that_name_it() -> None:
         ("T", "0", "no", "?", "?", "?", "in its ISR"),
         ("T", "1", "no", "?", "?", "?", "in its catch-up list"),
     ]
+    head = f"held by nsqd {b}: unknown, it does not answer; "
+    assert unknown_holdings_title(view, b, True) == (
+        f"{head}below, what the rest of the cluster places on it"
+    )
+    # the dashboard asks a partition's ISR only while its topic is open: say what is missing
+    unasked = build_view(ClusterSnapshot(1.0, (up, down), coordinator=coordinator[:2]))
+    assert unknown_holdings_title(unasked, b, False) == (
+        f"{head}the rest of the cluster places no topic on it (ISRs are asked only for an "
+        "open topic: its copies in others are not shown)"
+    )
