@@ -239,10 +239,15 @@ def _answering(view: ClusterView, node: str) -> None:
     found = next((n for n in view.nodes if n.address == node), None)
     if found is None or found.stats.state == "down":
         why = found.stats.error if found is not None and found.stats.error else "no answer"
-        raise AdminError(
-            f"nsqd {node} does not answer ({why}): a drain cannot tell what it holds or when "
-            "it is empty, nothing was changed; run it again once it answers"
-        )
+        raise _silent(node, why)
+
+
+def _silent(node: str, why: str) -> AdminError:
+    """Why a drain of the nsqd ``node``, which does not answer, is refused."""
+    return AdminError(
+        f"nsqd {node} does not answer ({why}): a drain cannot tell what it holds or when "
+        "it is empty, nothing was changed; run it again once it answers"
+    )
 
 
 async def _unregistered(client: Any, node: str, lookupds: str, known: str) -> NsqctlError:
@@ -371,6 +376,8 @@ async def plan_drain(
             return DrainPlan(peer.http_key, "original", lookupd, topics, peer.http_key, load=load)
         nodes = await registered_nsqds(client, leader)
         http = next((n.http for n in nodes.values() if node in (n.http, n.tcp)), None)
+        if http is None and (silent := nodes.silent_http(node)) is not None:
+            raise _silent(silent, "registered with nsqlookupd, but not answering its /config")
         if http is None:
             known = ", ".join(sorted(nodes)) or "none"
             raise await _unregistered(client, node, leader, f"registered: {known}")

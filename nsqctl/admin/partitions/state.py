@@ -159,9 +159,23 @@ async def _config(client: httpx.AsyncClient, address: str, option: str) -> str:
     return str(value).strip()
 
 
-async def registered_nsqds(client: httpx.AsyncClient, leader: str) -> dict[str, NsqdNode]:
-    """Every nsqd registered with the lookupd leader, by HTTP address, with its node id
-    (``broadcast_address:rpc_port:tcp_port:id``, youzan's ``GenNsqdNodeID``)."""
+class RegisteredNsqds(dict[str, NsqdNode]):
+    """The nsqds registered with the lookupd leader that answered, by HTTP address: those
+    an operation can involve. ``silent``: ``(http, tcp)`` of each it lists that did not
+    answer now (hung, or gone since nsqlookupd last heard of it), so that a refusal can
+    say that rather than that nsqlookupd does not list it."""
+
+    silent: tuple[tuple[str, str], ...] = ()
+
+    def silent_http(self, address: str) -> str | None:
+        """The HTTP address of the silent nsqd at ``address`` (HTTP or TCP); None if none."""
+        return next((http for http, tcp in self.silent if address in (http, tcp)), None)
+
+
+async def registered_nsqds(client: httpx.AsyncClient, leader: str) -> RegisteredNsqds:
+    """Every nsqd registered with the lookupd leader that answers, by HTTP address, with
+    its node id (``broadcast_address:rpc_port:tcp_port:id``, youzan's ``GenNsqdNodeID``);
+    the others in ``silent``."""
     try:
         resp = await client.get(f"http://{leader}/nodes", headers=NSQ_V1)
     except httpx.HTTPError as err:
@@ -180,8 +194,13 @@ async def registered_nsqds(client: httpx.AsyncClient, leader: str) -> dict[str, 
         node_id = f"{peer.broadcast_address}:{rpc}:{peer.tcp_port}:{ident}"
         return NsqdNode(peer.http_key, peer.key, node_id)
 
-    found = await asyncio.gather(*(one(p) for p in peers if p.http_port > 0))
-    return {n.http: n for n in found if n is not None}
+    listed = [p for p in peers if p.http_port > 0]
+    found = await asyncio.gather(*(one(p) for p in listed))
+    nodes = RegisteredNsqds({n.http: n for n in found if n is not None})
+    nodes.silent = tuple(
+        (p.http_key, p.key) for p, n in zip(listed, found, strict=True) if n is None
+    )
+    return nodes
 
 
 def _http_of(node_id: str, nodes: dict[str, NsqdNode]) -> str:
