@@ -21,6 +21,7 @@ from textual.widgets import Footer, Static
 from nsqctl.admin.drain.records import read_drains
 from nsqctl.admin.drain.run import DrainPlan
 from nsqctl.errors import NsqctlError
+from nsqctl.stats.coverage import not_seen_words
 from nsqctl.stats.model import NodeStats, TopicPartitionStats
 from nsqctl.stats.view import ClusterView
 from nsqctl.tui import drainaction, hotrows
@@ -51,6 +52,46 @@ def nsqd_topic_rows(node: NodeStats) -> list[Row]:
     return [_copy_row(t, node.is_redesign) for t in ordered]
 
 
+def placed_rows(view: ClusterView, address: str) -> list[Row]:
+    """What the rest of the cluster places on an nsqd that does not answer, its numbers
+    unknown: a redesign partition nsqlookupd names it the leader of, or whose ISR or
+    catch-up list (from the partition's leader) lists it; an original topic no answering
+    nsqd holds, on it (see :attr:`nsqctl.stats.view.TopicView.held_by`)."""
+    found: list[Row] = []
+    for t in view.topics:
+        if t.not_seen and address in t.held_by:
+            seen = str(len(t.unseen_channels)) if t.unseen_channels else "?"
+            words = not_seen_words(t.held_by, t.held_by_guessed, t.unregistered)
+            found.append((f"{t.name}#-", (t.name, "-", "-", "?", "?", seen, words)))
+            continue
+        for p in t.partitions if t.is_redesign else ():
+            if p.leader == address:
+                where = "nsqlookupd names it the leader"
+            elif address in (p.isr or ()):
+                where = "in its ISR"
+            elif address in (p.catchup or ()):
+                where = "in its catch-up list"
+            else:
+                continue
+            leader = "yes" if p.leader == address else "no"
+            found.append((f"{t.name}#{p.label}", (t.name, p.label, leader, "?", "?", "?", where)))
+    return found
+
+
+def unknown_holdings_title(view: ClusterView, address: str, placed: bool) -> str:
+    """The title over what a down nsqd holds: unknown, and where the rows come from
+    (``placed``: :func:`placed_rows` found some). A redesign partition's ISR is asked only
+    while its topic is open, so a copy in the others' ISRs cannot be shown: said."""
+    others = (
+        "below, what the rest of the cluster places on it"
+        if placed
+        else "the rest of the cluster places no topic on it"
+    )
+    if any(p.isr is None for t in view.topics if t.is_redesign for p in t.partitions):
+        others += " (ISRs are asked only for an open topic: its copies in others are not shown)"
+    return f"held by nsqd {address}: unknown, it does not answer; {others}"
+
+
 class NsqdScreen(ViewScreen):
     """One nsqd: its totals, then what it holds; enter on a row opens that topic."""
 
@@ -78,7 +119,7 @@ class NsqdScreen(ViewScreen):
         yield Static(id="node-summary")
         yield RowTable(*hotrows.NODE_SUMMARY_COLUMNS, id="node-totals-one")
         yield Static(id="node-job")
-        yield Static(f"held by nsqd {self.address}", classes="section")
+        yield Static(f"held by nsqd {self.address}", id="held-title", classes="section")
         yield RowTable(*NSQD_TOPIC_COLUMNS, id="nsqd-topics")
         yield Footer()
 
@@ -97,12 +138,18 @@ class NsqdScreen(ViewScreen):
             return
         state = f" · {node.state}" + (f": {node.error}" if node.error else "")
         summary.update(Text(f"nsqd {self.address} {node.version}{state}", style="bold"))
+        title = self.query_one("#held-title", Static)
+        listed = nsqd_topic_rows(node)
+        if node.state == "down":  # what it holds is unknown: say so, and what others say
+            listed = placed_rows(view, self.address)
+            title.update(unknown_holdings_title(view, self.address, bool(listed)))
+        else:
+            title.update(f"held by nsqd {self.address}")
         totals = self.query_one("#node-totals-one", RowTable)
         totals.set_columns(hotrows.node_summary_columns(view))
         drains = self.drain_states() if self.drain_states else None
         rows = hotrows.node_summary_rows(view, drains)
         totals.set_rows([r for r in rows if r[0] == self.address])
-        listed = nsqd_topic_rows(node)
         self._topics = {key: cells[0] for key, cells in listed if isinstance(cells[0], str)}
         topics.set_rows(listed)
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from rich.text import Text
 
-from nsqctl.stats.coverage import UNREGISTERED, not_seen_words
+from nsqctl.stats.coverage import guessed_where, not_seen_words
 from nsqctl.stats.rules import Severity
 from nsqctl.stats.view import (
     ChannelView,
@@ -190,7 +190,7 @@ def summary_line(view: ClusterView) -> Text:
     guessed = sum(1 for t in view.topics if t.unregistered)
     if guessed:
         text.append(
-            f" · {guessed} topics not seen ({UNREGISTERED}: on an nsqd down, or left behind)",
+            f" · {guessed} topics not seen ({guessed_where('an nsqd')})",
             style="bold yellow",
         )
     for err in view.errors:

@@ -107,7 +107,7 @@ async def check_partitions_in_sync(
         up = [a for a in p.isr if a in nodes]
         down = [node_id_key(a) or a for a in p.isr if a not in nodes]
         if len(up) < need:
-            named, advice = absent_copies(p, nodes)
+            named, advice = absent_copies(topic, p, nodes, need)
             short.append(
                 f"partition {part} has {len(up)} in-sync cop{'y' if len(up) == 1 else 'ies'} "
                 f"up of an ISR of {len(p.isr)}{named} and youzan needs {need} of "

@@ -43,9 +43,13 @@ def unseen_where(held_by: Sequence[str], guessed: bool = False, unregistered: bo
     with no producer (see :class:`nsqctl.stats.model.UnseenTopic`), both things that may
     be, since nothing tells them apart."""
     holders = holders_words(held_by, guessed)
-    if unregistered:
-        return f"{UNREGISTERED}: on {holders} (down), or left behind"
-    return f"{holders} down"
+    return guessed_where(holders) if unregistered else f"{holders} down"
+
+
+def guessed_where(holders: str) -> str:
+    """Where a topic nsqlookupd lists with no producer may be, ``holders`` in words (the
+    nsqds down, or "an nsqd" where several topics are counted together)."""
+    return f"{UNREGISTERED}: on {holders} (down), or left behind"
 
 
 @dataclass(frozen=True)

@@ -11,20 +11,24 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from pathlib import Path
 
 import pytest
 
-from nsqctl.admin.partitions import redesign_leader, registered_nsqds, topic_state
+from nsqctl.admin.drain.records import DrainRecord, MovedLeader, update_drain
+from nsqctl.admin.drain.run import plan_drain
+from nsqctl.admin.partitions import plan_move, redesign_leader, registered_nsqds, topic_state
 from nsqctl.admin.requests import admin_client
+from nsqctl.errors import NsqctlError
 from nsqctl.producer import Producer
 from nsqctl.servers import process
 from nsqctl.servers.cluster import Cluster
+from nsqctl.servers.process import NodeRecord
 from tests.helpers.cli import clean_env, run_cli
 from tests.helpers.clusters import running_cluster
 from tests.helpers.failover import leader_of
-from tests.helpers.redesign import TopicSpec, create_topics, nsqd_stats, unique
+from tests.helpers.redesign import TopicSpec, create_topics, eventually, nsqd_stats, unique
 
 pytestmark = [pytest.mark.redesign, pytest.mark.timeout(300)]
 
@@ -130,6 +134,80 @@ def _refused(c: Cluster, node: str, env: dict[str, str]) -> tuple[list[str], lis
     return json.loads(dry_out)["blocked"], doc["blocked"], err
 
 
+def test_restore_counts_a_leader_back_on_the_node_already_as_restored(
+    three: Cluster, tmp_path: Path
+) -> None:
+    """A drain moved a leader off the node, and an election after it put the leader back
+    (the drain timed out, say): restore used to send the move back all the same, which
+    nsqlookupd's checks refuse as one that does nothing, and reported the restore failed.
+    The record is written as that drain left it; nothing moves."""
+    c = three
+    state_dir = tmp_path / "state"
+    env = clean_env({"NSQCTL_STATE_DIR": str(state_dir)})
+    topic = unique("back")
+    asyncio.run(create_topics(c.lookupd_http, {topic: TopicSpec(partitions=1, replicas=3)}))
+    node = leader_of(c, topic).http_address
+    other = next(a for a in c.nsqd_http if a != node)
+    moved = (MovedLeader(topic, 0, node, other),)
+    record = DrainRecord(node, "redesign", "stopped", 0.0, 0.0, tuple(c.lookupd_http), moved=moved)
+    update_drain(node, lambda _old: record, state_dir)
+
+    code, out, err = _node(c, ["restore", node, "--json", "--wait", "60"], env)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["ok"] is True and doc["failed"] == [], doc
+    assert f"{topic} partition 0: led by {node} again already, nothing to move" in doc["notes"]
+    assert leader_of(c, topic).http_address == node
+
+
+async def _both_refused(c: Cluster, topic: str, hung: NodeRecord) -> tuple[str, str]:
+    """A move of ``topic``'s partition 0 to ``hung`` and a drain of it, asked at once
+    (each waits out the admin timeout on the hung nsqd): their refusals."""
+
+    async def refusal(call: Awaitable[object]) -> str:
+        with pytest.raises(NsqctlError) as err:
+            await call
+        return str(err.value)
+
+    move, drain = await asyncio.gather(
+        refusal(plan_move(c.lookupd_http, topic, 0, hung.tcp_address)),
+        refusal(plan_drain(c.lookupd_http, hung.http_address)),
+    )
+    return move, drain
+
+
+def test_a_move_to_or_drain_of_a_hung_nsqd_says_it_does_not_answer(three: Cluster) -> None:
+    """A SIGSTOPped nsqd stays registered (youzan lists it until its etcd lease, 20 s,
+    runs out), but cannot tell its node id: both used to say nsqlookupd does not list it,
+    sending the operator after a typo."""
+    c = three
+    topic = unique("hung")
+    asyncio.run(create_topics(c.lookupd_http, {topic: TopicSpec(partitions=1, replicas=1)}))
+    leader = leader_of(c, topic).http_address
+    hung = next(n for n in c.nsqds if n.http_address != leader)
+    process.pause(hung)
+    try:
+        move, drain = asyncio.run(_both_refused(c, topic, hung))
+    finally:
+        process.resume(hung)
+    assert move == (
+        f"`to` {hung.tcp_address}: nsqd {hung.http_address} is registered with nsqlookupd but "
+        "does not answer (hung, or just gone): it cannot take part in a move now, nothing was "
+        "changed; run it again once it answers, or name another nsqd"
+    )
+    assert drain.startswith(
+        f"nsqd {hung.http_address} does not answer (registered with nsqlookupd, but not "
+        "answering its /config): a drain cannot tell what it holds"
+    ), drain
+    eventually(lambda: asyncio.run(_registered(c)) == set(c.nsqd_http), 60, "all answering")
+
+
+async def _registered(c: Cluster) -> set[str]:
+    async with admin_client() as client:
+        leader = await redesign_leader(client, c.lookupd_http, "test")
+        return set(await registered_nsqds(client, leader))
+
+
 class _Isr:
     """The ISR of a topic's partition 0 as its leader reports it (HTTP addresses)."""
 
@@ -188,5 +266,10 @@ def test_a_drain_that_would_leave_a_partition_unwritable_is_refused_at_once(
         f"{start} {one} ({dead} in its ISR is down): bring {dead} back first",  # copying
         # copied: the dead follower stays in the catch-up list youzan moved it to
         f"{start} {one} ({dead} in its catch-up list is down): bring {dead} back first",
+        # copying: the third nsqd is in the catch-up list too, up: its copy is on its way
+        f"{start} 0 in-sync copies{need} ({dead} in its catch-up list is down; "
+        f"{other.tcp_address} in its catch-up list is catching up): wait for "
+        f"{other.tcp_address} to catch up and bring {dead} back first (`nsqctl lookup {dr}` "
+        "shows when it joins the ISR)",
     ), line
     assert not (tmp_path / "state" / "drains.json").exists()  # a refusal records nothing

@@ -25,8 +25,9 @@ from nsqctl.admin.drain.records import (
     update_drain,
 )
 from nsqctl.admin.drain.redesign import plan_leader_moves, with_leaderless
-from nsqctl.admin.drain.safety import KeptCopy, kept_copies, node_name, readable, stop_plan
-from nsqctl.admin.partitions import PartitionState, TopicState
+from nsqctl.admin.drain.safety import KeptCopy, StopPlan, node_name, readable, stop_plan
+from nsqctl.admin.partitions import NsqdNode, PartitionState, TopicState
+from nsqctl.admin.partitions.state import absent_copies
 from nsqctl.lookup.topology import TopicMeta
 from nsqctl.stats.model import (
     ChannelStats,
@@ -231,6 +232,17 @@ def _topic(name: str, replicas: int, *parts: PartitionState, ordered: bool = Fal
 DEAD = "127.0.0.1:20913:20911:2"  # youzan's id of C, which is down (tcp 127.0.0.1:20911)
 
 
+def _up(*https: str) -> dict[str, NsqdNode]:
+    """The nsqds registered now, by HTTP address, each with its TCP address (port - 1, as
+    the sandbox lays them out) and youzan node id."""
+    nodes: dict[str, NsqdNode] = {}
+    for http in https:
+        host, port = http.rsplit(":", 1)
+        tcp = f"{host}:{int(port) - 1}"
+        nodes[http] = NsqdNode(http, tcp, f"{host}:{int(port) + 1}:{int(port) - 1}:0")
+    return nodes
+
+
 def test_stopping_must_leave_more_than_half_the_replicas_in_sync() -> None:
     """3 nsqd, C dead, replicas 2: stopping B leaves T/0 and O/0 without enough copies,
     and no nsqd is free to take B's copy first."""
@@ -240,7 +252,8 @@ def test_stopping_must_leave_more_than_half_the_replicas_in_sync() -> None:
         _topic("three", 3, PartitionState(0, A, (A, B, C))),
         _topic("single", 1, PartitionState(0, A, (A,))),
     ]
-    moves, blockers = stop_plan(states, B, {A, B})
+    plan = stop_plan(states, B, _up(A, B))
+    moves, blockers = plan.moves, plan.blocked
     assert moves == []
     assert [(b.topic, b.partition) for b in blockers] == [
         ("T", 0),
@@ -261,50 +274,89 @@ def test_stopping_must_leave_more_than_half_the_replicas_in_sync() -> None:
     # elected in place of C, B is O/0's only in-sync copy and C, down, is in its catch-up
     # list: C is the copy it misses, not a new nsqd
     caught = [_topic("O", 2, PartitionState(0, B, (B,), (DEAD,)))]
-    [blocker] = stop_plan(caught, B, {A, B})[1]
+    [blocker] = stop_plan(caught, B, _up(A, B)).blocked
     assert blocker.why.endswith(
         "(127.0.0.1:20911 in its catch-up list is down): bring 127.0.0.1:20911 back first"
     )
     # C free, so B's copy can go there first... but O/0 would still have only one copy up
-    moves, blockers = stop_plan(states[:1], B, {A, B, C})
-    assert moves == [LeaderMove("T", 0, B, C, copy=True)] and blockers == []
+    assert stop_plan(states[:1], B, _up(A, B, C)) == StopPlan(
+        [LeaderMove("T", 0, B, C, copy=True)], [], []
+    )
     # replicas 3 keeps 2 of 3 when C stops: nothing to do, and C's follower copy stays
-    assert stop_plan(states[2:3], C, {A, B, C}) == ([], [])
-    assert kept_copies(states, C, {A, B, C}) == [KeptCopy("three", 0, 3, 2, 2)]
-    assert kept_copies(states, B, {A, B}) == []  # every copy of B's blocks or leads
+    kept = [KeptCopy("three", 0, 3, 2, 2)]
+    assert stop_plan(states[2:3], C, _up(A, B, C)) == StopPlan([], [], kept)
+    assert stop_plan(states, C, _up(A, B, C)).kept == kept
+    assert plan.kept == []  # every copy of B's blocks or leads
+
+
+def test_a_short_partition_waits_for_its_catching_up_copies_not_for_a_new_nsqd() -> None:
+    """youzan puts the copies it assigns a partition (a new one, or a failed ISR member)
+    in its catch-up list until they have synced from the leader: one that is up is on its
+    way into the ISR, so the advice is to wait for it (named by its TCP address, with how
+    to watch), not to add an nsqd the cluster already has."""
+    catching = "127.0.0.1:4350"  # C's TCP address
+    wait = f"wait for {catching} to catch up"
+    watch = "(`lookup(T)` shows when it joins the ISR)"
+    # replicas 3: stopping A leaves B alone in sync; C, up and catching up, makes two
+    states = [_topic("T", 3, PartitionState(0, A, (A, B), (C,)))]
+    [blocker] = stop_plan(states, A, _up(A, B, C)).blocked
+    assert blocker.why.endswith(
+        f"only with 2 ({catching} in its catch-up list is catching up): {wait} first {watch}"
+    ), blocker.why
+    # not enough alone: what else it takes, the down copy if any, else an nsqd
+    alone = PartitionState(0, A, (A,), (C,))
+    assert absent_copies("T", alone, _up(A, C), 2, node=A) == (
+        f" ({catching} in its catch-up list is catching up)",
+        f"{wait} and add an nsqd (or lower its replicas) first {watch}",
+    )
+    with_dead = PartitionState(0, A, (A, DEAD), (C,))
+    assert absent_copies("T", with_dead, _up(A, C), 3) == (
+        f" (127.0.0.1:20911 in its ISR is down; {catching} in its catch-up list is catching up)",
+        f"{wait} and bring 127.0.0.1:20911 back first {watch}",
+    )
+    # no leader and no in-sync copy up to elect one: nothing to catch up from
+    stranded = PartitionState(0, None, (DEAD,), (C,))
+    assert absent_copies("T", stranded, _up(A, C), 1) == (
+        " (127.0.0.1:20911 in its ISR is down)",
+        "bring 127.0.0.1:20911 back first",
+    )
+    # the node to stop catching up itself is no copy the partition will have
+    assert absent_copies("T", alone, _up(A, C), 2, node=C)[1] == (
+        "add an nsqd (or lower its replicas) first"
+    )
 
 
 def test_a_copy_moves_to_the_least_loaded_free_nsqd_of_another_partition_s_topic() -> None:
-    up = {A, B, C, D}
-    moves, _ = stop_plan([_topic("T", 2, PartitionState(0, A, (A, B)))], B, up, {C: 0.9, D: 0.1})
+    up = _up(A, B, C, D)
+    moves = stop_plan([_topic("T", 2, PartitionState(0, A, (A, B)))], B, up, {C: 0.9, D: 0.1}).moves
     assert moves == [LeaderMove("T", 0, B, D, copy=True)]
-    moves, _ = stop_plan(
+    moves = stop_plan(
         [_topic("T", 2, PartitionState(0, A, (A, B)))], B, up, {C: 0.9, D: 0.1}, avoid={D}
-    )
+    ).moves
     assert moves == [LeaderMove("T", 0, B, C, copy=True)]  # D drains too
     # an unordered topic keeps one partition per nsqd: C holds T/1, nowhere to go
     parts = (PartitionState(0, A, (A, B)), PartitionState(1, C, (C,)))
-    moves, blockers = stop_plan([_topic("T", 2, *parts)], B, {A, B, C})
-    assert moves == [] and "add an nsqd" in blockers[0].why
+    plan = stop_plan([_topic("T", 2, *parts)], B, _up(A, B, C))
+    assert plan.moves == [] and "add an nsqd" in plan.blocked[0].why
     # an ordered one may share: C takes it
-    moves, _ = stop_plan([_topic("T", 2, *parts, ordered=True)], B, {A, B, C})
+    moves = stop_plan([_topic("T", 2, *parts, ordered=True)], B, _up(A, B, C)).moves
     assert moves == [LeaderMove("T", 0, B, C, copy=True)]
 
 
 def test_a_partition_without_leader_or_isr_is_not_called_safe() -> None:
     states = [_topic("T", 2, PartitionState(0, None, ()), PartitionState(1, A, ()))]
-    whys = [b.why for b in stop_plan(states, A, {A, B})[1]]
+    whys = [b.why for b in stop_plan(states, A, _up(A, B)).blocked]
     assert whys == [
         f"its leader {A} did not report the ISR: cannot tell if it stays writable",
     ]
     # no leader: waiting for an election is the advice only when enough of its ISR is up
     # for the leader elected to take writes; else the copy that is down must come back
     states = [_topic("T", 2, PartitionState(0, None, (A, B)))]
-    why = stop_plan(states, A, {A, B})[1][0].why
+    why = stop_plan(states, A, _up(A, B)).blocked[0].why
     assert why.startswith("it has no leader now (not writable), and 2 of its in-sync copies")
     assert "wait for nsqlookupd to elect one (`lookup(T)` shows when)" in why
     states = [_topic("T", 2, PartitionState(0, None, (DEAD, A)))]
-    why = stop_plan(states, A, {A, B})[1][0].why
+    why = stop_plan(states, A, _up(A, B)).blocked[0].why
     assert "1 of its in-sync copies are up (127.0.0.1:20911 in its ISR is down)" in why
     assert "waiting for an election will not do; bring 127.0.0.1:20911 back first" in why
 
@@ -326,10 +378,10 @@ def test_a_leaderless_partition_with_the_node_in_its_isr_refuses_the_stop() -> N
     )
     view = build_view(snap)
     states = [_topic("T", 2, PartitionState(1, C, (C, D)))]  # what the lookup lists
-    assert stop_plan(states, B, {B, C, D}) == ([], [])  # blind to T/0
-    moves, blockers = stop_plan(with_leaderless(states, view, B), B, {B, C, D})
-    assert moves == []
-    [blocker] = blockers
+    assert stop_plan(states, B, _up(B, C, D)) == StopPlan([], [], [])  # blind to T/0
+    plan = stop_plan(with_leaderless(states, view, B), B, _up(B, C, D))
+    assert plan.moves == []
+    [blocker] = plan.blocked
     assert (blocker.topic, blocker.partition) == ("T", 0)
     assert blocker.describe().startswith("T/0: it has no leader now (not writable)")
     # a node in no leaderless partition's ISR is not held back by it

@@ -13,22 +13,27 @@ not hidden.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from nsqctl.admin.drain.defaults import DEFAULT_RESTORE_WAIT
 from nsqctl.admin.drain.moves import LeaderMove
 from nsqctl.admin.drain.original import find_peer, listed_topics, reregister
 from nsqctl.admin.drain.records import (
     DrainRecord,
+    MovedLeader,
     read_drains,
     running_elsewhere,
     update_drain,
 )
 from nsqctl.admin.drain.redesign import move_leader
+from nsqctl.admin.partitions import TopicState, redesign_leader, registered_nsqds, topic_state
 from nsqctl.admin.requests import AdminReport, admin_client
 from nsqctl.errors import NotFoundError, NsqctlError
 from nsqctl.stats.read import fetch_nsqd_stats
@@ -129,13 +134,46 @@ async def _restore_original(
             await asyncio.sleep(0.2)
 
 
+async def _back_already(lookupd: Sequence[str], moves: Sequence[MovedLeader]) -> set[int]:
+    """The indexes of ``moves`` already undone: the partition led by the move's source again
+    (a leader move), or the source in its ISR again (a copy moved off). youzan may have
+    put them back itself (an election after the drain), and a move there would be refused
+    as one that does nothing: counted as a failed restore of what is restored. Empty when
+    the cluster cannot be read now: each move then says for itself."""
+    done: set[int] = set()
+    with contextlib.suppress(NsqctlError, httpx.HTTPError):
+        async with admin_client() as client:
+            leader = await redesign_leader(client, lookupd, "node restore")
+            nodes = await registered_nsqds(client, leader)
+            states: dict[str, TopicState] = {}
+            for i, m in enumerate(moves):
+                if m.topic not in states:
+                    with contextlib.suppress(NotFoundError):
+                        states[m.topic] = await topic_state(client, leader, m.topic, nodes)
+                state = states.get(m.topic)
+                part = state.partitions.get(m.partition) if state else None
+                if part is not None and (
+                    m.source in part.isr if m.copy else part.leader == m.source
+                ):
+                    done.add(i)
+    return done
+
+
 async def _restore_redesign(
     record: DrainRecord, lookupd: Sequence[str], deadline: float, result: RestoreResult, say: Say
 ) -> None:
     """Move back each leader the drain moved (youzan may elect another copy: reported)."""
     if not record.moved:
         result.notes.append("the drain moved no leader: nothing to move back")
-    for m in reversed(record.moved):  # undone last first: a copy back before its leader
+    back_already = await _back_already(lookupd, record.moved)
+    for i, m in reversed(list(enumerate(record.moved))):  # last first: a copy before its leader
+        again = "in sync on" if m.copy else "led by"
+        if i in back_already:
+            result.notes.append(
+                f"{m.topic} partition {m.partition}: {again} {record.node} again already, "
+                "nothing to move"
+            )
+            continue
         back = LeaderMove(m.topic, m.partition, m.target, record.node, copy=m.copy)
         say(back.describe())
         wait = max(1.0, deadline - time.monotonic())
@@ -147,5 +185,4 @@ async def _restore_redesign(
                 f"{m.topic} partition {m.partition}: {r.error}" for r in outcome.failures
             )
         else:
-            again = "in sync on" if m.copy else "led by"
             result.notes.append(f"{m.topic} partition {m.partition}: {again} {record.node} again")

@@ -59,7 +59,7 @@ from nsqctl.admin.drain.redesign import (
     with_leaderless,
 )
 from nsqctl.admin.drain.restore import RestoreResult, restore_node
-from nsqctl.admin.drain.safety import Blocker, KeptCopy, kept_copies, readable, stop_plan
+from nsqctl.admin.drain.safety import Blocker, KeptCopy, StopPlan, readable, stop_plan
 from nsqctl.admin.leader import find_leader
 from nsqctl.admin.partitions import NsqdNode, leader_load_factors, registered_nsqds
 from nsqctl.admin.requests import AdminReport, admin_client, unanswered
@@ -239,10 +239,15 @@ def _answering(view: ClusterView, node: str) -> None:
     found = next((n for n in view.nodes if n.address == node), None)
     if found is None or found.stats.state == "down":
         why = found.stats.error if found is not None and found.stats.error else "no answer"
-        raise AdminError(
-            f"nsqd {node} does not answer ({why}): a drain cannot tell what it holds or when "
-            "it is empty, nothing was changed; run it again once it answers"
-        )
+        raise _silent(node, why)
+
+
+def _silent(node: str, why: str) -> AdminError:
+    """Why a drain of the nsqd ``node``, which does not answer, is refused."""
+    return AdminError(
+        f"nsqd {node} does not answer ({why}): a drain cannot tell what it holds or when "
+        "it is empty, nothing was changed; run it again once it answers"
+    )
 
 
 async def _unregistered(client: Any, node: str, lookupds: str, known: str) -> NsqctlError:
@@ -313,16 +318,16 @@ async def _stop_plan(
     view: ClusterView,
     node: str,
     avoid: Collection[str],
-) -> tuple[list[LeaderMove], list[Blocker], list[KeptCopy]]:
+) -> StopPlan:
     """For the partitions that would stop taking writes if ``node`` stopped now, the copy
     moves that prevent it and why the others cannot be (:mod:`.safety`), from the
-    lookup's records; a topic that could not be read blocks. Then the node's follower
+    lookup's records; a topic that could not be read blocks. And the node's follower
     copies that need nothing."""
     states, unread = await read_topic_states(client, leader, _topics_on(view, node), nodes)
     loads = await leader_load_factors(client, leader)
     states = with_leaderless(states, view, node)
-    copies, blocked = stop_plan(states, node, set(nodes), loads, avoid)
-    return copies, unread + blocked, kept_copies(states, node, set(nodes))
+    plan = stop_plan(states, node, nodes, loads, avoid)
+    return replace(plan, blocked=unread + plan.blocked)
 
 
 def _same_move(copy: LeaderMove, moves: Sequence[LeaderMove]) -> bool:
@@ -371,6 +376,8 @@ async def plan_drain(
             return DrainPlan(peer.http_key, "original", lookupd, topics, peer.http_key, load=load)
         nodes = await registered_nsqds(client, leader)
         http = next((n.http for n in nodes.values() if node in (n.http, n.tcp)), None)
+        if http is None and (silent := nodes.silent_http(node)) is not None:
+            raise _silent(silent, "registered with nsqlookupd, but not answering its /config")
         if http is None:
             known = ", ".join(sorted(nodes)) or "none"
             raise await _unregistered(client, node, leader, f"registered: {known}")
@@ -380,17 +387,17 @@ async def plan_drain(
         _answering(view, http)
         avoid = _draining_elsewhere(http, state_dir)
         moves, blocked = plan_leader_moves(view, http, loads, avoid)
-        copies, unsafe, kept = await _stop_plan(client, leader, nodes, view, http, avoid)
+        stop = await _stop_plan(client, leader, nodes, view, http, avoid)
     topics = tuple(t.name for t in view.topics if http in t.nodes)
     return DrainPlan(
         http,
         "redesign",
         lookupd,
         topics,
-        moves=(*moves, *(c for c in copies if not _same_move(c, moves))),
-        blocked=_merge(unsafe, blocked),
+        moves=(*moves, *(c for c in stop.moves if not _same_move(c, moves))),
+        blocked=_merge(stop.blocked, blocked),
         load=node_load(view, http),
-        kept=tuple(kept),
+        kept=tuple(stop.kept),
     )
 
 
@@ -567,9 +574,11 @@ class _Drain:
                 return [], stuck
             nodes = await registered_nsqds(client, leader)
             avoid = _draining_elsewhere(node, self.state_dir)
-            copies, unsafe, _ = await _stop_plan(client, leader, nodes, view, node, avoid)
-        spent = [b for m in copies if (b := self.exhausted(m.topic, m.partition, True)) is not None]
-        return copies, list(_merge(unsafe, [*stuck, *spent]))
+            stop = await _stop_plan(client, leader, nodes, view, node, avoid)
+        spent = [
+            b for m in stop.moves if (b := self.exhausted(m.topic, m.partition, True)) is not None
+        ]
+        return stop.moves, list(_merge(stop.blocked, [*stuck, *spent]))
 
     async def note_moved(self, m: LeaderMove) -> None:
         """Record where leadership of ``m`` went, when it left the node, or with ``m.copy``

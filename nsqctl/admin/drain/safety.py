@@ -26,7 +26,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from nsqctl.admin.drain.moves import LeaderMove
-from nsqctl.admin.partitions import PartitionState, TopicState
+from nsqctl.admin.partitions import NsqdNode, PartitionState, TopicState
 from nsqctl.admin.partitions.state import absent_copies, quorum
 from nsqctl.stats.parse import node_id_key
 
@@ -83,7 +83,7 @@ class _Around:
     """The node to stop and the nsqds around it."""
 
     node: str
-    up: Collection[str]  # registered now (HTTP addresses)
+    up: Mapping[str, NsqdNode]  # registered now, by HTTP address
     loads: Mapping[str, float]  # leader load factors
     avoid: Collection[str]  # not to move to
 
@@ -105,6 +105,11 @@ def _free(state: TopicState, p: PartitionState, at: _Around) -> list[str]:
     return sorted(free, key=lambda a: (at.loads.get(a, float("inf")), a))
 
 
+def _left(p: PartitionState, at: _Around) -> list[str]:
+    """The in-sync copies of ``p`` that are up, the node aside: those left once it stops."""
+    return [a for a in p.isr if a != at.node and a in at.up]
+
+
 def _leaderless(topic: str, p: PartitionState, need: int, at: _Around) -> str:
     """Why a partition with no leader blocks the stop, and what to do: waiting for an
     election helps only when enough of its in-sync copies are up for the leader elected to
@@ -117,7 +122,7 @@ def _leaderless(topic: str, p: PartitionState, need: int, at: _Around) -> str:
             f"{head}, and {len(up)} of its in-sync copies are up: wait for nsqlookupd to "
             f"elect one (`lookup({topic})` shows when), then drain again"
         )
-    named, advice = absent_copies(p, at.up, at.node)
+    named, advice = absent_copies(topic, p, at.up, need, at.node)
     return (
         f"{head}, and {len(up)} of its in-sync copies are up{named}: it takes writes only "
         f"with {need}, so waiting for an election will not do; {advice}"
@@ -135,7 +140,7 @@ def _check(state: TopicState, p: PartitionState, at: _Around) -> LeaderMove | Bl
         why = f"its leader {p.leader} did not report the ISR: cannot tell if it stays writable"
         return Blocker(state.topic, p.partition, why)
     node = at.node
-    left = [a for a in p.isr if a != node and a in at.up]
+    left = _left(p, at)
     if len(left) >= need:
         return None
     free = _free(state, p, at)
@@ -144,50 +149,44 @@ def _check(state: TopicState, p: PartitionState, at: _Around) -> LeaderMove | Bl
     copies = f"{len(left)} in-sync cop{'y' if len(left) == 1 else 'ies'}"
     why = f"stopping {node} leaves {copies}" + (f" ({', '.join(left)})" if left else "")
     why += f"; with replicas {replicas} it takes writes and elects a leader only with {need}"
-    named, advice = absent_copies(p, at.up, at.node)
+    named, advice = absent_copies(state.topic, p, at.up, need, at.node)
     return Blocker(state.topic, p.partition, f"{why}{named}: {advice}")
 
 
-def kept_copies(states: Sequence[TopicState], node: str, up: Collection[str]) -> list[KeptCopy]:
-    """The follower copies on ``node`` that :func:`stop_plan` leaves alone: partitions it is
-    in sync for, does not lead, and that keep enough in-sync copies up without it."""
-    at = _Around(node, up, {}, ())
-    return [
-        KeptCopy(
-            state.topic,
-            p.partition,
-            len(p.isr),
-            sum(1 for a in p.isr if a != node and a in up),
-            quorum(state.meta.replica),
-        )
-        for state in states
-        for p in state.partitions.values()
-        if node in p.isr and node != p.leader and _check(state, p, at) is None
-    ]
+@dataclass(frozen=True)
+class StopPlan:
+    """What stopping a node takes, partition by partition (:func:`stop_plan`)."""
+
+    moves: list[LeaderMove]  # copies to move off the node first
+    blocked: list[Blocker]  # partitions no move keeps writable
+    kept: list[KeptCopy]  # follower copies that need neither: they stay on the node
 
 
 def stop_plan(
     states: Sequence[TopicState],
     node: str,
-    up: Collection[str],
+    up: Mapping[str, NsqdNode],
     loads: Mapping[str, float] | None = None,
     avoid: Collection[str] = (),
-) -> tuple[list[LeaderMove], list[Blocker]]:
+) -> StopPlan:
     """For every partition with a copy on ``node`` (leader or in sync) that would stop
     taking writes if ``node`` stopped (module doc): the move of the node's copy to a free
     nsqd (``copy=True``; least leader load factor first, by ``loads``; none of ``avoid``)
-    that keeps it writable, or why none can. ``up``: the nsqds registered now (HTTP
-    addresses); an ISR member not among them counts as down."""
+    that keeps it writable, or why none can. The others, where the node is a follower,
+    are the copies kept: enough in-sync copies stay up without it. ``up``: the nsqds
+    registered now, by HTTP address; an ISR member not among them counts as down."""
     at = _Around(node, up, loads or {}, avoid)
-    moves: list[LeaderMove] = []
-    blockers: list[Blocker] = []
+    plan = StopPlan([], [], [])
     for state in states:
         for p in state.partitions.values():
             if node != p.leader and node not in p.isr:
                 continue
             found = _check(state, p, at)
             if isinstance(found, LeaderMove):
-                moves.append(found)
+                plan.moves.append(found)
             elif found is not None:
-                blockers.append(found)
-    return moves, blockers
+                plan.blocked.append(found)
+            elif node != p.leader:
+                left, need = len(_left(p, at)), quorum(state.meta.replica)
+                plan.kept.append(KeptCopy(state.topic, p.partition, len(p.isr), left, need))
+    return plan

@@ -12,6 +12,7 @@ from nsqctl.admin.partitions.carry import TEMPORARY
 from nsqctl.admin.partitions.state import (
     NsqdNode,
     PartitionState,
+    RegisteredNsqds,
     TopicState,
     redesign_leader,
     registered_nsqds,
@@ -50,7 +51,7 @@ class PartitionPlan:
     """What the plan will do, in words (nodes by host:port), for the prompt and --dry-run."""
 
 
-def _node(nodes: dict[str, NsqdNode], address: str, flag: str) -> NsqdNode:
+def _node(nodes: RegisteredNsqds, address: str, flag: str) -> NsqdNode:
     """The registered nsqd at ``address``: its HTTP address (as `nsqctl dash` shows) or
     its TCP address (as `nsqctl lookup` also shows)."""
     if address in nodes:
@@ -58,6 +59,12 @@ def _node(nodes: dict[str, NsqdNode], address: str, flag: str) -> NsqdNode:
     for node in nodes.values():
         if node.tcp == address:
             return node
+    if (silent := nodes.silent_http(address)) is not None:
+        raise AdminError(
+            f"{flag} {address}: nsqd {silent} is registered with nsqlookupd but does not "
+            "answer (hung, or just gone): it cannot take part in a move now, nothing was "
+            "changed; run it again once it answers, or name another nsqd"
+        )
     known = ", ".join(sorted(nodes)) or "none"
     raise ConfigError(
         f"{flag} {address}: not an nsqd registered with nsqlookupd (registered nsqd HTTP "
@@ -70,7 +77,7 @@ async def _context(
     lookupd_http: Sequence[str],
     topic: str,
     what: str,
-) -> tuple[str, dict[str, NsqdNode], TopicState]:
+) -> tuple[str, RegisteredNsqds, TopicState]:
     validate_topic(topic)
     leader = await redesign_leader(client, lookupd_http, what)
     nodes = await registered_nsqds(client, leader)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Collection, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import httpx
@@ -75,30 +75,61 @@ def quorum(replicas: int) -> int:
 
 
 def absent_copies(
-    p: PartitionState, up: Collection[str], node: str | None = None
+    topic: str,
+    p: PartitionState,
+    up: Mapping[str, NsqdNode],
+    need: int,
+    node: str | None = None,
 ) -> tuple[str, str]:
-    """The copies of ``p`` (``node`` aside) on nsqds not ``up`` (registered now), in words
-    (`` (X in its ISR is down)``, or "" for none), and the advice for a partition short of
-    in-sync copies: bring them back, or, with none down, add an nsqd (or lower its
-    replicas). Each is named as an operator knows it (a youzan node id as its TCP address).
+    """The copies of ``p`` (``node`` aside) it misses to take writes without ``node``, in
+    words (`` (X in its ISR is down)``, or "" for none), and the advice for a partition
+    short of in-sync copies: wait for the copies catching up, bring the down ones back, or,
+    with neither, add an nsqd (or lower its replicas). ``up``: the nsqds registered now, by
+    HTTP address; ``need``: the in-sync copies it takes writes with. Each copy is named as
+    an operator knows it: its TCP address (a youzan node id, of an nsqd no lookupd lists,
+    too).
 
-    A down copy counts in its ISR (youzan cannot drop it, too few would remain) or in its
-    catch-up list, where youzan puts a copy that failed and a leader it elected another in
-    place of: either one, back and caught up, is the copy the partition misses, so it is
-    named rather than an nsqd asked for that the cluster already has."""
+    youzan's catch-up list holds the copies nsqlookupd has assigned to the partition that
+    are not in sync yet: a new copy (a move's target, or the nsqd its topic check found to
+    replace a lost one) and a failed ISR member it took out of the ISR. Each syncs from the
+    leader and joins the ISR once caught up (``handleRequestJoinISR``). So a catch-up copy
+    that is up and has a copy to sync from (a leader, or an in-sync copy up to elect) is
+    the copy the partition is waiting for, not a missing nsqd; one that is down comes back
+    into the list when brought back. Only with no catch-up copy, and none down, does the
+    partition need an nsqd the cluster lacks (nsqlookupd already assigns any free one)."""
     # loaded here, not at import: every command's --help would pay for the stats parser
     from nsqctl.stats.parse import node_id_key
 
-    where = (("ISR", p.isr), ("catch-up list", [a for a in p.catchup if a not in p.isr]))
+    def name(a: str) -> str:
+        return up[a].tcp if a in up else node_id_key(a) or a
+
+    others = [a for a in p.isr if a != node]
+    pending = [a for a in p.catchup if a not in p.isr and a != node]
+    source = any(a in up for a in (p.leader, *p.isr) if a)  # node included: it is up now
+    catching = [name(a) for a in pending if a in up] if source else []
     down = [
-        (kind, [node_id_key(a) or a for a in members if a != node and a not in up])
-        for kind, members in where
+        (kind, [name(a) for a in members if a not in up])
+        for kind, members in (("ISR", others), ("catch-up list", pending))
     ]
     down = [(kind, names) for kind, names in down if names]
-    if not down:
-        return "", "add an nsqd (or lower its replicas) first"
-    named = "; ".join(f"{', '.join(names)} in its {kind} is down" for kind, names in down)
-    return f" ({named})", f"bring {', '.join(n for _, names in down for n in names)} back first"
+    said = [f"{', '.join(names)} in its {kind} is down" for kind, names in down]
+    if catching:
+        said.append(f"{', '.join(catching)} in its catch-up list is catching up")
+    named = f" ({'; '.join(said)})" if said else ""
+    # what brings the partition back to ``need``: the down copies, else a new nsqd
+    more = (
+        f"bring {', '.join(n for _, names in down for n in names)} back"
+        if down
+        else "add an nsqd (or lower its replicas)"
+    )
+    if not catching:
+        return named, f"{more} first"
+    waited = ", ".join(catching)
+    joins = "it joins" if len(catching) == 1 else "they join"
+    watch = f" (`lookup({topic})` shows when {joins} the ISR)"
+    if len(catching) >= need - sum(1 for a in others if a in up):
+        return named, f"wait for {waited} to catch up first{watch}"
+    return named, f"wait for {waited} to catch up and {more} first{watch}"
 
 
 async def redesign_leader(client: httpx.AsyncClient, lookupd_http: Sequence[str], what: str) -> str:
@@ -128,9 +159,23 @@ async def _config(client: httpx.AsyncClient, address: str, option: str) -> str:
     return str(value).strip()
 
 
-async def registered_nsqds(client: httpx.AsyncClient, leader: str) -> dict[str, NsqdNode]:
-    """Every nsqd registered with the lookupd leader, by HTTP address, with its node id
-    (``broadcast_address:rpc_port:tcp_port:id``, youzan's ``GenNsqdNodeID``)."""
+class RegisteredNsqds(dict[str, NsqdNode]):
+    """The nsqds registered with the lookupd leader that answered, by HTTP address: those
+    an operation can involve. ``silent``: ``(http, tcp)`` of each it lists that did not
+    answer now (hung, or gone since nsqlookupd last heard of it), so that a refusal can
+    say that rather than that nsqlookupd does not list it."""
+
+    silent: tuple[tuple[str, str], ...] = ()
+
+    def silent_http(self, address: str) -> str | None:
+        """The HTTP address of the silent nsqd at ``address`` (HTTP or TCP); None if none."""
+        return next((http for http, tcp in self.silent if address in (http, tcp)), None)
+
+
+async def registered_nsqds(client: httpx.AsyncClient, leader: str) -> RegisteredNsqds:
+    """Every nsqd registered with the lookupd leader that answers, by HTTP address, with
+    its node id (``broadcast_address:rpc_port:tcp_port:id``, youzan's ``GenNsqdNodeID``);
+    the others in ``silent``."""
     try:
         resp = await client.get(f"http://{leader}/nodes", headers=NSQ_V1)
     except httpx.HTTPError as err:
@@ -149,8 +194,13 @@ async def registered_nsqds(client: httpx.AsyncClient, leader: str) -> dict[str, 
         node_id = f"{peer.broadcast_address}:{rpc}:{peer.tcp_port}:{ident}"
         return NsqdNode(peer.http_key, peer.key, node_id)
 
-    found = await asyncio.gather(*(one(p) for p in peers if p.http_port > 0))
-    return {n.http: n for n in found if n is not None}
+    listed = [p for p in peers if p.http_port > 0]
+    found = await asyncio.gather(*(one(p) for p in listed))
+    nodes = RegisteredNsqds({n.http: n for n in found if n is not None})
+    nodes.silent = tuple(
+        (p.http_key, p.key) for p, n in zip(listed, found, strict=True) if n is None
+    )
+    return nodes
 
 
 def _http_of(node_id: str, nodes: dict[str, NsqdNode]) -> str:
