@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from nsqctl.cli.wording import SETTING_FLAGS, cli_message
 from nsqctl.errors import ConfigError, FailoverTimeoutError, NsqctlError
 from tests.helpers.cli import assert_one_line_error, run_main
@@ -59,3 +61,29 @@ def test_an_ordered_tail_with_a_start_says_how_in_the_clis_words() -> None:
     assert "ordered subscriptions take no start position" in line, line
     assert "`nsqctl channel setoffset TOPIC CHANNEL --partition P`" in line, line
     assert line.endswith("(flag: --from-start/--from-time/--from-offset)"), line
+
+
+def test_a_flag_the_failing_command_lacks_is_not_advised() -> None:
+    """The library names one setting whichever command runs it: a publish that times out
+    in its handshake names `connect_timeout`, and ``pub`` has no --connect-timeout (only
+    ``tail`` has), so the advice is left out rather than naming a flag pub refuses."""
+    err = NsqctlError("nsqd did not finish the handshake", setting="connect_timeout")
+    assert cli_message(err, {"--nsqd", "--batch"}) == "nsqd did not finish the handshake"
+    assert cli_message(err, {"--connect-timeout"}).endswith("(flag: --connect-timeout SECONDS)")
+    assert cli_message(err).endswith("(flag: --connect-timeout SECONDS)")  # command unknown
+    ranged = NsqctlError("no such offset", setting="offset")  # --from-offset/--from-time
+    assert cli_message(ranged, {"--from-time"}).endswith("(flag: --from-offset/--from-time)")
+
+
+def test_the_options_of_the_command_that_failed_are_found() -> None:
+    from nsqctl.cli.app import failed_command_options, root_command
+
+    with pytest.raises(NsqctlError) as caught:
+        root_command().main(
+            ["pub", "--shard", "k", "--shard-field", "f", "t", "x"], standalone_mode=False
+        )
+    options = failed_command_options(caught.value)
+    assert options is not None
+    assert {"--failover-window", "--batch", "--tls-key"} <= options
+    assert "--connect-timeout" not in options
+    assert failed_command_options(NsqctlError("raised by no command")) is None
