@@ -52,7 +52,7 @@ def open_archive(source: str) -> ds.Dataset:
     if not path.exists():
         raise ConfigError(f"archive {source} does not exist: give an archive directory")
     try:
-        return ds.dataset(
+        dataset = ds.dataset(
             str(path),
             format="parquet",
             partitioning=_partitioning(path),
@@ -61,6 +61,12 @@ def open_archive(source: str) -> ds.Dataset:
         )
     except (pa.ArrowInvalid, OSError) as err:
         raise ConfigError(f"cannot read the archive at {source}: {_first_line(err)}") from err
+    if not dataset.files:
+        # else the first filter fails on a column no file has, in pyarrow's words
+        raise ConfigError(
+            f"no archive files under {source}: give the directory an archive was written to"
+        )
+    return dataset
 
 
 def _first_line(err: Exception) -> str:
