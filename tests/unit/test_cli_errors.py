@@ -87,3 +87,12 @@ def test_the_options_of_the_command_that_failed_are_found() -> None:
     assert {"--failover-window", "--batch", "--tls-key"} <= options
     assert "--connect-timeout" not in options
     assert failed_command_options(NsqctlError("raised by no command")) is None
+
+
+def test_a_defer_dpub_cannot_carry_is_refused_as_the_flag_before_anything_is_sent() -> None:
+    """Before, the library's encoder refused it as the first message went out, in its own
+    words (`defer_ms`), and pub counted that line as sent but not confirmed."""
+    proc = run_main("pub", "--defer", "999999999999", "--nsqd", "127.0.0.1:1", "t", "x")
+    line = assert_one_line_error(proc, 2)
+    assert "'--defer'" in line and "999999999999" in line, line
+    assert "sent" not in line and "defer_ms" not in line, line

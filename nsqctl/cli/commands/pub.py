@@ -62,6 +62,10 @@ INTERRUPT_GRACE = 2.0
 on them: nsqd may have stored one whose OK is still on its way, and counting that batch
 as not published would have the operator send it twice. A second Ctrl-C stops at once."""
 
+#: The largest --defer DPUB can carry (an unsigned 32-bit count of ms): a larger one would
+#: fail as the first message is encoded, reported as a message sent and not confirmed.
+DEFER_MAX_MS = 0xFFFFFFFF
+
 
 @dataclass
 class PubPlan:
@@ -191,7 +195,12 @@ def pub(
         None, "--trace-log", help="Append publish receipts to this JSONL trace log."
     ),
     defer_ms: int | None = typer.Option(
-        None, "--defer", min=0, help="Deferred publish in ms (original)."
+        None,
+        "--defer",
+        min=0,
+        max=DEFER_MAX_MS,
+        help="Deferred publish in ms (original; nsqd refuses more than its "
+        "--max-req-timeout, 1 h by default).",
     ),
     failover_window: float = typer.Option(
         DEFAULT_FAILOVER_WINDOW,
