@@ -45,7 +45,12 @@ from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.failover import DEFAULT_FAILOVER_WINDOW, FailoverEvent
 from nsqctl.producer import Producer, ProducerOptions, Receipt
 from nsqctl.protocol import MPUB_ENTRY_OVERHEAD, MPUB_TRACE_ENTRY_OVERHEAD, mpub_body_size
-from nsqctl.protocol.errors import BadBodyError, BadMessageError, BadPartitionError
+from nsqctl.protocol.errors import (
+    BadBodyError,
+    BadMessageError,
+    BadPartitionError,
+    InvalidError,
+)
 from nsqctl.protocol.names import validate_topic
 from nsqctl.tracelog import TraceLog
 
@@ -741,10 +746,11 @@ def _one_by_one(publish: Callable[[bytes], Awaitable[object]], result: PubResult
                 spans_of(chunk.cut(done, done + 1)),
                 spans_of(chunk.cut(done + 1, len(chunk))),
             )
-            if isinstance(err, (BadMessageError, BadBodyError)):
+            if isinstance(err, (BadMessageError, BadBodyError, InvalidError)):
                 # nsqd checks a command whole before storing it, and this one carried
                 # only this message: refused, so not stored (a batch of several MPUBs
-                # could not say which of them was refused)
+                # could not say which of them was refused). Both families answer
+                # E_INVALID (a DPUB delay beyond --max-req-timeout) only before storing.
                 result.lines.refused_by_nsqd(failed)
             else:
                 unanswered(result.lines, failed, err)
