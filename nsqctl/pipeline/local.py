@@ -133,8 +133,10 @@ def read_trace_log(path: str) -> pa.Table:
 
     schema = trace_log_arrow_schema()
     file = Path(path)
-    if not file.is_file():
+    if not file.exists():
         raise ConfigError(f"trace log {path} does not exist: give a JSONL file")
+    if not file.is_file():
+        raise ConfigError(f"trace log {path} is not a file: give a JSONL file")
     if file.stat().st_size == 0:
         return schema.empty_table()
     options = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
@@ -143,14 +145,22 @@ def read_trace_log(path: str) -> pa.Table:
     except pa.ArrowInvalid:
         pass
     records = []
+    lines = 0
     with file.open("rb") as fh:
         for line in fh:
+            lines += bool(line.strip())
             try:
                 record = json.loads(line)
             except ValueError:
                 continue
             if isinstance(record, dict):
                 records.append({name: record.get(name) for name in schema.names})
+    if lines > 1 and not records:
+        # one torn line is a writer killed at its first record; more, and none of them
+        # JSON, is another kind of file, and "not found" in it would mislead
+        raise ConfigError(
+            f"trace log {path} holds no JSON record: give the JSONL file a trace log was written to"
+        )
     try:
         return pa.Table.from_pylist(records, schema=schema)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as err:
