@@ -482,6 +482,20 @@ def skip_httpx_cli() -> None:
     sys.modules["httpx._main"] = placeholder
 
 
+def debug_from_env() -> bool:
+    """Whether NSQCTL_DEBUG asks for tracebacks, read as ``--debug`` reads it (click's
+    booleans: ``0``, ``false``, ``off`` are off). For errors raised before the flags are
+    parsed; a value click refuses has been said already, or will be, as a usage error."""
+    raw = os.environ.get("NSQCTL_DEBUG", "").strip()
+    if not raw:
+        return False
+    types = importlib.import_module(click_module().__name__ + ".types")
+    try:
+        return bool(types.BOOL.convert(raw, None, None))
+    except click_module().exceptions.BadParameter:
+        return False
+
+
 def failed_command_options(err: BaseException) -> set[str] | None:
     """The option names of the command ``err`` came out of, so that its message names
     no flag that command lacks; None when no command ran. Its click context is gone by
@@ -520,7 +534,7 @@ def main() -> None:
         _log_to_stderr(os.environ.get("NSQCTL_LOG"))
         code = root_command().main(prog_name="nsqctl", standalone_mode=False)
     except NsqctlError as err:
-        if flags.GLOBAL_FLAGS.debug or os.environ.get("NSQCTL_DEBUG"):
+        if flags.GLOBAL_FLAGS.debug or debug_from_env():
             raise
         typer.secho(
             f"nsqctl: error: {cli_message(err, failed_command_options(err))}", err=True, fg="red"

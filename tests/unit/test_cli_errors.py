@@ -96,3 +96,15 @@ def test_a_defer_dpub_cannot_carry_is_refused_as_the_flag_before_anything_is_sen
     line = assert_one_line_error(proc, 2)
     assert "'--defer'" in line and "999999999999" in line, line
     assert "sent" not in line and "defer_ms" not in line, line
+
+
+@pytest.mark.parametrize("off", ["0", "false", "off"])
+def test_nsqctl_debug_set_off_keeps_the_one_line_error(
+    off: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """NSQCTL_DEBUG=0 is off, as --debug reads it: any value at all used to turn on
+    tracebacks for the errors nsqctl raises on purpose."""
+    monkeypatch.setenv("NSQCTL_DEBUG", off)
+    monkeypatch.setenv("NSQCTL_LOG", "loud")
+    line = assert_one_line_error(run_main("version", "--client"), 2)
+    assert "NSQCTL_LOG='loud' is not a log level" in line, line
