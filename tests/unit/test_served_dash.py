@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from nsqctl.cli.commands.dash_serve import TOKEN_ENV, token_warning
 from nsqctl.cli.commands.dash_served import KEY_PASSWORD_ENV, ServedDash
 from nsqctl.cli.flags import ClusterSelection
 from nsqctl.connection import TLSSettings
@@ -103,3 +104,12 @@ def test_a_session_opens_the_serving_dashboards_encrypted_client_key(
     assert connection == sel.connection_config()
     assert connection.tls is not None
     connection.tls.context()  # the key opens
+
+
+def test_a_token_from_the_command_line_is_warned_of_not_one_from_the_environment() -> None:
+    """A --token value shows in ps to every user for as long as the dashboard serves."""
+    token = "t" * 20
+    warning = token_warning(token, {})
+    assert warning is not None and TOKEN_ENV in warning and token not in warning
+    assert token_warning(token, {TOKEN_ENV: token}) is None
+    assert token_warning(None, {}) is None
