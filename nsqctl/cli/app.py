@@ -35,6 +35,7 @@ from nsqctl.cli import flags, readonly
 from nsqctl.cli.collector import imports_done
 from nsqctl.cli.numbers import Number
 from nsqctl.cli.wording import cli_message
+from nsqctl.debug_env import debug_from_env
 from nsqctl.errors import ConfigError, NsqctlError
 
 
@@ -480,20 +481,6 @@ def skip_httpx_cli() -> None:
 
     placeholder.main = main  # type: ignore[attr-defined]
     sys.modules["httpx._main"] = placeholder
-
-
-def debug_from_env() -> bool:
-    """Whether NSQCTL_DEBUG asks for tracebacks, read as ``--debug`` reads it (click's
-    booleans: ``0``, ``false``, ``off`` are off). For errors raised before the flags are
-    parsed; a value click refuses has been said already, or will be, as a usage error."""
-    raw = os.environ.get("NSQCTL_DEBUG", "").strip()
-    if not raw:
-        return False
-    types = importlib.import_module(click_module().__name__ + ".types")
-    try:
-        return bool(types.BOOL.convert(raw, None, None))
-    except click_module().exceptions.BadParameter:
-        return False
 
 
 def failed_command_options(err: BaseException) -> set[str] | None:
