@@ -72,6 +72,8 @@ each as its flag or command. Secrets never go into a message.
 
 from __future__ import annotations
 
+import socket
+
 __all__ = [
     "AdminError",
     "AlreadyRespondedError",
@@ -108,6 +110,7 @@ __all__ = [
     "TopicNotFoundError",
     "TransportError",
     "UsageError",
+    "describe_connect_failure",
     "describe_exception",
 ]
 
@@ -412,3 +415,16 @@ def describe_exception(err: BaseException) -> str:
     (the type alone when it has none)."""
     text = str(err).strip()
     return f"{type(err).__name__}: {text}" if text else type(err).__name__
+
+
+def describe_connect_failure(err: BaseException) -> str:
+    """Why a connection could not be made, in words for an error line: a host name that
+    did not resolve (nothing was connected to: the name is wrong, or DNS is down) apart
+    from a server that refused or could not be reached. ``err`` may wrap the resolver's
+    error, as httpx's ConnectError does."""
+    seen: BaseException | None = err
+    while seen is not None:
+        if isinstance(seen, socket.gaierror):
+            return f"host name not found: {seen.strerror}"
+        seen = seen.__cause__ or seen.__context__
+    return "connection refused or host unreachable"

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from nsqctl.errors import describe_exception
+from nsqctl.errors import describe_connect_failure, describe_exception
 
 
 def http_client(**kwargs: Any) -> httpx.AsyncClient:
@@ -33,7 +33,7 @@ def describe_http_error(err: BaseException) -> str:
     """One short reason for a failed request, for error lines that name the server: the
     common failures in words, anything else as its type and text."""
     if isinstance(err, httpx.ConnectError):
-        return "connection refused or host unreachable"
+        return describe_connect_failure(err)
     if isinstance(err, httpx.TimeoutException):
         return "timed out"
     return describe_exception(err)

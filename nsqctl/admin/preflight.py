@@ -44,9 +44,11 @@ async def check_nsqds_answer(
     if not silent:
         return
     word = {a: "nsqlookupd" if role == "lookupd" else "nsqd" for a, role in targets}
-    # the /stats reader's reasons name the nsqd already
+    # the /stats reader's reasons name the nsqd already ("nsqd A /stats: refused"): the
+    # rest of such a reason is the why, so each reads "nsqd A (why) ... did not answer"
     names = "; ".join(
-        why if a in why else f"{word.get(a, 'nsqd')} {a} ({why})" for a, why in silent
+        f"{word.get(a, 'nsqd')} {a} ({why.partition(a)[2].strip() if a in why else why})"
+        for a, why in silent
     )
     if any(word.get(a) == "nsqlookupd" for a, _ in silent):
         rest = "on the others only; run it again once every nsqd and nsqlookupd answers"

@@ -21,6 +21,7 @@ import importlib
 import importlib.util
 import os
 import sys
+import traceback
 from collections.abc import Callable, Iterator, Mapping
 from functools import cache, wraps
 from types import ModuleType
@@ -34,6 +35,7 @@ from nsqctl.cli import flags, readonly
 from nsqctl.cli.collector import imports_done
 from nsqctl.cli.numbers import Number
 from nsqctl.cli.wording import cli_message
+from nsqctl.debug_env import debug_from_env
 from nsqctl.errors import ConfigError, NsqctlError
 
 
@@ -481,6 +483,23 @@ def skip_httpx_cli() -> None:
     sys.modules["httpx._main"] = placeholder
 
 
+def failed_command_options(err: BaseException) -> set[str] | None:
+    """The option names of the command ``err`` came out of, so that its message names
+    no flag that command lacks; None when no command ran. Its click context is gone by
+    the time the error reaches :func:`main`, but not from the frames the error passed
+    through: the innermost one holding a context (``Command.invoke(ctx)``) is the
+    command's own."""
+    context = click_module().Context
+    found = None
+    for frame, _ in traceback.walk_tb(err.__traceback__):
+        ctx = frame.f_locals.get("ctx")
+        if isinstance(ctx, context):
+            found = ctx
+    if found is None:
+        return None
+    return {name for param in found.command.params for name in param.opts}
+
+
 def _usage_exit_code(err: Any) -> int:
     """click's code for a usage error, except under ``check``: a Nagios plugin given bad
     arguments answers UNKNOWN (3), since 2 would page someone for a CRITICAL that is not."""
@@ -502,9 +521,11 @@ def main() -> None:
         _log_to_stderr(os.environ.get("NSQCTL_LOG"))
         code = root_command().main(prog_name="nsqctl", standalone_mode=False)
     except NsqctlError as err:
-        if flags.GLOBAL_FLAGS.debug or os.environ.get("NSQCTL_DEBUG"):
+        if flags.GLOBAL_FLAGS.debug or debug_from_env():
             raise
-        typer.secho(f"nsqctl: error: {cli_message(err)}", err=True, fg="red")
+        typer.secho(
+            f"nsqctl: error: {cli_message(err, failed_command_options(err))}", err=True, fg="red"
+        )
         sys.exit(2 if isinstance(err, ConfigError) else 1)
     except aborts:
         typer.echo("aborted", err=True)

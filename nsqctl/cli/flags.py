@@ -307,7 +307,8 @@ class ClusterSelection:
         return ReadOnlySetting(self.read_only, self.sources.get("read_only", ""))
 
     def describe(self) -> dict[str, Any]:
-        """Resolved settings for display; the secret shows only where it came from."""
+        """Resolved settings for display; a secret (the AUTH secret, a TLS key's
+        passphrase) shows only where it came from."""
         tls = None
         if self.tls is not None:
             tls = {
@@ -316,6 +317,9 @@ class ClusterSelection:
                 "key_file": self.tls.key_file,
                 "insecure": self.tls.insecure,
             }
+            if self.tls.key_password is not None:  # said, as the AUTH secret is: masked
+                tls["key_password"] = "<hidden>"
+                tls["key_password_source"] = self.tls.key_password.source
         return {
             "profile": self.profile,
             "lookupd": self.lookupd,

@@ -16,6 +16,7 @@ has no ``--failover-window``), and in tables so that a renamed flag is renamed o
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 
 from nsqctl.errors import NsqctlError
 
@@ -145,11 +146,16 @@ def cli_words(text: str) -> str:
     return _WRITTEN.sub(spelled, text)
 
 
-def cli_message(err: NsqctlError) -> str:
+def cli_message(err: NsqctlError, options: Collection[str] | None = None) -> str:
     """``str(err)`` in the CLI's words, plus the flag that corresponds to the setting it
-    names."""
+    names, when the command that failed has that flag: ``options`` are its option names
+    (None: not known, the flag is named anyway). The library names one setting whichever
+    command runs it (a publish's handshake timeout is `connect_timeout` under ``tail``
+    and ``pub`` alike), and a flag the command refuses is no advice."""
     text = cli_words(str(err))
     flag = SETTING_FLAGS.get(err.setting or "")
     if flag is None or flag.split()[0] in text:
+        return text
+    if options is not None and not set(flag.split()[0].split("/")) & set(options):
         return text
     return f"{text} (flag: {flag})"

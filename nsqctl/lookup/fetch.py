@@ -29,7 +29,7 @@ from urllib.parse import urlencode
 import h11
 
 from nsqctl.addresses import HostPort
-from nsqctl.errors import TransportError
+from nsqctl.errors import TransportError, describe_connect_failure
 
 if TYPE_CHECKING:
     import httpx
@@ -95,7 +95,7 @@ class StreamFetcher:
         except TimeoutError as err:
             raise RequestError("timed out") from err
         except OSError as err:
-            raise RequestError("connection refused or host unreachable") from err
+            raise RequestError(describe_connect_failure(err)) from err
         try:
             return await self._exchange(reader, writer, address, path, params)
         finally:

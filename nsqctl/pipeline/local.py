@@ -52,7 +52,7 @@ def open_archive(source: str) -> ds.Dataset:
     if not path.exists():
         raise ConfigError(f"archive {source} does not exist: give an archive directory")
     try:
-        return ds.dataset(
+        dataset = ds.dataset(
             str(path),
             format="parquet",
             partitioning=_partitioning(path),
@@ -61,6 +61,12 @@ def open_archive(source: str) -> ds.Dataset:
         )
     except (pa.ArrowInvalid, OSError) as err:
         raise ConfigError(f"cannot read the archive at {source}: {_first_line(err)}") from err
+    if not dataset.files:
+        # else the first filter fails on a column no file has, in pyarrow's words
+        raise ConfigError(
+            f"no archive files under {source}: give the directory an archive was written to"
+        )
+    return dataset
 
 
 def _first_line(err: Exception) -> str:
@@ -127,8 +133,10 @@ def read_trace_log(path: str) -> pa.Table:
 
     schema = trace_log_arrow_schema()
     file = Path(path)
-    if not file.is_file():
+    if not file.exists():
         raise ConfigError(f"trace log {path} does not exist: give a JSONL file")
+    if not file.is_file():
+        raise ConfigError(f"trace log {path} is not a file: give a JSONL file")
     if file.stat().st_size == 0:
         return schema.empty_table()
     options = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
@@ -137,14 +145,22 @@ def read_trace_log(path: str) -> pa.Table:
     except pa.ArrowInvalid:
         pass
     records = []
+    lines = 0
     with file.open("rb") as fh:
         for line in fh:
+            lines += bool(line.strip())
             try:
                 record = json.loads(line)
             except ValueError:
                 continue
             if isinstance(record, dict):
                 records.append({name: record.get(name) for name in schema.names})
+    if lines > 1 and not records:
+        # one torn line is a writer killed at its first record; more, and none of them
+        # JSON, is another kind of file, and "not found" in it would mislead
+        raise ConfigError(
+            f"trace log {path} holds no JSON record: give the JSONL file a trace log was written to"
+        )
     try:
         return pa.Table.from_pylist(records, schema=schema)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as err:

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nsqctl.debug_env import debug_from_env
 from nsqctl.errors import ConfigError, NsqctlError
 
 if TYPE_CHECKING:
@@ -132,7 +133,7 @@ def spark_session(
 
 def spark_log_path() -> Path | None:
     """Where the JVM's stderr goes (None: the terminal, with NSQCTL_DEBUG set)."""
-    if os.environ.get("NSQCTL_DEBUG"):
+    if debug_from_env():
         return None
     return Path(tempfile.gettempdir()) / f"nsqctl-spark-{os.getuid()}.log"
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import gzip
 import re
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -44,10 +45,29 @@ def open_maybe_gzip(path: str | Path) -> BinaryIO:
 
 
 def read_bodies(path: str | Path) -> Iterator[tuple[int, bytes]]:
-    """(line number from 0, body without its newline) for each line of one file."""
-    with open_maybe_gzip(path) as fh:
-        for number, line in enumerate(fh):
-            yield number, line[:-1] if line.endswith(b"\n") else line
+    """(line number from 0, body without its newline) for each line of one file. A gzip
+    file cut short (nsq_to_file killed, or still writing it) or damaged is a
+    :class:`ConfigError` naming it: gzip's EOFError would otherwise reach click, which
+    takes any EOFError for Ctrl-D at a prompt and reports "aborted"."""
+    try:
+        with open_maybe_gzip(path) as fh:
+            for number, line in enumerate(fh):
+                yield number, line[:-1] if line.endswith(b"\n") else line
+    except EOFError:
+        raise ConfigError(
+            f"{path} ends in the middle of its gzip stream (a copy cut short, or a file "
+            "nsq_to_file was still writing): leave it out of the source, or replay what "
+            "`gzip -dc` recovers of it"
+        ) from None
+    except (gzip.BadGzipFile, zlib.error) as err:
+        raise ConfigError(
+            f"{path} is not a valid gzip file ({err}): leave it out of the source, or "
+            "replay what `gzip -dc` recovers of it"
+        ) from None
+    except OSError as err:
+        raise ConfigError(
+            f"cannot read {path}: {err.strerror or err}; check the path and its permissions"
+        ) from None
 
 
 def text_files(source: str | Path) -> list[str]:

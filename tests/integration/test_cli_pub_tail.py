@@ -381,6 +381,22 @@ def test_deferred_publish_counts_each_message(original_cluster: cluster.Cluster)
     assert "2 message(s) not published (0 were)" in line
 
 
+def test_a_defer_nsqd_refuses_is_said_refused_not_unconfirmed(
+    original_cluster: cluster.Cluster,
+) -> None:
+    """nsqd answers a DPUB delay beyond its --max-req-timeout (1 h by default) with
+    E_INVALID before storing anything: the line is refused, not "sent but not
+    confirmed" (which would have the operator fear a duplicate on a retry)."""
+    topic = unique("defer_refused")
+    proc = run_cli(["pub", topic, "--defer", "3600001", "x", "y", *_nsqd(original_cluster)])
+    line = assert_one_line_error(proc, 1)
+    assert "DPUB timeout 3600001 out of range" in line, line
+    assert line.endswith(
+        "(no input line was published; line(s) 1 were refused by nsqd (not stored); "
+        "nothing after line 1 was sent)"
+    ), line
+
+
 def test_trace_log_on_a_full_disk_stops_with_one_line_and_loses_nothing(
     original_cluster: cluster.Cluster,
 ) -> None:

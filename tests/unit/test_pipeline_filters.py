@@ -388,3 +388,33 @@ def test_timeline_over_several_days_shows_dates() -> None:
     assert lines[0] == "timeline of trace id 5 (UTC)"
     assert lines[1].startswith(" 1  2026-11-21 23:59:59.000  published")
     assert lines[2].startswith(" 2  2026-11-22 00:00:01.000  archived")
+
+
+@spark_extra
+def test_a_trace_in_a_directory_with_no_archive_files_says_so(tmp_path: Path) -> None:
+    """An empty directory (or one whose Hive directories hold no Parquet file) is no
+    archive: said in those words, exit 2, not pyarrow's complaint about a filter column
+    that no file has."""
+    from tests.helpers.cli import assert_one_line_error, run_main
+
+    (tmp_path / "topic=orders").mkdir()
+    proc = run_main("trace", "123", "--archive", str(tmp_path), "--engine", "local")
+    line = assert_one_line_error(proc, 2)
+    assert f"no archive files under {tmp_path}" in line, line
+
+
+@spark_extra
+def test_a_trace_log_that_is_no_trace_log_says_what_it_is(tmp_path: Path) -> None:
+    """A directory is not "missing", and a file none of whose lines is JSON (a gzip,
+    a binary) is no trace log: each said so, exit 2, not "trace id not found" (exit 1)."""
+    from tests.helpers.cli import assert_one_line_error, run_main
+
+    binary = tmp_path / "receipts.bin"
+    binary.write_bytes(b"\x00\x01 not json\nnor this\n\xff\xfe")
+    for given, said in [
+        (tmp_path, f"trace log {tmp_path} is not a file"),
+        (binary, f"trace log {binary} holds no JSON record"),
+    ]:
+        proc = run_main("trace", "123", "--trace-log", str(given), "--engine", "local")
+        line = assert_one_line_error(proc, 2)
+        assert said in line, line

@@ -11,8 +11,10 @@ from typer.testing import CliRunner
 from nsqctl.cli import flags
 from nsqctl.cli.app import app
 from nsqctl.cli.flags import resolve_cluster
+from nsqctl.connection import TLSSettings
 from nsqctl.errors import ConfigError
 from nsqctl.profiles import Profile, load_config, save_profile
+from nsqctl.secrets import Secret
 
 SECRET = "s3cr3t-value-never-printed"
 
@@ -135,6 +137,22 @@ def test_config_show_masks_the_secret(cfg: Path) -> None:
     assert data["profile"] == "prod"
     table = CliRunner().invoke(app, ["config"])
     assert table.exit_code == 0 and SECRET not in table.output and "prod" in table.output
+
+
+def test_config_says_a_key_passphrase_is_set_and_where_from_never_what() -> None:
+    """``nsqctl config`` shows every resolved setting, secrets masked: a TLS key's
+    passphrase as the AUTH secret is, "<hidden>" with its source, not left out."""
+    sel = flags.ClusterSelection(
+        lookupd=["127.0.0.1:4161"],
+        nsqd=[],
+        tls=TLSSettings(
+            cert_file="c.pem", key_file="k.pem", key_password=Secret(b"pass-phrase-9", "file /p")
+        ),
+    )
+    shown = sel.describe()
+    assert shown["tls"]["key_password"] == "<hidden>"
+    assert shown["tls"]["key_password_source"] == "file /p"
+    assert "pass-phrase-9" not in json.dumps(shown)
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from nsqctl.cli.commands.dash_served import ServedDash
+from nsqctl.cli.commands.dash_serve import TOKEN_ENV, token_warning
+from nsqctl.cli.commands.dash_served import KEY_PASSWORD_ENV, ServedDash
 from nsqctl.cli.flags import ClusterSelection
 from nsqctl.connection import TLSSettings
 from nsqctl.secrets import AUTH_SECRET_ENV, Secret
@@ -16,7 +17,7 @@ from nsqctl.stats.poller import StatsPoller
 from nsqctl.stats.sources import StatsSession
 from nsqctl.tui.app import DashApp
 from nsqctl.tui.peekscreen import borrow_config
-from tests.helpers.certs import make_tls_files
+from tests.helpers.certs import encrypted_key, make_tls_files
 
 
 def test_a_session_connects_as_the_serving_dashboard(
@@ -75,3 +76,40 @@ def test_a_borrow_asks_nsqd_for_the_output_buffer_peek_borrow_asks_for(
     )
     for app in (terminal, served):
         assert borrow_config(app, channel) == peek_borrow
+
+
+def test_a_session_opens_the_serving_dashboards_encrypted_client_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An encrypted client key's passphrase reaches the sessions as the AUTH secret
+    does (inherited environment), never in the spec: the spec is JSON, which a
+    :class:`Secret` is not, and the dashboard would not start."""
+    monkeypatch.delenv(KEY_PASSWORD_ENV, raising=False)  # restored after
+    files = make_tls_files(tmp_path)
+    passphrase = b"served-key-passphrase"
+    key = encrypted_key(files.client_key, passphrase, tmp_path / "encrypted.pem")
+    sel = ClusterSelection(
+        lookupd=["127.0.0.1:4161"],
+        nsqd=[],
+        tls=TLSSettings(
+            ca_file=str(files.ca_cert),
+            cert_file=str(files.client_cert),
+            key_file=str(key),
+            key_password=Secret(passphrase, "file /x"),
+        ),
+    )
+    sent = ServedDash.of(sel, 2.0, 1.5, None).to_env()
+    assert passphrase.decode() not in sent
+    connection = ServedDash.from_env(sent).connection()
+    assert connection == sel.connection_config()
+    assert connection.tls is not None
+    connection.tls.context()  # the key opens
+
+
+def test_a_token_from_the_command_line_is_warned_of_not_one_from_the_environment() -> None:
+    """A --token value shows in ps to every user for as long as the dashboard serves."""
+    token = "t" * 20
+    warning = token_warning(token, {})
+    assert warning is not None and TOKEN_ENV in warning and token not in warning
+    assert token_warning(token, {TOKEN_ENV: token}) is None
+    assert token_warning(None, {}) is None

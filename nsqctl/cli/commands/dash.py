@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import typer
@@ -13,6 +14,7 @@ from nsqctl.cli.commands.dash_serve import (
     parse_bind,
     require_extra,
     serve,
+    token_warning,
 )
 from nsqctl.cli.commands.dash_served import ServedDash
 from nsqctl.cli.flags import (
@@ -85,6 +87,9 @@ def dash(
         bind = parse_bind(serve_at)
         check_token(bind, token)
         require_extra()
+        warning = token_warning(token, os.environ)
+        if warning is not None:
+            typer.echo(warning, err=True)
     sel = resolve_cluster(lookupd, nsqd, profile, nsqd_http, require="http")
     # under read-only the dashboard still shows everything; its actions are refused
     read_only = origin(sel.read_only_setting()) if sel.read_only else None

@@ -31,7 +31,7 @@ import shlex
 import signal
 import socket
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -178,6 +178,19 @@ def guard(bind: Bind, token: str | None) -> Any:
         return response
 
     return middleware
+
+
+def token_warning(token: str | None, environ: Mapping[str, str]) -> str | None:
+    """The warning for a token given as ``--token`` (typer reads :data:`TOKEN_ENV` only
+    when the flag is absent, so a token the environment does not hold came from the
+    command line): the process list shows it to every user of the machine for as long
+    as the dashboard serves."""
+    if token is None or environ.get(TOKEN_ENV) == token:
+        return None
+    return (
+        "nsqctl dash: warning: the --token value shows in the process list (ps) to every "
+        f"user of this machine while the dashboard serves; set {TOKEN_ENV} instead"
+    )
 
 
 def public_url(bind: Bind, port: int, token: bool) -> str:

@@ -7,14 +7,15 @@ profile, so both show the same cluster, and connect to it alike: TLS, compressio
 from a command line: nothing of it is quoted through a shell, and nothing shows in a
 process title. The AUTH secret is not in it: the serving process puts it in the
 environment variable the secret is always read from (``NSQCTL_AUTH_SECRET``), which the
-sessions inherit as they inherit the rest of its environment.
+sessions inherit as they inherit the rest of its environment. Nor is an encrypted client
+key's passphrase: it travels the same way, in :data:`KEY_PASSWORD_ENV`.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -23,6 +24,9 @@ if TYPE_CHECKING:
 
 #: The variable the serving process sets for the session processes it starts.
 SERVED_ENV = "NSQCTL_DASH_SERVED"
+#: The passphrase of the serving process's encrypted TLS client key, for its sessions
+#: (the passphrase file it was read from may be gone, or readable only before a chdir).
+KEY_PASSWORD_ENV = "NSQCTL_DASH_SERVED_TLS_KEY_PASSWORD"
 
 
 @dataclass(frozen=True)
@@ -35,7 +39,7 @@ class ServedDash:
     timeout: float
     read_only: str | None  # what made it read-only (DashApp's read_only); None: may act
     nsqd: list[str] = field(default_factory=list)  # TCP addresses (a borrow without lookupd)
-    tls: dict[str, Any] | None = None  # the TLS settings' fields: file paths, no key material
+    tls: dict[str, Any] | None = None  # the TLS settings' fields but the key's passphrase
     compression: str = "none"
     output_buffer: str = "auto"  # a borrow's output buffering (ConnectionConfig.for_consumer)
 
@@ -49,12 +53,21 @@ class ServedDash:
     ) -> ServedDash:
         """What the sessions of ``sel``'s dashboard need; the AUTH secret, when there is
         one, goes into this process's environment for them to inherit (see the module
-        doc). The TLS files are checked here, so a bad one stops the server at start."""
+        doc), and so does the TLS key's passphrase. The TLS files are checked here, so a
+        bad one stops the server at start."""
         from nsqctl.secrets import AUTH_SECRET_ENV
 
         sel.connection_config()
         if sel.auth_secret is not None:
             os.environb[AUTH_SECRET_ENV.encode()] = sel.auth_secret.reveal()
+        tls = None
+        if sel.tls is not None:
+            tls = {f.name: getattr(sel.tls, f.name) for f in fields(sel.tls)}
+            password = tls.pop("key_password")
+            if password is not None:
+                os.environb[KEY_PASSWORD_ENV.encode()] = password.reveal()
+        if tls is None or password is None:  # none inherited from whoever started this one
+            os.environ.pop(KEY_PASSWORD_ENV, None)
         return cls(
             list(sel.lookupd),
             list(sel.nsqd_http),
@@ -62,19 +75,25 @@ class ServedDash:
             timeout,
             read_only,
             nsqd=list(sel.nsqd),
-            tls=None if sel.tls is None else asdict(sel.tls),
+            tls=tls,
             compression=sel.compression,
             output_buffer=sel.output_buffer,
         )
 
     def connection(self) -> ConnectionConfig:
         """How a session connects to an nsqd over TCP (a borrow): the serving process's
-        TLS, compression and (inherited through the environment) AUTH secret."""
+        TLS, compression and (inherited through the environment) AUTH secret and TLS
+        key passphrase."""
         from nsqctl.connection import ConnectionConfig, TLSSettings
-        from nsqctl.secrets import resolve_auth_secret
+        from nsqctl.secrets import Secret, resolve_auth_secret
 
+        tls = None
+        if self.tls is not None:
+            password = os.environb.get(KEY_PASSWORD_ENV.encode())
+            key_password = None if password is None else Secret(password, "the serving dash")
+            tls = TLSSettings(**self.tls, key_password=key_password)
         return ConnectionConfig(
-            tls=None if self.tls is None else TLSSettings(**self.tls),
+            tls=tls,
             auth_secret=resolve_auth_secret(),
             compression=self.compression,
         )

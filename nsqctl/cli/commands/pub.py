@@ -45,7 +45,12 @@ from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.failover import DEFAULT_FAILOVER_WINDOW, FailoverEvent
 from nsqctl.producer import Producer, ProducerOptions, Receipt
 from nsqctl.protocol import MPUB_ENTRY_OVERHEAD, MPUB_TRACE_ENTRY_OVERHEAD, mpub_body_size
-from nsqctl.protocol.errors import BadBodyError, BadMessageError, BadPartitionError
+from nsqctl.protocol.errors import (
+    BadBodyError,
+    BadMessageError,
+    BadPartitionError,
+    InvalidError,
+)
 from nsqctl.protocol.names import validate_topic
 from nsqctl.tracelog import TraceLog
 
@@ -61,6 +66,10 @@ INTERRUPT_GRACE = 2.0
 """Seconds Ctrl-C waits for the batches already sent to be answered before it gives up
 on them: nsqd may have stored one whose OK is still on its way, and counting that batch
 as not published would have the operator send it twice. A second Ctrl-C stops at once."""
+
+#: The largest --defer DPUB can carry (an unsigned 32-bit count of ms): a larger one would
+#: fail as the first message is encoded, reported as a message sent and not confirmed.
+DEFER_MAX_MS = 0xFFFFFFFF
 
 
 @dataclass
@@ -191,7 +200,12 @@ def pub(
         None, "--trace-log", help="Append publish receipts to this JSONL trace log."
     ),
     defer_ms: int | None = typer.Option(
-        None, "--defer", min=0, help="Deferred publish in ms (original)."
+        None,
+        "--defer",
+        min=0,
+        max=DEFER_MAX_MS,
+        help="Deferred publish in ms (original; nsqd refuses more than its "
+        "--max-req-timeout, 1 h by default).",
     ),
     failover_window: float = typer.Option(
         DEFAULT_FAILOVER_WINDOW,
@@ -732,10 +746,11 @@ def _one_by_one(publish: Callable[[bytes], Awaitable[object]], result: PubResult
                 spans_of(chunk.cut(done, done + 1)),
                 spans_of(chunk.cut(done + 1, len(chunk))),
             )
-            if isinstance(err, (BadMessageError, BadBodyError)):
+            if isinstance(err, (BadMessageError, BadBodyError, InvalidError)):
                 # nsqd checks a command whole before storing it, and this one carried
                 # only this message: refused, so not stored (a batch of several MPUBs
-                # could not say which of them was refused)
+                # could not say which of them was refused). Both families answer
+                # E_INVALID (a DPUB delay beyond --max-req-timeout) only before storing.
                 result.lines.refused_by_nsqd(failed)
             else:
                 unanswered(result.lines, failed, err)

@@ -40,6 +40,7 @@ from nsqctl.cli.numbers import poll_interval, seconds
 from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.protocol.names import validate_channel, validate_topic
 from nsqctl.stats.coverage import coverage, not_seen_words
+from nsqctl.stats.model import NodeStats
 from nsqctl.stats.poller import DEFAULT_TIMEOUT, StatsPoller
 from nsqctl.stats.sources import StatsSession, ViewSource
 from nsqctl.stats.view import ChannelView, ClusterView, TopicView
@@ -332,6 +333,19 @@ def interval_record(view: ClusterView, topic: str | None, channel: str | None) -
     }
 
 
+def node_note(node: NodeStats) -> str:
+    """The line for an nsqd that is not plainly up: down with why, unhealthy with its
+    health, slow with how long its /stats took (its health is "OK" then: a slow answer
+    is no error, and "slow: OK" told nothing)."""
+    if node.error:
+        why = node.error
+    elif node.state == "slow":
+        why = f"answered /stats in {node.elapsed:.1f}s"
+    else:
+        why = node.health
+    return f"nsqd {node.address} {node.state}: {why}"
+
+
 def _leaderless_notes(view: ClusterView, topic: str | None) -> list[str]:
     """``T#P has no leader`` for each partition of the topics shown (a channel's rows
     too: they sum the partitions, so one unread must be said there as well)."""
@@ -371,11 +385,7 @@ async def run_stat(
                 when = time.strftime("%H:%M:%S", time.localtime(view.taken_at))
                 for node in view.nodes:
                     if node.stats.state != "up":
-                        typer.echo(
-                            f"{when} nsqd {node.address} {node.stats.state}: "
-                            f"{node.stats.error or node.stats.health}",
-                            err=True,
-                        )
+                        typer.echo(f"{when} {node_note(node.stats)}", err=True)
                 for warning in coverage(view).lookupd_warnings(SAMPLE):
                     typer.echo(f"{when} {warning}", err=True)
                 rows = stat_rows(view, topic, channel)
