@@ -19,7 +19,7 @@ import pytest
 from nsqctl.message import body_from_json
 from nsqctl.servers.cluster import Cluster
 from tests.conftest import StartCluster
-from tests.helpers.cli import NSQCTL, assert_one_line_error, clean_env, cli
+from tests.helpers.cli import NSQCTL, assert_one_line_error, clean_env, cli, invoke
 from tests.helpers.redesign import (
     channel_depths,
     channel_stats,
@@ -148,6 +148,13 @@ def test_channel_create_pause_per_partition_and_delete(
     def paused() -> dict[int, bool]:
         return {p: ch.paused for p, ch in channel_stats(c, topic, "c2").items()}
 
+    # created on partition 1 only: the wait for its replicas looks at partition 1, not
+    # at partition 0, which lacks it on purpose (no 30 s wait, no warning about it)
+    only = invoke("channel", "create", topic, "c2", "--partition", "1", *lk)
+    assert only.exit_code == 0, only.output
+    assert "every copy of the topic's 1 partition(s)" in only.stdout, only.output
+    assert "warning" not in only.stderr, only.stderr
+    assert set(channel_stats(c, topic, "c2")) == {1}
     out = run_ok("channel", "create", topic, "c2", *lk)
     assert "note: channel c2 is on every copy of the topic's 2 partition(s)" in out, out
     assert paused() == {0: False, 1: False}
