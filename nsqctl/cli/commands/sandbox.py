@@ -14,6 +14,7 @@ from rich.table import Table
 
 from nsqctl import admin
 from nsqctl.paths import state_dir
+from nsqctl.pids import pid_stopped
 from nsqctl.servers import build, cluster, process
 from nsqctl.servers.catalog import FLAVORS
 
@@ -61,18 +62,24 @@ def _env_lines(c: cluster.Cluster) -> list[str]:
 
 
 def _print_cluster(c: cluster.Cluster, as_json: bool) -> None:
+    running = c.running()
+    # a SIGSTOPped node is alive but hung: "up" would hide why nothing answers there
+    stopped = {n.name: running[n.name] and pid_stopped(n.pid) for n in c.nodes}
     if as_json:
         data = c.to_json()
-        data["running"] = c.running()
+        data["running"] = running
+        data["stopped"] = stopped
         typer.echo(json.dumps(data, indent=2))
         return
-    running = c.running()
     # 80 columns: full addresses, never wrapped; the long paths go on lines of their own
     table = Table(title=f"nsqctl sandbox ({c.flavor})")
     for col in ("node", "pid", "tcp", "http", "state"):
         table.add_column(col, no_wrap=True)
     for n in c.nodes:
-        state = "[green]up[/]" if running[n.name] else "[red]down[/]"
+        if stopped[n.name]:
+            state = "[yellow]stopped[/]"
+        else:
+            state = "[green]up[/]" if running[n.name] else "[red]down[/]"
         tcp = n.tcp_address if n.tcp_port else "-"
         table.add_row(n.name, str(n.pid), tcp, n.http_address, state)
     Console().print(table)
