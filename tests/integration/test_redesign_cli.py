@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from nsqctl.cli.commands.stat import state_marker
 from nsqctl.message import body_from_json
 from nsqctl.servers.cluster import Cluster
 from tests.conftest import StartCluster
@@ -171,8 +172,13 @@ def test_channel_create_pause_per_partition_and_delete(
     assert paused() == {0: False, 1: False}
     run_ok("channel", "pause", topic, "c2", "--partition", "0", *lk)
     assert paused() == {0: True, 1: False}
-    rows = {r["partition"]: r for r in stat_rows(c, topic, "c2") if r["partition"] is not None}
+    every = stat_rows(c, topic, "c2")
+    rows = {r["partition"]: r for r in every if r["partition"] is not None}
     assert {p: r["paused"] for p, r in rows.items()} == {0: True, 1: False}
+    # the channel's own row says it is paused on 1 of the 2 partitions, not everywhere
+    [whole] = [r for r in every if r["scope"] == "channel"]
+    assert (whole["paused_partitions"], whole["partitions"]) == (1, 2), whole
+    assert state_marker(whole) == "PAUSED 1/2"
     run_ok("channel", "unpause", topic, "c2", "--partition", "0", *lk)
     assert paused() == {0: False, 1: False}
     run_ok("channel", "pause", topic, "c2", *lk)
