@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from nsqctl import admin
+from nsqctl.errors import ServerSetupError
 from nsqctl.paths import state_dir
 from nsqctl.pids import pid_stopped
 from nsqctl.servers import build, cluster, process
@@ -97,6 +98,25 @@ def _print_cluster(c: cluster.Cluster, as_json: bool) -> None:
     typer.echo("\n".join(_env_lines(c)))
 
 
+def refuse_stale_redesign(directory: Path) -> None:
+    """Refuse to start in a directory holding a stopped redesign sandbox's data.
+
+    Its etcd keeps that sandbox's topics, placed on nsqds named by ports the new sandbox
+    does not have: nsqlookupd finds their partitions leaderless for good and calls the
+    cluster unstable, refusing every topic expand, move and update, on new topics too."""
+    if not (directory / cluster.STATE_FILE).exists():
+        return
+    old = cluster.Cluster.load(directory)
+    if old.flavor != "redesign" or any(old.running().values()):
+        return  # a running one is refused by the start itself
+    raise ServerSetupError(
+        f"{directory} holds the data of a stopped redesign sandbox: its etcd still places "
+        "that sandbox's topics on nsqds the new one would not have, so nsqlookupd would "
+        "call the cluster unstable and refuse expand, move and update: remove it with "
+        "`nsqctl sandbox down --purge` (its data and logs), or use another --dir"
+    )
+
+
 @app.command()
 def up(
     flavor: str = typer.Option("original", "--flavor", callback=_flavor, help="original|redesign"),
@@ -120,6 +140,7 @@ def up(
 ) -> None:
     """Build (if needed) and start a cluster; wait until every process is healthy."""
     target = directory or default_dir()
+    refuse_stale_redesign(target)
     c = cluster.start(
         flavor,  # type: ignore[arg-type]
         target,
