@@ -148,8 +148,12 @@ class _Replay:
             consumer.stats.received,
             time.monotonic(),
             incomplete=(
-                "the replay is not complete: what it read of the other partitions was "
-                f"published to {opts.to_topic}"
+                "the replay is not complete: "
+                + (
+                    "nothing was published (a dry run)"
+                    if opts.dry_run
+                    else f"what it read of the other partitions was published to {opts.to_topic}"
+                )
             ),
         )
         try:
