@@ -126,6 +126,7 @@ def test_tail_waits_for_the_leaderless_partition_then_gives_up(split: Split) -> 
     assert "Traceback" not in tail.stderr
 
 
+@pytest.mark.spark  # replay needs the archive extra (pyarrow)
 def test_a_history_replay_missing_a_partition_fails_naming_it(split: Split) -> None:
     s = split
     # a dry run reads as a replay does (its own temporary channel) and publishes nothing

@@ -140,17 +140,6 @@ def test_topic_pause_is_refused_with_the_channel_alternative(
     assert not any(ch.paused for ch in channel_stats(redesign_cluster, topics.admin, "c").values())
 
 
-def test_trace_id_on_the_live_cluster_alone_is_refused_not_reported_unfound(
-    redesign_cluster: Cluster, topics: Topics
-) -> None:
-    # nsqd finds a message by internal id only: with no trace log or archive a trace id
-    # was never searched live, so "not found ... or the live cluster" would be untrue
-    lk = ["--lookupd", redesign_cluster.lookupd_http[0]]
-    line = assert_one_line_error(cli("trace", "123456789", "--topic", topics.admin, *lk), 2)
-    assert "cannot be searched on the live cluster" in line and "--internal-id" in line, line
-    assert "not found" not in line, line
-
-
 def test_channel_create_pause_per_partition_and_delete(
     redesign_cluster: Cluster, topics: Topics
 ) -> None:
