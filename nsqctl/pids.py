@@ -30,3 +30,13 @@ def pid_alive(pid: int, *, signallable: bool = False) -> bool:
         if signallable:
             return False
     return not _zombie(pid)
+
+
+def pid_stopped(pid: int) -> bool:
+    """Whether process ``pid`` is stopped (SIGSTOP, or a debugger): alive, but it answers
+    nothing, so it must not be shown as running like the others. False without /proc."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state in ("T", "t")

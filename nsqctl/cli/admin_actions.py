@@ -41,13 +41,27 @@ DryRunOption = typer.Option(
     "--dry-run",
     help="Check the action and print what it would do (and lose), on which nodes; send nothing.",
 )
+# Taken as a list so that a second --partition is refused (see one_partition) instead of
+# silently replacing the first, which would act on one partition of the two named.
 PartitionOption = typer.Option(
     None,
     "--partition",
     min=0,
-    help="Only this partition (redesign).",
+    help="Only this partition (redesign; once: run the command once per partition).",
     autocompletion=complete.partitions,
 )
+
+
+def one_partition(given: list[int] | None) -> int | None:
+    """The one ``--partition`` a channel action takes; more than one is bad input."""
+    if not given:
+        return None
+    if len(set(given)) > 1:
+        raise ConfigError(
+            f"--partition given {len(given)} times ({', '.join(map(str, given))}): a channel "
+            "action takes one partition; run the command once per partition"
+        )
+    return given[0]
 
 
 NodeOption = typer.Option(
@@ -293,7 +307,7 @@ def plan_command(
         channel: str | None = typer.Argument(
             ..., autocompletion=complete.channels, help="Channel."
         ),
-        partition: int | None = PartitionOption,
+        partition: list[int] | None = PartitionOption,
         node: str | None = NodeOption,
         yes: bool = YesOption,
         dry_run: bool = DryRunOption,
@@ -314,7 +328,7 @@ def plan_command(
             destructive=destructive,
             yes=yes,
             as_json=as_json,
-            partition=partition,
+            partition=one_partition(partition),
             node=node,
             confirm_above=confirm_above,
             dry_run=dry_run,

@@ -5,7 +5,10 @@ youzan's SUB_ORDERED takes no start position, so the channel is subscribed unord
 (SUB_ADVANCED). One partition's messages still arrive in queue order (nothing on a fresh
 channel is requeued), and they are published one at a time per partition, in arrival
 order (shard key = source partition), each before it is FINed: per-partition order
-carries over. Stops after ``until`` (message time), ``count`` messages, or when idle.
+carries over. Stops after ``until`` (message time), ``count`` messages, or when idle
+(:class:`~nsqctl.pipeline.idle.IdleExit`): quiet *and* reading every partition. A partition
+with no leader (or one that does not answer) is waited for, then given up on after the
+failover window with an error naming it: a replay that missed a partition is not done.
 
 At the count, RDY goes to 0 and every message nsqd had sent already is given back once,
 untouched. The fresh channel is deleted at the end (through nsqlookupd), so a replay
@@ -28,7 +31,9 @@ from typing import Any
 from nsqctl.connection import ConnectionConfig
 from nsqctl.consumer import Consumer, ConsumerOptions
 from nsqctl.errors import ConfigError, NsqctlError
+from nsqctl.failover import DEFAULT_FAILOVER_WINDOW
 from nsqctl.message import Message
+from nsqctl.pipeline.idle import IdleExit
 from nsqctl.pipeline.schema import to_signed64
 from nsqctl.producer import Producer
 
@@ -47,6 +52,8 @@ class HistoryOptions:
     grep: str | None = None
     count: int = 0
     idle_exit: float = 5.0
+    #: seconds a partition without a leader is waited for before the replay fails
+    failover_window: float = DEFAULT_FAILOVER_WINDOW
     dry_run: bool = False
     channel: str = ""
     #: called about five times a second while the replay runs (a terminal's progress line)
@@ -109,7 +116,6 @@ class _Replay:
         self.report = HistoryReport(channel=opts.channel or fresh_channel())
         self.pattern = re.compile(opts.grep.encode()) if opts.grep else None
         self.trace = to_signed64(opts.trace_id)
-        self.last = time.monotonic()
         self.failure: list[BaseException] = []
         self.taken = 0  # matched messages accepted for publishing, counted before the publish
         self.turns: dict[int | None, asyncio.Lock] = {}  # one publish at a time per partition
@@ -124,18 +130,47 @@ class _Replay:
             nsqd_tcp=None if opts.lookupd else (opts.nsqd or None),  # the lookup's nsqds win
             config=opts.config,
             options=ConsumerOptions(
-                partitions=opts.partitions, start=opts.start, max_in_flight=HISTORY_MAX_IN_FLIGHT
+                partitions=opts.partitions,
+                start=opts.start,
+                max_in_flight=HISTORY_MAX_IN_FLIGHT,
+                failover_window=opts.failover_window,
             ),
         )
 
     async def run(self) -> None:
-        """Until stopped, or idle for ``idle_exit`` seconds; then both clients closed."""
-        opts, stop = self.opts, self.stop
-        await self.consumer.start()
+        """Until stopped, or idle for ``idle_exit`` seconds with every partition read;
+        then both clients closed. Raises when a partition stays out of reach."""
+        opts, stop, consumer = self.opts, self.stop, self.consumer
+        await consumer.start()
+        quiet = IdleExit(
+            opts.idle_exit,
+            opts.failover_window,
+            consumer.stats.received,
+            time.monotonic(),
+            incomplete=(
+                "the replay is not complete: "
+                + (
+                    "nothing was published (a dry run)"
+                    if opts.dry_run
+                    else f"what it read of the other partitions was published to {opts.to_topic}"
+                )
+            ),
+        )
         try:
-            while not stop.is_set() and time.monotonic() - self.last < opts.idle_exit:
+            while not stop.is_set():
+                if consumer.error is not None:  # e.g. no new leader within the window
+                    raise consumer.error
                 if opts.progress is not None:
                     opts.progress(self.report)
+                down = consumer.unconnected
+                if quiet.due(
+                    consumer.stats.received,
+                    consumer.in_flight > 0,
+                    down,
+                    time.monotonic(),
+                    consumer.unreached_error,
+                ):
+                    return
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(0.2):
                         await stop.wait()
@@ -160,7 +195,6 @@ class _Replay:
         """Whether ``msg`` is to be published: not once the replay stopped, reached
         --count or passed --until (given back), nor when it does not match (skipped)."""
         opts = self.opts
-        self.last = time.monotonic()
         if self.stop.is_set() or (opts.count and self.taken >= opts.count):
             self.give_back(msg)
             return False

@@ -197,7 +197,7 @@ async def test_an_nsqd_hung_for_the_failover_window_ends_the_archive_as_a_timeou
         failover_window=2.0,
         policy=RotationPolicy(max_age=0.2),
     )
-    caplog.set_level(logging.INFO, logger="nsqctl.pipeline.archiver")
+    caplog.set_level(logging.INFO, logger="nsqctl.pipeline")
     archive = asyncio.create_task(Archiver(opts).run(asyncio.Event()))
     try:
         for node in c.nsqds:

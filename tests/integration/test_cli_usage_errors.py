@@ -211,3 +211,16 @@ def test_no_numeric_option_takes_nan_inf_or_a_negative(
     proc = run_main(*path, *_filler(cmd), f"{option}={value}")
     line = assert_one_line_error(proc, usage_exit(path))
     assert option in line, line
+
+
+@pytest.mark.parametrize("action", ["pause", "empty", "setoffset"])
+def test_a_channel_action_refuses_a_second_partition(action: str) -> None:
+    # click keeps the last of a repeated option: acting on partition 2 alone when 1 and 2
+    # were named would be a partial change reported as done
+    extra = ["--end"] if action == "setoffset" else []
+    proc = run_main(
+        "channel", action, "t", "c", "--partition", "1", "--partition", "2", *extra,
+        "--yes", "--lookupd", "127.0.0.1:1",
+    )  # fmt: skip
+    line = assert_one_line_error(proc, 2)
+    assert "--partition given 2 times (1, 2)" in line and "once per partition" in line, line

@@ -13,7 +13,8 @@ forever. Last, partition 2's nsqd is stopped (SIGSTOP) while nsqlookupd still li
 ``peek`` shows partition 0 and names both partitions it could not read. After that, the
 nsqd holding a second, one-partition topic is killed too (if it was not the first): a
 consumer of that topic, which nsqlookupd then lists with no partition and no producer,
-gives up after its failover window.
+gives up after its failover window. A history ``replay`` fails naming partition 1 rather
+than report the others' messages as the whole history.
 """
 
 from __future__ import annotations
@@ -123,6 +124,22 @@ def test_tail_waits_for_the_leaderless_partition_then_gives_up(split: Split) -> 
     assert any(f"waiting for a leader for {s.topic}/1" in line for line in lines), lines
     assert lines[-1].startswith(f"nsqctl: error: no leader for {s.topic}/1 within the failover")
     assert "Traceback" not in tail.stderr
+
+
+@pytest.mark.spark  # replay needs the archive extra (pyarrow)
+def test_a_history_replay_missing_a_partition_fails_naming_it(split: Split) -> None:
+    s = split
+    # a dry run reads as a replay does (its own temporary channel) and publishes nothing
+    replay = cli(
+        "replay", s.topic, "--from-offset", "0", "--to-topic", "nowhere", "--dry-run",
+        "--failover-window", "3", *s.lookupd,
+    )  # fmt: skip
+    assert replay.returncode == 1, (replay.stdout, replay.stderr)
+    assert "Traceback" not in replay.stderr and "would replay" not in replay.stdout
+    lines = [line for line in replay.stderr.splitlines() if line.strip()]
+    assert lines[-1].startswith(f"nsqctl: error: no leader for {s.topic}/1 within"), lines
+    # the others were read meanwhile, and it says how far it got
+    assert f"note: {2 * PER_PARTITION} message(s) of {s.topic} history were read" in lines[-2]
 
 
 async def test_peek_names_a_partition_whose_leader_does_not_answer(split: Split) -> None:

@@ -16,10 +16,11 @@ from typing import Any
 
 import pytest
 
+from nsqctl.cli.commands.stat import state_marker
 from nsqctl.message import body_from_json
 from nsqctl.servers.cluster import Cluster
 from tests.conftest import StartCluster
-from tests.helpers.cli import NSQCTL, assert_one_line_error, clean_env, cli
+from tests.helpers.cli import NSQCTL, assert_one_line_error, clean_env, cli, invoke
 from tests.helpers.redesign import (
     channel_depths,
     channel_stats,
@@ -148,13 +149,25 @@ def test_channel_create_pause_per_partition_and_delete(
     def paused() -> dict[int, bool]:
         return {p: ch.paused for p, ch in channel_stats(c, topic, "c2").items()}
 
+    # created on partition 1 only: the wait for its replicas looks at partition 1, not
+    # at partition 0, which lacks it on purpose (no 30 s wait, no warning about it)
+    only = invoke("channel", "create", topic, "c2", "--partition", "1", *lk)
+    assert only.exit_code == 0, only.output
+    assert "every copy of the topic's 1 partition(s)" in only.stdout, only.output
+    assert "warning" not in only.stderr, only.stderr
+    assert set(channel_stats(c, topic, "c2")) == {1}
     out = run_ok("channel", "create", topic, "c2", *lk)
     assert "note: channel c2 is on every copy of the topic's 2 partition(s)" in out, out
     assert paused() == {0: False, 1: False}
     run_ok("channel", "pause", topic, "c2", "--partition", "0", *lk)
     assert paused() == {0: True, 1: False}
-    rows = {r["partition"]: r for r in stat_rows(c, topic, "c2") if r["partition"] is not None}
+    every = stat_rows(c, topic, "c2")
+    rows = {r["partition"]: r for r in every if r["partition"] is not None}
     assert {p: r["paused"] for p, r in rows.items()} == {0: True, 1: False}
+    # the channel's own row says it is paused on 1 of the 2 partitions, not everywhere
+    [whole] = [r for r in every if r["scope"] == "channel"]
+    assert (whole["paused_partitions"], whole["partitions"]) == (1, 2), whole
+    assert state_marker(whole) == "PAUSED 1/2"
     run_ok("channel", "unpause", topic, "c2", "--partition", "0", *lk)
     assert paused() == {0: False, 1: False}
     run_ok("channel", "pause", topic, "c2", *lk)

@@ -18,7 +18,7 @@ from nsqctl.message import Message
 from nsqctl.producer import Producer
 from nsqctl.servers import cluster, process
 from tests.conftest import StartCluster
-from tests.helpers.cli import NSQCTL, clean_env, cli
+from tests.helpers.cli import NSQCTL, assert_one_line_error, clean_env, cli
 from tests.helpers.names import unique
 from tests.helpers.redesign import TopicSpec, create_topics
 from tests.helpers.wait import wait_for
@@ -115,6 +115,11 @@ def test_fresh_sandbox_ordered_tail_prints_in_order_and_leaves_nothing_in_flight
         assert out == b""
     finally:
         cli("sandbox", "down", *sbx)
+    # Its data stays; a new sandbox there would inherit its topics, placed on nsqds it
+    # does not have (nsqlookupd then calls the cluster unstable): refused, nothing started
+    again = cli("sandbox", "up", "--flavor", "redesign", "--nsqd", "2", *sbx)
+    assert "sandbox down --purge" in assert_one_line_error(again, 1)
+    assert cli("sandbox", "down", "--purge", *sbx).returncode == 0
 
 
 def _create_channel(topic: str, channel: str, lookupd: list[str]) -> None:

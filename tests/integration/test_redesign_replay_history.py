@@ -13,7 +13,7 @@ import pytest
 
 from nsqctl.message import body_from_json
 from nsqctl.servers.cluster import Cluster
-from tests.helpers.cli import run_cli
+from tests.helpers.cli import assert_one_line_error, cli, run_cli
 from tests.helpers.redesign import (
     TopicSpec,
     create_topics,
@@ -99,3 +99,15 @@ def test_channel_create_notes_end_with_a_newline(redesign_cluster: Cluster) -> N
     assert b"note: channel c is on every copy" in proc.stdout + proc.stderr
     for stream in (proc.stdout, proc.stderr):
         assert not stream or stream.endswith(b"\n"), stream
+
+
+def test_trace_id_on_the_live_cluster_alone_is_refused_not_reported_unfound(
+    redesign_cluster: Cluster,
+) -> None:
+    # nsqd finds a message by internal id only: with no trace log or archive a trace id
+    # was never searched live, so "not found ... or the live cluster" would be untrue.
+    # (trace, like replay, needs the archive extra: this module runs in the spark step)
+    live = ["--topic", "any", "--nsqd-http", redesign_cluster.nsqd_http[0]]
+    line = assert_one_line_error(cli("trace", "123456789", *live), 2)
+    assert "cannot be searched on the live cluster" in line and "--internal-id" in line, line
+    assert "not found" not in line, line

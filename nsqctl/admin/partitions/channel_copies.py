@@ -57,6 +57,12 @@ async def channel_copies(
     }
 
 
+def targeted_partitions(requests: Sequence[AdminRequest]) -> frozenset[int]:
+    """The partitions ``requests`` name (their ``partition`` parameter); empty when none
+    does."""
+    return frozenset(int(value) for r in requests for key, value in r.params if key == "partition")
+
+
 async def wait_channel_copied(
     client: httpx.AsyncClient,
     lookupd_http: Sequence[str],
@@ -70,8 +76,11 @@ async def wait_channel_copied(
     """Wait until every copy of every partition holds ``channel``; returns (note, warning).
 
     Every couple of seconds the leaders are asked to create it again: youzan then sends
-    its channel list to the replicas once more.
+    its channel list to the replicas once more. Only the partitions ``create_again`` names
+    are waited for: a create narrowed to one partition (or an expand's new ones) says
+    nothing of the others, which may lack the channel on purpose.
     """
+    asked = targeted_partitions(create_again)
     nsqds = await lookupd_nsqds(client, lookupd_http)
     if not nsqds:
         return None, (
@@ -82,6 +91,8 @@ async def wait_channel_copied(
     resent = start
     while True:
         copies = await channel_copies(client, nsqds, topic, channel)
+        if asked:
+            copies = {p: c for p, c in copies.items() if p in asked}
         lacking = {p: c for p, c in copies.items() if c.missing}
         waited = clock() - start
         if copies and not lacking:

@@ -19,6 +19,7 @@ from nsqctl.cli.admin_actions import (
     act,
     cluster_addresses,
     list_names,
+    one_partition,
     plan_command,
 )
 from nsqctl.cli.flags import (
@@ -132,7 +133,7 @@ def channel_setoffset(
         help="Resume at the N-th message of the partition queue, counting from 1.",
     ),
     end: bool = typer.Option(False, "--end", help="Jump to the end (like empty)."),
-    partition: int | None = PartitionOption,
+    partition: list[int] | None = PartitionOption,
     yes: bool = YesOption,
     dry_run: bool = DryRunOption,
     as_json: bool = JsonOption,
@@ -158,7 +159,7 @@ def channel_setoffset(
         topic,
         channel,
         cluster,
-        partition=partition,
+        partition=one_partition(partition),
         yes=yes,
         as_json=as_json,
         offset=offset,

@@ -24,9 +24,9 @@ from nsqctl.cli.flags import (
     ProfileOption,
     resolve_cluster,
 )
-from nsqctl.cli.numbers import rate
+from nsqctl.cli.numbers import rate, seconds
 from nsqctl.cli.wording import cli_words
-from nsqctl.errors import ConfigError
+from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.paths import state_dir
 from nsqctl.protocol.names import validate_topic
 from nsqctl.timeparse import parse_time_ns
@@ -76,6 +76,14 @@ def replay(
         help="Redesign: replay SOURCE topic's history from this offset.",
     ),
     count: int = typer.Option(0, "--count", "-n", min=0, help="History mode: stop after N."),
+    failover_window: float | None = typer.Option(
+        None,
+        "--failover-window",
+        metavar="SECONDS",
+        parser=seconds(zero=True),
+        help="History mode: seconds a partition without a leader is waited for before the "
+        "replay exits 1 naming it (default 180; 0: at once).",
+    ),
     engine: str = EngineOption,
     spark_master: str | None = SparkMasterOption,
     quiet: bool = typer.Option(False, "--quiet", "-q"),
@@ -108,10 +116,15 @@ def replay(
                 "replay (--from-time/--from-offset) keeps each source partition's order; "
                 "drop --shard-field, or replay an archive of the topic with it"
             )
-        _history(source, to_topic, filters, from_time, from_offset, count, dry_run, sel, as_json)
+        history = _History(from_time, from_offset, count, failover_window)
+        _history(source, to_topic, filters, history, dry_run, sel, as_json)
         return
     if count:
         raise ConfigError("--count applies to history replay (--from-time/--from-offset) only")
+    if failover_window is not None:
+        raise ConfigError(
+            "--failover-window applies to history replay (--from-time/--from-offset) only"
+        )
     from nsqctl.pipeline.engine import choose
 
     def say(line: str) -> None:
@@ -261,13 +274,22 @@ def _spark_job(
     job.done(spark_job.run_replay(planned, job.target(), str(directory), progress))
 
 
+@dataclass(frozen=True)
+class _History:
+    """A history replay's own options: where it starts, when it stops, how long it waits
+    for a partition's leader (None: the library's default)."""
+
+    from_time: str | None
+    from_offset: int | None
+    count: int
+    failover_window: float | None
+
+
 def _history(
     topic: str,
     to_topic: str,
     filters: object,
-    from_time: str | None,
-    from_offset: int | None,
-    count: int,
+    history: _History,
     dry_run: bool,
     sel: ClusterSelection,
     as_json: bool,
@@ -282,7 +304,8 @@ def _history(
         topic=topic,
         to_topic=to_topic,
         start=server_replay.start_arg(
-            None if from_time is None else parse_time_ns(from_time), from_offset
+            None if history.from_time is None else parse_time_ns(history.from_time),
+            history.from_offset,
         ),
         lookupd=sel.lookupd,
         nsqd=sel.nsqd,
@@ -291,10 +314,21 @@ def _history(
         until_ns=getattr(f, "until_ns", None),
         trace_id=getattr(f, "trace_id", None),
         grep=getattr(f, "grep", None),
-        count=count,
+        count=history.count,
         dry_run=dry_run,
-        progress=None if as_json or not sys.stderr.isatty() else _history_progress,
     )
+    shown = not as_json and sys.stderr.isatty()
+    held: list[HistoryReport] = []  # the replay's report, read again if it fails
+
+    def progress(report: HistoryReport) -> None:
+        if not held:
+            held.append(report)
+        if shown:
+            _history_progress(report)
+
+    opts.progress = progress
+    if history.failover_window is not None:
+        opts.failover_window = history.failover_window
 
     async def run() -> server_replay.HistoryReport:
         stop = asyncio.Event()
@@ -304,8 +338,24 @@ def _history(
                 loop.add_signal_handler(sig, stop.set)
         return await server_replay.replay_history(opts, stop)
 
-    report = asyncio.run(run())
-    if opts.progress is not None:
+    try:
+        report = asyncio.run(run())
+    except NsqctlError:
+        if shown:
+            print(file=sys.stderr)  # end the progress line
+        for partial in held:  # what was done before the failure, then the error
+            if partial.note:
+                typer.echo(f"note: {cli_words(partial.note)}", err=True)
+            done = (
+                f"{partial.matched} message(s) of {topic} history were read (a dry run: "
+                "none published)"
+                if dry_run
+                else f"{partial.published} message(s) of {topic} history were published "
+                f"to {to_topic}"
+            )
+            typer.echo(f"note: {done} before the replay stopped", err=True)
+        raise
+    if shown:
         print(file=sys.stderr)  # end the progress line
     if as_json:
         emit_json(topic, to_topic, "history", dry_run, report.published, report.to_json())

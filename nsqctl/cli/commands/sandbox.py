@@ -13,7 +13,9 @@ from rich.console import Console
 from rich.table import Table
 
 from nsqctl import admin
+from nsqctl.errors import ServerSetupError
 from nsqctl.paths import state_dir
+from nsqctl.pids import pid_stopped
 from nsqctl.servers import build, cluster, process
 from nsqctl.servers.catalog import FLAVORS
 
@@ -61,18 +63,24 @@ def _env_lines(c: cluster.Cluster) -> list[str]:
 
 
 def _print_cluster(c: cluster.Cluster, as_json: bool) -> None:
+    running = c.running()
+    # a SIGSTOPped node is alive but hung: "up" would hide why nothing answers there
+    stopped = {n.name: running[n.name] and pid_stopped(n.pid) for n in c.nodes}
     if as_json:
         data = c.to_json()
-        data["running"] = c.running()
+        data["running"] = running
+        data["stopped"] = stopped
         typer.echo(json.dumps(data, indent=2))
         return
-    running = c.running()
     # 80 columns: full addresses, never wrapped; the long paths go on lines of their own
     table = Table(title=f"nsqctl sandbox ({c.flavor})")
     for col in ("node", "pid", "tcp", "http", "state"):
         table.add_column(col, no_wrap=True)
     for n in c.nodes:
-        state = "[green]up[/]" if running[n.name] else "[red]down[/]"
+        if stopped[n.name]:
+            state = "[yellow]stopped[/]"
+        else:
+            state = "[green]up[/]" if running[n.name] else "[red]down[/]"
         tcp = n.tcp_address if n.tcp_port else "-"
         table.add_row(n.name, str(n.pid), tcp, n.http_address, state)
     Console().print(table)
@@ -88,6 +96,25 @@ def _print_cluster(c: cluster.Cluster, as_json: bool) -> None:
         for n in c.nodes:
             typer.echo(f"log {n.name:<7} {n.log}")
     typer.echo("\n".join(_env_lines(c)))
+
+
+def refuse_stale_redesign(directory: Path) -> None:
+    """Refuse to start in a directory holding a stopped redesign sandbox's data.
+
+    Its etcd keeps that sandbox's topics, placed on nsqds named by ports the new sandbox
+    does not have: nsqlookupd finds their partitions leaderless for good and calls the
+    cluster unstable, refusing every topic expand, move and update, on new topics too."""
+    if not (directory / cluster.STATE_FILE).exists():
+        return
+    old = cluster.Cluster.load(directory)
+    if old.flavor != "redesign" or any(old.running().values()):
+        return  # a running one is refused by the start itself
+    raise ServerSetupError(
+        f"{directory} holds the data of a stopped redesign sandbox: its etcd still places "
+        "that sandbox's topics on nsqds the new one would not have, so nsqlookupd would "
+        "call the cluster unstable and refuse expand, move and update: remove it with "
+        "`nsqctl sandbox down --purge` (its data and logs), or use another --dir"
+    )
 
 
 @app.command()
@@ -113,6 +140,7 @@ def up(
 ) -> None:
     """Build (if needed) and start a cluster; wait until every process is healthy."""
     target = directory or default_dir()
+    refuse_stale_redesign(target)
     c = cluster.start(
         flavor,  # type: ignore[arg-type]
         target,

@@ -76,6 +76,16 @@ def _paused_copies(topic: TopicView, paused: Sequence[bool]) -> dict[str, Any]:
     return {"paused_copies": sum(paused), "copies": len(paused)}
 
 
+def _paused_partitions(topic: TopicView, ch: ChannelView) -> dict[str, Any]:
+    """On the redesign, on how many of the topic's partitions the channel is paused: a
+    pause made with ``--partition`` leaves the others delivering, and the channel's own
+    row must not read as paused everywhere (its partitions' rows follow it)."""
+    if not topic.is_redesign:
+        return {}
+    paused = sum(1 for part in ch.parts if part.stats.paused)
+    return {"paused_partitions": paused, "partitions": len(topic.partitions)}
+
+
 def _channel_rows(topic: TopicView, ch: ChannelView) -> list[dict[str, Any]]:
     rows = [
         _row(
@@ -100,6 +110,7 @@ def _channel_rows(topic: TopicView, ch: ChannelView) -> list[dict[str, Any]]:
             starved=ch.starved,
             stalled=ch.stalled,
             **_paused_copies(topic, [copy.paused for _, copy in ch.sources]),
+            **_paused_partitions(topic, ch),
         )
     ]
     if topic.is_redesign:
@@ -263,13 +274,16 @@ def _topic_and_channel_rows(topic: TopicView) -> list[dict[str, Any]]:
 
 def state_marker(row: dict[str, Any]) -> str:
     """``PAUSED`` / ``SKIPPED`` (both when both), the text form of the JSON flags;
-    ``PAUSED 1/3`` when paused on only some of the nsqds holding it (original);
+    ``PAUSED 1/3`` when paused on only some of the nsqds holding it (original) or of the
+    topic's partitions (a redesign channel);
     ``NOT SEEN`` (with its nsqds) when no nsqd holding it answered."""
     words = []
     if row.get("not_seen"):
         words.append(not_seen_words(row["held_by"], row["held_by_guessed"], row["unregistered"]))
     if row.get("paused"):
         some, of = row.get("paused_copies"), row.get("copies")
+        if some is None:  # a redesign channel: counted in partitions
+            some, of = row.get("paused_partitions"), row.get("partitions")
         words.append(f"PAUSED {some}/{of}" if some is not None and some != of else "PAUSED")
     if row.get("skipped"):
         words.append("SKIPPED")

@@ -55,7 +55,16 @@ def trace(
     sel = resolve_cluster(lookupd, nsqd, profile, nsqd_http, require=None)
     http = list(sel.nsqd_http) or _nsqd_http_from_lookupd(sel.lookupd, topic)
     archives, trace_logs = list(archives or []), list(trace_logs or [])
-    if not archives and not trace_logs and not (http and topic):
+    # nsqd finds a message by its internal id only: a trace id is searched live only
+    # through the internal ids the logs and archives give for it
+    live = bool(http and topic and query.internal_id is not None)
+    if not archives and not trace_logs and not live:
+        if http and topic:
+            raise ConfigError(
+                f"{query.label} cannot be searched on the live cluster (nsqd finds a "
+                "message by its internal id only): pass --trace-log FILE or --archive DIR "
+                "that recorded it, or the message's internal id with --internal-id"
+            )
         raise ConfigError(
             "nothing to search: pass --archive DIR and/or --trace-log FILE, or a live "
             "redesign cluster with --topic"
@@ -68,7 +77,7 @@ def trace(
     if not events:
         raise MessageNotFoundError(
             f"{query.label} not found in {len(trace_logs)} trace log(s), {len(archives)} "
-            f"archive(s){' or the live cluster' if http and topic else ''}"
+            f"archive(s){' or the live cluster' if live else ''}"
         )
     if as_json:
         typer.echo(json.dumps({"query": query.label, "events": events}, indent=1, default=str))
