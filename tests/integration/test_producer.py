@@ -256,6 +256,47 @@ async def test_publishes_and_a_consumer_start_failing_on_a_hung_nsqd_are_timeout
     assert isinstance(start, nsqctl.NoConnectionError) and start.setting == "connect_timeout"
 
 
+async def test_a_publish_timing_out_on_one_nsqd_tries_the_others(
+    start_cluster: StartCluster,
+) -> None:
+    """A topic on two original nsqds, published through the lookupd. With one nsqd hung
+    (SIGSTOP), concurrent publishes whose first attempt timed out on it retry on the
+    other (a round-robin position shared by the calls would send some back to the hung
+    one); with both hung, the final error names both nsqds and what each did."""
+    c = start_cluster("original", nsqd=2)
+    topic = unique("hungtwo")
+    for address in c.nsqd_tcp:  # the topic on both nsqds
+        async with Producer(nsqd_tcp=[address]) as direct:
+            await direct.publish(topic, b"seed")
+    config = ConnectionConfig(connect_timeout=0.3, request_timeout=0.5)
+    options = ProducerOptions(max_attempts=2, failover_window=0, backoff=0.05)
+
+    async def listed() -> bool:
+        async with Producer(lookupd_http=c.lookupd_http) as looking:
+            return len((await looking.topology(topic, refresh=True)).producers) == 2
+
+    await wait_for(listed, 30.0, f"both nsqds listed for {topic} by the lookupd")
+    first, second = c.nsqds
+    try:
+        process.pause(first)
+        await wait_for(lambda: _stopped(first.pid), 10.0, "nsqd stopped by SIGSTOP")
+        async with Producer(lookupd_http=c.lookupd_http, config=config, options=options) as one:
+            # each call's first attempt goes round-robin, so some start on the hung nsqd
+            await asyncio.gather(*(one.publish(topic, b"one hung") for _ in range(4)))
+        process.pause(second)
+        await wait_for(lambda: _stopped(second.pid), 10.0, "nsqd stopped by SIGSTOP")
+        async with Producer(lookupd_http=c.lookupd_http, config=config, options=options) as two:
+            with pytest.raises(nsqctl.PublishConnectTimeoutError) as caught:
+                await two.publish(topic, b"both hung")
+    finally:
+        process.resume(first)
+        process.resume(second)
+    text = str(caught.value)
+    assert "2 attempt(s) (each timed out)" in text, text
+    for address in c.nsqd_tcp:
+        assert f"nsqd {address} did not finish the handshake" in text, text
+
+
 @pytest.mark.redesign
 async def test_a_publish_riding_out_a_hung_leader_is_a_timeout(
     start_cluster: StartCluster,
