@@ -208,7 +208,8 @@ class RetryLoop:
             while True:
                 try:
                     result, conn = await self._attempt(call, send)
-                except NoSuchPartitionError:
+                except (NoSuchPartitionError, p.TLSNotOfferedError):
+                    # no waiting makes the partition appear, no retry gives nsqd TLS
                     raise
                 except p.ServerError as err:
                     repinned = self._check_pin(call, err)

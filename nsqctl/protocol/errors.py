@@ -78,6 +78,7 @@ __all__ = [
     "SubExtendForbiddenError",
     "SubExtendNeedError",
     "SubOrderIsMustError",
+    "TLSNotOfferedError",
     "TLSRequiredError",
     "TopicNotExistError",
     "TopicNotFoundError",
@@ -177,6 +178,20 @@ class TLSRequiredError(InvalidError, TLSError):
 
     setting = "tls"
     hint = "nsqd requires TLS on this connection: connect with TLS (ConnectionConfig(tls=...))"
+
+
+class TLSNotOfferedError(TLSError):
+    """TLS was asked for and nsqd offers none (its IDENTIFY reply has no ``tls_v1``: it
+    was started without a TLS certificate): the counterpart of :class:`TLSRequiredError`.
+    Found in the handshake, not in an error frame. A mismatch of settings that no retry
+    or reconnect changes, so a publish fails with it at once and a consumer stops."""
+
+    def __init__(self, peer: str) -> None:
+        super().__init__(
+            f"nsqd {peer} does not offer TLS (it was started without a TLS certificate): "
+            "connect without TLS, or enable TLS on the server",
+            setting="tls",
+        )
 
 
 class EmptyPartitionError(InvalidError):
