@@ -15,7 +15,7 @@ from nsqctl.connection import Connection, ConnectionConfig
 from nsqctl.consumer import Consumer, ConsumerOptions
 from nsqctl.errors import ConfigError, PartitionUnavailableError, PublishError
 from nsqctl.producer import Producer, ProducerOptions
-from nsqctl.protocol import BadMessageError
+from nsqctl.protocol import BadMessageError, InvalidError
 from nsqctl.protocol.raw_message import RawMessage
 from nsqctl.servers import cluster, process
 from nsqctl.sharding import murmur3_32, pick_node_for_key
@@ -114,6 +114,21 @@ async def test_bad_message_raised_not_retried(original_cluster: cluster.Cluster)
         with pytest.raises(BadMessageError, match="do not retry"):
             await producer.publish(unique("big"), b"x" * (2 * 1024 * 1024))
         assert time.monotonic() - t0 < 5  # raised at once, not after the retry budget
+
+
+async def test_a_defer_beyond_nsqds_limit_is_said_so_not_a_state_error(
+    original_cluster: cluster.Cluster,
+) -> None:
+    """nsqd answers a DPUB delay beyond its --max-req-timeout (one hour by default) with
+    E_INVALID and a text saying the timeout is out of range: the hint says the same (the
+    delay is too long), not that the command came in the wrong state of the connection."""
+    async with Producer(nsqd_tcp=original_cluster.nsqd_tcp[:1]) as producer:
+        with pytest.raises(InvalidError) as caught:
+            await producer.publish_deferred(unique("deferlong"), b"x", 3600.001)
+    text = str(caught.value)
+    assert "DPUB timeout 3600001 out of range" in text, text
+    assert "--max-req-timeout" in text and "shorter delay" in text, text
+    assert "state" not in text, text
 
 
 async def test_partition_on_original_is_a_clear_error(original_cluster: cluster.Cluster) -> None:
