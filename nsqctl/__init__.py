@@ -122,6 +122,7 @@ if TYPE_CHECKING:  # the public API, the one list of it (see the module docstrin
     from nsqctl.protocol.errors import SubExtendForbiddenError as SubExtendForbiddenError
     from nsqctl.protocol.errors import SubExtendNeedError as SubExtendNeedError
     from nsqctl.protocol.errors import SubOrderIsMustError as SubOrderIsMustError
+    from nsqctl.protocol.errors import TLSNotOfferedError as TLSNotOfferedError
     from nsqctl.protocol.errors import TLSRequiredError as TLSRequiredError
     from nsqctl.protocol.errors import TouchFailedError as TouchFailedError
     from nsqctl.protocol.errors import UnauthorizedError as UnauthorizedError

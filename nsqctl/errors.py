@@ -206,18 +206,24 @@ class ServerError(NsqctlError):
     def __str__(self) -> str:
         return self._format()  # recomputed: callers may set ``topic`` after construction
 
+    def hint_text(self) -> str:
+        """The hint shown with the server's words: the class's, unless a code whose
+        conditions nsqd tells apart only in its text picks one by that text."""
+        return self.hint
+
     def _format(self) -> str:
         if self.message is not None:  # said by the library, not by an error frame
             return self.message
         server = f"{self.code}: {self.description}" if self.description else self.code
         if not server:
             server = "(empty error frame)"
-        if not self.hint:
+        hint = self.hint_text()
+        if not hint:
             return f"server error {server}"
         if self.topic:
-            text = self.hint.format(topic=repr(self.topic))
+            text = hint.format(topic=repr(self.topic))
         else:  # "topic {topic}" must not read "topic the topic"
-            text = self.hint.replace("topic {topic}", "{topic}").format(topic="the topic")
+            text = hint.replace("topic {topic}", "{topic}").format(topic="the topic")
         return f"{text} [server said {server}]"
 
 

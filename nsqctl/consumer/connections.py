@@ -362,9 +362,10 @@ class ConnectionSet:
             return await self._dial(
                 address, self._on_error, lambda c, err: self._on_close(target, c, err)
             )
-        except ConfigError as err:
+        except (ConfigError, p.TLSNotOfferedError) as err:
             # The connection's own settings cannot be used (a TLS certificate without its
-            # key, an unreadable CA file): no reconnect changes them. Raised at start-up
+            # key, an unreadable CA file, TLS asked of an nsqd that offers none): no
+            # reconnect changes them. Raised at start-up
             # by the first sync; a consumer already running (its topic appeared after the
             # start) ends with it rather than logging it at each lookup for ever.
             self._set_fatal(err)

@@ -5,6 +5,8 @@ failure refresh and try again.
 connections drop the topic's connections, mark its topology stale and retry, on the
 :class:`~nsqctl.producer.retry_clock.RetryClock`: a few quick attempts for a topic not yet
 written, up to the failover window for one that was. Bad messages are raised at once.
+An unkeyed publish retries on an nsqd of its topic it has not tried yet, and its final
+error says what each nsqd it tried did.
 
 A keyed publish (partition or shard key) holds a ticket, its call order, and sends on its
 route in ticket order across retries (:mod:`nsqctl.producer.ordering`): pipelined while
@@ -65,6 +67,16 @@ Send = Callable[[Connection, int | None], Awaitable[T]]
 
 
 @dataclass
+class NsqdTried:
+    """One nsqd a publish call failed on: how often, its last failure, and when (the
+    call's attempt number), so the next attempt can go to the one that failed longest ago."""
+
+    attempts: int
+    last: BaseException
+    at: int
+
+
+@dataclass
 class PublishCall:
     """The state of one publish call across its attempts (from :meth:`RetryLoop.begin`)."""
 
@@ -77,12 +89,39 @@ class PublishCall:
     order: RouteOrder | None = None  # once registered on its route
     where: int | None = None  # the partition being waited for, once known
     refresh: bool = False
-    target: Target | None = None  # where the last attempt went
+    target: Target | None = None  # where the last attempt went, once it was routed
+    tried: dict[HostPort, NsqdTried] = field(default_factory=dict)  # in order first tried
     refused: list[str] = field(default_factory=list)  # given nsqds that do not lead it
     sent: bool = False  # an attempt handed the message to a connection
     # every failed attempt so far failed by a deadline (a hung nsqd, not a refusal)
     timed_out: bool = True
     counted: bool = False  # counted among the loop's running calls until ended
+
+    def avoid(self) -> list[HostPort]:
+        """The nsqds this call failed on, the oldest failure first (see Router.choose)."""
+        return sorted(self.tried, key=lambda address: self.tried[address].at)
+
+    def failed_on_target(self, last: BaseException) -> None:
+        """Record ``last`` against the nsqd the attempt went to, if it got that far."""
+        if self.target is None:
+            return
+        address = self.target.peer.tcp_address
+        seen = self.tried.get(address)
+        attempts = 1 if seen is None else seen.attempts + 1
+        self.tried[address] = NsqdTried(attempts, last, self.clock.attempts)
+
+    def what_each_did(self, last: BaseException) -> str:
+        """``last``, or, when the call failed on several nsqds, what each of them did."""
+        if len(self.tried) < 2:
+            return str(last)
+        parts = []
+        for address, seen in self.tried.items():
+            text = str(seen.last)
+            if str(address) not in text:
+                text = f"nsqd {address}: {text}"
+            times = "1 attempt" if seen.attempts == 1 else f"{seen.attempts} attempts"
+            parts.append(f"[{times}] {text}")
+        return f"on {len(self.tried)} nsqds: " + "; ".join(parts)
 
 
 class RetryLoop:
@@ -169,7 +208,8 @@ class RetryLoop:
             while True:
                 try:
                     result, conn = await self._attempt(call, send)
-                except NoSuchPartitionError:
+                except (NoSuchPartitionError, p.TLSNotOfferedError):
+                    # no waiting makes the partition appear, no retry gives nsqd TLS
                     raise
                 except p.ServerError as err:
                     repinned = self._check_pin(call, err)
@@ -208,11 +248,12 @@ class RetryLoop:
 
     async def _attempt(self, call: PublishCall, send: Send[T]) -> tuple[T, Connection]:
         topic = call.topic
+        call.target = None  # a failure before routing is no nsqd's
         topo = await self.topologies.get(topic, call.refresh)
         if call.where is None and topo.partition_num == 1 and topo.is_redesign:
             call.where = 0
         try:
-            target = self.router.choose(topic, topo, call.partition, call.shard_key)
+            target = self.router.choose(topic, topo, call.partition, call.shard_key, call.avoid())
         except PartitionUnavailableError as err:
             if err.partition is not None:
                 if call.line is not None and call.order is None:
@@ -303,6 +344,7 @@ class RetryLoop:
         if call.order is not None:
             call.order.failed(call.ticket)
         call.timed_out = call.timed_out and isinstance(last, NsqctlTimeoutError)
+        call.failed_on_target(last)
         call.refresh = True
         self.topologies.mark_stale(call.topic)
         now = time.monotonic()
@@ -356,7 +398,7 @@ class RetryLoop:
             each = " (each attempt timed out)" if call.timed_out else ""
             return unavailable(
                 f"no leader took the publish to {place} within the failover window "
-                f"({window:.0f}s){each}: {last}; check `lookup({topic})`",
+                f"({window:.0f}s){each}: {call.what_each_did(last)}; check `lookup({topic})`",
                 call.where,
                 setting="failover_window",
             )
@@ -371,7 +413,7 @@ class RetryLoop:
             text += f" within the failover window ({window:.0f}s)"
         if call.timed_out:
             text += " (each timed out)"
-        text += f": {last}"
+        text += f": {call.what_each_did(last)}"
         setting = last.setting if isinstance(last, NsqctlError) else None
         if isinstance(last, ConnectError):
             # given addresses are the setting to fix; a lookupd's answer is not a setting

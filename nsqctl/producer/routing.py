@@ -19,7 +19,11 @@ The rules:
   over the sorted node list on the original. Never another partition when the key's has
   no leader: that would break the key's order. Without lookupds there is no partition
   count, so a shard key cannot be routed on a redesign nsqd (:func:`check_keyed_send`).
-* neither: round-robin over the writable partitions (redesign) or nodes (original).
+* neither: round-robin over the writable partitions (redesign) or nodes (original);
+  a retry passes the nsqds its call already failed on (``avoid``, oldest failure
+  first) and goes to one it has not tried, or else to the one that failed longest ago:
+  a round-robin position shared by concurrent calls would otherwise send a retry back
+  to the nsqd that just hung, and leave another nsqd of the topic untried.
 """
 
 from __future__ import annotations
@@ -157,8 +161,16 @@ class Router:
             self._pins[key] = at + 1
 
     def choose(
-        self, topic: str, topo: Topology, partition: int | None, shard_key: ShardKey | None
+        self,
+        topic: str,
+        topo: Topology,
+        partition: int | None,
+        shard_key: ShardKey | None,
+        avoid: Sequence[HostPort] = (),
     ) -> Target:
+        """Where the publish goes. ``avoid``: nsqds this call already failed on, the
+        oldest failure first; only an unkeyed publish may go elsewhere (a partition or a
+        shard key names its one place)."""
         if partition is not None:
             return self._pinned(topic, topo, partition)
         if shard_key is not None:
@@ -173,7 +185,13 @@ class Router:
         if not targets:
             raise no_writable_nsqd(topic, topo)
         counter = self._rr.setdefault(topic, itertools.count())
-        return targets[next(counter) % len(targets)]
+        start = next(counter)
+        if not avoid:
+            return targets[start % len(targets)]
+        ring = [targets[(start + step) % len(targets)] for step in range(len(targets))]
+        failed = {address: order for order, address in enumerate(avoid)}
+        # untried first (rank -1), then the nsqd whose failure is the oldest
+        return min(ring, key=lambda target: failed.get(target.peer.tcp_address, -1))
 
     def _pinned(self, topic: str, topo: Topology, partition: int) -> Target:
         if self.direct and not topo.partitions:

@@ -78,6 +78,7 @@ __all__ = [
     "SubExtendForbiddenError",
     "SubExtendNeedError",
     "SubOrderIsMustError",
+    "TLSNotOfferedError",
     "TLSRequiredError",
     "TopicNotExistError",
     "TopicNotFoundError",
@@ -163,10 +164,49 @@ _register(TopicNotFoundError)
 TopicNotExistError = TopicNotFoundError
 
 
+#: E_INVALID covers many conditions, each said precisely by nsqd's text: the hint for
+#: one is chosen by that text (the first pattern found in it), so that it never
+#: contradicts what the server said; a text matching none gets no hint, only nsqd's own
+#: words. Texts of both families' protocol_v2.go.
+INVALID_HINTS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (
+        re.compile(r"\bin current state\b"),
+        "nsqd does not take this command in the connection's current state",
+    ),
+    (
+        re.compile(r"^DPUB timeout -?\d+ out of range"),
+        "the deferred publish's delay is beyond nsqd's --max-req-timeout (one hour by "
+        "default): publish with a shorter delay",
+    ),
+    (
+        re.compile(r"^RDY count -?\d+ out of range"),
+        "the RDY count is beyond nsqd's --max-rdy-count: lower max_in_flight",
+    ),
+    (
+        re.compile(r"^invalid command\b"),
+        "this nsqd does not know the command: it may be one only the other NSQ family has",
+    ),
+)
+
+
+def invalid_hint(description: str) -> str:
+    """The hint for an E_INVALID with nsqd's text ``description`` ("" for none)."""
+    for pattern, hint in INVALID_HINTS:
+        if pattern.search(description):
+            return hint
+    return ""
+
+
 @_register
 class InvalidError(ServerError):
+    """nsqd's E_INVALID. Its hint is chosen by nsqd's text (:data:`INVALID_HINTS`);
+    a subclass told apart by that text has its own."""
+
     codes = ("E_INVALID",)
-    hint = "the server rejected the command as invalid in the connection's current state"
+
+    def hint_text(self) -> str:
+        # a subclass's own hint wins over the text's
+        return self.hint or invalid_hint(self.description)
 
 
 class TLSRequiredError(InvalidError, TLSError):
@@ -177,6 +217,20 @@ class TLSRequiredError(InvalidError, TLSError):
 
     setting = "tls"
     hint = "nsqd requires TLS on this connection: connect with TLS (ConnectionConfig(tls=...))"
+
+
+class TLSNotOfferedError(TLSError):
+    """TLS was asked for and nsqd offers none (its IDENTIFY reply has no ``tls_v1``: it
+    was started without a TLS certificate): the counterpart of :class:`TLSRequiredError`.
+    Found in the handshake, not in an error frame. A mismatch of settings that no retry
+    or reconnect changes, so a publish fails with it at once and a consumer stops."""
+
+    def __init__(self, peer: str) -> None:
+        super().__init__(
+            f"nsqd {peer} does not offer TLS (it was started without a TLS certificate): "
+            "connect without TLS, or enable TLS on the server",
+            setting="tls",
+        )
 
 
 class EmptyPartitionError(InvalidError):

@@ -27,7 +27,12 @@ from typing import Any, NamedTuple, NoReturn
 from nsqctl.errors import ConnectError, HandshakeTimeoutError, TLSError, UsageError
 from nsqctl.protocol.commands import MAGIC_V2, auth, identify
 from nsqctl.protocol.compression import Codec, IdentityCodec, codec_for
-from nsqctl.protocol.errors import AuthRequiredError, FrameDecodeError, error_from_frame
+from nsqctl.protocol.errors import (
+    AuthRequiredError,
+    FrameDecodeError,
+    TLSNotOfferedError,
+    error_from_frame,
+)
 from nsqctl.protocol.frames import DEFAULT_MAX_FRAME_SIZE, OK, FrameType, split_frame
 from nsqctl.protocol.replies import (
     AuthResponse,
@@ -286,11 +291,7 @@ class Handshake:
             self._after_tls(events)
             return
         if not ident.tls_v1:
-            raise TLSError(
-                f"nsqd {self.peer} does not offer TLS (it was started without a TLS "
-                "certificate): connect without TLS, or enable TLS on the server",
-                setting="tls",
-            )
+            raise TLSNotOfferedError(self.peer)
         if self._buf:
             raise FrameDecodeError(
                 f"nsqd {self.peer} sent {len(self._buf)} bytes after its IDENTIFY reply, "

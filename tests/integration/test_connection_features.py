@@ -330,6 +330,22 @@ async def test_tls_requested_from_server_without_tls(
     assert info.value.setting == "tls"
 
 
+async def test_a_publish_with_tls_to_an_nsqd_without_tls_fails_at_once_as_tls(
+    plain_nsqd: cluster.Cluster, tls_files: TLSFiles
+) -> None:
+    """Through the Producer, TLS asked of an nsqd that offers none is what the publish
+    raises, at its first attempt: a settings mismatch no retry can fix (as the AUTH an
+    nsqd requires without a secret given), not a PublishConnectError after every retry."""
+    cfg = _config("tls-plain-pub", tls=TLSSettings(ca_file=str(tls_files.ca_cert)))
+    async with Producer(nsqd_tcp=plain_nsqd.nsqd_tcp, config=cfg) as producer:
+        with pytest.raises(nsqctl.TLSError) as info:
+            await producer.publish(unique("tlsplainpub"), b"never sent")
+    err = info.value
+    assert isinstance(err, nsqctl.TLSNotOfferedError), repr(err)
+    assert "does not offer TLS" in str(err) and "attempt" not in str(err), err
+    assert err.setting == "tls" and err.unsent is True
+
+
 async def test_tls_client_certificate_require_verify(
     verify_nsqd: cluster.Cluster, tls_files: TLSFiles
 ) -> None:
@@ -555,22 +571,27 @@ async def test_a_publish_without_the_secret_an_nsqd_requires_fails_at_once_as_au
 
 
 async def test_a_consumer_refused_at_the_handshake_fails_its_start_with_the_refusal(
-    auth_nsqd: cluster.Cluster, auth_tls_required_nsqd: cluster.Cluster
+    auth_nsqd: cluster.Cluster,
+    auth_tls_required_nsqd: cluster.Cluster,
+    plain_nsqd: cluster.Cluster,
 ) -> None:
-    """A consumer without the TLS an nsqd requires (found at AUTH, its secret never sent)
-    or without the secret it requires fails its start with that refusal, before its
-    connect timeout: not a NoConnectionError after retrying what no retry can fix."""
-    cases = [
-        (auth_tls_required_nsqd, Secret(GOOD_SECRET), p.TLSRequiredError),
-        (auth_nsqd, None, nsqctl.AuthRequiredError),
+    """A consumer without the TLS an nsqd requires (found at AUTH, its secret never sent),
+    without the secret it requires, or asking TLS of an nsqd that offers none fails its
+    start with that refusal, before its connect timeout: not a NoConnectionError after
+    retrying what no retry can fix."""
+    good = _config("refused-consumer", auth_secret=Secret(GOOD_SECRET))
+    cases: list[tuple[cluster.Cluster, ConnectionConfig, type[NsqctlError]]] = [
+        (auth_tls_required_nsqd, good, p.TLSRequiredError),
+        (auth_nsqd, _config("refused-consumer"), nsqctl.AuthRequiredError),
+        (plain_nsqd, _config("refused-consumer", tls=TLSSettings()), nsqctl.TLSNotOfferedError),
     ]
-    for server, secret, kind in cases:
+    for server, config, kind in cases:
         consumer = Consumer(
             unique("refusedsub"),
             "ch",
             lambda msg: None,
             nsqd_tcp=server.nsqd_tcp,
-            config=_config("refused-consumer", auth_secret=secret),
+            config=config,
             options=ConsumerOptions(connect_timeout=15.0),
         )
         with pytest.raises(NsqctlError) as info:

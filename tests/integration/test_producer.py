@@ -15,7 +15,7 @@ from nsqctl.connection import Connection, ConnectionConfig
 from nsqctl.consumer import Consumer, ConsumerOptions
 from nsqctl.errors import ConfigError, PartitionUnavailableError, PublishError
 from nsqctl.producer import Producer, ProducerOptions
-from nsqctl.protocol import BadMessageError
+from nsqctl.protocol import BadMessageError, InvalidError
 from nsqctl.protocol.raw_message import RawMessage
 from nsqctl.servers import cluster, process
 from nsqctl.sharding import murmur3_32, pick_node_for_key
@@ -114,6 +114,21 @@ async def test_bad_message_raised_not_retried(original_cluster: cluster.Cluster)
         with pytest.raises(BadMessageError, match="do not retry"):
             await producer.publish(unique("big"), b"x" * (2 * 1024 * 1024))
         assert time.monotonic() - t0 < 5  # raised at once, not after the retry budget
+
+
+async def test_a_defer_beyond_nsqds_limit_is_said_so_not_a_state_error(
+    original_cluster: cluster.Cluster,
+) -> None:
+    """nsqd answers a DPUB delay beyond its --max-req-timeout (one hour by default) with
+    E_INVALID and a text saying the timeout is out of range: the hint says the same (the
+    delay is too long), not that the command came in the wrong state of the connection."""
+    async with Producer(nsqd_tcp=original_cluster.nsqd_tcp[:1]) as producer:
+        with pytest.raises(InvalidError) as caught:
+            await producer.publish_deferred(unique("deferlong"), b"x", 3600.001)
+    text = str(caught.value)
+    assert "DPUB timeout 3600001 out of range" in text, text
+    assert "--max-req-timeout" in text and "shorter delay" in text, text
+    assert "state" not in text, text
 
 
 async def test_partition_on_original_is_a_clear_error(original_cluster: cluster.Cluster) -> None:
@@ -254,6 +269,47 @@ async def test_publishes_and_a_consumer_start_failing_on_a_hung_nsqd_are_timeout
     assert "no reply to pub" in str(single), single
     assert isinstance(start, nsqctl.NoConnectionTimeoutError), repr(start)
     assert isinstance(start, nsqctl.NoConnectionError) and start.setting == "connect_timeout"
+
+
+async def test_a_publish_timing_out_on_one_nsqd_tries_the_others(
+    start_cluster: StartCluster,
+) -> None:
+    """A topic on two original nsqds, published through the lookupd. With one nsqd hung
+    (SIGSTOP), concurrent publishes whose first attempt timed out on it retry on the
+    other (a round-robin position shared by the calls would send some back to the hung
+    one); with both hung, the final error names both nsqds and what each did."""
+    c = start_cluster("original", nsqd=2)
+    topic = unique("hungtwo")
+    for address in c.nsqd_tcp:  # the topic on both nsqds
+        async with Producer(nsqd_tcp=[address]) as direct:
+            await direct.publish(topic, b"seed")
+    config = ConnectionConfig(connect_timeout=0.3, request_timeout=0.5)
+    options = ProducerOptions(max_attempts=2, failover_window=0, backoff=0.05)
+
+    async def listed() -> bool:
+        async with Producer(lookupd_http=c.lookupd_http) as looking:
+            return len((await looking.topology(topic, refresh=True)).producers) == 2
+
+    await wait_for(listed, 30.0, f"both nsqds listed for {topic} by the lookupd")
+    first, second = c.nsqds
+    try:
+        process.pause(first)
+        await wait_for(lambda: _stopped(first.pid), 10.0, "nsqd stopped by SIGSTOP")
+        async with Producer(lookupd_http=c.lookupd_http, config=config, options=options) as one:
+            # each call's first attempt goes round-robin, so some start on the hung nsqd
+            await asyncio.gather(*(one.publish(topic, b"one hung") for _ in range(4)))
+        process.pause(second)
+        await wait_for(lambda: _stopped(second.pid), 10.0, "nsqd stopped by SIGSTOP")
+        async with Producer(lookupd_http=c.lookupd_http, config=config, options=options) as two:
+            with pytest.raises(nsqctl.PublishConnectTimeoutError) as caught:
+                await two.publish(topic, b"both hung")
+    finally:
+        process.resume(first)
+        process.resume(second)
+    text = str(caught.value)
+    assert "2 attempt(s) (each timed out)" in text, text
+    for address in c.nsqd_tcp:
+        assert f"nsqd {address} did not finish the handshake" in text, text
 
 
 @pytest.mark.redesign

@@ -26,7 +26,7 @@ PACKAGE = Path(nsqctl.__file__).parent
 FRONT_ENDS = ("cli", "tui", "servers")
 
 #: the servers' own options, which an operator sets on nsqd (not nsqctl's flags)
-SERVER_FLAGS = {"--max-msg-size", "--max-body-size"}
+SERVER_FLAGS = {"--max-msg-size", "--max-body-size", "--max-req-timeout", "--max-rdy-count"}
 
 CLI_SPELLING = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]+|`nsqctl [a-z]")
 ACTION = re.compile(r"`([a-z][a-z0-9_]*)\(")

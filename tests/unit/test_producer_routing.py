@@ -46,6 +46,23 @@ def test_unkeyed_publishes_go_round_robin_over_original_nodes() -> None:
     assert router.choose("t", topo, None, None).partition is None
 
 
+def test_a_retry_goes_to_an_untried_nsqd_then_to_the_one_that_failed_longest_ago() -> None:
+    """An unkeyed retry skips the nsqds its call failed on, whatever the round-robin
+    position (shared with other calls) says; when it failed on all of them, it goes to
+    the oldest failure. A keyed publish has one place and ignores ``avoid``."""
+    router = Router()
+    topo = original(A, B, C)
+    a, b, c = (peer.tcp_address for peer in (A, B, C))
+    assert {router.choose("t", topo, None, None, [a]).peer for _ in range(3)} == {B, C}
+    assert router.choose("t", topo, None, None, [a, b]).peer == C
+    assert {router.choose("t", topo, None, None, [b, c, a]).peer for _ in range(3)} == {B}
+    spread = redesign({0: A, 1: B, 2: A}, 3)
+    assert {router.choose("t", spread, None, None, [a]) for _ in range(3)} == {Target(B, 1)}
+    assert router.choose("t", spread, 0, None, [a]) == Target(A, 0)
+    key = next(f"k{i}" for i in range(100) if pick_node_for_key(f"k{i}", [a, b, c]) == a)
+    assert router.choose("t", topo, None, key, [a]).peer == A
+
+
 def test_pinned_partition_goes_to_its_leader() -> None:
     target = Router().choose("t", redesign({0: A, 1: B}, 2), 1, None)
     assert target == Target(B, 1)

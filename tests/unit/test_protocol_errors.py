@@ -154,7 +154,8 @@ def test_every_registered_error_formats_without_placeholders() -> None:
         err = cls(code, "desc", topic="t1")
         assert "{" not in str(err), code
         assert code in str(err)
-        assert err.hint, code
+        # E_INVALID's hint follows nsqd's text ("desc" says nothing it could follow)
+        assert err.hint_text() or cls is e.InvalidError, code
 
 
 def test_e_invalid_tls_required_says_to_connect_with_tls() -> None:
@@ -178,3 +179,28 @@ def test_e_invalid_commit_log_end_of_file_is_an_empty_partition() -> None:
     assert err.fatal and "holds no message yet" in str(err) and "'t1'" in str(err)
     other = error_from_frame(b"E_INVALID cannot SUB in current state", "sub")
     assert type(other) is e.InvalidError
+
+
+@pytest.mark.parametrize(
+    ("frame", "said"),
+    [
+        (b"E_INVALID cannot SUB in current state", "current state"),
+        (b"E_INVALID DPUB timeout 3600001 out of range 0-3600000", "--max-req-timeout"),
+        (b"E_INVALID RDY count 3000 out of range 0-2500", "--max-rdy-count"),
+        (b"E_INVALID invalid command PUB_TRACE", "other NSQ family"),
+    ],
+)
+def test_an_invalid_frame_is_hinted_by_what_its_text_says(frame: bytes, said: str) -> None:
+    """E_INVALID covers many conditions: the hint follows nsqd's text, and only a text
+    about the connection's state is told it is about the state."""
+    text = str(error_from_frame(frame))
+    assert said in text and frame.decode().split(" ", 1)[1] in text, text
+    assert ("state" in text) == (said == "current state"), text
+
+
+def test_an_invalid_frame_of_a_text_without_a_hint_is_nsqds_words_alone() -> None:
+    """A specific text no hint is known for (a missing parameter, heartbeats disabled)
+    is shown as nsqd said it, without the hint of another condition."""
+    err = error_from_frame(b"E_INVALID cannot SUB with heartbeats disabled", "sub")
+    assert type(err) is e.InvalidError
+    assert str(err) == "server error E_INVALID: cannot SUB with heartbeats disabled"
