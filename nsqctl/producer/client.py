@@ -381,6 +381,7 @@ class Producer:
         open; the close runs on and closes them once that publish ended. Every close()
         waits for that one close."""
         self._closed = True
+        self._retry.stop()  # now, not when the close's task first runs: see RetryLoop.stop
         await self._closing.run(self._close)
 
     async def _close(self) -> None:
