@@ -24,6 +24,7 @@ FIN is sent after the handler returns (or when the handler calls ``finish()`` it
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import random
 import time
@@ -33,6 +34,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from nsqctl.addresses import HostPort, parse_addresses, require_cluster
 from nsqctl.bounds import check_bound, options_or_default
+from nsqctl.closing import CloseOnce, retrieve
 from nsqctl.connection import Connection, ConnectionConfig
 from nsqctl.consumer.connections import ConnectionSet, Target
 from nsqctl.consumer.delivery import (
@@ -123,7 +125,7 @@ class Consumer:
         self._tasks: list[asyncio.Task[Any]] = []  # the flow loop and the lookup polling
         self._started = False
         self._stopping = False
-        self._closing: asyncio.Task[None] | None = None  # the close, once begun
+        self._closing = CloseOnce()
 
     # ------------------------------------------------------------------ wiring
 
@@ -347,11 +349,8 @@ class Consumer:
         waits for that handler, which could never return while it waited for the close
         (its message is then FINed as usual, or given back after ``timeout``).
         """
-        closing = self._closing
-        if closing is None:
-            self._stopping = True
-            closing = self._closing = asyncio.create_task(self._close(timeout), name="nsq-close")
-            closing.add_done_callback(_retrieve)  # raised to whoever awaits it, if anyone
+        self._stopping = True
+        closing = self._closing.begin(functools.partial(self._close, timeout))
         if self._delivery.in_handler():
             return
         await asyncio.shield(closing)
@@ -420,7 +419,7 @@ class Consumer:
         left = [task for task in tasks if not task.done()]
         for task in left:
             task.cancel()
-            task.add_done_callback(_retrieve)  # it may end later: nobody awaits it then
+            task.add_done_callback(retrieve)  # it may end later: nobody awaits it then
         if left:
             log.warning(
                 "closing %s/%s: %d background task(s) did not stop within %gs and were "
@@ -433,7 +432,7 @@ class Consumer:
             )
         for task in self._tasks:
             if task.done():
-                _retrieve(task)
+                retrieve(task)
 
     async def stop(self, timeout: float | None = None) -> None:
         """The same as :meth:`close`."""
@@ -621,13 +620,6 @@ def _checked_options(
             setting="partitions",
         )
     return options
-
-
-def _retrieve(task: asyncio.Task[Any]) -> None:
-    """Take a finished background task's outcome, so asyncio does not report an exception
-    nobody retrieved (close() ends them; what they raised then is of no use)."""
-    if not task.cancelled():
-        task.exception()
 
 
 async def _wait_step(task: asyncio.Task[Any], timeout: float | None = None) -> None:

@@ -240,6 +240,8 @@ class LookupClient:
             return
         h.failures += 1
         h.last_error = error
+        # each failed request, at debug level: the warning comes once per outage
+        log.debug("nsqlookupd %s: %s (%d failure(s) in a row)", address, error, h.failures)
         if not h.configured and h.failures >= self.forget_after:
             log.info("forgetting discovered nsqlookupd %s after %d failures", address, h.failures)
             del self._health[address]

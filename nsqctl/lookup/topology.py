@@ -253,6 +253,12 @@ class TopicMeta:
     disable_channel_auto_create: bool = False
 
     @property
+    def write_quorum(self) -> int:
+        """In-sync copies a partition needs to take writes: more than ``replica/2``
+        (youzan's ``IsISRReadyForWrite``, integer division)."""
+        return max(1, self.replica) // 2 + 1
+
+    @property
     def valid(self) -> bool:
         """go-nsq treats ``partition_num <= 0`` as "no usable meta" (e.g. standalone nsqd)."""
         return self.partition_num > 0

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 from nsqctl import protocol as p
 from nsqctl.addresses import HostPort, require_cluster
 from nsqctl.bounds import options_or_default
+from nsqctl.closing import CloseOnce
 from nsqctl.connection import Connection, ConnectionConfig
 from nsqctl.errors import (
     ConfigError,
@@ -103,6 +104,7 @@ class Producer:
         self._pool = ConnectionPool(self.config)
         self._retry = RetryLoop(self._topologies, self._router, self._pool, options, on_failover)
         self._closed = False
+        self._closing = CloseOnce()
 
     @property
     def on_failover(self) -> FailoverHook | None:
@@ -372,8 +374,18 @@ class Producer:
         connection. A publish waiting to retry (its nsqd unreachable, its partition
         without a leader) fails now with a ProducerClosedError instead of retrying on, and
         maybe storing its message, after the producer closed; one whose bytes are on the
-        wire gets its answer first."""
+        wire gets its answer first.
+
+        The close runs in a task of its own: a close() cancelled (a caller's deadline)
+        while it waits for a publish in progress does not leave the pooled connections
+        open; the close runs on and closes them once that publish ended. Every close()
+        waits for that one close."""
         self._closed = True
+        self._retry.stop()  # now, not when the close's task first runs: see RetryLoop.stop
+        await self._closing.run(self._close)
+
+    async def _close(self) -> None:
+        """What :meth:`close` does, in order."""
         await self._retry.close()
         await self._pool.close()
         await self._topologies.close()

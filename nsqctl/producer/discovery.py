@@ -106,7 +106,16 @@ class TopologyCache:
         if self._nsqd:
             return Topology.from_nsqd_addresses(self._nsqd, topic=topic)
         assert self._lookup is not None
-        nodes = await self._lookup.nodes()
+        try:
+            nodes = await self._lookup.nodes()
+        except LookupUnavailableError:
+            # Every lookupd is down, after this topic was written through nsqds an earlier
+            # /nodes named and before a lookup saw them register it: those nsqds still
+            # take it, as the last known topology of any other topic is used in an outage.
+            known = self._topologies.get(topic)
+            if known is None or known.is_empty:
+                raise
+            return known.as_stale()
         addresses = [f"{n['broadcast_address']}:{n['tcp_port']}" for n in nodes]
         if not addresses:
             return topo

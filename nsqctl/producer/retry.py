@@ -151,13 +151,18 @@ class RetryLoop:
         self._idle = asyncio.Event()
         self._closing = asyncio.Event()
 
+    def stop(self) -> None:
+        """What :meth:`close` does at once, before it waits: no more retries, no call begun
+        before it starts an attempt after it."""
+        self._closing.set()
+
     async def close(self) -> None:
         """No more retries: a call waiting for its next attempt fails now (a
         ProducerClosedError saying the producer closed, its last failure chained), an
         attempt in progress ends as it ends (its OK, or its error), and a call begun but
         not yet run fails at its start without connecting. Returns when every call begun
         has ended, so none connects or publishes after the producer closed."""
-        self._closing.set()
+        self.stop()
         if self._running:
             self._idle.clear()
             await self._idle.wait()

@@ -114,7 +114,33 @@ def no_writable_nsqd(topic: str, topo: Topology) -> PublishError | TopicNotFound
             message=f"topic {topic!r} does not exist on any lookupd: create it first "
             f"(`topic_create({topic})`)",
         )
+    if topo.is_redesign and topo.meta is not None and topo.meta.valid:
+        count = topo.meta.partition_num
+        return PartitionUnavailableError(
+            f"no partition of topic {topic!r} takes writes now (nsqlookupd names a writable "
+            f"leader for none of its {count}){unwritable_causes(topo)}"
+        )
     return PublishError(f"no writable nsqd for topic {topic!r}: check `lookup({topic})`")
+
+
+def unwritable_causes(topo: Topology) -> str:
+    """Why a redesign partition may have no writable leader, and what to do: the tail of
+    an error about one. A leader is missing while one is elected (seconds to minutes);
+    a leader refuses writes while its in-sync replicas (ISR) are below quorum, which only
+    returning replicas end."""
+    topic = topo.topic
+    meta = topo.meta
+    if meta is None or meta.replica <= 1:
+        return (
+            f": its leader's nsqd is down or a new leader is being elected; wait for it, or "
+            f"bring that nsqd back; `lookup({topic})` shows each partition's leader"
+        )
+    return (
+        f": a new leader is being elected, or the partition's in-sync replicas (ISR) are "
+        f"fewer than {meta.write_quorum} of its {meta.replica} replicas, and it refuses "
+        "writes until enough of them are back; wait for the ISR to catch up, or bring the "
+        f"replicas' nsqds back; `lookup({topic})` shows each partition's leader and ISR"
+    )
 
 
 def not_led_by_given(
@@ -218,7 +244,7 @@ class Router:
             )
         raise PartitionUnavailableError(
             f"partition {partition} of topic {topic!r} has no writable leader right now"
-            f" (known: {sorted(topo.partitions) or 'none'}); check `lookup({topic})`",
+            f" (writable: {sorted(topo.partitions) or 'none'}){unwritable_causes(topo)}",
             partition,
         )
 
@@ -235,7 +261,8 @@ class Router:
             if peer is None:
                 raise PartitionUnavailableError(
                     f"shard key maps to partition {part} of topic {topic!r}, which has no "
-                    "writable leader right now; not rerouting (that would break order)",
+                    "writable leader right now (not rerouting: that would break the key's "
+                    f"order){unwritable_causes(topo)}",
                     part,
                 )
             return Target(peer, part)

@@ -281,9 +281,8 @@ class StatsPoller:
     async def _node(self, address: str) -> NodeStats:
         fetched_at = time.monotonic()
         try:
-            body, details, elapsed = await asyncio.wait_for(
-                self._stats_bodies(address), self.timeout
-            )
+            async with asyncio.timeout(self.timeout):
+                body, details, elapsed = await self._stats_bodies(address)
             node = await asyncio.to_thread(
                 parse_nsqd_body,
                 body,
@@ -335,9 +334,8 @@ class StatsPoller:
     ) -> tuple[CoordInfo, ...]:
         try:
             async with limit:
-                body, _ = await asyncio.wait_for(
-                    self._fetch(address, "/coordinator/stats", {"topic": topic}), self.timeout
-                )
+                async with asyncio.timeout(self.timeout):
+                    body, _ = await self._fetch(address, "/coordinator/stats", {"topic": topic})
             infos = parse_coordinator_stats(decode(body), address)
         except (httpx.HTTPError, TimeoutError, NsqctlError, ValueError):
             return ()  # standalone redesign nsqd: coordinator disabled
@@ -347,7 +345,8 @@ class StatsPoller:
         """Map an nsqd lookupd did not list to its TCP address via ``/info`` (asked once)."""
         self._info_asked.add(address)
         try:
-            body, _ = await asyncio.wait_for(self._fetch(address, "/info", {}), self.timeout)
+            async with asyncio.timeout(self.timeout):
+                body, _ = await self._fetch(address, "/info", {})
             tcp = parse_nsqd_info(decode(body), address)
         except (httpx.HTTPError, TimeoutError, NsqctlError, ValueError):
             return

@@ -29,6 +29,7 @@ from tests.helpers.cli import (
 )
 from tests.helpers.names import unique
 from tests.helpers.redesign import TopicSpec, create_topics, eventually, message_counts
+from tests.helpers.sockets import ESTABLISHED, tcp_table
 
 
 def _stored(http: str, topic: str) -> int:
@@ -164,15 +165,11 @@ def test_sigint_says_how_many_messages_were_published(original_cluster: cluster.
 def _unread_on(port: int) -> int:
     """Bytes waiting unread in the receive queues of established TCP connections whose
     local port is ``port`` (a stopped nsqd's, from /proc/net/tcp): what clients sent it."""
-    waiting = 0
-    with open("/proc/net/tcp") as table:
-        next(table)
-        for row in table:
-            fields = row.split()
-            local, state, queues = fields[1], fields[3], fields[4]
-            if state == "01" and int(local.rsplit(":", 1)[1], 16) == port:
-                waiting += int(queues.split(":")[1], 16)
-    return waiting
+    return sum(
+        row.receive_queue
+        for row in tcp_table()
+        if row.state == ESTABLISHED and row.local_port == port
+    )
 
 
 @pytest.mark.original

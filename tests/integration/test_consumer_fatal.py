@@ -4,6 +4,10 @@ only ``consumer.failed`` set.
 
 A private redesign cluster (a leader is killed): 2 nsqd and a topic of replicas 2, where
 youzan elects no new leader without the killed node, and a failover window of 3 s.
+
+The same cluster then shows what a publisher meets there: the one copy left is below the
+write quorum (more than half of the 2 replicas in sync), and the publish fails as a
+PartitionUnavailableError saying so and what to do, not a bare "no writable nsqd".
 """
 
 from __future__ import annotations
@@ -13,9 +17,9 @@ import asyncio
 import pytest
 
 from nsqctl.consumer import Consumer, ConsumerOptions
-from nsqctl.errors import FailoverTimeoutError
+from nsqctl.errors import FailoverTimeoutError, PartitionUnavailableError
 from nsqctl.message import Message
-from nsqctl.producer import Producer
+from nsqctl.producer import Producer, ProducerOptions
 from tests.conftest import StartCluster
 from tests.helpers.failover import kill_leader
 from tests.helpers.redesign import TopicSpec, create_topics, unique
@@ -58,3 +62,17 @@ async def test_run_forever_and_the_iterator_raise_the_failover_timeout(
         await iterated.close()
     assert [type(err) for err in done] == [FailoverTimeoutError, FailoverTimeoutError], done
     assert runner.error is done[0] and iterated.error is done[1]
+
+    once = ProducerOptions(failover_window=0, max_attempts=1)
+    async with Producer(lookupd_http=c.lookupd_http, options=once) as producer:
+
+        async def unwritable() -> bool:
+            return not (await producer.topology(topic, refresh=True)).partitions
+
+        await wait_for(unwritable, 30.0, "nsqlookupd to name no writable leader")
+        with pytest.raises(PartitionUnavailableError) as refused:
+            await producer.publish(topic, b"during")
+    text = str(refused.value)
+    assert "in-sync replicas (ISR)" in text and "fewer than 2 of its 2 replicas" in text, text
+    assert "wait for the ISR" in text and "bring the replicas' nsqds back" in text, text
+    assert refused.value.unsent is True

@@ -172,3 +172,21 @@ def test_nothing_to_publish_to_says_whether_the_topic_exists() -> None:
         Router().choose("t", Topology(topic="t"), None, None)
     with pytest.raises(PublishError, match="no writable nsqd"):
         Router().choose("t", Topology(topic="t"), None, "k")
+
+
+def test_a_redesign_topic_with_no_writable_partition_says_why_and_what_to_do() -> None:
+    """nsqlookupd names no writable leader: electing one, or an ISR below quorum (more
+    than half the replicas must be in sync); the error names the quorum and what to do."""
+    replicated = Topology(topic="t", meta=TopicMeta(partition_num=2, replica=3), is_redesign=True)
+    with pytest.raises(PartitionUnavailableError) as caught:
+        Router().choose("t", replicated, None, None)
+    text = str(caught.value)
+    assert "none of its 2" in text and "fewer than 2 of its 3 replicas" in text, text
+    assert "wait for the ISR" in text and "`lookup(t)`" in text, text
+    with pytest.raises(PartitionUnavailableError, match="fewer than 2 of its 3") as pinned:
+        Router().choose("t", replicated, 1, None)
+    assert pinned.value.partition == 1
+    single = redesign({}, 1)  # one replica: no ISR to wait for, only its leader
+    with pytest.raises(PartitionUnavailableError, match="leader's nsqd is down") as caught:
+        Router().choose("t", single, None, None)
+    assert "ISR" not in str(caught.value)
