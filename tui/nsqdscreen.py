@@ -23,6 +23,7 @@ from nsqctl.admin.drain.run import DrainPlan
 from nsqctl.errors import NsqctlError
 from nsqctl.stats.coverage import not_seen_words
 from nsqctl.stats.model import NodeStats, TopicPartitionStats
+from nsqctl.stats.parse import node_id_key
 from nsqctl.stats.view import ClusterView
 from nsqctl.tui import drainaction, hotrows
 from nsqctl.tui.events import PartitionTracker
@@ -54,9 +55,10 @@ def nsqd_topic_rows(node: NodeStats) -> list[Row]:
 
 def placed_rows(view: ClusterView, address: str) -> list[Row]:
     """What the rest of the cluster places on an nsqd that does not answer, its numbers
-    unknown: a redesign partition nsqlookupd names it the leader of, or whose ISR or
-    catch-up list (from the partition's leader) lists it; an original topic no answering
-    nsqd holds, on it (see :attr:`nsqctl.stats.view.TopicView.held_by`)."""
+    unknown: a redesign partition whose ISR or catch-up list (from the partition's leader)
+    lists it; an original topic no answering nsqd holds, on it (see
+    :attr:`nsqctl.stats.view.TopicView.held_by`). A partition's leader is only ever an nsqd
+    that answered (its ``is_leader`` row), so no leadership of this one can be shown."""
     found: list[Row] = []
     for t in view.topics:
         if t.not_seen and address in t.held_by:
@@ -65,28 +67,47 @@ def placed_rows(view: ClusterView, address: str) -> list[Row]:
             found.append((f"{t.name}#-", (t.name, "-", "-", "?", "?", seen, words)))
             continue
         for p in t.partitions if t.is_redesign else ():
-            if p.leader == address:
-                where = "nsqlookupd names it the leader"
-            elif address in (p.isr or ()):
+            if address in (p.isr or ()):
                 where = "in its ISR"
             elif address in (p.catchup or ()):
                 where = "in its catch-up list"
             else:
                 continue
-            leader = "yes" if p.leader == address else "no"
-            found.append((f"{t.name}#{p.label}", (t.name, p.label, leader, "?", "?", "?", where)))
+            found.append((f"{t.name}#{p.label}", (t.name, p.label, "no", "?", "?", "?", where)))
     return found
+
+
+def unmatched_node_ids(view: ClusterView) -> list[str]:
+    """The ISR and catch-up members still named by a youzan node id: the poller turns a node
+    id into an HTTP address only for an nsqd whose TCP address it learnt (nsqlookupd lists
+    it, or it answered ``/info``), so an nsqd down since the poll began stays an id."""
+    named = {
+        n
+        for t in view.topics
+        if t.is_redesign
+        for p in t.partitions
+        for n in (*(p.isr or ()), *(p.catchup or ()))
+    }
+    return sorted(n for n in named if node_id_key(n) is not None)
 
 
 def unknown_holdings_title(view: ClusterView, address: str, placed: bool) -> str:
     """The title over what a down nsqd holds: unknown, and where the rows come from
-    (``placed``: :func:`placed_rows` found some). A redesign partition's ISR is asked only
-    while its topic is open, so a copy in the others' ISRs cannot be shown: said."""
-    others = (
-        "below, what the rest of the cluster places on it"
-        if placed
-        else "the rest of the cluster places no topic on it"
+    (``placed``: :func:`placed_rows` found some). ISR members not matched to an nsqd may be
+    this one, so then "places no topic on it" would be false: the ids are named instead. A
+    redesign partition's ISR is asked only while its topic is open, so a copy in the
+    others' ISRs cannot be shown: said."""
+    unmatched = unmatched_node_ids(view)
+    maybe = (
+        f"nsqds by node id that could not be matched ({', '.join(unmatched)}): one may be this one"
+        if unmatched
+        else ""
     )
+    if placed:
+        others = "below, what the rest of the cluster places on it"
+        others += f"; ISRs also name {maybe}" if maybe else ""
+    else:
+        others = f"ISRs name {maybe}" if maybe else "the rest of the cluster places no topic on it"
     if any(p.isr is None for t in view.topics if t.is_redesign for p in t.partitions):
         others += " (ISRs are asked only for an open topic: its copies in others are not shown)"
     return f"held by nsqd {address}: unknown, it does not answer; {others}"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import httpx
 
@@ -19,6 +20,9 @@ from nsqctl.admin.offsets import check_setoffset
 from nsqctl.admin.placement import Placement
 from nsqctl.admin.requests import AdminRequest, admin_client, unanswered
 from nsqctl.errors import AdminError
+
+if TYPE_CHECKING:  # the partition package uses the operations module, which uses this one
+    from nsqctl.admin.partitions.state import RegisteredNsqds, TopicState
 
 
 async def check_nsqds_answer(
@@ -88,41 +92,53 @@ async def check_partitions_in_sync(
     if not targets or not lookupd_http:
         return
     # loaded here: the partition package uses the operations module, which uses this one
-    from nsqctl.admin.partitions.state import (
-        absent_copies,
-        quorum,
-        redesign_leader,
-        registered_nsqds,
-        topic_state,
-    )
-    from nsqctl.stats.parse import node_id_key
+    from nsqctl.admin.partitions.state import redesign_leader, registered_nsqds, topic_state
 
     leader = await redesign_leader(client, lookupd_http, what)
     nodes = await registered_nsqds(client, leader)
     state = await topic_state(client, leader, topic, nodes)
-    need = quorum(state.meta.replica)
-    short: list[str] = []
-    for part in sorted(targets):
-        p = state.partitions.get(part)
-        if p is None or not p.isr:
-            continue
-        up = [a for a in p.isr if a in nodes]
-        down = [node_id_key(a) or a for a in p.isr if a not in nodes]
-        if len(up) < need:
-            named, advice = absent_copies(topic, p, nodes, need)
-            short.append(
-                f"partition {part} has {len(up)} in-sync cop{'y' if len(up) == 1 else 'ies'} "
-                f"up of an ISR of {len(p.isr)}{named} and youzan needs {need} of "
-                f"{state.meta.replica} to apply a change: {advice}"
-            )
-        elif down:
-            short.append(
-                f"partition {part}'s ISR still lists {', '.join(down)}, which is down: its "
-                "leader would apply the change and fail to pass it on; nsqlookupd drops a "
-                "lost copy from the ISR in its topic check, run it again then"
-            )
+    short = [why for part in sorted(targets) for why in in_sync_refusals(state, part, nodes)]
     if short:
         raise AdminError(f"{what} refused, nothing was changed: " + "; ".join(short))
+
+
+def in_sync_refusals(state: TopicState, part: int, nodes: RegisteredNsqds) -> list[str]:
+    """Why partition ``part`` of ``state`` cannot take a change now (none: it can), ``nodes``
+    the nsqds registered with the lookupd leader (see :func:`check_partitions_in_sync`). An
+    ISR member nsqlookupd lists that does not answer is said to hang, not to be down: it
+    is to be resumed, where a down one is to be brought back."""
+    from nsqctl.admin.partitions.state import HUNG, absent_copies, is_hung, quorum
+    from nsqctl.stats.parse import node_id_key
+
+    p = state.partitions.get(part)
+    if p is None or not p.isr:
+        return []
+    need = quorum(state.meta.replica)
+    up = [a for a in p.isr if a in nodes]
+    if len(up) < need:
+        named, advice = absent_copies(state.topic, p, nodes, need)
+        return [
+            f"partition {part} has {len(up)} in-sync cop{'y' if len(up) == 1 else 'ies'} "
+            f"up of an ISR of {len(p.isr)}{named} and youzan needs {need} of "
+            f"{state.meta.replica} to apply a change: {advice}"
+        ]
+    down = [node_id_key(a) or a for a in p.isr if a not in nodes and not is_hung(a, nodes)]
+    hung = [node_id_key(a) or a for a in p.isr if is_hung(a, nodes)]
+    said = []
+    if down:
+        said.append(
+            f"partition {part}'s ISR still lists {', '.join(down)}, which is down: its "
+            "leader would apply the change and fail to pass it on; nsqlookupd drops a "
+            "lost copy from the ISR in its topic check, run it again then"
+        )
+    if hung:
+        said.append(
+            f"partition {part}'s ISR still lists {', '.join(hung)}, {HUNG}: its leader "
+            "would apply the change and fail to pass it on; resume it and run it again, "
+            "or stop it for good and run it again once nsqlookupd's topic check has "
+            "dropped it from the ISR"
+        )
+    return said
 
 
 def action_subject(kind: str, action: str, topic: str, channel: str | None = None) -> str:

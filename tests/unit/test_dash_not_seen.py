@@ -118,3 +118,39 @@ def test_a_down_redesign_nsqd_holds_the_partitions_that_name_it() -> None:
         f"{head}the rest of the cluster places no topic on it (ISRs are asked only for an "
         "open topic: its copies in others are not shown)"
     )
+
+
+async def test_a_down_nsqd_never_matched_to_its_node_id_is_not_said_to_hold_nothing() -> None:
+    """An nsqd down since the dashboard began (given by HTTP address, never listed by
+    nsqlookupd) has no known TCP address, so the ISRs name it only by its youzan node id
+    (``ip:rpc_port:tcp_port:n``): its screen said the cluster placed no topic on it."""
+    a, b = UP.address, DOWN
+    ids = ("127.0.0.1:4250:4252:7", "127.0.0.1:4450:4452:9")  # as youzan's GenNsqdNodeID
+    held = (topic_stats(a, "T", partition=0), topic_stats(a, "T", partition=1))
+    up = NodeStats(address=a, fetched_at=1.0, state="up", is_redesign=True, topics=held)
+    down = NodeStats(address=b, fetched_at=1.0, state="down", error="refused", is_redesign=True)
+    coordinator = (
+        CoordInfo("T", 0, a, isr=(a, ids[0])),
+        CoordInfo("T", 1, a, isr=(a,), catchup=(ids[1],)),
+    )
+    source = StaticSource([ClusterSnapshot(1.0, (up, down), coordinator=coordinator)])
+    app = DashApp(source, interval=3600)
+    async with app.run_test(size=(240, 40)) as pilot:
+        await wait_for(lambda: app.polls >= 1, 30, "the first poll", pause=pilot.pause)
+        await pilot.press("colon", *b, "enter")
+        assert isinstance(app.screen, NsqdScreen) and app.screen.address == b
+        title = app.screen.query_one("#held-title", Static)
+        await wait_for(lambda: "unknown" in str(title.render()), 30, "title", pause=pilot.pause)
+        assert str(title.render()) == (
+            f"held by nsqd {b}: unknown, it does not answer; ISRs name nsqds by node id that "
+            f"could not be matched ({ids[0]}, {ids[1]}): one may be this one"
+        )
+        assert _cells(app, "nsqd-topics") == []
+    # a partition that names it by address is listed, the unmatched ids still said
+    named = (CoordInfo("T", 0, a, isr=(a, b)), coordinator[1])
+    view = build_view(ClusterSnapshot(1.0, (up, down), coordinator=named))
+    assert [cells[-1] for _, cells in placed_rows(view, b)] == ["in its ISR"]
+    assert unknown_holdings_title(view, b, True).endswith(
+        "below, what the rest of the cluster places on it; ISRs also name nsqds by node id "
+        f"that could not be matched ({ids[1]}): one may be this one"
+    )

@@ -27,7 +27,7 @@ from nsqctl.admin.drain.records import (
 from nsqctl.admin.drain.redesign import plan_leader_moves, with_leaderless
 from nsqctl.admin.drain.safety import KeptCopy, StopPlan, node_name, readable, stop_plan
 from nsqctl.admin.partitions import NsqdNode, PartitionState, TopicState
-from nsqctl.admin.partitions.state import absent_copies
+from nsqctl.admin.partitions.state import RegisteredNsqds, absent_copies
 from nsqctl.lookup.topology import TopicMeta
 from nsqctl.stats.model import (
     ChannelStats,
@@ -401,3 +401,34 @@ def test_a_malformed_node_is_bad_input_before_any_lookupd_is_asked(node: str) ->
     proc = run_main("node", "drain", node, "--lookupd", "127.0.0.1:1", "--dry-run")
     line = assert_one_line_error(proc, 2)
     assert f"bad address '{node}'" in line and "e.g. 127.0.0.1:4151" in line, line
+
+
+def test_a_hung_isr_member_is_said_to_hang_and_to_be_resumed_not_to_be_down() -> None:
+    """An ISR member nsqlookupd still lists that does not answer (SIGSTOPped) was called
+    down, with the advice to bring it back: it is there, stopped; it is to be resumed (or
+    stopped for good, and nsqlookupd repairs the partition without it)."""
+    hung_tcp = "127.0.0.1:4350"  # C's TCP address; its ISR entry stays a node id
+    hung_id = f"127.0.0.1:4352:{hung_tcp.rsplit(':', 1)[1]}:3"
+    up = RegisteredNsqds(_up(A, B))
+    up.silent = ((C, hung_tcp),)
+    p = PartitionState(0, A, (A, hung_id))
+    assert absent_copies("T", p, up, 2, node=A) == (
+        f" ({hung_tcp} in its ISR is registered but not answering (hung?))",
+        f"resume {hung_tcp} first (or stop it for good: nsqlookupd then repairs the "
+        "partition without it)",
+    )
+    # with one down beside it, each is said as it is
+    both = PartitionState(0, A, (A, hung_id, DEAD))
+    named, advice = absent_copies("T", both, up, 3)
+    assert named == (
+        " (127.0.0.1:20911 in its ISR is down; "
+        f"{hung_tcp} in its ISR is registered but not answering (hung?))"
+    )
+    assert advice.startswith(f"bring 127.0.0.1:20911 back and resume {hung_tcp} first"), advice
+    # a drain of A is refused in the same words
+    [blocker] = stop_plan([_topic("T", 2, p)], A, up).blocked
+    assert blocker.why.endswith(
+        "in its ISR is registered but not answering (hung?)): "
+        f"resume {hung_tcp} first (or stop it for good: nsqlookupd then repairs the partition "
+        "without it)"
+    ), blocker.why

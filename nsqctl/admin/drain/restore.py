@@ -32,8 +32,8 @@ from nsqctl.admin.drain.records import (
     running_elsewhere,
     update_drain,
 )
-from nsqctl.admin.drain.redesign import move_leader
-from nsqctl.admin.partitions import TopicState, redesign_leader, registered_nsqds, topic_state
+from nsqctl.admin.drain.redesign import move_leader, read_topic_states
+from nsqctl.admin.partitions import TopicState, redesign_leader, registered_nsqds
 from nsqctl.admin.requests import AdminReport, admin_client
 from nsqctl.errors import NotFoundError, NsqctlError
 from nsqctl.stats.read import fetch_nsqd_stats
@@ -138,24 +138,23 @@ async def _back_already(lookupd: Sequence[str], moves: Sequence[MovedLeader]) ->
     """The indexes of ``moves`` already undone: the partition led by the move's source again
     (a leader move), or the source in its ISR again (a copy moved off). youzan may have
     put them back itself (an election after the drain), and a move there would be refused
-    as one that does nothing: counted as a failed restore of what is restored. Empty when
-    the cluster cannot be read now: each move then says for itself."""
-    done: set[int] = set()
+    as one that does nothing: counted as a failed restore of what is restored. The topics
+    are read at once, each failure its own: a move whose topic cannot be read now, or every
+    move when the cluster cannot be, says for itself when sent."""
+    states: list[TopicState] = []
     with contextlib.suppress(NsqctlError, httpx.HTTPError):
         async with admin_client() as client:
             leader = await redesign_leader(client, lookupd, "node restore")
             nodes = await registered_nsqds(client, leader)
-            states: dict[str, TopicState] = {}
-            for i, m in enumerate(moves):
-                if m.topic not in states:
-                    with contextlib.suppress(NotFoundError):
-                        states[m.topic] = await topic_state(client, leader, m.topic, nodes)
-                state = states.get(m.topic)
-                part = state.partitions.get(m.partition) if state else None
-                if part is not None and (
-                    m.source in part.isr if m.copy else part.leader == m.source
-                ):
-                    done.add(i)
+            topics = list(dict.fromkeys(m.topic for m in moves))
+            states, _ = await read_topic_states(client, leader, topics, nodes)
+    by_topic = {s.topic: s for s in states}
+    done: set[int] = set()
+    for i, m in enumerate(moves):
+        state = by_topic.get(m.topic)
+        part = state.partitions.get(m.partition) if state else None
+        if part is not None and (m.source in part.isr if m.copy else part.leader == m.source):
+            done.add(i)
     return done
 
 

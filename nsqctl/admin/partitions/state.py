@@ -107,29 +107,64 @@ def absent_copies(
     pending = [a for a in p.catchup if a not in p.isr and a != node]
     source = any(a in up for a in (p.leader, *p.isr) if a)  # node included: it is up now
     catching = [name(a) for a in pending if a in up] if source else []
-    down = [
-        (kind, [name(a) for a in members if a not in up])
+    absent = [
+        (kind, [a for a in members if a not in up])
         for kind, members in (("ISR", others), ("catch-up list", pending))
     ]
-    down = [(kind, names) for kind, names in down if names]
-    said = [f"{', '.join(names)} in its {kind} is down" for kind, names in down]
+    split = [
+        (kind, [name(a) for a in ms if not is_hung(a, up)], [name(a) for a in ms if is_hung(a, up)])
+        for kind, ms in absent
+    ]
+    down = [n for _, gone, _ in split for n in gone]
+    hung = [n for _, _, stopped in split for n in stopped]
+    said = [
+        f"{', '.join(names)} in its {kind} is {state}"
+        for kind, gone, stopped in split
+        for state, names in (("down", gone), (HUNG, stopped))
+        if names
+    ]
     if catching:
         said.append(f"{', '.join(catching)} in its catch-up list is catching up")
     named = f" ({'; '.join(said)})" if said else ""
-    # what brings the partition back to ``need``: the down copies, else a new nsqd
-    more = (
-        f"bring {', '.join(n for _, names in down for n in names)} back"
-        if down
-        else "add an nsqd (or lower its replicas)"
+    # what brings the partition back to ``need``: the absent copies, else a new nsqd
+    brought = ([f"bring {', '.join(down)} back"] if down else []) + (
+        [f"resume {', '.join(hung)}"] if hung else []
     )
+    more = " and ".join(brought) or "add an nsqd (or lower its replicas)"
+    tail = f" ({stop_for_good(hung)})" if hung else ""
     if not catching:
-        return named, f"{more} first"
+        return named, f"{more} first{tail}"
     waited = ", ".join(catching)
     joins = "it joins" if len(catching) == 1 else "they join"
     watch = f" (`lookup({topic})` shows when {joins} the ISR)"
     if len(catching) >= need - sum(1 for a in others if a in up):
         return named, f"wait for {waited} to catch up first{watch}"
-    return named, f"wait for {waited} to catch up and {more} first{watch}"
+    return named, f"wait for {waited} to catch up and {more} first{watch}{tail}"
+
+
+HUNG = "registered but not answering (hung?)"
+"""How an ISR member is named that nsqlookupd lists but that does not answer: stopped (a
+SIGSTOP, a stalled VM) rather than gone, so the advice is to resume it."""
+
+
+def is_hung(address: str, up: Mapping[str, NsqdNode]) -> bool:
+    """``address`` (an HTTP address or a youzan node id) is an nsqd nsqlookupd lists that
+    did not answer (``up`` a :class:`RegisteredNsqds`; a plain mapping knows of none)."""
+    if not isinstance(up, RegisteredNsqds):
+        return False
+    from nsqctl.stats.parse import node_id_key  # the stats parser, at run time only
+
+    return up.silent_http(node_id_key(address) or address) is not None
+
+
+def stop_for_good(names: Sequence[str]) -> str:
+    """The other way out for ISR members that hang. youzan's nsqlookupd counts an nsqd by
+    its etcd lease, which a stopped process no longer renews: the coordinator has lost it
+    already, moves it to the catch-up list while enough in-sync copies remain and copies
+    its partitions to other nsqds after its migrate wait. Resumed, it syncs and rejoins;
+    stopped for good, that repair goes on without it."""
+    them = "it" if len(names) == 1 else "them"
+    return f"or stop {them} for good: nsqlookupd then repairs the partition without {them}"
 
 
 async def redesign_leader(client: httpx.AsyncClient, lookupd_http: Sequence[str], what: str) -> str:
