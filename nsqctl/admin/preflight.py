@@ -107,13 +107,13 @@ def in_sync_refusals(state: TopicState, part: int, nodes: RegisteredNsqds) -> li
     the nsqds registered with the lookupd leader (see :func:`check_partitions_in_sync`). An
     ISR member nsqlookupd lists that does not answer is said to hang, not to be down: it
     is to be resumed, where a down one is to be brought back."""
-    from nsqctl.admin.partitions.state import HUNG, absent_copies, is_hung, quorum
+    from nsqctl.admin.partitions.state import HUNG, absent_copies, is_hung
     from nsqctl.stats.parse import node_id_key
 
     p = state.partitions.get(part)
     if p is None or not p.isr:
         return []
-    need = quorum(state.meta.replica)
+    need = state.meta.write_quorum
     up = [a for a in p.isr if a in nodes]
     if len(up) < need:
         named, advice = absent_copies(state.topic, p, nodes, need)

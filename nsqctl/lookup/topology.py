@@ -241,6 +241,12 @@ def counted_partitions(partition_num: int, seen: Iterable[int]) -> list[int]:
     return sorted(set(range(max(0, partition_num))) | set(seen))
 
 
+def write_quorum(replicas: int) -> int:
+    """In-sync copies a partition of ``replicas`` needs to take writes: more than
+    ``replicas/2`` (youzan's ``IsISRReadyForWrite``, integer division)."""
+    return max(1, replicas) // 2 + 1
+
+
 @dataclass(frozen=True)
 class TopicMeta:
     """Topic metadata from a redesign cluster lookup (``metainfo=true``)."""
@@ -254,9 +260,8 @@ class TopicMeta:
 
     @property
     def write_quorum(self) -> int:
-        """In-sync copies a partition needs to take writes: more than ``replica/2``
-        (youzan's ``IsISRReadyForWrite``, integer division)."""
-        return max(1, self.replica) // 2 + 1
+        """In-sync copies each of this topic's partitions needs to take writes."""
+        return write_quorum(self.replica)
 
     @property
     def valid(self) -> bool:

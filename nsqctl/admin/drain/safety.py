@@ -27,7 +27,8 @@ from dataclasses import dataclass
 
 from nsqctl.admin.drain.moves import LeaderMove
 from nsqctl.admin.partitions import NsqdNode, PartitionState, TopicState
-from nsqctl.admin.partitions.state import absent_copies, quorum
+from nsqctl.admin.partitions.state import absent_copies
+from nsqctl.lookup.topology import write_quorum
 from nsqctl.stats.parse import node_id_key
 
 
@@ -133,7 +134,7 @@ def _check(state: TopicState, p: PartitionState, at: _Around) -> LeaderMove | Bl
     """None when ``p`` stays writable without ``node``; else the move of the node's copy
     to a free nsqd that makes it so, or why nothing can."""
     replicas = state.meta.replica
-    need = quorum(replicas)
+    need = write_quorum(replicas)
     if p.leader is None:
         return Blocker(state.topic, p.partition, _leaderless(state.topic, p, need, at))
     if not p.isr:
@@ -187,6 +188,6 @@ def stop_plan(
             elif found is not None:
                 plan.blocked.append(found)
             elif node != p.leader:
-                left, need = len(_left(p, at)), quorum(state.meta.replica)
+                left, need = len(_left(p, at)), state.meta.write_quorum
                 plan.kept.append(KeptCopy(state.topic, p.partition, len(p.isr), left, need))
     return plan

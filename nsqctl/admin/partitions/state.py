@@ -68,12 +68,6 @@ class TopicState:
         return f"partition {part}: leader {p.leader or '-'}, ISR [{isr}]{catchup}"
 
 
-def quorum(replicas: int) -> int:
-    """In-sync copies a partition of ``replicas`` needs to take writes: more than
-    ``replicas/2`` (youzan's ``IsISRReadyForWrite``, integer division)."""
-    return max(1, replicas) // 2 + 1
-
-
 def absent_copies(
     topic: str,
     p: PartitionState,
