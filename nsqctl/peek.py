@@ -454,13 +454,28 @@ async def _waiting(
         held = 0
         paused: list[tuple[str, int]] = []
         for address in nsqds:
-            stats = await fetch_nsqd_stats(client, address, topic=topic, channel=channel)
+            try:
+                stats = await fetch_nsqd_stats(client, address, topic=topic, channel=channel)
+            except NsqctlError as err:
+                raise TransportError(nothing_borrowed(str(err))) from err
             ch = stats.channel(topic, channel)
             if ch is not None and ch.paused:
                 paused.append((address, ch.depth))
             else:
                 held += ch.depth if ch is not None else 0
     return held, len(nsqds), paused, down, tuple(direct.values())
+
+
+def nothing_borrowed(reason: str) -> str:
+    """Why a borrow stopped before taking anything: an nsqd holding the topic could not
+    say how many messages its channel holds (``reason``, the /stats reader's words, which
+    name it). Without that count the borrow cannot know when it is done, so it takes
+    nothing; the words say so, and the two ways on."""
+    return (
+        f"{reason}: nothing was borrowed; run it again when it answers, or leave it out "
+        "by giving only the nsqds that answer (`nsqd_tcp` and `nsqd_http`, without "
+        "`lookupd_http`)"
+    )
 
 
 async def _tcp_addresses(

@@ -32,14 +32,22 @@ async def check_nsqds_answer(
     unreadable: Sequence[tuple[str, str]] = (),
     *,
     lookupds: bool = False,
+    found_through: Sequence[str] = (),
 ) -> None:
     """Raise :class:`AdminError` (nothing sent) naming each nsqd of the plan that does not
     answer, and each of ``unreadable`` (``(address, why)``: nsqds that could not be read
     while finding the topic, so may hold it); with ``lookupds``, each nsqlookupd of the
-    plan too (a plan that changes every one of them, as an original create or delete does)."""
+    plan too (a plan that changes every one of them, as an original create or delete does).
+
+    ``found_through``: the original nsqlookupds the plan's nsqds were found through. Each
+    must answer as well: an nsqd registers with the nsqlookupds it was told of, so one
+    that is silent may be the only one that knows an nsqd holding the topic, and the plan
+    would leave that nsqd out without a word. The same rule as a create's, which changes
+    every nsqlookupd: the action completes on the whole cluster or is refused."""
     roles = ("nsqd", "lookupd") if lookupds else ("nsqd",)
     targets = sorted(
         {(r.node.address, r.node.role) for stage in stages for r in stage if r.node.role in roles}
+        | {(a, "lookupd") for a in found_through}
     )
     found = await asyncio.gather(*(unanswered(client, a) for a, _ in targets))
     silent = [(a, why) for (a, role), why in zip(targets, found, strict=True) if why is not None]
@@ -54,8 +62,15 @@ async def check_nsqds_answer(
         f"{word.get(a, 'nsqd')} {a} ({why.partition(a)[2].strip() if a in why else why})"
         for a, why in silent
     )
-    if any(word.get(a) == "nsqlookupd" for a, _ in silent):
+    changed = {r.node.address for stage in stages for r in stage}
+    if any(word.get(a) == "nsqlookupd" and a in changed for a, _ in silent):
         rest = "on the others only; run it again once every nsqd and nsqlookupd answers"
+    elif any(word.get(a) == "nsqlookupd" for a, _ in silent):
+        rest = (
+            "only the nsqds the others know of, missing any registered with it alone; run it "
+            "again once every nsqlookupd answers, or name every nsqd to change with "
+            "`nsqd_http` and no `lookupd_http`"
+        )
     else:
         rest = "on the other nsqds only; run it again once every nsqd answers"
     raise AdminError(
@@ -166,8 +181,13 @@ async def check_plan(
     # an original plan sends one request to every nsqlookupd it unregisters from (delete):
     # those must answer too; the redesign's go to the leader just found
     lookupds = placement.family == "original"
+    # and on the original, the nsqlookupds the nsqds were found through (none for an
+    # action limited to one nsqd: that one was named, not found)
+    found_through = placement.lookupds if lookupds and node is None else ()
     async with admin_client() as client:
-        await check_nsqds_answer(client, what, stages, unreadable, lookupds=lookupds)
+        await check_nsqds_answer(
+            client, what, stages, unreadable, lookupds=lookupds, found_through=found_through
+        )
         if placement.family == "redesign":
             await check_partitions_in_sync(
                 client, what, placement.lookupds, placement.topic, stages

@@ -123,7 +123,8 @@ def origin(setting: ReadOnlySetting) -> str:
     return setting.source.removeprefix("$")
 
 
-def _to_act(setting: ReadOnlySetting) -> str:
+def to_act(setting: ReadOnlySetting) -> str:
+    """What the operator does to turn read-only off, wherever it was turned on."""
     if setting.source == "flag":
         return "drop --read-only to act"
     if setting.source.startswith("$"):
@@ -136,7 +137,7 @@ def refusal(path: tuple[str, ...], write: Write, setting: ReadOnlySetting) -> st
     command = " ".join((*path, write.flag) if write.flag else path)
     instead = f" (or {write.instead})" if write.instead else ""
     return (
-        f"read-only (from {origin(setting)}): '{command}' {write.does}; {_to_act(setting)}{instead}"
+        f"read-only (from {origin(setting)}): '{command}' {write.does}; {to_act(setting)}{instead}"
     )
 
 

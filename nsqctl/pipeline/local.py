@@ -74,7 +74,11 @@ def _first_line(err: Exception) -> str:
     return text.splitlines()[0] if text else type(err).__name__
 
 
-def _scan(dataset: ds.Dataset, columns: list[str], row_filter: flt.RowFilter) -> pa.Table:
+def _scan(
+    dataset: ds.Dataset, columns: list[str], row_filter: flt.RowFilter, source: str
+) -> pa.Table:
+    """The rows of the archive at ``source`` that ``row_filter`` takes; a file that cannot
+    be read is bad input, named as :func:`open_archive` names it (and as Spark's is)."""
     present = set(dataset.schema.names) | {"__filename"}
     try:
         return dataset.to_table(
@@ -82,7 +86,7 @@ def _scan(dataset: ds.Dataset, columns: list[str], row_filter: flt.RowFilter) ->
             filter=flt.to_arrow(row_filter, dataset.schema.names),
         )
     except (pa.ArrowInvalid, OSError) as err:
-        raise ConfigError(f"cannot read the archive: {_first_line(err)}") from err
+        raise ConfigError(f"cannot read the archive at {source}: {_first_line(err)}") from err
 
 
 # --------------------------------------------------------------------------- trace
@@ -99,7 +103,7 @@ class LocalReader:
         read in full, where the ids' statistics leave one row group each."""
         rows: list[dict[str, Any]] = []
         for path in paths:
-            hits = _scan(open_archive(path), ["internal_id", "__filename"], row_filter)
+            hits = _scan(open_archive(path), ["internal_id", "__filename"], row_filter, path)
             if not hits.num_rows:
                 continue
             files = sorted(set(hits.column("__filename").to_pylist()))
@@ -112,7 +116,7 @@ class LocalReader:
             )
             ids = tuple(pc.unique(hits.column("internal_id")).to_pylist())
             narrowed = (*row_filter, flt.Cmp("internal_id", "in", ids))
-            for row in _scan(found, [*TRACE_COLUMNS, "__filename"], narrowed).to_pylist():
+            for row in _scan(found, [*TRACE_COLUMNS, "__filename"], narrowed, path).to_pylist():
                 row["_file"] = os.path.abspath(row.pop("__filename"))  # as Spark names it
                 rows.append(row)
         return rows
@@ -204,7 +208,9 @@ def archive_plan(source: str, filters: Any, shard_field: str | None) -> Planned:
     columns = ["topic", "partition", "nsqd", "internal_id", "timestamp", "offset", "body"]
     if shard_field:
         columns.append("ext")
-    table = _scan(open_archive(source), columns, flt.replay_filter(filters)).combine_chunks()
+    table = _scan(
+        open_archive(source), columns, flt.replay_filter(filters), source
+    ).combine_chunks()
     original = pc.less(table.column("partition"), 0)
     node = pc.if_else(original, table.column("nsqd"), pa.scalar("", pa.string()))
     table = table.append_column(flt.NODE_COLUMN, node)

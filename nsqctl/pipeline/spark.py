@@ -290,37 +290,75 @@ def _executor_failure(err: Exception) -> str:
     return lines[0][:300] if lines else type(err).__name__
 
 
+# Spark's error class for a file it could not read (a corrupt or truncated Parquet file,
+# or not Parquet at all): bad input, as the local engine's pyarrow read error is.
+FAILED_READ_FILE = "FAILED_READ_FILE"
+
+
 @contextlib.contextmanager
-def spark_errors(what: str) -> Iterator[None]:
+def spark_errors(what: str, unreadable: str) -> Iterator[None]:
     """Turn a failed Spark job into one line: ``what``, then the root cause's message.
 
     A job that fails in the JVM (a corrupt Parquet file, a file gone while read) reaches
     Python as a Py4J error whose text is a Java stack trace of hundreds of lines; the
-    reason is the innermost cause's message. Anything else passes through untouched.
+    reason is the innermost cause's message. A file Spark could not read is bad input:
+    :class:`ConfigError` (exit 2), said as ``unreadable`` then the reason, as the local
+    engine says it, so both engines answer the same archive alike. Anything else passes
+    through untouched.
     """
     try:
         yield
     except NsqctlError:
         raise
     except Exception as err:
+        unread = unreadable_file_reason(err)
+        if unread is not None:
+            raise ConfigError(f"{unreadable}: {unread}") from err
         reason = spark_failure_reason(err)
         if reason is None:
             raise
         raise NsqctlError(f"{what}: {reason}") from err
 
 
+def _java_causes(err: BaseException) -> list[Any]:
+    """The JVM exception behind ``err`` and its causes, outermost first (none when ``err``
+    is not a Py4J error)."""
+    causes: list[Any] = []
+    cause = getattr(err, "java_exception", None)  # py4j.protocol.Py4JJavaError
+    while cause is not None and len(causes) < 20:  # a cause chain is short; never loop forever
+        causes.append(cause)
+        cause = cause.getCause()
+    return causes
+
+
+def _message(cause: Any) -> str | None:
+    text = cause.getMessage()
+    return None if text is None else str(text)
+
+
+def unreadable_file_reason(err: BaseException) -> str | None:
+    """Why Spark could not read an input file, one line, when that is what failed
+    (its ``FAILED_READ_FILE`` error); None otherwise. The innermost cause that says
+    something (a truncated file's is a bare NullPointerException), else Spark's own
+    words without their ``[ERROR_CLASS]`` tag."""
+    causes = _java_causes(err)
+    failed = [c for c in causes if (_message(c) or "").startswith(f"[{FAILED_READ_FILE}")]
+    if not failed:
+        return None
+    inner = causes[causes.index(failed[-1]) + 1 :]
+    said = [text for c in inner if (text := _message(c))]
+    if said:
+        return _one_line(said[-1])
+    return _one_line(re.sub(r"^\[[A-Z_.]+\]\s*", "", _message(failed[-1]) or ""))
+
+
 def spark_failure_reason(err: BaseException) -> str | None:
     """The innermost JVM cause of a failed Spark call, one line; None when ``err`` is not
     a Spark/JVM failure."""
-    java = getattr(err, "java_exception", None)  # py4j.protocol.Py4JJavaError
-    if java is not None:
-        messages: list[str] = []
-        cause, depth = java, 0
-        while cause is not None and depth < 20:  # a cause chain is short; never loop forever
-            text = cause.getMessage()
-            messages.append(str(text) if text is not None else str(cause.toString()))
-            cause, depth = cause.getCause(), depth + 1
-        return _one_line(messages[-1] if messages else str(java.toString()))
+    causes = _java_causes(err)
+    if causes:
+        messages = [_message(c) or str(c.toString()) for c in causes]
+        return _one_line(messages[-1])
     from pyspark.errors.exceptions.captured import CapturedException
 
     if isinstance(err, CapturedException):

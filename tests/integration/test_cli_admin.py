@@ -398,3 +398,32 @@ def test_dry_runs_change_nothing_and_say_what_the_real_run_does(
     for args in (["topic", "pause", topic], ["topic", "empty", topic, "--dry-run"]):
         line = assert_one_line_error(cli(*args, *lk(c)), 2)
         assert "the redesign nsqd has no topic" in line, line
+
+
+def test_actions_with_a_lookupd_down_are_refused_as_create_is(original_cluster: Cluster) -> None:
+    """An nsqd registers with the nsqlookupds it was told of: one that does not answer may
+    be the only one knowing an nsqd that holds the topic, so a pause, unpause or empty
+    found through the lookupds is refused whole, as a create is; naming the nsqds alone
+    (--nsqd-http, no --lookupd) is the way through in an incident."""
+    c = original_cluster
+    topic = name("adm-act-lkdown")
+    create(c, topic)
+    ok("channel", "create", topic, "c", *lk(c))
+    dead = f"127.0.0.1:{closed_port()}"
+    actions = [
+        (kind, action) for kind in ("topic", "channel") for action in ("pause", "unpause", "empty")
+    ]
+    for kind, action in actions:
+        subject = (topic,) if kind == "topic" else (topic, "c")
+        proc = cli(kind, action, *subject, *lk(c), "--lookupd", dead, "--yes")
+        line = assert_one_line_error(proc, 1)
+        assert f"nsqlookupd {dead}" in line and "refused, nothing was changed" in line, line
+        assert "--nsqd-http" in line and "--lookupd" in line, line
+        assert proc.stdout == ""
+    assert [t.paused for t in all_entries(c, topic)] == [False, False]
+    assert [ch.paused for ch in channel_entries(c, topic, "c")] == [False, False]
+    nodes = [x for a in c.nsqd_http for x in ("--nsqd-http", a)]
+    ok("topic", "pause", topic, *nodes)
+    ok("channel", "pause", topic, "c", *nodes)
+    assert [t.paused for t in all_entries(c, topic)] == [True, True]
+    assert [ch.paused for ch in channel_entries(c, topic, "c")] == [True, True]

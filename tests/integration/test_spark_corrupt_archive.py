@@ -1,7 +1,8 @@
 """A corrupt Parquet file in an archive: ``replay`` and ``trace`` with ``--engine spark``
-end with one line naming the file and exit 1, as the local engine does, not with a Py4J
-and Java stack trace. The archive is a real one (``nsqctl archive`` from a real nsqd), with
-one file overwritten by garbage; Spark runs for real (local mode).
+end with one line naming the file and exit 2 (bad input), in the local engine's words, not
+with a Py4J and Java stack trace: the same archive gets the same answer from both engines.
+The archive is a real one (``nsqctl archive`` from a real nsqd), with one file overwritten
+by garbage; Spark runs for real (local mode).
 
 The Spark commands run through the console script's ``main()`` in this process
 (:func:`~tests.helpers.cli.run_main`), so they share the test session's SparkSession
@@ -40,14 +41,21 @@ def test_spark_engine_reports_a_corrupt_parquet_file_in_one_line(
     bad.write_bytes(b"PAR1 this is not a parquet file, only its first magic" * 50)
 
     local = run_cli(["replay", str(out), "--to-topic", "x", "--engine", "local", "--dry-run", "-q"])
-    assert bad.name in assert_one_line_error(local, 2)  # the local engine's word for it
+    line = assert_one_line_error(local, 2)
+    assert bad.name in line and f"cannot read the archive at {out}: " in line, line
 
     replay = run_main("replay", str(out), "--to-topic", "x", "--engine", "spark", "--dry-run", "-q")
-    line = assert_one_line_error(replay, 1)
+    line = assert_one_line_error(replay, 2)
+    assert f"cannot read the archive at {out}: " in line, line
     assert bad.name in line and "not a Parquet file" in line, line
 
+    local = run_cli(["trace", "0000000000000001", "--archive", str(out), "--engine", "local"])
+    line = assert_one_line_error(local, 2)
+    assert bad.name in line and "cannot read the archive" in line, line
+
     trace = run_main("trace", "0000000000000001", "--archive", str(out), "--engine", "spark")
-    line = assert_one_line_error(trace, 1)
+    line = assert_one_line_error(trace, 2)
+    assert "cannot read the archive: " in line, line
     assert bad.name in line and "not a Parquet file" in line, line
     # the failed jobs left the shared session usable
     assert spark.range(3).count() == 3

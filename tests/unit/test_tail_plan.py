@@ -14,7 +14,9 @@ from nsqctl.cli.commands.tail import (
     parse_filter,
     parse_format,
     parse_history,
+    summary_words,
 )
+from nsqctl.consumer import ConsumerStats
 from nsqctl.errors import ConfigError
 from nsqctl.protocol.names import is_ephemeral, validate_channel
 
@@ -66,3 +68,17 @@ def test_plan_reads_history_when_a_start_or_end_is_given_and_acks_by_channel() -
     assert until.time_travel and until.stop.reads_stats
     assert TailStop(until_empty=True).reads_stats
     assert TailPlan(TailSource(topic="t", channel="durable")).ack_when_read
+
+
+def test_summary_speaks_of_ordered_partitions_only_for_an_ordered_tail() -> None:
+    stats = ConsumerStats(reconnects=1, duplicates=2)
+    unordered = summary_words(stats, ordered=False)
+    assert unordered == (
+        "nsqctl tail: 1 reconnect(s); 2 message(s) printed again after a reconnect (at-least-once)"
+    )
+    stats.order_redeliveries = 1
+    ordered = summary_words(stats, ordered=True)
+    assert ordered is not None and ordered.endswith(
+        ", 1 of them resent by a new leader on an ordered partition"
+    )
+    assert summary_words(ConsumerStats(), ordered=True) is None  # nothing came twice

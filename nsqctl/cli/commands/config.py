@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
+from pathlib import Path
 
 import typer
 from rich.console import Console
@@ -157,4 +159,31 @@ def set_profile(
         read_only=read_only,
     )
     path = save_profile(prof, make_default=default)
+    paths = (
+        ("--tls-ca", tls_ca),
+        ("--tls-cert", tls_cert),
+        ("--tls-key", tls_key),
+        ("--tls-key-password-file", tls_key_password_file),
+        ("--auth-secret-file", auth_secret_file),
+    )
+    for line in missing_file_warnings(name, paths):
+        typer.echo(line, err=True)
     typer.echo(f"saved profile {name} in {path}", err=True)
+
+
+def missing_file_warnings(profile: str, paths: Iterable[tuple[str, str | None]]) -> list[str]:
+    """One line for each given path (``(flag, path)``) that is not a file here. A warning,
+    not a refusal: a profile may be written for another machine, where the file is; but
+    on this one every command using the profile would fail on it, long after it was set."""
+    lines = []
+    for flag, given in paths:
+        if given is None:
+            continue
+        found = Path(given).expanduser()
+        if not found.is_file():
+            state = "is not a file" if found.exists() else "does not exist"
+            lines.append(
+                f"warning: profile {profile}: {flag} {given} {state} here: saved anyway "
+                "(it may be for another machine), but commands using it here will fail"
+            )
+    return lines

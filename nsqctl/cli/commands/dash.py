@@ -25,7 +25,7 @@ from nsqctl.cli.flags import (
     resolve_cluster,
 )
 from nsqctl.cli.numbers import poll_interval, seconds
-from nsqctl.cli.readonly import origin
+from nsqctl.cli.readonly import origin, to_act
 from nsqctl.errors import ConfigError
 from nsqctl.stats.poller import DEFAULT_TIMEOUT, StatsPoller
 from nsqctl.stats.sources import StatsSession
@@ -82,18 +82,29 @@ def dash(
     if serve_at is None:
         if allow_actions:
             raise ConfigError("--allow-actions applies to --serve only: add --serve PORT")
+        # from the environment it is ambient (set for a later --serve); on the command
+        # line it is a token the operator expects to guard something, and nothing would
+        if token is not None and token != os.environ.get(TOKEN_ENV):
+            raise ConfigError("--token applies only with --serve: add --serve PORT or drop it")
         require_terminal()
     else:
         bind = parse_bind(serve_at)
         check_token(bind, token)
+    sel = resolve_cluster(lookupd, nsqd, profile, nsqd_http, require="http")
+    # under read-only the dashboard still shows everything; its actions are refused
+    read_only = origin(sel.read_only_setting()) if sel.read_only else None
+    if read_only is not None and allow_actions:
+        # the two contradict each other: serving read-only quietly would leave the operator
+        # believing browsers can act
+        raise ConfigError(
+            f"--allow-actions contradicts read-only (from {read_only}), and read-only wins: "
+            f"drop --allow-actions to serve read-only, or {to_act(sel.read_only_setting())}"
+        )
+    if serve_at is not None:
         require_extra()
         warning = token_warning(token, os.environ)
         if warning is not None:
             typer.echo(warning, err=True)
-    sel = resolve_cluster(lookupd, nsqd, profile, nsqd_http, require="http")
-    # under read-only the dashboard still shows everything; its actions are refused
-    read_only = origin(sel.read_only_setting()) if sel.read_only else None
-    if serve_at is not None:
         if read_only is None and not allow_actions:
             read_only = "--serve without --allow-actions"
         spec = ServedDash.of(sel, interval, timeout, read_only)

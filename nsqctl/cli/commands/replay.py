@@ -236,7 +236,9 @@ def _spark_replay(
 ) -> None:
     from nsqctl.pipeline.spark import spark_errors
 
-    with spark_errors(f"spark could not replay {job.source}"):
+    with spark_errors(
+        f"spark could not replay {job.source}", f"cannot read the archive at {job.source}"
+    ):
         _spark_job(job, tasks, dry_run, checkpoint, restart, spark_master)
 
 

@@ -41,7 +41,7 @@ from nsqctl.cli.output.messages import format_message
 from nsqctl.cli.output.pipe_acks import PipeAcks, hangup_poll, pipe_acks_for
 from nsqctl.cli.output.template import TOKENS_HELP, Template, compile_template, is_template
 from nsqctl.connection import ConnectionConfig
-from nsqctl.consumer import Consumer, ConsumerOptions, FailoverEvent
+from nsqctl.consumer import Consumer, ConsumerOptions, ConsumerStats, FailoverEvent
 from nsqctl.consumer.lanes import OrderedLanes
 from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.failover import DEFAULT_FAILOVER_WINDOW
@@ -855,17 +855,29 @@ def _log_failed(log: TraceLog | None) -> bool:
     return log is not None and log.error is not None
 
 
-def _summary(consumer: Consumer, output: TailOutput) -> None:
-    """After a reconnect: what came twice (at-least-once), so a reader can account for it
-    (a notice: after Ctrl-C, not waiting on a standard error that stalled)."""
-    stats = consumer.stats
+def summary_words(stats: ConsumerStats, *, ordered: bool) -> str | None:
+    """After a reconnect: what came twice (at-least-once), so a reader can account for it;
+    None when nothing did. Resends by a new leader happen only on an ordered subscription
+    (``--ordered``, redesign only): without one, that count is always 0 and saying it
+    would suggest partitions the tail never read."""
     if not (stats.duplicates or stats.order_redeliveries or stats.reconnects):
-        return
-    output.notice(
+        return None
+    words = (
         f"nsqctl tail: {stats.reconnects} reconnect(s); {stats.duplicates} message(s) "
-        f"printed again after a reconnect (at-least-once), {stats.order_redeliveries} "
-        "of them resent by a new leader on an ordered partition"
+        "printed again after a reconnect (at-least-once)"
     )
+    if ordered:
+        words += (
+            f", {stats.order_redeliveries} of them resent by a new leader on an ordered partition"
+        )
+    return words
+
+
+def _summary(consumer: Consumer, output: TailOutput, *, ordered: bool) -> None:
+    """The summary, as a notice: after Ctrl-C, not waiting on a standard error that stalled."""
+    words = summary_words(consumer.stats, ordered=ordered)
+    if words is not None:
+        output.notice(words)
 
 
 def _lanes(plan: TailPlan, output: TailOutput, consumer: Consumer) -> OrderedLanes | None:
@@ -1028,7 +1040,7 @@ class TailRun:
         await self.consumer.stop(timeout=5)
         if log is not None:
             log.close()
-        _summary(self.consumer, self.output)
+        _summary(self.consumer, self.output, ordered=self.plan.source.ordered)
 
     def raise_outcome(self) -> None:
         """Why the tail ended, when that was not success: the error, or the exit status."""

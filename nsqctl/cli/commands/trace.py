@@ -91,7 +91,7 @@ def _engine_errors(reader: Any) -> contextlib.AbstractContextManager[None]:
         return contextlib.nullcontext()
     from nsqctl.pipeline.spark import spark_errors
 
-    return spark_errors("spark could not read the archive")
+    return spark_errors("spark could not read the archive", "cannot read the archive")
 
 
 def _reader(engine: str, sources: list[str], master: str | None, verbose: bool) -> Any:
