@@ -16,6 +16,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from nsqctl.errors import ConfigError
 from nsqctl.jsonfield import MISSING, get_field
 from nsqctl.pipeline.schema import (
     NO_PARTITION,
@@ -170,6 +171,23 @@ POSITION = {
     "shard_field": ("timestamp", "internal_id", "partition"),
 }
 ORDER_COLUMNS = ("_key", "_o1", "_o2", "_o3")
+
+#: The columns every archive file holds that replay and trace cannot do without: a Parquet
+#: file lacking one was not written by ``nsqctl archive``, and is refused as such rather
+#: than failing later in the engine's own words (a traceback locally, a query error in
+#: Spark).
+ARCHIVE_CORE_COLUMNS = ("topic", "partition", "nsqd", "internal_id", "timestamp", "body")
+
+
+def check_archive_columns(source: str, columns: Collection[str]) -> None:
+    """A one-line :class:`ConfigError` when ``source`` lacks an archive's core columns."""
+    missing = [c for c in ARCHIVE_CORE_COLUMNS if c not in columns]
+    if missing:
+        raise ConfigError(
+            f"{source} is not an nsqctl archive: it has no {', '.join(missing)} column"
+            f"{'s' if len(missing) > 1 else ''}; give a directory (or file) written by "
+            "`nsqctl archive`"
+        )
 
 
 def spark_json_path(shard_field: str) -> str:

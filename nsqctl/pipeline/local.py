@@ -66,6 +66,7 @@ def open_archive(source: str) -> ds.Dataset:
         raise ConfigError(
             f"no archive files under {source}: give the directory an archive was written to"
         )
+    flt.check_archive_columns(source, dataset.schema.names)
     return dataset
 
 

@@ -71,6 +71,7 @@ def archive_frame(
         df = spark.read.parquet(source)
     except AnalysisException as err:
         raise _analysis_error(err, f"cannot read the archive at {source}") from err
+    flt.check_archive_columns(source, df.columns)
     df = _where(df.where(flt.to_spark(flt.replay_filter(filters), df.columns)), filters)
     original = F.col("partition") < 0
     df = df.withColumn(flt.NODE_COLUMN, F.when(original, F.col("nsqd")).otherwise(F.lit("")))

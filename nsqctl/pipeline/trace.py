@@ -15,7 +15,13 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 import httpx
 
 from nsqctl.errors import ConfigError, NsqctlError
-from nsqctl.pipeline.filters import RowFilter, archive_filter, log_filter, to_spark
+from nsqctl.pipeline.filters import (
+    RowFilter,
+    archive_filter,
+    check_archive_columns,
+    log_filter,
+    to_spark,
+)
 from nsqctl.pipeline.schema import internal_id_from_hex, partition_of_id
 from nsqctl.pipeline.selection import TraceQuery
 
@@ -112,6 +118,7 @@ class SparkReader:
         from pyspark.sql import functions as F
 
         df = self.spark.read.parquet(*paths)
+        check_archive_columns(", ".join(paths), df.columns)
         df = df.where(to_spark(row_filter, df.columns))
         rows = df.withColumn("_file", F.input_file_name()).drop("body").collect()
         return [r.asDict() for r in rows]

@@ -59,3 +59,28 @@ def test_spark_engine_reports_a_corrupt_parquet_file_in_one_line(
     assert bad.name in line and "not a Parquet file" in line, line
     # the failed jobs left the shared session usable
     assert spark.range(3).count() == 3
+
+
+def test_a_parquet_file_that_is_no_archive_is_refused_as_such_by_both_engines(
+    tmp_path: Path,
+    spark: Any,  # noqa: F811 - the session's Spark, which the in-process commands get
+) -> None:
+    """A readable Parquet file another tool wrote: both engines name it as no nsqctl
+    archive and the core columns it lacks (the local engine gave a KeyError traceback,
+    Spark a query error and exit 1)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    other = tmp_path / "other.parquet"
+    pq.write_table(pa.table({"topic": ["t"], "value": [1]}), other)
+    expected = f"{other} is not an nsqctl archive: it has no "
+    for engine in ("local", "spark"):
+        replay = run_main(
+            "replay", str(other), "--to-topic", "x", "--engine", engine, "--dry-run", "-q"
+        )
+        line = assert_one_line_error(replay, 2)
+        assert expected in line and "nsqd, internal_id" in line, (engine, line)
+        assert "`nsqctl archive`" in line, (engine, line)
+        trace = run_main("trace", "0000000000000001", "--archive", str(other), "--engine", engine)
+        line = assert_one_line_error(trace, 2)
+        assert "is not an nsqctl archive" in line and "internal_id" in line, (engine, line)
