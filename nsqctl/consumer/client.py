@@ -343,9 +343,10 @@ class Consumer:
         The close runs in a task of its own: a close() cancelled (a caller's deadline)
         does not leave the consumer half closed, connected and its run_forever() waiting;
         the close runs on. Every close() waits for that one close. Called from one of
-        this consumer's own handlers, close() returns once the close began: the close
-        waits for that handler, which could never return while it waited for the close
-        (its message is then FINed as usual, or given back after ``timeout``).
+        this consumer's own handlers (or a task one started: ``wait_for(close(), t)``,
+        ``gather``), close() returns once the close began: the close waits for that
+        handler, which could never return while it waited for the close (its message is
+        then FINed as usual, or given back after ``timeout``).
         """
         closing = self._closing
         if closing is None:
