@@ -663,10 +663,17 @@ class Connection:
     async def close(self, timeout: float = 5.0) -> None:
         """Clean close: CLS and wait for CLOSE_WAIT when subscribed, read on until nsqd
         is quiet (see :data:`CLOSE_WAIT_QUIET`), then drain and close. Cancelled, it
-        raises CancelledError having closed the socket all the same (at once)."""
+        raises CancelledError having closed the socket all the same (at once).
+
+        A socket is closed gracefully only once what was written is drained: with bytes
+        still buffered for a peer that reads nothing, a graceful close would wait for
+        them for ever, the socket left open. So when the drain (or the close that
+        follows) does not end within ``timeout``, or the close is cancelled, the socket
+        is aborted, what is still buffered dropped."""
         if self._reclaim is not None:
             self._reclaim()
         sock = self._socket
+        drained = False
         try:
             if self.closed is None and self._transport is not None and sock is not None:
                 if self.subscribed is not None and self._loop is not None:
@@ -685,12 +692,20 @@ class Connection:
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(timeout):
                         await sock.drain()
+                        drained = True
         finally:
-            self._shutdown(ConnectionClosedError(str(self.address), "closed by the client"))
+            reason = ConnectionClosedError(str(self.address), "closed by the client")
+            self._shutdown(reason, abort=not drained)
         if sock is not None:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(timeout):
-                    await sock.wait_closed()
+            closed = False
+            try:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(timeout):
+                        await sock.wait_closed()
+                        closed = True
+            finally:
+                if not closed:  # drained below the high-water mark only, and stuck
+                    self._abort()
 
     async def _read_until_quiet(self, quiet: float, limit: float) -> None:
         """Keep reading (each read handled as always) until ``quiet`` seconds pass
@@ -709,8 +724,9 @@ class Connection:
         if self._transport is not None:
             self._transport.abort()
 
-    def _shutdown(self, reason: ConnectionClosedError) -> None:
-        """Mark closed once: fail pending requests, close the socket, tell the owner."""
+    def _shutdown(self, reason: ConnectionClosedError, *, abort: bool = False) -> None:
+        """Mark closed once: fail pending requests, close the socket (``abort``: at once,
+        dropping what is still buffered), tell the owner."""
         if self.closed is not None:
             return
         if self._reclaim is not None:
@@ -735,7 +751,10 @@ class Connection:
         self._session.fail_pending(reason)
         self._out.clear()
         if self._transport is not None:
-            self._transport.close()
+            if abort:
+                self._transport.abort()
+            else:
+                self._transport.close()
         if self.on_close is not None:
             cause = None if reason.reason == "closed by the client" else reason
             self.on_close(self, cause)

@@ -345,9 +345,10 @@ class Consumer:
         The close runs in a task of its own: a close() cancelled (a caller's deadline)
         does not leave the consumer half closed, connected and its run_forever() waiting;
         the close runs on. Every close() waits for that one close. Called from one of
-        this consumer's own handlers, close() returns once the close began: the close
-        waits for that handler, which could never return while it waited for the close
-        (its message is then FINed as usual, or given back after ``timeout``).
+        this consumer's own handlers (or a task one started: ``wait_for(close(), t)``,
+        ``gather``), close() returns once the close began: the close waits for that
+        handler, which could never return while it waited for the close (its message is
+        then FINed as usual, or given back after ``timeout``).
         """
         self._stopping = True
         closing = self._closing.begin(functools.partial(self._close, timeout))
@@ -356,7 +357,26 @@ class Consumer:
         await asyncio.shield(closing)
 
     async def _close(self, timeout: float | None) -> None:
-        """What :meth:`close` does, in order."""
+        """What :meth:`close` does, in order. Whatever fails on the way, the connections
+        are closed and run_forever() ends: a close begun by a handler is awaited by
+        nobody, its error only retrieved."""
+        try:
+            await self._settle_messages(timeout)
+            self._delivery.shutdown()
+            await self._stop_tasks()
+        finally:
+            try:
+                await self._connections.close_all()
+                if self._lookup is not None:
+                    await self._lookup.aclose()
+                if self._resumer is not None:
+                    await self._resumer.aclose()
+            finally:
+                self._ended.set()
+
+    async def _settle_messages(self, timeout: float | None) -> None:
+        """Stop intake and wait up to ``timeout`` for the messages in hand to be answered;
+        give back what is not, cancelling its handlers."""
         timeout = self.options.stop_timeout if timeout is None else timeout
         self._flow.close_window(time.monotonic())
         self._connections.stop_connecting()
@@ -392,14 +412,6 @@ class Consumer:
             )
             if handlers:  # let the cancelled handlers unwind, within a bound
                 await asyncio.wait(handlers, timeout=HANDLER_CANCEL_GRACE)
-        self._delivery.shutdown()
-        await self._stop_tasks()
-        await self._connections.close_all()
-        if self._lookup is not None:
-            await self._lookup.aclose()
-        if self._resumer is not None:
-            await self._resumer.aclose()
-        self._ended.set()
 
     async def _stop_tasks(self) -> None:
         """Cancel the background tasks and wait for them, within a bound.

@@ -364,32 +364,40 @@ class ConnectionSet:
             )
         except (ConfigError, p.TLSNotOfferedError) as err:
             # The connection's own settings cannot be used (a TLS certificate without its
-            # key, an unreadable CA file, TLS asked of an nsqd that offers none): no
-            # reconnect changes them. Raised at start-up
-            # by the first sync; a consumer already running (its topic appeared after the
-            # start) ends with it rather than logging it at each lookup for ever.
-            self._set_fatal(err)
+            # key, an unreadable CA file, TLS asked of an nsqd that offers none). Before
+            # anything subscribed no reconnect changes them: raised at start-up by the
+            # first sync, and a consumer started before its topic existed ends with it
+            # rather than logging it at each lookup for ever. An nsqd that offers no TLS
+            # ends it at any time, as one requiring TLS does: retrying cannot agree them.
+            # Once subscribed, TLS files that worked are another matter: each dial loads
+            # them again, so files caught half-replaced by a rotation fail this dial only,
+            # and the target is retried (an nsqd given without lookupd would else be lost).
+            if not self._subscribed_once or isinstance(err, p.TLSNotOfferedError):
+                self._set_fatal(err)
+                return None
+            # the error names the file and setting, never a key's content or passphrase
+            self._retry(target, f"nsqd {address}: {err} (retrying)", err, logging.ERROR)
             return None
         except p.ServerError as err:
             if self._refused_for_good(err):
                 self._set_fatal(err)
                 return None
             text = f"nsqd {address} refused the handshake: {err}"
-            self._failed(address, text, err)
-            log.warning("%s", text)
-            self._schedule_reconnect(target)
+            self._retry(target, text, err, logging.WARNING)
             return None
         except (ConnectError, OSError) as err:
             text = str(err) if isinstance(err, ConnectError) else f"{address}: {err}"
-            self._failed(address, text, err)
             # Before anything ever connected the start-up check reports it in one line.
-            log.log(
-                logging.WARNING if self.stats.connections or self._conns else logging.INFO,
-                "%s",
-                text,
-            )
-            self._schedule_reconnect(target)
+            level = logging.WARNING if self.stats.connections or self._conns else logging.INFO
+            self._retry(target, text, err, level)
             return None
+
+    def _retry(self, target: Target, text: str, err: BaseException, level: int) -> None:
+        """A dial of ``target`` failed with ``err``: recorded for the start-up check,
+        logged at ``level`` and tried again later."""
+        self._failed(target[0], text, err)
+        log.log(level, "%s", text)
+        self._schedule_reconnect(target)
 
     def _refused_for_good(self, err: p.ServerError) -> bool:
         """Whether nsqd's refusal of the handshake stops the consumer at once. TLS it

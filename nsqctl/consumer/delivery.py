@@ -25,10 +25,11 @@ sending a FIN nsqd would refuse.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from nsqctl.consumer.handlers import (
@@ -53,6 +54,12 @@ if TYPE_CHECKING:
     from nsqctl.tracelog import TraceLog
 
 log = logging.getLogger("nsqctl.consumer")
+
+#: The consumer whose handler (or giving-up hook) the running code is part of; None
+#: outside any. Set in each handler task's own context, which the tasks it starts copy.
+_HANDLING: contextvars.ContextVar[DeliveryPath | None] = contextvars.ContextVar(
+    "nsqctl_consumer_handling", default=None
+)
 _monotonic = time.monotonic
 
 GiveUpHook = Callable[[Message], Awaitable[Any] | Any]
@@ -182,7 +189,7 @@ class DeliveryPath:
         # How a task runs its message: as before (one task per message, nothing more), or
         # through the runner that bounds concurrency, uses threads and touches.
         self._runner: HandlerRunner | None = None
-        self._run: Callable[[Message], Awaitable[None]] = self._run_async
+        self._run: Callable[[Message], Coroutine[Any, Any, None]] = self._run_async
         if handler is not None and (
             options.concurrency is not None or options.threads or options.auto_touch
         ):
@@ -430,8 +437,12 @@ class DeliveryPath:
         last = raws[-1]
         self._fin_marks[partition] = (last.offset, last.internal_id)
 
-    def _spawn(self, coro: Awaitable[None], msg: Message) -> None:
-        task = asyncio.ensure_future(coro)
+    def _spawn(self, coro: Coroutine[Any, Any, None], msg: Message) -> None:
+        # The task runs in a context naming this consumer's handling: a task the handler
+        # starts (wait_for, gather, create_task) copies it, so in_handler() holds there too.
+        context = contextvars.copy_context()
+        context.run(_HANDLING.set, self)
+        task = asyncio.get_running_loop().create_task(coro, context=context)
         tasks = self._handler_tasks
         tasks[task] = msg
         task.add_done_callback(tasks.pop)
@@ -702,8 +713,10 @@ class DeliveryPath:
             self.give_back(self._taken)
 
     def in_handler(self) -> bool:
-        """Whether the running task is one of this consumer's handlers (or give-up hooks)."""
-        return asyncio.current_task() in self._handler_tasks
+        """Whether the running code is one of this consumer's handlers (or give-up hooks),
+        or a task one of them started: a close() there that waited for the handlers
+        would wait for the very handler waiting on it."""
+        return _HANDLING.get() is self
 
     def abandon(self) -> list[asyncio.Task[None]]:
         """The consumer stops waiting: give back every message still unanswered (held

@@ -288,10 +288,12 @@ class Producer:
     async def _publish_batches(
         self, topic: str, partition: int | None, shard_key: ShardKey | None, sends: list[Send[T]]
     ) -> list[T]:
-        """One publish call per batch, pipelined; results in batch order, or the first
-        error, raised once every batch has ended (the others go on after it and may be
-        stored), so that its ``unsent`` speaks for the whole call: True only when no
-        batch was written to an nsqd.
+        """One publish call per batch, pipelined; results in batch order, or the error of
+        the first batch (in batch order) that failed, raised once every batch has ended
+        (the others go on after it and may be stored), so that its ``unsent`` speaks for
+        the whole call: True only when no batch was written to an nsqd. Whichever batch
+        failed first in time is no choice: the same failures would raise different
+        errors from one run to the next.
 
         Every call is begun here, before any await, so a keyed call's batches keep their
         order against the calls begun after this one; a batch task cancelled before it
@@ -307,7 +309,7 @@ class Producer:
         try:
             return list(await asyncio.gather(*tasks))
         except NsqctlError as err:
-            first = err
+            seen = err
         # A batch still running may yet be written: "nothing was sent" is known only once
         # every batch has ended. Each ends within its own retry budget, or at close().
         # Usually they all have (they failed alike): then raise in this very turn.
@@ -319,7 +321,11 @@ class Producer:
                 for task in running:
                     task.cancel()
                 raise
-        first.unsent = first.unsent is not False and not any(call.sent for call in calls)
+        # every failure is looked at (none left "never retrieved"); the first in order raised
+        failures = [e for task in tasks if not task.cancelled() and (e := task.exception())]
+        first = failures[0] if failures else seen
+        if isinstance(first, NsqctlError):
+            first.unsent = first.unsent is not False and not any(call.sent for call in calls)
         raise first
 
     def _begin(self, topic: str, partition: int | None, shard_key: ShardKey | None) -> PublishCall:

@@ -12,6 +12,8 @@ The session's original cluster; one message, one handler.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Coroutine
+from typing import Any
 
 import pytest
 
@@ -76,18 +78,32 @@ async def test_a_close_cut_short_by_its_callers_deadline_still_closes(
     await _finished_once_and_left(http, topic)
 
 
+def _awaited(how: str, close: Coroutine[Any, Any, None]) -> Awaitable[object]:
+    """``close`` awaited as a handler may: directly, or through wait_for or gather,
+    which run it in a task of its own (on Python 3.11, wait_for as well)."""
+    if how == "wait_for":
+        return asyncio.wait_for(close, 2)
+    if how == "gather":
+        return asyncio.gather(close)
+    return close
+
+
+@pytest.mark.parametrize("how", ["await", "wait_for", "gather"])
 async def test_a_handler_that_closes_its_consumer_ends_it(
-    original_cluster: cluster.Cluster,
+    original_cluster: cluster.Cluster, how: str
 ) -> None:
     """A handler awaiting its consumer's close(), which waits for that handler: close()
     returns to it at once, the handler returns, its message is FINed, and the consumer
-    ends, without waiting out the stop timeout to cancel the handler."""
+    ends, without waiting out the stop timeout to cancel the handler. So too when the
+    close runs in a task the handler started: it is the handler's all the same (a close
+    that waited there timed the handler's wait_for out, and the handled message was
+    given back as a failure, to be handled twice)."""
     nsqd, http = original_cluster.nsqd_tcp[0], original_cluster.nsqd_http[0]
     topic = await _one_message(nsqd)
     returned: list[bool] = []
 
     async def handle(msg: nsqctl.Message) -> None:
-        await consumer.close()
+        await _awaited(how, consumer.close())
         returned.append(True)
 
     options = nsqctl.ConsumerOptions(stop_timeout=60)  # far beyond the hang guard below

@@ -164,3 +164,26 @@ async def test_a_publish_waiting_to_retry_when_the_producer_closes_ends_as_close
     err = caught.value
     assert isinstance(err, nsqctl.PublishError) and err.unsent is True
     assert isinstance(err.__cause__, nsqctl.ConnectError)
+
+
+async def test_a_split_publish_raises_the_error_of_its_first_failed_batch() -> None:
+    """publish_many split into batches spread over two nsqd addresses: batch 0 goes to a
+    listener whose accept queue is full (its connect times out), batch 1 to a port nobody
+    listens on (refused at once). The error raised is batch 0's, the first in batch
+    order, not batch 1's, which came first in time: the same failures raise the same
+    error every time."""
+    with socket.socket() as listener, socket.socket() as queued:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        queued.connect(listener.getsockname())  # fills the accept queue
+        hung = f"127.0.0.1:{listener.getsockname()[1]}"
+        options = nsqctl.ProducerOptions(max_attempts=1, max_body_size=64)
+        config = nsqctl.ConnectionConfig(connect_timeout=0.3)
+        producer = nsqctl.Producer(nsqd_tcp=[hung, nowhere()], config=config, options=options)
+        async with producer:
+            with pytest.raises(nsqctl.PublishConnectError) as caught:
+                await producer.publish_many("t", [b"x" * 20 for _ in range(4)])
+    err = caught.value
+    assert isinstance(err, nsqctl.PublishConnectTimeoutError), repr(err)  # batch 0's
+    assert hung in str(err)
+    assert err.unsent is True
