@@ -185,8 +185,8 @@ def check_archive_columns(source: str, columns: Collection[str]) -> None:
     if missing:
         raise ConfigError(
             f"{source} is not an nsqctl archive: it has no {', '.join(missing)} column"
-            f"{'s' if len(missing) > 1 else ''}; give a directory (or file) written by "
-            "`nsqctl archive`"
+            f"{'s' if len(missing) > 1 else ''}: give the directory (or a file) an archive was "
+            "written to"
         )
 
 
