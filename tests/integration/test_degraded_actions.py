@@ -249,6 +249,11 @@ def test_a_partition_without_a_live_copy_refuses_every_action(rig: Rig) -> None:
     assert f"topic expand {rig.lone} refused, nothing was changed" in line
     assert f"topic {rig.split} partition {dead}" in line and "no live copy" in line
     assert "bring one of its nsqds back" in line
+    # a topic that does not exist: its "not found" says nothing of another topic's
+    # partition, which could not hide it
+    missing = run_main("lookup", unique("absent"), *rig.lookupd)
+    line = error_line(missing, 1, alone=True)
+    assert "not found" in line and rig.split not in line and "partition" not in line, line
     # a live partition named alone: that partition changes, fully
     live = next(p["partition"] for p in rig.lookup(rig.split)["partitions"] if p["live_copy"])
     dry, done = both("channel", "pause", rig.split, "c", "--partition", str(live), *rig.lookupd)
