@@ -52,6 +52,12 @@ def guessed_where(holders: str) -> str:
     return f"{UNREGISTERED}: on {holders} (down), or left behind"
 
 
+def leader_silent_words(leader: str) -> str:
+    """A partition whose leader nsqlookupd lists does not answer (hung, or gone since
+    nsqlookupd last heard of it): not "no live copy", which that copy may still be."""
+    return f"its leader {leader} does not answer"
+
+
 @dataclass(frozen=True)
 class Coverage:
     """The blind spots of one view."""

@@ -327,6 +327,8 @@ async def test_a_hung_leader_times_out_and_nothing_changes(rig: Rig) -> None:
     commands = [(channel_args(rig.trio, a), "--yes") for a in CHANNEL_ACTIONS if "un" not in a[0]]
     commands.append((["node", "drain", leader], "--timeout=5"))
     async with stopped(hung):
+        # first, while nsqlookupd surely still lists the stopped leader
+        stat = await nsqctl("stat", rig.trio, "--count", "1", *rig.lookupd, bound=BOUND)
         runs = await asyncio.gather(
             *(
                 nsqctl(*args, *rig.lookupd, flag, bound=BOUND)
@@ -334,13 +336,19 @@ async def test_a_hung_leader_times_out_and_nothing_changes(rig: Rig) -> None:
                 for flag in ("--dry-run", real)
             )
         )
+    # nsqlookupd still lists the stopped leader: stat says it does not answer, in the
+    # lookup's words, not that the partition has no live copy
+    assert stat.code == 0, stat.err
+    assert f"{rig.trio}#0: its leader {leader} does not answer" in stat.err, stat.err
+    assert "no live copy" not in stat.err, stat.err
     for i, (args, _) in enumerate(commands):
         dry, done = runs[2 * i], runs[2 * i + 1]
         # youzan may elect a new leader while the old one is stopped (then refused for the
         # ISR it leaves): which reason a run gives depends on when it asked
         verdict = f"channel {args[1]} {rig.trio}/c refused, nothing was changed: "
         if args[0] == "node":
-            verdict = f"nsqd {leader} does not answer and nsqlookupd "
+            # and whether nsqlookupd still lists the stopped nsqd when the drain asks
+            verdict = f"nsqd {leader} does not answer "
         for run in (dry, done):
             line = error_line(run, 1, alone=True)
             assert line.startswith(f"nsqctl: error: {verdict}"), line
