@@ -82,7 +82,7 @@ def describe_topic(
 ) -> dict[str, Any]:
     """What ``nsqctl lookup`` shows: family, meta, every partition, nsqds, channels, and
     (with ``view``, the nsqds' own account) what could not be seen."""
-    from nsqctl.stats.coverage import coverage
+    from nsqctl.stats.coverage import coverage, leader_silent_words
 
     meta = topo.meta
     held = view.topic(topo.topic) if view is not None else None
@@ -101,9 +101,7 @@ def describe_topic(
     warnings = coverage(view, topo.topic).warnings("channels and copies") if view else []
     for p in parts:
         if p["leader_answering"] is False:
-            warnings.append(
-                f"partition {p['partition']}: its leader {p['leader_http']} does not answer"
-            )
+            warnings.append(f"partition {p['partition']}: {leader_silent_words(p['leader_http'])}")
         elif p["leader_writable"] is False:
             warnings.append(
                 f"partition {p['partition']}: nsqlookupd names a leader, but no nsqd holding "

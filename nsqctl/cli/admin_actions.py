@@ -31,6 +31,7 @@ from nsqctl.cli.flags import (
     ProfileOption,
     resolve_cluster,
 )
+from nsqctl.cli.repeated import repeated_error
 from nsqctl.cli.wording import cli_words
 from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.protocol.names import validate_channel, validate_topic
@@ -57,10 +58,8 @@ def one_partition(given: list[int] | None) -> int | None:
     if not given:
         return None
     if len(set(given)) > 1:
-        raise ConfigError(
-            f"--partition given {len(given)} times ({', '.join(map(str, given))}): a channel "
-            "action takes one partition; run the command once per partition"
-        )
+        why = "a channel action takes one partition; run the command once per partition"
+        raise repeated_error("--partition", given, why)
     return given[0]
 
 

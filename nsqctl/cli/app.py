@@ -34,6 +34,7 @@ import typer.main
 from nsqctl.cli import flags, readonly
 from nsqctl.cli.collector import imports_done
 from nsqctl.cli.numbers import Number
+from nsqctl.cli.repeated import check_repeats
 from nsqctl.cli.wording import cli_message
 from nsqctl.debug_env import debug_from_env
 from nsqctl.errors import ConfigError, NsqctlError
@@ -329,6 +330,7 @@ def polish(command: Any) -> None:
         command.rich_markup_mode = None
     _set_metavars(command)
     _add_global_options(command)
+    check_repeats(command)
     for sub in getattr(command, "commands", {}).values():
         polish(sub)
 

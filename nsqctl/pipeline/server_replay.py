@@ -12,7 +12,8 @@ failover window with an error naming it: a replay that missed a partition is not
 
 At the count, RDY goes to 0 and every message nsqd had sent already is given back once,
 untouched. The fresh channel is deleted at the end (through nsqlookupd), so a replay
-leaves nothing behind that would keep the history's messages.
+leaves nothing behind that would keep the history's messages; while a partition has no
+leader no delete is taken, and the channel is left with a note saying when to delete it.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import random
 import re
 import string
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -241,8 +242,16 @@ async def _delete_channel(opts: HistoryOptions, report: HistoryReport) -> None:
         report.note = f"channel {report.channel} left on the nsqd (no nsqlookupd given): {how}"
         return
     from nsqctl import admin
+    from nsqctl.admin.requests import admin_client
 
     try:
+        async with admin_client() as client:
+            found = await admin.locate_topic(opts.topic, opts.lookupd, [], client)
+        if found.leaderless:
+            # a channel delete is refused while a partition has no leader (nobody can be
+            # asked to delete its copy), so the plain advice would be refused too
+            report.note = leaderless_channel_note(opts.topic, report.channel, found.leaderless)
+            return
         placement, stages = await admin.prepare(
             "channel", opts.topic, opts.lookupd, [], action="delete", channel=report.channel
         )
@@ -253,3 +262,18 @@ async def _delete_channel(opts: HistoryOptions, report: HistoryReport) -> None:
         report.note = f"channel {report.channel} could not be deleted ({err}): {how}"
         return
     report.channel_deleted = True
+
+
+def leaderless_channel_note(topic: str, channel: str, leaderless: Sequence[int]) -> str:
+    """What to do with a replay channel left because partitions of ``topic`` have no
+    leader: a delete is refused until each has one again, and until then the channel
+    keeps the messages retained from where the replay started."""
+    parts = ", ".join(map(str, leaderless))
+    return (
+        f"channel {channel} left on {topic}: partition(s) {parts} have no leader now, and a "
+        "channel delete is refused until every partition has one; until it is deleted it "
+        f"keeps {topic}'s messages from where the replay started from being cleaned up (up "
+        "to the topic's retention): delete it with "
+        f"`channel_delete({topic}, {channel})` once partition(s) {parts} have a leader again "
+        f"(`lookup({topic})` shows when)"
+    )

@@ -52,6 +52,12 @@ def guessed_where(holders: str) -> str:
     return f"{UNREGISTERED}: on {holders} (down), or left behind"
 
 
+def leader_silent_words(leader: str) -> str:
+    """A partition whose leader nsqlookupd lists does not answer (hung, or gone since
+    nsqlookupd last heard of it): not "no live copy", which that copy may still be."""
+    return f"its leader {leader} does not answer"
+
+
 @dataclass(frozen=True)
 class Coverage:
     """The blind spots of one view."""
@@ -110,14 +116,25 @@ class Coverage:
 
     def nsqd_warnings(self, what: str) -> list[str]:
         """The lines about nsqds not answering and partitions without a live copy."""
-        out = []
-        if self.not_answering:
-            names = "; ".join(f"{a}: {why}" for a, why in self.not_answering)
-            out.append(
-                f"{len(self.not_answering)} of {self.nsqds} nsqd not answering ({names}): "
-                f"{what} may be incomplete"
-            )
-        return [*out, *self.unseen_warnings(what)]
+        return [*self.not_answering_warnings(what), *self.unseen_warnings(what)]
+
+    def not_answering_warnings(self, what: str) -> list[str]:
+        """The line about nsqds not answering, if any."""
+        if not self.not_answering:
+            return []
+        names = "; ".join(f"{a}: {why}" for a, why in self.not_answering)
+        return [
+            f"{len(self.not_answering)} of {self.nsqds} nsqd not answering ({names}): "
+            f"{what} may be incomplete"
+        ]
+
+    def absent_topic_warnings(self, what: str) -> list[str]:
+        """Why a topic nobody that answered knows may still exist: only what could hide
+        it (an nsqd not answering, an nsqlookupd down or cut off from etcd). Another
+        topic's partition without a live copy cannot: nsqlookupd would still list the
+        topic asked for (the redesign's meta is in etcd, and the original keeps a topic
+        listed after its nsqd is gone), so naming it would be about what was not asked."""
+        return [*self.not_answering_warnings(what), *self.lookupd_warnings(what)]
 
     def unseen_warnings(self, what: str) -> list[str]:
         """The lines about partitions (redesign) and topics (original) without a live
@@ -180,12 +197,12 @@ async def not_seen_warnings(
     *,
     timeout: float = DEFAULT_TIMEOUT,
 ) -> list[str]:
-    """Why a topic nobody that answered knows may still exist: the whole cluster's blind
-    spots (an nsqd down, any partition without a live copy), [] when it was all seen.
-    Asked only on the way to a "not found", so a view never advises creating a topic
-    that lives on nsqds it could not see."""
+    """Why a topic nobody that answered knows may still exist (see
+    :meth:`Coverage.absent_topic_warnings`), [] when nothing could hide it. Asked only on
+    the way to a "not found", so a view never advises creating a topic that lives on
+    nsqds it could not see."""
     view = await look_once(lookupd_http, nsqd_http, timeout=timeout)
-    return coverage(view).warnings("what was seen")
+    return coverage(view).absent_topic_warnings("what was seen")
 
 
 async def look_once(

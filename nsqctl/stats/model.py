@@ -227,3 +227,7 @@ class ClusterSnapshot:
     unseen_topics: Mapping[str, UnseenTopic] = field(default_factory=dict)
     """Original topics no answering nsqd holds (every nsqd holding them is down): the
     original family's counterpart of ``topic_meta``, so such a topic is listed, not lost."""
+    listed_leaders: Mapping[str, Mapping[int, str]] = field(default_factory=dict)
+    """topic → partition → the nsqd (HTTP address) nsqlookupd lists as its leader, for
+    the redesign topics with a partition no answering copy leads: a leader that is hung
+    (or gone since nsqlookupd last heard of it) is still listed there."""

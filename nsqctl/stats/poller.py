@@ -128,6 +128,9 @@ class StatsPoller:
         self._tcp_to_http: dict[str, str] = {}  # nsqd ``host:tcp_port`` → polled HTTP address
         self._info_asked: set[str] = set()
         self._meta: dict[str, TopicMeta] = {}  # redesign topic → its meta, from nsqlookupd
+        # redesign topic → partition → the leader nsqlookupd lists, for the topics asked
+        # this poll (see :attr:`ClusterSnapshot.listed_leaders`)
+        self._listed_leaders: dict[str, dict[int, str]] = {}
         self._meta_answered: set[str] = set()  # topics a lookupd answered the meta of
         self._answered: dict[str, NodeStats] = {}  # nsqd → its last answer to /stats
         self._listed: dict[str, UnseenTopic] = {}  # unseen topic → its nsqlookupd /lookup
@@ -360,6 +363,7 @@ class StatsPoller:
         if self._meta_lookup is None:
             return []
         seen: dict[str, set[int]] = defaultdict(set)
+        led: dict[str, set[int]] = defaultdict(set)
         if self.topic is None:  # a topic once seen is asked until it is back or deleted
             seen.update((t, set()) for t in self._meta)
         for node in nodes:
@@ -368,6 +372,8 @@ class StatsPoller:
             for t in node.topics:
                 if t.partition is not None and (self.topic is None or t.topic == self.topic):
                     seen[t.topic].add(t.partition)
+                    if t.is_leader:
+                        led[t.topic].add(t.partition)
         if self.topic is not None:
             seen.setdefault(self.topic, set())  # held by no nsqd that answered: ask anyway
         wanted = []
@@ -375,6 +381,8 @@ class StatsPoller:
             meta = self._meta.get(topic)
             if meta is not None and parts != set(range(meta.partition_num)):
                 wanted.append(topic)
+            elif meta is not None and parts != led[topic]:
+                wanted.append(topic)  # a copy without its leader: which one nsqlookupd lists
             elif meta is None and topic not in self._meta_answered:
                 wanted.append(topic)  # once: an original topic (or an old nsqd's) has none
         return wanted
@@ -403,6 +411,7 @@ class StatsPoller:
         self._meta_answered.add(topic)
         if topo.meta is not None and topo.meta.valid:
             self._meta[topic] = topo.meta
+        self._listed_leaders[topic] = {p: peer.http_key for p, peer in topo.partitions.items()}
 
     def _remember(self, nodes: Sequence[NodeStats]) -> tuple[list[str], set[str]]:
         """Keep each nsqd's last answer (a reference: nothing is copied on a quiet poll);
@@ -485,6 +494,7 @@ class StatsPoller:
                 and n.address not in self._info_asked
             }
         limit = asyncio.Semaphore(COORDINATOR_CONCURRENCY)
+        self._listed_leaders = {}
         coord_lists, cluster, _, _, unseen = await asyncio.gather(
             asyncio.gather(*(self._coordinator(a, t, limit) for a, t in targets)),
             self._cluster_stats(leader),
@@ -502,4 +512,5 @@ class StatsPoller:
             errors=tuple(errors),
             topic_meta=self._known_meta(),
             unseen_topics=unseen,
+            listed_leaders=dict(self._listed_leaders),
         )

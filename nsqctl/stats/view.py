@@ -33,7 +33,7 @@ severity either.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from operator import attrgetter, itemgetter
@@ -201,6 +201,9 @@ class PartitionView(msgspec.Struct, gc=False):
     """A copy was seen on an nsqd that answered. False: the topic's meta counts the
     partition but every nsqd holding it is down or not answering, so nothing about it is
     known (its counters read 0) but that it has no leader."""
+    listed_leader: str | None = None
+    """With no leader seen: the nsqd nsqlookupd lists as its leader, if any (one that
+    does not answer, or not enabled for writes yet)."""
 
     @property
     def no_leader(self) -> bool:
@@ -745,6 +748,7 @@ def _topic_view(
     history: History | None,
     meta: TopicMeta | None = None,
     unanswered: bool = False,
+    listed: Mapping[int, str] | None = None,
 ) -> TopicView:
     """``unanswered``: an nsqd holding a copy of the topic did not answer this poll, so
     its totals are partial (a gap in the history, not a dip)."""
@@ -760,6 +764,13 @@ def _topic_view(
         if unseen:
             partitions.extend(_unseen_partition(name, p, coord) for p in unseen)
             partitions.sort(key=lambda p: -1 if p.partition is None else p.partition)
+    if listed:
+        partitions = [
+            msgspec.structs.replace(p, listed_leader=listed.get(p.partition))
+            if p.leader is None and p.partition is not None
+            else p
+            for p in partitions
+        ]
     mains = [c.stats for c in copies]
     by_channel: dict[str, list[tuple[_Copy, ChannelStats]]] = defaultdict(list)
     for copy in copies:
@@ -937,6 +948,7 @@ def _build_view(
             history,
             metas.get(name),
             name in unanswered,
+            snapshot.listed_leaders.get(name),
         )
         for name in names
     )

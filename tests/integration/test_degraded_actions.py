@@ -3,17 +3,12 @@ on real servers; a dry run gives the verdict the real run gives.
 
 One private redesign cluster (3 nsqd) serves the redesign tests. Three topics, each with
 channel ``c`` and messages: ``split`` (3 partitions, 1 replica: one on each nsqd),
-``copied`` (1 partition, 2 replicas) and ``trio`` (1 partition, 3 replicas). The
-fixture kills (-9) an nsqd holding a copy of ``copied`` that does not lead it, which
-leaves a partition of ``split`` with no live copy, ``copied`` with 1 of its 2 in-sync
-copies up (youzan applies nothing there) and ``trio`` with 2 of 3 (enough). Then, one
-after another: the leader of ``trio`` stopped (SIGSTOP, back after), etcd killed,
-nsqlookupd killed.
-
-Each command runs with ``--dry-run`` and for real (``--yes``). A refusal: the same exit
-code and the same one ``nsqctl: error:`` line for both, and every nsqd's own ``/stats``
-(pause, skip, depth of ``c`` on each copy) unchanged. A success: exit 0 for both, the dry
-run changed nothing and the real run changed every partition it names.
+``copied`` (1 partition, 2 replicas) and ``trio`` (1 partition, 3 replicas); and
+``lone`` (1 ordered partition, no channel), to expand. The fixture kills (-9) an nsqd
+holding a copy of ``copied`` that does not lead it, which leaves a partition of
+``split`` with no live copy, ``copied`` with 1 of its 2 in-sync copies up (youzan
+applies nothing there) and ``trio`` with 2 of 3 (enough). Then, one after another: the
+leader of ``trio`` stopped (SIGSTOP, back after), etcd killed, nsqlookupd killed.
 
 The original family has its own cluster (2 nsqd, no partitions): one nsqd stopped, then
 killed, then nsqlookupd killed. An nsqd that died is forgotten by nsqlookupd at once, so
@@ -61,6 +56,7 @@ class Rig:
     copied: str
     trio: str
     victim: NodeRecord
+    lone: str = ""
 
     @property
     def lookupd(self) -> list[str]:
@@ -112,7 +108,10 @@ def degrade(c: Cluster) -> Rig:
     lookupd = ["--lookupd", c.lookupd_http[0]]
     for topic in specs:
         nsqctl_ok("pub", topic, *lookupd, stdin=b"".join(b"m%d\n" % i for i in range(30)))
-    rig = Rig(c, split, copied, trio, c.nsqds[0])
+    # ordered, so that one more partition needs no more nsqds than are left up
+    lone = unique("lone")
+    asyncio.run(create_topics(c.lookupd_http, {lone: TopicSpec(1, 1, ordered=True)}, ()))
+    rig = Rig(c, split, copied, trio, c.nsqds[0], lone)
     [part] = rig.lookup(copied)["partitions"]
     spare = next(a for a in part["isr"] if a != part["leader_http"])
     rig.victim = next(n for n in c.nsqds if n.http_address == spare)
@@ -243,6 +242,18 @@ def test_a_partition_without_a_live_copy_refuses_every_action(rig: Rig) -> None:
     assert "registered" in refused(
         rig, rig.split, "topic", "expand", rig.split, "--partitions", "4", code=2
     )
+    # an expand of any topic: nsqlookupd calls the cluster unstable for as long as a
+    # partition has no live copy, so it is refused at once, naming that partition
+    expand = ("topic", "expand", rig.lone, "--partitions", "2")
+    line = refused(rig, rig.lone, *expand, real=("--yes", "--wait", "5"))
+    assert f"topic expand {rig.lone} refused, nothing was changed" in line
+    assert f"topic {rig.split} partition {dead}" in line and "no live copy" in line
+    assert "bring one of its nsqds back" in line
+    # a topic that does not exist: its "not found" says nothing of another topic's
+    # partition, which could not hide it
+    missing = run_main("lookup", unique("absent"), *rig.lookupd)
+    line = error_line(missing, 1, alone=True)
+    assert "not found" in line and rig.split not in line and "partition" not in line, line
     # a live partition named alone: that partition changes, fully
     live = next(p["partition"] for p in rig.lookup(rig.split)["partitions"] if p["live_copy"])
     dry, done = both("channel", "pause", rig.split, "c", "--partition", str(live), *rig.lookupd)
@@ -251,6 +262,15 @@ def test_a_partition_without_a_live_copy_refuses_every_action(rig: Rig) -> None:
     assert {k[1]: v is not None and v[0] for k, v in paused.items()} == {
         p: p == live for p in (0, 1, 2) if p != dead
     }
+    # a history replay gives up on the partition: its channel is left, and the note says
+    # when it can be deleted, not a delete that would be refused now
+    replay = run_main(
+        "replay", rig.split, "--to-topic", rig.lone, "--from-offset", "0",
+        "--failover-window", "3", "--dry-run", *rig.lookupd,
+    )  # fmt: skip
+    assert replay.returncode == 1, replay.stderr
+    assert f"partition(s) {dead} have no leader now" in replay.stderr, replay.stderr
+    assert f"once partition(s) {dead} have a leader again" in replay.stderr, replay.stderr
     assert f"partition {dead}: could not ask" in deleted(rig, rig.split)
 
 
@@ -316,6 +336,8 @@ async def test_a_hung_leader_times_out_and_nothing_changes(rig: Rig) -> None:
     commands = [(channel_args(rig.trio, a), "--yes") for a in CHANNEL_ACTIONS if "un" not in a[0]]
     commands.append((["node", "drain", leader], "--timeout=5"))
     async with stopped(hung):
+        # first, while nsqlookupd surely still lists the stopped leader
+        stat = await nsqctl("stat", rig.trio, "--count", "1", *rig.lookupd, bound=BOUND)
         runs = await asyncio.gather(
             *(
                 nsqctl(*args, *rig.lookupd, flag, bound=BOUND)
@@ -323,13 +345,19 @@ async def test_a_hung_leader_times_out_and_nothing_changes(rig: Rig) -> None:
                 for flag in ("--dry-run", real)
             )
         )
+    # nsqlookupd still lists the stopped leader: stat says it does not answer, in the
+    # lookup's words, not that the partition has no live copy
+    assert stat.code == 0, stat.err
+    assert f"{rig.trio}#0: its leader {leader} does not answer" in stat.err, stat.err
+    assert "no live copy" not in stat.err, stat.err
     for i, (args, _) in enumerate(commands):
         dry, done = runs[2 * i], runs[2 * i + 1]
         # youzan may elect a new leader while the old one is stopped (then refused for the
         # ISR it leaves): which reason a run gives depends on when it asked
         verdict = f"channel {args[1]} {rig.trio}/c refused, nothing was changed: "
         if args[0] == "node":
-            verdict = f"nsqd {leader} does not answer and nsqlookupd "
+            # and whether nsqlookupd still lists the stopped nsqd when the drain asks
+            verdict = f"nsqd {leader} does not answer "
         for run in (dry, done):
             line = error_line(run, 1, alone=True)
             assert line.startswith(f"nsqctl: error: {verdict}"), line

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import httpx
 
 from nsqctl.admin.partitions.carry import TEMPORARY
+from nsqctl.admin.partitions.stalled import dead_partitions, dead_words
 from nsqctl.admin.partitions.state import (
     NsqdNode,
     PartitionState,
@@ -109,6 +110,7 @@ async def plan_expand(
     if partitions > MAX_EXPAND:
         raise ConfigError(f"`partitions` must be at most {MAX_EXPAND} (nsqlookupd's limit)")
     check_node_count(topic, partitions, state.meta.replica, state.allow_multi, len(nodes))
+    await _check_no_dead_partition(leader, list(lookupd_http), f"topic expand {topic}")
     async with admin_client() as client:
         holders = {a for p in state.partitions.values() for a in (p.leader, *p.isr) if a}
         channels = await topic_channels(client, sorted(holders), topic)
@@ -135,6 +137,22 @@ async def plan_expand(
         "wait until every partition is writable",
     ]
     return plan
+
+
+async def _check_no_dead_partition(leader: str, lookupd_http: list[str], what: str) -> None:
+    """Refuse at once what nsqlookupd would refuse as "the cluster is unstable" for as
+    long as one waits: a partition, of any topic, with no live copy to elect a leader
+    from (:mod:`nsqctl.admin.partitions.stalled`)."""
+    dead = await dead_partitions(leader, lookupd_http)
+    if dead:
+        many = sum(len(parts) for parts in dead.values()) > 1
+        raise AdminError(
+            f"{what} refused, nothing was changed: nsqlookupd takes no partition operation "
+            "while a partition has no leader and no live copy, and "
+            f"{dead_words(dead)} {'have' if many else 'has'} none (every nsqd "
+            "holding it is down or not answering): bring one of its nsqds back "
+            "(`node_list()` shows them), then retry"
+        )
 
 
 def carry_words(channels: Sequence[str], registered: bool, leader: str) -> str:

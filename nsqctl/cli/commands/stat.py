@@ -39,7 +39,7 @@ from nsqctl.cli.flags import (
 from nsqctl.cli.numbers import poll_interval, seconds
 from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.protocol.names import validate_channel, validate_topic
-from nsqctl.stats.coverage import coverage, not_seen_words
+from nsqctl.stats.coverage import coverage, leader_silent_words, not_seen_words
 from nsqctl.stats.model import NodeStats
 from nsqctl.stats.poller import DEFAULT_TIMEOUT, StatsPoller
 from nsqctl.stats.sources import StatsSession, ViewSource
@@ -362,15 +362,25 @@ def node_note(node: NodeStats) -> str:
 
 def _leaderless_notes(view: ClusterView, topic: str | None) -> list[str]:
     """``T#P has no leader`` for each partition of the topics shown (a channel's rows
-    too: they sum the partitions, so one unread must be said there as well)."""
+    too: they sum the partitions, so one unread must be said there as well), or that
+    the leader nsqlookupd lists does not answer."""
     why = "no live copy: its nsqds are down or not answering"
     topics = view.topics if topic is None else [t for t in view.topics if t.name == topic]
-    return [
-        f"{t.name}#{p.label} has no leader" + (f" ({why})" if not p.live else "")
-        for t in topics
-        for p in t.partitions
-        if t.is_redesign and p.leader is None
-    ]
+    answering = {n.address for n in view.nodes if n.stats.state != "down"}
+    notes = []
+    for t in topics:
+        for p in t.partitions:
+            if not t.is_redesign or p.leader is not None:
+                continue
+            if p.listed_leader is not None and p.listed_leader not in answering:
+                # nsqlookupd still lists it (hung, or gone since it last heard of it): a
+                # copy that may come back, which "no live copy" is not
+                notes.append(f"{t.name}#{p.label}: {leader_silent_words(p.listed_leader)}")
+            else:
+                notes.append(
+                    f"{t.name}#{p.label} has no leader" + (f" ({why})" if not p.live else "")
+                )
+    return notes
 
 
 async def run_stat(
