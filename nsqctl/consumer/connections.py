@@ -363,16 +363,16 @@ class ConnectionSet:
                 address, self._on_error, lambda c, err: self._on_close(target, c, err)
             )
         except (ConfigError, p.TLSNotOfferedError) as err:
-            # The connection's own settings cannot be used (a TLS certificate without its
-            # key, an unreadable CA file, TLS asked of an nsqd that offers none). Before
-            # anything subscribed no reconnect changes them: raised at start-up by the
-            # first sync, and a consumer started before its topic existed ends with it
-            # rather than logging it at each lookup for ever. An nsqd that offers no TLS
-            # ends it at any time, as one requiring TLS does: retrying cannot agree them.
-            # Once subscribed, TLS files that worked are another matter: each dial loads
-            # them again, so files caught half-replaced by a rotation fail this dial only,
-            # and the target is retried (an nsqd given without lookupd would else be lost).
-            if not self._subscribed_once or isinstance(err, p.TLSNotOfferedError):
+            # The connection's own settings cannot be used with this nsqd (a TLS
+            # certificate without its key, an unreadable CA file, TLS asked of an nsqd
+            # that offers none). Before anything subscribed no reconnect changes them:
+            # raised at start-up by the first sync, and a consumer started before its
+            # topic existed ends with it rather than logging it at each lookup for ever.
+            # Once subscribed, the same settings worked with this cluster: one nsqd
+            # restarted without TLS, or TLS files caught half-replaced by a rotation
+            # (each dial loads them again), is that nsqd's trouble, retried loudly,
+            # while the other nsqds go on being read (see :meth:`_refused_for_good`).
+            if not self._subscribed_once:
                 self._set_fatal(err)
                 return None
             # the error names the file and setting, never a key's content or passphrase
@@ -382,8 +382,9 @@ class ConnectionSet:
             if self._refused_for_good(err):
                 self._set_fatal(err)
                 return None
-            text = f"nsqd {address} refused the handshake: {err}"
-            self._retry(target, text, err, logging.WARNING)
+            text = f"nsqd {address} refused the handshake: {err} (retrying)"
+            lasting = isinstance(err, p.TLSRequiredError | p.AuthRequiredError)
+            self._retry(target, text, err, logging.ERROR if lasting else logging.WARNING)
             return None
         except (ConnectError, OSError) as err:
             text = str(err) if isinstance(err, ConnectError) else f"{address}: {err}"
@@ -400,21 +401,19 @@ class ConnectionSet:
         self._schedule_reconnect(target)
 
     def _refused_for_good(self, err: p.ServerError) -> bool:
-        """Whether nsqd's refusal of the handshake stops the consumer at once. TLS it
-        requires and this connection lacks (TLSRequiredError: nsqd applies its TLS policy
-        at AUTH) and AUTH it requires with no secret given (AuthRequiredError) no
-        reconnect brings, as for a SUB refused for TLS (SubscribeRefusal.TLS_REQUIRED);
-        the two are ConnectErrors too, not a dial failure to retry. A refused secret
-        (AuthFailedError) is so only before anything subscribed (a wrong secret fails
-        start at once): nsqd answers E_AUTH_FAILED as well when it could not reach its
-        auth server, so once running the consumer reconnects through such an outage, as
-        it retries the same code at SUB (SubscribeRefusal.AUTH). Any other refusal (an
-        IDENTIFY rejected) is the settings' doing: no reconnect changes them."""
-        if isinstance(err, p.TLSRequiredError | p.AuthRequiredError):
-            return True
-        if isinstance(err, p.AuthFailedError):
-            return not self._subscribed_once
-        return True
+        """Whether nsqd's refusal of the handshake stops the consumer at once: only before
+        anything subscribed, when the refusal says this consumer's settings are wrong for
+        the cluster (TLS it requires and the connection lacks, TLSRequiredError, applied
+        at AUTH; AUTH it requires with no secret given, AuthRequiredError; a secret
+        refused, AuthFailedError; an IDENTIFY rejected): start fails with it at once.
+
+        Once subscribed, the same settings were accepted by this cluster, so a refusal on
+        a reconnect is that nsqd's change (restarted with TLS or AUTH required, its auth
+        server unreachable: nsqd answers E_AUTH_FAILED for that as for a wrong secret).
+        Ending the consumer for it would stop the reading of every other nsqd as well; it
+        is retried with backoff, logged at ERROR for TLS or a secret required, until the
+        nsqd is put right."""
+        return not self._subscribed_once
 
     def _rides(self, target: Target) -> bool:
         """A partition that rides a failover keeps its confirmed position: its frames carry
@@ -445,6 +444,10 @@ class ConnectionSet:
         address, partition = target
         refusal = p.classify_subscribe_error(err)
         following = after_refusal(attempt, refusal)
+        if following is Verdict.FATAL and refusal is p.SubscribeRefusal.TLS_REQUIRED:
+            # one nsqd requiring TLS once others accepted these settings: that nsqd's
+            # change, retried as a handshake refusal is (see _refused_for_good)
+            following = Verdict.FATAL if not self._subscribed_once else Verdict.RETRY_LATER
         if following is Verdict.FATAL:
             ordered_only = refusal is p.SubscribeRefusal.ORDER_REQUIRED and self._options.start
             self._set_fatal(ConfigError(ORDERED_START, setting="start") if ordered_only else err)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import random
 import sys
 from typing import Any, cast
@@ -933,16 +934,26 @@ async def test_a_handshake_refusal_no_retry_can_fix_fails_start_with_it(refusal:
 
 
 @pytest.mark.parametrize("refusal", LASTING_REFUSALS)
-async def test_a_handshake_refusal_on_a_reconnect_stops_the_set(refusal: Any) -> None:
-    """The same refusal when a lost connection is dialled again (nsqd restarted with TLS
-    or AUTH required) stops the set with it, rather than reconnecting forever."""
+async def test_a_handshake_refusal_on_a_reconnect_is_retried_loudly_not_fatal(
+    refusal: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The same refusal when a lost connection is dialled again (that nsqd restarted with
+    TLS or AUTH required) once the set has subscribed: these settings were accepted by the
+    cluster, so it is that nsqd's change. Ending the consumer would stop every other nsqd's
+    reading too; the nsqd is retried, each refusal an ERROR, until it is put right."""
     dialer = Dialer()
     conns = connection_set(dialer)
     await conns.sync(Topology.from_nsqd_addresses([parse_address(NSQD)], topic="t"))
     dialer.dial_error = refusal()
-    dialer.opened[0].breaks()
-    await wait_for(lambda: conns.fatal is not None, 2.0, "the set to stop")
-    assert conns.fatal is dialer.dial_error and dialer.dials == 2
+    with caplog.at_level(logging.ERROR, logger="nsqctl"):
+        dialer.opened[0].breaks()
+        await wait_for(lambda: dialer.dials >= 3, 2.0, "two refused reconnects")
+    assert conns.fatal is None
+    refused = [r for r in caplog.records if "refused the handshake" in r.getMessage()]
+    assert refused and all(r.levelno == logging.ERROR for r in refused), caplog.text
+    dialer.dial_error = None  # the nsqd is put right
+    await wait_for(lambda: conns.connections, 2.0, "the reconnect")
+    assert conns.fatal is None and len(dialer.opened) == 2
     await conns.close_all()
 
 
