@@ -36,7 +36,7 @@ from nsqctl.failover import DEFAULT_FAILOVER_WINDOW
 from nsqctl.message import Message
 from nsqctl.pipeline.idle import IdleExit
 from nsqctl.pipeline.schema import to_signed64
-from nsqctl.producer import Producer
+from nsqctl.producer import Producer, ProducerOptions
 
 
 @dataclass
@@ -68,6 +68,18 @@ def start_arg(from_time_ns: int | None, from_offset: int | None) -> str:
     if from_time_ns is not None:
         return f"timestamp:{from_time_ns // 1_000_000_000}"
     return f"virtual_queue:{from_offset}"
+
+
+def history_producer(opts: HistoryOptions) -> Producer:
+    """The producer a history replay publishes with. The failover window bounds both
+    sides: a partition of the target topic without a leader is waited for as long as
+    one of the source topic, not the library's default."""
+    return Producer(
+        lookupd_http=opts.lookupd or None,
+        nsqd_tcp=opts.nsqd or None,
+        config=opts.config,
+        options=ProducerOptions(failover_window=opts.failover_window),
+    )
 
 
 def fresh_channel() -> str:
@@ -120,9 +132,7 @@ class _Replay:
         self.failure: list[BaseException] = []
         self.taken = 0  # matched messages accepted for publishing, counted before the publish
         self.turns: dict[int | None, asyncio.Lock] = {}  # one publish at a time per partition
-        self.producer = Producer(
-            lookupd_http=opts.lookupd or None, nsqd_tcp=opts.nsqd or None, config=opts.config
-        )
+        self.producer = history_producer(opts)
         self.consumer = Consumer(
             opts.topic,
             self.report.channel,

@@ -19,6 +19,7 @@ import gzip
 import re
 import zlib
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
@@ -44,15 +45,14 @@ def open_maybe_gzip(path: str | Path) -> BinaryIO:
     return fh
 
 
-def read_bodies(path: str | Path) -> Iterator[tuple[int, bytes]]:
-    """(line number from 0, body without its newline) for each line of one file. A gzip
-    file cut short (nsq_to_file killed, or still writing it) or damaged is a
-    :class:`ConfigError` naming it: gzip's EOFError would otherwise reach click, which
-    takes any EOFError for Ctrl-D at a prompt and reports "aborted"."""
+@contextmanager
+def named_read_errors(path: str | Path) -> Iterator[None]:
+    """A gzip file cut short (nsq_to_file killed, or still writing it) or damaged, or a
+    file that cannot be read, as a :class:`ConfigError` naming it: gzip's EOFError would
+    otherwise reach click, which takes any EOFError for Ctrl-D at a prompt and reports
+    "aborted"."""
     try:
-        with open_maybe_gzip(path) as fh:
-            for number, line in enumerate(fh):
-                yield number, line[:-1] if line.endswith(b"\n") else line
+        yield
     except EOFError:
         raise ConfigError(
             f"{path} ends in the middle of its gzip stream (a copy cut short, or a file "
@@ -68,6 +68,24 @@ def read_bodies(path: str | Path) -> Iterator[tuple[int, bytes]]:
         raise ConfigError(
             f"cannot read {path}: {err.strerror or err}; check the path and its permissions"
         ) from None
+
+
+def read_bodies(path: str | Path) -> Iterator[tuple[int, bytes]]:
+    """(line number from 0, body without its newline) for each line of one file; a file
+    that cannot be read to its end raises as :func:`named_read_errors` says."""
+    with named_read_errors(path), open_maybe_gzip(path) as fh:
+        for number, line in enumerate(fh):
+            yield number, line[:-1] if line.endswith(b"\n") else line
+
+
+def check_readable(path: str | Path) -> None:
+    """Read ``path`` to its end without keeping it (a gzip file decompressed in chunks),
+    raising as :func:`read_bodies` would. For a reader elsewhere (a Spark executor)
+    whose error would reach the caller in its own words, not as this one line."""
+    with named_read_errors(path), open_maybe_gzip(path) as fh:
+        if isinstance(fh, gzip.GzipFile):
+            while fh.read(1 << 20):
+                pass
 
 
 def text_files(source: str | Path) -> list[str]:

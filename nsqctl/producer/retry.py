@@ -5,8 +5,8 @@ failure refresh and try again.
 connections drop the topic's connections, mark its topology stale and retry, on the
 :class:`~nsqctl.producer.retry_clock.RetryClock`: a few quick attempts for a topic not yet
 written, up to the failover window for one that was. Bad messages are raised at once.
-An unkeyed publish retries on an nsqd of its topic it has not tried yet, and its final
-error says what each nsqd it tried did.
+An unkeyed publish retries on an nsqd of its topic it has not tried yet (at once, after
+TLS refused by one nsqd), and its final error says what each nsqd it tried did.
 
 A keyed publish (partition or shard key) holds a ticket, its call order, and sends on its
 route in ticket order across retries (:mod:`nsqctl.producer.ordering`): pipelined while
@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -110,8 +110,29 @@ class PublishCall:
         attempts = 1 if seen is None else seen.attempts + 1
         self.tried[address] = NsqdTried(attempts, last, self.clock.attempts)
 
+    def refused_tls(self, err: p.TLSNotOfferedError, nsqds: Collection[HostPort]) -> bool:
+        """Record ``err`` (TLS asked of an nsqd that offers none) against the nsqd the
+        attempt went to. True when the call may go on elsewhere: it is unkeyed (a partition
+        or a shard key has one place) and some nsqd of its topic (``nsqds``) has not
+        refused it TLS. One nsqd restarted without its certificate must not fail the
+        publishes the others would take; every nsqd refusing is a mismatch of settings."""
+        if self.partition is not None or self.shard_key is not None:
+            return False
+        self.failed_on_target(err)
+        for address in nsqds:
+            seen = self.tried.get(address)
+            if seen is None or not isinstance(seen.last, p.TLSNotOfferedError):
+                return True
+        return False
+
+    def untried(self, nsqds: Collection[HostPort]) -> bool:
+        """True when some nsqd of ``nsqds`` has not failed this call yet."""
+        return any(address not in self.tried for address in nsqds)
+
     def what_each_did(self, last: BaseException) -> str:
-        """``last``, or, when the call failed on several nsqds, what each of them did."""
+        """``last``, or, when the call failed on several nsqds, what each of them did
+        (and ``last`` after them when it is none of theirs: a failure before any nsqd
+        was chosen, such as every lookupd down)."""
         if len(self.tried) < 2:
             return str(last)
         parts = []
@@ -121,7 +142,10 @@ class PublishCall:
                 text = f"nsqd {address}: {text}"
             times = "1 attempt" if seen.attempts == 1 else f"{seen.attempts} attempts"
             parts.append(f"[{times}] {text}")
-        return f"on {len(self.tried)} nsqds: " + "; ".join(parts)
+        text = f"on {len(self.tried)} nsqds: " + "; ".join(parts)
+        if all(seen.last is not last for seen in self.tried.values()):
+            text += f"; then: {last}"
+        return text
 
 
 class RetryLoop:
@@ -213,9 +237,18 @@ class RetryLoop:
             while True:
                 try:
                     result, conn = await self._attempt(call, send)
-                except (NoSuchPartitionError, p.TLSNotOfferedError):
-                    # no waiting makes the partition appear, no retry gives nsqd TLS
-                    raise
+                except NoSuchPartitionError:
+                    raise  # no waiting makes the partition appear
+                except p.TLSNotOfferedError as err:
+                    # no retry gives that nsqd TLS, but another nsqd may offer it
+                    nsqds = self._nsqds(topic)
+                    if not call.refused_tls(err, nsqds):
+                        raise
+                    call.timed_out = False
+                    if call.untried(nsqds):
+                        continue  # no failover to wait for: the next nsqd now, uncounted
+                    await self._before_retry(call, err, recorded=True)
+                    continue
                 except p.ServerError as err:
                     repinned = self._check_pin(call, err)
                     if not (err.retryable_on_publish or err.needs_lookup_refresh):
@@ -344,12 +377,16 @@ class RetryLoop:
             waited = clock.waited(time.monotonic())
             self._report(self._notes.resumed(call.topic, call.where, waited, str(conn.address)))
 
-    async def _before_retry(self, call: PublishCall, last: BaseException) -> None:
-        """Record the failure; wait before the next attempt, or raise the final error."""
+    async def _before_retry(
+        self, call: PublishCall, last: BaseException, recorded: bool = False
+    ) -> None:
+        """Record the failure (unless ``recorded`` already); wait before the next
+        attempt, or raise the final error."""
         if call.order is not None:
             call.order.failed(call.ticket)
         call.timed_out = call.timed_out and isinstance(last, NsqctlTimeoutError)
-        call.failed_on_target(last)
+        if not recorded:
+            call.failed_on_target(last)
         call.refresh = True
         self.topologies.mark_stale(call.topic)
         now = time.monotonic()
@@ -385,6 +422,11 @@ class RetryLoop:
                 f"the producer was closed while the publish to topic {call.topic!r} waited "
                 f"to retry, unacknowledged ({last})"
             ) from last
+
+    def _nsqds(self, topic: str) -> list[HostPort]:
+        """The nsqds an unkeyed publish to ``topic`` may go to, as last looked up."""
+        topo = self.topologies.cached(topic)
+        return [] if topo is None else [peer.tcp_address for peer, _ in topo.targets()]
 
     def _leaderless(self, call: PublishCall) -> bool:
         """True when the call's topic is known to be of the original family (no partition,

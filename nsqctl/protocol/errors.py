@@ -223,7 +223,9 @@ class TLSNotOfferedError(TLSError):
     """TLS was asked for and nsqd offers none (its IDENTIFY reply has no ``tls_v1``: it
     was started without a TLS certificate): the counterpart of :class:`TLSRequiredError`.
     Found in the handshake, not in an error frame. A mismatch of settings that no retry
-    or reconnect changes, so a publish fails with it at once and a consumer stops."""
+    or reconnect of that nsqd changes: a consumer stops, a keyed publish fails with it at
+    once, and an unkeyed one goes on to its topic's other nsqds (one of them restarted
+    without its certificate) and fails with it once every one of them refused."""
 
     def __init__(self, peer: str) -> None:
         super().__init__(

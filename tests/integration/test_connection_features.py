@@ -346,6 +346,22 @@ async def test_a_publish_with_tls_to_an_nsqd_without_tls_fails_at_once_as_tls(
     assert err.setting == "tls" and err.unsent is True
 
 
+async def test_an_unkeyed_publish_refused_tls_by_one_nsqd_goes_to_one_that_offers_it(
+    plain_nsqd: cluster.Cluster, tls_nsqd: cluster.Cluster, tls_files: TLSFiles
+) -> None:
+    """One nsqd of a TLS cluster restarted without its certificate: the unkeyed
+    publishes that would land on it go to the nsqd offering TLS instead of failing
+    (only when every nsqd refuses TLS does a publish fail with it, as above)."""
+    cfg = _config("tls-mixed-pub", tls=TLSSettings(ca_file=str(tls_files.ca_cert)))
+    topic = unique("tlsmixedpub")
+    given = [plain_nsqd.nsqd_tcp[0], tls_nsqd.nsqd_tcp[0]]
+    async with Producer(nsqd_tcp=given, config=cfg) as producer:
+        for i in range(4):  # round-robin sends some of them to the plain nsqd first
+            await producer.publish(topic, b"m%d" % i)
+    node = read_nsqd_stats(tls_nsqd.nsqd_http[0], topic=topic, timeout=5)
+    assert [t.message_count for t in node.topics if t.topic == topic] == [4], node
+
+
 async def test_tls_client_certificate_require_verify(
     verify_nsqd: cluster.Cluster, tls_files: TLSFiles
 ) -> None:

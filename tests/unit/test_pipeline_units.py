@@ -28,6 +28,7 @@ from nsqctl.pipeline.schema import (
     message_table,
     to_signed64,
 )
+from nsqctl.pipeline.server_replay import HistoryOptions, history_producer
 from nsqctl.pipeline.spark import java_major, resolve_master
 from nsqctl.pipeline.textinput import read_bodies, text_files
 from nsqctl.pipeline.trace import parse_query
@@ -206,3 +207,17 @@ def test_checkpoint_resume_and_mismatch(tmp_path: Path) -> None:
         checkpoint.prepare(tmp_path, {"source": "other"}, restart=False)
     assert checkpoint.prepare(tmp_path, spec, restart=True) == 0
     assert not os.listdir(tmp_path / "keys")
+
+
+async def test_the_failover_window_bounds_the_target_side_of_a_history_replay() -> None:
+    """A replay's failover window is how long a leaderless partition is waited for on
+    both sides: the producer publishing to the target topic gets it too, not the
+    library's default."""
+    opts = HistoryOptions(
+        topic="src", to_topic="dst", start="timestamp:0", nsqd=["127.0.0.1:1"], failover_window=7.5
+    )
+    producer = history_producer(opts)
+    try:
+        assert producer.options.failover_window == 7.5
+    finally:
+        await producer.close()

@@ -16,6 +16,7 @@ import pytest
 from nsqctl.errors import ConfigError
 from nsqctl.pipeline.textinput import read_bodies
 from tests.helpers.cli import assert_one_line_error, run_main
+from tests.helpers.spark import spark  # noqa: F401 - the shared session, for --engine spark
 
 
 def _gzip_lines(count: int) -> bytes:
@@ -32,12 +33,20 @@ def test_a_gzip_file_cut_short_is_named_not_taken_for_ctrl_d(tmp_path: Path) -> 
 
 
 @pytest.mark.spark  # the replay command needs pyarrow even for text input
-def test_replay_of_a_gzip_file_cut_short_is_one_line_exit_2(tmp_path: Path) -> None:
-    """Replay plans before it publishes: nothing went out (no nsqd listens there)."""
+@pytest.mark.parametrize("engine", ["local", "spark"])
+def test_replay_of_a_gzip_file_cut_short_is_one_line_exit_2(
+    tmp_path: Path, engine: str, request: pytest.FixtureRequest
+) -> None:
+    """Replay plans before it publishes: nothing went out (no nsqd listens there). The
+    Spark engine reads files in its executors, where the error would fail the job in
+    Spark's words (exit 1): the files are checked on the driver first."""
+    if engine == "spark":
+        request.getfixturevalue("spark")  # the command reuses the test run's session
     whole = _gzip_lines(1000)
     cut = tmp_path / "orders.log.gz"
     cut.write_bytes(whole[: len(whole) // 2])
-    proc = run_main("replay", str(cut), "--to-topic", "x", "--nsqd", "127.0.0.1:1", "-q")
+    args = ["--to-topic", "x", "--nsqd", "127.0.0.1:1", "-q", "--engine", engine]
+    proc = run_main("replay", str(cut), *args)
     line = assert_one_line_error(proc, 2)
     assert "ends in the middle of its gzip stream" in line, line
 
