@@ -19,6 +19,7 @@ from nsqctl.stats.sources import StatsSession
 from nsqctl.tui.app import DashApp
 from nsqctl.tui.peekscreen import borrow_config
 from tests.helpers.certs import encrypted_key, make_tls_files
+from tests.helpers.cli import assert_one_line_error, run_main
 
 
 def isolate_inherited_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -129,10 +130,35 @@ def test_no_passphrase_outlives_the_test_that_served_it(tmp_path: Path) -> None:
     assert os.environ.get(KEY_PASSWORD_ENV) == before
 
 
-def test_a_token_from_the_command_line_is_warned_of_not_one_from_the_environment() -> None:
-    """A --token value shows in ps to every user for as long as the dashboard serves."""
-    token = "t" * 20
-    warning = token_warning(token, {})
-    assert warning is not None and TOKEN_ENV in warning and token not in warning
-    assert token_warning(token, {TOKEN_ENV: token}) is None
-    assert token_warning(None, {}) is None
+def _dash_serving(monkeypatch: pytest.MonkeyPatch, *args: str) -> str:
+    """stderr of ``dash --serve`` with a CA file that does not exist: it stops at start,
+    after any token warning and before anything listens."""
+    monkeypatch.setenv(TOKEN_ENV, TOKEN)
+    isolate_inherited_secrets(monkeypatch)
+    where = ("--lookupd", "127.0.0.1:1", "--tls-ca", "/nonexistent/ca.pem")
+    proc = run_main("dash", "--serve", "127.0.0.1:0", *where, *args)
+    assert proc.returncode != 0, proc
+    return proc.stderr
+
+
+TOKEN = "t" * 20
+
+
+def test_a_token_from_the_command_line_is_warned_of_even_when_the_environment_holds_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A --token value shows in ps to every user for as long as the dashboard serves,
+    whatever the environment holds; one only in the environment does not."""
+    typed = _dash_serving(monkeypatch, "--token", TOKEN)
+    assert f"set {TOKEN_ENV} instead" in typed and TOKEN not in typed, typed
+    ambient = _dash_serving(monkeypatch)
+    assert TOKEN_ENV not in ambient and "ca.pem" in ambient, ambient
+    assert token_warning(False) is None
+
+
+def test_a_typed_token_without_serve_is_refused_even_when_the_environment_holds_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(TOKEN_ENV, TOKEN)
+    line = assert_one_line_error(run_main("dash", "--token", TOKEN), 2)
+    assert "--token applies only with --serve" in line, line
