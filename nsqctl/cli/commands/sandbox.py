@@ -118,12 +118,12 @@ def refuse_stale_redesign(
     kept = {(n.host, n.tcp_port, n.http_port) for n in old.nsqds}
     if planned_nsqds is not None and kept <= set(planned_nsqds):
         return
-    ports = ", ".join(f"{n.tcp_address}" for n in old.nsqds)
+    ports = ", ".join(n.tcp_address for n in old.nsqds)
     raise ConfigError(
         f"{directory} holds the data of a stopped redesign sandbox whose etcd places topics "
         f"on nsqds at {ports}, which this start would not have, so nsqlookupd would call "
-        "the cluster unstable and refuse expand, move and update: start it again with the "
-        "same --port-base and at least as many --nsqd, remove it with "
+        "the cluster unstable and refuse expand, move and update: start it as before "
+        "(the same --port-base and --lookupd, at least as many --nsqd), remove it with "
         "`nsqctl sandbox down --purge` (its data and logs), or use another --dir"
     )
 
