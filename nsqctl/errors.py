@@ -428,9 +428,12 @@ def describe_connect_failure(err: BaseException) -> str:
     did not resolve (nothing was connected to: the name is wrong, or DNS is down) apart
     from a server that refused or could not be reached. ``err`` may wrap the resolver's
     error, as httpx's ConnectError does."""
+    # a chain can loop (an exception raised again while handling one that caused it)
+    visited: set[int] = set()
     seen: BaseException | None = err
-    while seen is not None:
+    while seen is not None and id(seen) not in visited:
         if isinstance(seen, socket.gaierror):
             return f"host name not found: {seen.strerror}"
+        visited.add(id(seen))
         seen = seen.__cause__ or seen.__context__
     return "connection refused or host unreachable"

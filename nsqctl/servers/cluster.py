@@ -42,6 +42,9 @@ class Cluster:
     directory: Path
     nodes: list[NodeRecord] = field(default_factory=list)
     started_at: float = field(default_factory=time.time)
+    # Whether a sandbox in this directory ever came up healthy: one that never did registered
+    # no topic, so its etcd holds nothing a later start on other ports could trip over.
+    became_healthy: bool = False
 
     def by_role(self, role: str) -> list[NodeRecord]:
         return [n for n in self.nodes if n.role == role]
@@ -71,6 +74,7 @@ class Cluster:
             "flavor": self.flavor,
             "directory": str(self.directory),
             "started_at": self.started_at,
+            "became_healthy": self.became_healthy,
             "lookupd_http": self.lookupd_http,
             "nsqd_tcp": self.nsqd_tcp,
             "nsqd_http": self.nsqd_http,
@@ -99,6 +103,8 @@ class Cluster:
             directory=Path(data["directory"]),
             nodes=[NodeRecord.from_json(n) for n in data["nodes"]],
             started_at=data.get("started_at", 0.0),
+            # a state file from before this was recorded: assume the worst, that it did
+            became_healthy=bool(data.get("became_healthy", True)),
         )
 
     def running(self) -> dict[str, bool]:
@@ -323,6 +329,19 @@ def _port_count(flavor: Flavor, nsqd: int, lookupd: int) -> int:
     return 2 + 3 * lookupd + 4 * nsqd
 
 
+def planned_nsqd_addresses(
+    flavor: str, nsqd: int, lookupd: int, port_base: int, spread_addresses: bool
+) -> list[tuple[str, int, int]]:
+    """(host, tcp port, http port) of each nsqd a start from ``port_base`` will lay out:
+    the ports are taken in order, lookupds (and etcd) first, as :func:`start` takes them."""
+    host = nsqd_host_for(spread_addresses)
+    if flavor == "original":
+        first, per_nsqd = port_base + 2 * lookupd, 2
+    else:
+        first, per_nsqd = port_base + 2 + 3 * lookupd, 4
+    return [(host(i), first + per_nsqd * i, first + per_nsqd * i + 1) for i in range(nsqd)]
+
+
 def _leader_or_none(lookupd_http: str) -> str | None:
     try:
         with httpx.Client(timeout=2.0) as client:
@@ -365,8 +384,10 @@ def start(
     say = progress or (lambda _msg: None)
     directory = directory.resolve()
     existing = directory / STATE_FILE
+    was_healthy = False
     if existing.exists():
         old = Cluster.load(directory)
+        was_healthy = old.became_healthy
         if any(old.running().values()):
             raise ServerSetupError(
                 f"a sandbox is already running in {directory}: `nsqctl sandbox down` first, "
@@ -375,7 +396,8 @@ def start(
     if bin_dir is None:
         bin_dir = build.build(flavor, module_sources=module_sources, progress=say)
     directory.mkdir(parents=True, exist_ok=True)
-    cluster = Cluster(flavor=flavor, directory=directory)
+    # a failed start over data a healthy sandbox left keeps saying so
+    cluster = Cluster(flavor=flavor, directory=directory, became_healthy=was_healthy)
     ports = _Ports(_port_count(flavor, nsqd, lookupd), port_base)
     nsqd_host = nsqd_host_for(spread_addresses)
     if flavor == "original":
@@ -419,5 +441,6 @@ def start(
         cluster.stop()
         cluster.save()
         raise
+    cluster.became_healthy = True
     cluster.save()
     return cluster

@@ -12,6 +12,7 @@ import pytest
 from nsqctl import admin
 from nsqctl.errors import ServerSetupError
 from nsqctl.servers import cluster, process
+from nsqctl.servers.catalog import Flavor
 from nsqctl.stats import read_nsqd_stats
 from tests.conftest import StartCluster
 from tests.helpers.wait import eventually
@@ -91,6 +92,26 @@ def test_missing_binary_is_a_clear_error(tmp_path: Path) -> None:
         cluster.start("original", tmp_path / "c", bin_dir=empty)
     state = cluster.Cluster.load(tmp_path / "c")
     assert not any(state.running().values())
+    assert state.became_healthy is False  # its etcd (if any) holds no topic
+
+
+@pytest.mark.parametrize("flavor", ["original", "redesign"])
+def test_planned_nsqd_addresses_are_the_ones_a_start_lays_out(
+    tmp_path: Path, flavor: Flavor
+) -> None:
+    """``sandbox up`` compares an old sandbox's nsqds with the ones a start from --port-base
+    would have: the plan must be the layout. A start with no nsqlookupd binary fails after
+    laying every node out (redesign: after its etcd ran) and saves them."""
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    count = 2 + 3 * 2 + 4 * 2
+    base = process.free_ports(count)[0]
+    with pytest.raises(ServerSetupError, match="nsqlookupd binary not found"):
+        cluster.start(flavor, tmp_path / "c", nsqd=2, lookupd=2, bin_dir=empty, port_base=base)
+    laid_out = [
+        (n.host, n.tcp_port, n.http_port) for n in cluster.Cluster.load(tmp_path / "c").nsqds
+    ]
+    assert laid_out == cluster.planned_nsqd_addresses(flavor, 2, 2, base, False)
 
 
 def test_port_in_use_is_a_clear_error(tmp_path: Path, original_bins: Path) -> None:

@@ -47,3 +47,13 @@ def test_the_lookup_fetchers_own_connect_failure_says_which_too() -> None:
     assert describe_connect_failure(lookup) == "host name not found: Name or service not known"
     refused = ConnectionRefusedError(111, "Connection refused")
     assert describe_connect_failure(refused) == "connection refused or host unreachable"
+
+
+def test_a_chain_that_loops_ends() -> None:
+    """A cause chain can loop (an error raised again while handling the one it caused):
+    the walk ends, and says what it could not find."""
+    first = ConnectionRefusedError(111, "Connection refused")
+    second = httpx.ConnectError("refused")
+    second.__cause__ = first
+    first.__context__ = second
+    assert describe_connect_failure(second) == "connection refused or host unreachable"

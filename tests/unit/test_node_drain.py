@@ -413,22 +413,27 @@ def test_a_hung_isr_member_is_said_to_hang_and_to_be_resumed_not_to_be_down() ->
     up.silent = ((C, hung_tcp),)
     p = PartitionState(0, A, (A, hung_id))
     assert absent_copies("T", p, up, 2, node=A) == (
-        f" ({hung_tcp} in its ISR is registered but not answering (hung?))",
-        f"resume {hung_tcp} first (or stop it for good: nsqlookupd then repairs the "
-        "partition without it)",
+        f" ({hung_tcp} in its ISR is registered but not answering (stopped, or crashed and "
+        "not yet dropped))",
+        f"resume {hung_tcp} (or bring it back if crashed) first (or stop it for good, or "
+        "wait for nsqlookupd to drop it: it then repairs the partition without it)",
     )
     # with one down beside it, each is said as it is
     both = PartitionState(0, A, (A, hung_id, DEAD))
     named, advice = absent_copies("T", both, up, 3)
     assert named == (
         " (127.0.0.1:20911 in its ISR is down; "
-        f"{hung_tcp} in its ISR is registered but not answering (hung?))"
+        f"{hung_tcp} in its ISR is registered but not answering (stopped, or crashed and not "
+        "yet dropped))"
     )
-    assert advice.startswith(f"bring 127.0.0.1:20911 back and resume {hung_tcp} first"), advice
+    assert advice.startswith(
+        f"bring 127.0.0.1:20911 back and resume {hung_tcp} (or bring it back if crashed) first"
+    ), advice
     # a drain of A is refused in the same words
     [blocker] = stop_plan([_topic("T", 2, p)], A, up).blocked
     assert blocker.why.endswith(
-        "in its ISR is registered but not answering (hung?)): "
-        f"resume {hung_tcp} first (or stop it for good: nsqlookupd then repairs the partition "
-        "without it)"
+        "in its ISR is registered but not answering (stopped, or crashed and not yet "
+        "dropped)): "
+        f"resume {hung_tcp} (or bring it back if crashed) first (or stop it for good, or wait "
+        "for nsqlookupd to drop it: it then repairs the partition without it)"
     ), blocker.why

@@ -60,15 +60,16 @@ def test_a_hung_isr_member_is_said_to_hang_not_to_be_down() -> None:
     )
     # still writable with 2 of 3: the ISR still lists it
     assert in_sync_refusals(state, 0, nodes) == [
-        f"partition 0's ISR still lists {hung_tcp}, registered but not answering (hung?): its "
-        "leader would apply the change and fail to pass it on; resume it and run it again, or "
-        "stop it for good and run it again once nsqlookupd's topic check has dropped it from "
-        "the ISR"
+        f"partition 0's ISR still lists {hung_tcp}, registered but not answering (stopped, or "
+        "crashed and not yet dropped): its leader would apply the change and fail to pass it "
+        "on; resume it and run it again, or stop it for good and run it again once "
+        "nsqlookupd's topic check has dropped it from the ISR"
     ]
     # 1 of 3 up: short of in-sync copies
     assert in_sync_refusals(state, 1, nodes) == [
         f"partition 1 has 1 in-sync copy up of an ISR of 2 ({hung_tcp} in its ISR is "
-        "registered but not answering (hung?)) and youzan needs 2 of 3 to apply a change: "
-        f"resume {hung_tcp} first (or stop it for good: nsqlookupd then repairs the partition "
-        "without it)"
+        "registered but not answering (stopped, or crashed and not yet dropped)) and youzan "
+        f"needs 2 of 3 to apply a change: resume {hung_tcp} (or bring it back if crashed) "
+        "first (or stop it for good, or wait for nsqlookupd to drop it: it then repairs the "
+        "partition without it)"
     ]

@@ -122,7 +122,7 @@ def absent_copies(
     named = f" ({'; '.join(said)})" if said else ""
     # what brings the partition back to ``need``: the absent copies, else a new nsqd
     brought = ([f"bring {', '.join(down)} back"] if down else []) + (
-        [f"resume {', '.join(hung)}"] if hung else []
+        [f"resume {', '.join(hung)} (or bring {them(hung)} back if crashed)"] if hung else []
     )
     more = " and ".join(brought) or "add an nsqd (or lower its replicas)"
     tail = f" ({stop_for_good(hung)})" if hung else ""
@@ -136,9 +136,14 @@ def absent_copies(
     return named, f"wait for {waited} to catch up and {more} first{watch}{tail}"
 
 
-HUNG = "registered but not answering (hung?)"
+HUNG = "registered but not answering (stopped, or crashed and not yet dropped)"
 """How an ISR member is named that nsqlookupd lists but that does not answer: stopped (a
-SIGSTOP, a stalled VM) rather than gone, so the advice is to resume it."""
+SIGSTOP, a stalled VM), or crashed with its etcd lease not yet expired, so still listed.
+The advice covers both: resume it, or bring it back."""
+
+
+def them(names: Sequence[str]) -> str:
+    return "it" if len(names) == 1 else "them"
 
 
 def is_hung(address: str, up: Mapping[str, NsqdNode]) -> bool:
@@ -156,9 +161,13 @@ def stop_for_good(names: Sequence[str]) -> str:
     its etcd lease, which a stopped process no longer renews: the coordinator has lost it
     already, moves it to the catch-up list while enough in-sync copies remain and copies
     its partitions to other nsqds after its migrate wait. Resumed, it syncs and rejoins;
-    stopped for good, that repair goes on without it."""
-    them = "it" if len(names) == 1 else "them"
-    return f"or stop {them} for good: nsqlookupd then repairs the partition without {them}"
+    stopped for good, that repair goes on without it; a crashed one is the same, once
+    its lease has expired."""
+    it = them(names)
+    return (
+        f"or stop {it} for good, or wait for nsqlookupd to drop {it}: it then repairs the "
+        f"partition without {it}"
+    )
 
 
 async def redesign_leader(client: httpx.AsyncClient, lookupd_http: Sequence[str], what: str) -> str:

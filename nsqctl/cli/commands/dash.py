@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 
 import typer
@@ -14,6 +13,7 @@ from nsqctl.cli.commands.dash_serve import (
     parse_bind,
     require_extra,
     serve,
+    token_typed,
     token_warning,
 )
 from nsqctl.cli.commands.dash_served import ServedDash
@@ -32,6 +32,7 @@ from nsqctl.stats.sources import StatsSession
 
 
 def dash(
+    ctx: typer.Context,
     lookupd: list[str] = LookupdOption,
     nsqd: list[str] = NsqdOption,
     nsqd_http: list[str] = NsqdHttpOption,
@@ -84,7 +85,7 @@ def dash(
             raise ConfigError("--allow-actions applies to --serve only: add --serve PORT")
         # from the environment it is ambient (set for a later --serve); on the command
         # line it is a token the operator expects to guard something, and nothing would
-        if token is not None and token != os.environ.get(TOKEN_ENV):
+        if token_typed(ctx):
             raise ConfigError("--token applies only with --serve: add --serve PORT or drop it")
         require_terminal()
     else:
@@ -102,7 +103,7 @@ def dash(
         )
     if serve_at is not None:
         require_extra()
-        warning = token_warning(token, os.environ)
+        warning = token_warning(token_typed(ctx))
         if warning is not None:
             typer.echo(warning, err=True)
         if read_only is None and not allow_actions:

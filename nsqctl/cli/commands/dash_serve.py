@@ -31,10 +31,12 @@ import shlex
 import signal
 import socket
 import sys
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
+
+import typer
 
 from nsqctl.cli.commands.dash_served import SERVED_ENV, ServedDash
 from nsqctl.errors import ConfigError, TransportError
@@ -180,12 +182,18 @@ def guard(bind: Bind, token: str | None) -> Any:
     return middleware
 
 
-def token_warning(token: str | None, environ: Mapping[str, str]) -> str | None:
-    """The warning for a token given as ``--token`` (typer reads :data:`TOKEN_ENV` only
-    when the flag is absent, so a token the environment does not hold came from the
-    command line): the process list shows it to every user of the machine for as long
-    as the dashboard serves."""
-    if token is None or environ.get(TOKEN_ENV) == token:
+def token_typed(ctx: typer.Context) -> bool:
+    """Whether the command's ``--token`` came from its command line (not :data:`TOKEN_ENV`):
+    a value equal to the environment's may still have been typed, and shows in ps. By
+    name: typer runs on its own copy of click (0.26+) or on click."""
+    source = ctx.get_parameter_source("token")
+    return source is not None and source.name == "COMMANDLINE"
+
+
+def token_warning(typed: bool) -> str | None:
+    """The warning for a token given as ``--token`` (``typed``): the process list shows it
+    to every user of the machine for as long as the dashboard serves."""
+    if not typed:
         return None
     return (
         "nsqctl dash: warning: the --token value shows in the process list (ps) to every "

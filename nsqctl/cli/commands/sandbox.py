@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from nsqctl import admin
-from nsqctl.errors import ServerSetupError
+from nsqctl.errors import ConfigError
 from nsqctl.paths import state_dir
 from nsqctl.pids import pid_stopped
 from nsqctl.servers import build, cluster, process
@@ -98,21 +98,32 @@ def _print_cluster(c: cluster.Cluster, as_json: bool) -> None:
     typer.echo("\n".join(_env_lines(c)))
 
 
-def refuse_stale_redesign(directory: Path) -> None:
-    """Refuse to start in a directory holding a stopped redesign sandbox's data.
+def refuse_stale_redesign(
+    directory: Path, flavor: str, planned_nsqds: list[tuple[str, int, int]] | None
+) -> None:
+    """Refuse a redesign start in a directory whose stopped redesign sandbox's etcd places
+    topics on nsqds the new start would not have.
 
-    Its etcd keeps that sandbox's topics, placed on nsqds named by ports the new sandbox
-    does not have: nsqlookupd finds their partitions leaderless for good and calls the
-    cluster unstable, refusing every topic expand, move and update, on new topics too."""
-    if not (directory / cluster.STATE_FILE).exists():
+    Those partitions stay leaderless for good: nsqlookupd calls the cluster unstable and
+    refuses every topic expand, move and update, on new topics too. ``planned_nsqds`` are
+    the (host, tcp port, http port) the new nsqds will have, None when the ports are not
+    chosen yet (free ones: not the old ones). A restart on the same ports keeps every node
+    the placements name; the original family has no etcd; a sandbox that never came up
+    healthy created no topic: none of those is refused."""
+    if flavor != "redesign" or not (directory / cluster.STATE_FILE).exists():
         return
     old = cluster.Cluster.load(directory)
-    if old.flavor != "redesign" or any(old.running().values()):
+    if old.flavor != "redesign" or not old.became_healthy or any(old.running().values()):
         return  # a running one is refused by the start itself
-    raise ServerSetupError(
-        f"{directory} holds the data of a stopped redesign sandbox: its etcd still places "
-        "that sandbox's topics on nsqds the new one would not have, so nsqlookupd would "
-        "call the cluster unstable and refuse expand, move and update: remove it with "
+    kept = {(n.host, n.tcp_port, n.http_port) for n in old.nsqds}
+    if planned_nsqds is not None and kept <= set(planned_nsqds):
+        return
+    ports = ", ".join(n.tcp_address for n in old.nsqds)
+    raise ConfigError(
+        f"{directory} holds the data of a stopped redesign sandbox whose etcd places topics "
+        f"on nsqds at {ports}, which this start would not have, so nsqlookupd would call "
+        "the cluster unstable and refuse expand, move and update: start it as before "
+        "(the same --port-base and --lookupd, at least as many --nsqd), remove it with "
         "`nsqctl sandbox down --purge` (its data and logs), or use another --dir"
     )
 
@@ -140,7 +151,12 @@ def up(
 ) -> None:
     """Build (if needed) and start a cluster; wait until every process is healthy."""
     target = directory or default_dir()
-    refuse_stale_redesign(target)
+    planned = (
+        None
+        if port_base is None
+        else cluster.planned_nsqd_addresses(flavor, nsqd, lookupd, port_base, spread_addresses)
+    )
+    refuse_stale_redesign(target.resolve(), flavor, planned)
     c = cluster.start(
         flavor,  # type: ignore[arg-type]
         target,

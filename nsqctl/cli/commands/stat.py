@@ -77,13 +77,17 @@ def _paused_copies(topic: TopicView, paused: Sequence[bool]) -> dict[str, Any]:
 
 
 def _paused_partitions(topic: TopicView, ch: ChannelView) -> dict[str, Any]:
-    """On the redesign, on how many of the topic's partitions the channel is paused: a
-    pause made with ``--partition`` leaves the others delivering, and the channel's own
-    row must not read as paused everywhere (its partitions' rows follow it)."""
+    """On the redesign, on how many of the partitions read that hold the channel it is
+    paused, and how many of the topic's partitions went unread (no live copy): a pause
+    made with ``--partition`` leaves the others delivering, and the channel's own row must
+    not read as paused everywhere (its partitions' rows follow it). A partition that does
+    not hold the channel (one created with ``--partition``) counts in neither."""
     if not topic.is_redesign:
         return {}
-    paused = sum(1 for part in ch.parts if part.stats.paused)
-    return {"paused_partitions": paused, "partitions": len(topic.partitions)}
+    read = {part.partition for part in ch.parts}
+    paused = {part.partition for part in ch.parts if part.stats.paused}
+    unread = sum(1 for p in topic.partitions if not p.live and p.partition not in read)
+    return {"paused_partitions": len(paused), "partitions": len(read), "unread_partitions": unread}
 
 
 def _channel_rows(topic: TopicView, ch: ChannelView) -> list[dict[str, Any]]:
@@ -272,19 +276,31 @@ def _topic_and_channel_rows(topic: TopicView) -> list[dict[str, Any]]:
     return rows
 
 
+def _paused_words(row: dict[str, Any]) -> str:
+    """``PAUSED``, or ``PAUSED k/n`` when paused on only k of the n nsqds holding it
+    (original) or of the partitions read that hold it (a redesign channel), with how many
+    partitions went unread: a pause there is unknown."""
+    some, of = row.get("paused_copies"), row.get("copies")
+    if some is None:  # a redesign channel: counted in partitions
+        some, of = row.get("paused_partitions"), row.get("partitions")
+    unread = row.get("unread_partitions") or 0
+    if some is None or (some == of and not unread):
+        return "PAUSED"
+    words = f"PAUSED {some}/{of}"
+    if unread:
+        words += f" ({unread} partition{'s' if unread > 1 else ''} unread)"
+    return words
+
+
 def state_marker(row: dict[str, Any]) -> str:
-    """``PAUSED`` / ``SKIPPED`` (both when both), the text form of the JSON flags;
-    ``PAUSED 1/3`` when paused on only some of the nsqds holding it (original) or of the
-    topic's partitions (a redesign channel);
+    """``PAUSED`` / ``SKIPPED`` (both when both), the text form of the JSON flags, the
+    pause counted where it is partial (:func:`_paused_words`);
     ``NOT SEEN`` (with its nsqds) when no nsqd holding it answered."""
     words = []
     if row.get("not_seen"):
         words.append(not_seen_words(row["held_by"], row["held_by_guessed"], row["unregistered"]))
     if row.get("paused"):
-        some, of = row.get("paused_copies"), row.get("copies")
-        if some is None:  # a redesign channel: counted in partitions
-            some, of = row.get("paused_partitions"), row.get("partitions")
-        words.append(f"PAUSED {some}/{of}" if some is not None and some != of else "PAUSED")
+        words.append(_paused_words(row))
     if row.get("skipped"):
         words.append("SKIPPED")
     return " ".join(words)
