@@ -171,6 +171,8 @@ def decode_value(
         if isinstance(found, WireEnvelope):
             if found.status_code not in (None, 200) or found.data == NULL:
                 why = found.status_txt or found.message or found.status_code
+                # the server's own text, on the error's one line whatever it holds
+                why = " ".join(str(why).split()) or "no reason given"
                 raise error(f"{role} {source or '?'} answered {path} with an error: {why}")
             found = msgspec.json.decode(found.data, type=kind, strict=False)
     except (msgspec.ValidationError, msgspec.DecodeError) as err:

@@ -156,6 +156,7 @@ def _scalars(value: Any) -> Any:
 @given(as_bytes(CONFIG), STATUSES)
 @example(b'["127.0.0.1:4160", 5]', 200)
 @example(b'{"status_code": 200, "status_txt": "OK", "data": ["127.0.0.1:4160"]}', 200)
+@example(b'{"status_code": null, "status_txt": "\\n"}', 200)  # a status text of a line break
 def test_an_nsqds_lookupd_list_or_one_error(content: bytes, status: int) -> None:
     try:
         found = ask(lambda c: node_lookupds(c, ADDRESS), status, content)
