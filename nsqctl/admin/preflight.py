@@ -149,9 +149,9 @@ def in_sync_refusals(state: TopicState, part: int, nodes: RegisteredNsqds) -> li
     if hung:
         said.append(
             f"partition {part}'s ISR still lists {', '.join(hung)}, {HUNG}: its leader "
-            "would apply the change and fail to pass it on; resume it and run it again, "
-            "or stop it for good and run it again once nsqlookupd's topic check has "
-            "dropped it from the ISR"
+            "would apply the change and fail to pass it on; resume it (or bring it back if "
+            "it crashed) and run it again, or stop it for good and run it again once "
+            "nsqlookupd's topic check has dropped it from the ISR"
         )
     return said
 

@@ -62,8 +62,8 @@ def test_a_hung_isr_member_is_said_to_hang_not_to_be_down() -> None:
     assert in_sync_refusals(state, 0, nodes) == [
         f"partition 0's ISR still lists {hung_tcp}, registered but not answering (stopped, or "
         "crashed and not yet dropped): its leader would apply the change and fail to pass it "
-        "on; resume it and run it again, or stop it for good and run it again once "
-        "nsqlookupd's topic check has dropped it from the ISR"
+        "on; resume it (or bring it back if it crashed) and run it again, or stop it for good "
+        "and run it again once nsqlookupd's topic check has dropped it from the ISR"
     ]
     # 1 of 3 up: short of in-sync copies
     assert in_sync_refusals(state, 1, nodes) == [
