@@ -29,6 +29,11 @@ class CloseOnce:
     def __init__(self) -> None:
         self._task: asyncio.Task[None] | None = None
 
+    @property
+    def begun(self) -> bool:
+        """Whether a close() has begun the close."""
+        return self._task is not None
+
     def begin(self, close: Callable[[], Coroutine[Any, Any, None]]) -> asyncio.Task[None]:
         """The close's task: ``close()`` started in it by the first call, the same task
         for every later one (``close`` is then not called)."""

@@ -351,6 +351,8 @@ class Consumer:
         then FINed as usual, or given back after ``timeout``).
         """
         self._stopping = True
+        if not self._closing.begun:
+            self._stop_intake()
         closing = self._closing.begin(functools.partial(self._close, timeout))
         if self._delivery.in_handler():
             return
@@ -374,13 +376,19 @@ class Consumer:
             finally:
                 self._ended.set()
 
-    async def _settle_messages(self, timeout: float | None) -> None:
-        """Stop intake and wait up to ``timeout`` for the messages in hand to be answered;
-        give back what is not, cancelling its handlers."""
-        timeout = self.options.stop_timeout if timeout is None else timeout
+    def _stop_intake(self) -> None:
+        """RDY 0 on every connection, no new connection, the queue closed: done in the
+        close() call itself, before the close's task first runs, so that nsqd is told in
+        the same turn as whatever the caller just did (a requeue with no delay is not
+        sent back to this consumer in the turn it waits for the task)."""
         self._flow.close_window(time.monotonic())
         self._connections.stop_connecting()
         self._delivery.close()
+
+    async def _settle_messages(self, timeout: float | None) -> None:
+        """Wait up to ``timeout`` for the messages in hand to be answered (intake stopped
+        by :meth:`_stop_intake`); give back what is not, cancelling its handlers."""
+        timeout = self.options.stop_timeout if timeout is None else timeout
         left = await self._delivery.wait_idle(timeout)
         if left:
             delivery = self._delivery

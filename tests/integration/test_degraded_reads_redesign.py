@@ -140,6 +140,10 @@ def test_a_history_replay_missing_a_partition_fails_naming_it(split: Split) -> N
     assert lines[-1].startswith(f"nsqctl: error: no leader for {s.topic}/1 within"), lines
     # the others were read meanwhile, and it says how far it got
     assert f"note: {2 * PER_PARTITION} message(s) of {s.topic} history were read" in lines[-2]
+    # its channel is left, and the note says when it can be deleted, not a delete that
+    # would be refused now
+    assert "partition(s) 1 have no leader now" in replay.stderr, replay.stderr
+    assert "once partition(s) 1 have a leader again" in replay.stderr, replay.stderr
 
 
 async def test_peek_names_a_partition_whose_leader_does_not_answer(split: Split) -> None:
