@@ -377,18 +377,18 @@ class Consumer:
                 self._ended.set()
 
     def _stop_intake(self) -> None:
-        """RDY 0 on every connection, no new connection, the queue closed: done in the
-        close() call itself, before the close's task first runs, so that nsqd is told in
-        the same turn as whatever the caller just did (a requeue with no delay is not
-        sent back to this consumer in the turn it waits for the task)."""
+        """RDY 0 on every connection and the queue closed: done in the close() call
+        itself, before the close's task first runs, so that nsqd is told in the same turn
+        as whatever the caller just did (a requeue with no delay is not sent back to this
+        consumer in the turn it waits for the task). Connecting stops in the task."""
         self._flow.close_window(time.monotonic())
-        self._connections.stop_connecting()
         self._delivery.close()
 
     async def _settle_messages(self, timeout: float | None) -> None:
         """Wait up to ``timeout`` for the messages in hand to be answered (intake stopped
         by :meth:`_stop_intake`); give back what is not, cancelling its handlers."""
         timeout = self.options.stop_timeout if timeout is None else timeout
+        self._connections.stop_connecting()
         left = await self._delivery.wait_idle(timeout)
         if left:
             delivery = self._delivery
