@@ -330,7 +330,7 @@ def polish(command: Any) -> None:
         command.rich_markup_mode = None
     _set_metavars(command)
     _add_global_options(command)
-    check_repeats(command)
+    check_repeats(command, click_module().exceptions.UsageError)
     for sub in getattr(command, "commands", {}).values():
         polish(sub)
 

@@ -9,7 +9,7 @@ alone, and so is the same value given twice.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from nsqctl.errors import ConfigError
@@ -75,16 +75,23 @@ def refuse_repeated(params: Sequence[Any], args: Sequence[str]) -> None:
             raise repeated_error(key, values)
 
 
-def check_repeats(command: Any) -> None:
+def check_repeats(command: Any, usage_error: Callable[..., Exception]) -> None:
     """Have ``command`` (not a group: its arguments go on to a subcommand) refuse a
-    single-value option given different values, before click keeps the last."""
+    single-value option given different values, before click keeps the last.
+
+    The refusal is raised as click's ``usage_error`` (``UsageError``), as click's own are:
+    a usage error is what it is, and so it exits as one does (2, or UNKNOWN under
+    ``check``, whose exit code a monitor reads)."""
     if hasattr(command, "commands"):
         return
     parse = command.parse_args
 
     def parse_args(ctx: Any, args: list[str]) -> Any:
         if not ctx.resilient_parsing:  # completion parses half-typed lines: never refuse
-            refuse_repeated(command.params, args)
+            try:
+                refuse_repeated(command.params, args)
+            except ConfigError as err:
+                raise usage_error(str(err), ctx=ctx) from None
         return parse(ctx, args)
 
     command.parse_args = parse_args

@@ -310,6 +310,7 @@ class Consumer:
         if fatal is not None:
             await self.close()
             raise fatal
+        self._connections.start_ended()
 
     async def _unless_closed(self, step: Coroutine[Any, Any, _T], name: str) -> _T | None:
         """Run one step of :meth:`start` as a task that :meth:`close` cancels: its result,
@@ -364,15 +365,17 @@ class Consumer:
         nobody, its error only retrieved."""
         try:
             await self._settle_messages(timeout)
-            self._delivery.shutdown()
-            await self._stop_tasks()
         finally:
             try:
-                await self._connections.close_all()
-                if self._lookup is not None:
-                    await self._lookup.aclose()
-                if self._resumer is not None:
-                    await self._resumer.aclose()
+                try:
+                    self._delivery.shutdown()
+                    await self._stop_tasks()
+                finally:
+                    await self._connections.close_all()
+                    if self._lookup is not None:
+                        await self._lookup.aclose()
+                    if self._resumer is not None:
+                        await self._resumer.aclose()
             finally:
                 self._ended.set()
 

@@ -121,6 +121,8 @@ class ConnectionSet:
         # A subscription succeeded once: a refused secret after that is no wrong secret
         # given at start-up but, as likely, an auth server nsqd could not reach
         self._subscribed_once = False
+        # set by the consumer once its start() has returned (see :meth:`start_ended`)
+        self._start_ended = False
         #: An error no reconnect can cure (a bad topic, a refused subscription option).
         self.fatal: BaseException | None = None
         self._warned_missing = False  # the missing topic was logged (once per consumer)
@@ -265,6 +267,19 @@ class ConnectionSet:
         else:
             self._timed_out.discard(address)
 
+    def start_ended(self) -> None:
+        """The consumer's start() returned: from now on a refusal of its settings by one
+        nsqd, once something subscribed, is that nsqd's change (see :attr:`settled`)."""
+        self._start_ended = True
+
+    @property
+    def settled(self) -> bool:
+        """Whether the consumer has started and subscribed somewhere with its settings.
+        Until then a refusal of them (TLS, AUTH, IDENTIFY, TLS files) fails the start: it
+        would fail the same with any nsqd answering first, whatever the order of answers
+        within the first connects. After, it is one nsqd's change, retried loudly."""
+        return self._start_ended and self._subscribed_once
+
     def stop_connecting(self) -> None:
         """No new connection from now on: pending connects and reconnects are cancelled."""
         self._stopping = True
@@ -365,14 +380,15 @@ class ConnectionSet:
         except (ConfigError, p.TLSNotOfferedError) as err:
             # The connection's own settings cannot be used with this nsqd (a TLS
             # certificate without its key, an unreadable CA file, TLS asked of an nsqd
-            # that offers none). Before anything subscribed no reconnect changes them:
-            # raised at start-up by the first sync, and a consumer started before its
-            # topic existed ends with it rather than logging it at each lookup for ever.
-            # Once subscribed, the same settings worked with this cluster: one nsqd
+            # that offers none). Until the consumer is settled (started, and subscribed
+            # somewhere) no reconnect changes them: raised at start-up by the first sync,
+            # and a consumer started before its topic existed ends with it rather than
+            # logging it at each lookup for ever.
+            # Once settled, the same settings worked with this cluster: one nsqd
             # restarted without TLS, or TLS files caught half-replaced by a rotation
             # (each dial loads them again), is that nsqd's trouble, retried loudly,
             # while the other nsqds go on being read (see :meth:`_refused_for_good`).
-            if not self._subscribed_once:
+            if not self.settled:
                 self._set_fatal(err)
                 return None
             # the error names the file and setting, never a key's content or passphrase
@@ -401,19 +417,20 @@ class ConnectionSet:
         self._schedule_reconnect(target)
 
     def _refused_for_good(self, err: p.ServerError) -> bool:
-        """Whether nsqd's refusal of the handshake stops the consumer at once: only before
-        anything subscribed, when the refusal says this consumer's settings are wrong for
-        the cluster (TLS it requires and the connection lacks, TLSRequiredError, applied
-        at AUTH; AUTH it requires with no secret given, AuthRequiredError; a secret
-        refused, AuthFailedError; an IDENTIFY rejected): start fails with it at once.
+        """Whether nsqd's refusal of the handshake stops the consumer at once: only until
+        it is :attr:`settled` (start() returned, and something subscribed), when the
+        refusal says this consumer's settings are wrong for the cluster (TLS it requires
+        and the connection lacks, TLSRequiredError, applied at AUTH; AUTH it requires with
+        no secret given, AuthRequiredError; a secret refused, AuthFailedError; an IDENTIFY
+        rejected): start fails with it at once.
 
-        Once subscribed, the same settings were accepted by this cluster, so a refusal on
+        Once settled, the same settings were accepted by this cluster, so a refusal on
         a reconnect is that nsqd's change (restarted with TLS or AUTH required, its auth
         server unreachable: nsqd answers E_AUTH_FAILED for that as for a wrong secret).
         Ending the consumer for it would stop the reading of every other nsqd as well; it
         is retried with backoff, logged at ERROR for TLS or a secret required, until the
         nsqd is put right."""
-        return not self._subscribed_once
+        return not self.settled
 
     def _rides(self, target: Target) -> bool:
         """A partition that rides a failover keeps its confirmed position: its frames carry
@@ -447,7 +464,7 @@ class ConnectionSet:
         if following is Verdict.FATAL and refusal is p.SubscribeRefusal.TLS_REQUIRED:
             # one nsqd requiring TLS once others accepted these settings: that nsqd's
             # change, retried as a handshake refusal is (see _refused_for_good)
-            following = Verdict.FATAL if not self._subscribed_once else Verdict.RETRY_LATER
+            following = Verdict.FATAL if not self.settled else Verdict.RETRY_LATER
         if following is Verdict.FATAL:
             ordered_only = refusal is p.SubscribeRefusal.ORDER_REQUIRED and self._options.start
             self._set_fatal(ConfigError(ORDERED_START, setting="start") if ordered_only else err)
@@ -455,7 +472,8 @@ class ConnectionSet:
             return None
         if following is Verdict.RETRY_LATER:
             self._failed(address, _subscribe_failure(address, err), err)
-            log.warning("subscribe on %s failed: %s", address, err)
+            level = logging.ERROR if refusal is p.SubscribeRefusal.TLS_REQUIRED else logging.WARNING
+            log.log(level, "subscribe on %s failed: %s", address, err)
             await conn.close()
             self._schedule_reconnect(target)
             return None

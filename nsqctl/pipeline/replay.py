@@ -25,7 +25,7 @@ from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.pipeline import filters as flt
 from nsqctl.pipeline.checkpoint import KeyCheckpoint
 from nsqctl.pipeline.selection import ReplayFilters
-from nsqctl.pipeline.textinput import check_readable, read_bodies, text_files
+from nsqctl.pipeline.textinput import read_bodies, text_files
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -147,9 +147,8 @@ def text_frame(
     check_text_filters(filters)
     check_grep(filters)
     files = list(enumerate(text_files(source)))
-    for _, path in files:
-        # a damaged file found by an executor would fail the job in Spark's words
-        check_readable(path)
+    # a damaged file an executor finds fails the job with nsqctl's own one-line error
+    # (spark_errors takes it from the worker's traceback)
     rdd = spark.sparkContext.parallelize(files, len(files)).flatMap(_file_rows)
     df = spark.createDataFrame(rdd, "file string, file_index long, line long, body binary")
     df = _where(df.where(flt.to_spark(flt.text_filter(filters))), filters)

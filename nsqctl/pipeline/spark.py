@@ -314,10 +314,26 @@ def spark_errors(what: str, unreadable: str) -> Iterator[None]:
         unread = unreadable_file_reason(err)
         if unread is not None:
             raise ConfigError(f"{unreadable}: {unread}") from err
+        refused = worker_config_error(err)
+        if refused is not None:
+            raise ConfigError(refused) from err
         reason = spark_failure_reason(err)
         if reason is None:
             raise
         raise NsqctlError(f"{what}: {reason}") from err
+
+
+#: How a ConfigError raised in a Python worker (an executor reading a damaged input file
+#: with nsqctl's own reader) reads in the failed job's text: its traceback's last line.
+_WORKER_CONFIG_ERROR = re.compile(r"nsqctl\.errors\.ConfigError: (.+)")
+
+
+def worker_config_error(err: BaseException) -> str | None:
+    """The message of a :class:`ConfigError` an executor's Python worker raised, if that
+    is what failed the job: the same bad input, found where the data is read rather than
+    by reading everything twice on the driver first."""
+    found = _WORKER_CONFIG_ERROR.findall(str(err))
+    return found[-1].strip() if found else None
 
 
 def _java_causes(err: BaseException) -> list[Any]:

@@ -78,16 +78,6 @@ def read_bodies(path: str | Path) -> Iterator[tuple[int, bytes]]:
             yield number, line[:-1] if line.endswith(b"\n") else line
 
 
-def check_readable(path: str | Path) -> None:
-    """Read ``path`` to its end without keeping it (a gzip file decompressed in chunks),
-    raising as :func:`read_bodies` would. For a reader elsewhere (a Spark executor)
-    whose error would reach the caller in its own words, not as this one line."""
-    with named_read_errors(path), open_maybe_gzip(path) as fh:
-        if isinstance(fh, gzip.GzipFile):
-            while fh.read(1 << 20):
-                pass
-
-
 def text_files(source: str | Path) -> list[str]:
     """The files of a text source: the file itself, or every regular file under a dir,
     oldest first (see :func:`written_order`)."""

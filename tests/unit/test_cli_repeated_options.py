@@ -26,7 +26,15 @@ def test_a_single_value_option_given_twice_is_refused(args: tuple[str, ...], sai
     proc = run_main(*args, *NOBODY)
     line = assert_one_line_error(proc, 2)
     values = {"--node": "a, b", "--channel": "x, y", "--interval": "2, 3"}[said]
-    assert line.endswith(f"{said} given 2 times ({values}): give it once"), line
+    assert f"{said} given 2 times ({values}): give it once (see 'nsqctl " in line, line
+
+
+def test_under_check_a_repeated_option_is_unknown_not_critical() -> None:
+    """``check`` answers bad arguments UNKNOWN (3), as a monitor reads its exit code: a
+    repeated option is a usage error like any other, not a CRITICAL (2)."""
+    proc = run_main("check", "--poison", "warn", "--poison", "crit", *NOBODY)
+    line = assert_one_line_error(proc, 3)
+    assert "--poison given 2 times (warn, crit): give it once" in line, line
 
 
 def test_the_same_value_twice_and_a_list_option_pass() -> None:

@@ -565,12 +565,16 @@ class Dialer:
         self.fail_next = 0
         self.subscribe_error: BaseException | None = None
         self.dial_error: BaseException | None = None  # what every dial raises, if set
+        self.errors_of: dict[str, BaseException] = {}  # what a dial of one address raises
         self.dials = 0
 
     async def __call__(self, address: HostPort, on_error: Any, on_close: Any) -> Connection:
         self.dials += 1
         if self.dial_error is not None:
             raise self.dial_error
+        if str(address) in self.errors_of:
+            await asyncio.sleep(0.05)  # the refusing nsqd answers after the other subscribed
+            raise self.errors_of[str(address)]
         if self.fail_next:
             self.fail_next -= 1
             raise OSError("refused")
@@ -944,6 +948,7 @@ async def test_a_handshake_refusal_on_a_reconnect_is_retried_loudly_not_fatal(
     dialer = Dialer()
     conns = connection_set(dialer)
     await conns.sync(Topology.from_nsqd_addresses([parse_address(NSQD)], topic="t"))
+    conns.start_ended()  # what the consumer's start() does once it returns
     dialer.dial_error = refusal()
     with caplog.at_level(logging.ERROR, logger="nsqctl"):
         dialer.opened[0].breaks()
@@ -957,6 +962,26 @@ async def test_a_handshake_refusal_on_a_reconnect_is_retried_loudly_not_fatal(
     await conns.close_all()
 
 
+@pytest.mark.parametrize("refusal", LASTING_REFUSALS)
+async def test_a_refusal_in_the_first_connects_is_fatal_whichever_nsqd_answers_first(
+    refusal: Any,
+) -> None:
+    """Two nsqds, the second refusing these settings after the first has subscribed:
+    within the start's first connects that is still the settings' fault, not one nsqd's
+    change, so the set fails with it; whether start fails must not hang on which nsqd
+    answered first."""
+    dialer = Dialer()
+    other = "127.0.0.1:4250"
+    dialer.errors_of[other] = refusal()
+    conns = connection_set(dialer)
+    topology = Topology.from_nsqd_addresses([parse_address(NSQD), parse_address(other)], topic="t")
+    await conns.sync(topology)
+    assert conns.connections  # the first nsqd subscribed before the refusal came
+    await wait_for(lambda: conns.fatal is not None, 2.0, "the set to fail")
+    assert conns.fatal is dialer.errors_of[other]
+    await conns.close_all()
+
+
 async def test_a_secret_refused_on_a_reconnect_is_retried() -> None:
     """E_AUTH_FAILED once the set has read: nsqd answers it for an auth server it could
     not reach as for a wrong secret, so an outage of that server (during an nsqd restart)
@@ -964,6 +989,7 @@ async def test_a_secret_refused_on_a_reconnect_is_retried() -> None:
     dialer = Dialer()
     conns = connection_set(dialer)
     await conns.sync(Topology.from_nsqd_addresses([parse_address(NSQD)], topic="t"))
+    conns.start_ended()
     dialer.dial_error = p.error_from_frame(b"E_AUTH_FAILED AUTH failed", context="auth")
     dialer.opened[0].breaks()
     await wait_for(lambda: dialer.dials >= 3, 2.0, "two refused reconnects")

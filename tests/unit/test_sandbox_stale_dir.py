@@ -90,3 +90,18 @@ def test_the_refusal_is_bad_input(tmp_path: Path) -> None:
     proc = run_main("sandbox", "up", "--flavor", "redesign", "--nsqd", "2", "--dir", str(tmp_path))
     line = assert_one_line_error(proc, 2)
     assert "stopped redesign sandbox" in line
+
+
+def test_a_redesign_start_over_etcd_data_an_original_sandbox_outlived_is_refused(
+    tmp_path: Path,
+) -> None:
+    """redesign up, down, original up, down, redesign up on other ports: the original's
+    state replaced the redesign nsqds the etcd data still places topics on, so nothing is
+    left to compare the new ones with: refused, naming the way out."""
+    stopped_sandbox(tmp_path, "original", 2)
+    (tmp_path / "etcd" / "data" / "member").mkdir(parents=True)
+    with pytest.raises(ConfigError) as info:
+        refuse_stale_redesign(tmp_path, "redesign", planned(2, base=BASE + 100))
+    assert "etcd data of an earlier redesign sandbox" in str(info.value)
+    assert "sandbox down --purge" in str(info.value)
+    refuse_stale_redesign(tmp_path, "original", None)  # an original start has no etcd
