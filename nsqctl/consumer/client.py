@@ -352,9 +352,12 @@ class Consumer:
         then FINed as usual, or given back after ``timeout``).
         """
         self._stopping = True
-        if not self._closing.begun:
-            self._stop_intake()
+        first = not self._closing.begun
+        # begun first: the task cannot run before this call yields, and it exists even
+        # if stopping intake failed
         closing = self._closing.begin(functools.partial(self._close, timeout))
+        if first:
+            self._stop_intake()
         if self._delivery.in_handler():
             return
         await asyncio.shield(closing)
@@ -371,11 +374,13 @@ class Consumer:
                     self._delivery.shutdown()
                     await self._stop_tasks()
                 finally:
-                    await self._connections.close_all()
-                    if self._lookup is not None:
-                        await self._lookup.aclose()
-                    if self._resumer is not None:
-                        await self._resumer.aclose()
+                    try:
+                        await self._connections.close_all()
+                    finally:
+                        if self._lookup is not None:
+                            await self._lookup.aclose()
+                        if self._resumer is not None:
+                            await self._resumer.aclose()
             finally:
                 self._ended.set()
 

@@ -123,6 +123,7 @@ class ConnectionSet:
         self._subscribed_once = False
         # set by the consumer once its start() has returned (see :meth:`start_ended`)
         self._start_ended = False
+        self._settled = False  # see :attr:`settled`
         #: An error no reconnect can cure (a bad topic, a refused subscription option).
         self.fatal: BaseException | None = None
         self._warned_missing = False  # the missing topic was logged (once per consumer)
@@ -211,6 +212,9 @@ class ConnectionSet:
                 await conn.close()
         self._targets = wanted | (self._targets if topo.stale else set())
         await asyncio.gather(*(self._ensure(t) for t in wanted if t not in self._conns))
+        # settled only once a whole round of connects has answered: within one round,
+        # which nsqd answers first must not decide whether a refusal is fatal
+        self._settled = self._settled or (self._start_ended and self._subscribed_once)
 
     def unreached_error(self, addresses: Iterable[HostPort | None]) -> type[NoConnectionError]:
         """The error for the nsqds at ``addresses`` staying out of reach:
@@ -271,14 +275,16 @@ class ConnectionSet:
         """The consumer's start() returned: from now on a refusal of its settings by one
         nsqd, once something subscribed, is that nsqd's change (see :attr:`settled`)."""
         self._start_ended = True
+        self._settled = self._subscribed_once  # start's own round of connects is over
 
     @property
     def settled(self) -> bool:
-        """Whether the consumer has started and subscribed somewhere with its settings.
-        Until then a refusal of them (TLS, AUTH, IDENTIFY, TLS files) fails the start: it
-        would fail the same with any nsqd answering first, whatever the order of answers
-        within the first connects. After, it is one nsqd's change, retried loudly."""
-        return self._start_ended and self._subscribed_once
+        """Whether the consumer has started and a whole round of connects (start's own,
+        or a later one for a consumer started before its topic existed) subscribed
+        somewhere with its settings. Until then a refusal of them (TLS, AUTH, IDENTIFY,
+        TLS files) ends the consumer, whatever the order of answers within that round.
+        After, it is one nsqd's change, retried loudly."""
+        return self._settled
 
     def stop_connecting(self) -> None:
         """No new connection from now on: pending connects and reconnects are cancelled."""

@@ -227,6 +227,11 @@ def run_replay(
     try:
         stats = planned.rdd.mapPartitions(fn).collect()
     except Exception as err:  # py4j / PythonException: find the task's own error line
+        from nsqctl.pipeline.spark import worker_config_error
+
+        refused = worker_config_error(err)  # bad input an executor found reading it
+        if refused is not None:
+            raise ConfigError(refused) from err
         raise NsqctlError(f"replay stopped: {_task_error(err)}") from err
     finally:
         done.set()

@@ -982,6 +982,24 @@ async def test_a_refusal_in_the_first_connects_is_fatal_whichever_nsqd_answers_f
     await conns.close_all()
 
 
+@pytest.mark.parametrize("refusal", LASTING_REFUSALS)
+async def test_a_refusal_in_the_first_round_after_an_empty_start_is_fatal(refusal: Any) -> None:
+    """A consumer started before its topic existed (start returned, nothing subscribed):
+    the first round of connects once the topic appears is where its settings are first
+    tried, so a refusal there ends it even when another nsqd of that round subscribed
+    first."""
+    dialer = Dialer()
+    other = "127.0.0.1:4250"
+    dialer.errors_of[other] = refusal()
+    conns = connection_set(dialer)
+    conns.start_ended()  # start() returned with nothing to connect to yet
+    topology = Topology.from_nsqd_addresses([parse_address(NSQD), parse_address(other)], topic="t")
+    await conns.sync(topology)
+    await wait_for(lambda: conns.fatal is not None, 2.0, "the set to fail")
+    assert conns.fatal is dialer.errors_of[other]
+    await conns.close_all()
+
+
 async def test_a_secret_refused_on_a_reconnect_is_retried() -> None:
     """E_AUTH_FAILED once the set has read: nsqd answers it for an auth server it could
     not reach as for a wrong secret, so an outage of that server (during an nsqd restart)

@@ -113,6 +113,8 @@ def refuse_stale_redesign(
     if flavor != "redesign" or not (directory / cluster.STATE_FILE).exists():
         return
     old = cluster.Cluster.load(directory)
+    if any(old.running().values()):
+        return  # a running one is refused by the start itself
     etcd_data = directory / "etcd" / "data"
     if old.flavor != "redesign" and etcd_data.is_dir() and any(etcd_data.iterdir()):
         # an original sandbox ran here after a redesign one: the etcd data is still that
@@ -121,7 +123,8 @@ def refuse_stale_redesign(
             f"{directory} holds the etcd data of an earlier redesign sandbox, whose nsqds "
             "an original sandbox's state has since replaced, so a new redesign sandbox "
             "could start on placements naming nsqds it lacks: remove it with "
-            "`nsqctl sandbox down --purge` (its data and logs), or use another --dir"
+            "`nsqctl sandbox down --purge` (which deletes its data and logs), or use "
+            "another --dir"
         )
     if old.flavor != "redesign" or not old.became_healthy or any(old.running().values()):
         return  # a running one is refused by the start itself
