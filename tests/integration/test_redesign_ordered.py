@@ -118,7 +118,7 @@ def test_fresh_sandbox_ordered_tail_prints_in_order_and_leaves_nothing_in_flight
     # Its data stays; a new sandbox there would inherit its topics, placed on nsqds it
     # does not have (nsqlookupd then calls the cluster unstable): refused, nothing started
     again = cli("sandbox", "up", "--flavor", "redesign", "--nsqd", "2", *sbx)
-    assert "sandbox down --purge" in assert_one_line_error(again, 1)
+    assert "sandbox down --purge" in assert_one_line_error(again, 2)
     assert cli("sandbox", "down", "--purge", *sbx).returncode == 0
 
 
