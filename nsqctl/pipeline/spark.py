@@ -303,14 +303,18 @@ def spark_errors(what: str, unreadable: str) -> Iterator[None]:
     Python as a Py4J error whose text is a Java stack trace of hundreds of lines; the
     reason is the innermost cause's message. A file Spark could not read is bad input:
     :class:`ConfigError` (exit 2), said as ``unreadable`` then the reason, as the local
-    engine says it, so both engines answer the same archive alike. Anything else passes
-    through untouched.
+    engine says it, so both engines answer the same archive alike. A file the executors
+    did not find is not a damaged one (:func:`missing_file_error` says which it is).
+    Anything else passes through untouched.
     """
     try:
         yield
     except NsqctlError:
         raise
     except Exception as err:
+        gone = missing_file(err)
+        if gone is not None:
+            raise missing_file_error(gone, active_master(), what, unreadable) from err
         unread = unreadable_file_reason(err)
         if unread is not None:
             raise ConfigError(f"{unreadable}: {unread}") from err
@@ -366,6 +370,66 @@ def unreadable_file_reason(err: BaseException) -> str | None:
     if said:
         return _one_line(said[-1])
     return _one_line(re.sub(r"^\[[A-Z_.]+\]\s*", "", _message(failed[-1]) or ""))
+
+
+#: Spark's error condition for an input file that was listed but is gone when read.
+FILE_NOT_EXIST = f"{FAILED_READ_FILE}.FILE_NOT_EXIST"
+
+
+def missing_file(err: BaseException) -> str | None:
+    """The path (a URI) of the input file Spark listed and then could not find when an
+    executor came to read it, when that is what failed the job; None otherwise."""
+    for cause in _java_causes(err):
+        try:
+            if cause.getCondition() != FILE_NOT_EXIST:
+                continue
+            path = cause.getMessageParameters().get("path")
+        except Exception:
+            continue
+        return None if path is None else str(path)
+    return None
+
+
+def active_master() -> str:
+    """The master of this process's SparkSession (the one that ran the failed job)."""
+    from pyspark.sql import SparkSession
+
+    session = SparkSession.getActiveSession()
+    master = session.sparkContext.master if session is not None else None
+    return master or resolve_master(None)
+
+
+def local_file(uri: str) -> Path | None:
+    """``uri`` as a path on this machine (``file:`` or no scheme); None for any other
+    file system, which only the executors can look at."""
+    from nsqctl.pipeline.trace import file_path
+
+    if uri.startswith("file:") or "://" not in uri:
+        return Path(file_path(uri))
+    return None
+
+
+def missing_file_error(uri: str, master: str, what: str, unreadable: str) -> NsqctlError:
+    """What an input file that Spark's executors did not find means, in one line.
+
+    The driver lists the input and the executors read it. When the file is still here,
+    the executors are not reading this machine's disk (a cluster master, with the archive
+    on a local path): the input must be put where every executor sees it, which is bad
+    input (exit 2) rather than a damaged file. When it is gone here too, it was removed
+    between the listing and the read (an archive rotating or being cleaned up): nothing
+    is wrong with what was asked, and running again reads what is there then (exit 1)."""
+    here = local_file(uri)
+    shown = str(here) if here is not None else uri
+    if here is not None and here.exists() and not master.startswith("local"):
+        return ConfigError(
+            f"{unreadable}: {shown} is on this machine but Spark's executors (master "
+            f"{master}) did not find it: put the archive where every executor reads the "
+            "same path (shared storage, hdfs://, s3a://), or use a local master (local[*])"
+        )
+    return NsqctlError(
+        f"{what}: {shown} was removed while Spark read it (the archive rotated or was "
+        "cleaned up meanwhile?): run it again"
+    )
 
 
 def spark_failure_reason(err: BaseException) -> str | None:

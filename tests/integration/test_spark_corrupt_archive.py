@@ -84,3 +84,33 @@ def test_a_parquet_file_that_is_no_archive_is_refused_as_such_by_both_engines(
         trace = run_main("trace", "0000000000000001", "--archive", str(other), "--engine", engine)
         line = assert_one_line_error(trace, 2)
         assert "is not an nsqctl archive" in line and "internal_id" in line, (engine, line)
+
+
+def test_an_archive_file_removed_while_spark_reads_it_is_no_damaged_archive(
+    tmp_path: Path,
+    spark: Any,  # noqa: F811 - the session's Spark: a real job, a real FILE_NOT_EXIST
+) -> None:
+    """A file listed when the job was planned and gone when an executor came to read it
+    (an archive rotating or cleaned up meanwhile): one line saying so, a runtime failure
+    (NsqctlError, exit 1), not "cannot read the archive" as a damaged file is (exit 2)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from nsqctl.errors import ConfigError, NsqctlError
+    from nsqctl.pipeline.spark import spark_errors
+
+    for name in ("a.parquet", "b.parquet"):
+        pq.write_table(pa.table({"n": list(range(5))}), tmp_path / name)
+    planned = spark.read.parquet(str(tmp_path))
+    (tmp_path / "b.parquet").unlink()
+    with (
+        pytest.raises(NsqctlError) as caught,
+        spark_errors("spark could not replay A", "cannot read the archive at A"),
+    ):
+        planned.collect()
+    assert not isinstance(caught.value, ConfigError), caught.value
+    line = str(caught.value)
+    assert line.startswith("spark could not replay A: "), line
+    assert f"{tmp_path / 'b.parquet'} was removed while Spark read it" in line, line
+    assert "\n" not in line, line
+    assert spark.range(3).count() == 3

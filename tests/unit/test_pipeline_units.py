@@ -221,3 +221,33 @@ async def test_the_failover_window_bounds_the_target_side_of_a_history_replay() 
         assert producer.options.failover_window == 7.5
     finally:
         await producer.close()
+
+
+def test_an_input_file_the_executors_did_not_find_is_told_by_where_it_is(tmp_path: Path) -> None:
+    """Spark's executors did not find a file the driver listed. Still here, under a
+    cluster master: the executors do not read this disk, bad input (exit 2) that says
+    where to put the archive. Gone here too, or under a local master (the executors read
+    this disk): removed between listing and read, a runtime failure (exit 1), not the
+    damaged-archive answer either way."""
+    from nsqctl.errors import NsqctlError
+    from nsqctl.pipeline.spark import missing_file_error
+
+    here = tmp_path / "part-0.parquet"
+    here.write_bytes(b"PAR1")
+    uri = f"file://{here}"
+    err = missing_file_error(
+        uri, "spark://10.1.2.3:7077", "spark could not replay A", "cannot read A"
+    )
+    assert isinstance(err, ConfigError), err
+    assert str(err).startswith(f"cannot read A: {here} is on this machine"), err
+    assert "spark://10.1.2.3:7077" in str(err) and "local[*]" in str(err), err
+
+    for master, path in (("local[2]", uri), ("spark://10.1.2.3:7077", f"file:{tmp_path}/gone")):
+        err = missing_file_error(path, master, "spark could not replay A", "cannot read A")
+        assert type(err) is NsqctlError, (master, err)
+        assert "was removed while Spark read it" in str(err), err
+        assert str(err).startswith("spark could not replay A: "), err
+
+    # a file system only the executors can look at: nothing to check here, said as is
+    err = missing_file_error("hdfs://nn/a/p.parquet", "yarn", "spark could not replay A", "x")
+    assert type(err) is NsqctlError and "hdfs://nn/a/p.parquet was removed" in str(err), err
