@@ -22,11 +22,16 @@ def repeated_error(name: str, given: Sequence[object], why: str = "give it once"
     return ConfigError(f"{name} given {len(given)} times ({', '.join(map(str, given))}): {why}")
 
 
+def _is_flag(param: Any) -> bool:
+    """An option that takes no value on the command line (a flag, a counter)."""
+    return bool(param.is_flag or param.count)
+
+
 def _takes_one_value(param: Any) -> bool:
+    """An option whose value click replaces when it is given again."""
     return (
         param.param_type_name == "option"
-        and not param.is_flag
-        and not param.count
+        and not _is_flag(param)
         and not param.multiple
         and param.nargs == 1
     )
@@ -49,7 +54,7 @@ def _short_options(
         param = short.get(f"-{char}")
         if param is None:
             return None
-        if not (param.is_flag or param.count):
+        if not _is_flag(param):
             return param, token[at:] or None
         found.append((param, None))
     return None
@@ -91,7 +96,7 @@ def read_options(
             if short_read is None:
                 continue
             param, value = short_read
-        if param.is_flag or param.count:
+        if _is_flag(param):
             if value is None:  # click refuses a flag given a value
                 found.append((param, None))
             continue
