@@ -330,7 +330,6 @@ def polish(command: Any) -> None:
         command.rich_markup_mode = None
     _set_metavars(command)
     _add_global_options(command)
-    check_repeats(command, click_module().exceptions.UsageError)
     for sub in getattr(command, "commands", {}).values():
         polish(sub)
 
@@ -400,11 +399,15 @@ class LazyCommands(Mapping[str, Any]):
 
 
 class LazyGroup(typer.core.TyperGroup):
-    """The root group: commands load on use; the help lists them from :data:`COMMANDS`."""
+    """The root group: commands load on use; the help lists them from :data:`COMMANDS`;
+    a command line giving an option two different values is refused (the root is where
+    every level's arguments are seen: a global option given before the command and again
+    after it)."""
 
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
         self.commands = LazyCommands(COMMANDS)  # type: ignore[assignment]
+        check_repeats(self, click_module().exceptions.UsageError)
 
     def list_commands(self, ctx: Any) -> list[str]:
         return list(self.commands)

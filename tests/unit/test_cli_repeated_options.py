@@ -1,14 +1,19 @@
 """An option that takes one value, given twice with different values, is refused (click
-alone would keep the last, acting on it silently); the same value twice, an option taken
-as a list, and a value that looks like an option are accepted."""
+alone would keep the last, acting on it silently), wherever on the command line each was
+given (a global option works before and after the command); the same value twice, an
+option taken as a list, and a value that looks like an option are accepted; help asked
+after a repeated option is shown; shell completion is never refused."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
 
 import pytest
 
 from nsqctl.cli.app import root_command
-from nsqctl.cli.repeated import given_values
-from tests.helpers.cli import assert_one_line_error, run_main
+from nsqctl.cli.repeated import command_line_values
+from tests.helpers.cli import assert_one_line_error, clean_env, run_main
 
 #: nothing answers here: a command that got past its arguments fails to connect (exit 1)
 NOBODY = ("--lookupd", "127.0.0.1:1")
@@ -20,6 +25,10 @@ NOBODY = ("--lookupd", "127.0.0.1:1")
         (("channel", "pause", "t", "c", "--node", "a", "--node", "b", "--yes"), "--node"),
         (("tail", "t", "--channel=x", "--channel", "y"), "--channel"),
         (("stat", "t", "--count", "1", "--interval", "2", "-i3"), "--interval"),
+        # -e is a flag: -ecy gives -c its value "y", as click reads it
+        (("tail", "t", "-c", "x", "-ecy"), "--channel"),
+        # "-h" is --grep's value here, not a request for help
+        (("tail", "t", "--grep", "-h", "--channel=x", "--channel", "y"), "--channel"),
     ],
 )
 def test_a_single_value_option_given_twice_is_refused(args: tuple[str, ...], said: str) -> None:
@@ -27,6 +36,74 @@ def test_a_single_value_option_given_twice_is_refused(args: tuple[str, ...], sai
     line = assert_one_line_error(proc, 2)
     values = {"--node": "a, b", "--channel": "x, y", "--interval": "2, 3"}[said]
     assert f"{said} given 2 times ({values}): give it once (see 'nsqctl " in line, line
+
+
+@pytest.mark.parametrize(
+    ("args", "values", "where"),
+    [
+        (("--tls-ca", "x", "--tls-ca", "y", "lookup", "T"), "x, y", "lookup"),
+        (("--profile", "x", "stat", "T", "--profile", "y", "--count", "1"), "x, y", "stat"),
+        (("--compression", "x", "topic", "list", "--compression", "y"), "x, y", "topic list"),
+        (
+            ("--tls-key", "x", "channel", "--tls-key", "y", "pause", "t", "c", "--tls-key", "z"),
+            "x, y, z",
+            "channel pause",
+        ),
+    ],
+    ids=["both-before", "before-and-after", "before-a-group", "at-every-level"],
+)
+def test_a_global_option_given_twice_anywhere_is_refused(
+    args: tuple[str, ...], values: str, where: str
+) -> None:
+    """The global options are accepted before the command, after a group's name and after
+    the command: click keeps the last one given at any of these places."""
+    proc = run_main(*args, *NOBODY)
+    line = assert_one_line_error(proc, 2)
+    name = args[0]
+    assert f"{name} given {len(values.split())} times ({values}): give it once" in line, line
+    assert f"(see 'nsqctl {where} --help')" in line, line
+
+
+def test_under_check_a_repeated_global_option_is_unknown() -> None:
+    proc = run_main("--output-buffer", "none", "check", "--output-buffer", "1s", *NOBODY)
+    line = assert_one_line_error(proc, 3)
+    assert "--output-buffer given 2 times (none, 1s): give it once" in line, line
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("channel", "pause", "t", "c", "--node", "a", "--node", "b", "--help"),
+        ("channel", "pause", "t", "c", "--node", "a", "--node", "b", "-yh"),
+        ("--profile", "a", "channel", "pause", "--profile", "b", "-h"),
+    ],
+    ids=["--help", "-h-after-a-flag", "global-repeat"],
+)
+def test_help_asked_after_a_repeated_option_is_shown(args: tuple[str, ...]) -> None:
+    """click shows a command's help whatever else its arguments say; so does nsqctl."""
+    proc = run_main(*args)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("Usage: nsqctl channel pause [OPTIONS] TOPIC CHANNEL"), (
+        proc.stdout
+    )
+    assert "given 2 times" not in proc.stderr, proc.stderr
+
+
+def test_completion_of_a_line_with_a_repeated_option_is_answered() -> None:
+    """A shell completes half-typed lines: one that repeats an option still gets its
+    completions, never an error printed into the shell."""
+    line = "nsqctl --profile a stat --profile b --interval 1 --interval 2 --cou"
+    env = clean_env({"_NSQCTL_COMPLETE": "complete_bash", "COMP_WORDS": line})
+    env["COMP_CWORD"] = str(len(line.split()) - 1)
+    out = subprocess.run(
+        [sys.executable, "-m", "nsqctl.cli.startup"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (out.returncode, out.stdout.split(), out.stderr) == (0, ["--count"], ""), out
 
 
 def test_under_check_a_repeated_option_is_unknown_not_critical() -> None:
@@ -43,11 +120,17 @@ def test_the_same_value_twice_and_a_list_option_pass() -> None:
     assert proc.returncode == 1, proc.stderr
     proc = run_main("channel", "pause", "t", "c", "--yes", *NOBODY, "--lookupd", "127.0.0.1:2")
     assert proc.returncode == 1, proc.stderr
+    proc = run_main("--output-buffer", "none", "lookup", "T", "--output-buffer", "none", *NOBODY)
+    assert proc.returncode == 1, proc.stderr
 
 
 def test_values_are_read_as_click_reads_them() -> None:
     group = root_command()
-    tail = group.commands["tail"]
+    ctx = group.context_class(group, info_name="nsqctl")
     # --grep's value is "--channel", not a second --channel; nothing after "--"
-    args = ["t", "--grep", "--channel", "--channel", "a", "--", "--channel", "b"]
-    assert given_values(tail.params, args)["--channel"] == ["a"]
+    args = ["tail", "t", "--grep", "--channel", "--channel", "a", "--", "--channel", "b"]
+    level, values = command_line_values(group, ctx, args)
+    assert (level.command_path, values["--channel"]) == ("nsqctl tail", ["a"])
+    # a group's options end at its command's name: "stat" is the command, not a value
+    level, values = command_line_values(group, ctx, ["--", "stat", "-i", "1", "--", "-i2"])
+    assert (level.command_path, values) == ("nsqctl stat", {"--interval": ["1"]})
