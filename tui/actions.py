@@ -161,9 +161,10 @@ async def send(prepared: PreparedAction, view: ClusterView) -> int:
 
     First the topic is found and the plan checked exactly as the CLI does it
     (:func:`nsqctl.admin.prepare`, with ``view``'s addresses): an nsqd the plan needs that
-    does not answer, a redesign partition whose ISR lists a down nsqd, refuse it in the
-    CLI's words with nothing sent. What was asked about is sent only when that plan is
-    still the one the operator saw."""
+    does not answer, an original nsqlookupd the nsqds were found through that does not
+    answer (an nsqd registered with it alone would be missed), a redesign partition whose
+    ISR lists a down nsqd, refuse it in the CLI's words with nothing sent. What was asked
+    about is sent only when that plan is still the one the operator saw."""
     kind = _kind(prepared)
     placement, stages = await _prepared_now(prepared, view)
     if _requests(stages) != _requests(prepared.stages):

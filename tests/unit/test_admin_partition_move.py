@@ -99,6 +99,8 @@ class Youzan:
             return Reply(body={"lookupdnodes": [leader], "lookupdleader": leader})
         if path == "/nodes":
             return Reply(body={"producers": [self.peer(1), self.peer(2), self.peer(3)]})
+        if path == "/topics":  # a move first asks whether any partition has no live copy
+            return Reply(body={"topics": ["t"]})
         if path == "/lookup":
             # without consistent, any nsqd still registered for the partition may be listed:
             # right after an election, the previous leader (youzan's genarateProducerList...)

@@ -7,11 +7,14 @@ each on its own schedule.
 What youzan v0.3.7-HA.1.12.7 does (its nsqlookupd/http.go and consistence/); the times
 seen on a 3-nsqd cluster are in bench/README.md (Server timings):
 
-- Every operation is refused with "the cluster is unstable" until nsqlookupd's last full
-  topic check passed; the periodic check runs every 60 s, and a topic created or expanded
-  since then leaves the cluster unstable until it does. A meta update that changes nothing
-  triggers a full check at once (dropped within 6 s of the previous), so we send one every
-  ``NUDGE_INTERVAL`` while refused, and the operation goes through soon after.
+- An expand and a move are refused with "the cluster is unstable" until nsqlookupd's last
+  full topic check passed (a meta update is taken regardless); the periodic check runs
+  every 60 s, and a topic created or expanded since then leaves the cluster unstable until
+  it does. A partition with no live copy fails every check until one of its nsqds is
+  back, so while one exists an expand or a move is refused before anything is sent. A
+  meta update that changes nothing triggers a full check at once (dropped within 6 s of
+  the previous), so we send one every ``NUDGE_INTERVAL`` while refused, and the
+  operation goes through soon after.
 - ``/topic/partition/expand`` only adds partitions ("can not be reduced"; the same count
   is accepted and does nothing). The new partitions become writable in the next topic
   check, like a new topic: re-sending the expand is idempotent and triggers one, so

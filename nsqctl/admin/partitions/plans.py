@@ -140,14 +140,15 @@ async def plan_expand(
 
 
 async def _check_no_dead_partition(leader: str, lookupd_http: list[str], what: str) -> None:
-    """Refuse at once what nsqlookupd would refuse as "the cluster is unstable" for as
-    long as one waits: a partition, of any topic, with no live copy to elect a leader
-    from (:mod:`nsqctl.admin.partitions.stalled`)."""
+    """Refuse at once an expand or a move, which nsqlookupd would refuse as "the cluster
+    is unstable" for as long as one waits: a partition, of any topic, with no live copy
+    to elect a leader from (:mod:`nsqctl.admin.partitions.stalled`). Not a meta update:
+    nsqlookupd takes one whatever the cluster's state."""
     dead = await dead_partitions(leader, lookupd_http)
     if dead:
         many = sum(len(parts) for parts in dead.values()) > 1
         raise AdminError(
-            f"{what} refused, nothing was changed: nsqlookupd takes no partition operation "
+            f"{what} refused, nothing was changed: nsqlookupd expands and moves no partition "
             "while a partition has no leader and no live copy, and "
             f"{dead_words(dead)} {'have' if many else 'has'} none (every nsqd "
             "holding it is down or not answering): bring one of its nsqds back "
@@ -206,7 +207,8 @@ async def plan_move(
     """Check a move of ``partition``'s copy on ``source`` (default: its leader) to ``to``.
 
     Moving the leader's copy moves leadership too; moving a follower's copy keeps the
-    leader and swaps which nsqd holds a replica.
+    leader and swaps which nsqd holds a replica. Refused, as an expand is, while any
+    partition has no live copy: nsqlookupd would refuse the move until it had one.
     """
     async with admin_client() as client:
         leader, nodes, state = await _context(client, lookupd_http, topic, "topic move")
@@ -215,6 +217,7 @@ async def plan_move(
     src = _node(nodes, source or led_by, "`source`")
     move_leader = src.http == led_by
     check_move(state, part, src.http, target.http, to)
+    await _check_no_dead_partition(leader, list(lookupd_http), f"topic move {topic}")
     params = {
         "topic": topic,
         "partition": str(partition),

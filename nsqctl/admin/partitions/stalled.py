@@ -1,7 +1,8 @@
 """Partitions that keep the redesign's nsqlookupd from taking a partition operation.
 
-youzan's nsqlookupd refuses every expand (and move, and meta update) with "the cluster
-is unstable" until a full topic check of EVERY topic passes (its ``checkTopics``). A
+youzan's nsqlookupd refuses every expand and every move with "the cluster is unstable"
+until a full topic check of EVERY topic passes (its ``checkTopics``); a meta update it
+takes all the same (``ChangeTopicMetaParam`` does not ask whether the cluster is stable). A
 partition whose leader is lost fails that check until an election finds an in-sync copy
 to lead; with no copy left on an nsqd that answers, none can, and the cluster stays
 unstable however long one waits: only bringing one of its nsqds back ends it. That is
