@@ -1,0 +1,81 @@
+"""Library edges against real servers: a consumer whose start() its caller cancelled, and
+the publish error's ``unsent`` after nsqd answered that it does not lead the partition.
+
+The held-up start connects to the session's original nsqd and to a port whose listener
+never accepts: the kernel completes the TCP handshake and nothing answers the IDENTIFY,
+which is what a hung nsqd looks like from the client (the session cluster's nsqds are
+shared: none may be stopped). Whether the consumer's connection to the real nsqd is still
+open is read from this process's sockets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+
+import pytest
+
+import nsqctl
+from nsqctl.addresses import HostPort
+from nsqctl.connection import ConnectionConfig
+from nsqctl.servers import cluster
+from tests.helpers.names import unique
+from tests.helpers.sockets import connections_to
+from tests.helpers.wait import wait_for
+
+
+@pytest.mark.original
+async def test_a_start_cancelled_while_an_nsqd_is_still_connecting_closes_the_consumer(
+    original_cluster: cluster.Cluster,
+) -> None:
+    """One nsqd subscribed, the other still in its handshake, the caller cancels start():
+    the consumer is closed (its subscribed connection too), so it cannot read on half
+    started, where a refusal of its settings by one nsqd would end it as at start-up.
+    Before, the connection stayed subscribed and run_forever() ran on."""
+    nsqd = original_cluster.nsqd_tcp[0]
+    nsqd_port = HostPort.parse(nsqd).port
+    topic = unique("startcut")
+    async with nsqctl.Producer(nsqd_tcp=[nsqd]) as producer:
+        await producer.publish(topic, b"first")
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        held = f"127.0.0.1:{silent.getsockname()[1]}"
+        before = connections_to(nsqd_port)
+        consumer = nsqctl.Consumer(
+            topic,
+            "c",
+            lambda msg: None,
+            nsqd_tcp=[nsqd, held],
+            # only the cancel ends the held handshake within the test
+            config=ConnectionConfig(connect_timeout=120.0),
+            options=nsqctl.ConsumerOptions(connect_timeout=120.0),
+        )
+        starting = asyncio.create_task(consumer.start())
+        running: asyncio.Task[None] | None = None
+        try:
+            await wait_for(lambda: len(consumer.connections) == 1, 10.0, "the real nsqd subscribed")
+            assert not starting.done()  # the held nsqd keeps start() waiting
+            starting.cancel()
+            async with asyncio.timeout(30):  # a hang guard: the close is quick
+                with pytest.raises(asyncio.CancelledError):
+                    await starting
+            assert consumer.connections == {}
+            assert consumer.stats.connections == 0
+            others = asyncio.all_tasks() - {asyncio.current_task()}
+            assert [t.get_name() for t in others] == []  # nothing left to connect later
+            await wait_for(
+                lambda: connections_to(nsqd_port) == before,
+                10.0,
+                lambda: f"the subscribed connection closed: {connections_to(nsqd_port)} open",
+            )
+            running = asyncio.create_task(consumer.run_forever())
+            async with asyncio.timeout(10):
+                with pytest.raises(nsqctl.UsageError, match="closed"):
+                    await running
+        finally:
+            for task in (starting, running):
+                if task is not None:
+                    task.cancel()
+            async with asyncio.timeout(30):
+                await consumer.close()
