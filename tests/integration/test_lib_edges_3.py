@@ -1,5 +1,7 @@
 """Library edges against real servers: a consumer whose start() its caller cancelled, and
-the publish error's ``unsent`` after nsqd answered that it does not lead the partition.
+the publish error's ``unsent`` after nsqd answered that it does not lead the partition
+(the session's redesign cluster, a topic with a replica on each of its two nsqds,
+published to straight through the one that does not lead it).
 
 The held-up start connects to the session's original nsqd and to a port whose listener
 never accepts: the kernel completes the TCP handshake and nothing answers the IDENTIFY,
@@ -20,6 +22,7 @@ from nsqctl.addresses import HostPort
 from nsqctl.connection import ConnectionConfig
 from nsqctl.servers import cluster
 from tests.helpers.names import unique
+from tests.helpers.redesign import TopicSpec, create_topics, leader_stats, message_counts
 from tests.helpers.sockets import connections_to
 from tests.helpers.wait import wait_for
 
@@ -79,3 +82,39 @@ async def test_a_start_cancelled_while_an_nsqd_is_still_connecting_closes_the_co
                     task.cancel()
             async with asyncio.timeout(30):
                 await consumer.close()
+
+
+@pytest.mark.redesign
+async def test_a_publish_only_refused_before_storing_says_nothing_was_stored(
+    redesign_cluster: cluster.Cluster,
+) -> None:
+    """Published straight to an nsqd that holds a replica of the partition and does not
+    lead it: a batch pinned to the partition is answered E_FAILED_ON_NOT_LEADER, and a
+    publish without a partition E_TOPIC_NOT_EXIST (nsqd looks up its own partition, and
+    leads none), both before nsqd stores anything, so a publish whose every attempt got
+    them ends with ``unsent`` True (safe to publish again). A single PUB pinned to the
+    partition gets E_FAILED_ON_NOT_LEADER after a failed write, which the replicas may
+    have kept when nsqd lost the leadership during it (see stored_nothing): it stays
+    False. Nothing is stored by any of them. Before, every one of them said False ("may
+    have been stored")."""
+    c = redesign_cluster
+    topic = unique("notlead")
+    await create_topics(c.lookupd_http, {topic: TopicSpec(partitions=1, replicas=2)})
+    leader = leader_stats(c, topic)[0].node
+    follower = c.nsqd_tcp[1 - c.nsqd_http.index(leader)]
+    tries = nsqctl.ProducerOptions(max_attempts=2, failover_window=0)
+    async with nsqctl.Producer(nsqd_tcp=[follower], options=tries) as producer:
+        with pytest.raises(nsqctl.ConfigError, match="E_FAILED_ON_NOT_LEADER") as pinned:
+            await producer.publish_many(topic, [b"a", b"b"], partition=0)
+        assert pinned.value.unsent is True
+        for publish in (
+            producer.publish_many(topic, [b"c", b"d"]),
+            producer.publish(topic, b"e"),
+        ):
+            with pytest.raises(nsqctl.TopicNotFoundError) as unpinned:
+                await publish
+            assert unpinned.value.unsent is True
+        with pytest.raises(nsqctl.ConfigError, match="E_FAILED_ON_NOT_LEADER") as single:
+            await producer.publish(topic, b"f", partition=0)
+        assert single.value.unsent is False
+    assert message_counts(c, topic) == {0: 0}
