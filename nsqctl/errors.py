@@ -124,9 +124,11 @@ class NsqctlError(Exception):
 
     setting: str | None = None
     #: On the error a publish call ends with: True when none of its attempts wrote the
-    #: message to an nsqd (the lookup failed, no nsqd leads it or could be reached), so
-    #: it cannot have been stored and publishing it again cannot make a copy; False when
-    #: it may have been; None when not said (not a publish's error).
+    #: message to an nsqd (the lookup failed, no nsqd leads it or could be reached) or
+    #: nsqd answered each one that did that it stored nothing (see
+    #: nsqctl.producer.retry.stored_nothing), so it cannot have been stored and
+    #: publishing it again cannot make a copy; False when it may have been; None when not
+    #: said (not a publish's error).
     unsent: bool | None = None
 
     def __init__(self, *args: object, setting: str | None = None) -> None:

@@ -258,6 +258,14 @@ class Consumer:
         A :meth:`close` while this runs (a service stopped during its start) ends it at
         once: start returns, the consumer closed, nothing left running or connecting. A
         closed consumer cannot start again (:class:`UsageError`): make a new one.
+
+        A start that does not complete closes the consumer before its error goes on:
+        one that raised, and one cancelled by its caller (a deadline around it, its task
+        cancelled), maybe with some nsqds already read and others still connecting. Left
+        open, such a consumer would read on half started: a refusal of its settings by
+        one nsqd would still end it as at start-up (it never settled), and no call would
+        start it again (it had begun). Closed, the messages it took are given back, and
+        :meth:`run_forever` or another start() says it is closed.
         """
         if self._stopping:
             raise UsageError(
@@ -266,6 +274,14 @@ class Consumer:
         if self._started:
             return
         self._started = True
+        try:
+            await self._start()
+        except (Exception, asyncio.CancelledError):
+            await self.close()
+            raise
+
+    async def _start(self) -> None:
+        """What :meth:`start` does, once."""
         self._flow.start(time.monotonic())
         self._tasks.append(asyncio.create_task(self._flow.run(self._leaders.tick), name="nsq-flow"))
         limit = self.options.connect_timeout
@@ -308,8 +324,7 @@ class Consumer:
             return
         fatal = self._connections.fatal or self.error
         if fatal is not None:
-            await self.close()
-            raise fatal
+            raise fatal  # start() closes the consumer
         self._connections.start_ended()
 
     async def _unless_closed(self, step: Coroutine[Any, Any, _T], name: str) -> _T | None:

@@ -386,22 +386,16 @@ class ConnectionSet:
         except (ConfigError, p.TLSNotOfferedError) as err:
             # The connection's own settings cannot be used with this nsqd (a TLS
             # certificate without its key, an unreadable CA file, TLS asked of an nsqd
-            # that offers none). Until the consumer is settled (started, and subscribed
-            # somewhere) no reconnect changes them: raised at start-up by the first sync,
-            # and a consumer started before its topic existed ends with it rather than
-            # logging it at each lookup for ever.
-            # Once settled, the same settings worked with this cluster: one nsqd
-            # restarted without TLS, or TLS files caught half-replaced by a rotation
-            # (each dial loads them again), is that nsqd's trouble, retried loudly,
-            # while the other nsqds go on being read (see :meth:`_refused_for_good`).
-            if not self.settled:
+            # that offers none; each dial loads the TLS files again): fatal, or that
+            # nsqd's trouble, as a refusal of the handshake is (see _refusal_is_fatal).
+            if self._refusal_is_fatal:
                 self._set_fatal(err)
                 return None
             # the error names the file and setting, never a key's content or passphrase
             self._retry(target, f"nsqd {address}: {err} (retrying)", err, logging.ERROR)
             return None
         except p.ServerError as err:
-            if self._refused_for_good(err):
+            if self._refusal_is_fatal:
                 self._set_fatal(err)
                 return None
             text = f"nsqd {address} refused the handshake: {err} (retrying)"
@@ -422,20 +416,24 @@ class ConnectionSet:
         log.log(level, "%s", text)
         self._schedule_reconnect(target)
 
-    def _refused_for_good(self, err: p.ServerError) -> bool:
-        """Whether nsqd's refusal of the handshake stops the consumer at once: only until
-        it is :attr:`settled` (start() returned, and something subscribed), when the
-        refusal says this consumer's settings are wrong for the cluster (TLS it requires
-        and the connection lacks, TLSRequiredError, applied at AUTH; AUTH it requires with
-        no secret given, AuthRequiredError; a secret refused, AuthFailedError; an IDENTIFY
-        rejected): start fails with it at once.
+    @property
+    def _refusal_is_fatal(self) -> bool:
+        """Whether a refusal of this consumer's settings by one nsqd ends the consumer:
+        only until it is :attr:`settled` (start() returned, and a whole round of connects
+        subscribed somewhere). Such a refusal is TLS the nsqd requires and the connection
+        lacks (TLSRequiredError, at AUTH or at SUB), AUTH it requires with no secret given
+        (AuthRequiredError), a secret refused (AuthFailedError), an IDENTIFY rejected, TLS
+        asked of an nsqd that offers none, or TLS files that cannot be loaded: until then
+        no reconnect changes them, so start fails with it at once, and a consumer started
+        before its topic existed ends with it rather than logging it for ever.
 
-        Once settled, the same settings were accepted by this cluster, so a refusal on
-        a reconnect is that nsqd's change (restarted with TLS or AUTH required, its auth
-        server unreachable: nsqd answers E_AUTH_FAILED for that as for a wrong secret).
-        Ending the consumer for it would stop the reading of every other nsqd as well; it
-        is retried with backoff, logged at ERROR for TLS or a secret required, until the
-        nsqd is put right."""
+        Once settled, the same settings were accepted by this cluster, so a refusal on a
+        reconnect is that nsqd's change (restarted with TLS or AUTH required or without
+        TLS, its auth server unreachable: nsqd answers E_AUTH_FAILED for that as for a
+        wrong secret; TLS files caught half-replaced by a rotation). Ending the consumer
+        for it would stop the reading of every other nsqd as well; it is retried with
+        backoff, logged at ERROR for TLS or a secret required, until the nsqd is put
+        right."""
         return not self.settled
 
     def _rides(self, target: Target) -> bool:
@@ -469,19 +467,17 @@ class ConnectionSet:
         following = after_refusal(attempt, refusal)
         if following is Verdict.FATAL and refusal is p.SubscribeRefusal.TLS_REQUIRED:
             # one nsqd requiring TLS once others accepted these settings: that nsqd's
-            # change, retried as a handshake refusal is (see _refused_for_good)
-            following = Verdict.FATAL if not self.settled else Verdict.RETRY_LATER
+            # change, retried as a handshake refusal is
+            following = Verdict.FATAL if self._refusal_is_fatal else Verdict.RETRY_LATER
         if following is Verdict.FATAL:
             ordered_only = refusal is p.SubscribeRefusal.ORDER_REQUIRED and self._options.start
             self._set_fatal(ConfigError(ORDERED_START, setting="start") if ordered_only else err)
             await conn.close()
             return None
         if following is Verdict.RETRY_LATER:
-            self._failed(address, _subscribe_failure(address, err), err)
             level = logging.ERROR if refusal is p.SubscribeRefusal.TLS_REQUIRED else logging.WARNING
-            log.log(level, "subscribe on %s failed: %s", address, err)
+            self._retry(target, _subscribe_failure(address, err), err, level)
             await conn.close()
-            self._schedule_reconnect(target)
             return None
         await conn.close()
         # Nothing in the partition before or after the start: read it from its end

@@ -53,7 +53,7 @@ from nsqctl.producer.retry_clock import FailoverNotes, RetryClock
 from nsqctl.producer.routing import Router, Target, check_keyed_send, not_led_by_given
 from nsqctl.sharding import ShardKey
 
-__all__ = ["PublishCall", "RetryLoop", "Send"]
+__all__ = ["PublishCall", "RetryLoop", "Send", "stored_nothing"]
 
 log = logging.getLogger("nsqctl.producer")
 
@@ -92,7 +92,9 @@ class PublishCall:
     target: Target | None = None  # where the last attempt went, once it was routed
     tried: dict[HostPort, NsqdTried] = field(default_factory=dict)  # in order first tried
     refused: list[str] = field(default_factory=list)  # given nsqds that do not lead it
-    sent: bool = False  # an attempt handed the message to a connection
+    # an attempt handed the message to a connection, and no answer says it stored nothing
+    # (see stored_nothing): the message may have been stored
+    sent: bool = False
     # every failed attempt so far failed by a deadline (a hung nsqd, not a refusal)
     timed_out: bool = True
     counted: bool = False  # counted among the loop's running calls until ended
@@ -146,6 +148,33 @@ class PublishCall:
         if all(seen.last is not last for seen in self.tried.values()):
             text += f"; then: {last}"
         return text
+
+
+#: The batch publishes: youzan nsqd checks that it leads the partition before it stores
+#: any of the batch (nsqdserver/protocol_v2.go, internalMPUBEXTAndTrace, which serves
+#: MPUB, MPUB_TRACE and MPUB_EXT).
+_LEADER_CHECKED_FIRST = frozenset({"mpub", "mpub_trace", "mpub_ext"})
+
+
+def stored_nothing(err: p.ServerError) -> bool:
+    """Whether nsqd's answer ``err`` to a publish says that it stored nothing, so that the
+    attempt cannot have made a copy. Two answers do (youzan's nsqdserver/protocol_v2.go):
+
+    - E_TOPIC_NOT_EXIST: nsqd holds no copy of the topic or partition; every publish
+      command looks it up first (preparePub), before it reads the body.
+    - E_FAILED_ON_NOT_LEADER to a batch publish, which nsqd answers before it stores any
+      of the batch.
+
+    Not E_FAILED_ON_NOT_LEADER to a single publish (PUB, PUB_TRACE, PUB_EXT): nsqd
+    answers that code there after its write failed, whenever it no longer leads the
+    partition. An nsqd that did not lead it when the write began stored nothing, but one
+    that lost the leadership while the write was being replicated answers the same, and
+    the replicas that took the write may keep it (nsqd rolls back only its own copy).
+    Nor E_FAILED_ON_NOT_WRITABLE or E_MPUB_FAILED: they come after a write that may have
+    reached replicas, or stored part of a batch."""
+    if isinstance(err, TopicNotFoundError):
+        return True
+    return isinstance(err, p.NotLeaderError) and err.context in _LEADER_CHECKED_FIRST
 
 
 class RetryLoop:
@@ -310,8 +339,14 @@ class RetryLoop:
         # refusals of this connection (a partition for an original nsqd, a command only
         # the redesign has) come before anything is written: the message stays unsent
         sending = send(conn, conn.partition_arg(target.partition))
+        before = call.sent
         call.sent = True  # from here on the message may reach nsqd, and be stored
-        return await sending, conn
+        try:
+            return await sending, conn
+        except p.ServerError as err:
+            if stored_nothing(err):
+                call.sent = before  # this attempt is known to have stored nothing
+            raise
 
     async def _register(self, call: PublishCall, line: TicketLine, route: int | HostPort) -> None:
         """Register a keyed call's ticket on its route once every earlier ticket of the
