@@ -19,10 +19,15 @@ Retry policy (decided from the servers' code, see docs/nsq-protocol.md):
 
 * ``E_FAILED_ON_NOT_LEADER``, ``E_FAILED_ON_NOT_WRITABLE``, ``E_TOPIC_NOT_EXIST``: the
   partition moved or is being re-elected. Retry after refreshing the lookup
-  (:attr:`ServerError.needs_lookup_refresh`); the message was not stored.
+  (:attr:`ServerError.needs_lookup_refresh`). ``E_TOPIC_NOT_EXIST``, and
+  ``E_FAILED_ON_NOT_LEADER`` to a batch, come before anything is stored; the others can
+  come after a write that the partition's replicas kept before the leadership changed,
+  so the retry may store the message twice (NSQ delivers at least once;
+  :func:`nsqctl.producer.retry.stored_nothing` decides a publish error's ``unsent``).
 * ``E_PUB_FAILED``, ``E_MPUB_FAILED``, ``E_DPUB_FAILED``: the server failed to store the
-  message (put-queue timeout, nsqd exiting, local write error). Nothing was committed, so a
-  retry with backoff is safe; another nsqd may be a better target.
+  message (put-queue timeout, nsqd exiting, local write error). Retry with backoff;
+  another nsqd may be a better target. Whether a failed write left a copy anywhere is
+  not said, so a publish error after it keeps ``unsent`` false.
 * ``E_PUB_TOO_MUCH_WAITING``: the server shed load and closed the connection; retry after
   backoff on a new connection.
 * Everything else (bad body/message/topic, ext/json/trace-id problems, auth): retrying
