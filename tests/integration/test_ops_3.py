@@ -3,20 +3,30 @@ the exporter's series for a partition with no live copy while every nsqlookupd i
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 from pathlib import Path
 
+import httpx
 import pytest
 
 from nsqctl.servers import process
+from nsqctl.servers.cluster import Cluster
 from nsqctl.stats.poller import StatsPoller
 from nsqctl.stats.sources import StatsSession
 from tests.conftest import StartCluster
 from tests.helpers.cli import clean_env, run_cli
 from tests.helpers.degraded import scrape
 from tests.helpers.metrics import Series
-from tests.helpers.redesign import TopicSpec, create_topics, leader_stats, unique
+from tests.helpers.redesign import (
+    TopicSpec,
+    create_topics,
+    eventually,
+    leader_stats,
+    run_ok,
+    unique,
+)
 from tests.helpers.sockets import tcp_table
 
 TIME_WAIT = "06"  # the kernel's hex state in /proc/net/tcp
@@ -67,6 +77,23 @@ def _partition_series(scraped: Series, topic: str) -> dict[str, dict[str, float]
     return found
 
 
+def _meta_partitions(lookupd: str, topic: str) -> int:
+    """The partition count nsqlookupd's meta gives ``topic`` (0: it does not know it)."""
+    try:
+        answer = httpx.get(
+            f"http://{lookupd}/lookup",
+            params={"topic": topic, "access": "r", "metainfo": "true"},
+            timeout=5,
+        ).json()
+    except (httpx.HTTPError, ValueError):
+        return 0
+    return int(answer.get("data", {}).get("meta", {}).get("partition_num", 0))
+
+
+def _at(c: Cluster) -> list[str]:
+    return ["--lookupd", c.lookupd_http[0]]
+
+
 @pytest.mark.redesign
 async def test_exporter_serves_a_dead_partition_as_down_with_every_lookupd_down(
     start_cluster: StartCluster,
@@ -76,7 +103,8 @@ async def test_exporter_serves_a_dead_partition_as_down_with_every_lookupd_down(
     leader, no depth), never dropped: an alert on ``nsq_partition_writable == 0`` fires.
     Both ways the exporter can know it: the meta nsqlookupd gave before it went down
     (a session begun while it answered), and, in a session begun after, what the nsqd
-    held when it last answered."""
+    held when it last answered. Deleted then, while that nsqd is still dead, the topic
+    leaves both: a partition is kept only while the cluster may still have it."""
     c = start_cluster("redesign", nsqd=2)
     topic = unique("deadpart")
     await create_topics(c.lookupd_http, {topic: TopicSpec(partitions=2, replicas=1)})
@@ -115,6 +143,19 @@ async def test_exporter_serves_a_dead_partition_as_down_with_every_lookupd_down(
         assert _partition_series(scrape(await with_meta.refresh()), topic)[
             "nsq_partition_replicas"
         ] == {"0": 1.0, "1": 1.0}  # the last meta nsqlookupd gave
+        # Deleted while that nsqd is still dead: gone from both, not kept as a partition
+        # with no live copy (nsqlookupd answers a deleted topic's meta with 0 partitions).
+        lookupd = c.lookupds[0]
+        c.restart(lookupd)
+        eventually(
+            lambda: _meta_partitions(lookupd.http_address, topic) == 2,
+            60,
+            "the restarted nsqlookupd to know the topic's meta again",
+        )
+        await asyncio.to_thread(run_ok, "topic", "delete", topic, "--yes", *_at(c))
+        for session in (with_meta, blind):
+            view = await session.refresh()
+            assert view.topic(topic) is None, view.topic(topic)
     finally:
         await with_meta.aclose()
         await blind.aclose()
