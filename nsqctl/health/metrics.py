@@ -12,7 +12,15 @@ labels; ``partition`` is empty on the original family, ``node`` the nsqd's HTTP 
   nsqds that answered), ``nsq_partition_replicas`` (copies configured, when nsqlookupd
   gave the meta) and, when the ISR was asked, ``nsq_partition_isr`` ``{topic,partition}``:
   ``nsq_partition_isr < nsq_partition_replicas`` is a partition short of copies; and
-  ``nsq_partition_leader{topic,partition,node}`` 1 for each partition's leader;
+  ``nsq_partition_leader{topic,partition,node}`` 1 for each partition's leader.
+  A redesign partition known to exist with no live copy (its only nsqds dead) is served,
+  never dropped, as a Prometheus exporter serves a target it cannot reach (``up`` 0, not
+  no series): ``nsq_partition_writable`` 0 and ``nsq_partition_copies`` 0, no leader
+  series, no depth or message count (unknown, as for an nsqd that is down). Known from
+  nsqlookupd's meta, kept from its last answer while every nsqlookupd is down, or, when
+  none answered since the exporter started, from the partitions an nsqd now down held
+  when it last answered (so one whose nsqd never answered this exporter cannot be known:
+  ``nsqctl_check_status{rule="no-leader"}`` is then 3, not judged);
 * ``nsq_channel_depth``, ``nsq_channel_in_flight``, ``nsq_channel_deferred``,
   ``nsq_channel_clients`` and the counters ``nsq_channel_messages_total``,
   ``nsq_channel_requeued_total``, ``nsq_channel_timed_out_total``

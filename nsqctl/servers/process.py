@@ -70,8 +70,20 @@ class NodeRecord:
 
 
 def port_in_use(port: int) -> bool:
-    """True when something already listens on (or holds) 127.0.0.1:port."""
+    """True when a server could not bind 127.0.0.1:port: something listens on (or holds)
+    it.
+
+    The probe binds as the servers do. nsqd, nsqlookupd and etcd are Go programs, and Go
+    sets SO_REUSEADDR on every listener on Unix, so they bind a port whose last
+    connections still sit in TIME-WAIT (for about a minute after a server on it stopped,
+    e.g. between `sandbox down` and `sandbox up` on the same ports), while a port someone
+    listens on stays refused. A probe without the option would call that port taken and
+    refuse a start that would succeed. Not on Windows, where the option lets a bind steal
+    a port someone listens on (and Go does not set it there).
+    """
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        if os.name == "posix":
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((LOOPBACK, port))
         except OSError:

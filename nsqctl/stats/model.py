@@ -231,3 +231,7 @@ class ClusterSnapshot:
     """topic → partition → the nsqd (HTTP address) nsqlookupd lists as its leader, for
     the redesign topics with a partition no answering copy leads: a leader that is hung
     (or gone since nsqlookupd last heard of it) is still listed there."""
+    unseen_partitions: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    """Redesign topic → partitions no answering nsqd holds that an nsqd now down held
+    when it last answered: with ``topic_meta``, what tells the view such a partition
+    exists (the one source left when no nsqlookupd ever answered the topic's meta)."""

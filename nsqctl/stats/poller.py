@@ -15,7 +15,9 @@ A redesign topic's partition count comes from lookupd ``/lookup?metainfo=true``:
 nsqds' ``/stats`` cannot show a partition whose only copies are on nsqds that are down.
 Each topic is asked once per session, and again only while the partitions the nsqds report
 differ from that count (an outage, or partitions added), so a whole cluster costs nothing
-after the first poll.
+after the first poll. When no nsqlookupd has answered a topic's meta (every one down since
+the session began), the partitions an nsqd now down held when it last answered still say
+they exist (``unseen_partitions``), at no request more.
 
 Client connections are most of a big cluster's ``/stats`` and of the time spent reading
 it, while the dashboard shows them for one topic at a time. So a poller told which topics'
@@ -135,6 +137,7 @@ class StatsPoller:
         self._answered: dict[str, NodeStats] = {}  # nsqd → its last answer to /stats
         self._listed: dict[str, UnseenTopic] = {}  # unseen topic → its nsqlookupd /lookup
         self._redesign = False  # a redesign nsqd answered once (its topic_meta covers this)
+        self._gone: set[str] = set()  # topics a lookupd last answered as not found
         self._http = http_client(
             timeout=timeout, headers={"Accept": ACCEPT_V1}, transport=transport
         )
@@ -355,17 +358,19 @@ class StatsPoller:
             return
         self._tcp_to_http.setdefault(tcp, address)
 
-    def _meta_wanted(self, nodes: Sequence[NodeStats]) -> list[str]:
+    def _meta_wanted(self, nodes: Sequence[NodeStats], remembered: Iterable[str] = ()) -> list[str]:
         """Redesign topics whose meta to ask nsqlookupd for: each one not asked yet, and
         each whose partitions seen on the nsqds that answered are not exactly the ones
         its meta counts (a partition with no live copy, or one added since). A cluster
-        that is whole asks nothing after its first poll."""
+        that is whole asks nothing after its first poll. ``remembered``: topics held
+        only by nsqds that are down (:meth:`_remembered_partitions`), asked like the rest."""
         if self._meta_lookup is None:
             return []
         seen: dict[str, set[int]] = defaultdict(set)
         led: dict[str, set[int]] = defaultdict(set)
         if self.topic is None:  # a topic once seen is asked until it is back or deleted
             seen.update((t, set()) for t in self._meta)
+        seen.update((t, set()) for t in remembered if t not in seen)
         for node in nodes:
             if node.state == "down" or not node.is_redesign:
                 continue
@@ -407,8 +412,10 @@ class StatsPoller:
         if topo.topic_not_found:
             self._meta.pop(topic, None)  # deleted: asked again if it comes back
             self._meta_answered.discard(topic)
+            self._gone.add(topic)
             return
         self._meta_answered.add(topic)
+        self._gone.discard(topic)
         if topo.meta is not None and topo.meta.valid:
             self._meta[topic] = topo.meta
         self._listed_leaders[topic] = {p: peer.http_key for p, peer in topo.partitions.items()}
@@ -470,6 +477,33 @@ class StatsPoller:
         producers = tuple(str(p.http_address) for p in topo.producers)
         self._listed[topic] = UnseenTopic(producers, topo.channels, unregistered=not producers)
 
+    def _remembered_partitions(self, nodes: Sequence[NodeStats]) -> dict[str, tuple[int, ...]]:
+        """Redesign partitions that no nsqd answering this poll holds and that an nsqd now
+        down held when it last answered (:meth:`_remember` keeps that answer).
+
+        What tells the views such a partition exists when no nsqlookupd gave the topic's
+        meta (every one was down since this session began): without it the partition
+        would vanish from every view the moment its only copy's nsqd died, instead of
+        showing as a partition with no live copy. Kept only while that nsqd stays down,
+        and not for a topic a lookupd has since answered as not found (deleted).
+        """
+        live: set[tuple[str, int]] = set()
+        for node in nodes:
+            if node.state != "down":
+                live.update((t.topic, t.partition) for t in node.topics if t.partition is not None)
+        held: dict[str, set[int]] = defaultdict(set)
+        for node in nodes:
+            last = self._answered.get(node.address) if node.state == "down" else None
+            for t in last.topics if last is not None else ():
+                if (
+                    t.partition is not None
+                    and (t.topic, t.partition) not in live
+                    and t.topic not in self._gone
+                    and (self.topic is None or t.topic == self.topic)
+                ):
+                    held[t.topic].add(t.partition)
+        return {topic: tuple(sorted(parts)) for topic, parts in held.items()}
+
     def _known_meta(self) -> dict[str, TopicMeta]:
         """The metas of the topics this poll shows."""
         if self.topic is not None:
@@ -495,11 +529,13 @@ class StatsPoller:
             }
         limit = asyncio.Semaphore(COORDINATOR_CONCURRENCY)
         self._listed_leaders = {}
+        remembered = self._remembered_partitions(nodes)
+        metas = self._meta_wanted(nodes, remembered)
         coord_lists, cluster, _, _, unseen = await asyncio.gather(
             asyncio.gather(*(self._coordinator(a, t, limit) for a, t in targets)),
             self._cluster_stats(leader),
             asyncio.gather(*(self._learn_tcp_address(a) for a in unmapped)),
-            asyncio.gather(*(self._topic_meta(t, limit) for t in self._meta_wanted(nodes))),
+            asyncio.gather(*(self._topic_meta(t, limit) for t in metas)),
             self._unseen_topics(nodes),
         )
         coordinator = resolve_node_ids([c for lst in coord_lists for c in lst], self._tcp_to_http)
@@ -513,4 +549,6 @@ class StatsPoller:
             topic_meta=self._known_meta(),
             unseen_topics=unseen,
             listed_leaders=dict(self._listed_leaders),
+            # a topic this poll's lookup found deleted is dropped at once
+            unseen_partitions={t: p for t, p in remembered.items() if t not in self._gone},
         )

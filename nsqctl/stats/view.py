@@ -16,7 +16,9 @@ focus: ``None`` means not asked, ``()`` asked and empty.
 A redesign topic's partitions are the ones its meta counts (nsqlookupd's partition count,
 :func:`nsqctl.lookup.topology.counted_partitions`), not only those some nsqd reported: a
 partition whose every copy is on an nsqd that is down is listed with no leader and
-``live`` False (its counters unknown), so it is flagged instead of vanishing. An original
+``live`` False (its counters unknown), so it is flagged instead of vanishing; with no meta
+(no nsqlookupd answered), the partitions such an nsqd held when it last answered are
+(the snapshot's ``unseen_partitions``). An original
 topic whose every nsqd is down is kept the same way (the snapshot's ``unseen_topics``): a
 topic with ``not_seen`` True, no copy, counters unknown, naming the nsqds that hold it
 (``held_by``) and its channels as far as known (``unseen_channels``).
@@ -749,18 +751,22 @@ def _topic_view(
     meta: TopicMeta | None = None,
     unanswered: bool = False,
     listed: Mapping[int, str] | None = None,
+    remembered: tuple[int, ...] = (),
 ) -> TopicView:
     """``unanswered``: an nsqd holding a copy of the topic did not answer this poll, so
-    its totals are partial (a gap in the history, not a dip)."""
+    its totals are partial (a gap in the history, not a dip). ``remembered``: redesign
+    partitions an nsqd now down held when it last answered (the snapshot's
+    ``unseen_partitions``), listed with no live copy like those the meta counts."""
     partitions: list[PartitionView] = []
     copies: list[_Copy] = []
     for gkey in sorted(groups, key=lambda k: (k[0] if k[0] is not None else -1, k[1])):
         pv, copy = _partition_view(groups[gkey], coord, prev, dts)
         partitions.append(pv)
         copies.append(copy)
-    if meta is not None and meta.valid:
+    known = meta.partition_num if meta is not None and meta.valid else 0
+    if known or remembered:
         seen = {p.partition for p in partitions if p.partition is not None}
-        unseen = [p for p in counted_partitions(meta.partition_num, seen) if p not in seen]
+        unseen = [p for p in counted_partitions(known, {*seen, *remembered}) if p not in seen]
         if unseen:
             partitions.extend(_unseen_partition(name, p, coord) for p in unseen)
             partitions.sort(key=lambda p: -1 if p.partition is None else p.partition)
@@ -797,7 +803,7 @@ def _topic_view(
         )
     depth_hist = depth_trend.known()
     growing = is_growing(depth_hist)
-    redesign = meta is not None or any(m.partition is not None for m in mains)
+    redesign = meta is not None or bool(remembered) or any(m.partition is not None for m in mains)
     replicas = meta.replica if meta is not None and meta.valid else None
     no_leader = None in map(_LEADER, partitions)  # PartitionView.no_leader
     # only a partition whose ISR was asked can be out of it (PartitionView.out_of_sync)
@@ -931,8 +937,10 @@ def _build_view(
     if history is not None:
         history.begin(snapshot.taken_at)
         unanswered = history.unanswered(snapshot.nodes)
-    # a topic whose every copy is on nsqds that did not answer is still listed, from its meta
-    names = sorted(set(grouped) | {t for t, m in metas.items() if m.valid})
+    # a topic whose every copy is on nsqds that did not answer is still listed, from its
+    # meta or from what those nsqds last said they held
+    remembered = snapshot.unseen_partitions
+    names = sorted(set(grouped) | {t for t, m in metas.items() if m.valid} | set(remembered))
     # and so is an original topic whose every nsqd is down (see the poller)
     lost = {t: u for t, u in snapshot.unseen_topics.items() if t not in grouped and t not in metas}
     names = sorted({*names, *lost})
@@ -949,6 +957,7 @@ def _build_view(
             metas.get(name),
             name in unanswered,
             snapshot.listed_leaders.get(name),
+            remembered.get(name, ()),
         )
         for name in names
     )

@@ -1,0 +1,161 @@
+"""Operations against real servers: the sandbox's start over ports a moment ago used, and
+the exporter's series for a partition with no live copy while every nsqlookupd is down."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from pathlib import Path
+
+import httpx
+import pytest
+
+from nsqctl.servers import process
+from nsqctl.servers.cluster import Cluster
+from nsqctl.stats.poller import StatsPoller
+from nsqctl.stats.sources import StatsSession
+from tests.conftest import StartCluster
+from tests.helpers.cli import clean_env, run_cli
+from tests.helpers.degraded import scrape
+from tests.helpers.metrics import Series
+from tests.helpers.redesign import (
+    TopicSpec,
+    create_topics,
+    eventually,
+    leader_stats,
+    run_ok,
+    unique,
+)
+from tests.helpers.sockets import tcp_table
+
+TIME_WAIT = "06"  # the kernel's hex state in /proc/net/tcp
+
+
+@pytest.mark.original
+def test_sandbox_up_again_on_the_same_ports_while_they_sit_in_time_wait(
+    tmp_path: Path, original_bins: Path
+) -> None:
+    """`sandbox down` then `sandbox up --port-base` on the same base within the minute a
+    stopped server's connections stay in TIME-WAIT: the real servers bind those ports, so
+    the start must not refuse them as in use."""
+    directory = tmp_path / "sandbox"
+    env = clean_env({"NSQCTL_SERVER_CACHE": str(original_bins.parents[1])})
+    base = process.free_ports(4)[0]
+    up = ["sandbox", "up", "--port-base", str(base), "--dir", str(directory), "--json"]
+    first = run_cli(up, env=env)
+    try:
+        assert first.returncode == 0, first.stderr
+        (nsqd,) = [n for n in json.loads(first.stdout)["nodes"] if n["role"] == "nsqd"]
+        port = nsqd["tcp_port"]
+        # A client connected across the stop: nsqd closes its end first, so that end
+        # (local port = nsqd's port) stays in TIME-WAIT once the client closes too.
+        with socket.create_connection(("127.0.0.1", port)) as client:
+            client.sendall(b"  V2")
+            down = run_cli(["sandbox", "down", "--dir", str(directory)], env=env)
+            assert down.returncode == 0, down.stderr
+            assert client.recv(1) == b""
+        assert any(r.local_port == port and r.state == TIME_WAIT for r in tcp_table())
+        again = run_cli(up, env=env)
+        assert again.returncode == 0, again.stderr
+        (restarted,) = [n for n in json.loads(again.stdout)["nodes"] if n["role"] == "nsqd"]
+        assert restarted["tcp_port"] == port and restarted["pid"] != nsqd["pid"]
+        with socket.create_connection(("127.0.0.1", port)):
+            pass  # the new nsqd listens on the very port
+    finally:
+        run_cli(["sandbox", "down", "--dir", str(directory)], env=env)
+
+
+def _partition_series(scraped: Series, topic: str) -> dict[str, dict[str, float]]:
+    """metric name → partition → value, for ``topic``'s partition-level series (the
+    per-node ones keyed by partition too, their node left out)."""
+    found: dict[str, dict[str, float]] = {}
+    for (name, labels), value in scraped.items():
+        label = dict(labels)
+        if label.get("topic") == topic and "channel" not in label and name.startswith("nsq_"):
+            found.setdefault(name, {})[label["partition"]] = value
+    return found
+
+
+def _meta_partitions(lookupd: str, topic: str) -> int:
+    """The partition count nsqlookupd's meta gives ``topic`` (0: it does not know it)."""
+    try:
+        answer = httpx.get(
+            f"http://{lookupd}/lookup",
+            params={"topic": topic, "access": "r", "metainfo": "true"},
+            timeout=5,
+        ).json()
+    except (httpx.HTTPError, ValueError):
+        return 0
+    return int(answer.get("data", {}).get("meta", {}).get("partition_num", 0))
+
+
+def _at(c: Cluster) -> list[str]:
+    return ["--lookupd", c.lookupd_http[0]]
+
+
+@pytest.mark.redesign
+async def test_exporter_serves_a_dead_partition_as_down_with_every_lookupd_down(
+    start_cluster: StartCluster,
+) -> None:
+    """A redesign partition whose only copy's nsqd is killed, with the only nsqlookupd
+    down too, is served as a partition with no live copy (writable 0, 0 copies, no
+    leader, no depth), never dropped: an alert on ``nsq_partition_writable == 0`` fires.
+    Both ways the exporter can know it: the meta nsqlookupd gave before it went down
+    (a session begun while it answered), and, in a session begun after, what the nsqd
+    held when it last answered. Deleted then, while that nsqd is still dead, the topic
+    leaves both: a partition is kept only while the cluster may still have it."""
+    c = start_cluster("redesign", nsqd=2)
+    topic = unique("deadpart")
+    await create_topics(c.lookupd_http, {topic: TopicSpec(partitions=2, replicas=1)})
+    leaders = leader_stats(c, topic)
+    assert leaders[0].node != leaders[1].node, "the two partitions on one nsqd"
+    victim = next(n for n in c.nsqds if n.http_address == leaders[1].node)
+    with_meta = StatsSession(StatsPoller(c.lookupd_http, c.nsqd_http, focus=None))
+    blind = StatsSession(StatsPoller(c.lookupd_http, c.nsqd_http, focus=None))
+    try:
+        assert _partition_series(scrape(await with_meta.refresh()), topic)[
+            "nsq_partition_replicas"
+        ] == {"0": 1.0, "1": 1.0}
+        process.kill_hard(c.lookupds[0])
+        seen = _partition_series(scrape(await blind.refresh()), topic)
+        assert seen["nsq_partition_writable"] == {"0": 1.0, "1": 1.0}
+        assert "nsq_partition_replicas" not in seen  # no meta: no lookupd ever answered
+        process.kill_hard(victim)
+        for session in (with_meta, blind):
+            scraped = scrape(await session.refresh())
+            series = _partition_series(scraped, topic)
+            assert series["nsq_partition_writable"] == {"0": 1.0, "1": 0.0}
+            assert series["nsq_partition_copies"] == {"0": 1.0, "1": 0.0}
+            assert series["nsq_partition_leader"] == {"0": 1.0}  # none for partition 1
+            assert series["nsq_topic_depth"] == {"0": 0.0}  # its depth is unknown
+            assert scraped[("nsq_node_up", frozenset({("node", victim.http_address)}))] == 0.0
+            verdict = frozenset(
+                {
+                    ("rule", "no-leader"),
+                    ("topic", topic),
+                    ("partition", "1"),
+                    ("channel", ""),
+                    ("node", ""),
+                }
+            )
+            assert scraped[("nsqctl_check_status", verdict)] == 2.0
+        assert _partition_series(scrape(await with_meta.refresh()), topic)[
+            "nsq_partition_replicas"
+        ] == {"0": 1.0, "1": 1.0}  # the last meta nsqlookupd gave
+        # Deleted while that nsqd is still dead: gone from both, not kept as a partition
+        # with no live copy (nsqlookupd answers a deleted topic's meta with 0 partitions).
+        lookupd = c.lookupds[0]
+        c.restart(lookupd)
+        eventually(
+            lambda: _meta_partitions(lookupd.http_address, topic) == 2,
+            60,
+            "the restarted nsqlookupd to know the topic's meta again",
+        )
+        await asyncio.to_thread(run_ok, "topic", "delete", topic, "--yes", *_at(c))
+        for session in (with_meta, blind):
+            view = await session.refresh()
+            assert view.topic(topic) is None, view.topic(topic)
+    finally:
+        await with_meta.aclose()
+        await blind.aclose()
