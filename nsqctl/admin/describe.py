@@ -102,10 +102,20 @@ def describe_topic(
     for p in parts:
         if p["leader_answering"] is False:
             warnings.append(f"partition {p['partition']}: {leader_silent_words(p['leader_http'])}")
-        elif p["leader_writable"] is False:
+        elif p["leader_writable"] is False and p["leader_http"] is not None:
             warnings.append(
                 f"partition {p['partition']}: nsqlookupd names a leader, but no nsqd holding "
                 "it takes writes (no writable leader)"
+            )
+        elif p["leader_writable"] is False:
+            # an nsqd holds a copy nsqlookupd places nowhere: with no meta either, data an
+            # nsqd kept of a topic deleted while it was down (youzan leaves it on disk)
+            held_on = ", ".join(p["replicas"] or ()) or "an nsqd"
+            known = meta is not None and meta.valid and meta.partition_num > 0
+            unknown = "" if known else " and has no meta for the topic (deleted?)"
+            warnings.append(
+                f"partition {p['partition']}: nsqlookupd names no leader{unknown}; the copy "
+                f"on {held_on} takes no writes (no writable leader)"
             )
         if p["isr_short"]:
             warnings.append(

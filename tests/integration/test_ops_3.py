@@ -24,6 +24,7 @@ from tests.helpers.redesign import (
     create_topics,
     eventually,
     leader_stats,
+    nsqd_stats,
     run_ok,
     unique,
 )
@@ -156,6 +157,22 @@ async def test_exporter_serves_a_dead_partition_as_down_with_every_lookupd_down(
         for session in (with_meta, blind):
             view = await session.refresh()
             assert view.topic(topic) is None, view.topic(topic)
+        # Back, the nsqd keeps the deleted topic's data (youzan leaves it on disk while
+        # etcd knows none of its topics): lookup says what it is, not that nsqlookupd
+        # names a leader (it names none, and has no meta for the topic).
+        c.restart(victim)
+        eventually(
+            lambda: bool(nsqd_stats(victim.http_address, topic)),
+            60,
+            "the restarted nsqd to report the deleted topic's data",
+        )
+        shown = await asyncio.to_thread(run_cli, ["lookup", topic, *_at(c)])
+        said = (shown.stdout + shown.stderr).decode()
+        assert "nsqlookupd names a leader" not in said, said
+        assert (
+            "partition 1: nsqlookupd names no leader and has no meta for the topic (deleted?); "
+            f"the copy on {victim.http_address} takes no writes"
+        ) in " ".join(said.split()), said
     finally:
         await with_meta.aclose()
         await blind.aclose()
