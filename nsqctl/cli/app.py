@@ -398,6 +398,12 @@ class LazyCommands(Mapping[str, Any]):
         return len(self.entries)
 
 
+#: Commands whose options named like global ones are their own: ``config set-profile
+#: --tls-ca`` is the value it writes into the profile, not this run's TLS (which it does
+#: not use), so a global ``--tls-ca`` before it is no second value of the same option.
+OWN_OPTIONS = frozenset({"nsqctl config set-profile"})
+
+
 class LazyGroup(typer.core.TyperGroup):
     """The root group: commands load on use; the help lists them from :data:`COMMANDS`;
     a command line giving an option two different values is refused (the root is where
@@ -407,7 +413,7 @@ class LazyGroup(typer.core.TyperGroup):
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
         self.commands = LazyCommands(COMMANDS)  # type: ignore[assignment]
-        check_repeats(self, click_module().exceptions.UsageError)
+        check_repeats(self, click_module().exceptions.UsageError, OWN_OPTIONS)
 
     def list_commands(self, ctx: Any) -> list[str]:
         return list(self.commands)

@@ -11,7 +11,7 @@ purpose, a flag and a counter are left alone, and so is the same value given twi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from nsqctl.errors import ConfigError
@@ -108,30 +108,43 @@ def read_options(
     return found, len(args)
 
 
-def _single_values(found: Sequence[tuple[Any, str | None]], into: dict[str, list[str]]) -> None:
-    """Add the values of ``found``'s single-value options to ``into``, by :func:`_key`."""
+#: Where an option's values are gathered: the command path of a command whose options
+#: are its own (see :func:`command_line_values`), else "" (every level's alike).
+Scope = str
+
+
+def _single_values(
+    found: Sequence[tuple[Any, str | None]], scope: Scope, into: dict[tuple[Scope, str], list[str]]
+) -> None:
+    """Add the values of ``found``'s single-value options to ``into``, by ``scope`` and
+    :func:`_key`."""
     for param, value in found:
         if value is not None and _takes_one_value(param):
-            into.setdefault(_key(param), []).append(value)
+            into.setdefault((scope, _key(param)), []).append(value)
 
 
 def command_line_values(
-    root: Any, ctx: Any, args: Sequence[str]
-) -> tuple[Any, dict[str, list[str]]]:
+    root: Any, ctx: Any, args: Sequence[str], apart: Collection[str] = ()
+) -> tuple[Any, dict[tuple[Scope, str], list[str]]]:
     """Each single-value option's values over the whole command line ``args`` of the
     group ``root`` (whose context is ``ctx``), by its first long name, whatever level it
     was given at; and the context of the command the line reaches (its help is the one
     to read). An empty dict when help is asked at some level: click shows it before
-    reading the rest, and so the line is not refused."""
+    reading the rest, and so the line is not refused.
+
+    ``apart``: command paths (``nsqctl config set-profile``) whose options are their
+    own, not the global options of the same names (values a command stores, not this
+    run's settings): gathered under that path, so a global ``--tls-ca`` before such a
+    command and its own ``--tls-ca`` are two options, each given once."""
     command, level, rest = root, ctx, list(args)
-    values: dict[str, list[str]] = {}
+    values: dict[tuple[Scope, str], list[str]] = {}
     while True:
         is_group = hasattr(command, "commands")
         found, end = read_options(command.get_params(level), rest, group=is_group)
         help_option = command.get_help_option(level)
         if any(param is help_option for param, _ in found):
             return level, {}
-        _single_values(found, values)
+        _single_values(found, level.command_path if level.command_path in apart else "", values)
         if not is_group or end >= len(rest):
             return level, values
         name = rest[end]
@@ -142,9 +155,12 @@ def command_line_values(
         command, rest = sub, rest[end + 1 :]
 
 
-def check_repeats(root: Any, usage_error: Callable[..., Exception]) -> None:
+def check_repeats(
+    root: Any, usage_error: Callable[..., Exception], apart: Collection[str] = ()
+) -> None:
     """Have the group ``root`` refuse a command line giving a single-value option
-    different values, before click parses it and keeps the last.
+    different values, before click parses it and keeps the last (``apart``: see
+    :func:`command_line_values`).
 
     The refusal is raised as click's ``usage_error`` (``UsageError``) in the context of
     the command the line reaches, as click's own are: a usage error is what it is, and so
@@ -154,10 +170,10 @@ def check_repeats(root: Any, usage_error: Callable[..., Exception]) -> None:
 
     def parse_args(ctx: Any, args: list[str]) -> Any:
         if not ctx.resilient_parsing:  # completion parses half-typed lines: never refuse
-            level, values = command_line_values(root, ctx, args)
-            for key, given in values.items():
+            level, values = command_line_values(root, ctx, args, apart)
+            for (_scope, name), given in values.items():
                 if len(set(given)) > 1:
-                    raise usage_error(str(repeated_error(key, given)), ctx=level)
+                    raise usage_error(str(repeated_error(name, given)), ctx=level)
         return parse(ctx, args)
 
     root.parse_args = parse_args

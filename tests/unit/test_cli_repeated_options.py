@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -130,7 +131,39 @@ def test_values_are_read_as_click_reads_them() -> None:
     # --grep's value is "--channel", not a second --channel; nothing after "--"
     args = ["tail", "t", "--grep", "--channel", "--channel", "a", "--", "--channel", "b"]
     level, values = command_line_values(group, ctx, args)
-    assert (level.command_path, values["--channel"]) == ("nsqctl tail", ["a"])
+    assert (level.command_path, values[("", "--channel")]) == ("nsqctl tail", ["a"])
     # a group's options end at its command's name: "stat" is the command, not a value
     level, values = command_line_values(group, ctx, ["--", "stat", "-i", "1", "--", "-i2"])
-    assert (level.command_path, values) == ("nsqctl stat", {"--interval": ["1"]})
+    assert (level.command_path, values) == ("nsqctl stat", {("", "--interval"): ["1"]})
+
+
+def test_a_commands_own_option_is_not_the_global_one_of_its_name(tmp_path: Path) -> None:
+    """``config set-profile --tls-ca`` is the value it writes into the profile, not this
+    run's TLS: a global ``--tls-ca`` before it (a shell alias giving every run the
+    production CA) is a different option, not one given twice. Given twice at the
+    command's own level, it is still refused."""
+    config = tmp_path / "config.toml"
+    line = ("config", "set-profile", "dev", "--lookupd", "127.0.0.1:4161")
+    alias = ("--tls-ca", "/etc/a.pem", "--compression", "snappy")
+    own = ("--tls-ca", "/etc/b.pem", "--compression", "deflate")
+    saved = subprocess.run(
+        [sys.executable, "-m", "nsqctl.cli.startup", *alias, *line, *own],
+        env=clean_env(config=config),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert saved.returncode == 0, saved.stderr
+    written = config.read_text()
+    assert 'tls_ca = "/etc/b.pem"' in written and 'compression = "deflate"' in written, written
+    twice = subprocess.run(
+        [sys.executable, "-m", "nsqctl.cli.startup", *line, "--tls-ca", "a", "--tls-ca", "b"],
+        env=clean_env(config=config),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    line_out = assert_one_line_error(twice, 2)
+    assert "--tls-ca given 2 times (a, b): give it once" in line_out, line_out
