@@ -264,8 +264,11 @@ class Consumer:
         cancelled), maybe with some nsqds already read and others still connecting. Left
         open, such a consumer would read on half started: a refusal of its settings by
         one nsqd would still end it as at start-up (it never settled), and no call would
-        start it again (it had begun). Closed, the messages it took are given back, and
-        :meth:`run_forever` or another start() says it is closed.
+        start it again (it had begun). It closes as :meth:`close` does, handlers already
+        running waited for (up to ``stop_timeout``: a cancel can outlast the caller's
+        deadline by that much, rather than cut a handler short); the messages it took and
+        did not handle are given back, and :meth:`run_forever` or another start() says it
+        is closed.
         """
         if self._stopping:
             raise UsageError(
