@@ -6,8 +6,9 @@ partition, 1 replica) is led by one of them. The nsqd holding a partition of ``s
 that does not lead ``one`` is killed (-9): that partition has no live copy, and youzan's
 nsqlookupd calls the cluster unstable until one is back. It refuses an expand and a move
 (of any topic) with "the cluster is unstable" meanwhile, so both are refused at once,
-dry run and real run alike, naming the partition; a meta update it takes all the same
-(its ``ChangeTopicMetaParam`` does not ask), so ``topic update`` still completes.
+dry run and real run alike, naming the partition, and so is a drain, which moves
+leaders; a meta update it takes all the same (its ``ChangeTopicMetaParam`` does not
+ask), so ``topic update`` still completes.
 """
 
 from __future__ import annotations
@@ -76,3 +77,18 @@ def test_expand_and_move_are_refused_at_once_and_update_completes(
     assert dry.returncode == 0, dry.stderr
     done = run_main(*update, "--yes", "--wait", "5")
     assert done.returncode == 0, (done.stdout, done.stderr)
+
+    # A drain moves leaders: refused up front too, its dry run alike, naming the
+    # partition, nothing moved (it found out one refused move at a time, each move tried
+    # three times, and its dry run said the drain would go ahead)
+    drain = ("node", "drain", led_by, *lookupd)
+    dry = run_main(*drain, "--dry-run")
+    done = run_main(*drain, "--timeout", "60")
+    for result in (dry, done):
+        said = result.stdout + result.stderr
+        assert result.returncode == 1, said
+        assert f"{split}/{dead}: no leader and no live copy" in said, said
+        assert "cannot be drained now" in said and "do not stop it" in said, said
+        assert "topic move" not in said, said  # no move was tried
+    [part] = lookup(lookupd, one)["partitions"]
+    assert part["leader_http"] == led_by

@@ -62,6 +62,7 @@ from nsqctl.admin.drain.restore import RestoreResult, restore_node
 from nsqctl.admin.drain.safety import Blocker, KeptCopy, StopPlan, readable, stop_plan
 from nsqctl.admin.leader import find_leader
 from nsqctl.admin.partitions import NsqdNode, leader_load_factors, registered_nsqds
+from nsqctl.admin.partitions.stalled import dead_partitions
 from nsqctl.admin.requests import AdminReport, admin_client, unanswered
 from nsqctl.errors import AdminError, ConfigError, NotFoundError, NsqctlError
 from nsqctl.paths import unusable_directory
@@ -221,7 +222,8 @@ def refusal(node: str, blocked: Sequence[Blocker], moved: bool = False) -> str:
     undo = f"; `node_restore({node})` moves back the leaders moved" if moved else ""
     return (
         f"{node} cannot be drained now: {len(blocked)} partition(s) above would stop taking "
-        f"writes or cannot be moved off it{undo}; do not stop it"
+        f"writes, cannot be moved off it or keep any leader from being moved{undo}; do not "
+        "stop it"
     )
 
 
@@ -389,16 +391,32 @@ async def plan_drain(
         moves, blocked = plan_leader_moves(view, http, loads, avoid)
         stop = await _stop_plan(client, leader, nodes, view, http, avoid)
     topics = tuple(t.name for t in view.topics if http in t.nodes)
+    every_move = (*moves, *(c for c in stop.moves if not _same_move(c, moves)))
+    unmovable = await _unstable(leader, lookupd) if every_move else []
     return DrainPlan(
         http,
         "redesign",
         lookupd,
         topics,
-        moves=(*moves, *(c for c in stop.moves if not _same_move(c, moves))),
-        blocked=_merge(stop.blocked, blocked),
+        moves=every_move,
+        blocked=_merge(_merge(unmovable, stop.blocked), blocked),
         load=node_load(view, http),
         kept=tuple(stop.kept),
     )
+
+
+async def _unstable(leader: str, lookupd: Sequence[str]) -> list[Blocker]:
+    """The partitions, of any topic, that keep every partition move from being made: no
+    leader and no live copy (:func:`~nsqctl.admin.partitions.stalled.dead_partitions`).
+    youzan's nsqlookupd refuses each move as "the cluster is unstable" until one of their
+    nsqds is back, so a drain that has leaders or copies to move is refused up front, its
+    dry run alike, rather than finding out one refused move at a time."""
+    dead = await dead_partitions(leader, list(lookupd))
+    why = (
+        "no leader and no live copy (every nsqd holding it is down or not answering): "
+        "nsqlookupd moves no partition, of any topic, until one of its nsqds is back"
+    )
+    return [Blocker(topic, part, why) for topic, parts in dead.items() for part in parts]
 
 
 # ------------------------------------------------------------------ running
@@ -524,6 +542,8 @@ class _Drain:
         runs one partition move at once), recording where each copy went."""
         plan = self.plan
         for m in moves:
+            if time.monotonic() >= self.deadline:
+                return  # the drain's time is up: the loop reports what is left
             key = (m.topic, m.partition, m.copy)
             if self.attempts.get(key, 0) >= MAX_MOVES_PER_PARTITION or self.restored():
                 continue
