@@ -12,6 +12,7 @@ test_pipeline_archive's CLI runs."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -114,3 +115,65 @@ def test_an_archive_file_removed_while_spark_reads_it_is_no_damaged_archive(
     assert f"{tmp_path / 'b.parquet'} was removed while Spark read it" in line, line
     assert "\n" not in line, line
     assert spark.range(3).count() == 3
+
+
+@pytest.fixture
+def without_adaptive_execution(spark: Any) -> Iterator[None]:  # noqa: F811
+    """The shared session with adaptive execution off (a user's spark-defaults can say
+    so): then no stage reads the input before the replay's publishing job, and a file
+    it cannot read fails that job instead."""
+    key = "spark.sql.adaptive.enabled"
+    before = spark.conf.get(key)
+    spark.conf.set(key, "false")
+    try:
+        yield
+    finally:
+        spark.conf.set(key, before)
+
+
+def test_without_adaptive_execution_the_replay_job_says_what_its_input_is(
+    original_cluster: cluster.Cluster,
+    tmp_path: Path,
+    spark: Any,  # noqa: F811
+    without_adaptive_execution: None,
+) -> None:
+    """The publishing job is the first to read the files: a corrupt one is still bad
+    input named as such (exit 2) and one removed meanwhile still a runtime failure that
+    says so, not "replay stopped: An error occurred while calling ...collectAndServe"."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from nsqctl.errors import ConfigError, NsqctlError
+    from nsqctl.pipeline import replay as job
+    from nsqctl.pipeline.spark import spark_errors
+
+    topic = f"noaqe_{uuid.uuid4().hex[:10]}"
+    nsqd = ["--nsqd", original_cluster.nsqd_tcp[0]]
+    assert run_cli(["pub", topic, "one", "two", *nsqd]).returncode == 0
+    out = tmp_path / "archive"
+    archived = run_cli(["archive", topic, "--out", str(out), "--exit-when-idle", "1", *nsqd])
+    assert archived.returncode == 0, archived.stderr
+    good = sorted(out.rglob("*.parquet"))
+    bad = good[0].with_name("zz-corrupt.parquet")
+    bad.write_bytes(b"PAR1 this is not a parquet file, only its first magic" * 50)
+    args = ("--to-topic", f"{topic}_out", "--engine", "spark", "-q", *nsqd)
+    replay = run_main("replay", str(out), *args)
+    line = assert_one_line_error(replay, 2)
+    assert f"cannot read the archive at {out}: " in line and "not a Parquet file" in line, line
+
+    rows = tmp_path / "rows"
+    rows.mkdir()
+    for name in ("a.parquet", "b.parquet"):
+        columns = {"_key": ["k"] * 3, "_o1": [1] * 3, "_o2": [0, 1, 2], "_o3": [0] * 3}
+        pq.write_table(pa.table({**columns, "body": [b"x"] * 3}), rows / name)
+    frame = spark.read.parquet(str(rows)).select("_key", "_o1", "_o2", "_o3", "body")
+    planned = job.plan(frame, 2)
+    (rows / "b.parquet").unlink()
+    target = job.ReplayTarget(f"{topic}_out", nsqd=[original_cluster.nsqd_tcp[0]])
+    with (
+        pytest.raises(NsqctlError) as caught,
+        spark_errors("spark could not replay A", "cannot read the archive at A"),
+    ):
+        job.run_replay(planned, target, None)
+    assert not isinstance(caught.value, ConfigError), caught.value
+    assert f"{rows / 'b.parquet'} was removed while Spark read it" in str(caught.value)
