@@ -398,22 +398,16 @@ class LazyCommands(Mapping[str, Any]):
         return len(self.entries)
 
 
-#: Commands whose options named like global ones are their own: ``config set-profile
-#: --tls-ca`` is the value it writes into the profile, not this run's TLS (which it does
-#: not use), so a global ``--tls-ca`` before it is no second value of the same option.
-OWN_OPTIONS = frozenset({"nsqctl config set-profile"})
-
-
 class LazyGroup(typer.core.TyperGroup):
     """The root group: commands load on use; the help lists them from :data:`COMMANDS`;
-    a command line giving an option two different values is refused (the root is where
-    every level's arguments are seen: a global option given before the command and again
-    after it)."""
+    a command line giving an option two different values in one place is refused (the
+    root is where every level's arguments are seen: a global option given twice before
+    the command, or after a group's name and again after its command)."""
 
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
         self.commands = LazyCommands(COMMANDS)  # type: ignore[assignment]
-        check_repeats(self, click_module().exceptions.UsageError, OWN_OPTIONS)
+        check_repeats(self, click_module().exceptions.UsageError)
 
     def list_commands(self, ctx: Any) -> list[str]:
         return list(self.commands)

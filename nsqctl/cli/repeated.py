@@ -3,15 +3,20 @@
 click keeps the last value of a repeated option silently, so ``--node a --node b`` would
 act on b alone, which the operator may not have meant. The whole command line is read
 once, level by level as click will read it (the root's options, each group's, the
-command's), before click parses it (:func:`check_repeats`, hooked on the root group): a
-global option is accepted before or after the command, so ``--profile a`` before it and
-``--profile b`` after it are the same option given twice. An option taken as a list on
-purpose, a flag and a counter are left alone, and so is the same value given twice.
+command's), before click parses it (:func:`check_repeats`, hooked on the root group).
+
+A global option works before the command and after it, and the two places are two
+scopes: the options before the command are defaults (an alias or a wrapper gives them
+to every run), and the command's own line overrides them, so ``--profile a stat
+--profile b`` reads profile b, as it always has. Given twice in one scope (``--profile a
+--profile b stat``; ``stat --profile a --profile b``; after a group's name and again after
+its command) it is refused. An option taken as a list on purpose, a flag and a counter
+are left alone, and so is the same value given twice.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from nsqctl.errors import ConfigError
@@ -108,9 +113,11 @@ def read_options(
     return found, len(args)
 
 
-#: Where an option's values are gathered: the command path of a command whose options
-#: are its own (see :func:`command_line_values`), else "" (every level's alike).
+#: Where an option's values are gathered: :data:`BEFORE` the command (the root's own
+#: options) or :data:`COMMAND` (every level after it: each group's, the command's).
 Scope = str
+BEFORE: Scope = "before the command"
+COMMAND: Scope = "the command"
 
 
 def _single_values(
@@ -124,18 +131,14 @@ def _single_values(
 
 
 def command_line_values(
-    root: Any, ctx: Any, args: Sequence[str], apart: Collection[str] = ()
+    root: Any, ctx: Any, args: Sequence[str]
 ) -> tuple[Any, dict[tuple[Scope, str], list[str]]]:
     """Each single-value option's values over the whole command line ``args`` of the
-    group ``root`` (whose context is ``ctx``), by its first long name, whatever level it
-    was given at; and the context of the command the line reaches (its help is the one
-    to read). An empty dict when help is asked at some level: click shows it before
-    reading the rest, and so the line is not refused.
-
-    ``apart``: command paths (``nsqctl config set-profile``) whose options are their
-    own, not the global options of the same names (values a command stores, not this
-    run's settings): gathered under that path, so a global ``--tls-ca`` before such a
-    command and its own ``--tls-ca`` are two options, each given once."""
+    group ``root`` (whose context is ``ctx``), by scope (:data:`BEFORE` the command, or
+    :data:`COMMAND`: see the module docstring) and first long name; and the context of
+    the command the line reaches (its help is the one to read). An empty dict when help
+    is asked at some level: click shows it before reading the rest, and so the line is
+    not refused."""
     command, level, rest = root, ctx, list(args)
     values: dict[tuple[Scope, str], list[str]] = {}
     while True:
@@ -144,7 +147,7 @@ def command_line_values(
         help_option = command.get_help_option(level)
         if any(param is help_option for param, _ in found):
             return level, {}
-        _single_values(found, level.command_path if level.command_path in apart else "", values)
+        _single_values(found, BEFORE if command is root else COMMAND, values)
         if not is_group or end >= len(rest):
             return level, values
         name = rest[end]
@@ -155,12 +158,10 @@ def command_line_values(
         command, rest = sub, rest[end + 1 :]
 
 
-def check_repeats(
-    root: Any, usage_error: Callable[..., Exception], apart: Collection[str] = ()
-) -> None:
+def check_repeats(root: Any, usage_error: Callable[..., Exception]) -> None:
     """Have the group ``root`` refuse a command line giving a single-value option
-    different values, before click parses it and keeps the last (``apart``: see
-    :func:`command_line_values`).
+    different values in one scope (:func:`command_line_values`), before click parses it
+    and keeps the last.
 
     The refusal is raised as click's ``usage_error`` (``UsageError``) in the context of
     the command the line reaches, as click's own are: a usage error is what it is, and so
@@ -170,7 +171,7 @@ def check_repeats(
 
     def parse_args(ctx: Any, args: list[str]) -> Any:
         if not ctx.resilient_parsing:  # completion parses half-typed lines: never refuse
-            level, values = command_line_values(root, ctx, args, apart)
+            level, values = command_line_values(root, ctx, args)
             for (_scope, name), given in values.items():
                 if len(set(given)) > 1:
                     raise usage_error(str(repeated_error(name, given)), ctx=level)

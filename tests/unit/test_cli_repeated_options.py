@@ -1,8 +1,10 @@
 """An option that takes one value, given twice with different values, is refused (click
-alone would keep the last, acting on it silently), wherever on the command line each was
-given (a global option works before and after the command); the same value twice, an
-option taken as a list, and a value that looks like an option are accepted; help asked
-after a repeated option is shown; shell completion is never refused."""
+alone would keep the last, acting on it silently): twice before the command, or twice in
+the command's own line (a group's options and its command's are one line). A global
+option given before the command and again in it is a default and its override, as an
+alias makes it, and reads the one given last. The same value twice, an option taken as
+a list, and a value that looks like an option are accepted; help asked after a repeated
+option is shown; shell completion is never refused."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from nsqctl.cli.app import root_command
-from nsqctl.cli.repeated import command_line_values
+from nsqctl.cli.repeated import COMMAND, command_line_values
 from tests.helpers.cli import assert_one_line_error, clean_env, run_main
 
 #: nothing answers here: a command that got past its arguments fails to connect (exit 1)
@@ -40,33 +42,45 @@ def test_a_single_value_option_given_twice_is_refused(args: tuple[str, ...], sai
 
 
 @pytest.mark.parametrize(
-    ("args", "values", "where"),
+    ("args", "name", "values", "where"),
     [
-        (("--tls-ca", "x", "--tls-ca", "y", "lookup", "T"), "x, y", "lookup"),
-        (("--profile", "x", "stat", "T", "--profile", "y", "--count", "1"), "x, y", "stat"),
-        (("--compression", "x", "topic", "list", "--compression", "y"), "x, y", "topic list"),
+        (("--tls-ca", "x", "--tls-ca", "y", "lookup", "T"), "--tls-ca", "x, y", "lookup"),
+        (("stat", "T", "--profile", "x", "--profile", "y"), "--profile", "x, y", "stat"),
         (
             ("--tls-key", "x", "channel", "--tls-key", "y", "pause", "t", "c", "--tls-key", "z"),
-            "x, y, z",
+            "--tls-key",
+            "y, z",
             "channel pause",
         ),
     ],
-    ids=["both-before", "before-and-after", "before-a-group", "at-every-level"],
+    ids=["both-before", "both-after", "after-a-group-and-its-command"],
 )
-def test_a_global_option_given_twice_anywhere_is_refused(
-    args: tuple[str, ...], values: str, where: str
+def test_a_global_option_given_twice_in_one_place_is_refused(
+    args: tuple[str, ...], name: str, values: str, where: str
 ) -> None:
-    """The global options are accepted before the command, after a group's name and after
-    the command: click keeps the last one given at any of these places."""
+    """Twice before the command, or twice in its own line (after a group's name and again
+    after its command's): click would keep the last one, silently."""
     proc = run_main(*args, *NOBODY)
     line = assert_one_line_error(proc, 2)
-    name = args[0]
     assert f"{name} given {len(values.split())} times ({values}): give it once" in line, line
     assert f"(see 'nsqctl {where} --help')" in line, line
 
 
+def test_a_global_option_before_the_command_is_a_default_the_command_overrides() -> None:
+    """A global option before the command (an alias's) and again after it: the line is
+    not refused (it goes on to fail connecting, exit 1); the one after is read
+    (tests/integration/test_cli_global_flags.py shows which)."""
+    for args in (
+        ("--output-buffer", "none", "lookup", "T", "--output-buffer", "100ms"),
+        ("--compression", "snappy", "topic", "list", "--compression", "deflate"),
+    ):
+        proc = run_main(*args, *NOBODY)
+        assert proc.returncode == 1, (args, proc.stderr)
+        assert "given 2 times" not in proc.stderr, proc.stderr
+
+
 def test_under_check_a_repeated_global_option_is_unknown() -> None:
-    proc = run_main("--output-buffer", "none", "check", "--output-buffer", "1s", *NOBODY)
+    proc = run_main("check", "--output-buffer", "none", "--output-buffer", "1s", *NOBODY)
     line = assert_one_line_error(proc, 3)
     assert "--output-buffer given 2 times (none, 1s): give it once" in line, line
 
@@ -131,17 +145,17 @@ def test_values_are_read_as_click_reads_them() -> None:
     # --grep's value is "--channel", not a second --channel; nothing after "--"
     args = ["tail", "t", "--grep", "--channel", "--channel", "a", "--", "--channel", "b"]
     level, values = command_line_values(group, ctx, args)
-    assert (level.command_path, values[("", "--channel")]) == ("nsqctl tail", ["a"])
+    assert (level.command_path, values[(COMMAND, "--channel")]) == ("nsqctl tail", ["a"])
     # a group's options end at its command's name: "stat" is the command, not a value
     level, values = command_line_values(group, ctx, ["--", "stat", "-i", "1", "--", "-i2"])
-    assert (level.command_path, values) == ("nsqctl stat", {("", "--interval"): ["1"]})
+    assert (level.command_path, values) == ("nsqctl stat", {(COMMAND, "--interval"): ["1"]})
 
 
-def test_a_commands_own_option_is_not_the_global_one_of_its_name(tmp_path: Path) -> None:
-    """``config set-profile --tls-ca`` is the value it writes into the profile, not this
-    run's TLS: a global ``--tls-ca`` before it (a shell alias giving every run the
-    production CA) is a different option, not one given twice. Given twice at the
-    command's own level, it is still refused."""
+def test_an_alias_s_global_option_does_not_refuse_set_profile_s_own(tmp_path: Path) -> None:
+    """``config set-profile --tls-ca`` is the value it writes into the profile: a global
+    ``--tls-ca`` before it (a shell alias giving every run the production CA) does not
+    refuse it, and the profile gets the command's own. Given twice in the command's own
+    line, it is refused."""
     config = tmp_path / "config.toml"
     line = ("config", "set-profile", "dev", "--lookupd", "127.0.0.1:4161")
     alias = ("--tls-ca", "/etc/a.pem", "--compression", "snappy")
