@@ -126,8 +126,8 @@ def refuse_stale_redesign(
             "`nsqctl sandbox down --purge` (which deletes its data and logs), or use "
             "another --dir"
         )
-    if old.flavor != "redesign" or not old.became_healthy or any(old.running().values()):
-        return  # a running one is refused by the start itself
+    if old.flavor != "redesign" or not old.became_healthy:
+        return
     kept = {(n.host, n.tcp_port, n.http_port) for n in old.nsqds}
     if planned_nsqds is not None and kept <= set(planned_nsqds):
         return
