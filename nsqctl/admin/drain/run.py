@@ -392,7 +392,7 @@ async def plan_drain(
         stop = await _stop_plan(client, leader, nodes, view, http, avoid)
     topics = tuple(t.name for t in view.topics if http in t.nodes)
     every_move = (*moves, *(c for c in stop.moves if not _same_move(c, moves)))
-    unmovable = await _unstable(leader, lookupd) if every_move else []
+    unmovable = await _unstable(leader, lookupd, view) if every_move else []
     return DrainPlan(
         http,
         "redesign",
@@ -405,13 +405,14 @@ async def plan_drain(
     )
 
 
-async def _unstable(leader: str, lookupd: Sequence[str]) -> list[Blocker]:
+async def _unstable(leader: str, lookupd: Sequence[str], view: ClusterView) -> list[Blocker]:
     """The partitions, of any topic, that keep every partition move from being made: no
     leader and no live copy (:func:`~nsqctl.admin.partitions.stalled.dead_partitions`).
     youzan's nsqlookupd refuses each move as "the cluster is unstable" until one of their
     nsqds is back, so a drain that has leaders or copies to move is refused up front, its
-    dry run alike, rather than finding out one refused move at a time."""
-    dead = await dead_partitions(leader, list(lookupd))
+    dry run alike, rather than finding out one refused move at a time. ``view``: the
+    plan's own view of the whole cluster, not polled again."""
+    dead = await dead_partitions(leader, list(lookupd), view)
     why = (
         "no leader and no live copy (every nsqd holding it is down or not answering): "
         "nsqlookupd moves no partition, of any topic, until one of its nsqds is back"

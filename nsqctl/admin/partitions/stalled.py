@@ -14,10 +14,14 @@ topic check not run yet all pass on their own: those are waited for, not refused
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 from nsqctl.admin.base import TIMEOUT
 from nsqctl.errors import NsqctlError
 from nsqctl.lookup.client import LookupClient
+
+if TYPE_CHECKING:
+    from nsqctl.stats.view import ClusterView
 
 #: Topics looked up at once: every topic of the cluster is asked about.
 LOOKUPS_AT_ONCE = 8
@@ -45,17 +49,22 @@ async def leaderless_partitions(leader: str) -> dict[str, set[int]]:
     return {t: parts for t, parts in zip(topics, found, strict=True) if parts}
 
 
-async def dead_partitions(leader: str, lookupd_http: list[str]) -> dict[str, list[int]]:
+async def dead_partitions(
+    leader: str, lookupd_http: list[str], view: ClusterView | None = None
+) -> dict[str, list[int]]:
     """topic → its partitions with no leader and no copy on any nsqd that answers (every
     nsqd holding them down or hung): each keeps nsqlookupd calling the cluster unstable
-    until one of their nsqds is back. {} when there is none."""
+    until one of their nsqds is back. {} when there is none. ``view``: a view of the
+    whole cluster the caller has just taken (a drain's plan), else one is taken when
+    some partition has no leader."""
     leaderless = await leaderless_partitions(leader)
     if not leaderless:
         return {}
-    # the stats model loads only here, not for every partition command's --help
-    from nsqctl.stats.coverage import look_once
+    if view is None:
+        # the stats model loads only here, not for every partition command's --help
+        from nsqctl.stats.coverage import look_once
 
-    view = await look_once(lookupd_http, ())
+        view = await look_once(lookupd_http, ())
     held = {
         (t.name, p.partition)
         for t in view.topics
