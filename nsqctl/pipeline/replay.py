@@ -227,12 +227,12 @@ def run_replay(
     try:
         stats = planned.rdd.mapPartitions(fn).collect()
     except Exception as err:  # py4j / PythonException: find the task's own error line
-        from nsqctl.pipeline.spark import missing_file, unreadable_file_reason, worker_config_error
+        from nsqctl.pipeline.spark import unreadable_file_reason, worker_config_error
 
-        if missing_file(err) is not None or unreadable_file_reason(err) is not None:
-            # an input file the job could not read (missing, damaged), met here when no
-            # earlier stage read it (adaptive execution off): the caller's spark_errors
-            # says which it is, as it does for a read that fails before this job
+        if unreadable_file_reason(err) is not None:
+            # an input file the job could not read (any FAILED_READ_FILE: damaged, or
+            # missing), met here when no earlier stage read it (adaptive execution off):
+            # the caller's spark_errors says which it is, as for a read before this job
             raise
         refused = worker_config_error(err)  # bad input an executor found reading it
         if refused is not None:
