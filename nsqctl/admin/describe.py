@@ -113,9 +113,10 @@ def describe_topic(
             held_on = ", ".join(p["replicas"] or ()) or "an nsqd"
             known = meta is not None and meta.valid and meta.partition_num > 0
             unknown = "" if known else " and has no meta for the topic (deleted?)"
+            remedy = "" if known else f": `topic_delete({topo.topic})` removes it"
             warnings.append(
                 f"partition {p['partition']}: nsqlookupd names no leader{unknown}; the copy "
-                f"on {held_on} takes no writes (no writable leader)"
+                f"on {held_on} takes no writes (no writable leader){remedy}"
             )
         if p["isr_short"]:
             warnings.append(

@@ -36,7 +36,7 @@ from nsqctl.admin.requests import (
 )
 from nsqctl.admin.settle import passing, send_until_settled
 from nsqctl.admin.versions import fetch_server_version
-from nsqctl.errors import AdminError, ConfigError
+from nsqctl.errors import AdminError, ConfigError, TopicNotFoundError
 from nsqctl.lookup.topology import parse_lookup_body
 from nsqctl.protocol.names import validate_channel, validate_topic
 from nsqctl.protocol.raw_message import Family
@@ -230,8 +230,19 @@ async def prepare(
     validate_topic(topic)
     if channel is not None:
         validate_channel(channel)
+    left_over = False
     async with admin_client() as client:
-        placement = await locate_topic(topic, lookupd_http, nsqd_http, client)
+        try:
+            placement = await locate_topic(topic, lookupd_http, nsqd_http, client)
+        except TopicNotFoundError:
+            if not (kind == "topic" and action == "delete" and lookupd_http):
+                raise
+            from nsqctl.admin.partitions.leftover_copies import leftover_placement
+
+            found = await leftover_placement(client, lookupd_http, topic)
+            if found is None:
+                raise
+            placement, left_over = found, True
         needs_leader = (
             placement.family == "redesign"
             and lookupd_http
@@ -254,7 +265,7 @@ async def prepare(
                     "nsqd (empty it there instead)",
                     setting="node",
                 )
-            stages = plan_topic_delete(placement, leader)
+            stages = plan_topic_delete(placement, leader, force=left_over)
         else:
             stages = plan_topic_action(action, placement, node=node)
     else:
@@ -307,13 +318,18 @@ async def run_plan(
     """Send a prepared plan; nsqds that could not be asked during discovery count as failed.
 
     ``progress`` hears of a redesign topic delete waiting for nsqlookupd to finish a repair
-    (:func:`delete_while_repairing`)."""
+    (:func:`delete_while_repairing`). A redesign topic delete is done only once no nsqd
+    nsqlookupd lists holds a copy (``leftover_copies.remove_leftovers``)."""
     report = AdminReport(action, placement.topic, placement.family, channel)
     report.warnings.extend(placement.warnings)
     async with admin_client() as client:
         if action == "topic delete" and placement.family == "redesign":
             [[req]] = stages  # the lookupd leader's, every partition at once
             report.results = [await delete_while_repairing(client, req, progress)]
+            if report.ok:
+                from nsqctl.admin.partitions.leftover_copies import remove_leftovers
+
+                report.results += await remove_leftovers(client, placement.lookupds, req)
         else:
             report.results = await execute(stages, client)
         if _is_redesign_channel_create(action, placement, channel) and report.ok:

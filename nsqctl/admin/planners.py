@@ -101,15 +101,22 @@ def plan_topic_create(
     return [[_req(Node(leader, "lookupd"), "/topic/create", **params)]]
 
 
-def plan_topic_delete(placement: Placement, leader: str | None = None) -> list[list[AdminRequest]]:
-    """Original: lookupds, then the producers found beforehand. Redesign: leader, all parts."""
+def plan_topic_delete(
+    placement: Placement, leader: str | None = None, *, force: bool = False
+) -> list[list[AdminRequest]]:
+    """Original: lookupds, then the producers found beforehand. Redesign: leader, all parts;
+    ``force``: a topic whose meta is gone, still held by nsqds (see
+    :mod:`nsqctl.admin.partitions.leftover_copies`)."""
     topic = placement.topic
     if placement.family == "redesign":
         if leader is None:
             raise AdminError(
                 "deleting a redesign topic needs the lookupd leader: give `lookupd_http`"
             )
-        return [[_req(Node(leader, "lookupd"), "/topic/delete", topic=topic, partition="**")]]
+        extra = {"force": "true"} if force else {}
+        return [
+            [_req(Node(leader, "lookupd"), "/topic/delete", topic=topic, partition="**", **extra)]
+        ]
     return [
         [_req(Node(a, "lookupd"), "/topic/delete", topic=topic) for a in placement.lookupds],
         [_req(n, "/topic/delete", topic=topic) for n in placement.nsqds],

@@ -154,9 +154,12 @@ def _timeout(req: AdminRequest) -> float:
     return ISR_SYNC_TIMEOUT if synced else TIMEOUT
 
 
-async def send_request(client: httpx.AsyncClient, req: AdminRequest) -> tuple[NodeResult, bool]:
-    """Run one request; the flag marks a not-found that may become ``skipped``."""
-    timeout = _timeout(req)
+async def send_request(
+    client: httpx.AsyncClient, req: AdminRequest, timeout: float | None = None
+) -> tuple[NodeResult, bool]:
+    """Run one request (``timeout``: the node's own unless given); the flag marks a
+    not-found that may become ``skipped``."""
+    timeout = _timeout(req) if timeout is None else timeout
     try:
         resp = await client.post(req.url, content=req.body, headers=NSQ_V1, timeout=timeout)
     except httpx.ReadTimeout:

@@ -97,6 +97,7 @@ SETTING_WORDS: dict[str, str] = {
 ACTION_COMMANDS: dict[str, str] = {
     "topic_list": "topic list",
     "topic_create": "topic create",
+    "topic_delete": "topic delete",
     "lookup": "lookup",
     "stat": "stat",
     "dash": "dash",

@@ -106,7 +106,8 @@ async def test_exporter_serves_a_dead_partition_as_down_with_every_lookupd_down(
     Both ways the exporter can know it: the meta nsqlookupd gave before it went down
     (a session begun while it answered), and, in a session begun after, what the nsqd
     held when it last answered. Deleted then, while that nsqd is still dead, the topic
-    leaves both: a partition is kept only while the cluster may still have it."""
+    leaves both: a partition is kept only while the cluster may still have it. Back, that
+    nsqd holds the deleted topic's data: ``lookup`` says so and ``topic delete`` removes it."""
     c = start_cluster("redesign", nsqd=2)
     topic = unique("deadpart")
     await create_topics(c.lookupd_http, {topic: TopicSpec(partitions=2, replicas=1)})
@@ -176,8 +177,20 @@ async def test_exporter_serves_a_dead_partition_as_down_with_every_lookupd_down(
         assert "nsqlookupd names a leader" not in said, said
         assert (
             "partition 1: nsqlookupd names no leader and has no meta for the topic (deleted?); "
-            f"the copy on {victim.http_address} takes no writes"
+            f"the copy on {victim.http_address} takes no writes (no writable leader): "
+            f"`nsqctl topic delete {topic}` removes it"
         ) in " ".join(said.split()), said
+        # and it does: nsqlookupd's delete, forced, reaches every nsqd it lists
+        removed = await asyncio.to_thread(run_cli, ["topic", "delete", topic, "--yes", *_at(c)])
+        said = (removed.stdout + removed.stderr).decode()
+        assert removed.returncode == 0, said
+        assert "force=true" in said and (
+            f"nsqlookupd no longer knows topic {topic} (deleted), but {victim.http_address} "
+            "still holds partition 1"
+        ) in " ".join(said.split()), said
+        assert nsqd_stats(victim.http_address, topic) == []
+        again = await asyncio.to_thread(run_cli, ["topic", "delete", topic, "--yes", *_at(c)])
+        assert again.returncode == 1 and b"not found" in again.stderr, again.stderr
     finally:
         await with_meta.aclose()
         await blind.aclose()

@@ -13,6 +13,7 @@ from nsqctl.admin.describe import isr_members
 from nsqctl.cli import complete
 from nsqctl.cli.admin_actions import cluster_addresses
 from nsqctl.cli.flags import JsonOption, LookupdOption, NsqdHttpOption, NsqdOption, ProfileOption
+from nsqctl.cli.wording import cli_words
 from nsqctl.errors import ConfigError, LookupUnavailableError
 from nsqctl.protocol.names import validate_topic
 
@@ -42,7 +43,7 @@ def render(info: dict[str, Any]) -> list[str]:
     if listed and not complete:
         listed += "  (may be incomplete: see the warnings)"
     lines.append(f"channels  {listed or none}")
-    lines.extend(f"warning   {w}" for w in info.get("warnings", ()))
+    lines.extend(f"warning   {cli_words(w)}" for w in info.get("warnings", ()))
     for source in info["lookupds"]:
         if not source["ok"]:
             lines.append(
@@ -108,6 +109,8 @@ def lookup(
     else:
         lines = render(info)
     if as_json:
+        if "warnings" in info:  # a Python caller's words made a CLI user's (cli_words)
+            info["warnings"] = [cli_words(w) for w in info["warnings"]]
         typer.echo(json.dumps(info, indent=2))
         return
     for line in lines:
@@ -128,5 +131,5 @@ def render_from_nsqds(info: dict[str, Any]) -> list[str]:
         lines.append(f"  http {n['http']}{version}")
     listed = ", ".join(info["channels"])
     lines.append(f"channels  {listed + '  (may be incomplete)' if listed else '(none seen)'}")
-    lines.extend(f"warning   {w}" for w in info["warnings"])
+    lines.extend(f"warning   {cli_words(w)}" for w in info["warnings"])
     return lines

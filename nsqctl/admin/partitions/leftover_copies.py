@@ -1,0 +1,126 @@
+"""Copies of a deleted redesign topic that nsqds still hold, and their removal.
+
+nsqlookupd deletes a topic by removing its meta from etcd and then asking each nsqd it
+knows, over its RPC, to remove its copy. An nsqd it cannot ask at that moment (one it has
+not learnt of yet since it started, one whose RPC fails) is skipped without a word: the
+delete answers 200 while that nsqd still holds the partition's data, registers it and
+serves it. And an nsqd that was down keeps its copy on disk and serves it again when it
+comes back, with nothing left in etcd to tell it the topic is gone.
+
+youzan's remedy is the delete's ``force=true``: once the meta is gone the ordinary delete
+fails (no such topic), and the forced one asks every nsqd nsqlookupd knows to remove
+every partition of the topic, data included. So a delete is checked on every nsqd
+nsqlookupd lists, forced once when a copy is left, and reported failed for each nsqd that
+still holds one; and a delete of a topic nsqlookupd no longer knows finds the nsqds still
+holding it and sends the forced one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+
+import httpx
+
+from nsqctl.admin.leader import lookupd_nsqds
+from nsqctl.admin.placement import Placement, fetch_stats
+from nsqctl.admin.requests import AdminRequest, Node, NodeResult, send_request
+
+#: how long a delete waits for every listed nsqd to drop its copies, a forced delete
+#: included (which asks every nsqd about every possible partition, one RPC each)
+SETTLE_TIMEOUT = 30.0
+#: a copy still held this long after an accepted delete was not asked to go: force it
+FORCE_AFTER = 2.0
+_POLL = 0.5
+
+
+async def held_copies(
+    client: httpx.AsyncClient, nsqds: Sequence[str], topic: str
+) -> tuple[dict[str, tuple[int, ...]], dict[str, str]]:
+    """nsqd HTTP address → the redesign partitions of ``topic`` it holds (those holding
+    none left out), and the nsqds that did not answer, with why."""
+    stats = await fetch_stats(client, nsqds, topic)
+    held: dict[str, tuple[int, ...]] = {}
+    for address, node in stats.nodes.items():
+        parts = sorted(
+            {t.partition for t in node.topics if t.topic == topic and t.partition is not None}
+        )
+        if parts:
+            held[address] = tuple(parts)
+    return held, dict(stats.errors)
+
+
+def forced(delete: AdminRequest) -> AdminRequest:
+    """``delete`` (nsqlookupd's ``/topic/delete``) with ``force=true``."""
+    params = tuple(p for p in delete.params if p[0] != "force")
+    return AdminRequest(delete.node, delete.path, (*params, ("force", "true")), delete.body)
+
+
+def _parts(parts: Sequence[int]) -> str:
+    return f"partition{'s' if len(parts) > 1 else ''} {', '.join(map(str, parts))}"
+
+
+async def leftover_placement(
+    client: httpx.AsyncClient, lookupd_http: Sequence[str], topic: str
+) -> Placement | None:
+    """Where a redesign topic nsqlookupd no longer knows is still held: every copy on an
+    nsqd it lists, each a node to remove it from; None when no listed nsqd holds one."""
+    held, unanswered = await held_copies(client, await lookupd_nsqds(client, lookupd_http), topic)
+    if not held:
+        return None
+    return Placement(
+        topic,
+        "redesign",
+        tuple(Node(a, "nsqd", p) for a, parts in held.items() for p in parts),
+        tuple(lookupd_http),
+        warnings=(
+            f"nsqlookupd no longer knows topic {topic} (deleted), but "
+            + "; ".join(f"{a} still holds {_parts(p)}" for a, p in held.items())
+            + ": the delete asks every nsqd to remove it (force)",
+        ),
+        unreachable=tuple(unanswered.items()),
+    )
+
+
+async def remove_leftovers(
+    client: httpx.AsyncClient,
+    lookupd_http: Sequence[str],
+    delete: AdminRequest,
+    *,
+    timeout: float = SETTLE_TIMEOUT,
+    clock: Callable[[], float] = time.monotonic,
+) -> list[NodeResult]:
+    """After nsqlookupd accepted ``delete`` (its ``/topic/delete``), wait until no nsqd it
+    lists holds a copy of the topic, sending the forced delete once if one is left.
+
+    Returns what the forced delete did (when it was sent) and a failed result for each
+    nsqd still holding a copy when ``timeout`` is spent: the delete did not complete."""
+    topic = dict(delete.params)["topic"]
+    nsqds = await lookupd_nsqds(client, lookupd_http)
+    start = clock()
+    results: list[NodeResult] = []
+    while True:
+        held, _ = await held_copies(client, nsqds, topic)
+        if not held:  # gone: a forced delete that failed or timed out changed nothing wrong
+            return [r for r in results if r.outcome == "ok"]
+        waited = clock() - start
+        if not results and waited >= FORCE_AFTER:
+            result, _ = await send_request(client, forced(delete), timeout=timeout)
+            results.append(result)
+            if result.outcome != "ok":
+                result.error = f"removing the copies left ({result.error})"
+            continue
+        if waited >= timeout:
+            return results + [
+                NodeResult(
+                    AdminRequest(Node(address, "nsqd"), "/stats", (("topic", topic),)),
+                    "failed",
+                    None,
+                    f"still holds {_parts(parts)} of {topic} {waited:.0f}s after nsqlookupd "
+                    "deleted the topic (nsqlookupd could not ask it to remove them): run "
+                    f"`topic_delete({topic})` again",
+                )
+                for address, parts in held.items()
+            ]
+        await asyncio.sleep(_POLL)

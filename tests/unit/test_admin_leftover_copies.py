@@ -1,0 +1,95 @@
+"""A redesign ``topic delete`` that nsqlookupd accepted while an nsqd kept its copy: the
+copy is looked for on every nsqd nsqlookupd lists, the forced delete is sent once, and an
+nsqd still holding a copy at the end fails the delete.
+
+Scripted servers (tests/helpers/scripted_lookupd.py): a real nsqlookupd skips an nsqd
+only when it cannot reach it over its RPC at the moment of the delete (right after it
+restarted, in a race no test can win on cue). The real servers' side, an nsqd that was
+down coming back with the deleted topic's data and the delete removing it, is in
+tests/integration/test_ops_3.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nsqctl import admin
+from nsqctl.admin.partitions import leftover_copies
+from nsqctl.admin.requests import admin_client
+from tests.helpers.scripted_lookupd import Reply, Request, ScriptedLookupds
+
+STATS = json.loads(
+    (Path(__file__).parent.parent / "data" / "stats" / "redesign_t0_nsqd_a_stats.json").read_text()
+)
+HELD = "events"  # a topic the recorded nsqd holds
+
+
+class Cluster:
+    """One scripted lookupd leader and one nsqd holding ``HELD`` until it is removed
+    (after ``removed_by`` forced deletes; never when None)."""
+
+    def __init__(self, removed_by: int | None) -> None:
+        self.removed_by = removed_by
+        self.deletes: list[dict[str, str]] = []
+        self.nsqd = ""
+
+    @property
+    def forced(self) -> int:
+        return sum(d.get("force") == "true" for d in self.deletes)
+
+    def handle(self, request: Request) -> Reply:
+        if request.address == self.nsqd:
+            assert request.path == "/stats"
+            gone = self.removed_by is not None and self.forced >= self.removed_by
+            topics: list[Any] = [] if gone else STATS["topics"]
+            return Reply(200, {**STATS, "topics": topics})
+        if request.path == "/nodes":
+            host, port = self.nsqd.rsplit(":", 1)
+            peer = {"broadcast_address": host, "tcp_port": 1, "http_port": int(port)}
+            return Reply(200, {"producers": [{**peer, "version": "0.3.7-HA.1.12.7"}]})
+        assert request.path == "/topic/delete"
+        self.deletes.append(request.params)
+        return Reply(200, {})
+
+
+async def delete(cluster: Cluster, timeout: float) -> list[admin.NodeResult]:
+    async with ScriptedLookupds(cluster.handle) as servers:
+        leader, cluster.nsqd = await servers.start(2)
+        [[req]] = admin.plan_topic_delete(admin.Placement(HELD, "redesign"), leader)
+        async with admin_client() as client:
+            return await leftover_copies.remove_leftovers(client, [leader], req, timeout=timeout)
+
+
+@pytest.fixture(autouse=True)
+def force_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(leftover_copies, "FORCE_AFTER", 0.0)
+
+
+async def test_a_copy_left_is_removed_by_one_forced_delete() -> None:
+    cluster = Cluster(removed_by=1)
+    results = await delete(cluster, timeout=10)
+    assert cluster.deletes == [{"topic": HELD, "partition": "**", "force": "true"}]
+    assert [(r.outcome, r.request.describe()) for r in results] == [
+        ("ok", f"POST /topic/delete?topic={HELD}&partition=**&force=true")
+    ]
+
+
+async def test_a_copy_still_held_fails_the_delete_naming_the_nsqd() -> None:
+    cluster = Cluster(removed_by=None)
+    results = await delete(cluster, timeout=0.5)
+    assert cluster.forced == 1  # forced once, not at every look
+    assert [r.outcome for r in results] == ["ok", "failed"]
+    failed = results[-1]
+    assert failed.request.node.address == cluster.nsqd
+    assert failed.error.startswith(f"still holds partitions 0, 1 of {HELD} ")
+    assert failed.error.endswith(f"run `topic_delete({HELD})` again")
+
+
+async def test_nothing_left_sends_nothing_more() -> None:
+    cluster = Cluster(removed_by=0)
+    assert await delete(cluster, timeout=10) == []
+    assert cluster.deletes == []
