@@ -137,10 +137,14 @@ async def measure(
     prepared: PreparedAction, view: ClusterView, confirm_above: int = admin.DEFAULT_CONFIRM_ABOVE
 ) -> PreparedAction:
     """``prepared`` planned afresh and checked as the CLI plans and checks it (``view``
-    gives only the addresses to ask), its loss measured on the nsqds that plan goes to
-    (one /stats each, now: not part of the poll), and the answer that loss needs: what
-    the CLI shows before it asks, at the moment the operator is asked."""
+    gives only the addresses to ask) and, for an action that drops messages, its loss
+    measured on the nsqds that plan goes to (one /stats each, now: not part of the poll)
+    with the answer that loss needs: what the CLI shows before it asks, at the moment the
+    operator is asked. Raises :class:`AdminError` when the CLI would refuse it, so the
+    operator is never asked to confirm what is then refused."""
     placement, stages = await _prepared_now(prepared, view)
+    if not needs_measure(prepared):
+        return replace(prepared, placement=placement, stages=stages)
     blast = await admin.measure_plan(prepared.action, placement, stages, channel=prepared.channel)
     return replace(
         prepared,

@@ -26,7 +26,6 @@ from nsqctl.tui.actions import (
     PreparedAction,
     describe,
     measure,
-    needs_measure,
     plan_action,
     read_only_refusal,
     send,
@@ -221,9 +220,9 @@ class DashApp(App[None]):
 
     def _confirm_and_run(self, action: Action, topic: TopicView, channel: str | None) -> None:
         """Every dashboard action goes through here: refused at once when read-only, not
-        offered or nowhere to send, else asked as the CLI asks (an action that drops
-        messages is planned afresh, checked and measured first, in a worker, so keys are
-        handled meanwhile)."""
+        offered or nowhere to send, else asked as the CLI asks: planned afresh and checked
+        first (and measured, for an action that drops messages), in a worker, so keys are
+        handled meanwhile, and refused in the CLI's words before any question."""
         if self.read_only is not None:
             what = describe(action, topic.name, channel)
             self.notify(read_only_refusal(self.read_only, what), severity="warning")
@@ -233,18 +232,15 @@ class DashApp(App[None]):
         except NsqctlError as exc:
             self.notify(cli_message(exc), severity="warning")
             return
-        if needs_measure(prepared):
-            # one question at a time: a second key press while measuring replaces the first
-            self.run_worker(
-                self._measure_and_ask(prepared),
-                name=f"measure-{action}",
-                group="measure",
-                exclusive=True,
-            )
-        else:
-            self._ask(prepared)
+        # one question at a time: a second key press while checking replaces the first
+        self.run_worker(
+            self._check_and_ask(prepared),
+            name=f"check-{action}",
+            group="check",
+            exclusive=True,
+        )
 
-    async def _measure_and_ask(self, prepared: PreparedAction) -> None:
+    async def _check_and_ask(self, prepared: PreparedAction) -> None:
         try:
             assert self.view is not None  # it was planned on one
             measured = await measure(prepared, self.view, self.confirm_above)

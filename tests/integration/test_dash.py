@@ -171,7 +171,7 @@ def test_snapshot(snap_compare: Callable[..., bool], screen: str) -> None:
     assert snap_compare(make(), press=press, terminal_size=SIZE, run_before=first_poll)
 
 
-async def test_filter_sort_help_and_confirm_cancel_on_recorded_data() -> None:
+async def test_filter_sort_help_and_open_on_recorded_data() -> None:
     app = recorded_original_app()
     async with app.run_test(size=SIZE) as pilot:
         await first_poll(pilot)
@@ -188,10 +188,6 @@ async def test_filter_sort_help_and_confirm_cancel_on_recorded_data() -> None:
         assert isinstance(app.screen, MainScreen)
         await pilot.press("enter")
         assert isinstance(app.screen, TopicScreen) and app.screen.topic == "orders"
-        await pilot.press("p")  # pause the selected channel? answer no
-        assert type(app.screen).__name__ == "ConfirmScreen"
-        await pilot.press("n")
-        assert isinstance(app.screen, TopicScreen)
 
 
 async def test_channel_filter_on_recorded_data() -> None:
@@ -217,7 +213,8 @@ async def test_channel_filter_on_recorded_data() -> None:
 
 async def test_live_consumer_rdy_and_starvation_shown(original_cluster: cluster.Cluster) -> None:
     """A consumer with max_in_flight 5 that holds every message: the channel screen shows
-    RDY 5, 5 in flight, starved; pausing it through the dashboard reaches nsqd."""
+    RDY 5, 5 in flight, starved; pausing it through the dashboard asks first (no: nothing
+    changes) and, answered yes, reaches nsqd."""
     c = original_cluster
     topic = unique("rdy")
     async with Producer(nsqd_tcp=[c.nsqd_tcp[0]]) as producer:
@@ -248,7 +245,15 @@ async def test_live_consumer_rdy_and_starvation_shown(original_cluster: cluster.
             assert (row[5], row[6]) == ("5", "5")  # rdy, in-flight
             assert row[12].startswith("nsqctl/")  # user agent
             assert row[14] == "starved"
-            await pilot.press("p", "y")
+            # planned afresh and checked as the CLI does before the question, in a worker
+            await pilot.press("p")
+            await until(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", "the question")
+            await pilot.press("n")  # no: nothing sent
+            assert isinstance(app.screen, ChannelScreen)
+            assert app.view is not None and not app.view.topic(topic).channel("held").paused  # type: ignore[union-attr]
+            await pilot.press("p")
+            await until(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", "again")
+            await pilot.press("y")
             await until(
                 pilot,
                 lambda: bool(app.view and app.view.topic(topic).channel("held").paused),  # type: ignore[union-attr]

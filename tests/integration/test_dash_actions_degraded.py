@@ -3,7 +3,7 @@ nothing changed: driven with Textual's pilot against a private original cluster 
 one nsqd of which is stopped (SIGSTOP: registered, its sockets open, answering nothing).
 
 The dashboard plans on its last poll, where the stopped nsqd soon shows down and the topic
-on the other nsqd alone; the send goes through the CLI's preparation first, which asks
+on the other nsqd alone; before it asks, it goes through the CLI's preparation, which asks
 every nsqd holding the topic and refuses. The CLI's dry run runs beside it, in the same
 stop window, to compare the words.
 """
@@ -38,21 +38,21 @@ async def test_pause_with_a_hung_nsqd_is_refused_in_the_clis_words(
         await pilot.press("slash", *topic, "enter", "enter")
         await until(pilot, lambda: bool(cells(app, "channels")), "the channel row")
         async with stopped(b):
-            await pilot.press("p")
-            await until(pilot, lambda: shown(app, "ConfirmScreen"), "the question")
             cli = asyncio.create_task(
                 nsqctl("channel", "pause", topic, "c", *pair.lookupd, "--dry-run", bound=BOUND)
             )
-            await pilot.press("y")
-            # either end of the action (a pause done instead is said below, not waited
-            # out), within what a command may take: the hung nsqd's ping times out first
+            await pilot.press("p")
+            # refused before any question (the CLI checks before it asks too), within what
+            # a command may take: the hung nsqd's ping times out first; a question instead
+            # is an end too, answered nothing and failed below
             await until(
                 pilot,
-                lambda: any("refused" in n or "done on" in n for n in app.notes),
-                lambda: f"the pause refused or done (it said: {app.notes})",
+                lambda: any("refused" in n for n in app.notes) or shown(app, "ConfirmScreen"),
+                lambda: f"the pause refused or asked (it said: {app.notes})",
                 tries=400,
                 timeout=BOUND,
             )
+            assert not shown(app, "ConfirmScreen"), "asked to confirm what is refused"
             dry = await cli
     told = [n for n in app.notes if "refused" in n]
     assert len(told) == 1, app.notes

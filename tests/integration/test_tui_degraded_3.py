@@ -35,18 +35,16 @@ def topics_of(lookupd: str) -> list[str]:
 
 
 async def told_after(pilot: Pilot[None], app: NotedApp, key: str) -> str:
-    """Press ``key`` (answering yes to a plain question) and wait for the action's end:
-    the one notification it gave, a refusal or a change done."""
+    """Press ``key`` and wait for the action's end before any question (every action is
+    prepared and checked as the CLI's before it asks): the one notification it gave."""
     told = len(app.notes)
 
     def ended() -> bool:
-        return any("refused" in n or "done on" in n for n in app.notes[told:])
+        return bool(app.notes[told:]) or shown(app, "ConfirmScreen")
 
     await pilot.press(key)
-    if key != "e":  # an empty is prepared, checked and measured before it asks
-        await until(pilot, lambda: shown(app, "ConfirmScreen"), "the question")
-        await pilot.press("y")
-    await until(pilot, ended, lambda: f"{key}: refused or done (said: {app.notes[told:]})")
+    await until(pilot, ended, lambda: f"{key}: refused or asked (said: {app.notes[told:]})")
+    assert not shown(app, "ConfirmScreen"), f"{key}: asked to confirm what is refused"
     [note] = app.notes[told:]
     return note
 
