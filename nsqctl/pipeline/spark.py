@@ -304,8 +304,9 @@ def spark_errors(what: str, unreadable: str) -> Iterator[None]:
     reason is the innermost cause's message. A file Spark could not read is bad input:
     :class:`ConfigError` (exit 2), said as ``unreadable`` then the reason, as the local
     engine says it, so both engines answer the same archive alike. A file the executors
-    did not find is not a damaged one (:func:`missing_file_error` says which it is).
-    Anything else passes through untouched.
+    did not find is not a damaged one (:func:`missing_file_error` says which it is), nor
+    is one whose read failed on the way to it (:func:`read_failed_on_the_way`: a runtime
+    failure, exit 1, to run again). Anything else passes through untouched.
     """
     try:
         yield
@@ -316,6 +317,10 @@ def spark_errors(what: str, unreadable: str) -> Iterator[None]:
         if gone is not None:
             raise missing_file_error(gone, active_master(), what, unreadable) from err
         unread = unreadable_file_reason(err)
+        if unread is not None and read_failed_on_the_way(err):
+            raise NsqctlError(
+                f"{what}: reading the archive failed on the way ({unread}): run it again"
+            ) from err
         if unread is not None:
             raise ConfigError(f"{unreadable}: {unread}") from err
         refused = worker_config_error(err)
@@ -372,6 +377,40 @@ def unreadable_file_reason(err: BaseException) -> str | None:
     return _one_line(re.sub(r"^\[[A-Z_.]+\]\s*", "", _message(failed[-1]) or ""))
 
 
+#: JVM exceptions that say a read failed on the way to the file (the network, the
+#: storage service), not in it: the same read may well succeed when run again. Matched on
+#: the class name of each cause inside Spark's FAILED_READ_FILE.
+TRANSIENT_READ_CAUSES = re.compile(
+    r"^java\.net\."  # a connection refused, reset or timed out; a host not resolved
+    r"|^java\.io\.InterruptedIOException$"
+    r"|^java\.util\.concurrent\.TimeoutException$"
+    r"|^org\.apache\.hadoop\.hdfs\.BlockMissingException$"  # no datanode served a block
+    r"|^org\.apache\.hadoop\.fs\.s3a\.AWSClientIOException$"
+    r"|\.SdkClientException$"  # the AWS SDKs' client-side (network) failures
+    r"|^org\.apache\.http\.(NoHttpResponseException|ConnectionClosedException)$"
+)
+
+
+def transient_read_causes(class_names: Iterable[str]) -> bool:
+    """Whether any of these JVM exception class names is a read failing on the way
+    (:data:`TRANSIENT_READ_CAUSES`)."""
+    return any(TRANSIENT_READ_CAUSES.search(name) for name in class_names)
+
+
+def read_failed_on_the_way(err: BaseException) -> bool:
+    """Whether a failed read of an input file (Spark's ``FAILED_READ_FILE``) failed on
+    the way to the file rather than in it: an archive on HDFS or S3 read through a
+    network that dropped. That is no damaged archive, and saying so (bad input, exit 2)
+    would send an operator to inspect good files."""
+    names = []
+    for cause in _java_causes(err):
+        try:
+            names.append(str(cause.getClass().getName()))
+        except Exception:
+            continue
+    return transient_read_causes(names)
+
+
 #: Spark's error condition for an input file that was listed but is gone when read.
 FILE_NOT_EXIST = f"{FAILED_READ_FILE}.FILE_NOT_EXIST"
 
@@ -391,11 +430,19 @@ def missing_file(err: BaseException) -> str | None:
 
 
 def active_master() -> str:
-    """The master of this process's SparkSession (the one that ran the failed job)."""
+    """The master of this process's SparkSession (the one that ran the failed job).
+
+    The active session is the calling thread's; a library caller may run the job on
+    another thread than the one that made the session, so the process's default one
+    counts too (``SparkSession.active``). Only with neither is the master the one
+    nsqctl would choose now."""
+    from pyspark.errors import PySparkRuntimeError
     from pyspark.sql import SparkSession
 
-    session = SparkSession.getActiveSession()
-    master = session.sparkContext.master if session is not None else None
+    try:
+        master = SparkSession.active().sparkContext.master
+    except PySparkRuntimeError:  # NO_ACTIVE_OR_DEFAULT_SESSION
+        master = None
     return master or resolve_master(None)
 
 

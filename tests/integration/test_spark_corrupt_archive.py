@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +116,19 @@ def test_an_archive_file_removed_while_spark_reads_it_is_no_damaged_archive(
     assert f"{tmp_path / 'b.parquet'} was removed while Spark read it" in line, line
     assert "\n" not in line, line
     assert spark.range(3).count() == 3
+
+
+def test_the_master_a_failed_job_ran_on_is_known_from_another_thread(
+    spark: Any,  # noqa: F811 - the session's Spark, made on the main thread
+) -> None:
+    """A library caller may run the job on another thread than the one that made the
+    session: the master that decides what a missing file means is still the session's,
+    not the one nsqctl would choose now (``local[*]``, or ``SPARK_MASTER``)."""
+    from nsqctl.pipeline.spark import active_master, resolve_master
+
+    with ThreadPoolExecutor(1) as pool:
+        master = pool.submit(active_master).result()
+    assert master == spark.sparkContext.master != resolve_master(None)
 
 
 @pytest.fixture
