@@ -196,9 +196,12 @@ async def measure(
     losses: list[Loss] = []
     topic_view = view.topic(topic)
     for part in topic_view.partitions if topic_view is not None else ():
-        if part.leader is None or (part.leader, part.partition) not in wanted:
+        # a partition with no leader is measured on the copy the view read, when the plan
+        # names that nsqd: data a deleted topic left on an nsqd is still lost by a delete
+        holder = part.leader or (part.replicas[0] if part.live and part.replicas else None)
+        if holder is None or (holder, part.partition) not in wanted:
             continue
-        losses.extend(_part_losses(action, part, stats[part.leader], channel))
+        losses.extend(_part_losses(action, part, stats[holder], channel))
     return BlastRadius(
         f"{'topic' if channel is None else 'channel'} {action}",
         topic,

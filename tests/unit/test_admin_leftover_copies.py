@@ -89,6 +89,25 @@ async def test_a_copy_still_held_fails_the_delete_naming_the_nsqd() -> None:
     assert failed.error.endswith(f"run `topic_delete({HELD})` again")
 
 
+async def test_the_loss_of_a_copy_with_no_leader_is_measured() -> None:
+    """Removing a kept copy (no leader: nothing in etcd knows the topic) loses what it
+    holds, and the question before the delete says so rather than "nothing"."""
+
+    def stats(request: Request) -> Reply:
+        return Reply(200, STATS)
+
+    async with ScriptedLookupds(stats) as servers:
+        [nsqd] = await servers.start()
+        copy = admin.Node(nsqd, "nsqd", 0)  # the recorded nsqd's copy of events/0: no leader
+        placement = admin.Placement(HELD, "redesign", (copy,))
+        async with admin_client() as client:
+            blast = await admin.measure("delete", placement, [copy], client)
+    [copy_stats] = [t for t in STATS["topics"] if t["topic_name"] == HELD and not t["is_leader"]]
+    assert [(loss.node, loss.partition) for loss in blast.losses] == [(nsqd, 0), (nsqd, 0)]
+    assert blast.losses[0].bytes == copy_stats["depth"]  # the whole stored queue
+    assert blast.losses[1].channel == "tail"
+
+
 async def test_nothing_left_sends_nothing_more() -> None:
     cluster = Cluster(removed_by=0)
     assert await delete(cluster, timeout=10) == []
