@@ -30,3 +30,19 @@ async def settled_channel(http: str, topic: str, channel: str, timeout: float) -
 
     await wait_for(settled, timeout, lambda: f"nothing in flight on nsqd: {ch}")
     return ch
+
+
+async def copied_to_channel(http: str, topic: str, channel: str, count: int) -> None:
+    """Wait until the original nsqd at ``http`` has copied ``count`` messages in all into
+    ``channel`` (its message count). A PUB's or MPUB's OK means the topic holds them; the
+    topic's pump copies them to each channel afterwards, so a /stats read at once may see
+    a channel short of them, or its depth from before a copy and its count from after."""
+    ch: ChannelStats | None = None
+
+    async def copied() -> bool:
+        nonlocal ch
+        stats = await asyncio.to_thread(read_nsqd_stats, http, topic=topic)
+        ch = stats.channel(topic, channel)
+        return ch is not None and ch.message_count >= count
+
+    await wait_for(copied, 30, lambda: f"{count} messages copied to {channel} on {http}: {ch}")

@@ -21,6 +21,7 @@ from nsqctl.stats.sources import StatsSession
 from nsqctl.tui.app import DashApp
 from nsqctl.tui.screens import MainScreen, TopicScreen
 from tests.helpers.redesign import TopicSpec, channel_depths, create_topics, unique
+from tests.helpers.settled import channel_on, copied_to_channel
 from tests.helpers.wait import wait_for
 from tests.integration.test_dash import cells, until
 
@@ -93,8 +94,10 @@ async def held_on_one_nsqd(c: Cluster, topic: str, index: int, count: int) -> No
         "channel", topic, (), [nsqd], action="create", channel="held"
     )
     (await admin.run_plan("channel create", placement, stages, channel="held")).raise_for_failures()
+    before = (await channel_on(nsqd, topic, "held")).message_count
     async with Producer(nsqd_tcp=[c.nsqd_tcp[index]]) as producer:
         await producer.publish_many(topic, [b"m"] * count)
+    await copied_to_channel(nsqd, topic, "held", before + count)
 
 
 async def test_empty_over_the_threshold_asks_for_the_topic_name(any_cluster: Cluster) -> None:

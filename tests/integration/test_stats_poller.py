@@ -25,6 +25,7 @@ from nsqctl.stats.poller import StatsPoller
 from nsqctl.stats.recording import RecordingTransport, play_back, write_recording
 from nsqctl.stats.view import build_view
 from tests.conftest import StartCluster
+from tests.helpers.settled import copied_to_channel
 
 
 async def test_a_frozen_lookupd_is_shown_down_while_the_rest_is_polled(
@@ -121,6 +122,7 @@ async def test_one_nsqd_read_once_names_a_topic_and_its_channel(
             (await client.post(f"http://{http}/{path}", params=params)).raise_for_status()
         async with Producer(nsqd_tcp=[c.nsqd_tcp[0]]) as producer:
             await producer.publish_many(topic, [b"a", b"bb", b"ccc"])
+        await copied_to_channel(http, topic, "c", 3)  # then every read holds all 3
         fetched = await fetch_nsqd_stats(client, http, topic=topic, channel="c")
     node = await asyncio.to_thread(read_nsqd_stats, http, topic=topic, channel="c")
     for got in (node, fetched):
