@@ -319,7 +319,12 @@ class IdentifyFailedError(ServerError):
 
 
 @_register
-class AuthFailedError(ServerError):
+class AuthFailedError(ServerError, ConnectError):
+    """nsqd refused the AUTH this connection sent (or needed): the refusal is nsqd's, so
+    a :class:`ServerError` with its code, and the connection could not be set up, so a
+    :class:`~nsqctl.errors.ConnectError` like every other setup failure (TLS, a missing
+    secret), for one ``except`` to catch them all."""
+
     codes = ("E_AUTH_FAILED", "E_AUTH_FIRST", "E_AUTH_ERROR", "E_AUTH_DISABLED")
     hint = (
         "authentication failed: check the auth secret (and that the server has auth "
@@ -328,12 +333,11 @@ class AuthFailedError(ServerError):
     setting = "auth_secret"
 
 
-class AuthRequiredError(AuthFailedError, ConnectError):
+class AuthRequiredError(AuthFailedError):
     """nsqd requires AUTH (it was started with an auth server) and no secret was given,
     so none was sent: found in the IDENTIFY reply, not in an error frame (``code`` is
     empty). An :class:`AuthFailedError`, so that one ``except`` catches every AUTH
-    failure, and a :class:`~nsqctl.errors.ConnectError`, since the connection could not
-    be set up (what it was before it had a class of its own)."""
+    failure (and so a :class:`~nsqctl.errors.ConnectError`)."""
 
     def __init__(self, peer: str) -> None:
         super().__init__(

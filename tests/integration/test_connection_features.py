@@ -658,13 +658,15 @@ async def test_auth_over_tls_and_compression(
 
 
 async def test_auth_bad_secret(auth_nsqd: cluster.Cluster, auth_server: AuthServer) -> None:
+    """A secret refused is nsqd's AUTH failure, with its code, and a connection that
+    could not be set up (a ConnectError), as a missing secret or a TLS failure is: one
+    ``except ConnectError`` catches every setup failure."""
     cfg = _config("auth-bad", auth_secret=Secret(BAD_SECRET))
-    with pytest.raises((p.AuthFailedError, ConnectError)) as info:
+    with pytest.raises(p.AuthFailedError) as info:
         await Connection.open(auth_nsqd.nsqd_tcp[0], cfg)
     err = info.value
-    assert isinstance(err, NsqctlError)
-    if isinstance(err, p.AuthFailedError):
-        assert err.code == "E_AUTH_FAILED" and err.fatal
+    assert isinstance(err, ConnectError) and isinstance(err, nsqctl.TransportError)
+    assert err.code == "E_AUTH_FAILED" and err.fatal
     assert "auth" in str(err).lower()
     assert auth_server.queries[-1]["secret"] == BAD_SECRET  # it did reach the auth server
     for text in _texts_of(err):
