@@ -158,12 +158,17 @@ _LEADER_CHECKED_FIRST = frozenset({"mpub", "mpub_trace", "mpub_ext"})
 
 def stored_nothing(err: p.ServerError) -> bool:
     """Whether nsqd's answer ``err`` to a publish says that it stored nothing, so that the
-    attempt cannot have made a copy. Two answers do (youzan's nsqdserver/protocol_v2.go):
+    attempt cannot have made a copy. These answers do:
 
-    - E_TOPIC_NOT_EXIST: nsqd holds no copy of the topic or partition; every publish
-      command looks it up first (preparePub), before it reads the body.
-    - E_FAILED_ON_NOT_LEADER to a batch publish, which nsqd answers before it stores any
-      of the batch.
+    - E_BAD_MESSAGE, E_BAD_BODY, E_BAD_TOPIC (both families): the command, its body or a
+      message of a batch failed nsqd's checks (too big, empty, a bad size, a bad topic
+      name) while nsqd read it, before it put anything in the topic.
+
+    - E_TOPIC_NOT_EXIST (youzan's nsqdserver/protocol_v2.go): nsqd holds no copy of the
+      topic or partition; every publish command looks it up first (preparePub), before
+      it reads the body.
+    - E_FAILED_ON_NOT_LEADER to a batch publish (youzan), which nsqd answers before it
+      stores any of the batch.
 
     Not E_FAILED_ON_NOT_LEADER to a single publish (PUB, PUB_TRACE, PUB_EXT): nsqd
     answers that code there after its write failed, whenever it no longer leads the
@@ -172,7 +177,7 @@ def stored_nothing(err: p.ServerError) -> bool:
     the replicas that took the write may keep it (nsqd rolls back only its own copy).
     Nor E_FAILED_ON_NOT_WRITABLE or E_MPUB_FAILED: they come after a write that may have
     reached replicas, or stored part of a batch."""
-    if isinstance(err, TopicNotFoundError):
+    if isinstance(err, TopicNotFoundError | p.BadMessageError | p.BadBodyError | p.BadTopicError):
         return True
     return isinstance(err, p.NotLeaderError) and err.context in _LEADER_CHECKED_FIRST
 

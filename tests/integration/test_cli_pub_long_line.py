@@ -107,8 +107,9 @@ def test_a_line_nsqd_refuses_stops_the_publish_at_that_line(
     original_cluster: cluster.Cluster,
 ) -> None:
     """A 2 MiB line fits the client's limit but not nsqd's default --max-msg-size (1 MiB):
-    nsqd refuses it. The lines after it were pipelined behind it and stored; now it goes
-    on its own, and nothing after it is sent."""
+    nsqd refuses it, before storing anything, which the report says. The lines after it
+    were pipelined behind it and stored; now it goes on its own, and nothing after it is
+    sent."""
     c = original_cluster
     topic = unique("long")
     proc = run_cli(
@@ -118,7 +119,7 @@ def test_a_line_nsqd_refuses_stops_the_publish_at_that_line(
     )
     line = assert_one_line_error(proc, 1)  # the server refused it
     assert "too big" in line and "input line(s) 1 were published" in line, line
-    assert "line(s) 2 were sent but not confirmed" in line, line
+    assert "line(s) 2 were refused by nsqd (not stored)" in line, line
     assert "nothing after line 2 was sent" in line, line
     assert _stored(c.nsqd_http[0], topic) == 1
 

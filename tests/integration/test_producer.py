@@ -435,6 +435,23 @@ async def test_a_split_publish_with_one_batch_stored_is_not_called_unsent(
         assert _stored(original_cluster.nsqds[0].http_address, topic) == 3
 
 
+async def test_a_message_nsqd_refuses_as_too_big_is_known_unsent(
+    original_cluster: cluster.Cluster,
+) -> None:
+    """nsqd checks each message's size while it reads the command, before it stores
+    anything (E_BAD_MESSAGE): the refusal says unsent, so publishing the rest again makes
+    no copy, and nothing of the command is stored (PUB and MPUB alike)."""
+    topic = unique("toobig")
+    big = b"z" * (2 << 20)  # over nsqd's default --max-msg-size, under the client's limit
+    async with Producer(nsqd_tcp=original_cluster.nsqd_tcp[:1]) as producer:
+        await producer.publish(topic, b"stored")
+        for publish in (producer.publish(topic, big), producer.publish_many(topic, [b"a", big])):
+            with pytest.raises(nsqctl.BadMessageError) as caught:
+                await publish
+            assert caught.value.unsent is True
+    assert _stored(original_cluster.nsqds[0].http_address, topic) == 1
+
+
 async def test_a_publish_refused_for_the_nsqd_family_is_known_unsent(
     original_cluster: cluster.Cluster, redesign_cluster: cluster.Cluster
 ) -> None:

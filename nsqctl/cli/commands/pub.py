@@ -41,7 +41,7 @@ from nsqctl.cli.flags import (
 )
 from nsqctl.cli.numbers import rate, seconds
 from nsqctl.cli.output.lazy_progress import LazyProgress
-from nsqctl.errors import ConfigError, NsqctlError
+from nsqctl.errors import ConfigError, NsqctlError, ServerError
 from nsqctl.failover import DEFAULT_FAILOVER_WINDOW, FailoverEvent
 from nsqctl.producer import Producer, ProducerOptions, Receipt
 from nsqctl.protocol import MPUB_ENTRY_OVERHEAD, MPUB_TRACE_ENTRY_OVERHEAD, mpub_body_size
@@ -377,9 +377,12 @@ def unanswered(ledger: LineLedger, lines: list[Span], error: BaseException | Non
     otherwise they may have been stored. A ConfigError that ends a publish after an
     attempt wrote it (no given nsqd leads the partition, the first one's connection
     lost before its OK) says unsent=False: calling that "not sent" would invite a
-    duplicate."""
+    duplicate. Unsent by nsqd's own refusal (an error frame: a message too big, a topic
+    it does not hold) is said as that: the lines reached nsqd, which stored none."""
     unsent = error.unsent if isinstance(error, NsqctlError) else None
-    if unsent is True or (unsent is None and isinstance(error, ConfigError)):
+    if unsent is True and isinstance(error, ServerError) and error.code:
+        ledger.refused_by_nsqd(lines)
+    elif unsent is True or (unsent is None and isinstance(error, ConfigError)):
         ledger.not_sent(lines)
     else:
         ledger.not_confirmed(lines)
