@@ -510,6 +510,7 @@ class Consumer:
         if not self._started:
             await self.start()
         delivery.iteration_started()
+        left = False
         try:
             while True:
                 msg = await queue.get()
@@ -524,8 +525,13 @@ class Consumer:
                     return
                 delivery.take(msg)
                 yield msg
+        except GeneratorExit:
+            # thrown in at the yield: the loop was left (break, an exception) and this
+            # iteration will never be resumed
+            left = True
+            raise
         finally:
-            delivery.iteration_ended()
+            delivery.iteration_ended(left=left)
 
     # ------------------------------------------------------------------ introspection
 

@@ -704,12 +704,20 @@ class DeliveryPath:
         running = {id(msg) for msg in self._handler_tasks.values()}
         return sum(1 for msg in self._taken if msg.outcome is None and id(msg) not in running)
 
-    def iteration_ended(self) -> None:
-        """An iteration was left (``break``, an exception, the end of the stream). What
-        it took stays the caller's to answer while the consumer runs (a batch collected
-        in the loop may be finished after it); once closing, it is given back now."""
+    def iteration_ended(self, *, left: bool) -> None:
+        """An iteration ended. ``left``: its loop was left (``break``, an exception) and
+        will never resume it; what it took stays the caller's to answer while the
+        consumer runs, and once closing nothing else is waited for, so it is given back
+        now (a close begun after every iteration was left does so itself: :meth:`close`).
+
+        Not left: the stream ended (a close, or the consumer's failure) while the loop
+        waited for its next message. The code after the loop runs next and may answer
+        what the loop took (a batch finished with ``finish_all``), so it keeps them for
+        the close's ``stop_timeout``, after which :meth:`abandon` gives back what is
+        left. Giving them back here would fail that flush, and the messages would be
+        handled twice."""
         self._iterating -= 1
-        if self._closing and not self._iterating:
+        if left and self._closing and not self._iterating:
             self.give_back(self._taken)
 
     def in_handler(self) -> bool:

@@ -1030,6 +1030,59 @@ async def test_close_cancels_an_overrunning_handler_and_gives_its_message_back_o
     assert ch.requeue_count == 1 and ch.timeout_count == 0, ch
 
 
+async def test_a_batch_taken_by_the_iteration_a_close_ends_is_the_loops_to_finish(
+    original_cluster: cluster.Cluster,
+) -> None:
+    """A batch consumer (finish_all every 50, and the rest after the loop) closed from
+    another task while its batch is half full: the close ends the loop, and the flush
+    after it finishes those messages within stop_timeout; none is given back, so none
+    is handled twice. The next consumer gets exactly what the loop never took."""
+    topic = unique("batchclose")
+    nsqd = original_cluster.nsqd_tcp[0]
+    bodies = [b"b%d" % i for i in range(150)]
+    async with Producer(nsqd_tcp=[nsqd]) as producer:
+        await producer.publish_many(topic, bodies)
+    consumer = Consumer(
+        topic, "bc", nsqd_tcp=[nsqd], options=ConsumerOptions(max_in_flight=100, stop_timeout=30)
+    )
+    taken: list[bytes] = []
+    half_full, closing = asyncio.Event(), asyncio.Event()
+    flushed: list[str] = []
+
+    async def batches() -> None:
+        batch: list[Message] = []
+        async for msg in consumer:
+            taken.append(msg.body)
+            batch.append(msg)
+            if len(batch) == 50:
+                finish_all(batch)
+                batch = []
+            if len(taken) == 70:
+                half_full.set()
+                await closing.wait()  # the close begins while 20 are in hand
+        try:
+            finish_all(batch)
+            flushed.append(f"finished {len(batch)}")
+        except AlreadyRespondedError as err:
+            flushed.append(f"given back under the loop: {err}")
+
+    async with asyncio.timeout(20):  # far below stop_timeout: the flush ends the close
+        loop = asyncio.create_task(batches())
+        await half_full.wait()
+        close = asyncio.create_task(consumer.close())
+        await asyncio.sleep(0)  # the close has stopped intake and ended the stream
+        closing.set()
+        await loop
+        await close
+    assert flushed == ["finished 20"]
+    assert len(taken) == 70 and consumer.stats.finished == 70
+    again: list[bytes] = []
+    async with Consumer(topic, "bc", lambda m: again.append(m.body), nsqd_tcp=[nsqd]):
+        await wait_for(lambda: len(again) >= 80, 10.0, "the 80 never taken")
+        await asyncio.sleep(0.2)  # a message handled twice would come now
+    assert sorted(again) == sorted(set(bodies) - set(taken))
+
+
 async def test_leaving_the_iterator_unanswered_gives_the_message_back_at_close(
     original_cluster: cluster.Cluster,
 ) -> None:

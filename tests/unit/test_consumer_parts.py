@@ -290,6 +290,27 @@ async def test_closing_gives_back_queued_and_late_messages_once() -> None:
     assert fake.fins == [[raw(0).id], [raw(1).id]]
 
 
+async def test_what_an_iteration_the_close_ended_took_waits_for_the_code_after_the_loop() -> None:
+    """The close ended the stream while the loop waited for its next message: the code
+    after the loop runs next (a batch flushed with finish_all), so what the loop took is
+    not given back when the iteration ends, only what is unanswered at the stop timeout
+    (abandon), once. Those never handed out go back at the close."""
+    path, _, stats, fake, queue = iterator_with(4)
+    path.iteration_started()
+    held = [queue.get_nowait() for _ in range(2)]
+    for msg in held:
+        path.take(msg)
+    path.close()
+    waiting = {raw(n).id: 1 for n in (2, 3)}
+    assert reqs_by_id(fake) == waiting  # queued, never handed out
+    path.iteration_ended(left=False)  # the end of the stream, not a break
+    assert reqs_by_id(fake) == waiting and path.in_flight == 2
+    held[0].finish()  # the flush after the loop
+    assert path.abandon() == []  # the stop timeout
+    assert reqs_by_id(fake) == {**waiting, raw(1).id: 1} and stats.requeued == 3
+    assert fake.fins == [[raw(0).id]]
+
+
 async def test_what_an_iterator_took_is_given_back_once_when_nobody_can_answer_it() -> None:
     """Taken by an iteration still in progress: close waits for it, and the stop timeout
     (abandon) gives it back. Taken by an iteration that was left: the caller may still
@@ -299,14 +320,14 @@ async def test_what_an_iterator_took_is_given_back_once_when_nobody_can_answer_i
     held = [queue.get_nowait() for _ in range(3)]
     for msg in held:
         path.take(msg)
-    path.iteration_ended()  # left with 3 unanswered
+    path.iteration_ended(left=True)  # left (break) with 3 unanswered
     held[0].finish()  # answered after the loop: still the caller's to answer
     path.iteration_started()  # a second iteration, in progress at close
     path.take(later := queue.get_nowait())
 
     path.close()
     assert reqs_by_id(fake) == {}  # an iteration is in progress: close waits
-    path.iteration_ended()  # it was left while closing: nothing can answer them now
+    path.iteration_ended(left=True)  # left while closing: nothing can answer them now
     assert reqs_by_id(fake) == {raw(n).id: 1 for n in (1, 2, 3)}
     assert path.in_flight == 0 and later.outcome == "REQ"
     assert path.abandon() == [] and stats.requeued == 3  # given back once
