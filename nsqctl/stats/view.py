@@ -274,8 +274,9 @@ class TopicView:
     deleted: bool = False
     """Redesign: nsqlookupd has no such topic (it answered not found: no meta); the copies
     here are data a deleted topic left behind on an nsqd that was down during the delete
-    (the snapshot's ``deleted_topics``). Its partitions have no leader, and never will:
-    a warning, not an outage (:func:`deleted_words` says what removes them)."""
+    (the snapshot's ``deleted_topics``), none of them leading (a copy still leading is a
+    delete under way, shown as it is). Its partitions have no leader, and never will: a
+    warning, not an outage (:func:`deleted_words` says what removes them)."""
 
     @property
     def unseen(self) -> int:
@@ -836,6 +837,9 @@ def _topic_view(
     redesign = meta is not None or bool(remembered) or any(m.partition is not None for m in mains)
     replicas = meta.replica if meta is not None and meta.valid else None
     no_leader = None in map(_LEADER, partitions)  # PartitionView.no_leader
+    # a copy still leading is a delete under way (nsqlookupd tells the nsqds after the
+    # meta is gone): only copies nothing leads are left behind
+    deleted = deleted and redesign and not any(map(_LEADER, partitions))
     # only a partition whose ISR was asked can be out of it (PartitionView.out_of_sync)
     asked = [p for p in partitions if p.isr is not None]
     out_of_sync = any(p.out_of_sync for p in asked)
@@ -866,7 +870,7 @@ def _topic_view(
         rate_trend=rate_trend,
         clients_listed=all(c.clients_listed for c in channels),
         replicas_configured=replicas,
-        deleted=deleted and redesign,
+        deleted=deleted,
     )
 
 

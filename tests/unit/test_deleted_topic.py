@@ -134,3 +134,13 @@ def test_the_words_name_every_nsqd_and_its_partitions() -> None:
         f"partitions 0, 2 and {RECORDED_B} still holds partition 1: `topic_delete(gone)` "
         "removes it"
     )
+
+
+def test_a_copy_still_leading_is_a_delete_under_way_not_data_left_behind() -> None:
+    """nsqlookupd removes the meta first and tells the nsqds after: a poll between the two
+    sees a copy that still leads, shown as it is (not flagged, not a warning)."""
+    a = _node(RECORDED_A, topic_stats(RECORDED_A, "going", partition=0))
+    view = build_view(ClusterSnapshot(100.0, (a,), deleted_topics=frozenset({"going"})))
+    going = view.topic("going")
+    assert going is not None and not going.deleted and going.severity == "ok"
+    assert judge([view], RuleSet.parse([])).status == "ok"
