@@ -46,7 +46,8 @@ HELP_TEXT = """\
 Flags: [b]starved[/b] in-flight ≥ 85% of RDY · [b]stalled[/b] RDY 0 while depth waits
 · [b]orphan[/b] growing, no client · [b]poison[/b] a few messages requeued over and over
 · [b]no leader[/b] no nsqd takes writes for a partition (yet) · [b]out of ISR[/b] a copy
-not in sync · colours: yellow warn, red critical.
+not in sync · [b]DELETED[/b] data a deleted topic left on an nsqd (nsqlookupd has no meta
+for it): nsqctl topic delete removes it · colours: yellow warn, red critical.
 
 Redesign: depth counts messages not yet confirmed, in-flight ones included;
 [b]depth size[/b] and [b]stored[/b] (a partition's queue) are bytes. ISR and catch-up

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from rich.text import Text
 
+from nsqctl.cli.wording import cli_words
 from nsqctl.stats.coverage import guessed_where, not_seen_words
 from nsqctl.stats.rules import Severity
 from nsqctl.stats.view import (
@@ -14,6 +15,7 @@ from nsqctl.stats.view import (
     NodeView,
     PartitionView,
     TopicView,
+    deleted_words,
     isr_short,
 )
 from nsqctl.tui.events import PartitionChange, PartitionTracker
@@ -179,9 +181,15 @@ def summary_line(view: ClusterView) -> Text:
     family = "redesign (partitioned)" if view.is_redesign else "original"
     up = sum(1 for n in view.nodes if n.stats.state != "down")
     text = Text(f"{family} · {up}/{len(view.nodes)} nsqd up · {len(view.topics)} topics")
-    leaderless = sum(t.leaderless for t in view.topics if t.is_redesign)
+    leaderless = sum(t.leaderless for t in view.topics if t.is_redesign and not t.deleted)
     if leaderless:
         text.append(f" · {leaderless} partitions without leader", style="bold red")
+    deleted = sum(1 for t in view.topics if t.deleted)
+    if deleted:
+        text.append(
+            f" · {deleted} deleted topics still held by an nsqd (nsqctl topic delete removes them)",
+            style="bold yellow",
+        )
     if view.nodes_down:
         text.append(f" · {view.nodes_down} nsqd down", style="bold red")
     not_seen = sum(1 for t in view.topics if t.not_seen and not t.unregistered)
@@ -213,7 +221,9 @@ def topic_flags(t: TopicView) -> str:
         flags.append("ext")
     if t.paused:
         flags.append("PAUSED")
-    if t.leaderless:
+    if t.deleted:  # its copies have no leader by design (deleted_note says more)
+        flags.append("DELETED")
+    elif t.leaderless:
         flags.append(f"NO LEADER×{t.leaderless}")
     if t.out_of_sync:
         flags.append(f"out of ISR×{t.out_of_sync}")
@@ -252,6 +262,12 @@ def _not_seen_row(t: TopicView) -> Row:
             severity_text(topic_flags(t), t.severity),
         ],
     )
+
+
+def deleted_note(t: TopicView) -> str:
+    """The topic screen's line for a deleted topic's data an nsqd still holds: what it is
+    and the command that removes it, as ``check`` and ``stat`` say it."""
+    return cli_words(deleted_words(t))
 
 
 def not_seen_summary(t: TopicView) -> str:
@@ -313,6 +329,8 @@ def partition_rows(
         leader: Cell = p.leader or styled(
             "NO LEADER" if p.live else "NO LEADER (no live copy)", "bold red"
         )
+        if topic.deleted and not p.leader:  # none by design: data left behind
+            leader = styled("none (topic deleted)", "bold yellow")
         if moved and p.leader:
             leader = styled(p.leader, "bold reverse green")
         short = isr_short(p, topic.replicas_configured)

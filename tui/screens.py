@@ -235,6 +235,8 @@ class TopicScreen(ViewScreen):
         flags = rows.topic_flags(topic)
         if flags:
             text.append(f" · {flags}", style="bold yellow")
+        if topic.deleted:
+            text.append(f"\n{rows.deleted_note(topic)}", style="bold yellow")
         summary.update(text)
         self.query_one("#history", HistoryPanel).show(topic.depth_trend, topic.rate_trend)
         self.query_one("#partitions-title", Static).update(

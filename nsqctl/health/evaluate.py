@@ -2,12 +2,19 @@
 
 The window is consecutive :class:`ClusterView` polls, oldest first, from one
 :class:`~nsqctl.stats.sources.StatsSession` (so each channel carries its depth history).
-State rules (depth, node down, leader, ISR, not seen) read the newest view; rules about
+State rules (depth, node down, leader, ISR, not seen, leftover) read the newest view; rules about
 change (rates, time to drain, orphan, poison) read the window and, with fewer than two
 polls, are ``unknown``: a check that could not see change must not say all is well. For
 the same reason the rules that stand on nsqlookupd's answers (no-leader and isr on the
 redesign, not-seen on the original) are ``unknown`` when no nsqlookupd answered
 (:func:`lookupd_blind`), besides what they judge from the nsqds.
+
+A redesign topic nsqlookupd answered as not found while an nsqd still holds a copy (the
+view's :attr:`~nsqctl.stats.view.TopicView.deleted`) is data a deleted topic left behind:
+its partitions have no leader by design, so ``leftover`` judges it (one finding per topic,
+a warning by default, saying what removes it) instead of ``no-leader`` paging for each.
+Only nsqlookupd's answer tells it: with none ever answered it is judged as any partition
+with no leader, and no-leader is ``unknown`` besides.
 
 The operator definitions (orphan, poison, drain rate, time to drain, growth, counter
 rates) are those of :mod:`nsqctl.stats.rules`, and what a channel holds is that of
@@ -33,7 +40,7 @@ from nsqctl.stats.rules import (
     is_poison,
     rate,
 )
-from nsqctl.stats.view import ChannelView, ClusterView, TopicView, isr_short
+from nsqctl.stats.view import ChannelView, ClusterView, TopicView, deleted_words, isr_short
 
 
 def unreachable(view: ClusterView) -> str | None:
@@ -202,6 +209,11 @@ def _poison(rule: Rule, window: _Window, topic: TopicView, ch: ChannelView, need
 def _partition_findings(rules: RuleSet, topic: TopicView) -> Iterator[Finding]:
     if not topic.is_redesign:
         return
+    if topic.deleted:  # no leader by design: the leftover rule says what it is
+        rule = rules.rule_for("leftover", topic.name, None)
+        if rule is not None:
+            yield Finding(rule.hit, rule.kind, deleted_words(topic), topic=topic.name)
+        return
     leader_rule = rules.rule_for("no-leader", topic.name, None)
     isr_rule = rules.rule_for("isr", topic.name, None)
     for p in topic.partitions:
@@ -319,7 +331,9 @@ _BLIND_REDESIGN = (
     (
         "no-leader",
         "a partition whose every copy is on an nsqd that is down is counted only by "
-        "nsqlookupd's topic meta, so only the partitions the answering nsqds hold were judged",
+        "nsqlookupd's topic meta, so only the partitions the answering nsqds hold were judged, "
+        "and a deleted topic's data left on an nsqd is told only by nsqlookupd having no meta "
+        "for it, so it was judged as a partition with no leader",
     ),
     (
         "isr",
@@ -373,6 +387,8 @@ def lookupd_findings(rule: Rule, view: ClusterView) -> Iterator[Finding]:
 
 PARTITION_RULES = ("no-leader", "isr")
 """Rule kinds judged per redesign partition."""
+REDESIGN_TOPIC_RULES = ("leftover",)
+"""Rule kinds judged per redesign topic (only one nsqlookupd has no meta for)."""
 TOPIC_RULES = ("not-seen",)
 """Rule kinds judged per original topic; every other scoped kind is per channel."""
 
@@ -387,7 +403,7 @@ def unmatched(rules: RuleSet, view: ClusterView) -> Iterator[Finding]:
     for rule in rules:
         if not rule.enabled or (rule.topic, rule.channel) == ("*", "*"):
             continue
-        if rule.kind in PARTITION_RULES:
+        if rule.kind in PARTITION_RULES or rule.kind in REDESIGN_TOPIC_RULES:
             what = "redesign topic"
             hit = any(t.is_redesign and rule.matches(t.name, None) for t in view.topics)
         elif rule.kind in TOPIC_RULES:

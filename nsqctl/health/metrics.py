@@ -40,7 +40,13 @@ labels; ``partition`` is empty on the original family, ``node`` the nsqd's HTTP 
   drops when one of them reconnects (its connection's counts start again at 0), which
   Prometheus's ``rate()`` takes as a counter reset;
 * ``nsqctl_check_status{rule,topic,channel,partition,node}``: 0 ok, 1 warning,
-  2 critical, 3 unknown, the exit codes of ``nsqctl check``;
+  2 critical, 3 unknown, the exit codes of ``nsqctl check``. A redesign topic an nsqd
+  holds while nsqlookupd has no meta for it (data a deleted topic left behind) has one
+  ``rule="leftover"`` series for the topic (1 by default, partition empty) and no
+  ``no-leader`` series for its partitions; their partition series say what they are
+  (``nsq_partition_writable`` 0: its copies take no writes; no ``nsq_partition_replicas``:
+  there is no meta), so an alert on ``nsq_partition_writable == 0`` tells them apart with
+  ``unless on(topic) nsqctl_check_status{rule="leftover"}``;
 * ``nsqctl_up`` (the last poll reached the cluster), ``nsqctl_poll_duration_seconds``,
   ``nsqctl_last_poll_timestamp_seconds`` and ``nsqctl_scrape_duration_seconds`` (the time
   this scrape took to build).

@@ -26,7 +26,7 @@ from nsqctl.errors import ConfigError
 from nsqctl.stats.rules import Severity
 
 ThresholdKind = Literal["max-depth", "max-time-to-drain", "max-requeue-rate", "max-timeout-rate"]
-FlagKind = Literal["orphan", "poison", "node-down", "no-leader", "isr", "not-seen"]
+FlagKind = Literal["orphan", "poison", "node-down", "no-leader", "isr", "not-seen", "leftover"]
 Kind = ThresholdKind | FlagKind
 
 THRESHOLD_KINDS: dict[str, str] = {
@@ -42,17 +42,24 @@ FLAG_KINDS: dict[str, str] = {
     "no-leader": "a redesign partition has no writable leader",
     "isr": "a copy of a redesign partition is not in its ISR (fewer in sync than replicas)",
     "not-seen": "no nsqd that answered holds an original topic (every nsqd holding it is down)",
+    "leftover": (
+        "an nsqd holds a copy of a redesign topic nsqlookupd has no meta for: data a deleted "
+        "topic left behind on an nsqd that was down during the delete"
+    ),
 }
 KINDS: tuple[str, ...] = (*THRESHOLD_KINDS, *FLAG_KINDS)
 
 #: The rules every check starts from (those that need no threshold). ``poison`` is not
 #: one: whether a few messages going round is a fault depends on the consumer's retry
 #: policy, so a check that was OK does not start warning unless the operator asks.
+#: ``leftover`` warns: a deleted topic's data is to be removed, nothing is down (its
+#: partitions are judged by it instead of ``no-leader``, which would page for them).
 DEFAULT_RULES: tuple[str, ...] = (
     "node-down=crit",
     "no-leader=crit",
     "isr=warn",
     "not-seen=crit",
+    "leftover=warn",
     "orphan=warn",
 )
 
@@ -161,8 +168,8 @@ def parse_rule(text: str) -> Rule:
         return Rule(kind, topic, channel, threshold=parse_threshold(value), source=text)  # type: ignore[arg-type]
     if kind == "node-down" and scope:
         raise ConfigError(f"bad rule {text!r}: node-down is about nsqds, it takes no TOPIC")
-    if kind in ("no-leader", "isr", "not-seen") and channel != "*":
-        what = "topics" if kind == "not-seen" else "partitions"
+    if kind in ("no-leader", "isr", "not-seen", "leftover") and channel != "*":
+        what = "topics" if kind in ("not-seen", "leftover") else "partitions"
         raise ConfigError(f"bad rule {text!r}: {kind} is about {what}, it takes no CHANNEL")
     level = (value or "crit").strip().lower()
     if level not in _FLAG_LEVELS:

@@ -235,3 +235,10 @@ class ClusterSnapshot:
     """Redesign topic → partitions no answering nsqd holds that an nsqd now down held
     when it last answered: with ``topic_meta``, what tells the view such a partition
     exists (the one source left when no nsqlookupd ever answered the topic's meta)."""
+    deleted_topics: frozenset[str] = frozenset()
+    """Redesign topics an nsqd that answered still holds a copy of while nsqlookupd, when
+    last asked, answered that it has no such topic (no meta in etcd): data a deleted topic
+    left behind (youzan leaves it on disk on an nsqd down during the delete, which serves
+    it again once back). Only from an answer: when no nsqlookupd ever answered the topic,
+    nothing tells a deleted topic from one whose meta could not be asked, so it is not
+    here."""

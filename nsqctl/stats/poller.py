@@ -17,7 +17,11 @@ Each topic is asked once per session, and again only while the partitions the ns
 differ from that count (an outage, or partitions added), so a whole cluster costs nothing
 after the first poll. When no nsqlookupd has answered a topic's meta (every one down since
 the session began), the partitions an nsqd now down held when it last answered still say
-they exist (``unseen_partitions``), at no request more.
+they exist (``unseen_partitions``), at no request more. A topic an nsqd holds that
+nsqlookupd answers as not found (no meta: deleted while that nsqd was down, whose copy it
+serves again) is asked again each poll while it is held, and named in the snapshot
+(``deleted_topics``), so the views call it what it is instead of a partition with no
+leader.
 
 Client connections are most of a big cluster's ``/stats`` and of the time spent reading
 it, while the dashboard shows them for one topic at a time. So a poller told which topics'
@@ -551,4 +555,19 @@ class StatsPoller:
             listed_leaders=dict(self._listed_leaders),
             # a topic this poll's lookup found deleted is dropped at once
             unseen_partitions={t: p for t, p in remembered.items() if t not in self._gone},
+            deleted_topics=self._left_behind(nodes),
+        )
+
+    def _left_behind(self, nodes: Sequence[NodeStats]) -> frozenset[str]:
+        """The topics nsqlookupd last answered as not found (:attr:`_gone`) that an nsqd
+        answering this poll still holds a partition of: only those, so the set stays as
+        small as the data left behind (:attr:`ClusterSnapshot.deleted_topics`)."""
+        if not self._gone:
+            return frozenset()
+        return frozenset(
+            t.topic
+            for node in nodes
+            if node.state != "down"
+            for t in node.topics
+            if t.partition is not None and t.topic in self._gone
         )

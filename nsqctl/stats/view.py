@@ -23,6 +23,10 @@ topic whose every nsqd is down is kept the same way (the snapshot's ``unseen_top
 topic with ``not_seen`` True, no copy, counters unknown, naming the nsqds that hold it
 (``held_by``) and its channels as far as known (``unseen_channels``).
 
+A redesign topic nsqlookupd answered as not found while an nsqd still holds a copy (the
+snapshot's ``deleted_topics``) is ``deleted``: data a deleted topic left behind, whose
+partitions have no leader by design, so a warning rather than an outage.
+
 Per-client views are built only when read (:attr:`ChannelView.clients`): a poll of a big
 cluster carries tens of thousands of connections, the dashboard shows one channel's.
 
@@ -267,6 +271,12 @@ class TopicView:
     :class:`nsqctl.stats.model.UnseenTopic`); a warning, not an outage."""
     unseen_channels: tuple[str, ...] = ()
     """With ``not_seen``: its channels as far as known (their counters unknown too)."""
+    deleted: bool = False
+    """Redesign: nsqlookupd has no such topic (it answered not found: no meta); the copies
+    here are data a deleted topic left behind on an nsqd that was down during the delete
+    (the snapshot's ``deleted_topics``), none of them leading (a copy still leading is a
+    delete under way, shown as it is). Its partitions have no leader, and never will: a
+    warning, not an outage (:func:`deleted_words` says what removes them)."""
 
     @property
     def unseen(self) -> int:
@@ -299,6 +309,25 @@ class TopicView:
 
     def channel(self, name: str) -> ChannelView | None:
         return next((c for c in self.channels if c.name == name), None)
+
+
+def deleted_words(topic: TopicView) -> str:
+    """What a :attr:`TopicView.deleted` topic's copies are and what removes them, in the
+    library's words (an action as `topic_delete(T)`: the CLI spells it as its command):
+    every view that flags it says the same."""
+    held: dict[str, list[str]] = {}
+    for p in topic.partitions:
+        for node in (p.leader, *p.replicas):
+            if node:
+                held.setdefault(node, []).append(p.label)
+    where = " and ".join(
+        f"{node} still holds partition{'s' if len(parts) > 1 else ''} {', '.join(parts)}"
+        for node, parts in held.items()
+    )
+    return (
+        f"topic {topic.name} was deleted (nsqlookupd has no meta for it) but "
+        f"{where or 'an nsqd still holds it'}: `topic_delete({topic.name})` removes it"
+    )
 
 
 def isr_short(p: PartitionView, replicas: int | None) -> bool:
@@ -752,11 +781,13 @@ def _topic_view(
     unanswered: bool = False,
     listed: Mapping[int, str] | None = None,
     remembered: tuple[int, ...] = (),
+    deleted: bool = False,
 ) -> TopicView:
     """``unanswered``: an nsqd holding a copy of the topic did not answer this poll, so
     its totals are partial (a gap in the history, not a dip). ``remembered``: redesign
     partitions an nsqd now down held when it last answered (the snapshot's
-    ``unseen_partitions``), listed with no live copy like those the meta counts."""
+    ``unseen_partitions``), listed with no live copy like those the meta counts.
+    ``deleted``: see :attr:`TopicView.deleted`."""
     partitions: list[PartitionView] = []
     copies: list[_Copy] = []
     for gkey in sorted(groups, key=lambda k: (k[0] if k[0] is not None else -1, k[1])):
@@ -806,12 +837,16 @@ def _topic_view(
     redesign = meta is not None or bool(remembered) or any(m.partition is not None for m in mains)
     replicas = meta.replica if meta is not None and meta.valid else None
     no_leader = None in map(_LEADER, partitions)  # PartitionView.no_leader
+    # a copy still leading is a delete under way (nsqlookupd tells the nsqds after the
+    # meta is gone): only copies nothing leads are left behind
+    deleted = deleted and redesign and not any(map(_LEADER, partitions))
     # only a partition whose ISR was asked can be out of it (PartitionView.out_of_sync)
     asked = [p for p in partitions if p.isr is not None]
     out_of_sync = any(p.out_of_sync for p in asked)
     short = replicas is not None and any(isr_short(p, replicas) for p in asked)
     severity = worst(
-        "crit" if no_leader else "ok",
+        # a deleted topic's copies have no leader by design: data to remove, no outage
+        ("warn" if deleted else "crit") if no_leader else "ok",
         *(c.severity for c in channels),
         "warn" if growing or out_of_sync else "ok",
         "warn" if short else "ok",
@@ -835,6 +870,7 @@ def _topic_view(
         rate_trend=rate_trend,
         clients_listed=all(c.clients_listed for c in channels),
         replicas_configured=replicas,
+        deleted=deleted,
     )
 
 
@@ -958,6 +994,7 @@ def _build_view(
             name in unanswered,
             snapshot.listed_leaders.get(name),
             remembered.get(name, ()),
+            name in snapshot.deleted_topics,
         )
         for name in names
     )

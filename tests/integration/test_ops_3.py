@@ -180,6 +180,42 @@ async def test_exporter_serves_a_dead_partition_as_down_with_every_lookupd_down(
             f"the copy on {victim.http_address} takes no writes (no writable leader): "
             f"`nsqctl topic delete {topic}` removes it"
         ) in " ".join(said.split()), said
+        # check, the exporter, stat: data a deleted topic left behind, a warning (Nagios 1)
+        # saying what it is and what removes it, not a partition with no leader paging
+        left = (
+            f"topic {topic} was deleted (nsqlookupd has no meta for it) but "
+            f"{victim.http_address} still holds partition 1"
+        )
+        checked = await asyncio.to_thread(run_cli, ["check", "-n", "2", "-i", "0.2", *_at(c)])
+        said = checked.stdout.decode()
+        assert checked.returncode == 1, said
+        assert said.splitlines() == [
+            f"WARNING: leftover {topic}: {left}: `nsqctl topic delete {topic}` removes it"
+        ], said
+        leftover = frozenset(
+            {
+                ("rule", "leftover"),
+                ("topic", topic),
+                ("partition", ""),
+                ("channel", ""),
+                ("node", ""),
+            }
+        )
+        for session in (with_meta, blind):
+            shown_view = await session.refresh()
+            held = shown_view.topic(topic)
+            assert held is not None and held.deleted and held.severity == "warn", held
+            scraped = scrape(shown_view)
+            assert scraped[("nsqctl_check_status", leftover)] == 1.0
+            assert not [
+                k for k in scraped if ("rule", "no-leader") in k[1] and ("topic", topic) in k[1]
+            ]
+            assert _partition_series(scraped, topic)["nsq_partition_writable"] == {"1": 0.0}
+        stat = await asyncio.to_thread(run_cli, ["stat", topic, "-n", "1", *_at(c)])
+        assert stat.returncode == 0 and f"{left}: `nsqctl topic delete {topic}` removes it" in (
+            " ".join(stat.stderr.decode().split())
+        ), stat.stderr
+        assert "has no leader" not in stat.stderr.decode() and "DELETED" in stat.stdout.decode()
         # and it does: nsqlookupd's delete, forced, reaches every nsqd it lists
         removed = await asyncio.to_thread(run_cli, ["topic", "delete", topic, "--yes", *_at(c)])
         said = (removed.stdout + removed.stderr).decode()
@@ -189,6 +225,10 @@ async def test_exporter_serves_a_dead_partition_as_down_with_every_lookupd_down(
             "still holds partition 1"
         ) in " ".join(said.split()), said
         assert nsqd_stats(victim.http_address, topic) == []
+        checked = await asyncio.to_thread(run_cli, ["check", "-n", "2", "-i", "0.2", *_at(c)])
+        assert checked.returncode == 0 and b"leftover" not in checked.stdout, checked.stdout
+        for session in (with_meta, blind):
+            assert (await session.refresh()).topic(topic) is None
         again = await asyncio.to_thread(run_cli, ["topic", "delete", topic, "--yes", *_at(c)])
         assert again.returncode == 1 and b"not found" in again.stderr, again.stderr
     finally:

@@ -25,7 +25,7 @@ from nsqctl.cli.flags import (
     resolve_cluster,
 )
 from nsqctl.cli.numbers import poll_interval, seconds
-from nsqctl.cli.wording import cli_message
+from nsqctl.cli.wording import cli_message, cli_words
 from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.health.check import DEFAULT_INTERVAL, DEFAULT_SAMPLES, CheckResult, check_cluster
 from nsqctl.health.findings import EXIT_CODES
@@ -170,11 +170,16 @@ def rules_from_flags(
 
 
 def report(result: CheckResult, as_json: bool) -> None:
+    """The verdict, the library's words in a finding (an action as `topic_delete(T)`)
+    spelt as the CLI user types them (:func:`cli_words`)."""
     if as_json:
-        sys.stdout.write(json.dumps(result.to_json()) + "\n")
+        document = result.to_json()
+        for finding in document["findings"]:
+            finding["message"] = cli_words(finding["message"])
+        sys.stdout.write(json.dumps(document) + "\n")
     else:
         for line in result.lines():
-            typer.echo(line)
+            typer.echo(cli_words(line))
 
 
 def check(
@@ -207,7 +212,10 @@ def check(
     Besides the rules asked, node-down, no-leader, isr, not-seen (an original topic
     whose every nsqd is down: nobody can read it or publish to it where it lives; only a
     warning when nsqlookupd lists it with no producer, since it may then be on the nsqds
-    down or a registration left behind) and orphan are on by default.
+    down or a registration left behind), leftover (a warning: an nsqd holds a redesign
+    topic nsqlookupd has no meta for, data a deleted topic left behind on an nsqd down
+    during the delete; judged instead of no-leader for it, with what removes it) and
+    orphan are on by default.
 
     A rule that could not be judged is an UNKNOWN finding, saying what was not seen and
     why: the rates and orphan with fewer than 2 polls, and, when no nsqlookupd answers,

@@ -8,7 +8,10 @@ redesign each is followed by one row per partition (JSON: leader, replicas, and 
 the ISR and catch-up; ``null`` when not asked). A partition with no live copy keeps its
 rows, under its topic and under each channel, with ``?`` counts (JSON: ``null``, ``live``
 false), and is said to have no leader. ``depth`` is always a message count; byte
-figures (``depth_bytes``, ``stored_bytes``) are named as such.
+figures (``depth_bytes``, ``stored_bytes``) are named as such. A redesign topic nsqlookupd
+has no meta for while an nsqd holds a copy (data a deleted topic left behind) is marked
+``DELETED`` (JSON: ``deleted``) and said to be that, with what removes it, instead of
+having no leader.
 
 A topic whose every nsqd is down (original family) keeps its row and its known channels'
 rows, every counter ``?`` (JSON: ``null``), marked ``NOT SEEN`` with the nsqds that hold it
@@ -37,13 +40,14 @@ from nsqctl.cli.flags import (
     resolve_cluster,
 )
 from nsqctl.cli.numbers import poll_interval, seconds
+from nsqctl.cli.wording import cli_words
 from nsqctl.errors import ConfigError, NsqctlError
 from nsqctl.protocol.names import validate_channel, validate_topic
 from nsqctl.stats.coverage import coverage, leader_silent_words, not_seen_words
 from nsqctl.stats.model import NodeStats
 from nsqctl.stats.poller import DEFAULT_TIMEOUT, StatsPoller
 from nsqctl.stats.sources import StatsSession, ViewSource
-from nsqctl.stats.view import ChannelView, ClusterView, TopicView
+from nsqctl.stats.view import ChannelView, ClusterView, TopicView, deleted_words
 
 HEADER_EVERY = 20
 SAMPLE = "this sample"
@@ -219,6 +223,7 @@ def _topic_rows(topic: TopicView) -> list[dict[str, Any]]:
             partitions=len(topic.partitions),
             leaderless=topic.leaderless,
             unseen=topic.unseen,
+            deleted=topic.deleted,
             paused=topic.paused,
             **_paused_copies(topic, [p.paused for p in topic.partitions]),
         )
@@ -295,8 +300,11 @@ def _paused_words(row: dict[str, Any]) -> str:
 def state_marker(row: dict[str, Any]) -> str:
     """``PAUSED`` / ``SKIPPED`` (both when both), the text form of the JSON flags, the
     pause counted where it is partial (:func:`_paused_words`);
-    ``NOT SEEN`` (with its nsqds) when no nsqd holding it answered."""
+    ``NOT SEEN`` (with its nsqds) when no nsqd holding it answered; ``DELETED`` for the
+    data a deleted topic left behind (:attr:`TopicView.deleted`)."""
     words = []
+    if row.get("deleted"):
+        words.append("DELETED")
     if row.get("not_seen"):
         words.append(not_seen_words(row["held_by"], row["held_by_guessed"], row["unregistered"]))
     if row.get("paused"):
@@ -379,12 +387,17 @@ def node_note(node: NodeStats) -> str:
 def _leaderless_notes(view: ClusterView, topic: str | None) -> list[str]:
     """``T#P has no leader`` for each partition of the topics shown (a channel's rows
     too: they sum the partitions, so one unread must be said there as well), or that
-    the leader nsqlookupd lists does not answer."""
+    the leader nsqlookupd lists does not answer; for a deleted topic's data left on an
+    nsqd, one note saying so and what removes it (its partitions have no leader by
+    design)."""
     why = "no live copy: its nsqds are down or not answering"
     topics = view.topics if topic is None else [t for t in view.topics if t.name == topic]
     answering = {n.address for n in view.nodes if n.stats.state != "down"}
     notes = []
     for t in topics:
+        if t.deleted:
+            notes.append(cli_words(deleted_words(t)))
+            continue
         for p in t.partitions:
             if not t.is_redesign or p.leader is not None:
                 continue
