@@ -69,6 +69,7 @@ if TYPE_CHECKING:  # the public API, the one list of it (see the module docstrin
     from nsqctl.errors import ReplyTimeoutError as ReplyTimeoutError
     from nsqctl.errors import ServerError as ServerError
     from nsqctl.errors import ServerSetupError as ServerSetupError
+    from nsqctl.errors import TLSCertificateError as TLSCertificateError
     from nsqctl.errors import TLSError as TLSError
     from nsqctl.errors import TopicNotFoundError as TopicNotFoundError
     from nsqctl.errors import TransportError as TransportError

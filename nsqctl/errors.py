@@ -16,7 +16,9 @@ The tree: a class of two kinds is drawn under one, and ``+Kind`` names the other
     │   │   ├── PublishConnectError    +PublishTransportError: a publish could not connect
     │   │   │   └── PublishConnectTimeoutError  +PublishTimeoutError: ...every try timed out
     │   │   └── TLSError               TLS could not be set up: its handshake failed, or
-    │   │                              one side wants TLS and the other has none
+    │   │       │                          one side wants TLS and the other has none
+    │   │       └── TLSCertificateError    ...a certificate was not accepted: nsqd's did
+    │   │                                  not verify, or nsqd rejected ours
     │   ├── PublishTransportError  +PublishError: a publish's connections kept failing
     │   │   └── PublishTimeoutError    +NsqctlTimeoutError: ...every attempt timed out
     │   ├── ConnectionClosedError  ...ended (server closed, network error, we closed it)
@@ -106,6 +108,7 @@ __all__ = [
     "ReplyTimeoutError",
     "ServerError",
     "ServerSetupError",
+    "TLSCertificateError",
     "TLSError",
     "TopicNotFoundError",
     "TransportError",
@@ -316,6 +319,16 @@ class TLSError(ConnectError):
     setting to change; the TLS library's own failure, when there is one, is its
     ``__cause__``. A :class:`ConnectError`, as every TLS failure was before it had a class
     of its own. Never shows a key or a passphrase."""
+
+
+class TLSCertificateError(TLSError):
+    """A certificate was not accepted in the TLS handshake: nsqd's did not verify against
+    the CA given (or names another host), or nsqd rejected ours (none, or not signed by a
+    CA it trusts). A mismatch of settings that no retry of that nsqd changes, like TLS
+    asked of an nsqd that offers none: a consumer's start fails with it at once, a keyed
+    publish fails with it at its first attempt, and an unkeyed one goes on to its topic's
+    other nsqds and fails with it once every one of them refused. ``setting`` is
+    ``"tls_ca"`` (nsqd's certificate) or ``"tls_cert"`` (ours)."""
 
 
 class ConnectionClosedError(TransportError):

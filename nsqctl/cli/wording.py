@@ -91,6 +91,9 @@ SETTING_WORDS: dict[str, str] = {
     "nsqd_http": "--nsqd-http",
     "key_password": "--tls-key-password-file",
     "auth_secret": "--auth-secret-file",
+    "tls_ca": "--tls-ca",
+    "tls_cert": "--tls-cert and --tls-key",
+    "tls_insecure": "--tls-insecure",
 }
 
 #: an action written in a message's text (`kind_action(...)`) -> its CLI command

@@ -32,6 +32,7 @@ from nsqctl.errors import (
     ConnectTimeoutError,
     NsqctlError,
     ReplyTimeoutError,
+    TLSCertificateError,
     TLSError,
 )
 from nsqctl.protocol.handshake import (
@@ -285,17 +286,28 @@ class Connection:
                 f"{self.config.connect_timeout * 2:g}s (twice the connect timeout)",
                 setting="connect_timeout",
             )
-        if isinstance(err, ssl.SSLError) and "ALERT" in (err.reason or ""):
-            return TLSError(
-                f"nsqd {self.address} rejected our TLS client certificate ({err.reason}): "
-                "give a client certificate and key signed by a CA that nsqd trusts",
+        reason = ""
+        if isinstance(err, ssl.SSLError):
+            reason = err.reason or ""
+        if "ALERT" in reason and ("CERTIFICATE" in reason or "UNKNOWN_CA" in reason):
+            return TLSCertificateError(
+                f"nsqd {self.address} rejected our TLS client certificate ({reason}): "
+                "give a client certificate and key signed by a CA that nsqd trusts "
+                "(`tls_cert`)",
                 setting="tls_cert",
+            )
+        if isinstance(err, ssl.SSLCertVerificationError):
+            return TLSCertificateError(
+                f"nsqd {self.address}'s TLS certificate did not verify ({err.reason or err}: "
+                f"{err.verify_message}): give the CA that signed it (`tls_ca`), or skip "
+                "verification for a self-signed test server (`tls_insecure`)",
+                setting="tls_ca",
             )
         if isinstance(err, ssl.SSLError):
             return TLSError(
-                f"TLS handshake with nsqd {self.address} failed ({err.reason or err}): give "
-                "the CA that signed nsqd's certificate, or skip verification for a "
-                "self-signed test server (tls_insecure)",
+                f"TLS handshake with nsqd {self.address} failed ({err.reason or err}): check "
+                "that it offers TLS on this port and the CA that signed its certificate "
+                "(`tls_ca`)",
                 setting="tls_ca",
             )
         if isinstance(err, (OSError, EOFError)):

@@ -34,6 +34,9 @@ if TYPE_CHECKING:
     from nsqctl.connection.tcp import CloseHandler, ErrorHandler
     from nsqctl.lookup.topology import Topology
 
+#: A dial refused for the connection's own settings (see _dial_target).
+_SETTINGS_REFUSED: tuple[type[NsqctlError], ...] = (ConfigError, *p.TLS_REFUSALS)
+
 log = logging.getLogger("nsqctl.consumer")
 
 Target = tuple[HostPort, int | None]  # (nsqd tcp address, partition)
@@ -383,11 +386,12 @@ class ConnectionSet:
             return await self._dial(
                 address, self._on_error, lambda c, err: self._on_close(target, c, err)
             )
-        except (ConfigError, p.TLSNotOfferedError) as err:
+        except _SETTINGS_REFUSED as err:
             # The connection's own settings cannot be used with this nsqd (a TLS
             # certificate without its key, an unreadable CA file, TLS asked of an nsqd
-            # that offers none; each dial loads the TLS files again): fatal, or that
-            # nsqd's trouble, as a refusal of the handshake is (see _refusal_is_fatal).
+            # that offers none, a certificate not accepted; each dial loads the TLS files
+            # again): fatal, or that nsqd's trouble, as a refusal of the handshake is (see
+            # _refusal_is_fatal).
             if self._refusal_is_fatal:
                 self._set_fatal(err)
                 return None

@@ -40,6 +40,7 @@ from nsqctl.errors import (
     PublishError,
     PublishTimeoutError,
     PublishTransportError,
+    TLSError,
     TopicNotFoundError,
     TransportError,
 )
@@ -112,18 +113,20 @@ class PublishCall:
         attempts = 1 if seen is None else seen.attempts + 1
         self.tried[address] = NsqdTried(attempts, last, self.clock.attempts)
 
-    def refused_tls(self, err: p.TLSNotOfferedError, nsqds: Collection[HostPort]) -> bool:
-        """Record ``err`` (TLS asked of an nsqd that offers none) against the nsqd the
+    def refused_tls(self, err: TLSError, nsqds: Collection[HostPort]) -> bool:
+        """Record ``err`` (one of :data:`~nsqctl.protocol.errors.TLS_REFUSALS`: TLS asked
+        of an nsqd that offers none, a certificate not accepted) against the nsqd the
         attempt went to. True when the call may go on elsewhere: it is unkeyed (a partition
         or a shard key has one place) and some nsqd of its topic (``nsqds``) has not
-        refused it TLS. One nsqd restarted without its certificate must not fail the
-        publishes the others would take; every nsqd refusing is a mismatch of settings."""
+        refused its TLS. One nsqd restarted without its certificate, or with another, must
+        not fail the publishes the others would take; every nsqd refusing is a mismatch of
+        settings."""
         if self.partition is not None or self.shard_key is not None:
             return False
         self.failed_on_target(err)
         for address in nsqds:
             seen = self.tried.get(address)
-            if seen is None or not isinstance(seen.last, p.TLSNotOfferedError):
+            if seen is None or not isinstance(seen.last, p.TLS_REFUSALS):
                 return True
         return False
 
@@ -273,8 +276,9 @@ class RetryLoop:
                     result, conn = await self._attempt(call, send)
                 except NoSuchPartitionError:
                     raise  # no waiting makes the partition appear
-                except p.TLSNotOfferedError as err:
-                    # no retry gives that nsqd TLS, but another nsqd may offer it
+                except p.TLS_REFUSALS as err:
+                    # no retry changes what TLS that nsqd offers or accepts, but another
+                    # nsqd may take these settings
                     nsqds = self._nsqds(topic)
                     if not call.refused_tls(err, nsqds):
                         raise

@@ -49,6 +49,7 @@ from nsqctl.protocol.compression import (
 )
 from nsqctl.protocol.errors import (
     PUBLISH_CONTEXTS,
+    TLS_REFUSALS,
     AuthFailedError,
     AuthRequiredError,
     BadBodyError,
@@ -140,6 +141,7 @@ __all__ = [
     "OK",
     "ORIGINAL",
     "PUBLISH_CONTEXTS",
+    "TLS_REFUSALS",
     "AuthFailedError",
     "AuthRequiredError",
     "AuthResponse",

@@ -43,12 +43,14 @@ from nsqctl.errors import (
     ConnectError,
     ProtocolError,
     ServerError,
+    TLSCertificateError,
     TLSError,
     TopicNotFoundError,
 )
 
 __all__ = [
     "PUBLISH_CONTEXTS",
+    "TLS_REFUSALS",
     "AuthFailedError",
     "AuthRequiredError",
     "BadBodyError",
@@ -238,6 +240,12 @@ class TLSNotOfferedError(TLSError):
             "connect without TLS, or enable TLS on the server",
             setting="tls",
         )
+
+
+#: TLS settings one nsqd cannot accept, found in the handshake: no retry of that nsqd
+#: changes them (TLS asked of an nsqd that offers none, a certificate not accepted), so
+#: a publish goes on to another nsqd or fails with it, and a starting consumer fails.
+TLS_REFUSALS: tuple[type[TLSError], ...] = (TLSNotOfferedError, TLSCertificateError)
 
 
 class EmptyPartitionError(InvalidError):

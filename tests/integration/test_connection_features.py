@@ -252,11 +252,13 @@ async def test_tls_with_ca_round_trip(tls_nsqd: cluster.Cluster, tls_files: TLSF
 
 
 async def test_tls_without_ca_fails_verification(tls_nsqd: cluster.Cluster) -> None:
-    """Verification is on by default: a self-signed test CA is not trusted."""
+    """Verification is on by default: a self-signed test CA is not trusted. A
+    certificate not accepted is a TLSCertificateError, naming the settings to change."""
     cfg = _config("tls-noca", tls=TLSSettings())
-    with pytest.raises(nsqctl.TLSError) as info:
+    with pytest.raises(nsqctl.TLSCertificateError) as info:
         await Connection.open(tls_nsqd.nsqd_tcp[0], cfg)
     assert isinstance(info.value, ConnectError)  # what every TLS failure was before
+    assert "`tls_ca`" in str(info.value) and "`tls_insecure`" in str(info.value)
     assert isinstance(info.value.__cause__, ssl.SSLError)  # the TLS library's own failure
     msg = str(info.value)
     assert "TLS" in msg and tls_nsqd.nsqd_tcp[0] in msg
@@ -344,6 +346,20 @@ async def test_a_publish_with_tls_to_an_nsqd_without_tls_fails_at_once_as_tls(
     assert isinstance(err, nsqctl.TLSNotOfferedError), repr(err)
     assert "does not offer TLS" in str(err) and "attempt" not in str(err), err
     assert err.setting == "tls" and err.unsent is True
+
+
+async def test_a_publish_not_trusting_nsqds_certificate_fails_at_once_as_tls(
+    tls_nsqd: cluster.Cluster,
+) -> None:
+    """A certificate that does not verify (no CA given for a self-signed test server) is
+    what the publish raises, at its first attempt, known unsent: no retry makes nsqd's
+    certificate trusted. It was a PublishConnectError after every retry."""
+    cfg = _config("tls-untrusted-pub", tls=TLSSettings())
+    async with Producer(nsqd_tcp=tls_nsqd.nsqd_tcp, config=cfg) as producer:
+        with pytest.raises(nsqctl.TLSCertificateError) as info:
+            await producer.publish(unique("tlsuntrusted"), b"never sent")
+    err = info.value
+    assert "attempt" not in str(err) and err.setting == "tls_ca" and err.unsent is True, err
 
 
 async def test_an_unkeyed_publish_refused_tls_by_one_nsqd_goes_to_one_that_offers_it(
@@ -590,16 +606,18 @@ async def test_a_consumer_refused_at_the_handshake_fails_its_start_with_the_refu
     auth_nsqd: cluster.Cluster,
     auth_tls_required_nsqd: cluster.Cluster,
     plain_nsqd: cluster.Cluster,
+    tls_nsqd: cluster.Cluster,
 ) -> None:
     """A consumer without the TLS an nsqd requires (found at AUTH, its secret never sent),
-    without the secret it requires, or asking TLS of an nsqd that offers none fails its
-    start with that refusal, before its connect timeout: not a NoConnectionError after
-    retrying what no retry can fix."""
+    without the secret it requires, asking TLS of an nsqd that offers none, or not
+    trusting nsqd's certificate fails its start with that refusal, before its connect
+    timeout: not a NoConnectionError after retrying what no retry can fix."""
     good = _config("refused-consumer", auth_secret=Secret(GOOD_SECRET))
     cases: list[tuple[cluster.Cluster, ConnectionConfig, type[NsqctlError]]] = [
         (auth_tls_required_nsqd, good, p.TLSRequiredError),
         (auth_nsqd, _config("refused-consumer"), nsqctl.AuthRequiredError),
         (plain_nsqd, _config("refused-consumer", tls=TLSSettings()), nsqctl.TLSNotOfferedError),
+        (tls_nsqd, _config("refused-consumer", tls=TLSSettings()), nsqctl.TLSCertificateError),
     ]
     for server, config, kind in cases:
         consumer = Consumer(
@@ -778,3 +796,15 @@ def test_a_passphrase_file_without_a_client_certificate_is_refused(
     err = result.stderr.decode()
     assert result.returncode == 2 and "--tls-cert FILE" in err, err
     assert len(err.strip().splitlines()) == 1, err
+
+
+def test_pub_not_trusting_nsqds_certificate_says_the_flags_at_once(
+    tls_nsqd: cluster.Cluster,
+) -> None:
+    """``pub --tls`` with no CA for a self-signed test server: one line, exit 1, at the
+    first attempt, naming the flags that fix it (not the library's setting names)."""
+    result = run_cli(["pub", unique("tlscli"), "one", "--nsqd", tls_nsqd.nsqd_tcp[0], "--tls"])
+    err = result.stderr.decode()
+    assert result.returncode == 1 and len(err.strip().splitlines()) == 1, err
+    assert "certificate did not verify" in err and "attempt" not in err, err
+    assert "(--tls-ca)" in err and "(--tls-insecure)" in err and "`" not in err, err
