@@ -92,7 +92,7 @@ SETTING_WORDS: dict[str, str] = {
     "key_password": "--tls-key-password-file",
     "auth_secret": "--auth-secret-file",
     "tls_ca": "--tls-ca",
-    "tls_cert": "--tls-cert and --tls-key",
+    "tls_cert": "--tls-cert",
     "tls_insecure": "--tls-insecure",
 }
 
