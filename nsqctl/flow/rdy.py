@@ -41,6 +41,7 @@ Rules (client guide, go-nsq):
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
@@ -76,6 +77,7 @@ class _Conn:
         "granted_at",
         "in_flight",
         "last_msg_at",
+        "passed_at",
         "primed",
         "raised_at",
         "rdy",
@@ -93,6 +95,7 @@ class _Conn:
         self.granted_at = 0.0
         self.raised_at = 0.0
         self.answered_at = 0.0
+        self.passed_at = -math.inf  # when it last gave up rate credit it left unused
 
     @property
     def open(self) -> int:
@@ -188,9 +191,15 @@ class RdyController:
     def next_deadline(self) -> float | None:
         """When to call :meth:`tick`; None while nothing rotates (budget covers everyone)."""
         tick = self._next_tick
-        if tick is None or not self._rotating():
+        if tick is None:
             return tick
-        quiet = [self._turn_ends(c) for c in self._conns.values() if c.share and not c.in_flight]
+        quiet: list[float] = []
+        if self._rotating():
+            quiet = [
+                self._turn_ends(c) for c in self._conns.values() if c.share and not c.in_flight
+            ]
+        if self._credit_waits():
+            quiet += [self._turn_ends(c) for c in self._quiet_windows()]
         return min(tick, *quiet) if quiet else tick
 
     # -- events ----------------------------------------------------------------------------
@@ -290,13 +299,20 @@ class RdyController:
         return []
 
     def tick(self, now: float) -> list[RdyUpdate]:
-        """Quiet holders pass their turn; then, at its interval, the periodic
-        redistribution (go-nsq ``rdyLoop``). Early calls do nothing."""
+        """Quiet holders pass their turn, quiet windows their rate credit; then, at its
+        interval, the periodic redistribution (go-nsq ``rdyLoop``). Early calls do
+        nothing else."""
         if self._next_tick is None:
             return []
+        passed = self._pass_turns(now)
+        reclaim: set[ConnId] = set()
+        if self._credit_waits():
+            for conn in self._quiet_windows():
+                if now >= self._turn_ends(conn):
+                    conn.passed_at = now
+                    reclaim.add(conn.conn_id)
         if now < self._next_tick:
-            return self._sync(now) if self._pass_turns(now) else []
-        self._pass_turns(now)
+            return self._sync(now, reclaim=reclaim, avoid=reclaim) if passed or reclaim else []
         self._next_tick = now + self._interval
         revoked: set[ConnId] = set()
         if self._rotating():
@@ -306,9 +322,8 @@ class RdyController:
                     self._set_share(conn, 0, now)
                     revoked.add(conn.conn_id)
             self._reshare(now, avoid=revoked)
-        reclaim: set[ConnId] = set()
         if self._credit is not None:
-            reclaim = {c.conn_id for c in self._conns.values() if c.open and self._idle(c, now)}
+            reclaim |= {c.conn_id for c in self._conns.values() if c.open and self._idle(c, now)}
         return self._sync(now, reclaim=reclaim, avoid=revoked | reclaim)
 
     def set_max_in_flight(self, max_in_flight: int, now: float) -> list[RdyUpdate]:
@@ -398,6 +413,22 @@ class RdyController:
             self._turn = successor.conn_id
         return bool(waiting)
 
+    def _quiet_windows(self) -> list[_Conn]:
+        """Connections holding an open window with nothing in flight: nsqd pushes as soon
+        as a window opens, so one that stays quiet has nothing to send."""
+        return [c for c in self._conns.values() if c.open and not c.in_flight]
+
+    def _credit_waits(self) -> bool:
+        """Under a rate cap, whether the credit is all handed out while some connection
+        could take more and holds no open window: then a window that stays quiet for its
+        turn (``idle_turn``) gives its credit up for another, as a rotating share does.
+        A connection with messages waits a turn per empty one, not the idle timeout (an
+        empty partition would otherwise hold a low rate's little credit for seconds). With
+        credit to spare, or nowhere else to put it, nothing moves."""
+        if self._credit is None or self._open_total() < self._credit:
+            return False
+        return any(not c.open and c.base > c.in_flight for c in self._conns.values())
+
     def _set_share(self, conn: _Conn, share: int, now: float) -> None:
         if share > 0 and conn.share == 0:
             conn.granted_at = now
@@ -468,7 +499,11 @@ class RdyController:
         conns = list(self._conns.values())
         if self._credit is None:
             return self._commit([(c, c.base) for c in conns], now)
-        opens = _CreditPlan(conns, self._credit, reclaim).fill(self._rng, avoid)
+        # a window that passed its credit on for want of messages gets credit again only
+        # when no other connection can take it, until the idle timeout: then it is tried
+        # again (its partition may have messages by then)
+        passed = {c.conn_id for c in conns if now - c.passed_at < self._idle_timeout}
+        opens = _CreditPlan(conns, self._credit, reclaim).fill(self._rng, {*avoid, *passed})
         plan = []
         for conn in conns:
             extra = opens[conn.conn_id]
