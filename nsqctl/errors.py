@@ -34,7 +34,7 @@ The tree: a class of two kinds is drawn under one, and ``+Kind`` names the other
     ├── NsqctlTimeoutError       a deadline passed
     ├── LeaderUnavailableError   a partition has no writable/reachable leader (redesign)
     │   ├── PartitionUnavailableError  +PublishError: a publish's partition had none
-    │   │   ├── NoSuchPartitionError     +NotFoundError: beyond the partition count
+    │   │   ├── NoSuchPartitionError     +NotFoundError +ConfigError: beyond the count
     │   │   └── PartitionTimeoutError    +NsqctlTimeoutError: ...every attempt timed out
     │   └── FailoverTimeoutError       +NsqctlTimeoutError: a consumer's had none in time
     ├── NotFoundError            a topic, channel, partition or message does not exist
@@ -359,8 +359,10 @@ class PartitionUnavailableError(LeaderUnavailableError, PublishError):
     leader within the retry budget."""
 
 
-class NoSuchPartitionError(PartitionUnavailableError, NotFoundError):
-    """The partition asked for is beyond the topic's partition count: waiting cannot help."""
+class NoSuchPartitionError(PartitionUnavailableError, NotFoundError, ConfigError):
+    """The partition asked for is beyond the topic's partition count: waiting cannot help.
+    Bad input (a :class:`ConfigError`), as the same partition given to a consumer is: the
+    CLI exits 2 for it whichever command was given it."""
 
 
 class PartitionTimeoutError(PartitionUnavailableError, NsqctlTimeoutError):

@@ -357,6 +357,11 @@ def test_bad_input_is_one_line_with_exit_code(
     for args, code, text in cases:
         err = assert_one_line_error(run_cli([*args, "--yes", "--lookupd", lookupd]), code)
         assert text in err, (args, err)
+    # a partition beyond the count is bad input to a publish too, as to tail and move
+    err = assert_one_line_error(
+        run_cli(["pub", topic, "x", "--partition", "5", "--lookupd", lookupd]), 2
+    )
+    assert "there is no partition 5" in err, err
     original = original_cluster.lookupd_http[0]
     for args in (
         ["expand", "t", "--partitions", "2"],
