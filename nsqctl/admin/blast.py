@@ -75,7 +75,10 @@ class Loss:
             else:  # the redesign's depth already counts them
                 count += " (of which "
             count += f"{self.in_flight} in flight, {self.deferred} deferred)"
-        return f"{where}  {queue}: {count}, {_bytes_text(self.bytes, self.bytes_estimated)}"
+        size = _bytes_text(self.bytes, self.bytes_estimated)
+        if self.within_stored:
+            size += " (within the stored queue)"
+        return f"{where}  {queue}: {count}, {size}"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -201,7 +204,7 @@ async def measure(
         holder = part.leader or (part.replicas[0] if part.live and part.replicas else None)
         if holder is None or (holder, part.partition) not in wanted:
             continue
-        losses.extend(_part_losses(action, part, stats[holder], channel))
+        losses.extend(partition_losses(action, part, stats[holder], channel))
     return BlastRadius(
         f"{'topic' if channel is None else 'channel'} {action}",
         topic,
@@ -212,9 +215,11 @@ async def measure(
     )
 
 
-def _part_losses(
+def partition_losses(
     action: str, part: PartitionView, node: NodeStats, channel: str | None
 ) -> list[Loss]:
+    """What ``action`` on ``channel`` (None: the topic) loses of one partition (one nsqd's
+    copy on the original family), read from ``node``, the nsqd holding it."""
     held = node.topic(part.topic, part.partition)
     redesign = part.partition is not None
     average = None
@@ -237,8 +242,14 @@ def _part_losses(
         queued = part.depth - sum(ch.depth for ch in part.channels)
         out.append(_estimated(Loss(address, None, None, queued, None, depth=queued), average))
     if action == "delete":
+        # a deleted redesign partition's channels are cursors into its stored queue: their
+        # bytes are counted once, in the stored queue's row
         out.extend(
-            _channel_loss(address, part.partition, ch, redesign, average) for ch in part.channels
+            replace(loss, within_stored=redesign)
+            for loss in (
+                _channel_loss(address, part.partition, ch, redesign, average)
+                for ch in part.channels
+            )
         )
     return out
 

@@ -41,10 +41,12 @@ def _partition(
     down: set[str],
     replicas: int | None,
 ) -> dict[str, Any]:
-    from nsqctl.stats.view import isr_short
+    from nsqctl.stats.view import isr_short, stale_copies
 
     leader = topo.partitions.get(partition)
     copies = None if held is None or not held.live else [held.leader, *held.replicas]
+    # an old copy a move left is no replica: listed apart, so replicas match the meta's count
+    old = [] if held is None or not held.live else list(stale_copies(held, replicas))
     return {
         "partition": partition,
         "leader_tcp": None if leader is None else str(leader.tcp_address),
@@ -54,7 +56,8 @@ def _partition(
         # what the nsqds say: the lookupd may name a leader that does not take writes
         "leader_writable": None if held is None or not held.live else held.write_enabled,
         "live_copy": held is not None and held.live,
-        "replicas": None if copies is None else [c for c in copies if c],
+        "replicas": None if copies is None else [c for c in copies if c and c not in old],
+        "old_copies": old,
         "isr": None if held is None or held.isr is None else list(held.isr),
         "isr_not_registered": None if held is None or held.isr is None else unregistered(held.isr),
         "isr_short": held is not None and isr_short(held, replicas),

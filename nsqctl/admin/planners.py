@@ -55,9 +55,21 @@ def nodes_needed(partitions: int, replicas: int, ordered: bool) -> int:
     return replicas if ordered else partitions * replicas
 
 
-def check_node_count(topic: str, partitions: int, replicas: int, ordered: bool, nodes: int) -> None:
+def check_node_count(
+    topic: str,
+    partitions: int,
+    replicas: int,
+    ordered: bool,
+    nodes: int,
+    *,
+    expanding_from: int | None = None,
+) -> None:
     """nsqlookupd's placement rule (:func:`nodes_needed`), said before it answers a bare
-    "No node is available"."""
+    "No node is available". ``expanding_from``: the partitions an existing topic has, which
+    an expand to ``partitions`` would grow (:func:`_check_expand`)."""
+    if expanding_from is not None:
+        _check_expand(topic, partitions, replicas, ordered, nodes, expanding_from)
+        return
     if replicas > nodes:
         raise ConfigError(
             f"topic {topic}: {replicas} replicas need {replicas} nsqd nodes, but {nodes} "
@@ -70,6 +82,31 @@ def check_node_count(topic: str, partitions: int, replicas: int, ordered: bool, 
             f"nodes and {nodes} registered: add nsqd nodes, use fewer partitions/replicas, or "
             "`ordered` (ordered topics may share nodes)"
         )
+
+
+def _check_expand(
+    topic: str, partitions: int, replicas: int, ordered: bool, nodes: int, now: int
+) -> None:
+    """The placement rule for an expand of a topic of ``now`` partitions. A topic keeps its
+    ordering for life, so the ways out are more nsqds, a smaller expand, or fewer replicas
+    first (a meta update: youzan's ChangeTopicMetaParam takes any count from 1 to 5)."""
+    need = nodes_needed(partitions, replicas, ordered)
+    if need <= nodes:
+        return
+    ways = ["add nsqd nodes"]
+    fit = nodes // replicas
+    if not ordered and fit > now:
+        ways.append(f"expand to at most {fit} partitions")
+    fewer = nodes if ordered else nodes // partitions
+    if 1 <= fewer < replicas:
+        ways.append(f"lower its replicas first: `topic_update({topic}, replicas={fewer})`")
+    rule = (
+        f"{replicas} replicas need {replicas} nsqd nodes"
+        if ordered
+        else f"an unordered topic puts each partition replica on its own nsqd, so "
+        f"{partitions} partitions x {replicas} replica(s) need {need} nodes"
+    )
+    raise ConfigError(f"topic {topic}: {rule} and {nodes} registered: {', or '.join(ways)}")
 
 
 def plan_topic_create(

@@ -101,6 +101,7 @@ ACTION_COMMANDS: dict[str, str] = {
     "topic_list": "topic list",
     "topic_create": "topic create",
     "topic_delete": "topic delete",
+    "topic_update": "topic update",
     "lookup": "lookup",
     "stat": "stat",
     "dash": "dash",

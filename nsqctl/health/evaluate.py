@@ -40,7 +40,18 @@ from nsqctl.stats.rules import (
     is_poison,
     rate,
 )
-from nsqctl.stats.view import ChannelView, ClusterView, TopicView, deleted_words, isr_short
+from nsqctl.stats.view import (
+    ChannelView,
+    ClusterView,
+    PartitionView,
+    TopicView,
+    behind,
+    deleted_words,
+    isr_lacking,
+    isr_short,
+    stale_copies,
+    stale_words,
+)
 
 
 def unreachable(view: ClusterView) -> str | None:
@@ -233,26 +244,45 @@ def _partition_findings(rules: RuleSet, topic: TopicView) -> Iterator[Finding]:
                 node=p.leader,
             )
         if isr_rule is not None and p.isr is not None:
-            behind = p.out_of_sync
-            short = isr_short(p, topic.replicas_configured)
-            if behind:
-                message = f"{', '.join(behind)} not in the ISR ({len(p.isr)} in sync)"
-            elif short:
-                message = (
-                    f"ISR short: {len(p.isr)} of {topic.replicas_configured} replicas in sync "
-                    f"({', '.join(p.isr) or 'none'})"
-                )
-            else:
-                message = f"{len(p.isr)} in sync"
-            yield Finding(
-                isr_rule.hit if behind or short else "ok",
-                isr_rule.kind,
-                message,
-                topic=topic.name,
-                partition=p.partition,
-                node=p.leader,
-                value=len(p.isr),
-            )
+            yield _isr_finding(isr_rule, topic, p, p.isr)
+
+
+def _isr_finding(rule: Rule, topic: TopicView, p: PartitionView, isr: tuple[str, ...]) -> Finding:
+    """The partition's ISR judged by what the topic needs (:func:`isr_lacking`): a copy
+    still catching up while the ISR is full (a move under way), or an old copy a move or
+    drain left (youzan removes it), is named but is no warning. ``isr``: the partition's
+    (known)."""
+    replicas = topic.replicas_configured
+    lacking = isr_lacking(p, replicas)
+    short = isr_short(p, replicas)
+    if short:
+        message = (
+            f"ISR short: {len(isr)} of {replicas} replicas in sync ({', '.join(isr) or 'none'})"
+        )
+    elif lacking:  # replicas unknown: any copy outside the ISR may be one it needs
+        message = f"{', '.join(p.out_of_sync)} not in the ISR ({len(isr)} in sync)"
+    else:
+        message = f"{len(isr)} in sync"
+    if short or not lacking:
+        out = behind(p, replicas)
+        catching = [n for n in out if n in (p.catchup or ())]
+        dropped = [n for n in out if n not in catching]
+        if catching:
+            message += f"; catching up: {', '.join(catching)}"
+        if dropped:
+            message += f"; not in the ISR: {', '.join(dropped)}"
+    stale = stale_copies(p, replicas)
+    if stale:
+        message += f"; {stale_words(stale)}"
+    return Finding(
+        rule.hit if lacking else "ok",
+        rule.kind,
+        message,
+        topic=topic.name,
+        partition=p.partition,
+        node=p.leader,
+        value=len(isr),
+    )
 
 
 def _not_seen_finding(rule: Rule, topic: TopicView) -> Finding:

@@ -57,7 +57,8 @@ T = TypeVar("T")
 class Receipt:
     """Where a traced publish landed (for MPUB_TRACE the fields describe the batch: the
     server answers trace id 0 and the first message's internal id; the batch's ids are
-    consecutive, and ``trace_ids`` holds each message's trace id in order)."""
+    consecutive, and ``trace_ids`` holds each message's trace id in order). A batch of
+    one message has that message's trace id as ``trace_id``, as PUB_TRACE's has."""
 
     topic: str
     partition: int | None
@@ -242,6 +243,8 @@ class Producer:
 
         async def write(conn: Connection, part: int | None) -> Receipt:
             reply = parse_traced_reply(await conn.request(*command(part)))
+            if len(trace_ids) == 1:  # MPUB_TRACE answers trace id 0 even for one message
+                reply = reply._replace(trace_id=trace_ids[0])
             receipt = Receipt(
                 topic, part, str(conn.address), *reply, count=len(trace_ids), trace_ids=trace_ids
             )

@@ -39,7 +39,7 @@ severity either.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from operator import attrgetter, itemgetter
@@ -299,8 +299,10 @@ class TopicView:
 
     @property
     def out_of_sync(self) -> int:
-        """Partitions with a copy outside the ISR (known only for topics in focus)."""
-        return sum(1 for p in self.partitions if p.out_of_sync)
+        """Partitions with a copy outside the ISR that is no old copy (:func:`stale_copies`)
+        (known only for topics in focus)."""
+        replicas = self.replicas_configured
+        return sum(1 for p in self.partitions if behind(p, replicas))
 
     @property
     def short_of_isr(self) -> int:
@@ -335,6 +337,42 @@ def isr_short(p: PartitionView, replicas: int | None) -> bool:
     copy is lost or behind, though every copy still seen may be in sync (a dead replica
     leaves the ISR and the nsqds' copies together)."""
     return p.isr is not None and replicas is not None and len(p.isr) < replicas
+
+
+def stale_copies(p: PartitionView, replicas: int | None) -> tuple[str, ...]:
+    """Copies beside a full ISR (``replicas`` in sync) in neither the ISR nor the catch-up
+    list: what a move or a drain leaves on the nsqd it moved from. youzan's nsqd drops a
+    partition "not related" to it (neither leader, ISR nor catch-up) when nsqlookupd next
+    sends it the partition's meta, so such a copy is on its way out, not a replica behind.
+    Beside a short ISR, a copy outside it is a replica it lacks, so none is stale."""
+    if p.isr is None or p.catchup is None or replicas is None or len(p.isr) < replicas:
+        return ()
+    return tuple(n for n in p.out_of_sync if n not in p.catchup)
+
+
+def behind(p: PartitionView, replicas: int | None) -> tuple[str, ...]:
+    """The copies outside the ISR that are replicas (catching up or dropped), not old
+    copies (:func:`stale_copies`)."""
+    old = stale_copies(p, replicas)
+    return tuple(n for n in p.out_of_sync if n not in old)
+
+
+def stale_words(stale: Sequence[str]) -> str:
+    """:func:`stale_copies` in the words every view uses: named, never warned about."""
+    plural = "ies" if len(stale) > 1 else "y"
+    return f"old cop{plural} on {', '.join(stale)}, removed by nsqlookupd later"
+
+
+def isr_lacking(p: PartitionView, replicas: int | None) -> bool:
+    """The partition lacks an in-sync copy it needs: its ISR (when asked) is shorter than
+    the topic's ``replicas`` (:func:`isr_short`); with ``replicas`` unknown, a copy is
+    outside the ISR. A full ISR beside a copy still catching up (a move under way) or an
+    old copy a move left lacks nothing."""
+    if p.isr is None:
+        return False
+    if replicas is None:
+        return bool(p.out_of_sync)
+    return len(p.isr) < replicas
 
 
 @dataclass(frozen=True)
@@ -840,16 +878,13 @@ def _topic_view(
     # a copy still leading is a delete under way (nsqlookupd tells the nsqds after the
     # meta is gone): only copies nothing leads are left behind
     deleted = deleted and redesign and not any(map(_LEADER, partitions))
-    # only a partition whose ISR was asked can be out of it (PartitionView.out_of_sync)
-    asked = [p for p in partitions if p.isr is not None]
-    out_of_sync = any(p.out_of_sync for p in asked)
-    short = replicas is not None and any(isr_short(p, replicas) for p in asked)
+    # only a partition whose ISR was asked can lack an in-sync copy
+    lacking = any(isr_lacking(p, replicas) for p in partitions if p.isr is not None)
     severity = worst(
         # a deleted topic's copies have no leader by design: data to remove, no outage
         ("warn" if deleted else "crit") if no_leader else "ok",
         *(c.severity for c in channels),
-        "warn" if growing or out_of_sync else "ok",
-        "warn" if short else "ok",
+        "warn" if growing or lacking else "ok",
     )
     return TopicView(
         name=name,

@@ -102,6 +102,9 @@ def test_stat_of_a_channel_lists_the_partition_it_cannot_see(split: Split) -> No
     assert f"{s.topic}#1 has no leader (no live copy" in text.stderr
     [unknown] = [line for line in text.stdout.splitlines() if f"{s.topic}/c#1" in line]
     assert unknown.split()[2] == "?", unknown  # its depth: unknown, not 0 and not left out
+    # the channel's own row sums the partitions read: it says it misses one
+    [whole] = [line for line in text.stdout.splitlines() if line.split()[1:2] == [f"{s.topic}/c"]]
+    assert whole.endswith("PARTIAL (1 partition unread)"), whole
     [record] = [
         json.loads(line)
         for line in ok("stat", s.topic, "c", "--json", "-n", "1", *s.lookupd).stdout.splitlines()

@@ -323,7 +323,12 @@ def test_bad_input_is_one_line_with_exit_code(
             "--to 127.0.0.1:1: not an nsqd registered with nsqlookupd",
         ),
         (["topic", "expand", topic, "--partitions", "1"], 2, "--partitions must be more than 2"),
-        (["topic", "expand", topic, "--partitions", "4"], 2, "need 4 nodes and 3 registered"),
+        (
+            ["topic", "expand", topic, "--partitions", "4"],
+            2,
+            # the ways out an existing topic has: no --ordered (a topic keeps its ordering)
+            "need 4 nodes and 3 registered: add nsqd nodes, or expand to at most 3 partitions",
+        ),
         (["topic", "move", topic, "--partition", "5", "--to", c.nsqd_http[0]], 2, "no partition 5"),
         (
             ["topic", "update", topic],

@@ -30,6 +30,41 @@ def test_unordered_partitions_times_replicas_beyond_the_nodes_names_the_ways_out
     assert "add nsqd nodes" in text and "fewer partitions" in text and "`ordered`" in text
 
 
+@pytest.mark.parametrize(
+    ("partitions", "replicas", "ordered", "nodes", "now", "ways"),
+    [
+        (4, 1, False, 3, 3, "add nsqd nodes"),
+        (4, 1, False, 3, 2, "add nsqd nodes, or expand to at most 3 partitions"),
+        (
+            4,
+            2,
+            False,
+            6,
+            2,
+            "add nsqd nodes, or expand to at most 3 partitions, or lower its replicas "
+            "first: `topic_update(t, replicas=1)`",
+        ),
+        (
+            2,
+            3,
+            True,
+            2,
+            1,
+            "add nsqd nodes, or lower its replicas first: `topic_update(t, replicas=2)`",
+        ),
+    ],
+)
+def test_an_expand_beyond_the_nodes_names_only_ways_an_existing_topic_has(
+    partitions: int, replicas: int, ordered: bool, nodes: int, now: int, ways: str
+) -> None:
+    """A topic keeps its ordering for life: an expand never suggests `ordered`."""
+    with pytest.raises(ConfigError) as err:
+        admin.check_node_count("t", partitions, replicas, ordered, nodes, expanding_from=now)
+    text = str(err.value)
+    assert text.endswith(f" and {nodes} registered: {ways}"), text
+    assert "ordered`" not in text
+
+
 def test_more_replicas_than_nodes_fails_even_when_ordered() -> None:
     with pytest.raises(ConfigError, match="3 replicas need 3 nsqd nodes, but 2 registered"):
         admin.check_node_count("t", 1, 3, True, 2)

@@ -63,6 +63,18 @@ def targeted_partitions(requests: Sequence[AdminRequest]) -> frozenset[int]:
     return frozenset(int(value) for r in requests for key, value in r.params if key == "partition")
 
 
+def copied_words(copies: dict[int, ChannelCopies], narrowed: bool) -> str:
+    """Which copies a channel reached: the topic's partitions, or, ``narrowed``, only the
+    partitions a create was narrowed to (``copies``' keys), which are not the topic's."""
+    counts = sorted({len(c.holders) for c in copies.values()})
+    per = "/".join(str(n) for n in counts)
+    if not narrowed:
+        return f"every copy of the topic's {len(copies)} partition(s) ({per} copies each)"
+    named = ", ".join(str(p) for p in sorted(copies))
+    each = " each" if len(copies) > 1 else ""
+    return f"every copy of partition{'s' if len(copies) > 1 else ''} {named} ({per} copies{each})"
+
+
 async def wait_channel_copied(
     client: httpx.AsyncClient,
     lookupd_http: Sequence[str],
@@ -91,17 +103,16 @@ async def wait_channel_copied(
     resent = start
     while True:
         copies = await channel_copies(client, nsqds, topic, channel)
+        narrowed = bool(asked) and not asked.issuperset(copies)
         if asked:
             copies = {p: c for p, c in copies.items() if p in asked}
         lacking = {p: c for p, c in copies.items() if c.missing}
         waited = clock() - start
         if copies and not lacking:
-            counts = sorted({len(c.holders) for c in copies.values()})
-            per = "/".join(str(n) for n in counts)
             return (
-                f"channel {channel} is on every copy of the topic's {len(copies)} "
-                f"partition(s) ({per} copies each) after {waited:.1f}s"
-            ), None
+                f"channel {channel} is on {copied_words(copies, narrowed)} after {waited:.1f}s",
+                None,
+            )
         if waited >= timeout:
             where = (
                 "; ".join(

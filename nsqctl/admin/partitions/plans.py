@@ -109,7 +109,9 @@ async def plan_expand(
         )
     if partitions > MAX_EXPAND:
         raise ConfigError(f"`partitions` must be at most {MAX_EXPAND} (nsqlookupd's limit)")
-    check_node_count(topic, partitions, state.meta.replica, state.allow_multi, len(nodes))
+    check_node_count(
+        topic, partitions, state.meta.replica, state.allow_multi, len(nodes), expanding_from=now
+    )
     await _check_no_dead_partition(leader, list(lookupd_http), f"topic expand {topic}")
     async with admin_client() as client:
         holders = {a for p in state.partitions.values() for a in (p.leader, *p.isr) if a}

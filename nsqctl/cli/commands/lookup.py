@@ -75,6 +75,10 @@ def _partition_line(p: dict[str, Any]) -> str:
         line += f"  replicas {_nodes(p['replicas'])}  isr {_nodes(isr)}"
         if p.get("isr_short"):
             line += "  ISR SHORT"
+        if p.get("old_copies"):
+            from nsqctl.stats.view import stale_words  # the stats model only when one shows
+
+            line += f"  ({stale_words(p['old_copies'])})"
     return line
 
 

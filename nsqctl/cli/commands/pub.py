@@ -41,6 +41,7 @@ from nsqctl.cli.flags import (
 )
 from nsqctl.cli.numbers import rate, seconds
 from nsqctl.cli.output.lazy_progress import LazyProgress
+from nsqctl.cli.wording import cli_words
 from nsqctl.errors import ConfigError, NsqctlError, ServerError
 from nsqctl.failover import DEFAULT_FAILOVER_WINDOW, FailoverEvent
 from nsqctl.producer import Producer, ProducerOptions, Receipt
@@ -298,7 +299,7 @@ def _producer(
         config=cluster.connection_config(),
         on_receipt=on_receipt,
         options=ProducerOptions(failover_window=failover_window),
-        on_failover=lambda event: progress.note(_failover_line(event)),
+        on_failover=lambda event: progress.note(failover_line(event)),
     )
 
 
@@ -307,8 +308,10 @@ def _stderr_open() -> bool:
     return sys.stderr is not None
 
 
-def _failover_line(event: FailoverEvent) -> str:
-    return f"nsqctl pub: {event.describe()}"
+def failover_line(event: FailoverEvent) -> str:
+    """A failover progress line; its reason names actions in the library's words
+    (`lookup(T)`), which a CLI user reads as the command to type (:func:`cli_words`)."""
+    return f"nsqctl pub: {cli_words(event.describe())}"
 
 
 def _json_result(plan: PubPlan, result: PubResult, error: str | None) -> None:

@@ -293,18 +293,39 @@ def _paused_words(row: dict[str, Any]) -> str:
         return "PAUSED"
     words = f"PAUSED {some}/{of}"
     if unread:
-        words += f" ({unread} partition{'s' if unread > 1 else ''} unread)"
+        words += f" ({_unread_words(unread)})"
     return words
+
+
+def _unread_words(unread: int) -> str:
+    return f"{unread} partition{'s' if unread > 1 else ''} unread"
+
+
+def _partial_words(row: dict[str, Any]) -> str:
+    """``PARTIAL (n partitions unread)`` on a redesign topic's or channel's own row when
+    some of its partitions have no live copy: its figures sum only the partitions read,
+    so a depth of 0 is not an empty topic (``unseen`` / ``unread_partitions`` in JSON).
+    Empty when a partial pause count already says so (:func:`_paused_words`)."""
+    unread = row.get("unseen") or row.get("unread_partitions") or 0
+    # a paused redesign channel's count says the unread partitions itself
+    pause_says = row.get("paused") and row.get("paused_partitions") is not None
+    if not unread or pause_says:
+        return ""
+    return f"PARTIAL ({_unread_words(unread)})"
 
 
 def state_marker(row: dict[str, Any]) -> str:
     """``PAUSED`` / ``SKIPPED`` (both when both), the text form of the JSON flags, the
     pause counted where it is partial (:func:`_paused_words`);
     ``NOT SEEN`` (with its nsqds) when no nsqd holding it answered; ``DELETED`` for the
-    data a deleted topic left behind (:attr:`TopicView.deleted`)."""
+    data a deleted topic left behind (:attr:`TopicView.deleted`); ``PARTIAL`` when its
+    figures miss partitions nobody could read (:func:`_partial_words`)."""
     words = []
     if row.get("deleted"):
         words.append("DELETED")
+    partial = _partial_words(row)
+    if partial:
+        words.append(partial)
     if row.get("not_seen"):
         words.append(not_seen_words(row["held_by"], row["held_by_guessed"], row["unregistered"]))
     if row.get("paused"):
