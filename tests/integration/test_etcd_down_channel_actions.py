@@ -30,17 +30,19 @@ from tests.helpers.redesign import nsqctl as nsqctl_ok
 pytestmark = [pytest.mark.timeout(300)]
 
 
-def copies(c: Cluster, topic: str) -> dict[str, tuple[bool, bool, int] | None]:
+def copies(c: Cluster, topic: str) -> dict[str, tuple[bool, bool, bool, int] | None]:
     """Each running nsqd's copy of ``topic``'s partition 0: channel ``c`` as (is the
-    leader, paused, depth), None without the channel."""
-    out: dict[str, tuple[bool, bool, int] | None] = {}
+    leader, paused, skipped, depth), None without the channel."""
+    out: dict[str, tuple[bool, bool, bool, int] | None] = {}
     for n in c.nsqds:
         if not process.pid_runs(n.pid, n.exe):
             continue
         for t in read_nsqd_stats(n.http_address, topic=topic).topics:
             if t.topic == topic:
                 ch = t.channel("c")
-                out[n.http_address] = None if ch is None else (t.is_leader, ch.paused, ch.depth)
+                out[n.http_address] = (
+                    None if ch is None else (t.is_leader, ch.paused, ch.skipped, ch.depth)
+                )
     return out
 
 
@@ -72,26 +74,38 @@ def test_channel_actions_with_etcd_down_check_the_isr_at_the_leaders(
 
     # every in-sync copy is up: the dry run and the action go through, and the leader
     # passes the change on to the other copy without etcd
-    for action, paused in (("pause", True), ("unpause", False)):
+    for action, flag, want in (
+        ("pause", 1, True),
+        ("unpause", 1, False),
+        ("skip", 2, True),
+        ("unskip", 2, False),
+    ):
         dry = run_main("channel", action, topic, "c", *lookupd, "--dry-run")
         assert dry.returncode == 0, dry.stderr
         assert "nothing was changed" in dry.stdout
         done = run_main("channel", action, topic, "c", *lookupd, "--yes")
         assert done.returncode == 0, (done.stdout, done.stderr)
-        assert {a: v and v[1] for a, v in copies(c, topic).items()} == {
-            leader: paused,
-            replica.http_address: paused,
+        assert {a: v and v[flag] for a, v in copies(c, topic).items()} == {
+            leader: want,
+            replica.http_address: want,
         }
-    done = run_main("channel", "empty", topic, "c", *lookupd, "--yes")
-    assert done.returncode == 0, (done.stdout, done.stderr)
-    assert copies(c, topic)[leader] == (True, False, 0)
-    nsqctl_ok("pub", topic, *lookupd, stdin=b"m4\nm5\n")  # something for an empty to lose
+    # the ones that drop messages too, each on a channel given messages first (the skip
+    # above may have let the first ones go): published with etcd down, writes need none
+    full = (True, False, False, 3)
+    for action in ("empty", "setoffset"):
+        nsqctl_ok("pub", topic, *lookupd, stdin=b"m1\nm2\nm3\n")
+        eventually(lambda: copies(c, topic)[leader] == full, 10, "the messages in the channel")
+        end = ("--end",) if action == "setoffset" else ()
+        done = run_main("channel", action, topic, "c", *end, *lookupd, "--yes")
+        assert done.returncode == 0, (done.stdout, done.stderr)
+        assert copies(c, topic)[leader] == (True, False, False, 0)
+    nsqctl_ok("pub", topic, *lookupd, stdin=b"m1\nm2\nm3\n")  # for an empty to drop
 
     # the other copy dies: nsqlookupd forgets it, but cannot drop it from the ISR
     process.kill_hard(replica)
     eventually(lambda: replica.http_address not in registered(c), 30, "the lookupd to forget it")
+    eventually(lambda: copies(c, topic) == {leader: full}, 10, "the messages in the channel")
     before = copies(c, topic)
-    assert before == {leader: (True, False, 2)}
     for action in ("pause", "empty"):
         dry = run_main("channel", action, topic, "c", *lookupd, "--dry-run")
         line = assert_one_line_error(dry, 1)
