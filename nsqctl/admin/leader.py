@@ -4,6 +4,7 @@ and deletes go there) and the nsqds registered with them (``/nodes``)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import httpx
 
@@ -13,7 +14,38 @@ from nsqctl.httpclient import describe_http_error
 from nsqctl.lookup.topology import parse_nodes_body
 
 
+@dataclass(frozen=True)
+class EtcdUnreadable:
+    """A redesign nsqlookupd answered ``/listlookup`` with an error: it cannot read etcd,
+    where the cluster keeps its topics, ISRs and leaders, so it cannot name its leader,
+    which makes every change to topics, partitions and ISRs.
+
+    It still answers, from memory: the nsqds registered with it (``/nodes``) and each
+    partition's leader (``/lookup``). And each partition leader keeps its ISR in memory
+    and passes a channel change on to it over RPC, without etcd: so a channel action can
+    still be checked and sent, asking ``lookupd`` (the nsqlookupd that answered)."""
+
+    lookupd: str
+    answer: str
+    """What it answered: ``nsqlookupd A /listlookup answered 500 (etcd's words)``."""
+
+    def error(self) -> AdminError:
+        """The refusal of what needs the leader."""
+        return AdminError(
+            f"{self.answer}: it keeps the cluster's topics and leaders in etcd and cannot "
+            "read them now, so no change that goes through nsqlookupd's leader can be made: "
+            "bring etcd back (`check()` names the nsqlookupds that cannot reach it), then retry"
+        )
+
+
 def _leader_from(lookupd_http: str, resp: httpx.Response) -> str | None:
+    found = _listlookup(lookupd_http, resp)
+    if isinstance(found, EtcdUnreadable):
+        raise found.error()
+    return found
+
+
+def _listlookup(lookupd_http: str, resp: httpx.Response) -> str | EtcdUnreadable | None:
     if resp.status_code == 404:
         return None
     if resp.status_code != 200:
@@ -22,13 +54,10 @@ def _leader_from(lookupd_http: str, resp: httpx.Response) -> str | None:
         from nsqctl.lookup.client import error_message
 
         reason = error_message(resp.content)
-        raise AdminError(
-            f"nsqlookupd {lookupd_http} /listlookup answered {resp.status_code}"
-            + (f" ({reason})" if reason else "")
-            + ": it keeps the cluster's topics and leaders in etcd and cannot read them now, "
-            "so nothing can be changed: bring etcd back (`check()` names the "
-            "nsqlookupds that cannot reach it), then retry"
+        said = f"nsqlookupd {lookupd_http} /listlookup answered {resp.status_code}" + (
+            f" ({reason})" if reason else ""
         )
+        return EtcdUnreadable(lookupd_http, said)
     from nsqctl.lookup.wire import WireListLookup, decode, is_json
 
     if not is_json(resp.content):
@@ -58,6 +87,17 @@ def lookupd_leader(client: httpx.Client, lookupd_http: str) -> str | None:
 
 async def find_leader(client: httpx.AsyncClient, lookupd_http: Sequence[str]) -> str | None:
     """Async :func:`lookupd_leader` over several lookupds: the first that answers decides."""
+    found = await leader_or_etcd_down(client, lookupd_http)
+    if isinstance(found, EtcdUnreadable):
+        raise found.error()
+    return found
+
+
+async def leader_or_etcd_down(
+    client: httpx.AsyncClient, lookupd_http: Sequence[str]
+) -> str | EtcdUnreadable | None:
+    """:func:`find_leader`, but what the first nsqlookupd to answer said when it cannot
+    read etcd, for a caller that can do without the leader."""
     errors: list[str] = []
     for address in lookupd_http:
         try:
@@ -65,7 +105,7 @@ async def find_leader(client: httpx.AsyncClient, lookupd_http: Sequence[str]) ->
         except httpx.HTTPError as err:
             errors.append(f"{address} ({describe_http_error(err)})")
             continue
-        return _leader_from(address, resp)
+        return _listlookup(address, resp)
     raise AdminError(
         f"no nsqlookupd answered (tried {', '.join(errors)}): check that nsqlookupd is running "
         "and that the address is its HTTP port (default 4161)"

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import httpx
 
+from nsqctl.admin.leader import EtcdUnreadable
 from nsqctl.admin.offsets import check_setoffset
 from nsqctl.admin.placement import Placement
 from nsqctl.admin.requests import AdminRequest, admin_client, unanswered
@@ -97,6 +98,14 @@ async def check_partitions_in_sync(
     good while ``replicas/2`` or fewer members are up, until the drop otherwise.
     The ISR comes from each partition leader's ``/coordinator/stats`` and "up" means
     registered with the lookupd leader now; a partition whose ISR is not told is let go.
+
+    While etcd is down nsqlookupd cannot name its leader, but the check needs none: the
+    nsqlookupd that said so still knows the registered nsqds and each partition's leader
+    from memory, and a leader keeps its ISR in memory and passes the change on over RPC
+    without etcd. So the same check is asked there, and the action is sent as usual when
+    it passes (every in-sync copy up, which youzan's leader then changes in full). What
+    etcd's absence changes is the way out of a refusal: no lost copy can be dropped from
+    an ISR until etcd is back, so the refusal says so rather than to wait for the drop.
     """
     targets = {
         r.node.partition: r.node.address
@@ -107,22 +116,38 @@ async def check_partitions_in_sync(
     if not targets or not lookupd_http:
         return
     # loaded here: the partition package uses the operations module, which uses this one
-    from nsqctl.admin.partitions.state import redesign_leader, registered_nsqds, topic_state
+    from nsqctl.admin.partitions.state import (
+        redesign_leader_or_etcd_down,
+        registered_nsqds,
+        topic_state,
+    )
 
-    leader = await redesign_leader(client, lookupd_http, what)
+    found = await redesign_leader_or_etcd_down(client, lookupd_http, what)
+    etcd_down = found.answer if isinstance(found, EtcdUnreadable) else None
+    leader = found.lookupd if isinstance(found, EtcdUnreadable) else found
     nodes = await registered_nsqds(client, leader)
     state = await topic_state(client, leader, topic, nodes)
-    short = [why for part in sorted(targets) for why in in_sync_refusals(state, part, nodes)]
+    short = [
+        why
+        for part in sorted(targets)
+        for why in in_sync_refusals(state, part, nodes, etcd_down=etcd_down is not None)
+    ]
     if short:
-        raise AdminError(f"{what} refused, nothing was changed: " + "; ".join(short))
+        said = f"{what} refused, nothing was changed: " + "; ".join(short)
+        raise AdminError(said + (f" (etcd is down: {etcd_down})" if etcd_down else ""))
 
 
-def in_sync_refusals(state: TopicState, part: int, nodes: RegisteredNsqds) -> list[str]:
+def in_sync_refusals(
+    state: TopicState, part: int, nodes: RegisteredNsqds, *, etcd_down: bool = False
+) -> list[str]:
     """Why partition ``part`` of ``state`` cannot take a change now (none: it can), ``nodes``
     the nsqds registered with the lookupd leader (see :func:`check_partitions_in_sync`). An
     ISR member nsqlookupd lists that does not answer is said to hang, not to be down: it
-    is to be resumed, where a down one is to be brought back."""
-    from nsqctl.admin.partitions.state import HUNG, absent_copies, is_hung
+    is to be resumed, where a down one is to be brought back.
+
+    ``etcd_down``: nsqlookupd cannot read etcd, so it can change no ISR (neither drop a
+    lost copy nor let a caught-up one join) until etcd is back, and the way out says so."""
+    from nsqctl.admin.partitions.state import HUNG, absent_copies, is_hung, them
     from nsqctl.stats.parse import node_id_key
 
     p = state.partitions.get(part)
@@ -131,7 +156,7 @@ def in_sync_refusals(state: TopicState, part: int, nodes: RegisteredNsqds) -> li
     need = state.meta.write_quorum
     up = [a for a in p.isr if a in nodes]
     if len(up) < need:
-        named, advice = absent_copies(state.topic, p, nodes, need)
+        named, advice = absent_copies(state.topic, p, nodes, need, etcd_down=etcd_down)
         return [
             f"partition {part} has {len(up)} in-sync cop{'y' if len(up) == 1 else 'ies'} "
             f"up of an ISR of {len(p.isr)}{named} and youzan needs {need} of "
@@ -140,18 +165,28 @@ def in_sync_refusals(state: TopicState, part: int, nodes: RegisteredNsqds) -> li
     down = [node_id_key(a) or a for a in p.isr if a not in nodes and not is_hung(a, nodes)]
     hung = [node_id_key(a) or a for a in p.isr if is_hung(a, nodes)]
     said = []
-    if down:
+    fails = "its leader would apply the change and fail to pass it on"
+    if down and etcd_down:
         said.append(
-            f"partition {part}'s ISR still lists {', '.join(down)}, which is down: its "
-            "leader would apply the change and fail to pass it on; nsqlookupd drops a "
-            "lost copy from the ISR in its topic check, run it again then"
+            f"partition {part}'s ISR still lists {', '.join(down)}, which is down: {fails}, "
+            f"and nsqlookupd cannot drop {them(down)} from the ISR while etcd is down: bring "
+            f"etcd back, then run it again once nsqlookupd's topic check has dropped {them(down)}"
+        )
+    elif down:
+        said.append(
+            f"partition {part}'s ISR still lists {', '.join(down)}, which is down: {fails}; "
+            "nsqlookupd drops a lost copy from the ISR in its topic check, run it again then"
         )
     if hung:
+        out = (
+            f": nsqlookupd cannot drop {them(hung)} from the ISR while etcd is down"
+            if etcd_down
+            else ", or stop it for good and run it again once nsqlookupd's topic check has "
+            "dropped it from the ISR"
+        )
         said.append(
-            f"partition {part}'s ISR still lists {', '.join(hung)}, {HUNG}: its leader "
-            "would apply the change and fail to pass it on; resume it (or bring it back if "
-            "it crashed) and run it again, or stop it for good and run it again once "
-            "nsqlookupd's topic check has dropped it from the ISR"
+            f"partition {part}'s ISR still lists {', '.join(hung)}, {HUNG}: {fails}; resume "
+            f"it (or bring it back if it crashed) and run it again{out}"
         )
     return said
 

@@ -17,7 +17,7 @@ from nsqctl.admin.base import (
     FamilyUnsupportedError,
     topic_not_found,
 )
-from nsqctl.admin.leader import find_leader
+from nsqctl.admin.leader import EtcdUnreadable, leader_or_etcd_down
 from nsqctl.errors import AdminError, ConfigError, NsqctlError
 from nsqctl.lookup.client import LookupClient
 from nsqctl.lookup.topology import Peer, TopicMeta, parse_nodes_body
@@ -74,6 +74,8 @@ def absent_copies(
     up: Mapping[str, NsqdNode],
     need: int,
     node: str | None = None,
+    *,
+    etcd_down: bool = False,
 ) -> tuple[str, str]:
     """The copies of ``p`` (``node`` aside) it misses to take writes without ``node``, in
     words (`` (X in its ISR is down)``, or "" for none), and the advice for a partition
@@ -90,7 +92,11 @@ def absent_copies(
     that is up and has a copy to sync from (a leader, or an in-sync copy up to elect) is
     the copy the partition is waiting for, not a missing nsqd; one that is down comes back
     into the list when brought back. Only with no catch-up copy, and none down, does the
-    partition need an nsqd the cluster lacks (nsqlookupd already assigns any free one)."""
+    partition need an nsqd the cluster lacks (nsqlookupd already assigns any free one).
+
+    ``etcd_down``: nsqlookupd cannot read etcd, so it changes no ISR until etcd is back: a
+    copy catching up cannot join, a lost one cannot be dropped or replaced. Then the advice
+    is etcd first, with the absent copies if any."""
     # loaded here, not at import: every command's --help would pay for the stats parser
     from nsqctl.stats.parse import node_id_key
 
@@ -125,6 +131,12 @@ def absent_copies(
         [f"resume {', '.join(hung)} (or bring {them(hung)} back if crashed)"] if hung else []
     )
     more = " and ".join(brought) or "add an nsqd (or lower its replicas)"
+    if etcd_down:
+        also = f" and {more}" if down or hung else ""
+        return named, (
+            f"bring etcd back{also} first: nsqlookupd can change no ISR while etcd is down "
+            "(neither drop a lost copy nor let a caught-up one join)"
+        )
     tail = f" ({stop_for_good(hung)})" if hung else ""
     if not catching:
         return named, f"{more} first{tail}"
@@ -172,9 +184,20 @@ def stop_for_good(names: Sequence[str]) -> str:
 
 async def redesign_leader(client: httpx.AsyncClient, lookupd_http: Sequence[str], what: str) -> str:
     """The lookupd leader; a one-line error on an original cluster or without ``lookupd_http``."""
+    found = await redesign_leader_or_etcd_down(client, lookupd_http, what)
+    if isinstance(found, EtcdUnreadable):
+        raise found.error()
+    return found
+
+
+async def redesign_leader_or_etcd_down(
+    client: httpx.AsyncClient, lookupd_http: Sequence[str], what: str
+) -> str | EtcdUnreadable:
+    """:func:`redesign_leader`, or what nsqlookupd answered when it cannot read etcd (for
+    what can be asked of a non-leader nsqlookupd's memory and the partition leaders)."""
     if not lookupd_http:
         raise ConfigError(f"{what} needs `lookupd_http`: the redesign's nsqlookupd leader does it")
-    leader = await find_leader(client, lookupd_http)
+    leader = await leader_or_etcd_down(client, lookupd_http)
     if leader is None:
         raise NotRedesignError(
             f"{what} needs a redesign (youzan) cluster: nsqlookupd {lookupd_http[0]} is the "
