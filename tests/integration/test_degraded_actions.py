@@ -401,8 +401,9 @@ def test_etcd_down_changes_all_or_nothing(rig: Rig) -> None:
     line = error_line(run_main("pub", unique("nowhere"), "x", *rig.lookupd), 1, alone=True)
     assert "etcd cluster is unavailable" in line and "bring etcd back" in line
     assert "is running" not in line
-    # a channel change is between a leader and its ISR, but finding the leader needs a
-    # lookup, which nsqlookupd answers from etcd: either way, whole
+    # a channel change is between a leader and its ISR, which the leader keeps in memory
+    # and nsqlookupd names from memory: it completes with etcd down; a topic change needs
+    # nsqlookupd's leader, which cannot act without etcd: refused whole
     agree(rig, rig.trio, lambda v: not v[0], "channel", "unpause", rig.trio, "c")
     agree(rig, rig.trio, lambda v: not v[1], "channel", "unskip", rig.trio, "c")
     assert agree(rig, rig.trio, lambda v: False, "topic", "expand", rig.trio, "--partitions", "2")

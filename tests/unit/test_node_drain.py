@@ -263,7 +263,8 @@ def test_stopping_must_leave_more_than_half_the_replicas_in_sync() -> None:
     ]
     assert blockers[0].describe() == (
         f"T/0: stopping {B} leaves 1 in-sync copy ({A}); with replicas 2 it takes writes and "
-        "elects a leader only with 2: add an nsqd (or lower its replicas) first"
+        "elects a leader only with 2: add an nsqd (or lower its replicas with `topic_update`) "
+        "first"
     )
     assert blockers[1].describe() == (
         f"O/0: stopping {B} leaves 0 in-sync copies; with replicas 2 it takes writes and "
@@ -307,7 +308,7 @@ def test_a_short_partition_waits_for_its_catching_up_copies_not_for_a_new_nsqd()
     alone = PartitionState(0, A, (A,), (C,))
     assert absent_copies("T", alone, _up(A, C), 2, node=A) == (
         f" ({catching} in its catch-up list is catching up)",
-        f"{wait} and add an nsqd (or lower its replicas) first {watch}",
+        f"{wait} and add an nsqd (or lower its replicas with `topic_update`) first {watch}",
     )
     with_dead = PartitionState(0, A, (A, DEAD), (C,))
     assert absent_copies("T", with_dead, _up(A, C), 3) == (
@@ -322,8 +323,11 @@ def test_a_short_partition_waits_for_its_catching_up_copies_not_for_a_new_nsqd()
     )
     # the node to stop catching up itself is no copy the partition will have
     assert absent_copies("T", alone, _up(A, C), 2, node=C)[1] == (
-        "add an nsqd (or lower its replicas) first"
+        "add an nsqd (or lower its replicas with `topic_update`) first"
     )
+    # a partition of one replica has no fewer to go to
+    single = PartitionState(0, A, (A,), ())
+    assert absent_copies("T", single, _up(A), 1, node=A)[1] == "add an nsqd first"
 
 
 def test_a_copy_moves_to_the_least_loaded_free_nsqd_of_another_partition_s_topic() -> None:

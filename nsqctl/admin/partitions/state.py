@@ -80,10 +80,10 @@ def absent_copies(
     """The copies of ``p`` (``node`` aside) it misses to take writes without ``node``, in
     words (`` (X in its ISR is down)``, or "" for none), and the advice for a partition
     short of in-sync copies: wait for the copies catching up, bring the down ones back, or,
-    with neither, add an nsqd (or lower its replicas). ``up``: the nsqds registered now, by
-    HTTP address; ``need``: the in-sync copies it takes writes with. Each copy is named as
-    an operator knows it: its TCP address (a youzan node id, of an nsqd no lookupd lists,
-    too).
+    with neither, add an nsqd (or, above one replica, lower them). ``up``: the nsqds
+    registered now, by HTTP address; ``need``: the in-sync copies it takes writes with.
+    Each copy is named as an operator knows it: its TCP address (a youzan node id, of an
+    nsqd no lookupd lists, too).
 
     youzan's catch-up list holds the copies nsqlookupd has assigned to the partition that
     are not in sync yet: a new copy (a move's target, or the nsqd its topic check found to
@@ -130,7 +130,9 @@ def absent_copies(
     brought = ([f"bring {', '.join(down)} back"] if down else []) + (
         [f"resume {', '.join(hung)} (or bring {them(hung)} back if crashed)"] if hung else []
     )
-    more = " and ".join(brought) or "add an nsqd (or lower its replicas)"
+    # fewer replicas need fewer nsqds, but a partition of one replica has no fewer
+    lower = " (or lower its replicas with `topic_update`)" if need > 1 else ""
+    more = " and ".join(brought) or f"add an nsqd{lower}"
     if etcd_down:
         also = f" and {more}" if down or hung else ""
         return named, (
