@@ -510,28 +510,19 @@ class Consumer:
         if not self._started:
             await self.start()
         delivery.iteration_started()
-        left = False
-        try:
-            while True:
-                msg = await queue.get()
-                if self.error is not None:  # failed: raise, whatever is queued
-                    if msg is END_OF_STREAM:
-                        queue.put_nowait(END_OF_STREAM)  # a second iterator raises too
-                    else:
-                        delivery.take(msg)  # close gives it back
-                    raise self.error
+        while True:
+            msg = await queue.get()
+            if self.error is not None:  # failed: raise, whatever is queued
                 if msg is END_OF_STREAM:
-                    queue.put_nowait(END_OF_STREAM)  # a second iterator ends too
-                    return
-                delivery.take(msg)
-                yield msg
-        except GeneratorExit:
-            # thrown in at the yield: the loop was left (break, an exception) and this
-            # iteration will never be resumed
-            left = True
-            raise
-        finally:
-            delivery.iteration_ended(left=left)
+                    queue.put_nowait(END_OF_STREAM)  # a second iterator raises too
+                else:
+                    delivery.take(msg)  # close gives it back
+                raise self.error
+            if msg is END_OF_STREAM:
+                queue.put_nowait(END_OF_STREAM)  # a second iterator ends too
+                return
+            delivery.take(msg)
+            yield msg
 
     # ------------------------------------------------------------------ introspection
 

@@ -66,6 +66,14 @@ GiveUpHook = Callable[[Message], Awaitable[Any] | Any]
 OrderEventHook = Callable[[OrderViolation], Any]
 
 
+def _current_task() -> asyncio.Task[Any] | None:
+    """The running task; None outside one (the path driven by hand, as its tests do)."""
+    try:
+        return asyncio.current_task()
+    except RuntimeError:
+        return None
+
+
 class FlowEvents(Protocol):
     """What the delivery path tells the flow machines (:class:`.rdy.FlowControl`): reads
     and answers go straight to the sans-IO machines (bound once, no wrapper call per
@@ -228,10 +236,11 @@ class DeliveryPath:
         self._handler_tasks: dict[asyncio.Task[None], Message] = {}
         # Messages handed out to be answered later (answered ones pruned as it grows):
         # taken by the iterators, or (a consumer with a handler) kept by handlers that
-        # disabled the auto-response, each registered by the message itself. And how many
-        # iterations are in progress: they may still answer what they took.
+        # disabled the auto-response, each registered by the message itself. And the tasks
+        # that iterated (done ones pruned as another starts): while one of them runs, other
+        # than the one closing, it may still answer what it took (see close).
         self._taken: list[Message] = []
-        self._iterating = 0
+        self._iterators: set[asyncio.Task[Any] | None] = set()
         # What a handler's message calls when the handler keeps it (see Delivery.keep):
         # an iterator's messages are taken as they are handed out already.
         self._keep = self.take if handler is not None else None
@@ -663,9 +672,23 @@ class DeliveryPath:
             if msg is not END_OF_STREAM:
                 waiting.append(msg)
         queue.put_nowait(END_OF_STREAM)
-        if not self._iterating:  # nobody left to answer what was taken
+        if self._nobody_to_answer():
             waiting += self._taken
         return self.give_back(waiting)
+
+    def _nobody_to_answer(self) -> bool:
+        """Whether no task can answer what the iterators took any more: each task that
+        iterated is the one closing (it waits for the close) or has ended. Then what was
+        taken goes back at once. Otherwise it is kept for the close's ``stop_timeout``
+        (:meth:`abandon` then gives back what is left): a loop ended by the close, or left
+        with ``break`` on a flag a close from another task set, is followed by the code
+        that writes its batch and finishes it, and giving the batch back under it would
+        have it handled twice. Whether the loop was left by ``break`` cannot say which:
+        Python closes a left async generator only later, from a task of its own."""
+        closing = _current_task()
+        return all(
+            task is closing or (task is not None and task.done()) for task in self._iterators
+        )
 
     def give_back(self, msgs: Iterable[Message]) -> int:
         """Give back (REQ, no delay, no backoff) those of ``msgs`` still unanswered, one
@@ -683,7 +706,9 @@ class DeliveryPath:
     # -- the iterator's messages ----------------------------------------------------------
 
     def iteration_started(self) -> None:
-        self._iterating += 1
+        """An iteration begins, in the running task (see :meth:`_nobody_to_answer`)."""
+        self._iterators = {t for t in self._iterators if t is not None and not t.done()}
+        self._iterators.add(_current_task())
 
     def take(self, msg: Message) -> None:
         """``msg`` is handed out by an iterator (close gives it back if it is unanswered
@@ -703,22 +728,6 @@ class DeliveryPath:
             return 0
         running = {id(msg) for msg in self._handler_tasks.values()}
         return sum(1 for msg in self._taken if msg.outcome is None and id(msg) not in running)
-
-    def iteration_ended(self, *, left: bool) -> None:
-        """An iteration ended. ``left``: its loop was left (``break``, an exception) and
-        will never resume it; what it took stays the caller's to answer while the
-        consumer runs, and once closing nothing else is waited for, so it is given back
-        now (a close begun after every iteration was left does so itself: :meth:`close`).
-
-        Not left: the stream ended (a close, or the consumer's failure) while the loop
-        waited for its next message. The code after the loop runs next and may answer
-        what the loop took (a batch finished with ``finish_all``), so it keeps them for
-        the close's ``stop_timeout``, after which :meth:`abandon` gives back what is
-        left. Giving them back here would fail that flush, and the messages would be
-        handled twice."""
-        self._iterating -= 1
-        if left and self._closing and not self._iterating:
-            self.give_back(self._taken)
 
     def in_handler(self) -> bool:
         """Whether the running code is one of this consumer's handlers (or give-up hooks),

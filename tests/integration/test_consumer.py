@@ -1030,12 +1030,14 @@ async def test_close_cancels_an_overrunning_handler_and_gives_its_message_back_o
     assert ch.requeue_count == 1 and ch.timeout_count == 0, ch
 
 
+@pytest.mark.parametrize("leave", ["stream-end", "break"])
 async def test_a_batch_taken_by_the_iteration_a_close_ends_is_the_loops_to_finish(
-    original_cluster: cluster.Cluster,
+    original_cluster: cluster.Cluster, leave: str
 ) -> None:
     """A batch consumer (finish_all every 50, and the rest after the loop) closed from
-    another task while its batch is half full: the close ends the loop, and the flush
-    after it finishes those messages within stop_timeout; none is given back, so none
+    another task (a signal's) while its batch is half full: the close ends the loop (or
+    the loop breaks on the flag it set), and the flush after it, once the batch is
+    written, finishes those messages within stop_timeout; none is given back, so none
     is handled twice. The next consumer gets exactly what the loop never took."""
     topic = unique("batchclose")
     nsqd = original_cluster.nsqd_tcp[0]
@@ -1060,6 +1062,9 @@ async def test_a_batch_taken_by_the_iteration_a_close_ends_is_the_loops_to_finis
             if len(taken) == 70:
                 half_full.set()
                 await closing.wait()  # the close begins while 20 are in hand
+                if leave == "break":
+                    break
+        await asyncio.sleep(0.05)  # the batch's durable write, before its FIN
         try:
             finish_all(batch)
             flushed.append(f"finished {len(batch)}")

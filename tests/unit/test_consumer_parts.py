@@ -290,56 +290,65 @@ async def test_closing_gives_back_queued_and_late_messages_once() -> None:
     assert fake.fins == [[raw(0).id], [raw(1).id]]
 
 
-async def test_what_an_iteration_the_close_ended_took_waits_for_the_code_after_the_loop() -> None:
-    """The close ended the stream while the loop waited for its next message: the code
-    after the loop runs next (a batch flushed with finish_all), so what the loop took is
-    not given back when the iteration ends, only what is unanswered at the stop timeout
-    (abandon), once. Those never handed out go back at the close."""
+async def _iterate_in_a_task(path: Any, queue: Any, count: int, done: bool) -> list[Message]:
+    """``count`` messages taken by an iteration run in a task of its own, which has
+    ended (``done``) or is still running, awaiting something (a batch's durable write)."""
+    taken: list[Message] = []
+    hold = asyncio.Event()
+
+    async def loop() -> None:
+        path.iteration_started()
+        for _ in range(count):
+            msg = queue.get_nowait()
+            path.take(msg)
+            taken.append(msg)
+        await hold.wait()
+
+    task = asyncio.create_task(loop())
+    await asyncio.sleep(0)
+    if done:
+        hold.set()
+        await task
+    return taken
+
+
+async def test_what_a_running_iteration_took_waits_for_it_when_another_task_closes() -> None:
+    """Closed from another task (a signal's), an iteration's task still runs: the code
+    after its loop (a batch written, then finished with finish_all) may answer what it
+    took, so close keeps those for the stop timeout; abandon then gives back what is
+    left, once. Those never handed out go back at the close."""
     path, _, stats, fake, queue = iterator_with(4)
-    path.iteration_started()
-    held = [queue.get_nowait() for _ in range(2)]
-    for msg in held:
-        path.take(msg)
+    held = await _iterate_in_a_task(path, queue, 2, done=False)
     path.close()
     waiting = {raw(n).id: 1 for n in (2, 3)}
-    assert reqs_by_id(fake) == waiting  # queued, never handed out
-    path.iteration_ended(left=False)  # the end of the stream, not a break
-    assert reqs_by_id(fake) == waiting and path.in_flight == 2
+    assert reqs_by_id(fake) == waiting and path.in_flight == 2  # never handed out: back
     held[0].finish()  # the flush after the loop
     assert path.abandon() == []  # the stop timeout
     assert reqs_by_id(fake) == {**waiting, raw(1).id: 1} and stats.requeued == 3
     assert fake.fins == [[raw(0).id]]
 
 
-async def test_what_an_iterator_took_is_given_back_once_when_nobody_can_answer_it() -> None:
-    """Taken by an iteration still in progress: close waits for it, and the stop timeout
-    (abandon) gives it back. Taken by an iteration that was left: the caller may still
-    answer it (a batch finished after the loop) until close, which gives it back."""
+async def test_what_an_iterator_took_is_given_back_at_close_when_nobody_can_answer_it() -> None:
+    """The task that iterated has ended, or is the one closing (it waits for the close):
+    nothing can answer what it took any more, so close gives it back at once, each once.
+    Until close, what it took stays its to answer (a batch finished after the loop)."""
     path, _, stats, fake, queue = iterator_with(4)
-    path.iteration_started()
-    held = [queue.get_nowait() for _ in range(3)]
-    for msg in held:
-        path.take(msg)
-    path.iteration_ended(left=True)  # left (break) with 3 unanswered
-    held[0].finish()  # answered after the loop: still the caller's to answer
-    path.iteration_started()  # a second iteration, in progress at close
-    path.take(later := queue.get_nowait())
-
+    ended = await _iterate_in_a_task(path, queue, 2, done=True)
+    ended[0].finish()  # answered after the loop: still the caller's to answer
+    path.iteration_started()  # this task iterates too, and is the one closing
+    path.take(mine := queue.get_nowait())
     path.close()
-    assert reqs_by_id(fake) == {}  # an iteration is in progress: close waits
-    path.iteration_ended(left=True)  # left while closing: nothing can answer them now
-    assert reqs_by_id(fake) == {raw(n).id: 1 for n in (1, 2, 3)}
-    assert path.in_flight == 0 and later.outcome == "REQ"
+    assert reqs_by_id(fake) == {raw(1).id: 1, raw(2).id: 1, raw(3).id: 1}
+    assert path.in_flight == 0 and mine.outcome == "REQ"
     assert path.abandon() == [] and stats.requeued == 3  # given back once
     with pytest.raises(AlreadyRespondedError):
-        held[1].finish()  # too late: it was given back, and no FIN leaves
+        ended[1].finish()  # too late: it was given back, and no FIN leaves
     assert fake.fins == [[raw(0).id]]
 
 
 async def test_abandon_gives_back_a_message_held_by_an_iteration_in_progress() -> None:
     path, _, _, fake, queue = iterator_with(1)
-    path.iteration_started()
-    path.take(msg := queue.get_nowait())
+    [msg] = await _iterate_in_a_task(path, queue, 1, done=False)
     path.close()
     assert await path.wait_idle(0.0) == 1  # the stop timeout ran out
     path.abandon()

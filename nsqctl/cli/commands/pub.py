@@ -326,6 +326,7 @@ def _json_result(plan: PubPlan, result: PubResult, error: str | None) -> None:
                 "unpublished": result.unpublished,
                 "skipped": result.skipped,
                 "too_large": result.lines.too_large,
+                "lines": result.lines.to_json(),
                 "error": error,
             }
         )

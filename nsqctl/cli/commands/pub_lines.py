@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from nsqctl.cli.commands.pub_input import Batch
 
@@ -50,7 +51,7 @@ def text_of(spans: list[Span]) -> str:
     """``1-200, 301-305`` (the first :data:`SHOWN_SPANS`, then how many more)."""
     parts = [str(a) if a == b else f"{a}-{b}" for a, b in spans[:SHOWN_SPANS]]
     if len(spans) > SHOWN_SPANS:
-        parts.append(f"and {len(spans) - SHOWN_SPANS} more span(s)")
+        parts.append(f"and {len(spans) - SHOWN_SPANS} more span(s) (--json lists them all)")
     return ", ".join(parts)
 
 
@@ -112,6 +113,19 @@ class LineLedger:
         if start <= self.last_launched:
             out.append((start, self.last_launched))
         return out
+
+    def to_json(self) -> dict[str, Any]:
+        """Every line by what became of it, as ``[first, last]`` spans, whole (the error
+        line shows the first few of each): what a script needs to publish again exactly
+        what was not, which after a keyed or failed-over publish is no prefix of the
+        input. ``sent_up_to``: no line after it went out (0: none did)."""
+        return {
+            "published": [list(span) for span in self.published()],
+            "refused": [list(span) for span in merge(self.refused)],
+            "unconfirmed": [list(span) for span in merge(self.unconfirmed)],
+            "unsent": [list(span) for span in merge(self.unsent)],
+            "sent_up_to": self._last_sent(),
+        }
 
     def describe(self, stopped: bool) -> str:
         """``input lines 1-300 were published; ...`` for an error message; ``stopped``:
