@@ -59,7 +59,12 @@ def replay(
     shard_field: str | None = typer.Option(
         None, "--shard-field", help="Keep order per this JSON field (ext header, then body)."
     ),
-    rate: float | None = typer.Option(None, "--rate", parser=rate(), help="Total msgs/s."),
+    rate: float | None = typer.Option(
+        None,
+        "--rate",
+        parser=rate(),
+        help="Total msgs/s (history mode: read, those filtered out too).",
+    ),
     batch_size: int = typer.Option(200, "--batch-size", min=1, max=10000),
     tasks: int = typer.Option(0, "--tasks", min=0, help="Spark tasks (0: default parallelism)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print counts, publish nothing."),
