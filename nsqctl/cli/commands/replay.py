@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from nsqctl.cli.commands.pub import INTERRUPTED
 from nsqctl.cli.commands.pub_input import check_shard_field
 from nsqctl.cli.commands.trace import EngineOption
 from nsqctl.cli.flags import (
@@ -399,12 +400,19 @@ def _history(
     if history.failover_window is not None:
         opts.failover_window = history.failover_window
 
+    interrupted: list[int] = []  # the signal that stopped the replay part-way, if one did
+
     async def run() -> server_replay.HistoryReport:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
+
+        def interrupt(sig: int) -> None:
+            interrupted.append(sig)
+            stop.set()
+
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError):
-                loop.add_signal_handler(sig, stop.set)
+                loop.add_signal_handler(sig, interrupt, sig)
         return await server_replay.replay_history(opts, stop)
 
     try:
@@ -428,14 +436,18 @@ def _history(
         print(file=sys.stderr)  # end the progress line
     if as_json:
         emit_json(topic, to_topic, "history", dry_run, report.published, report.to_json())
-        return
-    if report.note:
-        typer.echo(f"note: {cli_words(report.note)}", err=True)
-    verb = "would replay" if dry_run else "replayed"
-    typer.echo(
-        f"{verb} {report.matched} message(s) of {topic} history to {to_topic} "
-        f"({report.skipped} filtered out)"
-    )
+    else:
+        if report.note:
+            typer.echo(f"note: {cli_words(report.note)}", err=True)
+        if interrupted:
+            typer.echo(f"note: the replay was interrupted{resume_advice(report)}", err=True)
+        verb = "would replay" if dry_run else "replayed"
+        typer.echo(
+            f"{verb} {report.matched} message(s) of {topic} history to {to_topic} "
+            f"({report.skipped} filtered out)"
+        )
+    if interrupted:  # stopped part-way: not the success of a replay that ran to its end
+        raise typer.Exit(INTERRUPTED)
 
 
 def resume_advice(report: HistoryReport) -> str:
