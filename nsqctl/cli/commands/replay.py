@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from nsqctl.cli.commands.pub import INTERRUPTED
 from nsqctl.cli.commands.pub_input import check_shard_field
 from nsqctl.cli.commands.trace import EngineOption
 from nsqctl.cli.flags import (
@@ -365,6 +364,7 @@ def _history(
     as_json: bool,
     quiet: bool = False,
 ) -> None:
+    from nsqctl.cli.commands.pub import INTERRUPTED  # with its producer: not for --help
     from nsqctl.pipeline import server_replay
 
     validate_topic(topic)
