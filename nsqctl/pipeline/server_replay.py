@@ -14,6 +14,11 @@ At the count, RDY goes to 0 and every message nsqd had sent already is given bac
 untouched. The fresh channel is deleted at the end (through nsqlookupd), so a replay
 leaves nothing behind that would keep the history's messages; while a partition has no
 leader no delete is taken, and the channel is left with a note saying when to delete it.
+
+There is no checkpoint: the report says, per partition, the offset just past the last
+message done (published or filtered out) in that partition's order, where a replay of the
+partition alone goes on without repeating or missing one, whether this one stopped at the
+count, was interrupted or failed.
 """
 
 from __future__ import annotations
@@ -52,8 +57,8 @@ class HistoryOptions:
     trace_id: int | None = None
     grep: str | None = None
     count: int = 0
-    #: messages read per second over the whole replay (those --grep/--trace-id filter out
-    #: count too), held back by the consumer's RDY; None: as fast as they come
+    #: messages read per second over the whole replay (those ``grep``/``trace_id`` filter
+    #: out count too), held back by the consumer's RDY; None: as fast as they come
     rate: float | None = None
     idle_exit: float = 5.0
     #: seconds a partition without a leader is waited for before the replay fails
