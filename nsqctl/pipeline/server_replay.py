@@ -14,6 +14,11 @@ At the count, RDY goes to 0 and every message nsqd had sent already is given bac
 untouched. The fresh channel is deleted at the end (through nsqlookupd), so a replay
 leaves nothing behind that would keep the history's messages; while a partition has no
 leader no delete is taken, and the channel is left with a note saying when to delete it.
+
+There is no checkpoint: the report says, per partition, the offset just past the last
+message done (published or filtered out) in that partition's order, where a replay of the
+partition alone goes on without repeating or missing one, whether this one stopped at the
+count, was interrupted or failed.
 """
 
 from __future__ import annotations
@@ -52,6 +57,9 @@ class HistoryOptions:
     trace_id: int | None = None
     grep: str | None = None
     count: int = 0
+    #: messages read per second over the whole replay (those ``grep``/``trace_id`` filter
+    #: out count too), held back by the consumer's RDY; None: as fast as they come
+    rate: float | None = None
     idle_exit: float = 5.0
     #: seconds a partition without a leader is waited for before the replay fails
     failover_window: float = DEFAULT_FAILOVER_WINDOW
@@ -100,6 +108,12 @@ class HistoryReport:
     given_back: int = 0
     channel_deleted: bool = False
     note: str | None = None
+    #: per source partition, the virtual-queue offset just past the last message this
+    #: replay published (or filtered out) in partition order: a replay of that partition
+    #: started there repeats none of them. Partitions with nothing done are not here.
+    resume: dict[int, int] = field(default_factory=dict)
+    #: partitions that were still out of reach when the replay stopped
+    unreached: list[int] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -144,6 +158,7 @@ class _Replay:
                 partitions=opts.partitions,
                 start=opts.start,
                 max_in_flight=HISTORY_MAX_IN_FLIGHT,
+                max_rate=opts.rate,
                 failover_window=opts.failover_window,
             ),
         )
@@ -169,11 +184,12 @@ class _Replay:
         )
         try:
             while not stop.is_set():
+                down = consumer.unconnected
+                self.report.unreached = sorted({p for _nsqd, p in down if p is not None})
                 if consumer.error is not None:  # e.g. no new leader within the window
                     raise consumer.error
                 if opts.progress is not None:
                     opts.progress(self.report)
-                down = consumer.unconnected
                 if quiet.due(
                     consumer.stats.received,
                     consumer.in_flight > 0,
@@ -202,9 +218,10 @@ class _Replay:
         self.consumer.set_max_in_flight(0)  # RDY 0 before anything more is given back
         self.stop.set()
 
-    def admit(self, msg: Message) -> bool:
+    def admit(self, msg: Message) -> bool | None:
         """Whether ``msg`` is to be published: not once the replay stopped, reached
-        --count or passed --until (given back), nor when it does not match (skipped)."""
+        --count or passed --until (given back: False), nor when it does not match
+        (skipped: None)."""
         opts = self.opts
         if self.stop.is_set() or (opts.count and self.taken >= opts.count):
             self.give_back(msg)
@@ -215,30 +232,43 @@ class _Replay:
             return False
         if not self.wanted(msg):
             self.report.skipped += 1
-            return False
+            return None
         self.taken += 1
         if opts.count and self.taken >= opts.count:
             self.close_intake()
         return True
 
+    def passed(self, msg: Message) -> None:
+        """``msg`` is done with (published, or filtered out) in its partition's order."""
+        if msg.partition is not None and msg.offset is not None and msg.size is not None:
+            self.report.resume[msg.partition] = msg.offset + msg.size
+
     async def handle(self, msg: Message) -> None:
-        if not self.admit(msg):
+        verdict = self.admit(msg)
+        if verdict is False:
             return
-        # Handlers run concurrently; a per-partition lock (FIFO) keeps arrival order.
+        # Handlers run concurrently; a per-partition lock (FIFO) keeps arrival order, so
+        # what a partition's resume offset passes was all done before it.
         async with self.turns.setdefault(msg.partition, asyncio.Lock()):
             if self.failure:  # an earlier publish failed: publishing later ones would reorder
-                self.give_back(msg)
+                if verdict:
+                    self.give_back(msg)
+                return  # a skipped one is not passed either: the resume offsets stay put
+            if verdict is None:
+                self.passed(msg)
                 return
             self.report.matched += 1
-            if self.opts.dry_run:
-                return
-            try:
-                await self.producer.publish(self.opts.to_topic, msg.body, shard_key=msg.partition)
-            except Exception as err:
-                self.failure.append(err)
-                self.stop.set()
-                raise
-            self.report.published += 1
+            if not self.opts.dry_run:
+                try:
+                    await self.producer.publish(
+                        self.opts.to_topic, msg.body, shard_key=msg.partition
+                    )
+                except Exception as err:
+                    self.failure.append(err)
+                    self.stop.set()
+                    raise
+                self.report.published += 1
+            self.passed(msg)
 
 
 #: messages in flight at once: a few per partition, so no partition waits for RDY to rotate

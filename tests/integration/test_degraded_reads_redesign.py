@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
@@ -143,6 +144,12 @@ def test_a_history_replay_missing_a_partition_fails_naming_it(split: Split) -> N
     assert lines[-1].startswith(f"nsqctl: error: no leader for {s.topic}/1 within"), lines
     # the others were read meanwhile, and it says how far it got
     assert f"note: {2 * PER_PARTITION} message(s) of {s.topic} history were read" in lines[-2]
+    # per partition: where the two it read got to, and the one it could not reach
+    resume = re.search(
+        r"--partition 0 --from-offset (\d+), --partition 2 --from-offset (\d+)", lines[-2]
+    )
+    assert resume is not None and all(int(n) > 0 for n in resume.groups()), lines[-2]
+    assert "any other partition from the start given (partition(s) 1 out of reach)" in lines[-2]
     # its channel is left, and the note says when it can be deleted, not a delete that
     # would be refused now
     assert "partition(s) 1 have no leader now" in replay.stderr, replay.stderr

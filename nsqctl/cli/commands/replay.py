@@ -7,7 +7,7 @@ import contextlib
 import json
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,6 +42,7 @@ SparkMasterOption = typer.Option(
 
 
 def replay(
+    ctx: typer.Context,
     source: str = typer.Argument(
         ..., help="Archive dir/URI, nsq_to_file output, or a live topic with --from-*."
     ),
@@ -58,7 +59,12 @@ def replay(
     shard_field: str | None = typer.Option(
         None, "--shard-field", help="Keep order per this JSON field (ext header, then body)."
     ),
-    rate: float | None = typer.Option(None, "--rate", parser=rate(), help="Total msgs/s."),
+    rate: float | None = typer.Option(
+        None,
+        "--rate",
+        parser=rate(),
+        help="Total msgs/s (history mode: read, those filtered out too).",
+    ),
     batch_size: int = typer.Option(200, "--batch-size", min=1, max=10000),
     tasks: int = typer.Option(0, "--tasks", min=0, help="Spark tasks (0: default parallelism)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print counts, publish nothing."),
@@ -106,18 +112,15 @@ def replay(
         grep=grep,
         where=where,
     )
+    history_mode = from_time is not None or from_offset is not None
+    if history_mode:
+        refusal = history_refusal(given_flags(ctx, HISTORY_REFUSED))
+        if refusal is not None:
+            raise ConfigError(refusal)
     sel = resolve_cluster(lookupd, nsqd, profile, require=None if dry_run else "tcp")
-    if from_time is not None or from_offset is not None:
-        if shard_field is not None:
-            # The history comes partition by partition at once, with no order between
-            # partitions to keep per field value: only each source partition's is there.
-            raise ConfigError(
-                "--shard-field applies to archive and nsq_to_file replays only: a history "
-                "replay (--from-time/--from-offset) keeps each source partition's order; "
-                "drop --shard-field, or replay an archive of the topic with it"
-            )
-        history = _History(from_time, from_offset, count, failover_window)
-        _history(source, to_topic, filters, history, dry_run, sel, as_json)
+    if history_mode:
+        history = _History(from_time, from_offset, count, failover_window, rate)
+        _history(source, to_topic, filters, history, dry_run, sel, as_json, quiet)
         return
     if count:
         raise ConfigError("--count applies to history replay (--from-time/--from-offset) only")
@@ -140,6 +143,69 @@ def replay(
         _local_replay(job, dry_run, checkpoint, restart)
     else:
         _spark_replay(job, tasks, dry_run, checkpoint, restart, spark_master)
+
+
+#: The flags a history replay (--from-time/--from-offset) cannot honour, by parameter name,
+#: in the order they are checked: (flag, why the history mode has no use for it, what to
+#: do instead). Refused, not ignored: an operator who sees one refused trusts the rest.
+HISTORY_REFUSED: dict[str, tuple[str, str, str]] = {
+    "shard_field": (
+        "--shard-field",
+        "keeps each source partition's order",
+        "replay an archive of the topic with it",
+    ),
+    "where": (
+        "--where",
+        "filters with --grep, --trace-id and --until",
+        "replay an archive of the topic with it",
+    ),
+    "since": ("--since", "starts where --from-time or --from-offset says", "use --from-time"),
+    "source_topic": ("--topic", "reads SOURCE, one live topic", "name the topic as SOURCE"),
+    "batch_size": (
+        "--batch-size",
+        "publishes each message on its own before acknowledging it, to keep each source "
+        "partition's order",
+        "",
+    ),
+    "checkpoint": (
+        "--checkpoint",
+        "keeps no checkpoint: one stopped part-way says where each partition got to",
+        "resume each with --partition P --from-offset N",
+    ),
+    "restart": (
+        "--restart",
+        "keeps no checkpoint: each starts where --from-time or --from-offset says",
+        "",
+    ),
+    "tasks": ("--tasks", "runs in this process, not on Spark", ""),
+    "engine": ("--engine", "runs in this process, not on Spark", ""),
+    "spark_master": ("--spark-master", "runs in this process, not on Spark", ""),
+}
+
+
+def given_flags(ctx: typer.Context, names: Collection[str]) -> list[str]:
+    """The parameters of ``names`` given on the command line (or by the environment), in
+    the order of ``names``. By name: typer runs on its own copy of click (0.26+) or on click."""
+    given = []
+    for name in names:
+        source = ctx.get_parameter_source(name)
+        if source is not None and source.name != "DEFAULT":
+            given.append(name)
+    return given
+
+
+def history_refusal(given: Sequence[str]) -> str | None:
+    """The one-line refusal of the first of ``given`` (parameter names) that a history
+    replay cannot honour; None when it honours them all."""
+    for name in given:
+        if name in HISTORY_REFUSED:
+            flag, why, instead = HISTORY_REFUSED[name]
+            return (
+                f"{flag} applies to archive and nsq_to_file replays only: a history replay "
+                f"(--from-time/--from-offset) {why}; drop {flag}"
+                + (f", or {instead}" if instead else "")
+            )
+    return None
 
 
 @dataclass
@@ -285,6 +351,7 @@ class _History:
     from_offset: int | None
     count: int
     failover_window: float | None
+    rate: float | None = None
 
 
 def _history(
@@ -295,13 +362,13 @@ def _history(
     dry_run: bool,
     sel: ClusterSelection,
     as_json: bool,
+    quiet: bool = False,
 ) -> None:
+    from nsqctl.cli.commands.pub import INTERRUPTED  # with its producer: not for --help
     from nsqctl.pipeline import server_replay
 
     validate_topic(topic)
     f = filters
-    if getattr(f, "where", None) or getattr(f, "since_ns", None):
-        raise ConfigError("--where/--since apply to archive replays; use --from-time/--until")
     opts = server_replay.HistoryOptions(
         topic=topic,
         to_topic=to_topic,
@@ -317,9 +384,10 @@ def _history(
         trace_id=getattr(f, "trace_id", None),
         grep=getattr(f, "grep", None),
         count=history.count,
+        rate=history.rate,
         dry_run=dry_run,
     )
-    shown = not as_json and sys.stderr.isatty()
+    shown = not as_json and not quiet and sys.stderr.isatty()
     held: list[HistoryReport] = []  # the replay's report, read again if it fails
 
     def progress(report: HistoryReport) -> None:
@@ -332,12 +400,19 @@ def _history(
     if history.failover_window is not None:
         opts.failover_window = history.failover_window
 
+    interrupted: list[int] = []  # the signal that stopped the replay part-way, if one did
+
     async def run() -> server_replay.HistoryReport:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
+
+        def interrupt(sig: int) -> None:
+            interrupted.append(sig)
+            stop.set()
+
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError):
-                loop.add_signal_handler(sig, stop.set)
+                loop.add_signal_handler(sig, interrupt, sig)
         return await server_replay.replay_history(opts, stop)
 
     try:
@@ -355,20 +430,37 @@ def _history(
                 else f"{partial.published} message(s) of {topic} history were published "
                 f"to {to_topic}"
             )
-            typer.echo(f"note: {done} before the replay stopped", err=True)
+            typer.echo(f"note: {done} before the replay stopped{resume_advice(partial)}", err=True)
         raise
     if shown:
         print(file=sys.stderr)  # end the progress line
     if as_json:
         emit_json(topic, to_topic, "history", dry_run, report.published, report.to_json())
-        return
-    if report.note:
-        typer.echo(f"note: {cli_words(report.note)}", err=True)
-    verb = "would replay" if dry_run else "replayed"
-    typer.echo(
-        f"{verb} {report.matched} message(s) of {topic} history to {to_topic} "
-        f"({report.skipped} filtered out)"
-    )
+    else:
+        if report.note:
+            typer.echo(f"note: {cli_words(report.note)}", err=True)
+        if interrupted:
+            typer.echo(f"note: the replay was interrupted{resume_advice(report)}", err=True)
+        verb = "would replay" if dry_run else "replayed"
+        typer.echo(
+            f"{verb} {report.matched} message(s) of {topic} history to {to_topic} "
+            f"({report.skipped} filtered out)"
+        )
+    if interrupted:  # stopped part-way: not the success of a replay that ran to its end
+        raise typer.Exit(INTERRUPTED)
+
+
+def resume_advice(report: HistoryReport) -> str:
+    """Where a history replay that stopped part-way got to, per partition, as the flags
+    that go on from there without repeating a message (or "" when it knows of none)."""
+    if not report.resume and not report.unreached:
+        return ""
+    starts = [f"--partition {p} --from-offset {n}" for p, n in sorted(report.resume.items())]
+    rest = "any other partition" if starts else "every partition"
+    others = sorted(set(report.unreached) - set(report.resume))
+    unreached = f" (partition(s) {', '.join(map(str, others))} out of reach)" if others else ""
+    steps = ", ".join([*starts, f"{rest} from the start given"])
+    return f"; to go on from where it got: {steps}{unreached}"
 
 
 def _published(count: int) -> None:
@@ -395,7 +487,9 @@ def emit_json(
     ``details`` is the mode's own account: for an archive replay its counts (``matching``,
     ``to_publish``, ``duplicates``, ``keys`` on a dry run; ``published``, ``skipped``,
     ``batches``, ``tasks`` otherwise), for a history replay ``channel``, ``matched``,
-    ``published``, ``skipped``, ``given_back``, ``channel_deleted`` and ``note``.
+    ``published``, ``skipped``, ``given_back``, ``channel_deleted``, ``note``, ``resume``
+    (source partition → the offset a replay of it goes on from without repeating a
+    message) and ``unreached`` (partitions out of reach at the end).
     """
     payload = {
         "source": source,
