@@ -30,10 +30,20 @@ HELD = "events"  # a topic the recorded nsqd holds
 
 class Cluster:
     """One scripted lookupd leader and one nsqd holding ``HELD`` until it is removed
-    (after ``removed_by`` forced deletes; never when None)."""
+    (after ``removed_by`` forced deletes; never when None). ``stats``: the nsqd's /stats
+    status; ``listed``: whether /nodes lists it; ``recreated``: whether nsqlookupd has
+    the topic's meta again."""
 
-    def __init__(self, removed_by: int | None) -> None:
+    def __init__(
+        self,
+        removed_by: int | None,
+        *,
+        stats: int = 200,
+        listed: bool = True,
+        recreated: bool = False,
+    ) -> None:
         self.removed_by = removed_by
+        self.stats, self.listed, self.recreated = stats, listed, recreated
         self.deletes: list[dict[str, str]] = []
         self.nsqd = ""
 
@@ -44,13 +54,21 @@ class Cluster:
     def handle(self, request: Request) -> Reply:
         if request.address == self.nsqd:
             assert request.path == "/stats"
+            if self.stats != 200:
+                return Reply(self.stats, {"message": "INTERNAL_ERROR"})
             gone = self.removed_by is not None and self.forced >= self.removed_by
             topics: list[Any] = [] if gone else STATS["topics"]
             return Reply(200, {**STATS, "topics": topics})
         if request.path == "/nodes":
             host, port = self.nsqd.rsplit(":", 1)
             peer = {"broadcast_address": host, "tcp_port": 1, "http_port": int(port)}
-            return Reply(200, {"producers": [{**peer, "version": "0.3.7-HA.1.12.7"}]})
+            listed = [{**peer, "version": "0.3.7-HA.1.12.7"}] if self.listed else []
+            return Reply(200, {"producers": listed})
+        if request.path == "/listlookup":  # a standalone lookupd: the one to ask
+            return Reply(404, {"message": "NOT_FOUND"})
+        if request.path == "/lookup":  # youzan: 200 with zero meta for a deleted topic
+            meta = {"partition_num": 2 if self.recreated else 0, "replica": 1}
+            return Reply(200, {"channels": [], "meta": meta, "partitions": {}, "producers": []})
         assert request.path == "/topic/delete"
         self.deletes.append(request.params)
         return Reply(200, {})
@@ -112,3 +130,30 @@ async def test_nothing_left_sends_nothing_more() -> None:
     cluster = Cluster(removed_by=0)
     assert await delete(cluster, timeout=10) == []
     assert cluster.deletes == []
+
+
+async def test_an_nsqd_that_does_not_answer_fails_the_delete_as_unchecked() -> None:
+    """The nsqd nsqlookupd could not reach is the one this check is for, and it is often
+    the one that does not answer nsqctl either: not answering is no proof it holds
+    nothing, so the delete is not said complete."""
+    cluster = Cluster(removed_by=0, stats=500)
+    [failed] = await delete(cluster, timeout=0.5)
+    assert failed.outcome == "failed" and failed.request.node.address == cluster.nsqd
+    assert failed.error.startswith("did not answer (") and "may still hold a copy" in failed.error
+    assert cluster.deletes == []
+
+
+async def test_no_nsqd_listed_fails_the_delete_as_unchecked() -> None:
+    cluster = Cluster(removed_by=0, listed=False)
+    [failed] = await delete(cluster, timeout=0.5)
+    assert failed.outcome == "failed" and "no nsqd could be checked" in failed.error
+
+
+async def test_a_topic_created_again_is_not_force_deleted() -> None:
+    """Copies found after the delete while nsqlookupd has the topic's meta again (it was
+    created anew meanwhile) are the new topic's: the forced delete, which would remove
+    every partition of it on every nsqd, is not sent, and the delete says why."""
+    cluster = Cluster(removed_by=1, recreated=True)
+    [held] = await delete(cluster, timeout=10)
+    assert cluster.deletes == []
+    assert held.outcome == "failed" and "knows the topic again" in held.error

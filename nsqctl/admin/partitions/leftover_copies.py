@@ -23,9 +23,12 @@ from collections.abc import Callable, Sequence
 
 import httpx
 
+from nsqctl.admin.base import TIMEOUT
 from nsqctl.admin.leader import lookupd_nsqds
 from nsqctl.admin.placement import Placement, fetch_stats
 from nsqctl.admin.requests import AdminRequest, Node, NodeResult, send_request
+from nsqctl.errors import NsqctlError
+from nsqctl.lookup.client import LookupClient
 
 #: how long a delete waits for every listed nsqd to drop its copies, a forced delete
 #: included (which asks every nsqd about every possible partition, one RPC each)
@@ -83,6 +86,28 @@ async def leftover_placement(
     )
 
 
+async def known_again(lookupd_http: Sequence[str], topic: str) -> bool | None:
+    """Whether nsqlookupd knows ``topic`` again (its meta is back: created after the
+    delete), False when it answers that it has no meta for it, None when none answered."""
+    try:
+        async with LookupClient(list(lookupd_http), timeout=TIMEOUT) as lk:
+            topo = await lk.lookup(topic, "r", metainfo=True)
+    except NsqctlError:
+        return None
+    if topo.stale:
+        return None
+    # its meta, from etcd: the registrations an nsqd still holding a copy keeps sending
+    # say nothing of whether the topic exists
+    meta = topo.meta
+    return meta is not None and meta.valid and meta.partition_num > 0
+
+
+def _failed(address: str, topic: str, why: str) -> NodeResult:
+    return NodeResult(
+        AdminRequest(Node(address, "nsqd"), "/stats", (("topic", topic),)), "failed", None, why
+    )
+
+
 async def remove_leftovers(
     client: httpx.AsyncClient,
     lookupd_http: Sequence[str],
@@ -91,36 +116,75 @@ async def remove_leftovers(
     timeout: float = SETTLE_TIMEOUT,
     clock: Callable[[], float] = time.monotonic,
 ) -> list[NodeResult]:
-    """After nsqlookupd accepted ``delete`` (its ``/topic/delete``), wait until no nsqd it
-    lists holds a copy of the topic, sending the forced delete once if one is left.
+    """After nsqlookupd accepted ``delete`` (its ``/topic/delete``), wait until every nsqd
+    it lists answers and holds no copy of the topic, sending the forced delete once if
+    one is left.
 
-    Returns what the forced delete did (when it was sent) and a failed result for each
-    nsqd still holding a copy when ``timeout`` is spent: the delete did not complete."""
+    Returns what the forced delete did (when it was sent) and, when ``timeout`` is spent,
+    a failed result for each nsqd still holding a copy or not answering (it may hold
+    one): the delete is not known complete. Nothing is forced once nsqlookupd knows the
+    topic again (created after the delete): the copies are the new topic's then."""
     topic = dict(delete.params)["topic"]
     nsqds = await lookupd_nsqds(client, lookupd_http)
+    if not nsqds:
+        where = ", ".join(lookupd_http)
+        return [
+            _failed(
+                where,
+                topic,
+                f"no nsqlookupd ({where}) listed its nsqds after the delete, so no nsqd "
+                f"could be checked for a copy of {topic} left behind: `lookup({topic})` "
+                "shows any",
+            )
+        ]
     start = clock()
     results: list[NodeResult] = []
     while True:
-        held, _ = await held_copies(client, nsqds, topic)
-        if not held:  # gone: a forced delete that failed or timed out changed nothing wrong
+        held, unanswered = await held_copies(client, nsqds, topic)
+        if not held and not unanswered:  # a forced delete that failed changed nothing
             return [r for r in results if r.outcome == "ok"]
         waited = clock() - start
-        if not results and waited >= FORCE_AFTER:
+        if held and not results and waited >= FORCE_AFTER:
+            again = await known_again(lookupd_http, topic)
+            if again is not False:
+                said = (
+                    "nsqlookupd knows the topic again (created after the delete?): its "
+                    "copies are the new topic's, so nothing more was removed"
+                    if again
+                    else "no nsqlookupd answered whether the topic was created again, so "
+                    "its forced delete was not sent"
+                )
+                return [
+                    _failed(a, topic, f"holds {_parts(parts)} of {topic} after the delete: {said}")
+                    for a, parts in held.items()
+                ]
             result, _ = await send_request(client, forced(delete), timeout=timeout)
             results.append(result)
             if result.outcome != "ok":
                 result.error = f"removing the copies left ({result.error})"
             continue
         if waited >= timeout:
-            return results + [
-                NodeResult(
-                    AdminRequest(Node(address, "nsqd"), "/stats", (("topic", topic),)),
-                    "failed",
-                    None,
-                    f"still holds {_parts(parts)} of {topic} {waited:.0f}s after nsqlookupd "
-                    "deleted the topic (nsqlookupd could not ask it to remove them): run "
-                    f"`topic_delete({topic})` again",
-                )
-                for address, parts in held.items()
-            ]
+            return (
+                results
+                + [
+                    _failed(
+                        a,
+                        topic,
+                        f"still holds {_parts(parts)} of {topic} {waited:.0f}s after "
+                        "nsqlookupd deleted the topic (nsqlookupd could not ask it to remove "
+                        f"them): run `topic_delete({topic})` again",
+                    )
+                    for a, parts in held.items()
+                ]
+                + [
+                    _failed(
+                        a,
+                        topic,
+                        f"did not answer ({why}), so it may still hold a copy of {topic}: "
+                        f"once it answers, `lookup({topic})` shows any, and "
+                        f"`topic_delete({topic})` removes it",
+                    )
+                    for a, why in unanswered.items()
+                ]
+            )
         await asyncio.sleep(_POLL)
