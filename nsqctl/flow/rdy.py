@@ -198,8 +198,9 @@ class RdyController:
             quiet = [
                 self._turn_ends(c) for c in self._conns.values() if c.share and not c.in_flight
             ]
-        if self._credit_waits():
-            quiet += [self._turn_ends(c) for c in self._quiet_windows()]
+        fresh = self._credit_taker_at()
+        if fresh is not None:
+            quiet += [max(self._turn_ends(c), fresh) for c in self._quiet_windows()]
         return min(tick, *quiet) if quiet else tick
 
     # -- events ----------------------------------------------------------------------------
@@ -306,13 +307,22 @@ class RdyController:
             return []
         passed = self._pass_turns(now)
         reclaim: set[ConnId] = set()
-        if self._credit_waits():
+        fresh = self._credit_taker_at()
+        if fresh is not None and now >= fresh:
             for conn in self._quiet_windows():
                 if now >= self._turn_ends(conn):
                     conn.passed_at = now
                     reclaim.add(conn.conn_id)
-        if now < self._next_tick:
-            return self._sync(now, reclaim=reclaim, avoid=reclaim) if passed or reclaim else []
+        if reclaim:
+            moved = self._sync(now, reclaim=reclaim, avoid=reclaim)
+            for conn_id in reclaim:  # one handed its credit back: its turn starts again
+                self._conns[conn_id].raised_at = now
+            if now < self._next_tick:
+                return moved
+        elif now < self._next_tick:
+            return self._sync(now) if passed else []
+        else:
+            moved = []
         self._next_tick = now + self._interval
         revoked: set[ConnId] = set()
         if self._rotating():
@@ -322,9 +332,10 @@ class RdyController:
                     self._set_share(conn, 0, now)
                     revoked.add(conn.conn_id)
             self._reshare(now, avoid=revoked)
+        idle: set[ConnId] = set()
         if self._credit is not None:
-            reclaim |= {c.conn_id for c in self._conns.values() if c.open and self._idle(c, now)}
-        return self._sync(now, reclaim=reclaim, avoid=revoked | reclaim)
+            idle = {c.conn_id for c in self._conns.values() if c.open and self._idle(c, now)}
+        return moved + self._sync(now, reclaim=idle, avoid=revoked | idle | reclaim)
 
     def set_max_in_flight(self, max_in_flight: int, now: float) -> list[RdyUpdate]:
         """Change the budget at run time; 0 pauses every connection."""
@@ -418,16 +429,24 @@ class RdyController:
         as a window opens, so one that stays quiet has nothing to send."""
         return [c for c in self._conns.values() if c.open and not c.in_flight]
 
-    def _credit_waits(self) -> bool:
-        """Under a rate cap, whether the credit is all handed out while some connection
-        could take more and holds no open window: then a window that stays quiet for its
-        turn (``idle_turn``) gives its credit up for another, as a rotating share does.
-        A connection with messages waits a turn per empty one, not the idle timeout (an
-        empty partition would otherwise hold a low rate's little credit for seconds). With
-        credit to spare, or nowhere else to put it, nothing moves."""
+    def _credit_taker_at(self) -> float | None:
+        """Under a rate cap whose credit is all handed out, when some connection that holds
+        no open window and could take more may be offered the credit: at once, or, for
+        one that gave its own up for want of messages, after the idle timeout. None when
+        no connection could take it, or with credit to spare.
+
+        Then a window that stays quiet for its turn (``idle_turn``) gives its credit up
+        for another, as a rotating share does: a connection with messages waits a turn
+        per empty one, not the idle timeout (an empty partition would otherwise hold a
+        low rate's little credit for seconds). Once every other one gave it up lately (a
+        topic with nothing to read), the credit stays where it is until one of them may
+        be tried again, so an idle consumer sends no stream of RDY."""
         if self._credit is None or self._open_total() < self._credit:
-            return False
-        return any(not c.open and c.base > c.in_flight for c in self._conns.values())
+            return None
+        waiting = [c for c in self._conns.values() if not c.open and c.base > c.in_flight]
+        if not waiting:
+            return None
+        return min(c.passed_at + self._idle_timeout for c in waiting)
 
     def _set_share(self, conn: _Conn, share: int, now: float) -> None:
         if share > 0 and conn.share == 0:

@@ -348,3 +348,27 @@ def test_a_rate_cap_does_not_sit_on_empty_partitions(empty: int, batched: bool) 
     # lowering as each message spends the credit, a raise as the refill comes)
     received = sum(sim.received.values())
     assert len(sim.commands) <= 2 * received + 20, (len(sim.commands), received)
+
+
+@pytest.mark.parametrize("partitions", [2, 8])
+def test_a_rate_capped_consumer_of_an_idle_topic_sends_no_stream_of_rdy(
+    partitions: int, batched: bool
+) -> None:
+    """Nothing to read anywhere: once every partition gave the credit up for want of
+    messages, it stays put until one may be tried again (the idle timeout), so an idle
+    `tail --rate` sends a few RDY per idle timeout, not one every turn; and no timer
+    comes due again at the instant it fired (a loop that would not yield)."""
+    sim = FlowSim(
+        {f"p{i}": 0.0 for i in range(partitions)}, max_in_flight=200, rate=20, batched=batched
+    )
+    fired: Counter[float] = Counter()
+    tick = sim.rdy.tick
+
+    def counted(now: float) -> list[RdyUpdate]:
+        fired[now] += 1
+        return tick(now)
+
+    sim.rdy.tick = counted  # type: ignore[method-assign]
+    sim.run(60.0)
+    assert len(sim.commands) <= 4 * partitions * 60 / 10, len(sim.commands)
+    assert max(fired.values()) <= 2, fired.most_common(3)
