@@ -433,7 +433,7 @@ async def test_tls_client_cert_rejection_hint_names_client_cert(
     verify_nsqd: cluster.Cluster, tls_files: TLSFiles
 ) -> None:
     tls = TLSSettings(ca_file=str(tls_files.ca_cert))
-    with pytest.raises(nsqctl.TLSError) as info:
+    with pytest.raises(nsqctl.TLSCertificateError) as info:
         await Connection.open(verify_nsqd.nsqd_tcp[0], _config("tls-hint", tls=tls))
     assert info.value.setting == "tls_cert"
     assert "client certificate" in str(info.value) and "--" not in str(info.value)
