@@ -199,25 +199,38 @@ class ConnectionSet:
                 self._http_of[peer.tcp_address] = peer.http_address
         if topo.stale and not wanted:
             return
-        if not topo.stale and self._refresh is not None:
-            for target in set(self._conns) - wanted:
-                if target[1] is None:
-                    # Original family: lookupd stops listing an nsqd that is tombstoned
-                    # (drained) or gone. A live connection keeps reading what that nsqd
-                    # still holds, as go-nsq does, or a drain would never empty it; it is
-                    # only not reconnected once it closes (it left ``_targets``).
-                    continue
-                log.info("nsqd %s partition %s left topic %s", *target, self.topic)
-                conn = self._conns.pop(target)
-                self._on_dropped(target, conn, False)
-                self.stats.connections = len(self._conns)
-                self._count_attempting()
-                await conn.close()
+        # Before any close is awaited: a connection of a target the lookup dropped that
+        # ends meanwhile is then not reconnected.
         self._targets = wanted | (self._targets if topo.stale else set())
+        if not topo.stale and self._refresh is not None:
+            await self._drop_unlisted(wanted)
         await asyncio.gather(*(self._ensure(t) for t in wanted if t not in self._conns))
         # settled only once a whole round of connects has answered: within one round,
         # which nsqd answers first must not decide whether a refusal is fatal
         self._settled = self._settled or (self._start_ended and self._subscribed_once)
+
+    async def _drop_unlisted(self, wanted: set[Target]) -> None:
+        """Close the partitions the lookup moved elsewhere (redesign). All leave the books
+        before the first close is awaited, and are closed together: a close waits for
+        nsqd's answer to CLS (up to its timeout on a hung one), and meanwhile another
+        connection may end on its own and leave the books itself."""
+        dropped: list[Connection] = []
+        for target in [t for t in self._conns if t not in wanted]:
+            if target[1] is None:
+                # Original family: lookupd stops listing an nsqd that is tombstoned
+                # (drained) or gone. A live connection keeps reading what that nsqd
+                # still holds, as go-nsq does, or a drain would never empty it; it is
+                # only not reconnected once it closes (it left ``_targets``).
+                continue
+            log.info("nsqd %s partition %s left topic %s", *target, self.topic)
+            conn = self._conns.pop(target)
+            self._on_dropped(target, conn, False)
+            dropped.append(conn)
+        if not dropped:
+            return
+        self.stats.connections = len(self._conns)
+        self._count_attempting()
+        await asyncio.gather(*(conn.close() for conn in dropped))
 
     def unreached_error(self, addresses: Iterable[HostPort | None]) -> type[NoConnectionError]:
         """The error for the nsqds at ``addresses`` staying out of reach:
