@@ -7,7 +7,8 @@ connections, each close waiting on an nsqd that never answers its CLS. A connect
 same nsqd that ends while another closes (its deadline passed, or the nsqd died, as here: a
 kill -9 makes the moment the test's, not a timer's) must not break the poll's handling of
 the topology (which would leave the partitions it had not reached yet on the dead leader
-until the next poll, and say only "callback failed").
+until the next poll, and say only "callback failed"). The hang found this way is said as
+a lost connection is: a warning naming the nsqd.
 
 3 nsqd (a new leader needs a replica on a third node), 4 partitions (so one nsqd leads two).
 The heartbeat is left long so the connections outlive the election; the lookup polls every
@@ -64,16 +65,12 @@ async def test_a_connection_lost_while_the_poll_drops_another_breaks_nothing(
 
         await wait_for(lambda: len(on(port)) == led, 30, "the hung nsqd's partitions read")
 
-        def dropping() -> bool:
-            return any(
-                "left topic" in r.getMessage() and str(port) in r.getMessage()
-                for r in caplog.records
-            )
-
         process.pause(hung)
         try:
             # the poll saw the new leaders and is closing the first of the hung connections
-            await wait_for(dropping, 120, "the poll to drop a partition of the hung leader")
+            await wait_for(
+                lambda: len(on(port)) < led, 120, "the poll to drop a partition of the hung leader"
+            )
         finally:
             process.kill_hard(hung)  # the others on it end now, during that close
         await wait_for(
@@ -83,6 +80,11 @@ async def test_a_connection_lost_while_the_poll_drops_another_breaks_nothing(
         )
     failed = [r.getMessage() for r in caplog.records if r.name == "nsqctl.lookup" and r.exc_info]
     assert failed == []
+    # the hang, found by the lookup before any heartbeat deadline, said as a loss is
+    moved = [r for r in caplog.records if "no longer leads" in r.getMessage()]
+    assert moved and all(r.levelno == logging.WARNING for r in moved), caplog.text
+    assert all(f":{port} " in r.getMessage() for r in moved), caplog.text
+    assert "consuming again on" in caplog.text  # the failover reported, as after a kill
 
 
 async def test_a_failing_topology_callback_is_one_warning_with_its_cause(
