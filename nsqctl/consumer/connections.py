@@ -199,25 +199,56 @@ class ConnectionSet:
                 self._http_of[peer.tcp_address] = peer.http_address
         if topo.stale and not wanted:
             return
-        if not topo.stale and self._refresh is not None:
-            for target in set(self._conns) - wanted:
-                if target[1] is None:
-                    # Original family: lookupd stops listing an nsqd that is tombstoned
-                    # (drained) or gone. A live connection keeps reading what that nsqd
-                    # still holds, as go-nsq does, or a drain would never empty it; it is
-                    # only not reconnected once it closes (it left ``_targets``).
-                    continue
-                log.info("nsqd %s partition %s left topic %s", *target, self.topic)
-                conn = self._conns.pop(target)
-                self._on_dropped(target, conn, False)
-                self.stats.connections = len(self._conns)
-                self._count_attempting()
-                await conn.close()
+        # Before any close is awaited: a connection of a target the lookup dropped that
+        # ends meanwhile is then not reconnected.
         self._targets = wanted | (self._targets if topo.stale else set())
+        if not topo.stale and self._refresh is not None:
+            # the topic still listed (youzan lists one whose every partition is leaderless
+            # by its meta alone), not deleted
+            listed = not topo.is_empty or (topo.meta is not None and topo.meta.valid)
+            await self._drop_unlisted(wanted, moved=listed)
         await asyncio.gather(*(self._ensure(t) for t in wanted if t not in self._conns))
         # settled only once a whole round of connects has answered: within one round,
         # which nsqd answers first must not decide whether a refusal is fatal
         self._settled = self._settled or (self._start_ended and self._subscribed_once)
+
+    async def _drop_unlisted(self, wanted: set[Target], *, moved: bool) -> None:
+        """Close the partitions the lookup no longer lists where they are read (redesign):
+        ``moved`` (the topic is still listed), each counted lost until it is read on its
+        new leader; else the topic is gone (deleted), and so are they. All leave the
+        books before the first close is awaited, and are closed together: a close waits
+        for nsqd's answer to CLS (up to its timeout on a hung one), and meanwhile another
+        connection may end on its own and leave the books itself."""
+        dropped: list[Connection] = []
+        for target in [t for t in self._conns if t not in wanted]:
+            if target[1] is None:
+                # Original family: lookupd stops listing an nsqd that is tombstoned
+                # (drained) or gone. A live connection keeps reading what that nsqd
+                # still holds, as go-nsq does, or a drain would never empty it; it is
+                # only not reconnected once it closes (it left ``_targets``).
+                continue
+            if moved:
+                # Said as a lost connection is: a hung leader is often found this way, the
+                # lookup naming its successor before the heartbeat deadline passed. Lost,
+                # the partition waits for its new leader as after a kill (reported, and
+                # given up on after the failover window).
+                log.warning(
+                    "nsqd %s no longer leads %s/%s (the lookup names another leader, or "
+                    "none yet): closing it and reading the partition on the new leader",
+                    target[0],
+                    self.topic,
+                    target[1],
+                )
+            else:
+                log.info("nsqd %s partition %s left topic %s", *target, self.topic)
+            conn = self._conns.pop(target)
+            self._on_dropped(target, conn, moved)
+            dropped.append(conn)
+        if not dropped:
+            return
+        self.stats.connections = len(self._conns)
+        self._count_attempting()
+        await asyncio.gather(*(conn.close() for conn in dropped))
 
     def unreached_error(self, addresses: Iterable[HostPort | None]) -> type[NoConnectionError]:
         """The error for the nsqds at ``addresses`` staying out of reach:

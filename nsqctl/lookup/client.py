@@ -512,7 +512,9 @@ class LookupClient:
         """Run :meth:`poll` in a task, calling ``callback`` (sync or async) with each topology.
 
         Unlike :meth:`poll`, an unreachable cluster is logged and retried after the next
-        delay, so a background poller never dies; cancel the task to stop it.
+        delay, so a background poller never dies; so is a ``callback`` that raises (a
+        warning naming the exception; the traceback rides on the log record). Cancel the
+        task to stop it.
         """
 
         async def run() -> None:
@@ -527,8 +529,17 @@ class LookupClient:
                         result = callback(topo)
                         if inspect.isawaitable(result):
                             await result
-                    except Exception:
-                        log.exception("lookup callback failed for topic %r", topic)
+                    except Exception as exc:
+                        # A bug in what the caller does with a topology. One line says
+                        # what failed and why; the traceback rides on the record for a
+                        # handler that prints it (a CLI's shows it only when debugging).
+                        log.warning(
+                            "handling the lookup's answer for topic %r failed (%s); the "
+                            "next poll tries again",
+                            topic,
+                            describe_exception(exc),
+                            exc_info=exc,
+                        )
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(self.next_delay()):  # not wait_for: see fetch.py
                         await self._refresh.wait()

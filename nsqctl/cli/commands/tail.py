@@ -25,6 +25,7 @@ from nsqctl.cli import complete
 from nsqctl.cli.commands.tail_partitions import check_partitions
 from nsqctl.cli.commands.tail_stop import CaughtUpCheck, UnansweredWait, UntilTime
 from nsqctl.cli.flags import (
+    GLOBAL_FLAGS,
     SIGPIPE_STATUS,
     ClusterSelection,
     LookupdOption,
@@ -694,7 +695,7 @@ def tail(
     )
     printing = TailPrinting(fmt=fmt, print_topic=print_topic, template=template, keep=keep)
     plan = TailPlan(source, stop, printing, trace_log)
-    with command_warnings("tail"):
+    with command_warnings("tail", tracebacks=GLOBAL_FLAGS.debug):
         asyncio.run(_tail(cluster, plan, out))
 
 
