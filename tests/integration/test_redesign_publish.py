@@ -305,6 +305,13 @@ async def test_traced_publish_receipts_and_trace_ids_on_delivery(
         "unpublished": 0,
         "skipped": 0,
         "too_large": [],
+        "lines": {
+            "published": [[1, 13]],
+            "refused": [],
+            "unconfirmed": [],
+            "unsent": [],
+            "sent_up_to": 13,
+        },
         "error": None,
     }
     assert sorted(r["count"] for r in receipts) == [1, 4, 4, 4]  # in the order they landed

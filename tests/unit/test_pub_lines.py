@@ -104,3 +104,21 @@ def test_a_line_nsqd_refused_is_said_refused_and_not_stored_or_skipped_when_aske
     assert ledger.describe(stopped=False) == (
         "input line(s) 1-2, 4-5 were published; line(s) 3 were skipped"
     )
+
+
+def test_json_lists_every_line_by_what_became_of_it() -> None:
+    """After a keyed publish that failed part-way the published lines are no prefix of
+    the input, and the error line shows the first few spans only: --json gives them all,
+    so a script can publish again exactly what was not."""
+    ledger = LineLedger()
+    for first in range(1, 100, 10):
+        ledger.launched([(first, first + 9)])
+    ledger.not_confirmed([(n, n) for n in range(3, 100, 10)])  # one in each batch
+    ledger.refused_by_nsqd([(95, 95)])
+    ledger.not_sent([(96, 100)])
+    assert "more span(s) (--json lists them all)" in ledger.describe(stopped=True)
+    lines = ledger.to_json()
+    assert lines["unconfirmed"] == [[n, n] for n in range(3, 100, 10)]
+    assert lines["refused"] == [[95, 95]] and lines["unsent"] == [[96, 100]]
+    assert lines["published"][:2] == [[1, 2], [4, 12]] and lines["published"][-1] == [94, 94]
+    assert lines["sent_up_to"] == 95
