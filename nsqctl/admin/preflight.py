@@ -151,6 +151,17 @@ def in_sync_refusals(
     from nsqctl.stats.parse import node_id_key
 
     p = state.partitions.get(part)
+    if (p is None or not p.isr) and etcd_down:
+        # Without etcd, nsqlookupd names a partition's leader from its cache only while
+        # that cache is current: a topic changed just before etcd went away leaves it
+        # asking etcd, and naming no leader, for the whole outage. A leader applies a
+        # channel change to its own copy first and keeps it when a copy in its ISR fails
+        # it: with the ISR unread, nothing tells the change would be whole.
+        return [
+            f"partition {part}'s ISR could not be read (etcd is down, and nsqlookupd names "
+            "no leader for it): its leader would keep the change if a copy in its ISR "
+            "failed it; bring etcd back and run it again"
+        ]
     if p is None or not p.isr:
         return []
     need = state.meta.write_quorum

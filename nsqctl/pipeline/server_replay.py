@@ -160,6 +160,11 @@ class _Replay:
                 max_in_flight=HISTORY_MAX_IN_FLIGHT,
                 max_rate=opts.rate,
                 failover_window=opts.failover_window,
+                # a message waits behind its partition's lock while the one before it is
+                # published (a failover can take minutes): untouched past nsqd's message
+                # timeout, it would come again after later ones, be published twice, and
+                # move the resume offset back
+                auto_touch=True,
             ),
         )
 

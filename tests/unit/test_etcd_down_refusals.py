@@ -77,3 +77,17 @@ def test_too_few_in_sync_copies_wait_for_etcd_first() -> None:
     ), said
     [said] = in_sync_refusals(catching, 0, nodes)
     assert f"wait for {nodes[OTHER].tcp} to catch up" in said
+
+
+def test_a_partition_whose_isr_is_unread_is_refused_while_etcd_is_down() -> None:
+    """nsqlookupd's cache goes stale for a topic changed just before etcd went away: its
+    lookup then names no leader for any partition, and no ISR can be read. A leader keeps
+    a channel change its ISR failed, so with etcd down nothing may go unchecked; with
+    etcd up, nsqlookupd would name the leader, and the rule stays as it was."""
+    _, nodes = cluster(2, LEADER, OTHER)
+    meta = TopicMeta.from_json({"partition_num": 1, "replica": 2})
+    unread = TopicState("T", meta, {})
+    [said] = in_sync_refusals(unread, 0, nodes, etcd_down=True)
+    assert said.startswith("partition 0's ISR could not be read (etcd is down")
+    assert said.endswith("bring etcd back and run it again")
+    assert in_sync_refusals(unread, 0, nodes) == []

@@ -139,31 +139,34 @@ async def remove_leftovers(
         ]
     start = clock()
     results: list[NodeResult] = []
+    held_back = ""  # why the forced delete was not sent (yet)
     while True:
         held, unanswered = await held_copies(client, nsqds, topic)
         if not held and not unanswered:  # a forced delete that failed changed nothing
             return [r for r in results if r.outcome == "ok"]
         waited = clock() - start
         if held and not results and waited >= FORCE_AFTER:
-            again = await known_again(lookupd_http, topic)
-            if again is not False:
-                said = (
-                    "nsqlookupd knows the topic again (created after the delete?): its "
-                    "copies are the new topic's, so nothing more was removed"
-                    if again
-                    else "no nsqlookupd answered whether the topic was created again, so "
-                    "its forced delete was not sent"
-                )
-                return [
-                    _failed(a, topic, f"holds {_parts(parts)} of {topic} after the delete: {said}")
-                    for a, parts in held.items()
-                ]
-            result, _ = await send_request(client, forced(delete), timeout=timeout)
-            results.append(result)
-            if result.outcome != "ok":
-                result.error = f"removing the copies left ({result.error})"
-            continue
+            # asked of the leader the delete went to, and again at each look: another
+            # nsqlookupd serves the meta from a cache it rebuilds only every few seconds
+            again = await known_again([delete.node.address], topic)
+            if again is False:
+                result, _ = await send_request(client, forced(delete), timeout=timeout)
+                results.append(result)
+                if result.outcome != "ok":
+                    result.error = f"removing the copies left ({result.error})"
+                continue
+            held_back = (
+                "nsqlookupd knows the topic again (created after the delete?): its copies "
+                "are the new topic's, so nothing more was removed"
+                if again
+                else "nsqlookupd did not answer whether the topic was created again, so "
+                "its forced delete was not sent"
+            )
         if waited >= timeout:
+            still = (
+                held_back
+                or f"nsqlookupd could not ask it to remove them: run `topic_delete({topic})` again"
+            )
             return (
                 results
                 + [
@@ -171,8 +174,7 @@ async def remove_leftovers(
                         a,
                         topic,
                         f"still holds {_parts(parts)} of {topic} {waited:.0f}s after "
-                        "nsqlookupd deleted the topic (nsqlookupd could not ask it to remove "
-                        f"them): run `topic_delete({topic})` again",
+                        f"nsqlookupd deleted the topic ({still})",
                     )
                     for a, parts in held.items()
                 ]
