@@ -65,6 +65,13 @@ def test_pub_with_stderr_closed_still_publishes(original_cluster: cluster.Cluste
         "unpublished": 0,
         "skipped": 0,
         "too_large": [],
+        "lines": {
+            "published": [[1, 1]],
+            "refused": [],
+            "unconfirmed": [],
+            "unsent": [],
+            "sent_up_to": 1,
+        },
         "error": None,
     }
     assert _stored(c.nsqd_http[0], topic) == 3
@@ -158,6 +165,13 @@ def test_sigint_says_how_many_messages_were_published(original_cluster: cluster.
         "unpublished": 0,
         "skipped": 0,
         "too_large": [],
+        "lines": {
+            "published": [[1, 25]],
+            "refused": [],
+            "unconfirmed": [],
+            "unsent": [],
+            "sent_up_to": 25,
+        },
         "error": "interrupted",
     }
 

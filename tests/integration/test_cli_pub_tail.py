@@ -191,6 +191,13 @@ def test_json_result_and_exit_code(original_cluster: cluster.Cluster) -> None:
         "unpublished": 0,
         "skipped": 0,
         "too_large": [],
+        "lines": {
+            "published": [[1, 2]],
+            "refused": [],
+            "unconfirmed": [],
+            "unsent": [],
+            "sent_up_to": 2,
+        },
         "error": None,
     }
 

@@ -123,6 +123,13 @@ def test_cli_pub_partition_flag_then_batches_round_robin(
         "unpublished": 0,
         "skipped": 0,
         "too_large": [],
+        "lines": {
+            "published": [[1, 70]],
+            "refused": [],
+            "unconfirmed": [],
+            "unsent": [],
+            "sent_up_to": 70,
+        },
         "error": None,
     }
     assert message_counts(c, topic) == {0: 35, 1: 45}  # ten MPUBs of 7, alternating
