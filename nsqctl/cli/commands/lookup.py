@@ -43,7 +43,7 @@ def render(info: dict[str, Any]) -> list[str]:
     if listed and not complete:
         listed += "  (may be incomplete: see the warnings)"
     lines.append(f"channels  {listed or none}")
-    lines.extend(f"warning   {cli_words(w)}" for w in info.get("warnings", ()))
+    lines.extend(f"warning   {w}" for w in info.get("warnings", ()))
     for source in info["lookupds"]:
         if not source["ok"]:
             lines.append(
@@ -109,14 +109,15 @@ def lookup(
                 f"{err}; --nsqd-http shows what the nsqds hold without it"
             ) from err
         info = asyncio.run(admin.lookup_from_nsqds(topic, lookupds, nsqds))
-        lines = render_from_nsqds(info)
+        render_info = render_from_nsqds
     else:
-        lines = render(info)
+        render_info = render
+    # a Python caller's words made a CLI user's (cli_words), once, for the text and --json
+    info["warnings"] = [cli_words(w) for w in info.get("warnings", ())]
     if as_json:
-        if "warnings" in info:  # a Python caller's words made a CLI user's (cli_words)
-            info["warnings"] = [cli_words(w) for w in info["warnings"]]
         typer.echo(json.dumps(info, indent=2))
         return
+    lines = render_info(info)
     for line in lines:
         typer.echo(line)
 
@@ -135,5 +136,5 @@ def render_from_nsqds(info: dict[str, Any]) -> list[str]:
         lines.append(f"  http {n['http']}{version}")
     listed = ", ".join(info["channels"])
     lines.append(f"channels  {listed + '  (may be incomplete)' if listed else '(none seen)'}")
-    lines.extend(f"warning   {cli_words(w)}" for w in info["warnings"])
+    lines.extend(f"warning   {w}" for w in info["warnings"])
     return lines
