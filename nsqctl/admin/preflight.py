@@ -151,7 +151,9 @@ def in_sync_refusals(
     from nsqctl.stats.parse import node_id_key
 
     p = state.partitions.get(part)
-    if (p is None or not p.isr) and etcd_down:
+    if p is None or not p.isr:
+        if not etcd_down:
+            return []  # not told: let go (see check_partitions_in_sync)
         # Without etcd, nsqlookupd names a partition's leader from its cache only while
         # that cache is current: a topic changed just before etcd went away leaves it
         # asking etcd, and naming no leader, for the whole outage. A leader applies a
@@ -162,8 +164,6 @@ def in_sync_refusals(
             "no leader for it): its leader would keep the change if a copy in its ISR "
             "failed it; bring etcd back and run it again"
         ]
-    if p is None or not p.isr:
-        return []
     need = state.meta.write_quorum
     up = [a for a in p.isr if a in nodes]
     if len(up) < need:

@@ -313,16 +313,13 @@ class RdyController:
                 if now >= self._turn_ends(conn):
                     conn.passed_at = now
                     reclaim.add(conn.conn_id)
-        if reclaim:
+        moved: list[RdyUpdate] = []
+        if reclaim:  # the sync places the passed turns too
             moved = self._sync(now, reclaim=reclaim, avoid=reclaim)
             for conn_id in reclaim:  # one handed its credit back: its turn starts again
                 self._conns[conn_id].raised_at = now
-            if now < self._next_tick:
-                return moved
-        elif now < self._next_tick:
-            return self._sync(now) if passed else []
-        else:
-            moved = []
+        if now < self._next_tick:
+            return self._sync(now) if passed and not reclaim else moved
         self._next_tick = now + self._interval
         revoked: set[ConnId] = set()
         if self._rotating():
